@@ -1,0 +1,36 @@
+# Entry points for people and CI. Each target first installs missing Debian
+# packages (scripts/install_deps.sh), then configures and builds with CMake.
+#   make          install what is missing, build build/dcmserve
+#   make run      build, then serve the bundled demo model
+#   make test     build, then run every test (unit + integration)
+#   make test-asan  the same suite built with ASan+UBSan in build-asan/
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD ?= build
+CTEST_ARGS ?=
+
+.PHONY: all deps build run test test-asan fuzz clean
+
+all: build
+
+deps:
+	@sh scripts/install_deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@sh scripts/run_demo.sh $(BUILD)/dcmserve
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+test-asan: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMS_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+clean:
+	rm -rf build build-asan build-fuzz

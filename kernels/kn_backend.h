@@ -1,0 +1,115 @@
+/* kn_backend.h - the interface between the graph executor and op kernels.
+ *
+ * A backend (CPU now, CUDA later) is a table of functions plus a context, as in
+ * docs/style.md. The executor asks a backend for the kernel of an op by its
+ * TensorFlow name at model load, calls kernel->prepare once per node (attrs
+ * checked, constant inputs may be packed), then kernel->compute per request.
+ * The executor never includes a kernel's internals; kernels never include the
+ * executor's. Kernels read their node's attributes with the kn_attr_*
+ * accessors below and allocate outputs through kn_ctx_output() so that the
+ * executor's buffer pool is reused between requests.
+ */
+#ifndef KN_BACKEND_H
+#define KN_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ms_status.h"
+#include "rt_tensor.h"
+
+#define KN_BACKEND_API_VERSION 1
+
+typedef struct kn_backend kn_backend;
+typedef struct kn_ctx kn_ctx;   /* per-run context, owned by the executor */
+
+/* What a kernel sees of its graph node. Borrowed from the loaded model; valid
+ * for the model's lifetime. */
+typedef struct kn_node {
+    const char *name;   /* node name ("conv1/Conv2D") for messages */
+    const char *op;     /* op name ("Conv2D") */
+    const void *def;    /* tensorflow NodeDef; read it with kn_attr_* */
+    int nin;            /* data inputs */
+    int nout;           /* outputs */
+} kn_node;
+
+typedef struct kn_kernel {
+    const char *op;
+    /* Optional. Runs once at model load. const_in[i] is the value of input i
+     * when it is a constant of the graph (Const node), else NULL. Sets *state
+     * (may stay NULL). An error fails the load with the message set. */
+    ms_status (*prepare)(const kn_node *node, rt_tensor *const *const_in, void **state);
+    /* Computes out[0..nout-1] (each initially NULL) from in[0..nin-1]. An
+     * output is a new tensor from kn_ctx_output(), a new reference to an
+     * input (rt_tensor_ref) or a view of one (rt_tensor_view). */
+    ms_status (*compute)(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                         rt_tensor **out);
+    /* Optional. Frees what prepare made. */
+    void (*release)(void *state);
+    /* Set for ops with side effects (variables, I/O): never pruned as
+     * constant-foldable, serialised per model. */
+    int stateful;
+} kn_kernel;
+
+struct kn_backend_i {
+    const char *(*name)(kn_backend *b);
+    /* The kernel for an op, or NULL when this backend lacks it. */
+    const kn_kernel *(*kernel)(kn_backend *b, const char *op);
+    /* Optional: wait for queued device work. */
+    ms_status (*sync)(kn_backend *b);
+    void (*free)(kn_backend *b);
+};
+
+struct kn_backend {
+    int api_version;
+    struct kn_backend_i iface;
+    void *ctx;
+    int intra_op_threads;   /* threads a kernel may use through kn_ctx_parallel_for */
+};
+
+/* Public wrappers (NULL-safe for optional slots). */
+const char *kn_backend_name(kn_backend *b);
+const kn_kernel *kn_backend_kernel(kn_backend *b, const char *op);
+ms_status kn_backend_sync(kn_backend *b);
+void kn_backend_free(kn_backend *b);
+
+/* The CPU backend: always built. intra_op_threads <= 0 means one per core. */
+kn_backend *kn_cpu_backend_new(int intra_op_threads);
+
+/* ---- services the executor gives kernels (implemented in runtime/) ---- */
+
+/* New output tensor `idx` of dtype/shape, from the executor's buffer pool.
+ * Contents are undefined (zeroed for DT_STRING). */
+ms_status kn_ctx_output(kn_ctx *ctx, int idx, rt_dtype dt, const rt_shape *shape,
+                        rt_tensor **out);
+/* Runs fn(arg, begin, end) over [0, n) split into chunks on the intra-op pool;
+ * returns when all chunks are done. Serial when the pool has one thread. */
+void kn_ctx_parallel_for(kn_ctx *ctx, int64_t n, int64_t min_chunk,
+                         void (*fn)(void *arg, int64_t begin, int64_t end), void *arg);
+/* Non-zero once the request was cancelled or its deadline passed; long
+ * kernels may poll it and return MS_ECANCELED. */
+int kn_ctx_cancelled(kn_ctx *ctx);
+
+/* ---- node attributes (TensorFlow AttrValue), implemented in runtime/ ---- */
+int kn_attr_has(const kn_node *n, const char *key);
+/* Scalar getters return `dflt` when the attr is absent. */
+int64_t kn_attr_i(const kn_node *n, const char *key, int64_t dflt);
+float kn_attr_f(const kn_node *n, const char *key, float dflt);
+int kn_attr_b(const kn_node *n, const char *key, int dflt);
+rt_dtype kn_attr_type(const kn_node *n, const char *key, rt_dtype dflt);
+/* String attr (bytes, not NUL-terminated in general): returns a borrowed
+ * pointer and sets *len, or NULL when absent. */
+const char *kn_attr_s(const kn_node *n, const char *key, size_t *len);
+/* Compares a string attr with `s`; absent attr compares as `dflt`. */
+int kn_attr_s_eq(const kn_node *n, const char *key, const char *s, const char *dflt);
+/* List attrs: copies up to `max` values, returns the list length (may exceed
+ * max), or -1 when absent. */
+int kn_attr_ilist(const kn_node *n, const char *key, int64_t *out, int max);
+int kn_attr_flist(const kn_node *n, const char *key, float *out, int max);
+int kn_attr_typelist(const kn_node *n, const char *key, rt_dtype *out, int max);
+/* Shape attr; MS_ENOTFOUND when absent. rank -1 = unknown rank. */
+ms_status kn_attr_shape(const kn_node *n, const char *key, rt_shape *out);
+/* Tensor attr (Const's "value"), decoded into a new tensor. */
+ms_status kn_attr_tensor(const kn_node *n, const char *key, rt_tensor **out);
+
+#endif /* KN_BACKEND_H */

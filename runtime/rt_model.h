@@ -1,0 +1,61 @@
+/* rt_model.h - a loaded SavedModel version: graph, variables, execution plans.
+ *
+ * rt_model_load reads <export_dir>/saved_model.pb, picks the MetaGraphDef whose
+ * tag set equals the requested one, inlines functions, checks every op has a
+ * kernel (unknown op -> MS_ENOTSUP naming op and node), runs the saver's
+ * restore op with the bundle prefix <export_dir>/variables/variables and then
+ * the init op (docs/savedmodel_loading.md). A loaded model is immutable except
+ * for its variables, and reference-counted: rt_model_unref frees it when the
+ * last holder (a request, the model manager) lets go.
+ */
+#ifndef RT_MODEL_H
+#define RT_MODEL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "kn_backend.h"
+#include "ms_status.h"
+#include "rt_tensor.h"
+#include "tf_savedmodel.pb-c.h"
+
+typedef struct rt_model rt_model;
+
+/* Reads and unpacks <export_dir>/saved_model.pb (no graph work). Free with
+ * tensorflow__saved_model__free_unpacked(sm, NULL). */
+ms_status rt_savedmodel_read(const char *export_dir, Tensorflow__SavedModel **out);
+
+/* Index of the MetaGraphDef whose tags equal tags[0..ntags-1] as a set, or -1. */
+int rt_savedmodel_find_meta_graph(const Tensorflow__SavedModel *sm, const char *const *tags,
+                                  int ntags);
+
+/* Loads a model version. `be` is borrowed and must outlive the model. */
+ms_status rt_model_load(const char *export_dir, const char *const *tags, int ntags,
+                        kn_backend *be, rt_model **out);
+rt_model *rt_model_ref(rt_model *m);
+void rt_model_unref(rt_model *m);
+
+/* Borrowed views, valid while a reference is held. */
+const Tensorflow__MetaGraphDef *rt_model_meta_graph(const rt_model *m);
+const char *rt_model_dir(const rt_model *m);
+
+typedef struct rt_feed {
+    const char *name;   /* tensor name: "x:0" or "x" (= "x:0") */
+    rt_tensor *tensor;  /* borrowed */
+} rt_feed;
+
+typedef struct rt_run_opts {
+    const atomic_int *cancelled;   /* optional: non-zero stops the run (MS_ECANCELED) */
+} rt_run_opts;
+
+/* Runs the part of the graph that `fetches` (tensor names) and `targets`
+ * (node names, run for effect) need, with `feeds` replacing the tensors they
+ * name (any tensor, not only placeholders; everything upstream of a feed is
+ * cut). outs[i] receives a new reference for fetches[i]; on error none are
+ * set. Thread-safe; runs that touch variables are serialised per model.
+ * opts may be NULL. */
+ms_status rt_model_run(rt_model *m, const rt_feed *feeds, int nfeeds, const char *const *fetches,
+                       int nfetches, const char *const *targets, int ntargets,
+                       const rt_run_opts *opts, rt_tensor **outs);
+
+#endif /* RT_MODEL_H */

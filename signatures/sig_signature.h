@@ -1,0 +1,51 @@
+/* sig_signature.h - the SignatureDef as the request contract.
+ *
+ * Lookup (empty key -> "serving_default"), request validation before anything
+ * runs (unknown/missing keys, dtype, rank and dims against -1 / unknown-rank,
+ * consistent batch size), defaults for omitted inputs, and mapping signature
+ * keys to graph tensor names and back. Each failure is one message naming the
+ * signature, the key, what was expected and what came.
+ */
+#ifndef SIG_SIGNATURE_H
+#define SIG_SIGNATURE_H
+
+#include "ms_status.h"
+#include "rt_model.h"
+#include "rt_tensor.h"
+#include "tf_savedmodel.pb-c.h"
+
+#define SIG_DEFAULT_KEY "serving_default"
+#define SIG_INIT_OP_KEY "__saved_model_init_op"
+
+/* Finds a signature; key NULL or "" means serving_default. MS_EPRECOND with
+ * `Serving signature key "<k>" not found.` when absent. *out is borrowed. */
+ms_status sig_find(const Tensorflow__MetaGraphDef *mg, const char *key,
+                   const Tensorflow__SignatureDef **out);
+
+/* Map lookups in a SignatureDef (NULL when absent). */
+const Tensorflow__TensorInfo *sig_input_info(const Tensorflow__SignatureDef *sd, const char *key);
+const Tensorflow__TensorInfo *sig_output_info(const Tensorflow__SignatureDef *sd, const char *key);
+
+typedef struct sig_input {
+    const char *key;    /* signature input alias */
+    rt_tensor *tensor;  /* borrowed */
+} sig_input;
+
+typedef struct sig_output {
+    char *key;          /* owned */
+    rt_tensor *tensor;  /* owned reference */
+} sig_output;
+
+/* Checks inputs against the signature without running anything. */
+ms_status sig_validate(const char *sig_key, const Tensorflow__SignatureDef *sd,
+                       const sig_input *in, int nin);
+
+/* Validates, fills defaults, runs the model and returns the outputs named by
+ * output_filter (all outputs, sorted by key, when nfilter == 0). *outs is a
+ * malloc'ed array of *nouts entries, freed with sig_outputs_free. */
+ms_status sig_run(rt_model *m, const char *sig_key, const sig_input *in, int nin,
+                  const char *const *output_filter, int nfilter, const rt_run_opts *opts,
+                  sig_output **outs, int *nouts);
+void sig_outputs_free(sig_output *outs, int n);
+
+#endif /* SIG_SIGNATURE_H */
