@@ -1,0 +1,17 @@
+/* kn_cpu.h - internals shared by the CPU backend's kernel files.
+ *
+ * Each kernels/cpu/kn_cpu_<group>.c exports one table of kernels, terminated
+ * by an entry whose op is NULL; kn_cpu_backend.c searches the tables in order.
+ */
+#ifndef KN_CPU_H
+#define KN_CPU_H
+
+#include "kn_backend.h"
+
+extern const kn_kernel kn_cpu_elementwise_kernels[]; /* Add, Mul, Relu, Cast, ... */
+extern const kn_kernel kn_cpu_shape_kernels[];       /* Reshape, Concat, Transpose, Pad, ... */
+extern const kn_kernel kn_cpu_reduce_kernels[];      /* Mean, Sum, Max, Softmax, MatMul */
+extern const kn_kernel kn_cpu_nn_kernels[];          /* Conv2D, pools, BatchNorm, Resize */
+extern const kn_kernel kn_cpu_image_kernels[];       /* DICOM window/normalise/layout/resize */
+
+#endif /* KN_CPU_H */

@@ -1,0 +1,10 @@
+/* cli_benchmark.c - placeholder until the subcommand lands. */
+#include <stdio.h>
+
+#include "srv_cli.h"
+
+int srv_cli_benchmark(int argc, char **argv) {
+    (void)argc;
+    fprintf(stderr, "dcmserve %s: not implemented yet\n", argv[0]);
+    return 2;
+}

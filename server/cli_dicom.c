@@ -1,0 +1,10 @@
+/* cli_dicom.c - placeholder until the subcommand lands. */
+#include <stdio.h>
+
+#include "srv_cli.h"
+
+int srv_cli_dicom(int argc, char **argv) {
+    (void)argc;
+    fprintf(stderr, "dcmserve %s: not implemented yet\n", argv[0]);
+    return 2;
+}
