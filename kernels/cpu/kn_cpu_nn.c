@@ -127,7 +127,7 @@ static ms_status window_dim(const kn_node *n, const char *what, int64_t in, int6
         *pad_before = ep_before;
         break;
     }
-    if (*out < 0 || in + (padding == PAD_EXPLICIT ? ep_before + ep_after : 0) - eff + stride < 0)
+    if (*out < 0)
         return KN_EINVAL(n, "%s: window of %lld (dilated) does not fit input size %lld", what,
                          (long long)eff, (long long)in);
     return MS_OK;
