@@ -418,6 +418,15 @@ START_TEST(conv_errors) {
     tu_attr_s(d, "padding", "VALID");
     tu_attr_ints(d, "strides", 2, 1, 1, 1);
     tu_run_fail(d, in, 2, 1, MS_EINVAL, "strides");
+    d = tu_node_new("Conv2D", "huge_stride");
+    tu_attr_s(d, "padding", "SAME");
+    tu_attr_ints(d, "strides", 1, INT64_MAX, 1, 1);
+    tu_run_fail(d, in, 2, 1, MS_EINVAL, "strides");
+    d = tu_node_new("Conv2D", "huge_dilation");
+    tu_attr_s(d, "padding", "SAME");
+    tu_attr_ints(d, "strides", 1, 1, 1, 1);
+    tu_attr_ints(d, "dilations", 1, 1, (int64_t)1 << 40, 1);
+    tu_run_fail(d, in, 2, 1, MS_EINVAL, "dilations");
     /* filter expecting 2 input channels for a 1-channel input */
     rt_tensor *f2 = tu_iota_f32(S(1, 1, 2, 1), 1, 0);
     rt_tensor *in2[2] = {in[0], f2};

@@ -343,6 +343,37 @@ START_TEST(tile) {
 }
 END_TEST
 
+/* Sizes from tensors that would overflow int64 arithmetic are refused. */
+START_TEST(huge_sizes) {
+    rt_tensor *x = TU_F32(S(2, 2), 1, 2, 3, 4);
+    /* 2 * (2^62) overflows int64 */
+    rt_tensor *in[2] = {x, TU_I64(S(2), INT64_MAX / 2 + 1, 4)};
+    tu_run_fail(tu_node_new("Tile", "huge_tile"), in, 2, 1, MS_EINVAL, "too large");
+    rt_tensor_unref(in[1]);
+    /* each dim fits but the element count does not: refused by the output allocator */
+    in[1] = TU_I64(S(2), INT64_MAX / 2, 4);
+    tu_run_fail(tu_node_new("Tile", "huge_tile"), in, 2, 1, MS_EINVAL, "shape");
+    rt_tensor_unref(in[1]);
+    in[1] = TU_I64(S(3), INT64_MAX / 2, 4, -1);
+    tu_run_fail(tu_node_new("Reshape", "huge_reshape"), in, 2, 1, MS_EINVAL, "too large");
+    rt_tensor_unref(in[1]);
+    in[1] = TU_I64(S(2, 2), INT64_MAX - 1, 0, 0, 1);
+    tu_run_fail(tu_node_new("Pad", "huge_pad"), in, 2, 1, MS_EINVAL, "too large");
+    rt_tensor_unref(in[1]);
+    rt_tensor *sl[3] = {x, TU_I64(S(2), INT64_MIN, 0), TU_I64(S(2), -1, -1)};
+    tu_run_fail(tu_node_new("Slice", "huge_slice"), sl, 3, 1, MS_EINVAL, "out of bounds");
+    tu_unref(sl, 3);
+    /* an empty tensor with huge dims is fine where the result is empty too */
+    rt_tensor *e = NULL;
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &S(0, 3), &e), MS_OK);
+    rt_tensor *tin[2] = {e, TU_I32(S(2), 5, 1000000)};
+    rt_tensor *o = tu_run1(tu_node_new("Tile", "t"), tin, 2);
+    tu_check_shape(o, RT_DT_FLOAT, S(0, 3000000));
+    rt_tensor_unref(o);
+    tu_unref(tin, 2);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("kn_shape");
     struct {
@@ -353,6 +384,7 @@ static Suite *suite(void) {
         {"pack", pack},       {"transpose", transpose},           {"pad", pad},
         {"mirror_pad", mirror_pad}, {"shape_fill", shape_fill},   {"slice", slice},
         {"strided_slice", strided_slice}, {"split", split},       {"tile", tile},
+        {"huge_sizes", huge_sizes},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);
