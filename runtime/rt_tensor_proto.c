@@ -95,10 +95,10 @@ ms_status rt_tensor_from_proto(const Tensorflow__TensorProto *p, rt_tensor **out
 
     size_t count = typed_count(p, dt);
     if (count == 0 || count > (size_t)t->nelem) {
+        long long n = (long long)t->nelem;
         rt_tensor_unref(t);
         return ms_errf(MS_EINVAL, "tensor of dtype %s and shape %s (%lld elements) carries %zu values",
-                       rt_dtype_name(dt), rt_shape_str(&shape, sb, sizeof sb),
-                       (long long)t->nelem, count);
+                       rt_dtype_name(dt), rt_shape_str(&shape, sb, sizeof sb), n, count);
     }
     switch (dt) {
     case RT_DT_FLOAT: FILL_FROM(float, p->float_val, count, AS_IS); break;
