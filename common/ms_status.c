@@ -51,9 +51,11 @@ ms_status ms_errwrap(ms_status code, const char *fmt, ...) {
     vsnprintf(prefix, sizeof(prefix), fmt, ap);
     va_end(ap);
     memcpy(old, tl_msg, sizeof(old));
-    if (old[0] != '\0')
-        snprintf(tl_msg, sizeof(tl_msg), "%s: %s", prefix, old);
-    else
+    /* Truncating a long chain of context is fine; using the result tells
+     * GCC's -Wformat-truncation so. */
+    if (old[0] != '\0' && snprintf(tl_msg, sizeof(tl_msg), "%s: %s", prefix, old) >= 0)
+        return code;
+    if (old[0] == '\0')
         snprintf(tl_msg, sizeof(tl_msg), "%s", prefix);
     return code;
 }

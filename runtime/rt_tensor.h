@@ -1,6 +1,6 @@
 /* rt_tensor.h - dtypes, shapes, reference-counted buffers and tensors.
  *
- * Ownership: rt_buf and rt_tensor are reference-counted; *_new/*_alloc return
+ * Ownership: rt_buf and rt_tensor are reference-counted; *_new and *_alloc return
  * one reference owned by the caller, released with *_unref. A tensor holds one
  * reference on its buffer; several tensors may share a buffer (Identity,
  * Reshape views). DT_STRING tensors store an array of rt_str in `data`; the
