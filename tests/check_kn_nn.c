@@ -378,6 +378,25 @@ START_TEST(pool_same) {
 }
 END_TEST
 
+START_TEST(pool_explicit) {
+    /* MaxPool 2x2 stride 2 on x33 with one padding row/column on every side
+     * (padded 5x5, out (3 + 2 - 2 + 2) / 2 = 2): windows rows/cols {-1,0} and
+     * {1,2}: max(x[0][0]) = 1, max(2,3) = 3, max(4,7) = 7, max(5,6,8,9) = 9 */
+    Tensorflow__NodeDef *d = pool_node("MaxPool", "EXPLICIT", 2, 2, 0);
+    tu_attr_ints(d, "explicit_paddings", 0, 0, 1, 1, 1, 1, 0, 0);
+    rt_tensor *o = run1(d, x33());
+    TU_CHECK_F32(o, S(1, 2, 2, 1), 0, 1, 3, 7, 9);
+    rt_tensor_unref(o);
+    rt_tensor *x = x33();
+    d = pool_node("AvgPool", "EXPLICIT", 2, 2, 0);
+    free(d->name);
+    d->name = strdup("bad_avg_explicit");
+    tu_attr_ints(d, "explicit_paddings", 0, 0, 1, 1, 1, 1, 0, 0);
+    tu_run_fail(d, &x, 1, 1, MS_EINVAL, "EXPLICIT");
+    rt_tensor_unref(x);
+}
+END_TEST
+
 START_TEST(pool_nchw_and_errors) {
     /* NCHW (1,2,2,2): channel 0 = [1,2,3,4], channel 1 = [8,7,6,5];
      * 2x2 VALID: max [4, 8], mean [2.5, 6.5] */
@@ -479,6 +498,23 @@ START_TEST(batch_norm) {
         tu_run_fail(d, in, 5, 6, MS_EINVAL, "scale");
         tu_unref(in, 5);
     }
+}
+END_TEST
+
+START_TEST(batch_norm_v1) {
+    /* FusedBatchNorm (5 outputs), NHWC, default epsilon 1e-4: one channel with
+     * scale 1, offset 0, mean 2, variance 0.9999 -> y = (x - 2) / 1 */
+    rt_tensor *in[5] = {TU_F32(S(1, 1, 3, 1), 1, 2, 4), TU_F32(S(1), 1), TU_F32(S(1), 0),
+                        TU_F32(S(1), 2), TU_F32(S(1), 0.9999f)};
+    Tensorflow__NodeDef *d = tu_node_new("FusedBatchNorm", "bn");
+    tu_attr_b(d, "is_training", 0);
+    rt_tensor *o[5] = {0};
+    ck_assert_int_eq(tu_run(d, in, 5, o, 5), MS_OK);
+    TU_CHECK_F32(o[0], S(1, 1, 3, 1), 1e-5f, -1, 0, 2);
+    TU_CHECK_F32(o[2], S(1), 0, 0.9999f);
+    tu_unref(o, 5);
+    tu_node_free(d);
+    tu_unref(in, 5);
 }
 END_TEST
 
@@ -597,7 +633,9 @@ static Suite *suite(void) {
         {"depthwise", depthwise_hand},    {"backprop", backprop_hand},
         {"backprop", backprop_adjoint},   {"pool", pool_valid},
         {"pool", pool_same},              {"pool", pool_nchw_and_errors},
+        {"pool", pool_explicit},
         {"errors", conv_errors},          {"batch_norm", batch_norm},
+        {"batch_norm", batch_norm_v1},
         {"resize", resize_bilinear},      {"resize", resize_nearest},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {

@@ -171,6 +171,10 @@ START_TEST(bias_add) {
     o = tu_run1(tu_node_new("BiasAdd", "b"), in2, 2);
     TU_CHECK_F32(o, S(1, 2, 2, 2), 0, 100, 201, 102, 203, 104, 205, 106, 207);
     rt_tensor_unref(o);
+    /* BiasAddV1 has no data_format: always the last dimension */
+    o = tu_run1(tu_node_new("BiasAddV1", "b"), in2, 2);
+    TU_CHECK_F32(o, S(1, 2, 2, 2), 0, 100, 201, 102, 203, 104, 205, 106, 207);
+    rt_tensor_unref(o);
     rt_tensor_unref(in2[1]);
     in2[1] = TU_F32(S(3), 1, 2, 3);
     tu_run_fail(tu_node_new("BiasAdd", "bad_bias"), in2, 2, 1, MS_EINVAL, "bias length");

@@ -255,8 +255,12 @@ static void im2col_rows(void *arg, int64_t b, int64_t e) {
     }
 }
 
-/* Largest im2col buffer in floats (16 MiB). */
-#define COL_MAX_FLOATS (4 << 20)
+/* Largest im2col buffer in floats (4 MiB: big enough for long gemm calls,
+ * small enough to stay in the per-thread scratch cache). */
+#define COL_MAX_FLOATS (1 << 20)
+
+/* Scratch slots (see kn__scratch): columns, layout-converted input, output. */
+enum { SCR_COL, SCR_IN, SCR_OUT };
 
 /* y[N*OH*OW, OC] = im2col(x) * f[KH*KW*C, OC], all NHWC. */
 static ms_status conv_nhwc(kn_ctx *ctx, const kn_node *node, const win_attrs *a, const geo *g,
@@ -278,7 +282,7 @@ static ms_status conv_nhwc(kn_ctx *ctx, const kn_node *node, const win_attrs *a,
     int64_t tile = COL_MAX_FLOATS / kkc;
     if (tile < 1) tile = 1;
     if (tile > P) tile = P;
-    float *col = malloc((size_t)(tile * kkc) * sizeof(float));
+    float *col = kn__scratch(SCR_COL, (size_t)(tile * kkc) * sizeof(float));
     if (col == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory for im2col", node->name);
     for (int64_t p0 = 0; p0 < P; p0 += tile) {
         int64_t rows = P - p0 < tile ? P - p0 : tile;
@@ -287,7 +291,7 @@ static ms_status conv_nhwc(kn_ctx *ctx, const kn_node *node, const win_attrs *a,
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)g->OC, (int)kkc,
                     1.0f, col, (int)kkc, f, (int)g->OC, 0.0f, y + p0 * g->OC, (int)g->OC);
     }
-    free(col);
+    kn__scratch_done(SCR_COL, col);
     return MS_OK;
 }
 
@@ -315,18 +319,18 @@ static ms_status conv2d_compute(kn_ctx *ctx, const kn_node *node, void *state,
     rt_shape os = shape4(a->nchw, g.N, g.OH, g.OW, g.OC);
     if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
     if (!a->nchw) return conv_nhwc(ctx, node, a, &g, x->data, f->data, out[0]->data);
-    float *xt = malloc((size_t)(x->nelem > 0 ? x->nelem : 1) * sizeof(float));
-    float *yt = malloc((size_t)(out[0]->nelem > 0 ? out[0]->nelem : 1) * sizeof(float));
+    float *xt = kn__scratch(SCR_IN, (size_t)x->nelem * sizeof(float));
+    float *yt = kn__scratch(SCR_OUT, (size_t)out[0]->nelem * sizeof(float));
     if (xt == NULL || yt == NULL) {
-        free(xt);
-        free(yt);
+        kn__scratch_done(SCR_IN, xt);
+        kn__scratch_done(SCR_OUT, yt);
         return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     }
     to_nhwc(x->data, xt, g.N, g.C, g.H * g.W);
     st = conv_nhwc(ctx, node, a, &g, xt, f->data, yt);
     if (st == MS_OK) to_nchw(yt, out[0]->data, g.N, g.OC, g.OH * g.OW);
-    free(xt);
-    free(yt);
+    kn__scratch_done(SCR_IN, xt);
+    kn__scratch_done(SCR_OUT, yt);
     return st;
 }
 
@@ -393,11 +397,11 @@ static ms_status depthwise_compute(kn_ctx *ctx, const kn_node *node, void *state
     dw_job job = {.g = &g, .a = a, .M = M, .x = x->data, .f = f->data, .y = out[0]->data};
     float *xt = NULL, *yt = NULL;
     if (a->nchw) {
-        xt = malloc((size_t)(x->nelem > 0 ? x->nelem : 1) * sizeof(float));
-        yt = malloc((size_t)out[0]->nelem * sizeof(float));
+        xt = kn__scratch(SCR_IN, (size_t)x->nelem * sizeof(float));
+        yt = kn__scratch(SCR_OUT, (size_t)out[0]->nelem * sizeof(float));
         if (xt == NULL || yt == NULL) {
-            free(xt);
-            free(yt);
+            kn__scratch_done(SCR_IN, xt);
+            kn__scratch_done(SCR_OUT, yt);
             return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
         }
         to_nhwc(x->data, xt, g.N, g.C, g.H * g.W);
@@ -407,8 +411,8 @@ static ms_status depthwise_compute(kn_ctx *ctx, const kn_node *node, void *state
     kn_ctx_parallel_for(ctx, g.N * g.OH, 1, dw_rows, &job);
     if (a->nchw) {
         to_nchw(yt, out[0]->data, g.N, g.OC, g.OH * g.OW);
-        free(xt);
-        free(yt);
+        kn__scratch_done(SCR_IN, xt);
+        kn__scratch_done(SCR_OUT, yt);
     }
     return MS_OK;
 }
@@ -428,7 +432,7 @@ static ms_status backprop_nhwc(const kn_node *node, const win_attrs *a, const ge
     int64_t tile = COL_MAX_FLOATS / kkc;
     if (tile < 1) tile = 1;
     if (tile > P) tile = P;
-    float *col = malloc((size_t)(tile * kkc) * sizeof(float));
+    float *col = kn__scratch(SCR_COL, (size_t)(tile * kkc) * sizeof(float));
     if (col == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory for col2im", node->name);
     for (int64_t p0 = 0; p0 < P; p0 += tile) {
         int64_t rows = P - p0 < tile ? P - p0 : tile;
@@ -449,7 +453,7 @@ static ms_status backprop_nhwc(const kn_node *node, const win_attrs *a, const ge
             }
         }
     }
-    free(col);
+    kn__scratch_done(SCR_COL, col);
     return MS_OK;
 }
 
@@ -489,18 +493,18 @@ static ms_status backprop_input_compute(kn_ctx *ctx, const kn_node *node, void *
                          kn__shp(&xs));
     if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &xs, &out[0])) != MS_OK) return st;
     if (!a->nchw) return backprop_nhwc(node, a, &g, dy->data, f->data, out[0]->data);
-    float *dyt = malloc((size_t)(dy->nelem > 0 ? dy->nelem : 1) * sizeof(float));
-    float *dxt = malloc((size_t)(out[0]->nelem > 0 ? out[0]->nelem : 1) * sizeof(float));
+    float *dyt = kn__scratch(SCR_IN, (size_t)dy->nelem * sizeof(float));
+    float *dxt = kn__scratch(SCR_OUT, (size_t)out[0]->nelem * sizeof(float));
     if (dyt == NULL || dxt == NULL) {
-        free(dyt);
-        free(dxt);
+        kn__scratch_done(SCR_IN, dyt);
+        kn__scratch_done(SCR_OUT, dxt);
         return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     }
     to_nhwc(dy->data, dyt, g.N, g.OC, g.OH * g.OW);
     st = backprop_nhwc(node, a, &g, dyt, f->data, dxt);
     if (st == MS_OK) to_nchw(dxt, out[0]->data, g.N, g.C, g.H * g.W);
-    free(dyt);
-    free(dxt);
+    kn__scratch_done(SCR_IN, dyt);
+    kn__scratch_done(SCR_OUT, dxt);
     return st;
 }
 
@@ -818,8 +822,11 @@ static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state,
     if (OH <= 0 || OW <= 0)
         return KN_EINVAL(node, "size must be positive, got [%lld, %lld]", (long long)OH,
                          (long long)OW);
-    if (N > 0 && C > 0 && (H <= 0 || W <= 0))
-        return KN_EINVAL(node, "images %s have an empty spatial dimension", kn__shp(&x->shape));
+    /* As TensorFlow's ImageResizerState: empty images are refused even in an
+     * empty batch. */
+    if (C <= 0 || H <= 0 || W <= 0 || H > INT32_MAX || W > INT32_MAX)
+        return KN_EINVAL(node, "images %s must have non-zero height, width and channels below "
+                               "2^31", kn__shp(&x->shape));
     switch (x->dtype) {
     case RT_DT_FLOAT: case RT_DT_DOUBLE: case RT_DT_INT8: case RT_DT_UINT8: case RT_DT_INT16:
     case RT_DT_UINT16: case RT_DT_INT32: case RT_DT_INT64: case RT_DT_HALF: case RT_DT_BFLOAT16:

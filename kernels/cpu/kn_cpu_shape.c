@@ -752,7 +752,24 @@ static ms_status fill_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     }
     if ((st = kn__output(ctx, node, 0, in[1]->dtype, &os, &out[0])) != MS_OK) return st;
     uint8_t *o = out[0]->data;
-    for (int64_t i = 0; i < out[0]->nelem; i++) memcpy(o + (size_t)i * es, in[1]->data, es);
+    int64_t n = out[0]->nelem;
+    switch (es) {
+    case 1: memset(o, *(const uint8_t *)in[1]->data, (size_t)n); break;
+    case 4: {
+        uint32_t v, *p = (uint32_t *)(void *)o;
+        memcpy(&v, in[1]->data, 4);
+        for (int64_t i = 0; i < n; i++) p[i] = v;
+        break;
+    }
+    case 8: {
+        uint64_t v, *p = (uint64_t *)(void *)o;
+        memcpy(&v, in[1]->data, 8);
+        for (int64_t i = 0; i < n; i++) p[i] = v;
+        break;
+    }
+    default:
+        for (int64_t i = 0; i < n; i++) memcpy(o + (size_t)i * es, in[1]->data, es);
+    }
     return MS_OK;
 }
 
