@@ -165,13 +165,15 @@ typedef struct conv_case {
     int same, nchw;
 } conv_case;
 
-static void check_conv_ref(const conv_case *k, int depthwise, unsigned seed) {
+/* Conv2D with `groups` groups (filter depth C / groups), or depthwise. */
+static void check_conv_ref(const conv_case *k, int depthwise, int64_t groups, unsigned seed) {
     int64_t OH, OW, pt, pl;
     ref_dim(k->H, k->KH, k->sh, k->dh, k->same, &OH, &pt);
     ref_dim(k->W, k->KW, k->sw, k->dw, k->same, &OW, &pl);
     int64_t OC = depthwise ? k->C * k->M : k->M;
     rt_shape xs = k->nchw ? S(k->N, k->C, k->H, k->W) : S(k->N, k->H, k->W, k->C);
-    rt_tensor *x = rand_t(xs, &seed), *f = rand_t(S(k->KH, k->KW, k->C, k->M), &seed);
+    const int64_t cg = k->C / groups, ocg = k->M / groups;
+    rt_tensor *x = rand_t(xs, &seed), *f = rand_t(S(k->KH, k->KW, cg, k->M), &seed);
     Tensorflow__NodeDef *d = conv_node(depthwise ? "DepthwiseConv2dNative" : "Conv2D",
                                        k->same ? "SAME" : "VALID", k->sh, k->sw, k->nchw);
     if (k->nchw) tu_attr_ints(d, "dilations", 1, 1, k->dh, k->dw);
@@ -195,9 +197,10 @@ static void check_conv_ref(const conv_case *k, int depthwise, unsigned seed) {
                                 acc += X[at(k->nchw, k->H, k->W, k->C, n, ih, iw, c)] *
                                        F[((kh * k->KW + kw) * k->C + c) * k->M + m];
                             } else {
-                                for (int64_t c = 0; c < k->C; c++)
-                                    acc += X[at(k->nchw, k->H, k->W, k->C, n, ih, iw, c)] *
-                                           F[((kh * k->KW + kw) * k->C + c) * k->M + oc];
+                                int64_t c0 = (oc / ocg) * cg; /* the group's channels */
+                                for (int64_t c = 0; c < cg; c++)
+                                    acc += X[at(k->nchw, k->H, k->W, k->C, n, ih, iw, c0 + c)] *
+                                           F[((kh * k->KW + kw) * cg + c) * k->M + oc];
                             }
                         }
                     float got = Y[at(k->nchw, OH, OW, OC, n, oh, ow, oc)];
@@ -225,7 +228,7 @@ static const conv_case conv_cases[] = {
 
 START_TEST(conv_reference) {
     for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++)
-        check_conv_ref(&conv_cases[i], 0, 17u + (unsigned)i);
+        check_conv_ref(&conv_cases[i], 0, 1, 17u + (unsigned)i);
 }
 END_TEST
 
@@ -233,8 +236,27 @@ START_TEST(depthwise_reference) {
     for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++) {
         conv_case k = conv_cases[i];
         k.M = 1 + (int64_t)(i % 3); /* multipliers 1..3 */
-        check_conv_ref(&k, 1, 99u + (unsigned)i);
+        check_conv_ref(&k, 1, 1, 99u + (unsigned)i);
     }
+}
+END_TEST
+
+START_TEST(conv_grouped) {
+    /* 6 input channels in 2 or 3 groups, NHWC and NCHW, 1x1 and 3x3 */
+    static const conv_case g[] = {
+        {2, 6, 5, 6, 3, 3, 4, 1, 1, 1, 1, 1, 0},
+        {1, 6, 5, 6, 3, 3, 6, 2, 1, 1, 2, 0, 1},
+        {1, 4, 4, 6, 1, 1, 6, 1, 1, 1, 1, 0, 0},
+    };
+    check_conv_ref(&g[0], 0, 2, 5u);
+    check_conv_ref(&g[1], 0, 3, 6u);
+    check_conv_ref(&g[2], 0, 3, 7u);
+    /* hand case: 2 groups of 1 channel, 1x1 filter [[2, 3]] (depth 1, 2 out
+     * channels): pixel [a, b] -> [2a, 3b] */
+    rt_tensor *o = run2(conv_node("Conv2D", "VALID", 1, 1, 0), TU_F32(S(1, 1, 2, 2), 1, 10, 2, 20),
+                        TU_F32(S(1, 1, 1, 2), 2, 3));
+    TU_CHECK_F32(o, S(1, 1, 2, 2), 0, 2, 30, 4, 60);
+    rt_tensor_unref(o);
 }
 END_TEST
 
@@ -630,6 +652,7 @@ static Suite *suite(void) {
         {"conv", conv_dilated},           {"conv", conv_channels_1x1},
         {"conv", conv_nchw},              {"conv", conv_explicit},
         {"conv_ref", conv_reference},     {"depthwise", depthwise_reference},
+        {"conv_grouped", conv_grouped},
         {"depthwise", depthwise_hand},    {"backprop", backprop_hand},
         {"backprop", backprop_adjoint},   {"pool", pool_valid},
         {"pool", pool_same},              {"pool", pool_nchw_and_errors},
