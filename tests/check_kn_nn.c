@@ -540,6 +540,122 @@ START_TEST(batch_norm_v1) {
 }
 END_TEST
 
+/* ---- 3-D ---- */
+
+static Tensorflow__NodeDef *node3(const char *op, const char *pad, int64_t k, int64_t st, int ncdhw) {
+    Tensorflow__NodeDef *d = tu_node_new(op, "v");
+    tu_attr_s(d, "padding", pad);
+    if (ncdhw) {
+        tu_attr_s(d, "data_format", "NCDHW");
+        tu_attr_ints(d, "strides", 1, 1, st, st, st);
+        if (k) tu_attr_ints(d, "ksize", 1, 1, k, k, k);
+    } else {
+        tu_attr_ints(d, "strides", 1, st, st, st, 1);
+        if (k) tu_attr_ints(d, "ksize", 1, k, k, k, 1);
+    }
+    return d;
+}
+
+START_TEST(conv3d_hand) {
+    /* x[d][h][w] = 4d + 2h + w + 1 (2x2x2), 2x2x2 ones. VALID: sum 1..8 = 36.
+     * SAME (padding after): each output sums the voxels at or after it:
+     * (0,0,0) 36, (0,0,1) 2+4+6+8 = 20, (0,1,0) 3+4+7+8 = 22, (0,1,1) 4+8 = 12,
+     * (1,0,0) 5+6+7+8 = 26, (1,0,1) 6+8 = 14, (1,1,0) 7+8 = 15, (1,1,1) 8 */
+    rt_tensor *o = run2(node3("Conv3D", "VALID", 0, 1, 0), tu_iota_f32(S(1, 2, 2, 2, 1), 1, 1),
+                        tu_iota_f32(S(2, 2, 2, 1, 1), 1, 0));
+    TU_CHECK_F32(o, S(1, 1, 1, 1, 1), 0, 36);
+    rt_tensor_unref(o);
+    o = run2(node3("Conv3D", "SAME", 0, 1, 0), tu_iota_f32(S(1, 2, 2, 2, 1), 1, 1),
+             tu_iota_f32(S(2, 2, 2, 1, 1), 1, 0));
+    TU_CHECK_F32(o, S(1, 2, 2, 2, 1), 0, 36, 20, 22, 12, 26, 14, 15, 8);
+    rt_tensor_unref(o);
+    /* pools on the same volume: max 8, mean 4.5; SAME stride 1 means over the
+     * voxels at or after each position: (0,0,0) 36/8, (0,1,1) 12/2, (1,1,0) 15/2, (1,1,1) 8 */
+    o = run1(node3("MaxPool3D", "VALID", 2, 2, 0), tu_iota_f32(S(1, 2, 2, 2, 1), 1, 1));
+    TU_CHECK_F32(o, S(1, 1, 1, 1, 1), 0, 8);
+    rt_tensor_unref(o);
+    o = run1(node3("AvgPool3D", "SAME", 2, 1, 0), tu_iota_f32(S(1, 2, 2, 2, 1), 1, 1));
+    TU_CHECK_F32(o, S(1, 2, 2, 2, 1), 1e-6f, 4.5f, 5, 5.5f, 6, 6.5f, 7, 7.5f, 8);
+    rt_tensor_unref(o);
+    /* NCDHW, 2 channels [1,2] and [5,3] along w: max [2,5], mean [1.5,4] */
+    Tensorflow__NodeDef *d = tu_node_new("MaxPool3D", "v");
+    tu_attr_s(d, "padding", "VALID");
+    tu_attr_s(d, "data_format", "NCDHW");
+    tu_attr_ints(d, "strides", 1, 1, 1, 1, 1);
+    tu_attr_ints(d, "ksize", 1, 1, 1, 1, 2);
+    o = run1(d, TU_F32(S(1, 2, 1, 1, 2), 1, 2, 5, 3));
+    TU_CHECK_F32(o, S(1, 2, 1, 1, 1), 0, 2, 5);
+    rt_tensor_unref(o);
+    rt_tensor *x = tu_iota_f32(S(1, 2, 2, 2, 1), 1, 1);
+    d = tu_node_new("MaxPool3D", "bad_pool3d");
+    tu_attr_s(d, "padding", "VALID");
+    tu_attr_ints(d, "strides", 1, 1, 1, 1);
+    tu_attr_ints(d, "ksize", 1, 1, 1, 1, 1);
+    tu_run_fail(d, &x, 1, 1, MS_EINVAL, "5 values");
+    rt_tensor_unref(x);
+}
+END_TEST
+
+/* Conv3D against the direct definition on random volumes. */
+START_TEST(conv3d_reference) {
+    static const struct {
+        int64_t N, D, H, W, C, K, M, s, dil;
+        int same, ncdhw;
+    } cs[] = {
+        {2, 5, 4, 6, 3, 3, 4, 1, 1, 1, 0},
+        {1, 6, 5, 5, 2, 3, 3, 2, 1, 1, 1},
+        {1, 7, 6, 6, 2, 2, 2, 1, 2, 0, 0},
+        {1, 5, 5, 5, 3, 2, 2, 2, 1, 0, 1},
+    };
+    for (size_t t = 0; t < sizeof(cs) / sizeof(cs[0]); t++) {
+        unsigned seed = 4242u + (unsigned)t;
+        int64_t in[3] = {cs[t].D, cs[t].H, cs[t].W}, out[3], pad[3];
+        for (int i = 0; i < 3; i++)
+            ref_dim(in[i], cs[t].K, cs[t].s, cs[t].dil, cs[t].same, &out[i], &pad[i]);
+        int nc = cs[t].ncdhw;
+        int64_t C = cs[t].C, M = cs[t].M, K = cs[t].K;
+        rt_shape xs = nc ? S(cs[t].N, C, in[0], in[1], in[2]) : S(cs[t].N, in[0], in[1], in[2], C);
+        rt_tensor *x = rand_t(xs, &seed), *f = rand_t(S(K, K, K, C, M), &seed);
+        Tensorflow__NodeDef *d = node3("Conv3D", cs[t].same ? "SAME" : "VALID", 0, cs[t].s, nc);
+        if (nc) tu_attr_ints(d, "dilations", 1, 1, cs[t].dil, cs[t].dil, cs[t].dil);
+        else tu_attr_ints(d, "dilations", 1, cs[t].dil, cs[t].dil, cs[t].dil, 1);
+        rt_tensor *io[2] = {x, f};
+        rt_tensor *o = tu_run1(d, io, 2);
+        tu_check_shape(o, RT_DT_FLOAT, nc ? S(cs[t].N, M, out[0], out[1], out[2])
+                                          : S(cs[t].N, out[0], out[1], out[2], M));
+        const float *X = x->data, *F = f->data, *Y = o->data;
+        for (int64_t n = 0; n < cs[t].N; n++)
+            for (int64_t a = 0; a < out[0]; a++)
+                for (int64_t b = 0; b < out[1]; b++)
+                    for (int64_t c = 0; c < out[2]; c++)
+                        for (int64_t m = 0; m < M; m++) {
+                            double acc = 0;
+                            for (int64_t kd = 0; kd < K; kd++)
+                                for (int64_t kh = 0; kh < K; kh++)
+                                    for (int64_t kw = 0; kw < K; kw++) {
+                                        int64_t i0 = a * cs[t].s - pad[0] + kd * cs[t].dil;
+                                        int64_t i1 = b * cs[t].s - pad[1] + kh * cs[t].dil;
+                                        int64_t i2 = c * cs[t].s - pad[2] + kw * cs[t].dil;
+                                        if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1] ||
+                                            i2 < 0 || i2 >= in[2])
+                                            continue;
+                                        for (int64_t ci = 0; ci < C; ci++) {
+                                            int64_t xi = nc ? (((n * C + ci) * in[0] + i0) * in[1] + i1) * in[2] + i2
+                                                            : (((n * in[0] + i0) * in[1] + i1) * in[2] + i2) * C + ci;
+                                            acc += X[xi] * F[(((kd * K + kh) * K + kw) * C + ci) * M + m];
+                                        }
+                                    }
+                            int64_t yi = nc ? (((n * M + m) * out[0] + a) * out[1] + b) * out[2] + c
+                                            : (((n * out[0] + a) * out[1] + b) * out[2] + c) * M + m;
+                            ck_assert_msg(fabs(Y[yi] - acc) <= 1e-4 * (1 + fabs(acc)),
+                                          "case %zu: got %g expected %g", t, Y[yi], acc);
+                        }
+        tu_unref(io, 2);
+        rt_tensor_unref(o);
+    }
+}
+END_TEST
+
 /* ---- resize ---- */
 
 static rt_tensor *resize(const char *op, rt_tensor *x, int32_t h, int32_t w, int align,
@@ -660,6 +776,7 @@ static Suite *suite(void) {
         {"errors", conv_errors},          {"batch_norm", batch_norm},
         {"batch_norm", batch_norm_v1},
         {"resize", resize_bilinear},      {"resize", resize_nearest},
+        {"conv3d", conv3d_hand},          {"conv3d", conv3d_reference},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

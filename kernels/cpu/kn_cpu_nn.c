@@ -1,7 +1,7 @@
 /* kn_cpu_nn.c - CPU kernels of the nn group: Conv2D (im2col + OpenBLAS
  * sgemm), DepthwiseConv2dNative, Conv2DBackpropInput (gemm + col2im),
- * MaxPool, AvgPool, FusedBatchNorm{,V2,V3} (inference), ResizeBilinear and
- * ResizeNearestNeighbor.
+ * MaxPool, AvgPool, FusedBatchNorm{,V2,V3} (inference), ResizeBilinear,
+ * ResizeNearestNeighbor, and for volumes Conv3D, MaxPool3D, AvgPool3D.
  *
  * Convolutions compute in NHWC; NCHW tensors are transposed in and out.
  * Windowed output sizes and SAME/VALID/EXPLICIT padding follow TensorFlow's
@@ -877,6 +877,276 @@ static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state,
 }
 
 /* ====================================================================== */
+/* Conv3D, MaxPool3D, AvgPool3D (volumes: NDHWC, or NCDHW transposed)     */
+/* ====================================================================== */
+
+typedef struct win3 {
+    int ncdhw;
+    int same;
+    int64_t k[3], s[3], d[3]; /* window (pools), strides, dilations: depth, height, width */
+} win3;
+
+/* Reads a 5-list attr (data-format order) into depth/height/width. */
+static ms_status attr_dhw(const kn_node *n, const char *key, int ncdhw, int64_t dflt,
+                          int64_t *v3) {
+    int64_t v[5];
+    int cnt = kn_attr_ilist(n, key, v, 5);
+    if (cnt < 0) {
+        v3[0] = v3[1] = v3[2] = dflt;
+        return MS_OK;
+    }
+    if (cnt != 5) return KN_EINVAL(n, "%s must have 5 values, got %d", key, cnt);
+    int ci = ncdhw ? 1 : 4, sp = ncdhw ? 2 : 1;
+    if (v[0] != 1 || v[ci] != 1)
+        return KN_EINVAL(n, "%s on the batch and channel dimensions must be 1", key);
+    for (int i = 0; i < 3; i++) {
+        v3[i] = v[sp + i];
+        if (v3[i] < 1 || v3[i] > INT32_MAX) return KN_EINVAL(n, "%s must be in [1, 2^31)", key);
+    }
+    return MS_OK;
+}
+
+static ms_status win3_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    (void)const_in;
+    int is_pool = strcmp(node->op, "Conv3D") != 0;
+    win3 *w = calloc(1, sizeof(*w));
+    if (w == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    ms_status st = MS_OK;
+    if (kn_attr_s_eq(node, "data_format", "NCDHW", NULL)) w->ncdhw = 1;
+    else if (!kn_attr_s_eq(node, "data_format", "NDHWC", "NDHWC"))
+        st = KN_EINVAL(node, "data_format must be NDHWC or NCDHW");
+    if (st == MS_OK) {
+        if (kn_attr_s_eq(node, "padding", "SAME", NULL)) w->same = 1;
+        else if (!kn_attr_s_eq(node, "padding", "VALID", NULL))
+            st = KN_EINVAL(node, "padding must be SAME or VALID");
+    }
+    if (st == MS_OK && !kn_attr_has(node, "strides")) st = KN_EINVAL(node, "attr strides is missing");
+    if (st == MS_OK) st = attr_dhw(node, "strides", w->ncdhw, 1, w->s);
+    if (st == MS_OK && is_pool) {
+        if (!kn_attr_has(node, "ksize")) st = KN_EINVAL(node, "attr ksize is missing");
+        else st = attr_dhw(node, "ksize", w->ncdhw, 1, w->k);
+        w->d[0] = w->d[1] = w->d[2] = 1;
+    } else if (st == MS_OK) {
+        st = attr_dhw(node, "dilations", w->ncdhw, 1, w->d);
+    }
+    if (st != MS_OK) {
+        free(w);
+        return st;
+    }
+    *state = w;
+    return MS_OK;
+}
+
+typedef struct geo3 {
+    int64_t N, C, OC;
+    int64_t in[3], k[3], out[3], pad[3]; /* depth, height, width */
+} geo3;
+
+static ms_status geo3_window(const kn_node *node, const win3 *w, geo3 *g) {
+    static const char *const names[3] = {"depth", "height", "width"};
+    for (int i = 0; i < 3; i++) {
+        ms_status st = window_dim(node, names[i], g->in[i], g->k[i], w->d[i], w->s[i],
+                                  w->same ? PAD_SAME : PAD_VALID, 0, 0, &g->out[i], &g->pad[i]);
+        if (st != MS_OK) return st;
+    }
+    return MS_OK;
+}
+
+/* Reads N, C and D, H, W of a rank-5 tensor. */
+static ms_status dims5(const kn_node *n, const rt_tensor *t, int ncdhw, geo3 *g) {
+    if (t->shape.rank != 5)
+        return KN_EINVAL(n, "input must be 5-D, got shape %s", kn__shp(&t->shape));
+    for (int i = 0; i < 5; i++)
+        if (t->shape.dim[i] > INT32_MAX)
+            return KN_EINVAL(n, "input shape %s: dimensions must be below 2^31",
+                             kn__shp(&t->shape));
+    g->N = t->shape.dim[0];
+    g->C = t->shape.dim[ncdhw ? 1 : 4];
+    for (int i = 0; i < 3; i++) g->in[i] = t->shape.dim[(ncdhw ? 2 : 1) + i];
+    return MS_OK;
+}
+
+static rt_shape shape5(int ncdhw, int64_t N, const int64_t *sp, int64_t C) {
+    rt_shape s = {.rank = 5};
+    s.dim[0] = N;
+    for (int i = 0; i < 3; i++) s.dim[(ncdhw ? 2 : 1) + i] = sp[i];
+    s.dim[ncdhw ? 1 : 4] = C;
+    return s;
+}
+
+typedef struct vol2col_job {
+    const geo3 *g;
+    const win3 *w;
+    const float *x; /* NDHWC */
+    float *col;
+    int64_t p0;
+} vol2col_job;
+
+static void vol2col_rows(void *arg, int64_t b, int64_t e) {
+    const vol2col_job *j = arg;
+    const geo3 *g = j->g;
+    const int64_t C = g->C, kkc = g->k[0] * g->k[1] * g->k[2] * C;
+    for (int64_t r = b; r < e; r++) {
+        int64_t p = j->p0 + r;
+        int64_t ow = p % g->out[2], oh = (p / g->out[2]) % g->out[1];
+        int64_t od = (p / (g->out[2] * g->out[1])) % g->out[0];
+        int64_t n = p / (g->out[2] * g->out[1] * g->out[0]);
+        float *dst = j->col + r * kkc;
+        for (int64_t kd = 0; kd < g->k[0]; kd++) {
+            int64_t id = od * j->w->s[0] - g->pad[0] + kd * j->w->d[0];
+            for (int64_t kh = 0; kh < g->k[1]; kh++) {
+                int64_t ih = oh * j->w->s[1] - g->pad[1] + kh * j->w->d[1];
+                for (int64_t kw = 0; kw < g->k[2]; kw++, dst += C) {
+                    int64_t iw = ow * j->w->s[2] - g->pad[2] + kw * j->w->d[2];
+                    if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1] || iw < 0 ||
+                        iw >= g->in[2])
+                        memset(dst, 0, (size_t)C * sizeof(float));
+                    else
+                        memcpy(dst, j->x + (((n * g->in[0] + id) * g->in[1] + ih) * g->in[2] + iw) * C,
+                               (size_t)C * sizeof(float));
+                }
+            }
+        }
+    }
+}
+
+static ms_status conv3d_ndhwc(kn_ctx *ctx, const kn_node *node, const win3 *w, const geo3 *g,
+                              const float *x, const float *f, float *y) {
+    const int64_t kkc = g->k[0] * g->k[1] * g->k[2] * g->C;
+    const int64_t P = g->N * g->out[0] * g->out[1] * g->out[2];
+    if (P == 0 || g->OC == 0) return MS_OK;
+    if (kkc == 0) {
+        memset(y, 0, (size_t)(P * g->OC) * sizeof(float));
+        return MS_OK;
+    }
+    if (kkc > INT32_MAX || g->OC > INT32_MAX) return KN_EINVAL(node, "filter too large");
+    int64_t tile = COL_MAX_FLOATS / kkc;
+    if (tile < 1) tile = 1;
+    if (tile > P) tile = P;
+    float *col = kn__scratch(SCR_COL, (size_t)(tile * kkc) * sizeof(float));
+    if (col == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory for im2col", node->name);
+    for (int64_t p0 = 0; p0 < P; p0 += tile) {
+        int64_t rows = P - p0 < tile ? P - p0 : tile;
+        vol2col_job job = {.g = g, .w = w, .x = x, .col = col, .p0 = p0};
+        kn_ctx_parallel_for(ctx, rows, 64, vol2col_rows, &job);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)g->OC, (int)kkc,
+                    1.0f, col, (int)kkc, f, (int)g->OC, 0.0f, y + p0 * g->OC, (int)g->OC);
+    }
+    kn__scratch_done(SCR_COL, col);
+    return MS_OK;
+}
+
+static ms_status conv3d_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                rt_tensor *const *in, rt_tensor **out) {
+    const win3 *w = state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0], *f = in[1];
+    if (x->dtype != RT_DT_FLOAT || f->dtype != RT_DT_FLOAT)
+        return kn__errf(MS_ENOTSUP, node, "only float is supported, got %s and %s",
+                        rt_dtype_name(x->dtype), rt_dtype_name(f->dtype));
+    geo3 g = {0};
+    if ((st = dims5(node, x, w->ncdhw, &g)) != MS_OK) return st;
+    if (f->shape.rank != 5 || f->shape.dim[3] != g.C)
+        return KN_EINVAL(node, "filter %s must be [KD, KH, KW, %lld, out_channels]",
+                         kn__shp(&f->shape), (long long)g.C);
+    for (int i = 0; i < 3; i++) g.k[i] = f->shape.dim[i];
+    g.OC = f->shape.dim[4];
+    if ((st = geo3_window(node, w, &g)) != MS_OK) return st;
+    rt_shape os = shape5(w->ncdhw, g.N, g.out, g.OC);
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    if (!w->ncdhw) return conv3d_ndhwc(ctx, node, w, &g, x->data, f->data, out[0]->data);
+    float *xt = kn__scratch(SCR_IN, (size_t)x->nelem * sizeof(float));
+    float *yt = kn__scratch(SCR_OUT, (size_t)out[0]->nelem * sizeof(float));
+    if (xt == NULL || yt == NULL) {
+        kn__scratch_done(SCR_IN, xt);
+        kn__scratch_done(SCR_OUT, yt);
+        return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    }
+    to_nhwc(x->data, xt, g.N, g.C, g.in[0] * g.in[1] * g.in[2]);
+    st = conv3d_ndhwc(ctx, node, w, &g, xt, f->data, yt);
+    if (st == MS_OK) to_nchw(yt, out[0]->data, g.N, g.OC, g.out[0] * g.out[1] * g.out[2]);
+    kn__scratch_done(SCR_IN, xt);
+    kn__scratch_done(SCR_OUT, yt);
+    return st;
+}
+
+typedef struct pool3_job {
+    const geo3 *g;
+    const win3 *w;
+    int is_max;
+    const float *x;
+    float *y;
+    int64_t xs[5], ys[5]; /* element strides of n, d, h, w, c */
+} pool3_job;
+
+static void layout5(int ncdhw, const int64_t *sp, int64_t C, int64_t *s) {
+    int64_t vol = sp[0] * sp[1] * sp[2];
+    if (ncdhw) {
+        s[0] = C * vol; s[1] = sp[1] * sp[2]; s[2] = sp[2]; s[3] = 1; s[4] = vol;
+    } else {
+        s[0] = vol * C; s[1] = sp[1] * sp[2] * C; s[2] = sp[2] * C; s[3] = C; s[4] = 1;
+    }
+}
+
+/* Over output rows (n, od, oh). */
+static void pool3_rows(void *arg, int64_t b, int64_t e) {
+    const pool3_job *j = arg;
+    const geo3 *g = j->g;
+    for (int64_t r = b; r < e; r++) {
+        int64_t oh = r % g->out[1], od = (r / g->out[1]) % g->out[0];
+        int64_t n = r / (g->out[1] * g->out[0]);
+        int64_t o3[3] = {od, oh, 0}, lo[3], hi[3];
+        for (int64_t ow = 0; ow < g->out[2]; ow++) {
+            o3[2] = ow;
+            for (int i = 0; i < 3; i++) {
+                int64_t s0 = o3[i] * j->w->s[i] - g->pad[i];
+                lo[i] = s0 < 0 ? 0 : s0;
+                hi[i] = s0 + g->k[i] > g->in[i] ? g->in[i] : s0 + g->k[i];
+            }
+            int64_t cnt = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
+            for (int64_t c = 0; c < g->C; c++) {
+                double acc = j->is_max ? -INFINITY : 0;
+                for (int64_t id = lo[0]; id < hi[0]; id++)
+                    for (int64_t ih = lo[1]; ih < hi[1]; ih++)
+                        for (int64_t iw = lo[2]; iw < hi[2]; iw++) {
+                            double v = j->x[n * j->xs[0] + id * j->xs[1] + ih * j->xs[2] +
+                                            iw * j->xs[3] + c * j->xs[4]];
+                            if (j->is_max) acc = v > acc ? v : acc;
+                            else acc += v;
+                        }
+                if (!j->is_max) acc = cnt > 0 ? acc / (double)cnt : 0;
+                j->y[n * j->ys[0] + od * j->ys[1] + oh * j->ys[2] + ow * j->ys[3] +
+                     c * j->ys[4]] = (float)acc;
+            }
+        }
+    }
+}
+
+static ms_status pool3d_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                rt_tensor *const *in, rt_tensor **out) {
+    const win3 *w = state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0];
+    if (x->dtype != RT_DT_FLOAT)
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
+    geo3 g = {0};
+    if ((st = dims5(node, x, w->ncdhw, &g)) != MS_OK) return st;
+    for (int i = 0; i < 3; i++) g.k[i] = w->k[i];
+    if ((st = geo3_window(node, w, &g)) != MS_OK) return st;
+    rt_shape os = shape5(w->ncdhw, g.N, g.out, g.C);
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    if (out[0]->nelem == 0) return MS_OK;
+    pool3_job job = {.g = &g, .w = w, .is_max = strcmp(node->op, "MaxPool3D") == 0,
+                     .x = x->data, .y = out[0]->data};
+    layout5(w->ncdhw, g.in, g.C, job.xs);
+    layout5(w->ncdhw, g.out, g.C, job.ys);
+    kn_ctx_parallel_for(ctx, g.N * g.out[0] * g.out[1], 1, pool3_rows, &job);
+    return MS_OK;
+}
+
+/* ====================================================================== */
 
 const kn_kernel kn_cpu_nn_kernels[] = {
     {.op = "Conv2D", .prepare = conv_prepare, .compute = conv2d_compute, .release = free_state},
@@ -895,5 +1165,8 @@ const kn_kernel kn_cpu_nn_kernels[] = {
      .release = free_state},
     {.op = "ResizeNearestNeighbor", .prepare = resize_prepare, .compute = resize_compute,
      .release = free_state},
+    {.op = "Conv3D", .prepare = win3_prepare, .compute = conv3d_compute, .release = free_state},
+    {.op = "MaxPool3D", .prepare = win3_prepare, .compute = pool3d_compute, .release = free_state},
+    {.op = "AvgPool3D", .prepare = win3_prepare, .compute = pool3d_compute, .release = free_state},
     {.op = NULL},
 };
