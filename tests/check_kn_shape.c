@@ -89,6 +89,40 @@ START_TEST(concat) {
 }
 END_TEST
 
+START_TEST(concat_v1_unpack) {
+    /* Concat takes the axis first: [[1,2]] ++ [[3,4]] on axis 1 = [[1,2,3,4]] */
+    rt_tensor *in[3] = {TU_I32(TU_SCALAR, 1), TU_F32(S(1, 2), 1, 2), TU_F32(S(1, 2), 3, 4)};
+    rt_tensor *o = tu_run1(tu_node_new("Concat", "c"), in, 3);
+    TU_CHECK_F32(o, S(1, 4), 0, 1, 2, 3, 4);
+    rt_tensor_unref(o);
+    tu_unref(in, 3);
+    /* Unpack (2,3) = [[0,1,2],[3,4,5]] on axis 1: columns [0,3], [1,4], [2,5] */
+    rt_tensor *x = tu_iota_f32(S(2, 3), 0, 1);
+    Tensorflow__NodeDef *d = tu_node_new("Unpack", "u");
+    tu_attr_i(d, "num", 3);
+    tu_attr_i(d, "axis", 1);
+    rt_tensor *outs[3] = {0};
+    ck_assert_int_eq(tu_run(d, &x, 1, outs, 3), MS_OK);
+    TU_CHECK_F32(outs[0], S(2), 0, 0, 3);
+    TU_CHECK_F32(outs[1], S(2), 0, 1, 4);
+    TU_CHECK_F32(outs[2], S(2), 0, 2, 5);
+    tu_unref(outs, 3);
+    tu_node_free(d);
+    /* axis 0 into 2 outputs: the rows */
+    d = tu_node_new("Unpack", "u");
+    tu_attr_i(d, "num", 2);
+    ck_assert_int_eq(tu_run(d, &x, 1, outs, 2), MS_OK);
+    TU_CHECK_F32(outs[0], S(3), 0, 0, 1, 2);
+    TU_CHECK_F32(outs[1], S(3), 0, 3, 4, 5);
+    tu_unref(outs, 2);
+    tu_node_free(d);
+    d = tu_node_new("Unpack", "bad_unpack");
+    tu_attr_i(d, "num", 3);
+    tu_run_fail(d, &x, 1, 3, MS_EINVAL, "num");
+    rt_tensor_unref(x);
+}
+END_TEST
+
 START_TEST(pack) {
     rt_tensor *in[2] = {TU_I32(S(2), 1, 2), TU_I32(S(2), 3, 4)};
     Tensorflow__NodeDef *d = tu_node_new("Pack", "p");
@@ -433,7 +467,7 @@ static Suite *suite(void) {
         const TTest *t;
     } tests[] = {
         {"reshape", reshape}, {"squeeze_expand", squeeze_expand}, {"concat", concat},
-        {"pack", pack},       {"transpose", transpose},           {"pad", pad},
+        {"pack", pack}, {"concat_v1_unpack", concat_v1_unpack},       {"transpose", transpose},           {"pad", pad},
         {"mirror_pad", mirror_pad}, {"shape_fill", shape_fill},   {"slice", slice},
         {"strided_slice", strided_slice}, {"split", split},       {"tile", tile},
         {"huge_sizes", huge_sizes}, {"gather", gather}, {"range", range},

@@ -152,15 +152,19 @@ static ms_status expand_dims_compute(kn_ctx *ctx, const kn_node *node, void *sta
 /* ConcatV2, Pack                                                          */
 /* ====================================================================== */
 
+/* ConcatV2 (values..., axis) and Concat (concat_dim, values...). */
 static ms_status concat_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                                rt_tensor *const *in, rt_tensor **out) {
+                                rt_tensor *const *all_in, rt_tensor **out) {
     (void)state;
     int nv = node->nin - 1;
     if (nv < 1) return KN_EINVAL(node, "needs at least one value and the axis");
-    ms_status st = kn__need_inputs(node, in, node->nin);
+    ms_status st = kn__need_inputs(node, all_in, node->nin);
     if (st != MS_OK) return st;
+    int v1 = strcmp(node->op, "Concat") == 0;
+    rt_tensor *const *in = v1 ? all_in + 1 : all_in;
     int64_t axis;
-    if ((st = kn__read_int1(node, in[nv], "axis", &axis)) != MS_OK) return st;
+    if ((st = kn__read_int1(node, v1 ? all_in[0] : all_in[nv], "axis", &axis)) != MS_OK)
+        return st;
     const rt_tensor *t0 = in[0];
     int rank = t0->shape.rank;
     if (rank == 0) return KN_EINVAL(node, "cannot concatenate scalars");
@@ -232,6 +236,38 @@ static ms_status pack_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
             kn__copy(dst, (const uint8_t *)in[k]->data + (size_t)(o * blk) * es, blk, es);
             dst += (size_t)blk * es;
         }
+    return MS_OK;
+}
+
+/* Unpack: output k is input[..., k, ...] along axis (num = the axis size). */
+static ms_status unpack_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0];
+    int rank = x->shape.rank;
+    int64_t axis = kn_attr_i(node, "axis", 0);
+    int a = kn__axis(axis, rank);
+    if (a < 0)
+        return KN_EINVAL(node, "axis %lld out of range for input %s", (long long)axis,
+                         kn__shp(&x->shape));
+    if (x->shape.dim[a] != node->nout)
+        return KN_EINVAL(node, "dimension %d of input %s must equal num = %d", a,
+                         kn__shp(&x->shape), node->nout);
+    size_t es;
+    if ((st = pod_size(node, x->dtype, &es)) != MS_OK) return st;
+    rt_shape os = {.rank = 0};
+    for (int d = 0; d < rank; d++)
+        if (d != a) os.dim[os.rank++] = x->shape.dim[d];
+    int64_t outer = prod(&x->shape, 0, a), inner = prod(&x->shape, a + 1, rank);
+    for (int k = 0; k < node->nout; k++) {
+        if ((st = kn__output(ctx, node, k, x->dtype, &os, &out[k])) != MS_OK) return st;
+        for (int64_t o = 0; o < outer && inner > 0; o++)
+            kn__copy((uint8_t *)out[k]->data + (size_t)(o * inner) * es,
+                     (const uint8_t *)x->data + (size_t)((o * node->nout + k) * inner) * es,
+                     inner, es);
+    }
     return MS_OK;
 }
 
@@ -900,6 +936,8 @@ const kn_kernel kn_cpu_shape_kernels[] = {
     {.op = "Squeeze", .prepare = squeeze_prepare, .compute = squeeze_compute},
     {.op = "ExpandDims", .compute = expand_dims_compute},
     {.op = "ConcatV2", .compute = concat_compute},
+    {.op = "Concat", .compute = concat_compute},
+    {.op = "Unpack", .compute = unpack_compute},
     {.op = "Pack", .compute = pack_compute},
     {.op = "Split", .prepare = split_prepare, .compute = split_compute},
     {.op = "SplitV", .prepare = split_prepare, .compute = splitv_compute},
