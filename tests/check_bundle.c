@@ -10,7 +10,7 @@
 #include "rt_bundle.h"
 #include "rt_tensor.h"
 #include "util_bundle.h"
-#include "util_paths.h"
+
 
 /* Independent CRC-32C (bit at a time) and mask, for the byte-level test. */
 static uint32_t crc_bitwise(const uint8_t *p, size_t n) {
@@ -28,13 +28,12 @@ static uint32_t mask_by_hand(uint32_t c) {
 
 static char *sm_prefix(const char *model, char *buf, size_t n) {
     char rel[512];
-    snprintf(rel, sizeof(rel), "%s/variables/variables", model);
-    return tu_savedmodel_path(buf, n, rel);
+    snprintf(rel, sizeof(rel), "testdata/savedmodels/%s/variables/variables", model);
+    return ut_shared_path(rel, buf, n);
 }
 
 static char *tmp_prefix(char *dir, size_t dn, char *prefix, size_t pn) {
-    tu_tmpdir(dir, dn);
-    ck_assert(dir[0] != '\0');
+    ck_assert_int_eq(ut_mkdtemp(dir, dn), 0);
     snprintf(prefix, pn, "%s/variables", dir);
     return prefix;
 }

@@ -10,7 +10,7 @@
 #include "rt_snappy.h"
 #include "rt_sstable.h"
 #include "util_bundle.h"
-#include "util_paths.h"
+
 
 /* Bit-at-a-time CRC-32C straight from the definition, to compare with. */
 static uint32_t crc_bitwise(const uint8_t *p, size_t n) {
@@ -294,8 +294,7 @@ static const struct {
 
 static uint8_t *load_shared(const char *rel, size_t *n) {
     char path[1024];
-    snprintf(path, sizeof(path), "%s/%s", tu_shared_dir(), rel);
-    uint8_t *p = ut_read_file(path, n);
+    uint8_t *p = ut_read_file(ut_shared_path(rel, path, sizeof(path)), n);
     ck_assert_msg(p != NULL, "cannot read %s", path);
     return p;
 }

@@ -7,6 +7,18 @@
 #include <string.h>
 #include <unistd.h>
 
+char *ut_shared_path(const char *rel, char *buf, size_t n) {
+    const char *root = getenv("DCM_SHARED");
+    snprintf(buf, n, "%s/%s", root && *root ? root : "../shared", rel);
+    return buf;
+}
+
+int ut_mkdtemp(char *buf, size_t n) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(buf, n, "%s/dcmtest.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    return mkdtemp(buf) ? 0 : -1;
+}
+
 static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb, (void)flag, (void)ftw;
     return remove(path);

@@ -1,11 +1,17 @@
 /* util_bundle.h - helpers for the bundle / SSTable / graph-builder tests:
- * whole-file I/O and removing temporary folders (paths: util_paths.h). */
+ * paths of shared test data, temporary folders, whole-file I/O. */
 #ifndef UTIL_BUNDLE_H
 #define UTIL_BUNDLE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+/* "$DCM_SHARED/<rel>" into buf (falls back to "../shared" when unset).
+ * Returns buf. */
+char *ut_shared_path(const char *rel, char *buf, size_t n);
+/* Creates a fresh temporary folder; its path goes into buf (>= 64 bytes).
+ * Returns 0 on success. */
+int ut_mkdtemp(char *buf, size_t n);
 /* Removes a folder tree (nftw); returns 0 on success. */
 int ut_rmtree(const char *path);
 /* Reads a whole file into a malloc'ed buffer; NULL on failure. */
