@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "rt_bundle.h"
+#include "rt_sstable.h"
+#include "tf_savedmodel.pb-c.h"
 #include "rt_tensor.h"
 #include "util_bundle.h"
 
@@ -571,7 +573,6 @@ END_TEST
 
 /* A header that is not first, a bad header, an entry whose size does not fit
  * its dtype: all detected. Built with rt_sst directly. */
-#include "rt_sstable.h"
 START_TEST(bad_entries) {
     char dir[256], prefix[512], path[600], dpath[600];
     tmp_prefix(dir, sizeof(dir), prefix, sizeof(prefix));
@@ -622,6 +623,93 @@ START_TEST(bad_entries) {
 }
 END_TEST
 
+/* Packs a BundleEntryProto for the hand-built indexes below. */
+static size_t pack_entry(uint8_t *buf, rt_dtype dt, int rank, const int64_t *dims, int shard,
+                         int64_t off, int64_t size, uint32_t masked_crc, int sliced) {
+    Tensorflow__BundleEntryProto e = TENSORFLOW__BUNDLE_ENTRY_PROTO__INIT;
+    Tensorflow__TensorShapeProto sh = TENSORFLOW__TENSOR_SHAPE_PROTO__INIT;
+    Tensorflow__TensorShapeProto__Dim d[4], *dp[4];
+    Tensorflow__TensorSliceProto sl = TENSORFLOW__TENSOR_SLICE_PROTO__INIT, *slp = &sl;
+    for (int i = 0; i < rank; i++) {
+        Tensorflow__TensorShapeProto__Dim init = TENSORFLOW__TENSOR_SHAPE_PROTO__DIM__INIT;
+        d[i] = init;
+        d[i].size = dims[i];
+        dp[i] = &d[i];
+    }
+    sh.n_dim = (size_t)rank;
+    sh.dim = dp;
+    e.dtype = (Tensorflow__DataType)dt;
+    e.shape = &sh;
+    e.shard_id = shard;
+    e.offset = off;
+    e.size = size;
+    e.crc32c = masked_crc;
+    if (sliced) {
+        e.n_slices = 1;
+        e.slices = &slp;
+    }
+    return tensorflow__bundle_entry_proto__pack(&e, buf);
+}
+
+/* Two shards, a big-endian header, a sliced entry: built by hand (TF's
+ * BundleWriter makes one shard; MergeBundles and old writers make more). */
+START_TEST(multi_shard_big_endian_sliced) {
+    char dir[256], prefix[512], path[600];
+    tmp_prefix(dir, sizeof(dir), prefix, sizeof(prefix));
+    /* shard 0: "a" int32[2] {1, -2} big-endian; shard 1: 3 pad bytes, then
+     * "b" float {0.5} big-endian at offset 3. */
+    static const uint8_t d0[8] = {0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfe};
+    static const uint8_t d1[7] = {9, 9, 9, 0x3f, 0x00, 0x00, 0x00};
+    snprintf(path, sizeof(path), "%s.data-00000-of-00002", prefix);
+    ck_assert_int_eq(ut_write_file(path, d0, 8), 0);
+    snprintf(path, sizeof(path), "%s.data-00001-of-00002", prefix);
+    ck_assert_int_eq(ut_write_file(path, d1, 7), 0);
+    static const uint8_t hdr[] = {0x08, 0x02, 0x10, 0x01, 0x1a, 0x02, 0x08, 0x01};
+    uint8_t ea[64], eb[64], es[64];
+    size_t na = pack_entry(ea, RT_DT_INT32, 1, (int64_t[]){2}, 0, 0, 8,
+                           mask_by_hand(crc_bitwise(d0, 8)), 0);
+    size_t nb = pack_entry(eb, RT_DT_FLOAT, 0, NULL, 1, 3, 4,
+                           mask_by_hand(crc_bitwise(d1 + 3, 4)), 0);
+    size_t ns = pack_entry(es, RT_DT_FLOAT, 1, (int64_t[]){4}, 0, 0, 0, 0, 1);
+    rt_sst_writer *w;
+    ck_assert_int_eq(rt_sst_writer_new(NULL, &w), MS_OK);
+    ck_assert_int_eq(rt_sst_writer_add(w, "", 0, hdr, sizeof(hdr)), MS_OK);
+    ck_assert_int_eq(rt_sst_writer_add(w, "a", 1, ea, na), MS_OK);
+    ck_assert_int_eq(rt_sst_writer_add(w, "b", 1, eb, nb), MS_OK);
+    ck_assert_int_eq(rt_sst_writer_add(w, "part", 4, es, ns), MS_OK);
+    uint8_t *file;
+    size_t n;
+    ck_assert_int_eq(rt_sst_writer_finish(w, &file, &n), MS_OK);
+    snprintf(path, sizeof(path), "%s.index", prefix);
+    ck_assert_int_eq(ut_write_file(path, file, n), 0);
+    free(file);
+
+    rt_bundle *b;
+    ck_assert_msg(rt_bundle_open(prefix, &b) == MS_OK, "%s", ms_errmsg());
+    ck_assert_int_eq(rt_bundle_count(b), 3);
+    rt_tensor *t;
+    ck_assert_msg(rt_bundle_read(b, "a", &t) == MS_OK, "%s", ms_errmsg());
+    ck_assert_int_eq(((int32_t *)t->data)[0], 1);
+    ck_assert_int_eq(((int32_t *)t->data)[1], -2);
+    rt_tensor_unref(t);
+    ck_assert_msg(rt_bundle_read(b, "b", &t) == MS_OK, "%s", ms_errmsg());
+    ck_assert(rt_tensor_f32(t)[0] == 0.5f);
+    rt_tensor_unref(t);
+    t = NULL;
+    ck_assert_int_eq(rt_bundle_read(b, "part", &t), MS_ENOTSUP);
+    ck_assert_ptr_null(t);
+    rt_bundle_close(b);
+    ck_assert_int_eq(rt_bundle_verify(prefix), MS_OK);
+
+    /* Shard 1 missing: named in the error. */
+    snprintf(path, sizeof(path), "%s.data-00001-of-00002", prefix);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(rt_bundle_open(prefix, &b), MS_EDATALOSS);
+    ck_assert_str_eq(ms_errmsg(), "variables.data-00001-of-00002: missing");
+    ut_rmtree(dir);
+}
+END_TEST
+
 static Suite *bundle_suite(void) {
     Suite *s = suite_create("bundle");
     TCase *tc = tcase_create("real");
@@ -643,6 +731,7 @@ static Suite *bundle_suite(void) {
     tcase_add_loop_test(tc, corrupt_string_tensor, 0, 3);
     tcase_add_loop_test(tc, corrupt_files, 0, 6);
     tcase_add_loop_test(tc, bad_entries, 0, 6);
+    tcase_add_test(tc, multi_shard_big_endian_sliced);
     suite_add_tcase(s, tc);
     return s;
 }
