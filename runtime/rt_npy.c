@@ -280,7 +280,7 @@ ms_status rt_npy_read_mem(const void *data, size_t n, const char *what, rt_tenso
     if (hlen > NPY_MAX_HEADER || hlen > n - hstart)
         return ms_errf(MS_EINVAL, "%s: truncated .npy header (%zu header bytes, %zu in file)",
                        what, hlen, n - hstart);
-    npy_type type;
+    npy_type type = {0};
     rt_shape shape;
     ms_status st = parse_header(what, (const char *)b + hstart, hlen, &type, &shape);
     if (st != MS_OK) return st;

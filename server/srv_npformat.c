@@ -319,14 +319,26 @@ static void put_float(const npf *f, sbuf *b, double v) {
     if (f->exp_format) {
         int e10;
         scientific_parts(fabs(v), f->f32, f->precision, ip, fp, &e10, sizeof(ip));
+        if ((int)strlen(fp) < f->min_digits) {
+            /* numpy fills up to min_digits with the exact value's further
+             * digits, not with zeros. */
+            char buf[64];
+            snprintf(buf, sizeof(buf), "%.*e", f->min_digits, fabs(v));
+            ip[0] = buf[0];
+            ip[1] = '\0';
+            size_t k = 0;
+            for (const char *q = buf + 2; *q >= '0' && *q <= '9'; q++) fp[k++] = *q;
+            fp[k] = '\0';
+            e10 = atoi(strchr(buf, 'e') + 1);
+        }
         int dot = apply_trim(fp, f->trim, f->min_digits);
         snprintf(tmp, sizeof(tmp), "%s%s", sign, ip);
         sb_spaces(b, f->pad_left - (int)strlen(tmp));
         sb_puts(b, tmp);
         if (dot) sb_puts(b, ".");
         sb_puts(b, fp);
-        snprintf(tmp, sizeof(tmp), "e%c%0*d", e10 < 0 ? '-' : '+', f->exp_size > 2 ? f->exp_size : 2,
-                 e10 < 0 ? -e10 : e10);
+        int ew = f->exp_size > 2 ? (f->exp_size < 8 ? f->exp_size : 8) : 2;
+        snprintf(tmp, sizeof(tmp), "e%c%0*d", e10 < 0 ? '-' : '+', ew, e10 < 0 ? -e10 : e10);
         sb_puts(b, tmp);
         return;
     }

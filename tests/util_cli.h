@@ -1,21 +1,25 @@
 /* util_cli.h - helpers shared by the signature / .npy / CLI Check tests:
- * paths of the shared test models and small tensor builders. */
+ * small tensor builders and a way to run Debian's Python (numpy) as an
+ * independent reference. */
 #ifndef UTIL_CLI_H
 #define UTIL_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rt_tensor.h"
 
-/* Writes "$DCM_SHARED/testdata/savedmodels/<rel>" into buf (NUL-terminated)
- * and returns buf. DCM_SHARED defaults to "../shared" when unset. */
-char *util_cli_model_dir(const char *rel, char *buf, size_t n);
+/* New tensor of dtype dt and the given shape, its bytes copied from vals
+ * (NULL: zero-filled). ck_asserts on failure. The caller owns the reference. */
+rt_tensor *util_cli_tensor(rt_dtype dt, int rank, const int64_t *dims, const void *vals);
 
-/* New float tensor of the given shape holding vals[0..nelem-1]; aborts the
- * test (ck_assert) on failure. The caller owns the reference. */
-rt_tensor *util_cli_f32(int rank, const int64_t *dims, const float *vals);
+/* Writes `script` to <dir>/script.py and runs `/usr/bin/python3 script.py`
+ * with <dir> as working directory. Returns the exit status (-1 when it could
+ * not be run). */
+int util_cli_python(const char *dir, const char *script);
 
-/* New int32 tensor, as util_cli_f32. */
-rt_tensor *util_cli_i32(int rank, const int64_t *dims, const int32_t *vals);
+/* Reads a whole file into a malloc'ed, NUL-terminated buffer (*n = size
+ * without the NUL). NULL when it cannot be read. */
+char *util_cli_read_file(const char *path, size_t *n);
 
 #endif /* UTIL_CLI_H */
