@@ -22,7 +22,8 @@ int srv_cli_flags_parse(const char *cmd, int argc, char **argv, srv_cli_flag *fl
         size_t n = eq ? (size_t)(eq - name) : strlen(name);
         srv_cli_flag *f = lookup(flags, name, n);
         if (f == NULL) {
-            fprintf(stderr, "dcmserve %s: unknown flag '--%.*s'\n", cmd, (int)n, name);
+            fprintf(stderr, "dcmserve %s: unknown flag '--%.*s' (see dcmserve %s --help)\n", cmd,
+                    (int)n, name, cmd);
             return -1;
         }
         if (f->kind == CLI_FLAG_BOOL) {

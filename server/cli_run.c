@@ -662,17 +662,13 @@ int srv_cli_run(int argc, char **argv) {
         {"help", CLI_FLAG_BOOL, NULL, &help},
         {NULL, 0, NULL, NULL},
     };
-    if (srv_cli_flags_parse("run", argc, argv, flags) != 0) {
-        usage(stderr);
-        return 2;
-    }
+    if (srv_cli_flags_parse("run", argc, argv, flags) != 0) return 2;
     if (help) {
         usage(stdout);
         return 0;
     }
     if (dir == NULL) {
-        fprintf(stderr, "dcmserve run: --dir is required\n");
-        usage(stderr);
+        fprintf(stderr, "dcmserve run: --dir is required (see dcmserve run --help)\n");
         return 2;
     }
     const char *sig = (sig_arg && sig_arg[0]) ? sig_arg : SIG_DEFAULT_KEY;
@@ -735,11 +731,11 @@ int srv_cli_run(int argc, char **argv) {
             struct stat sb;
             out_path(outdir, sd->outputs[i]->key, path, sizeof(path));
             if (stat(path, &sb) == 0) {
-                snprintf(msg, sizeof(msg),
-                         "Output file %s already exists. Add \"--overwrite\" to overwrite the "
-                         "existing output files.",
-                         path);
-                rc = fail(msg);
+                fprintf(stderr,
+                        "dcmserve run: Output file %s already exists. Add \"--overwrite\" to "
+                        "overwrite the existing output files.\n",
+                        path);
+                rc = 1;
                 goto done;
             }
         }

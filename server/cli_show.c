@@ -61,14 +61,15 @@ static const char **sorted_sig_keys(const Tensorflow__MetaGraphDef *mg) {
     return k;
 }
 
+/* One TensorInfo, two spaces deeper than its "inputs['k']" line. */
 static void print_tensor_info(const char *ind, const Tensorflow__TensorInfo *ti) {
     char shape[512];
-    printf("%s    dtype: %s\n", ind, sig_dtype_name(ti ? (int)ti->dtype : 0));
-    printf("%s    shape: %s\n", ind, sig_shape_str(ti ? ti->tensor_shape : NULL, shape,
+    printf("%s      dtype: %s\n", ind, sig_dtype_name(ti ? (int)ti->dtype : 0));
+    printf("%s      shape: %s\n", ind, sig_shape_str(ti ? ti->tensor_shape : NULL, shape,
                                                    sizeof(shape)));
     const char *name = "";
     if (ti && ti->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME) name = ti->name;
-    printf("%s    name: %s\n", ind, name);
+    printf("%s      name: %s\n", ind, name);
 }
 
 typedef struct kv {
@@ -158,17 +159,13 @@ int srv_cli_show(int argc, char **argv) {
         {"help", CLI_FLAG_BOOL, NULL, &help},
         {NULL, 0, NULL, NULL},
     };
-    if (srv_cli_flags_parse("show", argc, argv, flags) != 0) {
-        usage(stderr);
-        return 2;
-    }
+    if (srv_cli_flags_parse("show", argc, argv, flags) != 0) return 2;
     if (help) {
         usage(stdout);
         return 0;
     }
     if (dir == NULL) {
-        fprintf(stderr, "dcmserve show: --dir is required\n");
-        usage(stderr);
+        fprintf(stderr, "dcmserve show: --dir is required (see dcmserve show --help)\n");
         return 2;
     }
     if (sig_key != NULL && tag_set == NULL && !all) {
