@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "cli_flags.h"
+#include "ms_log.h"
 #include "ms_status.h"
 #include "rt_model.h"
 #include "rt_npy.h"
@@ -42,7 +43,8 @@ static void usage(FILE *f) {
             "                       quoted strings; typed by the signature input's dtype\n"
             "  --input_files SPEC   'key=f1,f2,...': a DT_STRING input of the files' bytes\n"
             "  --outdir DIR         also save each output as DIR/<output_key>.npy\n"
-            "  --overwrite          replace existing files in --outdir\n");
+            "  --overwrite          replace existing files in --outdir\n"
+            "  --log_level LEVEL    debug, info, warn, error (default) or off\n");
 }
 
 /* ---- input list ---- */
@@ -648,7 +650,7 @@ static int fail(const char *what) {
 
 int srv_cli_run(int argc, char **argv) {
     const char *dir = NULL, *tag_set = "serve", *sig_arg = NULL, *inputs = NULL, *exprs = NULL,
-               *files = NULL, *outdir = NULL;
+               *files = NULL, *outdir = NULL, *log_level = "error";
     int overwrite = 0, help = 0;
     srv_cli_flag flags[] = {
         {"dir", CLI_FLAG_STR, &dir, NULL},
@@ -659,6 +661,7 @@ int srv_cli_run(int argc, char **argv) {
         {"input_files", CLI_FLAG_STR, &files, NULL},
         {"outdir", CLI_FLAG_STR, &outdir, NULL},
         {"overwrite", CLI_FLAG_BOOL, NULL, &overwrite},
+        {"log_level", CLI_FLAG_STR, &log_level, NULL},
         {"help", CLI_FLAG_BOOL, NULL, &help},
         {NULL, 0, NULL, NULL},
     };
@@ -672,6 +675,15 @@ int srv_cli_run(int argc, char **argv) {
         return 2;
     }
     const char *sig = (sig_arg && sig_arg[0]) ? sig_arg : SIG_DEFAULT_KEY;
+    /* Load-time warnings (signatures this build cannot run) would bury the
+     * result; they show with --log_level=warn. */
+    ms_log_level lvl;
+    if (ms_log_parse_level(log_level, &lvl) != 0) {
+        fprintf(stderr, "dcmserve run: bad --log_level '%s' (debug, info, warn, error, off)\n",
+                log_level);
+        return 2;
+    }
+    ms_log_set_level(lvl);
 
     char tagbuf[1024];
     const char *tags[64];

@@ -11,20 +11,15 @@
 #include "rt_npy.h"
 #include "srv_npformat.h"
 #include "util_cli.h"
-#include "util_paths.h"
 
 static char g_dir[1024];
 
 static void make_tmp(void) {
-    tu_tmpdir(g_dir, sizeof(g_dir));
-    ck_assert_msg(g_dir[0] != '\0', "mkdtemp failed");
+    util_cli_tmpdir(g_dir, sizeof(g_dir));
 }
 
 static void rm_tmp(void) {
-    char cmd[1200];
-    if (g_dir[0] == '\0') return;
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    util_cli_rmtree(g_dir);
 }
 
 static char *path_in(const char *name, char *buf, size_t n) {

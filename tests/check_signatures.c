@@ -13,14 +13,13 @@
 #include "rt_model.h"
 #include "sig_signature.h"
 #include "util_cli.h"
-#include "util_paths.h"
 
 /* ---- helpers ---- */
 
 static Tensorflow__SavedModel *read_model(const char *rel) {
     char dir[2048];
     Tensorflow__SavedModel *sm = NULL;
-    tu_savedmodel_path(dir, sizeof(dir), rel);
+    util_cli_model_dir(rel, dir, sizeof(dir));
     ck_assert_msg(rt_savedmodel_read(dir, &sm) == MS_OK, "%s: %s", dir, ms_errmsg());
     ck_assert_uint_ge(sm->n_meta_graphs, 1);
     return sm;
@@ -273,8 +272,7 @@ static char g_dir[1024];
 /* x (-1, 2) -> y = Identity(x) under two aliases; w (2) with a default;
  * a variable counter with get / incr / incr_by / reset signatures. */
 static void build_model(void) {
-    tu_tmpdir(g_dir, sizeof(g_dir));
-    ck_assert(g_dir[0] != '\0');
+    util_cli_tmpdir(g_dir, sizeof(g_dir));
     util_sm *sm = util_sm_new();
     int64_t x_dims[] = {-1, 2}, w_dims[] = {2};
     float wdef[] = {0, 0}, one[] = {1}, zero[] = {0};
@@ -333,9 +331,7 @@ static void build_model(void) {
 }
 
 static void rm_model(void) {
-    char cmd[1200];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    util_cli_rmtree(g_dir);
 }
 
 static rt_model *load(const char *dir, kn_backend **be) {
@@ -447,7 +443,7 @@ END_TEST
 START_TEST(test_run_counter) {
     char dir[2048];
     kn_backend *be;
-    rt_model *m = load(tu_savedmodel_path(dir, sizeof(dir), "saved_model_counter/00000123"), &be);
+    rt_model *m = load(util_cli_model_dir("saved_model_counter/00000123", dir, sizeof(dir)), &be);
     float three = 3;
     rt_tensor *delta = util_cli_tensor(RT_DT_FLOAT, 0, NULL, &three);
     sig_input din[] = {{"delta", delta}};
@@ -467,7 +463,7 @@ START_TEST(test_run_half_plus_two) {
     char dir[2048];
     kn_backend *be;
     rt_model *m =
-        load(tu_savedmodel_path(dir, sizeof(dir), "saved_model_half_plus_two_cpu/00000123"), &be);
+        load(util_cli_model_dir("saved_model_half_plus_two_cpu/00000123", dir, sizeof(dir)), &be);
     int64_t d31[] = {3, 1};
     float xv[] = {1, 2, 5};
     rt_tensor *x = util_cli_tensor(RT_DT_FLOAT, 2, d31, xv);
@@ -499,7 +495,7 @@ START_TEST(test_run_tf2_defaults) {
     char dir[2048];
     kn_backend *be;
     rt_model *m = load(
-        tu_savedmodel_path(dir, sizeof(dir), "saved_model_half_plus_two_tf2_cpu/00000123"), &be);
+        util_cli_model_dir("saved_model_half_plus_two_tf2_cpu/00000123", dir, sizeof(dir)), &be);
     int64_t d1[] = {1};
     float xv[] = {1};
     rt_tensor *x = util_cli_tensor(RT_DT_FLOAT, 1, d1, xv);

@@ -7,6 +7,27 @@
 #include <string.h>
 #include <sys/wait.h>
 
+char *util_cli_model_dir(const char *rel, char *buf, size_t n) {
+    const char *shared = getenv("DCM_SHARED");
+    if (shared == NULL || shared[0] == '\0') shared = "../../shared";
+    snprintf(buf, n, "%s/testdata/savedmodels/%s", shared, rel);
+    return buf;
+}
+
+char *util_cli_tmpdir(char *buf, size_t n) {
+    const char *t = getenv("TMPDIR");
+    snprintf(buf, n, "%s/dcmcli.XXXXXX", t && t[0] ? t : "/tmp");
+    ck_assert_msg(mkdtemp(buf) != NULL, "mkdtemp %s failed", buf);
+    return buf;
+}
+
+void util_cli_rmtree(const char *dir) {
+    char cmd[4200];
+    if (dir == NULL || dir[0] == '\0') return;
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
 rt_tensor *util_cli_tensor(rt_dtype dt, int rank, const int64_t *dims, const void *vals) {
     rt_shape s = rt_shape_make(rank, dims);
     rt_tensor *t = NULL;

@@ -10,6 +10,15 @@
 #include "rt_tensor.h"
 #include "tf_savedmodel.pb-c.h"
 
+/* "$DCM_SHARED/testdata/savedmodels/<rel>" into buf (DCM_SHARED defaults to
+ * "../../shared", right for a build folder inside the repo); returns buf. */
+char *util_cli_model_dir(const char *rel, char *buf, size_t n);
+
+/* A fresh empty directory under $TMPDIR (or /tmp) into buf; ck_asserts on
+ * failure. util_cli_rmtree removes it again. */
+char *util_cli_tmpdir(char *buf, size_t n);
+void util_cli_rmtree(const char *dir);
+
 /* New tensor of dtype dt and the given shape, its bytes copied from vals
  * (NULL: zero-filled). ck_asserts on failure. The caller owns the reference. */
 rt_tensor *util_cli_tensor(rt_dtype dt, int rank, const int64_t *dims, const void *vals);
