@@ -29,9 +29,9 @@
 /* ---- element types ---- */
 
 typedef struct npy_type {
-    char kind;      /* 'f', 'i', 'u', 'b' or 'S' */
-    int size;       /* bytes per element */
-    int swap;       /* big-endian data: swap on read */
+    char kind; /* 'f', 'i', 'u', 'b' or 'S' */
+    int size;  /* bytes per element */
+    int swap;  /* big-endian data: swap on read */
     rt_dtype dtype;
 } npy_type;
 
@@ -239,7 +239,9 @@ static ms_status parse_header(const char *what, const char *text, size_t n, npy_
         return ms_errf(MS_EINVAL,
                        "%s: .npy header lacks %s (needs 'descr', 'fortran_order' and 'shape')",
                        what,
-                       !have_descr ? "'descr'" : !have_order ? "'fortran_order'" : "'shape'");
+                       !have_descr   ? "'descr'"
+                       : !have_order ? "'fortran_order'"
+                                     : "'shape'");
     if (fortran)
         return ms_errf(MS_EINVAL,
                        "%s: .npy array is stored in Fortran order (fortran_order: True); only C "
@@ -278,8 +280,8 @@ ms_status rt_npy_read_mem(const void *data, size_t n, const char *what, rt_tenso
         return ms_errf(MS_EINVAL, "%s: unsupported .npy format version %d.%d", what, major, b[7]);
     }
     if (hlen > NPY_MAX_HEADER || hlen > n - hstart)
-        return ms_errf(MS_EINVAL, "%s: truncated .npy header (%zu header bytes, %zu in file)",
-                       what, hlen, n - hstart);
+        return ms_errf(MS_EINVAL, "%s: truncated .npy header (%zu header bytes, %zu in file)", what,
+                       hlen, n - hstart);
     npy_type type = {0};
     rt_shape shape;
     ms_status st = parse_header(what, (const char *)b + hstart, hlen, &type, &shape);
@@ -297,8 +299,8 @@ ms_status rt_npy_read_mem(const void *data, size_t n, const char *what, rt_tenso
         return ms_errf(MS_EINVAL, "%s: .npy shape too large", what);
     size_t need = (size_t)nelem * (size_t)type.size;
     if (have != need)
-        return ms_errf(MS_EINVAL, "%s: .npy data is %zu bytes, shape and dtype need %zu (%s)",
-                       what, have, need, have < need ? "truncated" : "trailing bytes");
+        return ms_errf(MS_EINVAL, "%s: .npy data is %zu bytes, shape and dtype need %zu (%s)", what,
+                       have, need, have < need ? "truncated" : "trailing bytes");
 
     if (type.dtype == RT_DT_STRING) {
         rt_str *strs = calloc(nelem > 0 ? (size_t)nelem : 1, sizeof(*strs));
@@ -333,8 +335,7 @@ static ms_status slurp(const char *path, uint8_t **out, size_t *n) {
     *n = 0;
     FILE *f = fopen(path, "rb");
     if (f == NULL)
-        return ms_errf(errno == ENOENT ? MS_ENOTFOUND : MS_EINVAL, "%s: %s", path,
-                       strerror(errno));
+        return ms_errf(errno == ENOENT ? MS_ENOTFOUND : MS_EINVAL, "%s: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fclose(f);
@@ -412,11 +413,10 @@ ms_status rt_npy_write_mem(const rt_tensor *t, uint8_t **out, size_t *n) {
 
     char hdr[512];
     size_t hl = 0;
-    int bad = append(hdr, sizeof(hdr), &hl, "{'descr': '%s', 'fortran_order': False, 'shape': (",
-                     descr);
+    int bad =
+        append(hdr, sizeof(hdr), &hl, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
     for (int i = 0; i < t->shape.rank && !bad; i++)
-        bad = append(hdr, sizeof(hdr), &hl, i == 0 ? "%lld" : ", %lld",
-                     (long long)t->shape.dim[i]);
+        bad = append(hdr, sizeof(hdr), &hl, i == 0 ? "%lld" : ", %lld", (long long)t->shape.dim[i]);
     if (!bad && t->shape.rank == 1) bad = append(hdr, sizeof(hdr), &hl, ",");
     if (!bad) bad = append(hdr, sizeof(hdr), &hl, "), }");
     if (bad) return ms_errf(MS_EINTERNAL, "npy: header too long");
@@ -473,18 +473,14 @@ ms_status rt_npy_write_file(const char *path, const rt_tensor *t) {
 
 /* ---- .npz: a zip archive of .npy members ---- */
 
-static uint16_t rd16(const uint8_t *p) {
-    return (uint16_t)(p[0] | p[1] << 8);
-}
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static uint32_t rd32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
-static uint64_t rd64(const uint8_t *p) {
-    return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
+static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
 
 typedef struct zip_entry {
-    const char *name;   /* not NUL-terminated */
+    const char *name; /* not NUL-terminated */
     size_t name_len;
     int method;
     uint32_t crc;
@@ -547,8 +543,7 @@ static ms_status zip_extract(const char *path, const uint8_t *b, size_t n, const
     uint64_t data_off = e->local_off + 30 + (uint64_t)rd16(lh + 26) + rd16(lh + 28);
     if (data_off > n || e->csize > n - data_off)
         return ms_errf(MS_EINVAL, "%s: corrupt zip (member data out of range)", path);
-    if (e->usize > (1ull << 40))
-        return ms_errf(MS_EINVAL, "%s: zip member too large", path);
+    if (e->usize > (1ull << 40)) return ms_errf(MS_EINVAL, "%s: zip member too large", path);
     uint8_t *u = malloc(e->usize > 0 ? (size_t)e->usize : 1);
     if (u == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", path);
     if (e->method == 0) {
@@ -584,8 +579,7 @@ static ms_status zip_extract(const char *path, const uint8_t *b, size_t n, const
         }
     } else {
         free(u);
-        return ms_errf(MS_ENOTSUP, "%s: zip compression method %d not supported", path,
-                       e->method);
+        return ms_errf(MS_ENOTSUP, "%s: zip compression method %d not supported", path, e->method);
     }
     uLong crc = crc32(0L, Z_NULL, 0);
     for (uint64_t off = 0; off < e->usize;) {
@@ -595,8 +589,8 @@ static ms_status zip_extract(const char *path, const uint8_t *b, size_t n, const
     }
     if ((uint32_t)crc != e->crc) {
         free(u);
-        return ms_errf(MS_EINVAL, "%s: corrupt zip (crc mismatch in %.*s)", path,
-                       (int)e->name_len, e->name);
+        return ms_errf(MS_EINVAL, "%s: corrupt zip (crc mismatch in %.*s)", path, (int)e->name_len,
+                       e->name);
     }
     *out = u;
     return MS_OK;

@@ -8,10 +8,10 @@
 typedef enum srv_cli_flag_kind { CLI_FLAG_STR, CLI_FLAG_BOOL } srv_cli_flag_kind;
 
 typedef struct srv_cli_flag {
-    const char *name;        /* without dashes; NULL ends the table */
+    const char *name; /* without dashes; NULL ends the table */
     srv_cli_flag_kind kind;
-    const char **str;        /* CLI_FLAG_STR: receives the value (borrowed from argv) */
-    int *flag;               /* CLI_FLAG_BOOL: set to 0/1 */
+    const char **str; /* CLI_FLAG_STR: receives the value (borrowed from argv) */
+    int *flag;        /* CLI_FLAG_BOOL: set to 0/1 */
 } srv_cli_flag;
 
 /* Parses argv[1..argc-1] (argv[0] is the subcommand, used in messages).

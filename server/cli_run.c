@@ -114,9 +114,8 @@ static ms_status split_kv(const char *flag, char *item, char **key, char **val) 
     return MS_OK;
 }
 
-static const Tensorflow__TensorInfo *need_input(const char *flag, const char *sig,
-                                                const Tensorflow__SignatureDef *sd,
-                                                const char *key) {
+static const Tensorflow__TensorInfo *
+need_input(const char *flag, const char *sig, const Tensorflow__SignatureDef *sd, const char *key) {
     const Tensorflow__TensorInfo *ti = sig_input_info(sd, key);
     if (ti != NULL) return ti;
     char set[512] = "";
@@ -124,8 +123,8 @@ static const Tensorflow__TensorInfo *need_input(const char *flag, const char *si
     for (size_t i = 0; i < sd->n_inputs && len < sizeof(set); i++)
         len += (size_t)snprintf(set + len, sizeof(set) - len, "%s\"%s\"", i ? ", " : "",
                                 sd->inputs[i]->key);
-    ms_errf(MS_EINVAL, "%s: \"%s\" is not an input of signature \"%s\"; its inputs are: %s",
-            flag, key, sig, sd->n_inputs ? set : "(none)");
+    ms_errf(MS_EINVAL, "%s: \"%s\" is not an input of signature \"%s\"; its inputs are: %s", flag,
+            key, sig, sd->n_inputs ? set : "(none)");
     return NULL;
 }
 
@@ -234,7 +233,9 @@ static ms_status parse_string(lit_parser *lp) {
             case 't': c = '\t'; break;
             case 'r': c = '\r'; break;
             case '0': c = '\0'; break;
-            case '\\': case '\'': case '"': c = e; break;
+            case '\\':
+            case '\'':
+            case '"': c = e; break;
             case 'x': {
                 int h = hexval(lp->p[0]), l = h >= 0 ? hexval(lp->p[1]) : -1;
                 if (h < 0 || l < 0) {
@@ -384,8 +385,8 @@ static ms_status store_leaf(const char *key, const lit_leaf *l, rt_tensor *t, in
         if (l->kind == LIT_INT || l->kind == LIT_FLOAT)
             clean_number(l, num, sizeof(num));
         else
-            snprintf(num, sizeof(num), "%s", l->kind == LIT_BOOL ? (l->bval ? "True" : "False")
-                                                                  : "'...'");
+            snprintf(num, sizeof(num), "%s",
+                     l->kind == LIT_BOOL ? (l->bval ? "True" : "False") : "'...'");
         return ms_errf(MS_EINVAL,
                        "--input_exprs %s: the signature input is %s, but %s is %s literal (no "
                        "implicit conversion)",
@@ -414,23 +415,23 @@ static ms_status store_leaf(const char *key, const lit_leaf *l, rt_tensor *t, in
     }
     if (is_int) {
         clean_number(l, num, sizeof(num));
-        int is_unsigned = dt == RT_DT_UINT8 || dt == RT_DT_UINT16 || dt == RT_DT_UINT32 ||
-                          dt == RT_DT_UINT64;
+        int is_unsigned =
+            dt == RT_DT_UINT8 || dt == RT_DT_UINT16 || dt == RT_DT_UINT32 || dt == RT_DT_UINT64;
         errno = 0;
         char *end;
         if (is_unsigned) {
             if (num[0] == '-' && strspn(num + 1, "0") != strlen(num + 1))
-                return ms_errf(MS_EINVAL, "--input_exprs %s: %s is out of range for %s", key,
-                               num, dn);
-            unsigned long long v = strtoull(num[0] == '-' || num[0] == '+' ? num + 1 : num, &end,
-                                            10);
+                return ms_errf(MS_EINVAL, "--input_exprs %s: %s is out of range for %s", key, num,
+                               dn);
+            unsigned long long v =
+                strtoull(num[0] == '-' || num[0] == '+' ? num + 1 : num, &end, 10);
             unsigned long long max = dt == RT_DT_UINT8    ? 0xffull
                                      : dt == RT_DT_UINT16 ? 0xffffull
                                      : dt == RT_DT_UINT32 ? 0xffffffffull
                                                           : ~0ull;
             if (errno == ERANGE || *end != '\0' || v > max)
-                return ms_errf(MS_EINVAL, "--input_exprs %s: %s is out of range for %s", key,
-                               num, dn);
+                return ms_errf(MS_EINVAL, "--input_exprs %s: %s is out of range for %s", key, num,
+                               dn);
             switch (dt) {
             case RT_DT_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
             case RT_DT_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
@@ -469,9 +470,18 @@ static ms_status store_leaf(const char *key, const lit_leaf *l, rt_tensor *t, in
 static ms_status parse_literal(const char *key, const char *expr, rt_dtype dt, rt_tensor **out) {
     *out = NULL;
     switch (dt) {
-    case RT_DT_FLOAT: case RT_DT_DOUBLE: case RT_DT_INT8: case RT_DT_INT16: case RT_DT_INT32:
-    case RT_DT_INT64: case RT_DT_UINT8: case RT_DT_UINT16: case RT_DT_UINT32: case RT_DT_UINT64:
-    case RT_DT_BOOL: case RT_DT_STRING: break;
+    case RT_DT_FLOAT:
+    case RT_DT_DOUBLE:
+    case RT_DT_INT8:
+    case RT_DT_INT16:
+    case RT_DT_INT32:
+    case RT_DT_INT64:
+    case RT_DT_UINT8:
+    case RT_DT_UINT16:
+    case RT_DT_UINT32:
+    case RT_DT_UINT64:
+    case RT_DT_BOOL:
+    case RT_DT_STRING: break;
     default:
         return ms_errf(MS_ENOTSUP,
                        "--input_exprs %s: signature input dtype %s cannot be given as a literal",
@@ -538,8 +548,7 @@ static ms_status slurp(const char *path, uint8_t **out, size_t *n) {
     *out = NULL;
     *n = 0;
     if (f == NULL)
-        return ms_errf(errno == ENOENT ? MS_ENOTFOUND : MS_EINVAL, "%s: %s", path,
-                       strerror(errno));
+        return ms_errf(errno == ENOENT ? MS_ENOTFOUND : MS_EINVAL, "%s: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fclose(f);
@@ -728,7 +737,7 @@ int srv_cli_run(int argc, char **argv) {
             rc = fail("out of memory");
             goto done;
         }
-        st = k == 0 ? load_npy_inputs(spec, &in)
+        st = k == 0   ? load_npy_inputs(spec, &in)
              : k == 1 ? load_expr_inputs(spec, sig, sd, &in)
                       : load_file_inputs(spec, sig, sd, &in);
         if (st != MS_OK) {

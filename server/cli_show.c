@@ -22,15 +22,14 @@
 #include "srv_cli.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: dcmserve show --dir DIR [--tag_set TAGS] [--signature_def KEY] [--all]\n"
-            "\n"
-            "  --dir DIR            SavedModel directory (holds saved_model.pb)\n"
-            "  --tag_set TAGS       comma-separated tag-set of a MetaGraphDef (e.g. serve);\n"
-            "                       without it, the tag-sets are listed\n"
-            "  --signature_def KEY  show the inputs and outputs of this SignatureDef;\n"
-            "                       without it, the SignatureDef keys are listed\n"
-            "  --all                show every MetaGraphDef and SignatureDef\n");
+    fprintf(f, "usage: dcmserve show --dir DIR [--tag_set TAGS] [--signature_def KEY] [--all]\n"
+               "\n"
+               "  --dir DIR            SavedModel directory (holds saved_model.pb)\n"
+               "  --tag_set TAGS       comma-separated tag-set of a MetaGraphDef (e.g. serve);\n"
+               "                       without it, the tag-sets are listed\n"
+               "  --signature_def KEY  show the inputs and outputs of this SignatureDef;\n"
+               "                       without it, the SignatureDef keys are listed\n"
+               "  --all                show every MetaGraphDef and SignatureDef\n");
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -65,8 +64,8 @@ static const char **sorted_sig_keys(const Tensorflow__MetaGraphDef *mg) {
 static void print_tensor_info(const char *ind, const Tensorflow__TensorInfo *ti) {
     char shape[512];
     printf("%s      dtype: %s\n", ind, sig_dtype_name(ti ? (int)ti->dtype : 0));
-    printf("%s      shape: %s\n", ind, sig_shape_str(ti ? ti->tensor_shape : NULL, shape,
-                                                   sizeof(shape)));
+    printf("%s      shape: %s\n", ind,
+           sig_shape_str(ti ? ti->tensor_shape : NULL, shape, sizeof(shape)));
     const char *name = "";
     if (ti && ti->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME) name = ti->name;
     printf("%s      name: %s\n", ind, name);

@@ -44,9 +44,7 @@ static void sb_putn(sbuf *b, const char *s, size_t n) {
     b->p[b->len] = '\0';
 }
 
-static void sb_puts(sbuf *b, const char *s) {
-    sb_putn(b, s, strlen(s));
-}
+static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
 
 static void sb_spaces(sbuf *b, int n) {
     for (int i = 0; i < n; i++) sb_putn(b, " ", 1);
@@ -176,6 +174,9 @@ typedef struct npf {
     trim_mode trim;
     /* ints */
     int width;
+    /* pass-1 scan state for floats */
+    double max, min;
+    int any_nonzero, any_finite, neginf, any_nonfinite, pl, pr, es;
 } npf;
 
 static double get_f(const rt_tensor *t, int64_t i) {
@@ -202,8 +203,7 @@ static unsigned long long get_u(const rt_tensor *t, int64_t i) {
 }
 
 /* Calls fn for each flat index that will be shown. */
-static void visit_shown(const npf *f, int axis, int64_t off, void (*fn)(npf *, int64_t),
-                        npf *st) {
+static void visit_shown(const npf *f, int axis, int64_t off, void (*fn)(npf *, int64_t), npf *st) {
     const rt_shape *s = &f->t->shape;
     if (axis == s->rank) {
         fn(st, off);
@@ -219,23 +219,19 @@ static void visit_shown(const npf *f, int axis, int64_t off, void (*fn)(npf *, i
     }
 }
 
-/* Pass 1 state for floats. */
-static double g_max, g_min;
-static int g_any_nonzero, g_any_finite, g_neginf, g_any_nonfinite, g_pl, g_pr, g_es;
-
 static void scan_range(npf *f, int64_t i) {
     double v = get_f(f->t, i);
     if (!isfinite(v)) {
-        g_any_nonfinite = 1;
-        if (isinf(v) && v < 0) g_neginf = 1;
+        f->any_nonfinite = 1;
+        if (isinf(v) && v < 0) f->neginf = 1;
         return;
     }
-    g_any_finite = 1;
+    f->any_finite = 1;
     double a = fabs(v);
     if (a == 0) return;
-    if (!g_any_nonzero || a > g_max) g_max = a;
-    if (!g_any_nonzero || a < g_min) g_min = a;
-    g_any_nonzero = 1;
+    if (!f->any_nonzero || a > f->max) f->max = a;
+    if (!f->any_nonzero || a < f->min) f->min = a;
+    f->any_nonzero = 1;
 }
 
 static void scan_widths(npf *f, int64_t i) {
@@ -249,25 +245,22 @@ static void scan_widths(npf *f, int64_t i) {
         apply_trim(fp, TRIM_DOT, 0);
         char es[16];
         snprintf(es, sizeof(es), "%02d", e10 < 0 ? -e10 : e10);
-        if ((int)strlen(es) > g_es) g_es = (int)strlen(es);
+        if ((int)strlen(es) > f->es) f->es = (int)strlen(es);
     } else {
         positional_parts(fabs(v), f->f32, NPF_PRECISION, ip, fp, sizeof(ip));
         apply_trim(fp, TRIM_DOT, 0);
     }
-    if ((int)strlen(ip) + neg > g_pl) g_pl = (int)strlen(ip) + neg;
-    if ((int)strlen(fp) > g_pr) g_pr = (int)strlen(fp);
+    if ((int)strlen(ip) + neg > f->pl) f->pl = (int)strlen(ip) + neg;
+    if ((int)strlen(fp) > f->pr) f->pr = (int)strlen(fp);
 }
 
-/* These statics make the formatter non-reentrant; keep it to the CLI's one
- * thread. They are reset on every call. */
 static void choose_float_format(npf *f) {
-    g_max = g_min = 0;
-    g_any_nonzero = g_any_finite = g_neginf = g_any_nonfinite = 0;
-    g_pl = g_pr = 0;
-    g_es = 0;
+    f->max = f->min = 0;
+    f->any_nonzero = f->any_finite = f->neginf = f->any_nonfinite = 0;
+    f->pl = f->pr = f->es = 0;
     visit_shown(f, 0, 0, scan_range, f);
-    f->exp_format = g_any_nonzero && (g_max >= 1e8 || g_min < 1e-4 || g_max / g_min > 1000.0);
-    if (!g_any_finite) {
+    f->exp_format = f->any_nonzero && (f->max >= 1e8 || f->min < 1e-4 || f->max / f->min > 1000.0);
+    if (!f->any_finite) {
         f->pad_left = f->pad_right = 0;
         f->trim = TRIM_DOT;
         f->precision = NPF_PRECISION;
@@ -276,24 +269,24 @@ static void choose_float_format(npf *f) {
     } else {
         visit_shown(f, 0, 0, scan_widths, f);
         if (f->exp_format) {
-            f->exp_size = g_es;
+            f->exp_size = f->es;
             f->trim = TRIM_K;
-            f->precision = g_pr;
-            f->min_digits = g_pr;
-            f->pad_left = g_pl;
-            f->pad_right = g_es + 2 + g_pr;
+            f->precision = f->pr;
+            f->min_digits = f->pr;
+            f->pad_left = f->pl;
+            f->pad_right = f->es + 2 + f->pr;
         } else {
             f->exp_size = -1;
             f->trim = TRIM_DOT;
             f->precision = NPF_PRECISION;
             f->min_digits = 0;
-            f->pad_left = g_pl;
-            f->pad_right = g_pr;
+            f->pad_left = f->pl;
+            f->pad_right = f->pr;
         }
     }
-    if (g_any_nonfinite) {
+    if (f->any_nonfinite) {
         int offset = f->pad_right + 1;
-        int inflen = 3 + g_neginf;
+        int inflen = 3 + f->neginf;
         if (3 - offset > f->pad_left) f->pad_left = 3 - offset;
         if (inflen - offset > f->pad_left) f->pad_left = inflen - offset;
     }
@@ -521,12 +514,19 @@ char *srv_npformat(const rt_tensor *t) {
     f.t = t;
     sbuf out = {0};
     switch (t->dtype) {
-    case RT_DT_FLOAT: f.kind = K_FLOAT; f.f32 = 1; break;
-    case RT_DT_DOUBLE: f.kind = K_FLOAT; break;
-    case RT_DT_INT8: case RT_DT_INT16: case RT_DT_INT32: case RT_DT_INT64: f.kind = K_INT; break;
-    case RT_DT_UINT8: case RT_DT_UINT16: case RT_DT_UINT32: case RT_DT_UINT64:
-        f.kind = K_UINT;
+    case RT_DT_FLOAT:
+        f.kind = K_FLOAT;
+        f.f32 = 1;
         break;
+    case RT_DT_DOUBLE: f.kind = K_FLOAT; break;
+    case RT_DT_INT8:
+    case RT_DT_INT16:
+    case RT_DT_INT32:
+    case RT_DT_INT64: f.kind = K_INT; break;
+    case RT_DT_UINT8:
+    case RT_DT_UINT16:
+    case RT_DT_UINT32:
+    case RT_DT_UINT64: f.kind = K_UINT; break;
     case RT_DT_BOOL: f.kind = K_BOOL; break;
     case RT_DT_STRING: f.kind = K_STR; break;
     default: f.kind = K_OTHER; break;

@@ -38,8 +38,7 @@ const Tensorflow__TensorInfo *sig_input_info(const Tensorflow__SignatureDef *sd,
     return NULL;
 }
 
-const Tensorflow__TensorInfo *sig_output_info(const Tensorflow__SignatureDef *sd,
-                                              const char *key) {
+const Tensorflow__TensorInfo *sig_output_info(const Tensorflow__SignatureDef *sd, const char *key) {
     for (size_t i = 0; i < sd->n_outputs; i++)
         if (strcmp(sd->outputs[i]->key, key) == 0) return sd->outputs[i]->value;
     return NULL;
@@ -232,8 +231,7 @@ static ms_status check_keys(const char *sig, const Tensorflow__SignatureDef *sd,
         size_t l = strlen(msg);
         snprintf(msg + l, sizeof(msg) - l, "}.");
     } else {
-        snprintf(msg, sizeof(msg), "input size does not match signature: %d!=%zu len({", nin,
-                 nsig);
+        snprintf(msg, sizeof(msg), "input size does not match signature: %d!=%zu len({", nin, nsig);
         join_sorted(sent, (size_t)nin, msg, sizeof(msg));
         size_t l = strlen(msg);
         snprintf(msg + l, sizeof(msg) - l, "}) != len({");
@@ -256,8 +254,8 @@ done:
     return st;
 }
 
-ms_status sig_validate(const char *sig_key, const Tensorflow__SignatureDef *sd,
-                       const sig_input *in, int nin) {
+ms_status sig_validate(const char *sig_key, const Tensorflow__SignatureDef *sd, const sig_input *in,
+                       int nin) {
     const char *sig = (sig_key == NULL || sig_key[0] == '\0') ? SIG_DEFAULT_KEY : sig_key;
     if (nin < 0 || (nin > 0 && in == NULL))
         return ms_errf(MS_EINVAL, "signature \"%s\": bad input list", sig);
@@ -310,9 +308,8 @@ static ms_status pick_outputs(const char *sig, const Tensorflow__SignatureDef *s
             for (int j = 0; j < i; j++)
                 if (strcmp(filter[i], filter[j]) == 0) {
                     free(k);
-                    return ms_errf(MS_EINVAL,
-                                   "signature \"%s\": duplicate output tensor alias: %s", sig,
-                                   filter[i]);
+                    return ms_errf(MS_EINVAL, "signature \"%s\": duplicate output tensor alias: %s",
+                                   sig, filter[i]);
                 }
             k[i] = filter[i];
         }
@@ -394,7 +391,10 @@ ms_status sig_run(rt_model *m, const char *sig_key, const sig_input *in, int nin
         fetches[i] = info->name;
     }
     st = rt_model_run(m, feeds, nall, fetches, nkeys, NULL, 0, opts, res);
-    if (st != MS_OK) goto done;
+    if (st != MS_OK) {
+        st = ms_errwrap(st, "signature \"%s\"", sig);
+        goto done;
+    }
     for (int i = 0; i < nkeys; i++) {
         o[i].key = strdup(keys[i]);
         o[i].tensor = res[i];

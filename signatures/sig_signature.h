@@ -27,13 +27,13 @@ const Tensorflow__TensorInfo *sig_input_info(const Tensorflow__SignatureDef *sd,
 const Tensorflow__TensorInfo *sig_output_info(const Tensorflow__SignatureDef *sd, const char *key);
 
 typedef struct sig_input {
-    const char *key;    /* signature input alias */
-    rt_tensor *tensor;  /* borrowed */
+    const char *key;   /* signature input alias */
+    rt_tensor *tensor; /* borrowed */
 } sig_input;
 
 typedef struct sig_output {
-    char *key;          /* owned */
-    rt_tensor *tensor;  /* owned reference */
+    char *key;         /* owned */
+    rt_tensor *tensor; /* owned reference */
 } sig_output;
 
 /* Checks inputs against the signature without running anything: unknown,
@@ -44,8 +44,8 @@ typedef struct sig_output {
  * inputs whose signature dim 0 is -1. MS_EINVAL with one message naming the
  * signature (sig_key; NULL/"" = serving_default), the key, what was expected
  * and what came; TF Serving's texts are kept as they are inside it. */
-ms_status sig_validate(const char *sig_key, const Tensorflow__SignatureDef *sd,
-                       const sig_input *in, int nin);
+ms_status sig_validate(const char *sig_key, const Tensorflow__SignatureDef *sd, const sig_input *in,
+                       int nin);
 
 /* Writes a TensorInfo's shape the way saved_model_cli shows it: "(-1, 1)",
  * "(3)", "()" (no shape or a scalar), "unknown_rank". Returns buf. */

@@ -14,13 +14,9 @@
 
 static char g_dir[1024];
 
-static void make_tmp(void) {
-    util_cli_tmpdir(g_dir, sizeof(g_dir));
-}
+static void make_tmp(void) { util_cli_tmpdir(g_dir, sizeof(g_dir)); }
 
-static void rm_tmp(void) {
-    util_cli_rmtree(g_dir);
-}
+static void rm_tmp(void) { util_cli_rmtree(g_dir); }
 
 static char *path_in(const char *name, char *buf, size_t n) {
     snprintf(buf, n, "%s/%s", g_dir, name);
@@ -171,8 +167,8 @@ START_TEST(test_read_numpy_files) {
         const char *file;
         rt_dtype dt;
     } cases[] = {
-        {"f4", RT_DT_FLOAT},  {"f8", RT_DT_DOUBLE}, {"i1", RT_DT_INT8},   {"i2", RT_DT_INT16},
-        {"i4", RT_DT_INT32},  {"i8", RT_DT_INT64},  {"u1", RT_DT_UINT8},  {"u2", RT_DT_UINT16},
+        {"f4", RT_DT_FLOAT},  {"f8", RT_DT_DOUBLE}, {"i1", RT_DT_INT8},  {"i2", RT_DT_INT16},
+        {"i4", RT_DT_INT32},  {"i8", RT_DT_INT64},  {"u1", RT_DT_UINT8}, {"u2", RT_DT_UINT16},
         {"u4", RT_DT_UINT32}, {"u8", RT_DT_UINT64},
     };
     char p[1200], name[32];
@@ -288,14 +284,13 @@ START_TEST(test_bad_files) {
                                       "False, 'shape': (1,)}",
                                       4),
                      MS_EINVAL);
-    ck_assert_int_eq(
-        read_with_header("{'descr': '<f4', 'fortran_order': 0, 'shape': (1,), }", 4), MS_EINVAL);
+    ck_assert_int_eq(read_with_header("{'descr': '<f4', 'fortran_order': 0, 'shape': (1,), }", 4),
+                     MS_EINVAL);
     ck_assert_int_eq(
         read_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", 4),
         MS_EINVAL);
-    ck_assert_int_eq(
-        read_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2", 8),
-        MS_EINVAL);
+    ck_assert_int_eq(read_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2", 8),
+                     MS_EINVAL);
     ck_assert_int_eq(
         read_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } x", 4),
         MS_EINVAL);
@@ -353,13 +348,12 @@ END_TEST
 
 START_TEST(test_npz) {
     make_tmp();
-    ck_assert_int_eq(util_cli_python(g_dir,
-                                     "import numpy as np\n"
-                                     "a = np.array([[1.5], [2.0]], dtype='f4')\n"
-                                     "b = np.arange(6, dtype='i8').reshape(2, 3)\n"
-                                     "np.savez('two.npz', a=a, b=b)\n"
-                                     "np.savez_compressed('twoc.npz', a=a, b=b)\n"
-                                     "np.savez('one.npz', only=b)\n"),
+    ck_assert_int_eq(util_cli_python(g_dir, "import numpy as np\n"
+                                            "a = np.array([[1.5], [2.0]], dtype='f4')\n"
+                                            "b = np.arange(6, dtype='i8').reshape(2, 3)\n"
+                                            "np.savez('two.npz', a=a, b=b)\n"
+                                            "np.savez_compressed('twoc.npz', a=a, b=b)\n"
+                                            "np.savez('one.npz', only=b)\n"),
                      0);
     char p[1200];
     const char *files[] = {"two.npz", "twoc.npz"};

@@ -88,8 +88,7 @@ START_TEST(test_names_and_shapes) {
     tensorflow__saved_model__free_unpacked(sm, NULL);
     sm = read_model("saved_model_half_plus_two_tf2_cpu/00000123");
     sd = find(sm, "serving_default");
-    ck_assert_str_eq(sig_shape_str(sig_input_info(sd, "x")->tensor_shape, buf, sizeof(buf)),
-                     "(1)");
+    ck_assert_str_eq(sig_shape_str(sig_input_info(sd, "x")->tensor_shape, buf, sizeof(buf)), "(1)");
     tensorflow__saved_model__free_unpacked(sm, NULL);
 }
 END_TEST
@@ -330,9 +329,7 @@ static void build_model(void) {
     util_sm_free(sm);
 }
 
-static void rm_model(void) {
-    util_cli_rmtree(g_dir);
-}
+static void rm_model(void) { util_cli_rmtree(g_dir); }
 
 static rt_model *load(const char *dir, kn_backend **be) {
     *be = kn_cpu_backend_new(1);
@@ -387,9 +384,8 @@ START_TEST(test_run_handmade) {
     const char *bad_filter[] = {"y", "nope"};
     ck_assert_int_eq(sig_run(m, NULL, in, 1, bad_filter, 2, NULL, &o, &no), MS_EINVAL);
     ck_assert_ptr_null(o);
-    ck_assert_str_eq(ms_errmsg(),
-                     "signature \"serving_default\": output tensor alias not found in "
-                     "signature: nope. Outputs expected to be in the set {also_y,y}.");
+    ck_assert_str_eq(ms_errmsg(), "signature \"serving_default\": output tensor alias not found in "
+                                  "signature: nope. Outputs expected to be in the set {also_y,y}.");
     const char *dup_filter[] = {"y", "y"};
     ck_assert_int_eq(sig_run(m, NULL, in, 1, dup_filter, 2, NULL, &o, &no), MS_EINVAL);
     ck_assert_str_eq(ms_errmsg(),

@@ -133,9 +133,7 @@ void util_sm_free(util_sm *sm) {
     free(sm);
 }
 
-Tensorflow__MetaGraphDef *util_sm_meta_graph(util_sm *sm) {
-    return sm->mg;
-}
+Tensorflow__MetaGraphDef *util_sm_meta_graph(util_sm *sm) { return sm->mg; }
 
 Tensorflow__NodeDef *util_sm_node(util_sm *sm, const char *name, const char *op,
                                   const char *const *inputs) {
@@ -271,8 +269,8 @@ void util_sm_sig_output(util_sm *sm, Tensorflow__SignatureDef *sd, const char *k
     sd->outputs[sd->n_outputs++] = e;
 }
 
-void util_sm_sig_default_f32(util_sm *sm, Tensorflow__SignatureDef *sd, const char *key,
-                             int rank, const int64_t *dims, const float *vals) {
+void util_sm_sig_default_f32(util_sm *sm, Tensorflow__SignatureDef *sd, const char *key, int rank,
+                             const int64_t *dims, const float *vals) {
     ck_assert_uint_lt(sd->n_defaults, 16);
     Tensorflow__SignatureDef__DefaultsEntry *e = sm_alloc(sm, sizeof(*e));
     tensorflow__signature_def__defaults_entry__init(e);

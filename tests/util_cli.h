@@ -61,8 +61,8 @@ void util_sm_sig_input(util_sm *sm, Tensorflow__SignatureDef *sd, const char *ke
 void util_sm_sig_output(util_sm *sm, Tensorflow__SignatureDef *sd, const char *key,
                         const char *tensor, int dtype, int rank, const int64_t *dims);
 /* Adds a float default to the SignatureDef's defaults map (float_val). */
-void util_sm_sig_default_f32(util_sm *sm, Tensorflow__SignatureDef *sd, const char *key,
-                             int rank, const int64_t *dims, const float *vals);
+void util_sm_sig_default_f32(util_sm *sm, Tensorflow__SignatureDef *sd, const char *key, int rank,
+                             const int64_t *dims, const float *vals);
 /* Writes <dir>/saved_model.pb. */
 void util_sm_write(util_sm *sm, const char *dir);
 
