@@ -606,7 +606,8 @@ void srv_server_stop(srv_server *s, double grace_s) {
                                    gpr_time_from_millis((int64_t)(grace_s * 1000), GPR_TIMESPAN));
     grpc_event ev = grpc_completion_queue_next(s->ctl_cq, dl, NULL);
     if (ev.type == GRPC_QUEUE_TIMEOUT) {
-        MS_WARN("grpc: calls still open after %.1f s; cancelling them", grace_s);
+        /* Connected clients keep their channels open; this closes them too. */
+        MS_DEBUG("grpc: connections still open after %.2f s; closing them", grace_s);
         grpc_server_cancel_all_calls(s->server);
         ev = grpc_completion_queue_next(s->ctl_cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
     }

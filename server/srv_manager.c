@@ -95,6 +95,73 @@ static uint64_t file_sig(uint64_t h, const char *name, const struct stat *st) {
     return h;
 }
 
+#define SETTLE_MS 100
+
+/* Non-zero when saved_model.pb names a restore op (so the version needs a
+ * variables/ folder). Only read for versions without variables/. */
+static int needs_variables(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/saved_model.pb", dir);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return 0;
+    size_t cap = 1 << 16, len = 0;
+    uint8_t *buf = malloc(cap);
+    while (buf != NULL) {
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) break;
+        if (len == cap) {
+            uint8_t *nb = realloc(buf, cap *= 2);
+            if (nb == NULL) free(buf);
+            buf = nb;
+        }
+    }
+    fclose(f);
+    if (buf == NULL) return 0;
+    int needs = 0;
+    Tensorflow__SavedModel *sm = tensorflow__saved_model__unpack(NULL, len, buf);
+    free(buf);
+    if (sm == NULL) return 0; /* unreadable: let the load report it */
+    for (size_t i = 0; i < sm->n_meta_graphs; i++) {
+        const Tensorflow__SaverDef *sd = sm->meta_graphs[i]->saver_def;
+        if (sd != NULL && sd->restore_op_name != NULL && sd->restore_op_name[0] != '\0') needs = 1;
+    }
+    tensorflow__saved_model__free_unpacked(sm, NULL);
+    return needs;
+}
+
+static double mtime_age_ms(const struct stat *st) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (double)(now.tv_sec - st->st_mtim.tv_sec) * 1e3 +
+           (double)(now.tv_nsec - st->st_mtim.tv_nsec) / 1e6;
+}
+
+/* Age in ms of the most recently modified file in dir and dir/variables. */
+static double newest_mtime_ms_ago(const char *dir) {
+    double best = 1e18;
+    const char *subs[] = {"", "/variables"};
+    for (int k = 0; k < 2; k++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s%s", dir, subs[k]);
+        DIR *d = opendir(path);
+        if (d == NULL) continue;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.') continue;
+            char fp[4096 + 256];
+            struct stat st;
+            snprintf(fp, sizeof(fp), "%s/%s", path, e->d_name);
+            if (stat(fp, &st) == 0 && S_ISREG(st.st_mode)) {
+                double age = mtime_age_ms(&st);
+                if (age < best) best = age;
+            }
+        }
+        closedir(d);
+    }
+    return best;
+}
+
 int srv_version_dir_complete(const char *dir, uint64_t *sig) {
     char path[4096];
     struct stat st;
@@ -156,6 +223,15 @@ int srv_version_dir_complete(const char *dir, uint64_t *sig) {
                     total < 0 ? 0 : total);
             return 0;
         }
+    } else if (needs_variables(dir)) {
+        ms_errf(MS_ENOTFOUND, "%s: the graph restores variables but variables/ is missing", dir);
+        return 0;
+    }
+    /* A file written in the last moments may still be growing (a copy in
+     * progress): wait for the next poll. */
+    if (newest_mtime_ms_ago(dir) < SETTLE_MS) {
+        ms_errf(MS_ENOTFOUND, "%s: files changed in the last %d ms", dir, SETTLE_MS);
+        return 0;
     }
     *sig = h;
     return 1;
@@ -382,6 +458,16 @@ static void reconcile(srv_manager *m, mmodel *mm, disk_version *dv, int ndv, int
     int ndrop = 0;
     if (want == NULL || drops == NULL) goto out;
 
+    /* A version already loaded (or loading) stays a candidate even when its
+     * folder looks busy right now. */
+    for (int i = 0; i < ndv; i++) {
+        mversion *v = find_version(mm, dv[i].version);
+        if (v != NULL && (v->state == SRV_VSTATE_AVAILABLE || v->state == SRV_VSTATE_LOADING) &&
+            !dv[i].complete) {
+            dv[i].complete = 1;
+            dv[i].sig = v->sig;
+        }
+    }
     if (!mm->removed && have_disk) {
         const srv_model_config *c = &mm->cfg;
         if (c->policy == SRV_POLICY_LATEST) {
