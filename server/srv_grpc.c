@@ -89,6 +89,7 @@ struct srv_server {
     int shutting_down; /* under arm_mu */
     atomic_int draining;
     atomic_int inflight;
+    _Atomic int64_t last_accept_ms; /* monotonic ms of the latest accepted call */
     int stopped;
     /* worker pool */
     pthread_t *workers;
@@ -371,9 +372,17 @@ static void enqueue(srv_server *s, srv_call *c) {
 /* Completion-queue threads                                                  */
 /* ------------------------------------------------------------------------ */
 
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void on_accept(srv_call *c) {
     srv_server *s = c->s;
     grpc_op op;
+
+    atomic_store(&s->last_accept_ms, mono_ms());
 
     arm(s, c->cqt, c->method); /* keep the number of open slots constant */
 
@@ -579,15 +588,26 @@ void srv_server_drain_begin(srv_server *s) {
     atomic_store(&s->draining, 1);
 }
 
-int srv_server_drain_wait(srv_server *s, double timeout_s) {
-    struct timespec t0, now, nap = {0, 5 * 1000 * 1000};
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+int srv_server_drain_wait(srv_server *s, double timeout_s, double quiet_s) {
+    struct timespec nap = {0, 5 * 1000 * 1000};
+    int64_t t0 = mono_ms();
+    int64_t limit = t0 + (int64_t)(timeout_s * 1000);
     for (;;) {
         int n = atomic_load(&s->inflight);
-        if (n <= 0) return 0;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double el = (double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) / 1e9;
-        if (el >= timeout_s) return n;
+        int64_t now = mono_ms();
+        if (n <= 0) break;
+        if (now >= limit) return n;
+        nanosleep(&nap, NULL);
+    }
+    /* Calls the transport has started but not yet handed to us (a large
+     * message still arriving) would be cut by the shutdown: wait until no
+     * call has been accepted for quiet_s, for at most 2 s more. */
+    int64_t quiet = (int64_t)(quiet_s * 1000), stop = mono_ms() + 2000;
+    for (;;) {
+        int n = atomic_load(&s->inflight);
+        int64_t now = mono_ms();
+        if (n <= 0 && now - atomic_load(&s->last_accept_ms) >= quiet) return 0;
+        if (now >= stop || now >= limit + 2000) return n;
         nanosleep(&nap, NULL);
     }
 }

@@ -70,9 +70,10 @@ int srv_server_port(const srv_server *s);
 int srv_server_inflight(srv_server *s);
 /* From now on, new calls of methods without during_drain get UNAVAILABLE. */
 void srv_server_drain_begin(srv_server *s);
-/* Waits until no unary call is in flight or timeout_s passes; returns the
- * number still in flight. */
-int srv_server_drain_wait(srv_server *s, double timeout_s);
+/* Waits until no unary call is in flight (at most timeout_s), then until no
+ * call has arrived for quiet_s (at most 2 s more), so that calls still being
+ * received are answered rather than cut. Returns the number in flight. */
+int srv_server_drain_wait(srv_server *s, double timeout_s, double quiet_s);
 /* Shuts down: stops accepting, cancels what is left (after grace_s), drains
  * and shuts the CQs, joins CQ and worker threads. Idempotent. */
 void srv_server_stop(srv_server *s, double grace_s);

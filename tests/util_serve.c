@@ -17,7 +17,23 @@
 #include <unistd.h>
 
 const char *ut_shared(void) {
-    return getenv("DCM_SHARED");
+    static char buf[4096];
+    const char *s = getenv("DCM_SHARED");
+    if (s != NULL) return s;
+    const char *src = getenv("DCM_SRC");
+    snprintf(buf, sizeof(buf), "%s/../shared", src ? src : "..");
+    return buf;
+}
+
+char *ut_savedmodel_path(char *buf, size_t cap, const char *rel) {
+    snprintf(buf, cap, "%s/testdata/savedmodels/%s", ut_shared(), rel);
+    return buf;
+}
+
+char *ut_tmpdir(char *buf, size_t cap) {
+    const char *t = getenv("TMPDIR");
+    snprintf(buf, cap, "%s/dcm_ut_XXXXXX", t ? t : "/tmp");
+    return mkdtemp(buf);
 }
 
 int ut_daemon_start(ut_daemon *d, const char *const *args) {
