@@ -6,7 +6,7 @@
 #include "kn_cpu.h"
 
 static const kn_kernel *const groups[] = {
-    kn_cpu_elementwise_kernels, kn_cpu_shape_kernels, kn_cpu_reduce_kernels,
+    kn_cpu_fast_kernels,        kn_cpu_elementwise_kernels, kn_cpu_shape_kernels, kn_cpu_reduce_kernels,
     kn_cpu_nn_kernels,          kn_cpu_image_kernels,
 };
 
