@@ -45,16 +45,22 @@ ms_status ms_errf(ms_status code, const char *fmt, ...) {
 }
 
 ms_status ms_errwrap(ms_status code, const char *fmt, ...) {
-    char prefix[MS_MSG_MAX], old[MS_MSG_MAX];
+    char joined[2 * MS_MSG_MAX + 4];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof(prefix), fmt, ap);
+    int n = vsnprintf(joined, MS_MSG_MAX, fmt, ap);
     va_end(ap);
-    memcpy(old, tl_msg, sizeof(old));
-    if (old[0] != '\0')
-        snprintf(tl_msg, sizeof(tl_msg), "%s: %s", prefix, old);
-    else
-        snprintf(tl_msg, sizeof(tl_msg), "%s", prefix);
+    size_t o = n < 0 ? 0 : (size_t)n >= MS_MSG_MAX ? MS_MSG_MAX - 1 : (size_t)n;
+    if (tl_msg[0] != '\0') {
+        memcpy(joined + o, ": ", 2);
+        o += 2;
+        size_t l = strlen(tl_msg);
+        memcpy(joined + o, tl_msg, l);
+        o += l;
+    }
+    joined[o] = '\0';
+    memcpy(tl_msg, joined, MS_MSG_MAX - 1);
+    tl_msg[MS_MSG_MAX - 1] = '\0';
     return code;
 }
 

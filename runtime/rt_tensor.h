@@ -1,6 +1,6 @@
 /* rt_tensor.h - dtypes, shapes, reference-counted buffers and tensors.
  *
- * Ownership: rt_buf and rt_tensor are reference-counted; *_new/*_alloc return
+ * Ownership: rt_buf and rt_tensor are reference-counted; the _new and _alloc functions return
  * one reference owned by the caller, released with *_unref. A tensor holds one
  * reference on its buffer; several tensors may share a buffer (Identity,
  * Reshape views). DT_STRING tensors store an array of rt_str in `data`; the
@@ -78,7 +78,7 @@ struct rt_buf {
     void *data;
     size_t size;
     int device;                     /* 0 = host memory; backends use others */
-    void (*release)(rt_buf *b);     /* NULL: data came from rt_buf_alloc */
+    void (*release)(rt_buf *b);     /* frees data when the last ref drops; NULL = nothing */
     void *owner;                    /* for release() */
 };
 

@@ -21,7 +21,8 @@ ms_status rt_tensor_from_proto(const Tensorflow__TensorProto *p, rt_tensor **out
 /* Fills *p (already initialised with TENSORFLOW__TENSOR_PROTO__INIT) from t.
  * use_content != 0 writes tensor_content for POD dtypes; otherwise the typed
  * *_val field TensorFlow Serving uses. Memory hanging off *p is malloc'ed and
- * released with rt_tensor_proto_clear(p). */
+ * released with rt_tensor_proto_clear(p). tensor_content and string bytes are
+ * borrowed from t: keep t alive until *p is packed or cleared. */
 ms_status rt_tensor_to_proto(const rt_tensor *t, int use_content, Tensorflow__TensorProto *p);
 void rt_tensor_proto_clear(Tensorflow__TensorProto *p);
 

@@ -1,0 +1,99 @@
+/* rt_attr.c - kn_attr_*: reading a node's TensorFlow AttrValue map. */
+#include <string.h>
+
+#include "kn_backend.h"
+#include "rt_tensor_proto.h"
+#include "tf_framework.pb-c.h"
+
+static const Tensorflow__AttrValue *attr_find(const kn_node *n, const char *key) {
+    const Tensorflow__NodeDef *d = n->def;
+    if (d == NULL) return NULL;
+    for (size_t i = 0; i < d->n_attr; i++)
+        if (d->attr[i]->key && strcmp(d->attr[i]->key, key) == 0) return d->attr[i]->value;
+    return NULL;
+}
+
+int kn_attr_has(const kn_node *n, const char *key) {
+    return attr_find(n, key) != NULL;
+}
+
+int64_t kn_attr_i(const kn_node *n, const char *key, int64_t dflt) {
+    const Tensorflow__AttrValue *a = attr_find(n, key);
+    if (a == NULL || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_I) return dflt;
+    return a->i;
+}
+
+float kn_attr_f(const kn_node *n, const char *key, float dflt) {
+    const Tensorflow__AttrValue *a = attr_find(n, key);
+    if (a == NULL || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_F) return dflt;
+    return a->f;
+}
+
+int kn_attr_b(const kn_node *n, const char *key, int dflt) {
+    const Tensorflow__AttrValue *a = attr_find(n, key);
+    if (a == NULL || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_B) return dflt;
+    return a->b ? 1 : 0;
+}
+
+rt_dtype kn_attr_type(const kn_node *n, const char *key, rt_dtype dflt) {
+    const Tensorflow__AttrValue *a = attr_find(n, key);
+    if (a == NULL || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_TYPE) return dflt;
+    return rt_dtype_base((int)a->type);
+}
+
+const char *kn_attr_s(const kn_node *n, const char *key, size_t *len) {
+    const Tensorflow__AttrValue *a = attr_find(n, key);
+    if (a == NULL || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_S) return NULL;
+    if (len) *len = a->s.len;
+    return a->s.data ? (const char *)a->s.data : "";
+}
+
+int kn_attr_s_eq(const kn_node *n, const char *key, const char *s, const char *dflt) {
+    size_t len;
+    const char *v = kn_attr_s(n, key, &len);
+    if (v == NULL) return dflt != NULL && strcmp(dflt, s) == 0;
+    return strlen(s) == len && memcmp(v, s, len) == 0;
+}
+
+static const Tensorflow__AttrValue__ListValue *attr_list(const kn_node *n, const char *key) {
+    const Tensorflow__AttrValue *a = attr_find(n, key);
+    if (a == NULL || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_LIST) return NULL;
+    return a->list;
+}
+
+int kn_attr_ilist(const kn_node *n, const char *key, int64_t *out, int max) {
+    const Tensorflow__AttrValue__ListValue *l = attr_list(n, key);
+    if (l == NULL) return -1;
+    for (size_t i = 0; i < l->n_i && (int)i < max; i++) out[i] = l->i[i];
+    return (int)l->n_i;
+}
+
+int kn_attr_flist(const kn_node *n, const char *key, float *out, int max) {
+    const Tensorflow__AttrValue__ListValue *l = attr_list(n, key);
+    if (l == NULL) return -1;
+    for (size_t i = 0; i < l->n_f && (int)i < max; i++) out[i] = l->f[i];
+    return (int)l->n_f;
+}
+
+int kn_attr_typelist(const kn_node *n, const char *key, rt_dtype *out, int max) {
+    const Tensorflow__AttrValue__ListValue *l = attr_list(n, key);
+    if (l == NULL) return -1;
+    for (size_t i = 0; i < l->n_type && (int)i < max; i++) out[i] = rt_dtype_base((int)l->type[i]);
+    return (int)l->n_type;
+}
+
+ms_status kn_attr_shape(const kn_node *n, const char *key, rt_shape *out) {
+    const Tensorflow__AttrValue *a = attr_find(n, key);
+    if (a == NULL || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_SHAPE)
+        return ms_errf(MS_ENOTFOUND, "node '%s': no shape attr '%s'", n->name, key);
+    return rt_shape_from_proto(a->shape, out);
+}
+
+ms_status kn_attr_tensor(const kn_node *n, const char *key, rt_tensor **out) {
+    const Tensorflow__AttrValue *a = attr_find(n, key);
+    if (a == NULL || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_TENSOR || a->tensor == NULL)
+        return ms_errf(MS_EINVAL, "node '%s': no tensor attr '%s'", n->name, key);
+    ms_status st = rt_tensor_from_proto(a->tensor, out);
+    if (st != MS_OK) return ms_errwrap(st, "node '%s' attr '%s'", n->name, key);
+    return MS_OK;
+}

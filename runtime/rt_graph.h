@@ -1,0 +1,56 @@
+/* rt_graph.h - a loaded graph: TensorFlow nodes resolved to indices, with
+ * every PartitionedCall / StatefulPartitionedCall inlined from the function
+ * library, and each node bound to its kernel. Runtime-internal.
+ *
+ * Inlining: a call node C with function f becomes the body nodes, named
+ * "C/<body node>", plus C itself rewritten as an IdentityN over f's return
+ * values, so that "C:i" keeps meaning output i. C's IdentityN carries control
+ * edges to every body node with side effects or without consumers, so that
+ * running C runs the whole body as TensorFlow does.
+ */
+#ifndef RT_GRAPH_H
+#define RT_GRAPH_H
+
+#include "kn_backend.h"
+#include "tf_savedmodel.pb-c.h"
+
+typedef struct rt_edge {
+    int node;
+    int out;
+} rt_edge;
+
+typedef struct rt_gnode {
+    char *name;                        /* owned */
+    const Tensorflow__NodeDef *def;    /* borrowed from the SavedModel or the graph's own */
+    int nin;
+    rt_edge *in;                       /* owned, data inputs */
+    int nctl;
+    int *ctl;                          /* owned, control inputs (node indices) */
+    int nout;
+    const kn_kernel *kernel;           /* borrowed: host op table or backend */
+    kn_node kn;                        /* what the kernel sees */
+    void *state;                       /* kernel->prepare result */
+    int prepared;
+} rt_gnode;
+
+typedef struct rt_graph rt_graph;
+struct rt_graph {
+    rt_gnode *nodes;
+    int n, cap;
+    struct rt_name_map *names;         /* name -> index */
+    struct rt_arena_blk *arena;        /* NodeDefs made while inlining */
+    kn_backend *backend;               /* borrowed */
+};
+
+/* Builds the graph of mg (functions inlined, kernels bound, prepare run).
+ * MS_ENOTSUP naming op and node when an op has no kernel. */
+ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be, rt_graph **out);
+void rt_graph_free(rt_graph *g);
+
+/* Node index by name, or -1. */
+int rt_graph_find(const rt_graph *g, const char *name);
+/* Parses "node", "node:3" into an edge; MS_ENOTFOUND when the node is absent
+ * or the index is out of range. */
+ms_status rt_graph_tensor(const rt_graph *g, const char *tensor_name, rt_edge *out);
+
+#endif /* RT_GRAPH_H */

@@ -1,0 +1,406 @@
+/* rt_model.c - loading a SavedModel version and running its graph. */
+#include "rt_model.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ms_log.h"
+#include "rt_exec.h"
+#include "rt_graph.h"
+
+#define SAVED_MODEL_MAX_BYTES ((size_t)1 << 31)
+
+typedef struct plan_entry {
+    char *key;
+    rt_plan *plan;
+    struct plan_entry *next;
+} plan_entry;
+
+struct rt_model {
+    atomic_int refs;
+    char *dir;
+    Tensorflow__SavedModel *sm;
+    const Tensorflow__MetaGraphDef *mg; /* inside sm */
+    rt_graph *g;
+    kn_backend *be;                     /* borrowed */
+    rt_vars vars;
+    rt_pool *pool;
+    pthread_mutex_t plan_mu;            /* plan cache and node preparation */
+    plan_entry *plans;
+    pthread_mutex_t state_mu;           /* serialises runs that touch variables */
+};
+
+/* ---- reading saved_model.pb ---- */
+
+static ms_status read_file(const char *path, uint8_t **data, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return ms_errf(errno == ENOENT ? MS_ENOTFOUND : MS_EINVAL, "%s: %s", path,
+                       strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return ms_errf(MS_EINVAL, "%s: not a regular file", path);
+    }
+    if ((size_t)sb.st_size > SAVED_MODEL_MAX_BYTES) {
+        fclose(f);
+        return ms_errf(MS_EINVAL, "%s: %lld bytes is larger than the 2 GiB protobuf limit", path,
+                       (long long)sb.st_size);
+    }
+    size_t n = (size_t)sb.st_size;
+    uint8_t *buf = malloc(n ? n : 1);
+    if (buf == NULL) {
+        fclose(f);
+        return ms_errf(MS_ENOMEM, "%s: out of memory", path);
+    }
+    if (n && fread(buf, 1, n, f) != n) {
+        free(buf);
+        fclose(f);
+        return ms_errf(MS_EINVAL, "%s: read failed", path);
+    }
+    fclose(f);
+    *data = buf;
+    *len = n;
+    return MS_OK;
+}
+
+ms_status rt_savedmodel_read(const char *export_dir, Tensorflow__SavedModel **out) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/saved_model.pb", export_dir);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    ms_status st = read_file(path, &data, &len);
+    if (st == MS_ENOTFOUND) {
+        char txt[4096];
+        struct stat sb;
+        snprintf(txt, sizeof txt, "%s/saved_model.pbtxt", export_dir);
+        if (stat(txt, &sb) == 0)
+            return ms_errf(MS_ENOTSUP, "%s: text-format SavedModels (saved_model.pbtxt) are not "
+                                       "supported; export saved_model.pb", export_dir);
+        return ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb", export_dir);
+    }
+    if (st != MS_OK) return st;
+    Tensorflow__SavedModel *sm = tensorflow__saved_model__unpack(NULL, len, data);
+    free(data);
+    if (sm == NULL)
+        return ms_errf(MS_EINVAL, "%s: cannot parse SavedModel protobuf (%zu bytes; truncated "
+                                  "or corrupt)", path, len);
+    if (sm->n_meta_graphs == 0) {
+        tensorflow__saved_model__free_unpacked(sm, NULL);
+        return ms_errf(MS_EINVAL, "%s: SavedModel has no MetaGraphDef", path);
+    }
+    *out = sm;
+    return MS_OK;
+}
+
+int rt_savedmodel_find_meta_graph(const Tensorflow__SavedModel *sm, const char *const *tags,
+                                  int ntags) {
+    for (size_t i = 0; i < sm->n_meta_graphs; i++) {
+        const Tensorflow__MetaGraphDef__MetaInfoDef *mi = sm->meta_graphs[i]->meta_info_def;
+        size_t nt = mi ? mi->n_tags : 0;
+        int ok = 1;
+        /* Equal as sets: every requested tag present, every present tag requested. */
+        for (int a = 0; a < ntags && ok; a++) {
+            int found = 0;
+            for (size_t b = 0; b < nt && !found; b++) found = strcmp(tags[a], mi->tags[b]) == 0;
+            ok = found;
+        }
+        for (size_t b = 0; b < nt && ok; b++) {
+            int found = 0;
+            for (int a = 0; a < ntags && !found; a++) found = strcmp(tags[a], mi->tags[b]) == 0;
+            ok = found;
+        }
+        if (ok) return (int)i;
+    }
+    return -1;
+}
+
+static void tagsets_str(const Tensorflow__SavedModel *sm, char *buf, size_t cap) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sm->n_meta_graphs && o + 2 < cap; i++) {
+        const Tensorflow__MetaGraphDef__MetaInfoDef *mi = sm->meta_graphs[i]->meta_info_def;
+        o += (size_t)snprintf(buf + o, cap - o, "%s{", i ? ", " : "");
+        for (size_t t = 0; mi && t < mi->n_tags && o < cap; t++)
+            o += (size_t)snprintf(buf + o, cap - o, "%s%s", t ? ", " : "", mi->tags[t]);
+        if (o < cap) o += (size_t)snprintf(buf + o, cap - o, "}");
+    }
+}
+
+/* ---- plans ---- */
+
+static void strip_port(const char *name, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s", name[0] == '^' ? name + 1 : name);
+    size_t n = strlen(buf);
+    if (n > 2 && strcmp(buf + n - 2, ":0") == 0) buf[n - 2] = '\0';
+}
+
+static ms_status get_plan(rt_model *m, const rt_feed *feeds, int nfeeds, const char *const *fetches,
+                          int nfetches, const char *const *targets, int ntargets, rt_plan **out) {
+    size_t klen = 16;
+    for (int i = 0; i < nfeeds; i++) klen += strlen(feeds[i].name) + 1;
+    for (int i = 0; i < nfetches; i++) klen += strlen(fetches[i]) + 1;
+    for (int i = 0; i < ntargets; i++) klen += strlen(targets[i]) + 1;
+    char *key = malloc(klen);
+    if (key == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    size_t o = 0;
+    for (int i = 0; i < nfeeds; i++) o += (size_t)sprintf(key + o, "%s,", feeds[i].name);
+    key[o++] = '|';
+    for (int i = 0; i < nfetches; i++) o += (size_t)sprintf(key + o, "%s,", fetches[i]);
+    key[o++] = '|';
+    for (int i = 0; i < ntargets; i++) o += (size_t)sprintf(key + o, "%s,", targets[i]);
+    key[o] = '\0';
+
+    pthread_mutex_lock(&m->plan_mu);
+    for (plan_entry *e = m->plans; e; e = e->next)
+        if (strcmp(e->key, key) == 0) {
+            *out = e->plan;
+            pthread_mutex_unlock(&m->plan_mu);
+            free(key);
+            return MS_OK;
+        }
+    ms_status st = MS_OK;
+    rt_edge *fe = calloc((size_t)nfeeds + 1, sizeof(*fe));
+    rt_edge *fo = calloc((size_t)nfetches + 1, sizeof(*fo));
+    int *tg = calloc((size_t)ntargets + 1, sizeof(int));
+    plan_entry *e = calloc(1, sizeof(*e));
+    if (fe == NULL || fo == NULL || tg == NULL || e == NULL) {
+        st = ms_errf(MS_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < nfeeds && st == MS_OK; i++) {
+        st = rt_graph_tensor(m->g, feeds[i].name, &fe[i]);
+        if (st != MS_OK) st = ms_errwrap(st, "feed '%s'", feeds[i].name);
+    }
+    for (int i = 0; i < nfetches && st == MS_OK; i++) {
+        st = rt_graph_tensor(m->g, fetches[i], &fo[i]);
+        if (st != MS_OK) st = ms_errwrap(st, "fetch '%s'", fetches[i]);
+    }
+    for (int i = 0; i < ntargets && st == MS_OK; i++) {
+        char nb[512];
+        strip_port(targets[i], nb, sizeof nb);
+        tg[i] = rt_graph_find(m->g, nb);
+        if (tg[i] < 0) st = ms_errf(MS_ENOTFOUND, "target node '%s' not in the graph", nb);
+    }
+    if (st == MS_OK) st = rt_plan_build(m->g, fe, nfeeds, fo, nfetches, tg, ntargets, &e->plan);
+    if (st == MS_OK) {
+        e->key = key;
+        key = NULL;
+        e->next = m->plans;
+        m->plans = e;
+        *out = e->plan;
+        e = NULL;
+    }
+done:
+    pthread_mutex_unlock(&m->plan_mu);
+    free(e);
+    free(fe);
+    free(fo);
+    free(tg);
+    free(key);
+    return st;
+}
+
+ms_status rt_model_run(rt_model *m, const rt_feed *feeds, int nfeeds, const char *const *fetches,
+                       int nfetches, const char *const *targets, int ntargets,
+                       const rt_run_opts *opts, rt_tensor **outs) {
+    rt_plan *plan;
+    ms_status st = get_plan(m, feeds, nfeeds, fetches, nfetches, targets, ntargets, &plan);
+    if (st != MS_OK) return st;
+    rt_tensor *ftensors[256];
+    if (nfeeds > 256) return ms_errf(MS_EINVAL, "more than 256 feeds");
+    for (int i = 0; i < nfeeds; i++) ftensors[i] = feeds[i].tensor;
+    kn_ctx ctx = {
+        .graph = m->g,
+        .vars = &m->vars,
+        .pool = m->pool,
+        .nthreads = m->be ? m->be->intra_op_threads : 1,
+        .cancelled = opts ? opts->cancelled : NULL,
+    };
+    int stateful = rt_plan_stateful(plan);
+    if (stateful) pthread_mutex_lock(&m->state_mu);
+    st = rt_plan_run(plan, &ctx, ftensors, outs);
+    if (st == MS_OK && stateful) {
+        /* A fetched variable ref must not change when a later run assigns. */
+        for (int i = 0; i < nfetches && st == MS_OK; i++) {
+            rt_tensor *c;
+            st = rt_tensor_clone(outs[i], &c);
+            if (st == MS_OK) {
+                rt_tensor_unref(outs[i]);
+                outs[i] = c;
+            }
+        }
+        if (st != MS_OK)
+            for (int i = 0; i < nfetches; i++) {
+                rt_tensor_unref(outs[i]);
+                outs[i] = NULL;
+            }
+    }
+    if (stateful) pthread_mutex_unlock(&m->state_mu);
+    return st;
+}
+
+/* ---- loading ---- */
+
+static ms_status run_restore(rt_model *m) {
+    const Tensorflow__SaverDef *sd = m->mg->saver_def;
+    char vdir[4096], prefix[4096], idx[4200];
+    struct stat sb;
+    snprintf(vdir, sizeof vdir, "%s/variables", m->dir);
+    if (stat(vdir, &sb) != 0) {
+        MS_DEBUG("%s: no variables/ directory; nothing to restore", m->dir);
+        return MS_OK;
+    }
+    if (sd == NULL || sd->restore_op_name == NULL || sd->restore_op_name[0] == '\0') {
+        MS_DEBUG("%s: no saver_def; variables/ left unused", m->dir);
+        return MS_OK;
+    }
+    snprintf(prefix, sizeof prefix, "%s/variables/variables", m->dir);
+    snprintf(idx, sizeof idx, "%s.index", prefix);
+    if (stat(idx, &sb) != 0) return ms_errf(MS_ENOTFOUND, "%s: missing", idx);
+    rt_tensor *fname;
+    ms_status st = rt_tensor_scalar_string(prefix, strlen(prefix), &fname);
+    if (st != MS_OK) return st;
+    rt_feed feed = {sd->filename_tensor_name, fname};
+    const char *target = sd->restore_op_name;
+    st = rt_model_run(m, &feed, 1, NULL, 0, &target, 1, NULL, NULL);
+    rt_tensor_unref(fname);
+    if (st != MS_OK) return ms_errwrap(st, "restoring variables (%s)", target);
+    return MS_OK;
+}
+
+static const char *init_op_name(const Tensorflow__MetaGraphDef *mg) {
+    for (size_t i = 0; i < mg->n_signature_def; i++)
+        if (strcmp(mg->signature_def[i]->key, "__saved_model_init_op") == 0) {
+            const Tensorflow__SignatureDef *sd = mg->signature_def[i]->value;
+            if (sd && sd->n_outputs > 0 && sd->outputs[0]->value &&
+                sd->outputs[0]->value->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME)
+                return sd->outputs[0]->value->name;
+        }
+    static const char *const keys[] = {"saved_model_main_op", "legacy_init_op"};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < mg->n_collection_def; i++) {
+            const Tensorflow__CollectionDef *c = mg->collection_def[i]->value;
+            if (strcmp(mg->collection_def[i]->key, keys[k]) == 0 && c &&
+                c->kind_case == TENSORFLOW__COLLECTION_DEF__KIND_NODE_LIST &&
+                c->node_list->n_value > 0)
+                return c->node_list->value[0];
+        }
+    return NULL;
+}
+
+/* Builds the plan of every signature now, so that a missing kernel shows at
+ * load. serving_default must work; another signature that cannot is logged
+ * and answers its error when called. */
+static ms_status plan_signatures(rt_model *m) {
+    const Tensorflow__MetaGraphDef *mg = m->mg;
+    for (size_t i = 0; i < mg->n_signature_def; i++) {
+        const char *key = mg->signature_def[i]->key;
+        const Tensorflow__SignatureDef *sd = mg->signature_def[i]->value;
+        if (sd == NULL || strcmp(key, "__saved_model_init_op") == 0) continue;
+        rt_feed feeds[64];
+        const char *fetches[64];
+        int nf = 0, no = 0;
+        for (size_t k = 0; k < sd->n_inputs && nf < 64; k++)
+            if (sd->inputs[k]->value &&
+                sd->inputs[k]->value->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME)
+                feeds[nf++] = (rt_feed){sd->inputs[k]->value->name, NULL};
+        for (size_t k = 0; k < sd->n_outputs && no < 64; k++)
+            if (sd->outputs[k]->value &&
+                sd->outputs[k]->value->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME)
+                fetches[no++] = sd->outputs[k]->value->name;
+        rt_plan *p;
+        ms_status st = get_plan(m, feeds, nf, fetches, no, NULL, 0, &p);
+        if (st == MS_OK) continue;
+        if (strcmp(key, "serving_default") == 0)
+            return ms_errwrap(st, "signature '%s'", key);
+        MS_WARN("%s: signature '%s' cannot run: %s", m->dir, key, ms_errmsg());
+        ms_err_clear();
+    }
+    return MS_OK;
+}
+
+ms_status rt_model_load(const char *export_dir, const char *const *tags, int ntags,
+                        kn_backend *be, rt_model **out) {
+    rt_model *m = calloc(1, sizeof(*m));
+    if (m == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    atomic_init(&m->refs, 1);
+    m->be = be;
+    rt_vars_init(&m->vars);
+    pthread_mutex_init(&m->plan_mu, NULL);
+    pthread_mutex_init(&m->state_mu, NULL);
+    ms_status st = MS_OK;
+    m->dir = strdup(export_dir);
+    m->pool = rt_pool_new();
+    if (m->dir == NULL || m->pool == NULL) {
+        st = ms_errf(MS_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((st = rt_savedmodel_read(export_dir, &m->sm)) != MS_OK) goto fail;
+    int mgi = rt_savedmodel_find_meta_graph(m->sm, tags, ntags);
+    if (mgi < 0) {
+        char want[512], have[1024];
+        size_t o = 0;
+        want[0] = '\0';
+        for (int i = 0; i < ntags && o < sizeof want; i++)
+            o += (size_t)snprintf(want + o, sizeof want - o, "%s%s", i ? ", " : "", tags[i]);
+        tagsets_str(m->sm, have, sizeof have);
+        st = ms_errf(MS_ENOTFOUND, "%s: no MetaGraphDef with tag-set {%s}; the SavedModel has %s",
+                     export_dir, want, have);
+        goto fail;
+    }
+    m->mg = m->sm->meta_graphs[mgi];
+    if ((st = rt_graph_build(m->mg, be, &m->g)) != MS_OK) goto fail;
+    if ((st = run_restore(m)) != MS_OK) goto fail;
+    const char *init = init_op_name(m->mg);
+    if (init != NULL) {
+        st = rt_model_run(m, NULL, 0, NULL, 0, &init, 1, NULL, NULL);
+        if (st != MS_OK) {
+            st = ms_errwrap(st, "running the init op '%s'", init);
+            goto fail;
+        }
+    }
+    if ((st = plan_signatures(m)) != MS_OK) goto fail;
+    *out = m;
+    return MS_OK;
+fail:
+    ms_errwrap(st, "loading %s", export_dir);
+    rt_model_unref(m);
+    return st;
+}
+
+rt_model *rt_model_ref(rt_model *m) {
+    if (m) atomic_fetch_add(&m->refs, 1);
+    return m;
+}
+
+void rt_model_unref(rt_model *m) {
+    if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1) return;
+    while (m->plans) {
+        plan_entry *e = m->plans;
+        m->plans = e->next;
+        rt_plan_free(e->plan);
+        free(e->key);
+        free(e);
+    }
+    rt_graph_free(m->g);
+    rt_vars_destroy(&m->vars);
+    rt_pool_release(m->pool);
+    if (m->sm) tensorflow__saved_model__free_unpacked(m->sm, NULL);
+    pthread_mutex_destroy(&m->plan_mu);
+    pthread_mutex_destroy(&m->state_mu);
+    free(m->dir);
+    free(m);
+}
+
+const Tensorflow__MetaGraphDef *rt_model_meta_graph(const rt_model *m) {
+    return m->mg;
+}
+
+const char *rt_model_dir(const rt_model *m) {
+    return m->dir;
+}

@@ -1,0 +1,139 @@
+/* rt_opdefs.c - output-argument tables for ops (see rt_opdefs.h). */
+#include "rt_opdefs.h"
+
+#include <string.h>
+
+/* Built-in output args. Each entry: "name" (one output), "name*ATTR" (a list
+ * whose length is int attr ATTR), "name+ATTR" (a list as long as type-list
+ * attr ATTR). An op with no entries has no outputs. Ops not listed here and
+ * not in the model's op list have one output named "output". */
+typedef struct {
+    const char *op;
+    const char *args[7];
+    int none;   /* explicitly zero outputs */
+} opdef_entry;
+
+/* clang-format off */
+static const opdef_entry builtin[] = {
+    {"NoOp", {NULL}, 1},
+    {"AssignVariableOp", {NULL}, 1},
+    {"AssignAddVariableOp", {NULL}, 1},
+    {"AssignSubVariableOp", {NULL}, 1},
+    {"DisableCopyOnRead", {NULL}, 1},
+    {"SaveV2", {NULL}, 1},
+    {"MergeV2Checkpoints", {NULL}, 1},
+    {"RestoreV2", {"tensors+dtypes"}, 0},
+    {"IdentityN", {"output+T"}, 0},
+    {"PartitionedCall", {"output+Tout"}, 0},
+    {"StatefulPartitionedCall", {"output+Tout"}, 0},
+    {"FusedBatchNormV3", {"y", "batch_mean", "batch_variance", "reserve_space_1",
+                          "reserve_space_2", "reserve_space_3"}, 0},
+    {"FusedBatchNorm", {"y", "batch_mean", "batch_variance", "reserve_space_1",
+                        "reserve_space_2"}, 0},
+    {"Split", {"output*num_split"}, 0},
+    {"SplitV", {"output*num_split"}, 0},
+    {"Unpack", {"output*num"}, 0},
+    {"VarHandleOp", {"resource"}, 0},
+    {"ReadVariableOp", {"value"}, 0},
+    {"Assign", {"output_ref"}, 0},
+    {"AssignAdd", {"output_ref"}, 0},
+    {"AssignSub", {"output_ref"}, 0},
+    {"VariableV2", {"ref"}, 0},
+    {"Add", {"z"}, 0}, {"AddV2", {"z"}, 0}, {"Mul", {"z"}, 0}, {"Sub", {"z"}, 0},
+    {"RealDiv", {"z"}, 0}, {"Maximum", {"z"}, 0}, {"Minimum", {"z"}, 0},
+    {"Greater", {"z"}, 0}, {"Less", {"z"}, 0}, {"GreaterEqual", {"z"}, 0},
+    {"LessEqual", {"z"}, 0}, {"Equal", {"z"}, 0}, {"LogicalAnd", {"z"}, 0},
+    {"LogicalOr", {"z"}, 0}, {"Pow", {"z"}, 0},
+    {"MatMul", {"product"}, 0},
+    {"Relu", {"activations"}, 0}, {"Relu6", {"activations"}, 0},
+    {"LeakyRelu", {"activations"}, 0},
+    {"Softmax", {"softmax"}, 0},
+    {"Cast", {"y"}, 0}, {"Sigmoid", {"y"}, 0}, {"Tanh", {"y"}, 0}, {"Square", {"y"}, 0},
+    {"Sqrt", {"y"}, 0}, {"Rsqrt", {"y"}, 0}, {"Exp", {"y"}, 0}, {"Neg", {"y"}, 0},
+    {"Abs", {"y"}, 0}, {"Floor", {"y"}, 0}, {"LogicalNot", {"y"}, 0},
+    {"MaxPool", {"output"}, 0}, {"AvgPool", {"output"}, 0},
+    {"ResizeBilinear", {"resized_images"}, 0}, {"ResizeNearestNeighbor", {"resized_images"}, 0},
+};
+/* clang-format on */
+
+static const Tensorflow__AttrValue *attr(const Tensorflow__NodeDef *d, const char *key) {
+    if (d == NULL) return NULL;
+    for (size_t i = 0; i < d->n_attr; i++)
+        if (strcmp(d->attr[i]->key, key) == 0) return d->attr[i]->value;
+    return NULL;
+}
+
+static int list_len(const Tensorflow__NodeDef *d, const char *key) {
+    const Tensorflow__AttrValue *a = attr(d, key);
+    if (a == NULL || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_LIST) return 0;
+    return (int)a->list->n_type;
+}
+
+static int int_attr(const Tensorflow__NodeDef *d, const char *key) {
+    const Tensorflow__AttrValue *a = attr(d, key);
+    if (a == NULL || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_I) return 0;
+    return (int)a->i;
+}
+
+static const Tensorflow__OpDef *model_opdef(const Tensorflow__MetaGraphDef *mg, const char *op) {
+    if (mg == NULL || mg->meta_info_def == NULL || mg->meta_info_def->stripped_op_list == NULL)
+        return NULL;
+    const Tensorflow__OpList *l = mg->meta_info_def->stripped_op_list;
+    for (size_t i = 0; i < l->n_op; i++)
+        if (l->op[i]->name && strcmp(l->op[i]->name, op) == 0) return l->op[i];
+    return NULL;
+}
+
+static const opdef_entry *builtin_opdef(const char *op) {
+    for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++)
+        if (strcmp(builtin[i].op, op) == 0) return &builtin[i];
+    return NULL;
+}
+
+/* Walks the output args; returns the flat index of `want` (or the total
+ * count when want is NULL); -1 if want is not found. */
+static int walk(const Tensorflow__MetaGraphDef *mg, const char *op, const Tensorflow__NodeDef *d,
+                const char *want) {
+    int idx = 0;
+    const Tensorflow__OpDef *od = model_opdef(mg, op);
+    if (od != NULL) {
+        for (size_t i = 0; i < od->n_output_arg; i++) {
+            const Tensorflow__OpDef__ArgDef *a = od->output_arg[i];
+            if (want && strcmp(a->name, want) == 0) return idx;
+            if (a->number_attr && a->number_attr[0])
+                idx += int_attr(d, a->number_attr);
+            else if (a->type_list_attr && a->type_list_attr[0])
+                idx += list_len(d, a->type_list_attr);
+            else
+                idx += 1;
+        }
+        return want ? -1 : idx;
+    }
+    const opdef_entry *e = builtin_opdef(op);
+    if (e == NULL) {
+        if (want) return strcmp(want, "output") == 0 ? 0 : -1;
+        return 1;
+    }
+    for (int i = 0; i < 7 && e->args[i]; i++) {
+        const char *s = e->args[i];
+        size_t nlen = strcspn(s, "*+");
+        if (want && strlen(want) == nlen && strncmp(s, want, nlen) == 0) return idx;
+        if (s[nlen] == '*')
+            idx += int_attr(d, s + nlen + 1);
+        else if (s[nlen] == '+')
+            idx += list_len(d, s + nlen + 1);
+        else
+            idx += 1;
+    }
+    return want ? -1 : idx;
+}
+
+int rt_opdef_num_outputs(const Tensorflow__MetaGraphDef *mg, const char *op,
+                         const Tensorflow__NodeDef *def) {
+    return walk(mg, op, def, NULL);
+}
+
+int rt_opdef_output_index(const Tensorflow__MetaGraphDef *mg, const char *op,
+                          const Tensorflow__NodeDef *def, const char *arg) {
+    return walk(mg, op, def, arg);
+}
