@@ -125,6 +125,7 @@ ms_status dcm_read_info(const dcm_dataset *ds, dcm_info *o) {
         return st;
     if ((st = get_u16(ds, TAG(0x0028, 0x0006), &o->planar, 0, "PlanarConfiguration")) != MS_OK)
         return st;
+    if (dcm_find(ds, DCM_NO_PARENT, TAG(0x0028, 0x0101)) < 0) o->bits_stored = o->bits_allocated;
     o->rows = rows;
     o->cols = cols;
     o->samples = spp;
@@ -417,7 +418,7 @@ static ms_status check_geometry(const dcm_info *in, const dcm_limits *lim, pixfm
         return MS_OK;
     }
     f->ba = in->bits_allocated;
-    f->bs = in->bits_stored ? in->bits_stored : in->bits_allocated;
+    f->bs = in->bits_stored;
     f->pr = in->pixel_rep;
     if (f->ba != 1 && f->ba != 8 && f->ba != 16 && f->ba != 32)
         return ms_errf(MS_EINVAL, "BitsAllocated %u (expected 1, 8, 16 or 32)", f->ba);
