@@ -581,7 +581,8 @@ done:
     return st;
 }
 
-ms_status dcm_decode_hu_ds(const dcm_dataset *ds, const dcm_limits *lim_in, dcm_image **out) {
+static ms_status decode_ds(const dcm_dataset *ds, const dcm_limits *lim_in, int stored,
+                           dcm_image **out) {
     dcm_limits dl;
     if (lim_in == NULL) dcm_limits_default(&dl);
     const dcm_limits *lim = lim_in ? lim_in : &dl;
@@ -602,7 +603,16 @@ ms_status dcm_decode_hu_ds(const dcm_dataset *ds, const dcm_limits *lim_in, dcm_
         st = ms_errf(MS_ENOTSUP, "unsupported transfer syntax %s", in->ts_uid);
         goto fail;
     }
-    if ((st = setup_modality(ds, in, &m)) != MS_OK) goto fail;
+    if (stored) {
+        dcm_info ident = *in;
+        ident.slope = 1.0;
+        ident.intercept = 0.0;
+        ident.rescale_source = DCM_RESCALE_NONE;
+        st = setup_modality(ds, &ident, &m);
+    } else {
+        st = setup_modality(ds, in, &m);
+    }
+    if (st != MS_OK) goto fail;
     img->frames = in->frames;
     img->rows = in->rows;
     img->cols = in->cols;
@@ -636,6 +646,14 @@ fail:
     return st;
 }
 
+ms_status dcm_decode_hu_ds(const dcm_dataset *ds, const dcm_limits *lim, dcm_image **out) {
+    return decode_ds(ds, lim, 0, out);
+}
+
+ms_status dcm_decode_stored_ds(const dcm_dataset *ds, const dcm_limits *lim, dcm_image **out) {
+    return decode_ds(ds, lim, 1, out);
+}
+
 ms_status dcm_decode_hu(const uint8_t *bytes, size_t len, const dcm_limits *lim, dcm_image **out) {
     dcm_dataset *ds = NULL;
     *out = NULL;
@@ -666,4 +684,41 @@ ms_status dcm_window(const float *hu, float *out, size_t n, double center, doubl
         out[i] = (x - lo) / range;
     }
     return MS_OK;
+}
+
+/* TensorFlow's bilinear resize with half-pixel centers (tf.image.resize,
+ * ResizeBilinear half_pixel_centers=True): src = (dst + 0.5) * scale - 0.5,
+ * neighbours clamped to the image, weights from the fractional part. */
+void dcm_resize_bilinear(const float *in, uint32_t ih, uint32_t iw, uint32_t c, float *out,
+                         uint32_t oh, uint32_t ow) {
+    const float sy = (float)ih / (float)oh, sx = (float)iw / (float)ow;
+    for (uint32_t y = 0; y < oh; y++) {
+        float fy = ((float)y + 0.5f) * sy - 0.5f;
+        float y0f = floorf(fy);
+        float dy = fy - y0f;
+        int64_t y0 = (int64_t)y0f, y1 = y0 + 1;
+        if (y0 < 0) y0 = 0;
+        if (y1 < 0) y1 = 0;
+        if (y0 > (int64_t)ih - 1) y0 = ih - 1;
+        if (y1 > (int64_t)ih - 1) y1 = ih - 1;
+        for (uint32_t x = 0; x < ow; x++) {
+            float fx = ((float)x + 0.5f) * sx - 0.5f;
+            float x0f = floorf(fx);
+            float dx = fx - x0f;
+            int64_t x0 = (int64_t)x0f, x1 = x0 + 1;
+            if (x0 < 0) x0 = 0;
+            if (x1 < 0) x1 = 0;
+            if (x0 > (int64_t)iw - 1) x0 = iw - 1;
+            if (x1 > (int64_t)iw - 1) x1 = iw - 1;
+            for (uint32_t k = 0; k < c; k++) {
+                float tl = in[((uint64_t)y0 * iw + (uint64_t)x0) * c + k];
+                float tr = in[((uint64_t)y0 * iw + (uint64_t)x1) * c + k];
+                float bl = in[((uint64_t)y1 * iw + (uint64_t)x0) * c + k];
+                float br = in[((uint64_t)y1 * iw + (uint64_t)x1) * c + k];
+                float top = tl + (tr - tl) * dx;
+                float bot = bl + (br - bl) * dx;
+                out[((uint64_t)y * ow + x) * c + k] = top + (bot - top) * dy;
+            }
+        }
+    }
 }

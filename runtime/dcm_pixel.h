@@ -67,7 +67,15 @@ ms_status dcm_read_info(const dcm_dataset *ds, dcm_info *out);
 ms_status dcm_decode_hu(const uint8_t *bytes, size_t len, const dcm_limits *lim, dcm_image **out);
 /* The same from an already parsed data set. */
 ms_status dcm_decode_hu_ds(const dcm_dataset *ds, const dcm_limits *lim, dcm_image **out);
+/* Stored values (masked, sign-extended, colour converted) without the
+ * Modality LUT, as float32 (what tfio's DecodeDICOMImage returns). */
+ms_status dcm_decode_stored_ds(const dcm_dataset *ds, const dcm_limits *lim, dcm_image **out);
 void dcm_image_free(dcm_image *img);
+
+/* Bilinear resize of one (ih, iw, c) float image to (oh, ow, c) as
+ * TensorFlow's ResizeBilinear with half_pixel_centers=True. */
+void dcm_resize_bilinear(const float *in, uint32_t ih, uint32_t iw, uint32_t c, float *out,
+                         uint32_t oh, uint32_t ow);
 
 /* Windows and normalises n values: out may equal hu. MS_EINVAL when width
  * is not > 0 or the values are not finite. */
