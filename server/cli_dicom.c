@@ -209,11 +209,12 @@ static int fail(const char *path, ms_status st) {
 
 int srv_cli_dicom(int argc, char **argv) {
     const char *path = NULL, *npy = NULL, *pngp = NULL;
+    const char *val = NULL;
     int json = 0, have_window = 0;
     double wl = 0, ww = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *val = NULL;
+        val = NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
