@@ -19,12 +19,6 @@
 #pragma GCC optimize("fp-contract=off", "tree-vectorize", "vect-cost-model=dynamic")
 #endif
 
-/* The codec module is built on another branch; until it is linked, encapsulated
- * syntaxes other than encapsulated-uncompressed report MS_ENOTSUP. */
-extern ms_status dcm_codec_decode(dcm_codec_kind kind, const uint8_t *data, size_t len,
-                                  const dcm_frame_geom *geom, void *out, size_t out_size,
-                                  int *out_rgb_converted) __attribute__((weak));
-
 #define TAG(g, e) DCM_TAG(g, e)
 
 static int streq(const char *a, const char *b) {
@@ -507,11 +501,6 @@ static ms_status decode_encaps(const dcm_dataset *ds, const dcm_info *in, pixfmt
     uint8_t *joined = NULL, *native = NULL;
     if (starts == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     if ((st = dcm_encaps_map(ds, f->frames, starts)) != MS_OK) goto done;
-    if (ds->codec != DCM_CODEC_ENCAPS_NATIVE && dcm_codec_decode == NULL) {
-        st = ms_errf(MS_ENOTSUP, "transfer syntax %s (%s): no decoder in this build", in->ts_uid,
-                     in->ts_name ? in->ts_name : "?");
-        goto done;
-    }
     if (f->ba == 1) {
         st = ms_errf(MS_ENOTSUP, "encapsulated 1-bit pixel data is not supported");
         goto done;
