@@ -23,3 +23,26 @@ a = np.tile(base, (20, 4, 4))
 ds.Rows, ds.Columns, ds.NumberOfFrames = 512, 512, 20
 ds.PixelData = a.tobytes()
 ds.save_as(os.path.join(out, "ct_512_20frames.dcm"))
+
+# Lossless compressed versions of ct_512 (GDCM from python3-gdcm re-encodes).
+try:
+    import gdcm
+except ImportError:
+    gdcm = None
+if gdcm is not None:
+    for tag, ts in (("jpegls", gdcm.TransferSyntax.JPEGLSLossless),
+                    ("j2k", gdcm.TransferSyntax.JPEG2000Lossless),
+                    ("jpeg_lossless", gdcm.TransferSyntax.JPEGLosslessProcess14_1),
+                    ("rle", gdcm.TransferSyntax.RLELossless)):
+        r = gdcm.ImageReader()
+        r.SetFileName(os.path.join(out, "ct_512.dcm"))
+        r.Read()
+        c = gdcm.ImageChangeTransferSyntax()
+        c.SetTransferSyntax(gdcm.TransferSyntax(ts))
+        c.SetInput(r.GetImage())
+        c.Change()
+        w = gdcm.ImageWriter()
+        w.SetFileName(os.path.join(out, "ct_512_%s.dcm" % tag))
+        w.SetFile(r.GetFile())
+        w.SetImage(c.GetOutput())
+        w.Write()
