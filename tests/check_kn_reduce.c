@@ -216,6 +216,12 @@ START_TEST(bias_add) {
     o = tu_run1(tu_node_new("BiasAdd", "b"), in2, 2);
     TU_CHECK_F32(o, S(1, 2, 2, 2), 0, 100, 201, 102, 203, 104, 205, 106, 207);
     rt_tensor_unref(o);
+    /* int32 [[1,2],[3,INT32_MAX]] + [10, 1]: the last one wraps to INT32_MIN */
+    rt_tensor *ii[2] = {TU_I32(S(2, 2), 1, 2, 3, INT32_MAX), TU_I32(S(2), 10, 1)};
+    o = tu_run1(tu_node_new("BiasAdd", "b"), ii, 2);
+    TU_CHECK_INT(o, RT_DT_INT32, S(2, 2), 11, 3, 13, INT32_MIN);
+    rt_tensor_unref(o);
+    tu_unref(ii, 2);
     /* BiasAddV1 has no data_format: always the last dimension */
     o = tu_run1(tu_node_new("BiasAddV1", "b"), in2, 2);
     TU_CHECK_F32(o, S(1, 2, 2, 2), 0, 100, 201, 102, 203, 104, 205, 106, 207);

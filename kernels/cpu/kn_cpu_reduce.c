@@ -428,21 +428,27 @@ typedef struct bias_job {
     rt_dtype dt;
 } bias_job;
 
-#define BIAS_LOOP(T)                                                                             \
+/* UT: the type the addition runs in (unsigned for integers, so it wraps). */
+#define BIAS_LOOP(T, UT)                                                                         \
     do {                                                                                         \
         const T *x = j->x, *bb = j->b;                                                           \
         T *y = j->y;                                                                             \
         for (int64_t r = b; r < e; r++) {                                                        \
             T v = bb[r % j->C];                                                                  \
-            for (int64_t i = r * j->inner; i < (r + 1) * j->inner; i++) y[i] = x[i] + v;         \
+            for (int64_t i = r * j->inner; i < (r + 1) * j->inner; i++)                          \
+                y[i] = (T)((UT)x[i] + (UT)v);                                                    \
         }                                                                                        \
     } while (0)
 
 /* Over "runs": for NHWC a run is one element; for NCHW one (n, c) plane. */
 static void bias_runs(void *arg, int64_t b, int64_t e) {
     bias_job *j = arg;
-    if (j->dt == RT_DT_FLOAT) BIAS_LOOP(float);
-    else BIAS_LOOP(double);
+    switch (j->dt) {
+    case RT_DT_FLOAT: BIAS_LOOP(float, float); break;
+    case RT_DT_DOUBLE: BIAS_LOOP(double, double); break;
+    case RT_DT_INT32: BIAS_LOOP(int32_t, uint32_t); break;
+    default: BIAS_LOOP(int64_t, uint64_t); break;
+    }
 }
 
 static ms_status bias_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
@@ -456,7 +462,8 @@ static ms_status bias_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     if (x->dtype != bias->dtype)
         return KN_EINVAL(node, "value and bias dtypes differ: %s and %s",
                          rt_dtype_name(x->dtype), rt_dtype_name(bias->dtype));
-    if (x->dtype != RT_DT_FLOAT && x->dtype != RT_DT_DOUBLE)
+    if (x->dtype != RT_DT_FLOAT && x->dtype != RT_DT_DOUBLE && x->dtype != RT_DT_INT32 &&
+        x->dtype != RT_DT_INT64)
         return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
     if (x->shape.rank < (nchw ? 3 : 2) || bias->shape.rank != 1)
         return KN_EINVAL(node, "value %s must have rank >= %d and bias %s rank 1",
