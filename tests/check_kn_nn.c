@@ -99,16 +99,14 @@ START_TEST(conv_nchw) {
      * Output channel 0: diag filter on channel 0 -> [6,8,12,14] (as above);
      * output channel 1: 2x2 window sums of channel 1:
      * 10(1+2+4+5) = 120, 10(2+3+5+6) = 160, 10(4+5+7+8) = 240, 10(5+6+8+9) = 280. */
-    rt_tensor *x = tu_t(RT_DT_FLOAT, S(1, 2, 3, 3),
-                        (const float[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30, 40, 50, 60, 70, 80,
-                                        90},
-                        18);
+    rt_tensor *x =
+        tu_t(RT_DT_FLOAT, S(1, 2, 3, 3),
+             (const float[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30, 40, 50, 60, 70, 80, 90}, 18);
     /* HWIO f[kh][kw][ci][co]: co 0 = diag on ci 0; co 1 = ones on ci 1 */
-    rt_tensor *f = TU_F32(S(2, 2, 2, 2),
-                          1, 0, 0, 1,  /* kh0 kw0: ci0 -> (1,0), ci1 -> (0,1) */
-                          0, 0, 0, 1,  /* kh0 kw1 */
-                          0, 0, 0, 1,  /* kh1 kw0 */
-                          1, 0, 0, 1); /* kh1 kw1 */
+    rt_tensor *f = TU_F32(S(2, 2, 2, 2), 1, 0, 0, 1, /* kh0 kw0: ci0 -> (1,0), ci1 -> (0,1) */
+                          0, 0, 0, 1,                /* kh0 kw1 */
+                          0, 0, 0, 1,                /* kh1 kw0 */
+                          1, 0, 0, 1);               /* kh1 kw1 */
     rt_tensor *o = run2(conv_node("Conv2D", "VALID", 1, 1, 1), x, f);
     TU_CHECK_F32(o, S(1, 2, 2, 2), 0, 6, 8, 12, 14, 120, 160, 240, 280);
     rt_tensor_unref(o);
@@ -135,7 +133,8 @@ static float frand(unsigned *seed) {
 
 static rt_tensor *rand_t(rt_shape s, unsigned *seed) {
     rt_tensor *t = tu_iota_f32(s, 0, 0);
-    for (int64_t i = 0; i < t->nelem; i++) rt_tensor_f32(t)[i] = frand(seed);
+    for (int64_t i = 0; i < t->nelem; i++)
+        rt_tensor_f32(t)[i] = frand(seed);
     return t;
 }
 
@@ -176,8 +175,10 @@ static void check_conv_ref(const conv_case *k, int depthwise, int64_t groups, un
     rt_tensor *x = rand_t(xs, &seed), *f = rand_t(S(k->KH, k->KW, cg, k->M), &seed);
     Tensorflow__NodeDef *d = conv_node(depthwise ? "DepthwiseConv2dNative" : "Conv2D",
                                        k->same ? "SAME" : "VALID", k->sh, k->sw, k->nchw);
-    if (k->nchw) tu_attr_ints(d, "dilations", 1, 1, k->dh, k->dw);
-    else tu_attr_ints(d, "dilations", 1, k->dh, k->dw, 1);
+    if (k->nchw)
+        tu_attr_ints(d, "dilations", 1, 1, k->dh, k->dw);
+    else
+        tu_attr_ints(d, "dilations", 1, k->dh, k->dw, 1);
     rt_tensor *in[2] = {x, f};
     rt_tensor *o = tu_run1(d, in, 2);
     tu_check_shape(o, RT_DT_FLOAT, k->nchw ? S(k->N, OC, OH, OW) : S(k->N, OH, OW, OC));
@@ -324,10 +325,10 @@ START_TEST(backprop_adjoint) {
         rt_shape ys = k->nchw ? S(k->N, k->M, OH, OW) : S(k->N, OH, OW, k->M);
         rt_tensor *x = rand_t(xs, &seed), *f = rand_t(S(k->KH, k->KW, k->C, k->M), &seed);
         rt_tensor *dy = rand_t(ys, &seed);
-        Tensorflow__NodeDef *d = conv_node("Conv2D", k->same ? "SAME" : "VALID", k->sh, k->sw,
-                                           k->nchw);
-        Tensorflow__NodeDef *b = conv_node("Conv2DBackpropInput", k->same ? "SAME" : "VALID",
-                                           k->sh, k->sw, k->nchw);
+        Tensorflow__NodeDef *d =
+            conv_node("Conv2D", k->same ? "SAME" : "VALID", k->sh, k->sw, k->nchw);
+        Tensorflow__NodeDef *b =
+            conv_node("Conv2DBackpropInput", k->same ? "SAME" : "VALID", k->sh, k->sw, k->nchw);
         if (k->nchw) {
             tu_attr_ints(d, "dilations", 1, 1, k->dh, k->dw);
             tu_attr_ints(b, "dilations", 1, 1, k->dh, k->dw);
@@ -337,14 +338,16 @@ START_TEST(backprop_adjoint) {
         }
         rt_tensor *cin[2] = {x, f};
         rt_tensor *y = tu_run1(d, cin, 2);
-        rt_tensor *sizes = TU_I32(S(4), (int32_t)xs.dim[0], (int32_t)xs.dim[1],
-                                  (int32_t)xs.dim[2], (int32_t)xs.dim[3]);
+        rt_tensor *sizes = TU_I32(S(4), (int32_t)xs.dim[0], (int32_t)xs.dim[1], (int32_t)xs.dim[2],
+                                  (int32_t)xs.dim[3]);
         rt_tensor *bin[3] = {sizes, f, dy};
         rt_tensor *dx = tu_run1(b, bin, 3);
         tu_check_shape(dx, RT_DT_FLOAT, xs);
         double lhs = 0, rhs = 0;
-        for (int64_t j = 0; j < y->nelem; j++) lhs += (double)rt_tensor_f32(y)[j] * rt_tensor_f32(dy)[j];
-        for (int64_t j = 0; j < x->nelem; j++) rhs += (double)rt_tensor_f32(x)[j] * rt_tensor_f32(dx)[j];
+        for (int64_t j = 0; j < y->nelem; j++)
+            lhs += (double)rt_tensor_f32(y)[j] * rt_tensor_f32(dy)[j];
+        for (int64_t j = 0; j < x->nelem; j++)
+            rhs += (double)rt_tensor_f32(x)[j] * rt_tensor_f32(dx)[j];
         ck_assert_msg(fabs(lhs - rhs) <= 1e-3 * (1 + fabs(lhs)), "case %zu: %g vs %g", i, lhs, rhs);
         rt_tensor *all[6] = {x, f, dy, y, sizes, dx};
         tu_unref(all, 6);
@@ -357,8 +360,10 @@ END_TEST
 static Tensorflow__NodeDef *pool_node(const char *op, const char *pad, int64_t k, int64_t s,
                                       int nchw) {
     Tensorflow__NodeDef *d = conv_node(op, pad, s, s, nchw);
-    if (nchw) tu_attr_ints(d, "ksize", 1, 1, k, k);
-    else tu_attr_ints(d, "ksize", 1, k, k, 1);
+    if (nchw)
+        tu_attr_ints(d, "ksize", 1, 1, k, k);
+    else
+        tu_attr_ints(d, "ksize", 1, k, k, 1);
     return d;
 }
 
@@ -422,8 +427,8 @@ END_TEST
 START_TEST(pool_nchw_and_errors) {
     /* NCHW (1,2,2,2): channel 0 = [1,2,3,4], channel 1 = [8,7,6,5];
      * 2x2 VALID: max [4, 8], mean [2.5, 6.5] */
-    rt_tensor *o = run1(pool_node("MaxPool", "VALID", 2, 2, 1),
-                        TU_F32(S(1, 2, 2, 2), 1, 2, 3, 4, 8, 7, 6, 5));
+    rt_tensor *o =
+        run1(pool_node("MaxPool", "VALID", 2, 2, 1), TU_F32(S(1, 2, 2, 2), 1, 2, 3, 4, 8, 7, 6, 5));
     TU_CHECK_F32(o, S(1, 2, 1, 1), 0, 4, 8);
     rt_tensor_unref(o);
     o = run1(pool_node("AvgPool", "VALID", 2, 2, 1), TU_F32(S(1, 2, 2, 2), 1, 2, 3, 4, 8, 7, 6, 5));
@@ -473,7 +478,8 @@ START_TEST(conv_errors) {
     rt_tensor *in2[2] = {in[0], f2};
     tu_run_fail(conv_node("Conv2D", "VALID", 1, 1, 0), in2, 2, 1, MS_EINVAL, "channels");
     /* backprop with dy of the wrong size */
-    rt_tensor *bin[3] = {TU_I32(S(4), 1, 3, 3, 1), in[1], TU_F32(S(1, 3, 3, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0)};
+    rt_tensor *bin[3] = {TU_I32(S(4), 1, 3, 3, 1), in[1],
+                         TU_F32(S(1, 3, 3, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0)};
     Tensorflow__NodeDef *b = conv_node("Conv2DBackpropInput", "VALID", 1, 1, 0);
     free(b->name);
     b->name = strdup("bad_backprop");
@@ -492,7 +498,8 @@ START_TEST(batch_norm) {
      * std [2, 0.5]; channel 0: 2(x-1)/2 + 0.5 = x - 0.5; channel 1: (x-2)/0.5 = 2x - 4.
      * NHWC pixels [1,2],[3,4] -> [0.5, 0], [2.5, 4] */
     for (int nchw = 0; nchw < 2; nchw++) {
-        rt_tensor *in[5] = {nchw ? TU_F32(S(1, 2, 1, 2), 1, 3, 2, 4) : TU_F32(S(1, 1, 2, 2), 1, 2, 3, 4),
+        rt_tensor *in[5] = {nchw ? TU_F32(S(1, 2, 1, 2), 1, 3, 2, 4)
+                                 : TU_F32(S(1, 1, 2, 2), 1, 2, 3, 4),
                             TU_F32(S(2), 2, 1), TU_F32(S(2), 0.5f, 0), TU_F32(S(2), 1, 2),
                             TU_F32(S(2), 3.99f, 0.24f)};
         Tensorflow__NodeDef *d = tu_node_new("FusedBatchNormV3", "bn");
@@ -501,11 +508,14 @@ START_TEST(batch_norm) {
         if (nchw) tu_attr_s(d, "data_format", "NCHW");
         rt_tensor *o[6] = {0};
         ck_assert_int_eq(tu_run(d, in, 5, o, 6), MS_OK);
-        if (nchw) TU_CHECK_F32(o[0], S(1, 2, 1, 2), 1e-5f, 0.5f, 2.5f, 0, 4);
-        else TU_CHECK_F32(o[0], S(1, 1, 2, 2), 1e-5f, 0.5f, 0, 2.5f, 4);
+        if (nchw)
+            TU_CHECK_F32(o[0], S(1, 2, 1, 2), 1e-5f, 0.5f, 2.5f, 0, 4);
+        else
+            TU_CHECK_F32(o[0], S(1, 1, 2, 2), 1e-5f, 0.5f, 0, 2.5f, 4);
         TU_CHECK_F32(o[1], S(2), 0, 1, 2); /* batch_mean = mean */
         TU_CHECK_F32(o[2], S(2), 0, 3.99f, 0.24f);
-        for (int i = 3; i < 6; i++) ck_assert_ptr_nonnull(o[i]);
+        for (int i = 3; i < 6; i++)
+            ck_assert_ptr_nonnull(o[i]);
         tu_unref(o, 6);
         tu_node_free(d);
         /* training mode is refused with a clear error */
@@ -542,7 +552,8 @@ END_TEST
 
 /* ---- 3-D ---- */
 
-static Tensorflow__NodeDef *node3(const char *op, const char *pad, int64_t k, int64_t st, int ncdhw) {
+static Tensorflow__NodeDef *node3(const char *op, const char *pad, int64_t k, int64_t st,
+                                  int ncdhw) {
     Tensorflow__NodeDef *d = tu_node_new(op, "v");
     tu_attr_s(d, "padding", pad);
     if (ncdhw) {
@@ -617,12 +628,15 @@ START_TEST(conv3d_reference) {
         rt_shape xs = nc ? S(cs[t].N, C, in[0], in[1], in[2]) : S(cs[t].N, in[0], in[1], in[2], C);
         rt_tensor *x = rand_t(xs, &seed), *f = rand_t(S(K, K, K, C, M), &seed);
         Tensorflow__NodeDef *d = node3("Conv3D", cs[t].same ? "SAME" : "VALID", 0, cs[t].s, nc);
-        if (nc) tu_attr_ints(d, "dilations", 1, 1, cs[t].dil, cs[t].dil, cs[t].dil);
-        else tu_attr_ints(d, "dilations", 1, cs[t].dil, cs[t].dil, cs[t].dil, 1);
+        if (nc)
+            tu_attr_ints(d, "dilations", 1, 1, cs[t].dil, cs[t].dil, cs[t].dil);
+        else
+            tu_attr_ints(d, "dilations", 1, cs[t].dil, cs[t].dil, cs[t].dil, 1);
         rt_tensor *io[2] = {x, f};
         rt_tensor *o = tu_run1(d, io, 2);
-        tu_check_shape(o, RT_DT_FLOAT, nc ? S(cs[t].N, M, out[0], out[1], out[2])
-                                          : S(cs[t].N, out[0], out[1], out[2], M));
+        tu_check_shape(o, RT_DT_FLOAT,
+                       nc ? S(cs[t].N, M, out[0], out[1], out[2])
+                          : S(cs[t].N, out[0], out[1], out[2], M));
         const float *X = x->data, *F = f->data, *Y = o->data;
         for (int64_t n = 0; n < cs[t].N; n++)
             for (int64_t a = 0; a < out[0]; a++)
@@ -640,13 +654,20 @@ START_TEST(conv3d_reference) {
                                             i2 < 0 || i2 >= in[2])
                                             continue;
                                         for (int64_t ci = 0; ci < C; ci++) {
-                                            int64_t xi = nc ? (((n * C + ci) * in[0] + i0) * in[1] + i1) * in[2] + i2
-                                                            : (((n * in[0] + i0) * in[1] + i1) * in[2] + i2) * C + ci;
-                                            acc += X[xi] * F[(((kd * K + kh) * K + kw) * C + ci) * M + m];
+                                            int64_t xi =
+                                                nc ? (((n * C + ci) * in[0] + i0) * in[1] + i1) *
+                                                             in[2] +
+                                                         i2
+                                                   : (((n * in[0] + i0) * in[1] + i1) * in[2] +
+                                                      i2) * C +
+                                                         ci;
+                                            acc += X[xi] *
+                                                   F[(((kd * K + kh) * K + kw) * C + ci) * M + m];
                                         }
                                     }
-                            int64_t yi = nc ? (((n * M + m) * out[0] + a) * out[1] + b) * out[2] + c
-                                            : (((n * out[0] + a) * out[1] + b) * out[2] + c) * M + m;
+                            int64_t yi =
+                                nc ? (((n * M + m) * out[0] + a) * out[1] + b) * out[2] + c
+                                   : (((n * out[0] + a) * out[1] + b) * out[2] + c) * M + m;
                             ck_assert_msg(fabs(Y[yi] - acc) <= 1e-4 * (1 + fabs(acc)),
                                           "case %zu: got %g expected %g", t, Y[yi], acc);
                         }
@@ -658,8 +679,7 @@ END_TEST
 
 /* ---- resize ---- */
 
-static rt_tensor *resize(const char *op, rt_tensor *x, int32_t h, int32_t w, int align,
-                         int half) {
+static rt_tensor *resize(const char *op, rt_tensor *x, int32_t h, int32_t w, int align, int half) {
     Tensorflow__NodeDef *d = tu_node_new(op, "rs");
     tu_attr_b(d, "align_corners", align);
     tu_attr_b(d, "half_pixel_centers", half);
@@ -764,19 +784,29 @@ static Suite *suite(void) {
         const char *name;
         const TTest *t;
     } tests[] = {
-        {"conv", conv_valid_same},        {"conv", conv_same_stride2},
-        {"conv", conv_dilated},           {"conv", conv_channels_1x1},
-        {"conv", conv_nchw},              {"conv", conv_explicit},
-        {"conv_ref", conv_reference},     {"depthwise", depthwise_reference},
+        {"conv", conv_valid_same},
+        {"conv", conv_same_stride2},
+        {"conv", conv_dilated},
+        {"conv", conv_channels_1x1},
+        {"conv", conv_nchw},
+        {"conv", conv_explicit},
+        {"conv_ref", conv_reference},
+        {"depthwise", depthwise_reference},
         {"conv_grouped", conv_grouped},
-        {"depthwise", depthwise_hand},    {"backprop", backprop_hand},
-        {"backprop", backprop_adjoint},   {"pool", pool_valid},
-        {"pool", pool_same},              {"pool", pool_nchw_and_errors},
+        {"depthwise", depthwise_hand},
+        {"backprop", backprop_hand},
+        {"backprop", backprop_adjoint},
+        {"pool", pool_valid},
+        {"pool", pool_same},
+        {"pool", pool_nchw_and_errors},
         {"pool", pool_explicit},
-        {"errors", conv_errors},          {"batch_norm", batch_norm},
+        {"errors", conv_errors},
+        {"batch_norm", batch_norm},
         {"batch_norm", batch_norm_v1},
-        {"resize", resize_bilinear},      {"resize", resize_nearest},
-        {"conv3d", conv3d_hand},          {"conv3d", conv3d_reference},
+        {"resize", resize_bilinear},
+        {"resize", resize_nearest},
+        {"conv3d", conv3d_hand},
+        {"conv3d", conv3d_reference},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

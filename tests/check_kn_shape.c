@@ -466,11 +466,22 @@ static Suite *suite(void) {
         const char *name;
         const TTest *t;
     } tests[] = {
-        {"reshape", reshape}, {"squeeze_expand", squeeze_expand}, {"concat", concat},
-        {"pack", pack}, {"concat_v1_unpack", concat_v1_unpack},       {"transpose", transpose},           {"pad", pad},
-        {"mirror_pad", mirror_pad}, {"shape_fill", shape_fill},   {"slice", slice},
-        {"strided_slice", strided_slice}, {"split", split},       {"tile", tile},
-        {"huge_sizes", huge_sizes}, {"gather", gather}, {"range", range},
+        {"reshape", reshape},
+        {"squeeze_expand", squeeze_expand},
+        {"concat", concat},
+        {"pack", pack},
+        {"concat_v1_unpack", concat_v1_unpack},
+        {"transpose", transpose},
+        {"pad", pad},
+        {"mirror_pad", mirror_pad},
+        {"shape_fill", shape_fill},
+        {"slice", slice},
+        {"strided_slice", strided_slice},
+        {"split", split},
+        {"tile", tile},
+        {"huge_sizes", huge_sizes},
+        {"gather", gather},
+        {"range", range},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);
