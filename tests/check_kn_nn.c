@@ -477,6 +477,15 @@ START_TEST(conv_errors) {
     rt_tensor *f2 = tu_iota_f32(S(1, 1, 2, 1), 1, 0);
     rt_tensor *in2[2] = {in[0], f2};
     tu_run_fail(conv_node("Conv2D", "VALID", 1, 1, 0), in2, 2, 1, MS_EINVAL, "channels");
+    /* an input without channels cannot feed a filter of depth 1 */
+    rt_tensor *empty = NULL;
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &S(1, 2, 2, 0), &empty), MS_OK);
+    rt_tensor *in3[2] = {empty, in[1]};
+    Tensorflow__NodeDef *d0 = conv_node("Conv2D", "VALID", 1, 1, 0);
+    free(d0->name);
+    d0->name = strdup("no_channels");
+    tu_run_fail(d0, in3, 2, 1, MS_EINVAL, "channels");
+    rt_tensor_unref(empty);
     /* backprop with dy of the wrong size */
     rt_tensor *bin[3] = {TU_I32(S(4), 1, 3, 3, 1), in[1],
                          TU_F32(S(1, 3, 3, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0)};

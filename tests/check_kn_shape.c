@@ -316,6 +316,10 @@ START_TEST(strided_slice) {
     TU_CHECK_F32(o, S(1, 3, 2), 0, 12, 15, 16, 19, 20, 23);
     rt_tensor_unref(o);
     rt_tensor_unref(y);
+    /* an ellipsis bit past the given entries is ignored: v[1:3] = [1,2] */
+    o = ss_run(ss(0, 0, 4, 0, 0), v, TU_I32(S(1), 1), TU_I32(S(1), 3), TU_I32(S(1), 1));
+    TU_CHECK_F32(o, S(2), 0, 1, 2);
+    rt_tensor_unref(o);
     /* errors: zero stride; shrink index out of range */
     rt_tensor *in[4] = {v, TU_I32(S(1), 0), TU_I32(S(1), 2), TU_I32(S(1), 0)};
     Tensorflow__NodeDef *d = tu_node_new("StridedSlice", "bad_ss");
@@ -420,6 +424,12 @@ START_TEST(range) {
     rt_tensor_unref(o);
     o = range3(TU_F32(TU_SCALAR, 0), TU_F32(TU_SCALAR, 1), TU_F32(TU_SCALAR, 0.25f));
     TU_CHECK_F32(o, S(4), 0, 0, 0.25f, 0.5f, 0.75f);
+    rt_tensor_unref(o);
+    /* 0 to 1 by 0.1: ceil(1 / 0.1) = 10 values, 0 first, about 0.9 last */
+    o = range3(TU_F32(TU_SCALAR, 0), TU_F32(TU_SCALAR, 1), TU_F32(TU_SCALAR, 0.1f));
+    tu_check_shape(o, RT_DT_FLOAT, S(10));
+    ck_assert_float_eq(rt_tensor_f32(o)[0], 0);
+    ck_assert_float_eq_tol(rt_tensor_f32(o)[9], 0.9f, 1e-5f);
     rt_tensor_unref(o);
     rt_tensor *in[3] = {TU_I32(TU_SCALAR, 0), TU_I32(TU_SCALAR, 5), TU_I32(TU_SCALAR, 0)};
     tu_run_fail(tu_node_new("Range", "bad_range"), in, 3, 1, MS_EINVAL, "delta");

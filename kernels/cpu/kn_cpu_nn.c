@@ -329,7 +329,7 @@ static ms_status conv2d_compute(kn_ctx *ctx, const kn_node *node, void *state, r
     g.OC = f->shape.dim[3];
     /* Filter depth C/G makes a grouped convolution of G groups. */
     int64_t fd = f->shape.dim[2];
-    if (fd <= 0 || g.C % fd != 0 || g.OC % (g.C / fd) != 0)
+    if (fd <= 0 || g.C < fd || g.C % fd != 0 || g.OC % (g.C / fd) != 0)
         return KN_EINVAL(node,
                          "filter %s: input channels %lld must be a multiple of the filter "
                          "depth, and output channels of the group count",

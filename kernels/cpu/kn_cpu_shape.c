@@ -613,7 +613,10 @@ static ms_status strided_slice_compute(kn_ctx *ctx, const kn_node *node, void *s
     int64_t shmask = kn_attr_i(node, "shrink_axis_mask", 0);
     if (elmask & (elmask - 1)) return KN_EINVAL(node, "more than one ellipsis in ellipsis_mask");
     int sdims = nb;
-    if (elmask == 0) { /* an implicit ellipsis at the end */
+    /* As TensorFlow: an ellipsis bit beyond the given entries does not count,
+     * and without an ellipsis one is implied after the last entry. */
+    elmask &= ((int64_t)1 << sdims) - 1;
+    if (elmask == 0) {
         elmask = (int64_t)1 << sdims;
         sb[sdims] = se[sdims] = 0;
         ss[sdims] = 1;
@@ -947,17 +950,22 @@ static ms_status range_compute(kn_ctx *ctx, const kn_node *node, void *state, rt
     if (v[2] == 0 || v[2] != v[2]) return KN_EINVAL(node, "delta must be a non-zero number");
     if ((v[2] > 0 && v[0] > v[1]) || (v[2] < 0 && v[0] < v[1]))
         return KN_EINVAL(node, "start %g cannot reach limit %g with delta %g", v[0], v[1], v[2]);
-    double cnt = ceil(fabs((v[1] - v[0]) / v[2]));
+    /* Size and values computed in the tensor's type, as TensorFlow does
+     * (values by repeated addition of delta). */
+    double cnt = dt == RT_DT_FLOAT ? ceilf(fabsf(((float)v[1] - (float)v[0]) / (float)v[2]))
+                                   : ceil(fabs((v[1] - v[0]) / v[2]));
     if (!(cnt <= (double)INT32_MAX)) return KN_EINVAL(node, "range is too large");
     size = (int64_t)cnt;
     rt_shape os = {.rank = 1, .dim = {size}};
     if ((st = kn__output(ctx, node, 0, dt, &os, &out[0])) != MS_OK) return st;
-    for (int64_t i = 0; i < size; i++) {
-        if (dt == RT_DT_FLOAT)
-            ((float *)out[0]->data)[i] =
-                ((const float *)in[0]->data)[0] + (float)i * ((const float *)in[2]->data)[0];
-        else
-            ((double *)out[0]->data)[i] = v[0] + (double)i * v[2];
+    if (dt == RT_DT_FLOAT) {
+        float val = (float)v[0], d = (float)v[2];
+        for (int64_t i = 0; i < size; i++, val += d)
+            ((float *)out[0]->data)[i] = val;
+    } else {
+        double val = v[0];
+        for (int64_t i = 0; i < size; i++, val += v[2])
+            ((double *)out[0]->data)[i] = val;
     }
     return MS_OK;
 }
