@@ -94,6 +94,11 @@ static rt_tensor *new_t(rt_dtype dt, rt_shape s, unsigned *seed) {
     ck_assert_int_eq(rt_tensor_new(dt, &s, &t), MS_OK);
     for (int64_t i = 0; i < t->nelem; i++) {
         int v = (int)(rnd(seed) % 6) - 1;
+        /* With KN_FUZZ_EXTREME set, now and then an extreme index or size (it
+         * may ask for huge outputs: run with ASAN_OPTIONS=allocator_may_return_null=1). */
+        static const int64_t extreme[] = {INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, 100000};
+        int64_t big = v;
+        if (getenv("KN_FUZZ_EXTREME") && rnd(seed) % 40 == 0) big = extreme[rnd(seed) % 5];
         switch (dt) {
         case RT_DT_FLOAT:
             ((float *)t->data)[i] = (float)v * 0.5f;
@@ -102,10 +107,10 @@ static rt_tensor *new_t(rt_dtype dt, rt_shape s, unsigned *seed) {
             ((double *)t->data)[i] = v * 0.5;
             break;
         case RT_DT_INT32:
-            ((int32_t *)t->data)[i] = v;
+            ((int32_t *)t->data)[i] = (int32_t)big;
             break;
         case RT_DT_INT64:
-            ((int64_t *)t->data)[i] = v;
+            ((int64_t *)t->data)[i] = big;
             break;
         default:
             ((uint8_t *)t->data)[i] = (uint8_t)(v & 1);
@@ -166,7 +171,10 @@ static rt_tensor *related(const char *op, int i, const rt_tensor *x, unsigned *s
     return rand_tensor(seed);
 }
 
+/* KN_FUZZ_SEED / KN_FUZZ_SCALE (env) vary the run for longer local searches. */
 static void fuzz_table(const kn_kernel *table, unsigned seed, int rounds) {
+    if (getenv("KN_FUZZ_SEED")) seed += (unsigned)strtoul(getenv("KN_FUZZ_SEED"), NULL, 10) * 977u;
+    if (getenv("KN_FUZZ_SCALE")) rounds *= atoi(getenv("KN_FUZZ_SCALE"));
     for (const kn_kernel *k = table; k->op != NULL; k++) {
         int ok = 0;
         for (int it = 0; it < rounds; it++) {
