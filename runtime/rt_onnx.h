@@ -1,0 +1,45 @@
+/* rt_onnx.h - ONNX model -> TensorFlow SavedModel converter.
+ *
+ * Reads an ONNX ModelProto (proto/onnx.proto; initializers from raw_data,
+ * typed fields or external data files next to the model), translates the
+ * graph node by node into TensorFlow ops the dcmserve kernels implement and
+ * writes <export_dir>/saved_model.pb with one MetaGraphDef tagged "serve" and
+ * a "serving_default" signature whose keys are the ONNX graph input and output
+ * names. Weights become Const nodes. Tensors keep ONNX's NCHW layout: Conv,
+ * pools, BiasAdd and FusedBatchNorm get data_format "NCHW"; ops TensorFlow only
+ * defines channels-last (resize, softmax on a non-last axis) are wrapped in
+ * Transposes. Shape arithmetic (Shape, Gather, Concat, ... on shapes) is
+ * folded at conversion time as far as the shapes are static; the batch
+ * dimension may stay dynamic. docs/onnx.md lists the supported ops and limits.
+ */
+#ifndef RT_ONNX_H
+#define RT_ONNX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ms_status.h"
+
+typedef struct rt_onnx_opts {
+    /* Optional: a graph input name to feed with DICOM bytes (DT_STRING) through
+     * the DICOM decode and window ops. NULL = plain float inputs. */
+    const char *dicom_input;
+    float window_center, window_width;   /* used with dicom_input */
+    int64_t size_h, size_w;              /* resize target with dicom_input; 0 = none */
+} rt_onnx_opts;
+
+/* Converts the ONNX file at onnx_path. On success *pb is a malloc'ed
+ * serialized SavedModel (free() it) of *pb_len bytes. External data files are
+ * looked up relative to the model's folder. Errors: MS_ENOTFOUND (file),
+ * MS_EINVAL (malformed model, bad attribute), MS_ENOTSUP (an op, attribute
+ * value or dynamic shape the converter does not handle; the message names the
+ * ONNX op and node). opts may be NULL. */
+ms_status rt_onnx_convert(const char *onnx_path, const rt_onnx_opts *opts, uint8_t **pb,
+                          size_t *pb_len);
+
+/* rt_onnx_convert, then writes export_dir/saved_model.pb (creating export_dir
+ * and its parents) and an empty export_dir/variables/ folder. */
+ms_status rt_onnx_import(const char *onnx_path, const char *export_dir,
+                         const rt_onnx_opts *opts);
+
+#endif /* RT_ONNX_H */
