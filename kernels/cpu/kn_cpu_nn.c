@@ -1,6 +1,878 @@
-/* kn_cpu_nn.c - CPU kernels of the nn group (table filled as ops land). */
+/* kn_cpu_nn.c - CPU kernels of the nn group: Conv2D (im2col + OpenBLAS
+ * sgemm), DepthwiseConv2dNative, Conv2DBackpropInput (gemm + col2im),
+ * MaxPool, AvgPool, FusedBatchNorm{,V2,V3} (inference), ResizeBilinear and
+ * ResizeNearestNeighbor.
+ *
+ * Convolutions compute in NHWC; NCHW tensors are transposed in and out.
+ * Windowed output sizes and SAME/VALID/EXPLICIT padding follow TensorFlow's
+ * GetWindowedOutputSize; resize coordinate mapping follows its
+ * resize_bilinear_op / resize_nearest_neighbor_op (legacy, align_corners and
+ * half_pixel_centers).
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "kn_cpu.h"
+#include "kn_cpu_util.h"
+
+/* ====================================================================== */
+/* shared window attributes                                               */
+/* ====================================================================== */
+
+enum { PAD_VALID, PAD_SAME, PAD_EXPLICIT };
+
+typedef struct win_attrs {
+    int nchw;
+    int padding;
+    int64_t kh, kw;         /* pools: window (ksize); convs: unused */
+    int64_t sh, sw, dh, dw; /* strides, dilations */
+    int64_t ep[4];          /* EXPLICIT: top, bottom, left, right */
+} win_attrs;
+
+/* Reads a 4-list attr in data-format order into (h, w), checking that the
+ * batch and channel entries are 1. Absent -> dflt. */
+static ms_status attr_hw(const kn_node *n, const char *key, int nchw, int64_t dflt, int64_t *h,
+                         int64_t *w) {
+    int64_t v[4];
+    int cnt = kn_attr_ilist(n, key, v, 4);
+    if (cnt < 0) {
+        *h = *w = dflt;
+        return MS_OK;
+    }
+    if (cnt != 4) return KN_EINVAL(n, "%s must have 4 values, got %d", key, cnt);
+    int hi = nchw ? 2 : 1, wi = nchw ? 3 : 2, ci = nchw ? 1 : 3;
+    if (v[0] != 1 || v[ci] != 1)
+        return KN_EINVAL(n, "%s on the batch and channel dimensions must be 1, got [%lld, %lld, "
+                            "%lld, %lld]", key, (long long)v[0], (long long)v[1],
+                         (long long)v[2], (long long)v[3]);
+    if (v[hi] < 1 || v[wi] < 1 || v[hi] > INT32_MAX || v[wi] > INT32_MAX)
+        return KN_EINVAL(n, "%s must be in [1, 2^31), got [%lld, %lld, %lld, %lld]", key,
+                         (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3]);
+    *h = v[hi];
+    *w = v[wi];
+    return MS_OK;
+}
+
+static ms_status parse_format(const kn_node *n, int *nchw) {
+    *nchw = 0;
+    if (kn_attr_s_eq(n, "data_format", "NHWC", "NHWC")) return MS_OK;
+    if (kn_attr_s_eq(n, "data_format", "NCHW", NULL)) {
+        *nchw = 1;
+        return MS_OK;
+    }
+    return KN_EINVAL(n, "data_format must be NHWC or NCHW");
+}
+
+/* strides, dilations (convs) or ksize (pools), padding, explicit_paddings. */
+static ms_status parse_window(const kn_node *n, int is_pool, win_attrs *a) {
+    ms_status st;
+    memset(a, 0, sizeof(*a));
+    if ((st = parse_format(n, &a->nchw)) != MS_OK) return st;
+    if (!kn_attr_has(n, "strides")) return KN_EINVAL(n, "attr strides is missing");
+    if ((st = attr_hw(n, "strides", a->nchw, 1, &a->sh, &a->sw)) != MS_OK) return st;
+    if (is_pool) {
+        if (!kn_attr_has(n, "ksize")) return KN_EINVAL(n, "attr ksize is missing");
+        if ((st = attr_hw(n, "ksize", a->nchw, 1, &a->kh, &a->kw)) != MS_OK) return st;
+        a->dh = a->dw = 1;
+    } else if ((st = attr_hw(n, "dilations", a->nchw, 1, &a->dh, &a->dw)) != MS_OK) {
+        return st;
+    }
+    if (kn_attr_s_eq(n, "padding", "SAME", NULL)) a->padding = PAD_SAME;
+    else if (kn_attr_s_eq(n, "padding", "VALID", NULL)) a->padding = PAD_VALID;
+    else if (kn_attr_s_eq(n, "padding", "EXPLICIT", NULL)) a->padding = PAD_EXPLICIT;
+    else return KN_EINVAL(n, "padding must be SAME, VALID or EXPLICIT");
+    if (a->padding == PAD_EXPLICIT) {
+        int64_t p[8];
+        int cnt = kn_attr_ilist(n, "explicit_paddings", p, 8);
+        if (cnt != 8)
+            return KN_EINVAL(n, "EXPLICIT padding needs 8 explicit_paddings, got %d",
+                             cnt < 0 ? 0 : cnt);
+        int hi = a->nchw ? 2 : 1, wi = a->nchw ? 3 : 2, ci = a->nchw ? 1 : 3;
+        for (int i = 0; i < 8; i++)
+            if (p[i] < 0 || p[i] > INT32_MAX)
+                return KN_EINVAL(n, "explicit_paddings must be in [0, 2^31)");
+        if (p[0] || p[1] || p[2 * ci] || p[2 * ci + 1])
+            return KN_EINVAL(n, "explicit_paddings on the batch and channel dimensions must be 0");
+        a->ep[0] = p[2 * hi];
+        a->ep[1] = p[2 * hi + 1];
+        a->ep[2] = p[2 * wi];
+        a->ep[3] = p[2 * wi + 1];
+    } else if (kn_attr_ilist(n, "explicit_paddings", NULL, 0) > 0) {
+        return KN_EINVAL(n, "explicit_paddings given without EXPLICIT padding");
+    }
+    return MS_OK;
+}
+
+/* Output size and leading pad of one spatial dimension (TensorFlow's
+ * GetWindowedOutputSizeVerbose). */
+static ms_status window_dim(const kn_node *n, const char *what, int64_t in, int64_t k,
+                            int64_t dil, int64_t stride, int padding, int64_t ep_before,
+                            int64_t ep_after, int64_t *out, int64_t *pad_before) {
+    if (k < 0 || k > INT32_MAX)
+        return KN_EINVAL(n, "%s: window size %lld must be in [0, 2^31)", what, (long long)k);
+    int64_t eff = (k - 1) * dil + 1;
+    switch (padding) {
+    case PAD_VALID:
+        *out = (in - eff + stride) / stride;
+        *pad_before = 0;
+        break;
+    case PAD_SAME: {
+        *out = (in + stride - 1) / stride;
+        int64_t need = (*out - 1) * stride + eff - in;
+        if (need < 0) need = 0;
+        *pad_before = need / 2;
+        break;
+    }
+    default:
+        *out = (in + ep_before + ep_after - eff + stride) / stride;
+        *pad_before = ep_before;
+        break;
+    }
+    if (*out < 0)
+        return KN_EINVAL(n, "%s: window of %lld (dilated) does not fit input size %lld", what,
+                         (long long)eff, (long long)in);
+    return MS_OK;
+}
+
+typedef struct geo {
+    int64_t N, H, W, C;  /* input */
+    int64_t KH, KW;      /* window */
+    int64_t OH, OW, OC;  /* output */
+    int64_t pt, pl;      /* leading pads */
+} geo;
+
+static ms_status window_geo(const kn_node *n, const win_attrs *a, geo *g) {
+    ms_status st = window_dim(n, "height", g->H, g->KH, a->dh, a->sh, a->padding, a->ep[0],
+                              a->ep[1], &g->OH, &g->pt);
+    if (st != MS_OK) return st;
+    return window_dim(n, "width", g->W, g->KW, a->dw, a->sw, a->padding, a->ep[2], a->ep[3],
+                      &g->OW, &g->pl);
+}
+
+/* Reads N, H, W, C of a rank-4 tensor in the given layout. */
+static ms_status dims4(const kn_node *n, const char *what, const rt_tensor *t, int nchw,
+                       int64_t *N, int64_t *H, int64_t *W, int64_t *C) {
+    if (t->shape.rank != 4)
+        return KN_EINVAL(n, "%s must be 4-D, got shape %s", what, kn__shp(&t->shape));
+    const int64_t *d = t->shape.dim;
+    for (int i = 0; i < 4; i++)
+        if (d[i] > INT32_MAX)
+            return KN_EINVAL(n, "%s shape %s: dimensions must be below 2^31", what,
+                             kn__shp(&t->shape));
+    *N = d[0];
+    *H = nchw ? d[2] : d[1];
+    *W = nchw ? d[3] : d[2];
+    *C = nchw ? d[1] : d[3];
+    return MS_OK;
+}
+
+static rt_shape shape4(int nchw, int64_t N, int64_t H, int64_t W, int64_t C) {
+    rt_shape s = {.rank = 4};
+    s.dim[0] = N;
+    s.dim[1] = nchw ? C : H;
+    s.dim[2] = nchw ? H : W;
+    s.dim[3] = nchw ? W : C;
+    return s;
+}
+
+/* [N, C, HW] <-> [N, HW, C] */
+static void to_nhwc(const float *src, float *dst, int64_t N, int64_t C, int64_t HW) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t p = 0; p < HW; p++) dst[(n * HW + p) * C + c] = src[(n * C + c) * HW + p];
+}
+static void to_nchw(const float *src, float *dst, int64_t N, int64_t C, int64_t HW) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t p = 0; p < HW; p++)
+            for (int64_t c = 0; c < C; c++) dst[(n * C + c) * HW + p] = src[(n * HW + p) * C + c];
+}
+
+static ms_status conv_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    (void)const_in;
+    win_attrs *a = malloc(sizeof(*a));
+    if (a == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    ms_status st = parse_window(node, 0, a);
+    if (st != MS_OK) {
+        free(a);
+        return st;
+    }
+    *state = a;
+    return MS_OK;
+}
+
+static ms_status pool_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    (void)const_in;
+    win_attrs *a = malloc(sizeof(*a));
+    if (a == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    ms_status st = parse_window(node, 1, a);
+    if (st == MS_OK && a->padding == PAD_EXPLICIT && strcmp(node->op, "MaxPool") != 0)
+        st = KN_EINVAL(node, "EXPLICIT padding is only supported by MaxPool");
+    if (st != MS_OK) {
+        free(a);
+        return st;
+    }
+    *state = a;
+    return MS_OK;
+}
+
+static void free_state(void *state) {
+    free(state);
+}
+
+/* ====================================================================== */
+/* Conv2D                                                                 */
+/* ====================================================================== */
+
+typedef struct im2col_job {
+    const geo *g;
+    const win_attrs *a;
+    const float *x; /* NHWC */
+    float *col;     /* [pixels, KH*KW*C] */
+    int64_t p0;     /* first output pixel (flattened n, oh, ow) of the tile */
+} im2col_job;
+
+static void im2col_rows(void *arg, int64_t b, int64_t e) {
+    const im2col_job *j = arg;
+    const geo *g = j->g;
+    const int64_t C = g->C, kkc = g->KH * g->KW * C;
+    for (int64_t r = b; r < e; r++) {
+        int64_t p = j->p0 + r;
+        int64_t ow = p % g->OW, oh = (p / g->OW) % g->OH, n = p / (g->OW * g->OH);
+        float *dst = j->col + r * kkc;
+        for (int64_t kh = 0; kh < g->KH; kh++) {
+            int64_t ih = oh * j->a->sh - g->pt + kh * j->a->dh;
+            for (int64_t kw = 0; kw < g->KW; kw++, dst += C) {
+                int64_t iw = ow * j->a->sw - g->pl + kw * j->a->dw;
+                if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W)
+                    memset(dst, 0, (size_t)C * sizeof(float));
+                else
+                    memcpy(dst, j->x + ((n * g->H + ih) * g->W + iw) * C,
+                           (size_t)C * sizeof(float));
+            }
+        }
+    }
+}
+
+/* Largest im2col buffer in floats (16 MiB). */
+#define COL_MAX_FLOATS (4 << 20)
+
+/* y[N*OH*OW, OC] = im2col(x) * f[KH*KW*C, OC], all NHWC. */
+static ms_status conv_nhwc(kn_ctx *ctx, const kn_node *node, const win_attrs *a, const geo *g,
+                           const float *x, const float *f, float *y) {
+    const int64_t kkc = g->KH * g->KW * g->C, P = g->N * g->OH * g->OW;
+    if (P == 0 || g->OC == 0) return MS_OK;
+    if (kkc == 0) {
+        memset(y, 0, (size_t)(P * g->OC) * sizeof(float));
+        return MS_OK;
+    }
+    if (kkc > INT32_MAX || g->OC > INT32_MAX) return KN_EINVAL(node, "filter too large");
+    if (g->KH == 1 && g->KW == 1 && a->sh == 1 && a->sw == 1 && g->pt == 0 && g->pl == 0 &&
+        g->OH == g->H && g->OW == g->W && P <= INT32_MAX) {
+        /* 1x1 convolution: the input already is the column matrix. */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)P, (int)g->OC, (int)kkc, 1.0f,
+                    x, (int)kkc, f, (int)g->OC, 0.0f, y, (int)g->OC);
+        return MS_OK;
+    }
+    int64_t tile = COL_MAX_FLOATS / kkc;
+    if (tile < 1) tile = 1;
+    if (tile > P) tile = P;
+    float *col = malloc((size_t)(tile * kkc) * sizeof(float));
+    if (col == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory for im2col", node->name);
+    for (int64_t p0 = 0; p0 < P; p0 += tile) {
+        int64_t rows = P - p0 < tile ? P - p0 : tile;
+        im2col_job job = {.g = g, .a = a, .x = x, .col = col, .p0 = p0};
+        kn_ctx_parallel_for(ctx, rows, 64, im2col_rows, &job);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)g->OC, (int)kkc,
+                    1.0f, col, (int)kkc, f, (int)g->OC, 0.0f, y + p0 * g->OC, (int)g->OC);
+    }
+    free(col);
+    return MS_OK;
+}
+
+static ms_status conv2d_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                rt_tensor *const *in, rt_tensor **out) {
+    const win_attrs *a = state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0], *f = in[1];
+    if (x->dtype != RT_DT_FLOAT || f->dtype != RT_DT_FLOAT)
+        return kn__errf(MS_ENOTSUP, node, "only float is supported, got %s and %s",
+                        rt_dtype_name(x->dtype), rt_dtype_name(f->dtype));
+    geo g = {0};
+    if ((st = dims4(node, "input", x, a->nchw, &g.N, &g.H, &g.W, &g.C)) != MS_OK) return st;
+    if (f->shape.rank != 4)
+        return KN_EINVAL(node, "filter must be 4-D (HWIO), got %s", kn__shp(&f->shape));
+    g.KH = f->shape.dim[0];
+    g.KW = f->shape.dim[1];
+    g.OC = f->shape.dim[3];
+    if (f->shape.dim[2] != g.C)
+        return KN_EINVAL(node, "filter %s input depth must equal input channels %lld "
+                               "(grouped convolution is not supported)",
+                         kn__shp(&f->shape), (long long)g.C);
+    if ((st = window_geo(node, a, &g)) != MS_OK) return st;
+    rt_shape os = shape4(a->nchw, g.N, g.OH, g.OW, g.OC);
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    if (!a->nchw) return conv_nhwc(ctx, node, a, &g, x->data, f->data, out[0]->data);
+    float *xt = malloc((size_t)(x->nelem > 0 ? x->nelem : 1) * sizeof(float));
+    float *yt = malloc((size_t)(out[0]->nelem > 0 ? out[0]->nelem : 1) * sizeof(float));
+    if (xt == NULL || yt == NULL) {
+        free(xt);
+        free(yt);
+        return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    }
+    to_nhwc(x->data, xt, g.N, g.C, g.H * g.W);
+    st = conv_nhwc(ctx, node, a, &g, xt, f->data, yt);
+    if (st == MS_OK) to_nchw(yt, out[0]->data, g.N, g.OC, g.OH * g.OW);
+    free(xt);
+    free(yt);
+    return st;
+}
+
+/* ====================================================================== */
+/* DepthwiseConv2dNative                                                  */
+/* ====================================================================== */
+
+typedef struct dw_job {
+    const geo *g;
+    const win_attrs *a;
+    int64_t M; /* channel multiplier */
+    const float *x, *f;
+    float *y;
+} dw_job;
+
+/* Over output rows (n, oh), NHWC. */
+static void dw_rows(void *arg, int64_t b, int64_t e) {
+    const dw_job *j = arg;
+    const geo *g = j->g;
+    const int64_t C = g->C, M = j->M, OC = C * M;
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / g->OH, oh = r % g->OH;
+        for (int64_t ow = 0; ow < g->OW; ow++) {
+            float *y = j->y + ((n * g->OH + oh) * g->OW + ow) * OC;
+            for (int64_t k = 0; k < OC; k++) y[k] = 0;
+            for (int64_t kh = 0; kh < g->KH; kh++) {
+                int64_t ih = oh * j->a->sh - g->pt + kh * j->a->dh;
+                if (ih < 0 || ih >= g->H) continue;
+                for (int64_t kw = 0; kw < g->KW; kw++) {
+                    int64_t iw = ow * j->a->sw - g->pl + kw * j->a->dw;
+                    if (iw < 0 || iw >= g->W) continue;
+                    const float *x = j->x + ((n * g->H + ih) * g->W + iw) * C;
+                    const float *f = j->f + (kh * g->KW + kw) * OC;
+                    for (int64_t c = 0; c < C; c++)
+                        for (int64_t m = 0; m < M; m++) y[c * M + m] += x[c] * f[c * M + m];
+                }
+            }
+        }
+    }
+}
+
+static ms_status depthwise_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                   rt_tensor *const *in, rt_tensor **out) {
+    const win_attrs *a = state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0], *f = in[1];
+    if (x->dtype != RT_DT_FLOAT || f->dtype != RT_DT_FLOAT)
+        return kn__errf(MS_ENOTSUP, node, "only float is supported, got %s and %s",
+                        rt_dtype_name(x->dtype), rt_dtype_name(f->dtype));
+    geo g = {0};
+    if ((st = dims4(node, "input", x, a->nchw, &g.N, &g.H, &g.W, &g.C)) != MS_OK) return st;
+    if (f->shape.rank != 4 || f->shape.dim[2] != g.C)
+        return KN_EINVAL(node, "filter %s must be [KH, KW, %lld, multiplier]",
+                         kn__shp(&f->shape), (long long)g.C);
+    g.KH = f->shape.dim[0];
+    g.KW = f->shape.dim[1];
+    int64_t M = f->shape.dim[3];
+    g.OC = g.C * M;
+    if ((st = window_geo(node, a, &g)) != MS_OK) return st;
+    rt_shape os = shape4(a->nchw, g.N, g.OH, g.OW, g.OC);
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    if (out[0]->nelem == 0) return MS_OK;
+    dw_job job = {.g = &g, .a = a, .M = M, .x = x->data, .f = f->data, .y = out[0]->data};
+    float *xt = NULL, *yt = NULL;
+    if (a->nchw) {
+        xt = malloc((size_t)(x->nelem > 0 ? x->nelem : 1) * sizeof(float));
+        yt = malloc((size_t)out[0]->nelem * sizeof(float));
+        if (xt == NULL || yt == NULL) {
+            free(xt);
+            free(yt);
+            return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+        }
+        to_nhwc(x->data, xt, g.N, g.C, g.H * g.W);
+        job.x = xt;
+        job.y = yt;
+    }
+    kn_ctx_parallel_for(ctx, g.N * g.OH, 1, dw_rows, &job);
+    if (a->nchw) {
+        to_nchw(yt, out[0]->data, g.N, g.OC, g.OH * g.OW);
+        free(xt);
+        free(yt);
+    }
+    return MS_OK;
+}
+
+/* ====================================================================== */
+/* Conv2DBackpropInput                                                    */
+/* ====================================================================== */
+
+/* dx (zeroed, NHWC) += col2im(dy[P, OC] * f[KKC, OC]^T). */
+static ms_status backprop_nhwc(const kn_node *node, const win_attrs *a, const geo *g,
+                               const float *dy, const float *f, float *dx) {
+    const int64_t kkc = g->KH * g->KW * g->C, P = g->N * g->OH * g->OW;
+    memset(dx, 0, (size_t)(g->N * g->H * g->W * g->C) * sizeof(float));
+    if (P == 0 || kkc == 0) return MS_OK;
+    if (g->OC == 0) return MS_OK;
+    if (kkc > INT32_MAX || g->OC > INT32_MAX) return KN_EINVAL(node, "filter too large");
+    int64_t tile = COL_MAX_FLOATS / kkc;
+    if (tile < 1) tile = 1;
+    if (tile > P) tile = P;
+    float *col = malloc((size_t)(tile * kkc) * sizeof(float));
+    if (col == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory for col2im", node->name);
+    for (int64_t p0 = 0; p0 < P; p0 += tile) {
+        int64_t rows = P - p0 < tile ? P - p0 : tile;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)kkc, (int)g->OC,
+                    1.0f, dy + p0 * g->OC, (int)g->OC, f, (int)g->OC, 0.0f, col, (int)kkc);
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t p = p0 + r;
+            int64_t ow = p % g->OW, oh = (p / g->OW) % g->OH, n = p / (g->OW * g->OH);
+            const float *src = col + r * kkc;
+            for (int64_t kh = 0; kh < g->KH; kh++) {
+                int64_t ih = oh * a->sh - g->pt + kh * a->dh;
+                for (int64_t kw = 0; kw < g->KW; kw++, src += g->C) {
+                    int64_t iw = ow * a->sw - g->pl + kw * a->dw;
+                    if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W) continue;
+                    float *d = dx + ((n * g->H + ih) * g->W + iw) * g->C;
+                    for (int64_t c = 0; c < g->C; c++) d[c] += src[c];
+                }
+            }
+        }
+    }
+    free(col);
+    return MS_OK;
+}
+
+static ms_status backprop_input_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                        rt_tensor *const *in, rt_tensor **out) {
+    const win_attrs *a = state;
+    ms_status st = kn__need_inputs(node, in, 3);
+    if (st != MS_OK) return st;
+    const rt_tensor *sz = in[0], *f = in[1], *dy = in[2];
+    if (f->dtype != RT_DT_FLOAT || dy->dtype != RT_DT_FLOAT)
+        return kn__errf(MS_ENOTSUP, node, "only float is supported, got %s and %s",
+                        rt_dtype_name(f->dtype), rt_dtype_name(dy->dtype));
+    int64_t s[4];
+    int cnt;
+    if ((st = kn__read_ints(node, sz, "input_sizes", s, 4, &cnt)) != MS_OK) return st;
+    if (cnt != 4) return KN_EINVAL(node, "input_sizes must have 4 values, got %d", cnt);
+    for (int i = 0; i < 4; i++)
+        if (s[i] < 0 || s[i] > INT32_MAX)
+            return KN_EINVAL(node, "input_sizes values must be in [0, 2^31)");
+    geo g = {0};
+    rt_shape xs = {.rank = 4, .dim = {s[0], s[1], s[2], s[3]}};
+    g.N = s[0];
+    g.H = a->nchw ? s[2] : s[1];
+    g.W = a->nchw ? s[3] : s[2];
+    g.C = a->nchw ? s[1] : s[3];
+    if (f->shape.rank != 4 || f->shape.dim[2] != g.C)
+        return KN_EINVAL(node, "filter %s must be [KH, KW, %lld, out_channels]",
+                         kn__shp(&f->shape), (long long)g.C);
+    g.KH = f->shape.dim[0];
+    g.KW = f->shape.dim[1];
+    g.OC = f->shape.dim[3];
+    if ((st = window_geo(node, a, &g)) != MS_OK) return st;
+    rt_shape want = shape4(a->nchw, g.N, g.OH, g.OW, g.OC);
+    if (!rt_shape_equal(&dy->shape, &want))
+        return KN_EINVAL(node, "out_backprop shape %s does not match the forward output %s of "
+                               "input_sizes %s", kn__shp(&dy->shape), kn__shp(&want),
+                         kn__shp(&xs));
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &xs, &out[0])) != MS_OK) return st;
+    if (!a->nchw) return backprop_nhwc(node, a, &g, dy->data, f->data, out[0]->data);
+    float *dyt = malloc((size_t)(dy->nelem > 0 ? dy->nelem : 1) * sizeof(float));
+    float *dxt = malloc((size_t)(out[0]->nelem > 0 ? out[0]->nelem : 1) * sizeof(float));
+    if (dyt == NULL || dxt == NULL) {
+        free(dyt);
+        free(dxt);
+        return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    }
+    to_nhwc(dy->data, dyt, g.N, g.OC, g.OH * g.OW);
+    st = backprop_nhwc(node, a, &g, dyt, f->data, dxt);
+    if (st == MS_OK) to_nchw(dxt, out[0]->data, g.N, g.C, g.H * g.W);
+    free(dyt);
+    free(dxt);
+    return st;
+}
+
+/* ====================================================================== */
+/* MaxPool, AvgPool                                                       */
+/* ====================================================================== */
+
+typedef struct pool_job {
+    const geo *g;
+    const win_attrs *a;
+    int is_max;
+    int dbl;
+    const void *x;
+    void *y;
+    int64_t xs[4], ys[4]; /* element strides of n, h, w, c */
+} pool_job;
+
+#define POOL_BODY(T)                                                                             \
+    do {                                                                                         \
+        const T *x = j->x;                                                                       \
+        T *y = j->y;                                                                             \
+        int64_t h0 = oh * a->sh - g->pt, w0 = ow * a->sw - g->pl;                                \
+        int64_t hs = h0 < 0 ? 0 : h0, he = h0 + g->KH > g->H ? g->H : h0 + g->KH;                \
+        int64_t ws = w0 < 0 ? 0 : w0, we = w0 + g->KW > g->W ? g->W : w0 + g->KW;                \
+        for (int64_t c = 0; c < g->C; c++) {                                                     \
+            double acc = j->is_max ? -INFINITY : 0;                                              \
+            for (int64_t ih = hs; ih < he; ih++)                                                 \
+                for (int64_t iw = ws; iw < we; iw++) {                                           \
+                    double v = x[n * j->xs[0] + ih * j->xs[1] + iw * j->xs[2] + c * j->xs[3]];   \
+                    if (j->is_max) acc = v > acc ? v : acc;                                      \
+                    else acc += v;                                                               \
+                }                                                                                \
+            int64_t cnt = (he - hs) * (we - ws);                                                 \
+            if (!j->is_max) acc = cnt > 0 ? acc / (double)cnt : 0;                               \
+            y[n * j->ys[0] + oh * j->ys[1] + ow * j->ys[2] + c * j->ys[3]] = (T)acc;             \
+        }                                                                                        \
+    } while (0)
+
+static void pool_rows(void *arg, int64_t b, int64_t e) {
+    const pool_job *j = arg;
+    const geo *g = j->g;
+    const win_attrs *a = j->a;
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / g->OH, oh = r % g->OH;
+        for (int64_t ow = 0; ow < g->OW; ow++) {
+            if (j->dbl) POOL_BODY(double);
+            else POOL_BODY(float);
+        }
+    }
+}
+
+static void layout_strides(int nchw, int64_t H, int64_t W, int64_t C, int64_t *s) {
+    if (nchw) {
+        s[0] = C * H * W; s[1] = W; s[2] = 1; s[3] = H * W;
+    } else {
+        s[0] = H * W * C; s[1] = W * C; s[2] = C; s[3] = 1;
+    }
+}
+
+static ms_status pool_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                              rt_tensor **out) {
+    const win_attrs *a = state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0];
+    if (x->dtype != RT_DT_FLOAT && x->dtype != RT_DT_DOUBLE)
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
+    geo g = {0};
+    if ((st = dims4(node, "input", x, a->nchw, &g.N, &g.H, &g.W, &g.C)) != MS_OK) return st;
+    g.KH = a->kh;
+    g.KW = a->kw;
+    if ((st = window_geo(node, a, &g)) != MS_OK) return st;
+    rt_shape os = shape4(a->nchw, g.N, g.OH, g.OW, g.C);
+    if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
+    if (out[0]->nelem == 0) return MS_OK;
+    pool_job job = {.g = &g, .a = a, .is_max = strcmp(node->op, "MaxPool") == 0,
+                    .dbl = x->dtype == RT_DT_DOUBLE, .x = x->data, .y = out[0]->data};
+    layout_strides(a->nchw, g.H, g.W, g.C, job.xs);
+    layout_strides(a->nchw, g.OH, g.OW, g.C, job.ys);
+    kn_ctx_parallel_for(ctx, g.N * g.OH, 1, pool_rows, &job);
+    return MS_OK;
+}
+
+/* ====================================================================== */
+/* FusedBatchNorm (inference)                                             */
+/* ====================================================================== */
+
+typedef struct bn_state {
+    int nchw;
+    float eps;
+} bn_state;
+
+static ms_status bn_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    (void)const_in;
+    bn_state *s = malloc(sizeof(*s));
+    if (s == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    ms_status st = parse_format(node, &s->nchw);
+    if (st == MS_OK && kn_attr_b(node, "is_training", 1))
+        st = kn__errf(MS_ENOTSUP, node, "is_training=true (batch statistics) is not supported; "
+                                        "export the model for inference");
+    if (st == MS_OK && node->nout > 6)
+        st = KN_EINVAL(node, "at most 6 outputs, node has %d", node->nout);
+    if (st != MS_OK) {
+        free(s);
+        return st;
+    }
+    s->eps = kn_attr_f(node, "epsilon", 0.0001f);
+    *state = s;
+    return MS_OK;
+}
+
+typedef struct bn_job {
+    const float *x;
+    float *y;
+    const float *mul, *add; /* per channel: y = x * mul + add */
+    int64_t C, inner;       /* NHWC: inner 1; NCHW: H*W */
+} bn_job;
+
+static void bn_runs(void *arg, int64_t b, int64_t e) {
+    const bn_job *j = arg;
+    for (int64_t r = b; r < e; r++) {
+        int64_t c = r % j->C; /* a run is one element (NHWC) or one (n, c) plane */
+        float m = j->mul[c], ad = j->add[c];
+        for (int64_t i = r * j->inner; i < (r + 1) * j->inner; i++) j->y[i] = j->x[i] * m + ad;
+    }
+}
+
+static ms_status bn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                            rt_tensor **out) {
+    const bn_state *s = state;
+    ms_status st = kn__need_inputs(node, in, 5);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0];
+    if (x->dtype != RT_DT_FLOAT)
+        return kn__errf(MS_ENOTSUP, node, "only float x is supported, got %s",
+                        rt_dtype_name(x->dtype));
+    int64_t N = 0, H = 0, W = 0, C = 0;
+    if ((st = dims4(node, "x", x, s->nchw, &N, &H, &W, &C)) != MS_OK) return st;
+    static const char *const names[] = {"", "scale", "offset", "mean", "variance"};
+    for (int i = 1; i < 5; i++)
+        if (in[i]->dtype != RT_DT_FLOAT || in[i]->shape.rank != 1 || in[i]->shape.dim[0] != C)
+            return KN_EINVAL(node, "%s must be a float vector of %lld channels, got %s %s",
+                             names[i], (long long)C, rt_dtype_name(in[i]->dtype),
+                             kn__shp(&in[i]->shape));
+    float *coef = malloc((size_t)(2 * C > 0 ? 2 * C : 1) * sizeof(float));
+    if (coef == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    const float *scale = in[1]->data, *offset = in[2]->data, *mean = in[3]->data,
+                *var = in[4]->data;
+    for (int64_t c = 0; c < C; c++) {
+        float inv = 1.0f / sqrtf(var[c] + s->eps);
+        coef[c] = scale[c] * inv;
+        coef[C + c] = offset[c] - mean[c] * scale[c] * inv;
+    }
+    st = kn__output(ctx, node, 0, RT_DT_FLOAT, &x->shape, &out[0]);
+    if (st == MS_OK && x->nelem > 0) {
+        bn_job job = {.x = x->data, .y = out[0]->data, .mul = coef, .add = coef + C, .C = C,
+                      .inner = s->nchw ? H * W : 1};
+        kn_ctx_parallel_for(ctx, x->nelem / job.inner, s->nchw ? 1 : 16384, bn_runs, &job);
+    }
+    free(coef);
+    if (st != MS_OK) return st;
+    /* batch_mean, batch_variance, reserve spaces: the population statistics
+     * (what TensorFlow returns for is_training=false). */
+    for (int i = 1; i < node->nout && i < 6; i++) out[i] = rt_tensor_ref(in[i % 2 ? 3 : 4]);
+    return MS_OK;
+}
+
+/* ====================================================================== */
+/* ResizeBilinear, ResizeNearestNeighbor                                  */
+/* ====================================================================== */
+
+typedef struct resize_attrs {
+    int align_corners, half_pixel;
+} resize_attrs;
+
+static ms_status resize_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    (void)const_in;
+    resize_attrs *r = malloc(sizeof(*r));
+    if (r == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    r->align_corners = kn_attr_b(node, "align_corners", 0);
+    r->half_pixel = kn_attr_b(node, "half_pixel_centers", 0);
+    if (r->align_corners && r->half_pixel) {
+        free(r);
+        return KN_EINVAL(node, "half_pixel_centers requires align_corners=false");
+    }
+    *state = r;
+    return MS_OK;
+}
+
+static float resize_scale(int64_t in, int64_t out, int align) {
+    return (align && out > 1) ? (float)(in - 1) / (float)(out - 1) : (float)in / (float)out;
+}
+
+/* Value of element i of a numeric tensor as float. */
+static float load_f(const void *p, rt_dtype dt, int64_t i) {
+    switch (dt) {
+    case RT_DT_FLOAT: return ((const float *)p)[i];
+    case RT_DT_DOUBLE: return (float)((const double *)p)[i];
+    case RT_DT_INT8: return ((const int8_t *)p)[i];
+    case RT_DT_UINT8: return ((const uint8_t *)p)[i];
+    case RT_DT_INT16: return ((const int16_t *)p)[i];
+    case RT_DT_UINT16: return ((const uint16_t *)p)[i];
+    case RT_DT_INT32: return (float)((const int32_t *)p)[i];
+    case RT_DT_INT64: return (float)((const int64_t *)p)[i];
+    case RT_DT_HALF: return kn__half_to_f32(((const uint16_t *)p)[i]);
+    case RT_DT_BFLOAT16: return kn__bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return 0;
+    }
+}
+
+typedef struct interp {
+    int64_t lo, hi;
+    float lerp;
+} interp;
+
+typedef struct bilinear_job {
+    const rt_tensor *x;
+    float *y;
+    const interp *ys, *xs;
+    int64_t H, W, C, OH, OW;
+} bilinear_job;
+
+static void bilinear_rows(void *arg, int64_t b, int64_t e) {
+    const bilinear_job *j = arg;
+    const int64_t C = j->C;
+    const int isf = j->x->dtype == RT_DT_FLOAT;
+    const float *xf = j->x->data;
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / j->OH, oy = r % j->OH;
+        const interp *iy = &j->ys[oy];
+        int64_t top = (n * j->H + iy->lo) * j->W, bot = (n * j->H + iy->hi) * j->W;
+        for (int64_t ox = 0; ox < j->OW; ox++) {
+            const interp *ix = &j->xs[ox];
+            float *y = j->y + ((n * j->OH + oy) * j->OW + ox) * C;
+            for (int64_t c = 0; c < C; c++) {
+                int64_t i00 = (top + ix->lo) * C + c, i01 = (top + ix->hi) * C + c;
+                int64_t i10 = (bot + ix->lo) * C + c, i11 = (bot + ix->hi) * C + c;
+                float tl, tr, bl, br;
+                if (isf) {
+                    tl = xf[i00]; tr = xf[i01]; bl = xf[i10]; br = xf[i11];
+                } else {
+                    tl = load_f(j->x->data, j->x->dtype, i00);
+                    tr = load_f(j->x->data, j->x->dtype, i01);
+                    bl = load_f(j->x->data, j->x->dtype, i10);
+                    br = load_f(j->x->data, j->x->dtype, i11);
+                }
+                float t = tl + (tr - tl) * ix->lerp;
+                float bo = bl + (br - bl) * ix->lerp;
+                y[c] = t + (bo - t) * iy->lerp;
+            }
+        }
+    }
+}
+
+static void bilinear_weights(int64_t out, int64_t in, float scale, int half_pixel, interp *w) {
+    for (int64_t i = 0; i < out; i++) {
+        float v = half_pixel ? ((float)i + 0.5f) * scale - 0.5f : (float)i * scale;
+        float fl = floorf(v);
+        int64_t lo = (int64_t)fl, hi = (int64_t)ceilf(v);
+        w[i].lo = lo > 0 ? lo : 0;
+        w[i].hi = hi < in - 1 ? hi : in - 1;
+        if (w[i].lo > in - 1) w[i].lo = in - 1;
+        if (w[i].hi < 0) w[i].hi = 0;
+        w[i].lerp = v - fl;
+    }
+}
+
+typedef struct nn_job {
+    const rt_tensor *x;
+    uint8_t *y;
+    const int64_t *ys, *xs; /* source row / column per output row / column */
+    int64_t H, W, C, OH, OW;
+    size_t es;
+} nn_job;
+
+static void nearest_rows(void *arg, int64_t b, int64_t e) {
+    const nn_job *j = arg;
+    const size_t px = (size_t)j->C * j->es;
+    const uint8_t *x = j->x->data;
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / j->OH, oy = r % j->OH;
+        const uint8_t *row = x + (size_t)((n * j->H + j->ys[oy]) * j->W) * px;
+        uint8_t *y = j->y + (size_t)((n * j->OH + oy) * j->OW) * px;
+        for (int64_t ox = 0; ox < j->OW; ox++)
+            memcpy(y + (size_t)ox * px, row + (size_t)j->xs[ox] * px, px);
+    }
+}
+
+static void nearest_index(int64_t out, int64_t in, float scale, const resize_attrs *ra,
+                          int64_t *idx) {
+    for (int64_t i = 0; i < out; i++) {
+        float v = ra->half_pixel ? ((float)i + 0.5f) * scale : (float)i * scale;
+        int64_t s = ra->align_corners ? (int64_t)roundf(v) : (int64_t)floorf(v);
+        if (s > in - 1) s = in - 1;
+        if (s < 0) s = 0;
+        idx[i] = s;
+    }
+}
+
+static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                rt_tensor *const *in, rt_tensor **out) {
+    const resize_attrs *ra = state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0];
+    int bilinear = strcmp(node->op, "ResizeBilinear") == 0;
+    if (x->shape.rank != 4)
+        return KN_EINVAL(node, "images must be 4-D NHWC, got %s", kn__shp(&x->shape));
+    if (in[1]->dtype != RT_DT_INT32 || in[1]->nelem != 2 || in[1]->shape.rank != 1)
+        return KN_EINVAL(node, "size must be an int32 vector [height, width], got %s %s",
+                         rt_dtype_name(in[1]->dtype), kn__shp(&in[1]->shape));
+    const int32_t *sz = in[1]->data;
+    int64_t N = x->shape.dim[0], H = x->shape.dim[1], W = x->shape.dim[2], C = x->shape.dim[3];
+    int64_t OH = sz[0], OW = sz[1];
+    if (OH <= 0 || OW <= 0)
+        return KN_EINVAL(node, "size must be positive, got [%lld, %lld]", (long long)OH,
+                         (long long)OW);
+    if (N > 0 && C > 0 && (H <= 0 || W <= 0))
+        return KN_EINVAL(node, "images %s have an empty spatial dimension", kn__shp(&x->shape));
+    switch (x->dtype) {
+    case RT_DT_FLOAT: case RT_DT_DOUBLE: case RT_DT_INT8: case RT_DT_UINT8: case RT_DT_INT16:
+    case RT_DT_UINT16: case RT_DT_INT32: case RT_DT_INT64: case RT_DT_HALF: case RT_DT_BFLOAT16:
+        break;
+    default:
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
+    }
+    rt_shape os = {.rank = 4, .dim = {N, OH, OW, C}};
+    float hs = resize_scale(H, OH, ra->align_corners), wsc = resize_scale(W, OW, ra->align_corners);
+    if (bilinear) {
+        if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+        if (out[0]->nelem == 0) return MS_OK;
+        interp *w = malloc((size_t)(OH + OW) * sizeof(*w));
+        if (w == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+        bilinear_weights(OH, H, hs, ra->half_pixel, w);
+        bilinear_weights(OW, W, wsc, ra->half_pixel, w + OH);
+        bilinear_job job = {.x = x, .y = out[0]->data, .ys = w, .xs = w + OH, .H = H, .W = W,
+                            .C = C, .OH = OH, .OW = OW};
+        kn_ctx_parallel_for(ctx, N * OH, 1, bilinear_rows, &job);
+        free(w);
+        return MS_OK;
+    }
+    if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
+    if (out[0]->nelem == 0) return MS_OK;
+    int64_t *idx = malloc((size_t)(OH + OW) * sizeof(*idx));
+    if (idx == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    nearest_index(OH, H, hs, ra, idx);
+    nearest_index(OW, W, wsc, ra, idx + OH);
+    nn_job job = {.x = x, .y = out[0]->data, .ys = idx, .xs = idx + OH, .H = H, .W = W, .C = C,
+                  .OH = OH, .OW = OW, .es = rt_dtype_size(x->dtype)};
+    kn_ctx_parallel_for(ctx, N * OH, 1, nearest_rows, &job);
+    free(idx);
+    return MS_OK;
+}
+
+/* ====================================================================== */
 
 const kn_kernel kn_cpu_nn_kernels[] = {
+    {.op = "Conv2D", .prepare = conv_prepare, .compute = conv2d_compute, .release = free_state},
+    {.op = "DepthwiseConv2dNative", .prepare = conv_prepare, .compute = depthwise_compute,
+     .release = free_state},
+    {.op = "Conv2DBackpropInput", .prepare = conv_prepare, .compute = backprop_input_compute,
+     .release = free_state},
+    {.op = "MaxPool", .prepare = pool_prepare, .compute = pool_compute, .release = free_state},
+    {.op = "AvgPool", .prepare = pool_prepare, .compute = pool_compute, .release = free_state},
+    {.op = "FusedBatchNorm", .prepare = bn_prepare, .compute = bn_compute, .release = free_state},
+    {.op = "FusedBatchNormV2", .prepare = bn_prepare, .compute = bn_compute,
+     .release = free_state},
+    {.op = "FusedBatchNormV3", .prepare = bn_prepare, .compute = bn_compute,
+     .release = free_state},
+    {.op = "ResizeBilinear", .prepare = resize_prepare, .compute = resize_compute,
+     .release = free_state},
+    {.op = "ResizeNearestNeighbor", .prepare = resize_prepare, .compute = resize_compute,
+     .release = free_state},
     {.op = NULL},
 };
