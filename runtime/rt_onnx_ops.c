@@ -1254,7 +1254,7 @@ static ms_status op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (c1 < 0 || c1 != c2 || (c3 >= 0 && c3 != c1) || (c4 >= 0 && c4 != c1))
         return rt__ox_err(cv, MS_EINVAL, "starts/ends/axes/steps lengths differ");
     int64_t b[OX_MAXR], e[OX_MAXR], s[OX_MAXR], od[OX_MAXR];
-    uint8_t sliced[OX_MAXR] = {0};
+    uint8_t sliced[OX_MAXR] = {0}, to_front[OX_MAXR] = {0};
     int any_step = 0;
     for (int i = 0; i < r; i++) b[i] = 0, e[i] = X->dim[i], s[i] = 1, od[i] = X->dim[i];
     for (int i = 0; i < c1; i++) {
@@ -1282,6 +1282,8 @@ static ms_status op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             st0 = clampi(st0, 0, d - 1);
             en0 = clampi(en0, -1, d - 1);
             od[a] = st0 > en0 ? (st0 - en0 - step - 1) / -step : 0;
+            /* Through index 0: TF would read end -1 as "last", so use the mask. */
+            to_front[a] = en0 == -1;
         }
         b[a] = st0, e[a] = en0, s[a] = step;
         sliced[a] = 1;
@@ -1316,15 +1318,11 @@ static ms_status op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", nd->name), r, b));
         rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", nd->name), r, size));
     } else {
-        int64_t mask = 0;
+        int64_t mask = 0, emask = 0;
         for (int i = 0; i < r; i++) {
-            if (!sliced[i]) mask |= (int64_t)1 << i;
-            if (e[i] < 0 && s[i] < 0) e[i] = 0;   /* "through index 0" uses the end mask */
+            if (!sliced[i]) mask |= (int64_t)1 << i, emask |= (int64_t)1 << i;
+            if (to_front[i]) emask |= (int64_t)1 << i, e[i] = 0;
         }
-        int64_t emask = mask;
-        for (int i = 0; i < r; i++)
-            if (sliced[i] && s[i] < 0 && b[i] >= 0 && e[i] == 0 && od[i] == b[i] + 1)
-                emask |= (int64_t)1 << i;
         nd = rt__tf_node(cv, "StridedSlice", h);
         rt__tf_input(cv, nd, x);
         rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", nd->name), r, b));
@@ -1404,18 +1402,17 @@ static ms_status op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         memcpy(scales, S->f, sizeof(scales));
         have = 1;
     }
-    if (!upsample && cv->opset >= 11) {
-        int64_t sz[8];
-        int ns;
-        if ((st = const_ints(cv, n, 3, sz, 8, &ns)) != MS_OK) return st;
-        if (ns == 4) {
-            if ((X->dim[0] >= 0 && sz[0] != X->dim[0]) || (X->dim[1] >= 0 && sz[1] != X->dim[1]))
+    if (!upsample && cv->opset >= 11 && (S = rt__ox_in(cv, n, 3)) != NULL) {
+        /* sizes: N and C may come from Shape(x) and be dynamic; H, W must be
+         * known here. */
+        int64_t ns = rt__ox_nelem(S);
+        if (ns != 4 || !S->iv || !S->ik[2] || !S->ik[3])
+            return rt__ox_err(cv, MS_ENOTSUP, "sizes must be 4 values with static H and W");
+        for (int i = 0; i < 2; i++)
+            if (S->ik[i] && X->dim[i] >= 0 && S->iv[i] != X->dim[i])
                 return rt__ox_err(cv, MS_ENOTSUP, "only H and W may be resized");
-            out[0] = sz[2], out[1] = sz[3];
-            have = 2;
-        } else if (ns > 0) {
-            return rt__ox_err(cv, MS_ENOTSUP, "sizes must have 4 values");
-        }
+        out[0] = S->iv[2], out[1] = S->iv[3];
+        have = 2;
     }
     if (!have) return rt__ox_err(cv, MS_EINVAL, "neither scales nor sizes given");
     if (have == 1) {

@@ -115,6 +115,18 @@ START_TEST(test_mobile_matches_ort) {
 }
 END_TEST
 
+START_TEST(test_misc_ops_match_ort) {
+    const char *outs[] = {"out"};
+    run_model("misc", "image", outs, 1, 1);
+}
+END_TEST
+
+START_TEST(test_opset9_upsample_matches_ort) {
+    const char *outs[] = {"y"};
+    run_model("upsample9", "image", outs, 1, 1);
+}
+END_TEST
+
 START_TEST(test_two_threads_match_ort) {
     const char *outs[] = {"mask", "foreground"};
     run_model("unet", "image", outs, 2, 2);
@@ -231,6 +243,8 @@ static Suite *onnx_suite(void) {
     tcase_add_test(tc, test_resnet_matches_ort);
     tcase_add_test(tc, test_unet_matches_ort);
     tcase_add_test(tc, test_mobile_matches_ort);
+    tcase_add_test(tc, test_misc_ops_match_ort);
+    tcase_add_test(tc, test_opset9_upsample_matches_ort);
     tcase_add_test(tc, test_two_threads_match_ort);
     suite_add_tcase(s, tc);
     tc = tcase_create("signature");

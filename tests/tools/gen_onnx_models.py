@@ -67,9 +67,10 @@ class Builder:
         ins = [x, w]
         if bias:
             ins.append(self.const((self.rng.standard_normal(cout) * 0.1).astype(np.float32), "b"))
-        pads = list(pad) if isinstance(pad, (list, tuple)) else [pad] * 4
-        return self.op("Conv", ins, kernel_shape=[k, k], strides=[stride, stride], pads=pads,
-                       group=group, dilations=[dil, dil], **extra)
+        if "auto_pad" not in extra:
+            extra["pads"] = list(pad) if isinstance(pad, (list, tuple)) else [pad] * 4
+        return self.op("Conv", ins, kernel_shape=[k, k], strides=[stride, stride], group=group,
+                       dilations=[dil, dil], **extra)
 
     def bn(self, x, c):
         r = self.rng
@@ -227,6 +228,85 @@ def mobile(size, width, seed=3):
                    "mobile")
 
 
+# ---------------------------------------------------------------------------
+# Odds and ends the three networks do not reach: auto_pad SAME_UPPER,
+# ceil_mode, reflect Pad, Resize by sizes (align_corners), strided and
+# reversed Slice, Gather at run time, reductions, more elementwise ops,
+# ConvTranspose with pads and output_padding, Softmax on a middle axis,
+# BatchNormalization on a matrix, Gemm with transA, ConstantOfShape, Cast.
+# Opset 14 (HardSwish).
+def misc(size, seed=5):
+    b = Builder(seed)
+    x = "image"
+    h = b.conv(x, 2, 4, 3, stride=2, pad=0, auto_pad="SAME_UPPER")
+    h = b.conv(h, 4, 4, 3, pad=0, auto_pad="SAME_LOWER", group=2)
+    h = b.op("HardSwish", [h])
+    h = b.op("MaxPool", [h], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    h = b.op("Pad", [h, b.const(np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64), "pads")],
+             mode="reflect")
+    # sizes = Shape(h)[0:2] ++ [9, 7], as exporters write it for a dynamic batch.
+    nc = b.op("Slice", [b.op("Shape", [h]), b.const(np.array([0], np.int64), "st"),
+                        b.const(np.array([2], np.int64), "en")])
+    sizes = b.op("Concat", [nc, b.const(np.array([9, 7], np.int64), "hw")], axis=0)
+    h = b.op("Resize", [h, b.const(np.zeros(0, np.float32), "roi"),
+                        b.const(np.zeros(0, np.float32), "scales"), sizes],
+             mode="linear", coordinate_transformation_mode="align_corners")
+    wt = b.weight((4, 3, 3, 3), 36)
+    h = b.op("ConvTranspose", [h, wt], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 1],
+             output_padding=[1, 0])
+    h = b.op("Max", [b.op("Abs", [h]), b.op("Neg", [b.op("Floor", [h])])])
+    h = b.op("Min", [h, b.const(np.array(2.5, np.float32), "cap")])
+    sm = b.op("Softmax", [h], axis=1)
+    r = b.op("Slice", [sm, b.const(np.array([0, -1], np.int64), "st"),
+                       b.const(np.array([1000, -1000], np.int64), "en"),
+                       b.const(np.array([2, 3], np.int64), "ax"),
+                       b.const(np.array([2, -2], np.int64), "sp")])
+    g = b.op("Gather", [r, b.const(np.array(1, np.int64), "i")], axis=1)
+    s1 = b.op("ReduceSum", [g, b.const(np.array([2], np.int64), "axes")], keepdims=0)
+    s2 = b.op("ReduceMax", [b.op("Exp", [g])], axes=[1], keepdims=0)
+    gm = b.op("GlobalMaxPool", [b.op("Dropout", [b.op("Identity", [sm])])])
+    gm = b.op("Squeeze", [gm, b.const(np.array([2, 3], np.int64), "axes")])
+    v = b.op("Concat", [s1, s2, gm], axis=1)
+    return b, v, x
+
+
+def misc_model(size):
+    b, v, x = misc(size)
+    assert size == 16, "the width below is derived for 16x16 inputs"
+    # 16 -> conv/2 SAME 8 -> conv SAME 8 -> maxpool 3/2 ceil 4 -> reflect pad
+    # 4+3 = 7 (W 4+3 = 7) -> resize to 9x7 -> ConvTranspose x2 with pads and
+    # output_padding: H 2*8+3+1-2 = 18, W 2*6+3-1 = 14 -> strided slice 9x7
+    # -> gather channel 1: [N, 9, 7]; sum over W: 9, max over H: 7, 3 pooled
+    # channels: 19 features.
+    width = 19
+    v = b.bn(v, width)
+    wt = b.const((b.rng.standard_normal((width, 5)) * np.sqrt(1.0 / width)).astype(np.float32))
+    v = b.op("Gemm", [b.op("Transpose", [v], perm=[1, 0]), wt,
+                      b.const((0.1 * b.rng.standard_normal((1, 5))).astype(np.float32), "c")],
+             transA=1, beta=0.5)
+    ones = b.op("ConstantOfShape", [b.const(np.array([1, 5], np.int64), "shp")],
+                value=numpy_helper.from_array(np.array([0.25], np.float32)))
+    cnt = b.op("Cast", [b.const(np.array([[3]], np.int64), "three")], to=TensorProto.FLOAT)
+    v = b.op("Add", [v, b.op("Mul", [ones, cnt])])
+    b.nodes.append(helper.make_node("Sigmoid", [v], ["out"], name="out"))
+    return b.model([tinfo(x, ["N", 2, size, size])], [tinfo("out", ["N", 5])], 14, "misc")
+
+
+# Opset 9 Upsample (deprecated, still exported by old tools) and Slice with
+# attributes.
+def upsample9(size, seed=6):
+    b = Builder(seed)
+    h = b.op("Relu", [b.conv("image", 1, 3, 3)])
+    h = b.op("Upsample", [h, b.const(np.array([1, 1, 2, 2], np.float32), "scales")],
+             mode="nearest")
+    h = b.op("Upsample", [h, b.const(np.array([1, 1, 1.5, 2], np.float32), "scales2")],
+             mode="linear")
+    h = b.op("Slice", [h], starts=[1], ends=[3], axes=[1])
+    b.nodes.append(helper.make_node("Softmax", [h], ["y"], name="y", axis=3))
+    return b.model([tinfo("image", ["N", 1, size, size])],
+                   [tinfo("y", ["N", 2, size * 3, size * 4])], 9, "upsample9")
+
+
 def unsupported():
     """A graph with an op the importer does not support (Hardmax)."""
     b = Builder(4)
@@ -266,6 +346,8 @@ def write_test_set(out):
         "resnet": (resnet(32, 8, [1, 1]), 1),
         "unet": (unet(32, 4), 1),
         "mobile": (mobile(24, 8), 3),
+        "misc": (misc_model(16), 2),
+        "upsample9": (upsample9(8), 1),
     }
     for name, (m, ch) in models.items():
         path = os.path.join(out, name + ".onnx")
