@@ -5,6 +5,7 @@
 #include "rt_onnx.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -637,6 +638,84 @@ static int is_initializer(const Onnx__GraphProto *g, const char *name) {
     return 0;
 }
 
+static int consumers(const Onnx__GraphProto *g, const char *name) {
+    int c = 0;
+    for (size_t i = 0; i < g->n_node; i++)
+        for (size_t k = 0; k < g->node[i]->n_input; k++)
+            if (g->node[i]->input[k] && strcmp(g->node[i]->input[k], name) == 0) c++;
+    for (size_t i = 0; i < g->n_output; i++)
+        if (g->output[i]->name && strcmp(g->output[i]->name, name) == 0) c++;
+    return c;
+}
+
+static const rt__ox_value *const_float_input(rt__ox_conv *cv, const Onnx__NodeProto *n, size_t i) {
+    if (i >= n->n_input || n->input[i] == NULL || n->input[i][0] == '\0') return NULL;
+    const rt__ox_value *v = rt__ox_find(cv, n->input[i]);
+    return v && v->f ? v : NULL;
+}
+
+/* Inference-time BatchNormalization right after a Conv (whose output feeds
+ * nothing else) folds into the Conv's weights and bias, as ONNX Runtime's
+ * graph optimiser does: W'[m] = W[m] * a[m], b' = (b - mean) * a + beta with
+ * a = gamma / sqrt(var + eps). The Conv then writes the BN's output and the
+ * BN node is skipped (skip[i] = 1). nodes[] starts as the graph's node
+ * list; a rewritten Conv is replaced there by an arena copy, so the unpacked
+ * model itself is never modified. */
+static void fold_batchnorm(rt__ox_conv *cv, const Onnx__GraphProto *g, Onnx__NodeProto **nodes,
+                           uint8_t *skip) {
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *bn = g->node[i];
+        if (strcmp(bn->op_type ? bn->op_type : "", "BatchNormalization") != 0 || bn->n_input != 5 ||
+            bn->n_output < 1 || rt__ox_attr_i(bn, "training_mode", 0) != 0)
+            continue;
+        if (bn->n_output > 1) continue;   /* running stats requested: leave alone */
+        const Onnx__NodeProto *conv = NULL;
+        size_t ci = 0;
+        for (size_t k = 0; k < i; k++)
+            if (g->node[k]->n_output >= 1 && g->node[k]->output[0] &&
+                strcmp(g->node[k]->output[0], bn->input[0]) == 0)
+                conv = g->node[k], ci = k;
+        if (conv == NULL || strcmp(conv->op_type ? conv->op_type : "", "Conv") != 0 ||
+            conv->n_output != 1 || consumers(g, bn->input[0]) != 1)
+            continue;
+        const rt__ox_value *W = const_float_input(cv, conv, 1), *B = const_float_input(cv, conv, 2);
+        const rt__ox_value *p[4];
+        int ok = W != NULL && W->rank == 4 && (conv->n_input < 3 || B != NULL ||
+                                               conv->input[2][0] == '\0');
+        for (int k = 0; k < 4 && ok; k++) ok = (p[k] = const_float_input(cv, bn, (size_t)k + 1)) != NULL;
+        int64_t M = ok ? W->dim[0] : 0;
+        for (int k = 0; k < 4 && ok; k++) ok = rt__ox_nelem(p[k]) == M;
+        if (!ok || (B != NULL && rt__ox_nelem(B) != M)) continue;
+        float eps = rt__ox_attr_f(bn, "epsilon", 1e-5f);
+        int64_t per = rt__ox_nelem(W) / M;
+        const char *wn = rt__ox_printf(cv, "%s/bn_folded_W", bn->output[0]);
+        const char *bname = rt__ox_printf(cv, "%s/bn_folded_B", bn->output[0]);
+        rt__ox_value *nw = rt__ox_define(cv, wn, RT_DT_FLOAT, 4, W->dim);
+        rt__ox_value *nb = rt__ox_define(cv, bname, RT_DT_FLOAT, 1, &M);
+        nw->f = rt__ox_alloc(cv, (size_t)(M * per) * sizeof(float));
+        nb->f = rt__ox_alloc(cv, (size_t)M * sizeof(float));
+        for (int64_t m = 0; m < M; m++) {
+            /* Same float32 arithmetic order as a separate BN would use. */
+            float a = p[0]->f[m] / sqrtf(p[3]->f[m] + eps);
+            for (int64_t k = 0; k < per; k++) nw->f[m * per + k] = W->f[m * per + k] * a;
+            nb->f[m] = ((B ? B->f[m] : 0.0f) - p[2]->f[m]) * a + p[1]->f[m];
+        }
+        Onnx__NodeProto *nc = rt__ox_alloc(cv, sizeof(*nc));
+        *nc = *conv;
+        char **in = rt__ox_alloc(cv, 3 * sizeof(char *));
+        in[0] = conv->input[0];
+        in[1] = (char *)wn;
+        in[2] = (char *)bname;
+        nc->input = in;
+        nc->n_input = 3;
+        char **out = rt__ox_alloc(cv, sizeof(char *));
+        out[0] = bn->output[0];
+        nc->output = out;
+        nodes[ci] = nc;
+        skip[i] = 1;
+    }
+}
+
 static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
                                Tensorflow__SignatureDef *sig) {
     const Onnx__GraphProto *g = m->graph;
@@ -682,8 +761,13 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
     }
     if (nin == 0) return ms_errf(MS_EINVAL, "ONNX graph has no inputs");
 
+    Onnx__NodeProto **nodes = rt__ox_alloc(cv, (g->n_node + 1) * sizeof(*nodes));
+    uint8_t *skip = rt__ox_alloc(cv, g->n_node + 1);
+    memcpy(nodes, g->node, g->n_node * sizeof(*nodes));
+    fold_batchnorm(cv, g, nodes, skip);
     for (size_t i = 0; i < g->n_node; i++) {
-        const Onnx__NodeProto *n = g->node[i];
+        const Onnx__NodeProto *n = nodes[i];
+        if (skip[i]) continue;
         cv->cur = n;
         const char *op = n->op_type ? n->op_type : "";
         if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)

@@ -242,6 +242,7 @@ def misc(size, seed=5):
     h = b.conv(h, 4, 4, 3, pad=0, auto_pad="SAME_LOWER", group=2)
     h = b.op("HardSwish", [h])
     h = b.op("MaxPool", [h], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    h = b.bn(h, 4)   # not after a Conv: stays a FusedBatchNormV3
     h = b.op("Pad", [h, b.const(np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64), "pads")],
              mode="reflect")
     # sizes = Shape(h)[0:2] ++ [9, 7], as exporters write it for a dynamic batch.
