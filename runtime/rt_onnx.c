@@ -299,7 +299,9 @@ ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox
     }
     if (dt == RT_DT_FLOAT) {
         v->f = rt__ox_alloc(cv, (size_t)n * sizeof(float));
-        if (raw) {
+        if (want == 0) {
+            /* empty tensor (e.g. Resize's unused roi): nothing to copy */
+        } else if (raw) {
             memcpy(v->f, raw, want);   /* ONNX raw data is little-endian, like this host */
         } else if ((int64_t)t->n_float_data == n) {
             memcpy(v->f, t->float_data, want);
