@@ -143,7 +143,30 @@ int rt__ox_is_const(const rt__ox_value *v) {
     return 1;
 }
 
+/* x (a rank-4 tensor of logical dims d) in the other layout. When C == 1 or
+ * H == W == 1 both layouts have the same memory order and a Reshape (a view)
+ * does; otherwise a Transpose. */
+static const char *relayout(rt__ox_conv *cv, const rt__ox_value *v, const char *x, int to_nhwc) {
+    const int64_t *d = v->dim;
+    int unknown = 0;
+    for (int i = 0; i < 4; i++) unknown += d[i] < 0;
+    const char *hint = rt__ox_printf(cv, "%s/%s", v->name, to_nhwc ? "to_nhwc" : "to_nchw");
+    if ((d[1] == 1 || (d[2] == 1 && d[3] == 1)) && unknown <= 1) {
+        int64_t t[4];
+        if (to_nhwc) t[0] = d[0], t[1] = d[2], t[2] = d[3], t[3] = d[1];
+        else memcpy(t, d, sizeof(t));
+        return rt__tf_reshape(cv, hint, x, v->dt, 4, t);
+    }
+    static const int64_t p_nhwc[4] = {0, 2, 3, 1}, p_nchw[4] = {0, 3, 1, 2};
+    return rt__tf_transpose(cv, hint, x, v->dt, 4, to_nhwc ? p_nhwc : p_nchw);
+}
+
 ms_status rt__ox_tf(rt__ox_conv *cv, rt__ox_value *v, const char **out) {
+    if (v->nhwc) {
+        if (v->tf_alt == NULL) v->tf_alt = relayout(cv, v, v->tf, 0);
+        *out = v->tf_alt;
+        return MS_OK;
+    }
     if (v->tf == NULL) {
         if (v->f) {
             v->tf = rt__tf_const_f32(cv, v->name, v->rank, v->dim, v->f);
@@ -159,6 +182,36 @@ ms_status rt__ox_tf(rt__ox_conv *cv, rt__ox_value *v, const char **out) {
         }
     }
     *out = v->tf;
+    return MS_OK;
+}
+
+ms_status rt__ox_tf_nhwc(rt__ox_conv *cv, rt__ox_value *v, const char **out) {
+    if (v->rank != 4)
+        return rt__ox_err(cv, MS_EINTERNAL, "value \"%s\" is not 4-D", v->name);
+    if (v->nhwc) {
+        *out = v->tf;
+        return MS_OK;
+    }
+    if (v->tf_alt == NULL) {
+        if (v->f && rt__ox_nelem(v) >= 0) {
+            const int64_t *d = v->dim;
+            int64_t t[4] = {d[0], d[2], d[3], d[1]};
+            float *f = rt__ox_alloc(cv, (size_t)rt__ox_nelem(v) * sizeof(float) + 4);
+            for (int64_t a = 0; a < d[0]; a++)
+                for (int64_t c = 0; c < d[1]; c++)
+                    for (int64_t y = 0; y < d[2]; y++)
+                        for (int64_t x = 0; x < d[3]; x++)
+                            f[((a * d[2] + y) * d[3] + x) * d[1] + c] =
+                                v->f[((a * d[1] + c) * d[2] + y) * d[3] + x];
+            v->tf_alt = rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/nhwc", v->name), 4, t, f);
+        } else {
+            const char *x;
+            ms_status st = rt__ox_tf(cv, v, &x);
+            if (st != MS_OK) return st;
+            v->tf_alt = relayout(cv, v, x, 1);
+        }
+    }
+    *out = v->tf_alt;
     return MS_OK;
 }
 
@@ -852,6 +905,7 @@ ms_status rt_onnx_convert(const char *onnx_path, const rt_onnx_opts *opts, uint8
         goto done;
     }
     cv->opts = opts ? opts : &no_opts;
+    cv->nhwc = !cv->opts->tf_nchw;
     {
         char *dir = rt__ox_strdup(cv, onnx_path);
         char *slash = strrchr(dir, '/');

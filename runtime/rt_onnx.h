@@ -5,9 +5,12 @@
  * graph node by node into TensorFlow ops the dcmserve kernels implement and
  * writes <export_dir>/saved_model.pb with one MetaGraphDef tagged "serve" and
  * a "serving_default" signature whose keys are the ONNX graph input and output
- * names. Weights become Const nodes. Tensors keep ONNX's NCHW layout: Conv,
- * pools, BiasAdd and FusedBatchNorm get data_format "NCHW"; ops TensorFlow only
- * defines channels-last (resize, softmax on a non-last axis) are wrapped in
+ * names. Weights become Const nodes. Layout: by default 4-D activations flow
+ * channels-last (NHWC) between layout-aware ops (Conv, pools, batch norm,
+ * resize, elementwise, channel concat/split/softmax), with one Transpose where
+ * the graph enters or leaves that region (graph inputs/outputs, Reshape, ...);
+ * with opts->tf_nchw the graph keeps NCHW (data_format "NCHW") and wraps the
+ * ops TF only defines channels-last (resize, softmax on a middle axis) in
  * Transposes. Shape arithmetic (Shape, Gather, Concat, ... on shapes) is
  * folded at conversion time as far as the shapes are static; the batch
  * dimension may stay dynamic. docs/onnx.md lists the supported ops and limits.
@@ -21,6 +24,10 @@
 #include "ms_status.h"
 
 typedef struct rt_onnx_opts {
+    /* 0 (default): 4-D activations are kept channels-last (NHWC) inside the TF
+     * graph, the native layout of the CPU kernels; inputs and outputs keep
+     * ONNX's order. 1: keep NCHW and use data_format "NCHW". */
+    int tf_nchw;
     /* Optional: a graph input name to feed with DICOM bytes (DT_STRING) through
      * the DICOM decode and window ops. NULL = plain float inputs. */
     const char *dicom_input;

@@ -27,6 +27,9 @@ typedef struct rt__ox_block rt__ox_block;
 typedef struct rt__ox_value {
     const char *name;            /* ONNX name */
     const char *tf;              /* TF tensor name ("node", "node:1"); NULL until emitted */
+    int nhwc;                    /* rank 4 stored channels-last: tf holds NHWC; dims stay in
+                                    ONNX (NCHW) order */
+    const char *tf_alt;          /* memo: the same tensor in the other layout */
     rt_dtype dt;
     int rank;                    /* -1 = unknown */
     int64_t dim[RT_MAX_RANK];    /* -1 = unknown (dynamic) */
@@ -41,6 +44,7 @@ typedef struct rt__ox_conv {
     rt__ox_block *arena;
     const rt_onnx_opts *opts;
     const char *model_dir;       /* for external data */
+    int nhwc;                    /* emit channels-last convolutions, pools, ... */
     int64_t opset;
     rt__ox_value **vals;         /* pointers stay valid while the table grows */
     size_t nvals, capvals;
@@ -61,9 +65,12 @@ rt__ox_value *rt__ox_define(rt__ox_conv *cv, const char *name, rt_dtype dt, int 
                             const int64_t *dims);
 int64_t rt__ox_nelem(const rt__ox_value *v);     /* -1 when not static */
 int rt__ox_is_const(const rt__ox_value *v);      /* every element known */
-/* TF tensor holding v, emitting a Const for known values. MS_ENOTSUP when v
- * is only partially known. */
+/* TF tensor holding v in ONNX order, emitting a Const for known values (and
+ * a layout change for channels-last values). MS_ENOTSUP when v is only
+ * partially known. */
 ms_status rt__ox_tf(rt__ox_conv *cv, rt__ox_value *v, const char **out);
+/* TF tensor holding rank-4 v channels-last (NHWC). */
+ms_status rt__ox_tf_nhwc(rt__ox_conv *cv, rt__ox_value *v, const char **out);
 
 /* ---- ONNX node access ---- */
 /* Input i of the current node, or NULL when absent or the empty name. */

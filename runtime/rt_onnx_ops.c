@@ -45,6 +45,52 @@ static rt__ox_value *def_out(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, r
     return v;
 }
 
+/* ---- layout: cv->nhwc keeps rank-4 activations channels-last ---- */
+
+static const char *data_format(const rt__ox_conv *cv) {
+    return cv->nhwc ? "NHWC" : "NCHW";
+}
+
+/* A 4-list (strides, ksize, sizes) from ONNX-order n, c, h, w in the graph layout. */
+static void lay4(const rt__ox_conv *cv, int64_t *o, int64_t n, int64_t c, int64_t h, int64_t w) {
+    if (cv->nhwc) o[0] = n, o[1] = h, o[2] = w, o[3] = c;
+    else o[0] = n, o[1] = c, o[2] = h, o[3] = w;
+}
+
+/* The channel axis of rank-4 tensors in the graph layout. */
+static int chan_axis(const rt__ox_conv *cv) {
+    return cv->nhwc ? 3 : 1;
+}
+
+/* Rank-4 input i in the graph layout. */
+static ms_status need4(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt__ox_value **v,
+                       const char **tf) {
+    ms_status st = need(cv, n, i, v, NULL);
+    if (st != MS_OK) return st;
+    if ((*v)->rank != 4)
+        return rt__ox_err(cv, MS_ENOTSUP, "input \"%s\" must have rank 4 (got %d)", (*v)->name,
+                          (*v)->rank);
+    return cv->nhwc ? rt__ox_tf_nhwc(cv, *v, tf) : rt__ox_tf(cv, *v, tf);
+}
+
+/* Defines rank-4 output i held in the graph layout. */
+static rt__ox_value *def_out4(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt_dtype dt,
+                              const int64_t *dims, const char *tf) {
+    rt__ox_value *v = def_out(cv, n, i, dt, 4, dims, tf);
+    v->nhwc = cv->nhwc;
+    return v;
+}
+
+/* The tensor of x as stored (either layout), for layout-neutral ops. */
+static ms_status in_any(rt__ox_conv *cv, rt__ox_value *x, const char **tf, int *nhwc) {
+    *nhwc = x->nhwc;
+    if (x->nhwc) {
+        *tf = x->tf;
+        return MS_OK;
+    }
+    return rt__ox_tf(cv, x, tf);
+}
+
 /* Output 0 aliases value x (Identity, Dropout, no-op casts). */
 static void alias(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__ox_value *x) {
     rt__ox_value copy = *x;
@@ -209,15 +255,14 @@ static ms_status window(rt__ox_conv *cv, const Onnx__NodeProto *n, const int64_t
 static const char *pad_for_window(rt__ox_conv *cv, const char *hint, const char *x, win2d *w,
                                   float value) {
     if (w->padding != NULL) return x;
-    int64_t p[8] = {0, 0, w->pads[0], w->pads[1], 0, 0, w->pads[2], w->pads[3]};
+    int64_t p[8];
+    lay4(cv, p, 0, 0, w->pads[0], w->pads[1]);
+    lay4(cv, p + 4, 0, 0, w->pads[2], w->pads[3]);
     w->padding = "VALID";
     return emit_pad(cv, rt__ox_printf(cv, "%s/pad", hint), x, RT_DT_FLOAT, 4, p, "constant",
                     value);
 }
 
-static void nchw4(int64_t *out, int64_t a, int64_t b) {
-    out[0] = 1, out[1] = 1, out[2] = a, out[3] = b;
-}
 
 /* ======================================================================
  * Convolution
@@ -230,12 +275,12 @@ static const char *conv2d_node(rt__ox_conv *cv, const char *op, const char *hint
     rt__tf_input(cv, nd, x);
     rt__tf_input(cv, nd, filter);
     rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
-    nchw4(l, w->s[0], w->s[1]);
+    lay4(cv, l, 1, 1, w->s[0], w->s[1]);
     rt__tf_attr_ilist(cv, nd, "strides", l, 4);
-    nchw4(l, w->d[0], w->d[1]);
+    lay4(cv, l, 1, 1, w->d[0], w->d[1]);
     rt__tf_attr_ilist(cv, nd, "dilations", l, 4);
     rt__tf_attr_s(cv, nd, "padding", w->padding);
-    rt__tf_attr_s(cv, nd, "data_format", "NCHW");
+    rt__tf_attr_s(cv, nd, "data_format", data_format(cv));
     return nd->name;
 }
 
@@ -256,9 +301,8 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
     const char *x, *h = hint_of(n);
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK || (st = need(cv, n, 1, &W, NULL)) != MS_OK)
+    if ((st = need4(cv, n, 0, &X, &x)) != MS_OK || (st = need(cv, n, 1, &W, NULL)) != MS_OK)
         return st;
-    if (!need_rank(cv, X, 4, &st)) return st;
     if (!W->f || W->rank != 4)
         return rt__ox_err(cv, MS_ENOTSUP, "weights must be a constant 4-D float tensor");
     int64_t M = W->dim[0], Cg = W->dim[1], g = rt__ox_attr_i(n, "group", 1);
@@ -290,7 +334,7 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     } else {
         /* Grouped: split channels, one Conv2D per group, concatenate. */
         Tensorflow__NodeDef *sp = rt__tf_node(cv, "Split", rt__ox_printf(cv, "%s/split", h));
-        rt__tf_input(cv, sp, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", sp->name), 1));
+        rt__tf_input(cv, sp, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", sp->name), chan_axis(cv)));
         rt__tf_input(cv, sp, x);
         rt__tf_attr_i(cv, sp, "num_split", g);
         rt__tf_attr_type(cv, sp, "T", RT_DT_FLOAT);
@@ -305,7 +349,7 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         }
         cat = rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/concat", h));
         for (int64_t k = 0; k < g; k++) rt__tf_input(cv, cat, parts[k]);
-        rt__tf_input(cv, cat, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", cat->name), 1));
+        rt__tf_input(cv, cat, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", cat->name), chan_axis(cv)));
         rt__tf_attr_i(cv, cat, "N", g);
         rt__tf_attr_type(cv, cat, "T", RT_DT_FLOAT);
         rt__tf_attr_type(cv, cat, "Tidx", RT_DT_INT32);
@@ -318,11 +362,11 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__tf_input(cv, ba, y);
         rt__tf_input(cv, ba, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &M, B->f));
         rt__tf_attr_type(cv, ba, "T", RT_DT_FLOAT);
-        rt__tf_attr_s(cv, ba, "data_format", "NCHW");
+        rt__tf_attr_s(cv, ba, "data_format", data_format(cv));
         y = ba->name;
     }
     int64_t od[4] = {X->dim[0], M, w.out[0], w.out[1]};
-    def_out(cv, n, 0, RT_DT_FLOAT, 4, od, y);
+    def_out4(cv, n, 0, RT_DT_FLOAT, od, y);
     return MS_OK;
 }
 
@@ -330,9 +374,8 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
     const char *x, *h = hint_of(n);
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK || (st = need(cv, n, 1, &W, NULL)) != MS_OK)
+    if ((st = need4(cv, n, 0, &X, &x)) != MS_OK || (st = need(cv, n, 1, &W, NULL)) != MS_OK)
         return st;
-    if (!need_rank(cv, X, 4, &st)) return st;
     if (!W->f || W->rank != 4)
         return rt__ox_err(cv, MS_ENOTSUP, "weights must be a constant 4-D float tensor");
     if (rt__ox_attr_i(n, "group", 1) != 1)
@@ -368,7 +411,8 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
      * time when it is dynamic. */
     const char *sizes;
     if (X->dim[0] >= 0) {
-        int64_t sz[4] = {X->dim[0], Co, full[0], full[1]};
+        int64_t sz[4];
+        lay4(cv, sz, X->dim[0], Co, full[0], full[1]);
         sizes = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/input_sizes", h), 4, sz);
     } else {
         Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", rt__ox_printf(cv, "%s/shape", h));
@@ -388,10 +432,11 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__tf_attr_i(cv, ss, "ellipsis_mask", 0);
         rt__tf_attr_i(cv, ss, "new_axis_mask", 0);
         rt__tf_attr_i(cv, ss, "shrink_axis_mask", 0);
-        int64_t rest[3] = {Co, full[0], full[1]};
+        int64_t rest[4];
+        lay4(cv, rest, 0, Co, full[0], full[1]);
         Tensorflow__NodeDef *cat = rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/input_sizes", h));
         rt__tf_input(cv, cat, ss->name);
-        rt__tf_input(cv, cat, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/chw", cat->name), 3, rest));
+        rt__tf_input(cv, cat, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/chw", cat->name), 3, rest + 1));
         rt__tf_input(cv, cat, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", cat->name), 0));
         rt__tf_attr_i(cv, cat, "N", 2);
         rt__tf_attr_type(cv, cat, "T", RT_DT_INT32);
@@ -404,17 +449,19 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_input(cv, nd, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 4, fd, f));
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
-    nchw4(l, s[0], s[1]);
+    lay4(cv, l, 1, 1, s[0], s[1]);
     rt__tf_attr_ilist(cv, nd, "strides", l, 4);
-    nchw4(l, 1, 1);
+    lay4(cv, l, 1, 1, 1, 1);
     rt__tf_attr_ilist(cv, nd, "dilations", l, 4);
     rt__tf_attr_s(cv, nd, "padding", "VALID");
-    rt__tf_attr_s(cv, nd, "data_format", "NCHW");
+    rt__tf_attr_s(cv, nd, "data_format", data_format(cv));
     const char *y = nd->name;
     int64_t oh = full[0] - pads[0] - pads[2], ow = full[1] - pads[1] - pads[3];
     if (pads[0] || pads[1] || pads[2] || pads[3]) {
         Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/crop", h));
-        int64_t b[4] = {0, 0, pads[0], pads[1]}, z[4] = {-1, Co, oh, ow};
+        int64_t b[4], z[4];
+        lay4(cv, b, 0, 0, pads[0], pads[1]);
+        lay4(cv, z, -1, Co, oh, ow);
         rt__tf_input(cv, sl, y);
         rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", sl->name), 4, b));
         rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", sl->name), 4, z));
@@ -429,11 +476,11 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__tf_input(cv, ba, y);
         rt__tf_input(cv, ba, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &Co, B->f));
         rt__tf_attr_type(cv, ba, "T", RT_DT_FLOAT);
-        rt__tf_attr_s(cv, ba, "data_format", "NCHW");
+        rt__tf_attr_s(cv, ba, "data_format", data_format(cv));
         y = ba->name;
     }
     int64_t od[4] = {X->dim[0], Co, oh, ow};
-    def_out(cv, n, 0, RT_DT_FLOAT, 4, od, y);
+    def_out4(cv, n, 0, RT_DT_FLOAT, od, y);
     return MS_OK;
 }
 
@@ -443,15 +490,16 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 
 /* Per-channel y = x * a + b for rank-r x with channels on axis 1. */
 static const char *channel_affine(rt__ox_conv *cv, const char *h, const char *x, int r, int64_t C,
-                                  const float *a, const float *b) {
+                                  const float *a, const float *b, int last) {
     int64_t d[OX_MAXR];
     d[0] = C;
     for (int i = 1; i < r - 1; i++) d[i] = 1;
+    int cr = last ? 1 : r - 1;   /* channels last: a [C] vector broadcasts */
     const char *y = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/scale", h), x,
-                                  rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/a", h), r - 1, d, a),
+                                  rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/a", h), cr, d, a),
                                   RT_DT_FLOAT);
     return rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/shift", h), y,
-                         rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/b", h), r - 1, d, b),
+                         rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/b", h), cr, d, b),
                          RT_DT_FLOAT);
 }
 
@@ -459,7 +507,9 @@ static ms_status op_batchnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *p[4];
     const char *x, *h = hint_of(n);
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    st = X->rank == 4 ? need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
+    if (st != MS_OK) return st;
     for (int i = 0; i < 4; i++) {
         if ((st = need(cv, n, i + 1, &p[i], NULL)) != MS_OK) return st;
         if (!p[i]->f) return rt__ox_err(cv, MS_ENOTSUP, "parameters must be constants");
@@ -481,9 +531,10 @@ static ms_status op_batchnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
         rt__tf_attr_type(cv, nd, "U", RT_DT_FLOAT);
         rt__tf_attr_f(cv, nd, "epsilon", eps);
-        rt__tf_attr_s(cv, nd, "data_format", "NCHW");
+        rt__tf_attr_s(cv, nd, "data_format", data_format(cv));
         rt__tf_attr_b(cv, nd, "is_training", 0);
-        y = nd->name;
+        def_out4(cv, n, 0, RT_DT_FLOAT, X->dim, nd->name);
+        return MS_OK;
     } else {
         float *a = rt__ox_alloc(cv, (size_t)C * sizeof(float));
         float *b = rt__ox_alloc(cv, (size_t)C * sizeof(float));
@@ -491,7 +542,7 @@ static ms_status op_batchnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             a[c] = p[0]->f[c] / sqrtf(p[3]->f[c] + eps);
             b[c] = p[1]->f[c] - p[2]->f[c] * a[c];
         }
-        y = channel_affine(cv, h, x, X->rank, C, a, b);
+        y = channel_affine(cv, h, x, X->rank, C, a, b, 0);
     }
     def_out(cv, n, 0, RT_DT_FLOAT, X->rank, X->dim, y);
     return MS_OK;
@@ -501,14 +552,16 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *S = NULL, *B = NULL;
     const char *x, *h = hint_of(n);
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK || (st = need(cv, n, 1, &S, NULL)) != MS_OK ||
+    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK || (st = need(cv, n, 1, &S, NULL)) != MS_OK ||
         (st = need(cv, n, 2, &B, NULL)) != MS_OK)
         return st;
     if (!S->f || !B->f) return rt__ox_err(cv, MS_ENOTSUP, "scale and B must be constants");
     if (X->rank < 3) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be >= 3");
-    int r = X->rank;
+    int r = X->rank, last = r == 4 && cv->nhwc;
+    st = last ? need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
+    if (st != MS_OK) return st;
     int64_t axes[OX_MAXR];
-    for (int i = 2; i < r; i++) axes[i - 2] = i;
+    for (int i = 2; i < r; i++) axes[i - 2] = last ? i - 1 : i;
     const char *ax = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/axes", h), r - 2, axes);
     Tensorflow__NodeDef *m = rt__tf_node(cv, "Mean", rt__ox_printf(cv, "%s/mean", h));
     rt__tf_input(cv, m, x);
@@ -532,8 +585,9 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *rs = rt__tf_unary(cv, "Rsqrt", rt__ox_printf(cv, "%s/rsqrt", h), ve, RT_DT_FLOAT);
     const char *nrm = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/normalized", h), d, rs,
                                     RT_DT_FLOAT);
-    const char *y = channel_affine(cv, h, nrm, r, rt__ox_nelem(S), S->f, B->f);
-    def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, y);
+    const char *y = channel_affine(cv, h, nrm, r, rt__ox_nelem(S), S->f, B->f, last);
+    rt__ox_value *o = def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, y);
+    o->nhwc = last;
     return MS_OK;
 }
 
@@ -546,8 +600,7 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     const char *x, *h = hint_of(n);
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK) return st;
-    if (!need_rank(cv, X, 4, &st)) return st;
+    if ((st = need4(cv, n, 0, &X, &x)) != MS_OK) return st;
     if (n->n_output > 1 && n->output[1] && n->output[1][0])
         return rt__ox_err(cv, MS_ENOTSUP, "the Indices output is not supported");
     int64_t ks[8];
@@ -576,14 +629,14 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     Tensorflow__NodeDef *nd = rt__tf_node(cv, is_max ? "MaxPool" : "AvgPool", h);
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
-    nchw4(l, w.k[0], w.k[1]);
+    lay4(cv, l, 1, 1, w.k[0], w.k[1]);
     rt__tf_attr_ilist(cv, nd, "ksize", l, 4);
-    nchw4(l, w.s[0], w.s[1]);
+    lay4(cv, l, 1, 1, w.s[0], w.s[1]);
     rt__tf_attr_ilist(cv, nd, "strides", l, 4);
     rt__tf_attr_s(cv, nd, "padding", w.padding);
-    rt__tf_attr_s(cv, nd, "data_format", "NCHW");
+    rt__tf_attr_s(cv, nd, "data_format", data_format(cv));
     int64_t od[4] = {X->dim[0], X->dim[1], w.out[0], w.out[1]};
-    def_out(cv, n, 0, RT_DT_FLOAT, 4, od, nd->name);
+    def_out4(cv, n, 0, RT_DT_FLOAT, od, nd->name);
     return MS_OK;
 }
 
@@ -602,15 +655,19 @@ static ms_status op_global_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     const char *x;
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
     if (X->rank < 3) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be >= 3");
+    int last = X->rank == 4 && cv->nhwc;
+    st = last ? need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
+    if (st != MS_OK) return st;
     int64_t axes[OX_MAXR], od[OX_MAXR];
-    for (int i = 2; i < X->rank; i++) axes[i - 2] = i;
+    for (int i = 2; i < X->rank; i++) axes[i - 2] = last ? i - 1 : i;
     memcpy(od, X->dim, sizeof(od));
     for (int i = 2; i < X->rank; i++) od[i] = 1;
     const char *op = strcmp(n->op_type, "GlobalMaxPool") == 0 ? "Max" : "Mean";
     const char *y = reduce_node(cv, op, hint_of(n), x, RT_DT_FLOAT, axes, X->rank - 2, 1);
-    def_out(cv, n, 0, RT_DT_FLOAT, X->rank, od, y);
+    rt__ox_value *o = def_out(cv, n, 0, RT_DT_FLOAT, X->rank, od, y);
+    o->nhwc = last;
     return MS_OK;
 }
 
@@ -660,15 +717,17 @@ static ms_status op_unary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     };
     rt__ox_value *X = NULL;
     const char *x;
+    int last;
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK || (st = in_any(cv, X, &x, &last)) != MS_OK)
+        return st;
     const char *op = NULL;
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (strcmp(map[i][0], n->op_type) == 0) op = map[i][1];
     Tensorflow__NodeDef *nd = rt__tf_node(cv, op, hint_of(n));
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", X->dt);
-    def_out(cv, n, 0, X->dt, X->rank, X->dim, nd->name);
+    def_out(cv, n, 0, X->dt, X->rank, X->dim, nd->name)->nhwc = last;
     return MS_OK;
 }
 
@@ -676,12 +735,14 @@ static ms_status op_leaky_relu(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     const char *x;
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    int last;
+    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK || (st = in_any(cv, X, &x, &last)) != MS_OK)
+        return st;
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "LeakyRelu", hint_of(n));
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
     rt__tf_attr_f(cv, nd, "alpha", rt__ox_attr_f(n, "alpha", 0.01f));
-    def_out(cv, n, 0, X->dt, X->rank, X->dim, nd->name);
+    def_out(cv, n, 0, X->dt, X->rank, X->dim, nd->name)->nhwc = last;
     return MS_OK;
 }
 
@@ -702,7 +763,9 @@ static ms_status op_clip(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *v = NULL;
     const char *x;
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    int last;
+    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK || (st = in_any(cv, X, &x, &last)) != MS_OK)
+        return st;
     float lo = NAN, hi = NAN;
     if (cv->opset < 11) {
         if (rt__ox_attr(n, "min")) lo = rt__ox_attr_f(n, "min", 0);
@@ -715,7 +778,7 @@ static ms_status op_clip(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         alias(cv, n, X);
         return MS_OK;
     }
-    def_out(cv, n, 0, X->dt, X->rank, X->dim, clamp(cv, hint_of(n), x, lo, hi));
+    def_out(cv, n, 0, X->dt, X->rank, X->dim, clamp(cv, hint_of(n), x, lo, hi))->nhwc = last;
     return MS_OK;
 }
 
@@ -734,7 +797,9 @@ static ms_status op_hard_sigmoid(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     const char *x, *h = hint_of(n);
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    int last;
+    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK || (st = in_any(cv, X, &x, &last)) != MS_OK)
+        return st;
     const char *y;
     if (strcmp(n->op_type, "HardSwish") == 0) {
         const char *hs = hard_sigmoid(cv, rt__ox_printf(cv, "%s/hard_sigmoid", h), x,
@@ -743,7 +808,7 @@ static ms_status op_hard_sigmoid(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     } else {
         y = hard_sigmoid(cv, h, x, rt__ox_attr_f(n, "alpha", 0.2f), rt__ox_attr_f(n, "beta", 0.5f));
     }
-    def_out(cv, n, 0, X->dt, X->rank, X->dim, y);
+    def_out(cv, n, 0, X->dt, X->rank, X->dim, y)->nhwc = last;
     return MS_OK;
 }
 
@@ -830,10 +895,41 @@ static ms_status op_binary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (strcmp(n->op_type, "Pow") == 0 && B->f && rt__ox_nelem(B) == 1 &&
         (B->f[0] == 2.0f || B->f[0] == 0.5f || B->f[0] == 1.0f)) {
         /* Common exponents as cheaper exact ops. */
-        if ((st = rt__ox_tf(cv, A, &a)) != MS_OK) return st;
+        int last;
+        if ((st = in_any(cv, A, &a, &last)) != MS_OK) return st;
         const char *y = B->f[0] == 1.0f ? a
                         : rt__tf_unary(cv, B->f[0] == 2.0f ? "Square" : "Sqrt", h, a, RT_DT_FLOAT);
-        def_out(cv, n, 0, RT_DT_FLOAT, r, od, y);
+        def_out(cv, n, 0, RT_DT_FLOAT, r, od, y)->nhwc = last;
+        return MS_OK;
+    }
+    /* Channels-last when a rank-4 operand already is and the other is either
+     * rank 4 too or a constant (permuted here). */
+    int last = 0;
+    if (r == 4 && (A->nhwc || B->nhwc)) {
+        last = 1;
+        for (int k = 0; k < 2 && last; k++) {
+            rt__ox_value *v = k ? B : A;
+            if (v->rank == 4) continue;
+            if (!v->f || v->rank < 0) {
+                last = 0;
+                continue;
+            }
+            /* Lift the constant to rank 4 (leading 1s) so it can be permuted. */
+            rt__ox_value *l = rt__ox_define(cv, rt__ox_printf(cv, "%s/rank4", v->name), v->dt, 4,
+                                            NULL);
+            for (int i = 0; i < 4; i++) l->dim[i] = i < 4 - v->rank ? 1 : v->dim[i - (4 - v->rank)];
+            l->f = v->f;
+            if (k) B = l;
+            else A = l;
+        }
+    }
+    if (last) {
+        if ((st = rt__ox_tf_nhwc(cv, A, &a)) != MS_OK || (st = rt__ox_tf_nhwc(cv, B, &b)) != MS_OK)
+            return st;
+        const char *op = NULL;
+        for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+            if (strcmp(map[i][0], n->op_type) == 0) op = map[i][1];
+        def_out4(cv, n, 0, RT_DT_FLOAT, od, rt__tf_binary(cv, op, h, a, b, RT_DT_FLOAT));
         return MS_OK;
     }
     if ((st = rt__ox_tf(cv, A, &a)) != MS_OK || (st = rt__ox_tf(cv, B, &b)) != MS_OK) return st;
@@ -936,12 +1032,18 @@ static ms_status op_softmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     const char *x, *h = hint_of(n);
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
     int r = X->rank;
     if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
     int axis = norm_axis(rt__ox_attr_i(n, "axis", cv->opset >= 13 ? -1 : 1), r);
     if (axis < 0 || axis >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
     const char *y;
+    if (X->nhwc && axis == 1 && cv->opset >= 13) {
+        /* Channels are already the last axis. */
+        def_out4(cv, n, 0, RT_DT_FLOAT, X->dim, rt__tf_unary(cv, "Softmax", h, X->tf, RT_DT_FLOAT));
+        return MS_OK;
+    }
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
     if (axis == r - 1) {
         y = rt__tf_unary(cv, "Softmax", h, x, RT_DT_FLOAT);
     } else if (cv->opset >= 13) {
@@ -1177,17 +1279,20 @@ static ms_status op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             }
         return MS_OK;
     }
+    int last = 0;
+    for (int i = 0; i < ni && r == 4 && axis == 1; i++) last |= v[i]->nhwc;
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "ConcatV2", hint_of(n));
     for (int i = 0; i < ni; i++) {
         const char *t;
-        if ((st = rt__ox_tf(cv, v[i], &t)) != MS_OK) return st;
+        st = last ? rt__ox_tf_nhwc(cv, v[i], &t) : rt__ox_tf(cv, v[i], &t);
+        if (st != MS_OK) return st;
         rt__tf_input(cv, nd, t);
     }
-    rt__tf_input(cv, nd, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", nd->name), axis));
+    rt__tf_input(cv, nd, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", nd->name), last ? 3 : axis));
     rt__tf_attr_i(cv, nd, "N", ni);
     rt__tf_attr_type(cv, nd, "T", v[0]->dt);
     rt__tf_attr_type(cv, nd, "Tidx", RT_DT_INT32);
-    def_out(cv, n, 0, v[0]->dt, r, od, nd->name);
+    def_out(cv, n, 0, v[0]->dt, r, od, nd->name)->nhwc = last;
     return MS_OK;
 }
 
@@ -1195,11 +1300,14 @@ static ms_status op_split(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     const char *x;
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
     int r = X->rank;
     if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
     int axis = norm_axis(rt__ox_attr_i(n, "axis", 0), r);
     if (axis < 0 || axis >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+    int last = X->nhwc && axis == 1;
+    if (last) x = X->tf;
+    else if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
     int no = (int)n->n_output;
     int64_t sizes[64];
     if (no < 1 || no > 64) return rt__ox_err(cv, MS_ENOTSUP, "1 to 64 outputs are supported");
@@ -1215,7 +1323,7 @@ static ms_status op_split(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "SplitV", hint_of(n));
     rt__tf_input(cv, nd, x);
     rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/sizes", nd->name), no, sizes));
-    rt__tf_input(cv, nd, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", nd->name), axis));
+    rt__tf_input(cv, nd, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", nd->name), last ? 3 : axis));
     rt__tf_attr_i(cv, nd, "num_split", no);
     rt__tf_attr_type(cv, nd, "T", X->dt);
     rt__tf_attr_type(cv, nd, "Tlen", RT_DT_INT32);
@@ -1223,7 +1331,7 @@ static ms_status op_split(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         int64_t od[OX_MAXR];
         memcpy(od, X->dim, sizeof(od));
         od[axis] = sizes[i];
-        def_out(cv, n, i, X->dt, r, od, rt__tf_out(cv, nd, i));
+        def_out(cv, n, i, X->dt, r, od, rt__tf_out(cv, nd, i))->nhwc = last;
     }
     return MS_OK;
 }
@@ -1344,9 +1452,10 @@ static ms_status op_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *V = NULL;
     const char *x;
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK) return st;
-    int r = X->rank;
+    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    int r = X->rank, last;
     if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
+    if ((st = in_any(cv, X, &x, &last)) != MS_OK) return st;
     int64_t pads[2 * OX_MAXR];
     int np;
     float value = 0.0f;
@@ -1370,17 +1479,24 @@ static ms_status op_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             return rt__ox_err(cv, MS_ENOTSUP, "negative pads are not supported");
         od[i] = X->dim[i] < 0 ? -1 : X->dim[i] + pads[i] + pads[i + r];
     }
+    int64_t tp[2 * OX_MAXR];
+    memcpy(tp, pads, sizeof(tp));
+    if (last) {
+        lay4(cv, tp, pads[0], pads[1], pads[2], pads[3]);
+        lay4(cv, tp + 4, pads[4], pads[5], pads[6], pads[7]);
+    }
     def_out(cv, n, 0, X->dt, r, od,
-            emit_pad(cv, hint_of(n), x, X->dt, r, pads, reflect ? "reflect" : "constant", value));
+            emit_pad(cv, hint_of(n), x, X->dt, r, tp, reflect ? "reflect" : "constant", value))
+        ->nhwc = last;
     return MS_OK;
 }
 
 static ms_status op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int upsample = strcmp(n->op_type, "Upsample") == 0;
     rt__ox_value *X = NULL, *S = NULL;
-    const char *x, *h = hint_of(n);
+    const char *h = hint_of(n);
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
     if (!need_rank(cv, X, 4, &st)) return st;
     if (X->dim[2] < 0 || X->dim[3] < 0)
         return rt__ox_err(cv, MS_ENOTSUP, "resizing needs static spatial dims");
@@ -1460,16 +1576,20 @@ static ms_status op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         alias(cv, n, X);
         return MS_OK;
     }
-    /* TF resizes NHWC images. */
-    static const int64_t to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
-    const char *t = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_nhwc", h), x, RT_DT_FLOAT, 4,
-                                     to_nhwc);
+    /* TF resizes NHWC images; in NCHW mode wrap the op in Transposes. */
+    static const int64_t to_nchw[4] = {0, 3, 1, 2};
+    const char *t;
+    if ((st = rt__ox_tf_nhwc(cv, X, &t)) != MS_OK) return st;
     Tensorflow__NodeDef *nd = rt__tf_node(cv, linear ? "ResizeBilinear" : "ResizeNearestNeighbor", h);
     rt__tf_input(cv, nd, t);
     rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", nd->name), 2, out));
     rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
     rt__tf_attr_b(cv, nd, "align_corners", tf_ac);
     rt__tf_attr_b(cv, nd, "half_pixel_centers", tf_hp);
+    if (cv->nhwc) {
+        def_out4(cv, n, 0, RT_DT_FLOAT, od, nd->name);
+        return MS_OK;
+    }
     t = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_nchw", h), nd->name, RT_DT_FLOAT, 4, to_nchw);
     def_out(cv, n, 0, RT_DT_FLOAT, 4, od, t);
     return MS_OK;

@@ -11,7 +11,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: dcmserve import-onnx MODEL.onnx --output_dir BASE/VERSION\n"
+            "usage: dcmserve import-onnx MODEL.onnx --output_dir BASE/VERSION [--tf_layout NHWC]\n"
             "           [--dicom_input NAME --window L,W [--layout NCHW] [--size HxW]]\n"
             "\n"
             "Converts an ONNX model (opsets 11-17) into a SavedModel directory that\n"
@@ -25,6 +25,8 @@ static void usage(FILE *f) {
             "  --window L,W         window level and width for --dicom_input\n"
             "  --layout NCHW        tensor layout of the DICOM input (only NCHW)\n"
             "  --size HxW           resize the decoded image to H x W\n"
+            "  --tf_layout L        NHWC (default: activations channels-last inside the\n"
+            "                       graph, the CPU kernels' native layout) or NCHW\n"
             "  --log_level LEVEL    debug, info, warn, error\n");
 }
 
@@ -35,6 +37,7 @@ int srv_cli_import_onnx(int argc, char **argv) {
         {"window", required_argument, NULL, 'w'},
         {"layout", required_argument, NULL, 'l'},
         {"size", required_argument, NULL, 's'},
+        {"tf_layout", required_argument, NULL, 'T'},
         {"log_level", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -76,6 +79,14 @@ int srv_cli_import_onnx(int argc, char **argv) {
             opts.size_w = w;
             break;
         }
+        case 'T':
+            if (strcmp(optarg, "NCHW") == 0) opts.tf_nchw = 1;
+            else if (strcmp(optarg, "NHWC") == 0) opts.tf_nchw = 0;
+            else {
+                fprintf(stderr, "import-onnx: --tf_layout wants NHWC or NCHW, got \"%s\"\n", optarg);
+                return 2;
+            }
+            break;
         case 'L': {
             ms_log_level lvl;
             if (ms_log_parse_level(optarg, &lvl) != 0) {

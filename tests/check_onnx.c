@@ -47,11 +47,12 @@ static void check_info(const Tensorflow__TensorInfo *ti, int rank, const int64_t
 /* Imports tests/data/onnx/<name>.onnx, runs it on the stored input and
  * compares every output with the stored ONNX Runtime output. */
 static void run_model(const char *name, const char *input, const char *const *outputs, int nout,
-                      int threads) {
+                      int threads, int nchw) {
+    rt_onnx_opts opts = {.tf_nchw = nchw};
     char file[256];
     snprintf(file, sizeof file, "%s.onnx", name);
     char *dir = temp_export_dir();
-    ms_status st = rt_onnx_import(tox_path(file), dir, NULL);
+    ms_status st = rt_onnx_import(tox_path(file), dir, &opts);
     ck_assert_msg(st == MS_OK, "import %s: %s", name, ms_errmsg());
 
     kn_backend *be = kn_cpu_backend_new(threads);
@@ -83,8 +84,8 @@ static void run_model(const char *name, const char *input, const char *const *ou
         ck_assert_msg(tox_npy_read(tox_path(file), &want) == MS_OK, "%s", ms_errmsg());
         double d = tox_max_abs_diff(outs[i], want);
         char a[64], b[64];
-        ck_assert_msg(d >= 0.0 && d <= 1e-4, "%s output %s: max abs diff %g (shape %s vs ORT %s)",
-                      name, outputs[i], d, rt_shape_str(&outs[i]->shape, a, sizeof a),
+        ck_assert_msg(d >= 0.0 && d <= 1e-4, "%s%s output %s: max abs diff %g (shape %s vs ORT %s)",
+                      name, nchw ? " (NCHW graph)" : "", outputs[i], d, rt_shape_str(&outs[i]->shape, a, sizeof a),
                       rt_shape_str(&want->shape, b, sizeof b));
         rt_tensor_unref(want);
         rt_tensor_unref(outs[i]);
@@ -99,37 +100,49 @@ static void run_model(const char *name, const char *input, const char *const *ou
 
 START_TEST(test_resnet_matches_ort) {
     const char *outs[] = {"probs"};
-    run_model("resnet", "image", outs, 1, 1);
+    run_model("resnet", "image", outs, 1, 1, 0);
 }
 END_TEST
 
 START_TEST(test_unet_matches_ort) {
     const char *outs[] = {"mask", "foreground"};
-    run_model("unet", "image", outs, 2, 1);
+    run_model("unet", "image", outs, 2, 1, 0);
 }
 END_TEST
 
 START_TEST(test_mobile_matches_ort) {
     const char *outs[] = {"scores"};
-    run_model("mobile", "image", outs, 1, 1);
+    run_model("mobile", "image", outs, 1, 1, 0);
 }
 END_TEST
 
 START_TEST(test_misc_ops_match_ort) {
     const char *outs[] = {"out"};
-    run_model("misc", "image", outs, 1, 1);
+    run_model("misc", "image", outs, 1, 1, 0);
 }
 END_TEST
 
 START_TEST(test_opset9_upsample_matches_ort) {
     const char *outs[] = {"y"};
-    run_model("upsample9", "image", outs, 1, 1);
+    run_model("upsample9", "image", outs, 1, 1, 0);
 }
 END_TEST
 
 START_TEST(test_two_threads_match_ort) {
     const char *outs[] = {"mask", "foreground"};
-    run_model("unet", "image", outs, 2, 2);
+    run_model("unet", "image", outs, 2, 2, 0);
+}
+END_TEST
+
+/* The same models converted with NCHW kept inside the TF graph. */
+START_TEST(test_nchw_graphs_match_ort) {
+    const char *r[] = {"probs"}, *u[] = {"mask", "foreground"}, *o[] = {"scores"}, *m[] = {"out"},
+               *y[] = {"y"};
+    run_model("resnet", "image", r, 1, 1, 1);
+    run_model("unet", "image", u, 2, 1, 1);
+    run_model("mobile", "image", o, 1, 1, 1);
+    run_model("misc", "image", m, 1, 1, 1);
+    run_model("upsample9", "image", y, 1, 1, 1);
 }
 END_TEST
 
@@ -246,6 +259,7 @@ static Suite *onnx_suite(void) {
     tcase_add_test(tc, test_misc_ops_match_ort);
     tcase_add_test(tc, test_opset9_upsample_matches_ort);
     tcase_add_test(tc, test_two_threads_match_ort);
+    tcase_add_test(tc, test_nchw_graphs_match_ort);
     suite_add_tcase(s, tc);
     tc = tcase_create("signature");
     tcase_add_test(tc, test_signature_keeps_names_and_dynamic_batch);
