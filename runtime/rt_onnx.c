@@ -687,6 +687,89 @@ static Tensorflow__TensorInfo *tensor_info(rt__ox_conv *cv, const char *tensor, 
     return ti;
 }
 
+/* --dicom_input: Placeholder(DT_STRING [-1]) -> DcmDecodeHU -> DcmWindow,
+ * defining the ONNX input value from the windowed images. Fills the
+ * signature entry (DT_STRING, [-1]). */
+static ms_status dicom_front(rt__ox_conv *cv, const char *name, rt_dtype dt, int rank,
+                             const int64_t *dims, Tensorflow__SignatureDef__InputsEntry *e) {
+    const rt_onnx_opts *o = cv->opts;
+    if (dt != RT_DT_FLOAT || rank != 4)
+        return ms_errf(MS_EINVAL, "--dicom_input %s: the model input must be a 4-D float "
+                       "tensor (got rank %d, %s)", name, rank, rt_dtype_name(dt));
+    int hx = o->dicom_nhwc ? 1 : 2, cx = o->dicom_nhwc ? 3 : 1;
+    int64_t d[4];
+    memcpy(d, dims, sizeof(d));
+    d[0] = -1;
+    if (o->size_h > 0) {
+        for (int a = 0; a < 2; a++) {
+            int64_t want = a ? o->size_w : o->size_h;
+            if (d[hx + a] >= 0 && d[hx + a] != want)
+                return ms_errf(MS_EINVAL, "--size %lldx%lld does not match the model input %s "
+                               "(%s %lld)", (long long)o->size_h, (long long)o->size_w, name,
+                               a ? "width" : "height", (long long)d[hx + a]);
+            d[hx + a] = want;
+        }
+    }
+    if (d[cx] >= 0 && d[cx] != 1 && d[cx] != 3)
+        return ms_errf(MS_EINVAL, "--dicom_input %s: the model wants %lld channels; DICOM "
+                       "images give 1 (grey) or 3 (colour)", name, (long long)d[cx]);
+    Tensorflow__NodeDef *ph = rt__tf_node(cv, "Placeholder", name);
+    rt__tf_attr_type(cv, ph, "dtype", RT_DT_STRING);
+    int64_t one = -1;
+    rt__tf_attr_shape(cv, ph, "shape", 1, &one);
+    Tensorflow__NodeDef *dec = rt__tf_node(cv, "DcmDecodeHU", rt__ox_printf(cv, "%s/decode", ph->name));
+    rt__tf_input(cv, dec, ph->name);
+    rt__tf_attr_i(cv, dec, "frame", 0);
+    Tensorflow__NodeDef *win = rt__tf_node(cv, "DcmWindow", rt__ox_printf(cv, "%s/window", ph->name));
+    rt__tf_input(cv, win, dec->name);
+    rt__tf_input(cv, win, rt__tf_out(cv, dec, 1));
+    rt__tf_attr_f(cv, win, "center", o->window_center);
+    rt__tf_attr_f(cv, win, "width", o->window_width);
+    /* The windowed batch is NHWC unless the graph keeps ONNX's NCHW. */
+    int chw_last = o->dicom_nhwc || cv->nhwc;
+    rt__tf_attr_s(cv, win, "data_format", chw_last ? "NHWC" : "NCHW");
+    if (o->size_h > 0) {
+        int64_t sz[2] = {o->size_h, o->size_w};
+        rt__tf_attr_ilist(cv, win, "size", sz, 2);
+    }
+    rt__ox_value *v = rt__ox_define(cv, name, RT_DT_FLOAT, 4, d);
+    v->tf = win->name;
+    v->nhwc = !o->dicom_nhwc && cv->nhwc;
+    cv->dicom_used = 1;
+    tensorflow__signature_def__inputs_entry__init(e);
+    e->key = rt__ox_strdup(cv, name);
+    e->value = tensor_info(cv, ph->name, RT_DT_STRING, 1, &one);
+    return MS_OK;
+}
+
+/* OpDef of DcmDecodeHU for the MetaGraph's stripped_op_list, so that a
+ * loader knows its two outputs. */
+static Tensorflow__OpList *dicom_oplist(rt__ox_conv *cv) {
+    Tensorflow__OpList *l = rt__ox_alloc(cv, sizeof(*l));
+    tensorflow__op_list__init(l);
+    Tensorflow__OpDef *od = rt__ox_alloc(cv, sizeof(*od));
+    tensorflow__op_def__init(od);
+    od->name = rt__ox_strdup(cv, "DcmDecodeHU");
+    static const char *const outs[2] = {"hu", "mask"};
+    od->n_input_arg = 1;
+    od->input_arg = rt__ox_alloc(cv, sizeof(*od->input_arg));
+    od->n_output_arg = 2;
+    od->output_arg = rt__ox_alloc(cv, 2 * sizeof(*od->output_arg));
+    for (int i = 0; i < 3; i++) {
+        Tensorflow__OpDef__ArgDef *a = rt__ox_alloc(cv, sizeof(*a));
+        tensorflow__op_def__arg_def__init(a);
+        a->name = rt__ox_strdup(cv, i == 0 ? "contents" : outs[i - 1]);
+        a->type = i == 0 ? TENSORFLOW__DATA_TYPE__DT_STRING : TENSORFLOW__DATA_TYPE__DT_FLOAT;
+        if (i == 0) od->input_arg[0] = a;
+        else od->output_arg[i - 1] = a;
+    }
+    od->is_stateful = 0;
+    l->n_op = 1;
+    l->op = rt__ox_alloc(cv, sizeof(*l->op));
+    l->op[0] = od;
+    return l;
+}
+
 static int is_initializer(const Onnx__GraphProto *g, const char *name) {
     for (size_t i = 0; i < g->n_initializer; i++)
         if (g->initializer[i]->name && strcmp(g->initializer[i]->name, name) == 0) return 1;
@@ -776,10 +859,8 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
     const Onnx__GraphProto *g = m->graph;
     ms_status st;
     if (g == NULL) return ms_errf(MS_EINVAL, "ONNX model has no graph");
-    if (cv->opts && cv->opts->dicom_input)
-        return ms_errf(MS_ENOTSUP,
-                       "--dicom_input: the DICOM decode/window ops are not available in this "
-                       "build yet");
+    const char *dicom = cv->opts->dicom_input;
+    int dicom_found = 0;
 
     for (size_t i = 0; i < g->n_initializer; i++) {
         const Onnx__TensorProto *t = g->initializer[i];
@@ -800,6 +881,13 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
         int rank;
         int64_t dims[RT_MAX_RANK];
         if ((st = value_info(vi, &dt, &rank, dims)) != MS_OK) return st;
+        if (dicom && strcmp(dicom, vi->name) == 0) {
+            ins[nin] = rt__ox_alloc(cv, sizeof(*ins[nin]));
+            if ((st = dicom_front(cv, vi->name, dt, rank, dims, ins[nin])) != MS_OK) return st;
+            nin++;
+            dicom_found = 1;
+            continue;
+        }
         if (dt != RT_DT_FLOAT && dt != RT_DT_INT64 && dt != RT_DT_INT32)
             return ms_errf(MS_ENOTSUP, "graph input \"%s\": element type %s is not supported",
                            vi->name, rt_dtype_name(dt));
@@ -815,6 +903,8 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
         ins[nin++] = e;
     }
     if (nin == 0) return ms_errf(MS_EINVAL, "ONNX graph has no inputs");
+    if (dicom && !dicom_found)
+        return ms_errf(MS_EINVAL, "--dicom_input %s: the graph has no input of that name", dicom);
 
     Onnx__NodeProto **nodes = rt__ox_alloc(cv, (g->n_node + 1) * sizeof(*nodes));
     uint8_t *skip = rt__ox_alloc(cv, g->n_node + 1);
@@ -950,6 +1040,7 @@ ms_status rt_onnx_convert(const char *onnx_path, const rt_onnx_opts *opts, uint8
     mi->tags = rt__ox_alloc(cv, sizeof(char *));
     mi->tags[0] = rt__ox_strdup(cv, "serve");
     mi->tensorflow_version = rt__ox_strdup(cv, "dcmserve-import-onnx");
+    if (cv->dicom_used) mi->stripped_op_list = dicom_oplist(cv);
 
     Tensorflow__MetaGraphDef__SignatureDefEntry *se = rt__ox_alloc(cv, sizeof(*se));
     tensorflow__meta_graph_def__signature_def_entry__init(se);

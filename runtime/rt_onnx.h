@@ -28,11 +28,14 @@ typedef struct rt_onnx_opts {
      * graph, the native layout of the CPU kernels; inputs and outputs keep
      * ONNX's order. 1: keep NCHW and use data_format "NCHW". */
     int tf_nchw;
-    /* Optional: a graph input name to feed with DICOM bytes (DT_STRING) through
-     * the DICOM decode and window ops. NULL = plain float inputs. */
+    /* Optional: a graph input name to feed with DICOM bytes (DT_STRING, one
+     * file per batch element) through DcmDecodeHU and DcmWindow (window
+     * L,W to [0, 1], optional bilinear resize to size_h x size_w). NULL =
+     * plain float inputs. */
     const char *dicom_input;
     float window_center, window_width;   /* used with dicom_input */
     int64_t size_h, size_w;              /* resize target with dicom_input; 0 = none */
+    int dicom_nhwc;                      /* 1: that model input is [N, H, W, C], not NCHW */
 } rt_onnx_opts;
 
 /* Converts the ONNX file at onnx_path. On success *pb is a malloc'ed

@@ -45,6 +45,7 @@ typedef struct rt__ox_conv {
     const rt_onnx_opts *opts;
     const char *model_dir;       /* for external data */
     int nhwc;                    /* emit channels-last convolutions, pools, ... */
+    int dicom_used;              /* the DICOM ops are in the graph (add their OpDefs) */
     int64_t opset;
     rt__ox_value **vals;         /* pointers stay valid while the table grows */
     size_t nvals, capvals;

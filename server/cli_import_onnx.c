@@ -20,11 +20,12 @@ static void usage(FILE *f) {
             "External weight files are read from the model's folder.\n"
             "\n"
             "  --output_dir DIR     where to write (created; usually BASE/1)\n"
-            "  --dicom_input NAME   feed graph input NAME with DICOM bytes through the\n"
-            "                       decode and window ops (needs the DICOM ops)\n"
+            "  --dicom_input NAME   the signature input NAME takes DICOM files (DT_STRING,\n"
+            "                       one per batch element): decoded to HU, windowed to\n"
+            "                       [0, 1] and fed to graph input NAME\n"
             "  --window L,W         window level and width for --dicom_input\n"
-            "  --layout NCHW        tensor layout of the DICOM input (only NCHW)\n"
-            "  --size HxW           resize the decoded image to H x W\n"
+            "  --layout NCHW|NHWC   layout of graph input NAME (default NCHW, as ONNX)\n"
+            "  --size HxW           resize the windowed image to H x W (bilinear)\n"
             "  --tf_layout L        NHWC (default: activations channels-last inside the\n"
             "                       graph, the CPU kernels' native layout) or NCHW\n"
             "  --log_level LEVEL    debug, info, warn, error\n");
@@ -61,9 +62,10 @@ int srv_cli_import_onnx(int argc, char **argv) {
             have_window = 1;
             break;
         case 'l':
-            if (strcmp(optarg, "NCHW") != 0) {
-                fprintf(stderr, "import-onnx: --layout: only NCHW is supported, got \"%s\"\n",
-                        optarg);
+            if (strcmp(optarg, "NCHW") == 0) opts.dicom_nhwc = 0;
+            else if (strcmp(optarg, "NHWC") == 0) opts.dicom_nhwc = 1;
+            else {
+                fprintf(stderr, "import-onnx: --layout wants NCHW or NHWC, got \"%s\"\n", optarg);
                 return 2;
             }
             break;

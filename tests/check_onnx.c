@@ -146,6 +146,74 @@ START_TEST(test_nchw_graphs_match_ort) {
 }
 END_TEST
 
+/* --dicom_input: a synthetic CT file through DcmDecodeHU + DcmWindow gives
+ * what pydicom preprocessing (modality LUT, window 40/400 to [0, 1]) fed to
+ * ONNX Runtime gives. */
+static void run_dicom(int nchw) {
+    rt_onnx_opts o = {.dicom_input = "image", .window_center = 40, .window_width = 400,
+                      .tf_nchw = nchw};
+    char *dir = temp_export_dir();
+    ms_status st = rt_onnx_import(tox_path("dicom_seg.onnx"), dir, &o);
+    ck_assert_msg(st == MS_OK, "import: %s", ms_errmsg());
+    kn_backend *be = kn_cpu_backend_new(1);
+    const char *tags[] = {"serve"};
+    rt_model *m = NULL;
+    st = rt_model_load(dir, tags, 1, be, &m);
+    ck_assert_msg(st == MS_OK, "load: %s", ms_errmsg());
+    const Tensorflow__SignatureDef *sd = tox_sig(rt_model_meta_graph(m), "serving_default");
+    const Tensorflow__TensorInfo *ti = tox_sig_input(sd, "image");
+    ck_assert_ptr_nonnull(ti);
+    ck_assert_int_eq(ti->dtype, TENSORFLOW__DATA_TYPE__DT_STRING);
+    ck_assert_int_eq((int)ti->tensor_shape->n_dim, 1);
+    ck_assert_int_eq(ti->tensor_shape->dim[0]->size, -1);
+
+    FILE *f = fopen(tox_path("ct64.dcm"), "rb");
+    ck_assert_ptr_nonnull(f);
+    static uint8_t bytes[1 << 16];
+    size_t n = fread(bytes, 1, sizeof bytes, f);
+    fclose(f);
+    ck_assert(n > 0 && n < sizeof bytes);
+    rt_str s = {.data = bytes, .len = n};
+    rt_shape one = {.rank = 1, .dim = {1}};
+    rt_tensor *x = NULL;
+    ck_assert_int_eq(rt_tensor_new_strings(&one, &s, &x), MS_OK);
+    rt_feed feed = {.name = ti->name, .tensor = x};
+    const char *fetch = tox_sig_output(sd, "seg")->name;
+    rt_tensor *out = NULL, *want = NULL;
+    st = rt_model_run(m, &feed, 1, &fetch, 1, NULL, 0, NULL, &out);
+    ck_assert_msg(st == MS_OK, "run: %s", ms_errmsg());
+    ck_assert_int_eq(tox_npy_read(tox_path("dicom_seg.out.seg.npy"), &want), MS_OK);
+    double d = tox_max_abs_diff(out, want);
+    ck_assert_msg(d >= 0.0 && d <= 1e-4, "DICOM in%s: max abs diff %g vs pydicom + ORT",
+                  nchw ? " (NCHW graph)" : "", d);
+    rt_tensor_unref(want);
+    rt_tensor_unref(out);
+    rt_tensor_unref(x);
+    rt_model_unref(m);
+    kn_backend_free(be);
+    free(dir);
+}
+
+START_TEST(test_dicom_input_matches_pydicom_ort) {
+    run_dicom(0);
+    run_dicom(1);
+}
+END_TEST
+
+START_TEST(test_dicom_input_bad_name_or_size) {
+    rt_onnx_opts o = {.dicom_input = "nope", .window_center = 40, .window_width = 400};
+    uint8_t *pb = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(rt_onnx_convert(tox_path("dicom_seg.onnx"), &o, &pb, &n), MS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "nope"));
+    o.dicom_input = "image";
+    o.size_h = 32;
+    o.size_w = 32;   /* the model wants 64x64 */
+    ck_assert_int_eq(rt_onnx_convert(tox_path("dicom_seg.onnx"), &o, &pb, &n), MS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "--size"));
+}
+END_TEST
+
 /* ---- signatures ---- */
 
 START_TEST(test_signature_keeps_names_and_dynamic_batch) {
@@ -240,15 +308,6 @@ START_TEST(test_missing_external_data) {
 }
 END_TEST
 
-START_TEST(test_dicom_input_reported_unavailable) {
-    rt_onnx_opts o = {.dicom_input = "image", .window_center = 40, .window_width = 400};
-    uint8_t *pb = NULL;
-    size_t n = 0;
-    ck_assert_int_eq(rt_onnx_convert(tox_path("resnet.onnx"), &o, &pb, &n), MS_ENOTSUP);
-    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "dicom_input"));
-}
-END_TEST
-
 static Suite *onnx_suite(void) {
     Suite *s = suite_create("onnx");
     TCase *tc = tcase_create("numerics");
@@ -260,6 +319,7 @@ static Suite *onnx_suite(void) {
     tcase_add_test(tc, test_opset9_upsample_matches_ort);
     tcase_add_test(tc, test_two_threads_match_ort);
     tcase_add_test(tc, test_nchw_graphs_match_ort);
+    tcase_add_test(tc, test_dicom_input_matches_pydicom_ort);
     suite_add_tcase(s, tc);
     tc = tcase_create("signature");
     tcase_add_test(tc, test_signature_keeps_names_and_dynamic_batch);
@@ -270,7 +330,7 @@ static Suite *onnx_suite(void) {
     tcase_add_test(tc, test_missing_file);
     tcase_add_test(tc, test_not_onnx);
     tcase_add_test(tc, test_missing_external_data);
-    tcase_add_test(tc, test_dicom_input_reported_unavailable);
+    tcase_add_test(tc, test_dicom_input_bad_name_or_size);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -308,6 +308,74 @@ def upsample9(size, seed=6):
                    [tinfo("y", ["N", 2, size * 3, size * 4])], 9, "upsample9")
 
 
+# ---------------------------------------------------------------------------
+# For --dicom_input: a small segmenter on 1x64x64 windowed CT, and a synthetic
+# CT file (int16 stored values, rescale intercept -1024) written by pydicom.
+DICOM_WINDOW = (40.0, 400.0)
+
+
+def dicom_seg(size, seed=7):
+    b = Builder(seed)
+    h = b.op("Relu", [b.conv("image", 1, 4, 3)])
+    h = b.op("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2])
+    h = b.op("Relu", [b.conv(h, 4, 4, 3)])
+    h = b.op("Resize", [h, b.const(np.zeros(0, np.float32), "roi"),
+                        b.const(np.array([1, 1, 2, 2], np.float32), "scales")], mode="nearest",
+             coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    h = b.conv(h, 4, 2, 1, pad=0)
+    b.nodes.append(helper.make_node("Softmax", [h], ["seg"], name="seg", axis=1))
+    return b.model([tinfo("image", ["N", 1, size, size])], [tinfo("seg", ["N", 2, size, size])],
+                   13, "dicom_seg")
+
+
+def write_ct(path, size):
+    """A deterministic synthetic CT slice: body-like ellipse, bone ring, noise."""
+    import pydicom
+    from pydicom.dataset import FileDataset, FileMetaDataset
+    from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+    ct = "1.2.840.10008.5.1.4.1.1.2"
+    uid = generate_uid(entropy_srcs=["dcmserve gen_onnx_models ct"])
+    meta = FileMetaDataset()
+    meta.MediaStorageSOPClassUID = ct
+    meta.MediaStorageSOPInstanceUID = uid
+    meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds = FileDataset(path, {}, file_meta=meta, preamble=b"\0" * 128)
+    ds.SOPClassUID = ct
+    ds.SOPInstanceUID = uid
+    ds.StudyInstanceUID = generate_uid(entropy_srcs=["dcmserve gen_onnx_models study"])
+    ds.SeriesInstanceUID = generate_uid(entropy_srcs=["dcmserve gen_onnx_models series"])
+    ds.Modality = "CT"
+    ds.Rows = ds.Columns = size
+    ds.SamplesPerPixel = 1
+    ds.PhotometricInterpretation = "MONOCHROME2"
+    ds.BitsAllocated = 16
+    ds.BitsStored = 16
+    ds.HighBit = 15
+    ds.PixelRepresentation = 1
+    ds.RescaleIntercept = "-1024"
+    ds.RescaleSlope = "1"
+    rng = np.random.default_rng(8)
+    yy, xx = np.mgrid[0:size, 0:size] / (size - 1) * 2 - 1
+    r = np.sqrt((xx / 0.8) ** 2 + (yy / 0.6) ** 2)
+    hu = np.where(r < 1, 40 + 120 * xx, -1000).astype(np.float64)
+    hu = np.where((r > 0.85) & (r < 1), 900, hu) + rng.normal(0, 30, hu.shape)
+    ds.PixelData = np.round(hu + 1024).astype("<i2").tobytes()
+    ds.is_little_endian = True
+    ds.is_implicit_VR = False
+    ds.save_as(path, write_like_original=False)
+    return pydicom.dcmread(path)
+
+
+def pydicom_window(ds, center, width):
+    """pydicom preprocessing: modality LUT to HU, then clip to the window and
+    scale to [0, 1] (LINEAR_EXACT with ymin 0, ymax 1), as a float32 NCHW batch."""
+    from pydicom.pixel_data_handlers.util import apply_modality_lut
+    hu = apply_modality_lut(ds.pixel_array, ds).astype(np.float64)
+    lo, hi = center - width / 2, center + width / 2
+    x = (np.clip(hu, lo, hi) - lo) / (hi - lo)
+    return x.astype(np.float32)[None, None]
+
+
 def unsupported():
     """A graph with an op the importer does not support (Hardmax)."""
     b = Builder(4)
@@ -368,6 +436,15 @@ def write_test_set(out):
             np.save(os.path.join(out, "%s.out.%s.npy" % (name, oname)), arr)
         print("wrote", path)
     onnx.save_model(unsupported(), os.path.join(out, "unsupported.onnx"))
+    # DICOM in front: reference = pydicom preprocessing + ONNX Runtime.
+    path = os.path.join(out, "dicom_seg.onnx")
+    onnx.save_model(dicom_seg(64), path)
+    ds = write_ct(os.path.join(out, "ct64.dcm"), 64)
+    x = pydicom_window(ds, *DICOM_WINDOW)
+    np.save(os.path.join(out, "dicom_seg.in.image.npy"), x)
+    for oname, arr in ort_run(path, [("image", x)]):
+        np.save(os.path.join(out, "dicom_seg.out.%s.npy" % oname), arr)
+    print("wrote", path)
 
 
 def write_bench_set(out):
