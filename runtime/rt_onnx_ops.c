@@ -679,6 +679,7 @@ static ms_status op_reduce(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
     int64_t axes[OX_MAXR];
     int na = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
+    if (na > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "too many axes");
     if (na < 0 && (st = const_ints(cv, n, 1, axes, OX_MAXR, &na)) != MS_OK) return st;
     if (na < 0 || (na == 0 && rt__ox_attr_i(n, "noop_with_empty_axes", 0) == 0)) {
         na = X->rank;
@@ -1180,6 +1181,7 @@ static ms_status op_squeeze_unsqueeze(rt__ox_conv *cv, const Onnx__NodeProto *n)
     if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
     int64_t axes[OX_MAXR];
     int na = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
+    if (na > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "too many axes");
     if (na < 0 && (st = const_ints(cv, n, 1, axes, OX_MAXR, &na)) != MS_OK) return st;
     int64_t od[OX_MAXR];
     int r = 0;
@@ -1228,7 +1230,13 @@ static ms_status op_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         for (int i = 0; i < np; i++) perm[i] = np - 1 - i;
     }
     if (np != X->rank) return rt__ox_err(cv, MS_EINVAL, "perm length != rank");
-    for (int i = 0; i < np; i++) od[i] = X->dim[perm[i]];
+    uint8_t seen[OX_MAXR] = {0};
+    for (int i = 0; i < np; i++) {
+        if (perm[i] < 0 || perm[i] >= np || seen[perm[i]])
+            return rt__ox_err(cv, MS_EINVAL, "perm is not a permutation of 0..%d", np - 1);
+        seen[perm[i]] = 1;
+        od[i] = X->dim[perm[i]];
+    }
     def_out(cv, n, 0, X->dt, np, od, rt__tf_transpose(cv, hint_of(n), x, X->dt, np, perm));
     return MS_OK;
 }
@@ -1359,7 +1367,7 @@ static ms_status op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                (st = const_ints(cv, n, 4, steps, OX_MAXR, &c4)) != MS_OK) {
         return st;
     }
-    if (c1 < 0 || c1 != c2 || (c3 >= 0 && c3 != c1) || (c4 >= 0 && c4 != c1))
+    if (c1 < 0 || c1 > OX_MAXR || c1 != c2 || (c3 >= 0 && c3 != c1) || (c4 >= 0 && c4 != c1))
         return rt__ox_err(cv, MS_EINVAL, "starts/ends/axes/steps lengths differ");
     int64_t b[OX_MAXR], e[OX_MAXR], s[OX_MAXR], od[OX_MAXR];
     uint8_t sliced[OX_MAXR] = {0}, to_front[OX_MAXR] = {0};
