@@ -287,6 +287,8 @@ static ms_status read_external(rt__ox_conv *cv, const Onnx__TensorProto *t, size
         else if (strcmp(e->key, "length") == 0) len = strtoll(e->value, NULL, 10);
     }
     const char *tn = t->name ? t->name : "";
+    if (cv->model_dir == NULL)
+        return ms_errf(MS_EINVAL, "initializer \"%s\": external data needs the model's folder", tn);
     if (loc == NULL || loc[0] == '\0')
         return ms_errf(MS_EINVAL, "initializer \"%s\": external data without a location", tn);
     /* The spec puts the file beside the model; refuse paths that leave it. */
@@ -349,6 +351,15 @@ ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox
             return ms_errf(MS_EINVAL, "tensor \"%s\": raw_data has %zu bytes, dims need %zu", tn,
                            t->raw_data.len, want);
         raw = t->raw_data.data;
+    }
+    /* Check the value count before allocating for it (dims come from the file). */
+    if (raw == NULL) {
+        size_t have = dt == RT_DT_FLOAT   ? t->n_float_data
+                      : dt == RT_DT_INT64 ? t->n_int64_data
+                                          : t->n_int32_data;
+        if ((int64_t)have != n)
+            return ms_errf(MS_EINVAL, "tensor \"%s\": %zu values, dims need %lld", tn, have,
+                           (long long)n);
     }
     if (dt == RT_DT_FLOAT) {
         v->f = rt__ox_alloc(cv, (size_t)n * sizeof(float));
@@ -974,13 +985,32 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
 
 ms_status rt_onnx_convert(const char *onnx_path, const rt_onnx_opts *opts, uint8_t **pb,
                           size_t *pb_len) {
-    static const rt_onnx_opts no_opts;
     uint8_t *data = NULL;
     size_t len = 0;
     ms_status st = read_whole(onnx_path, &data, &len);
     if (st != MS_OK) return st;
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data);
+    char *dir = strdup(onnx_path);
+    if (dir == NULL) {
+        free(data);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    st = rt_onnx_convert_mem(data, len, slash ? dir : ".", onnx_path, opts, pb, pb_len);
+    free(dir);
     free(data);
+    return st;
+}
+
+ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model_dir,
+                              const char *what, const rt_onnx_opts *opts, uint8_t **pb,
+                              size_t *pb_len) {
+    static const rt_onnx_opts no_opts;
+    const char *volatile onnx_path = what ? what : "ONNX model";
+    ms_status st;
+    *pb = NULL;
+    *pb_len = 0;
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data);
     if (m == NULL) return ms_errf(MS_EINVAL, "%s: not a valid ONNX model (protobuf parse failed)",
                                   onnx_path);
 
@@ -996,13 +1026,7 @@ ms_status rt_onnx_convert(const char *onnx_path, const rt_onnx_opts *opts, uint8
     }
     cv->opts = opts ? opts : &no_opts;
     cv->nhwc = !cv->opts->tf_nchw;
-    {
-        char *dir = rt__ox_strdup(cv, onnx_path);
-        char *slash = strrchr(dir, '/');
-        if (slash) *slash = '\0';
-        else dir = ".";
-        cv->model_dir = dir;
-    }
+    cv->model_dir = model_dir ? rt__ox_strdup(cv, model_dir) : NULL;
     cv->opset = -1;
     for (size_t i = 0; i < m->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = m->opset_import[i];

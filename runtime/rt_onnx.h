@@ -47,6 +47,13 @@ typedef struct rt_onnx_opts {
 ms_status rt_onnx_convert(const char *onnx_path, const rt_onnx_opts *opts, uint8_t **pb,
                           size_t *pb_len);
 
+/* The same on a serialized ModelProto in memory. model_dir: where external
+ * data files live (NULL: external data is refused); what: a name for
+ * messages (may be NULL). */
+ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model_dir,
+                              const char *what, const rt_onnx_opts *opts, uint8_t **pb,
+                              size_t *pb_len);
+
 /* rt_onnx_convert, then writes export_dir/saved_model.pb (creating export_dir
  * and its parents) and an empty export_dir/variables/ folder. */
 ms_status rt_onnx_import(const char *onnx_path, const char *export_dir,
