@@ -368,8 +368,7 @@ Tensorflow__AttrValue *rt_gb_attr(rt_gb *g, Tensorflow__NodeDef *n, const char *
         return NULL;
     _Static_assert(sizeof(Tensorflow__NodeDef__AttrEntry) == sizeof(gb_attr_entry),
                    "attr entry layout");
-    return attr_in_map(g, &n->attr, &n->n_attr, &tensorflow__node_def__attr_entry__descriptor,
-                       key);
+    return attr_in_map(g, &n->attr, &n->n_attr, &tensorflow__node_def__attr_entry__descriptor, key);
 }
 
 Tensorflow__AttrValue *rt_gb_func_attr(rt_gb *g, Tensorflow__NameAttrList *f, const char *key) {
@@ -377,8 +376,8 @@ Tensorflow__AttrValue *rt_gb_func_attr(rt_gb *g, Tensorflow__NameAttrList *f, co
         return NULL;
     _Static_assert(sizeof(Tensorflow__NameAttrList__AttrEntry) == sizeof(gb_attr_entry),
                    "attr entry layout");
-    return attr_in_map(g, &f->attr, &f->n_attr,
-                       &tensorflow__name_attr_list__attr_entry__descriptor, key);
+    return attr_in_map(g, &f->attr, &f->n_attr, &tensorflow__name_attr_list__attr_entry__descriptor,
+                       key);
 }
 
 void rt_gb_attr_i(rt_gb *g, Tensorflow__NodeDef *n, const char *key, int64_t v) {
@@ -479,8 +478,8 @@ void rt_gb_attr_typelist(rt_gb *g, Tensorflow__NodeDef *n, const char *key, cons
     l->n_type = count;
 }
 
-void rt_gb_attr_strlist(rt_gb *g, Tensorflow__NodeDef *n, const char *key,
-                        const char *const *v, size_t count) {
+void rt_gb_attr_strlist(rt_gb *g, Tensorflow__NodeDef *n, const char *key, const char *const *v,
+                        size_t count) {
     Tensorflow__AttrValue__ListValue *l = attr_list(g, n, key);
     if (l == NULL)
         return;
@@ -494,8 +493,8 @@ void rt_gb_attr_strlist(rt_gb *g, Tensorflow__NodeDef *n, const char *key,
     l->n_s = count;
 }
 
-void rt_gb_attr_shapelist(rt_gb *g, Tensorflow__NodeDef *n, const char *key,
-                          const rt_shape *v, size_t count) {
+void rt_gb_attr_shapelist(rt_gb *g, Tensorflow__NodeDef *n, const char *key, const rt_shape *v,
+                          size_t count) {
     Tensorflow__AttrValue__ListValue *l = attr_list(g, n, key);
     if (l == NULL)
         return;
@@ -642,13 +641,14 @@ Tensorflow__NodeDef *rt_gb_variable(rt_gb *g, const char *name, const rt_tensor 
     if (g->err != MS_OK)
         return NULL;
     if (g->finished) {
-        rt_gb_fail(g, MS_EINVAL, "graph builder: variable '%s' added after the meta graph was "
-                   "completed", name);
+        rt_gb_fail(g, MS_EINVAL,
+                   "graph builder: variable '%s' added after the meta graph was "
+                   "completed",
+                   name);
         return NULL;
     }
     if (value == NULL || (value->dtype != RT_DT_STRING && !rt_dtype_is_pod(value->dtype))) {
-        rt_gb_fail(g, MS_ENOTSUP, "graph builder: variable '%s' needs a POD or string value",
-                   name);
+        rt_gb_fail(g, MS_ENOTSUP, "graph builder: variable '%s' needs a POD or string value", name);
         return NULL;
     }
     Tensorflow__NodeDef *v = rt_gb_node(g, "VariableV2", name);
@@ -751,8 +751,8 @@ static void sig_add(rt_gb *g, void *mapp, size_t *n, const ProtobufCMessageDescr
         gb_push_ptr(g, map, n, e);
 }
 
-void rt_gb_sig_input(rt_gb *g, Tensorflow__SignatureDef *sig, const char *alias,
-                     const char *tensor, rt_dtype dt, const rt_shape *shape) {
+void rt_gb_sig_input(rt_gb *g, Tensorflow__SignatureDef *sig, const char *alias, const char *tensor,
+                     rt_dtype dt, const rt_shape *shape) {
     if (sig == NULL)
         return;
     _Static_assert(sizeof(Tensorflow__SignatureDef__InputsEntry) == sizeof(gb_ti_entry),

@@ -137,7 +137,8 @@ START_TEST(attrs_every_kind) {
     a = find_attr(d, "empty_tlist");
     ck_assert(a->value_case == TENSORFLOW__ATTR_VALUE__VALUE_LIST && a->list->n_type == 0);
     a = find_attr(d, "slist");
-    ck_assert(a->list->n_s == 2 && a->list->s[1].len == 2 && memcmp(a->list->s[1].data, "yz", 2) == 0);
+    ck_assert(a->list->n_s == 2 && a->list->s[1].len == 2 &&
+              memcmp(a->list->s[1].data, "yz", 2) == 0);
     a = find_attr(d, "value");
     ck_assert_int_eq(a->value_case, TENSORFLOW__ATTR_VALUE__VALUE_TENSOR);
     ck_assert_int_eq(a->tensor->dtype, TENSORFLOW__DATA_TYPE__DT_FLOAT);
@@ -390,7 +391,8 @@ START_TEST(demo_model_runs) {
     ck_assert_int_eq(y->shape.dim[1], 2);
     static const float want[6] = {3.6f, 1.8f, 0.0f, 0.8f, 0.1f, 0.0f};
     for (int i = 0; i < 6; i++)
-        ck_assert_msg(rt_tensor_f32(y)[i] > want[i] - 1e-6f && rt_tensor_f32(y)[i] < want[i] + 1e-6f,
+        ck_assert_msg(rt_tensor_f32(y)[i] > want[i] - 1e-6f &&
+                          rt_tensor_f32(y)[i] < want[i] + 1e-6f,
                       "y[%d] = %g, want %g", i, rt_tensor_f32(y)[i], want[i]);
     rt_tensor_unref(y);
     rt_tensor_unref(x);
