@@ -36,7 +36,7 @@ struct rt_gb {
     Tensorflow__GraphDef graph;
     Tensorflow__VersionDef versions;
     /* node-name hash set (open addressing over arena strings) */
-    const char **names;
+    Tensorflow__NodeDef **names; /* hash table by node name (malloc'ed) */
     size_t names_cap, names_n;
     gb_var *vars;
     int nvars, vars_cap;
@@ -165,28 +165,29 @@ static uint64_t name_hash(const char *s) {
     return h;
 }
 
-static int names_has(const rt_gb *g, const char *s) {
+/* The node named s, or NULL. */
+static Tensorflow__NodeDef *names_get(const rt_gb *g, const char *s) {
     if (g->names_cap == 0)
-        return 0;
+        return NULL;
     for (size_t i = name_hash(s) & (g->names_cap - 1);; i = (i + 1) & (g->names_cap - 1)) {
         if (g->names[i] == NULL)
-            return 0;
-        if (strcmp(g->names[i], s) == 0)
-            return 1;
+            return NULL;
+        if (strcmp(g->names[i]->name, s) == 0)
+            return g->names[i];
     }
 }
 
-static void names_put_raw(const char **tab, size_t cap, const char *s) {
-    size_t i = name_hash(s) & (cap - 1);
+static void names_put_raw(Tensorflow__NodeDef **tab, size_t cap, Tensorflow__NodeDef *n) {
+    size_t i = name_hash(n->name) & (cap - 1);
     while (tab[i] != NULL)
         i = (i + 1) & (cap - 1);
-    tab[i] = s;
+    tab[i] = n;
 }
 
-static int names_add(rt_gb *g, const char *s) {
+static int names_add(rt_gb *g, Tensorflow__NodeDef *n) {
     if ((g->names_n + 1) * 2 > g->names_cap) {
         size_t cap = g->names_cap ? g->names_cap * 2 : 64;
-        const char **tab = calloc(cap, sizeof(*tab));
+        Tensorflow__NodeDef **tab = calloc(cap, sizeof(*tab));
         if (tab == NULL)
             return -1;
         for (size_t i = 0; i < g->names_cap; i++)
@@ -196,7 +197,7 @@ static int names_add(rt_gb *g, const char *s) {
         g->names = tab;
         g->names_cap = cap;
     }
-    names_put_raw(g->names, g->names_cap, s);
+    names_put_raw(g->names, g->names_cap, n);
     g->names_n++;
     return 0;
 }
@@ -244,7 +245,7 @@ ms_status rt_gb_status(const rt_gb *g) {
 const char *rt_gb_unique_name(rt_gb *g, const char *base) {
     if (g->err != MS_OK)
         return NULL;
-    if (!names_has(g, base))
+    if (names_get(g, base) == NULL)
         return rt_gb_strdup(g, base);
     char buf[512];
     for (int i = 1;; i++) {
@@ -252,7 +253,7 @@ const char *rt_gb_unique_name(rt_gb *g, const char *base) {
             rt_gb_fail(g, MS_EINVAL, "graph builder: node name too long: %.64s...", base);
             return NULL;
         }
-        if (!names_has(g, buf))
+        if (names_get(g, buf) == NULL)
             return rt_gb_strdup(g, buf);
     }
 }
@@ -271,7 +272,7 @@ Tensorflow__NodeDef *rt_gb_node(rt_gb *g, const char *op, const char *name) {
         rt_gb_fail(g, MS_EINVAL, "graph builder: bad node name '%s'", nm);
         return NULL;
     }
-    if (names_has(g, nm)) {
+    if (names_get(g, nm) != NULL) {
         rt_gb_fail(g, MS_EINVAL, "graph builder: duplicate node name '%s'", nm);
         return NULL;
     }
@@ -283,7 +284,7 @@ Tensorflow__NodeDef *rt_gb_node(rt_gb *g, const char *op, const char *name) {
     n->op = rt_gb_strdup(g, op);
     if (n->op == NULL || gb_push_ptr(g, &g->graph.node, &g->graph.n_node, n) != 0)
         return NULL;
-    if (names_add(g, nm) != 0) {
+    if (names_add(g, n) != 0) {
         gb_oom(g);
         return NULL;
     }
@@ -291,12 +292,7 @@ Tensorflow__NodeDef *rt_gb_node(rt_gb *g, const char *op, const char *name) {
 }
 
 Tensorflow__NodeDef *rt_gb_find(const rt_gb *g, const char *name) {
-    if (!names_has(g, name))
-        return NULL;
-    for (size_t i = g->graph.n_node; i-- > 0;)
-        if (strcmp(g->graph.node[i]->name, name) == 0)
-            return g->graph.node[i];
-    return NULL;
+    return names_get(g, name);
 }
 
 void rt_gb_input(rt_gb *g, Tensorflow__NodeDef *n, const char *input) {
@@ -604,6 +600,10 @@ Tensorflow__NodeDef *rt_gb_placeholder(rt_gb *g, const char *name, rt_dtype dt,
 }
 
 Tensorflow__NodeDef *rt_gb_const(rt_gb *g, const char *name, const rt_tensor *value) {
+    if (value == NULL) {
+        rt_gb_fail(g, MS_EINVAL, "graph builder: Const '%s' without a value", name ? name : "");
+        return NULL;
+    }
     Tensorflow__NodeDef *n = rt_gb_node(g, "Const", name);
     if (n == NULL)
         return NULL;

@@ -108,6 +108,8 @@ static ms_status parse_block(const uint8_t *b, size_t n, const char *name, uint6
     if (nrestarts == 0 && limit > 0)
         return ms_errf(MS_EDATALOSS, "%s: block at offset %llu has entries but no restarts", name,
                        (unsigned long long)at);
+    if (rt_bytes_reserve(&key, 64) != 0)
+        return ms_errf(MS_ENOMEM, "%s: out of memory", name);
     size_t pos = 0;
     while (pos < limit) {
         uint32_t shared, nonshared, vlen;
@@ -247,8 +249,13 @@ ms_status rt_sst_open(const uint8_t *data, size_t n, const char *name, rt_sst **
     size_t body = n - RT_SST_FOOTER_LEN;
 
     t = calloc(1, sizeof(*t));
-    if (t == NULL)
+    /* Buffers start non-empty so that slices of empty keys never point at
+     * NULL (pointer arithmetic on NULL is undefined). */
+    if (t == NULL || rt_bytes_reserve(&t->store, 256) != 0 || rt_bytes_reserve(&ic.seps, 64) != 0) {
+        rt_bytes_free(&ic.seps);
+        rt_sst_free(t);
         return ms_errf(MS_ENOMEM, "%s: out of memory", name);
+    }
 
     /* The metaindex block is empty in bundles, but verify it like the rest. */
     if ((st = read_block(data, body, name, &meta_h, "metaindex", &contents, &clen, &owned)) !=

@@ -553,6 +553,8 @@ START_TEST(sst_hostile_blocks) {
         {1, {0, 1, 3, 'a', 0x80, 0x01, 0, 0, 0, 0, 0, 1, 0, 0, 0}, 15, "lies outside the file"},
         {1, {0, 1, 3, 'a', 0, 1, 7, 0, 0, 0, 0, 1, 0, 0, 0}, 15, "bad block handle"},
         {1, {0, 1, 1, 'a', 0, 0, 0, 0, 0, 1, 0, 0, 0}, 13, "bad block handle"},
+        /* two empty keys with empty values (found by fuzzing: NULL + 0) */
+        {0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, 14, "keys out of order"},
     };
     size_t n;
     uint8_t *file = wrap_block(cases[_i].c, cases[_i].n, cases[_i].as_index, &n);
@@ -607,7 +609,7 @@ static Suite *sstable_suite(void) {
     tcase_add_test(tc, sst_empty_table);
     tcase_add_loop_test(tc, sst_corruption_sweep, 0, 2);
     tcase_add_test(tc, sst_error_messages);
-    tcase_add_loop_test(tc, sst_hostile_blocks, 0, 12);
+    tcase_add_loop_test(tc, sst_hostile_blocks, 0, 13);
     tcase_add_test(tc, sst_index_key_below_block);
     suite_add_tcase(s, tc);
     return s;
