@@ -22,6 +22,11 @@ typedef struct gb_chunk {
 
 #define GB_CHUNK (64 * 1024)
 
+typedef struct gb_counter {
+    char *base; /* malloc'ed; NULL = free slot */
+    int next;
+} gb_counter;
+
 typedef struct gb_var {
     const char *name; /* arena */
     rt_tensor *value; /* owned reference */
@@ -38,6 +43,8 @@ struct rt_gb {
     /* node-name hash set (open addressing over arena strings) */
     Tensorflow__NodeDef **names; /* hash table by node name (malloc'ed) */
     size_t names_cap, names_n;
+    gb_counter *counters; /* rt_gb_unique_name: next suffix per base (malloc'ed) */
+    size_t counters_cap, counters_n;
     gb_var *vars;
     int nvars, vars_cap;
     int finished; /* saver added; no more variables */
@@ -233,6 +240,9 @@ void rt_gb_free(rt_gb *g) {
         rt_tensor_unref(g->vars[i].value);
     free(g->vars);
     free(g->names);
+    for (size_t i = 0; i < g->counters_cap; i++)
+        free(g->counters[i].base);
+    free(g->counters);
     free(g);
 }
 
@@ -242,19 +252,59 @@ ms_status rt_gb_status(const rt_gb *g) {
     return MS_OK;
 }
 
+/* The suffix counter of base, created at 1; NULL on OOM. */
+static gb_counter *counter_get(rt_gb *g, const char *base) {
+    if ((g->counters_n + 1) * 2 > g->counters_cap) {
+        size_t cap = g->counters_cap ? g->counters_cap * 2 : 64;
+        gb_counter *tab = calloc(cap, sizeof(*tab));
+        if (tab == NULL)
+            return NULL;
+        for (size_t i = 0; i < g->counters_cap; i++) {
+            if (g->counters[i].base == NULL)
+                continue;
+            size_t k = name_hash(g->counters[i].base) & (cap - 1);
+            while (tab[k].base != NULL)
+                k = (k + 1) & (cap - 1);
+            tab[k] = g->counters[i];
+        }
+        free(g->counters);
+        g->counters = tab;
+        g->counters_cap = cap;
+    }
+    size_t k = name_hash(base) & (g->counters_cap - 1);
+    while (g->counters[k].base != NULL) {
+        if (strcmp(g->counters[k].base, base) == 0)
+            return &g->counters[k];
+        k = (k + 1) & (g->counters_cap - 1);
+    }
+    g->counters[k].base = strdup(base);
+    if (g->counters[k].base == NULL)
+        return NULL;
+    g->counters[k].next = 1;
+    g->counters_n++;
+    return &g->counters[k];
+}
+
 const char *rt_gb_unique_name(rt_gb *g, const char *base) {
     if (g->err != MS_OK)
         return NULL;
     if (names_get(g, base) == NULL)
         return rt_gb_strdup(g, base);
+    gb_counter *c = counter_get(g, base);
+    if (c == NULL) {
+        gb_oom(g);
+        return NULL;
+    }
     char buf[512];
-    for (int i = 1;; i++) {
-        if (snprintf(buf, sizeof(buf), "%s_%d", base, i) >= (int)sizeof(buf)) {
+    for (;; c->next++) {
+        if (snprintf(buf, sizeof(buf), "%s_%d", base, c->next) >= (int)sizeof(buf)) {
             rt_gb_fail(g, MS_EINVAL, "graph builder: node name too long: %.64s...", base);
             return NULL;
         }
-        if (names_get(g, buf) == NULL)
+        if (names_get(g, buf) == NULL) {
+            c->next++;
             return rt_gb_strdup(g, buf);
+        }
     }
 }
 
