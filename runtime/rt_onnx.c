@@ -128,8 +128,7 @@ int64_t rt__ox_nelem(const rt__ox_value *v) {
     if (v->rank < 0) return -1;
     int64_t n = 1;
     for (int i = 0; i < v->rank; i++) {
-        if (v->dim[i] < 0) return -1;
-        n *= v->dim[i];
+        if (v->dim[i] < 0 || __builtin_mul_overflow(n, v->dim[i], &n)) return -1;
     }
     return n;
 }
@@ -322,7 +321,8 @@ ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox
         return ms_errf(MS_ENOTSUP, "tensor \"%s\": rank %zu > %d", tn, t->n_dims, RT_MAX_RANK);
     int64_t n = 1;
     for (size_t i = 0; i < t->n_dims; i++) {
-        if (t->dims[i] < 0 || (t->dims[i] > 0 && n > INT64_MAX / 16 / t->dims[i]))
+        if (t->dims[i] < 0 || t->dims[i] > INT32_MAX ||
+            (t->dims[i] > 0 && n > INT64_MAX / 16 / t->dims[i]))
             return ms_errf(MS_EINVAL, "tensor \"%s\": bad dims", tn);
         n *= t->dims[i];
     }
@@ -683,6 +683,9 @@ static ms_status value_info(const Onnx__ValueInfoProto *vi, rt_dtype *dt, int *r
         dims[i] = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
                       ? d->dim_value
                       : -1;
+        if (dims[i] > INT32_MAX || dims[i] < -1)
+            return ms_errf(MS_EINVAL, "graph input/output \"%s\": dim %zu = %lld out of range", nm,
+                           i, (long long)dims[i]);
     }
     return MS_OK;
 }

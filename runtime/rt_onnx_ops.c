@@ -100,7 +100,19 @@ static void alias(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__ox_value 
     o->name = nm;
 }
 
+/* Bounds for attribute and constant values that size things: keeps every
+ * shape computation far from int64 overflow on hostile models. */
+#define OX_DIM_MAX ((int64_t)1 << 31)
+#define OX_WIN_MAX ((int64_t)1 << 20)
+
+static int out_of(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo || v > hi;
+}
+
+/* Axis a of a rank-`rank` tensor (negative counts from the end); -1 when
+ * out of range. */
 static int norm_axis(int64_t a, int rank) {
+    if (a < -(int64_t)rank || a >= rank) return -1;
     return (int)(a < 0 ? a + rank : a);
 }
 
@@ -198,6 +210,12 @@ static ms_status window(rt__ox_conv *cv, const Onnx__NodeProto *n, const int64_t
     if (!rt__ox_attr_is(n, "auto_pad", "NOTSET", "NOTSET") && !same_upper && !same_lower && !valid)
         return rt__ox_err(cv, MS_EINVAL, "unknown auto_pad value");
     if (valid) memset(w->pads, 0, sizeof(w->pads));
+    for (int a = 0; a < 2; a++)
+        if (out_of(w->k[a], 1, OX_WIN_MAX) || out_of(w->s[a], 1, OX_WIN_MAX) ||
+            out_of(w->d[a], 1, OX_WIN_MAX) || out_of(w->pads[a], 0, OX_WIN_MAX) ||
+            out_of(w->pads[a + 2], 0, OX_WIN_MAX))
+            return rt__ox_err(cv, MS_EINVAL, "kernel, strides, dilations and pads must be in "
+                              "1..2^20 (pads 0..2^20)");
     int64_t same[4];
     int known = in_hw[0] >= 0 && in_hw[1] >= 0;
     for (int a = 0; a < 2; a++) {
@@ -394,6 +412,11 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (rt__ox_attr_is(n, "auto_pad", "VALID", "NOTSET")) memset(pads, 0, sizeof(pads));
     if (d[0] != 1 || d[1] != 1)
         return rt__ox_err(cv, MS_ENOTSUP, "dilated ConvTranspose is not supported");
+    for (int a = 0; a < 2; a++)
+        if (out_of(s[a], 1, OX_WIN_MAX) || out_of(op[a], 0, s[a] - 1) ||
+            out_of(pads[a], 0, OX_WIN_MAX) || out_of(pads[a + 2], 0, OX_WIN_MAX))
+            return rt__ox_err(cv, MS_EINVAL, "strides must be in 1..2^20, output_padding below "
+                              "the stride, pads in 0..2^20");
     if (X->dim[2] < 0 || X->dim[3] < 0)
         return rt__ox_err(cv, MS_ENOTSUP, "ConvTranspose needs static spatial dims");
     if (X->dim[1] >= 0 && X->dim[1] != Ci)
@@ -1133,9 +1156,13 @@ static ms_status op_reshape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             infer = i;
             od[i] = -1;
         } else {
+            if (out_of(S->iv[i], 0, OX_DIM_MAX))
+                return rt__ox_err(cv, MS_EINVAL, "shape entry %lld out of range",
+                                  (long long)S->iv[i]);
             od[i] = S->iv[i];
         }
-        if (od[i] >= 0) known *= od[i];
+        if (od[i] >= 0 && __builtin_mul_overflow(known, od[i], &known))
+            return rt__ox_err(cv, MS_EINVAL, "shape too large");
     }
     /* Resolve the -1 when the input size is static. */
     int64_t total = rt__ox_nelem(X);
@@ -1164,11 +1191,16 @@ static ms_status op_flatten(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     ms_status st;
     if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
     if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
-    int axis = norm_axis(rt__ox_attr_i(n, "axis", 1), X->rank);
+    int64_t ax = rt__ox_attr_i(n, "axis", 1);
+    if (ax < 0) ax += X->rank;
+    if (ax < 0 || ax > X->rank) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+    int axis = (int)ax;   /* axis == rank is allowed: [N, 1] */
     int64_t od[2] = {1, 1};
     for (int i = 0; i < X->rank; i++) {
         int64_t *p = &od[i < axis ? 0 : 1];
-        *p = (*p < 0 || X->dim[i] < 0) ? -1 : *p * X->dim[i];
+        if (*p < 0 || X->dim[i] < 0) *p = -1;
+        else if (__builtin_mul_overflow(*p, X->dim[i], p) || *p > OX_DIM_MAX * 64)
+            return rt__ox_err(cv, MS_EINVAL, "shape too large");
     }
     return reshape_to(cv, n, X, 2, od);
 }
@@ -1328,6 +1360,8 @@ static ms_status op_split(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         ns = no;
     }
     if (ns != no) return rt__ox_err(cv, MS_EINVAL, "split has %d sizes for %d outputs", ns, no);
+    for (int i = 0; i < ns; i++)
+        if (out_of(sizes[i], 0, OX_DIM_MAX)) return rt__ox_err(cv, MS_EINVAL, "split size out of range");
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "SplitV", hint_of(n));
     rt__tf_input(cv, nd, x);
     rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/sizes", nd->name), no, sizes));
@@ -1375,9 +1409,12 @@ static ms_status op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     for (int i = 0; i < r; i++) b[i] = 0, e[i] = X->dim[i], s[i] = 1, od[i] = X->dim[i];
     for (int i = 0; i < c1; i++) {
         int a = c3 >= 0 ? norm_axis(axes[i], r) : i;
-        int64_t step = c4 >= 0 ? steps[i] : 1, d = X->dim[a];
         if (a < 0 || a >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
-        if (step == 0) return rt__ox_err(cv, MS_EINVAL, "step 0");
+        int64_t step = c4 >= 0 ? steps[i] : 1, d = X->dim[a];
+        if (step == 0 || out_of(step, -OX_DIM_MAX, OX_DIM_MAX))
+            return rt__ox_err(cv, MS_EINVAL, "step %lld out of range", (long long)step);
+        starts[i] = starts[i] < -OX_DIM_MAX ? -OX_DIM_MAX : starts[i] > OX_DIM_MAX ? OX_DIM_MAX : starts[i];
+        ends[i] = ends[i] < -OX_DIM_MAX - 1 ? -OX_DIM_MAX - 1 : ends[i];
         if (d < 0) {
             /* Dynamic axis: only "from a non-negative start to the end". */
             if (step != 1 || starts[i] < 0 || ends[i] < INT32_MAX)
@@ -1485,6 +1522,8 @@ static ms_status op_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     for (int i = 0; i < r; i++) {
         if (pads[i] < 0 || pads[i + r] < 0)
             return rt__ox_err(cv, MS_ENOTSUP, "negative pads are not supported");
+        if (pads[i] > OX_DIM_MAX || pads[i + r] > OX_DIM_MAX)
+            return rt__ox_err(cv, MS_EINVAL, "pads too large");
         od[i] = X->dim[i] < 0 ? -1 : X->dim[i] + pads[i] + pads[i + r];
     }
     int64_t tp[2 * OX_MAXR];
@@ -1536,14 +1575,20 @@ static ms_status op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             if (S->ik[i] && X->dim[i] >= 0 && S->iv[i] != X->dim[i])
                 return rt__ox_err(cv, MS_ENOTSUP, "only H and W may be resized");
         out[0] = S->iv[2], out[1] = S->iv[3];
+        if (out_of(out[0], 1, OX_DIM_MAX) || out_of(out[1], 1, OX_DIM_MAX))
+            return rt__ox_err(cv, MS_EINVAL, "sizes out of range");
         have = 2;
     }
     if (!have) return rt__ox_err(cv, MS_EINVAL, "neither scales nor sizes given");
     if (have == 1) {
         if (scales[0] != 1.0f || scales[1] != 1.0f)
             return rt__ox_err(cv, MS_ENOTSUP, "only H and W may be resized");
-        out[0] = (int64_t)floorf((float)X->dim[2] * scales[2]);
-        out[1] = (int64_t)floorf((float)X->dim[3] * scales[3]);
+        for (int a = 0; a < 2; a++) {
+            float o = floorf((float)X->dim[2 + a] * scales[2 + a]);
+            if (!(o >= 1.0f && o <= (float)OX_DIM_MAX))
+                return rt__ox_err(cv, MS_EINVAL, "scales give an output size out of range");
+            out[a] = (int64_t)o;
+        }
     }
     int linear = rt__ox_attr_is(n, "mode", "linear", "nearest") ||
                  rt__ox_attr_is(n, "mode", "bilinear", "nearest");
