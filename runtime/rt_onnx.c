@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "ms_log.h"
+#include "rt_bundle.h"
 #include "rt_onnx_int.h"
 #include "tf_savedmodel.pb-c.h"
 
@@ -1210,6 +1211,16 @@ ms_status rt_onnx_import(const char *onnx_path, const char *export_dir, const rt
     if ((st = make_dirs(export_dir)) != MS_OK) goto out;
     snprintf(path, sizeof path, "%s/variables", export_dir);
     if ((st = make_dirs(path)) != MS_OK) goto out;
+    /* An empty variables bundle (weights are Consts), as TensorFlow writes for
+     * a model without variables: loaders that wait for variables.index to be
+     * complete (the model manager) then accept the folder. */
+    snprintf(path, sizeof path, "%s/variables/variables", export_dir);
+    rt_bundle_writer *bw = NULL;
+    if ((st = rt_bundle_writer_new(path, &bw)) != MS_OK ||
+        (st = rt_bundle_writer_finish(bw)) != MS_OK) {
+        ms_errwrap(st, "writing %s", path);
+        goto out;
+    }
     /* Write to a temporary name and rename, so a server polling the folder
      * never sees half a file. */
     snprintf(path, sizeof path, "%s/saved_model.pb.tmp", export_dir);

@@ -54,8 +54,9 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
                               const char *what, const rt_onnx_opts *opts, uint8_t **pb,
                               size_t *pb_len);
 
-/* rt_onnx_convert, then writes export_dir/saved_model.pb (creating export_dir
- * and its parents) and an empty export_dir/variables/ folder. */
+/* rt_onnx_convert, then writes an empty variables bundle
+ * (export_dir/variables/variables.{index,data-00000-of-00001}) and last
+ * export_dir/saved_model.pb (by rename), creating export_dir and its parents. */
 ms_status rt_onnx_import(const char *onnx_path, const char *export_dir, const rt_onnx_opts *opts);
 
 #endif /* RT_ONNX_H */
