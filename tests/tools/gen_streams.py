@@ -178,6 +178,106 @@ def enc_lossless(img, precision, psv, pt=0, restart_rows=0, separate_scans=False
     return bytes(out + b"\xff\xd9")
 
 
+# ---- a small sequential DCT encoder (ITU T.81 Annex F, Huffman), 8 or 12 bit ----
+
+def _dct_matrix():
+    d = np.zeros((8, 8))
+    for u in range(8):
+        for x in range(8):
+            d[u, x] = (np.sqrt(0.5) if u == 0 else 1.0) * 0.5 * np.cos((2 * x + 1) * u * np.pi / 16)
+    return d
+
+
+ZIGZAG = [0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41,
+          34, 27, 20, 13, 6, 7, 14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30,
+          37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63]
+
+
+def _table(symbols, lengths):
+    """DHT counts + values and an encoding dict for symbols with given lengths."""
+    counts = [0] * 16
+    for ln in lengths:
+        counts[ln - 1] += 1
+    order = [s for _, s in sorted(zip(lengths, symbols), key=lambda t: t[0])]
+    codes, code, k = {}, 0, 0
+    for length, n in enumerate(counts, start=1):
+        for _ in range(n):
+            codes[order[k]] = (code, length)
+            code, k = code + 1, k + 1
+        code <<= 1
+    return bytes(counts) + bytes(order), codes
+
+
+def enc_dct(img, precision, q, restart_mcus=0, separate_scans=False):
+    """img: (rows, cols, nc) ints < 2**precision; q: 64 quantiser steps
+    (natural order). Returns a JPEG stream (SOF1, all components 1x1)."""
+    rows, cols, nc = img.shape
+    d = _dct_matrix()
+    bh, bw = (rows + 7) // 8, (cols + 7) // 8
+    pad = np.pad(img.astype(np.float64), ((0, bh * 8 - rows), (0, bw * 8 - cols), (0, 0)),
+                 mode="edge") - (1 << (precision - 1))
+    qa = np.array(q, dtype=np.float64).reshape(8, 8)
+    blocks = {}
+    for c in range(nc):
+        for by in range(bh):
+            for bx in range(bw):
+                f = pad[by * 8:by * 8 + 8, bx * 8:bx * 8 + 8, c]
+                coef = np.round(d @ f @ d.T / qa).astype(np.int64).reshape(64)
+                blocks[c, by, bx] = [int(coef[z]) for z in ZIGZAG]
+    dc_syms = list(range(16))
+    dc_dht, dc_codes = _table(dc_syms, [4] * 16)
+    ac_syms = [0x00, 0xF0] + [(r << 4) | s for r in range(16) for s in range(1, 15)]
+    ac_dht, ac_codes = _table(ac_syms, [8] * 100 + [12] * (len(ac_syms) - 100))
+    out = bytearray(b"\xff\xd8")
+    qt = bytes([0x10]) + b"".join(int(q[z]).to_bytes(2, "big") for z in ZIGZAG)
+    out += seg(0xDB, qt)
+    sof = bytes([precision]) + rows.to_bytes(2, "big") + cols.to_bytes(2, "big") + bytes([nc])
+    for c in range(nc):
+        sof += bytes([c + 1, 0x11, 0])
+    out += seg(0xC1, sof)
+    out += seg(0xC4, bytes([0x00]) + dc_dht + bytes([0x10]) + ac_dht)
+    if restart_mcus:
+        out += seg(0xDD, restart_mcus.to_bytes(2, "big"))
+    scans = [[c] for c in range(nc)] if separate_scans else [list(range(nc))]
+    for comps in scans:
+        sos = bytes([len(comps)]) + b"".join(bytes([c + 1, 0x00]) for c in comps)
+        out += seg(0xDA, sos + bytes([0, 63, 0]))
+        bw_, pred, nrst, mcu = BitWriter(), [0] * nc, 0, 0
+        for by in range(bh):
+            for bx in range(bw):
+                if restart_mcus and mcu and mcu % restart_mcus == 0:
+                    bw_.flush()
+                    out += bw_.out + bytes([0xFF, 0xD0 + (nrst & 7)])
+                    bw_, pred, nrst = BitWriter(), [0] * nc, nrst + 1
+                mcu += 1
+                for c in comps:
+                    z = blocks[c, by, bx]
+                    diff = z[0] - pred[c]
+                    pred[c] = z[0]
+                    s = abs(diff).bit_length()
+                    bw_.put(*dc_codes[s])
+                    if s:
+                        bw_.put(diff if diff >= 0 else diff + (1 << s) - 1, s)
+                    run = 0
+                    last = max([k for k in range(1, 64) if z[k]] or [0])
+                    for k in range(1, last + 1):
+                        if z[k] == 0:
+                            run += 1
+                            continue
+                        while run > 15:
+                            bw_.put(*ac_codes[0xF0])
+                            run -= 16
+                        s = abs(z[k]).bit_length()
+                        bw_.put(*ac_codes[(run << 4) | s])
+                        bw_.put(z[k] if z[k] >= 0 else z[k] + (1 << s) - 1, s)
+                        run = 0
+                    if last < 63:
+                        bw_.put(*ac_codes[0x00])
+        bw_.flush()
+        out += bw_.out
+    return bytes(out + b"\xff\xd9")
+
+
 def wrap(ds_native, frame, ts):
     """The native dataset re-labelled as compressed with one frame."""
     c = Dataset()
@@ -283,6 +383,7 @@ def main():
                  ("rgb8", 1, 0, 0, False), ("rgb8", 5, 0, 0, True), ("rgb8", 7, 1, 10, False)]
     for key, psv, pt, rr, sep in variants:
         arr, bs, signed, phot = ims[key]
+        arr = arr[:64, :72]  # pure Python encoding: keep it small
         img = unsigned(arr, bs)
         img3 = img if img.ndim == 3 else img[:, :, None]
         frame = enc_lossless(img3, bs, psv, pt, rr, sep)
@@ -294,6 +395,38 @@ def main():
             sys.exit(f"gen_streams: GDCM disagrees with our encoder on {key} psv {psv} pt {pt}")
         add(f"{key}_ll_p{psv}_pt{pt}_r{rr}{'_sep' if sep else ''}", c, frame, expect, 0,
             "own-encoder=gdcm=original")
+    # Our 12-bit (and 8-bit) DCT encoder; the reference is pydicom + GDCM.
+    from dump_frames import ybr_to_rgb
+    ct12 = ims["ct12"][0]
+    yy, xx = np.mgrid[0:45, 0:61]
+    col12 = np.stack([(xx * 67) % 4096, (yy * 91) % 4096, ((xx + yy) * 37) % 4096], axis=-1)
+    flat = [2] * 64
+    ramp = [1 + (i % 8) + (i // 8) for i in range(64)]
+    dct_variants = [
+        ("ct12", ct12[:, :, None], 12, flat, 0, False, "MONOCHROME2"),
+        ("ct12", ct12[:, :, None], 12, ramp, 7, False, "MONOCHROME2"),
+        ("ct12odd", ct12[3:120, 5:101, None], 12, [1] * 64, 0, False, "MONOCHROME2"),
+        ("col12", col12, 12, ramp, 0, False, "RGB"),
+        ("col12", col12, 12, flat, 5, True, "RGB"),
+        ("col12", col12, 12, ramp, 0, False, "YBR_FULL"),
+    ]
+    # Converting to RGB amplifies a one-step difference of the inverse DCT in
+    # Cb/Cr by up to 1.772, so the YBR variant is compared within 3; its
+    # YCbCr planes are compared within 1 by the "col12" variant labelled RGB
+    # with the same quantiser and no restarts (same stream, no conversion).
+    for vi, (key, img, prec, q, rst, sep, phot) in enumerate(dct_variants):
+        frame = enc_dct(img, prec, q, rst, sep)
+        arr = img[:, :, 0] if img.shape[2] == 1 else img
+        ds = native_ds(arr, prec, False, phot)
+        c = wrap(ds, frame, "1.2.840.10008.1.2.4.51")
+        ref = gdcm_decode(c).reshape(arr.shape)
+        rgb, tol = 0, 1
+        if phot.startswith("YBR"):
+            ref, rgb, tol = ybr_to_rgb(ref, prec), 1, 3
+        elif np.abs(ref.astype(np.int64) - arr).max() > 64:
+            sys.exit(f"gen_streams: GDCM decode of our DCT stream {key} is far from the image")
+        name = f"{key}_dct{vi}_r{rst}{'_sep' if sep else ''}_{phot.lower()}"
+        add(name, c, frame, ref, tol, "own-dct-encoder:pydicom+gdcm", rgb)
     with open(os.path.join(OUT, "manifest.tsv"), "w") as f:
         f.write("\n".join(LINES) + "\n")
     print(f"gen_streams: {len(LINES)} frames in {OUT}")
