@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <charls/charls.h>
 #include <zlib.h>
 
 #include "dcm_codec.h"
@@ -273,6 +274,70 @@ START_TEST(test_encapsulated_native) {
 }
 END_TEST
 
+/* JPEG-LS interleave modes: GDCM writes sample-interleaved streams only, so
+ * the CharLS encoder makes NONE (planar, which dcm_jpegls.c interleaves) and
+ * LINE streams here, at 8 and 12 bits, and into a 16-bit container; the
+ * reference is the encoded image itself (lossless). */
+static size_t ls_encode(const void *src, size_t src_size, int width, int height, int bits,
+                        int comps, charls_interleave_mode ilv, uint8_t *dst, size_t cap) {
+    charls_jpegls_encoder *enc = charls_jpegls_encoder_create();
+    charls_frame_info fi = {.width = (uint32_t)width, .height = (uint32_t)height,
+                            .bits_per_sample = bits, .component_count = comps};
+    size_t written = 0;
+    ck_assert_ptr_nonnull(enc);
+    ck_assert_int_eq(charls_jpegls_encoder_set_frame_info(enc, &fi), 0);
+    ck_assert_int_eq(charls_jpegls_encoder_set_interleave_mode(enc, ilv), 0);
+    ck_assert_int_eq(charls_jpegls_encoder_set_destination_buffer(enc, dst, cap), 0);
+    ck_assert_int_eq(charls_jpegls_encoder_encode_from_buffer(enc, src, src_size, 0), 0);
+    ck_assert_int_eq(charls_jpegls_encoder_get_bytes_written(enc, &written), 0);
+    charls_jpegls_encoder_destroy(enc);
+    return written;
+}
+
+START_TEST(test_jpegls_interleave_modes) {
+    enum { W = 23, H = 17, N = W * H * 3 };
+    static uint16_t planar16[N], inter16[N], out16[N];
+    static uint8_t planar8[N], inter8[N], out8[N], stream[4 * N + 4096];
+    for (int c = 0; c < 3; c++)
+        for (int i = 0; i < W * H; i++) {
+            const int v = (i * (7 + 5 * c) + c * 1000 + (i / W) * 13) & 0xFFF;
+            planar16[c * W * H + i] = inter16[i * 3 + c] = (uint16_t)v;
+            planar8[c * W * H + i] = inter8[i * 3 + c] = (uint8_t)(v >> 4);
+        }
+    const charls_interleave_mode modes[] = {CHARLS_INTERLEAVE_MODE_NONE,
+                                            CHARLS_INTERLEAVE_MODE_LINE,
+                                            CHARLS_INTERLEAVE_MODE_SAMPLE};
+    for (int m = 0; m < 3; m++) {
+        const int planar = modes[m] == CHARLS_INTERLEAVE_MODE_NONE;
+        int rgb = -1;
+        /* 8 bits into BitsAllocated 8 and into BitsAllocated 16. */
+        size_t n = ls_encode(planar ? planar8 : inter8, N, W, H, 8, 3, modes[m], stream,
+                             sizeof(stream));
+        dcm_frame_geom g = {.rows = H, .cols = W, .samples = 3, .bits_allocated = 8,
+                            .bits_stored = 8, .photometric = "RGB"};
+        ck_assert_int_eq(dcm_codec_decode(DCM_CODEC_JPEGLS, stream, n, &g, out8, N, &rgb), MS_OK);
+        ck_assert_mem_eq(out8, inter8, N);
+        g.bits_allocated = 16;
+        ck_assert_int_eq(
+            dcm_codec_decode(DCM_CODEC_JPEGLS, stream, n, &g, out16, sizeof(out16), &rgb), MS_OK);
+        for (int i = 0; i < N; i++) ck_assert_uint_eq(out16[i], inter8[i]);
+        /* 12 bits. */
+        n = ls_encode(planar ? planar16 : inter16, sizeof(planar16), W, H, 12, 3, modes[m],
+                      stream, sizeof(stream));
+        g.bits_stored = 12;
+        ck_assert_int_eq(
+            dcm_codec_decode(DCM_CODEC_JPEGLS, stream, n, &g, out16, sizeof(out16), &rgb), MS_OK);
+        ck_assert_mem_eq(out16, inter16, sizeof(out16));
+        ck_assert_int_eq(rgb, 0);
+        /* 12-bit samples do not fit BitsAllocated 8. */
+        g.bits_allocated = 8;
+        g.bits_stored = 8;
+        ck_assert_int_eq(dcm_codec_decode(DCM_CODEC_JPEGLS, stream, n, &g, out8, N, &rgb),
+                         MS_EINVAL);
+    }
+}
+END_TEST
+
 /* ---- concurrency: codecs keep no shared state ---- */
 
 static void *thread_main(void *arg) {
@@ -311,6 +376,7 @@ static Suite *codecs_suite(void) {
     tcase_add_test(tc, test_deflate_frame);
     tcase_add_test(tc, test_deflate_bits_allocated_1);
     tcase_add_test(tc, test_encapsulated_native);
+    tcase_add_test(tc, test_jpegls_interleave_modes);
     suite_add_tcase(s, tc);
     tc = tcase_create("threads");
     tcase_set_timeout(tc, 120);
