@@ -669,8 +669,9 @@ ms_status srv_config_from_proto(const Tensorflow__Serving__ModelServerConfig *p,
                     st = ms_errf(MS_ENOMEM, "out of memory");
                     goto fail;
                 }
-                memcpy(m->versions, pol->specific->versions,
-                       sizeof(int64_t) * pol->specific->n_versions);
+                if (pol->specific->n_versions > 0)
+                    memcpy(m->versions, pol->specific->versions,
+                           sizeof(int64_t) * pol->specific->n_versions);
                 break;
             case TENSORFLOW__SERVING__FILE_SYSTEM_STORAGE_PATH_SOURCE_CONFIG__SERVABLE_VERSION_POLICY__POLICY_CHOICE_LATEST:
                 m->num_versions = pol->latest->num_versions;

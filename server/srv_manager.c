@@ -574,7 +574,7 @@ static void scan_all(srv_manager *m) {
     pthread_mutex_lock(&m->mu);
     int n = m->nmodels;
     mmodel **snap = malloc(sizeof(mmodel *) * (size_t)(n > 0 ? n : 1));
-    if (snap) memcpy(snap, m->models, sizeof(mmodel *) * (size_t)n);
+    if (snap && n > 0) memcpy(snap, m->models, sizeof(mmodel *) * (size_t)n);
     pthread_mutex_unlock(&m->mu);
     if (snap == NULL) return;
     /* Only the loop thread adds or frees models, so the snapshot stays valid. */
