@@ -10,5 +10,6 @@ int srv_cli_serve(int argc, char **argv);         /* the daemon */
 int srv_cli_dicom(int argc, char **argv);         /* inspect / convert one DICOM file */
 int srv_cli_import_onnx(int argc, char **argv);   /* ONNX -> SavedModel */
 int srv_cli_benchmark(int argc, char **argv);     /* in-process latency benchmark */
+int srv_cli_make_demo_model(int argc, char **argv); /* write the bundled demo model */
 
 #endif /* SRV_CLI_H */

@@ -11,6 +11,7 @@
 #include "rt_sstable.h"
 #include "util_bundle.h"
 
+
 /* Bit-at-a-time CRC-32C straight from the definition, to compare with. */
 static uint32_t crc_bitwise(const uint8_t *p, size_t n) {
     uint32_t c = 0xffffffffu;

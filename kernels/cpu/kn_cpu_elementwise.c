@@ -206,7 +206,7 @@ static ms_status bin_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
     const rt_shape *shapes[2] = {&in[0]->shape, &in[1]->shape};
     if ((st = kn__bcast_init(&bc, node, shapes, 2)) != MS_OK) return st;
     rt_dtype odt = op->out_bool ? RT_DT_BOOL : in[0]->dtype;
-    if ((st = kn_ctx_output(ctx, 0, odt, &bc.out, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, odt, &bc.out, &out[0])) != MS_OK) return st;
     ew_job job = {.bc = &bc, .nargs = 2, .bfn = op->fn[slot], .osize = rt_dtype_size(odt)};
     for (int k = 0; k < 2; k++) {
         job.src[k] = in[k]->data;
@@ -335,7 +335,7 @@ static ms_status un_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
     if (slot < 0 || s->op->fn[slot] == NULL)
         return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported",
                         rt_dtype_name(in[0]->dtype));
-    if ((st = kn_ctx_output(ctx, 0, in[0]->dtype, &in[0]->shape, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, in[0]->dtype, &in[0]->shape, &out[0])) != MS_OK) return st;
     un_job job = {.fn = s->op->fn[slot], .src = in[0]->data, .dst = out[0]->data,
                   .esize = rt_dtype_size(in[0]->dtype), .alpha = s->alpha};
     if (in[0]->nelem > 0) kn_ctx_parallel_for(ctx, in[0]->nelem, 16384, un_chunk, &job);
@@ -395,7 +395,7 @@ static ms_status select_compute(kn_ctx *ctx, const kn_node *node, void *state,
     kn_bcast bc;
     const rt_shape *shapes[3] = {&cshape, &t->shape, &e->shape};
     if ((st = kn__bcast_init(&bc, node, shapes, 3)) != MS_OK) return st;
-    if ((st = kn_ctx_output(ctx, 0, t->dtype, &bc.out, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, t->dtype, &bc.out, &out[0])) != MS_OK) return st;
     ew_job job = {.bc = &bc, .nargs = 3, .dst = out[0]->data,
                   .sel_size = rt_dtype_size(t->dtype)};
     job.src[0] = c->data;
@@ -578,7 +578,7 @@ static ms_status cast_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
         out[0] = rt_tensor_ref(in[0]);
         return MS_OK;
     }
-    if ((st = kn_ctx_output(ctx, 0, d, &in[0]->shape, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, d, &in[0]->shape, &out[0])) != MS_OK) return st;
     cast_job job = {.src = in[0]->data, .dst = out[0]->data, .sdt = in[0]->dtype, .ddt = d};
     if (in[0]->nelem > 0) kn_ctx_parallel_for(ctx, in[0]->nelem, 16384, cast_chunk, &job);
     return MS_OK;

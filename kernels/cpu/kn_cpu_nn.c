@@ -47,8 +47,8 @@ static ms_status attr_hw(const kn_node *n, const char *key, int nchw, int64_t df
         return KN_EINVAL(n, "%s on the batch and channel dimensions must be 1, got [%lld, %lld, "
                             "%lld, %lld]", key, (long long)v[0], (long long)v[1],
                          (long long)v[2], (long long)v[3]);
-    if (v[hi] < 1 || v[wi] < 1)
-        return KN_EINVAL(n, "%s must be positive, got [%lld, %lld, %lld, %lld]", key,
+    if (v[hi] < 1 || v[wi] < 1 || v[hi] > INT32_MAX || v[wi] > INT32_MAX)
+        return KN_EINVAL(n, "%s must be in [1, 2^31), got [%lld, %lld, %lld, %lld]", key,
                          (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3]);
     *h = v[hi];
     *w = v[wi];
@@ -91,7 +91,8 @@ static ms_status parse_window(const kn_node *n, int is_pool, win_attrs *a) {
                              cnt < 0 ? 0 : cnt);
         int hi = a->nchw ? 2 : 1, wi = a->nchw ? 3 : 2, ci = a->nchw ? 1 : 3;
         for (int i = 0; i < 8; i++)
-            if (p[i] < 0) return KN_EINVAL(n, "explicit_paddings must be non-negative");
+            if (p[i] < 0 || p[i] > INT32_MAX)
+                return KN_EINVAL(n, "explicit_paddings must be in [0, 2^31)");
         if (p[0] || p[1] || p[2 * ci] || p[2 * ci + 1])
             return KN_EINVAL(n, "explicit_paddings on the batch and channel dimensions must be 0");
         a->ep[0] = p[2 * hi];
@@ -109,6 +110,8 @@ static ms_status parse_window(const kn_node *n, int is_pool, win_attrs *a) {
 static ms_status window_dim(const kn_node *n, const char *what, int64_t in, int64_t k,
                             int64_t dil, int64_t stride, int padding, int64_t ep_before,
                             int64_t ep_after, int64_t *out, int64_t *pad_before) {
+    if (k < 0 || k > INT32_MAX)
+        return KN_EINVAL(n, "%s: window size %lld must be in [0, 2^31)", what, (long long)k);
     int64_t eff = (k - 1) * dil + 1;
     switch (padding) {
     case PAD_VALID:
@@ -127,7 +130,7 @@ static ms_status window_dim(const kn_node *n, const char *what, int64_t in, int6
         *pad_before = ep_before;
         break;
     }
-    if (*out < 0 || in + (padding == PAD_EXPLICIT ? ep_before + ep_after : 0) - eff + stride < 0)
+    if (*out < 0)
         return KN_EINVAL(n, "%s: window of %lld (dilated) does not fit input size %lld", what,
                          (long long)eff, (long long)in);
     return MS_OK;
@@ -154,6 +157,10 @@ static ms_status dims4(const kn_node *n, const char *what, const rt_tensor *t, i
     if (t->shape.rank != 4)
         return KN_EINVAL(n, "%s must be 4-D, got shape %s", what, kn__shp(&t->shape));
     const int64_t *d = t->shape.dim;
+    for (int i = 0; i < 4; i++)
+        if (d[i] > INT32_MAX)
+            return KN_EINVAL(n, "%s shape %s: dimensions must be below 2^31", what,
+                             kn__shp(&t->shape));
     *N = d[0];
     *H = nchw ? d[2] : d[1];
     *W = nchw ? d[3] : d[2];
@@ -306,7 +313,7 @@ static ms_status conv2d_compute(kn_ctx *ctx, const kn_node *node, void *state,
                          kn__shp(&f->shape), (long long)g.C);
     if ((st = window_geo(node, a, &g)) != MS_OK) return st;
     rt_shape os = shape4(a->nchw, g.N, g.OH, g.OW, g.OC);
-    if ((st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
     if (!a->nchw) return conv_nhwc(ctx, node, a, &g, x->data, f->data, out[0]->data);
     float *xt = malloc((size_t)(x->nelem > 0 ? x->nelem : 1) * sizeof(float));
     float *yt = malloc((size_t)(out[0]->nelem > 0 ? out[0]->nelem : 1) * sizeof(float));
@@ -381,7 +388,7 @@ static ms_status depthwise_compute(kn_ctx *ctx, const kn_node *node, void *state
     g.OC = g.C * M;
     if ((st = window_geo(node, a, &g)) != MS_OK) return st;
     rt_shape os = shape4(a->nchw, g.N, g.OH, g.OW, g.OC);
-    if ((st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
     if (out[0]->nelem == 0) return MS_OK;
     dw_job job = {.g = &g, .a = a, .M = M, .x = x->data, .f = f->data, .y = out[0]->data};
     float *xt = NULL, *yt = NULL;
@@ -460,7 +467,8 @@ static ms_status backprop_input_compute(kn_ctx *ctx, const kn_node *node, void *
     if ((st = kn__read_ints(node, sz, "input_sizes", s, 4, &cnt)) != MS_OK) return st;
     if (cnt != 4) return KN_EINVAL(node, "input_sizes must have 4 values, got %d", cnt);
     for (int i = 0; i < 4; i++)
-        if (s[i] < 0) return KN_EINVAL(node, "input_sizes has a negative value");
+        if (s[i] < 0 || s[i] > INT32_MAX)
+            return KN_EINVAL(node, "input_sizes values must be in [0, 2^31)");
     geo g = {0};
     rt_shape xs = {.rank = 4, .dim = {s[0], s[1], s[2], s[3]}};
     g.N = s[0];
@@ -479,7 +487,7 @@ static ms_status backprop_input_compute(kn_ctx *ctx, const kn_node *node, void *
         return KN_EINVAL(node, "out_backprop shape %s does not match the forward output %s of "
                                "input_sizes %s", kn__shp(&dy->shape), kn__shp(&want),
                          kn__shp(&xs));
-    if ((st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &xs, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &xs, &out[0])) != MS_OK) return st;
     if (!a->nchw) return backprop_nhwc(node, a, &g, dy->data, f->data, out[0]->data);
     float *dyt = malloc((size_t)(dy->nelem > 0 ? dy->nelem : 1) * sizeof(float));
     float *dxt = malloc((size_t)(out[0]->nelem > 0 ? out[0]->nelem : 1) * sizeof(float));
@@ -566,7 +574,7 @@ static ms_status pool_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     g.KW = a->kw;
     if ((st = window_geo(node, a, &g)) != MS_OK) return st;
     rt_shape os = shape4(a->nchw, g.N, g.OH, g.OW, g.C);
-    if ((st = kn_ctx_output(ctx, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
     if (out[0]->nelem == 0) return MS_OK;
     pool_job job = {.g = &g, .a = a, .is_max = strcmp(node->op, "MaxPool") == 0,
                     .dbl = x->dtype == RT_DT_DOUBLE, .x = x->data, .y = out[0]->data};
@@ -646,7 +654,7 @@ static ms_status bn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
         coef[c] = scale[c] * inv;
         coef[C + c] = offset[c] - mean[c] * scale[c] * inv;
     }
-    st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &x->shape, &out[0]);
+    st = kn__output(ctx, node, 0, RT_DT_FLOAT, &x->shape, &out[0]);
     if (st == MS_OK && x->nelem > 0) {
         bn_job job = {.x = x->data, .y = out[0]->data, .mul = coef, .add = coef + C, .C = C,
                       .inner = s->nchw ? H * W : 1};
@@ -822,7 +830,7 @@ static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state,
     rt_shape os = {.rank = 4, .dim = {N, OH, OW, C}};
     float hs = resize_scale(H, OH, ra->align_corners), wsc = resize_scale(W, OW, ra->align_corners);
     if (bilinear) {
-        if ((st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+        if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
         if (out[0]->nelem == 0) return MS_OK;
         interp *w = malloc((size_t)(OH + OW) * sizeof(*w));
         if (w == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
@@ -834,7 +842,7 @@ static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state,
         free(w);
         return MS_OK;
     }
-    if ((st = kn_ctx_output(ctx, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
     if (out[0]->nelem == 0) return MS_OK;
     int64_t *idx = malloc((size_t)(OH + OW) * sizeof(*idx));
     if (idx == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);

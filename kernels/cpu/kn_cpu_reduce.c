@@ -173,7 +173,7 @@ static ms_status reduce_compute(kn_ctx *ctx, const kn_node *node, void *state,
         p.ostride[d] = p.red[d] ? 0 : p.nout;
         if (!p.red[d]) p.nout *= p.dim[d];
     }
-    if ((st = kn_ctx_output(ctx, 0, dt, &os, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, dt, &os, &out[0])) != MS_OK) return st;
     int isf = dt == RT_DT_FLOAT || dt == RT_DT_DOUBLE;
     size_t asz = sizeof(double) > sizeof(int64_t) ? sizeof(double) : sizeof(int64_t);
     void *acc = malloc((size_t)(p.nout > 0 ? p.nout : 1) * asz);
@@ -259,7 +259,7 @@ static ms_status softmax_compute(kn_ctx *ctx, const kn_node *node, void *state,
         return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
     if (x->shape.rank < 1)
         return KN_EINVAL(node, "logits must have rank >= 1, got a scalar");
-    if ((st = kn_ctx_output(ctx, 0, x->dtype, &x->shape, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, x->dtype, &x->shape, &out[0])) != MS_OK) return st;
     int64_t n = x->shape.dim[x->shape.rank - 1];
     if (x->nelem == 0) return MS_OK;
     softmax_job job = {.in = x->data, .out = out[0]->data, .n = n, .dbl = x->dtype == RT_DT_DOUBLE};
@@ -297,7 +297,7 @@ static ms_status matmul_compute(kn_ctx *ctx, const kn_node *node, void *state,
     if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
         return KN_EINVAL(node, "matrices too large for BLAS");
     rt_shape os = {.rank = 2, .dim = {M, N}};
-    if ((st = kn_ctx_output(ctx, 0, a->dtype, &os, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, a->dtype, &os, &out[0])) != MS_OK) return st;
     if (M == 0 || N == 0) return MS_OK;
     if (K == 0) {
         memset(out[0]->data, 0, rt_tensor_nbytes(out[0]));
@@ -381,7 +381,7 @@ static ms_status bias_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     if (bias->shape.dim[0] != C)
         return KN_EINVAL(node, "bias length %lld must equal dimension %d of value %s",
                          (long long)bias->shape.dim[0], cdim, kn__shp(&x->shape));
-    if ((st = kn_ctx_output(ctx, 0, x->dtype, &x->shape, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, x->dtype, &x->shape, &out[0])) != MS_OK) return st;
     if (x->nelem == 0) return MS_OK;
     int64_t inner = 1;
     if (nchw)
@@ -459,7 +459,7 @@ static ms_status arg_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
         free(idx);
         return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
     }
-    if ((st = kn_ctx_output(ctx, 0, t, &os, &out[0])) == MS_OK)
+    if ((st = kn__output(ctx, node, 0, t, &os, &out[0])) == MS_OK)
         for (int64_t i = 0; i < cnt; i++) {
             if (t == RT_DT_INT32) ((int32_t *)out[0]->data)[i] = (int32_t)idx[i];
             else ((int64_t *)out[0]->data)[i] = idx[i];

@@ -19,19 +19,20 @@ static ms_status pod_size(const kn_node *n, rt_dtype dt, size_t *es) {
     return MS_OK;
 }
 
-/* Row-major element strides of a shape. */
+/* Row-major element strides of a shape. Unsigned arithmetic: an empty
+ * tensor may have dims whose product overflows, and its strides go unused. */
 static void strides_of(const rt_shape *s, int64_t *st) {
-    int64_t acc = 1;
+    uint64_t acc = 1;
     for (int d = s->rank - 1; d >= 0; d--) {
-        st[d] = acc;
-        acc *= s->dim[d];
+        st[d] = (int64_t)acc;
+        acc *= (uint64_t)s->dim[d];
     }
 }
 
 static int64_t prod(const rt_shape *s, int from, int to) {
-    int64_t p = 1;
-    for (int d = from; d < to; d++) p *= s->dim[d];
-    return p;
+    uint64_t p = 1;
+    for (int d = from; d < to; d++) p *= (uint64_t)s->dim[d];
+    return (int64_t)p;
 }
 
 /* ====================================================================== */
@@ -59,6 +60,8 @@ static ms_status reshape_compute(kn_ctx *ctx, const kn_node *node, void *state,
         } else if (v[d] < 0) {
             return KN_EINVAL(node, "shape[%d] = %lld is negative", d, (long long)v[d]);
         } else {
+            if (v[d] > 0 && known > INT64_MAX / v[d])
+                return KN_EINVAL(node, "shape %s is too large", kn__shp(&s));
             known *= v[d];
         }
         s.dim[d] = v[d];
@@ -180,9 +183,11 @@ static ms_status concat_compute(kn_ctx *ctx, const kn_node *node, void *state,
                 return KN_EINVAL(node, "input %d shape %s does not match input 0 shape %s "
                                        "outside axis %d", k, kn__shp(&t->shape),
                                  kn__shp(&t0->shape), a);
+        if (os.dim[a] > INT64_MAX - t->shape.dim[a])
+            return KN_EINVAL(node, "concatenated dimension is too large");
         os.dim[a] += t->shape.dim[a];
     }
-    if ((st = kn_ctx_output(ctx, 0, t0->dtype, &os, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, t0->dtype, &os, &out[0])) != MS_OK) return st;
     int64_t outer = prod(&os, 0, a), after = prod(&os, a + 1, rank);
     uint8_t *dst = out[0]->data;
     for (int64_t o = 0; o < outer; o++)
@@ -218,7 +223,7 @@ static ms_status pack_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
                              rt_dtype_name(t0->dtype), kn__shp(&t0->shape));
     rt_shape os = {.rank = rank + 1};
     for (int d = 0, j = 0; d < os.rank; d++) os.dim[d] = d == a ? nv : t0->shape.dim[j++];
-    if ((st = kn_ctx_output(ctx, 0, t0->dtype, &os, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, t0->dtype, &os, &out[0])) != MS_OK) return st;
     int64_t outer = prod(&t0->shape, 0, a), blk = prod(&t0->shape, a, rank);
     uint8_t *dst = out[0]->data;
     for (int64_t o = 0; o < outer; o++)
@@ -244,7 +249,7 @@ static ms_status split_common(kn_ctx *ctx, const kn_node *node, const rt_tensor 
     for (int k = 0; k < nsplit; k++) {
         rt_shape s = v->shape;
         s.dim[a] = sizes[k];
-        if ((st = kn_ctx_output(ctx, k, v->dtype, &s, &out[k])) != MS_OK) return st;
+        if ((st = kn__output(ctx, node, k, v->dtype, &s, &out[k])) != MS_OK) return st;
         int64_t blk = sizes[k] * after;
         for (int64_t o = 0; o < outer; o++)
             kn__copy((uint8_t *)out[k]->data + (size_t)(o * blk) * es,
@@ -319,8 +324,9 @@ static ms_status splitv_compute(kn_ctx *ctx, const kn_node *node, void *state,
                 goto done;
             }
             unknown = k;
-        } else if (sizes[k] < 0) {
-            st = KN_EINVAL(node, "size_splits[%d] = %lld is negative", k, (long long)sizes[k]);
+        } else if (sizes[k] < 0 || sizes[k] > v->shape.dim[a]) {
+            st = KN_EINVAL(node, "size_splits[%d] = %lld is out of range for input %s", k,
+                           (long long)sizes[k], kn__shp(&v->shape));
             goto done;
         } else {
             sum += sizes[k];
@@ -342,15 +348,28 @@ done:
 /* gathers: Transpose, Pad, Slice, StridedSlice, Tile                     */
 /* ====================================================================== */
 
-/* Runs g into a new output 0 of dtype dt and shape os (g's dims may be the
- * same data with another shape, as StridedSlice's new/shrunk axes). */
-static ms_status run_gather(kn_ctx *ctx, kn_gather *g, const rt_tensor *src, const rt_shape *os,
-                            rt_tensor **out) {
-    ms_status st = kn_ctx_output(ctx, 0, src->dtype, os, &out[0]);
+/* Makes output 0 (dtype of src, shape os) and, unless it is empty (*done
+ * set), the tables of g over gather shape gs (os itself, or the same data
+ * seen with other size-1 axes, as StridedSlice's new and shrunk axes). The
+ * caller fills g->tab, runs and destroys g. Allocating the output first
+ * validates the sizes before any table memory is sized from them. */
+static ms_status gather_begin(kn_ctx *ctx, const kn_node *node, kn_gather *g,
+                              const rt_tensor *src, const rt_shape *os, const rt_shape *gs,
+                              size_t es, rt_tensor **out, int *done) {
+    *done = 0;
+    ms_status st = kn__output(ctx, node, 0, src->dtype, os, &out[0]);
     if (st != MS_OK) return st;
+    if (out[0]->nelem == 0) {
+        *done = 1;
+        return MS_OK;
+    }
+    if ((st = kn__gather_init(g, gs, es)) != MS_OK) {
+        rt_tensor_unref(out[0]);
+        out[0] = NULL;
+        return st;
+    }
     g->src = src->data;
     g->dst = out[0]->data;
-    kn__gather_run(ctx, g);
     return MS_OK;
 }
 
@@ -384,12 +403,13 @@ static ms_status transpose_compute(kn_ctx *ctx, const kn_node *node, void *state
     rt_shape os = {.rank = rank};
     for (int d = 0; d < rank; d++) os.dim[d] = x->shape.dim[perm[d]];
     kn_gather g;
-    if ((st = kn__gather_init(&g, &os, es)) != MS_OK) return st;
+    int done;
+    if ((st = gather_begin(ctx, node, &g, x, &os, &os, es, out, &done)) != MS_OK || done) return st;
     for (int d = 0; d < rank; d++)
         for (int64_t c = 0; c < os.dim[d]; c++) g.tab[d][c] = c * ist[perm[d]];
-    st = run_gather(ctx, &g, x, &os, out);
+    kn__gather_run(ctx, &g);
     kn__gather_destroy(&g);
-    return st;
+    return MS_OK;
 }
 
 enum { PAD_CONSTANT, PAD_REFLECT, PAD_SYMMETRIC };
@@ -442,6 +462,8 @@ static ms_status pad_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
         if (b < 0 || a < 0)
             return KN_EINVAL(node, "paddings for dim %d are negative (%lld, %lld)", d,
                              (long long)b, (long long)a);
+        if (b > (INT64_MAX - n) / 2 || a > (INT64_MAX - n) / 2)
+            return KN_EINVAL(node, "paddings for dim %d are too large", d);
         int64_t lim = mode == PAD_REFLECT ? n - 1 : n;
         if (mode != PAD_CONSTANT && (b > lim || a > lim))
             return KN_EINVAL(node, "paddings (%lld, %lld) of dim %d must be at most %lld for "
@@ -452,7 +474,8 @@ static ms_status pad_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
     int64_t ist[RT_MAX_RANK];
     strides_of(&x->shape, ist);
     kn_gather g;
-    if ((st = kn__gather_init(&g, &os, es)) != MS_OK) return st;
+    int done;
+    if ((st = gather_begin(ctx, node, &g, x, &os, &os, es, out, &done)) != MS_OK || done) return st;
     if (rank == 0) g.tab[0][0] = 0;
     for (int d = 0; d < rank; d++) {
         int64_t n = x->shape.dim[d], b = pads[2 * d];
@@ -470,9 +493,9 @@ static ms_status pad_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
         }
     }
     g.pad = padval;
-    st = run_gather(ctx, &g, x, &os, out);
+    kn__gather_run(ctx, &g);
     kn__gather_destroy(&g);
-    return st;
+    return MS_OK;
 }
 
 static ms_status slice_compute(kn_ctx *ctx, const kn_node *node, void *state,
@@ -493,8 +516,8 @@ static ms_status slice_compute(kn_ctx *ctx, const kn_node *node, void *state,
     rt_shape os = {.rank = rank};
     for (int d = 0; d < rank; d++) {
         int64_t n = x->shape.dim[d];
-        if (size[d] == -1) size[d] = n - begin[d];
-        if (begin[d] < 0 || size[d] < 0 || begin[d] + size[d] > n)
+        if (begin[d] >= 0 && begin[d] <= n && size[d] == -1) size[d] = n - begin[d];
+        if (begin[d] < 0 || begin[d] > n || size[d] < 0 || size[d] > n - begin[d])
             return KN_EINVAL(node, "begin %lld size %lld out of bounds for dim %d of input %s",
                              (long long)begin[d], (long long)size[d], d, kn__shp(&x->shape));
         os.dim[d] = size[d];
@@ -502,13 +525,14 @@ static ms_status slice_compute(kn_ctx *ctx, const kn_node *node, void *state,
     int64_t ist[RT_MAX_RANK];
     strides_of(&x->shape, ist);
     kn_gather g;
-    if ((st = kn__gather_init(&g, &os, es)) != MS_OK) return st;
+    int done;
+    if ((st = gather_begin(ctx, node, &g, x, &os, &os, es, out, &done)) != MS_OK || done) return st;
     if (rank == 0) g.tab[0][0] = 0;
     for (int d = 0; d < rank; d++)
         for (int64_t c = 0; c < os.dim[d]; c++) g.tab[d][c] = (begin[d] + c) * ist[d];
-    st = run_gather(ctx, &g, x, &os, out);
+    kn__gather_run(ctx, &g);
     kn__gather_destroy(&g);
-    return st;
+    return MS_OK;
 }
 
 /* StridedSlice, following TensorFlow's ValidateStridedSliceOp: the sparse
@@ -627,13 +651,14 @@ static ms_status strided_slice_compute(kn_ctx *ctx, const kn_node *node, void *s
     int64_t ist[RT_MAX_RANK];
     strides_of(&x->shape, ist);
     kn_gather g;
-    if ((st = kn__gather_init(&g, &ps, es)) != MS_OK) return st;
+    int done;
+    if ((st = gather_begin(ctx, node, &g, x, &os, &ps, es, out, &done)) != MS_OK || done) return st;
     if (rank == 0) g.tab[0][0] = 0;
     for (int d = 0; d < rank; d++)
         for (int64_t c = 0; c < ps.dim[d]; c++) g.tab[d][c] = (db[d] + c * ds[d]) * ist[d];
-    st = run_gather(ctx, &g, x, &os, out);
+    kn__gather_run(ctx, &g);
     kn__gather_destroy(&g);
-    return st;
+    return MS_OK;
 }
 
 static ms_status tile_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
@@ -653,18 +678,22 @@ static ms_status tile_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     for (int d = 0; d < rank; d++) {
         if (m[d] < 0)
             return KN_EINVAL(node, "multiples[%d] = %lld is negative", d, (long long)m[d]);
+        if (m[d] > 0 && x->shape.dim[d] > INT64_MAX / m[d])
+            return KN_EINVAL(node, "multiples[%d] = %lld makes the result too large", d,
+                             (long long)m[d]);
         os.dim[d] = x->shape.dim[d] * m[d];
     }
     int64_t ist[RT_MAX_RANK];
     strides_of(&x->shape, ist);
     kn_gather g;
-    if ((st = kn__gather_init(&g, &os, es)) != MS_OK) return st;
+    int done;
+    if ((st = gather_begin(ctx, node, &g, x, &os, &os, es, out, &done)) != MS_OK || done) return st;
     if (rank == 0) g.tab[0][0] = 0;
     for (int d = 0; d < rank; d++)
         for (int64_t c = 0; c < os.dim[d]; c++) g.tab[d][c] = (c % x->shape.dim[d]) * ist[d];
-    st = run_gather(ctx, &g, x, &os, out);
+    kn__gather_run(ctx, &g);
     kn__gather_destroy(&g);
-    return st;
+    return MS_OK;
 }
 
 /* ====================================================================== */
@@ -688,7 +717,7 @@ static ms_status shape_compute(kn_ctx *ctx, const kn_node *node, void *state,
     rt_dtype t = kn_attr_type(node, "out_type", RT_DT_INT32);
     const rt_shape *is = &in[0]->shape;
     rt_shape os = {.rank = 1, .dim = {is->rank}};
-    if ((st = kn_ctx_output(ctx, 0, t, &os, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, t, &os, &out[0])) != MS_OK) return st;
     for (int d = 0; d < is->rank; d++) {
         if (t == RT_DT_INT32) {
             if (is->dim[d] > INT32_MAX)
@@ -721,7 +750,7 @@ static ms_status fill_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
             return KN_EINVAL(node, "dims[%d] = %lld is negative", d, (long long)dims[d]);
         os.dim[d] = dims[d];
     }
-    if ((st = kn_ctx_output(ctx, 0, in[1]->dtype, &os, &out[0])) != MS_OK) return st;
+    if ((st = kn__output(ctx, node, 0, in[1]->dtype, &os, &out[0])) != MS_OK) return st;
     uint8_t *o = out[0]->data;
     for (int64_t i = 0; i < out[0]->nelem; i++) memcpy(o + (size_t)i * es, in[1]->data, es);
     return MS_OK;

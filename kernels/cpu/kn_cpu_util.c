@@ -17,6 +17,15 @@ ms_status kn__errf(ms_status code, const kn_node *n, const char *fmt, ...) {
                    n && n->op ? n->op : "?", msg);
 }
 
+ms_status kn__output(kn_ctx *ctx, const kn_node *n, int idx, rt_dtype dt, const rt_shape *shape,
+                     rt_tensor **out) {
+    ms_status st = kn_ctx_output(ctx, idx, dt, shape, out);
+    if (st != MS_OK)
+        return ms_errwrap(st, "node '%s' (%s): output %d of shape %s", n->name, n->op, idx,
+                          kn__shp(shape));
+    return MS_OK;
+}
+
 ms_status kn__need_inputs(const kn_node *n, rt_tensor *const *in, int count) {
     if (n->nin < count) return KN_EINVAL(n, "expected %d inputs, got %d", count, n->nin);
     for (int i = 0; i < count; i++)
@@ -134,8 +143,11 @@ ms_status kn__bcast_init(kn_bcast *b, const kn_node *n, const rt_shape *const *s
         b->dim[i] = cdim[cr - 1 - i];
         for (int k = 0; k < count; k++) b->stride[k][i] = cst[k][cr - 1 - i];
     }
-    b->rows = 1;
-    for (int i = 0; i < cr - 1; i++) b->rows *= b->dim[i];
+    /* Products are only formed for non-empty results, whose sizes fit. */
+    if (rt_shape_nelem(&b->out) < 0)
+        return KN_EINVAL(n, "broadcast shape %s is too large", kn__shp(&b->out));
+    b->rows = rt_shape_nelem(&b->out) == 0 ? 0 : 1;
+    for (int i = 0; b->rows > 0 && i < cr - 1; i++) b->rows *= b->dim[i];
     return MS_OK;
 }
 

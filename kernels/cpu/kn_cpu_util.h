@@ -18,6 +18,11 @@ ms_status kn__errf(ms_status code, const kn_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define KN_EINVAL(node, ...) kn__errf(MS_EINVAL, (node), __VA_ARGS__)
 
+/* kn_ctx_output, with the node named in the message when it fails (too
+ * large, out of memory). */
+ms_status kn__output(kn_ctx *ctx, const kn_node *n, int idx, rt_dtype dt, const rt_shape *shape,
+                     rt_tensor **out);
+
 /* Checks that in[0..count-1] are present (non-NULL) and that node->nin >= count. */
 ms_status kn__need_inputs(const kn_node *n, rt_tensor *const *in, int count);
 
