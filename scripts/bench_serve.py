@@ -84,12 +84,23 @@ def main():
         daemons.append(d)
         cpus.append(c)
         rsss.append(r)
+    # Baseline: launching the same binary just to print its version (exec +
+    # dynamic linking of gRPC & co + exit), and launching /bin/true.
+    launch, true = [], []
+    for _ in range(a.n):
+        t0 = time.monotonic()
+        subprocess.run([a.bin, "--version"], stdout=subprocess.DEVNULL, check=True)
+        launch.append((time.monotonic() - t0) * 1e3)
+        t0 = time.monotonic()
+        subprocess.run(["/bin/true"], check=True)
+        true.append((time.monotonic() - t0) * 1e3)
     load = open("/proc/loadavg").read().split()[:3]
     print("runs=%d cpus=%d loadavg=%s" % (a.n, os.cpu_count(), " ".join(load)))
     for name, v, unit in (("start->SERVING wall", walls, "ms"), ("start->SERVING daemon", daemons, "ms"),
                           ("CPU time to SERVING", cpus, "ms"),
-                          ("idle RSS", rsss, "MiB")):
-        print("%-24s median %7.1f %s   min %7.1f   max %7.1f" % (name, statistics.median(v), unit, min(v), max(v)))
+                          ("idle RSS", rsss, "MiB"), ("baseline: dcmserve --version", launch, "ms"),
+                          ("baseline: /bin/true", true, "ms")):
+        print("%-29s median %7.1f %s   min %7.1f   max %7.1f" % (name, statistics.median(v), unit, min(v), max(v)))
 
 
 if __name__ == "__main__":
