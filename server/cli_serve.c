@@ -34,9 +34,9 @@ typedef struct daemon {
     uv_timer_t cfg_timer;
     uv_async_t stop_async;
     pthread_t shutdown_tid, loop_tid;
-    pthread_mutex_t mu;  /* guards server and pending_signal across threads */
+    pthread_mutex_t mu;       /* guards server and pending_signal across threads */
     srv_server *server_ready; /* set once the gRPC server runs */
-    int pending_signal;  /* SIGTERM/SIGINT seen before the server ran */
+    int pending_signal;       /* SIGTERM/SIGINT seen before the server ran */
     int shutdown_started;
     int serving_logged;
     uint64_t cfg_hash;

@@ -540,15 +540,16 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         grpc_server_destroy(s->server);
         for (int i = 0; i < s->ncq; i++) {
             grpc_completion_queue_shutdown(s->cqs[i].cq);
-            while (grpc_completion_queue_next(s->cqs[i].cq, gpr_inf_future(GPR_CLOCK_REALTIME),
-                                              NULL)
-                       .type != GRPC_QUEUE_SHUTDOWN) {
+            while (
+                grpc_completion_queue_next(s->cqs[i].cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
+                    .type != GRPC_QUEUE_SHUTDOWN) {
             }
             grpc_completion_queue_destroy(s->cqs[i].cq);
         }
         grpc_completion_queue_shutdown(s->ctl_cq);
-        while (grpc_completion_queue_next(s->ctl_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
-                   .type != GRPC_QUEUE_SHUTDOWN) {
+        while (
+            grpc_completion_queue_next(s->ctl_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+            GRPC_QUEUE_SHUTDOWN) {
         }
         grpc_completion_queue_destroy(s->ctl_cq);
         grpc_shutdown();

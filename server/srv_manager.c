@@ -182,9 +182,8 @@ int srv_version_dir_complete(const char *dir, uint64_t *sig) {
         unsigned char tail[8];
         snprintf(path, sizeof(path), "%s/variables/variables.index", dir);
         FILE *f = fopen(path, "rb");
-        if (f == NULL || stat(path, &st) != 0 || st.st_size < 48 ||
-            fseek(f, -8, SEEK_END) != 0 || fread(tail, 1, 8, f) != 8 ||
-            memcmp(tail, magic, 8) != 0) {
+        if (f == NULL || stat(path, &st) != 0 || st.st_size < 48 || fseek(f, -8, SEEK_END) != 0 ||
+            fread(tail, 1, 8, f) != 8 || memcmp(tail, magic, 8) != 0) {
             if (f) fclose(f);
             ms_errf(MS_ENOTFOUND, "%s: variables/variables.index missing or not complete", dir);
             return 0;
@@ -346,7 +345,8 @@ static void load_work(uv_work_t *req) {
     ms_err_clear();
     j->st = rt_model_load(j->dir, g_tags, 1, j->m->be, &j->model);
     if (j->st != MS_OK) {
-        snprintf(j->msg, sizeof(j->msg), "%s", ms_errmsg()[0] ? ms_errmsg() : ms_status_name(j->st));
+        snprintf(j->msg, sizeof(j->msg), "%s",
+                 ms_errmsg()[0] ? ms_errmsg() : ms_status_name(j->st));
         j->model = NULL;
     }
     j->ms = now_ms() - t0;
@@ -833,8 +833,7 @@ ms_status srv_manager_status(srv_manager *m, const char *name, int64_t version,
     if (*n == 0) {
         free(*out);
         *out = NULL;
-        st = ms_errf(MS_ENOTFOUND, "Could not find version %" PRId64 " of model %s", version,
-                     name);
+        st = ms_errf(MS_ENOTFOUND, "Could not find version %" PRId64 " of model %s", version, name);
     }
 out:
     pthread_mutex_unlock(&m->mu);

@@ -39,7 +39,7 @@ typedef enum srv_vstate {
 typedef struct srv_version_status {
     int64_t version;
     srv_vstate state;
-    ms_status code;  /* MS_OK, or why the load failed */
+    ms_status code; /* MS_OK, or why the load failed */
     char msg[512];
 } srv_version_status;
 
