@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ms_log.h"
+#include "rt_bundle.h"
 
 typedef struct mversion {
     int64_t version;
@@ -342,7 +343,21 @@ static double now_ms(void) {
 static void load_work(uv_work_t *req) {
     load_job *j = req->data;
     double t0 = now_ms();
+    char prefix[4096];
+    struct stat st;
     ms_err_clear();
+    /* Before loading: every variable's bytes present and matching their crc32c. */
+    snprintf(prefix, sizeof(prefix), "%s/variables", j->dir);
+    if (stat(prefix, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(prefix, sizeof(prefix), "%s/variables/variables", j->dir);
+        j->st = rt_bundle_verify(prefix);
+        if (j->st != MS_OK) {
+            snprintf(j->msg, sizeof(j->msg), "variables incomplete or corrupt: %s", ms_errmsg());
+            j->model = NULL;
+            j->ms = now_ms() - t0;
+            return;
+        }
+    }
     j->st = rt_model_load(j->dir, g_tags, 1, j->m->be, &j->model);
     if (j->st != MS_OK) {
         snprintf(j->msg, sizeof(j->msg), "%s",
