@@ -236,10 +236,12 @@ static void run_unary(srv_call *c) {
     ms_status st;
 
     if (atomic_load(&c->cancelled)) {
+        MS_DEBUG("grpc: %s cancelled before it ran; skipped", m->path);
         reply(c, GRPC_STATUS_CANCELLED, "call cancelled before it ran", NULL);
         return;
     }
     if (srv_call_time_left(c) <= 0) {
+        MS_DEBUG("grpc: %s deadline passed before it ran; skipped", m->path);
         reply(c, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline passed before the call ran", NULL);
         return;
     }

@@ -381,8 +381,12 @@ static void load_done(uv_work_t *req, int status) {
     m->loads_inflight--;
     mmodel *mm = find_model(m, j->name);
     mversion *v = mm ? find_version(mm, j->version) : NULL;
-    if (v == NULL || v->state != SRV_VSTATE_LOADING || m->stopping) {
+    if (v == NULL || v->state != SRV_VSTATE_LOADING || m->stopping || mm->removed) {
         drop = j->model;
+        if (v != NULL && v->state == SRV_VSTATE_LOADING) {
+            v->state = SRV_VSTATE_END; /* the model left the config meanwhile */
+            v->code = MS_OK;
+        }
     } else if (j->st == MS_OK) {
         v->state = SRV_VSTATE_AVAILABLE;
         v->code = MS_OK;

@@ -138,8 +138,10 @@ done:
         rt_tensor_unref(in[i].tensor);
     free(in);
     srv_servable_release(&sv);
-    if (st != MS_OK && st != MS_EINVAL && st != MS_ENOTFOUND && st != MS_EPRECOND &&
-        st != MS_ECANCELED)
+    if (st == MS_ECANCELED)
+        MS_DEBUG("Predict %s: stopped, the call was cancelled or its deadline passed",
+                 rq->model_spec && rq->model_spec->name ? rq->model_spec->name : "");
+    else if (st != MS_OK && st != MS_EINVAL && st != MS_ENOTFOUND && st != MS_EPRECOND)
         MS_WARN("Predict %s: %s",
                 rq->model_spec && rq->model_spec->name ? rq->model_spec->name : "", ms_errmsg());
     tensorflow__serving__predict_request__free_unpacked(rq, NULL);
