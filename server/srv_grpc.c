@@ -271,13 +271,13 @@ static void run_unary(srv_call *c) {
 static void stream_pump(srv_call *c) {
     grpc_op ops[2];
     size_t n = 0;
-    if (c->send_busy || c->finished) return;
+    if (c->send_busy || c->finished || (!c->has_pending && !c->finish_pending)) return;
     memset(ops, 0, sizeof(ops));
     if (!c->sent_md) {
         ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
         c->sent_md = 1;
     }
-    if (c->has_pending) {
+    if (c->has_pending) { /* otherwise finish_pending */
         grpc_slice sl = grpc_slice_new(c->pending.data, c->pending.len, free);
         c->has_pending = 0;
         c->pending.data = NULL;
@@ -286,7 +286,7 @@ static void stream_pump(srv_call *c) {
         grpc_slice_unref(sl);
         ops[n].op = GRPC_OP_SEND_MESSAGE;
         ops[n++].data.send_message.send_message = c->resp_bb;
-    } else if (c->finish_pending) {
+    } else {
         ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
         ops[n].data.send_status_from_server.status = c->finish_code;
         if (c->finish_msg) {
@@ -297,10 +297,6 @@ static void stream_pump(srv_call *c) {
         }
         n++;
         c->finished = 1;
-    } else {
-        if (n == 0) return;
-        c->sent_md = 0; /* nothing to send yet: keep the metadata for later */
-        return;
     }
     atomic_fetch_add(&c->refs, 1);
     c->send_busy = 1;
