@@ -165,13 +165,15 @@ typedef struct conv_case {
     int same, nchw;
 } conv_case;
 
-static void check_conv_ref(const conv_case *k, int depthwise, unsigned seed) {
+/* Conv2D with `groups` groups (filter depth C / groups), or depthwise. */
+static void check_conv_ref(const conv_case *k, int depthwise, int64_t groups, unsigned seed) {
     int64_t OH, OW, pt, pl;
     ref_dim(k->H, k->KH, k->sh, k->dh, k->same, &OH, &pt);
     ref_dim(k->W, k->KW, k->sw, k->dw, k->same, &OW, &pl);
     int64_t OC = depthwise ? k->C * k->M : k->M;
     rt_shape xs = k->nchw ? S(k->N, k->C, k->H, k->W) : S(k->N, k->H, k->W, k->C);
-    rt_tensor *x = rand_t(xs, &seed), *f = rand_t(S(k->KH, k->KW, k->C, k->M), &seed);
+    const int64_t cg = k->C / groups, ocg = k->M / groups;
+    rt_tensor *x = rand_t(xs, &seed), *f = rand_t(S(k->KH, k->KW, cg, k->M), &seed);
     Tensorflow__NodeDef *d = conv_node(depthwise ? "DepthwiseConv2dNative" : "Conv2D",
                                        k->same ? "SAME" : "VALID", k->sh, k->sw, k->nchw);
     if (k->nchw) tu_attr_ints(d, "dilations", 1, 1, k->dh, k->dw);
@@ -195,9 +197,10 @@ static void check_conv_ref(const conv_case *k, int depthwise, unsigned seed) {
                                 acc += X[at(k->nchw, k->H, k->W, k->C, n, ih, iw, c)] *
                                        F[((kh * k->KW + kw) * k->C + c) * k->M + m];
                             } else {
-                                for (int64_t c = 0; c < k->C; c++)
-                                    acc += X[at(k->nchw, k->H, k->W, k->C, n, ih, iw, c)] *
-                                           F[((kh * k->KW + kw) * k->C + c) * k->M + oc];
+                                int64_t c0 = (oc / ocg) * cg; /* the group's channels */
+                                for (int64_t c = 0; c < cg; c++)
+                                    acc += X[at(k->nchw, k->H, k->W, k->C, n, ih, iw, c0 + c)] *
+                                           F[((kh * k->KW + kw) * cg + c) * k->M + oc];
                             }
                         }
                     float got = Y[at(k->nchw, OH, OW, OC, n, oh, ow, oc)];
@@ -225,7 +228,7 @@ static const conv_case conv_cases[] = {
 
 START_TEST(conv_reference) {
     for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++)
-        check_conv_ref(&conv_cases[i], 0, 17u + (unsigned)i);
+        check_conv_ref(&conv_cases[i], 0, 1, 17u + (unsigned)i);
 }
 END_TEST
 
@@ -233,8 +236,27 @@ START_TEST(depthwise_reference) {
     for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++) {
         conv_case k = conv_cases[i];
         k.M = 1 + (int64_t)(i % 3); /* multipliers 1..3 */
-        check_conv_ref(&k, 1, 99u + (unsigned)i);
+        check_conv_ref(&k, 1, 1, 99u + (unsigned)i);
     }
+}
+END_TEST
+
+START_TEST(conv_grouped) {
+    /* 6 input channels in 2 or 3 groups, NHWC and NCHW, 1x1 and 3x3 */
+    static const conv_case g[] = {
+        {2, 6, 5, 6, 3, 3, 4, 1, 1, 1, 1, 1, 0},
+        {1, 6, 5, 6, 3, 3, 6, 2, 1, 1, 2, 0, 1},
+        {1, 4, 4, 6, 1, 1, 6, 1, 1, 1, 1, 0, 0},
+    };
+    check_conv_ref(&g[0], 0, 2, 5u);
+    check_conv_ref(&g[1], 0, 3, 6u);
+    check_conv_ref(&g[2], 0, 3, 7u);
+    /* hand case: 2 groups of 1 channel, 1x1 filter [[2, 3]] (depth 1, 2 out
+     * channels): pixel [a, b] -> [2a, 3b] */
+    rt_tensor *o = run2(conv_node("Conv2D", "VALID", 1, 1, 0), TU_F32(S(1, 1, 2, 2), 1, 10, 2, 20),
+                        TU_F32(S(1, 1, 1, 2), 2, 3));
+    TU_CHECK_F32(o, S(1, 1, 2, 2), 0, 2, 30, 4, 60);
+    rt_tensor_unref(o);
 }
 END_TEST
 
@@ -378,6 +400,25 @@ START_TEST(pool_same) {
 }
 END_TEST
 
+START_TEST(pool_explicit) {
+    /* MaxPool 2x2 stride 2 on x33 with one padding row/column on every side
+     * (padded 5x5, out (3 + 2 - 2 + 2) / 2 = 2): windows rows/cols {-1,0} and
+     * {1,2}: max(x[0][0]) = 1, max(2,3) = 3, max(4,7) = 7, max(5,6,8,9) = 9 */
+    Tensorflow__NodeDef *d = pool_node("MaxPool", "EXPLICIT", 2, 2, 0);
+    tu_attr_ints(d, "explicit_paddings", 0, 0, 1, 1, 1, 1, 0, 0);
+    rt_tensor *o = run1(d, x33());
+    TU_CHECK_F32(o, S(1, 2, 2, 1), 0, 1, 3, 7, 9);
+    rt_tensor_unref(o);
+    rt_tensor *x = x33();
+    d = pool_node("AvgPool", "EXPLICIT", 2, 2, 0);
+    free(d->name);
+    d->name = strdup("bad_avg_explicit");
+    tu_attr_ints(d, "explicit_paddings", 0, 0, 1, 1, 1, 1, 0, 0);
+    tu_run_fail(d, &x, 1, 1, MS_EINVAL, "EXPLICIT");
+    rt_tensor_unref(x);
+}
+END_TEST
+
 START_TEST(pool_nchw_and_errors) {
     /* NCHW (1,2,2,2): channel 0 = [1,2,3,4], channel 1 = [8,7,6,5];
      * 2x2 VALID: max [4, 8], mean [2.5, 6.5] */
@@ -479,6 +520,23 @@ START_TEST(batch_norm) {
         tu_run_fail(d, in, 5, 6, MS_EINVAL, "scale");
         tu_unref(in, 5);
     }
+}
+END_TEST
+
+START_TEST(batch_norm_v1) {
+    /* FusedBatchNorm (5 outputs), NHWC, default epsilon 1e-4: one channel with
+     * scale 1, offset 0, mean 2, variance 0.9999 -> y = (x - 2) / 1 */
+    rt_tensor *in[5] = {TU_F32(S(1, 1, 3, 1), 1, 2, 4), TU_F32(S(1), 1), TU_F32(S(1), 0),
+                        TU_F32(S(1), 2), TU_F32(S(1), 0.9999f)};
+    Tensorflow__NodeDef *d = tu_node_new("FusedBatchNorm", "bn");
+    tu_attr_b(d, "is_training", 0);
+    rt_tensor *o[5] = {0};
+    ck_assert_int_eq(tu_run(d, in, 5, o, 5), MS_OK);
+    TU_CHECK_F32(o[0], S(1, 1, 3, 1), 1e-5f, -1, 0, 2);
+    TU_CHECK_F32(o[2], S(1), 0, 0.9999f);
+    tu_unref(o, 5);
+    tu_node_free(d);
+    tu_unref(in, 5);
 }
 END_TEST
 
@@ -594,10 +652,13 @@ static Suite *suite(void) {
         {"conv", conv_dilated},           {"conv", conv_channels_1x1},
         {"conv", conv_nchw},              {"conv", conv_explicit},
         {"conv_ref", conv_reference},     {"depthwise", depthwise_reference},
+        {"conv_grouped", conv_grouped},
         {"depthwise", depthwise_hand},    {"backprop", backprop_hand},
         {"backprop", backprop_adjoint},   {"pool", pool_valid},
         {"pool", pool_same},              {"pool", pool_nchw_and_errors},
+        {"pool", pool_explicit},
         {"errors", conv_errors},          {"batch_norm", batch_norm},
+        {"batch_norm", batch_norm_v1},
         {"resize", resize_bilinear},      {"resize", resize_nearest},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {

@@ -84,6 +84,28 @@ DEF_BIN(div_f32, float, float, x / y)
 DEF_BIN(div_f64, double, double, x / y)
 DEF_BIN(pow_f32, float, float, powf(x, y))
 DEF_BIN(pow_f64, double, double, pow(x, y))
+DEF_BIN(sqdiff_f32, float, float, (x - y) * (x - y))
+DEF_BIN(sqdiff_f64, double, double, (x - y) * (x - y))
+DEF_BIN(divnonan_f32, float, float, y == 0 ? 0 : x / y)
+DEF_BIN(divnonan_f64, double, double, y == 0 ? 0 : x / y)
+DEF_BIN(floordiv_f32, float, float, floorf(x / y))
+DEF_BIN(floordiv_f64, double, double, floor(x / y))
+/* FloorMod of floats: the remainder takes the divisor's sign (Python %). */
+DEF_BIN(floormod_f32, float, float,
+        fmodf(x, y) != 0 && ((fmodf(x, y) < 0) != (y < 0)) ? fmodf(x, y) + y : fmodf(x, y))
+DEF_BIN(floormod_f64, double, double,
+        fmod(x, y) != 0 && ((fmod(x, y) < 0) != (y < 0)) ? fmod(x, y) + y : fmod(x, y))
+/* Integer floor division and modulo; divisors are checked non-zero before
+ * the loop runs, and MIN / -1 wraps (computed through the negation). */
+#define I_FDIV(T, UT)                                                                       \
+    (y == -1 ? (T)(0u - (UT)x)                                                                   \
+             : ((x % y != 0 && ((x < 0) != (y < 0))) ? x / y - 1 : x / y))
+#define I_FMOD(T)                                                                                \
+    (y == -1 ? (T)0 : ((x % y != 0 && ((x % y < 0) != (y < 0))) ? x % y + y : x % y))
+DEF_BIN(floordiv_i32, int32_t, int32_t, I_FDIV(int32_t, uint32_t))
+DEF_BIN(floordiv_i64, int64_t, int64_t, I_FDIV(int64_t, uint64_t))
+DEF_BIN(floormod_i32, int32_t, int32_t, I_FMOD(int32_t))
+DEF_BIN(floormod_i64, int64_t, int64_t, I_FMOD(int64_t))
 DEF_BIN(max_u8, uint8_t, uint8_t, x > y ? x : y)
 DEF_BIN(min_u8, uint8_t, uint8_t, x < y ? x : y)
 
@@ -100,19 +122,22 @@ DEF_CMP(lt, x < y)
 DEF_CMP(le, x <= y)
 DEF_CMP(eq, x == y)
 DEF_BIN(eq_b, uint8_t, uint8_t, (x != 0) == (y != 0))
+DEF_CMP(ne, x != y)
+DEF_BIN(ne_b, uint8_t, uint8_t, (x != 0) != (y != 0))
 DEF_BIN(and_b, uint8_t, uint8_t, x && y)
 DEF_BIN(or_b, uint8_t, uint8_t, x || y)
 
 typedef struct bin_op {
     const char *op;
     bin_fn fn[T_COUNT];
-    int out_bool; /* output dtype is DT_BOOL instead of the input's */
+    int out_bool;    /* output dtype is DT_BOOL instead of the input's */
+    int int_divisor; /* integer inputs: the second must hold no zero */
 } bin_op;
 
 #define ARITH_ROW(name, p) {name, {[T_F32] = p##_f32, [T_F64] = p##_f64, [T_I32] = p##_i32, \
-                                   [T_I64] = p##_i64}, 0}
+                                   [T_I64] = p##_i64}, 0, 0}
 #define CMP_ROW(name, p) {name, {[T_F32] = p##_f32, [T_F64] = p##_f64, [T_I32] = p##_i32, \
-                                 [T_I64] = p##_i64, [T_U8] = p##_u8}, 1}
+                                 [T_I64] = p##_i64, [T_U8] = p##_u8}, 1, 0}
 
 /* clang-format off */
 static const bin_op bin_ops[] = {
@@ -120,20 +145,28 @@ static const bin_op bin_ops[] = {
     ARITH_ROW("AddV2", add),
     ARITH_ROW("Sub", sub),
     ARITH_ROW("Mul", mul),
-    {"RealDiv", {[T_F32] = div_f32, [T_F64] = div_f64}, 0},
+    {"RealDiv", {[T_F32] = div_f32, [T_F64] = div_f64}, 0, 0},
     {"Maximum", {[T_F32] = max_f32, [T_F64] = max_f64, [T_I32] = max_i32, [T_I64] = max_i64,
-                 [T_U8] = max_u8}, 0},
+                 [T_U8] = max_u8}, 0, 0},
     {"Minimum", {[T_F32] = min_f32, [T_F64] = min_f64, [T_I32] = min_i32, [T_I64] = min_i64,
-                 [T_U8] = min_u8}, 0},
-    {"Pow", {[T_F32] = pow_f32, [T_F64] = pow_f64}, 0},
+                 [T_U8] = min_u8}, 0, 0},
+    {"Pow", {[T_F32] = pow_f32, [T_F64] = pow_f64}, 0, 0},
     CMP_ROW("Greater", gt),
     CMP_ROW("GreaterEqual", ge),
     CMP_ROW("Less", lt),
     CMP_ROW("LessEqual", le),
     {"Equal", {[T_F32] = eq_f32, [T_F64] = eq_f64, [T_I32] = eq_i32, [T_I64] = eq_i64,
-               [T_U8] = eq_u8, [T_BOOL] = eq_b}, 1},
-    {"LogicalAnd", {[T_BOOL] = and_b}, 1},
-    {"LogicalOr", {[T_BOOL] = or_b}, 1},
+               [T_U8] = eq_u8, [T_BOOL] = eq_b}, 1, 0},
+    {"NotEqual", {[T_F32] = ne_f32, [T_F64] = ne_f64, [T_I32] = ne_i32, [T_I64] = ne_i64,
+                  [T_U8] = ne_u8, [T_BOOL] = ne_b}, 1, 0},
+    {"SquaredDifference", {[T_F32] = sqdiff_f32, [T_F64] = sqdiff_f64}, 0, 0},
+    {"DivNoNan", {[T_F32] = divnonan_f32, [T_F64] = divnonan_f64}, 0, 0},
+    {"FloorDiv", {[T_F32] = floordiv_f32, [T_F64] = floordiv_f64, [T_I32] = floordiv_i32,
+                  [T_I64] = floordiv_i64}, 0, 1},
+    {"FloorMod", {[T_F32] = floormod_f32, [T_F64] = floormod_f64, [T_I32] = floormod_i32,
+                  [T_I64] = floormod_i64}, 0, 1},
+    {"LogicalAnd", {[T_BOOL] = and_b}, 1, 0},
+    {"LogicalOr", {[T_BOOL] = or_b}, 1, 0},
 };
 /* clang-format on */
 
@@ -202,6 +235,11 @@ static ms_status bin_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
     if (slot < 0 || op->fn[slot] == NULL)
         return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported",
                         rt_dtype_name(in[0]->dtype));
+    if (op->int_divisor && (slot == T_I32 || slot == T_I64))
+        for (int64_t i = 0; i < in[1]->nelem; i++)
+            if (slot == T_I32 ? ((const int32_t *)in[1]->data)[i] == 0
+                              : ((const int64_t *)in[1]->data)[i] == 0)
+                return KN_EINVAL(node, "integer division by zero");
     kn_bcast bc;
     const rt_shape *shapes[2] = {&in[0]->shape, &in[1]->shape};
     if ((st = kn__bcast_init(&bc, node, shapes, 2)) != MS_OK) return st;
@@ -249,6 +287,22 @@ DEF_UN_F(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
 DEF_UN_F(tanh, tanhf(x), tanh(x))
 DEF_UN_F(leaky, x > 0 ? x : x * alpha, x > 0 ? x : x * (double)alpha)
 DEF_UN_F(floor, floorf(x), floor(x))
+DEF_UN_F(ceil, ceilf(x), ceil(x))
+/* Round half to even, as TensorFlow's Round (rint in the default mode). */
+DEF_UN_F(round, rintf(x), rint(x))
+DEF_UN_F(log, logf(x), log(x))
+DEF_UN_F(recip, 1.0f / x, 1.0 / x)
+DEF_UN_F(softplus, x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)),
+         x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)))
+DEF_UN_F(elu, x < 0 ? expm1f(x) : x, x < 0 ? expm1(x) : x)
+#define SELU_SCALE 1.0507009873554804934193349852946
+#define SELU_ALPHA 1.6732632423543772848170429916717
+DEF_UN_F(selu, x < 0 ? (float)(SELU_SCALE * SELU_ALPHA) * expm1f(x) : (float)SELU_SCALE * x,
+         x < 0 ? SELU_SCALE * SELU_ALPHA * expm1(x) : SELU_SCALE * x)
+DEF_UN_F(erf, erff(x), erf(x))
+DEF_UN_F(sign, (float)((x > 0) - (x < 0)), (double)((x > 0) - (x < 0)))
+DEF_UN(sign_i32, int32_t, int32_t, (x > 0) - (x < 0))
+DEF_UN(sign_i64, int64_t, int64_t, (x > 0) - (x < 0))
 DEF_UN(square_i32, int32_t, int32_t, (int32_t)((uint32_t)x * (uint32_t)x))
 DEF_UN(square_i64, int64_t, int64_t, (int64_t)((uint64_t)x * (uint64_t)x))
 DEF_UN(neg_i32, int32_t, int32_t, (int32_t)(0u - (uint32_t)x))
@@ -284,6 +338,16 @@ static const un_op un_ops[] = {
     UN_F("Tanh", tanh),
     UN_F("LeakyRelu", leaky),
     UN_F("Floor", floor),
+    UN_F("Ceil", ceil),
+    UN_F("Round", round),
+    UN_F("Log", log),
+    UN_F("Reciprocal", recip),
+    UN_F("Inv", recip),
+    UN_F("Softplus", softplus),
+    UN_F("Elu", elu),
+    UN_F("Selu", selu),
+    UN_F("Erf", erf),
+    UN_FI("Sign", sign),
     {"LogicalNot", {[T_BOOL] = not_b}},
 };
 /* clang-format on */
@@ -585,6 +649,90 @@ static ms_status cast_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
 }
 
 /* ====================================================================== */
+/* ZerosLike, OnesLike, AddN                                              */
+/* ====================================================================== */
+
+static ms_status fill_like_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                   rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    rt_dtype dt = in[0]->dtype;
+    int ones = strcmp(node->op, "OnesLike") == 0;
+    if (!rt_dtype_is_pod(dt) || rt_dtype_size(dt) == 0 || (ones && type_slot(dt) < 0))
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(dt));
+    if ((st = kn__output(ctx, node, 0, dt, &in[0]->shape, &out[0])) != MS_OK) return st;
+    int64_t n = out[0]->nelem;
+    if (!ones) {
+        memset(out[0]->data, 0, rt_tensor_nbytes(out[0]));
+        return MS_OK;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        switch (dt) {
+        case RT_DT_FLOAT: ((float *)out[0]->data)[i] = 1; break;
+        case RT_DT_DOUBLE: ((double *)out[0]->data)[i] = 1; break;
+        case RT_DT_INT32: ((int32_t *)out[0]->data)[i] = 1; break;
+        case RT_DT_INT64: ((int64_t *)out[0]->data)[i] = 1; break;
+        default: ((uint8_t *)out[0]->data)[i] = 1; break;
+        }
+    }
+    return MS_OK;
+}
+
+typedef struct addn_job {
+    rt_tensor *const *in;
+    int n;
+    void *dst;
+    int slot;
+} addn_job;
+
+static void addn_chunk(void *arg, int64_t b, int64_t e) {
+    const addn_job *j = arg;
+    for (int k = 0; k < j->n; k++) {
+        const void *src = j->in[k]->data;
+        switch (j->slot) {
+        case T_F32:
+            if (k == 0) memcpy((float *)j->dst + b, (const float *)src + b, (size_t)(e - b) * 4);
+            else add_f32((float *)j->dst + b, 1, (const float *)src + b, 1, (float *)j->dst + b, e - b);
+            break;
+        case T_F64:
+            if (k == 0) memcpy((double *)j->dst + b, (const double *)src + b, (size_t)(e - b) * 8);
+            else add_f64((double *)j->dst + b, 1, (const double *)src + b, 1, (double *)j->dst + b, e - b);
+            break;
+        case T_I32:
+            if (k == 0) memcpy((int32_t *)j->dst + b, (const int32_t *)src + b, (size_t)(e - b) * 4);
+            else add_i32((int32_t *)j->dst + b, 1, (const int32_t *)src + b, 1, (int32_t *)j->dst + b, e - b);
+            break;
+        default:
+            if (k == 0) memcpy((int64_t *)j->dst + b, (const int64_t *)src + b, (size_t)(e - b) * 8);
+            else add_i64((int64_t *)j->dst + b, 1, (const int64_t *)src + b, 1, (int64_t *)j->dst + b, e - b);
+            break;
+        }
+    }
+}
+
+static ms_status addn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                              rt_tensor **out) {
+    (void)state;
+    if (node->nin < 1) return KN_EINVAL(node, "needs at least one input");
+    ms_status st = kn__need_inputs(node, in, node->nin);
+    if (st != MS_OK) return st;
+    int slot = type_slot(in[0]->dtype);
+    if (slot != T_F32 && slot != T_F64 && slot != T_I32 && slot != T_I64)
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported",
+                        rt_dtype_name(in[0]->dtype));
+    for (int k = 1; k < node->nin; k++)
+        if (in[k]->dtype != in[0]->dtype || !rt_shape_equal(&in[k]->shape, &in[0]->shape))
+            return KN_EINVAL(node, "input %d (%s %s) differs from input 0 (%s %s)", k,
+                             rt_dtype_name(in[k]->dtype), kn__shp(&in[k]->shape),
+                             rt_dtype_name(in[0]->dtype), kn__shp(&in[0]->shape));
+    if ((st = kn__output(ctx, node, 0, in[0]->dtype, &in[0]->shape, &out[0])) != MS_OK) return st;
+    addn_job job = {.in = in, .n = node->nin, .dst = out[0]->data, .slot = slot};
+    if (out[0]->nelem > 0) kn_ctx_parallel_for(ctx, out[0]->nelem, 16384, addn_chunk, &job);
+    return MS_OK;
+}
+
+/* ====================================================================== */
 
 #define BIN(name) {.op = name, .prepare = bin_prepare, .compute = bin_compute}
 #define UN(name) {.op = name, .prepare = un_prepare, .compute = un_compute, .release = un_release}
@@ -603,6 +751,11 @@ const kn_kernel kn_cpu_elementwise_kernels[] = {
     BIN("Less"),
     BIN("LessEqual"),
     BIN("Equal"),
+    BIN("NotEqual"),
+    BIN("SquaredDifference"),
+    BIN("DivNoNan"),
+    BIN("FloorDiv"),
+    BIN("FloorMod"),
     BIN("LogicalAnd"),
     BIN("LogicalOr"),
     UN("Square"),
@@ -618,8 +771,21 @@ const kn_kernel kn_cpu_elementwise_kernels[] = {
     UN("LeakyRelu"),
     UN("Floor"),
     UN("LogicalNot"),
+    UN("Ceil"),
+    UN("Round"),
+    UN("Log"),
+    UN("Reciprocal"),
+    UN("Inv"),
+    UN("Softplus"),
+    UN("Elu"),
+    UN("Selu"),
+    UN("Erf"),
+    UN("Sign"),
     {.op = "Select", .compute = select_compute},
     {.op = "SelectV2", .compute = select_compute},
     {.op = "Cast", .prepare = cast_prepare, .compute = cast_compute},
+    {.op = "ZerosLike", .compute = fill_like_compute},
+    {.op = "OnesLike", .compute = fill_like_compute},
+    {.op = "AddN", .compute = addn_compute},
     {.op = NULL},
 };

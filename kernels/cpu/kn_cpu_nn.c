@@ -229,65 +229,80 @@ typedef struct im2col_job {
     const geo *g;
     const win_attrs *a;
     const float *x; /* NHWC */
-    float *col;     /* [pixels, KH*KW*C] */
+    float *col;     /* [pixels, KH*KW*cg] */
     int64_t p0;     /* first output pixel (flattened n, oh, ow) of the tile */
+    int64_t c0, cg; /* channel range of the group: [c0, c0 + cg) */
 } im2col_job;
 
 static void im2col_rows(void *arg, int64_t b, int64_t e) {
     const im2col_job *j = arg;
     const geo *g = j->g;
-    const int64_t C = g->C, kkc = g->KH * g->KW * C;
+    const int64_t C = g->C, cg = j->cg, kkc = g->KH * g->KW * cg;
     for (int64_t r = b; r < e; r++) {
         int64_t p = j->p0 + r;
         int64_t ow = p % g->OW, oh = (p / g->OW) % g->OH, n = p / (g->OW * g->OH);
         float *dst = j->col + r * kkc;
         for (int64_t kh = 0; kh < g->KH; kh++) {
             int64_t ih = oh * j->a->sh - g->pt + kh * j->a->dh;
-            for (int64_t kw = 0; kw < g->KW; kw++, dst += C) {
+            for (int64_t kw = 0; kw < g->KW; kw++, dst += cg) {
                 int64_t iw = ow * j->a->sw - g->pl + kw * j->a->dw;
                 if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W)
-                    memset(dst, 0, (size_t)C * sizeof(float));
+                    memset(dst, 0, (size_t)cg * sizeof(float));
                 else
-                    memcpy(dst, j->x + ((n * g->H + ih) * g->W + iw) * C,
-                           (size_t)C * sizeof(float));
+                    memcpy(dst, j->x + ((n * g->H + ih) * g->W + iw) * C + j->c0,
+                           (size_t)cg * sizeof(float));
             }
         }
     }
 }
 
-/* Largest im2col buffer in floats (16 MiB). */
-#define COL_MAX_FLOATS (4 << 20)
+/* Largest im2col buffer in floats (4 MiB: big enough for long gemm calls,
+ * small enough to stay in the per-thread scratch cache). */
+#define COL_MAX_FLOATS (1 << 20)
 
-/* y[N*OH*OW, OC] = im2col(x) * f[KH*KW*C, OC], all NHWC. */
+/* Scratch slots (see kn__scratch): columns, layout-converted input, output. */
+enum { SCR_COL, SCR_IN, SCR_OUT };
+
+/* y[N*OH*OW, OC] = im2col(x) * f[KH*KW*C/G, OC], all NHWC, per group: group
+ * k maps input channels [k*C/G, (k+1)*C/G) to output channels
+ * [k*OC/G, (k+1)*OC/G) (TensorFlow's grouped Conv2D, filter depth C/G). */
 static ms_status conv_nhwc(kn_ctx *ctx, const kn_node *node, const win_attrs *a, const geo *g,
-                           const float *x, const float *f, float *y) {
-    const int64_t kkc = g->KH * g->KW * g->C, P = g->N * g->OH * g->OW;
+                           int64_t groups, const float *x, const float *f, float *y) {
+    const int64_t cg = g->C / groups, ocg = g->OC / groups;
+    const int64_t kkc = g->KH * g->KW * cg, P = g->N * g->OH * g->OW;
     if (P == 0 || g->OC == 0) return MS_OK;
     if (kkc == 0) {
         memset(y, 0, (size_t)(P * g->OC) * sizeof(float));
         return MS_OK;
     }
-    if (kkc > INT32_MAX || g->OC > INT32_MAX) return KN_EINVAL(node, "filter too large");
+    if (kkc > INT32_MAX || g->OC > INT32_MAX || g->C > INT32_MAX)
+        return KN_EINVAL(node, "filter too large");
+    const int ldf = (int)g->OC;
     if (g->KH == 1 && g->KW == 1 && a->sh == 1 && a->sw == 1 && g->pt == 0 && g->pl == 0 &&
         g->OH == g->H && g->OW == g->W && P <= INT32_MAX) {
         /* 1x1 convolution: the input already is the column matrix. */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)P, (int)g->OC, (int)kkc, 1.0f,
-                    x, (int)kkc, f, (int)g->OC, 0.0f, y, (int)g->OC);
+        for (int64_t k = 0; k < groups; k++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)P, (int)ocg, (int)cg,
+                        1.0f, x + k * cg, (int)g->C, f + k * ocg, ldf, 0.0f, y + k * ocg, ldf);
         return MS_OK;
     }
     int64_t tile = COL_MAX_FLOATS / kkc;
     if (tile < 1) tile = 1;
     if (tile > P) tile = P;
-    float *col = malloc((size_t)(tile * kkc) * sizeof(float));
+    float *col = kn__scratch(SCR_COL, (size_t)(tile * kkc) * sizeof(float));
     if (col == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory for im2col", node->name);
     for (int64_t p0 = 0; p0 < P; p0 += tile) {
         int64_t rows = P - p0 < tile ? P - p0 : tile;
-        im2col_job job = {.g = g, .a = a, .x = x, .col = col, .p0 = p0};
-        kn_ctx_parallel_for(ctx, rows, 64, im2col_rows, &job);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)g->OC, (int)kkc,
-                    1.0f, col, (int)kkc, f, (int)g->OC, 0.0f, y + p0 * g->OC, (int)g->OC);
+        for (int64_t k = 0; k < groups; k++) {
+            im2col_job job = {.g = g, .a = a, .x = x, .col = col, .p0 = p0, .c0 = k * cg,
+                              .cg = cg};
+            kn_ctx_parallel_for(ctx, rows, 64, im2col_rows, &job);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)ocg, (int)kkc,
+                        1.0f, col, (int)kkc, f + k * ocg, ldf, 0.0f, y + p0 * g->OC + k * ocg,
+                        ldf);
+        }
     }
-    free(col);
+    kn__scratch_done(SCR_COL, col);
     return MS_OK;
 }
 
@@ -307,26 +322,29 @@ static ms_status conv2d_compute(kn_ctx *ctx, const kn_node *node, void *state,
     g.KH = f->shape.dim[0];
     g.KW = f->shape.dim[1];
     g.OC = f->shape.dim[3];
-    if (f->shape.dim[2] != g.C)
-        return KN_EINVAL(node, "filter %s input depth must equal input channels %lld "
-                               "(grouped convolution is not supported)",
+    /* Filter depth C/G makes a grouped convolution of G groups. */
+    int64_t fd = f->shape.dim[2];
+    if (fd <= 0 || g.C % fd != 0 || g.OC % (g.C / fd) != 0)
+        return KN_EINVAL(node, "filter %s: input channels %lld must be a multiple of the filter "
+                               "depth, and output channels of the group count",
                          kn__shp(&f->shape), (long long)g.C);
+    int64_t groups = g.C / fd;
     if ((st = window_geo(node, a, &g)) != MS_OK) return st;
     rt_shape os = shape4(a->nchw, g.N, g.OH, g.OW, g.OC);
     if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
-    if (!a->nchw) return conv_nhwc(ctx, node, a, &g, x->data, f->data, out[0]->data);
-    float *xt = malloc((size_t)(x->nelem > 0 ? x->nelem : 1) * sizeof(float));
-    float *yt = malloc((size_t)(out[0]->nelem > 0 ? out[0]->nelem : 1) * sizeof(float));
+    if (!a->nchw) return conv_nhwc(ctx, node, a, &g, groups, x->data, f->data, out[0]->data);
+    float *xt = kn__scratch(SCR_IN, (size_t)x->nelem * sizeof(float));
+    float *yt = kn__scratch(SCR_OUT, (size_t)out[0]->nelem * sizeof(float));
     if (xt == NULL || yt == NULL) {
-        free(xt);
-        free(yt);
+        kn__scratch_done(SCR_IN, xt);
+        kn__scratch_done(SCR_OUT, yt);
         return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     }
     to_nhwc(x->data, xt, g.N, g.C, g.H * g.W);
-    st = conv_nhwc(ctx, node, a, &g, xt, f->data, yt);
+    st = conv_nhwc(ctx, node, a, &g, groups, xt, f->data, yt);
     if (st == MS_OK) to_nchw(yt, out[0]->data, g.N, g.OC, g.OH * g.OW);
-    free(xt);
-    free(yt);
+    kn__scratch_done(SCR_IN, xt);
+    kn__scratch_done(SCR_OUT, yt);
     return st;
 }
 
@@ -393,11 +411,11 @@ static ms_status depthwise_compute(kn_ctx *ctx, const kn_node *node, void *state
     dw_job job = {.g = &g, .a = a, .M = M, .x = x->data, .f = f->data, .y = out[0]->data};
     float *xt = NULL, *yt = NULL;
     if (a->nchw) {
-        xt = malloc((size_t)(x->nelem > 0 ? x->nelem : 1) * sizeof(float));
-        yt = malloc((size_t)out[0]->nelem * sizeof(float));
+        xt = kn__scratch(SCR_IN, (size_t)x->nelem * sizeof(float));
+        yt = kn__scratch(SCR_OUT, (size_t)out[0]->nelem * sizeof(float));
         if (xt == NULL || yt == NULL) {
-            free(xt);
-            free(yt);
+            kn__scratch_done(SCR_IN, xt);
+            kn__scratch_done(SCR_OUT, yt);
             return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
         }
         to_nhwc(x->data, xt, g.N, g.C, g.H * g.W);
@@ -407,8 +425,8 @@ static ms_status depthwise_compute(kn_ctx *ctx, const kn_node *node, void *state
     kn_ctx_parallel_for(ctx, g.N * g.OH, 1, dw_rows, &job);
     if (a->nchw) {
         to_nchw(yt, out[0]->data, g.N, g.OC, g.OH * g.OW);
-        free(xt);
-        free(yt);
+        kn__scratch_done(SCR_IN, xt);
+        kn__scratch_done(SCR_OUT, yt);
     }
     return MS_OK;
 }
@@ -428,7 +446,7 @@ static ms_status backprop_nhwc(const kn_node *node, const win_attrs *a, const ge
     int64_t tile = COL_MAX_FLOATS / kkc;
     if (tile < 1) tile = 1;
     if (tile > P) tile = P;
-    float *col = malloc((size_t)(tile * kkc) * sizeof(float));
+    float *col = kn__scratch(SCR_COL, (size_t)(tile * kkc) * sizeof(float));
     if (col == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory for col2im", node->name);
     for (int64_t p0 = 0; p0 < P; p0 += tile) {
         int64_t rows = P - p0 < tile ? P - p0 : tile;
@@ -449,7 +467,7 @@ static ms_status backprop_nhwc(const kn_node *node, const win_attrs *a, const ge
             }
         }
     }
-    free(col);
+    kn__scratch_done(SCR_COL, col);
     return MS_OK;
 }
 
@@ -489,18 +507,18 @@ static ms_status backprop_input_compute(kn_ctx *ctx, const kn_node *node, void *
                          kn__shp(&xs));
     if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &xs, &out[0])) != MS_OK) return st;
     if (!a->nchw) return backprop_nhwc(node, a, &g, dy->data, f->data, out[0]->data);
-    float *dyt = malloc((size_t)(dy->nelem > 0 ? dy->nelem : 1) * sizeof(float));
-    float *dxt = malloc((size_t)(out[0]->nelem > 0 ? out[0]->nelem : 1) * sizeof(float));
+    float *dyt = kn__scratch(SCR_IN, (size_t)dy->nelem * sizeof(float));
+    float *dxt = kn__scratch(SCR_OUT, (size_t)out[0]->nelem * sizeof(float));
     if (dyt == NULL || dxt == NULL) {
-        free(dyt);
-        free(dxt);
+        kn__scratch_done(SCR_IN, dyt);
+        kn__scratch_done(SCR_OUT, dxt);
         return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     }
     to_nhwc(dy->data, dyt, g.N, g.OC, g.OH * g.OW);
     st = backprop_nhwc(node, a, &g, dyt, f->data, dxt);
     if (st == MS_OK) to_nchw(dxt, out[0]->data, g.N, g.C, g.H * g.W);
-    free(dyt);
-    free(dxt);
+    kn__scratch_done(SCR_IN, dyt);
+    kn__scratch_done(SCR_OUT, dxt);
     return st;
 }
 
@@ -818,8 +836,11 @@ static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state,
     if (OH <= 0 || OW <= 0)
         return KN_EINVAL(node, "size must be positive, got [%lld, %lld]", (long long)OH,
                          (long long)OW);
-    if (N > 0 && C > 0 && (H <= 0 || W <= 0))
-        return KN_EINVAL(node, "images %s have an empty spatial dimension", kn__shp(&x->shape));
+    /* As TensorFlow's ImageResizerState: empty images are refused even in an
+     * empty batch. */
+    if (C <= 0 || H <= 0 || W <= 0 || H > INT32_MAX || W > INT32_MAX)
+        return KN_EINVAL(node, "images %s must have non-zero height, width and channels below "
+                               "2^31", kn__shp(&x->shape));
     switch (x->dtype) {
     case RT_DT_FLOAT: case RT_DT_DOUBLE: case RT_DT_INT8: case RT_DT_UINT8: case RT_DT_INT16:
     case RT_DT_UINT16: case RT_DT_INT32: case RT_DT_INT64: case RT_DT_HALF: case RT_DT_BFLOAT16:

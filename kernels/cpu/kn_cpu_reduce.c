@@ -226,6 +226,7 @@ typedef struct softmax_job {
     void *out;
     int64_t n;
     int dbl;
+    int log; /* LogSoftmax: x - max - log(sum(exp(x - max))) */
 } softmax_job;
 
 static void softmax_rows(void *arg, int64_t b, int64_t e) {
@@ -236,15 +237,25 @@ static void softmax_rows(void *arg, int64_t b, int64_t e) {
             double *y = (double *)j->out + r * j->n, m = x[0], s = 0;
             for (int64_t i = 1; i < j->n; i++) m = x[i] > m ? x[i] : m;
             for (int64_t i = 0; i < j->n; i++) s += y[i] = exp(x[i] - m);
-            for (int64_t i = 0; i < j->n; i++) y[i] /= s;
+            if (j->log) {
+                double ls = log(s);
+                for (int64_t i = 0; i < j->n; i++) y[i] = x[i] - m - ls;
+            } else {
+                for (int64_t i = 0; i < j->n; i++) y[i] /= s;
+            }
         } else {
             const float *x = (const float *)j->in + r * j->n;
             float *y = (float *)j->out + r * j->n, m = x[0];
             double s = 0;
             for (int64_t i = 1; i < j->n; i++) m = x[i] > m ? x[i] : m;
             for (int64_t i = 0; i < j->n; i++) s += y[i] = expf(x[i] - m);
-            float inv = (float)(1.0 / s);
-            for (int64_t i = 0; i < j->n; i++) y[i] *= inv;
+            if (j->log) {
+                float ls = (float)log(s);
+                for (int64_t i = 0; i < j->n; i++) y[i] = x[i] - m - ls;
+            } else {
+                float inv = (float)(1.0 / s);
+                for (int64_t i = 0; i < j->n; i++) y[i] *= inv;
+            }
         }
     }
 }
@@ -262,7 +273,8 @@ static ms_status softmax_compute(kn_ctx *ctx, const kn_node *node, void *state,
     if ((st = kn__output(ctx, node, 0, x->dtype, &x->shape, &out[0])) != MS_OK) return st;
     int64_t n = x->shape.dim[x->shape.rank - 1];
     if (x->nelem == 0) return MS_OK;
-    softmax_job job = {.in = x->data, .out = out[0]->data, .n = n, .dbl = x->dtype == RT_DT_DOUBLE};
+    softmax_job job = {.in = x->data, .out = out[0]->data, .n = n, .dbl = x->dtype == RT_DT_DOUBLE,
+                       .log = strcmp(node->op, "LogSoftmax") == 0};
     int64_t chunk = 16384 / n;
     kn_ctx_parallel_for(ctx, x->nelem / n, chunk > 0 ? chunk : 1, softmax_rows, &job);
     return MS_OK;
@@ -311,6 +323,79 @@ static ms_status matmul_compute(kn_ctx *ctx, const kn_node *node, void *state,
     else
         cblas_dgemm(CblasRowMajor, cta, ctb, (int)M, (int)N, (int)K, 1.0, a->data, lda, b->data,
                     ldb, 0.0, out[0]->data, (int)N);
+    return MS_OK;
+}
+
+/* ====================================================================== */
+/* BatchMatMul, BatchMatMulV2                                             */
+/* ====================================================================== */
+
+/* Element offset (in batch units) of operand k for output batch index b. */
+static int64_t batch_offset(const kn_bcast *bc, int k, int64_t b) {
+    int64_t off = 0;
+    for (int d = bc->rank - 1; d >= 0; d--) {
+        off += (b % bc->dim[d]) * bc->stride[k][d];
+        b /= bc->dim[d];
+    }
+    return off;
+}
+
+static ms_status batch_matmul_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                      rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *a = in[0], *b = in[1];
+    if (a->dtype != b->dtype)
+        return KN_EINVAL(node, "x and y dtypes differ: %s and %s", rt_dtype_name(a->dtype),
+                         rt_dtype_name(b->dtype));
+    if (a->dtype != RT_DT_FLOAT && a->dtype != RT_DT_DOUBLE)
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(a->dtype));
+    int ra = a->shape.rank, rb = b->shape.rank;
+    if (ra < 2 || rb < 2)
+        return KN_EINVAL(node, "x %s and y %s must have rank >= 2", kn__shp(&a->shape),
+                         kn__shp(&b->shape));
+    int ta = kn_attr_b(node, "adj_x", 0), tb = kn_attr_b(node, "adj_y", 0);
+    int64_t M = a->shape.dim[ra - (ta ? 1 : 2)], K = a->shape.dim[ra - (ta ? 2 : 1)];
+    int64_t K2 = b->shape.dim[rb - (tb ? 1 : 2)], N = b->shape.dim[rb - (tb ? 2 : 1)];
+    if (K != K2)
+        return KN_EINVAL(node, "inner dimensions differ: x %s%s, y %s%s", kn__shp(&a->shape),
+                         ta ? " adjoint" : "", kn__shp(&b->shape), tb ? " adjoint" : "");
+    if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
+        return KN_EINVAL(node, "matrices too large for BLAS");
+    rt_shape sa = {.rank = ra - 2}, sb = {.rank = rb - 2};
+    memcpy(sa.dim, a->shape.dim, sizeof(int64_t) * (size_t)sa.rank);
+    memcpy(sb.dim, b->shape.dim, sizeof(int64_t) * (size_t)sb.rank);
+    if (strcmp(node->op, "BatchMatMul") == 0 && !rt_shape_equal(&sa, &sb))
+        return KN_EINVAL(node, "batch dimensions of x %s and y %s differ", kn__shp(&a->shape),
+                         kn__shp(&b->shape));
+    kn_bcast bc;
+    const rt_shape *shapes[2] = {&sa, &sb};
+    if ((st = kn__bcast_init(&bc, node, shapes, 2)) != MS_OK) return st;
+    if (bc.out.rank + 2 > RT_MAX_RANK) return KN_EINVAL(node, "result rank is too large");
+    rt_shape os = bc.out;
+    os.dim[os.rank++] = M;
+    os.dim[os.rank++] = N;
+    if ((st = kn__output(ctx, node, 0, a->dtype, &os, &out[0])) != MS_OK) return st;
+    int64_t nb = rt_shape_nelem(&bc.out);
+    if (out[0]->nelem == 0) return MS_OK;
+    if (K == 0) {
+        memset(out[0]->data, 0, rt_tensor_nbytes(out[0]));
+        return MS_OK;
+    }
+    int lda = (int)(ta ? M : K), ldb = (int)(tb ? K : N);
+    enum CBLAS_TRANSPOSE cta = ta ? CblasTrans : CblasNoTrans, ctb = tb ? CblasTrans : CblasNoTrans;
+    for (int64_t i = 0; i < nb; i++) {
+        int64_t oa = batch_offset(&bc, 0, i) * M * K, ob = batch_offset(&bc, 1, i) * K * N;
+        if (a->dtype == RT_DT_FLOAT)
+            cblas_sgemm(CblasRowMajor, cta, ctb, (int)M, (int)N, (int)K, 1.0f,
+                        (const float *)a->data + oa, lda, (const float *)b->data + ob, ldb, 0.0f,
+                        (float *)out[0]->data + i * M * N, (int)N);
+        else
+            cblas_dgemm(CblasRowMajor, cta, ctb, (int)M, (int)N, (int)K, 1.0,
+                        (const double *)a->data + oa, lda, (const double *)b->data + ob, ldb, 0.0,
+                        (double *)out[0]->data + i * M * N, (int)N);
+    }
     return MS_OK;
 }
 
@@ -478,6 +563,9 @@ const kn_kernel kn_cpu_reduce_kernels[] = {
     {.op = "Prod", .compute = reduce_compute},
     {.op = "Softmax", .compute = softmax_compute},
     {.op = "MatMul", .compute = matmul_compute},
+    {.op = "BatchMatMul", .compute = batch_matmul_compute},
+    {.op = "BatchMatMulV2", .compute = batch_matmul_compute},
+    {.op = "LogSoftmax", .compute = softmax_compute},
     {.op = "BiasAdd", .prepare = bias_prepare, .compute = bias_compute},
     {.op = "BiasAddV1", .compute = bias_compute},
     {.op = "ArgMax", .prepare = arg_prepare, .compute = arg_compute},

@@ -6,6 +6,7 @@
  * All copying ops work on any fixed-size dtype by element size; DT_STRING is
  * reported as unsupported except by the view ops and Shape.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -752,7 +753,143 @@ static ms_status fill_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     }
     if ((st = kn__output(ctx, node, 0, in[1]->dtype, &os, &out[0])) != MS_OK) return st;
     uint8_t *o = out[0]->data;
-    for (int64_t i = 0; i < out[0]->nelem; i++) memcpy(o + (size_t)i * es, in[1]->data, es);
+    int64_t n = out[0]->nelem;
+    switch (es) {
+    case 1: memset(o, *(const uint8_t *)in[1]->data, (size_t)n); break;
+    case 4: {
+        uint32_t v, *p = (uint32_t *)(void *)o;
+        memcpy(&v, in[1]->data, 4);
+        for (int64_t i = 0; i < n; i++) p[i] = v;
+        break;
+    }
+    case 8: {
+        uint64_t v, *p = (uint64_t *)(void *)o;
+        memcpy(&v, in[1]->data, 8);
+        for (int64_t i = 0; i < n; i++) p[i] = v;
+        break;
+    }
+    default:
+        for (int64_t i = 0; i < n; i++) memcpy(o + (size_t)i * es, in[1]->data, es);
+    }
+    return MS_OK;
+}
+
+/* ====================================================================== */
+/* GatherV2, Range                                                        */
+/* ====================================================================== */
+
+static ms_status gather_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    (void)const_in;
+    (void)state;
+    if (kn_attr_i(node, "batch_dims", 0) != 0)
+        return kn__errf(MS_ENOTSUP, node, "batch_dims other than 0 is not supported");
+    return MS_OK;
+}
+
+/* GatherV2(params, indices, axis); Gather(params, indices) uses axis 0. */
+static ms_status gather_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                rt_tensor *const *in, rt_tensor **out) {
+    ms_status st = gather_prepare(node, NULL, &state);
+    if (st != MS_OK) return st;
+    int v2 = strcmp(node->op, "GatherV2") == 0;
+    if ((st = kn__need_inputs(node, in, v2 ? 3 : 2)) != MS_OK) return st;
+    const rt_tensor *p = in[0], *ix = in[1];
+    int64_t axis = 0;
+    if (v2 && (st = kn__read_int1(node, in[2], "axis", &axis)) != MS_OK) return st;
+    int a = kn__axis(axis, p->shape.rank);
+    if (a < 0)
+        return KN_EINVAL(node, "axis %lld out of range for params %s", (long long)axis,
+                         kn__shp(&p->shape));
+    if (ix->dtype != RT_DT_INT32 && ix->dtype != RT_DT_INT64)
+        return KN_EINVAL(node, "indices must be int32 or int64, got %s",
+                         rt_dtype_name(ix->dtype));
+    size_t es;
+    if ((st = pod_size(node, p->dtype, &es)) != MS_OK) return st;
+    if (p->shape.rank - 1 + ix->shape.rank > RT_MAX_RANK)
+        return KN_EINVAL(node, "result rank is too large");
+    rt_shape os = {.rank = 0};
+    for (int d = 0; d < a; d++) os.dim[os.rank++] = p->shape.dim[d];
+    for (int d = 0; d < ix->shape.rank; d++) os.dim[os.rank++] = ix->shape.dim[d];
+    for (int d = a + 1; d < p->shape.rank; d++) os.dim[os.rank++] = p->shape.dim[d];
+    int64_t n = p->shape.dim[a], outer = prod(&p->shape, 0, a);
+    int64_t inner = prod(&p->shape, a + 1, p->shape.rank);
+    for (int64_t i = 0; i < ix->nelem; i++) {
+        int64_t v = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[i]
+                                             : ((const int64_t *)ix->data)[i];
+        if (v < 0 || v >= n)
+            return KN_EINVAL(node, "indices[%lld] = %lld is not in [0, %lld)", (long long)i,
+                             (long long)v, (long long)n);
+    }
+    if ((st = kn__output(ctx, node, 0, p->dtype, &os, &out[0])) != MS_OK) return st;
+    if (out[0]->nelem == 0) return MS_OK;
+    uint8_t *dst = out[0]->data;
+    const uint8_t *src = p->data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < ix->nelem; i++) {
+            int64_t v = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[i]
+                                                 : ((const int64_t *)ix->data)[i];
+            kn__copy(dst, src + (size_t)((o * n + v) * inner) * es, inner, es);
+            dst += (size_t)inner * es;
+        }
+    return MS_OK;
+}
+
+static ms_status range_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                               rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 3);
+    if (st != MS_OK) return st;
+    rt_dtype dt = in[0]->dtype;
+    for (int i = 0; i < 3; i++)
+        if (in[i]->dtype != dt || in[i]->nelem != 1)
+            return KN_EINVAL(node, "start, limit and delta must be scalars of one dtype");
+    int64_t size;
+    if (dt == RT_DT_INT32 || dt == RT_DT_INT64) {
+        int64_t v[3];
+        for (int i = 0; i < 3; i++)
+            v[i] = dt == RT_DT_INT32 ? ((const int32_t *)in[i]->data)[0]
+                                     : ((const int64_t *)in[i]->data)[0];
+        if (v[2] == 0) return KN_EINVAL(node, "delta must not be 0");
+        if ((v[2] > 0 && v[0] > v[1]) || (v[2] < 0 && v[0] < v[1]))
+            return KN_EINVAL(node, "start %lld cannot reach limit %lld with delta %lld",
+                             (long long)v[0], (long long)v[1], (long long)v[2]);
+        /* In unsigned arithmetic so that extreme ranges cannot overflow. */
+        uint64_t span = v[2] > 0 ? (uint64_t)v[1] - (uint64_t)v[0] : (uint64_t)v[0] - (uint64_t)v[1];
+        uint64_t step = v[2] > 0 ? (uint64_t)v[2] : 0u - (uint64_t)v[2];
+        uint64_t cnt = span / step + (span % step != 0);
+        if (cnt > (uint64_t)INT32_MAX) return KN_EINVAL(node, "range of %llu values is too large",
+                                                       (unsigned long long)cnt);
+        size = (int64_t)cnt;
+        rt_shape os = {.rank = 1, .dim = {size}};
+        if ((st = kn__output(ctx, node, 0, dt, &os, &out[0])) != MS_OK) return st;
+        for (int64_t i = 0; i < size; i++) {
+            int64_t x = (int64_t)((uint64_t)v[0] + (uint64_t)i * (uint64_t)v[2]);
+            if (dt == RT_DT_INT32) ((int32_t *)out[0]->data)[i] = (int32_t)x;
+            else ((int64_t *)out[0]->data)[i] = x;
+        }
+        return MS_OK;
+    }
+    if (dt != RT_DT_FLOAT && dt != RT_DT_DOUBLE)
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(dt));
+    double v[3];
+    for (int i = 0; i < 3; i++)
+        v[i] = dt == RT_DT_FLOAT ? ((const float *)in[i]->data)[0]
+                                 : ((const double *)in[i]->data)[0];
+    if (v[2] == 0 || v[2] != v[2]) return KN_EINVAL(node, "delta must be a non-zero number");
+    if ((v[2] > 0 && v[0] > v[1]) || (v[2] < 0 && v[0] < v[1]))
+        return KN_EINVAL(node, "start %g cannot reach limit %g with delta %g", v[0], v[1], v[2]);
+    double cnt = ceil(fabs((v[1] - v[0]) / v[2]));
+    if (!(cnt <= (double)INT32_MAX)) return KN_EINVAL(node, "range is too large");
+    size = (int64_t)cnt;
+    rt_shape os = {.rank = 1, .dim = {size}};
+    if ((st = kn__output(ctx, node, 0, dt, &os, &out[0])) != MS_OK) return st;
+    for (int64_t i = 0; i < size; i++) {
+        if (dt == RT_DT_FLOAT)
+            ((float *)out[0]->data)[i] =
+                ((const float *)in[0]->data)[0] + (float)i * ((const float *)in[2]->data)[0];
+        else
+            ((double *)out[0]->data)[i] = v[0] + (double)i * v[2];
+    }
     return MS_OK;
 }
 
@@ -775,5 +912,8 @@ const kn_kernel kn_cpu_shape_kernels[] = {
     {.op = "Tile", .compute = tile_compute},
     {.op = "Shape", .prepare = shape_prepare, .compute = shape_compute},
     {.op = "Fill", .compute = fill_compute},
+    {.op = "GatherV2", .prepare = gather_prepare, .compute = gather_compute},
+    {.op = "Gather", .compute = gather_compute},
+    {.op = "Range", .compute = range_compute},
     {.op = NULL},
 };

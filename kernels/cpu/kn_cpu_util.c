@@ -2,6 +2,7 @@
  * broadcasting, the strided gather and half/bfloat16 conversion. */
 #include "kn_cpu_util.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,6 +258,62 @@ void kn__gather_run(kn_ctx *ctx, kn_gather *g) {
             job.contiguous = 0;
     int64_t chunk = 16384 / (inner > 0 ? inner : 1);
     kn_ctx_parallel_for(ctx, rows, chunk > 0 ? chunk : 1, gather_rows, &job);
+}
+
+/* ---- scratch ---- */
+
+typedef struct scratch_set {
+    void *buf[KN_SCRATCH_SLOTS];
+    size_t cap[KN_SCRATCH_SLOTS];
+} scratch_set;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p) {
+    scratch_set *s = p;
+    for (int i = 0; i < KN_SCRATCH_SLOTS; i++) free(s->buf[i]);
+    free(s);
+}
+
+static void scratch_init(void) {
+    pthread_key_create(&scratch_key, scratch_free);
+}
+
+static void *alloc64(size_t bytes) {
+    size_t n = (bytes + 63) & ~(size_t)63;
+    if (n < bytes) return NULL;
+    return aligned_alloc(64, n ? n : 64);
+}
+
+void *kn__scratch(int slot, size_t bytes) {
+    if (slot < 0 || slot >= KN_SCRATCH_SLOTS || bytes > KN_SCRATCH_CACHE_MAX) return alloc64(bytes);
+    pthread_once(&scratch_once, scratch_init);
+    scratch_set *s = pthread_getspecific(scratch_key);
+    if (s == NULL) {
+        if ((s = calloc(1, sizeof(*s))) == NULL) return NULL;
+        if (pthread_setspecific(scratch_key, s) != 0) {
+            free(s);
+            return alloc64(bytes);
+        }
+    }
+    if (s->cap[slot] < bytes) {
+        free(s->buf[slot]);
+        s->cap[slot] = 0;
+        if ((s->buf[slot] = alloc64(bytes)) == NULL) return NULL;
+        s->cap[slot] = bytes;
+    }
+    return s->buf[slot];
+}
+
+void kn__scratch_done(int slot, void *p) {
+    if (p == NULL) return;
+    if (slot >= 0 && slot < KN_SCRATCH_SLOTS) {
+        pthread_once(&scratch_once, scratch_init);
+        scratch_set *s = pthread_getspecific(scratch_key);
+        if (s != NULL && s->buf[slot] == p) return;
+    }
+    free(p);
 }
 
 /* ---- half / bfloat16 ---- */

@@ -82,6 +82,19 @@ static inline void kn__copy(void *dst, const void *src, int64_t n, size_t esize)
     if (n > 0) __builtin_memcpy(dst, src, (size_t)n * esize);
 }
 
+/* ---- per-thread scratch memory ----
+ * Kernels that need temporary buffers (im2col columns, layout transposes)
+ * borrow them here: each thread keeps up to KN_SCRATCH_SLOTS grow-only
+ * buffers of at most KN_SCRATCH_CACHE_MAX bytes, so that steady-state
+ * requests neither allocate nor fault in fresh pages. Larger requests are
+ * plain allocations. Use distinct slots for buffers alive at the same time;
+ * hand every buffer back with kn__scratch_done (frees it unless cached). */
+#define KN_SCRATCH_SLOTS 4
+#define KN_SCRATCH_CACHE_MAX ((size_t)32 << 20)
+/* A buffer of at least `bytes` (64-byte aligned), or NULL when out of memory. */
+void *kn__scratch(int slot, size_t bytes);
+void kn__scratch_done(int slot, void *p);
+
 /* float <-> IEEE half / bfloat16 bits, round to nearest even. */
 float kn__half_to_f32(uint16_t h);
 uint16_t kn__f32_to_half(float f);
