@@ -183,19 +183,31 @@ static void pack_im_nhwc(const void *arg, int64_t l0, int nl, int64_t k0, int64_
         const float *xn = s->x + n * g->H * g->W * C;
         int64_t kh = k0 / KWC, kw = (k0 % KWC) / C, c = k0 % C;
         for (int64_t kk = 0; kk < nk;) {
-            int64_t run = C - c < nk - kk ? C - c : nk - kk;
             int64_t ih = ih0 + kh * s->a->dh, iw = iw0 + kw * s->a->dw;
+            int64_t left = nk - kk, run, taps = 1;
             float *d = dst + kk * R + r;
             if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W) {
+                run = C - c < left ? C - c : left;
                 for (int64_t t = 0; t < run; t++) d[t * R] = 0;
             } else {
+                /* Undilated taps kw..KW-1 of this row that are all inside
+                 * the input are one contiguous run of x. */
+                if (s->a->dw == 1) {
+                    int64_t last = iw + (g->KW - 1 - kw);
+                    taps = last < g->W ? g->KW - kw : g->W - iw;
+                }
+                run = taps * C - c < left ? taps * C - c : left;
                 const float *src = xn + (ih * g->W + iw) * C + c;
                 for (int64_t t = 0; t < run; t++) d[t * R] = src[t];
             }
             kk += run;
-            c = 0;
-            if (++kw == g->KW) {
+            /* Advance (kw, c) by run elements. */
+            int64_t pos = kw * C + c + run;
+            kw = pos / C;
+            c = pos % C;
+            if (kw >= g->KW) {
                 kw = 0;
+                c = 0;
                 kh++;
             }
         }

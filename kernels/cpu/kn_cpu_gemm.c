@@ -490,7 +490,13 @@ ms_status kn__sgemm(kn_ctx *ctx, int64_t M, int64_t N, int64_t K, const kn_gemm_
         if (j.mt * j.nt >= 8) break;
         int64_t mc2 = round_up((j.MC + 1) / 2, MR), nc2 = round_up((j.NC + 1) / 2, NR);
         int can_m = mc2 < j.MC, can_n = nc2 < j.NC;
-        if (can_m && (!can_n || j.MC / MR >= j.NC / NR)) j.MC = mc2;
+        /* Splitting M repacks B panels once more per extra tile (when B is
+         * packed on the fly) and splitting N repacks A: split the side
+         * whose other operand is pre-packed, else the longer one. */
+        int prefer_m = j.a.packed && !j.b.packed   ? 0
+                       : !j.a.packed && j.b.packed ? 1
+                                                   : j.MC / MR >= j.NC / NR;
+        if (can_m && (!can_n || prefer_m)) j.MC = mc2;
         else if (can_n) j.NC = nc2;
         else break;
     }
