@@ -290,38 +290,74 @@ static inline float act1(kn_act act, float alpha, float v) {
     }
 }
 
+/* One body, compiled for each ISA (the vectoriser does the bias / ReLU loops;
+ * exp-based activations stay scalar). */
+#define EPI_BODY                                                                                 \
+    const float *sc = epi->scale, *bi = epi->bias;                                               \
+    const kn_act act = epi->act;                                                                 \
+    const float alpha = epi->alpha;                                                              \
+    for (int64_t i = 0; i < rows; i++) {                                                         \
+        float *c = C + (m0 + i) * ldc + n0;                                                      \
+        if (epi->per_row) {                                                                      \
+            const float s = sc ? sc[m0 + i] : 1.0f, b = bi ? bi[m0 + i] : 0.0f;                  \
+            if (act == KN_ACT_RELU) {                                                            \
+                for (int64_t j = 0; j < cols; j++) {                                             \
+                    float v = c[j] * s + b;                                                      \
+                    c[j] = v > 0 ? v : 0;                                                        \
+                }                                                                                \
+            } else if (act == KN_ACT_NONE) {                                                     \
+                for (int64_t j = 0; j < cols; j++) c[j] = c[j] * s + b;                          \
+            } else {                                                                             \
+                for (int64_t j = 0; j < cols; j++) c[j] = act1(act, alpha, c[j] * s + b);        \
+            }                                                                                    \
+        } else {                                                                                 \
+            const float *s = sc ? sc + n0 : NULL, *b = bi ? bi + n0 : NULL;                      \
+            if (s == NULL && b != NULL && act == KN_ACT_RELU) {                                  \
+                for (int64_t j = 0; j < cols; j++) {                                             \
+                    float v = c[j] + b[j];                                                       \
+                    c[j] = v > 0 ? v : 0;                                                        \
+                }                                                                                \
+            } else if (s == NULL && b != NULL && act == KN_ACT_NONE) {                           \
+                for (int64_t j = 0; j < cols; j++) c[j] += b[j];                                 \
+            } else if (s != NULL && b != NULL && act == KN_ACT_RELU) {                           \
+                for (int64_t j = 0; j < cols; j++) {                                             \
+                    float v = c[j] * s[j] + b[j];                                                \
+                    c[j] = v > 0 ? v : 0;                                                        \
+                }                                                                                \
+            } else {                                                                             \
+                for (int64_t j = 0; j < cols; j++)                                               \
+                    c[j] = act1(act, alpha, c[j] * (s ? s[j] : 1.0f) + (b ? b[j] : 0.0f));      \
+            }                                                                                    \
+        }                                                                                        \
+    }
+
+#define EPI_ARGS                                                                                 \
+    const kn_gemm_epi *epi, float *C, int64_t ldc, int64_t m0, int64_t rows, int64_t n0,         \
+        int64_t cols
+
+static void epi_c(EPI_ARGS) {
+    EPI_BODY
+}
+__attribute__((target("avx2,fma"), optimize("tree-vectorize"))) static void epi_avx2(EPI_ARGS) {
+    EPI_BODY
+}
+__attribute__((target("avx512f"), optimize("tree-vectorize"))) static void epi_avx512(EPI_ARGS) {
+    EPI_BODY
+}
+
 void kn__gemm_epilogue(const kn_gemm_epi *epi, float *C, int64_t ldc, int64_t m0, int64_t rows,
                        int64_t n0, int64_t cols) {
     if (epi == NULL) return;
-    const float *sc = epi->scale, *bi = epi->bias;
-    const kn_act act = epi->act;
-    const float alpha = epi->alpha;
-    for (int64_t i = 0; i < rows; i++) {
-        float *c = C + (m0 + i) * ldc + n0;
-        if (epi->per_row) {
-            const float s = sc ? sc[m0 + i] : 1.0f, b = bi ? bi[m0 + i] : 0.0f;
-            if (act == KN_ACT_RELU) {
-                for (int64_t j = 0; j < cols; j++) {
-                    float v = c[j] * s + b;
-                    c[j] = v > 0 ? v : 0;
-                }
-            } else {
-                for (int64_t j = 0; j < cols; j++) c[j] = act1(act, alpha, c[j] * s + b);
-            }
-        } else {
-            const float *s = sc ? sc + n0 : NULL, *b = bi ? bi + n0 : NULL;
-            if (s == NULL && b != NULL && act == KN_ACT_RELU) {
-                for (int64_t j = 0; j < cols; j++) {
-                    float v = c[j] + b[j];
-                    c[j] = v > 0 ? v : 0;
-                }
-            } else if (s == NULL && b != NULL && act == KN_ACT_NONE) {
-                for (int64_t j = 0; j < cols; j++) c[j] += b[j];
-            } else {
-                for (int64_t j = 0; j < cols; j++)
-                    c[j] = act1(act, alpha, c[j] * (s ? s[j] : 1.0f) + (b ? b[j] : 0.0f));
-            }
-        }
+    switch (kn__gemm_isa()) {
+    case KN_GEMM_ISA_AVX512:
+        epi_avx512(epi, C, ldc, m0, rows, n0, cols);
+        break;
+    case KN_GEMM_ISA_AVX2:
+        epi_avx2(epi, C, ldc, m0, rows, n0, cols);
+        break;
+    default:
+        epi_c(epi, C, ldc, m0, rows, n0, cols);
+        break;
     }
 }
 
