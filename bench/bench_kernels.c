@@ -20,8 +20,8 @@
 
 /* ---- minimal NodeDef building (the Check-based test helpers need a test
  * runner); everything is leaked on purpose, the process is short. ---- */
-#define SHAPE(...)                                                                               \
-    ((rt_shape){.rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),              \
+#define SHAPE(...)                                                                                 \
+    ((rt_shape){.rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),                 \
                 .dim = {__VA_ARGS__}})
 
 static Tensorflow__NodeDef *node_new(const char *op) {
@@ -134,7 +134,8 @@ typedef struct conv_shape {
 int main(int argc, char **argv) {
     int iters = argc > 1 ? atoi(argv[1]) : 20;
     int max_thr = getenv("BENCH_THREADS") ? atoi(getenv("BENCH_THREADS")) : 2;
-    if (getenv("BENCH_CPUTIME") && atoi(getenv("BENCH_CPUTIME"))) g_clock = CLOCK_PROCESS_CPUTIME_ID;
+    if (getenv("BENCH_CPUTIME") && atoi(getenv("BENCH_CPUTIME")))
+        g_clock = CLOCK_PROCESS_CPUTIME_ID;
     const char *only_isa = getenv("BENCH_ISA"); /* c, avx2, avx512 */
     if (only_isa) {
         kn_gemm_isa isa = strcmp(only_isa, "c") == 0      ? KN_GEMM_ISA_C
@@ -162,9 +163,9 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
             const conv_shape *c = &cs[i];
             if (only && !strstr(c->name, only)) continue;
-            rt_tensor *in[2] = {rand_t(nchw ? SHAPE(1, c->C, c->H, c->W)
-                                            : SHAPE(1, c->H, c->W, c->C)),
-                                rand_t(SHAPE(c->K, c->K, c->C, c->OC))};
+            rt_tensor *in[2] = {
+                rand_t(nchw ? SHAPE(1, c->C, c->H, c->W) : SHAPE(1, c->H, c->W, c->C)),
+                rand_t(SHAPE(c->K, c->K, c->C, c->OC))};
             Tensorflow__NodeDef *d = node_new("Conv2D");
             attr_s(d, "padding", "SAME");
             if (nchw) {

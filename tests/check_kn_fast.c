@@ -79,8 +79,9 @@ static void check_close(const rt_tensor *got, const rt_tensor *want, const char 
             at = i;
         }
     }
-    ck_assert_msg(diff <= 1e-4f * mag, "%s: max abs diff %g at %lld (got %g, want %g), magnitude %g",
-                  what, diff, (long long)at, g[at], w[at], mag);
+    ck_assert_msg(diff <= 1e-4f * mag,
+                  "%s: max abs diff %g at %lld (got %g, want %g), magnitude %g", what, diff,
+                  (long long)at, g[at], w[at], mag);
 }
 
 /* The ISAs this CPU can run; the test loops force each in turn. */
@@ -234,8 +235,8 @@ START_TEST(depthwise_vs_reference) {
                 ck_assert_int_eq(kn__gemm_set_isa(isa[i]), MS_OK);
                 rt_tensor *got = run_k(fast, d, in, 2, 2);
                 char what[96];
-                snprintf(what, sizeof what, "depthwise case %zu %s %s", ci,
-                         nchw ? "NCHW" : "NHWC", kn__gemm_isa_name(isa[i]));
+                snprintf(what, sizeof what, "depthwise case %zu %s %s", ci, nchw ? "NCHW" : "NHWC",
+                         kn__gemm_isa_name(isa[i]));
                 check_close(got, want, what);
                 rt_tensor_unref(got);
             }
@@ -257,7 +258,7 @@ START_TEST(matmul_vs_reference) {
     int nisa = isas(isa);
     const kn_kernel *fast = find(kn_cpu_fast_kernels, "MatMul");
     const kn_kernel *ref = find(kn_cpu_reduce_kernels, "MatMul");
-    static const int64_t mnk[][3] = {{1, 1, 1},    {5, 7, 3},   {33, 65, 17}, {100, 10, 300},
+    static const int64_t mnk[][3] = {{1, 1, 1},     {5, 7, 3},   {33, 65, 17}, {100, 10, 300},
                                      {3, 1000, 64}, {200, 3, 1}, {64, 64, 600}};
     for (size_t ci = 0; ci < sizeof(mnk) / sizeof(mnk[0]); ci++) {
         int64_t M = mnk[ci][0], N = mnk[ci][1], K = mnk[ci][2];
@@ -274,8 +275,8 @@ START_TEST(matmul_vs_reference) {
                     rt_tensor *got = run_k(fast, d, in, 2, cm);
                     char what[96];
                     snprintf(what, sizeof what, "matmul %lldx%lldx%lld ta %d tb %d %s %s",
-                             (long long)M, (long long)N, (long long)K, ta, tb,
-                             cm ? "const" : "fed", kn__gemm_isa_name(isa[i]));
+                             (long long)M, (long long)N, (long long)K, ta, tb, cm ? "const" : "fed",
+                             kn__gemm_isa_name(isa[i]));
                     check_close(got, want, what);
                     rt_tensor_unref(got);
                 }
@@ -352,10 +353,10 @@ START_TEST(fused_conv_vs_chain) {
         for (int nchw = 0; nchw < 2; nchw++)
             for (int bn = 0; bn < 2; bn++)
                 for (size_t ai = 0; ai < sizeof(acts) / sizeof(acts[0]); ai++) {
-                    rt_tensor *in[6] = {rand_t(xshape(c, nchw)),
-                                        rand_t(S(c->KH, c->KW, c->C, c->OC)),
-                                        rand_t(S(c->OC)), rand_t(S(c->OC)), rand_t(S(c->OC)),
-                                        rand_t(S(c->OC))};
+                    rt_tensor *in[6] = {
+                        rand_t(xshape(c, nchw)), rand_t(S(c->KH, c->KW, c->C, c->OC)),
+                        rand_t(S(c->OC)),        rand_t(S(c->OC)),
+                        rand_t(S(c->OC)),        rand_t(S(c->OC))};
                     float *var = in[5]->data;
                     for (int64_t k = 0; k < c->OC; k++) var[k] = fabsf(var[k]) + 0.1f;
                     int nargs = bn ? 4 : 1;
@@ -385,8 +386,8 @@ START_TEST(fused_conv_vs_chain) {
                         /* constant filter and args (folded), then everything fed */
                         unsigned masks[2] = {0x3eu, 0};
                         for (int m = 0; m < 2; m++) {
-                            rt_tensor *got = run_k(find(kn_cpu_fast_kernels, "_FusedConv2D"), d,
-                                                   in, 2 + nargs, masks[m]);
+                            rt_tensor *got = run_k(find(kn_cpu_fast_kernels, "_FusedConv2D"), d, in,
+                                                   2 + nargs, masks[m]);
                             char what[128];
                             snprintf(what, sizeof what, "fused conv case %zu %s %s %s %s %s", ci,
                                      nchw ? "NCHW" : "NHWC", ops[0], acts[ai] ? acts[ai] : "-",
@@ -458,8 +459,8 @@ START_TEST(fused_depthwise_vs_chain) {
         const char *ops[2] = {"BiasAdd", "Relu6"};
         attr_slist(d, "fused_ops", 2, ops);
         tu_attr_i(d, "num_args", 1);
-        rt_tensor *got = run_k(find(kn_cpu_fast_kernels, "_FusedDepthwiseConv2dNative"), d, in,
-                               3, 0);
+        rt_tensor *got =
+            run_k(find(kn_cpu_fast_kernels, "_FusedDepthwiseConv2dNative"), d, in, 3, 0);
         check_close(got, want, nchw ? "fused depthwise NCHW" : "fused depthwise NHWC");
         rt_tensor_unref(got);
         slist_free(d);
@@ -536,10 +537,8 @@ START_TEST(isa_forcing) {
     ck_assert_int_eq(kn__gemm_r(1), 8);
     ck_assert_int_eq(kn__gemm_set_isa(KN_GEMM_ISA_AUTO), MS_OK);
     ck_assert_int_ne(kn__gemm_isa(), KN_GEMM_ISA_AUTO);
-    if (__builtin_cpu_supports("avx512f"))
-        ck_assert_int_eq(kn__gemm_isa(), KN_GEMM_ISA_AVX512);
-    else
-        ck_assert_int_eq(kn__gemm_set_isa(KN_GEMM_ISA_AVX512), MS_ENOTSUP);
+    if (__builtin_cpu_supports("avx512f")) ck_assert_int_eq(kn__gemm_isa(), KN_GEMM_ISA_AVX512);
+    else ck_assert_int_eq(kn__gemm_set_isa(KN_GEMM_ISA_AVX512), MS_ENOTSUP);
 }
 END_TEST
 

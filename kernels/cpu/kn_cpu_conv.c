@@ -71,9 +71,9 @@ ms_status kn__conv_parse(const kn_node *n, kn_conv_attrs *a) {
     return MS_OK;
 }
 
-static ms_status window_dim(const kn_node *n, const char *what, int64_t in, int64_t k,
-                            int64_t dil, int64_t stride, int padding, int64_t ep0, int64_t ep1,
-                            int64_t *out, int64_t *pad) {
+static ms_status window_dim(const kn_node *n, const char *what, int64_t in, int64_t k, int64_t dil,
+                            int64_t stride, int padding, int64_t ep0, int64_t ep1, int64_t *out,
+                            int64_t *pad) {
     int64_t eff = (k - 1) * dil + 1;
     if (padding == KN_PAD_VALID) {
         *out = (in - eff + stride) / stride;
@@ -117,8 +117,8 @@ ms_status kn__conv_geo(const kn_node *n, const kn_conv_attrs *a, const rt_tensor
     ms_status st = window_dim(n, "height", g->H, g->KH, a->dh, a->sh, a->padding, a->ep[0],
                               a->ep[1], &g->OH, &g->pt);
     if (st != MS_OK) return st;
-    return window_dim(n, "width", g->W, g->KW, a->dw, a->sw, a->padding, a->ep[2], a->ep[3],
-                      &g->OW, &g->pl);
+    return window_dim(n, "width", g->W, g->KW, a->dw, a->sw, a->padding, a->ep[2], a->ep[3], &g->OW,
+                      &g->pl);
 }
 
 rt_shape kn__conv_oshape(const kn_conv_attrs *a, const kn_conv_geo *g) {
@@ -141,7 +141,7 @@ typedef struct filt_src2 {
 } filt_src2;
 
 static void pack_filter_nchw(const void *arg, int64_t l0, int nl, int64_t k0, int64_t nk, int R,
-                              float *dst) {
+                             float *dst) {
     const filt_src2 *s = arg;
     for (int64_t k = 0; k < nk; k++) {
         int64_t kk = k0 + k, c = kk / s->KHKW, khw = kk % s->KHKW;
@@ -249,8 +249,7 @@ static void pack_im_nchw(const void *arg, int64_t l0, int nl, int64_t k0, int64_
 }
 
 ms_status kn__conv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g, const float *x,
-                       const float *f, const kn_gemm_packed *pk, float *y,
-                       const kn_gemm_epi *epi) {
+                       const float *f, const kn_gemm_packed *pk, float *y, const kn_gemm_epi *epi) {
     const int64_t K = g->KH * g->KW * g->C, OHW = g->OH * g->OW;
     if (g->N == 0 || OHW == 0 || g->OC == 0) return MS_OK;
     if (!a->nchw) {
@@ -269,8 +268,8 @@ ms_status kn__conv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g
         return kn__sgemm(ctx, g->N * OHW, g->OC, K, &A, &B, y, g->OC, epi ? &e : NULL);
     }
     filt_src2 fs = {.f = f, .KHKW = g->KH * g->KW, .C = g->C, .OC = g->OC};
-    kn_gemm_opnd A = pk ? (kn_gemm_opnd){.packed = pk}
-                        : (kn_gemm_opnd){.pack = pack_filter_nchw, .arg = &fs};
+    kn_gemm_opnd A =
+        pk ? (kn_gemm_opnd){.packed = pk} : (kn_gemm_opnd){.pack = pack_filter_nchw, .arg = &fs};
     kn_gemm_epi e = epi ? *epi : (kn_gemm_epi){0};
     e.per_row = 1;
     for (int64_t n = 0; n < g->N; n++) {
@@ -281,8 +280,8 @@ ms_status kn__conv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g
         if (g->KH == 1 && g->KW == 1 && a->sh == 1 && a->sw == 1 && g->pt == 0 && g->pl == 0 &&
             g->OH == g->H && g->OW == g->W)
             B = (kn_gemm_opnd){.pack = kn__gemm_pack_mat, .arg = &xm};
-        ms_status st = kn__sgemm(ctx, g->OC, OHW, K, &A, &B, y + n * g->OC * OHW, OHW,
-                                 epi ? &e : NULL);
+        ms_status st =
+            kn__sgemm(ctx, g->OC, OHW, K, &A, &B, y + n * g->OC * OHW, OHW, epi ? &e : NULL);
         if (st != MS_OK) return st;
     }
     return MS_OK;
@@ -295,8 +294,8 @@ ms_status kn__conv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g
 #define DW_MAX_TAPS 256
 
 /* y[c] = sum_t x[xo[t] + c] * f[fo[t] + c] for c < C. */
-static void dw_pixel_c(const float *x, const float *f, const int64_t *xo, const int64_t *fo,
-                       int nt, int64_t C, float *y) {
+static void dw_pixel_c(const float *x, const float *f, const int64_t *xo, const int64_t *fo, int nt,
+                       int64_t C, float *y) {
     for (int64_t c = 0; c < C; c++) y[c] = 0;
     for (int t = 0; t < nt; t++) {
         const float *xs = x + xo[t], *fs = f + fo[t];
@@ -305,9 +304,8 @@ static void dw_pixel_c(const float *x, const float *f, const int64_t *xo, const 
 }
 
 __attribute__((target("avx2,fma"))) static void dw_pixel_avx2(const float *x, const float *f,
-                                                              const int64_t *xo,
-                                                              const int64_t *fo, int nt,
-                                                              int64_t C, float *y) {
+                                                              const int64_t *xo, const int64_t *fo,
+                                                              int nt, int64_t C, float *y) {
     int64_t c = 0;
     for (; c + 16 <= C; c += 16) {
         __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
@@ -322,8 +320,8 @@ __attribute__((target("avx2,fma"))) static void dw_pixel_avx2(const float *x, co
     for (; c + 8 <= C; c += 8) {
         __m256 a0 = _mm256_setzero_ps();
         for (int t = 0; t < nt; t++)
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + xo[t] + c), _mm256_loadu_ps(f + fo[t] + c),
-                                 a0);
+            a0 =
+                _mm256_fmadd_ps(_mm256_loadu_ps(x + xo[t] + c), _mm256_loadu_ps(f + fo[t] + c), a0);
         _mm256_storeu_ps(y + c, a0);
     }
     for (; c < C; c++) {
@@ -334,9 +332,8 @@ __attribute__((target("avx2,fma"))) static void dw_pixel_avx2(const float *x, co
 }
 
 __attribute__((target("avx512f"))) static void dw_pixel_avx512(const float *x, const float *f,
-                                                               const int64_t *xo,
-                                                               const int64_t *fo, int nt,
-                                                               int64_t C, float *y) {
+                                                               const int64_t *xo, const int64_t *fo,
+                                                               int nt, int64_t C, float *y) {
     int64_t c = 0;
     for (; c + 32 <= C; c += 32) {
         __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
@@ -422,15 +419,20 @@ static void to_nchw(const float *src, float *dst, int64_t N, int64_t C, int64_t 
             for (int64_t c = 0; c < C; c++) dst[(n * C + c) * HW + p] = src[(n * HW + p) * C + c];
 }
 
-ms_status kn__dwconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g,
-                         const float *x, const float *f, float *y, const kn_gemm_epi *epi) {
+ms_status kn__dwconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g, const float *x,
+                         const float *f, float *y, const kn_gemm_epi *epi) {
     if (g->N == 0 || g->OH == 0 || g->OW == 0 || g->OC == 0) return MS_OK;
     if (g->KH * g->KW > DW_MAX_TAPS)
-        return ms_errf(MS_ENOTSUP, "depthwise window of %lld taps is over %d", 
+        return ms_errf(MS_ENOTSUP, "depthwise window of %lld taps is over %d",
                        (long long)(g->KH * g->KW), DW_MAX_TAPS);
     kn_gemm_epi e = epi ? *epi : (kn_gemm_epi){0};
     e.per_row = 0;
-    dw_job j = {.a = a, .g = g, .mult = g->C ? g->OC / g->C : 1, .x = x, .f = f, .y = y,
+    dw_job j = {.a = a,
+                .g = g,
+                .mult = g->C ? g->OC / g->C : 1,
+                .x = x,
+                .f = f,
+                .y = y,
                 .epi = epi ? &e : NULL};
     switch (kn__gemm_isa()) {
     case KN_GEMM_ISA_AVX512:
@@ -445,7 +447,8 @@ ms_status kn__dwconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo 
     }
     float *xt = NULL, *yt = NULL;
     if (a->nchw) {
-        size_t nx = (size_t)(g->N * g->C * g->H * g->W), ny = (size_t)(g->N * g->OC * g->OH * g->OW);
+        size_t nx = (size_t)(g->N * g->C * g->H * g->W),
+               ny = (size_t)(g->N * g->OC * g->OH * g->OW);
         xt = malloc((nx ? nx : 1) * sizeof(float));
         yt = malloc(ny * sizeof(float));
         if (xt == NULL || yt == NULL) {

@@ -49,12 +49,11 @@ ms_status kn__conv_pack_filter(int nchw, const rt_tensor *f, kn_gemm_packed *out
 /* y = epi(conv(x, f)), layout of a. f is the raw HWIO filter; pk, when not
  * NULL, its packed form for the same layout. */
 ms_status kn__conv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g, const float *x,
-                       const float *f, const kn_gemm_packed *pk, float *y,
-                       const kn_gemm_epi *epi);
+                       const float *f, const kn_gemm_packed *pk, float *y, const kn_gemm_epi *epi);
 
 /* Depthwise: y = epi(depthwise(x, f)), f [KH, KW, C, mult]. NCHW goes
  * through NHWC scratch. MS_ENOMEM. */
-ms_status kn__dwconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g,
-                         const float *x, const float *f, float *y, const kn_gemm_epi *epi);
+ms_status kn__dwconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g, const float *x,
+                         const float *f, float *y, const kn_gemm_epi *epi);
 
 #endif /* KN_CPU_CONV_H */

@@ -63,9 +63,9 @@ static ms_status parse_fused(const kn_node *n, int allow_bn, fused *f) {
         static const struct {
             const char *name;
             kn_act act;
-        } acts[] = {{"Relu", KN_ACT_RELU},       {"Relu6", KN_ACT_RELU6},
+        } acts[] = {{"Relu", KN_ACT_RELU},           {"Relu6", KN_ACT_RELU6},
                     {"LeakyRelu", KN_ACT_LEAKYRELU}, {"Elu", KN_ACT_ELU},
-                    {"Sigmoid", KN_ACT_SIGMOID}, {"Tanh", KN_ACT_TANH}};
+                    {"Sigmoid", KN_ACT_SIGMOID},     {"Tanh", KN_ACT_TANH}};
         size_t a = 0;
         while (a < sizeof(acts) / sizeof(acts[0]) && !str_is(ops[i], lens[i], acts[a].name)) a++;
         if (a == sizeof(acts) / sizeof(acts[0]))
@@ -117,14 +117,14 @@ static ms_status fused_channels(const kn_node *n, const fused *f, rt_tensor *con
 
 typedef struct fast_state {
     fused fu;
-    kn_conv_attrs a;           /* convolutions */
-    int ta, tb;                /* MatMul */
-    kn_gemm_packed pk;         /* packed constant filter / B, or data NULL */
-    rt_shape pk_shape;         /* shape it was packed from */
-    float *chan;               /* constant folded [2 * nch]: scale, bias; or NULL */
+    kn_conv_attrs a;   /* convolutions */
+    int ta, tb;        /* MatMul */
+    kn_gemm_packed pk; /* packed constant filter / B, or data NULL */
+    rt_shape pk_shape; /* shape it was packed from */
+    float *chan;       /* constant folded [2 * nch]: scale, bias; or NULL */
     int64_t nch;
     int chan_scale;
-    const kn_kernel *ref;      /* reference kernel for the cases left to it */
+    const kn_kernel *ref; /* reference kernel for the cases left to it */
     void *ref_state;
 } fast_state;
 
@@ -154,8 +154,8 @@ static ms_status fold_const_args(const kn_node *n, fast_state *s, rt_tensor *con
     s->chan = malloc((size_t)nch * 2 * sizeof(float));
     if (s->chan == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", n->name);
     s->nch = nch;
-    ms_status st = fused_channels(n, &s->fu, const_in + first, nch, s->chan, s->chan + nch,
-                                  &s->chan_scale);
+    ms_status st =
+        fused_channels(n, &s->fu, const_in + first, nch, s->chan, s->chan + nch, &s->chan_scale);
     if (st != MS_OK) {
         free(s->chan);
         s->chan = NULL;
@@ -192,9 +192,7 @@ static int epi_is_noop(const kn_gemm_epi *e) {
 /* Conv2D, _FusedConv2D, DepthwiseConv2dNative, _FusedDepthwiseConv2dNative */
 /* ====================================================================== */
 
-static int is_depthwise(const kn_node *n) {
-    return strstr(n->op, "Depthwise") != NULL;
-}
+static int is_depthwise(const kn_node *n) { return strstr(n->op, "Depthwise") != NULL; }
 
 static ms_status conv_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
     fast_state *s = calloc(1, sizeof(*s));
@@ -328,8 +326,8 @@ static ms_status matmul_prepare(const kn_node *node, rt_tensor *const *const_in,
     return MS_OK;
 }
 
-static ms_status matmul_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                                rt_tensor *const *in, rt_tensor **out) {
+static ms_status matmul_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
     fast_state *s = state;
     ms_status st = kn__need_inputs(node, in, 2 + s->fu.nargs);
     if (st != MS_OK) return st;

@@ -40,6 +40,7 @@ typedef struct isa_desc {
 /* micro-kernels                                                          */
 /* ====================================================================== */
 
+/* clang-format off */
 /* Portable 4x8: plain C the compiler can keep in registers. */
 #define C_MR 4
 #define C_NR 8
@@ -124,7 +125,6 @@ __attribute__((target("avx512f"))) static void ukr_avx512(int64_t kc, const floa
     Z_STORE(7) Z_STORE(8) Z_STORE(9) Z_STORE(10) Z_STORE(11) Z_STORE(12) Z_STORE(13)
 }
 
-/* clang-format off */
 static const isa_desc isa_tab[] = {
     [KN_GEMM_ISA_C]      = {KN_GEMM_ISA_C, "c", C_MR, C_NR, 32, ukr_c},
     [KN_GEMM_ISA_AVX2]   = {KN_GEMM_ISA_AVX2, "avx2", AVX2_MR, AVX2_NR, 24, ukr_avx2},
@@ -158,7 +158,7 @@ static kn_gemm_isa isa_best(void) {
     if (b == 0) {
         b = isa_supported(KN_GEMM_ISA_AVX512) ? KN_GEMM_ISA_AVX512
             : isa_supported(KN_GEMM_ISA_AVX2) ? KN_GEMM_ISA_AVX2
-                                               : KN_GEMM_ISA_C;
+                                              : KN_GEMM_ISA_C;
         atomic_store(&best, b);
     }
     return (kn_gemm_isa)b;
@@ -290,6 +290,7 @@ static inline float act1(kn_act act, float alpha, float v) {
     }
 }
 
+/* clang-format off */
 /* One body, compiled for each ISA (the vectoriser does the bias / ReLU loops;
  * exp-based activations stay scalar). */
 #define EPI_BODY                                                                                 \
@@ -335,9 +336,9 @@ static inline float act1(kn_act act, float alpha, float v) {
     const kn_gemm_epi *epi, float *C, int64_t ldc, int64_t m0, int64_t rows, int64_t n0,         \
         int64_t cols
 
-static void epi_c(EPI_ARGS) {
-    EPI_BODY
-}
+/* clang-format on */
+
+static void epi_c(EPI_ARGS) { EPI_BODY }
 __attribute__((target("avx2,fma"), optimize("tree-vectorize"))) static void epi_avx2(EPI_ARGS) {
     EPI_BODY
 }
@@ -382,9 +383,7 @@ static void scratch_free(void *p) {
     free(s);
 }
 
-static void key_init(void) {
-    (void)pthread_key_create(&g_key, scratch_free);
-}
+static void key_init(void) { (void)pthread_key_create(&g_key, scratch_free); }
 
 static int grow(float **p, size_t *have, size_t need) {
     if (*have >= need) return 0;
@@ -450,8 +449,8 @@ static void gemm_tile(const gemm_job *j, scratch *s, int64_t im, int64_t in) {
                 j->b.pack(j->b.arg, n0 + l, (int)(nc - l < NR ? nc - l : NR), pc, kc, NR,
                           s->b + (l / NR) * kc * NR);
         for (int64_t jr = 0; jr < nc; jr += NR) {
-            const float *bp = j->b.packed ? packed_panel(j->b.packed, n0 + jr, pc)
-                                          : s->b + (jr / NR) * kc * NR;
+            const float *bp =
+                j->b.packed ? packed_panel(j->b.packed, n0 + jr, pc) : s->b + (jr / NR) * kc * NR;
             const int nr = (int)(nc - jr < NR ? nc - jr : NR);
             for (int64_t ir = 0; ir < mc; ir += MR) {
                 const float *ap = j->a.packed ? packed_panel(j->a.packed, m0 + ir, pc)
@@ -464,8 +463,8 @@ static void gemm_tile(const gemm_job *j, scratch *s, int64_t im, int64_t in) {
                     d->ukr(kc, ap, bp, s->tile, NR, 0);
                     for (int r = 0; r < mr; r++)
                         for (int q = 0; q < nr; q++)
-                            c[r * j->ldc + q] =
-                                pc > 0 ? c[r * j->ldc + q] + s->tile[r * NR + q] : s->tile[r * NR + q];
+                            c[r * j->ldc + q] = pc > 0 ? c[r * j->ldc + q] + s->tile[r * NR + q]
+                                                       : s->tile[r * NR + q];
                 }
                 if (last && j->epi)
                     kn__gemm_epilogue(j->epi, j->C, j->ldc, m0 + ir, mr, n0 + jr, nr);
@@ -486,9 +485,7 @@ static void gemm_tiles(void *arg, int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) gemm_tile(j, s, t % j->mt, t / j->mt);
 }
 
-static int64_t round_up(int64_t v, int64_t r) {
-    return (v + r - 1) / r * r;
-}
+static int64_t round_up(int64_t v, int64_t r) { return (v + r - 1) / r * r; }
 
 ms_status kn__sgemm(kn_ctx *ctx, int64_t M, int64_t N, int64_t K, const kn_gemm_opnd *a,
                     const kn_gemm_opnd *b, float *C, int64_t ldc, const kn_gemm_epi *epi) {
@@ -498,8 +495,8 @@ ms_status kn__sgemm(kn_ctx *ctx, int64_t M, int64_t N, int64_t K, const kn_gemm_
         kn__gemm_epilogue(epi, C, ldc, 0, M, 0, N);
         return MS_OK;
     }
-    gemm_job j = {.d = &isa_tab[kn__gemm_isa()], .M = M, .N = N, .K = K, .C = C, .ldc = ldc,
-                  .epi = epi};
+    gemm_job j = {
+        .d = &isa_tab[kn__gemm_isa()], .M = M, .N = N, .K = K, .C = C, .ldc = ldc, .epi = epi};
     const int MR = j.d->mr, NR = j.d->nr;
     j.a = *a;
     j.b = *b;

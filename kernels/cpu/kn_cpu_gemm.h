@@ -60,8 +60,8 @@ typedef struct kn_gemm_epi {
 
 /* Packs lines [l0, l0 + nl) (nl <= R) for k in [k0, k0 + nk) into one
  * panel dst[k * R + r] (k relative to k0), zeroing lines nl..R-1. */
-typedef void (*kn_gemm_pack_fn)(const void *arg, int64_t l0, int nl, int64_t k0, int64_t nk,
-                                int R, float *dst);
+typedef void (*kn_gemm_pack_fn)(const void *arg, int64_t l0, int nl, int64_t k0, int64_t nk, int R,
+                                float *dst);
 
 /* An operand pre-packed in panels of R lines: data[(l / R) * K * R + k * R + l % R]. */
 typedef struct kn_gemm_packed {
