@@ -175,6 +175,7 @@ static rt_tensor *related(const char *op, int i, const rt_tensor *x, unsigned *s
 static void fuzz_table(const kn_kernel *table, unsigned seed, int rounds) {
     if (getenv("KN_FUZZ_SEED")) seed += (unsigned)strtoul(getenv("KN_FUZZ_SEED"), NULL, 10) * 977u;
     if (getenv("KN_FUZZ_SCALE")) rounds *= atoi(getenv("KN_FUZZ_SCALE"));
+    tu_prefer_table(table); /* this group's kernels, not optimised ones found first */
     for (const kn_kernel *k = table; k->op != NULL; k++) {
         int ok = 0;
         for (int it = 0; it < rounds; it++) {

@@ -9,6 +9,7 @@
 
 #include "kn_backend.h"
 #include "ms_status.h"
+#include "rt_exec.h"
 #include "rt_kctx.h"
 
 Tensorflow__NodeDef *tu_node_new(const char *op, const char *name) {
@@ -137,9 +138,37 @@ static kn_backend *cpu(void) {
     return be;
 }
 
+static const kn_kernel *prefer;
+
+void tu_prefer_table(const kn_kernel *table) {
+    prefer = table;
+}
+
+/* rt_op_run1's steps with a given kernel. */
+static ms_status run_kernel(const kn_kernel *k, const Tensorflow__NodeDef *def,
+                            rt_tensor *const *in, int nin, rt_tensor **outs, int nout) {
+    kn_node kn = {.name = def->name, .op = def->op, .def = def, .nin = nin, .nout = nout};
+    void *state = NULL;
+    ms_status st = MS_OK;
+    for (int i = 0; i < nout; i++)
+        outs[i] = NULL;
+    if (k->prepare && (st = k->prepare(&kn, NULL, &state)) != MS_OK) return st;
+    kn_ctx ctx = {.nthreads = 2};
+    st = k->compute(&ctx, &kn, state, in, outs);
+    if (k->release) k->release(state);
+    if (st != MS_OK)
+        for (int i = 0; i < nout; i++) {
+            rt_tensor_unref(outs[i]);
+            outs[i] = NULL;
+        }
+    return st;
+}
+
 ms_status tu_run(const Tensorflow__NodeDef *def, rt_tensor *const *in, int nin, rt_tensor **outs,
                  int nout) {
     ms_err_clear();
+    for (const kn_kernel *k = prefer; k && k->op; k++)
+        if (strcmp(k->op, def->op) == 0) return run_kernel(k, def, in, nin, outs, nout);
     return rt_op_run1(cpu(), def, in, nin, outs, nout);
 }
 

@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "kn_backend.h"
 #include "rt_tensor.h"
 #include "tf_framework.pb-c.h"
 
@@ -53,6 +54,11 @@ void tu_unref(rt_tensor **t, int n);
  * success. Returns the kernel's status (message in ms_errmsg()). */
 ms_status tu_run(const Tensorflow__NodeDef *def, rt_tensor *const *in, int nin, rt_tensor **outs,
                  int nout);
+/* When set (non-NULL), tu_run runs an op found in `table` with that table's
+ * kernel directly instead of the backend's lookup (which may pick an
+ * optimised kernel registered earlier): lets a suite test the reference
+ * kernels too. NULL restores the backend lookup. */
+void tu_prefer_table(const kn_kernel *table);
 /* Runs def (one output), failing the test unless it succeeds; returns the
  * output and frees def (the inputs stay the caller's). */
 rt_tensor *tu_run1(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin);
