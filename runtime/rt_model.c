@@ -273,6 +273,32 @@ static ms_status run_restore(rt_model *m) {
     return MS_OK;
 }
 
+/* Runs the init op with each asset tensor fed "<dir>/assets/<filename>", as
+ * TensorFlow's loader does (table initialisers read their files that way). */
+static ms_status run_init(rt_model *m, const char *init) {
+    const Tensorflow__MetaGraphDef *mg = m->mg;
+    size_t na = mg->n_asset_file_def;
+    rt_feed *feeds = calloc(na + 1, sizeof(*feeds));
+    if (feeds == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    int nf = 0;
+    ms_status st = MS_OK;
+    for (size_t i = 0; i < na && st == MS_OK; i++) {
+        const Tensorflow__AssetFileDef *a = mg->asset_file_def[i];
+        if (a->tensor_info == NULL ||
+            a->tensor_info->encoding_case != TENSORFLOW__TENSOR_INFO__ENCODING_NAME ||
+            a->filename == NULL || strchr(a->filename, '/') != NULL)
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/assets/%s", m->dir, a->filename);
+        st = rt_tensor_scalar_string(path, strlen(path), &feeds[nf].tensor);
+        if (st == MS_OK) feeds[nf++].name = a->tensor_info->name;
+    }
+    if (st == MS_OK) st = rt_model_run(m, feeds, nf, NULL, 0, &init, 1, NULL, NULL);
+    for (int i = 0; i < nf; i++) rt_tensor_unref(feeds[i].tensor);
+    free(feeds);
+    return st;
+}
+
 static const char *init_op_name(const Tensorflow__MetaGraphDef *mg) {
     for (size_t i = 0; i < mg->n_signature_def; i++)
         if (strcmp(mg->signature_def[i]->key, "__saved_model_init_op") == 0) {
@@ -358,7 +384,7 @@ ms_status rt_model_load(const char *export_dir, const char *const *tags, int nta
     if ((st = run_restore(m)) != MS_OK) goto fail;
     const char *init = init_op_name(m->mg);
     if (init != NULL) {
-        st = rt_model_run(m, NULL, 0, NULL, 0, &init, 1, NULL, NULL);
+        st = run_init(m, init);
         if (st != MS_OK) {
             st = ms_errwrap(st, "running the init op '%s'", init);
             goto fail;

@@ -10,6 +10,7 @@
 #include "kn_backend.h"
 
 extern const kn_kernel rt_ops_core_kernels[];   /* graph plumbing and variables */
+extern const kn_kernel rt_ops_restore_kernels[]; /* RestoreV2 from a tensor bundle */
 extern const kn_kernel rt_ops_dicom_kernels[];  /* DICOM bytes -> HU tensors */
 
 /* The host kernel for op, or NULL. */

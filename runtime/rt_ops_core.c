@@ -12,7 +12,8 @@
 
 /* ---- lookup over the host tables ---- */
 
-static const kn_kernel *const host_tables[] = {rt_ops_core_kernels, rt_ops_dicom_kernels};
+static const kn_kernel *const host_tables[] = {rt_ops_core_kernels, rt_ops_restore_kernels,
+                                               rt_ops_dicom_kernels};
 
 const kn_kernel *rt_ops_host_kernel(const char *op) {
     for (size_t t = 0; t < sizeof(host_tables) / sizeof(host_tables[0]); t++)
@@ -150,9 +151,36 @@ static ms_status assign_common(const kn_node *n, rt_tensor *const *in, rt_tensor
     return MS_OK;
 }
 
+/* The variable behind a ref input: the VariableV2 node that feeds input 0. */
+static rt_var *ref_var(kn_ctx *ctx) {
+    if (ctx == NULL || ctx->graph == NULL || ctx->gnode == NULL || ctx->vars == NULL ||
+        ctx->gnode->nin < 1)
+        return NULL;
+    const rt_gnode *src = &ctx->graph->nodes[ctx->gnode->in[0].node];
+    if (strcmp(src->kn.op, "VariableV2") != 0 && strcmp(src->kn.op, "Variable") != 0) return NULL;
+    char buf[256];
+    return rt_vars_get(ctx->vars, var_name(&src->kn, buf, sizeof buf), RT_DT_INVALID);
+}
+
 static ms_status assign_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_tensor *const *in,
                                 rt_tensor **out) {
-    (void)ctx, (void)st;
+    (void)st;
+    /* Strings (and shape changes with validate_shape=false) cannot be written
+     * in place: replace the variable's tensor instead. */
+    int same = in[0]->dtype == in[1]->dtype && rt_shape_equal(&in[0]->shape, &in[1]->shape);
+    if (in[1]->dtype == RT_DT_STRING || (!same && !kn_attr_b(n, "validate_shape", 1))) {
+        rt_var *v = ref_var(ctx);
+        if (v == NULL)
+            return ms_errf(MS_ENOTSUP, "'%s': input 0 is not a variable this op can replace",
+                           n->name);
+        rt_tensor *copy;
+        ms_status s = rt_tensor_clone(in[1], &copy);
+        if (s != MS_OK) return s;
+        rt_tensor_unref(v->value);
+        v->value = copy;
+        if (n->nout > 0) out[0] = rt_tensor_ref(copy);
+        return MS_OK;
+    }
     return assign_common(n, in, out, ASSIGN_SET);
 }
 

@@ -58,6 +58,49 @@ static size_t typed_count(const Tensorflow__TensorProto *p, rt_dtype dt) {
     }
 }
 
+static int read_varint32(const uint8_t **p, const uint8_t *end, uint32_t *v) {
+    uint32_t r = 0;
+    for (int shift = 0; shift <= 28 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        r |= (uint32_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = r;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* TensorFlow's tensor_content for strings: varint32 length of every element,
+ * then all the bytes. */
+static ms_status strings_from_content(const Tensorflow__TensorProto *p, const rt_shape *shape,
+                                      rt_tensor **out) {
+    int64_t n = rt_shape_nelem(shape);
+    const uint8_t *c = p->tensor_content.data, *end = c + p->tensor_content.len;
+    rt_str *strs = calloc((size_t)n + 1, sizeof(*strs));
+    if (strs == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t len;
+        if (read_varint32(&c, end, &len) != 0) {
+            free(strs);
+            return ms_errf(MS_EINVAL, "DT_STRING tensor_content: bad length of element %lld",
+                           (long long)i);
+        }
+        strs[i].len = len;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if ((uint64_t)(end - c) < strs[i].len) {
+            free(strs);
+            return ms_errf(MS_EINVAL, "DT_STRING tensor_content is truncated");
+        }
+        strs[i].data = c;
+        c += strs[i].len;
+    }
+    ms_status st = rt_tensor_new_strings(shape, strs, out);
+    free(strs);
+    return st;
+}
+
 ms_status rt_tensor_from_proto(const Tensorflow__TensorProto *p, rt_tensor **out) {
     rt_dtype dt = rt_dtype_base((int)p->dtype);
     rt_shape shape;
@@ -75,11 +118,15 @@ ms_status rt_tensor_from_proto(const Tensorflow__TensorProto *p, rt_tensor **out
     rt_tensor *t;
     if ((st = rt_tensor_new(dt, &shape, &t)) != MS_OK) return st;
 
-    if (p->tensor_content.len > 0 || (t->nelem == 0 && typed_count(p, dt) == 0)) {
-        if (dt == RT_DT_STRING) {
-            rt_tensor_unref(t);
-            return ms_errf(MS_EINVAL, "DT_STRING tensor must use string_val, not tensor_content");
-        }
+    if (t->nelem == 0) {
+        *out = t;
+        return MS_OK;
+    }
+    if (dt == RT_DT_STRING && p->tensor_content.len > 0) {
+        rt_tensor_unref(t);
+        return strings_from_content(p, &shape, out);
+    }
+    if (p->tensor_content.len > 0) {
         size_t need = rt_tensor_nbytes(t);
         if (p->tensor_content.len != need) {
             rt_tensor_unref(t);
@@ -95,10 +142,10 @@ ms_status rt_tensor_from_proto(const Tensorflow__TensorProto *p, rt_tensor **out
 
     size_t count = typed_count(p, dt);
     if (count == 0 || count > (size_t)t->nelem) {
+        long long n = (long long)t->nelem;
         rt_tensor_unref(t);
         return ms_errf(MS_EINVAL, "tensor of dtype %s and shape %s (%lld elements) carries %zu values",
-                       rt_dtype_name(dt), rt_shape_str(&shape, sb, sizeof sb),
-                       (long long)t->nelem, count);
+                       rt_dtype_name(dt), rt_shape_str(&shape, sb, sizeof sb), n, count);
     }
     switch (dt) {
     case RT_DT_FLOAT: FILL_FROM(float, p->float_val, count, AS_IS); break;

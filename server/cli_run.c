@@ -1,10 +1,801 @@
-/* cli_run.c - placeholder until the subcommand lands. */
+/* cli_run.c - `dcmserve run`: load a SavedModel, run one signature on inputs
+ * given on the command line, print (and optionally save) the outputs, as
+ * `saved_model_cli run` does.
+ *
+ * Inputs come from three flags, each a ';'-separated list of key=value:
+ *   --inputs      k=file.npy  or  k=file.npz[name]  (NumPy files)
+ *   --input_exprs k=[[1],[2],[5]]  (nested list literals; see parse_literal)
+ *   --input_files k=a.dcm,b.dcm    (DT_STRING: each file's raw bytes)
+ * Values are never cast: a literal becomes the signature input's dtype when
+ * it is exactly representable in it (an int literal for DT_FLOAT is fine, a
+ * float literal for DT_INT32 is an error); a .npy file must already have the
+ * signature's dtype.
+ */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
+#include "cli_flags.h"
+#include "ms_log.h"
+#include "ms_status.h"
+#include "rt_model.h"
+#include "rt_npy.h"
+#include "sig_signature.h"
 #include "srv_cli.h"
+#include "srv_npformat.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: dcmserve run --dir DIR [--tag_set serve] [--signature_def KEY]\n"
+            "                    [--inputs 'k=f.npy;k2=f.npz[name]'] [--input_exprs "
+            "'k=[[1],[2]]']\n"
+            "                    [--input_files 'k=a.dcm,b.dcm'] [--outdir DIR] [--overwrite]\n"
+            "\n"
+            "  --dir DIR            SavedModel directory\n"
+            "  --tag_set TAGS       comma-separated tag-set of the graph to load (default serve)\n"
+            "  --signature_def KEY  signature to run (default serving_default)\n"
+            "  --inputs SPEC        'key=file.npy' or 'key=file.npz[array]', ';'-separated\n"
+            "  --input_exprs SPEC   'key=<nested list literal>', ';'-separated; numbers, True/"
+            "False,\n"
+            "                       quoted strings; typed by the signature input's dtype\n"
+            "  --input_files SPEC   'key=f1,f2,...': a DT_STRING input of the files' bytes\n"
+            "  --outdir DIR         also save each output as DIR/<output_key>.npy\n"
+            "  --overwrite          replace existing files in --outdir\n"
+            "  --log_level LEVEL    debug, info, warn, error (default) or off\n");
+}
+
+/* ---- input list ---- */
+
+typedef struct run_inputs {
+    sig_input *v;
+    char **keys; /* owned copies, parallel to v */
+    int n, cap;
+} run_inputs;
+
+static void inputs_free(run_inputs *in) {
+    for (int i = 0; i < in->n; i++) {
+        free(in->keys[i]);
+        if (in->v[i].tensor) rt_tensor_unref(in->v[i].tensor);
+    }
+    free(in->keys);
+    free(in->v);
+    memset(in, 0, sizeof(*in));
+}
+
+/* Adds key -> t (takes t's reference, also on error). */
+static ms_status inputs_add(run_inputs *in, const char *key, rt_tensor *t) {
+    for (int i = 0; i < in->n; i++)
+        if (strcmp(in->keys[i], key) == 0) {
+            rt_tensor_unref(t);
+            return ms_errf(MS_EINVAL, "input key \"%s\" is given more than once", key);
+        }
+    if (in->n == in->cap) {
+        int cap = in->cap ? in->cap * 2 : 8;
+        sig_input *v = realloc(in->v, (size_t)cap * sizeof(*v));
+        if (v != NULL) in->v = v;
+        char **k = realloc(in->keys, (size_t)cap * sizeof(*k));
+        if (k != NULL) in->keys = k;
+        if (v == NULL || k == NULL) {
+            rt_tensor_unref(t);
+            return ms_errf(MS_ENOMEM, "out of memory");
+        }
+        in->cap = cap;
+    }
+    char *kc = strdup(key);
+    if (kc == NULL) {
+        rt_tensor_unref(t);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
+    in->keys[in->n] = kc;
+    in->v[in->n].key = kc;
+    in->v[in->n].tensor = t;
+    in->n++;
+    return MS_OK;
+}
+
+/* Splits "k=v" in place; trims spaces around the key. */
+static ms_status split_kv(const char *flag, char *item, char **key, char **val) {
+    char *eq = strchr(item, '=');
+    if (eq == NULL)
+        return ms_errf(MS_EINVAL, "%s \"%s\" format is incorrect: expected <input_key>=<value>",
+                       flag, item);
+    *eq = '\0';
+    char *k = item;
+    while (*k == ' ') k++;
+    char *e = k + strlen(k);
+    while (e > k && e[-1] == ' ') *--e = '\0';
+    if (*k == '\0')
+        return ms_errf(MS_EINVAL, "%s \"%s=%s\" has an empty input key", flag, item, eq + 1);
+    *key = k;
+    *val = eq + 1;
+    return MS_OK;
+}
+
+static const Tensorflow__TensorInfo *
+need_input(const char *flag, const char *sig, const Tensorflow__SignatureDef *sd, const char *key) {
+    const Tensorflow__TensorInfo *ti = sig_input_info(sd, key);
+    if (ti != NULL) return ti;
+    char set[512] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < sd->n_inputs && len < sizeof(set); i++)
+        len += (size_t)snprintf(set + len, sizeof(set) - len, "%s\"%s\"", i ? ", " : "",
+                                sd->inputs[i]->key);
+    ms_errf(MS_EINVAL, "%s: \"%s\" is not an input of signature \"%s\"; its inputs are: %s", flag,
+            key, sig, sd->n_inputs ? set : "(none)");
+    return NULL;
+}
+
+/* ---- --inputs ---- */
+
+static ms_status load_npy_inputs(char *spec, run_inputs *in) {
+    char *save = NULL;
+    for (char *item = strtok_r(spec, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
+        if (item[strspn(item, " ")] == '\0') continue;
+        char *key, *file;
+        ms_status st = split_kv("--inputs", item, &key, &file);
+        if (st != MS_OK) return st;
+        char *name = NULL;
+        size_t fl = strlen(file);
+        if (fl > 0 && file[fl - 1] == ']') {
+            char *lb = strrchr(file, '[');
+            if (lb == NULL || lb == file)
+                return ms_errf(MS_EINVAL,
+                               "--inputs \"%s=%s\" format is incorrect: expected "
+                               "<input_key>=<filename> or <input_key>=<filename>[<variable>]",
+                               key, file);
+            *lb = '\0';
+            file[fl - 1] = '\0';
+            name = lb + 1;
+        }
+        rt_tensor *t = NULL;
+        if (rt_npy_is_zip_file(file)) {
+            st = rt_npz_read_file(file, name, &t);
+        } else {
+            if (name != NULL)
+                fprintf(stderr,
+                        "dcmserve run: warning: input file %s holds a single array; name \"%s\" "
+                        "ignored\n",
+                        file, name);
+            st = rt_npy_read_file(file, &t);
+        }
+        if (st != MS_OK) return ms_errwrap(st, "--inputs %s", key);
+        if ((st = inputs_add(in, key, t)) != MS_OK) return st;
+    }
+    return MS_OK;
+}
+
+/* ---- --input_exprs: nested list literals ---- */
+
+typedef enum lit_kind { LIT_INT, LIT_FLOAT, LIT_BOOL, LIT_STR } lit_kind;
+
+typedef struct lit_leaf {
+    lit_kind kind;
+    const char *text; /* numbers: the literal text (sign included) */
+    size_t len;
+    int bval;
+    char *sval; /* LIT_STR: decoded bytes (owned) */
+    size_t slen;
+} lit_leaf;
+
+typedef struct lit_parser {
+    const char *p, *start;
+    const char *key;
+    lit_leaf *leaves;
+    size_t n, cap;
+} lit_parser;
+
+static void skip_ws(lit_parser *lp) {
+    while (*lp->p == ' ' || *lp->p == '\t' || *lp->p == '\n') lp->p++;
+}
+
+static ms_status lit_err(lit_parser *lp, const char *what) {
+    return ms_errf(MS_EINVAL, "--input_exprs %s: %s at offset %ld of \"%s\"", lp->key, what,
+                   (long)(lp->p - lp->start), lp->start);
+}
+
+static ms_status push_leaf(lit_parser *lp, lit_leaf l) {
+    if (lp->n == lp->cap) {
+        size_t cap = lp->cap ? lp->cap * 2 : 64;
+        lit_leaf *v = realloc(lp->leaves, cap * sizeof(*v));
+        if (v == NULL) {
+            free(l.sval);
+            return ms_errf(MS_ENOMEM, "out of memory");
+        }
+        lp->leaves = v;
+        lp->cap = cap;
+    }
+    lp->leaves[lp->n++] = l;
+    return MS_OK;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static ms_status parse_string(lit_parser *lp) {
+    if (*lp->p == 'b') lp->p++;
+    char q = *lp->p++;
+    size_t cap = strlen(lp->p) + 1, n = 0;
+    char *buf = malloc(cap);
+    if (buf == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    while (*lp->p && *lp->p != q) {
+        char c = *lp->p++;
+        if (c == '\\') {
+            char e = *lp->p++;
+            switch (e) {
+            case 'n': c = '\n'; break;
+            case 't': c = '\t'; break;
+            case 'r': c = '\r'; break;
+            case '0': c = '\0'; break;
+            case '\\':
+            case '\'':
+            case '"': c = e; break;
+            case 'x': {
+                int h = hexval(lp->p[0]), l = h >= 0 ? hexval(lp->p[1]) : -1;
+                if (h < 0 || l < 0) {
+                    free(buf);
+                    return lit_err(lp, "bad \\x escape");
+                }
+                c = (char)(h * 16 + l);
+                lp->p += 2;
+                break;
+            }
+            default: free(buf); return lit_err(lp, "unsupported escape in string");
+            }
+        }
+        buf[n++] = c;
+    }
+    if (*lp->p != q) {
+        free(buf);
+        return lit_err(lp, "unterminated string");
+    }
+    lp->p++;
+    lit_leaf l = {.kind = LIT_STR, .sval = buf, .slen = n};
+    return push_leaf(lp, l);
+}
+
+static ms_status parse_number(lit_parser *lp) {
+    const char *s = lp->p;
+    int neg = 0;
+    char *sign_end;
+    if (*lp->p == '-' || *lp->p == '+') {
+        neg = *lp->p == '-';
+        lp->p++;
+        skip_ws(lp);
+    }
+    sign_end = (char *)lp->p;
+    (void)neg;
+    if (strncmp(lp->p, "nan", 3) == 0 || strncmp(lp->p, "inf", 3) == 0) {
+        lp->p += 3;
+        lit_leaf l = {.kind = LIT_FLOAT, .text = s, .len = (size_t)(lp->p - s)};
+        return push_leaf(lp, l);
+    }
+    int isfloat = 0, digits = 0;
+    while ((*lp->p >= '0' && *lp->p <= '9') || *lp->p == '_') digits += *lp->p++ != '_';
+    if (*lp->p == '.') {
+        isfloat = 1;
+        lp->p++;
+        while (*lp->p >= '0' && *lp->p <= '9') {
+            lp->p++;
+            digits++;
+        }
+    }
+    if (digits == 0) {
+        lp->p = sign_end;
+        return lit_err(lp, "expected a number, True/False, a string or '['");
+    }
+    if (*lp->p == 'e' || *lp->p == 'E') {
+        isfloat = 1;
+        lp->p++;
+        if (*lp->p == '+' || *lp->p == '-') lp->p++;
+        if (!(*lp->p >= '0' && *lp->p <= '9')) return lit_err(lp, "bad exponent");
+        while (*lp->p >= '0' && *lp->p <= '9') lp->p++;
+    }
+    lit_leaf l = {.kind = isfloat ? LIT_FLOAT : LIT_INT, .text = s, .len = (size_t)(lp->p - s)};
+    return push_leaf(lp, l);
+}
+
+/* Parses one value; *shape receives its shape. */
+static ms_status parse_value(lit_parser *lp, rt_shape *shape, int depth) {
+    skip_ws(lp);
+    if (depth > RT_MAX_RANK) return lit_err(lp, "nested deeper than the maximum rank");
+    char open = *lp->p;
+    if (open == '[' || open == '(') {
+        char close = open == '[' ? ']' : ')';
+        lp->p++;
+        rt_shape first = {0}, cur;
+        int64_t count = 0;
+        for (;;) {
+            skip_ws(lp);
+            if (*lp->p == close) {
+                lp->p++;
+                break;
+            }
+            ms_status st = parse_value(lp, &cur, depth + 1);
+            if (st != MS_OK) return st;
+            if (count == 0) {
+                first = cur;
+            } else if (!rt_shape_equal(&first, &cur)) {
+                return lit_err(lp, "ragged nested list (elements of different lengths)");
+            }
+            count++;
+            skip_ws(lp);
+            if (*lp->p == ',') {
+                lp->p++;
+                continue;
+            }
+            if (*lp->p == close) continue;
+            return lit_err(lp, open == '[' ? "expected ',' or ']'" : "expected ',' or ')'");
+        }
+        if (count > 0 && first.rank + 1 > RT_MAX_RANK)
+            return lit_err(lp, "nested deeper than the maximum rank");
+        shape->rank = (count > 0 ? first.rank : 0) + 1;
+        shape->dim[0] = count;
+        for (int i = 0; count > 0 && i < first.rank; i++) shape->dim[i + 1] = first.dim[i];
+        return MS_OK;
+    }
+    shape->rank = 0;
+    if (strncmp(lp->p, "True", 4) == 0 || strncmp(lp->p, "False", 5) == 0) {
+        int v = lp->p[0] == 'T';
+        lp->p += v ? 4 : 5;
+        lit_leaf l = {.kind = LIT_BOOL, .bval = v};
+        return push_leaf(lp, l);
+    }
+    if (open == '\'' || open == '"' || (open == 'b' && (lp->p[1] == '\'' || lp->p[1] == '"')))
+        return parse_string(lp);
+    return parse_number(lp);
+}
+
+/* Number text without '_' and spaces after the sign, for strto*. */
+static void clean_number(const lit_leaf *l, char *buf, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < l->len && k + 1 < n; i++)
+        if (l->text[i] != '_' && l->text[i] != ' ' && l->text[i] != '\t') buf[k++] = l->text[i];
+    buf[k] = '\0';
+}
+
+static const char *kind_name(lit_kind k) {
+    switch (k) {
+    case LIT_INT: return "an integer";
+    case LIT_FLOAT: return "a float";
+    case LIT_BOOL: return "a bool";
+    default: return "a string";
+    }
+}
+
+/* Stores leaf i into the tensor, or fails when its value does not fit the
+ * dtype exactly. */
+static ms_status store_leaf(const char *key, const lit_leaf *l, rt_tensor *t, int64_t i) {
+    char num[128];
+    rt_dtype dt = t->dtype;
+    const char *dn = sig_dtype_name((int)dt);
+    int is_float = dt == RT_DT_FLOAT || dt == RT_DT_DOUBLE;
+    int is_bool = dt == RT_DT_BOOL;
+    int is_int = !is_float && !is_bool && dt != RT_DT_STRING;
+    int ok = (is_float && (l->kind == LIT_INT || l->kind == LIT_FLOAT)) ||
+             (is_int && l->kind == LIT_INT) || (is_bool && l->kind == LIT_BOOL) ||
+             (dt == RT_DT_STRING && l->kind == LIT_STR);
+    if (!ok) {
+        if (l->kind == LIT_INT || l->kind == LIT_FLOAT)
+            clean_number(l, num, sizeof(num));
+        else
+            snprintf(num, sizeof(num), "%s",
+                     l->kind == LIT_BOOL ? (l->bval ? "True" : "False") : "'...'");
+        return ms_errf(MS_EINVAL,
+                       "--input_exprs %s: the signature input is %s, but %s is %s literal (no "
+                       "implicit conversion)",
+                       key, dn, num, kind_name(l->kind));
+    }
+    if (is_float) {
+        clean_number(l, num, sizeof(num));
+        errno = 0;
+        double v = strtod(num, NULL);
+        if (errno == ERANGE && isinf(v))
+            return ms_errf(MS_EINVAL, "--input_exprs %s: %s is out of range for %s", key, num, dn);
+        if (dt == RT_DT_FLOAT) {
+            float f = (float)v;
+            if (isinf(f) && !isinf(v))
+                return ms_errf(MS_EINVAL, "--input_exprs %s: %s is out of range for %s", key, num,
+                               dn);
+            ((float *)t->data)[i] = f;
+        } else {
+            ((double *)t->data)[i] = v;
+        }
+        return MS_OK;
+    }
+    if (is_bool) {
+        ((uint8_t *)t->data)[i] = (uint8_t)l->bval;
+        return MS_OK;
+    }
+    if (is_int) {
+        clean_number(l, num, sizeof(num));
+        int is_unsigned =
+            dt == RT_DT_UINT8 || dt == RT_DT_UINT16 || dt == RT_DT_UINT32 || dt == RT_DT_UINT64;
+        errno = 0;
+        char *end;
+        if (is_unsigned) {
+            if (num[0] == '-' && strspn(num + 1, "0") != strlen(num + 1))
+                return ms_errf(MS_EINVAL, "--input_exprs %s: %s is out of range for %s", key, num,
+                               dn);
+            unsigned long long v =
+                strtoull(num[0] == '-' || num[0] == '+' ? num + 1 : num, &end, 10);
+            unsigned long long max = dt == RT_DT_UINT8    ? 0xffull
+                                     : dt == RT_DT_UINT16 ? 0xffffull
+                                     : dt == RT_DT_UINT32 ? 0xffffffffull
+                                                          : ~0ull;
+            if (errno == ERANGE || *end != '\0' || v > max)
+                return ms_errf(MS_EINVAL, "--input_exprs %s: %s is out of range for %s", key, num,
+                               dn);
+            switch (dt) {
+            case RT_DT_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+            case RT_DT_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
+            case RT_DT_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)v; break;
+            default: ((uint64_t *)t->data)[i] = (uint64_t)v; break;
+            }
+            return MS_OK;
+        }
+        long long v = strtoll(num, &end, 10);
+        long long lo, hi;
+        switch (dt) {
+        case RT_DT_INT8: lo = INT8_MIN, hi = INT8_MAX; break;
+        case RT_DT_INT16: lo = INT16_MIN, hi = INT16_MAX; break;
+        case RT_DT_INT32: lo = INT32_MIN, hi = INT32_MAX; break;
+        case RT_DT_INT64: lo = INT64_MIN, hi = INT64_MAX; break;
+        default:
+            return ms_errf(MS_ENOTSUP,
+                           "--input_exprs %s: signature input dtype %s cannot be given as a "
+                           "literal",
+                           key, dn);
+        }
+        if (errno == ERANGE || *end != '\0' || v < lo || v > hi)
+            return ms_errf(MS_EINVAL, "--input_exprs %s: %s is out of range for %s", key, num, dn);
+        switch (dt) {
+        case RT_DT_INT8: ((int8_t *)t->data)[i] = (int8_t)v; break;
+        case RT_DT_INT16: ((int16_t *)t->data)[i] = (int16_t)v; break;
+        case RT_DT_INT32: ((int32_t *)t->data)[i] = (int32_t)v; break;
+        default: ((int64_t *)t->data)[i] = (int64_t)v; break;
+        }
+        return MS_OK;
+    }
+    return MS_OK; /* strings are handled by the caller */
+}
+
+/* Parses a literal into a new tensor of dtype dt. */
+static ms_status parse_literal(const char *key, const char *expr, rt_dtype dt, rt_tensor **out) {
+    *out = NULL;
+    switch (dt) {
+    case RT_DT_FLOAT:
+    case RT_DT_DOUBLE:
+    case RT_DT_INT8:
+    case RT_DT_INT16:
+    case RT_DT_INT32:
+    case RT_DT_INT64:
+    case RT_DT_UINT8:
+    case RT_DT_UINT16:
+    case RT_DT_UINT32:
+    case RT_DT_UINT64:
+    case RT_DT_BOOL:
+    case RT_DT_STRING: break;
+    default:
+        return ms_errf(MS_ENOTSUP,
+                       "--input_exprs %s: signature input dtype %s cannot be given as a literal",
+                       key, sig_dtype_name((int)dt));
+    }
+    lit_parser lp = {.p = expr, .start = expr, .key = key};
+    rt_shape shape;
+    ms_status st = parse_value(&lp, &shape, 0);
+    if (st == MS_OK) {
+        skip_ws(&lp);
+        if (*lp.p != '\0') st = lit_err(&lp, "unexpected text after the value");
+    }
+    if (st == MS_OK && dt == RT_DT_STRING) {
+        rt_str *strs = calloc(lp.n + 1, sizeof(*strs));
+        if (strs == NULL) st = ms_errf(MS_ENOMEM, "out of memory");
+        for (size_t i = 0; st == MS_OK && i < lp.n; i++) {
+            if (lp.leaves[i].kind != LIT_STR) {
+                /* store_leaf reports the kind mismatch; nothing is stored. */
+                rt_tensor probe = {.dtype = RT_DT_STRING};
+                st = store_leaf(key, &lp.leaves[i], &probe, (int64_t)i);
+                break;
+            }
+            strs[i].data = (const uint8_t *)lp.leaves[i].sval;
+            strs[i].len = lp.leaves[i].slen;
+        }
+        if (st == MS_OK) st = rt_tensor_new_strings(&shape, strs, out);
+        free(strs);
+    } else if (st == MS_OK) {
+        st = rt_tensor_new(dt, &shape, out);
+        for (size_t i = 0; st == MS_OK && i < lp.n; i++)
+            st = store_leaf(key, &lp.leaves[i], *out, (int64_t)i);
+        if (st != MS_OK && *out != NULL) {
+            rt_tensor_unref(*out);
+            *out = NULL;
+        }
+    }
+    for (size_t i = 0; i < lp.n; i++) free(lp.leaves[i].sval);
+    free(lp.leaves);
+    return st;
+}
+
+static ms_status load_expr_inputs(char *spec, const char *sig, const Tensorflow__SignatureDef *sd,
+                                  run_inputs *in) {
+    char *save = NULL;
+    for (char *item = strtok_r(spec, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
+        if (item[strspn(item, " ")] == '\0') continue;
+        char *key, *expr;
+        ms_status st = split_kv("--input_exprs", item, &key, &expr);
+        if (st != MS_OK) return st;
+        const Tensorflow__TensorInfo *ti = need_input("--input_exprs", sig, sd, key);
+        if (ti == NULL) return MS_EINVAL;
+        rt_tensor *t = NULL;
+        st = parse_literal(key, expr, rt_dtype_base((int)ti->dtype), &t);
+        if (st != MS_OK) return st;
+        if ((st = inputs_add(in, key, t)) != MS_OK) return st;
+    }
+    return MS_OK;
+}
+
+/* ---- --input_files ---- */
+
+static ms_status slurp(const char *path, uint8_t **out, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    *out = NULL;
+    *n = 0;
+    if (f == NULL)
+        return ms_errf(errno == ENOENT ? MS_ENOTFOUND : MS_EINVAL, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return ms_errf(MS_EINVAL, "%s: not a regular file", path);
+    }
+    size_t size = (size_t)sb.st_size;
+    uint8_t *b = malloc(size ? size : 1);
+    if (b == NULL) {
+        fclose(f);
+        return ms_errf(MS_ENOMEM, "%s: out of memory", path);
+    }
+    size_t got = fread(b, 1, size, f);
+    fclose(f);
+    if (got != size) {
+        free(b);
+        return ms_errf(MS_EINVAL, "%s: read error", path);
+    }
+    *out = b;
+    *n = size;
+    return MS_OK;
+}
+
+static ms_status load_file_inputs(char *spec, const char *sig, const Tensorflow__SignatureDef *sd,
+                                  run_inputs *in) {
+    char *save = NULL;
+    for (char *item = strtok_r(spec, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
+        if (item[strspn(item, " ")] == '\0') continue;
+        char *key, *list;
+        ms_status st = split_kv("--input_files", item, &key, &list);
+        if (st != MS_OK) return st;
+        const Tensorflow__TensorInfo *ti = need_input("--input_files", sig, sd, key);
+        if (ti == NULL) return MS_EINVAL;
+        if (rt_dtype_base((int)ti->dtype) != RT_DT_STRING)
+            return ms_errf(MS_EINVAL,
+                           "--input_files %s: the signature input is %s; files can only feed a "
+                           "DT_STRING input",
+                           key, sig_dtype_name((int)ti->dtype));
+        size_t nf = 0, cap = 8;
+        rt_str *strs = calloc(cap, sizeof(*strs));
+        if (strs == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+        char *s2 = NULL;
+        for (char *f = strtok_r(list, ",", &s2); f && st == MS_OK; f = strtok_r(NULL, ",", &s2)) {
+            while (*f == ' ') f++;
+            if (*f == '\0') continue;
+            if (nf == cap) {
+                rt_str *v = realloc(strs, cap * 2 * sizeof(*strs));
+                if (v == NULL) {
+                    st = ms_errf(MS_ENOMEM, "out of memory");
+                    break;
+                }
+                strs = v;
+                cap *= 2;
+            }
+            uint8_t *b;
+            size_t n;
+            st = slurp(f, &b, &n);
+            if (st != MS_OK) {
+                st = ms_errwrap(st, "--input_files %s", key);
+                break;
+            }
+            strs[nf].data = b;
+            strs[nf].len = n;
+            nf++;
+        }
+        if (st == MS_OK && nf == 0)
+            st = ms_errf(MS_EINVAL, "--input_files %s: no file names given", key);
+        rt_tensor *t = NULL;
+        if (st == MS_OK) {
+            /* A scalar when the signature asks for one, else a vector. */
+            const Tensorflow__TensorShapeProto *sp = ti->tensor_shape;
+            rt_shape shape = {.rank = 1, .dim = {(int64_t)nf}};
+            if (sp != NULL && !sp->unknown_rank && sp->n_dim == 0 && nf == 1) shape.rank = 0;
+            st = rt_tensor_new_strings(&shape, strs, &t);
+        }
+        for (size_t i = 0; i < nf; i++) free((void *)strs[i].data);
+        free(strs);
+        if (st != MS_OK) return st;
+        if ((st = inputs_add(in, key, t)) != MS_OK) return st;
+    }
+    return MS_OK;
+}
+
+/* ---- outputs ---- */
+
+static int mkdir_p(const char *dir) {
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+    struct stat sb;
+    return stat(buf, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : -1;
+}
+
+static void out_path(const char *outdir, const char *key, char *buf, size_t n) {
+    size_t l = strlen(outdir);
+    snprintf(buf, n, "%s%s%s.npy", outdir, (l > 0 && outdir[l - 1] == '/') ? "" : "/", key);
+}
+
+static int fail(const char *what) {
+    fprintf(stderr, "dcmserve run: %s\n", what);
+    return 1;
+}
 
 int srv_cli_run(int argc, char **argv) {
-    (void)argc;
-    fprintf(stderr, "dcmserve %s: not implemented yet\n", argv[0]);
-    return 2;
+    const char *dir = NULL, *tag_set = "serve", *sig_arg = NULL, *inputs = NULL, *exprs = NULL,
+               *files = NULL, *outdir = NULL, *log_level = "error";
+    int overwrite = 0, help = 0;
+    srv_cli_flag flags[] = {
+        {"dir", CLI_FLAG_STR, &dir, NULL},
+        {"tag_set", CLI_FLAG_STR, &tag_set, NULL},
+        {"signature_def", CLI_FLAG_STR, &sig_arg, NULL},
+        {"inputs", CLI_FLAG_STR, &inputs, NULL},
+        {"input_exprs", CLI_FLAG_STR, &exprs, NULL},
+        {"input_files", CLI_FLAG_STR, &files, NULL},
+        {"outdir", CLI_FLAG_STR, &outdir, NULL},
+        {"overwrite", CLI_FLAG_BOOL, NULL, &overwrite},
+        {"log_level", CLI_FLAG_STR, &log_level, NULL},
+        {"help", CLI_FLAG_BOOL, NULL, &help},
+        {NULL, 0, NULL, NULL},
+    };
+    if (srv_cli_flags_parse("run", argc, argv, flags) != 0) return 2;
+    if (help) {
+        usage(stdout);
+        return 0;
+    }
+    if (dir == NULL) {
+        fprintf(stderr, "dcmserve run: --dir is required (see dcmserve run --help)\n");
+        return 2;
+    }
+    const char *sig = (sig_arg && sig_arg[0]) ? sig_arg : SIG_DEFAULT_KEY;
+    /* Load-time warnings (signatures this build cannot run) would bury the
+     * result; they show with --log_level=warn. */
+    ms_log_level lvl;
+    if (ms_log_parse_level(log_level, &lvl) != 0) {
+        fprintf(stderr, "dcmserve run: bad --log_level '%s' (debug, info, warn, error, off)\n",
+                log_level);
+        return 2;
+    }
+    ms_log_set_level(lvl);
+
+    char tagbuf[1024];
+    const char *tags[64];
+    int ntags = 0;
+    snprintf(tagbuf, sizeof(tagbuf), "%s", tag_set);
+    char *save = NULL;
+    for (char *t = strtok_r(tagbuf, ",", &save); t && ntags < 64; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ') t++;
+        if (*t) tags[ntags++] = t;
+    }
+
+    int rc = 1;
+    kn_backend *be = NULL;
+    rt_model *m = NULL;
+    run_inputs in = {0};
+    sig_output *outs = NULL;
+    int nouts = 0;
+    char *spec = NULL;
+    ms_status st;
+    char msg[1400];
+
+    be = kn_cpu_backend_new(0);
+    if (be == NULL) {
+        rc = fail("cannot create the CPU backend");
+        goto done;
+    }
+    if ((st = rt_model_load(dir, tags, ntags, be, &m)) != MS_OK) {
+        rc = fail(ms_errmsg());
+        goto done;
+    }
+    const Tensorflow__SignatureDef *sd;
+    if ((st = sig_find(rt_model_meta_graph(m), sig, &sd)) != MS_OK) {
+        rc = fail(ms_errmsg());
+        goto done;
+    }
+    const char *specs[3] = {inputs, exprs, files};
+    for (int k = 0; k < 3; k++) {
+        if (specs[k] == NULL) continue;
+        free(spec);
+        spec = strdup(specs[k]);
+        if (spec == NULL) {
+            rc = fail("out of memory");
+            goto done;
+        }
+        st = k == 0   ? load_npy_inputs(spec, &in)
+             : k == 1 ? load_expr_inputs(spec, sig, sd, &in)
+                      : load_file_inputs(spec, sig, sd, &in);
+        if (st != MS_OK) {
+            rc = fail(ms_errmsg());
+            goto done;
+        }
+    }
+    /* Refuse to clobber before anything runs. */
+    if (outdir != NULL && !overwrite) {
+        for (size_t i = 0; i < sd->n_outputs; i++) {
+            char path[4096];
+            struct stat sb;
+            out_path(outdir, sd->outputs[i]->key, path, sizeof(path));
+            if (stat(path, &sb) == 0) {
+                fprintf(stderr,
+                        "dcmserve run: Output file %s already exists. Add \"--overwrite\" to "
+                        "overwrite the existing output files.\n",
+                        path);
+                rc = 1;
+                goto done;
+            }
+        }
+    }
+    if ((st = sig_run(m, sig, in.v, in.n, NULL, 0, NULL, &outs, &nouts)) != MS_OK) {
+        rc = fail(ms_errmsg());
+        goto done;
+    }
+    if (outdir != NULL && nouts > 0 && mkdir_p(outdir) != 0) {
+        snprintf(msg, sizeof(msg), "cannot create --outdir %s: %s", outdir, strerror(errno));
+        rc = fail(msg);
+        goto done;
+    }
+    for (int i = 0; i < nouts; i++) {
+        char *text = srv_npformat(outs[i].tensor);
+        if (text == NULL) {
+            rc = fail("out of memory");
+            goto done;
+        }
+        printf("Result for output key %s:\n%s\n", outs[i].key, text);
+        free(text);
+        if (outdir != NULL) {
+            char path[4096];
+            out_path(outdir, outs[i].key, path, sizeof(path));
+            if ((st = rt_npy_write_file(path, outs[i].tensor)) != MS_OK) {
+                fflush(stdout);
+                rc = fail(ms_errmsg());
+                goto done;
+            }
+            printf("Output %s is saved to %s\n", outs[i].key, path);
+        }
+    }
+    fflush(stdout);
+    rc = 0;
+done:
+    free(spec);
+    sig_outputs_free(outs, nouts);
+    inputs_free(&in);
+    if (m) rt_model_unref(m);
+    if (be) kn_backend_free(be);
+    return rc;
 }

@@ -1,10 +1,282 @@
-/* cli_serve.c - placeholder until the subcommand lands. */
+/* cli_serve.c - `dcmserve serve`: the daemon.
+ *
+ * Threads: the main thread runs a libuv loop (signals, model polling, config
+ * re-reads); the model manager loads on libuv's thread pool; the gRPC server
+ * has its own CQ threads and worker pool (srv_grpc.c). SIGTERM/SIGINT: health
+ * goes NOT_SERVING, new calls get UNAVAILABLE, in-flight calls finish (up to
+ * --drain_timeout_seconds), then the process exits 0. SIGHUP re-reads
+ * --model_config_file. */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
 
+#include "kn_backend.h"
+#include "ms_log.h"
+#include "srv_app.h"
 #include "srv_cli.h"
+#include "srv_config.h"
+#include "srv_flags.h"
+#include "srv_grpc.h"
+#include "srv_manager.h"
+
+typedef struct daemon {
+    srv_flags flags;
+    srv_app app;
+    srv_server *server;
+    kn_backend *be;
+    uv_loop_t loop;
+    uv_signal_t sigterm, sigint, sighup;
+    uv_timer_t cfg_timer;
+    uv_async_t stop_async;
+    pthread_t shutdown_tid, loop_tid;
+    pthread_mutex_t mu;       /* guards server and pending_signal across threads */
+    srv_server *server_ready; /* set once the gRPC server runs */
+    int pending_signal;       /* SIGTERM/SIGINT seen before the server ran */
+    int shutdown_started;
+    int serving_logged;
+    uint64_t cfg_hash;
+    struct timespec t0;
+} daemon_t;
+
+static double ms_since(const struct timespec *t0) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) * 1e3 + (double)(now.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* Manager listener (loop thread): push health changes, log the first SERVING. */
+static void on_models_changed(void *arg) {
+    daemon_t *d = arg;
+    srv_health_update(d->app.health);
+    if (!d->serving_logged && srv_manager_ready(d->app.mgr)) {
+        d->serving_logged = 1;
+        MS_INFO("health SERVING: every model has an available version (%.1f ms after start)",
+                ms_since(&d->t0));
+    }
+}
+
+static uint64_t hash_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    uint64_t h = 1469598103934665603ULL;
+    int ch;
+    if (f == NULL) return 0;
+    while ((ch = fgetc(f)) != EOF)
+        h = (h ^ (uint64_t)ch) * 1099511628211ULL;
+    fclose(f);
+    return h;
+}
+
+/* Re-reads --model_config_file; keeps the old model list when it is bad. */
+static void reload_config_file(daemon_t *d, int only_if_changed) {
+    const char *path = d->flags.model_config_file;
+    if (path == NULL) {
+        MS_INFO("SIGHUP: no --model_config_file to re-read");
+        return;
+    }
+    uint64_t h = hash_file(path);
+    if (only_if_changed && h == d->cfg_hash) return;
+    srv_config *cfg = NULL;
+    if (srv_config_read_file(path, &cfg) != MS_OK) {
+        MS_ERROR("model config not reloaded, keeping the current one: %s", ms_errmsg());
+        d->cfg_hash = h;
+        return;
+    }
+    d->cfg_hash = h;
+    MS_INFO("model config re-read from %s: %d model(s)", path, cfg->nmodels);
+    srv_manager_apply(d->app.mgr, cfg, 0);
+}
+
+static void on_cfg_timer(uv_timer_t *t) {
+    reload_config_file(t->data, 1);
+}
+
+static void *shutdown_main(void *arg) {
+    daemon_t *d = arg;
+    int left = srv_server_drain_wait(d->server, d->flags.drain_timeout_seconds, 0.3);
+    if (left > 0)
+        MS_WARN("drain timeout (%.1f s): %d call(s) still running will be cancelled",
+                d->flags.drain_timeout_seconds, left);
+    srv_health_close_watchers(d->app.health);
+    srv_server_stop(d->server, 0.25);
+    uv_async_send(&d->stop_async);
+    return NULL;
+}
+
+/* Begins the drain; any thread, once the server runs. */
+static void begin_shutdown(daemon_t *d, int signum) {
+    if (d->shutdown_started) return;
+    d->shutdown_started = 1;
+    MS_INFO("%s: draining (%d call(s) in flight), health NOT_SERVING",
+            signum == SIGTERM ? "SIGTERM" : "SIGINT", srv_server_inflight(d->server));
+    atomic_store(&d->app.draining, 1);
+    srv_server_drain_begin(d->server);
+    srv_health_update(d->app.health);
+    pthread_create(&d->shutdown_tid, NULL, shutdown_main, d);
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+    daemon_t *d = h->data;
+    if (signum == SIGHUP) {
+        MS_INFO("SIGHUP: re-reading the model config");
+        reload_config_file(d, 0);
+        return;
+    }
+    pthread_mutex_lock(&d->mu);
+    if (d->server_ready == NULL)
+        d->pending_signal = signum; /* acted on as soon as the server runs */
+    else
+        begin_shutdown(d, signum);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void *loop_main(void *arg) {
+    daemon_t *d = arg;
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+static void on_stop(uv_async_t *a) {
+    daemon_t *d = a->data;
+    srv_manager_stop(d->app.mgr);
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_close((uv_handle_t *)&d->sigint, NULL);
+    uv_close((uv_handle_t *)&d->sighup, NULL);
+    uv_close((uv_handle_t *)&d->cfg_timer, NULL);
+    uv_close((uv_handle_t *)&d->stop_async, NULL);
+}
 
 int srv_cli_serve(int argc, char **argv) {
-    (void)argc;
-    fprintf(stderr, "dcmserve %s: not implemented yet\n", argv[0]);
-    return 2;
+    daemon_t d;
+    srv_config *cfg = NULL;
+    int rc = 1;
+
+    memset(&d, 0, sizeof(d));
+    clock_gettime(CLOCK_MONOTONIC, &d.t0);
+    if (srv_flags_parse(argc, argv, 1, &d.flags) != MS_OK) {
+        fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
+        return 2;
+    }
+    if (d.flags.help) {
+        srv_flags_usage(stdout);
+        return 0;
+    }
+    if (d.flags.version) {
+        printf("dcmserve 0.1.0\n");
+        return 0;
+    }
+    ms_log_set_level(d.flags.log_level);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (d.flags.model_config_file != NULL) {
+        if (srv_config_read_file(d.flags.model_config_file, &cfg) != MS_OK) {
+            fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
+            return 2;
+        }
+        d.cfg_hash = hash_file(d.flags.model_config_file);
+    } else if (d.flags.model_base_path != NULL) {
+        const char *name = d.flags.model_name ? d.flags.model_name : "default";
+        if (srv_config_single(name, d.flags.model_base_path, &cfg) != MS_OK) {
+            fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
+            return 2;
+        }
+    } else {
+        fprintf(stderr, "dcmserve serve: give --model_base_path (with --model_name) or "
+                        "--model_config_file (see --help)\n");
+        return 2;
+    }
+    if (d.flags.rest_api_port > 0)
+        MS_WARN("--rest_api_port=%d is reserved: the REST API is not served yet",
+                d.flags.rest_api_port);
+
+    d.be = kn_cpu_backend_new(d.flags.intra_op_threads);
+    if (d.be == NULL) {
+        fprintf(stderr, "dcmserve serve: cannot create the CPU backend\n");
+        srv_config_free(cfg);
+        return 1;
+    }
+    if (srv_manager_new(d.be, d.flags.file_system_poll_wait_seconds, &d.app.mgr) != MS_OK) {
+        fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
+        goto out_be;
+    }
+    d.app.max_message_bytes = d.flags.max_message_bytes;
+    d.app.reload_wait_s = 60.0;
+    d.app.health = srv_health_new(&d.app);
+    srv_manager_set_listener(d.app.mgr, on_models_changed, &d);
+
+    /* The libuv loop (signals, polling, loads) runs on its own thread from
+     * here on, so that models load while gRPC starts up. Every handle is set
+     * up before that thread starts: libuv handles are not thread-safe. */
+    pthread_mutex_init(&d.mu, NULL);
+    uv_loop_init(&d.loop);
+    srv_manager_start(d.app.mgr, &d.loop);
+    srv_manager_apply(d.app.mgr, cfg, 0); /* applied once the loop runs */
+    cfg = NULL;
+    uv_signal_init(&d.loop, &d.sigterm);
+    uv_signal_init(&d.loop, &d.sigint);
+    uv_signal_init(&d.loop, &d.sighup);
+    d.sigterm.data = d.sigint.data = d.sighup.data = &d;
+    uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&d.sigint, on_signal, SIGINT);
+    uv_signal_start(&d.sighup, on_signal, SIGHUP);
+    uv_timer_init(&d.loop, &d.cfg_timer);
+    d.cfg_timer.data = &d;
+    if (d.flags.model_config_file && d.flags.model_config_file_poll_wait_seconds > 0) {
+        uint64_t ms = (uint64_t)d.flags.model_config_file_poll_wait_seconds * 1000;
+        uv_timer_start(&d.cfg_timer, on_cfg_timer, ms, ms);
+    }
+    uv_async_init(&d.loop, &d.stop_async, on_stop);
+    d.stop_async.data = &d;
+    pthread_create(&d.loop_tid, NULL, loop_main, &d);
+
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nmeth;
+    const srv_method *meth = srv_app_methods(&nmeth);
+    srv_server_opts so = {
+        .bind_address = d.flags.bind_address,
+        .port = d.flags.port,
+        .cq_threads = d.flags.grpc_cq_threads,
+        .workers = d.flags.grpc_max_threads > 0 ? d.flags.grpc_max_threads
+                                                : 4 * (int)(ncpu > 0 ? ncpu : 1),
+        .max_message_bytes = d.flags.max_message_bytes,
+    };
+    if (srv_server_start(&so, meth, nmeth, &d.app, &d.server) != MS_OK) {
+        MS_ERROR("%s", ms_errmsg());
+        fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
+        uv_async_send(&d.stop_async);
+        pthread_join(d.loop_tid, NULL);
+        pthread_mutex_destroy(&d.mu);
+        rc = 2;
+        goto out_mgr;
+    }
+    MS_INFO("gRPC listening on %s:%d (TF Serving, KServe v2, grpc.health.v1; %d CQ threads, %d "
+            "workers, max message %lld bytes)",
+            d.flags.bind_address, srv_server_port(d.server), so.cq_threads, so.workers,
+            (long long)so.max_message_bytes);
+    /* One machine-readable line on stdout for scripts (the port when --port=0). */
+    printf("dcmserve: listening on %s:%d\n", d.flags.bind_address, srv_server_port(d.server));
+    fflush(stdout);
+    pthread_mutex_lock(&d.mu);
+    d.server_ready = d.server;
+    if (d.pending_signal) begin_shutdown(&d, d.pending_signal);
+    pthread_mutex_unlock(&d.mu);
+
+    pthread_join(d.loop_tid, NULL);
+    pthread_join(d.shutdown_tid, NULL);
+    pthread_mutex_destroy(&d.mu);
+    srv_server_free(d.server);
+    MS_INFO("shutdown complete");
+    rc = 0;
+out_mgr:
+    srv_health_free(d.app.health);
+    srv_manager_free(d.app.mgr);
+    uv_loop_close(&d.loop);
+out_be:
+    kn_backend_free(d.be);
+    srv_config_free(cfg);
+    return rc;
 }

@@ -17,6 +17,7 @@ static const struct {
     {"dicom", srv_cli_dicom, "decode a DICOM file: header summary, HU or windowed arrays"},
     {"import-onnx", srv_cli_import_onnx, "convert an ONNX model into a SavedModel directory"},
     {"benchmark", srv_cli_benchmark, "time a SavedModel signature in-process"},
+    {"make-demo-model", srv_cli_make_demo_model, "write the bundled demo SavedModel into a folder"},
 };
 
 static void usage(FILE *f) {

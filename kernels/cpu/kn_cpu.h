@@ -8,6 +8,7 @@
 
 #include "kn_backend.h"
 
+extern const kn_kernel kn_cpu_fast_kernels[];        /* optimised conv/GEMM; searched first */
 extern const kn_kernel kn_cpu_elementwise_kernels[]; /* Add, Mul, Relu, Cast, ... */
 extern const kn_kernel kn_cpu_shape_kernels[];       /* Reshape, Concat, Transpose, Pad, ... */
 extern const kn_kernel kn_cpu_reduce_kernels[];      /* Mean, Sum, Max, Softmax, MatMul */

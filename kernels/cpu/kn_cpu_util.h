@@ -1,0 +1,104 @@
+/* kn_cpu_util.h - helpers shared by the CPU kernel files: node-named errors,
+ * index inputs (int32/int64 tensors read as int64), numpy broadcasting and a
+ * table-driven strided gather used by the shape ops.
+ *
+ * Internal to kernels/cpu (double-underscore names); nothing here allocates
+ * tensors except kn__gather_run, which writes into a caller's buffer.
+ */
+#ifndef KN_CPU_UTIL_H
+#define KN_CPU_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kn_backend.h"
+
+/* Sets the message "<node name> (<op>): <fmt...>" and returns `code`. */
+ms_status kn__errf(ms_status code, const kn_node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define KN_EINVAL(node, ...) kn__errf(MS_EINVAL, (node), __VA_ARGS__)
+
+/* kn_ctx_output, with the node named in the message when it fails (too
+ * large, out of memory). */
+ms_status kn__output(kn_ctx *ctx, const kn_node *n, int idx, rt_dtype dt, const rt_shape *shape,
+                     rt_tensor **out);
+
+/* Checks that in[0..count-1] are present (non-NULL) and that node->nin >= count. */
+ms_status kn__need_inputs(const kn_node *n, rt_tensor *const *in, int count);
+
+/* Reads an int32 or int64 tensor (any shape) as int64 values. Copies up to
+ * `max` values into out and sets *count to the element count. MS_EINVAL
+ * naming `what` for other dtypes or more than `max` values. */
+ms_status kn__read_ints(const kn_node *n, const rt_tensor *t, const char *what, int64_t *out,
+                        int max, int *count);
+/* Same for a tensor that must hold exactly one value (scalar or [1]). */
+ms_status kn__read_int1(const kn_node *n, const rt_tensor *t, const char *what, int64_t *out);
+
+/* Maps a possibly negative axis into [0, rank); -1 when out of range. */
+int kn__axis(int64_t axis, int rank);
+
+/* Short "(2, 3)" string of a shape in a static per-thread buffer (one of
+ * four rotating buffers, so up to four may appear in one message). */
+const char *kn__shp(const rt_shape *s);
+
+/* ---- broadcasting ---- */
+#define KN_BCAST_MAX 3
+typedef struct kn_bcast {
+    rt_shape out;                              /* broadcast result shape */
+    int rank;                                  /* collapsed rank (>= 1) */
+    int64_t dim[RT_MAX_RANK];                  /* collapsed dims */
+    int64_t stride[KN_BCAST_MAX][RT_MAX_RANK]; /* element strides, 0 = broadcast */
+    int64_t rows;                              /* product of dim[0..rank-2] */
+} kn_bcast;
+
+/* numpy broadcasting of `count` shapes (count <= KN_BCAST_MAX). MS_EINVAL
+ * naming the node when they are incompatible. */
+ms_status kn__bcast_init(kn_bcast *b, const kn_node *n, const rt_shape *const *shapes, int count);
+/* Element offsets of input k for the first element of collapsed row `row`. */
+void kn__bcast_row(const kn_bcast *b, int64_t row, int64_t *offs, int count);
+
+/* ---- table-driven gather: out[coords] = src[sum_d tab[d][coord_d]] ---- */
+#define KN_GATHER_PAD INT64_MIN /* table entry of a padding position */
+typedef struct kn_gather {
+    int rank;                  /* >= 1 */
+    int64_t dim[RT_MAX_RANK];  /* output dims */
+    int64_t *tab[RT_MAX_RANK]; /* per dim: source element offset of each coordinate */
+    int64_t *mem;              /* owns the tables */
+    size_t esize;              /* element size in bytes (1, 2, 4, 8 or 16) */
+    const uint8_t *src;
+    uint8_t *dst;
+    const uint8_t *pad; /* one element written at padding positions */
+} kn_gather;
+
+/* Allocates the tables for output dims out->dim (rank 0 treated as [1]).
+ * Fill g->tab[d][i] afterwards. MS_ENOMEM on failure. */
+ms_status kn__gather_init(kn_gather *g, const rt_shape *out, size_t esize);
+void kn__gather_destroy(kn_gather *g);
+/* Runs the gather over all output rows, in parallel through ctx. */
+void kn__gather_run(kn_ctx *ctx, kn_gather *g);
+
+/* Copies n elements of `esize` bytes from src to dst (thin memcpy wrapper). */
+static inline void kn__copy(void *dst, const void *src, int64_t n, size_t esize) {
+    if (n > 0) __builtin_memcpy(dst, src, (size_t)n * esize);
+}
+
+/* ---- per-thread scratch memory ----
+ * Kernels that need temporary buffers (im2col columns, layout transposes)
+ * borrow them here: each thread keeps up to KN_SCRATCH_SLOTS grow-only
+ * buffers of at most KN_SCRATCH_CACHE_MAX bytes, so that steady-state
+ * requests neither allocate nor fault in fresh pages. Larger requests are
+ * plain allocations. Use distinct slots for buffers alive at the same time;
+ * hand every buffer back with kn__scratch_done (frees it unless cached). */
+#define KN_SCRATCH_SLOTS     4
+#define KN_SCRATCH_CACHE_MAX ((size_t)32 << 20)
+/* A buffer of at least `bytes` (64-byte aligned), or NULL when out of memory. */
+void *kn__scratch(int slot, size_t bytes);
+void kn__scratch_done(int slot, void *p);
+
+/* float <-> IEEE half / bfloat16 bits, round to nearest even. */
+float kn__half_to_f32(uint16_t h);
+uint16_t kn__f32_to_half(float f);
+float kn__bf16_to_f32(uint16_t h);
+uint16_t kn__f32_to_bf16(float f);
+
+#endif /* KN_CPU_UTIL_H */

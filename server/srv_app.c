@@ -1,0 +1,40 @@
+/* srv_app.c - the method table of every service, and message packing. */
+#include "srv_app.h"
+
+#include <stdlib.h>
+
+/* clang-format off */
+static const srv_method g_methods[] = {
+    /* TensorFlow Serving */
+    {"/tensorflow.serving.PredictionService/Predict", srv_tfs_predict, NULL, NULL, 1, 0},
+    {"/tensorflow.serving.PredictionService/GetModelMetadata", srv_tfs_get_model_metadata, NULL, NULL, 0, 0},
+    {"/tensorflow.serving.PredictionService/Classify", srv_tfs_classify, NULL, NULL, 0, 0},
+    {"/tensorflow.serving.PredictionService/Regress", srv_tfs_regress, NULL, NULL, 0, 0},
+    {"/tensorflow.serving.ModelService/GetModelStatus", srv_tfs_get_model_status, NULL, NULL, 0, 0},
+    /* Waits for loads: on a worker so that CQ threads stay free. */
+    {"/tensorflow.serving.ModelService/HandleReloadConfigRequest", srv_tfs_reload_config, NULL, NULL, 1, 0},
+    /* KServe / Open Inference Protocol v2 */
+    {"/inference.GRPCInferenceService/ServerLive", srv_kserve_server_live, NULL, NULL, 0, 1},
+    {"/inference.GRPCInferenceService/ServerReady", srv_kserve_server_ready, NULL, NULL, 0, 1},
+    {"/inference.GRPCInferenceService/ModelReady", srv_kserve_model_ready, NULL, NULL, 0, 1},
+    {"/inference.GRPCInferenceService/ServerMetadata", srv_kserve_server_metadata, NULL, NULL, 0, 0},
+    {"/inference.GRPCInferenceService/ModelMetadata", srv_kserve_model_metadata, NULL, NULL, 0, 0},
+    {"/inference.GRPCInferenceService/ModelInfer", srv_kserve_model_infer, NULL, NULL, 1, 0},
+    /* grpc.health.v1: answered while draining, with NOT_SERVING */
+    {"/grpc.health.v1.Health/Check", srv_health_check, NULL, NULL, 0, 1},
+    {"/grpc.health.v1.Health/Watch", NULL, srv_health_watch, srv_health_watch_closed, 0, 1},
+};
+/* clang-format on */
+
+const srv_method *srv_app_methods(int *n) {
+    *n = (int)(sizeof(g_methods) / sizeof(g_methods[0]));
+    return g_methods;
+}
+
+ms_status srv_pack(const ProtobufCMessage *msg, srv_bytes *out) {
+    size_t len = protobuf_c_message_get_packed_size(msg);
+    out->data = malloc(len > 0 ? len : 1);
+    if (out->data == NULL) return ms_errf(MS_ENOMEM, "out of memory packing a %zu-byte reply", len);
+    out->len = protobuf_c_message_pack(msg, out->data);
+    return MS_OK;
+}

@@ -1,0 +1,69 @@
+/* srv_app.h - what the gRPC handlers share: the model manager, the server,
+ * health, and the method table of every service dcmserve answers. */
+#ifndef SRV_APP_H
+#define SRV_APP_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stdatomic.h>
+
+#include "srv_grpc.h"
+#include "srv_manager.h"
+
+typedef struct srv_health srv_health;
+
+typedef struct srv_app {
+    srv_manager *mgr;    /* borrowed */
+    srv_health *health;  /* owned by the creator (srv_health_new/free) */
+    atomic_int draining; /* SIGTERM seen: health NOT_SERVING */
+    int64_t max_message_bytes;
+    double reload_wait_s; /* how long HandleReloadConfigRequest waits for loads */
+} srv_app;
+
+/* The method table: TF Serving PredictionService + ModelService, KServe v2,
+ * grpc.health.v1. Static storage. */
+const srv_method *srv_app_methods(int *n);
+
+/* ---- health (srv_health.c) ---- */
+srv_health *srv_health_new(srv_app *app);
+void srv_health_free(srv_health *h);
+/* Recomputes every status and pushes changes to Watch streams. Any thread. */
+void srv_health_update(srv_health *h);
+/* Ends every Watch stream (after a final NOT_SERVING), for shutdown. */
+void srv_health_close_watchers(srv_health *h);
+
+/* Health status of a service name: 1 SERVING, 2 NOT_SERVING, -1 unknown
+ * service. "" is the whole server. */
+int srv_health_status(srv_app *app, const char *service);
+
+/* ---- handlers (srv_tfs.c, srv_kserve.c, srv_health.c) ---- */
+ms_status srv_tfs_predict(void *app, srv_call *c, const uint8_t *req, size_t n, srv_bytes *out);
+ms_status srv_tfs_get_model_metadata(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                     srv_bytes *out);
+ms_status srv_tfs_classify(void *app, srv_call *c, const uint8_t *req, size_t n, srv_bytes *out);
+ms_status srv_tfs_regress(void *app, srv_call *c, const uint8_t *req, size_t n, srv_bytes *out);
+ms_status srv_tfs_get_model_status(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                   srv_bytes *out);
+ms_status srv_tfs_reload_config(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                srv_bytes *out);
+
+ms_status srv_kserve_server_live(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                 srv_bytes *out);
+ms_status srv_kserve_server_ready(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                  srv_bytes *out);
+ms_status srv_kserve_model_ready(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                 srv_bytes *out);
+ms_status srv_kserve_server_metadata(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                     srv_bytes *out);
+ms_status srv_kserve_model_metadata(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                    srv_bytes *out);
+ms_status srv_kserve_model_infer(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                 srv_bytes *out);
+
+ms_status srv_health_check(void *app, srv_call *c, const uint8_t *req, size_t n, srv_bytes *out);
+void srv_health_watch(void *app, srv_call *c, const uint8_t *req, size_t n);
+void srv_health_watch_closed(void *app, srv_call *c);
+
+/* Packs any protobuf-c message into *out (malloc'ed). */
+ms_status srv_pack(const ProtobufCMessage *msg, srv_bytes *out);
+
+#endif /* SRV_APP_H */

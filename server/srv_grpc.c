@@ -1,0 +1,664 @@
+/* srv_grpc.c - gRPC core server: CQ threads, registered methods, generic
+ * UNIMPLEMENTED fallback, worker pool, cancellation, streams, drain.
+ *
+ * Every call is a srv_call with a reference count: one for whoever owns it
+ * (the dispatcher, then the unary reply batch or the stream owner), one for
+ * the RECV_CLOSE_ON_SERVER batch posted at accept time (it reports
+ * cancellation), one for each send batch in progress. The tags handed to the
+ * core point at small structs inside the call that say which batch ended. */
+#include "srv_grpc.h"
+
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/slice.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ms_log.h"
+#include "srv_status.h"
+
+#define SLOTS_WORKER  8 /* outstanding request_call per CQ for inference methods */
+#define SLOTS_INLINE  2 /* ... for the others */
+#define SLOTS_GENERIC 4 /* ... for unknown methods */
+#define MAX_CQ        64
+
+typedef enum { TAG_ACCEPT, TAG_CLOSE, TAG_SEND } tag_kind;
+
+typedef struct srv_tag {
+    tag_kind kind;
+    srv_call *call;
+} srv_tag;
+
+typedef struct cq_thread {
+    pthread_t tid;
+    grpc_completion_queue *cq;
+    srv_server *s;
+    int started;
+} cq_thread;
+
+struct srv_call {
+    srv_server *s;
+    cq_thread *cqt;
+    int method; /* index in s->methods; -1 = generic */
+    grpc_call *call;
+    gpr_timespec deadline;
+    grpc_call_details details; /* generic path */
+    grpc_metadata_array req_md;
+    grpc_byte_buffer *req;
+    atomic_int refs;
+    atomic_int cancelled;
+    int close_cancelled; /* written by the core for RECV_CLOSE_ON_SERVER */
+    srv_tag accept_tag, close_tag, send_tag;
+    grpc_byte_buffer *resp_bb;
+    grpc_slice status_slice;
+    int has_status_slice;
+    int counted; /* in s->inflight */
+    /* streams, under mu */
+    pthread_mutex_t mu;
+    int is_stream;
+    int sent_md;
+    int send_busy;
+    int has_pending;
+    srv_bytes pending;
+    int finish_pending;
+    grpc_status_code finish_code;
+    char *finish_msg;
+    int finished;
+    srv_call *next; /* worker queue */
+};
+
+struct srv_server {
+    grpc_server *server;
+    const srv_method *methods;
+    void **handles; /* grpc registered-method handles */
+    int nmethods;
+    void *app;
+    int port;
+    int64_t max_msg;
+    cq_thread cqs[MAX_CQ];
+    int ncq;
+    grpc_completion_queue *ctl_cq;
+    pthread_mutex_t arm_mu;
+    int shutting_down; /* under arm_mu */
+    atomic_int draining;
+    atomic_int inflight;
+    _Atomic int64_t last_accept_ms; /* monotonic ms of the latest accepted call */
+    int stopped;
+    /* worker pool */
+    pthread_t *workers;
+    int nworkers;
+    pthread_mutex_t q_mu;
+    pthread_cond_t q_cv;
+    srv_call *q_head, *q_tail;
+    int q_stop;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Calls                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static srv_call *call_new(srv_server *s, cq_thread *cqt, int method) {
+    srv_call *c = calloc(1, sizeof(*c));
+    if (c == NULL) return NULL;
+    c->s = s;
+    c->cqt = cqt;
+    c->method = method;
+    atomic_init(&c->refs, 1);
+    atomic_init(&c->cancelled, 0);
+    c->accept_tag = (srv_tag){TAG_ACCEPT, c};
+    c->close_tag = (srv_tag){TAG_CLOSE, c};
+    c->send_tag = (srv_tag){TAG_SEND, c};
+    grpc_metadata_array_init(&c->req_md);
+    grpc_call_details_init(&c->details);
+    pthread_mutex_init(&c->mu, NULL);
+    return c;
+}
+
+static void call_unref(srv_call *c) {
+    if (atomic_fetch_sub(&c->refs, 1) != 1) return;
+    if (c->req) grpc_byte_buffer_destroy(c->req);
+    if (c->resp_bb) grpc_byte_buffer_destroy(c->resp_bb);
+    if (c->has_status_slice) grpc_slice_unref(c->status_slice);
+    if (c->has_pending) free(c->pending.data);
+    free(c->finish_msg);
+    grpc_metadata_array_destroy(&c->req_md);
+    grpc_call_details_destroy(&c->details);
+    if (c->call) grpc_call_unref(c->call);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+const atomic_int *srv_call_cancel_flag(srv_call *c) {
+    return &c->cancelled;
+}
+
+int srv_call_cancelled(srv_call *c) {
+    return atomic_load(&c->cancelled);
+}
+
+double srv_call_time_left(srv_call *c) {
+    if (c->deadline.clock_type == GPR_CLOCK_REALTIME && c->deadline.tv_sec == 0 &&
+        c->deadline.tv_nsec == 0)
+        return 1e9; /* generic path: no deadline recorded */
+    gpr_timespec inf = gpr_inf_future(c->deadline.clock_type);
+    if (gpr_time_cmp(c->deadline, inf) == 0) return 1e9;
+    gpr_timespec d = gpr_convert_clock_type(c->deadline, GPR_CLOCK_MONOTONIC);
+    gpr_timespec left = gpr_time_sub(d, gpr_now(GPR_CLOCK_MONOTONIC));
+    return (double)left.tv_sec + left.tv_nsec / 1e9;
+}
+
+/* Ask for one more incoming call of `method` on cqt. Never after shutdown
+ * started: a request landing on a shut-down CQ aborts the process. */
+static void arm(srv_server *s, cq_thread *cqt, int method) {
+    srv_call *c = call_new(s, cqt, method);
+    grpc_call_error err = GRPC_CALL_ERROR;
+    if (c == NULL) return;
+    pthread_mutex_lock(&s->arm_mu);
+    if (!s->shutting_down) {
+        if (method >= 0)
+            err = grpc_server_request_registered_call(s->server, s->handles[method], &c->call,
+                                                      &c->deadline, &c->req_md, &c->req, cqt->cq,
+                                                      cqt->cq, &c->accept_tag);
+        else
+            err = grpc_server_request_call(s->server, &c->call, &c->details, &c->req_md, cqt->cq,
+                                           cqt->cq, &c->accept_tag);
+    }
+    pthread_mutex_unlock(&s->arm_mu);
+    if (err != GRPC_CALL_OK) call_unref(c);
+}
+
+/* Sends the unary answer; consumes the owner reference (released when the
+ * batch completes) and resp->data. */
+static void reply(srv_call *c, grpc_status_code code, const char *msg, srv_bytes *resp) {
+    grpc_op ops[3];
+    size_t n = 0;
+
+    if (resp != NULL && resp->data != NULL && code == GRPC_STATUS_OK) {
+        if ((int64_t)resp->len > c->s->max_msg) {
+            char buf[256];
+            snprintf(buf, sizeof(buf),
+                     "response of %zu bytes is larger than the limit of %lld bytes "
+                     "(--max_message_bytes)",
+                     resp->len, (long long)c->s->max_msg);
+            free(resp->data);
+            resp->data = NULL;
+            reply(c, GRPC_STATUS_RESOURCE_EXHAUSTED, buf, NULL);
+            return;
+        }
+        /* Zero copy: the slice frees the protobuf-c output when the core is done. */
+        grpc_slice sl = grpc_slice_new(resp->data, resp->len, free);
+        resp->data = NULL;
+        c->resp_bb = grpc_raw_byte_buffer_create(&sl, 1);
+        grpc_slice_unref(sl);
+    } else if (resp != NULL) {
+        free(resp->data);
+        resp->data = NULL;
+    }
+    memset(ops, 0, sizeof(ops)); /* flags and reserved must be zero */
+    ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    if (c->resp_bb != NULL) {
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n++].data.send_message.send_message = c->resp_bb;
+    }
+    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[n].data.send_status_from_server.status = code;
+    if (code != GRPC_STATUS_OK && msg != NULL) {
+        c->status_slice = grpc_slice_from_copied_string(msg);
+        c->has_status_slice = 1;
+        ops[n].data.send_status_from_server.status_details = &c->status_slice;
+    }
+    n++;
+    grpc_call_error err = grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL);
+    if (err != GRPC_CALL_OK) {
+        MS_WARN("grpc: start_batch for reply failed: %d", (int)err);
+        if (c->counted) atomic_fetch_sub(&c->s->inflight, 1);
+        call_unref(c);
+    }
+}
+
+static void reply_error(srv_call *c, ms_status st) {
+    const char *m = ms_errmsg();
+    reply(c, srv_status_to_grpc(st), m[0] ? m : ms_status_name(st), NULL);
+}
+
+/* Flattens the request payload; an absent payload reads as an empty message. */
+static void run_unary(srv_call *c) {
+    const srv_method *m = &c->s->methods[c->method];
+    srv_bytes resp = {NULL, 0};
+    grpc_slice flat = grpc_empty_slice();
+    ms_status st;
+
+    if (atomic_load(&c->cancelled)) {
+        MS_DEBUG("grpc: %s cancelled before it ran; skipped", m->path);
+        reply(c, GRPC_STATUS_CANCELLED, "call cancelled before it ran", NULL);
+        return;
+    }
+    if (srv_call_time_left(c) <= 0) {
+        MS_DEBUG("grpc: %s deadline passed before it ran; skipped", m->path);
+        reply(c, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline passed before the call ran", NULL);
+        return;
+    }
+    if (c->req != NULL) {
+        grpc_byte_buffer_reader rd;
+        if (!grpc_byte_buffer_reader_init(&rd, c->req)) {
+            reply(c, GRPC_STATUS_INTERNAL, "cannot read the request message", NULL);
+            return;
+        }
+        flat = grpc_byte_buffer_reader_readall(&rd);
+        grpc_byte_buffer_reader_destroy(&rd);
+    }
+    ms_err_clear();
+    st = m->unary(c->s->app, c, GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat), &resp);
+    grpc_slice_unref(flat);
+    if (st != MS_OK) {
+        free(resp.data);
+        reply_error(c, st);
+        return;
+    }
+    reply(c, GRPC_STATUS_OK, NULL, &resp);
+}
+
+/* ---- streams ---- */
+
+/* Starts the next stream batch if none is running. Called with c->mu held. */
+static void stream_pump(srv_call *c) {
+    grpc_op ops[2];
+    size_t n = 0;
+    if (c->send_busy || c->finished || (!c->has_pending && !c->finish_pending)) return;
+    memset(ops, 0, sizeof(ops));
+    if (!c->sent_md) {
+        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+        c->sent_md = 1;
+    }
+    if (c->has_pending) { /* otherwise finish_pending */
+        grpc_slice sl = grpc_slice_new(c->pending.data, c->pending.len, free);
+        c->has_pending = 0;
+        c->pending.data = NULL;
+        if (c->resp_bb) grpc_byte_buffer_destroy(c->resp_bb);
+        c->resp_bb = grpc_raw_byte_buffer_create(&sl, 1);
+        grpc_slice_unref(sl);
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n++].data.send_message.send_message = c->resp_bb;
+    } else {
+        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        ops[n].data.send_status_from_server.status = c->finish_code;
+        if (c->finish_msg) {
+            if (c->has_status_slice) grpc_slice_unref(c->status_slice);
+            c->status_slice = grpc_slice_from_copied_string(c->finish_msg);
+            c->has_status_slice = 1;
+            ops[n].data.send_status_from_server.status_details = &c->status_slice;
+        }
+        n++;
+        c->finished = 1;
+    }
+    atomic_fetch_add(&c->refs, 1);
+    c->send_busy = 1;
+    if (grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL) != GRPC_CALL_OK) {
+        c->send_busy = 0;
+        c->finished = 1;
+        atomic_fetch_sub(&c->refs, 1); /* cannot reach zero: the owner holds one */
+    }
+}
+
+void srv_call_stream_send(srv_call *c, srv_bytes *msg) {
+    pthread_mutex_lock(&c->mu);
+    if (c->finished || c->finish_pending) {
+        free(msg->data);
+    } else {
+        if (c->has_pending) free(c->pending.data);
+        c->pending = *msg;
+        c->has_pending = 1;
+        stream_pump(c);
+    }
+    msg->data = NULL;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void srv_call_stream_finish(srv_call *c, grpc_status_code code, const char *msg) {
+    pthread_mutex_lock(&c->mu);
+    if (!c->finish_pending && !c->finished) {
+        c->finish_pending = 1;
+        c->finish_code = code;
+        c->finish_msg = msg ? strdup(msg) : NULL;
+        stream_pump(c);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Worker pool                                                               */
+/* ------------------------------------------------------------------------ */
+
+static void *worker_main(void *arg) {
+    srv_server *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->q_mu);
+        while (s->q_head == NULL && !s->q_stop)
+            pthread_cond_wait(&s->q_cv, &s->q_mu);
+        srv_call *c = s->q_head;
+        if (c == NULL) { /* stop requested and queue empty */
+            pthread_mutex_unlock(&s->q_mu);
+            return NULL;
+        }
+        s->q_head = c->next;
+        if (s->q_head == NULL) s->q_tail = NULL;
+        pthread_mutex_unlock(&s->q_mu);
+        c->next = NULL;
+        run_unary(c);
+    }
+}
+
+static void enqueue(srv_server *s, srv_call *c) {
+    pthread_mutex_lock(&s->q_mu);
+    if (s->q_tail)
+        s->q_tail->next = c;
+    else
+        s->q_head = c;
+    s->q_tail = c;
+    pthread_cond_signal(&s->q_cv);
+    pthread_mutex_unlock(&s->q_mu);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Completion-queue threads                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void on_accept(srv_call *c) {
+    srv_server *s = c->s;
+    grpc_op op;
+
+    atomic_store(&s->last_accept_ms, mono_ms());
+
+    arm(s, c->cqt, c->method); /* keep the number of open slots constant */
+
+    /* Listen for cancellation from now on (client cancel, deadline, shutdown). */
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op.data.recv_close_on_server.cancelled = &c->close_cancelled;
+    atomic_fetch_add(&c->refs, 1);
+    if (grpc_call_start_batch(c->call, &op, 1, &c->close_tag, NULL) != GRPC_CALL_OK)
+        atomic_fetch_sub(&c->refs, 1);
+
+    if (c->method < 0) {
+        char *path = grpc_slice_to_c_string(c->details.method);
+        char msg[512];
+        snprintf(msg, sizeof(msg), "unknown method %s", path);
+        gpr_free(path);
+        MS_DEBUG("grpc: %s -> UNIMPLEMENTED", msg);
+        reply(c, GRPC_STATUS_UNIMPLEMENTED, msg, NULL);
+        return;
+    }
+    const srv_method *m = &s->methods[c->method];
+    if (atomic_load(&s->draining) && !m->during_drain) {
+        reply(c, GRPC_STATUS_UNAVAILABLE, "server is shutting down", NULL);
+        return;
+    }
+    if (m->stream_start != NULL) {
+        grpc_slice flat = grpc_empty_slice();
+        if (c->req != NULL) {
+            grpc_byte_buffer_reader rd;
+            if (grpc_byte_buffer_reader_init(&rd, c->req)) {
+                flat = grpc_byte_buffer_reader_readall(&rd);
+                grpc_byte_buffer_reader_destroy(&rd);
+            }
+        }
+        c->is_stream = 1;
+        m->stream_start(s->app, c, GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat));
+        grpc_slice_unref(flat);
+        return;
+    }
+    c->counted = 1;
+    atomic_fetch_add(&s->inflight, 1);
+    if (m->on_worker)
+        enqueue(s, c);
+    else
+        run_unary(c);
+}
+
+static void on_event(srv_tag *t, int success) {
+    srv_call *c = t->call;
+    switch (t->kind) {
+    case TAG_ACCEPT:
+        if (!success) { /* server shutting down: the slot is returned */
+            call_unref(c);
+            return;
+        }
+        on_accept(c);
+        return;
+    case TAG_CLOSE:
+        if (c->close_cancelled || !success) atomic_store(&c->cancelled, 1);
+        if (c->is_stream) {
+            const srv_method *m = &c->s->methods[c->method];
+            pthread_mutex_lock(&c->mu);
+            c->finished = 1; /* nothing more can be sent */
+            pthread_mutex_unlock(&c->mu);
+            if (m->stream_closed) m->stream_closed(c->s->app, c);
+            call_unref(c); /* the stream owner's reference */
+        }
+        call_unref(c);
+        return;
+    case TAG_SEND:
+        if (c->is_stream) {
+            pthread_mutex_lock(&c->mu);
+            c->send_busy = 0;
+            if (!success) c->finished = 1;
+            stream_pump(c);
+            pthread_mutex_unlock(&c->mu);
+        } else if (c->counted) {
+            atomic_fetch_sub(&c->s->inflight, 1);
+        }
+        call_unref(c);
+        return;
+    }
+}
+
+static void *cq_main(void *arg) {
+    cq_thread *t = arg;
+    for (;;) {
+        grpc_event ev = grpc_completion_queue_next(t->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
+        if (ev.type == GRPC_OP_COMPLETE) on_event(ev.tag, ev.success);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Server lifecycle                                                          */
+/* ------------------------------------------------------------------------ */
+
+ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, int nmethods,
+                           void *app, srv_server **out) {
+    srv_server *s = calloc(1, sizeof(*s));
+    if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    s->methods = methods;
+    s->nmethods = nmethods;
+    s->app = app;
+    s->max_msg = o->max_message_bytes > 0 ? o->max_message_bytes : INT32_MAX;
+    s->ncq = o->cq_threads < 1 ? 1 : (o->cq_threads > MAX_CQ ? MAX_CQ : o->cq_threads);
+    s->nworkers = o->workers < 1 ? 1 : o->workers;
+    pthread_mutex_init(&s->arm_mu, NULL);
+    pthread_mutex_init(&s->q_mu, NULL);
+    pthread_cond_init(&s->q_cv, NULL);
+    s->handles = calloc((size_t)(nmethods > 0 ? nmethods : 1), sizeof(void *));
+    s->workers = calloc((size_t)s->nworkers, sizeof(pthread_t));
+    if (s->handles == NULL || s->workers == NULL) {
+        free(s->handles);
+        free(s->workers);
+        free(s);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
+
+    grpc_init();
+    grpc_arg args[2];
+    memset(args, 0, sizeof(args));
+    args[0].type = GRPC_ARG_INTEGER;
+    args[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+    args[0].value.integer = (int)s->max_msg;
+    args[1].type = GRPC_ARG_INTEGER;
+    args[1].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    args[1].value.integer = (int)s->max_msg;
+    grpc_channel_args cargs = {2, args};
+    s->server = grpc_server_create(&cargs, NULL);
+
+    for (int i = 0; i < nmethods; i++) /* before grpc_server_start */
+        s->handles[i] = grpc_server_register_method(s->server, methods[i].path, NULL,
+                                                    GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+    for (int i = 0; i < s->ncq; i++) {
+        s->cqs[i].cq = grpc_completion_queue_create_for_next(NULL);
+        s->cqs[i].s = s;
+        grpc_server_register_completion_queue(s->server, s->cqs[i].cq, NULL);
+    }
+    s->ctl_cq = grpc_completion_queue_create_for_next(NULL);
+    grpc_server_register_completion_queue(s->server, s->ctl_cq, NULL);
+
+    char addr[300];
+    const char *host = o->bind_address ? o->bind_address : "0.0.0.0";
+    if (strchr(host, ':') != NULL && host[0] != '[')
+        snprintf(addr, sizeof(addr), "[%s]:%d", host, o->port);
+    else
+        snprintf(addr, sizeof(addr), "%s:%d", host, o->port);
+    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+    s->port = grpc_server_add_http2_port(s->server, addr, creds);
+    grpc_server_credentials_release(creds);
+    if (s->port == 0) {
+        /* Never started: destroy directly. */
+        grpc_server_destroy(s->server);
+        for (int i = 0; i < s->ncq; i++) {
+            grpc_completion_queue_shutdown(s->cqs[i].cq);
+            while (
+                grpc_completion_queue_next(s->cqs[i].cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
+                    .type != GRPC_QUEUE_SHUTDOWN) {
+            }
+            grpc_completion_queue_destroy(s->cqs[i].cq);
+        }
+        grpc_completion_queue_shutdown(s->ctl_cq);
+        while (
+            grpc_completion_queue_next(s->ctl_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+            GRPC_QUEUE_SHUTDOWN) {
+        }
+        grpc_completion_queue_destroy(s->ctl_cq);
+        grpc_shutdown();
+        free(s->handles);
+        free(s->workers);
+        free(s);
+        return ms_errf(MS_EINVAL, "cannot bind gRPC port %s (in use or not permitted)", addr);
+    }
+    grpc_server_start(s->server);
+
+    for (int i = 0; i < s->nworkers; i++)
+        pthread_create(&s->workers[i], NULL, worker_main, s);
+    for (int i = 0; i < s->ncq; i++) { /* request calls only after start */
+        for (int m = 0; m < nmethods; m++) {
+            int slots = methods[m].on_worker ? SLOTS_WORKER : SLOTS_INLINE;
+            for (int k = 0; k < slots; k++)
+                arm(s, &s->cqs[i], m);
+        }
+        for (int k = 0; k < SLOTS_GENERIC; k++)
+            arm(s, &s->cqs[i], -1);
+        pthread_create(&s->cqs[i].tid, NULL, cq_main, &s->cqs[i]);
+        s->cqs[i].started = 1;
+    }
+    *out = s;
+    return MS_OK;
+}
+
+int srv_server_port(const srv_server *s) {
+    return s->port;
+}
+
+int srv_server_inflight(srv_server *s) {
+    return atomic_load(&s->inflight);
+}
+
+void srv_server_drain_begin(srv_server *s) {
+    atomic_store(&s->draining, 1);
+}
+
+int srv_server_drain_wait(srv_server *s, double timeout_s, double quiet_s) {
+    struct timespec nap = {0, 5 * 1000 * 1000};
+    int64_t t0 = mono_ms();
+    int64_t limit = t0 + (int64_t)(timeout_s * 1000);
+    for (;;) {
+        int n = atomic_load(&s->inflight);
+        int64_t now = mono_ms();
+        if (n <= 0) break;
+        if (now >= limit) return n;
+        nanosleep(&nap, NULL);
+    }
+    /* Calls the transport has started but not yet handed to us (a large
+     * message still arriving) would be cut by the shutdown: wait until no
+     * call has been accepted for quiet_s, for at most 2 s more. */
+    int64_t quiet = (int64_t)(quiet_s * 1000), stop = mono_ms() + 2000;
+    for (;;) {
+        int n = atomic_load(&s->inflight);
+        int64_t now = mono_ms();
+        if (n <= 0 && now - atomic_load(&s->last_accept_ms) >= quiet) return 0;
+        if (now >= stop || now >= limit + 2000) return n;
+        nanosleep(&nap, NULL);
+    }
+}
+
+void srv_server_stop(srv_server *s, double grace_s) {
+    int tag;
+    if (s->stopped) return;
+    s->stopped = 1;
+    atomic_store(&s->draining, 1);
+    pthread_mutex_lock(&s->arm_mu);
+    s->shutting_down = 1;
+    pthread_mutex_unlock(&s->arm_mu);
+
+    grpc_server_shutdown_and_notify(s->server, s->ctl_cq, &tag);
+    gpr_timespec dl = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                   gpr_time_from_millis((int64_t)(grace_s * 1000), GPR_TIMESPAN));
+    grpc_event ev = grpc_completion_queue_next(s->ctl_cq, dl, NULL);
+    if (ev.type == GRPC_QUEUE_TIMEOUT) {
+        /* Connected clients keep their channels open; this closes them too. */
+        MS_DEBUG("grpc: connections still open after %.2f s; closing them", grace_s);
+        grpc_server_cancel_all_calls(s->server);
+        ev = grpc_completion_queue_next(s->ctl_cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+    }
+    /* All calls are done; workers have nothing left but must be joined. */
+    pthread_mutex_lock(&s->q_mu);
+    s->q_stop = 1;
+    pthread_cond_broadcast(&s->q_cv);
+    pthread_mutex_unlock(&s->q_mu);
+    for (int i = 0; i < s->nworkers; i++)
+        pthread_join(s->workers[i], NULL);
+    for (int i = 0; i < s->ncq; i++)
+        grpc_completion_queue_shutdown(s->cqs[i].cq);
+    for (int i = 0; i < s->ncq; i++)
+        if (s->cqs[i].started) pthread_join(s->cqs[i].tid, NULL);
+    grpc_completion_queue_shutdown(s->ctl_cq);
+    while (grpc_completion_queue_next(s->ctl_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN) {
+    }
+}
+
+void srv_server_free(srv_server *s) {
+    if (s == NULL) return;
+    srv_server_stop(s, 1.0);
+    grpc_server_destroy(s->server);
+    grpc_completion_queue_destroy(s->ctl_cq);
+    for (int i = 0; i < s->ncq; i++)
+        grpc_completion_queue_destroy(s->cqs[i].cq);
+    grpc_shutdown();
+    pthread_mutex_destroy(&s->arm_mu);
+    pthread_mutex_destroy(&s->q_mu);
+    pthread_cond_destroy(&s->q_cv);
+    free(s->handles);
+    free(s->workers);
+    free(s);
+}

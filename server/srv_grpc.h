@@ -1,0 +1,99 @@
+/* srv_grpc.h - the gRPC server on the core C API (libgrpc 1.51).
+ *
+ * Several completion-queue threads, each with its own CQ, accept calls for
+ * registered method paths plus a generic fallback that answers UNIMPLEMENTED
+ * at once. Handlers marked on_worker (inference) run on a worker pool; the
+ * rest run on the CQ thread. Every accepted call listens for cancellation
+ * (client cancel or deadline) from the start, so a running handler can stop.
+ * Server-streaming methods (health Watch) get a call handle they write to.
+ *
+ * Drain: srv_server_drain_begin makes new calls of non-drain methods answer
+ * UNAVAILABLE; srv_server_drain_wait waits for in-flight unary calls;
+ * srv_server_stop shuts the core server down and joins the threads.
+ */
+#ifndef SRV_GRPC_H
+#define SRV_GRPC_H
+
+#include <grpc/status.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ms_status.h"
+
+typedef struct srv_server srv_server;
+typedef struct srv_call srv_call;
+
+/* A response message: malloc'ed bytes, owned by whoever holds the struct. */
+typedef struct srv_bytes {
+    uint8_t *data;
+    size_t len;
+} srv_bytes;
+
+/* Unary handler. Decodes req[0..len), fills *resp (malloc'ed, the server
+ * frees it) and returns MS_OK, or returns an error with the message set by
+ * ms_errf on the calling thread (sent as the gRPC status details). */
+typedef ms_status (*srv_unary_fn)(void *app, srv_call *call, const uint8_t *req, size_t len,
+                                  srv_bytes *resp);
+/* Server-streaming start: the handler keeps `call` (e.g. in a list) and
+ * writes with srv_call_stream_send. */
+typedef void (*srv_stream_fn)(void *app, srv_call *call, const uint8_t *req, size_t len);
+/* The stream ended (client cancel, deadline, or after srv_call_stream_finish).
+ * The handler must forget `call`: it is released when this returns. Called
+ * on a CQ thread; the handler serialises against its own senders. */
+typedef void (*srv_stream_closed_fn)(void *app, srv_call *call);
+
+typedef struct srv_method {
+    const char *path;                   /* "/pkg.Service/Method" */
+    srv_unary_fn unary;                 /* set for unary methods */
+    srv_stream_fn stream_start;         /* set for server-streaming methods */
+    srv_stream_closed_fn stream_closed; /* with stream_start */
+    int on_worker;                      /* unary runs on the worker pool */
+    int during_drain;                   /* still served while draining */
+} srv_method;
+
+typedef struct srv_server_opts {
+    const char *bind_address; /* "0.0.0.0", "127.0.0.1" */
+    int port;                 /* 0 = any free port (see srv_server_port) */
+    int cq_threads;
+    int workers;
+    int64_t max_message_bytes; /* receive and send limit */
+} srv_server_opts;
+
+/* Creates, binds and starts the server; methods[] and app are borrowed and
+ * must outlive it. MS_EINVAL when the address cannot be bound. */
+ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, int nmethods,
+                           void *app, srv_server **out);
+/* The bound port. */
+int srv_server_port(const srv_server *s);
+/* Unary calls accepted and not yet answered. */
+int srv_server_inflight(srv_server *s);
+/* From now on, new calls of methods without during_drain get UNAVAILABLE. */
+void srv_server_drain_begin(srv_server *s);
+/* Waits until no unary call is in flight (at most timeout_s), then until no
+ * call has arrived for quiet_s (at most 2 s more), so that calls still being
+ * received are answered rather than cut. Returns the number in flight. */
+int srv_server_drain_wait(srv_server *s, double timeout_s, double quiet_s);
+/* Shuts down: stops accepting, cancels what is left (after grace_s), drains
+ * and shuts the CQs, joins CQ and worker threads. Idempotent. */
+void srv_server_stop(srv_server *s, double grace_s);
+/* Frees a stopped server. */
+void srv_server_free(srv_server *s);
+
+/* ---- call accessors (valid while the handler runs / the stream is open) ---- */
+
+/* Non-zero once the client cancelled or the deadline passed. The pointer is
+ * for rt_run_opts.cancelled. */
+const atomic_int *srv_call_cancel_flag(srv_call *c);
+int srv_call_cancelled(srv_call *c);
+/* Seconds until the call's deadline (large when none). */
+double srv_call_time_left(srv_call *c);
+
+/* Queues one message on a stream (takes msg->data). When a send is still in
+ * progress the newest queued message replaces an older queued one (latest
+ * state wins, which is what health Watch wants). */
+void srv_call_stream_send(srv_call *c, srv_bytes *msg);
+/* Ends the stream with a status once queued messages are sent. */
+void srv_call_stream_finish(srv_call *c, grpc_status_code code, const char *msg);
+
+#endif /* SRV_GRPC_H */

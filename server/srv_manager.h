@@ -1,0 +1,106 @@
+/* srv_manager.h - the model manager: which versions of which models are
+ * loaded, kept in step with the config and the base paths on disk.
+ *
+ * Runs on a libuv loop: a timer polls every base path, a version folder is
+ * considered only when complete (saved_model.pb, variables.index with a
+ * valid footer and every data shard present, nothing written in the last
+ * 100 ms), the version policy (latest N, all, specific) picks the wanted
+ * versions, and loads run on the libuv thread pool, each after reading the
+ * whole tensor bundle once against its checksums (rt_bundle_verify). A new
+ * version is loaded before an old one is unloaded, and old versions stay
+ * while a wanted version failed to load (the failure is kept in the status
+ * and logged). A version that failed is retried only when its folder changes.
+ *
+ * Requests look models up from any thread (srv_manager_get) and hold a
+ * reference on the rt_model until srv_servable_release, so unloading never
+ * frees memory a running request uses. */
+#ifndef SRV_MANAGER_H
+#define SRV_MANAGER_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "kn_backend.h"
+#include "ms_status.h"
+#include "rt_model.h"
+#include "srv_config.h"
+
+typedef struct srv_manager srv_manager;
+
+/* States as in tensorflow.serving.ModelVersionStatus.State. */
+typedef enum srv_vstate {
+    SRV_VSTATE_UNKNOWN = 0,
+    SRV_VSTATE_START = 10,
+    SRV_VSTATE_LOADING = 20,
+    SRV_VSTATE_AVAILABLE = 30,
+    SRV_VSTATE_UNLOADING = 40,
+    SRV_VSTATE_END = 50,
+} srv_vstate;
+
+typedef struct srv_version_status {
+    int64_t version;
+    srv_vstate state;
+    ms_status code; /* MS_OK, or why the load failed */
+    char msg[512];
+} srv_version_status;
+
+/* A loaded version handed to a request. */
+typedef struct srv_servable {
+    rt_model *model; /* owned reference */
+    int64_t version;
+} srv_servable;
+
+/* `be` is borrowed and must outlive the manager. poll_s <= 0: scan once at
+ * start (and on apply) only. */
+ms_status srv_manager_new(kn_backend *be, double poll_s, srv_manager **out);
+
+/* Called on the loop thread after availability may have changed. */
+void srv_manager_set_listener(srv_manager *m, void (*fn)(void *arg), void *arg);
+
+/* Starts polling on `loop` (call on the loop thread, before uv_run). */
+ms_status srv_manager_start(srv_manager *m, uv_loop_t *loop);
+
+/* Replaces the model list (takes ownership of cfg). Thread-safe; the change
+ * is applied on the loop thread. With wait_s > 0, waits until it is applied
+ * and the loads it started have finished (or wait_s passed). Returns the
+ * config generation number. */
+uint64_t srv_manager_apply(srv_manager *m, srv_config *cfg, double wait_s);
+
+/* Stops polling and unloads everything (loop thread). Loads in progress
+ * finish and are dropped. */
+void srv_manager_stop(srv_manager *m);
+void srv_manager_free(srv_manager *m);
+
+/* Resolves a request's model spec. version > 0 picks that version, label
+ * (non-empty) a labelled one, neither the highest available. Errors:
+ * MS_ENOTFOUND `Servable not found for request: Latest(<name>)` (TF Serving's
+ * text) / `...Specific(<name>, <v>)`, MS_EINVAL for an unknown label. */
+ms_status srv_manager_get(srv_manager *m, const char *name, int64_t version, const char *label,
+                          srv_servable *out);
+void srv_servable_release(srv_servable *s);
+
+/* Status of one version (version > 0) or of all versions known for a model,
+ * sorted by version. *out is malloc'ed. MS_ENOTFOUND `Could not find any
+ * versions of model <name>` when the model is unknown or has none. */
+ms_status srv_manager_status(srv_manager *m, const char *name, int64_t version,
+                             srv_version_status **out, int *n);
+
+/* Available versions of a model, ascending (malloc'ed; *n may be 0).
+ * MS_ENOTFOUND when the model is not configured. */
+ms_status srv_manager_available(srv_manager *m, const char *name, int64_t **out, int *n);
+
+/* Non-zero when every configured model has at least one available version
+ * (and at least one model is configured). */
+int srv_manager_ready(srv_manager *m);
+/* Non-zero when `name` is configured and has an available version. */
+int srv_manager_model_ready(srv_manager *m, const char *name);
+
+/* Checks whether a version folder is complete enough to load. Returns 1 and
+ * a fingerprint of its files (names, sizes, mtimes) in *sig when it is,
+ * 0 (with the reason in ms_errmsg) when not. */
+int srv_version_dir_complete(const char *dir, uint64_t *sig);
+
+/* Parses a version folder name ("00000123" -> 123). -1 when not a version. */
+int64_t srv_parse_version_dir(const char *name);
+
+#endif /* SRV_MANAGER_H */

@@ -1,0 +1,156 @@
+"""it_serve_shutdown: health semantics and graceful shutdown.
+
+1. A base path that does not exist yet: health NOT_SERVING (usable as a
+   Kubernetes gRPC probe), KServe ServerReady false; once a version appears
+   the server turns SERVING by itself.
+2. SIGTERM while clients keep several large Predict calls in flight: every
+   call either gets its correct answer or is refused with UNAVAILABLE before
+   it is accepted (never cancelled midway), a Watch stream sees SERVING then
+   NOT_SERVING, and the daemon exits 0.
+3. SIGINT exits 0 as well.
+"""
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+
+import grpc
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_client import HPT, Daemon, check, float_tensor, gen_protos  # noqa: E402
+
+pb = gen_protos()
+H = pb.health.HealthCheckResponse
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="dcm_shutdown_")
+    base = os.path.join(tmp, "later")
+
+    # --- 1. no model yet -> NOT_SERVING, then SERVING ---
+    d = Daemon(["--model_name=m", "--model_base_path=" + base, "--file_system_poll_wait_seconds=0.2"])
+    try:
+        time.sleep(0.3)
+        check(d.stub.Check(pb.health.HealthCheckRequest(), timeout=5).status == H.NOT_SERVING,
+              "health before any model", d)
+        check(d.stub.Check(pb.health.HealthCheckRequest(service="ModelService"), timeout=5).status == H.SERVING,
+              "ModelService health", d)
+        check(not d.stub.ServerReady(pb.ks.ServerReadyRequest(), timeout=5).ready, "ServerReady before model", d)
+        check(d.stub.ServerLive(pb.ks.ServerLiveRequest(), timeout=5).live, "ServerLive", d)
+        check("no versions found" in d.log() or "cannot be read" in d.log(), "missing base path not logged", d)
+        seen, unknown = [], []
+
+        def watch(service, out):
+            try:
+                for r in d.stub.Watch(pb.health.HealthCheckRequest(service=service), timeout=30):
+                    out.append(r.status)
+            except grpc.RpcError as e:
+                out.append("rpc:%s" % e.code())
+
+        threads = [threading.Thread(target=watch, args=("", seen), daemon=True),
+                   threading.Thread(target=watch, args=("no.such.Service", unknown), daemon=True)]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        shutil.copytree(os.path.join(HPT, "00000123"), os.path.join(base, "7"))
+        d.wait_health(H.SERVING, timeout=10)
+        time.sleep(0.3)
+        check(d.stop(signal.SIGINT) == 0, "SIGINT exit code", d)
+        for t in threads:
+            t.join(timeout=10)
+        check(seen[:2] == [H.NOT_SERVING, H.SERVING] and seen[-1] == H.NOT_SERVING,
+              "Watch before/after the model appeared: %s" % seen, d)
+        check(unknown and unknown[0] == H.SERVICE_UNKNOWN, "Watch of an unknown service: %s" % unknown, d)
+    finally:
+        d.close()
+
+    # --- 2. SIGTERM with requests in flight ---
+    d = Daemon(["--model_name=m", "--model_base_path=" + HPT, "--drain_timeout_seconds=20"])
+    try:
+        d.wait_health(H.SERVING)
+        n = 1_000_000
+        x = np.arange(n, dtype=np.float32).reshape(n, 1) % 100
+        want = (0.5 * x + 2.0).ravel()
+        req = pb.tfs.PredictRequest()
+        req.model_spec.name = "m"
+        req.inputs["x"].CopyFrom(float_tensor(x.ravel(), [n, 1], content=True))
+
+        watch_seen = []
+        watch_done = threading.Event()
+
+        def watcher():
+            try:
+                for r in d.stub.Watch(pb.health.HealthCheckRequest(), timeout=60):
+                    watch_seen.append(r.status)
+            except grpc.RpcError as e:
+                watch_seen.append("rpc:%s" % e.code())
+            watch_done.set()
+
+        results = []
+        lock = threading.Lock()
+        stop = threading.Event()
+        t_sig = [None]
+
+        def client():
+            ch = grpc.insecure_channel("127.0.0.1:%d" % d.port,
+                                       options=[("grpc.max_receive_message_length", -1)])
+            call = ch.unary_unary("/tensorflow.serving.PredictionService/Predict",
+                                  request_serializer=pb.tfs.PredictRequest.SerializeToString,
+                                  response_deserializer=pb.tfs.PredictResponse.FromString)
+            while not stop.is_set():
+                t0 = time.time()
+                try:
+                    r = call(req, timeout=30)
+                    y = np.array(r.outputs["y"].float_val, dtype=np.float32)
+                    if not r.outputs["y"].float_val:
+                        y = np.frombuffer(r.outputs["y"].tensor_content, dtype="<f4")
+                    res = ("ok", t0, time.time(), bool(np.allclose(y, want)))
+                except grpc.RpcError as e:
+                    res = ("err", t0, time.time(), "%s: %s" % (e.code(), e.details()))
+                    if e.code() == grpc.StatusCode.UNAVAILABLE:
+                        stop.set()
+                with lock:
+                    results.append(res)
+            ch.close()
+
+        wt = threading.Thread(target=watcher, daemon=True)
+        wt.start()
+        threads = [threading.Thread(target=client, daemon=True) for _ in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(1.5)
+        t_sig[0] = time.time()
+        d.proc.send_signal(signal.SIGTERM)
+        rc = d.proc.wait(timeout=60)
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+        watch_done.wait(timeout=10)
+        log = d.log()
+        check(rc == 0, "exit code %d" % rc, d)
+        oks = [r for r in results if r[0] == "ok"]
+        errs = [r for r in results if r[0] == "err"]
+        check(oks and all(r[3] for r in oks), "wrong or no answers (%d ok)" % len(oks), d)
+        for r in errs:
+            check(r[3].startswith("StatusCode.UNAVAILABLE") and "Cancelling" not in r[3],
+                  "a call failed other than by refusal: %s" % (r,), d)
+        in_flight_answered = [r for r in oks if r[1] < t_sig[0] < r[2]]
+        check(in_flight_answered, "no call was in flight at SIGTERM (%d ok, %d refused)" % (len(oks), len(errs)), d)
+        check(H.SERVING in watch_seen and H.NOT_SERVING in watch_seen
+              and watch_seen.index(H.NOT_SERVING) > watch_seen.index(H.SERVING),
+              "Watch saw %s" % watch_seen, d)
+        check("draining" in log and "shutdown complete" in log, "shutdown not logged", d)
+        print("it_serve_shutdown: %d answered (%d of them in flight at SIGTERM), %d refused" %
+              (len(oks), len(in_flight_answered), len(errs)))
+    finally:
+        d.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("it_serve_shutdown: ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Helpers for the dcmserve integration tests (not a test itself).
+
+Generates Python message classes from the repo's .proto files with
+`protoc --python_out` into a temporary folder at test time, makes grpcio
+stubs with channel.unary_unary / unary_stream, and starts the real daemon
+($DCMSERVE) on a free 127.0.0.1 port.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import grpc
+
+SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(__file__), ".."))
+SHARED = os.environ.get("DCM_SHARED", os.path.join(SRC, "..", "shared"))
+DCMSERVE = os.environ.get("DCMSERVE", os.path.join(SRC, "build", "dcmserve"))
+MODELS = os.path.join(SHARED, "testdata", "savedmodels")
+HPT = os.path.join(MODELS, "saved_model_half_plus_two_cpu")
+TWO_VERSIONS = os.path.join(MODELS, "saved_model_half_plus_two_2_versions")
+
+_GEN = None
+
+
+def gen_protos():
+    """Compiles proto/*.proto for Python once per process; returns a namespace."""
+    global _GEN
+    if _GEN is not None:
+        return _GEN
+    out = tempfile.mkdtemp(prefix="dcm_pb_")
+    protos = ["tf_framework.proto", "tf_savedmodel.proto", "tf_serving.proto",
+              "kserve.proto", "health.proto"]
+    subprocess.run(["protoc", "--python_out=" + out, "-I", os.path.join(SRC, "proto")] + protos,
+                   check=True)
+    sys.path.insert(0, out)
+    import tf_framework_pb2, tf_savedmodel_pb2, tf_serving_pb2, kserve_pb2, health_pb2  # noqa
+
+    class NS:
+        pass
+    ns = NS()
+    ns.fw, ns.sm, ns.tfs, ns.ks, ns.health = (tf_framework_pb2, tf_savedmodel_pb2,
+                                             tf_serving_pb2, kserve_pb2, health_pb2)
+    ns.dir = out
+    _GEN = ns
+    return ns
+
+
+class Stubs:
+    """Callables per method: stubs.Predict(req, timeout=...)."""
+
+    def __init__(self, channel):
+        pb = gen_protos()
+        t, k, h = pb.tfs, pb.ks, pb.health
+        table = [
+            ("/tensorflow.serving.PredictionService/Predict", "Predict", t.PredictRequest, t.PredictResponse),
+            ("/tensorflow.serving.PredictionService/GetModelMetadata", "GetModelMetadata",
+             t.GetModelMetadataRequest, t.GetModelMetadataResponse),
+            ("/tensorflow.serving.PredictionService/Classify", "Classify", t.ClassificationRequest,
+             t.ClassificationResponse),
+            ("/tensorflow.serving.PredictionService/Regress", "Regress", t.RegressionRequest, t.RegressionResponse),
+            ("/tensorflow.serving.ModelService/GetModelStatus", "GetModelStatus", t.GetModelStatusRequest,
+             t.GetModelStatusResponse),
+            ("/tensorflow.serving.ModelService/HandleReloadConfigRequest", "HandleReloadConfigRequest",
+             t.ReloadConfigRequest, t.ReloadConfigResponse),
+            ("/inference.GRPCInferenceService/ServerLive", "ServerLive", k.ServerLiveRequest, k.ServerLiveResponse),
+            ("/inference.GRPCInferenceService/ServerReady", "ServerReady", k.ServerReadyRequest,
+             k.ServerReadyResponse),
+            ("/inference.GRPCInferenceService/ModelReady", "ModelReady", k.ModelReadyRequest, k.ModelReadyResponse),
+            ("/inference.GRPCInferenceService/ServerMetadata", "ServerMetadata", k.ServerMetadataRequest,
+             k.ServerMetadataResponse),
+            ("/inference.GRPCInferenceService/ModelMetadata", "ModelMetadata", k.ModelMetadataRequest,
+             k.ModelMetadataResponse),
+            ("/inference.GRPCInferenceService/ModelInfer", "ModelInfer", k.ModelInferRequest, k.ModelInferResponse),
+            ("/grpc.health.v1.Health/Check", "Check", h.HealthCheckRequest, h.HealthCheckResponse),
+        ]
+        for path, name, req, resp in table:
+            setattr(self, name, channel.unary_unary(path, request_serializer=req.SerializeToString,
+                                                    response_deserializer=resp.FromString))
+        self.Watch = channel.unary_stream("/grpc.health.v1.Health/Watch",
+                                          request_serializer=h.HealthCheckRequest.SerializeToString,
+                                          response_deserializer=h.HealthCheckResponse.FromString)
+
+
+def channel(port, max_recv=-1):
+    return grpc.insecure_channel("127.0.0.1:%d" % port,
+                                 options=[("grpc.max_receive_message_length", max_recv),
+                                          ("grpc.max_send_message_length", -1)])
+
+
+class Daemon:
+    """The real dcmserve on 127.0.0.1 with --port=0; stderr goes to a log file."""
+
+    def __init__(self, args, env=None, wrapper=None):
+        self.logf = tempfile.NamedTemporaryFile(prefix="dcmserve_", suffix=".log", delete=False)
+        cmd = (wrapper or []) + [DCMSERVE, "serve", "--port=0", "--bind_address=127.0.0.1"] + list(args)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.logf, env=env)
+        line = self.proc.stdout.readline().decode()
+        if "listening on" not in line:
+            self.proc.wait(timeout=10)
+            raise RuntimeError("daemon did not start (rc=%s): %s\n%s" % (self.proc.returncode, line, self.log()))
+        self.port = int(line.rsplit(":", 1)[1])
+        self.channel = channel(self.port)
+        self.stub = Stubs(self.channel)
+
+    def log(self):
+        with open(self.logf.name) as f:
+            return f.read()
+
+    def wait_health(self, want=1, service="", timeout=20.0):
+        pb = gen_protos()
+        deadline = time.time() + timeout
+        last = None
+        while time.time() < deadline:
+            try:
+                last = self.stub.Check(pb.health.HealthCheckRequest(service=service), timeout=2).status
+                if last == want:
+                    return
+            except grpc.RpcError as e:
+                last = e.code()
+            time.sleep(0.02)
+        raise AssertionError("health of %r stayed %s, wanted %s\n%s" % (service, last, want, self.log()))
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+            raise AssertionError("daemon did not exit within %ss\n%s" % (timeout, self.log()))
+        self.channel.close()
+        self.proc.stdout.close()
+        return rc
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            os.unlink(self.logf.name)
+        except OSError:
+            pass
+
+
+def float_tensor(values, shape, content=False):
+    """DT_FLOAT TensorProto in float_val, or in tensor_content when content=True."""
+    import numpy as np
+    pb = gen_protos()
+    t = pb.fw.TensorProto(dtype=pb.fw.DT_FLOAT)
+    for d in shape:
+        t.tensor_shape.dim.add(size=d)
+    if content:
+        t.tensor_content = np.asarray(values, dtype="<f4").tobytes()
+    else:
+        t.float_val.extend(values)
+    return t
+
+
+def tensor_values(tp):
+    """Values of a DT_FLOAT TensorProto (either encoding) as a list."""
+    import numpy as np
+    if tp.tensor_content:
+        return list(np.frombuffer(tp.tensor_content, dtype="<f4"))
+    return list(tp.float_val)
+
+
+def copy_version(src_dir, dst_dir):
+    shutil.copytree(src_dir, dst_dir)
+
+
+def check(cond, msg, daemon=None):
+    if not cond:
+        raise AssertionError(msg + ("\n--- daemon log ---\n" + daemon.log() if daemon else ""))

@@ -1,0 +1,64 @@
+/* util_bundle.c - see util_bundle.h. */
+#include "util_bundle.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+char *ut_shared_path(const char *rel, char *buf, size_t n) {
+    const char *root = getenv("DCM_SHARED");
+    snprintf(buf, n, "%s/%s", root && *root ? root : "../shared", rel);
+    return buf;
+}
+
+int ut_mkdtemp(char *buf, size_t n) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(buf, n, "%s/dcmtest.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    return mkdtemp(buf) ? 0 : -1;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+int ut_rmtree(const char *path) {
+    return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+uint8_t *ut_read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    uint8_t *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (len < cap)
+            break;
+        uint8_t *nb = realloc(buf, cap * 2);
+        if (nb == NULL) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    fclose(f);
+    if (buf)
+        *n = len;
+    return buf;
+}
+
+int ut_write_file(const char *path, const void *buf, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (f == NULL)
+        return -1;
+    size_t w = fwrite(buf, 1, n, f);
+    int rc = fclose(f);
+    return w == n && rc == 0 ? 0 : -1;
+}

@@ -1,0 +1,238 @@
+/* util_node.c - NodeDef builders, tensor makers, one-op runner and output
+ * checks for the kernel tests (see util_node.h). */
+#include "util_node.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_backend.h"
+#include "ms_status.h"
+#include "rt_kctx.h"
+
+Tensorflow__NodeDef *tu_node_new(const char *op, const char *name) {
+    Tensorflow__NodeDef *d = calloc(1, sizeof(*d));
+    ck_assert_ptr_nonnull(d);
+    tensorflow__node_def__init(d);
+    d->op = strdup(op);
+    d->name = strdup(name);
+    ck_assert(d->op && d->name);
+    return d;
+}
+
+static void attr_value_free(Tensorflow__AttrValue *v) {
+    if (v == NULL) return;
+    if (v->value_case == TENSORFLOW__ATTR_VALUE__VALUE_S) free(v->s.data);
+    if (v->value_case == TENSORFLOW__ATTR_VALUE__VALUE_LIST && v->list) {
+        free(v->list->i);
+        free(v->list);
+    }
+    free(v);
+}
+
+void tu_node_free(Tensorflow__NodeDef *d) {
+    if (d == NULL) return;
+    for (size_t i = 0; i < d->n_attr; i++) {
+        free(d->attr[i]->key);
+        attr_value_free(d->attr[i]->value);
+        free(d->attr[i]);
+    }
+    free(d->attr);
+    free(d->op);
+    free(d->name);
+    free(d);
+}
+
+/* Appends a new entry for key and returns its value (initialised). */
+static Tensorflow__AttrValue *add_attr(Tensorflow__NodeDef *d, const char *key) {
+    Tensorflow__NodeDef__AttrEntry **a = realloc(d->attr, (d->n_attr + 1) * sizeof(*a));
+    ck_assert_ptr_nonnull(a);
+    d->attr = a;
+    Tensorflow__NodeDef__AttrEntry *e = calloc(1, sizeof(*e));
+    Tensorflow__AttrValue *v = calloc(1, sizeof(*v));
+    ck_assert(e && v);
+    tensorflow__node_def__attr_entry__init(e);
+    tensorflow__attr_value__init(v);
+    e->key = strdup(key);
+    ck_assert_ptr_nonnull(e->key);
+    e->value = v;
+    d->attr[d->n_attr++] = e;
+    return v;
+}
+
+void tu_attr_i(Tensorflow__NodeDef *d, const char *key, int64_t val) {
+    Tensorflow__AttrValue *v = add_attr(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_I;
+    v->i = val;
+}
+
+void tu_attr_f(Tensorflow__NodeDef *d, const char *key, float val) {
+    Tensorflow__AttrValue *v = add_attr(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_F;
+    v->f = val;
+}
+
+void tu_attr_b(Tensorflow__NodeDef *d, const char *key, int val) {
+    Tensorflow__AttrValue *v = add_attr(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_B;
+    v->b = val != 0;
+}
+
+void tu_attr_type(Tensorflow__NodeDef *d, const char *key, rt_dtype val) {
+    Tensorflow__AttrValue *v = add_attr(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_TYPE;
+    v->type = (Tensorflow__DataType)val;
+}
+
+void tu_attr_s(Tensorflow__NodeDef *d, const char *key, const char *val) {
+    Tensorflow__AttrValue *v = add_attr(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_S;
+    v->s.len = strlen(val);
+    v->s.data = malloc(v->s.len + 1);
+    ck_assert_ptr_nonnull(v->s.data);
+    memcpy(v->s.data, val, v->s.len + 1);
+}
+
+void tu_attr_ilist(Tensorflow__NodeDef *d, const char *key, int n, const int64_t *vals) {
+    Tensorflow__AttrValue *v = add_attr(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+    v->list = calloc(1, sizeof(*v->list));
+    ck_assert_ptr_nonnull(v->list);
+    tensorflow__attr_value__list_value__init(v->list);
+    v->list->n_i = (size_t)n;
+    v->list->i = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    ck_assert_ptr_nonnull(v->list->i);
+    if (n > 0) memcpy(v->list->i, vals, (size_t)n * sizeof(int64_t));
+}
+
+rt_tensor *tu_t(rt_dtype dt, rt_shape s, const void *vals, int nvals) {
+    rt_tensor *t = NULL;
+    ck_assert_int_eq(rt_tensor_new(dt, &s, &t), MS_OK);
+    ck_assert_msg(t->nelem == nvals, "tensor of %lld elements given %d values", (long long)t->nelem,
+                  nvals);
+    if (nvals > 0) memcpy(t->data, vals, rt_tensor_nbytes(t));
+    return t;
+}
+
+rt_tensor *tu_iota_f32(rt_shape s, float start, float step) {
+    rt_tensor *t = NULL;
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &s, &t), MS_OK);
+    for (int64_t i = 0; i < t->nelem; i++)
+        rt_tensor_f32(t)[i] = start + (float)i * step;
+    return t;
+}
+
+void tu_unref(rt_tensor **t, int n) {
+    for (int i = 0; i < n; i++) {
+        rt_tensor_unref(t[i]);
+        t[i] = NULL;
+    }
+}
+
+static kn_backend *cpu(void) {
+    static kn_backend *be;
+    if (be == NULL) be = kn_cpu_backend_new(2);
+    ck_assert_ptr_nonnull(be);
+    return be;
+}
+
+ms_status tu_run(const Tensorflow__NodeDef *def, rt_tensor *const *in, int nin, rt_tensor **outs,
+                 int nout) {
+    ms_err_clear();
+    return rt_op_run1(cpu(), def, in, nin, outs, nout);
+}
+
+rt_tensor *tu_run1(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin) {
+    rt_tensor *out = NULL;
+    ms_status st = tu_run(def, in, nin, &out, 1);
+    ck_assert_msg(st == MS_OK, "%s failed: %s: %s", def->op, ms_status_name(st), ms_errmsg());
+    ck_assert_ptr_nonnull(out);
+    tu_node_free(def);
+    return out;
+}
+
+void tu_run_fail(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin, int nout, ms_status code,
+                 const char *needle) {
+    rt_tensor *outs[8] = {0};
+    ck_assert_int_le(nout, 8);
+    ms_status st = tu_run(def, in, nin, outs, nout);
+    for (int i = 0; i < nout; i++)
+        ck_assert_ptr_null(outs[i]);
+    ck_assert_msg(st == code, "%s: expected %s, got %s (%s)", def->op, ms_status_name(code),
+                  ms_status_name(st), ms_errmsg());
+    ck_assert_msg(strstr(ms_errmsg(), def->name) != NULL, "message lacks node name '%s': %s",
+                  def->name, ms_errmsg());
+    if (needle)
+        ck_assert_msg(strstr(ms_errmsg(), needle) != NULL, "message lacks '%s': %s", needle,
+                      ms_errmsg());
+    tu_node_free(def);
+}
+
+void tu_check_shape(const rt_tensor *t, rt_dtype dt, rt_shape s) {
+    char a[128], b[128];
+    ck_assert_ptr_nonnull(t);
+    ck_assert_msg(t->dtype == dt, "dtype %s, expected %s", rt_dtype_name(t->dtype),
+                  rt_dtype_name(dt));
+    ck_assert_msg(rt_shape_equal(&t->shape, &s), "shape %s, expected %s",
+                  rt_shape_str(&t->shape, a, sizeof a), rt_shape_str(&s, b, sizeof b));
+}
+
+void tu_check_f32(const rt_tensor *t, rt_shape s, const float *want, int n, float tol) {
+    tu_check_shape(t, RT_DT_FLOAT, s);
+    ck_assert_int_eq(t->nelem, n);
+    const float *got = t->data;
+    for (int i = 0; i < n; i++) {
+        if (isnan(want[i])) {
+            ck_assert_msg(isnan(got[i]), "element %d: got %.9g, expected nan", i, got[i]);
+            continue;
+        }
+        float lim = tol * (fabsf(want[i]) > 1 ? fabsf(want[i]) : 1);
+        ck_assert_msg(got[i] == want[i] || fabsf(got[i] - want[i]) <= lim,
+                      "element %d: got %.9g, expected %.9g", i, got[i], want[i]);
+    }
+}
+
+void tu_check_f64(const rt_tensor *t, rt_shape s, const double *want, int n, double tol) {
+    tu_check_shape(t, RT_DT_DOUBLE, s);
+    ck_assert_int_eq(t->nelem, n);
+    const double *got = t->data;
+    for (int i = 0; i < n; i++) {
+        double lim = tol * (fabs(want[i]) > 1 ? fabs(want[i]) : 1);
+        ck_assert_msg(fabs(got[i] - want[i]) <= lim, "element %d: got %.17g, expected %.17g", i,
+                      got[i], want[i]);
+    }
+}
+
+void tu_check_int(const rt_tensor *t, rt_dtype dt, rt_shape s, const int64_t *want, int n) {
+    tu_check_shape(t, dt, s);
+    ck_assert_int_eq(t->nelem, n);
+    for (int i = 0; i < n; i++) {
+        int64_t got;
+        switch (dt) {
+        case RT_DT_INT32:
+            got = ((const int32_t *)t->data)[i];
+            break;
+        case RT_DT_INT64:
+            got = ((const int64_t *)t->data)[i];
+            break;
+        case RT_DT_INT8:
+            got = ((const int8_t *)t->data)[i];
+            break;
+        case RT_DT_INT16:
+            got = ((const int16_t *)t->data)[i];
+            break;
+        case RT_DT_UINT16:
+            got = ((const uint16_t *)t->data)[i];
+            break;
+        case RT_DT_UINT32:
+            got = ((const uint32_t *)t->data)[i];
+            break;
+        default:
+            got = ((const uint8_t *)t->data)[i];
+            break;
+        }
+        ck_assert_msg(got == want[i], "element %d: got %lld, expected %lld", i, (long long)got,
+                      (long long)want[i]);
+    }
+}

@@ -1,0 +1,49 @@
+/* util_serve.h - helpers for the serve tests: start the real dcmserve on a
+ * free 127.0.0.1 port, and unary calls on the gRPC core API. */
+#ifndef UTIL_SERVE_H
+#define UTIL_SERVE_H
+
+#include <grpc/grpc.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct ut_daemon {
+    pid_t pid;
+    int port;
+    char target[64]; /* "ipv4:127.0.0.1:<port>" */
+    char log[4096];  /* path of its stderr log */
+} ut_daemon;
+
+/* Starts $DCM_BIN/dcmserve serve --port=0 --bind_address=127.0.0.1 plus the
+ * NULL-terminated extra args; reads the port from its stdout. 0 on success. */
+int ut_daemon_start(ut_daemon *d, const char *const *args);
+/* Sends sig, waits up to timeout_s; returns the exit status (-1 on timeout,
+ * after which the process is killed). */
+int ut_daemon_stop(ut_daemon *d, int sig, double timeout_s);
+/* Non-zero when the daemon's log contains `needle`. */
+int ut_daemon_log_has(const ut_daemon *d, const char *needle);
+
+typedef struct ut_reply {
+    grpc_status_code status;
+    char *details; /* malloc'ed */
+    uint8_t *data; /* malloc'ed response bytes (NULL when none) */
+    size_t len;
+} ut_reply;
+
+/* One unary call: method path, request bytes, deadline in ms. */
+int ut_call(grpc_channel *ch, const char *method, const uint8_t *req, size_t len, int deadline_ms,
+            ut_reply *out);
+void ut_reply_free(ut_reply *r);
+
+/* Channel to target with unlimited receive size. */
+grpc_channel *ut_channel(const char *target);
+
+/* Shared data dir ($DCM_SHARED, else ../shared beside $DCM_SRC). */
+const char *ut_shared(void);
+/* "$DCM_SHARED/testdata/savedmodels/<rel>" into buf; returns buf. */
+char *ut_savedmodel_path(char *buf, size_t cap, const char *rel);
+/* A fresh empty directory under $TMPDIR or /tmp; returns buf (NULL on error). */
+char *ut_tmpdir(char *buf, size_t cap);
+
+#endif /* UTIL_SERVE_H */
