@@ -8,7 +8,9 @@ synthetic ones at odd sizes and bit depths) are compressed by
   - GDCM's gdcmconv (libgdcm-tools): JPEG lossless SV1 (-J), 12-bit and 8-bit
     lossy JPEG (-J -Y), JPEG-LS lossless and near-lossless (-L [-Y -e N]),
     JPEG 2000 lossless and irreversible (-K [--irreversible]), RLE (-R);
-  - OpenJPH's ojph_compress (openjph-tools): HTJ2K lossless;
+  - OpenJPH's ojph_compress (openjph-tools): HTJ2K lossless (reference: the
+    original) and irreversible (reference: OpenJPH's ojph_expand, within 1
+    at <= 12 bits and 4 at 16 bits: two different float 9/7 implementations);
   - enc_lossless() below: a JPEG lossless (process 14) encoder covering
     predictors 1-7, point transform, restart intervals and separate scans,
     whose output is first checked to decode to the original in pydicom + GDCM.
@@ -321,6 +323,27 @@ def images():
     }
 
 
+def read_pnm(path, shape):
+    """Pixels of a binary PGM/PPM (as written by ojph_expand)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    fields, pos = [], 0
+    while len(fields) < 4:
+        while data[pos:pos + 1].isspace():
+            pos += 1
+        if data[pos:pos + 1] == b"#":
+            pos = data.index(b"\n", pos)
+            continue
+        end = pos
+        while not data[end:end + 1].isspace():
+            end += 1
+        fields.append(data[pos:end])
+        pos = end
+    pos += 1
+    dt = ">u1" if int(fields[3]) < 256 else ">u2"
+    return np.frombuffer(data, dtype=dt, offset=pos).astype(np.int64).reshape(shape)
+
+
 def unsigned(a, bs):
     return a.astype(np.int64) & ((1 << bs) - 1)
 
@@ -346,8 +369,7 @@ def main():
             add(f"{key}_j2k_lossy", c, first_frame(c), gdcm_decode(c), 0, "gdcmconv:pydicom+gdcm")
         if bs == 8 and not signed:  # gdcmconv writes P=16 DCT for 12-bit data
             c = gdcmconv(f"{key}_jpeg_lossy", ds, ["-J", "-Y", "-q", "85"])
-            if c is None:
-                continue
+        if bs == 8 and not signed and c is not None:
             ref = gdcm_decode(c)
             rgb = 0
             if c.SamplesPerPixel == 3 and str(c.PhotometricInterpretation).startswith("YBR"):
@@ -371,6 +393,22 @@ def main():
             c = wrap(ds, frame, "1.2.840.10008.1.2.4.201")
             add(f"{key}_htj2k", c, frame, arr, 0, "ojph_compress=original",
                 1 if arr.ndim == 3 else 0)
+            # HTJ2K irreversible (.4.203): the reference is OpenJPH's own decoder.
+            r = subprocess.run(["ojph_compress", "-i", src, "-o", j2c, "-reversible", "false",
+                                "-qstep", "0.002"], capture_output=True)
+            dec = os.path.join(OUT, f"{key}.dec.{ext}")
+            if r.returncode == 0 and subprocess.run(["ojph_expand", "-i", j2c, "-o", dec],
+                                                    capture_output=True).returncode == 0:
+                with open(j2c, "rb") as f:
+                    frame = f.read()
+                c = wrap(ds, frame, "1.2.840.10008.1.2.4.203")
+                # Two float 9/7 implementations: one step at 12 bits, a few at 16.
+                add(f"{key}_htj2k_lossy", c, frame, read_pnm(dec, arr.shape),
+                    1 if bs <= 12 else 4,
+                    "ojph_compress:ojph_expand", 1 if arr.ndim == 3 else 0)
+                os.remove(dec)
+            else:
+                print(f"gen_streams: lossy HTJ2K of {key} failed (skipped)", file=sys.stderr)
             os.remove(src)
             os.remove(j2c)
     # Our JPEG lossless encoder: all predictors, point transform, restarts.
