@@ -24,8 +24,9 @@ Checks:
   2. `dcmserve run --input_files 'dicom=a,b' --outdir D` prints and saves
      the expected outputs; a corrupt second file fails naming dicom[1];
   3. the daemon (`dcmserve serve`) answers Predict with a DT_STRING batch in
-     both orders, a corrupt file in the batch gives INVALID_ARGUMENT naming
-     its index, and the next request is served again.
+     both orders and KServe ModelInfer with a BYTES batch; a corrupt file in
+     the batch gives INVALID_ARGUMENT naming its index, and the next request
+     is served again.
 """
 import os
 import shutil
@@ -188,6 +189,20 @@ def check_daemon(refs, corrupt):
 
         predict_ok([0, 1], "Predict")
         predict_ok([1, 0], "Predict small first")
+
+        # KServe v2: the same batch as a BYTES tensor.
+        r = pb.ks.ModelInferRequest(model_name="demo_ct")
+        t = r.inputs.add(name="dicom", datatype="BYTES", shape=[2])
+        t.contents.bytes_contents.extend(blobs)
+        resp = d.stub.ModelInfer(r, timeout=30)
+        outs = {}
+        for i, o in enumerate(resp.outputs):
+            v = (np.frombuffer(resp.raw_output_contents[i], dtype="<f4")
+                 if resp.raw_output_contents else np.array(o.contents.fp32_contents, np.float32))
+            check(o.datatype == "FP32", "ModelInfer %s datatype %s" % (o.name, o.datatype), d)
+            outs[o.name] = v.reshape(list(o.shape))
+        check(sorted(outs) == ["mean_hu", "tissue_fraction"], "ModelInfer outputs %s" % outs, d)
+        compare("ModelInfer", outs.get("mean_hu", []), outs.get("tissue_fraction", []), refs)
         try:
             d.stub.Predict(string_request(pb, [blobs[0], bad]), timeout=30)
             check(False, "Predict with a corrupt file succeeded", d)
