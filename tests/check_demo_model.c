@@ -4,7 +4,8 @@
  * model loaded by our runtime computing mean_hu and tissue_fraction on a
  * batch of two synthetic DICOM files of different sizes, with values worked
  * out by hand below (including HU exactly on each bin boundary and padding
- * that would change the counts if the mask were ignored). Real CT files
+ * that would change the counts if the mask were ignored; a colour file in
+ * the batch). Real CT files
  * against pydicom + numpy: tests/it_demo_model.py. */
 #include <check.h>
 #include <stdio.h>
@@ -33,6 +34,26 @@ static void make_file(ut_dbuf *d, uint16_t rows, uint16_t cols, const uint16_t *
     ut_dbuf_str(d, 0x0028, 0x1053, "DS", "1");
     ut_dbuf_hdr(d, 0x7FE0, 0x0010, "OW", (uint32_t)rows * cols * 2);
     for (int i = 0; i < rows * cols; i++)
+        ut_dbuf_u16(d, v[i]);
+}
+
+/* Explicit VR LE, 1 x 2 RGB, 16 bits per sample, interleaved, no Modality
+ * LUT (HU = the stored values): pixels (10, 20, 30) and (200, 400, 1000). */
+static void make_rgb_file(ut_dbuf *d) {
+    static const uint16_t v[6] = {10, 20, 30, 200, 400, 1000};
+    ut_dbuf_init(d, 1, 0);
+    ut_dbuf_meta(d, "1.2.840.10008.1.2.1");
+    ut_dbuf_us(d, 0x0028, 0x0002, 3);
+    ut_dbuf_str(d, 0x0028, 0x0004, "CS", "RGB");
+    ut_dbuf_us(d, 0x0028, 0x0006, 0);
+    ut_dbuf_us(d, 0x0028, 0x0010, 1);
+    ut_dbuf_us(d, 0x0028, 0x0011, 2);
+    ut_dbuf_us(d, 0x0028, 0x0100, 16);
+    ut_dbuf_us(d, 0x0028, 0x0101, 16);
+    ut_dbuf_us(d, 0x0028, 0x0102, 15);
+    ut_dbuf_us(d, 0x0028, 0x0103, 0);
+    ut_dbuf_hdr(d, 0x7FE0, 0x0010, "OW", 12);
+    for (int i = 0; i < 6; i++)
         ut_dbuf_u16(d, v[i]);
 }
 
@@ -294,6 +315,34 @@ START_TEST(single_file) {
 }
 END_TEST
 
+/* A colour file makes the batch C = 3: its six samples count one each
+ * (bins 0, 0, 4, 2 of 6; sum 10 + 20 + 30 + 200 + 400 + 1000 = 1660), and
+ * the grey file A, replicated into three channels, keeps its results. */
+START_TEST(colour_file_in_batch) {
+    loaded l;
+    load(&l);
+    ut_dbuf f[2];
+    make_file(&f[0], 2, 3, file_a);
+    make_rgb_file(&f[1]);
+    rt_tensor *in = batch(2, f), *outs[2];
+    ck_assert_msg(run(&l, in, outs) == MS_OK, "run: %s", ms_errmsg());
+    check_shapes(outs, 2);
+    const float *mean = rt_tensor_f32(outs[0]), *frac = rt_tensor_f32(outs[1]);
+    expect_a(mean, frac);
+    ck_assert_float_eq(mean[1], 1660.0f / 6.0f);
+    ck_assert_float_eq(frac[4], 0.0f);
+    ck_assert_float_eq(frac[5], 0.0f);
+    ck_assert_float_eq(frac[6], 4.0f / 6.0f);
+    ck_assert_float_eq(frac[7], 2.0f / 6.0f);
+    rt_tensor_unref(outs[0]);
+    rt_tensor_unref(outs[1]);
+    rt_tensor_unref(in);
+    ut_dbuf_free(&f[0]);
+    ut_dbuf_free(&f[1]);
+    unload(&l);
+}
+END_TEST
+
 START_TEST(corrupt_file_names_index) {
     loaded l;
     load(&l);
@@ -330,6 +379,7 @@ static Suite *demo_model_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, batch_of_two_sizes);
     tcase_add_test(tc, single_file);
+    tcase_add_test(tc, colour_file_in_batch);
     tcase_add_test(tc, corrupt_file_names_index);
     suite_add_tcase(s, tc);
     return s;
