@@ -5,8 +5,7 @@
  * batch of two synthetic DICOM files of different sizes, with values worked
  * out by hand below (including HU exactly on each bin boundary and padding
  * that would change the counts if the mask were ignored; a colour file in
- * the batch). Real CT files
- * against pydicom + numpy: tests/it_demo_model.py. */
+ * the batch). Real CT files against pydicom + numpy: tests/it_demo_model.py. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
