@@ -224,6 +224,7 @@ START_TEST(depthwise_vs_reference) {
         {1, 7, 7, 5, 3, 3, 3, 1, 2, 1, 1, "SAME", {0}}, /* multiplier 3 */
         {2, 8, 9, 8, 3, 2, 1, 1, 1, 1, 1, "EXPLICIT", {2, 0, 1, 1}},
         {1, 6, 6, 48, 1, 1, 1, 1, 1, 1, 1, "VALID", {0}},
+        {1, 18, 17, 3, 17, 16, 1, 1, 1, 1, 1, "SAME", {0}}, /* 272 taps: reference fallback */
     };
     for (size_t ci = 0; ci < sizeof(dcases) / sizeof(dcases[0]); ci++) {
         const conv_case *c = &dcases[ci];

@@ -291,7 +291,7 @@ ms_status kn__conv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g
 /* depthwise                                                              */
 /* ====================================================================== */
 
-#define DW_MAX_TAPS 256
+#define DW_MAX_TAPS KN_DW_MAX_TAPS
 
 /* y[c] = sum_t x[xo[t] + c] * f[fo[t] + c] for c < C. */
 static void dw_pixel_c(const float *x, const float *f, const int64_t *xo, const int64_t *fo, int nt,
