@@ -1,6 +1,336 @@
-/* rt_ops_dicom.c - host ops that decode DICOM files (table filled as ops land). */
+/* rt_ops_dicom.c - host ops that decode DICOM files inside a graph.
+ *
+ * DcmDecodeHU (ours)
+ *   input  contents: DT_STRING, any shape (read flat: N files, one per element)
+ *   attrs  frame: int = 0            which frame of each file
+ *          size: list(int) = []      [h, w]: resize each file's HU (bilinear,
+ *                                    half-pixel centers) so all come out equal
+ *          pad_value: float = 0      HU written outside a smaller file
+ *   output hu:   DT_FLOAT (N, H, W, C), H/W the largest in the batch (or size),
+ *                C = 3 when any file is colour (grey files are replicated)
+ *          mask: DT_FLOAT (N, H, W, 1), 1 where the file has a pixel, else 0
+ *   OpDef (for a graph's stripped_op_list): inputs {contents: string},
+ *   outputs {hu: float, mask: float}, attrs frame:int, size:list(int),
+ *   pad_value:float.
+ *
+ * IO>DecodeDICOMImage (TensorFlow I/O's op, so graphs that use it load)
+ *   input  contents: scalar DT_STRING; attrs dtype (uint8/16/32/64, float,
+ *   double; default uint16), color_dim (accepted; the output is always 4-D),
+ *   on_error ("strict" fails; "skip"/"lossy" give an empty tensor), scale
+ *   ("preserve": stored values; "auto": stored range stretched to the dtype).
+ *   output (frames, rows, cols, samples) of stored values (no Modality LUT,
+ *   as tfio).
+ *
+ * Decode errors are MS_EINVAL "dicom[<index>]: <reason>". Files are decoded
+ * in parallel on the intra-op pool.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dcm_pixel.h"
 #include "rt_ops.h"
 
+#define ERR_MAX 400
+
+typedef struct decode_job {
+    const rt_str *files;
+    dcm_image **imgs;
+    ms_status *st;
+    char (*err)[ERR_MAX];
+    int64_t frame;
+    int stored;          /* tfio: stored values instead of HU */
+    dcm_limits lim;
+} decode_job;
+
+static void decode_range(void *arg, int64_t b, int64_t e) {
+    decode_job *j = arg;
+    for (int64_t i = b; i < e; i++) {
+        dcm_dataset *ds = NULL;
+        ms_err_clear();
+        ms_status st = dcm_parse(j->files[i].data, (size_t)j->files[i].len, &j->lim, &ds);
+        if (st == MS_OK)
+            st = j->stored ? dcm_decode_stored_ds(ds, &j->lim, &j->imgs[i])
+                           : dcm_decode_hu_ds(ds, &j->lim, &j->imgs[i]);
+        dcm_dataset_free(ds);
+        if (st == MS_OK && j->frame >= (int64_t)j->imgs[i]->frames) {
+            st = ms_errf(MS_EINVAL, "frame %lld requested, the file has %u",
+                         (long long)j->frame, j->imgs[i]->frames);
+            dcm_image_free(j->imgs[i]);
+            j->imgs[i] = NULL;
+        }
+        j->st[i] = st;
+        /* The message is thread-local: keep it for the calling thread. */
+        if (st != MS_OK) snprintf(j->err[i], ERR_MAX, "%s", ms_errmsg());
+    }
+}
+
+/* Decodes n files in parallel; on failure returns the first error, named by
+ * its index, and frees everything. */
+static ms_status decode_all(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t frame,
+                            int stored, dcm_image ***out) {
+    decode_job j = {.files = files, .frame = frame, .stored = stored};
+    dcm_limits_default(&j.lim);
+    j.imgs = calloc((size_t)(n ? n : 1), sizeof(*j.imgs));
+    j.st = calloc((size_t)(n ? n : 1), sizeof(*j.st));
+    j.err = calloc((size_t)(n ? n : 1), sizeof(*j.err));
+    ms_status st = MS_OK;
+    if (j.imgs == NULL || j.st == NULL || j.err == NULL) {
+        st = ms_errf(MS_ENOMEM, "out of memory for %lld files", (long long)n);
+        goto done;
+    }
+    kn_ctx_parallel_for(ctx, n, 1, decode_range, &j);
+    for (int64_t i = 0; i < n; i++)
+        if (j.st[i] != MS_OK) {
+            /* Every decode failure is the request's fault: bad bytes, or a
+             * syntax / size this build does not take. */
+            ms_status code = j.st[i] == MS_ENOMEM ? MS_ENOMEM : MS_EINVAL;
+            st = ms_errf(code, "dicom[%lld]: %s", (long long)i, j.err[i]);
+            goto done;
+        }
+    *out = j.imgs;
+    j.imgs = NULL;
+done:
+    if (j.imgs)
+        for (int64_t i = 0; i < n; i++) dcm_image_free(j.imgs[i]);
+    free(j.imgs);
+    free(j.st);
+    free(j.err);
+    return st;
+}
+
+static void free_imgs(dcm_image **imgs, int64_t n) {
+    if (imgs == NULL) return;
+    for (int64_t i = 0; i < n; i++) dcm_image_free(imgs[i]);
+    free(imgs);
+}
+
+/* ---- DcmDecodeHU ---- */
+
+typedef struct hu_state {
+    int64_t frame;
+    int64_t size[2];   /* 0 = no resize */
+    float pad;
+} hu_state;
+
+static ms_status hu_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
+    (void)cin;
+    hu_state *s = calloc(1, sizeof(*s));
+    if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    s->frame = kn_attr_i(n, "frame", 0);
+    s->pad = kn_attr_f(n, "pad_value", 0.f);
+    int64_t sz[2];
+    int k = kn_attr_ilist(n, "size", sz, 2);
+    if (k == 2) {
+        if (sz[0] <= 0 || sz[1] <= 0 || sz[0] > 65535 || sz[1] > 65535) {
+            free(s);
+            return ms_errf(MS_EINVAL, "%s: size [%lld, %lld] must be in 1..65535", n->name,
+                           (long long)sz[0], (long long)sz[1]);
+        }
+        s->size[0] = sz[0];
+        s->size[1] = sz[1];
+    } else if (k > 0) {
+        free(s);
+        return ms_errf(MS_EINVAL, "%s: size wants [height, width], got %d values", n->name, k);
+    }
+    if (s->frame < 0) {
+        long long f = (long long)s->frame;
+        free(s);
+        return ms_errf(MS_EINVAL, "%s: frame %lld < 0", n->name, f);
+    }
+    *state = s;
+    return MS_OK;
+}
+
+static ms_status hu_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
+                            rt_tensor **out) {
+    hu_state dflt = {0};
+    const hu_state *s = state ? state : &dflt;
+    const rt_tensor *x = in[0];
+    if (x->dtype != RT_DT_STRING)
+        return ms_errf(MS_EINVAL, "%s: input must be DT_STRING, got %s", n->name,
+                       rt_dtype_name(x->dtype));
+    int64_t nf = x->nelem;
+    dcm_image **imgs = NULL;
+    ms_status st = decode_all(ctx, rt_tensor_strs(x), nf, s->frame, 0, &imgs);
+    if (st != MS_OK) return st;
+    uint32_t H = 0, W = 0, C = 1;
+    for (int64_t i = 0; i < nf; i++) {
+        if (imgs[i]->rows > H) H = imgs[i]->rows;
+        if (imgs[i]->cols > W) W = imgs[i]->cols;
+        if (imgs[i]->samples > C) C = imgs[i]->samples;
+    }
+    if (s->size[0]) {
+        H = (uint32_t)s->size[0];
+        W = (uint32_t)s->size[1];
+    }
+    rt_shape sh = rt_shape_make(4, (int64_t[]){nf, H, W, C});
+    rt_shape shm = rt_shape_make(4, (int64_t[]){nf, H, W, 1});
+    float *tmp = NULL;
+    if ((st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &sh, &out[0])) != MS_OK) goto fail;
+    if ((st = kn_ctx_output(ctx, 1, RT_DT_FLOAT, &shm, &out[1])) != MS_OK) goto fail;
+    float *hu = rt_tensor_f32(out[0]), *mask = rt_tensor_f32(out[1]);
+    const uint64_t plane = (uint64_t)H * W;
+    for (int64_t i = 0; i < nf; i++) {
+        const dcm_image *im = imgs[i];
+        const uint64_t fs = (uint64_t)im->rows * im->cols * im->samples;
+        const float *src = im->data + (uint64_t)s->frame * fs;
+        uint32_t h = im->rows, w = im->cols, c = im->samples;
+        if (s->size[0] && (h != H || w != W)) {
+            float *r = realloc(tmp, (size_t)plane * c * sizeof(float));
+            if (r == NULL) {
+                st = ms_errf(MS_ENOMEM, "out of memory resizing dicom[%lld]", (long long)i);
+                goto fail;
+            }
+            tmp = r;
+            dcm_resize_bilinear(src, h, w, c, tmp, H, W);
+            src = tmp;
+            h = H;
+            w = W;
+        }
+        float *dst = hu + (uint64_t)i * plane * C;
+        float *dm = mask + (uint64_t)i * plane;
+        for (uint32_t y = 0; y < H; y++)
+            for (uint32_t xx = 0; xx < W; xx++) {
+                uint64_t o = (uint64_t)y * W + xx;
+                int inside = y < h && xx < w;
+                dm[o] = inside ? 1.f : 0.f;
+                for (uint32_t k = 0; k < C; k++)
+                    dst[o * C + k] = inside ? src[((uint64_t)y * w + xx) * c + (c == 1 ? 0 : k)]
+                                            : s->pad;
+            }
+    }
+    free(tmp);
+    free_imgs(imgs, nf);
+    return MS_OK;
+fail:
+    free(tmp);
+    free_imgs(imgs, nf);
+    rt_tensor_unref(out[0]);
+    rt_tensor_unref(out[1]);
+    out[0] = out[1] = NULL;
+    return st;
+}
+
+/* ---- IO>DecodeDICOMImage (TensorFlow I/O) ---- */
+
+typedef struct tfio_state {
+    rt_dtype dtype;
+    int strict;
+    int scale_auto;
+} tfio_state;
+
+static ms_status tfio_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
+    (void)cin;
+    tfio_state *s = calloc(1, sizeof(*s));
+    if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    s->dtype = kn_attr_type(n, "dtype", RT_DT_UINT16);
+    switch (s->dtype) {
+    case RT_DT_UINT8:
+    case RT_DT_UINT16:
+    case RT_DT_UINT32:
+    case RT_DT_UINT64:
+    case RT_DT_FLOAT:
+    case RT_DT_DOUBLE:
+        break;
+    default:
+        free(s);
+        return ms_errf(MS_EINVAL, "%s: dtype %s not supported by DecodeDICOMImage", n->name,
+                       rt_dtype_name(kn_attr_type(n, "dtype", RT_DT_UINT16)));
+    }
+    s->strict = kn_attr_s_eq(n, "on_error", "strict", "skip");
+    if (!s->strict && !kn_attr_s_eq(n, "on_error", "skip", "skip") &&
+        !kn_attr_s_eq(n, "on_error", "lossy", "skip")) {
+        free(s);
+        return ms_errf(MS_EINVAL, "%s: on_error must be strict, skip or lossy", n->name);
+    }
+    s->scale_auto = kn_attr_s_eq(n, "scale", "auto", "preserve");
+    if (!s->scale_auto && !kn_attr_s_eq(n, "scale", "preserve", "preserve")) {
+        free(s);
+        return ms_errf(MS_EINVAL, "%s: scale must be preserve or auto", n->name);
+    }
+    (void)kn_attr_b(n, "color_dim", 0);
+    *state = s;
+    return MS_OK;
+}
+
+static double dtype_max(rt_dtype dt) {
+    switch (dt) {
+    case RT_DT_UINT8:
+        return 255.0;
+    case RT_DT_UINT16:
+        return 65535.0;
+    case RT_DT_UINT32:
+        return 4294967295.0;
+    case RT_DT_UINT64:
+        return 18446744073709551615.0;
+    default:
+        return 1.0;
+    }
+}
+
+static ms_status tfio_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
+                              rt_tensor **out) {
+    tfio_state dflt = {.dtype = RT_DT_UINT16};
+    const tfio_state *s = state ? state : &dflt;
+    const rt_tensor *x = in[0];
+    if (x->dtype != RT_DT_STRING || x->nelem != 1)
+        return ms_errf(MS_EINVAL, "%s: contents must be one DT_STRING", n->name);
+    dcm_image **imgs = NULL;
+    ms_status st = decode_all(ctx, rt_tensor_strs(x), 1, 0, 1, &imgs);
+    if (st != MS_OK) {
+        if (s->strict) return st;
+        rt_shape e = rt_shape_make(4, (int64_t[]){0, 0, 0, 0});
+        return kn_ctx_output(ctx, 0, s->dtype, &e, &out[0]);
+    }
+    const dcm_image *im = imgs[0];
+    rt_shape sh = rt_shape_make(4, (int64_t[]){im->frames, im->rows, im->cols, im->samples});
+    if ((st = kn_ctx_output(ctx, 0, s->dtype, &sh, &out[0])) != MS_OK) {
+        free_imgs(imgs, 1);
+        return st;
+    }
+    uint64_t cnt = (uint64_t)im->frames * im->rows * im->cols * im->samples;
+    double scale = 1.0, mx = dtype_max(s->dtype);
+    if (s->scale_auto) {
+        uint16_t bs = im->info.bits_stored ? im->info.bits_stored : 16;
+        double smax = bs >= 64 ? 18446744073709551615.0 : ldexp(1.0, bs) - 1.0;
+        scale = mx / smax;
+    }
+    void *d = out[0]->data;
+    for (uint64_t i = 0; i < cnt; i++) {
+        double v = (double)im->data[i] * scale;
+        if (s->dtype == RT_DT_FLOAT) {
+            ((float *)d)[i] = (float)v;
+            continue;
+        }
+        if (s->dtype == RT_DT_DOUBLE) {
+            ((double *)d)[i] = v;
+            continue;
+        }
+        v = v < 0 ? 0 : v > mx ? mx : nearbyint(v);
+        switch (s->dtype) {
+        case RT_DT_UINT8:
+            ((uint8_t *)d)[i] = (uint8_t)v;
+            break;
+        case RT_DT_UINT16:
+            ((uint16_t *)d)[i] = (uint16_t)v;
+            break;
+        case RT_DT_UINT32:
+            ((uint32_t *)d)[i] = (uint32_t)v;
+            break;
+        default:
+            ((uint64_t *)d)[i] = v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v;
+            break;
+        }
+    }
+    free_imgs(imgs, 1);
+    return MS_OK;
+}
+
 const kn_kernel rt_ops_dicom_kernels[] = {
+    {.op = "DcmDecodeHU", .prepare = hu_prepare, .compute = hu_compute, .release = free},
+    {.op = "IO>DecodeDICOMImage", .prepare = tfio_prepare, .compute = tfio_compute,
+     .release = free},
     {.op = NULL},
 };

@@ -141,8 +141,11 @@ START_TEST(comparisons) {
     static const struct {
         const char *op;
         int64_t want[3];
-    } c[] = {{"Greater", {0, 0, 1}}, {"GreaterEqual", {0, 1, 1}}, {"Less", {1, 0, 0}},
-             {"LessEqual", {1, 1, 0}}, {"Equal", {0, 1, 0}}};
+    } c[] = {{"Greater", {0, 0, 1}},
+             {"GreaterEqual", {0, 1, 1}},
+             {"Less", {1, 0, 0}},
+             {"LessEqual", {1, 1, 0}},
+             {"Equal", {0, 1, 0}}};
     for (int i = 0; i < 5; i++) {
         rt_tensor *o = bin(c[i].op, TU_F32(S(3), 1, 2, 3), TU_F32(TU_SCALAR, 2));
         tu_check_int(o, RT_DT_BOOL, S(3), c[i].want, 3);
@@ -491,16 +494,26 @@ static Suite *suite(void) {
         const char *name;
         const TTest *t;
     } tests[] = {
-        {"add", add_same_shape},          {"broadcast", addv2_broadcast_row},
-        {"broadcast", add_broadcast_both}, {"broadcast", add_broadcast_middle},
-        {"broadcast", add_scalar_and_large}, {"int", add_int_wraps},
-        {"arith", sub_mul_div},           {"arith", max_min_pow},
-        {"compare", comparisons},         {"logical", logical},
-        {"unary", unary_math},            {"unary", activations},
-        {"select", select_v1},            {"select", select_v2_broadcast},
-        {"cast", cast_float_int},         {"cast", cast_int_widths_and_bool},
-        {"cast", cast_half},              {"errors", errors},
-        {"more", more_binary},            {"more", more_unary},
+        {"add", add_same_shape},
+        {"broadcast", addv2_broadcast_row},
+        {"broadcast", add_broadcast_both},
+        {"broadcast", add_broadcast_middle},
+        {"broadcast", add_scalar_and_large},
+        {"int", add_int_wraps},
+        {"arith", sub_mul_div},
+        {"arith", max_min_pow},
+        {"compare", comparisons},
+        {"logical", logical},
+        {"unary", unary_math},
+        {"unary", activations},
+        {"select", select_v1},
+        {"select", select_v2_broadcast},
+        {"cast", cast_float_int},
+        {"cast", cast_int_widths_and_bool},
+        {"cast", cast_half},
+        {"errors", errors},
+        {"more", more_binary},
+        {"more", more_unary},
         {"more", fill_like_addn},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {

@@ -97,7 +97,8 @@ START_TEST(reduce_layouts) {
     x = tu_iota_f32(S(64, 1000), 1, 0);
     o = red("Sum", x, TU_I32(S(1), 1), 0);
     tu_check_shape(o, RT_DT_FLOAT, S(64));
-    for (int i = 0; i < 64; i++) ck_assert_float_eq(rt_tensor_f32(o)[i], 1000);
+    for (int i = 0; i < 64; i++)
+        ck_assert_float_eq(rt_tensor_f32(o)[i], 1000);
     rt_tensor_unref(o);
     rt_tensor_unref(x);
 }
@@ -116,8 +117,8 @@ START_TEST(softmax) {
     rt_tensor *x = TU_F32(S(3, 3), 1, 2, 3, 0, 0, 0, 1000, 1000, 1000);
     rt_tensor *o = tu_run1(tu_node_new("Softmax", "sm"), &x, 1);
     float third = 1.0f / 3;
-    TU_CHECK_F32(o, S(3, 3), 1e-5f, 0.0900306f, 0.2447285f, 0.6652410f, third, third, third,
-                 third, third, third);
+    TU_CHECK_F32(o, S(3, 3), 1e-5f, 0.0900306f, 0.2447285f, 0.6652410f, third, third, third, third,
+                 third, third);
     rt_tensor_unref(o);
     rt_tensor_unref(x);
     x = TU_F32(TU_SCALAR, 1);
@@ -216,6 +217,12 @@ START_TEST(bias_add) {
     o = tu_run1(tu_node_new("BiasAdd", "b"), in2, 2);
     TU_CHECK_F32(o, S(1, 2, 2, 2), 0, 100, 201, 102, 203, 104, 205, 106, 207);
     rt_tensor_unref(o);
+    /* int32 [[1,2],[3,INT32_MAX]] + [10, 1]: the last one wraps to INT32_MIN */
+    rt_tensor *ii[2] = {TU_I32(S(2, 2), 1, 2, 3, INT32_MAX), TU_I32(S(2), 10, 1)};
+    o = tu_run1(tu_node_new("BiasAdd", "b"), ii, 2);
+    TU_CHECK_INT(o, RT_DT_INT32, S(2, 2), 11, 3, 13, INT32_MIN);
+    rt_tensor_unref(o);
+    tu_unref(ii, 2);
     /* BiasAddV1 has no data_format: always the last dimension */
     o = tu_run1(tu_node_new("BiasAddV1", "b"), in2, 2);
     TU_CHECK_F32(o, S(1, 2, 2, 2), 0, 100, 201, 102, 203, 104, 205, 106, 207);
@@ -258,9 +265,10 @@ static Suite *suite(void) {
         const char *name;
         const TTest *t;
     } tests[] = {
-        {"sum_mean", sum_mean},   {"max_min_prod", max_min_prod}, {"layouts", reduce_layouts},
-        {"errors", reduce_errors}, {"softmax", softmax},          {"matmul", matmul},
-        {"bias_add", bias_add},   {"argmax", argmax},
+        {"sum_mean", sum_mean},         {"max_min_prod", max_min_prod},
+        {"layouts", reduce_layouts},    {"errors", reduce_errors},
+        {"softmax", softmax},           {"matmul", matmul},
+        {"bias_add", bias_add},         {"argmax", argmax},
         {"batch_matmul", batch_matmul}, {"log_softmax", log_softmax},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {

@@ -1,0 +1,84 @@
+/* dcm_pixel.h - the Image Pixel module: frames out of a parsed data set,
+ * stored values masked and sign-extended, colour to RGB, then the Modality
+ * LUT (rescale or LUT sequence) to float32 HU; and the window/normalise step.
+ *
+ * Arithmetic contract (what the pydicom tests check bit for bit):
+ *   HU  = (float)sv * (float)slope + (float)intercept   two float32 roundings, no FMA
+ *   lo  = (float)(L - W/2), hi = (float)(L + W/2)       computed in double, rounded once
+ *   out = (min(max(HU, lo), hi) - lo) / (hi - lo)       float32
+ * where sv is the stored value after masking to BitsStored and sign extension.
+ * MONOCHROME1 is not inverted. YBR_FULL / YBR_FULL_422 native data become RGB
+ * with pydicom's formula (float32 matrix, floor(x + 0.5), clip to 0..255).
+ *
+ * Ownership: dcm_decode_hu*() return a dcm_image the caller frees with
+ * dcm_image_free(); its data array belongs to it.
+ */
+#ifndef DCM_PIXEL_H
+#define DCM_PIXEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dcm_parse.h"
+#include "ms_status.h"
+
+/* The header summary (what `dcmserve dicom` prints). */
+typedef struct dcm_info {
+    char ts_uid[68];
+    const char *ts_name;        /* NULL for unknown syntaxes */
+    char sop_class[68];
+    char modality[20];
+    char photometric[20];
+    char rescale_type[68];
+    char voi_function[20];
+    uint32_t rows, cols, frames, samples;
+    uint16_t bits_allocated, bits_stored, high_bit, pixel_rep, planar;
+    int float_pixels;           /* 32 / 64 for Float / Double Float Pixel Data, else 0 */
+    int has_pixels;
+    int encapsulated;
+    uint32_t fragments;
+    double slope, intercept;    /* of frame 0 */
+    int rescale_source;         /* DCM_RESCALE_* */
+    int has_window;
+    double window_center, window_width;  /* first pair */
+} dcm_info;
+
+enum {
+    DCM_RESCALE_NONE = 0,       /* identity: slope 1, intercept 0 */
+    DCM_RESCALE_ATTRS,          /* RescaleSlope/Intercept at the top level */
+    DCM_RESCALE_FUNCTIONAL,     /* Pixel Value Transformation in functional groups */
+    DCM_RESCALE_LUT,            /* Modality LUT Sequence */
+};
+
+typedef struct dcm_image {
+    dcm_info info;
+    uint32_t frames, rows, cols, samples;  /* samples 1, or 3 (RGB) */
+    float *data;                /* frames*rows*cols*samples values, C order */
+} dcm_image;
+
+/* Reads the summary from a parsed data set. Fails only for values present
+ * but unreadable (a non-numeric RescaleSlope); missing ones stay 0 / "". */
+ms_status dcm_read_info(const dcm_dataset *ds, dcm_info *out);
+
+/* Parses `bytes` and decodes every frame to float32 HU. MS_EINVAL with a
+ * reason for malformed input; MS_ENOTSUP for unsupported syntaxes or pixel
+ * formats (message names them); MS_ENOMEM when lim->max_pixel_bytes or
+ * malloc fails. lim may be NULL (defaults). */
+ms_status dcm_decode_hu(const uint8_t *bytes, size_t len, const dcm_limits *lim, dcm_image **out);
+/* The same from an already parsed data set. */
+ms_status dcm_decode_hu_ds(const dcm_dataset *ds, const dcm_limits *lim, dcm_image **out);
+/* Stored values (masked, sign-extended, colour converted) without the
+ * Modality LUT, as float32 (what tfio's DecodeDICOMImage returns). */
+ms_status dcm_decode_stored_ds(const dcm_dataset *ds, const dcm_limits *lim, dcm_image **out);
+void dcm_image_free(dcm_image *img);
+
+/* Bilinear resize of one (ih, iw, c) float image to (oh, ow, c) as
+ * TensorFlow's ResizeBilinear with half_pixel_centers=True. */
+void dcm_resize_bilinear(const float *in, uint32_t ih, uint32_t iw, uint32_t c, float *out,
+                         uint32_t oh, uint32_t ow);
+
+/* Windows and normalises n values: out may equal hu. MS_EINVAL when width
+ * is not > 0 or the values are not finite. */
+ms_status dcm_window(const float *hu, float *out, size_t n, double center, double width);
+
+#endif /* DCM_PIXEL_H */
