@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dcm_npy.h"
 #include "dcm_pixel.h"
+#include "rt_npy.h"
 #include "srv_cli.h"
 
 static void usage(FILE *f) {
@@ -202,6 +202,22 @@ done:
     return st;
 }
 
+/* Writes n float32 values as an .npy of shape dims (no copy: the tensor
+ * borrows v). */
+static ms_status save_npy(const char *path, float *v, const uint64_t dims[4]) {
+    int64_t d[4] = {(int64_t)dims[0], (int64_t)dims[1], (int64_t)dims[2], (int64_t)dims[3]};
+    rt_shape sh = rt_shape_make(4, d);
+    size_t bytes = (size_t)rt_shape_nelem(&sh) * sizeof(float);
+    rt_buf *b = rt_buf_wrap(v, bytes, NULL, NULL);
+    if (b == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    rt_tensor *t = NULL;
+    ms_status st = rt_tensor_new_on(RT_DT_FLOAT, &sh, b, 0, &t);
+    rt_buf_unref(b);
+    if (st == MS_OK) st = rt_npy_write_file(path, t);
+    rt_tensor_unref(t);
+    return st;
+}
+
 static int fail(const char *path, ms_status st) {
     fprintf(stderr, "dcmserve dicom: %s: %s (%s)\n", path, ms_errmsg(), ms_status_name(st));
     return 1;
@@ -298,7 +314,7 @@ int srv_cli_dicom(int argc, char **argv) {
             v = tmp;
         }
         uint64_t dims[4] = {img->frames, img->rows, img->cols, img->samples};
-        if (st == MS_OK) st = dcm_npy_save_f32(npy, v, 4, dims);
+        if (st == MS_OK) st = save_npy(npy, v, dims);
         free(tmp);
         if (st != MS_OK) {
             rc = fail(path, st);
