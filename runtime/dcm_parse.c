@@ -23,6 +23,7 @@ void dcm_limits_default(dcm_limits *lim) {
     lim->max_pixel_bytes = (uint64_t)1 << 30;
     lim->max_elements = 1000000;
     lim->allow_no_meta = 1;
+    lim->threads = 1;
 }
 
 /* ---- byte order helpers ---- */

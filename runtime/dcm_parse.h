@@ -36,6 +36,8 @@ typedef struct dcm_limits {
     uint64_t max_pixel_bytes;  /* decoded image: frames*rows*cols*samples*4 cap (1 GiB) */
     uint32_t max_elements;     /* elements recorded in one file (1,000,000) */
     int allow_no_meta;         /* accept a bare data set without DICM (1) */
+    uint32_t threads;          /* not a limit: threads decoding the frames of one
+                                * encapsulated file (0 or 1: serial, the default) */
 } dcm_limits;
 
 void dcm_limits_default(dcm_limits *lim);

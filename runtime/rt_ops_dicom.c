@@ -22,7 +22,7 @@
  *   as tfio).
  *
  * Decode errors are MS_EINVAL "dicom[<index>]: <reason>". Files are decoded
- * in parallel on the intra-op pool.
+ * in parallel on the intra-op pool (a batch of one: its frames in parallel).
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "dcm_pixel.h"
+#include "rt_exec.h"
 #include "rt_ops.h"
 
 #define ERR_MAX 400
@@ -72,6 +73,8 @@ static ms_status decode_all(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t
                             int stored, dcm_image ***out) {
     decode_job j = {.files = files, .frame = frame, .stored = stored};
     dcm_limits_default(&j.lim);
+    /* One file: its frames share the pool; several: one file per task. */
+    if (n == 1 && ctx != NULL && ctx->nthreads > 1) j.lim.threads = (uint32_t)ctx->nthreads;
     j.imgs = calloc((size_t)(n ? n : 1), sizeof(*j.imgs));
     j.st = calloc((size_t)(n ? n : 1), sizeof(*j.st));
     j.err = calloc((size_t)(n ? n : 1), sizeof(*j.err));

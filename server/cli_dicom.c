@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dcm_demo_model.h"
 #include "dcm_pixel.h"
@@ -299,6 +300,8 @@ int srv_cli_dicom(int argc, char **argv) {
     int rc = 0;
     dcm_limits lim;
     dcm_limits_default(&lim);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    lim.threads = ncpu > 1 ? (uint32_t)ncpu : 1; /* frames of a multi-frame file */
     ms_status st = read_file(path, &bytes, &len);
     if (st == MS_OK) st = dcm_parse(bytes, len, &lim, &ds);
     if (st == MS_OK) st = dcm_read_info(ds, &info);

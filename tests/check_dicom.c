@@ -363,13 +363,20 @@ static void encaps_file(ut_dbuf *d, int nfr, int split, int bot, int delim) {
     if (delim) ut_dbuf_item(d, 0xE0DD, 0);
 }
 
+/* Decodes serially and with frames on 3 threads; both must give the frames. */
 static void check_frames(const ut_dbuf *d, int nfr) {
-    dcm_image *img = NULL;
-    ck_assert_msg(dcm_decode_hu(d->p, d->n, NULL, &img) == MS_OK, "%s", ms_errmsg());
-    ck_assert_uint_eq(img->frames, (unsigned)nfr);
-    for (int f = 0; f < nfr; f++)
-        for (int i = 0; i < 4; i++) ck_assert_float_eq(img->data[f * 4 + i], k_hu[(i + f) % 4]);
-    dcm_image_free(img);
+    for (uint32_t threads = 1; threads <= 3; threads += 2) {
+        dcm_limits lim;
+        dcm_limits_default(&lim);
+        lim.threads = threads;
+        dcm_image *img = NULL;
+        ck_assert_msg(dcm_decode_hu(d->p, d->n, &lim, &img) == MS_OK, "%s", ms_errmsg());
+        ck_assert_uint_eq(img->frames, (unsigned)nfr);
+        for (int f = 0; f < nfr; f++)
+            for (int i = 0; i < 4; i++)
+                ck_assert_float_eq(img->data[f * 4 + i], k_hu[(i + f) % 4]);
+        dcm_image_free(img);
+    }
 }
 
 START_TEST(encaps_frames) {
