@@ -32,5 +32,13 @@ test-asan: deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
+# Builds the libFuzzer targets (clang, ASan+UBSan) and runs each for
+# FUZZ_SECONDS, seeded with Debian's pydicom test files. CI runs it briefly.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DMS_FUZZ=ON -DMS_SANITIZE=ON >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_dicom fuzz_sstable
+	@sh scripts/run_fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
 clean:
 	rm -rf build build-asan build-fuzz

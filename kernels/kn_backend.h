@@ -106,6 +106,9 @@ int kn_attr_s_eq(const kn_node *n, const char *key, const char *s, const char *d
  * max), or -1 when absent. */
 int kn_attr_ilist(const kn_node *n, const char *key, int64_t *out, int max);
 int kn_attr_flist(const kn_node *n, const char *key, float *out, int max);
+/* List of strings (bytes): out[i] borrowed pointers, lens[i] their lengths
+ * (not NUL-terminated in general). */
+int kn_attr_slist(const kn_node *n, const char *key, const char **out, size_t *lens, int max);
 int kn_attr_typelist(const kn_node *n, const char *key, rt_dtype *out, int max);
 /* Shape attr; MS_ENOTFOUND when absent. rank -1 = unknown rank. */
 ms_status kn_attr_shape(const kn_node *n, const char *key, rt_shape *out);

@@ -69,6 +69,59 @@ static int is_jp2(const uint8_t *d, size_t len) {
     return len >= 12 && memcmp(d + 4, "jP  ", 4) == 0;
 }
 
+static uint32_t rd32be(const uint8_t *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* Checks the SIZ marker against geom before OpenJPEG sees the stream: a
+ * corrupt size would make opj_read_header allocate (and clear) tile
+ * structures for a gigapixel image, which takes seconds. */
+static ms_status check_siz(const uint8_t *d, size_t len, int jp2, const dcm_frame_geom *g) {
+    size_t pos = 0;
+    if (jp2) {
+        /* Walk the top-level boxes to the contiguous codestream box. */
+        for (;;) {
+            if (pos + 8 > len) return ms_errf(MS_EINVAL, "J2K: JP2 file without a codestream box");
+            uint64_t blen = rd32be(d + pos), hdr = 8;
+            if (blen == 1) {
+                if (pos + 16 > len) return ms_errf(MS_EINVAL, "J2K: JP2 box header truncated");
+                blen = ((uint64_t)rd32be(d + pos + 8) << 32) | rd32be(d + pos + 12);
+                hdr = 16;
+            } else if (blen == 0) {
+                blen = len - pos;
+            }
+            if (memcmp(d + pos + 4, "jp2c", 4) == 0) {
+                pos += hdr;
+                break;
+            }
+            if (blen < hdr || blen > len - pos)
+                return ms_errf(MS_EINVAL, "J2K: JP2 box length %llu runs past the data",
+                               (unsigned long long)blen);
+            pos += blen;
+        }
+    }
+    const uint8_t *p = d + pos;
+    if (len - pos < 4 + 38 || p[0] != 0xFF || p[1] != 0x4F || p[2] != 0xFF || p[3] != 0x51)
+        return ms_errf(MS_EINVAL, "J2K: codestream does not start with SOC+SIZ");
+    const uint32_t xs = rd32be(p + 8), ys = rd32be(p + 12), xo = rd32be(p + 16),
+                   yo = rd32be(p + 20), xt = rd32be(p + 24), yt = rd32be(p + 28),
+                   xto = rd32be(p + 32), yto = rd32be(p + 36);
+    const unsigned nc = ((unsigned)p[40] << 8) | p[41];
+    if (xs <= xo || ys <= yo || xs - xo != g->cols || ys - yo != g->rows)
+        return ms_errf(MS_EINVAL, "J2K: stream is %ux%u, header says %ux%u", xs - xo, ys - yo,
+                       g->cols, g->rows);
+    if (nc != g->samples)
+        return ms_errf(MS_EINVAL, "J2K: stream has %u components, header says %u samples", nc,
+                       g->samples);
+    if (xt == 0 || yt == 0 || xto > xo || yto > yo)
+        return ms_errf(MS_EINVAL, "J2K: bad tile grid in SIZ");
+    const uint64_t ntiles = (uint64_t)((xs - xto + (uint64_t)xt - 1) / xt) *
+                            ((ys - yto + (uint64_t)yt - 1) / yt);
+    if (ntiles > 65535)
+        return ms_errf(MS_EINVAL, "J2K: %llu tiles (at most 65535)", (unsigned long long)ntiles);
+    return MS_OK;
+}
+
 ms_status dcm__j2k_decode(const uint8_t *data, size_t len, const dcm_frame_geom *g, uint8_t *out,
                           size_t out_size, int *out_rgb_converted) {
     const unsigned width = dcm__sample_bytes(g);
@@ -87,6 +140,7 @@ ms_status dcm__j2k_decode(const uint8_t *data, size_t len, const dcm_frame_geom 
         return ms_errf(MS_EINVAL, "J2K: stream starts with %02X %02X %02X %02X, not SOC+SIZ "
                                   "(FF 4F FF 51) nor a JP2 box",
                        data[0], data[1], data[2], data[3]);
+    if ((st = check_siz(data, len, jp2, g)) != MS_OK) return st;
     codec = opj_create_decompress(jp2 ? OPJ_CODEC_JP2 : OPJ_CODEC_J2K);
     stream = opj_stream_create(OPJ_J2K_STREAM_CHUNK_SIZE, OPJ_TRUE);
     if (codec == NULL || stream == NULL) {

@@ -52,9 +52,8 @@ static void idct_block(const j12_state *s, const int32_t coef[64], uint16_t *dst
 
 static ms_status decode_scan(j12_state *s) {
     dcm__jpg *j = &s->j;
-    if (j->ss != 0 || j->se != 63 || j->ah != 0 || j->al != 0)
-        return ms_errf(MS_ENOTSUP, "JPEG: spectral selection / successive approximation scan "
-                                   "(progressive) is not supported");
+    /* Ss/Se/Ah/Al carry no meaning in sequential mode; like libjpeg, ignore
+     * them (pydicom's JPEG-lossy.dcm has Se = 0). */
     const int ns = j->ns;
     const dcm__huff *dc[DCM__JPG_MAX_COMP], *ac[DCM__JPG_MAX_COMP];
     const uint16_t *qt[DCM__JPG_MAX_COMP];

@@ -128,7 +128,7 @@ ms_status dcm__jpeg_lossless_decode(const uint8_t *data, size_t len, const dcm_f
                              j->width, j->height, j->ncomp, g->cols, g->rows, g->samples);
                 goto out;
             }
-            for (int i = 0; i < j->ncomp; i++) {
+            for (int i = 0; i < j->ncomp && j->ncomp > 1; i++) {
                 if (j->comp[i].h != 1 || j->comp[i].v != 1) {
                     st = ms_errf(MS_ENOTSUP, "JPEG lossless: subsampled component %d (%dx%d)",
                                  i, j->comp[i].h, j->comp[i].v);

@@ -75,6 +75,16 @@ int kn_attr_flist(const kn_node *n, const char *key, float *out, int max) {
     return (int)l->n_f;
 }
 
+int kn_attr_slist(const kn_node *n, const char *key, const char **out, size_t *lens, int max) {
+    const Tensorflow__AttrValue__ListValue *l = attr_list(n, key);
+    if (l == NULL) return -1;
+    for (size_t i = 0; i < l->n_s && (int)i < max; i++) {
+        out[i] = l->s[i].data ? (const char *)l->s[i].data : "";
+        lens[i] = l->s[i].len;
+    }
+    return (int)l->n_s;
+}
+
 int kn_attr_typelist(const kn_node *n, const char *key, rt_dtype *out, int max) {
     const Tensorflow__AttrValue__ListValue *l = attr_list(n, key);
     if (l == NULL) return -1;

@@ -132,8 +132,8 @@ static ms_status parse_header(const char *iname, const rt_slice *v, rt_bundle *b
     if (st == MS_OK && h->version) {
         for (size_t i = 0; i < h->version->n_bad_consumers; i++)
             if (h->version->bad_consumers[i] == BUNDLE_VERSION)
-                st = ms_errf(MS_ENOTSUP, "%s: bundle version %d is marked bad for this file",
-                             iname, BUNDLE_VERSION);
+                st = ms_errf(MS_ENOTSUP, "%s: bundle version %d is marked bad for this file", iname,
+                             BUNDLE_VERSION);
     }
     if (st == MS_OK) {
         b->num_shards = h->num_shards;
@@ -150,8 +150,7 @@ static ms_status parse_entry(const char *iname, const rt_slice *k, const rt_slic
     e->key = strndup((const char *)k->data, k->len);
     if (e->key == NULL)
         return ms_errf(MS_ENOMEM, "%s: out of memory", iname);
-    Tensorflow__BundleEntryProto *p =
-        tensorflow__bundle_entry_proto__unpack(NULL, v->len, v->data);
+    Tensorflow__BundleEntryProto *p = tensorflow__bundle_entry_proto__unpack(NULL, v->len, v->data);
     if (p == NULL)
         return ms_errf(MS_EDATALOSS, "%s: entry of '%s' does not parse", iname, e->key);
     ms_status st = MS_OK;
@@ -167,8 +166,8 @@ static ms_status parse_entry(const char *iname, const rt_slice *k, const rt_slic
         goto done;
     }
     if (p->shape && p->shape->n_dim > RT_MAX_RANK) {
-        st = ms_errf(MS_ENOTSUP, "%s: '%s' has rank %zu, above %d", iname, e->key,
-                     p->shape->n_dim, RT_MAX_RANK);
+        st = ms_errf(MS_ENOTSUP, "%s: '%s' has rank %zu, above %d", iname, e->key, p->shape->n_dim,
+                     RT_MAX_RANK);
         goto done;
     }
     if (p->shape) {
@@ -195,8 +194,8 @@ static ms_status parse_entry(const char *iname, const rt_slice *k, const rt_slic
     if (e->dtype == RT_DT_STRING || e->dtype == RT_DT_VARIANT || e->dtype == RT_DT_RESOURCE) {
         /* Variable-length encodings; at least one length byte per element. */
         if (e->dtype == RT_DT_STRING && (uint64_t)e->nelem > e->size)
-            st = ms_errf(MS_EDATALOSS, "%s: '%s' holds %lld strings in %llu bytes", iname,
-                         e->key, (long long)e->nelem, (unsigned long long)e->size);
+            st = ms_errf(MS_EDATALOSS, "%s: '%s' holds %lld strings in %llu bytes", iname, e->key,
+                         (long long)e->nelem, (unsigned long long)e->size);
         goto done;
     }
     size_t es = rt_dtype_size(e->dtype);
@@ -557,8 +556,7 @@ ms_status rt_bundle_writer_new(const char *prefix, rt_bundle_writer **out) {
     if (w == NULL)
         return ms_errf(MS_ENOMEM, "bundle writer: out of memory");
     w->prefix = strdup(prefix);
-    if (w->prefix == NULL ||
-        rt_bundle_data_path(prefix, 0, 1, path, sizeof(path) - 32) == NULL) {
+    if (w->prefix == NULL || rt_bundle_data_path(prefix, 0, 1, path, sizeof(path) - 32) == NULL) {
         free(w->prefix);
         free(w);
         return ms_errf(MS_EINVAL, "bundle writer: bad prefix");
@@ -570,8 +568,8 @@ ms_status rt_bundle_writer_new(const char *prefix, rt_bundle_writer **out) {
     }
     w->data = fopen(w->tmp_data, "wb");
     if (w->data == NULL) {
-        ms_status st = ms_errf(MS_EINVAL, "%s: cannot create: %s", base_name(path),
-                               strerror(errno));
+        ms_status st =
+            ms_errf(MS_EINVAL, "%s: cannot create: %s", base_name(path), strerror(errno));
         free(w->tmp_data);
         free(w->prefix);
         free(w);
@@ -668,8 +666,7 @@ ms_status rt_bundle_writer_add(rt_bundle_writer *w, const char *key, const rt_te
         bad |= put_data(w, t->data, rt_tensor_nbytes(t), &crc);
     }
     if (bad)
-        return ms_errf(MS_EINVAL, "%s: write failed: %s", base_name(w->tmp_data),
-                       strerror(errno));
+        return ms_errf(MS_EINVAL, "%s: write failed: %s", base_name(w->tmp_data), strerror(errno));
     e->size = w->size - e->offset;
     e->crc = crc;
     e->key = strdup(key);

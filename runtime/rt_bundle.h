@@ -42,7 +42,8 @@ ms_status rt_bundle_info(const rt_bundle *b, const char *key, rt_dtype *dtype, r
 /* Reads tensor `key` into a new tensor (caller unrefs). The entry crc32c is
  * verified (MS_EDATALOSS on mismatch); DT_STRING tensors are decoded and their
  * length checksum verified too. MS_ENOTFOUND for an unknown key, MS_ENOTSUP
- * for sliced (partitioned) entries and DT_VARIANT/DT_RESOURCE. */
+ * for sliced (partitioned) entries and DT_VARIANT/DT_RESOURCE. Several threads
+ * may read from one open bundle at once (positioned reads, no shared state). */
 ms_status rt_bundle_read(rt_bundle *b, const char *key, rt_tensor **out);
 
 /* The completeness check of the model manager: the index parses with all

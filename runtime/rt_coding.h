@@ -20,7 +20,8 @@ typedef struct rt_bytes {
     int failed; /* an allocation failed */
 } rt_bytes;
 
-#define RT_BYTES_INIT {NULL, 0, 0, 0}
+#define RT_BYTES_INIT                                                                              \
+    { NULL, 0, 0, 0 }
 
 /* Makes room for `extra` more bytes; returns 0 on success, -1 on OOM. */
 int rt_bytes_reserve(rt_bytes *b, size_t extra);

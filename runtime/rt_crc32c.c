@@ -22,10 +22,10 @@ static uint32_t crc_slice8(uint32_t c, const uint8_t *p, size_t n) {
         n--;
     }
     while (n >= 8) {
-        uint32_t lo = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                      (uint32_t)p[3] << 24;
-        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
-                      (uint32_t)p[7] << 24;
+        uint32_t lo =
+            (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        uint32_t hi =
+            (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
         lo ^= c;
         c = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^ crc_tab[5][(lo >> 16) & 0xff] ^
             crc_tab[4][lo >> 24] ^ crc_tab[3][hi & 0xff] ^ crc_tab[2][(hi >> 8) & 0xff] ^
@@ -42,7 +42,7 @@ static uint32_t crc_slice8(uint32_t c, const uint8_t *p, size_t n) {
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t c, const uint8_t *p,
-                                                             size_t n) {
+                                                            size_t n) {
     uint64_t c64;
     while (n > 0 && ((uintptr_t)p & 7) != 0) {
         c = _mm_crc32_u8(c, *p++);

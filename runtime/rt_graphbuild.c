@@ -22,6 +22,11 @@ typedef struct gb_chunk {
 
 #define GB_CHUNK (64 * 1024)
 
+typedef struct gb_counter {
+    char *base; /* malloc'ed; NULL = free slot */
+    int next;
+} gb_counter;
+
 typedef struct gb_var {
     const char *name; /* arena */
     rt_tensor *value; /* owned reference */
@@ -36,8 +41,10 @@ struct rt_gb {
     Tensorflow__GraphDef graph;
     Tensorflow__VersionDef versions;
     /* node-name hash set (open addressing over arena strings) */
-    const char **names;
+    Tensorflow__NodeDef **names; /* hash table by node name (malloc'ed) */
     size_t names_cap, names_n;
+    gb_counter *counters; /* rt_gb_unique_name: next suffix per base (malloc'ed) */
+    size_t counters_cap, counters_n;
     gb_var *vars;
     int nvars, vars_cap;
     int finished; /* saver added; no more variables */
@@ -165,28 +172,29 @@ static uint64_t name_hash(const char *s) {
     return h;
 }
 
-static int names_has(const rt_gb *g, const char *s) {
+/* The node named s, or NULL. */
+static Tensorflow__NodeDef *names_get(const rt_gb *g, const char *s) {
     if (g->names_cap == 0)
-        return 0;
+        return NULL;
     for (size_t i = name_hash(s) & (g->names_cap - 1);; i = (i + 1) & (g->names_cap - 1)) {
         if (g->names[i] == NULL)
-            return 0;
-        if (strcmp(g->names[i], s) == 0)
-            return 1;
+            return NULL;
+        if (strcmp(g->names[i]->name, s) == 0)
+            return g->names[i];
     }
 }
 
-static void names_put_raw(const char **tab, size_t cap, const char *s) {
-    size_t i = name_hash(s) & (cap - 1);
+static void names_put_raw(Tensorflow__NodeDef **tab, size_t cap, Tensorflow__NodeDef *n) {
+    size_t i = name_hash(n->name) & (cap - 1);
     while (tab[i] != NULL)
         i = (i + 1) & (cap - 1);
-    tab[i] = s;
+    tab[i] = n;
 }
 
-static int names_add(rt_gb *g, const char *s) {
+static int names_add(rt_gb *g, Tensorflow__NodeDef *n) {
     if ((g->names_n + 1) * 2 > g->names_cap) {
         size_t cap = g->names_cap ? g->names_cap * 2 : 64;
-        const char **tab = calloc(cap, sizeof(*tab));
+        Tensorflow__NodeDef **tab = calloc(cap, sizeof(*tab));
         if (tab == NULL)
             return -1;
         for (size_t i = 0; i < g->names_cap; i++)
@@ -196,7 +204,7 @@ static int names_add(rt_gb *g, const char *s) {
         g->names = tab;
         g->names_cap = cap;
     }
-    names_put_raw(g->names, g->names_cap, s);
+    names_put_raw(g->names, g->names_cap, n);
     g->names_n++;
     return 0;
 }
@@ -232,6 +240,9 @@ void rt_gb_free(rt_gb *g) {
         rt_tensor_unref(g->vars[i].value);
     free(g->vars);
     free(g->names);
+    for (size_t i = 0; i < g->counters_cap; i++)
+        free(g->counters[i].base);
+    free(g->counters);
     free(g);
 }
 
@@ -241,19 +252,59 @@ ms_status rt_gb_status(const rt_gb *g) {
     return MS_OK;
 }
 
+/* The suffix counter of base, created at 1; NULL on OOM. */
+static gb_counter *counter_get(rt_gb *g, const char *base) {
+    if ((g->counters_n + 1) * 2 > g->counters_cap) {
+        size_t cap = g->counters_cap ? g->counters_cap * 2 : 64;
+        gb_counter *tab = calloc(cap, sizeof(*tab));
+        if (tab == NULL)
+            return NULL;
+        for (size_t i = 0; i < g->counters_cap; i++) {
+            if (g->counters[i].base == NULL)
+                continue;
+            size_t k = name_hash(g->counters[i].base) & (cap - 1);
+            while (tab[k].base != NULL)
+                k = (k + 1) & (cap - 1);
+            tab[k] = g->counters[i];
+        }
+        free(g->counters);
+        g->counters = tab;
+        g->counters_cap = cap;
+    }
+    size_t k = name_hash(base) & (g->counters_cap - 1);
+    while (g->counters[k].base != NULL) {
+        if (strcmp(g->counters[k].base, base) == 0)
+            return &g->counters[k];
+        k = (k + 1) & (g->counters_cap - 1);
+    }
+    g->counters[k].base = strdup(base);
+    if (g->counters[k].base == NULL)
+        return NULL;
+    g->counters[k].next = 1;
+    g->counters_n++;
+    return &g->counters[k];
+}
+
 const char *rt_gb_unique_name(rt_gb *g, const char *base) {
     if (g->err != MS_OK)
         return NULL;
-    if (!names_has(g, base))
+    if (names_get(g, base) == NULL)
         return rt_gb_strdup(g, base);
+    gb_counter *c = counter_get(g, base);
+    if (c == NULL) {
+        gb_oom(g);
+        return NULL;
+    }
     char buf[512];
-    for (int i = 1;; i++) {
-        if (snprintf(buf, sizeof(buf), "%s_%d", base, i) >= (int)sizeof(buf)) {
+    for (;; c->next++) {
+        if (snprintf(buf, sizeof(buf), "%s_%d", base, c->next) >= (int)sizeof(buf)) {
             rt_gb_fail(g, MS_EINVAL, "graph builder: node name too long: %.64s...", base);
             return NULL;
         }
-        if (!names_has(g, buf))
+        if (names_get(g, buf) == NULL) {
+            c->next++;
             return rt_gb_strdup(g, buf);
+        }
     }
 }
 
@@ -271,7 +322,7 @@ Tensorflow__NodeDef *rt_gb_node(rt_gb *g, const char *op, const char *name) {
         rt_gb_fail(g, MS_EINVAL, "graph builder: bad node name '%s'", nm);
         return NULL;
     }
-    if (names_has(g, nm)) {
+    if (names_get(g, nm) != NULL) {
         rt_gb_fail(g, MS_EINVAL, "graph builder: duplicate node name '%s'", nm);
         return NULL;
     }
@@ -283,7 +334,7 @@ Tensorflow__NodeDef *rt_gb_node(rt_gb *g, const char *op, const char *name) {
     n->op = rt_gb_strdup(g, op);
     if (n->op == NULL || gb_push_ptr(g, &g->graph.node, &g->graph.n_node, n) != 0)
         return NULL;
-    if (names_add(g, nm) != 0) {
+    if (names_add(g, n) != 0) {
         gb_oom(g);
         return NULL;
     }
@@ -291,12 +342,7 @@ Tensorflow__NodeDef *rt_gb_node(rt_gb *g, const char *op, const char *name) {
 }
 
 Tensorflow__NodeDef *rt_gb_find(const rt_gb *g, const char *name) {
-    if (!names_has(g, name))
-        return NULL;
-    for (size_t i = g->graph.n_node; i-- > 0;)
-        if (strcmp(g->graph.node[i]->name, name) == 0)
-            return g->graph.node[i];
-    return NULL;
+    return names_get(g, name);
 }
 
 void rt_gb_input(rt_gb *g, Tensorflow__NodeDef *n, const char *input) {
@@ -368,8 +414,7 @@ Tensorflow__AttrValue *rt_gb_attr(rt_gb *g, Tensorflow__NodeDef *n, const char *
         return NULL;
     _Static_assert(sizeof(Tensorflow__NodeDef__AttrEntry) == sizeof(gb_attr_entry),
                    "attr entry layout");
-    return attr_in_map(g, &n->attr, &n->n_attr, &tensorflow__node_def__attr_entry__descriptor,
-                       key);
+    return attr_in_map(g, &n->attr, &n->n_attr, &tensorflow__node_def__attr_entry__descriptor, key);
 }
 
 Tensorflow__AttrValue *rt_gb_func_attr(rt_gb *g, Tensorflow__NameAttrList *f, const char *key) {
@@ -377,8 +422,8 @@ Tensorflow__AttrValue *rt_gb_func_attr(rt_gb *g, Tensorflow__NameAttrList *f, co
         return NULL;
     _Static_assert(sizeof(Tensorflow__NameAttrList__AttrEntry) == sizeof(gb_attr_entry),
                    "attr entry layout");
-    return attr_in_map(g, &f->attr, &f->n_attr,
-                       &tensorflow__name_attr_list__attr_entry__descriptor, key);
+    return attr_in_map(g, &f->attr, &f->n_attr, &tensorflow__name_attr_list__attr_entry__descriptor,
+                       key);
 }
 
 void rt_gb_attr_i(rt_gb *g, Tensorflow__NodeDef *n, const char *key, int64_t v) {
@@ -479,8 +524,8 @@ void rt_gb_attr_typelist(rt_gb *g, Tensorflow__NodeDef *n, const char *key, cons
     l->n_type = count;
 }
 
-void rt_gb_attr_strlist(rt_gb *g, Tensorflow__NodeDef *n, const char *key,
-                        const char *const *v, size_t count) {
+void rt_gb_attr_strlist(rt_gb *g, Tensorflow__NodeDef *n, const char *key, const char *const *v,
+                        size_t count) {
     Tensorflow__AttrValue__ListValue *l = attr_list(g, n, key);
     if (l == NULL)
         return;
@@ -494,8 +539,8 @@ void rt_gb_attr_strlist(rt_gb *g, Tensorflow__NodeDef *n, const char *key,
     l->n_s = count;
 }
 
-void rt_gb_attr_shapelist(rt_gb *g, Tensorflow__NodeDef *n, const char *key,
-                          const rt_shape *v, size_t count) {
+void rt_gb_attr_shapelist(rt_gb *g, Tensorflow__NodeDef *n, const char *key, const rt_shape *v,
+                          size_t count) {
     Tensorflow__AttrValue__ListValue *l = attr_list(g, n, key);
     if (l == NULL)
         return;
@@ -605,6 +650,10 @@ Tensorflow__NodeDef *rt_gb_placeholder(rt_gb *g, const char *name, rt_dtype dt,
 }
 
 Tensorflow__NodeDef *rt_gb_const(rt_gb *g, const char *name, const rt_tensor *value) {
+    if (value == NULL) {
+        rt_gb_fail(g, MS_EINVAL, "graph builder: Const '%s' without a value", name ? name : "");
+        return NULL;
+    }
     Tensorflow__NodeDef *n = rt_gb_node(g, "Const", name);
     if (n == NULL)
         return NULL;
@@ -642,13 +691,14 @@ Tensorflow__NodeDef *rt_gb_variable(rt_gb *g, const char *name, const rt_tensor 
     if (g->err != MS_OK)
         return NULL;
     if (g->finished) {
-        rt_gb_fail(g, MS_EINVAL, "graph builder: variable '%s' added after the meta graph was "
-                   "completed", name);
+        rt_gb_fail(g, MS_EINVAL,
+                   "graph builder: variable '%s' added after the meta graph was "
+                   "completed",
+                   name);
         return NULL;
     }
     if (value == NULL || (value->dtype != RT_DT_STRING && !rt_dtype_is_pod(value->dtype))) {
-        rt_gb_fail(g, MS_ENOTSUP, "graph builder: variable '%s' needs a POD or string value",
-                   name);
+        rt_gb_fail(g, MS_ENOTSUP, "graph builder: variable '%s' needs a POD or string value", name);
         return NULL;
     }
     Tensorflow__NodeDef *v = rt_gb_node(g, "VariableV2", name);
@@ -751,8 +801,8 @@ static void sig_add(rt_gb *g, void *mapp, size_t *n, const ProtobufCMessageDescr
         gb_push_ptr(g, map, n, e);
 }
 
-void rt_gb_sig_input(rt_gb *g, Tensorflow__SignatureDef *sig, const char *alias,
-                     const char *tensor, rt_dtype dt, const rt_shape *shape) {
+void rt_gb_sig_input(rt_gb *g, Tensorflow__SignatureDef *sig, const char *alias, const char *tensor,
+                     rt_dtype dt, const rt_shape *shape) {
     if (sig == NULL)
         return;
     _Static_assert(sizeof(Tensorflow__SignatureDef__InputsEntry) == sizeof(gb_ti_entry),

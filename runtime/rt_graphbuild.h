@@ -101,10 +101,10 @@ void rt_gb_attr_flist(rt_gb *g, Tensorflow__NodeDef *n, const char *key, const f
                       size_t count);
 void rt_gb_attr_typelist(rt_gb *g, Tensorflow__NodeDef *n, const char *key, const rt_dtype *v,
                          size_t count);
-void rt_gb_attr_strlist(rt_gb *g, Tensorflow__NodeDef *n, const char *key,
-                        const char *const *v, size_t count);
-void rt_gb_attr_shapelist(rt_gb *g, Tensorflow__NodeDef *n, const char *key,
-                          const rt_shape *v, size_t count);
+void rt_gb_attr_strlist(rt_gb *g, Tensorflow__NodeDef *n, const char *key, const char *const *v,
+                        size_t count);
+void rt_gb_attr_shapelist(rt_gb *g, Tensorflow__NodeDef *n, const char *key, const rt_shape *v,
+                          size_t count);
 /* A TensorProto copy of t (POD dtypes and DT_STRING). */
 void rt_gb_attr_tensor(rt_gb *g, Tensorflow__NodeDef *n, const char *key, const rt_tensor *t);
 /* AttrValue.func naming function `fname`; returns the NameAttrList so its own
@@ -149,8 +149,8 @@ int rt_gb_num_variables(const rt_gb *g);
 Tensorflow__SignatureDef *rt_gb_signature(rt_gb *g, const char *key, const char *method_name);
 /* Adds input/output alias -> tensor ("node:0") with dtype and shape (NULL =
  * no shape info; rank -1 = unknown rank). */
-void rt_gb_sig_input(rt_gb *g, Tensorflow__SignatureDef *sig, const char *alias,
-                     const char *tensor, rt_dtype dt, const rt_shape *shape);
+void rt_gb_sig_input(rt_gb *g, Tensorflow__SignatureDef *sig, const char *alias, const char *tensor,
+                     rt_dtype dt, const rt_shape *shape);
 void rt_gb_sig_output(rt_gb *g, Tensorflow__SignatureDef *sig, const char *alias,
                       const char *tensor, rt_dtype dt, const rt_shape *shape);
 /* Appends node_name to the node_list collection `key` (e.g. the TF1 init op

@@ -37,8 +37,8 @@ ms_status rt_snappy_decompress(const uint8_t *src, size_t n, uint8_t *dst, size_
     if (snappy_varint32(src, n, &want, &used) != 0)
         return ms_errf(MS_EDATALOSS, "snappy: bad length preamble");
     if (want > dst_cap)
-        return ms_errf(MS_EDATALOSS, "snappy: declared length %u exceeds the %zu expected",
-                       want, dst_cap);
+        return ms_errf(MS_EDATALOSS, "snappy: declared length %u exceeds the %zu expected", want,
+                       dst_cap);
     size_t ip = used, op = 0;
     while (ip < n) {
         uint8_t tag = src[ip++];

@@ -87,8 +87,8 @@ typedef ms_status (*entry_fn)(void *ctx, const uint8_t *key, size_t klen, const 
                               size_t vlen);
 
 /* Walks the entries of one block's contents, calling fn for each. */
-static ms_status parse_block(const uint8_t *b, size_t n, const char *name, uint64_t at,
-                             entry_fn fn, void *ctx) {
+static ms_status parse_block(const uint8_t *b, size_t n, const char *name, uint64_t at, entry_fn fn,
+                             void *ctx) {
     ms_status st = MS_OK;
     rt_bytes key = RT_BYTES_INIT;
     if (n < 4)
@@ -106,8 +106,10 @@ static ms_status parse_block(const uint8_t *b, size_t n, const char *name, uint6
                            name, (unsigned long long)at, r);
     }
     if (nrestarts == 0 && limit > 0)
-        return ms_errf(MS_EDATALOSS, "%s: block at offset %llu has entries but no restarts",
-                       name, (unsigned long long)at);
+        return ms_errf(MS_EDATALOSS, "%s: block at offset %llu has entries but no restarts", name,
+                       (unsigned long long)at);
+    if (rt_bytes_reserve(&key, 64) != 0)
+        return ms_errf(MS_ENOMEM, "%s: out of memory", name);
     size_t pos = 0;
     while (pos < limit) {
         uint32_t shared, nonshared, vlen;
@@ -115,8 +117,8 @@ static ms_status parse_block(const uint8_t *b, size_t n, const char *name, uint6
         size_t k2 = k1 ? rt_varint32_decode(b + pos + k1, limit - pos - k1, &nonshared) : 0;
         size_t k3 = k2 ? rt_varint32_decode(b + pos + k1 + k2, limit - pos - k1 - k2, &vlen) : 0;
         if (k3 == 0) {
-            st = ms_errf(MS_EDATALOSS, "%s: bad entry header in block at offset %llu (+%zu)",
-                         name, (unsigned long long)at, pos);
+            st = ms_errf(MS_EDATALOSS, "%s: bad entry header in block at offset %llu (+%zu)", name,
+                         (unsigned long long)at, pos);
             goto out;
         }
         pos += k1 + k2 + k3;
@@ -193,8 +195,8 @@ static ms_status on_data_entry(void *vctx, const uint8_t *key, size_t klen, cons
     if (t->n > 0) {
         const sst_entry *prev = &t->ents[t->n - 1];
         if (slice_cmp(t->store.data + prev->koff, prev->klen, key, klen) >= 0)
-            return ms_errf(MS_EDATALOSS, "%s: keys out of order in block at offset %llu",
-                           c->name, (unsigned long long)c->at);
+            return ms_errf(MS_EDATALOSS, "%s: keys out of order in block at offset %llu", c->name,
+                           (unsigned long long)c->at);
     }
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 16;
@@ -233,8 +235,7 @@ ms_status rt_sst_open(const uint8_t *data, size_t n, const char *name, rt_sst **
     rt_sst *t;
 
     if (n < RT_SST_FOOTER_LEN)
-        return ms_errf(MS_EDATALOSS, "%s: truncated: %zu bytes, shorter than the footer", name,
-                       n);
+        return ms_errf(MS_EDATALOSS, "%s: truncated: %zu bytes, shorter than the footer", name, n);
     const uint8_t *foot = data + n - RT_SST_FOOTER_LEN;
     uint64_t magic = rt_load_le64(foot + 40);
     if (magic != RT_SST_MAGIC)
@@ -248,8 +249,13 @@ ms_status rt_sst_open(const uint8_t *data, size_t n, const char *name, rt_sst **
     size_t body = n - RT_SST_FOOTER_LEN;
 
     t = calloc(1, sizeof(*t));
-    if (t == NULL)
+    /* Buffers start non-empty so that slices of empty keys never point at
+     * NULL (pointer arithmetic on NULL is undefined). */
+    if (t == NULL || rt_bytes_reserve(&t->store, 256) != 0 || rt_bytes_reserve(&ic.seps, 64) != 0) {
+        rt_bytes_free(&ic.seps);
+        rt_sst_free(t);
         return ms_errf(MS_ENOMEM, "%s: out of memory", name);
+    }
 
     /* The metaindex block is empty in bundles, but verify it like the rest. */
     if ((st = read_block(data, body, name, &meta_h, "metaindex", &contents, &clen, &owned)) !=
@@ -286,8 +292,10 @@ ms_status rt_sst_open(const uint8_t *data, size_t n, const char *name, rt_sst **
             const sst_entry *last = &t->ents[t->n - 1];
             if (slice_cmp(ic.seps.data + ic.sep_off[i], ic.sep_len[i], t->store.data + last->koff,
                           last->klen) < 0) {
-                st = ms_errf(MS_EDATALOSS, "%s: index key below the last key of block at offset "
-                             "%llu", name, (unsigned long long)ic.h[i].offset);
+                st = ms_errf(MS_EDATALOSS,
+                             "%s: index key below the last key of block at offset "
+                             "%llu",
+                             name, (unsigned long long)ic.h[i].offset);
                 goto fail;
             }
         }

@@ -1,10 +1,126 @@
-/* cli_import_onnx.c - placeholder until the subcommand lands. */
+/* cli_import_onnx.c - `dcmserve import-onnx MODEL.onnx --output_dir BASE/VERSION`:
+ * converts an ONNX model into a SavedModel directory (runtime/rt_onnx.h). */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "ms_log.h"
+#include "rt_onnx.h"
 #include "srv_cli.h"
 
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: dcmserve import-onnx MODEL.onnx --output_dir BASE/VERSION [--tf_layout NHWC]\n"
+            "           [--dicom_input NAME --window L,W [--layout NCHW] [--size HxW]]\n"
+            "\n"
+            "Converts an ONNX model (opsets 11-17) into a SavedModel directory that\n"
+            "dcmserve serves: saved_model.pb with a serving_default signature whose\n"
+            "keys are the ONNX graph input/output names (dynamic batch = -1).\n"
+            "External weight files are read from the model's folder.\n"
+            "\n"
+            "  --output_dir DIR     where to write (created; usually BASE/1)\n"
+            "  --dicom_input NAME   the signature input NAME takes DICOM files (DT_STRING,\n"
+            "                       one per batch element): decoded to HU, windowed to\n"
+            "                       [0, 1] and fed to graph input NAME\n"
+            "  --window L,W         window level and width for --dicom_input\n"
+            "  --layout NCHW|NHWC   layout of graph input NAME (default NCHW, as ONNX)\n"
+            "  --size HxW           resize the windowed image to H x W (bilinear)\n"
+            "  --tf_layout L        NHWC (default: activations channels-last inside the\n"
+            "                       graph, the CPU kernels' native layout) or NCHW\n"
+            "  --log_level LEVEL    debug, info, warn, error\n");
+}
+
 int srv_cli_import_onnx(int argc, char **argv) {
-    (void)argc;
-    fprintf(stderr, "dcmserve %s: not implemented yet\n", argv[0]);
-    return 2;
+    static const struct option longopts[] = {
+        {"output_dir", required_argument, NULL, 'o'},
+        {"dicom_input", required_argument, NULL, 'd'},
+        {"window", required_argument, NULL, 'w'},
+        {"layout", required_argument, NULL, 'l'},
+        {"size", required_argument, NULL, 's'},
+        {"tf_layout", required_argument, NULL, 'T'},
+        {"log_level", required_argument, NULL, 'L'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *out_dir = NULL;
+    rt_onnx_opts opts = {0};
+    int have_window = 0;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out_dir = optarg; break;
+        case 'd': opts.dicom_input = optarg; break;
+        case 'w':
+            if (sscanf(optarg, "%f,%f", &opts.window_center, &opts.window_width) != 2 ||
+                !(opts.window_width > 0)) {
+                fprintf(stderr, "import-onnx: --window wants L,W with W > 0, got \"%s\"\n", optarg);
+                return 2;
+            }
+            have_window = 1;
+            break;
+        case 'l':
+            if (strcmp(optarg, "NCHW") == 0) opts.dicom_nhwc = 0;
+            else if (strcmp(optarg, "NHWC") == 0) opts.dicom_nhwc = 1;
+            else {
+                fprintf(stderr, "import-onnx: --layout wants NCHW or NHWC, got \"%s\"\n", optarg);
+                return 2;
+            }
+            break;
+        case 's': {
+            long long h, w;
+            char extra;
+            if (sscanf(optarg, "%lldx%lld%c", &h, &w, &extra) != 2 || h <= 0 || w <= 0) {
+                fprintf(stderr, "import-onnx: --size wants HxW (e.g. 512x512), got \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            opts.size_h = h;
+            opts.size_w = w;
+            break;
+        }
+        case 'T':
+            if (strcmp(optarg, "NCHW") == 0) opts.tf_nchw = 1;
+            else if (strcmp(optarg, "NHWC") == 0) opts.tf_nchw = 0;
+            else {
+                fprintf(stderr, "import-onnx: --tf_layout wants NHWC or NCHW, got \"%s\"\n", optarg);
+                return 2;
+            }
+            break;
+        case 'L': {
+            ms_log_level lvl;
+            if (ms_log_parse_level(optarg, &lvl) != 0) {
+                fprintf(stderr, "import-onnx: unknown --log_level \"%s\"\n", optarg);
+                return 2;
+            }
+            ms_log_set_level(lvl);
+            break;
+        }
+        case 'h': usage(stdout); return 0;
+        default:
+            fprintf(stderr, "import-onnx: unknown or incomplete option \"%s\"\n",
+                    argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind + 1 != argc || out_dir == NULL) {
+        fprintf(stderr, "import-onnx: need exactly one MODEL.onnx and --output_dir\n");
+        usage(stderr);
+        return 2;
+    }
+    if (opts.dicom_input && !have_window) {
+        fprintf(stderr, "import-onnx: --dicom_input needs --window L,W\n");
+        return 2;
+    }
+    const char *model = argv[optind];
+    ms_status st = rt_onnx_import(model, out_dir, &opts);
+    if (st != MS_OK) {
+        fprintf(stderr, "import-onnx: %s\n", ms_errmsg());
+        return 1;
+    }
+    printf("wrote %s/saved_model.pb\n", out_dir);
+    return 0;
 }

@@ -33,8 +33,11 @@ typedef struct daemon {
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t cfg_timer;
     uv_async_t stop_async;
-    pthread_t shutdown_tid;
-    int shutting_down;
+    pthread_t shutdown_tid, loop_tid;
+    pthread_mutex_t mu;       /* guards server and pending_signal across threads */
+    srv_server *server_ready; /* set once the gRPC server runs */
+    int pending_signal;       /* SIGTERM/SIGINT seen before the server ran */
+    int shutdown_started;
     int serving_logged;
     uint64_t cfg_hash;
     struct timespec t0;
@@ -104,6 +107,18 @@ static void *shutdown_main(void *arg) {
     return NULL;
 }
 
+/* Begins the drain; any thread, once the server runs. */
+static void begin_shutdown(daemon_t *d, int signum) {
+    if (d->shutdown_started) return;
+    d->shutdown_started = 1;
+    MS_INFO("%s: draining (%d call(s) in flight), health NOT_SERVING",
+            signum == SIGTERM ? "SIGTERM" : "SIGINT", srv_server_inflight(d->server));
+    atomic_store(&d->app.draining, 1);
+    srv_server_drain_begin(d->server);
+    srv_health_update(d->app.health);
+    pthread_create(&d->shutdown_tid, NULL, shutdown_main, d);
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
     daemon_t *d = h->data;
     if (signum == SIGHUP) {
@@ -111,14 +126,18 @@ static void on_signal(uv_signal_t *h, int signum) {
         reload_config_file(d, 0);
         return;
     }
-    if (d->shutting_down) return;
-    d->shutting_down = 1;
-    MS_INFO("%s: draining (%d call(s) in flight), health NOT_SERVING",
-            signum == SIGTERM ? "SIGTERM" : "SIGINT", srv_server_inflight(d->server));
-    atomic_store(&d->app.draining, 1);
-    srv_server_drain_begin(d->server);
-    srv_health_update(d->app.health);
-    pthread_create(&d->shutdown_tid, NULL, shutdown_main, d);
+    pthread_mutex_lock(&d->mu);
+    if (d->server_ready == NULL)
+        d->pending_signal = signum; /* acted on as soon as the server runs */
+    else
+        begin_shutdown(d, signum);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void *loop_main(void *arg) {
+    daemon_t *d = arg;
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    return NULL;
 }
 
 static void on_stop(uv_async_t *a) {
@@ -189,37 +208,14 @@ int srv_cli_serve(int argc, char **argv) {
     d.app.health = srv_health_new(&d.app);
     srv_manager_set_listener(d.app.mgr, on_models_changed, &d);
 
+    /* The libuv loop (signals, polling, loads) runs on its own thread from
+     * here on, so that models load while gRPC starts up. Every handle is set
+     * up before that thread starts: libuv handles are not thread-safe. */
+    pthread_mutex_init(&d.mu, NULL);
     uv_loop_init(&d.loop);
     srv_manager_start(d.app.mgr, &d.loop);
     srv_manager_apply(d.app.mgr, cfg, 0); /* applied once the loop runs */
     cfg = NULL;
-
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int nmeth;
-    const srv_method *meth = srv_app_methods(&nmeth);
-    srv_server_opts so = {
-        .bind_address = d.flags.bind_address,
-        .port = d.flags.port,
-        .cq_threads = d.flags.grpc_cq_threads,
-        .workers = d.flags.grpc_max_threads > 0 ? d.flags.grpc_max_threads
-                                                : 4 * (int)(ncpu > 0 ? ncpu : 1),
-        .max_message_bytes = d.flags.max_message_bytes,
-    };
-    if (srv_server_start(&so, meth, nmeth, &d.app, &d.server) != MS_OK) {
-        MS_ERROR("%s", ms_errmsg());
-        fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
-        srv_manager_stop(d.app.mgr);
-        uv_run(&d.loop, UV_RUN_DEFAULT);
-        goto out_mgr;
-    }
-    MS_INFO("gRPC listening on %s:%d (TF Serving, KServe v2, grpc.health.v1; %d CQ threads, %d "
-            "workers, max message %lld bytes)",
-            d.flags.bind_address, srv_server_port(d.server), so.cq_threads, so.workers,
-            (long long)so.max_message_bytes);
-    /* One machine-readable line on stdout for scripts (the port when --port=0). */
-    printf("dcmserve: listening on %s:%d\n", d.flags.bind_address, srv_server_port(d.server));
-    fflush(stdout);
-
     uv_signal_init(&d.loop, &d.sigterm);
     uv_signal_init(&d.loop, &d.sigint);
     uv_signal_init(&d.loop, &d.sighup);
@@ -235,10 +231,43 @@ int srv_cli_serve(int argc, char **argv) {
     }
     uv_async_init(&d.loop, &d.stop_async, on_stop);
     d.stop_async.data = &d;
+    pthread_create(&d.loop_tid, NULL, loop_main, &d);
 
-    uv_run(&d.loop, UV_RUN_DEFAULT);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nmeth;
+    const srv_method *meth = srv_app_methods(&nmeth);
+    srv_server_opts so = {
+        .bind_address = d.flags.bind_address,
+        .port = d.flags.port,
+        .cq_threads = d.flags.grpc_cq_threads,
+        .workers = d.flags.grpc_max_threads > 0 ? d.flags.grpc_max_threads
+                                                : 4 * (int)(ncpu > 0 ? ncpu : 1),
+        .max_message_bytes = d.flags.max_message_bytes,
+    };
+    if (srv_server_start(&so, meth, nmeth, &d.app, &d.server) != MS_OK) {
+        MS_ERROR("%s", ms_errmsg());
+        fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
+        uv_async_send(&d.stop_async);
+        pthread_join(d.loop_tid, NULL);
+        pthread_mutex_destroy(&d.mu);
+        rc = 2;
+        goto out_mgr;
+    }
+    MS_INFO("gRPC listening on %s:%d (TF Serving, KServe v2, grpc.health.v1; %d CQ threads, %d "
+            "workers, max message %lld bytes)",
+            d.flags.bind_address, srv_server_port(d.server), so.cq_threads, so.workers,
+            (long long)so.max_message_bytes);
+    /* One machine-readable line on stdout for scripts (the port when --port=0). */
+    printf("dcmserve: listening on %s:%d\n", d.flags.bind_address, srv_server_port(d.server));
+    fflush(stdout);
+    pthread_mutex_lock(&d.mu);
+    d.server_ready = d.server;
+    if (d.pending_signal) begin_shutdown(&d, d.pending_signal);
+    pthread_mutex_unlock(&d.mu);
 
+    pthread_join(d.loop_tid, NULL);
     pthread_join(d.shutdown_tid, NULL);
+    pthread_mutex_destroy(&d.mu);
     srv_server_free(d.server);
     MS_INFO("shutdown complete");
     rc = 0;

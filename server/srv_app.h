@@ -12,9 +12,9 @@
 typedef struct srv_health srv_health;
 
 typedef struct srv_app {
-    srv_manager *mgr;     /* borrowed */
-    srv_health *health;   /* owned by the creator (srv_health_new/free) */
-    atomic_int draining;  /* SIGTERM seen: health NOT_SERVING */
+    srv_manager *mgr;    /* borrowed */
+    srv_health *health;  /* owned by the creator (srv_health_new/free) */
+    atomic_int draining; /* SIGTERM seen: health NOT_SERVING */
     int64_t max_message_bytes;
     double reload_wait_s; /* how long HandleReloadConfigRequest waits for loads */
 } srv_app;

@@ -46,7 +46,8 @@ ms_status srv_model_config_copy(const srv_model_config *src, srv_model_config *d
     dst->num_versions = src->num_versions;
     if (src->nversions > 0) {
         dst->versions = malloc(sizeof(int64_t) * (size_t)src->nversions);
-        if (dst->versions) memcpy(dst->versions, src->versions, sizeof(int64_t) * (size_t)src->nversions);
+        if (dst->versions)
+            memcpy(dst->versions, src->versions, sizeof(int64_t) * (size_t)src->nversions);
         dst->nversions = src->nversions;
     }
     if (src->nlabels > 0) {
@@ -285,8 +286,8 @@ static ms_status parse_model(const cJSON *obj, srv_model_config *m, int idx) {
         } else if (key_is(c->string, "base_path")) {
             st = get_string(c, "config.base_path", &m->base_path);
         } else if (key_is(c->string, "model_platform")) {
-            if (!cJSON_IsString(c) || (strcmp(c->valuestring, "tensorflow") != 0 &&
-                                       c->valuestring[0] != '\0'))
+            if (!cJSON_IsString(c) ||
+                (strcmp(c->valuestring, "tensorflow") != 0 && c->valuestring[0] != '\0'))
                 return ms_errf(MS_EINVAL,
                                "model \"%s\": model_platform must be \"tensorflow\", got \"%s\"",
                                mname, cJSON_IsString(c) ? c->valuestring : "(not a string)");
@@ -432,10 +433,18 @@ static ms_status pb_string(pbtxt *t, cJSON **out) {
             if (ch == '\\' && *t->p) {
                 char e = *t->p++;
                 switch (e) {
-                case 'n': ch = '\n'; break;
-                case 't': ch = '\t'; break;
-                case 'r': ch = '\r'; break;
-                default: ch = e; break;
+                case 'n':
+                    ch = '\n';
+                    break;
+                case 't':
+                    ch = '\t';
+                    break;
+                case 'r':
+                    ch = '\r';
+                    break;
+                default:
+                    ch = e;
+                    break;
                 }
             }
             if (len + 2 > cap) {
@@ -532,8 +541,9 @@ static ms_status pb_field(pbtxt *t, cJSON *obj, int depth) {
             return MS_OK;
         }
     } else if (!colon) {
-        return ms_errf(MS_EINVAL, "model config (text format) line %d: expected ':' or '{' after %s",
-                       t->line, name);
+        return ms_errf(MS_EINVAL,
+                       "model config (text format) line %d: expected ':' or '{' after %s", t->line,
+                       name);
     } else if (*t->p == '"' || *t->p == '\'') {
         if ((st = pb_string(t, &val)) != MS_OK) return st;
     } else if (*t->p == '-' || isdigit((unsigned char)*t->p)) {
@@ -620,8 +630,7 @@ ms_status srv_config_read_file(const char *path, srv_config **out) {
 /* Proto and single-model forms                                              */
 /* ------------------------------------------------------------------------ */
 
-ms_status srv_config_from_proto(const Tensorflow__Serving__ModelServerConfig *p,
-                                srv_config **out) {
+ms_status srv_config_from_proto(const Tensorflow__Serving__ModelServerConfig *p, srv_config **out) {
     ms_status st = MS_OK;
     srv_config *c = calloc(1, sizeof(*c));
     if (c == NULL) return ms_errf(MS_ENOMEM, "out of memory");
@@ -650,8 +659,9 @@ ms_status srv_config_from_proto(const Tensorflow__Serving__ModelServerConfig *p,
         }
         if (mc->model_platform && mc->model_platform[0] &&
             strcmp(mc->model_platform, "tensorflow") != 0) {
-            st = ms_errf(MS_EINVAL, "model \"%s\": model_platform must be \"tensorflow\", got \"%s\"",
-                         m->name, mc->model_platform);
+            st = ms_errf(MS_EINVAL,
+                         "model \"%s\": model_platform must be \"tensorflow\", got \"%s\"", m->name,
+                         mc->model_platform);
             goto fail;
         }
         const Tensorflow__Serving__FileSystemStoragePathSourceConfig__ServableVersionPolicy *pol =
@@ -669,8 +679,9 @@ ms_status srv_config_from_proto(const Tensorflow__Serving__ModelServerConfig *p,
                     st = ms_errf(MS_ENOMEM, "out of memory");
                     goto fail;
                 }
-                memcpy(m->versions, pol->specific->versions,
-                       sizeof(int64_t) * pol->specific->n_versions);
+                if (pol->specific->n_versions > 0)
+                    memcpy(m->versions, pol->specific->versions,
+                           sizeof(int64_t) * pol->specific->n_versions);
                 break;
             case TENSORFLOW__SERVING__FILE_SYSTEM_STORAGE_PATH_SOURCE_CONFIG__SERVABLE_VERSION_POLICY__POLICY_CHOICE_LATEST:
                 m->num_versions = pol->latest->num_versions;

@@ -57,8 +57,7 @@ ms_status srv_config_read_file(const char *path, srv_config **out);
 
 /* Converts the proto form (ReloadConfigRequest.config). MS_EINVAL for
  * custom_model_config or invalid entries. */
-ms_status srv_config_from_proto(const Tensorflow__Serving__ModelServerConfig *p,
-                                srv_config **out);
+ms_status srv_config_from_proto(const Tensorflow__Serving__ModelServerConfig *p, srv_config **out);
 
 /* One model, latest policy with one version. */
 ms_status srv_config_single(const char *name, const char *base_path, srv_config **out);

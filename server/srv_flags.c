@@ -116,9 +116,8 @@ static ms_status set_value(const flag_def *d, const char *val, srv_flags *f) {
         return MS_OK;
     case F_LOG:
         if (ms_log_parse_level(val, (ms_log_level *)p) != 0)
-            return ms_errf(MS_EINVAL,
-                           "flag --%s: expected debug, info, warn or error, got \"%s\"", d->name,
-                           val);
+            return ms_errf(MS_EINVAL, "flag --%s: expected debug, info, warn or error, got \"%s\"",
+                           d->name, val);
         return MS_OK;
     }
     return ms_errf(MS_EINTERNAL, "flag --%s: bad definition", d->name);
@@ -128,7 +127,8 @@ ms_status srv_flags_parse(int argc, char **argv, int first, srv_flags *f) {
     srv_flags_defaults(f);
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
-        if (a[0] != '-') return ms_errf(MS_EINVAL, "unexpected argument \"%s\" (flags start with --)", a);
+        if (a[0] != '-')
+            return ms_errf(MS_EINVAL, "unexpected argument \"%s\" (flags start with --)", a);
         const char *name = a + (a[1] == '-' ? 2 : 1);
         const char *eq = strchr(name, '=');
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
@@ -167,5 +167,6 @@ void srv_flags_usage(FILE *out) {
                  "Serves SavedModels over TF Serving gRPC, KServe v2 gRPC and grpc.health.v1.\n\n");
     for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
         fprintf(out, "  --%s\n      %s\n", defs[i].name, defs[i].help);
-    fprintf(out, "\nSignals: SIGTERM/SIGINT drain and exit 0; SIGHUP re-reads --model_config_file.\n");
+    fprintf(out,
+            "\nSignals: SIGTERM/SIGINT drain and exit 0; SIGHUP re-reads --model_config_file.\n");
 }

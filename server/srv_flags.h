@@ -14,22 +14,22 @@
 #include "ms_status.h"
 
 typedef struct srv_flags {
-    int port;                          /* --port, gRPC, default 8500 */
-    int rest_api_port;                 /* --rest_api_port, reserved (0 = off) */
-    const char *bind_address;          /* --bind_address, default 0.0.0.0 */
-    const char *model_name;            /* --model_name, default "default" */
-    const char *model_base_path;       /* --model_base_path */
-    const char *model_config_file;     /* --model_config_file (JSON or pbtxt) */
+    int port;                                /* --port, gRPC, default 8500 */
+    int rest_api_port;                       /* --rest_api_port, reserved (0 = off) */
+    const char *bind_address;                /* --bind_address, default 0.0.0.0 */
+    const char *model_name;                  /* --model_name, default "default" */
+    const char *model_base_path;             /* --model_base_path */
+    const char *model_config_file;           /* --model_config_file (JSON or pbtxt) */
     int model_config_file_poll_wait_seconds; /* 0 = read once (SIGHUP re-reads) */
     double file_system_poll_wait_seconds;    /* default 1; 0 = scan once at start */
-    int grpc_max_threads;              /* inference worker threads; 0 = 4 x cores */
-    int grpc_cq_threads;               /* completion-queue threads; default 2 */
-    int64_t max_message_bytes;         /* send/receive limit; default INT32_MAX */
-    double drain_timeout_seconds;      /* SIGTERM grace for in-flight calls; 30 */
-    int intra_op_threads;              /* --tensorflow_intra_op_parallelism; 0 = cores */
-    ms_log_level log_level;            /* --log_level debug|info|warn|error */
-    int help;                          /* --help given */
-    int version;                       /* --version given */
+    int grpc_max_threads;                    /* inference worker threads; 0 = 4 x cores */
+    int grpc_cq_threads;                     /* completion-queue threads; default 2 */
+    int64_t max_message_bytes;               /* send/receive limit; default INT32_MAX */
+    double drain_timeout_seconds;            /* SIGTERM grace for in-flight calls; 30 */
+    int intra_op_threads;                    /* --tensorflow_intra_op_parallelism; 0 = cores */
+    ms_log_level log_level;                  /* --log_level debug|info|warn|error */
+    int help;                                /* --help given */
+    int version;                             /* --version given */
 } srv_flags;
 
 /* Fills *f with the defaults. */

@@ -236,10 +236,12 @@ static void run_unary(srv_call *c) {
     ms_status st;
 
     if (atomic_load(&c->cancelled)) {
+        MS_DEBUG("grpc: %s cancelled before it ran; skipped", m->path);
         reply(c, GRPC_STATUS_CANCELLED, "call cancelled before it ran", NULL);
         return;
     }
     if (srv_call_time_left(c) <= 0) {
+        MS_DEBUG("grpc: %s deadline passed before it ran; skipped", m->path);
         reply(c, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline passed before the call ran", NULL);
         return;
     }
@@ -269,13 +271,13 @@ static void run_unary(srv_call *c) {
 static void stream_pump(srv_call *c) {
     grpc_op ops[2];
     size_t n = 0;
-    if (c->send_busy || c->finished) return;
+    if (c->send_busy || c->finished || (!c->has_pending && !c->finish_pending)) return;
     memset(ops, 0, sizeof(ops));
     if (!c->sent_md) {
         ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
         c->sent_md = 1;
     }
-    if (c->has_pending) {
+    if (c->has_pending) { /* otherwise finish_pending */
         grpc_slice sl = grpc_slice_new(c->pending.data, c->pending.len, free);
         c->has_pending = 0;
         c->pending.data = NULL;
@@ -284,7 +286,7 @@ static void stream_pump(srv_call *c) {
         grpc_slice_unref(sl);
         ops[n].op = GRPC_OP_SEND_MESSAGE;
         ops[n++].data.send_message.send_message = c->resp_bb;
-    } else if (c->finish_pending) {
+    } else {
         ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
         ops[n].data.send_status_from_server.status = c->finish_code;
         if (c->finish_msg) {
@@ -295,10 +297,6 @@ static void stream_pump(srv_call *c) {
         }
         n++;
         c->finished = 1;
-    } else {
-        if (n == 0) return;
-        c->sent_md = 0; /* nothing to send yet: keep the metadata for later */
-        return;
     }
     atomic_fetch_add(&c->refs, 1);
     c->send_busy = 1;
@@ -540,15 +538,16 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         grpc_server_destroy(s->server);
         for (int i = 0; i < s->ncq; i++) {
             grpc_completion_queue_shutdown(s->cqs[i].cq);
-            while (grpc_completion_queue_next(s->cqs[i].cq, gpr_inf_future(GPR_CLOCK_REALTIME),
-                                              NULL)
-                       .type != GRPC_QUEUE_SHUTDOWN) {
+            while (
+                grpc_completion_queue_next(s->cqs[i].cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
+                    .type != GRPC_QUEUE_SHUTDOWN) {
             }
             grpc_completion_queue_destroy(s->cqs[i].cq);
         }
         grpc_completion_queue_shutdown(s->ctl_cq);
-        while (grpc_completion_queue_next(s->ctl_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
-                   .type != GRPC_QUEUE_SHUTDOWN) {
+        while (
+            grpc_completion_queue_next(s->ctl_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+            GRPC_QUEUE_SHUTDOWN) {
         }
         grpc_completion_queue_destroy(s->ctl_cq);
         grpc_shutdown();

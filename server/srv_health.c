@@ -52,11 +52,14 @@ void srv_health_free(srv_health *h) {
 
 int srv_health_status(srv_app *app, const char *service) {
     static const char *const ready_services[] = {
-        "tensorflow.serving.PredictionService", "PredictionService",
+        "tensorflow.serving.PredictionService",
+        "PredictionService",
         "inference.GRPCInferenceService",
     };
     static const char *const always_services[] = {
-        "tensorflow.serving.ModelService", "ModelService", "grpc.health.v1.Health",
+        "tensorflow.serving.ModelService",
+        "ModelService",
+        "grpc.health.v1.Health",
     };
     int draining = atomic_load(&app->draining);
     const int ns = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
@@ -84,8 +87,7 @@ static ms_status pack_status(int status, srv_bytes *out) {
     return srv_pack(&r.base, out);
 }
 
-ms_status srv_health_check(void *appv, srv_call *c, const uint8_t *req, size_t n,
-                           srv_bytes *out) {
+ms_status srv_health_check(void *appv, srv_call *c, const uint8_t *req, size_t n, srv_bytes *out) {
     srv_app *app = appv;
     (void)c;
     Grpc__Health__V1__HealthCheckRequest *rq =

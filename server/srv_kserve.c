@@ -234,22 +234,24 @@ static ms_status parse_raw_bytes(const char *name, const ProtobufCBinaryData *ra
         off += 4;
         if (raw->len - off < len)
             return ms_errf(MS_EINVAL,
-                           "input \"%s\": element %" PRId64 " says %u bytes, only %zu remain",
-                           name, i, len, raw->len - off);
+                           "input \"%s\": element %" PRId64 " says %u bytes, only %zu remain", name,
+                           i, len, raw->len - off);
         strs[i].data = raw->data + off;
         strs[i].len = len;
         off += len;
     }
     if (off != raw->len)
-        return ms_errf(MS_EINVAL, "input \"%s\": %zu bytes left over after %" PRId64 " BYTES elements",
-                       name, raw->len - off, nelem);
+        return ms_errf(MS_EINVAL,
+                       "input \"%s\": %zu bytes left over after %" PRId64 " BYTES elements", name,
+                       raw->len - off, nelem);
     return MS_OK;
 }
 
 static ms_status count_check(const char *name, const char *field, size_t got, int64_t want) {
     if ((int64_t)got != want)
         return ms_errf(MS_EINVAL,
-                       "input \"%s\": expected %" PRId64 " values in contents.%s for its shape, got %zu",
+                       "input \"%s\": expected %" PRId64
+                       " values in contents.%s for its shape, got %zu",
                        name, want, field, got);
     return MS_OK;
 }
@@ -317,13 +319,15 @@ static ms_status input_tensor(const Inference__ModelInferRequest__InferInputTens
     case RT_DT_INT8:
     case RT_DT_INT16:
     case RT_DT_INT32:
-        if ((st = count_check(in->name, "int_contents", ct ? ct->n_int_contents : 0, nelem)))
-            break;
+        if ((st = count_check(in->name, "int_contents", ct ? ct->n_int_contents : 0, nelem))) break;
         for (i = 0; i < n; i++) {
             int32_t v = ct->int_contents[i];
-            if (dt == RT_DT_INT8) ((int8_t *)p)[i] = (int8_t)v;
-            else if (dt == RT_DT_INT16) ((int16_t *)p)[i] = (int16_t)v;
-            else ((int32_t *)p)[i] = v;
+            if (dt == RT_DT_INT8)
+                ((int8_t *)p)[i] = (int8_t)v;
+            else if (dt == RT_DT_INT16)
+                ((int16_t *)p)[i] = (int16_t)v;
+            else
+                ((int32_t *)p)[i] = v;
         }
         break;
     case RT_DT_UINT8:
@@ -333,9 +337,12 @@ static ms_status input_tensor(const Inference__ModelInferRequest__InferInputTens
             break;
         for (i = 0; i < n; i++) {
             uint32_t v = ct->uint_contents[i];
-            if (dt == RT_DT_UINT8) ((uint8_t *)p)[i] = (uint8_t)v;
-            else if (dt == RT_DT_UINT16) ((uint16_t *)p)[i] = (uint16_t)v;
-            else ((uint32_t *)p)[i] = v;
+            if (dt == RT_DT_UINT8)
+                ((uint8_t *)p)[i] = (uint8_t)v;
+            else if (dt == RT_DT_UINT16)
+                ((uint16_t *)p)[i] = (uint16_t)v;
+            else
+                ((uint32_t *)p)[i] = v;
         }
         break;
     case RT_DT_INT64:
@@ -373,9 +380,9 @@ static ms_status input_tensor(const Inference__ModelInferRequest__InferInputTens
 
 /* Memory hanging off one output in the response. */
 typedef struct out_mem {
-    void *typed;                 /* converted typed array */
-    uint8_t *raw;                /* BYTES raw buffer */
-    ProtobufCBinaryData *bytes;  /* BYTES typed */
+    void *typed;                /* converted typed array */
+    uint8_t *raw;               /* BYTES raw buffer */
+    ProtobufCBinaryData *bytes; /* BYTES typed */
 } out_mem;
 
 static ms_status output_tensor(const rt_tensor *t, int use_raw,

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ms_log.h"
+#include "rt_bundle.h"
 
 typedef struct mversion {
     int64_t version;
@@ -182,9 +183,8 @@ int srv_version_dir_complete(const char *dir, uint64_t *sig) {
         unsigned char tail[8];
         snprintf(path, sizeof(path), "%s/variables/variables.index", dir);
         FILE *f = fopen(path, "rb");
-        if (f == NULL || stat(path, &st) != 0 || st.st_size < 48 ||
-            fseek(f, -8, SEEK_END) != 0 || fread(tail, 1, 8, f) != 8 ||
-            memcmp(tail, magic, 8) != 0) {
+        if (f == NULL || stat(path, &st) != 0 || st.st_size < 48 || fseek(f, -8, SEEK_END) != 0 ||
+            fread(tail, 1, 8, f) != 8 || memcmp(tail, magic, 8) != 0) {
             if (f) fclose(f);
             ms_errf(MS_ENOTFOUND, "%s: variables/variables.index missing or not complete", dir);
             return 0;
@@ -343,10 +343,25 @@ static double now_ms(void) {
 static void load_work(uv_work_t *req) {
     load_job *j = req->data;
     double t0 = now_ms();
+    char prefix[4096];
+    struct stat st;
     ms_err_clear();
+    /* Before loading: every variable's bytes present and matching their crc32c. */
+    snprintf(prefix, sizeof(prefix), "%s/variables", j->dir);
+    if (stat(prefix, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(prefix, sizeof(prefix), "%s/variables/variables", j->dir);
+        j->st = rt_bundle_verify(prefix);
+        if (j->st != MS_OK) {
+            snprintf(j->msg, sizeof(j->msg), "variables incomplete or corrupt: %s", ms_errmsg());
+            j->model = NULL;
+            j->ms = now_ms() - t0;
+            return;
+        }
+    }
     j->st = rt_model_load(j->dir, g_tags, 1, j->m->be, &j->model);
     if (j->st != MS_OK) {
-        snprintf(j->msg, sizeof(j->msg), "%s", ms_errmsg()[0] ? ms_errmsg() : ms_status_name(j->st));
+        snprintf(j->msg, sizeof(j->msg), "%s",
+                 ms_errmsg()[0] ? ms_errmsg() : ms_status_name(j->st));
         j->model = NULL;
     }
     j->ms = now_ms() - t0;
@@ -366,8 +381,12 @@ static void load_done(uv_work_t *req, int status) {
     m->loads_inflight--;
     mmodel *mm = find_model(m, j->name);
     mversion *v = mm ? find_version(mm, j->version) : NULL;
-    if (v == NULL || v->state != SRV_VSTATE_LOADING || m->stopping) {
+    if (v == NULL || v->state != SRV_VSTATE_LOADING || m->stopping || mm->removed) {
         drop = j->model;
+        if (v != NULL && v->state == SRV_VSTATE_LOADING) {
+            v->state = SRV_VSTATE_END; /* the model left the config meanwhile */
+            v->code = MS_OK;
+        }
     } else if (j->st == MS_OK) {
         v->state = SRV_VSTATE_AVAILABLE;
         v->code = MS_OK;
@@ -574,7 +593,7 @@ static void scan_all(srv_manager *m) {
     pthread_mutex_lock(&m->mu);
     int n = m->nmodels;
     mmodel **snap = malloc(sizeof(mmodel *) * (size_t)(n > 0 ? n : 1));
-    if (snap) memcpy(snap, m->models, sizeof(mmodel *) * (size_t)n);
+    if (snap && n > 0) memcpy(snap, m->models, sizeof(mmodel *) * (size_t)n);
     pthread_mutex_unlock(&m->mu);
     if (snap == NULL) return;
     /* Only the loop thread adds or frees models, so the snapshot stays valid. */
@@ -833,8 +852,7 @@ ms_status srv_manager_status(srv_manager *m, const char *name, int64_t version,
     if (*n == 0) {
         free(*out);
         *out = NULL;
-        st = ms_errf(MS_ENOTFOUND, "Could not find version %" PRId64 " of model %s", version,
-                     name);
+        st = ms_errf(MS_ENOTFOUND, "Could not find version %" PRId64 " of model %s", version, name);
     }
 out:
     pthread_mutex_unlock(&m->mu);

@@ -3,12 +3,13 @@
  *
  * Runs on a libuv loop: a timer polls every base path, a version folder is
  * considered only when complete (saved_model.pb, variables.index with a
- * valid footer and every data shard present), the version policy (latest N,
- * all, specific) picks the wanted versions, loads run on the libuv thread
- * pool. A new version is loaded before an old one is unloaded, and old
- * versions stay while a wanted version failed to load (the failure is kept
- * in the status and logged). A version that failed is retried only when its
- * folder changes.
+ * valid footer and every data shard present, nothing written in the last
+ * 100 ms), the version policy (latest N, all, specific) picks the wanted
+ * versions, and loads run on the libuv thread pool, each after reading the
+ * whole tensor bundle once against its checksums (rt_bundle_verify). A new
+ * version is loaded before an old one is unloaded, and old versions stay
+ * while a wanted version failed to load (the failure is kept in the status
+ * and logged). A version that failed is retried only when its folder changes.
  *
  * Requests look models up from any thread (srv_manager_get) and hold a
  * reference on the rt_model until srv_servable_release, so unloading never
@@ -39,7 +40,7 @@ typedef enum srv_vstate {
 typedef struct srv_version_status {
     int64_t version;
     srv_vstate state;
-    ms_status code;  /* MS_OK, or why the load failed */
+    ms_status code; /* MS_OK, or why the load failed */
     char msg[512];
 } srv_version_status;
 

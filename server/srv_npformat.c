@@ -14,9 +14,9 @@
 #include <string.h>
 
 #define NPF_LINE_WIDTH 75
-#define NPF_THRESHOLD 1000
-#define NPF_EDGE 3
-#define NPF_PRECISION 8
+#define NPF_THRESHOLD  1000
+#define NPF_EDGE       3
+#define NPF_PRECISION  8
 
 /* ---- growable string ---- */
 
@@ -30,7 +30,8 @@ static void sb_putn(sbuf *b, const char *s, size_t n) {
     if (b->oom) return;
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->len + n + 1) cap *= 2;
+        while (cap < b->len + n + 1)
+            cap *= 2;
         char *p = realloc(b->p, cap);
         if (p == NULL) {
             b->oom = 1;
@@ -44,10 +45,13 @@ static void sb_putn(sbuf *b, const char *s, size_t n) {
     b->p[b->len] = '\0';
 }
 
-static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
+static void sb_puts(sbuf *b, const char *s) {
+    sb_putn(b, s, strlen(s));
+}
 
 static void sb_spaces(sbuf *b, int n) {
-    for (int i = 0; i < n; i++) sb_putn(b, " ", 1);
+    for (int i = 0; i < n; i++)
+        sb_putn(b, " ", 1);
 }
 
 /* ---- float digits ---- */
@@ -77,8 +81,10 @@ typedef enum trim_mode { TRIM_K, TRIM_DOT, TRIM_ZERO, TRIM_DASH } trim_mode;
 static int apply_trim(char *frac, trim_mode trim, int min_digits) {
     size_t n = strlen(frac);
     if (trim != TRIM_K)
-        while (n > 0 && frac[n - 1] == '0') n--;
-    while ((int)n < min_digits) frac[n++] = '0';
+        while (n > 0 && frac[n - 1] == '0')
+            n--;
+    while ((int)n < min_digits)
+        frac[n++] = '0';
     frac[n] = '\0';
     if (n == 0 && trim == TRIM_ZERO) {
         frac[0] = '0';
@@ -120,13 +126,16 @@ static void positional_parts(double av, int f32, int precision, char *ip, char *
     if (e10 < 0) {
         ip[k++] = '0';
     } else {
-        for (int i = 0; i <= e10 && k + 1 < n; i++) ip[k++] = i < nd ? dig[i] : '0';
+        for (int i = 0; i <= e10 && k + 1 < n; i++)
+            ip[k++] = i < nd ? dig[i] : '0';
     }
     ip[k] = '\0';
     k = 0;
     if (e10 < 0)
-        for (int i = 0; i < -e10 - 1 && k + 1 < n; i++) fp[k++] = '0';
-    for (int i = e10 < 0 ? 0 : e10 + 1; i < nd && k + 1 < n; i++) fp[k++] = dig[i];
+        for (int i = 0; i < -e10 - 1 && k + 1 < n; i++)
+            fp[k++] = '0';
+    for (int i = e10 < 0 ? 0 : e10 + 1; i < nd && k + 1 < n; i++)
+        fp[k++] = dig[i];
     fp[k] = '\0';
 }
 
@@ -150,7 +159,8 @@ static void scientific_parts(double av, int f32, int precision, char *ip, char *
         const char *s = buf + 1;
         size_t k = 0;
         if (*s == '.')
-            for (s++; *s >= '0' && *s <= '9' && k + 1 < n; s++) fp[k++] = *s;
+            for (s++; *s >= '0' && *s <= '9' && k + 1 < n; s++)
+                fp[k++] = *s;
         fp[k] = '\0';
         *e10 = atoi(strchr(buf, 'e') + 1);
         return;
@@ -186,19 +196,27 @@ static double get_f(const rt_tensor *t, int64_t i) {
 
 static long long get_i(const rt_tensor *t, int64_t i) {
     switch (t->dtype) {
-    case RT_DT_INT8: return ((const int8_t *)t->data)[i];
-    case RT_DT_INT16: return ((const int16_t *)t->data)[i];
-    case RT_DT_INT32: return ((const int32_t *)t->data)[i];
-    default: return ((const int64_t *)t->data)[i];
+    case RT_DT_INT8:
+        return ((const int8_t *)t->data)[i];
+    case RT_DT_INT16:
+        return ((const int16_t *)t->data)[i];
+    case RT_DT_INT32:
+        return ((const int32_t *)t->data)[i];
+    default:
+        return ((const int64_t *)t->data)[i];
     }
 }
 
 static unsigned long long get_u(const rt_tensor *t, int64_t i) {
     switch (t->dtype) {
-    case RT_DT_UINT8: return ((const uint8_t *)t->data)[i];
-    case RT_DT_UINT16: return ((const uint16_t *)t->data)[i];
-    case RT_DT_UINT32: return ((const uint32_t *)t->data)[i];
-    default: return ((const uint64_t *)t->data)[i];
+    case RT_DT_UINT8:
+        return ((const uint8_t *)t->data)[i];
+    case RT_DT_UINT16:
+        return ((const uint16_t *)t->data)[i];
+    case RT_DT_UINT32:
+        return ((const uint32_t *)t->data)[i];
+    default:
+        return ((const uint64_t *)t->data)[i];
     }
 }
 
@@ -210,7 +228,8 @@ static void visit_shown(const npf *f, int axis, int64_t off, void (*fn)(npf *, i
         return;
     }
     int64_t stride = 1;
-    for (int a = axis + 1; a < s->rank; a++) stride *= s->dim[a];
+    for (int a = axis + 1; a < s->rank; a++)
+        stride *= s->dim[a];
     int64_t n = s->dim[axis];
     int summary = f->summarize && n > 2 * NPF_EDGE;
     for (int64_t i = 0; i < n; i++) {
@@ -320,7 +339,8 @@ static void put_float(const npf *f, sbuf *b, double v) {
             ip[0] = buf[0];
             ip[1] = '\0';
             size_t k = 0;
-            for (const char *q = buf + 2; *q >= '0' && *q <= '9'; q++) fp[k++] = *q;
+            for (const char *q = buf + 2; *q >= '0' && *q <= '9'; q++)
+                fp[k++] = *q;
             fp[k] = '\0';
             e10 = atoi(strchr(buf, 'e') + 1);
         }
@@ -430,8 +450,11 @@ static void put_elem(const npf *f, sbuf *b, int64_t i) {
         sb_puts(b, v ? (f->t->shape.rank == 0 ? "True" : " True") : "False");
         break;
     }
-    case K_STR: put_bytes(b, &rt_tensor_strs(f->t)[i]); break;
-    default: break;
+    case K_STR:
+        put_bytes(b, &rt_tensor_strs(f->t)[i]);
+        break;
+    default:
+        break;
     }
 }
 
@@ -442,7 +465,8 @@ static void extend_line(sbuf *s, sbuf *line, const char *word, int width, int in
     if ((int)line->len <= indent) needs_wrap = 0;
     if (needs_wrap) {
         size_t n = line->len;
-        while (n > 0 && line->p[n - 1] == ' ') n--;
+        while (n > 0 && line->p[n - 1] == ' ')
+            n--;
         sb_putn(s, line->p, n);
         sb_puts(s, "\n");
         line->len = 0;
@@ -458,7 +482,8 @@ static void layout(const npf *f, int axis, int64_t off, int indent, int width, s
     int axes_left = sh->rank - axis;
     int64_t n = sh->dim[axis];
     int64_t stride = 1;
-    for (int a = axis + 1; a < sh->rank; a++) stride *= sh->dim[a];
+    for (int a = axis + 1; a < sh->rank; a++)
+        stride *= sh->dim[a];
     int summary = f->summarize && n > 2 * NPF_EDGE;
     int64_t lead = summary ? NPF_EDGE : 0;
     int64_t trail = summary ? NPF_EDGE : n;
@@ -518,18 +543,30 @@ char *srv_npformat(const rt_tensor *t) {
         f.kind = K_FLOAT;
         f.f32 = 1;
         break;
-    case RT_DT_DOUBLE: f.kind = K_FLOAT; break;
+    case RT_DT_DOUBLE:
+        f.kind = K_FLOAT;
+        break;
     case RT_DT_INT8:
     case RT_DT_INT16:
     case RT_DT_INT32:
-    case RT_DT_INT64: f.kind = K_INT; break;
+    case RT_DT_INT64:
+        f.kind = K_INT;
+        break;
     case RT_DT_UINT8:
     case RT_DT_UINT16:
     case RT_DT_UINT32:
-    case RT_DT_UINT64: f.kind = K_UINT; break;
-    case RT_DT_BOOL: f.kind = K_BOOL; break;
-    case RT_DT_STRING: f.kind = K_STR; break;
-    default: f.kind = K_OTHER; break;
+    case RT_DT_UINT64:
+        f.kind = K_UINT;
+        break;
+    case RT_DT_BOOL:
+        f.kind = K_BOOL;
+        break;
+    case RT_DT_STRING:
+        f.kind = K_STR;
+        break;
+    default:
+        f.kind = K_OTHER;
+        break;
     }
     if (f.kind == K_OTHER || t->shape.rank < 0) {
         char shp[200];

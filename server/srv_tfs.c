@@ -138,10 +138,12 @@ done:
         rt_tensor_unref(in[i].tensor);
     free(in);
     srv_servable_release(&sv);
-    if (st != MS_OK && st != MS_EINVAL && st != MS_ENOTFOUND && st != MS_EPRECOND &&
-        st != MS_ECANCELED)
-        MS_WARN("Predict %s: %s", rq->model_spec && rq->model_spec->name ? rq->model_spec->name : "",
-                ms_errmsg());
+    if (st == MS_ECANCELED)
+        MS_DEBUG("Predict %s: stopped, the call was cancelled or its deadline passed",
+                 rq->model_spec && rq->model_spec->name ? rq->model_spec->name : "");
+    else if (st != MS_OK && st != MS_EINVAL && st != MS_ENOTFOUND && st != MS_EPRECOND)
+        MS_WARN("Predict %s: %s",
+                rq->model_spec && rq->model_spec->name ? rq->model_spec->name : "", ms_errmsg());
     tensorflow__serving__predict_request__free_unpacked(rq, NULL);
     return st;
 }
@@ -161,7 +163,8 @@ ms_status srv_tfs_get_model_metadata(void *appv, srv_call *call, const uint8_t *
 
     Tensorflow__Serving__GetModelMetadataRequest *rq =
         tensorflow__serving__get_model_metadata_request__unpack(NULL, n, req);
-    if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse GetModelMetadataRequest (%zu bytes)", n);
+    if (rq == NULL)
+        return ms_errf(MS_EINVAL, "cannot parse GetModelMetadataRequest (%zu bytes)", n);
     if (rq->n_metadata_field == 0) {
         st = ms_errf(MS_EINVAL, "GetModelMetadataRequest must specify at least one metadata_field");
         goto done;

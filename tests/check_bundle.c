@@ -9,10 +9,9 @@
 
 #include "rt_bundle.h"
 #include "rt_sstable.h"
-#include "tf_savedmodel.pb-c.h"
 #include "rt_tensor.h"
+#include "tf_savedmodel.pb-c.h"
 #include "util_bundle.h"
-
 
 /* Independent CRC-32C (bit at a time) and mask, for the byte-level test. */
 static uint32_t crc_bitwise(const uint8_t *p, size_t n) {
@@ -199,10 +198,10 @@ static rt_tensor *make_pod(rt_dtype dt, int rank, const int64_t *dims, unsigned 
 
 START_TEST(roundtrip_dtypes) {
     static const int64_t d23[] = {2, 3}, d0[] = {0, 4}, d5[] = {5}, d8[] = {1, 2, 1, 2, 1, 2, 1, 2};
-    static const rt_dtype pods[] = {RT_DT_FLOAT,  RT_DT_DOUBLE,    RT_DT_INT32,  RT_DT_UINT8,
-                                    RT_DT_INT16,  RT_DT_INT8,      RT_DT_INT64,  RT_DT_BOOL,
+    static const rt_dtype pods[] = {RT_DT_FLOAT,     RT_DT_DOUBLE,   RT_DT_INT32,  RT_DT_UINT8,
+                                    RT_DT_INT16,     RT_DT_INT8,     RT_DT_INT64,  RT_DT_BOOL,
                                     RT_DT_COMPLEX64, RT_DT_BFLOAT16, RT_DT_UINT16, RT_DT_COMPLEX128,
-                                    RT_DT_HALF,   RT_DT_UINT32,    RT_DT_UINT64};
+                                    RT_DT_HALF,      RT_DT_UINT32,   RT_DT_UINT64};
     enum { NPOD = sizeof(pods) / sizeof(pods[0]) };
     rt_tensor *ts[NPOD + 8];
     char names[NPOD + 8][64];
@@ -322,9 +321,25 @@ START_TEST(byte_layout) {
     memset(want, 0, sizeof(want));
     uint32_t ecrc = mask_by_hand(crc_bitwise(data, 8));
     uint8_t e0[] = {0x00, 0x00, 0x06, 0x08, 0x01, 0x1a, 0x02, 0x08, 0x01};
-    uint8_t e1[] = {0x00, 0x01, 0x0f, 'w',  0x08, 0x01, 0x12, 0x04, 0x12, 0x02, 0x08,
-                    0x02, 0x28, 0x08, 0x35, (uint8_t)ecrc, (uint8_t)(ecrc >> 8),
-                    (uint8_t)(ecrc >> 16), (uint8_t)(ecrc >> 24)};
+    uint8_t e1[] = {0x00,
+                    0x01,
+                    0x0f,
+                    'w',
+                    0x08,
+                    0x01,
+                    0x12,
+                    0x04,
+                    0x12,
+                    0x02,
+                    0x08,
+                    0x02,
+                    0x28,
+                    0x08,
+                    0x35,
+                    (uint8_t)ecrc,
+                    (uint8_t)(ecrc >> 8),
+                    (uint8_t)(ecrc >> 16),
+                    (uint8_t)(ecrc >> 24)};
     uint8_t r1[] = {0, 0, 0, 0, 1, 0, 0, 0};
     uint8_t ix[] = {0x00, 0x01, 0x02, 'x', 0x00, 0x24};
     uint8_t ft[] = {0x29, 0x08, 0x36, 0x0e};
@@ -393,8 +408,9 @@ START_TEST(string_layout) {
     ck_assert_int_eq(rt_bundle_writer_finish(w), MS_OK);
     uint8_t lens32[8] = {2, 0, 0, 0, 0, 0, 0, 0};
     uint32_t lck = mask_by_hand(crc_bitwise(lens32, 8));
-    uint8_t want[8] = {0x02, 0x00, (uint8_t)lck, (uint8_t)(lck >> 8), (uint8_t)(lck >> 16),
-                       (uint8_t)(lck >> 24), 'a', 'b'};
+    uint8_t want[8] = {
+        0x02, 0x00, (uint8_t)lck, (uint8_t)(lck >> 8), (uint8_t)(lck >> 16), (uint8_t)(lck >> 24),
+        'a',  'b'};
     size_t n;
     snprintf(path, sizeof(path), "%s.data-00000-of-00001", prefix);
     uint8_t *got = ut_read_file(path, &n);
@@ -583,8 +599,8 @@ START_TEST(bad_entries) {
     static const uint8_t hdr_new[] = {0x08, 0x01, 0x1a, 0x02, 0x10, 0x05}; /* min_consumer 5 */
     static const uint8_t hdr_two[] = {0x08, 0x02};                         /* 2 shards */
     /* float shape [3] but size 8 */
-    static const uint8_t ent_badsize[] = {0x08, 0x01, 0x12, 0x04, 0x12, 0x02, 0x08, 0x03,
-                                          0x28, 0x08};
+    static const uint8_t ent_badsize[] = {0x08, 0x01, 0x12, 0x04, 0x12,
+                                          0x02, 0x08, 0x03, 0x28, 0x08};
     static const uint8_t ent_shard[] = {0x08, 0x01, 0x12, 0x00, 0x18, 0x03, 0x28, 0x04};
     static const struct {
         const uint8_t *h;
@@ -668,8 +684,8 @@ START_TEST(multi_shard_big_endian_sliced) {
     uint8_t ea[64], eb[64], es[64];
     size_t na = pack_entry(ea, RT_DT_INT32, 1, (int64_t[]){2}, 0, 0, 8,
                            mask_by_hand(crc_bitwise(d0, 8)), 0);
-    size_t nb = pack_entry(eb, RT_DT_FLOAT, 0, NULL, 1, 3, 4,
-                           mask_by_hand(crc_bitwise(d1 + 3, 4)), 0);
+    size_t nb =
+        pack_entry(eb, RT_DT_FLOAT, 0, NULL, 1, 3, 4, mask_by_hand(crc_bitwise(d1 + 3, 4)), 0);
     size_t ns = pack_entry(es, RT_DT_FLOAT, 1, (int64_t[]){4}, 0, 0, 0, 0, 1);
     rt_sst_writer *w;
     ck_assert_int_eq(rt_sst_writer_new(NULL, &w), MS_OK);

@@ -137,7 +137,8 @@ START_TEST(attrs_every_kind) {
     a = find_attr(d, "empty_tlist");
     ck_assert(a->value_case == TENSORFLOW__ATTR_VALUE__VALUE_LIST && a->list->n_type == 0);
     a = find_attr(d, "slist");
-    ck_assert(a->list->n_s == 2 && a->list->s[1].len == 2 && memcmp(a->list->s[1].data, "yz", 2) == 0);
+    ck_assert(a->list->n_s == 2 && a->list->s[1].len == 2 &&
+              memcmp(a->list->s[1].data, "yz", 2) == 0);
     a = find_attr(d, "value");
     ck_assert_int_eq(a->value_case, TENSORFLOW__ATTR_VALUE__VALUE_TENSOR);
     ck_assert_int_eq(a->tensor->dtype, TENSORFLOW__DATA_TYPE__DT_FLOAT);
@@ -317,6 +318,29 @@ START_TEST(savedmodel_write_read) {
     ck_assert(rt_tensor_equal(t, lbl));
     rt_tensor_unref(t);
     rt_bundle_close(b);
+
+    /* Our runtime restores both through the saver graph: y = x * scale and
+     * the labels come back as written. */
+    ms_log_set_level(MS_LOG_ERROR);
+    kn_backend *be = kn_cpu_backend_new(1);
+    static const char *const serve[] = {"serve"};
+    rt_model *m = NULL;
+    st = rt_model_load(vdir, serve, 1, be, &m);
+    ck_assert_msg(st == MS_OK, "load: %s", ms_errmsg());
+    rt_tensor *x = floats(2, (int64_t[]){1, 3}, (float[]){2.0f, 3.0f, 0.5f});
+    rt_feed f = {"x:0", x};
+    const char *fetch[2] = {"y:0", "labels/read:0"};
+    rt_tensor *outs[2] = {NULL, NULL};
+    st = rt_model_run(m, &f, 1, fetch, 2, NULL, 0, NULL, outs);
+    ck_assert_msg(st == MS_OK, "run: %s", ms_errmsg());
+    ck_assert(rt_tensor_f32(outs[0])[0] == 2.0f && rt_tensor_f32(outs[0])[1] == 6.0f &&
+              rt_tensor_f32(outs[0])[2] == 2.0f);
+    ck_assert(rt_tensor_equal(outs[1], lbl));
+    rt_tensor_unref(outs[0]);
+    rt_tensor_unref(outs[1]);
+    rt_tensor_unref(x);
+    rt_model_unref(m);
+    kn_backend_free(be);
     rt_tensor_unref(k);
     rt_tensor_unref(lbl);
     ut_rmtree(dir);
@@ -390,7 +414,8 @@ START_TEST(demo_model_runs) {
     ck_assert_int_eq(y->shape.dim[1], 2);
     static const float want[6] = {3.6f, 1.8f, 0.0f, 0.8f, 0.1f, 0.0f};
     for (int i = 0; i < 6; i++)
-        ck_assert_msg(rt_tensor_f32(y)[i] > want[i] - 1e-6f && rt_tensor_f32(y)[i] < want[i] + 1e-6f,
+        ck_assert_msg(rt_tensor_f32(y)[i] > want[i] - 1e-6f &&
+                          rt_tensor_f32(y)[i] < want[i] + 1e-6f,
                       "y[%d] = %g, want %g", i, rt_tensor_f32(y)[i], want[i]);
     rt_tensor_unref(y);
     rt_tensor_unref(x);

@@ -141,8 +141,11 @@ START_TEST(comparisons) {
     static const struct {
         const char *op;
         int64_t want[3];
-    } c[] = {{"Greater", {0, 0, 1}}, {"GreaterEqual", {0, 1, 1}}, {"Less", {1, 0, 0}},
-             {"LessEqual", {1, 1, 0}}, {"Equal", {0, 1, 0}}};
+    } c[] = {{"Greater", {0, 0, 1}},
+             {"GreaterEqual", {0, 1, 1}},
+             {"Less", {1, 0, 0}},
+             {"LessEqual", {1, 1, 0}},
+             {"Equal", {0, 1, 0}}};
     for (int i = 0; i < 5; i++) {
         rt_tensor *o = bin(c[i].op, TU_F32(S(3), 1, 2, 3), TU_F32(TU_SCALAR, 2));
         tu_check_int(o, RT_DT_BOOL, S(3), c[i].want, 3);
@@ -361,6 +364,105 @@ START_TEST(cast_half) {
 }
 END_TEST
 
+/* ---- further ops ---- */
+
+START_TEST(more_binary) {
+    rt_tensor *o;
+    o = bin("NotEqual", TU_F32(S(3), 1, 2, 3), TU_F32(TU_SCALAR, 2));
+    TU_CHECK_INT(o, RT_DT_BOOL, S(3), 1, 0, 1);
+    rt_tensor_unref(o);
+    /* (1-3)^2 = 4, (5-2)^2 = 9 */
+    o = bin("SquaredDifference", TU_F32(S(2), 1, 5), TU_F32(S(2), 3, 2));
+    TU_CHECK_F32(o, S(2), 0, 4, 9);
+    rt_tensor_unref(o);
+    /* 1/0 -> 0, 2/4 = 0.5 */
+    o = bin("DivNoNan", TU_F32(S(2), 1, 2), TU_F32(S(2), 0, 4));
+    TU_CHECK_F32(o, S(2), 0, 0, 0.5f);
+    rt_tensor_unref(o);
+    /* floor(7/2) = 3, floor(-7/2) = -4 */
+    o = bin("FloorDiv", TU_F32(S(2), 7, -7), TU_F32(TU_SCALAR, 2));
+    TU_CHECK_F32(o, S(2), 0, 3, -4);
+    rt_tensor_unref(o);
+    /* integers round toward minus infinity: 7//2 = 3, -7//2 = -4, 7//-2 = -4,
+     * -7//-2 = 3; INT32_MIN // -1 wraps to INT32_MIN instead of trapping */
+    o = bin("FloorDiv", TU_I32(S(5), 7, -7, 7, -7, INT32_MIN), TU_I32(S(5), 2, 2, -2, -2, -1));
+    TU_CHECK_INT(o, RT_DT_INT32, S(5), 3, -4, -4, 3, INT32_MIN);
+    rt_tensor_unref(o);
+    /* Python-style modulo: 7%3 = 1, -7%3 = 2, 7%-3 = -2, -7%-3 = -1 */
+    o = bin("FloorMod", TU_I64(S(4), 7, -7, 7, -7), TU_I64(S(4), 3, 3, -3, -3));
+    TU_CHECK_INT(o, RT_DT_INT64, S(4), 1, 2, -2, -1);
+    rt_tensor_unref(o);
+    /* 7.5 mod 2 = 1.5, -7.5 mod 2 = 0.5 */
+    o = bin("FloorMod", TU_F32(S(2), 7.5f, -7.5f), TU_F32(TU_SCALAR, 2));
+    TU_CHECK_F32(o, S(2), 1e-6f, 1.5f, 0.5f);
+    rt_tensor_unref(o);
+    rt_tensor *in[2] = {TU_I32(S(2), 1, 2), TU_I32(S(2), 1, 0)};
+    tu_run_fail(tu_node_new("FloorDiv", "div0"), in, 2, 1, MS_EINVAL, "division by zero");
+    tu_run_fail(tu_node_new("FloorMod", "mod0"), in, 2, 1, MS_EINVAL, "division by zero");
+    tu_unref(in, 2);
+}
+END_TEST
+
+START_TEST(more_unary) {
+    rt_tensor *o;
+    o = un(tu_node_new("Ceil", "n"), TU_F32(S(2), -1.5f, 1.2f));
+    TU_CHECK_F32(o, S(2), 0, -1, 2);
+    rt_tensor_unref(o);
+    /* half to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -1.7 -> -2 */
+    o = un(tu_node_new("Round", "n"), TU_F32(S(4), 0.5f, 1.5f, 2.5f, -1.7f));
+    TU_CHECK_F32(o, S(4), 0, 0, 2, 2, -2);
+    rt_tensor_unref(o);
+    o = un(tu_node_new("Log", "n"), TU_F32(S(2), 1, 2.718281828f));
+    TU_CHECK_F32(o, S(2), 1e-6f, 0, 1);
+    rt_tensor_unref(o);
+    o = un(tu_node_new("Reciprocal", "n"), TU_F32(S(2), 4, -0.5f));
+    TU_CHECK_F32(o, S(2), 0, 0.25f, -2);
+    rt_tensor_unref(o);
+    /* softplus(0) = ln 2 = 0.6931472; softplus(100) = 100; softplus(-100) ~ e^-100 ~ 0 */
+    o = un(tu_node_new("Softplus", "n"), TU_F32(S(3), 0, 100, -100));
+    TU_CHECK_F32(o, S(3), 1e-6f, 0.6931472f, 100, 0);
+    rt_tensor_unref(o);
+    /* elu(-1) = e^-1 - 1 = -0.6321206 */
+    o = un(tu_node_new("Elu", "n"), TU_F32(S(2), -1, 2));
+    TU_CHECK_F32(o, S(2), 1e-6f, -0.6321206f, 2);
+    rt_tensor_unref(o);
+    /* selu(1) = 1.0507010; selu(-1) = 1.0507010 * 1.6732632 * (e^-1 - 1) = -1.1113307 */
+    o = un(tu_node_new("Selu", "n"), TU_F32(S(2), 1, -1));
+    TU_CHECK_F32(o, S(2), 1e-6f, 1.0507010f, -1.1113307f);
+    rt_tensor_unref(o);
+    /* erf(1) = 0.8427008 */
+    o = un(tu_node_new("Erf", "n"), TU_F32(S(2), 0, 1));
+    TU_CHECK_F32(o, S(2), 1e-6f, 0, 0.8427008f);
+    rt_tensor_unref(o);
+    o = un(tu_node_new("Sign", "n"), TU_F32(S(3), -3, 0, 2));
+    TU_CHECK_F32(o, S(3), 0, -1, 0, 1);
+    rt_tensor_unref(o);
+    o = un(tu_node_new("Sign", "n"), TU_I32(S(3), -5, 0, 9));
+    TU_CHECK_INT(o, RT_DT_INT32, S(3), -1, 0, 1);
+    rt_tensor_unref(o);
+}
+END_TEST
+
+START_TEST(fill_like_addn) {
+    rt_tensor *o = un(tu_node_new("ZerosLike", "z"), TU_I32(S(2), 5, 6));
+    TU_CHECK_INT(o, RT_DT_INT32, S(2), 0, 0);
+    rt_tensor_unref(o);
+    o = un(tu_node_new("OnesLike", "o"), TU_F32(S(2, 1), 5, 6));
+    TU_CHECK_F32(o, S(2, 1), 0, 1, 1);
+    rt_tensor_unref(o);
+    rt_tensor *in[3] = {TU_F32(S(2), 1, 2), TU_F32(S(2), 10, 20), TU_F32(S(2), 100, 200)};
+    Tensorflow__NodeDef *d = tu_node_new("AddN", "sum");
+    tu_attr_i(d, "N", 3);
+    o = tu_run1(d, in, 3);
+    TU_CHECK_F32(o, S(2), 0, 111, 222);
+    rt_tensor_unref(o);
+    rt_tensor_unref(in[2]);
+    in[2] = TU_F32(S(1), 1);
+    tu_run_fail(tu_node_new("AddN", "bad_addn"), in, 3, 1, MS_EINVAL, "differs");
+    tu_unref(in, 3);
+}
+END_TEST
+
 /* ---- errors ---- */
 
 START_TEST(errors) {
@@ -392,15 +494,27 @@ static Suite *suite(void) {
         const char *name;
         const TTest *t;
     } tests[] = {
-        {"add", add_same_shape},          {"broadcast", addv2_broadcast_row},
-        {"broadcast", add_broadcast_both}, {"broadcast", add_broadcast_middle},
-        {"broadcast", add_scalar_and_large}, {"int", add_int_wraps},
-        {"arith", sub_mul_div},           {"arith", max_min_pow},
-        {"compare", comparisons},         {"logical", logical},
-        {"unary", unary_math},            {"unary", activations},
-        {"select", select_v1},            {"select", select_v2_broadcast},
-        {"cast", cast_float_int},         {"cast", cast_int_widths_and_bool},
-        {"cast", cast_half},              {"errors", errors},
+        {"add", add_same_shape},
+        {"broadcast", addv2_broadcast_row},
+        {"broadcast", add_broadcast_both},
+        {"broadcast", add_broadcast_middle},
+        {"broadcast", add_scalar_and_large},
+        {"int", add_int_wraps},
+        {"arith", sub_mul_div},
+        {"arith", max_min_pow},
+        {"compare", comparisons},
+        {"logical", logical},
+        {"unary", unary_math},
+        {"unary", activations},
+        {"select", select_v1},
+        {"select", select_v2_broadcast},
+        {"cast", cast_float_int},
+        {"cast", cast_int_widths_and_bool},
+        {"cast", cast_half},
+        {"errors", errors},
+        {"more", more_binary},
+        {"more", more_unary},
+        {"more", fill_like_addn},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

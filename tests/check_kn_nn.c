@@ -99,16 +99,14 @@ START_TEST(conv_nchw) {
      * Output channel 0: diag filter on channel 0 -> [6,8,12,14] (as above);
      * output channel 1: 2x2 window sums of channel 1:
      * 10(1+2+4+5) = 120, 10(2+3+5+6) = 160, 10(4+5+7+8) = 240, 10(5+6+8+9) = 280. */
-    rt_tensor *x = tu_t(RT_DT_FLOAT, S(1, 2, 3, 3),
-                        (const float[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30, 40, 50, 60, 70, 80,
-                                        90},
-                        18);
+    rt_tensor *x =
+        tu_t(RT_DT_FLOAT, S(1, 2, 3, 3),
+             (const float[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30, 40, 50, 60, 70, 80, 90}, 18);
     /* HWIO f[kh][kw][ci][co]: co 0 = diag on ci 0; co 1 = ones on ci 1 */
-    rt_tensor *f = TU_F32(S(2, 2, 2, 2),
-                          1, 0, 0, 1,  /* kh0 kw0: ci0 -> (1,0), ci1 -> (0,1) */
-                          0, 0, 0, 1,  /* kh0 kw1 */
-                          0, 0, 0, 1,  /* kh1 kw0 */
-                          1, 0, 0, 1); /* kh1 kw1 */
+    rt_tensor *f = TU_F32(S(2, 2, 2, 2), 1, 0, 0, 1, /* kh0 kw0: ci0 -> (1,0), ci1 -> (0,1) */
+                          0, 0, 0, 1,                /* kh0 kw1 */
+                          0, 0, 0, 1,                /* kh1 kw0 */
+                          1, 0, 0, 1);               /* kh1 kw1 */
     rt_tensor *o = run2(conv_node("Conv2D", "VALID", 1, 1, 1), x, f);
     TU_CHECK_F32(o, S(1, 2, 2, 2), 0, 6, 8, 12, 14, 120, 160, 240, 280);
     rt_tensor_unref(o);
@@ -135,7 +133,8 @@ static float frand(unsigned *seed) {
 
 static rt_tensor *rand_t(rt_shape s, unsigned *seed) {
     rt_tensor *t = tu_iota_f32(s, 0, 0);
-    for (int64_t i = 0; i < t->nelem; i++) rt_tensor_f32(t)[i] = frand(seed);
+    for (int64_t i = 0; i < t->nelem; i++)
+        rt_tensor_f32(t)[i] = frand(seed);
     return t;
 }
 
@@ -165,17 +164,21 @@ typedef struct conv_case {
     int same, nchw;
 } conv_case;
 
-static void check_conv_ref(const conv_case *k, int depthwise, unsigned seed) {
+/* Conv2D with `groups` groups (filter depth C / groups), or depthwise. */
+static void check_conv_ref(const conv_case *k, int depthwise, int64_t groups, unsigned seed) {
     int64_t OH, OW, pt, pl;
     ref_dim(k->H, k->KH, k->sh, k->dh, k->same, &OH, &pt);
     ref_dim(k->W, k->KW, k->sw, k->dw, k->same, &OW, &pl);
     int64_t OC = depthwise ? k->C * k->M : k->M;
     rt_shape xs = k->nchw ? S(k->N, k->C, k->H, k->W) : S(k->N, k->H, k->W, k->C);
-    rt_tensor *x = rand_t(xs, &seed), *f = rand_t(S(k->KH, k->KW, k->C, k->M), &seed);
+    const int64_t cg = k->C / groups, ocg = k->M / groups;
+    rt_tensor *x = rand_t(xs, &seed), *f = rand_t(S(k->KH, k->KW, cg, k->M), &seed);
     Tensorflow__NodeDef *d = conv_node(depthwise ? "DepthwiseConv2dNative" : "Conv2D",
                                        k->same ? "SAME" : "VALID", k->sh, k->sw, k->nchw);
-    if (k->nchw) tu_attr_ints(d, "dilations", 1, 1, k->dh, k->dw);
-    else tu_attr_ints(d, "dilations", 1, k->dh, k->dw, 1);
+    if (k->nchw)
+        tu_attr_ints(d, "dilations", 1, 1, k->dh, k->dw);
+    else
+        tu_attr_ints(d, "dilations", 1, k->dh, k->dw, 1);
     rt_tensor *in[2] = {x, f};
     rt_tensor *o = tu_run1(d, in, 2);
     tu_check_shape(o, RT_DT_FLOAT, k->nchw ? S(k->N, OC, OH, OW) : S(k->N, OH, OW, OC));
@@ -195,9 +198,10 @@ static void check_conv_ref(const conv_case *k, int depthwise, unsigned seed) {
                                 acc += X[at(k->nchw, k->H, k->W, k->C, n, ih, iw, c)] *
                                        F[((kh * k->KW + kw) * k->C + c) * k->M + m];
                             } else {
-                                for (int64_t c = 0; c < k->C; c++)
-                                    acc += X[at(k->nchw, k->H, k->W, k->C, n, ih, iw, c)] *
-                                           F[((kh * k->KW + kw) * k->C + c) * k->M + oc];
+                                int64_t c0 = (oc / ocg) * cg; /* the group's channels */
+                                for (int64_t c = 0; c < cg; c++)
+                                    acc += X[at(k->nchw, k->H, k->W, k->C, n, ih, iw, c0 + c)] *
+                                           F[((kh * k->KW + kw) * cg + c) * k->M + oc];
                             }
                         }
                     float got = Y[at(k->nchw, OH, OW, OC, n, oh, ow, oc)];
@@ -225,7 +229,7 @@ static const conv_case conv_cases[] = {
 
 START_TEST(conv_reference) {
     for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++)
-        check_conv_ref(&conv_cases[i], 0, 17u + (unsigned)i);
+        check_conv_ref(&conv_cases[i], 0, 1, 17u + (unsigned)i);
 }
 END_TEST
 
@@ -233,8 +237,27 @@ START_TEST(depthwise_reference) {
     for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++) {
         conv_case k = conv_cases[i];
         k.M = 1 + (int64_t)(i % 3); /* multipliers 1..3 */
-        check_conv_ref(&k, 1, 99u + (unsigned)i);
+        check_conv_ref(&k, 1, 1, 99u + (unsigned)i);
     }
+}
+END_TEST
+
+START_TEST(conv_grouped) {
+    /* 6 input channels in 2 or 3 groups, NHWC and NCHW, 1x1 and 3x3 */
+    static const conv_case g[] = {
+        {2, 6, 5, 6, 3, 3, 4, 1, 1, 1, 1, 1, 0},
+        {1, 6, 5, 6, 3, 3, 6, 2, 1, 1, 2, 0, 1},
+        {1, 4, 4, 6, 1, 1, 6, 1, 1, 1, 1, 0, 0},
+    };
+    check_conv_ref(&g[0], 0, 2, 5u);
+    check_conv_ref(&g[1], 0, 3, 6u);
+    check_conv_ref(&g[2], 0, 3, 7u);
+    /* hand case: 2 groups of 1 channel, 1x1 filter [[2, 3]] (depth 1, 2 out
+     * channels): pixel [a, b] -> [2a, 3b] */
+    rt_tensor *o = run2(conv_node("Conv2D", "VALID", 1, 1, 0), TU_F32(S(1, 1, 2, 2), 1, 10, 2, 20),
+                        TU_F32(S(1, 1, 1, 2), 2, 3));
+    TU_CHECK_F32(o, S(1, 1, 2, 2), 0, 2, 30, 4, 60);
+    rt_tensor_unref(o);
 }
 END_TEST
 
@@ -302,10 +325,10 @@ START_TEST(backprop_adjoint) {
         rt_shape ys = k->nchw ? S(k->N, k->M, OH, OW) : S(k->N, OH, OW, k->M);
         rt_tensor *x = rand_t(xs, &seed), *f = rand_t(S(k->KH, k->KW, k->C, k->M), &seed);
         rt_tensor *dy = rand_t(ys, &seed);
-        Tensorflow__NodeDef *d = conv_node("Conv2D", k->same ? "SAME" : "VALID", k->sh, k->sw,
-                                           k->nchw);
-        Tensorflow__NodeDef *b = conv_node("Conv2DBackpropInput", k->same ? "SAME" : "VALID",
-                                           k->sh, k->sw, k->nchw);
+        Tensorflow__NodeDef *d =
+            conv_node("Conv2D", k->same ? "SAME" : "VALID", k->sh, k->sw, k->nchw);
+        Tensorflow__NodeDef *b =
+            conv_node("Conv2DBackpropInput", k->same ? "SAME" : "VALID", k->sh, k->sw, k->nchw);
         if (k->nchw) {
             tu_attr_ints(d, "dilations", 1, 1, k->dh, k->dw);
             tu_attr_ints(b, "dilations", 1, 1, k->dh, k->dw);
@@ -315,14 +338,16 @@ START_TEST(backprop_adjoint) {
         }
         rt_tensor *cin[2] = {x, f};
         rt_tensor *y = tu_run1(d, cin, 2);
-        rt_tensor *sizes = TU_I32(S(4), (int32_t)xs.dim[0], (int32_t)xs.dim[1],
-                                  (int32_t)xs.dim[2], (int32_t)xs.dim[3]);
+        rt_tensor *sizes = TU_I32(S(4), (int32_t)xs.dim[0], (int32_t)xs.dim[1], (int32_t)xs.dim[2],
+                                  (int32_t)xs.dim[3]);
         rt_tensor *bin[3] = {sizes, f, dy};
         rt_tensor *dx = tu_run1(b, bin, 3);
         tu_check_shape(dx, RT_DT_FLOAT, xs);
         double lhs = 0, rhs = 0;
-        for (int64_t j = 0; j < y->nelem; j++) lhs += (double)rt_tensor_f32(y)[j] * rt_tensor_f32(dy)[j];
-        for (int64_t j = 0; j < x->nelem; j++) rhs += (double)rt_tensor_f32(x)[j] * rt_tensor_f32(dx)[j];
+        for (int64_t j = 0; j < y->nelem; j++)
+            lhs += (double)rt_tensor_f32(y)[j] * rt_tensor_f32(dy)[j];
+        for (int64_t j = 0; j < x->nelem; j++)
+            rhs += (double)rt_tensor_f32(x)[j] * rt_tensor_f32(dx)[j];
         ck_assert_msg(fabs(lhs - rhs) <= 1e-3 * (1 + fabs(lhs)), "case %zu: %g vs %g", i, lhs, rhs);
         rt_tensor *all[6] = {x, f, dy, y, sizes, dx};
         tu_unref(all, 6);
@@ -335,8 +360,10 @@ END_TEST
 static Tensorflow__NodeDef *pool_node(const char *op, const char *pad, int64_t k, int64_t s,
                                       int nchw) {
     Tensorflow__NodeDef *d = conv_node(op, pad, s, s, nchw);
-    if (nchw) tu_attr_ints(d, "ksize", 1, 1, k, k);
-    else tu_attr_ints(d, "ksize", 1, k, k, 1);
+    if (nchw)
+        tu_attr_ints(d, "ksize", 1, 1, k, k);
+    else
+        tu_attr_ints(d, "ksize", 1, k, k, 1);
     return d;
 }
 
@@ -378,11 +405,30 @@ START_TEST(pool_same) {
 }
 END_TEST
 
+START_TEST(pool_explicit) {
+    /* MaxPool 2x2 stride 2 on x33 with one padding row/column on every side
+     * (padded 5x5, out (3 + 2 - 2 + 2) / 2 = 2): windows rows/cols {-1,0} and
+     * {1,2}: max(x[0][0]) = 1, max(2,3) = 3, max(4,7) = 7, max(5,6,8,9) = 9 */
+    Tensorflow__NodeDef *d = pool_node("MaxPool", "EXPLICIT", 2, 2, 0);
+    tu_attr_ints(d, "explicit_paddings", 0, 0, 1, 1, 1, 1, 0, 0);
+    rt_tensor *o = run1(d, x33());
+    TU_CHECK_F32(o, S(1, 2, 2, 1), 0, 1, 3, 7, 9);
+    rt_tensor_unref(o);
+    rt_tensor *x = x33();
+    d = pool_node("AvgPool", "EXPLICIT", 2, 2, 0);
+    free(d->name);
+    d->name = strdup("bad_avg_explicit");
+    tu_attr_ints(d, "explicit_paddings", 0, 0, 1, 1, 1, 1, 0, 0);
+    tu_run_fail(d, &x, 1, 1, MS_EINVAL, "EXPLICIT");
+    rt_tensor_unref(x);
+}
+END_TEST
+
 START_TEST(pool_nchw_and_errors) {
     /* NCHW (1,2,2,2): channel 0 = [1,2,3,4], channel 1 = [8,7,6,5];
      * 2x2 VALID: max [4, 8], mean [2.5, 6.5] */
-    rt_tensor *o = run1(pool_node("MaxPool", "VALID", 2, 2, 1),
-                        TU_F32(S(1, 2, 2, 2), 1, 2, 3, 4, 8, 7, 6, 5));
+    rt_tensor *o =
+        run1(pool_node("MaxPool", "VALID", 2, 2, 1), TU_F32(S(1, 2, 2, 2), 1, 2, 3, 4, 8, 7, 6, 5));
     TU_CHECK_F32(o, S(1, 2, 1, 1), 0, 4, 8);
     rt_tensor_unref(o);
     o = run1(pool_node("AvgPool", "VALID", 2, 2, 1), TU_F32(S(1, 2, 2, 2), 1, 2, 3, 4, 8, 7, 6, 5));
@@ -431,8 +477,18 @@ START_TEST(conv_errors) {
     rt_tensor *f2 = tu_iota_f32(S(1, 1, 2, 1), 1, 0);
     rt_tensor *in2[2] = {in[0], f2};
     tu_run_fail(conv_node("Conv2D", "VALID", 1, 1, 0), in2, 2, 1, MS_EINVAL, "channels");
+    /* an input without channels cannot feed a filter of depth 1 */
+    rt_tensor *empty = NULL;
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &S(1, 2, 2, 0), &empty), MS_OK);
+    rt_tensor *in3[2] = {empty, in[1]};
+    Tensorflow__NodeDef *d0 = conv_node("Conv2D", "VALID", 1, 1, 0);
+    free(d0->name);
+    d0->name = strdup("no_channels");
+    tu_run_fail(d0, in3, 2, 1, MS_EINVAL, "channels");
+    rt_tensor_unref(empty);
     /* backprop with dy of the wrong size */
-    rt_tensor *bin[3] = {TU_I32(S(4), 1, 3, 3, 1), in[1], TU_F32(S(1, 3, 3, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0)};
+    rt_tensor *bin[3] = {TU_I32(S(4), 1, 3, 3, 1), in[1],
+                         TU_F32(S(1, 3, 3, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0)};
     Tensorflow__NodeDef *b = conv_node("Conv2DBackpropInput", "VALID", 1, 1, 0);
     free(b->name);
     b->name = strdup("bad_backprop");
@@ -451,7 +507,8 @@ START_TEST(batch_norm) {
      * std [2, 0.5]; channel 0: 2(x-1)/2 + 0.5 = x - 0.5; channel 1: (x-2)/0.5 = 2x - 4.
      * NHWC pixels [1,2],[3,4] -> [0.5, 0], [2.5, 4] */
     for (int nchw = 0; nchw < 2; nchw++) {
-        rt_tensor *in[5] = {nchw ? TU_F32(S(1, 2, 1, 2), 1, 3, 2, 4) : TU_F32(S(1, 1, 2, 2), 1, 2, 3, 4),
+        rt_tensor *in[5] = {nchw ? TU_F32(S(1, 2, 1, 2), 1, 3, 2, 4)
+                                 : TU_F32(S(1, 1, 2, 2), 1, 2, 3, 4),
                             TU_F32(S(2), 2, 1), TU_F32(S(2), 0.5f, 0), TU_F32(S(2), 1, 2),
                             TU_F32(S(2), 3.99f, 0.24f)};
         Tensorflow__NodeDef *d = tu_node_new("FusedBatchNormV3", "bn");
@@ -460,11 +517,14 @@ START_TEST(batch_norm) {
         if (nchw) tu_attr_s(d, "data_format", "NCHW");
         rt_tensor *o[6] = {0};
         ck_assert_int_eq(tu_run(d, in, 5, o, 6), MS_OK);
-        if (nchw) TU_CHECK_F32(o[0], S(1, 2, 1, 2), 1e-5f, 0.5f, 2.5f, 0, 4);
-        else TU_CHECK_F32(o[0], S(1, 1, 2, 2), 1e-5f, 0.5f, 0, 2.5f, 4);
+        if (nchw)
+            TU_CHECK_F32(o[0], S(1, 2, 1, 2), 1e-5f, 0.5f, 2.5f, 0, 4);
+        else
+            TU_CHECK_F32(o[0], S(1, 1, 2, 2), 1e-5f, 0.5f, 0, 2.5f, 4);
         TU_CHECK_F32(o[1], S(2), 0, 1, 2); /* batch_mean = mean */
         TU_CHECK_F32(o[2], S(2), 0, 3.99f, 0.24f);
-        for (int i = 3; i < 6; i++) ck_assert_ptr_nonnull(o[i]);
+        for (int i = 3; i < 6; i++)
+            ck_assert_ptr_nonnull(o[i]);
         tu_unref(o, 6);
         tu_node_free(d);
         /* training mode is refused with a clear error */
@@ -482,10 +542,153 @@ START_TEST(batch_norm) {
 }
 END_TEST
 
+START_TEST(batch_norm_v1) {
+    /* FusedBatchNorm (5 outputs), NHWC, default epsilon 1e-4: one channel with
+     * scale 1, offset 0, mean 2, variance 0.9999 -> y = (x - 2) / 1 */
+    rt_tensor *in[5] = {TU_F32(S(1, 1, 3, 1), 1, 2, 4), TU_F32(S(1), 1), TU_F32(S(1), 0),
+                        TU_F32(S(1), 2), TU_F32(S(1), 0.9999f)};
+    Tensorflow__NodeDef *d = tu_node_new("FusedBatchNorm", "bn");
+    tu_attr_b(d, "is_training", 0);
+    rt_tensor *o[5] = {0};
+    ck_assert_int_eq(tu_run(d, in, 5, o, 5), MS_OK);
+    TU_CHECK_F32(o[0], S(1, 1, 3, 1), 1e-5f, -1, 0, 2);
+    TU_CHECK_F32(o[2], S(1), 0, 0.9999f);
+    tu_unref(o, 5);
+    tu_node_free(d);
+    tu_unref(in, 5);
+}
+END_TEST
+
+/* ---- 3-D ---- */
+
+static Tensorflow__NodeDef *node3(const char *op, const char *pad, int64_t k, int64_t st,
+                                  int ncdhw) {
+    Tensorflow__NodeDef *d = tu_node_new(op, "v");
+    tu_attr_s(d, "padding", pad);
+    if (ncdhw) {
+        tu_attr_s(d, "data_format", "NCDHW");
+        tu_attr_ints(d, "strides", 1, 1, st, st, st);
+        if (k) tu_attr_ints(d, "ksize", 1, 1, k, k, k);
+    } else {
+        tu_attr_ints(d, "strides", 1, st, st, st, 1);
+        if (k) tu_attr_ints(d, "ksize", 1, k, k, k, 1);
+    }
+    return d;
+}
+
+START_TEST(conv3d_hand) {
+    /* x[d][h][w] = 4d + 2h + w + 1 (2x2x2), 2x2x2 ones. VALID: sum 1..8 = 36.
+     * SAME (padding after): each output sums the voxels at or after it:
+     * (0,0,0) 36, (0,0,1) 2+4+6+8 = 20, (0,1,0) 3+4+7+8 = 22, (0,1,1) 4+8 = 12,
+     * (1,0,0) 5+6+7+8 = 26, (1,0,1) 6+8 = 14, (1,1,0) 7+8 = 15, (1,1,1) 8 */
+    rt_tensor *o = run2(node3("Conv3D", "VALID", 0, 1, 0), tu_iota_f32(S(1, 2, 2, 2, 1), 1, 1),
+                        tu_iota_f32(S(2, 2, 2, 1, 1), 1, 0));
+    TU_CHECK_F32(o, S(1, 1, 1, 1, 1), 0, 36);
+    rt_tensor_unref(o);
+    o = run2(node3("Conv3D", "SAME", 0, 1, 0), tu_iota_f32(S(1, 2, 2, 2, 1), 1, 1),
+             tu_iota_f32(S(2, 2, 2, 1, 1), 1, 0));
+    TU_CHECK_F32(o, S(1, 2, 2, 2, 1), 0, 36, 20, 22, 12, 26, 14, 15, 8);
+    rt_tensor_unref(o);
+    /* pools on the same volume: max 8, mean 4.5; SAME stride 1 means over the
+     * voxels at or after each position: (0,0,0) 36/8, (0,1,1) 12/2, (1,1,0) 15/2, (1,1,1) 8 */
+    o = run1(node3("MaxPool3D", "VALID", 2, 2, 0), tu_iota_f32(S(1, 2, 2, 2, 1), 1, 1));
+    TU_CHECK_F32(o, S(1, 1, 1, 1, 1), 0, 8);
+    rt_tensor_unref(o);
+    o = run1(node3("AvgPool3D", "SAME", 2, 1, 0), tu_iota_f32(S(1, 2, 2, 2, 1), 1, 1));
+    TU_CHECK_F32(o, S(1, 2, 2, 2, 1), 1e-6f, 4.5f, 5, 5.5f, 6, 6.5f, 7, 7.5f, 8);
+    rt_tensor_unref(o);
+    /* NCDHW, 2 channels [1,2] and [5,3] along w: max [2,5], mean [1.5,4] */
+    Tensorflow__NodeDef *d = tu_node_new("MaxPool3D", "v");
+    tu_attr_s(d, "padding", "VALID");
+    tu_attr_s(d, "data_format", "NCDHW");
+    tu_attr_ints(d, "strides", 1, 1, 1, 1, 1);
+    tu_attr_ints(d, "ksize", 1, 1, 1, 1, 2);
+    o = run1(d, TU_F32(S(1, 2, 1, 1, 2), 1, 2, 5, 3));
+    TU_CHECK_F32(o, S(1, 2, 1, 1, 1), 0, 2, 5);
+    rt_tensor_unref(o);
+    rt_tensor *x = tu_iota_f32(S(1, 2, 2, 2, 1), 1, 1);
+    d = tu_node_new("MaxPool3D", "bad_pool3d");
+    tu_attr_s(d, "padding", "VALID");
+    tu_attr_ints(d, "strides", 1, 1, 1, 1);
+    tu_attr_ints(d, "ksize", 1, 1, 1, 1, 1);
+    tu_run_fail(d, &x, 1, 1, MS_EINVAL, "5 values");
+    rt_tensor_unref(x);
+}
+END_TEST
+
+/* Conv3D against the direct definition on random volumes. */
+START_TEST(conv3d_reference) {
+    static const struct {
+        int64_t N, D, H, W, C, K, M, s, dil;
+        int same, ncdhw;
+    } cs[] = {
+        {2, 5, 4, 6, 3, 3, 4, 1, 1, 1, 0},
+        {1, 6, 5, 5, 2, 3, 3, 2, 1, 1, 1},
+        {1, 7, 6, 6, 2, 2, 2, 1, 2, 0, 0},
+        {1, 5, 5, 5, 3, 2, 2, 2, 1, 0, 1},
+    };
+    for (size_t t = 0; t < sizeof(cs) / sizeof(cs[0]); t++) {
+        unsigned seed = 4242u + (unsigned)t;
+        int64_t in[3] = {cs[t].D, cs[t].H, cs[t].W}, out[3], pad[3];
+        for (int i = 0; i < 3; i++)
+            ref_dim(in[i], cs[t].K, cs[t].s, cs[t].dil, cs[t].same, &out[i], &pad[i]);
+        int nc = cs[t].ncdhw;
+        int64_t C = cs[t].C, M = cs[t].M, K = cs[t].K;
+        rt_shape xs = nc ? S(cs[t].N, C, in[0], in[1], in[2]) : S(cs[t].N, in[0], in[1], in[2], C);
+        rt_tensor *x = rand_t(xs, &seed), *f = rand_t(S(K, K, K, C, M), &seed);
+        Tensorflow__NodeDef *d = node3("Conv3D", cs[t].same ? "SAME" : "VALID", 0, cs[t].s, nc);
+        if (nc)
+            tu_attr_ints(d, "dilations", 1, 1, cs[t].dil, cs[t].dil, cs[t].dil);
+        else
+            tu_attr_ints(d, "dilations", 1, cs[t].dil, cs[t].dil, cs[t].dil, 1);
+        rt_tensor *io[2] = {x, f};
+        rt_tensor *o = tu_run1(d, io, 2);
+        tu_check_shape(o, RT_DT_FLOAT,
+                       nc ? S(cs[t].N, M, out[0], out[1], out[2])
+                          : S(cs[t].N, out[0], out[1], out[2], M));
+        const float *X = x->data, *F = f->data, *Y = o->data;
+        for (int64_t n = 0; n < cs[t].N; n++)
+            for (int64_t a = 0; a < out[0]; a++)
+                for (int64_t b = 0; b < out[1]; b++)
+                    for (int64_t c = 0; c < out[2]; c++)
+                        for (int64_t m = 0; m < M; m++) {
+                            double acc = 0;
+                            for (int64_t kd = 0; kd < K; kd++)
+                                for (int64_t kh = 0; kh < K; kh++)
+                                    for (int64_t kw = 0; kw < K; kw++) {
+                                        int64_t i0 = a * cs[t].s - pad[0] + kd * cs[t].dil;
+                                        int64_t i1 = b * cs[t].s - pad[1] + kh * cs[t].dil;
+                                        int64_t i2 = c * cs[t].s - pad[2] + kw * cs[t].dil;
+                                        if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1] ||
+                                            i2 < 0 || i2 >= in[2])
+                                            continue;
+                                        for (int64_t ci = 0; ci < C; ci++) {
+                                            int64_t xi =
+                                                nc ? (((n * C + ci) * in[0] + i0) * in[1] + i1) *
+                                                             in[2] +
+                                                         i2
+                                                   : (((n * in[0] + i0) * in[1] + i1) * in[2] +
+                                                      i2) * C +
+                                                         ci;
+                                            acc += X[xi] *
+                                                   F[(((kd * K + kh) * K + kw) * C + ci) * M + m];
+                                        }
+                                    }
+                            int64_t yi =
+                                nc ? (((n * M + m) * out[0] + a) * out[1] + b) * out[2] + c
+                                   : (((n * out[0] + a) * out[1] + b) * out[2] + c) * M + m;
+                            ck_assert_msg(fabs(Y[yi] - acc) <= 1e-4 * (1 + fabs(acc)),
+                                          "case %zu: got %g expected %g", t, Y[yi], acc);
+                        }
+        tu_unref(io, 2);
+        rt_tensor_unref(o);
+    }
+}
+END_TEST
+
 /* ---- resize ---- */
 
-static rt_tensor *resize(const char *op, rt_tensor *x, int32_t h, int32_t w, int align,
-                         int half) {
+static rt_tensor *resize(const char *op, rt_tensor *x, int32_t h, int32_t w, int align, int half) {
     Tensorflow__NodeDef *d = tu_node_new(op, "rs");
     tu_attr_b(d, "align_corners", align);
     tu_attr_b(d, "half_pixel_centers", half);
@@ -590,15 +793,29 @@ static Suite *suite(void) {
         const char *name;
         const TTest *t;
     } tests[] = {
-        {"conv", conv_valid_same},        {"conv", conv_same_stride2},
-        {"conv", conv_dilated},           {"conv", conv_channels_1x1},
-        {"conv", conv_nchw},              {"conv", conv_explicit},
-        {"conv_ref", conv_reference},     {"depthwise", depthwise_reference},
-        {"depthwise", depthwise_hand},    {"backprop", backprop_hand},
-        {"backprop", backprop_adjoint},   {"pool", pool_valid},
-        {"pool", pool_same},              {"pool", pool_nchw_and_errors},
-        {"errors", conv_errors},          {"batch_norm", batch_norm},
-        {"resize", resize_bilinear},      {"resize", resize_nearest},
+        {"conv", conv_valid_same},
+        {"conv", conv_same_stride2},
+        {"conv", conv_dilated},
+        {"conv", conv_channels_1x1},
+        {"conv", conv_nchw},
+        {"conv", conv_explicit},
+        {"conv_ref", conv_reference},
+        {"depthwise", depthwise_reference},
+        {"conv_grouped", conv_grouped},
+        {"depthwise", depthwise_hand},
+        {"backprop", backprop_hand},
+        {"backprop", backprop_adjoint},
+        {"pool", pool_valid},
+        {"pool", pool_same},
+        {"pool", pool_nchw_and_errors},
+        {"pool", pool_explicit},
+        {"errors", conv_errors},
+        {"batch_norm", batch_norm},
+        {"batch_norm", batch_norm_v1},
+        {"resize", resize_bilinear},
+        {"resize", resize_nearest},
+        {"conv3d", conv3d_hand},
+        {"conv3d", conv3d_reference},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

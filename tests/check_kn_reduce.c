@@ -97,7 +97,8 @@ START_TEST(reduce_layouts) {
     x = tu_iota_f32(S(64, 1000), 1, 0);
     o = red("Sum", x, TU_I32(S(1), 1), 0);
     tu_check_shape(o, RT_DT_FLOAT, S(64));
-    for (int i = 0; i < 64; i++) ck_assert_float_eq(rt_tensor_f32(o)[i], 1000);
+    for (int i = 0; i < 64; i++)
+        ck_assert_float_eq(rt_tensor_f32(o)[i], 1000);
     rt_tensor_unref(o);
     rt_tensor_unref(x);
 }
@@ -116,8 +117,8 @@ START_TEST(softmax) {
     rt_tensor *x = TU_F32(S(3, 3), 1, 2, 3, 0, 0, 0, 1000, 1000, 1000);
     rt_tensor *o = tu_run1(tu_node_new("Softmax", "sm"), &x, 1);
     float third = 1.0f / 3;
-    TU_CHECK_F32(o, S(3, 3), 1e-5f, 0.0900306f, 0.2447285f, 0.6652410f, third, third, third,
-                 third, third, third);
+    TU_CHECK_F32(o, S(3, 3), 1e-5f, 0.0900306f, 0.2447285f, 0.6652410f, third, third, third, third,
+                 third, third);
     rt_tensor_unref(o);
     rt_tensor_unref(x);
     x = TU_F32(TU_SCALAR, 1);
@@ -154,6 +155,51 @@ START_TEST(matmul) {
 }
 END_TEST
 
+START_TEST(batch_matmul) {
+    /* x (2,1,2) = [[1,2]], [[3,4]] times y (2,1) = [[5],[6]] for both batches:
+     * 1*5 + 2*6 = 17, 3*5 + 4*6 = 39 */
+    rt_tensor *in[2] = {TU_F32(S(2, 1, 2), 1, 2, 3, 4), TU_F32(S(2, 1), 5, 6)};
+    rt_tensor *o = tu_run1(tu_node_new("BatchMatMulV2", "bmm"), in, 2);
+    TU_CHECK_F32(o, S(2, 1, 1), 0, 17, 39);
+    rt_tensor_unref(o);
+    tu_unref(in, 2);
+    /* batch dims (2,1) x (1,3) -> (2,3): a0 = [1,2], a1 = [3,4];
+     * b0 = [1,0], b1 = [0,1], b2 = [1,1]: a_i . b_j = [1,2,3], [3,4,7] */
+    rt_tensor *in2[2] = {TU_F32(S(2, 1, 1, 2), 1, 2, 3, 4),
+                         TU_F32(S(1, 3, 2, 1), 1, 0, 0, 1, 1, 1)};
+    o = tu_run1(tu_node_new("BatchMatMulV2", "bmm"), in2, 2);
+    TU_CHECK_F32(o, S(2, 3, 1, 1), 0, 1, 2, 3, 3, 4, 7);
+    rt_tensor_unref(o);
+    tu_run_fail(tu_node_new("BatchMatMul", "bad_bmm"), in2, 2, 1, MS_EINVAL, "batch");
+    tu_unref(in2, 2);
+    /* adj_x: [[1,2],[3,4]]^T [1,1]^T = [4,6]; adj_y: [[1,2],[3,4]] ([[1,1]])^T = [3,7] */
+    rt_tensor *in3[2] = {TU_F32(S(1, 2, 2), 1, 2, 3, 4), TU_F32(S(1, 2, 1), 1, 1)};
+    Tensorflow__NodeDef *d = tu_node_new("BatchMatMulV2", "bmm");
+    tu_attr_b(d, "adj_x", 1);
+    o = tu_run1(d, in3, 2);
+    TU_CHECK_F32(o, S(1, 2, 1), 0, 4, 6);
+    rt_tensor_unref(o);
+    rt_tensor_unref(in3[1]);
+    in3[1] = TU_F32(S(1, 1, 2), 1, 1);
+    d = tu_node_new("BatchMatMul", "bmm");
+    tu_attr_b(d, "adj_y", 1);
+    o = tu_run1(d, in3, 2);
+    TU_CHECK_F32(o, S(1, 2, 1), 0, 3, 7);
+    rt_tensor_unref(o);
+    tu_unref(in3, 2);
+}
+END_TEST
+
+START_TEST(log_softmax) {
+    /* [1,2,3]: x - 3 - ln(e^-2 + e^-1 + 1) = x - 3 - 0.4076059 */
+    rt_tensor *x = TU_F32(S(1, 3), 1, 2, 3);
+    rt_tensor *o = tu_run1(tu_node_new("LogSoftmax", "ls"), &x, 1);
+    TU_CHECK_F32(o, S(1, 3), 1e-5f, -2.4076059f, -1.4076059f, -0.4076059f);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+}
+END_TEST
+
 START_TEST(bias_add) {
     rt_tensor *in[2] = {TU_F32(S(2, 3), 1, 2, 3, 4, 5, 6), TU_F32(S(3), 10, 20, 30)};
     rt_tensor *o = tu_run1(tu_node_new("BiasAdd", "b"), in, 2);
@@ -169,6 +215,16 @@ START_TEST(bias_add) {
     rt_tensor_unref(o);
     /* NHWC on the same tensor: last dim is 2 as well -> +100/+200 alternating */
     o = tu_run1(tu_node_new("BiasAdd", "b"), in2, 2);
+    TU_CHECK_F32(o, S(1, 2, 2, 2), 0, 100, 201, 102, 203, 104, 205, 106, 207);
+    rt_tensor_unref(o);
+    /* int32 [[1,2],[3,INT32_MAX]] + [10, 1]: the last one wraps to INT32_MIN */
+    rt_tensor *ii[2] = {TU_I32(S(2, 2), 1, 2, 3, INT32_MAX), TU_I32(S(2), 10, 1)};
+    o = tu_run1(tu_node_new("BiasAdd", "b"), ii, 2);
+    TU_CHECK_INT(o, RT_DT_INT32, S(2, 2), 11, 3, 13, INT32_MIN);
+    rt_tensor_unref(o);
+    tu_unref(ii, 2);
+    /* BiasAddV1 has no data_format: always the last dimension */
+    o = tu_run1(tu_node_new("BiasAddV1", "b"), in2, 2);
     TU_CHECK_F32(o, S(1, 2, 2, 2), 0, 100, 201, 102, 203, 104, 205, 106, 207);
     rt_tensor_unref(o);
     rt_tensor_unref(in2[1]);
@@ -209,9 +265,11 @@ static Suite *suite(void) {
         const char *name;
         const TTest *t;
     } tests[] = {
-        {"sum_mean", sum_mean},   {"max_min_prod", max_min_prod}, {"layouts", reduce_layouts},
-        {"errors", reduce_errors}, {"softmax", softmax},          {"matmul", matmul},
-        {"bias_add", bias_add},   {"argmax", argmax},
+        {"sum_mean", sum_mean},         {"max_min_prod", max_min_prod},
+        {"layouts", reduce_layouts},    {"errors", reduce_errors},
+        {"softmax", softmax},           {"matmul", matmul},
+        {"bias_add", bias_add},         {"argmax", argmax},
+        {"batch_matmul", batch_matmul}, {"log_softmax", log_softmax},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

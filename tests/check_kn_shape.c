@@ -89,6 +89,40 @@ START_TEST(concat) {
 }
 END_TEST
 
+START_TEST(concat_v1_unpack) {
+    /* Concat takes the axis first: [[1,2]] ++ [[3,4]] on axis 1 = [[1,2,3,4]] */
+    rt_tensor *in[3] = {TU_I32(TU_SCALAR, 1), TU_F32(S(1, 2), 1, 2), TU_F32(S(1, 2), 3, 4)};
+    rt_tensor *o = tu_run1(tu_node_new("Concat", "c"), in, 3);
+    TU_CHECK_F32(o, S(1, 4), 0, 1, 2, 3, 4);
+    rt_tensor_unref(o);
+    tu_unref(in, 3);
+    /* Unpack (2,3) = [[0,1,2],[3,4,5]] on axis 1: columns [0,3], [1,4], [2,5] */
+    rt_tensor *x = tu_iota_f32(S(2, 3), 0, 1);
+    Tensorflow__NodeDef *d = tu_node_new("Unpack", "u");
+    tu_attr_i(d, "num", 3);
+    tu_attr_i(d, "axis", 1);
+    rt_tensor *outs[3] = {0};
+    ck_assert_int_eq(tu_run(d, &x, 1, outs, 3), MS_OK);
+    TU_CHECK_F32(outs[0], S(2), 0, 0, 3);
+    TU_CHECK_F32(outs[1], S(2), 0, 1, 4);
+    TU_CHECK_F32(outs[2], S(2), 0, 2, 5);
+    tu_unref(outs, 3);
+    tu_node_free(d);
+    /* axis 0 into 2 outputs: the rows */
+    d = tu_node_new("Unpack", "u");
+    tu_attr_i(d, "num", 2);
+    ck_assert_int_eq(tu_run(d, &x, 1, outs, 2), MS_OK);
+    TU_CHECK_F32(outs[0], S(3), 0, 0, 1, 2);
+    TU_CHECK_F32(outs[1], S(3), 0, 3, 4, 5);
+    tu_unref(outs, 2);
+    tu_node_free(d);
+    d = tu_node_new("Unpack", "bad_unpack");
+    tu_attr_i(d, "num", 3);
+    tu_run_fail(d, &x, 1, 3, MS_EINVAL, "num");
+    rt_tensor_unref(x);
+}
+END_TEST
+
 START_TEST(pack) {
     rt_tensor *in[2] = {TU_I32(S(2), 1, 2), TU_I32(S(2), 3, 4)};
     Tensorflow__NodeDef *d = tu_node_new("Pack", "p");
@@ -282,6 +316,10 @@ START_TEST(strided_slice) {
     TU_CHECK_F32(o, S(1, 3, 2), 0, 12, 15, 16, 19, 20, 23);
     rt_tensor_unref(o);
     rt_tensor_unref(y);
+    /* an ellipsis bit past the given entries is ignored: v[1:3] = [1,2] */
+    o = ss_run(ss(0, 0, 4, 0, 0), v, TU_I32(S(1), 1), TU_I32(S(1), 3), TU_I32(S(1), 1));
+    TU_CHECK_F32(o, S(2), 0, 1, 2);
+    rt_tensor_unref(o);
     /* errors: zero stride; shrink index out of range */
     rt_tensor *in[4] = {v, TU_I32(S(1), 0), TU_I32(S(1), 2), TU_I32(S(1), 0)};
     Tensorflow__NodeDef *d = tu_node_new("StridedSlice", "bad_ss");
@@ -343,6 +381,64 @@ START_TEST(tile) {
 }
 END_TEST
 
+START_TEST(gather) {
+    rt_tensor *p = TU_F32(S(3, 2), 1, 2, 3, 4, 5, 6);
+    /* rows 2 and 0 */
+    rt_tensor *in[3] = {p, TU_I32(S(2), 2, 0), TU_I32(TU_SCALAR, 0)};
+    rt_tensor *o = tu_run1(tu_node_new("GatherV2", "g"), in, 3);
+    TU_CHECK_F32(o, S(2, 2), 0, 5, 6, 1, 2);
+    rt_tensor_unref(o);
+    /* axis 1 with indices [[1,0],[1,1]]: out[r] = [[p[r][1], p[r][0]], [p[r][1], p[r][1]]] */
+    rt_tensor_unref(in[1]);
+    rt_tensor_unref(in[2]);
+    in[1] = TU_I64(S(2, 2), 1, 0, 1, 1);
+    in[2] = TU_I64(TU_SCALAR, -1);
+    o = tu_run1(tu_node_new("GatherV2", "g"), in, 3);
+    TU_CHECK_F32(o, S(3, 2, 2), 0, 2, 1, 2, 2, 4, 3, 4, 4, 6, 5, 6, 6);
+    rt_tensor_unref(o);
+    /* scalar index drops the axis: row 1 = [3,4] (Gather v1, axis 0) */
+    rt_tensor_unref(in[1]);
+    in[1] = TU_I32(TU_SCALAR, 1);
+    o = tu_run1(tu_node_new("Gather", "g"), in, 2);
+    TU_CHECK_F32(o, S(2), 0, 3, 4);
+    rt_tensor_unref(o);
+    ((int32_t *)in[1]->data)[0] = 3;
+    tu_run_fail(tu_node_new("Gather", "bad_gather"), in, 2, 1, MS_EINVAL, "not in [0, 3)");
+    tu_unref(in, 3);
+}
+END_TEST
+
+static rt_tensor *range3(rt_tensor *a, rt_tensor *b, rt_tensor *c) {
+    rt_tensor *in[3] = {a, b, c};
+    rt_tensor *o = tu_run1(tu_node_new("Range", "r"), in, 3);
+    tu_unref(in, 3);
+    return o;
+}
+
+START_TEST(range) {
+    rt_tensor *o = range3(TU_I32(TU_SCALAR, 0), TU_I32(TU_SCALAR, 10), TU_I32(TU_SCALAR, 3));
+    TU_CHECK_INT(o, RT_DT_INT32, S(4), 0, 3, 6, 9);
+    rt_tensor_unref(o);
+    o = range3(TU_I64(TU_SCALAR, 5), TU_I64(TU_SCALAR, 1), TU_I64(TU_SCALAR, -2));
+    TU_CHECK_INT(o, RT_DT_INT64, S(2), 5, 3);
+    rt_tensor_unref(o);
+    o = range3(TU_F32(TU_SCALAR, 0), TU_F32(TU_SCALAR, 1), TU_F32(TU_SCALAR, 0.25f));
+    TU_CHECK_F32(o, S(4), 0, 0, 0.25f, 0.5f, 0.75f);
+    rt_tensor_unref(o);
+    /* 0 to 1 by 0.1: ceil(1 / 0.1) = 10 values, 0 first, about 0.9 last */
+    o = range3(TU_F32(TU_SCALAR, 0), TU_F32(TU_SCALAR, 1), TU_F32(TU_SCALAR, 0.1f));
+    tu_check_shape(o, RT_DT_FLOAT, S(10));
+    ck_assert_float_eq(rt_tensor_f32(o)[0], 0);
+    ck_assert_float_eq_tol(rt_tensor_f32(o)[9], 0.9f, 1e-5f);
+    rt_tensor_unref(o);
+    rt_tensor *in[3] = {TU_I32(TU_SCALAR, 0), TU_I32(TU_SCALAR, 5), TU_I32(TU_SCALAR, 0)};
+    tu_run_fail(tu_node_new("Range", "bad_range"), in, 3, 1, MS_EINVAL, "delta");
+    ((int32_t *)in[2]->data)[0] = -1;
+    tu_run_fail(tu_node_new("Range", "bad_range"), in, 3, 1, MS_EINVAL, "cannot reach");
+    tu_unref(in, 3);
+}
+END_TEST
+
 /* Sizes from tensors that would overflow int64 arithmetic are refused. */
 START_TEST(huge_sizes) {
     rt_tensor *x = TU_F32(S(2, 2), 1, 2, 3, 4);
@@ -380,11 +476,22 @@ static Suite *suite(void) {
         const char *name;
         const TTest *t;
     } tests[] = {
-        {"reshape", reshape}, {"squeeze_expand", squeeze_expand}, {"concat", concat},
-        {"pack", pack},       {"transpose", transpose},           {"pad", pad},
-        {"mirror_pad", mirror_pad}, {"shape_fill", shape_fill},   {"slice", slice},
-        {"strided_slice", strided_slice}, {"split", split},       {"tile", tile},
+        {"reshape", reshape},
+        {"squeeze_expand", squeeze_expand},
+        {"concat", concat},
+        {"pack", pack},
+        {"concat_v1_unpack", concat_v1_unpack},
+        {"transpose", transpose},
+        {"pad", pad},
+        {"mirror_pad", mirror_pad},
+        {"shape_fill", shape_fill},
+        {"slice", slice},
+        {"strided_slice", strided_slice},
+        {"split", split},
+        {"tile", tile},
         {"huge_sizes", huge_sizes},
+        {"gather", gather},
+        {"range", range},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

@@ -168,7 +168,8 @@ START_TEST(test_model_infer_raw_c_client) {
     ut_reply r;
     ck_assert_int_eq(ut_call(g_ch, INFER, buf, n, 10000, &r), 0);
     ck_assert_msg(r.status == GRPC_STATUS_OK, "ModelInfer: %d %s", r.status, r.details);
-    Inference__ModelInferResponse *resp = inference__model_infer_response__unpack(NULL, r.len, r.data);
+    Inference__ModelInferResponse *resp =
+        inference__model_infer_response__unpack(NULL, r.len, r.data);
     ck_assert_ptr_nonnull(resp);
     ck_assert_str_eq(resp->id, "c-1");
     ck_assert_str_eq(resp->model_version, "123");
@@ -239,8 +240,8 @@ START_TEST(test_unknown_method_and_bad_bytes) {
     ut_reply r;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    ck_assert_int_eq(ut_call(g_ch, "/tensorflow.serving.PredictionService/Nope", (const uint8_t *)"",
-                             0, 20000, &r),
+    ck_assert_int_eq(ut_call(g_ch, "/tensorflow.serving.PredictionService/Nope",
+                             (const uint8_t *)"", 0, 20000, &r),
                      0);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     ck_assert_int_eq(r.status, GRPC_STATUS_UNIMPLEMENTED);

@@ -33,9 +33,17 @@ END_TEST
 
 START_TEST(test_flags_both_forms) {
     srv_flags f;
-    char *argv[] = {"serve",          "--port=9000",       "--model_name",   "ct",
-                    "--model_base_path=/m/ct", "--rest_api_port", "8501", "--log_level=debug",
-                    "--file_system_poll_wait_seconds=0.5", "--grpc_max_threads=3", NULL};
+    char *argv[] = {"serve",
+                    "--port=9000",
+                    "--model_name",
+                    "ct",
+                    "--model_base_path=/m/ct",
+                    "--rest_api_port",
+                    "8501",
+                    "--log_level=debug",
+                    "--file_system_poll_wait_seconds=0.5",
+                    "--grpc_max_threads=3",
+                    NULL};
     ck_assert_int_eq(srv_flags_parse(10, argv, 1, &f), MS_OK);
     ck_assert_int_eq(f.port, 9000);
     ck_assert_str_eq(f.model_name, "ct");
@@ -76,7 +84,8 @@ static const char *k_json =
     " {\"name\": \"ct\", \"base_path\": \"/models/ct\", \"model_platform\": \"tensorflow\","
     "  \"model_version_policy\": {\"specific\": {\"versions\": [2, 1, \"2\"]}},"
     "  \"version_labels\": {\"stable\": 1, \"canary\": \"2\"}},"
-    " {\"name\": \"mr\", \"basePath\": \"/models/mr\", \"modelVersionPolicy\": {\"latest\": {\"numVersions\": 3}}},"
+    " {\"name\": \"mr\", \"basePath\": \"/models/mr\", \"modelVersionPolicy\": {\"latest\": "
+    "{\"numVersions\": 3}}},"
     " {\"name\": \"all\", \"base_path\": \"/models/all\", \"model_version_policy\": {\"all\": {}}},"
     " {\"name\": \"plain\", \"base_path\": \"/models/plain\"}"
     "]}}";
@@ -92,9 +101,12 @@ static void check_parsed(const srv_config *c) {
     ck_assert_int_eq(ct->versions[1], 2);
     ck_assert_int_eq(ct->nlabels, 2);
     for (int i = 0; i < 2; i++) {
-        if (strcmp(ct->labels[i].name, "stable") == 0) ck_assert_int_eq(ct->labels[i].version, 1);
-        else if (strcmp(ct->labels[i].name, "canary") == 0) ck_assert_int_eq(ct->labels[i].version, 2);
-        else ck_abort_msg("unexpected label %s", ct->labels[i].name);
+        if (strcmp(ct->labels[i].name, "stable") == 0)
+            ck_assert_int_eq(ct->labels[i].version, 1);
+        else if (strcmp(ct->labels[i].name, "canary") == 0)
+            ck_assert_int_eq(ct->labels[i].version, 2);
+        else
+            ck_abort_msg("unexpected label %s", ct->labels[i].name);
     }
     ck_assert_int_eq(c->models[1].policy, SRV_POLICY_LATEST);
     ck_assert_int_eq(c->models[1].num_versions, 3);
@@ -122,7 +134,8 @@ START_TEST(test_config_text_format_same_as_json) {
         "    version_labels { key: 'stable' value: 1 }\n"
         "    version_labels { key: 'canary' value: 2 }\n"
         "  }\n"
-        "  config { name: 'mr' base_path: '/models/mr' model_version_policy: { latest { num_versions: 3 } } }\n"
+        "  config { name: 'mr' base_path: '/models/mr' model_version_policy: { latest { "
+        "num_versions: 3 } } }\n"
         "  config < name: 'all' base_path: '/models/all' model_version_policy { all {} } >\n"
         "  config { name: 'plain', base_path: '/models/plain' }\n"
         "}\n";
@@ -138,31 +151,43 @@ START_TEST(test_config_errors_name_the_key) {
     struct {
         const char *json, *needle;
     } cases[] = {
-        {"{\"model_config_list\": {\"config\": [{\"name\": \"a\", \"base_pth\": \"/x\"}]}}", "base_pth"},
+        {"{\"model_config_list\": {\"config\": [{\"name\": \"a\", \"base_pth\": \"/x\"}]}}",
+         "base_pth"},
         {"{\"model_config_list\": {\"config\": [{\"name\": \"a\"}]}}", "base_path"},
-        {"{\"model_config_list\": {\"config\": [{\"name\": \"\", \"base_path\": \"/x\"}]}}", "name"},
+        {"{\"model_config_list\": {\"config\": [{\"name\": \"\", \"base_path\": \"/x\"}]}}",
+         "name"},
         {"{\"model_config_list\": {\"config\": [{\"name\": \"a\", \"base_path\": \"/x\"},"
-         "{\"name\": \"a\", \"base_path\": \"/y\"}]}}", "twice"},
+         "{\"name\": \"a\", \"base_path\": \"/y\"}]}}",
+         "twice"},
         {"{\"model_config_list\": {\"config\": [{\"name\": \"a\", \"base_path\": \"/x\","
-         "\"model_platform\": \"pytorch\"}]}}", "pytorch"},
+         "\"model_platform\": \"pytorch\"}]}}",
+         "pytorch"},
         {"{\"model_config_list\": {\"config\": [{\"name\": \"a\", \"base_path\": \"/x\","
-         "\"model_version_policy\": {\"specific\": {\"versions\": []}}}]}}", "at least one"},
+         "\"model_version_policy\": {\"specific\": {\"versions\": []}}}]}}",
+         "at least one"},
         {"{\"model_config_list\": {\"config\": [{\"name\": \"a\", \"base_path\": \"/x\","
-         "\"model_version_policy\": {\"newest\": {}}}]}}", "newest"},
+         "\"model_version_policy\": {\"newest\": {}}}]}}",
+         "newest"},
         {"{\"model_config_list\": {\"config\": [{\"name\": \"a\", \"base_path\": \"/x\","
-         "\"version_labels\": {\"s\": \"one\"}}]}}", "one"},
+         "\"version_labels\": {\"s\": \"one\"}}]}}",
+         "one"},
         {"{\"custom_model_config\": {}}", "custom_model_config"},
         {"{\"model_config_list\": ", "JSON"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        ck_assert_msg(srv_config_parse_json(cases[i].json, &c) == MS_EINVAL, "case %zu accepted", i);
-        ck_assert_msg(strstr(ms_errmsg(), cases[i].needle) != NULL, "case %zu: \"%s\" lacks \"%s\"", i,
-                      ms_errmsg(), cases[i].needle);
+        ck_assert_msg(srv_config_parse_json(cases[i].json, &c) == MS_EINVAL, "case %zu accepted",
+                      i);
+        ck_assert_msg(strstr(ms_errmsg(), cases[i].needle) != NULL, "case %zu: \"%s\" lacks \"%s\"",
+                      i, ms_errmsg(), cases[i].needle);
     }
-    ck_assert_int_eq(srv_config_parse_text("model_config_list { config { name: 'a' ", &c), MS_EINVAL);
-    ck_assert_int_eq(srv_config_parse_text("model_config_list { config { name 'a' } }", &c), MS_EINVAL);
+    ck_assert_int_eq(srv_config_parse_text("model_config_list { config { name: 'a' ", &c),
+                     MS_EINVAL);
+    ck_assert_int_eq(srv_config_parse_text("model_config_list { config { name 'a' } }", &c),
+                     MS_EINVAL);
     ck_assert_int_eq(srv_config_parse_text("model_config_list { config { name: 'a' base_path: '/x' "
-                                           "version_labels { key: 's' } } }", &c), MS_EINVAL);
+                                           "version_labels { key: 's' } } }",
+                                           &c),
+                     MS_EINVAL);
 }
 END_TEST
 

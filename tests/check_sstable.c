@@ -11,7 +11,6 @@
 #include "rt_sstable.h"
 #include "util_bundle.h"
 
-
 /* Bit-at-a-time CRC-32C straight from the definition, to compare with. */
 static uint32_t crc_bitwise(const uint8_t *p, size_t n) {
     uint32_t c = 0xffffffffu;
@@ -186,8 +185,7 @@ START_TEST(snappy_hostile) {
     static const uint8_t huge[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x00, 'a'};
     uint8_t *p = NULL;
     size_t n;
-    ck_assert_int_eq(rt_snappy_decompress_alloc(huge, sizeof(huge), 1 << 20, &p, &n),
-                     MS_EDATALOSS);
+    ck_assert_int_eq(rt_snappy_decompress_alloc(huge, sizeof(huge), 1 << 20, &p, &n), MS_EDATALOSS);
     ck_assert_ptr_null(p);
 }
 END_TEST
@@ -450,8 +448,8 @@ START_TEST(sst_corruption_sweep) {
             ms_status st = rt_sst_open(copy, n, "t", &t);
             if (st == MS_OK) {
                 /* Only the footer's zero padding is unchecked. */
-                ck_assert_msg(pos >= n - RT_SST_FOOTER_LEN && pos < n - 8,
-                              "flip at %zu accepted", pos);
+                ck_assert_msg(pos >= n - RT_SST_FOOTER_LEN && pos < n - 8, "flip at %zu accepted",
+                              pos);
                 ck_assert_uint_eq(rt_sst_count(t), 12);
                 rt_sst_free(t);
             } else {
@@ -489,6 +487,107 @@ START_TEST(sst_error_messages) {
 }
 END_TEST
 
+/* ---- hostile block contents behind valid crcs ---- */
+
+static void put_block(rt_bytes *f, const uint8_t *p, size_t n, uint64_t *off, uint64_t *size) {
+    *off = f->len;
+    *size = n;
+    rt_bytes_append(f, p, n);
+    uint8_t type = 0;
+    rt_bytes_put_u8(f, type);
+    rt_bytes_put_fixed32(f, rt_crc32c_mask(rt_crc32c_extend(rt_crc32c(p, n), &type, 1)));
+}
+
+/* A table whose data block (as_index = 0) or index block (1) has the given
+ * contents; everything else well formed and every crc right. */
+static uint8_t *wrap_block(const uint8_t *c, size_t cn, int as_index, size_t *n) {
+    rt_bytes f = RT_BYTES_INIT;
+    uint64_t doff = 0, dsize = 0, moff, msize, ioff, isize;
+    static const uint8_t empty[8] = {0, 0, 0, 0, 1, 0, 0, 0};
+    if (!as_index)
+        put_block(&f, c, cn, &doff, &dsize);
+    put_block(&f, empty, 8, &moff, &msize);
+    if (as_index) {
+        put_block(&f, c, cn, &ioff, &isize);
+    } else {
+        /* one index entry: key "\xff", handle (doff, dsize) */
+        uint8_t ib[32];
+        size_t k = 0;
+        ib[k++] = 0;
+        ib[k++] = 1;
+        ib[k++] = 2;
+        ib[k++] = 0xff;
+        ib[k++] = (uint8_t)doff;
+        ib[k++] = (uint8_t)dsize;
+        memcpy(ib + k, empty, 8);
+        put_block(&f, ib, k + 8, &ioff, &isize);
+    }
+    uint8_t foot[48] = {0};
+    size_t k = rt_varint64_encode(foot, moff);
+    k += rt_varint64_encode(foot + k, msize);
+    k += rt_varint64_encode(foot + k, ioff);
+    rt_varint64_encode(foot + k, isize);
+    static const uint8_t magic[8] = {0x57, 0xfb, 0x80, 0x8b, 0x24, 0x75, 0x47, 0xdb};
+    memcpy(foot + 40, magic, 8);
+    rt_bytes_append(&f, foot, 48);
+    ck_assert(rt_bytes_ok(&f));
+    return rt_bytes_take(&f, n);
+}
+
+START_TEST(sst_hostile_blocks) {
+    static const struct {
+        int as_index;
+        uint8_t c[40];
+        size_t n;
+        const char *msg;
+    } cases[] = {
+        {0, {1, 2, 3}, 3, "too short"},
+        {0, {0, 0, 0, 0, 0xff, 0xff, 0, 0}, 8, "bad restart count"},
+        {0, {0, 1, 0, 'a', 9, 0, 0, 0, 1, 0, 0, 0}, 12, "restart 9 out of range"},
+        {0, {0, 1, 0, 'a', 0, 0, 0, 0, 0, 0, 0, 0}, 12, "entries but no restarts"},
+        {0, {2, 1, 0, 'a', 0, 0, 0, 0, 1, 0, 0, 0}, 12, "entry overruns"},
+        {0, {0, 1, 9, 'a', 0, 0, 0, 0, 1, 0, 0, 0}, 12, "entry overruns"},
+        {0, {0, 0x80, 0, 0, 0, 0, 1, 0, 0, 0}, 10, "bad entry header"},
+        {0, {0, 1, 0, 'b', 0, 1, 0, 'a', 0, 0, 0, 0, 1, 0, 0, 0}, 16, "keys out of order"},
+        {0, {0, 1, 0, 'b', 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, 16, "keys out of order"},
+        {1, {0, 1, 3, 'a', 0x80, 0x01, 0, 0, 0, 0, 0, 1, 0, 0, 0}, 15, "lies outside the file"},
+        {1, {0, 1, 3, 'a', 0, 1, 7, 0, 0, 0, 0, 1, 0, 0, 0}, 15, "bad block handle"},
+        {1, {0, 1, 1, 'a', 0, 0, 0, 0, 0, 1, 0, 0, 0}, 13, "bad block handle"},
+        /* two empty keys with empty values (found by fuzzing: NULL + 0) */
+        {0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, 14, "keys out of order"},
+    };
+    size_t n;
+    uint8_t *file = wrap_block(cases[_i].c, cases[_i].n, cases[_i].as_index, &n);
+    rt_sst *t = NULL;
+    ck_assert_int_eq(rt_sst_open(file, n, "h", &t), MS_EDATALOSS);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(strstr(ms_errmsg(), cases[_i].msg) != NULL, "case %d: %s", _i, ms_errmsg());
+    free(file);
+}
+END_TEST
+
+START_TEST(sst_index_key_below_block) {
+    /* data block with key "b"; index entry key "a" < "b" */
+    static const uint8_t data[] = {0, 1, 0, 'b', 0, 0, 0, 0, 1, 0, 0, 0};
+    size_t n;
+    uint8_t *file = wrap_block(data, sizeof(data), 0, &n);
+    rt_sst *t = NULL;
+    ck_assert_int_eq(rt_sst_open(file, n, "h", &t), MS_OK); /* index key 0xff: fine */
+    ck_assert_uint_eq(rt_sst_count(t), 1);
+    rt_sst_free(t);
+    /* Rewrite the index key byte 0xff -> 'a' and fix that block's crc. */
+    size_t ik = sizeof(data) + 5 + 13 + 3; /* data, metaindex, then entry header */
+    ck_assert_uint_eq(file[ik], 0xff);
+    file[ik] = 'a';
+    size_t ib = sizeof(data) + 5 + 13, il = 6 + 8;
+    uint32_t crc = rt_crc32c(file + ib, il + 1);
+    rt_store_le32(file + ib + il + 1, rt_crc32c_mask(crc));
+    ck_assert_int_eq(rt_sst_open(file, n, "h", &t), MS_EDATALOSS);
+    ck_assert_msg(strstr(ms_errmsg(), "index key below the last key") != NULL, "%s", ms_errmsg());
+    free(file);
+}
+END_TEST
+
 static Suite *sstable_suite(void) {
     Suite *s = suite_create("sstable");
     TCase *tc = tcase_create("crc32c");
@@ -510,6 +609,8 @@ static Suite *sstable_suite(void) {
     tcase_add_test(tc, sst_empty_table);
     tcase_add_loop_test(tc, sst_corruption_sweep, 0, 2);
     tcase_add_test(tc, sst_error_messages);
+    tcase_add_loop_test(tc, sst_hostile_blocks, 0, 13);
+    tcase_add_test(tc, sst_index_key_below_block);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -152,6 +152,40 @@ def main():
         kraw.raw_input_contents.append(b"\0" * 8)
         expect_error(s.ModelInfer, kraw, grpc.StatusCode.INVALID_ARGUMENT, "8 bytes", "12", d=d)
         expect_error(s.ModelInfer, pb.ks.ModelInferRequest(model_name="nope"), grpc.StatusCode.NOT_FOUND, d=d)
+
+        # --- BYTES tensors (how DICOM files travel) ---
+        def kreq(dtype, shape, raw=None, sig=None, name="x"):
+            r = pb.ks.ModelInferRequest(model_name="hpt")
+            if sig:
+                r.parameters["signature_name"].string_param = sig
+            t = r.inputs.add(name=name, datatype=dtype, shape=shape)
+            if raw is not None:
+                r.raw_input_contents.append(raw)
+            return r, t
+        two = struct.pack("<I", 3) + b"abc" + struct.pack("<I", 2) + b"de"
+        r, _ = kreq("BYTES", [2], two[:-1])
+        expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, "element 1 says 2 bytes, only 1 remain", d=d)
+        r, _ = kreq("BYTES", [1], two)
+        expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, "left over", d=d)
+        r, t = kreq("BYTES", [3, 1])
+        t.contents.bytes_contents.extend([b"DICM", b"", b"\x00\x01"])
+        expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, "expected dtype DT_FLOAT, got DT_STRING", d=d)
+        # Well-formed raw BYTES pass validation against a DT_STRING input (the model
+        # itself then needs ParseExample, which the runtime may not have).
+        r, _ = kreq("BYTES", [2], two, sig="classify_x_to_y", name="inputs")
+        try:
+            s.ModelInfer(r, timeout=10)
+        except grpc.RpcError as e:
+            check(e.code() != grpc.StatusCode.INVALID_ARGUMENT, "BYTES input rejected: %s" % e.details(), d)
+        r, t = kreq("FP16", [1, 1])
+        t.contents.fp32_contents.append(1.0)
+        expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, "raw_input_contents", d=d)
+        r, _ = kreq("FLOAT32", [1, 1])
+        expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, 'unknown datatype "FLOAT32"', d=d)
+        sp = predict_req()
+        sp.inputs["x"].CopyFrom(pb.fw.TensorProto(dtype=pb.fw.DT_STRING, string_val=[b"a", b"b", b"c"],
+                                                  tensor_shape=float_tensor([], [3, 1]).tensor_shape))
+        expect_error(s.Predict, sp, grpc.StatusCode.INVALID_ARGUMENT, "DT_STRING", d=d)
         expect_error(s.Classify, pb.tfs.ClassificationRequest(model_spec=pb.tfs.ModelSpec(name="hpt")),
                      grpc.StatusCode.UNIMPLEMENTED, "Classify", d=d)
         expect_error(s.GetModelStatus, pb.tfs.GetModelStatusRequest(model_spec=pb.tfs.ModelSpec(name="nope")),

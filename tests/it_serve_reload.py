@@ -113,6 +113,23 @@ def main():
         check(wait_for(lambda: 4 in loop.first_seen, 2 * POLL + 1.0), "version 4 not served", d)
         time.sleep(0.3)
         check(not loop.failures, "failures: %s" % loop.failures[:5], d)
+        # --- 4. a newer version whose variables data shard is cut short ---
+        short = os.path.join(tmp_short := tempfile.mkdtemp(prefix="dcm_short_"), "5")
+        shutil.copytree(SRC_VERSION, short)
+        shard = os.path.join(short, "variables", "variables.data-00000-of-00001")
+        with open(shard, "r+b") as f:
+            f.truncate(os.path.getsize(shard) - 4)
+        os.rename(short, os.path.join(base, "5"))  # appears at once, complete-looking
+        shutil.rmtree(tmp_short, ignore_errors=True)
+        check(wait_for(lambda: "failed to load model m version 5" in d.log(), 3 * POLL + 2), "short shard loaded?", d)
+        st = d.stub.GetModelStatus(pb.tfs.GetModelStatusRequest(model_spec=pb.tfs.ModelSpec(name="m")), timeout=5)
+        by_v = {s.version: s for s in st.model_version_status}
+        check(5 in by_v and by_v[5].status.error_code != 0 and "variables" in by_v[5].status.error_message,
+              "status of version 5: %s" % st, d)
+        check(by_v[4].state == pb.tfs.ModelVersionStatus.AVAILABLE, "version 4 not kept: %s" % st, d)
+        time.sleep(POLL)
+        check(5 not in loop.first_seen and not loop.failures, "failures: %s" % loop.failures[:5], d)
+
         loop.stop.set()
         loop.join()
         check(loop.ok > 50, "only %d requests made it" % loop.ok, d)

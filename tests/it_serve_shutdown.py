@@ -42,9 +42,29 @@ def main():
         check(not d.stub.ServerReady(pb.ks.ServerReadyRequest(), timeout=5).ready, "ServerReady before model", d)
         check(d.stub.ServerLive(pb.ks.ServerLiveRequest(), timeout=5).live, "ServerLive", d)
         check("no versions found" in d.log() or "cannot be read" in d.log(), "missing base path not logged", d)
+        seen, unknown = [], []
+
+        def watch(service, out):
+            try:
+                for r in d.stub.Watch(pb.health.HealthCheckRequest(service=service), timeout=30):
+                    out.append(r.status)
+            except grpc.RpcError as e:
+                out.append("rpc:%s" % e.code())
+
+        threads = [threading.Thread(target=watch, args=("", seen), daemon=True),
+                   threading.Thread(target=watch, args=("no.such.Service", unknown), daemon=True)]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
         shutil.copytree(os.path.join(HPT, "00000123"), os.path.join(base, "7"))
         d.wait_health(H.SERVING, timeout=10)
+        time.sleep(0.3)
         check(d.stop(signal.SIGINT) == 0, "SIGINT exit code", d)
+        for t in threads:
+            t.join(timeout=10)
+        check(seen[:2] == [H.NOT_SERVING, H.SERVING] and seen[-1] == H.NOT_SERVING,
+              "Watch before/after the model appeared: %s" % seen, d)
+        check(unknown and unknown[0] == H.SERVICE_UNKNOWN, "Watch of an unknown service: %s" % unknown, d)
     finally:
         d.close()
 

@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 uint8_t *ucodec_read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -106,4 +109,61 @@ const char *ucodec_work_dir(const char *sub, char *buf, size_t n) {
     snprintf(buf, n, "%s/%s", bin ? bin : "/tmp", sub);
     mkdir(buf, 0755);
     return buf;
+}
+
+/* Runs tests/tools/<script> into dir unless dir's manifest is newer than it. */
+static int make_frames(const char *script, const char *dir) {
+    char path[1200], args[1200];
+    struct stat sm, ss;
+    const char *src = getenv("DCM_SRC");
+    snprintf(path, sizeof(path), "%s/tests/tools/%s", src ? src : ".", script);
+    if (stat(path, &ss) != 0) return -1;
+    snprintf(args, sizeof(args), "%s/manifest.tsv", dir);
+    if (getenv("DCM_CODEC_REGEN") == NULL && stat(args, &sm) == 0 && sm.st_size > 0 &&
+        sm.st_mtime > ss.st_mtime)
+        return 0;
+    snprintf(args, sizeof(args), "'%s' 2>/dev/null", dir);
+    return ucodec_run_tool(script, args);
+}
+
+/* Appends the frames of dir's manifest to *all. */
+static void add_manifest(const char *dir, ucodec_frame **all, size_t *n) {
+    ucodec_frame *v = NULL;
+    size_t k = ucodec_load_manifest(dir, &v);
+    if (k == 0) return;
+    ucodec_frame *nv = realloc(*all, (*n + k) * sizeof(**all));
+    if (nv == NULL) {
+        free(v);
+        return;
+    }
+    memcpy(nv + *n, v, k * sizeof(*v));
+    *all = nv;
+    *n += k;
+    free(v);
+}
+
+size_t ucodec_load_all(ucodec_frame **out) {
+    char real[1024], gen[1024], lock[1100];
+    ucodec_work_dir("codec_frames", real, sizeof(real));
+    ucodec_work_dir("codec_generated", gen, sizeof(gen));
+    snprintf(lock, sizeof(lock), "%s.lock", real);
+    int fd = open(lock, O_CREAT | O_RDWR, 0644);
+    if (fd >= 0) flock(fd, LOCK_EX);
+    int rc = make_frames("dump_frames.py", real);
+    if (rc == 0) rc = make_frames("gen_streams.py", gen);
+    if (fd >= 0) {
+        flock(fd, LOCK_UN);
+        close(fd);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "util_codecs: making test frames failed (tests/tools/*.py)\n");
+        return 0;
+    }
+    ucodec_frame *all = NULL;
+    size_t n = 0;
+    add_manifest(real, &all, &n);
+    add_manifest(gen, &all, &n);
+    for (size_t i = 0; i < n; i++) all[i].geom.photometric = all[i].photometric;
+    *out = all;
+    return n;
 }

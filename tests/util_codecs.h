@@ -41,4 +41,11 @@ uint32_t ucodec_max_diff(const dcm_frame_geom *g, const uint8_t *a, const uint8_
 /* Directory for generated test data: $DCM_BIN/<sub> (or /tmp/<sub>), created. */
 const char *ucodec_work_dir(const char *sub, char *buf, size_t n);
 
+/* Makes (or reuses) the test frames of tests/tools/dump_frames.py and
+ * gen_streams.py under $DCM_BIN and loads both manifests. The generators run
+ * only when a manifest is older than its script (or DCM_CODEC_REGEN is set),
+ * under a file lock so that test binaries run by `ctest -j` do not race.
+ * Returns the frame count (0 on failure); *out is malloc'ed, caller frees. */
+size_t ucodec_load_all(ucodec_frame **out);
+
 #endif /* UTIL_CODECS_H */

@@ -109,8 +109,8 @@ void tu_attr_ilist(Tensorflow__NodeDef *d, const char *key, int n, const int64_t
 rt_tensor *tu_t(rt_dtype dt, rt_shape s, const void *vals, int nvals) {
     rt_tensor *t = NULL;
     ck_assert_int_eq(rt_tensor_new(dt, &s, &t), MS_OK);
-    ck_assert_msg(t->nelem == nvals, "tensor of %lld elements given %d values",
-                  (long long)t->nelem, nvals);
+    ck_assert_msg(t->nelem == nvals, "tensor of %lld elements given %d values", (long long)t->nelem,
+                  nvals);
     if (nvals > 0) memcpy(t->data, vals, rt_tensor_nbytes(t));
     return t;
 }
@@ -118,7 +118,8 @@ rt_tensor *tu_t(rt_dtype dt, rt_shape s, const void *vals, int nvals) {
 rt_tensor *tu_iota_f32(rt_shape s, float start, float step) {
     rt_tensor *t = NULL;
     ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &s, &t), MS_OK);
-    for (int64_t i = 0; i < t->nelem; i++) rt_tensor_f32(t)[i] = start + (float)i * step;
+    for (int64_t i = 0; i < t->nelem; i++)
+        rt_tensor_f32(t)[i] = start + (float)i * step;
     return t;
 }
 
@@ -151,12 +152,13 @@ rt_tensor *tu_run1(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin) {
     return out;
 }
 
-void tu_run_fail(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin, int nout,
-                 ms_status code, const char *needle) {
+void tu_run_fail(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin, int nout, ms_status code,
+                 const char *needle) {
     rt_tensor *outs[8] = {0};
     ck_assert_int_le(nout, 8);
     ms_status st = tu_run(def, in, nin, outs, nout);
-    for (int i = 0; i < nout; i++) ck_assert_ptr_null(outs[i]);
+    for (int i = 0; i < nout; i++)
+        ck_assert_ptr_null(outs[i]);
     ck_assert_msg(st == code, "%s: expected %s, got %s (%s)", def->op, ms_status_name(code),
                   ms_status_name(st), ms_errmsg());
     ck_assert_msg(strstr(ms_errmsg(), def->name) != NULL, "message lacks node name '%s': %s",
@@ -186,8 +188,8 @@ void tu_check_f32(const rt_tensor *t, rt_shape s, const float *want, int n, floa
             continue;
         }
         float lim = tol * (fabsf(want[i]) > 1 ? fabsf(want[i]) : 1);
-        ck_assert_msg(got[i] == want[i] || fabsf(got[i] - want[i]) <= lim, "element %d: got %.9g, expected %.9g", i,
-                      got[i], want[i]);
+        ck_assert_msg(got[i] == want[i] || fabsf(got[i] - want[i]) <= lim,
+                      "element %d: got %.9g, expected %.9g", i, got[i], want[i]);
     }
 }
 
@@ -208,13 +210,27 @@ void tu_check_int(const rt_tensor *t, rt_dtype dt, rt_shape s, const int64_t *wa
     for (int i = 0; i < n; i++) {
         int64_t got;
         switch (dt) {
-        case RT_DT_INT32: got = ((const int32_t *)t->data)[i]; break;
-        case RT_DT_INT64: got = ((const int64_t *)t->data)[i]; break;
-        case RT_DT_INT8: got = ((const int8_t *)t->data)[i]; break;
-        case RT_DT_INT16: got = ((const int16_t *)t->data)[i]; break;
-        case RT_DT_UINT16: got = ((const uint16_t *)t->data)[i]; break;
-        case RT_DT_UINT32: got = ((const uint32_t *)t->data)[i]; break;
-        default: got = ((const uint8_t *)t->data)[i]; break;
+        case RT_DT_INT32:
+            got = ((const int32_t *)t->data)[i];
+            break;
+        case RT_DT_INT64:
+            got = ((const int64_t *)t->data)[i];
+            break;
+        case RT_DT_INT8:
+            got = ((const int8_t *)t->data)[i];
+            break;
+        case RT_DT_INT16:
+            got = ((const int16_t *)t->data)[i];
+            break;
+        case RT_DT_UINT16:
+            got = ((const uint16_t *)t->data)[i];
+            break;
+        case RT_DT_UINT32:
+            got = ((const uint32_t *)t->data)[i];
+            break;
+        default:
+            got = ((const uint8_t *)t->data)[i];
+            break;
         }
         ck_assert_msg(got == want[i], "element %d: got %lld, expected %lld", i, (long long)got,
                       (long long)want[i]);

@@ -24,25 +24,25 @@ void tu_attr_type(Tensorflow__NodeDef *d, const char *key, rt_dtype v);
 void tu_attr_s(Tensorflow__NodeDef *d, const char *key, const char *v);
 void tu_attr_ilist(Tensorflow__NodeDef *d, const char *key, int n, const int64_t *v);
 /* tu_attr_ints(d, "strides", 1, 2, 2, 1) */
-#define tu_attr_ints(d, key, ...)                                                                \
-    tu_attr_ilist((d), (key), (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),         \
+#define tu_attr_ints(d, key, ...)                                                                  \
+    tu_attr_ilist((d), (key), (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),           \
                   (const int64_t[]){__VA_ARGS__})
 
 /* ---- tensors ---- */
 /* TU_SHAPE(2, 3); TU_SCALAR for rank 0. */
-#define TU_SHAPE(...)                                                                            \
-    ((rt_shape){.rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),              \
+#define TU_SHAPE(...)                                                                              \
+    ((rt_shape){.rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),                 \
                 .dim = {__VA_ARGS__}})
 #define TU_SCALAR ((rt_shape){.rank = 0})
 /* New tensor of dtype/shape holding a copy of vals (nvals must equal the
  * element count; checked). */
 rt_tensor *tu_t(rt_dtype dt, rt_shape s, const void *vals, int nvals);
-#define TU_NV(T, ...) (const T[]){__VA_ARGS__}, (int)(sizeof((T[]){__VA_ARGS__}) / sizeof(T))
-#define TU_F32(shape, ...) tu_t(RT_DT_FLOAT, (shape), TU_NV(float, __VA_ARGS__))
-#define TU_F64(shape, ...) tu_t(RT_DT_DOUBLE, (shape), TU_NV(double, __VA_ARGS__))
-#define TU_I32(shape, ...) tu_t(RT_DT_INT32, (shape), TU_NV(int32_t, __VA_ARGS__))
-#define TU_I64(shape, ...) tu_t(RT_DT_INT64, (shape), TU_NV(int64_t, __VA_ARGS__))
-#define TU_U8(shape, ...) tu_t(RT_DT_UINT8, (shape), TU_NV(uint8_t, __VA_ARGS__))
+#define TU_NV(T, ...)       (const T[]){__VA_ARGS__}, (int)(sizeof((T[]){__VA_ARGS__}) / sizeof(T))
+#define TU_F32(shape, ...)  tu_t(RT_DT_FLOAT, (shape), TU_NV(float, __VA_ARGS__))
+#define TU_F64(shape, ...)  tu_t(RT_DT_DOUBLE, (shape), TU_NV(double, __VA_ARGS__))
+#define TU_I32(shape, ...)  tu_t(RT_DT_INT32, (shape), TU_NV(int32_t, __VA_ARGS__))
+#define TU_I64(shape, ...)  tu_t(RT_DT_INT64, (shape), TU_NV(int64_t, __VA_ARGS__))
+#define TU_U8(shape, ...)   tu_t(RT_DT_UINT8, (shape), TU_NV(uint8_t, __VA_ARGS__))
 #define TU_BOOL(shape, ...) tu_t(RT_DT_BOOL, (shape), TU_NV(uint8_t, __VA_ARGS__))
 /* Float tensor whose element i is start + i * step. */
 rt_tensor *tu_iota_f32(rt_shape s, float start, float step);
@@ -58,8 +58,8 @@ ms_status tu_run(const Tensorflow__NodeDef *def, rt_tensor *const *in, int nin, 
 rt_tensor *tu_run1(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin);
 /* Runs def expecting failure with `code` and a message naming def->name and
  * containing `needle` (NULL: any); frees def. */
-void tu_run_fail(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin, int nout,
-                 ms_status code, const char *needle);
+void tu_run_fail(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin, int nout, ms_status code,
+                 const char *needle);
 
 /* ---- checks ---- */
 void tu_check_shape(const rt_tensor *t, rt_dtype dt, rt_shape s);
@@ -68,8 +68,11 @@ void tu_check_f32(const rt_tensor *t, rt_shape s, const float *want, int n, floa
 void tu_check_f64(const rt_tensor *t, rt_shape s, const double *want, int n, double tol);
 /* Exact comparisons of integer-like dtypes (int32, int64, uint8/bool) as int64. */
 void tu_check_int(const rt_tensor *t, rt_dtype dt, rt_shape s, const int64_t *want, int n);
-#define TU_CHECK_F32(t, shape, tol, ...) tu_check_f32((t), (shape), TU_NV(float, __VA_ARGS__), (tol))
-#define TU_CHECK_F64(t, shape, tol, ...) tu_check_f64((t), (shape), TU_NV(double, __VA_ARGS__), (tol))
-#define TU_CHECK_INT(t, dt, shape, ...) tu_check_int((t), (dt), (shape), TU_NV(int64_t, __VA_ARGS__))
+#define TU_CHECK_F32(t, shape, tol, ...)                                                           \
+    tu_check_f32((t), (shape), TU_NV(float, __VA_ARGS__), (tol))
+#define TU_CHECK_F64(t, shape, tol, ...)                                                           \
+    tu_check_f64((t), (shape), TU_NV(double, __VA_ARGS__), (tol))
+#define TU_CHECK_INT(t, dt, shape, ...)                                                            \
+    tu_check_int((t), (dt), (shape), TU_NV(int64_t, __VA_ARGS__))
 
 #endif /* UTIL_NODE_H */

@@ -129,10 +129,10 @@ int ut_call(grpc_channel *ch, const char *method, const uint8_t *req, size_t len
             ut_reply *out) {
     grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
     grpc_slice m = grpc_slice_from_copied_string(method);
-    gpr_timespec dl = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                   gpr_time_from_millis(deadline_ms, GPR_TIMESPAN));
-    grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, m, NULL, dl,
-                                               NULL);
+    gpr_timespec dl =
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(deadline_ms, GPR_TIMESPAN));
+    grpc_call *call =
+        grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, m, NULL, dl, NULL);
     grpc_slice payload = grpc_slice_from_copied_buffer((const char *)req, len);
     grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&payload, 1);
     grpc_byte_buffer *resp = NULL;

@@ -11,8 +11,8 @@
 typedef struct ut_daemon {
     pid_t pid;
     int port;
-    char target[64];   /* "ipv4:127.0.0.1:<port>" */
-    char log[4096];    /* path of its stderr log */
+    char target[64]; /* "ipv4:127.0.0.1:<port>" */
+    char log[4096];  /* path of its stderr log */
 } ut_daemon;
 
 /* Starts $DCM_BIN/dcmserve serve --port=0 --bind_address=127.0.0.1 plus the
@@ -26,8 +26,8 @@ int ut_daemon_log_has(const ut_daemon *d, const char *needle);
 
 typedef struct ut_reply {
     grpc_status_code status;
-    char *details;   /* malloc'ed */
-    uint8_t *data;   /* malloc'ed response bytes (NULL when none) */
+    char *details; /* malloc'ed */
+    uint8_t *data; /* malloc'ed response bytes (NULL when none) */
     size_t len;
 } ut_reply;
 

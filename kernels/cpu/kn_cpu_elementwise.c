@@ -20,13 +20,20 @@ enum { T_F32, T_F64, T_I32, T_I64, T_U8, T_BOOL, T_COUNT };
 
 static int type_slot(rt_dtype dt) {
     switch (dt) {
-    case RT_DT_FLOAT: return T_F32;
-    case RT_DT_DOUBLE: return T_F64;
-    case RT_DT_INT32: return T_I32;
-    case RT_DT_INT64: return T_I64;
-    case RT_DT_UINT8: return T_U8;
-    case RT_DT_BOOL: return T_BOOL;
-    default: return -1;
+    case RT_DT_FLOAT:
+        return T_F32;
+    case RT_DT_DOUBLE:
+        return T_F64;
+    case RT_DT_INT32:
+        return T_I32;
+    case RT_DT_INT64:
+        return T_I64;
+    case RT_DT_UINT8:
+        return T_U8;
+    case RT_DT_BOOL:
+        return T_BOOL;
+    default:
+        return -1;
     }
 }
 
@@ -37,46 +44,47 @@ static int type_slot(rt_dtype dt) {
 /* o[i] = f(a[i*sa], b[i*sb]) for i < n; strides are 0 or 1. */
 typedef void (*bin_fn)(const void *a, int64_t sa, const void *b, int64_t sb, void *o, int64_t n);
 
-#define DEF_BIN(name, TI, TO, EXPR)                                                              \
-    static void name(const void *a_, int64_t sa, const void *b_, int64_t sb, void *o_,          \
-                     int64_t n) {                                                                \
-        const TI *a = a_;                                                                        \
-        const TI *b = b_;                                                                        \
-        TO *o = o_;                                                                              \
-        if (sa == 1 && sb == 1) {                                                                \
-            for (int64_t i = 0; i < n; i++) {                                                    \
-                TI x = a[i], y = b[i];                                                           \
-                o[i] = (TO)(EXPR);                                                               \
-            }                                                                                    \
-        } else if (sb == 1) {                                                                    \
-            TI x = a[0];                                                                         \
-            for (int64_t i = 0; i < n; i++) {                                                    \
-                TI y = b[i];                                                                     \
-                o[i] = (TO)(EXPR);                                                               \
-            }                                                                                    \
-        } else if (sa == 1) {                                                                    \
-            TI y = b[0];                                                                         \
-            for (int64_t i = 0; i < n; i++) {                                                    \
-                TI x = a[i];                                                                     \
-                o[i] = (TO)(EXPR);                                                               \
-            }                                                                                    \
-        } else {                                                                                 \
-            TI x = a[0], y = b[0];                                                               \
-            TO v = (TO)(EXPR);                                                                   \
-            for (int64_t i = 0; i < n; i++) o[i] = v;                                            \
-        }                                                                                        \
+#define DEF_BIN(name, TI, TO, EXPR)                                                                \
+    static void name(const void *a_, int64_t sa, const void *b_, int64_t sb, void *o_,             \
+                     int64_t n) {                                                                  \
+        const TI *a = a_;                                                                          \
+        const TI *b = b_;                                                                          \
+        TO *o = o_;                                                                                \
+        if (sa == 1 && sb == 1) {                                                                  \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                TI x = a[i], y = b[i];                                                             \
+                o[i] = (TO)(EXPR);                                                                 \
+            }                                                                                      \
+        } else if (sb == 1) {                                                                      \
+            TI x = a[0];                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                TI y = b[i];                                                                       \
+                o[i] = (TO)(EXPR);                                                                 \
+            }                                                                                      \
+        } else if (sa == 1) {                                                                      \
+            TI y = b[0];                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                TI x = a[i];                                                                       \
+                o[i] = (TO)(EXPR);                                                                 \
+            }                                                                                      \
+        } else {                                                                                   \
+            TI x = a[0], y = b[0];                                                                 \
+            TO v = (TO)(EXPR);                                                                     \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                o[i] = v;                                                                          \
+        }                                                                                          \
     }
 
 /* Arithmetic for float, double and the wrapping integer types. */
-#define DEF_ARITH(op, EXPR_F, EXPR_I32, EXPR_I64)                                                \
-    DEF_BIN(op##_f32, float, float, EXPR_F)                                                      \
-    DEF_BIN(op##_f64, double, double, EXPR_F)                                                    \
-    DEF_BIN(op##_i32, int32_t, int32_t, EXPR_I32)                                                \
+#define DEF_ARITH(op, EXPR_F, EXPR_I32, EXPR_I64)                                                  \
+    DEF_BIN(op##_f32, float, float, EXPR_F)                                                        \
+    DEF_BIN(op##_f64, double, double, EXPR_F)                                                      \
+    DEF_BIN(op##_i32, int32_t, int32_t, EXPR_I32)                                                  \
     DEF_BIN(op##_i64, int64_t, int64_t, EXPR_I64)
 
 DEF_ARITH(add, x + y, (int32_t)((uint32_t)x + (uint32_t)y), (int64_t)((uint64_t)x + (uint64_t)y))
 DEF_ARITH(sub, x - y, (int32_t)((uint32_t)x - (uint32_t)y), (int64_t)((uint64_t)x - (uint64_t)y))
-DEF_ARITH(mul, x *y, (int32_t)((uint32_t)x * (uint32_t)y), (int64_t)((uint64_t)x * (uint64_t)y))
+DEF_ARITH(mul, x *y, (int32_t)((uint32_t)x *(uint32_t)y), (int64_t)((uint64_t)x *(uint64_t)y))
 /* NaN propagates, as TensorFlow's Maximum/Minimum (Eigen PropagateNaN). */
 DEF_ARITH(max, (x > y || x != x) ? x : y, x > y ? x : y, x > y ? x : y)
 DEF_ARITH(min, (x < y || x != x) ? x : y, x < y ? x : y, x < y ? x : y)
@@ -84,14 +92,34 @@ DEF_BIN(div_f32, float, float, x / y)
 DEF_BIN(div_f64, double, double, x / y)
 DEF_BIN(pow_f32, float, float, powf(x, y))
 DEF_BIN(pow_f64, double, double, pow(x, y))
+DEF_BIN(sqdiff_f32, float, float, (x - y) * (x - y))
+DEF_BIN(sqdiff_f64, double, double, (x - y) * (x - y))
+DEF_BIN(divnonan_f32, float, float, y == 0 ? 0 : x / y)
+DEF_BIN(divnonan_f64, double, double, y == 0 ? 0 : x / y)
+DEF_BIN(floordiv_f32, float, float, floorf(x / y))
+DEF_BIN(floordiv_f64, double, double, floor(x / y))
+/* FloorMod of floats: the remainder takes the divisor's sign (Python %). */
+DEF_BIN(floormod_f32, float, float,
+        fmodf(x, y) != 0 && ((fmodf(x, y) < 0) != (y < 0)) ? fmodf(x, y) + y : fmodf(x, y))
+DEF_BIN(floormod_f64, double, double,
+        fmod(x, y) != 0 && ((fmod(x, y) < 0) != (y < 0)) ? fmod(x, y) + y : fmod(x, y))
+/* Integer floor division and modulo; divisors are checked non-zero before
+ * the loop runs, and MIN / -1 wraps (computed through the negation). */
+#define I_FDIV(T, UT)                                                                              \
+    (y == -1 ? (T)(0u - (UT)x) : ((x % y != 0 && ((x < 0) != (y < 0))) ? x / y - 1 : x / y))
+#define I_FMOD(T) (y == -1 ? (T)0 : ((x % y != 0 && ((x % y < 0) != (y < 0))) ? x % y + y : x % y))
+DEF_BIN(floordiv_i32, int32_t, int32_t, I_FDIV(int32_t, uint32_t))
+DEF_BIN(floordiv_i64, int64_t, int64_t, I_FDIV(int64_t, uint64_t))
+DEF_BIN(floormod_i32, int32_t, int32_t, I_FMOD(int32_t))
+DEF_BIN(floormod_i64, int64_t, int64_t, I_FMOD(int64_t))
 DEF_BIN(max_u8, uint8_t, uint8_t, x > y ? x : y)
 DEF_BIN(min_u8, uint8_t, uint8_t, x < y ? x : y)
 
-#define DEF_CMP(op, EXPR)                                                                        \
-    DEF_BIN(op##_f32, float, uint8_t, EXPR)                                                      \
-    DEF_BIN(op##_f64, double, uint8_t, EXPR)                                                     \
-    DEF_BIN(op##_i32, int32_t, uint8_t, EXPR)                                                    \
-    DEF_BIN(op##_i64, int64_t, uint8_t, EXPR)                                                    \
+#define DEF_CMP(op, EXPR)                                                                          \
+    DEF_BIN(op##_f32, float, uint8_t, EXPR)                                                        \
+    DEF_BIN(op##_f64, double, uint8_t, EXPR)                                                       \
+    DEF_BIN(op##_i32, int32_t, uint8_t, EXPR)                                                      \
+    DEF_BIN(op##_i64, int64_t, uint8_t, EXPR)                                                      \
     DEF_BIN(op##_u8, uint8_t, uint8_t, EXPR)
 
 DEF_CMP(gt, x > y)
@@ -100,19 +128,30 @@ DEF_CMP(lt, x < y)
 DEF_CMP(le, x <= y)
 DEF_CMP(eq, x == y)
 DEF_BIN(eq_b, uint8_t, uint8_t, (x != 0) == (y != 0))
-DEF_BIN(and_b, uint8_t, uint8_t, x && y)
+DEF_CMP(ne, x != y)
+DEF_BIN(ne_b, uint8_t, uint8_t, (x != 0) != (y != 0))
+DEF_BIN(and_b, uint8_t, uint8_t, x &&y)
 DEF_BIN(or_b, uint8_t, uint8_t, x || y)
 
 typedef struct bin_op {
     const char *op;
     bin_fn fn[T_COUNT];
-    int out_bool; /* output dtype is DT_BOOL instead of the input's */
+    int out_bool;    /* output dtype is DT_BOOL instead of the input's */
+    int int_divisor; /* integer inputs: the second must hold no zero */
 } bin_op;
 
-#define ARITH_ROW(name, p) {name, {[T_F32] = p##_f32, [T_F64] = p##_f64, [T_I32] = p##_i32, \
-                                   [T_I64] = p##_i64}, 0}
-#define CMP_ROW(name, p) {name, {[T_F32] = p##_f32, [T_F64] = p##_f64, [T_I32] = p##_i32, \
-                                 [T_I64] = p##_i64, [T_U8] = p##_u8}, 1}
+#define ARITH_ROW(name, p)                                                                         \
+    { name, {[T_F32] = p##_f32, [T_F64] = p##_f64, [T_I32] = p##_i32, [T_I64] = p##_i64}, 0, 0 }
+#define CMP_ROW(name, p)                                                                           \
+    {                                                                                              \
+        name,                                                                                      \
+            {[T_F32] = p##_f32,                                                                    \
+             [T_F64] = p##_f64,                                                                    \
+             [T_I32] = p##_i32,                                                                    \
+             [T_I64] = p##_i64,                                                                    \
+             [T_U8] = p##_u8},                                                                     \
+            1, 0                                                                                   \
+    }
 
 /* clang-format off */
 static const bin_op bin_ops[] = {
@@ -120,20 +159,28 @@ static const bin_op bin_ops[] = {
     ARITH_ROW("AddV2", add),
     ARITH_ROW("Sub", sub),
     ARITH_ROW("Mul", mul),
-    {"RealDiv", {[T_F32] = div_f32, [T_F64] = div_f64}, 0},
+    {"RealDiv", {[T_F32] = div_f32, [T_F64] = div_f64}, 0, 0},
     {"Maximum", {[T_F32] = max_f32, [T_F64] = max_f64, [T_I32] = max_i32, [T_I64] = max_i64,
-                 [T_U8] = max_u8}, 0},
+                 [T_U8] = max_u8}, 0, 0},
     {"Minimum", {[T_F32] = min_f32, [T_F64] = min_f64, [T_I32] = min_i32, [T_I64] = min_i64,
-                 [T_U8] = min_u8}, 0},
-    {"Pow", {[T_F32] = pow_f32, [T_F64] = pow_f64}, 0},
+                 [T_U8] = min_u8}, 0, 0},
+    {"Pow", {[T_F32] = pow_f32, [T_F64] = pow_f64}, 0, 0},
     CMP_ROW("Greater", gt),
     CMP_ROW("GreaterEqual", ge),
     CMP_ROW("Less", lt),
     CMP_ROW("LessEqual", le),
     {"Equal", {[T_F32] = eq_f32, [T_F64] = eq_f64, [T_I32] = eq_i32, [T_I64] = eq_i64,
-               [T_U8] = eq_u8, [T_BOOL] = eq_b}, 1},
-    {"LogicalAnd", {[T_BOOL] = and_b}, 1},
-    {"LogicalOr", {[T_BOOL] = or_b}, 1},
+               [T_U8] = eq_u8, [T_BOOL] = eq_b}, 1, 0},
+    {"NotEqual", {[T_F32] = ne_f32, [T_F64] = ne_f64, [T_I32] = ne_i32, [T_I64] = ne_i64,
+                  [T_U8] = ne_u8, [T_BOOL] = ne_b}, 1, 0},
+    {"SquaredDifference", {[T_F32] = sqdiff_f32, [T_F64] = sqdiff_f64}, 0, 0},
+    {"DivNoNan", {[T_F32] = divnonan_f32, [T_F64] = divnonan_f64}, 0, 0},
+    {"FloorDiv", {[T_F32] = floordiv_f32, [T_F64] = floordiv_f64, [T_I32] = floordiv_i32,
+                  [T_I64] = floordiv_i64}, 0, 1},
+    {"FloorMod", {[T_F32] = floormod_f32, [T_F64] = floormod_f64, [T_I32] = floormod_i32,
+                  [T_I64] = floormod_i64}, 0, 1},
+    {"LogicalAnd", {[T_BOOL] = and_b}, 1, 0},
+    {"LogicalOr", {[T_BOOL] = or_b}, 1, 0},
 };
 /* clang-format on */
 
@@ -160,26 +207,26 @@ typedef struct ew_job {
 } ew_job;
 
 /* Walks output elements [begin, end) row segment by row segment. */
-#define EW_SEGMENTS(job, begin, end, BODY)                                                      \
-    do {                                                                                         \
-        const kn_bcast *bc_ = (job)->bc;                                                         \
-        const int lastd_ = bc_->rank - 1;                                                        \
-        const int64_t inner_ = bc_->dim[lastd_];                                                 \
-        int64_t pos_ = (begin);                                                                  \
-        while (pos_ < (end)) {                                                                   \
-            int64_t row_ = pos_ / inner_, j_ = pos_ % inner_;                                    \
-            int64_t n_ = inner_ - j_;                                                            \
-            if (n_ > (end)-pos_) n_ = (end)-pos_;                                                \
-            int64_t offs_[KN_BCAST_MAX];                                                         \
-            kn__bcast_row(bc_, row_, offs_, (job)->nargs);                                       \
-            int64_t s_[KN_BCAST_MAX];                                                            \
-            for (int k_ = 0; k_ < (job)->nargs; k_++) {                                          \
-                s_[k_] = bc_->stride[k_][lastd_];                                                \
-                offs_[k_] += j_ * s_[k_];                                                        \
-            }                                                                                    \
-            BODY;                                                                                \
-            pos_ += n_;                                                                          \
-        }                                                                                        \
+#define EW_SEGMENTS(job, begin, end, BODY)                                                         \
+    do {                                                                                           \
+        const kn_bcast *bc_ = (job)->bc;                                                           \
+        const int lastd_ = bc_->rank - 1;                                                          \
+        const int64_t inner_ = bc_->dim[lastd_];                                                   \
+        int64_t pos_ = (begin);                                                                    \
+        while (pos_ < (end)) {                                                                     \
+            int64_t row_ = pos_ / inner_, j_ = pos_ % inner_;                                      \
+            int64_t n_ = inner_ - j_;                                                              \
+            if (n_ > (end)-pos_) n_ = (end)-pos_;                                                  \
+            int64_t offs_[KN_BCAST_MAX];                                                           \
+            kn__bcast_row(bc_, row_, offs_, (job)->nargs);                                         \
+            int64_t s_[KN_BCAST_MAX];                                                              \
+            for (int k_ = 0; k_ < (job)->nargs; k_++) {                                            \
+                s_[k_] = bc_->stride[k_][lastd_];                                                  \
+                offs_[k_] += j_ * s_[k_];                                                          \
+            }                                                                                      \
+            BODY;                                                                                  \
+            pos_ += n_;                                                                            \
+        }                                                                                          \
     } while (0)
 
 static void bin_chunk(void *arg, int64_t begin, int64_t end) {
@@ -200,8 +247,12 @@ static ms_status bin_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
                          rt_dtype_name(in[0]->dtype), rt_dtype_name(in[1]->dtype));
     int slot = type_slot(in[0]->dtype);
     if (slot < 0 || op->fn[slot] == NULL)
-        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported",
-                        rt_dtype_name(in[0]->dtype));
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(in[0]->dtype));
+    if (op->int_divisor && (slot == T_I32 || slot == T_I64))
+        for (int64_t i = 0; i < in[1]->nelem; i++)
+            if (slot == T_I32 ? ((const int32_t *)in[1]->data)[i] == 0
+                              : ((const int64_t *)in[1]->data)[i] == 0)
+                return KN_EINVAL(node, "integer division by zero");
     kn_bcast bc;
     const rt_shape *shapes[2] = {&in[0]->shape, &in[1]->shape};
     if ((st = kn__bcast_init(&bc, node, shapes, 2)) != MS_OK) return st;
@@ -223,18 +274,18 @@ static ms_status bin_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
 
 typedef void (*un_fn)(const void *in, void *out, int64_t n, float alpha);
 
-#define DEF_UN(name, TI, TO, EXPR)                                                               \
-    static void name(const void *in_, void *out_, int64_t n, float alpha) {                      \
-        const TI *in = in_;                                                                      \
-        TO *o = out_;                                                                            \
-        (void)alpha;                                                                             \
-        for (int64_t i = 0; i < n; i++) {                                                        \
-            TI x = in[i];                                                                        \
-            o[i] = (TO)(EXPR);                                                                   \
-        }                                                                                        \
+#define DEF_UN(name, TI, TO, EXPR)                                                                 \
+    static void name(const void *in_, void *out_, int64_t n, float alpha) {                        \
+        const TI *in = in_;                                                                        \
+        TO *o = out_;                                                                              \
+        (void)alpha;                                                                               \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            TI x = in[i];                                                                          \
+            o[i] = (TO)(EXPR);                                                                     \
+        }                                                                                          \
     }
-#define DEF_UN_F(op, EXPR_F, EXPR_D)                                                             \
-    DEF_UN(op##_f32, float, float, EXPR_F)                                                       \
+#define DEF_UN_F(op, EXPR_F, EXPR_D)                                                               \
+    DEF_UN(op##_f32, float, float, EXPR_F)                                                         \
     DEF_UN(op##_f64, double, double, EXPR_D)
 
 DEF_UN_F(square, x *x, x *x)
@@ -249,8 +300,24 @@ DEF_UN_F(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
 DEF_UN_F(tanh, tanhf(x), tanh(x))
 DEF_UN_F(leaky, x > 0 ? x : x * alpha, x > 0 ? x : x * (double)alpha)
 DEF_UN_F(floor, floorf(x), floor(x))
-DEF_UN(square_i32, int32_t, int32_t, (int32_t)((uint32_t)x * (uint32_t)x))
-DEF_UN(square_i64, int64_t, int64_t, (int64_t)((uint64_t)x * (uint64_t)x))
+DEF_UN_F(ceil, ceilf(x), ceil(x))
+/* Round half to even, as TensorFlow's Round (rint in the default mode). */
+DEF_UN_F(round, rintf(x), rint(x))
+DEF_UN_F(log, logf(x), log(x))
+DEF_UN_F(recip, 1.0f / x, 1.0 / x)
+DEF_UN_F(softplus, x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)),
+         x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)))
+DEF_UN_F(elu, x < 0 ? expm1f(x) : x, x < 0 ? expm1(x) : x)
+#define SELU_SCALE 1.0507009873554804934193349852946
+#define SELU_ALPHA 1.6732632423543772848170429916717
+DEF_UN_F(selu, x < 0 ? (float)(SELU_SCALE * SELU_ALPHA) * expm1f(x) : (float)SELU_SCALE * x,
+         x < 0 ? SELU_SCALE * SELU_ALPHA * expm1(x) : SELU_SCALE * x)
+DEF_UN_F(erf, erff(x), erf(x))
+DEF_UN_F(sign, (float)((x > 0) - (x < 0)), (double)((x > 0) - (x < 0)))
+DEF_UN(sign_i32, int32_t, int32_t, (x > 0) - (x < 0))
+DEF_UN(sign_i64, int64_t, int64_t, (x > 0) - (x < 0))
+DEF_UN(square_i32, int32_t, int32_t, (int32_t)((uint32_t)x *(uint32_t)x))
+DEF_UN(square_i64, int64_t, int64_t, (int64_t)((uint64_t)x *(uint64_t)x))
 DEF_UN(neg_i32, int32_t, int32_t, (int32_t)(0u - (uint32_t)x))
 DEF_UN(neg_i64, int64_t, int64_t, (int64_t)(0u - (uint64_t)x))
 DEF_UN(abs_i32, int32_t, int32_t, x < 0 ? (int32_t)(0u - (uint32_t)x) : x)
@@ -266,9 +333,18 @@ typedef struct un_op {
     un_fn fn[T_COUNT];
 } un_op;
 
-#define UN_F(name, p) {name, {[T_F32] = p##_f32, [T_F64] = p##_f64}}
-#define UN_FI(name, p) {name, {[T_F32] = p##_f32, [T_F64] = p##_f64, [T_I32] = p##_i32, \
-                               [T_I64] = p##_i64}}
+#define UN_F(name, p)                                                                              \
+    {                                                                                              \
+        name, {                                                                                    \
+            [T_F32] = p##_f32, [T_F64] = p##_f64                                                   \
+        }                                                                                          \
+    }
+#define UN_FI(name, p)                                                                             \
+    {                                                                                              \
+        name, {                                                                                    \
+            [T_F32] = p##_f32, [T_F64] = p##_f64, [T_I32] = p##_i32, [T_I64] = p##_i64             \
+        }                                                                                          \
+    }
 
 /* clang-format off */
 static const un_op un_ops[] = {
@@ -284,6 +360,16 @@ static const un_op un_ops[] = {
     UN_F("Tanh", tanh),
     UN_F("LeakyRelu", leaky),
     UN_F("Floor", floor),
+    UN_F("Ceil", ceil),
+    UN_F("Round", round),
+    UN_F("Log", log),
+    UN_F("Reciprocal", recip),
+    UN_F("Inv", recip),
+    UN_F("Softplus", softplus),
+    UN_F("Elu", elu),
+    UN_F("Selu", selu),
+    UN_F("Erf", erf),
+    UN_FI("Sign", sign),
     {"LogicalNot", {[T_BOOL] = not_b}},
 };
 /* clang-format on */
@@ -333,11 +419,13 @@ static ms_status un_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
     if (st != MS_OK) return st;
     int slot = type_slot(in[0]->dtype);
     if (slot < 0 || s->op->fn[slot] == NULL)
-        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported",
-                        rt_dtype_name(in[0]->dtype));
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(in[0]->dtype));
     if ((st = kn__output(ctx, node, 0, in[0]->dtype, &in[0]->shape, &out[0])) != MS_OK) return st;
-    un_job job = {.fn = s->op->fn[slot], .src = in[0]->data, .dst = out[0]->data,
-                  .esize = rt_dtype_size(in[0]->dtype), .alpha = s->alpha};
+    un_job job = {.fn = s->op->fn[slot],
+                  .src = in[0]->data,
+                  .dst = out[0]->data,
+                  .esize = rt_dtype_size(in[0]->dtype),
+                  .alpha = s->alpha};
     if (in[0]->nelem > 0) kn_ctx_parallel_for(ctx, in[0]->nelem, 16384, un_chunk, &job);
     return MS_OK;
 }
@@ -355,15 +443,15 @@ static void sel_chunk(void *arg, int64_t begin, int64_t end) {
         const uint8_t *e = job->src[2] + (size_t)offs_[2] * es;
         uint8_t *o = job->dst + (size_t)pos_ * es;
         for (int64_t i = 0; i < n_; i++) {
-            const uint8_t *p = c[i * s_[0]] ? t + (size_t)(i * s_[1]) * es
-                                            : e + (size_t)(i * s_[2]) * es;
+            const uint8_t *p =
+                c[i * s_[0]] ? t + (size_t)(i * s_[1]) * es : e + (size_t)(i * s_[2]) * es;
             memcpy(o + (size_t)i * es, p, es);
         }
     });
 }
 
-static ms_status select_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                                rt_tensor *const *in, rt_tensor **out) {
+static ms_status select_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
     (void)state;
     ms_status st = kn__need_inputs(node, in, 3);
     if (st != MS_OK) return st;
@@ -389,15 +477,15 @@ static ms_status select_compute(kn_ctx *ctx, const kn_node *node, void *state,
                                  "of its first dimension",
                                  kn__shp(&c->shape), kn__shp(&t->shape));
             cshape.rank = t->shape.rank;
-            for (int d = 1; d < cshape.rank; d++) cshape.dim[d] = 1;
+            for (int d = 1; d < cshape.rank; d++)
+                cshape.dim[d] = 1;
         }
     }
     kn_bcast bc;
     const rt_shape *shapes[3] = {&cshape, &t->shape, &e->shape};
     if ((st = kn__bcast_init(&bc, node, shapes, 3)) != MS_OK) return st;
     if ((st = kn__output(ctx, node, 0, t->dtype, &bc.out, &out[0])) != MS_OK) return st;
-    ew_job job = {.bc = &bc, .nargs = 3, .dst = out[0]->data,
-                  .sel_size = rt_dtype_size(t->dtype)};
+    ew_job job = {.bc = &bc, .nargs = 3, .dst = out[0]->data, .sel_size = rt_dtype_size(t->dtype)};
     job.src[0] = c->data;
     job.src[1] = t->data;
     job.src[2] = e->data;
@@ -419,11 +507,25 @@ typedef struct cval {
 
 static int cast_supported(rt_dtype dt) {
     switch (dt) {
-    case RT_DT_FLOAT: case RT_DT_DOUBLE: case RT_DT_HALF: case RT_DT_BFLOAT16:
-    case RT_DT_INT8: case RT_DT_INT16: case RT_DT_INT32: case RT_DT_INT64:
-    case RT_DT_UINT8: case RT_DT_UINT16: case RT_DT_UINT32: case RT_DT_UINT64:
-    case RT_DT_BOOL: case RT_DT_COMPLEX64: case RT_DT_COMPLEX128:
-    case RT_DT_QINT8: case RT_DT_QUINT8: case RT_DT_QINT16: case RT_DT_QUINT16:
+    case RT_DT_FLOAT:
+    case RT_DT_DOUBLE:
+    case RT_DT_HALF:
+    case RT_DT_BFLOAT16:
+    case RT_DT_INT8:
+    case RT_DT_INT16:
+    case RT_DT_INT32:
+    case RT_DT_INT64:
+    case RT_DT_UINT8:
+    case RT_DT_UINT16:
+    case RT_DT_UINT32:
+    case RT_DT_UINT64:
+    case RT_DT_BOOL:
+    case RT_DT_COMPLEX64:
+    case RT_DT_COMPLEX128:
+    case RT_DT_QINT8:
+    case RT_DT_QUINT8:
+    case RT_DT_QINT16:
+    case RT_DT_QUINT16:
     case RT_DT_QINT32:
         return 1;
     default:
@@ -434,22 +536,69 @@ static int cast_supported(rt_dtype dt) {
 static cval cast_load(const void *p, rt_dtype dt, int64_t i) {
     cval v = {0, 0, 0, 0};
     switch (dt) {
-    case RT_DT_FLOAT: v.kind = 2; v.f = ((const float *)p)[i]; break;
-    case RT_DT_DOUBLE: v.kind = 2; v.f = ((const double *)p)[i]; break;
-    case RT_DT_HALF: v.kind = 2; v.f = kn__half_to_f32(((const uint16_t *)p)[i]); break;
-    case RT_DT_BFLOAT16: v.kind = 2; v.f = kn__bf16_to_f32(((const uint16_t *)p)[i]); break;
-    case RT_DT_COMPLEX64: v.kind = 2; v.f = ((const float *)p)[2 * i]; break;
-    case RT_DT_COMPLEX128: v.kind = 2; v.f = ((const double *)p)[2 * i]; break;
-    case RT_DT_INT8: case RT_DT_QINT8: v.i = ((const int8_t *)p)[i]; break;
-    case RT_DT_INT16: case RT_DT_QINT16: v.i = ((const int16_t *)p)[i]; break;
-    case RT_DT_INT32: case RT_DT_QINT32: v.i = ((const int32_t *)p)[i]; break;
-    case RT_DT_INT64: v.i = ((const int64_t *)p)[i]; break;
-    case RT_DT_UINT8: case RT_DT_QUINT8: v.kind = 1; v.u = ((const uint8_t *)p)[i]; break;
-    case RT_DT_UINT16: case RT_DT_QUINT16: v.kind = 1; v.u = ((const uint16_t *)p)[i]; break;
-    case RT_DT_UINT32: v.kind = 1; v.u = ((const uint32_t *)p)[i]; break;
-    case RT_DT_UINT64: v.kind = 1; v.u = ((const uint64_t *)p)[i]; break;
-    case RT_DT_BOOL: v.kind = 1; v.u = ((const uint8_t *)p)[i] != 0; break;
-    default: break;
+    case RT_DT_FLOAT:
+        v.kind = 2;
+        v.f = ((const float *)p)[i];
+        break;
+    case RT_DT_DOUBLE:
+        v.kind = 2;
+        v.f = ((const double *)p)[i];
+        break;
+    case RT_DT_HALF:
+        v.kind = 2;
+        v.f = kn__half_to_f32(((const uint16_t *)p)[i]);
+        break;
+    case RT_DT_BFLOAT16:
+        v.kind = 2;
+        v.f = kn__bf16_to_f32(((const uint16_t *)p)[i]);
+        break;
+    case RT_DT_COMPLEX64:
+        v.kind = 2;
+        v.f = ((const float *)p)[2 * i];
+        break;
+    case RT_DT_COMPLEX128:
+        v.kind = 2;
+        v.f = ((const double *)p)[2 * i];
+        break;
+    case RT_DT_INT8:
+    case RT_DT_QINT8:
+        v.i = ((const int8_t *)p)[i];
+        break;
+    case RT_DT_INT16:
+    case RT_DT_QINT16:
+        v.i = ((const int16_t *)p)[i];
+        break;
+    case RT_DT_INT32:
+    case RT_DT_QINT32:
+        v.i = ((const int32_t *)p)[i];
+        break;
+    case RT_DT_INT64:
+        v.i = ((const int64_t *)p)[i];
+        break;
+    case RT_DT_UINT8:
+    case RT_DT_QUINT8:
+        v.kind = 1;
+        v.u = ((const uint8_t *)p)[i];
+        break;
+    case RT_DT_UINT16:
+    case RT_DT_QUINT16:
+        v.kind = 1;
+        v.u = ((const uint16_t *)p)[i];
+        break;
+    case RT_DT_UINT32:
+        v.kind = 1;
+        v.u = ((const uint32_t *)p)[i];
+        break;
+    case RT_DT_UINT64:
+        v.kind = 1;
+        v.u = ((const uint64_t *)p)[i];
+        break;
+    case RT_DT_BOOL:
+        v.kind = 1;
+        v.u = ((const uint8_t *)p)[i] != 0;
+        break;
+    default:
+        break;
     }
     return v;
 }
@@ -486,10 +635,18 @@ static float v_as_f32(cval v) {
 
 static void cast_store(void *p, rt_dtype dt, int64_t i, cval v) {
     switch (dt) {
-    case RT_DT_FLOAT: ((float *)p)[i] = v_as_f32(v); break;
-    case RT_DT_DOUBLE: ((double *)p)[i] = v_as_f(v); break;
-    case RT_DT_HALF: ((uint16_t *)p)[i] = kn__f32_to_half(v_as_f32(v)); break;
-    case RT_DT_BFLOAT16: ((uint16_t *)p)[i] = kn__f32_to_bf16(v_as_f32(v)); break;
+    case RT_DT_FLOAT:
+        ((float *)p)[i] = v_as_f32(v);
+        break;
+    case RT_DT_DOUBLE:
+        ((double *)p)[i] = v_as_f(v);
+        break;
+    case RT_DT_HALF:
+        ((uint16_t *)p)[i] = kn__f32_to_half(v_as_f32(v));
+        break;
+    case RT_DT_BFLOAT16:
+        ((uint16_t *)p)[i] = kn__f32_to_bf16(v_as_f32(v));
+        break;
     case RT_DT_COMPLEX64:
         ((float *)p)[2 * i] = v_as_f32(v);
         ((float *)p)[2 * i + 1] = 0;
@@ -498,22 +655,40 @@ static void cast_store(void *p, rt_dtype dt, int64_t i, cval v) {
         ((double *)p)[2 * i] = v_as_f(v);
         ((double *)p)[2 * i + 1] = 0;
         break;
-    case RT_DT_INT8: case RT_DT_QINT8:
-        ((int8_t *)p)[i] = (int8_t)v_as_i(v, INT8_MIN, INT8_MAX); break;
-    case RT_DT_INT16: case RT_DT_QINT16:
-        ((int16_t *)p)[i] = (int16_t)v_as_i(v, INT16_MIN, INT16_MAX); break;
-    case RT_DT_INT32: case RT_DT_QINT32:
-        ((int32_t *)p)[i] = (int32_t)v_as_i(v, INT32_MIN, INT32_MAX); break;
-    case RT_DT_INT64: ((int64_t *)p)[i] = v_as_i(v, INT64_MIN, INT64_MAX); break;
-    case RT_DT_UINT8: case RT_DT_QUINT8: ((uint8_t *)p)[i] = (uint8_t)v_as_u(v, UINT8_MAX); break;
-    case RT_DT_UINT16: case RT_DT_QUINT16:
-        ((uint16_t *)p)[i] = (uint16_t)v_as_u(v, UINT16_MAX); break;
-    case RT_DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)v_as_u(v, UINT32_MAX); break;
-    case RT_DT_UINT64: ((uint64_t *)p)[i] = v_as_u(v, UINT64_MAX); break;
+    case RT_DT_INT8:
+    case RT_DT_QINT8:
+        ((int8_t *)p)[i] = (int8_t)v_as_i(v, INT8_MIN, INT8_MAX);
+        break;
+    case RT_DT_INT16:
+    case RT_DT_QINT16:
+        ((int16_t *)p)[i] = (int16_t)v_as_i(v, INT16_MIN, INT16_MAX);
+        break;
+    case RT_DT_INT32:
+    case RT_DT_QINT32:
+        ((int32_t *)p)[i] = (int32_t)v_as_i(v, INT32_MIN, INT32_MAX);
+        break;
+    case RT_DT_INT64:
+        ((int64_t *)p)[i] = v_as_i(v, INT64_MIN, INT64_MAX);
+        break;
+    case RT_DT_UINT8:
+    case RT_DT_QUINT8:
+        ((uint8_t *)p)[i] = (uint8_t)v_as_u(v, UINT8_MAX);
+        break;
+    case RT_DT_UINT16:
+    case RT_DT_QUINT16:
+        ((uint16_t *)p)[i] = (uint16_t)v_as_u(v, UINT16_MAX);
+        break;
+    case RT_DT_UINT32:
+        ((uint32_t *)p)[i] = (uint32_t)v_as_u(v, UINT32_MAX);
+        break;
+    case RT_DT_UINT64:
+        ((uint64_t *)p)[i] = v_as_u(v, UINT64_MAX);
+        break;
     case RT_DT_BOOL:
         ((uint8_t *)p)[i] = v.kind == 2 ? v.f != 0 : v.kind == 1 ? v.u != 0 : v.i != 0;
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -523,12 +698,13 @@ typedef struct cast_job {
     rt_dtype sdt, ddt;
 } cast_job;
 
-#define CAST_FAST(ST, DT)                                                                        \
-    do {                                                                                         \
-        const ST *s = j->src;                                                                    \
-        DT *d = j->dst;                                                                          \
-        for (int64_t i = begin; i < end; i++) d[i] = (DT)s[i];                                   \
-        return;                                                                                  \
+#define CAST_FAST(ST, DT)                                                                          \
+    do {                                                                                           \
+        const ST *s = j->src;                                                                      \
+        DT *d = j->dst;                                                                            \
+        for (int64_t i = begin; i < end; i++)                                                      \
+            d[i] = (DT)s[i];                                                                       \
+        return;                                                                                    \
     } while (0)
 
 static void cast_chunk(void *arg, int64_t begin, int64_t end) {
@@ -536,20 +712,28 @@ static void cast_chunk(void *arg, int64_t begin, int64_t end) {
     /* Lossless-by-C-rules pairs common in imaging pipelines run typed loops. */
     if (j->ddt == RT_DT_FLOAT) {
         switch (j->sdt) {
-        case RT_DT_UINT8: CAST_FAST(uint8_t, float);
-        case RT_DT_INT8: CAST_FAST(int8_t, float);
-        case RT_DT_UINT16: CAST_FAST(uint16_t, float);
-        case RT_DT_INT16: CAST_FAST(int16_t, float);
-        case RT_DT_INT32: CAST_FAST(int32_t, float);
-        case RT_DT_DOUBLE: CAST_FAST(double, float);
-        default: break;
+        case RT_DT_UINT8:
+            CAST_FAST(uint8_t, float);
+        case RT_DT_INT8:
+            CAST_FAST(int8_t, float);
+        case RT_DT_UINT16:
+            CAST_FAST(uint16_t, float);
+        case RT_DT_INT16:
+            CAST_FAST(int16_t, float);
+        case RT_DT_INT32:
+            CAST_FAST(int32_t, float);
+        case RT_DT_DOUBLE:
+            CAST_FAST(double, float);
+        default:
+            break;
         }
     } else if (j->ddt == RT_DT_DOUBLE && j->sdt == RT_DT_FLOAT) {
         CAST_FAST(float, double);
     } else if (j->ddt == RT_DT_INT64 && j->sdt == RT_DT_INT32) {
         CAST_FAST(int32_t, int64_t);
     }
-    for (int64_t i = begin; i < end; i++) cast_store(j->dst, j->ddt, i, cast_load(j->src, j->sdt, i));
+    for (int64_t i = begin; i < end; i++)
+        cast_store(j->dst, j->ddt, i, cast_load(j->src, j->sdt, i));
 }
 
 static ms_status cast_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
@@ -585,9 +769,116 @@ static ms_status cast_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
 }
 
 /* ====================================================================== */
+/* ZerosLike, OnesLike, AddN                                              */
+/* ====================================================================== */
 
-#define BIN(name) {.op = name, .prepare = bin_prepare, .compute = bin_compute}
-#define UN(name) {.op = name, .prepare = un_prepare, .compute = un_compute, .release = un_release}
+static ms_status fill_like_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                   rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    rt_dtype dt = in[0]->dtype;
+    int ones = strcmp(node->op, "OnesLike") == 0;
+    if (!rt_dtype_is_pod(dt) || rt_dtype_size(dt) == 0 || (ones && type_slot(dt) < 0))
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(dt));
+    if ((st = kn__output(ctx, node, 0, dt, &in[0]->shape, &out[0])) != MS_OK) return st;
+    int64_t n = out[0]->nelem;
+    if (!ones) {
+        memset(out[0]->data, 0, rt_tensor_nbytes(out[0]));
+        return MS_OK;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        switch (dt) {
+        case RT_DT_FLOAT:
+            ((float *)out[0]->data)[i] = 1;
+            break;
+        case RT_DT_DOUBLE:
+            ((double *)out[0]->data)[i] = 1;
+            break;
+        case RT_DT_INT32:
+            ((int32_t *)out[0]->data)[i] = 1;
+            break;
+        case RT_DT_INT64:
+            ((int64_t *)out[0]->data)[i] = 1;
+            break;
+        default:
+            ((uint8_t *)out[0]->data)[i] = 1;
+            break;
+        }
+    }
+    return MS_OK;
+}
+
+typedef struct addn_job {
+    rt_tensor *const *in;
+    int n;
+    void *dst;
+    int slot;
+} addn_job;
+
+static void addn_chunk(void *arg, int64_t b, int64_t e) {
+    const addn_job *j = arg;
+    for (int k = 0; k < j->n; k++) {
+        const void *src = j->in[k]->data;
+        switch (j->slot) {
+        case T_F32:
+            if (k == 0)
+                memcpy((float *)j->dst + b, (const float *)src + b, (size_t)(e - b) * 4);
+            else
+                add_f32((float *)j->dst + b, 1, (const float *)src + b, 1, (float *)j->dst + b,
+                        e - b);
+            break;
+        case T_F64:
+            if (k == 0)
+                memcpy((double *)j->dst + b, (const double *)src + b, (size_t)(e - b) * 8);
+            else
+                add_f64((double *)j->dst + b, 1, (const double *)src + b, 1, (double *)j->dst + b,
+                        e - b);
+            break;
+        case T_I32:
+            if (k == 0)
+                memcpy((int32_t *)j->dst + b, (const int32_t *)src + b, (size_t)(e - b) * 4);
+            else
+                add_i32((int32_t *)j->dst + b, 1, (const int32_t *)src + b, 1,
+                        (int32_t *)j->dst + b, e - b);
+            break;
+        default:
+            if (k == 0)
+                memcpy((int64_t *)j->dst + b, (const int64_t *)src + b, (size_t)(e - b) * 8);
+            else
+                add_i64((int64_t *)j->dst + b, 1, (const int64_t *)src + b, 1,
+                        (int64_t *)j->dst + b, e - b);
+            break;
+        }
+    }
+}
+
+static ms_status addn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                              rt_tensor **out) {
+    (void)state;
+    if (node->nin < 1) return KN_EINVAL(node, "needs at least one input");
+    ms_status st = kn__need_inputs(node, in, node->nin);
+    if (st != MS_OK) return st;
+    int slot = type_slot(in[0]->dtype);
+    if (slot != T_F32 && slot != T_F64 && slot != T_I32 && slot != T_I64)
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(in[0]->dtype));
+    for (int k = 1; k < node->nin; k++)
+        if (in[k]->dtype != in[0]->dtype || !rt_shape_equal(&in[k]->shape, &in[0]->shape))
+            return KN_EINVAL(node, "input %d (%s %s) differs from input 0 (%s %s)", k,
+                             rt_dtype_name(in[k]->dtype), kn__shp(&in[k]->shape),
+                             rt_dtype_name(in[0]->dtype), kn__shp(&in[0]->shape));
+    if ((st = kn__output(ctx, node, 0, in[0]->dtype, &in[0]->shape, &out[0])) != MS_OK) return st;
+    addn_job job = {.in = in, .n = node->nin, .dst = out[0]->data, .slot = slot};
+    if (out[0]->nelem > 0) kn_ctx_parallel_for(ctx, out[0]->nelem, 16384, addn_chunk, &job);
+    return MS_OK;
+}
+
+/* ====================================================================== */
+
+#define BIN(name)                                                                                  \
+    { .op = name, .prepare = bin_prepare, .compute = bin_compute }
+#define UN(name)                                                                                   \
+    { .op = name, .prepare = un_prepare, .compute = un_compute, .release = un_release }
 
 const kn_kernel kn_cpu_elementwise_kernels[] = {
     BIN("Add"),
@@ -603,6 +894,11 @@ const kn_kernel kn_cpu_elementwise_kernels[] = {
     BIN("Less"),
     BIN("LessEqual"),
     BIN("Equal"),
+    BIN("NotEqual"),
+    BIN("SquaredDifference"),
+    BIN("DivNoNan"),
+    BIN("FloorDiv"),
+    BIN("FloorMod"),
     BIN("LogicalAnd"),
     BIN("LogicalOr"),
     UN("Square"),
@@ -618,8 +914,21 @@ const kn_kernel kn_cpu_elementwise_kernels[] = {
     UN("LeakyRelu"),
     UN("Floor"),
     UN("LogicalNot"),
+    UN("Ceil"),
+    UN("Round"),
+    UN("Log"),
+    UN("Reciprocal"),
+    UN("Inv"),
+    UN("Softplus"),
+    UN("Elu"),
+    UN("Selu"),
+    UN("Erf"),
+    UN("Sign"),
     {.op = "Select", .compute = select_compute},
     {.op = "SelectV2", .compute = select_compute},
     {.op = "Cast", .prepare = cast_prepare, .compute = cast_compute},
+    {.op = "ZerosLike", .compute = fill_like_compute},
+    {.op = "OnesLike", .compute = fill_like_compute},
+    {.op = "AddN", .compute = addn_compute},
     {.op = NULL},
 };

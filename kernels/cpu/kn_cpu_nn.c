@@ -1,7 +1,7 @@
 /* kn_cpu_nn.c - CPU kernels of the nn group: Conv2D (im2col + OpenBLAS
  * sgemm), DepthwiseConv2dNative, Conv2DBackpropInput (gemm + col2im),
- * MaxPool, AvgPool, FusedBatchNorm{,V2,V3} (inference), ResizeBilinear and
- * ResizeNearestNeighbor.
+ * MaxPool, AvgPool, FusedBatchNorm{,V2,V3} (inference), ResizeBilinear,
+ * ResizeNearestNeighbor, and for volumes Conv3D, MaxPool3D, AvgPool3D.
  *
  * Convolutions compute in NHWC; NCHW tensors are transposed in and out.
  * Windowed output sizes and SAME/VALID/EXPLICIT padding follow TensorFlow's
@@ -44,9 +44,10 @@ static ms_status attr_hw(const kn_node *n, const char *key, int nchw, int64_t df
     if (cnt != 4) return KN_EINVAL(n, "%s must have 4 values, got %d", key, cnt);
     int hi = nchw ? 2 : 1, wi = nchw ? 3 : 2, ci = nchw ? 1 : 3;
     if (v[0] != 1 || v[ci] != 1)
-        return KN_EINVAL(n, "%s on the batch and channel dimensions must be 1, got [%lld, %lld, "
-                            "%lld, %lld]", key, (long long)v[0], (long long)v[1],
-                         (long long)v[2], (long long)v[3]);
+        return KN_EINVAL(n,
+                         "%s on the batch and channel dimensions must be 1, got [%lld, %lld, "
+                         "%lld, %lld]",
+                         key, (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3]);
     if (v[hi] < 1 || v[wi] < 1 || v[hi] > INT32_MAX || v[wi] > INT32_MAX)
         return KN_EINVAL(n, "%s must be in [1, 2^31), got [%lld, %lld, %lld, %lld]", key,
                          (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3]);
@@ -79,10 +80,14 @@ static ms_status parse_window(const kn_node *n, int is_pool, win_attrs *a) {
     } else if ((st = attr_hw(n, "dilations", a->nchw, 1, &a->dh, &a->dw)) != MS_OK) {
         return st;
     }
-    if (kn_attr_s_eq(n, "padding", "SAME", NULL)) a->padding = PAD_SAME;
-    else if (kn_attr_s_eq(n, "padding", "VALID", NULL)) a->padding = PAD_VALID;
-    else if (kn_attr_s_eq(n, "padding", "EXPLICIT", NULL)) a->padding = PAD_EXPLICIT;
-    else return KN_EINVAL(n, "padding must be SAME, VALID or EXPLICIT");
+    if (kn_attr_s_eq(n, "padding", "SAME", NULL))
+        a->padding = PAD_SAME;
+    else if (kn_attr_s_eq(n, "padding", "VALID", NULL))
+        a->padding = PAD_VALID;
+    else if (kn_attr_s_eq(n, "padding", "EXPLICIT", NULL))
+        a->padding = PAD_EXPLICIT;
+    else
+        return KN_EINVAL(n, "padding must be SAME, VALID or EXPLICIT");
     if (a->padding == PAD_EXPLICIT) {
         int64_t p[8];
         int cnt = kn_attr_ilist(n, "explicit_paddings", p, 8);
@@ -107,9 +112,9 @@ static ms_status parse_window(const kn_node *n, int is_pool, win_attrs *a) {
 
 /* Output size and leading pad of one spatial dimension (TensorFlow's
  * GetWindowedOutputSizeVerbose). */
-static ms_status window_dim(const kn_node *n, const char *what, int64_t in, int64_t k,
-                            int64_t dil, int64_t stride, int padding, int64_t ep_before,
-                            int64_t ep_after, int64_t *out, int64_t *pad_before) {
+static ms_status window_dim(const kn_node *n, const char *what, int64_t in, int64_t k, int64_t dil,
+                            int64_t stride, int padding, int64_t ep_before, int64_t ep_after,
+                            int64_t *out, int64_t *pad_before) {
     if (k < 0 || k > INT32_MAX)
         return KN_EINVAL(n, "%s: window size %lld must be in [0, 2^31)", what, (long long)k);
     int64_t eff = (k - 1) * dil + 1;
@@ -137,23 +142,23 @@ static ms_status window_dim(const kn_node *n, const char *what, int64_t in, int6
 }
 
 typedef struct geo {
-    int64_t N, H, W, C;  /* input */
-    int64_t KH, KW;      /* window */
-    int64_t OH, OW, OC;  /* output */
-    int64_t pt, pl;      /* leading pads */
+    int64_t N, H, W, C; /* input */
+    int64_t KH, KW;     /* window */
+    int64_t OH, OW, OC; /* output */
+    int64_t pt, pl;     /* leading pads */
 } geo;
 
 static ms_status window_geo(const kn_node *n, const win_attrs *a, geo *g) {
     ms_status st = window_dim(n, "height", g->H, g->KH, a->dh, a->sh, a->padding, a->ep[0],
                               a->ep[1], &g->OH, &g->pt);
     if (st != MS_OK) return st;
-    return window_dim(n, "width", g->W, g->KW, a->dw, a->sw, a->padding, a->ep[2], a->ep[3],
-                      &g->OW, &g->pl);
+    return window_dim(n, "width", g->W, g->KW, a->dw, a->sw, a->padding, a->ep[2], a->ep[3], &g->OW,
+                      &g->pl);
 }
 
 /* Reads N, H, W, C of a rank-4 tensor in the given layout. */
-static ms_status dims4(const kn_node *n, const char *what, const rt_tensor *t, int nchw,
-                       int64_t *N, int64_t *H, int64_t *W, int64_t *C) {
+static ms_status dims4(const kn_node *n, const char *what, const rt_tensor *t, int nchw, int64_t *N,
+                       int64_t *H, int64_t *W, int64_t *C) {
     if (t->shape.rank != 4)
         return KN_EINVAL(n, "%s must be 4-D, got shape %s", what, kn__shp(&t->shape));
     const int64_t *d = t->shape.dim;
@@ -181,12 +186,14 @@ static rt_shape shape4(int nchw, int64_t N, int64_t H, int64_t W, int64_t C) {
 static void to_nhwc(const float *src, float *dst, int64_t N, int64_t C, int64_t HW) {
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < C; c++)
-            for (int64_t p = 0; p < HW; p++) dst[(n * HW + p) * C + c] = src[(n * C + c) * HW + p];
+            for (int64_t p = 0; p < HW; p++)
+                dst[(n * HW + p) * C + c] = src[(n * C + c) * HW + p];
 }
 static void to_nchw(const float *src, float *dst, int64_t N, int64_t C, int64_t HW) {
     for (int64_t n = 0; n < N; n++)
         for (int64_t p = 0; p < HW; p++)
-            for (int64_t c = 0; c < C; c++) dst[(n * C + c) * HW + p] = src[(n * HW + p) * C + c];
+            for (int64_t c = 0; c < C; c++)
+                dst[(n * C + c) * HW + p] = src[(n * HW + p) * C + c];
 }
 
 static ms_status conv_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
@@ -229,70 +236,83 @@ typedef struct im2col_job {
     const geo *g;
     const win_attrs *a;
     const float *x; /* NHWC */
-    float *col;     /* [pixels, KH*KW*C] */
+    float *col;     /* [pixels, KH*KW*cg] */
     int64_t p0;     /* first output pixel (flattened n, oh, ow) of the tile */
+    int64_t c0, cg; /* channel range of the group: [c0, c0 + cg) */
 } im2col_job;
 
 static void im2col_rows(void *arg, int64_t b, int64_t e) {
     const im2col_job *j = arg;
     const geo *g = j->g;
-    const int64_t C = g->C, kkc = g->KH * g->KW * C;
+    const int64_t C = g->C, cg = j->cg, kkc = g->KH * g->KW * cg;
     for (int64_t r = b; r < e; r++) {
         int64_t p = j->p0 + r;
         int64_t ow = p % g->OW, oh = (p / g->OW) % g->OH, n = p / (g->OW * g->OH);
         float *dst = j->col + r * kkc;
         for (int64_t kh = 0; kh < g->KH; kh++) {
             int64_t ih = oh * j->a->sh - g->pt + kh * j->a->dh;
-            for (int64_t kw = 0; kw < g->KW; kw++, dst += C) {
+            for (int64_t kw = 0; kw < g->KW; kw++, dst += cg) {
                 int64_t iw = ow * j->a->sw - g->pl + kw * j->a->dw;
                 if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W)
-                    memset(dst, 0, (size_t)C * sizeof(float));
+                    memset(dst, 0, (size_t)cg * sizeof(float));
                 else
-                    memcpy(dst, j->x + ((n * g->H + ih) * g->W + iw) * C,
-                           (size_t)C * sizeof(float));
+                    memcpy(dst, j->x + ((n * g->H + ih) * g->W + iw) * C + j->c0,
+                           (size_t)cg * sizeof(float));
             }
         }
     }
 }
 
-/* Largest im2col buffer in floats (16 MiB). */
-#define COL_MAX_FLOATS (4 << 20)
+/* Largest im2col buffer in floats (4 MiB: big enough for long gemm calls,
+ * small enough to stay in the per-thread scratch cache). */
+#define COL_MAX_FLOATS (1 << 20)
 
-/* y[N*OH*OW, OC] = im2col(x) * f[KH*KW*C, OC], all NHWC. */
+/* Scratch slots (see kn__scratch): columns, layout-converted input, output. */
+enum { SCR_COL, SCR_IN, SCR_OUT };
+
+/* y[N*OH*OW, OC] = im2col(x) * f[KH*KW*C/G, OC], all NHWC, per group: group
+ * k maps input channels [k*C/G, (k+1)*C/G) to output channels
+ * [k*OC/G, (k+1)*OC/G) (TensorFlow's grouped Conv2D, filter depth C/G). */
 static ms_status conv_nhwc(kn_ctx *ctx, const kn_node *node, const win_attrs *a, const geo *g,
-                           const float *x, const float *f, float *y) {
-    const int64_t kkc = g->KH * g->KW * g->C, P = g->N * g->OH * g->OW;
+                           int64_t groups, const float *x, const float *f, float *y) {
+    const int64_t cg = g->C / groups, ocg = g->OC / groups;
+    const int64_t kkc = g->KH * g->KW * cg, P = g->N * g->OH * g->OW;
     if (P == 0 || g->OC == 0) return MS_OK;
     if (kkc == 0) {
         memset(y, 0, (size_t)(P * g->OC) * sizeof(float));
         return MS_OK;
     }
-    if (kkc > INT32_MAX || g->OC > INT32_MAX) return KN_EINVAL(node, "filter too large");
+    if (kkc > INT32_MAX || g->OC > INT32_MAX || g->C > INT32_MAX)
+        return KN_EINVAL(node, "filter too large");
+    const int ldf = (int)g->OC;
     if (g->KH == 1 && g->KW == 1 && a->sh == 1 && a->sw == 1 && g->pt == 0 && g->pl == 0 &&
         g->OH == g->H && g->OW == g->W && P <= INT32_MAX) {
         /* 1x1 convolution: the input already is the column matrix. */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)P, (int)g->OC, (int)kkc, 1.0f,
-                    x, (int)kkc, f, (int)g->OC, 0.0f, y, (int)g->OC);
+        for (int64_t k = 0; k < groups; k++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)P, (int)ocg, (int)cg, 1.0f,
+                        x + k * cg, (int)g->C, f + k * ocg, ldf, 0.0f, y + k * ocg, ldf);
         return MS_OK;
     }
     int64_t tile = COL_MAX_FLOATS / kkc;
     if (tile < 1) tile = 1;
     if (tile > P) tile = P;
-    float *col = malloc((size_t)(tile * kkc) * sizeof(float));
+    float *col = kn__scratch(SCR_COL, (size_t)(tile * kkc) * sizeof(float));
     if (col == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory for im2col", node->name);
     for (int64_t p0 = 0; p0 < P; p0 += tile) {
         int64_t rows = P - p0 < tile ? P - p0 : tile;
-        im2col_job job = {.g = g, .a = a, .x = x, .col = col, .p0 = p0};
-        kn_ctx_parallel_for(ctx, rows, 64, im2col_rows, &job);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)g->OC, (int)kkc,
-                    1.0f, col, (int)kkc, f, (int)g->OC, 0.0f, y + p0 * g->OC, (int)g->OC);
+        for (int64_t k = 0; k < groups; k++) {
+            im2col_job job = {.g = g, .a = a, .x = x, .col = col, .p0 = p0, .c0 = k * cg, .cg = cg};
+            kn_ctx_parallel_for(ctx, rows, 64, im2col_rows, &job);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)ocg, (int)kkc,
+                        1.0f, col, (int)kkc, f + k * ocg, ldf, 0.0f, y + p0 * g->OC + k * ocg, ldf);
+        }
     }
-    free(col);
+    kn__scratch_done(SCR_COL, col);
     return MS_OK;
 }
 
-static ms_status conv2d_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                                rt_tensor *const *in, rt_tensor **out) {
+static ms_status conv2d_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
     const win_attrs *a = state;
     ms_status st = kn__need_inputs(node, in, 2);
     if (st != MS_OK) return st;
@@ -307,26 +327,30 @@ static ms_status conv2d_compute(kn_ctx *ctx, const kn_node *node, void *state,
     g.KH = f->shape.dim[0];
     g.KW = f->shape.dim[1];
     g.OC = f->shape.dim[3];
-    if (f->shape.dim[2] != g.C)
-        return KN_EINVAL(node, "filter %s input depth must equal input channels %lld "
-                               "(grouped convolution is not supported)",
+    /* Filter depth C/G makes a grouped convolution of G groups. */
+    int64_t fd = f->shape.dim[2];
+    if (fd <= 0 || g.C < fd || g.C % fd != 0 || g.OC % (g.C / fd) != 0)
+        return KN_EINVAL(node,
+                         "filter %s: input channels %lld must be a multiple of the filter "
+                         "depth, and output channels of the group count",
                          kn__shp(&f->shape), (long long)g.C);
+    int64_t groups = g.C / fd;
     if ((st = window_geo(node, a, &g)) != MS_OK) return st;
     rt_shape os = shape4(a->nchw, g.N, g.OH, g.OW, g.OC);
     if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
-    if (!a->nchw) return conv_nhwc(ctx, node, a, &g, x->data, f->data, out[0]->data);
-    float *xt = malloc((size_t)(x->nelem > 0 ? x->nelem : 1) * sizeof(float));
-    float *yt = malloc((size_t)(out[0]->nelem > 0 ? out[0]->nelem : 1) * sizeof(float));
+    if (!a->nchw) return conv_nhwc(ctx, node, a, &g, groups, x->data, f->data, out[0]->data);
+    float *xt = kn__scratch(SCR_IN, (size_t)x->nelem * sizeof(float));
+    float *yt = kn__scratch(SCR_OUT, (size_t)out[0]->nelem * sizeof(float));
     if (xt == NULL || yt == NULL) {
-        free(xt);
-        free(yt);
+        kn__scratch_done(SCR_IN, xt);
+        kn__scratch_done(SCR_OUT, yt);
         return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     }
     to_nhwc(x->data, xt, g.N, g.C, g.H * g.W);
-    st = conv_nhwc(ctx, node, a, &g, xt, f->data, yt);
+    st = conv_nhwc(ctx, node, a, &g, groups, xt, f->data, yt);
     if (st == MS_OK) to_nchw(yt, out[0]->data, g.N, g.OC, g.OH * g.OW);
-    free(xt);
-    free(yt);
+    kn__scratch_done(SCR_IN, xt);
+    kn__scratch_done(SCR_OUT, yt);
     return st;
 }
 
@@ -351,7 +375,8 @@ static void dw_rows(void *arg, int64_t b, int64_t e) {
         int64_t n = r / g->OH, oh = r % g->OH;
         for (int64_t ow = 0; ow < g->OW; ow++) {
             float *y = j->y + ((n * g->OH + oh) * g->OW + ow) * OC;
-            for (int64_t k = 0; k < OC; k++) y[k] = 0;
+            for (int64_t k = 0; k < OC; k++)
+                y[k] = 0;
             for (int64_t kh = 0; kh < g->KH; kh++) {
                 int64_t ih = oh * j->a->sh - g->pt + kh * j->a->dh;
                 if (ih < 0 || ih >= g->H) continue;
@@ -361,7 +386,8 @@ static void dw_rows(void *arg, int64_t b, int64_t e) {
                     const float *x = j->x + ((n * g->H + ih) * g->W + iw) * C;
                     const float *f = j->f + (kh * g->KW + kw) * OC;
                     for (int64_t c = 0; c < C; c++)
-                        for (int64_t m = 0; m < M; m++) y[c * M + m] += x[c] * f[c * M + m];
+                        for (int64_t m = 0; m < M; m++)
+                            y[c * M + m] += x[c] * f[c * M + m];
                 }
             }
         }
@@ -380,8 +406,8 @@ static ms_status depthwise_compute(kn_ctx *ctx, const kn_node *node, void *state
     geo g = {0};
     if ((st = dims4(node, "input", x, a->nchw, &g.N, &g.H, &g.W, &g.C)) != MS_OK) return st;
     if (f->shape.rank != 4 || f->shape.dim[2] != g.C)
-        return KN_EINVAL(node, "filter %s must be [KH, KW, %lld, multiplier]",
-                         kn__shp(&f->shape), (long long)g.C);
+        return KN_EINVAL(node, "filter %s must be [KH, KW, %lld, multiplier]", kn__shp(&f->shape),
+                         (long long)g.C);
     g.KH = f->shape.dim[0];
     g.KW = f->shape.dim[1];
     int64_t M = f->shape.dim[3];
@@ -393,11 +419,11 @@ static ms_status depthwise_compute(kn_ctx *ctx, const kn_node *node, void *state
     dw_job job = {.g = &g, .a = a, .M = M, .x = x->data, .f = f->data, .y = out[0]->data};
     float *xt = NULL, *yt = NULL;
     if (a->nchw) {
-        xt = malloc((size_t)(x->nelem > 0 ? x->nelem : 1) * sizeof(float));
-        yt = malloc((size_t)out[0]->nelem * sizeof(float));
+        xt = kn__scratch(SCR_IN, (size_t)x->nelem * sizeof(float));
+        yt = kn__scratch(SCR_OUT, (size_t)out[0]->nelem * sizeof(float));
         if (xt == NULL || yt == NULL) {
-            free(xt);
-            free(yt);
+            kn__scratch_done(SCR_IN, xt);
+            kn__scratch_done(SCR_OUT, yt);
             return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
         }
         to_nhwc(x->data, xt, g.N, g.C, g.H * g.W);
@@ -407,8 +433,8 @@ static ms_status depthwise_compute(kn_ctx *ctx, const kn_node *node, void *state
     kn_ctx_parallel_for(ctx, g.N * g.OH, 1, dw_rows, &job);
     if (a->nchw) {
         to_nchw(yt, out[0]->data, g.N, g.OC, g.OH * g.OW);
-        free(xt);
-        free(yt);
+        kn__scratch_done(SCR_IN, xt);
+        kn__scratch_done(SCR_OUT, yt);
     }
     return MS_OK;
 }
@@ -428,12 +454,12 @@ static ms_status backprop_nhwc(const kn_node *node, const win_attrs *a, const ge
     int64_t tile = COL_MAX_FLOATS / kkc;
     if (tile < 1) tile = 1;
     if (tile > P) tile = P;
-    float *col = malloc((size_t)(tile * kkc) * sizeof(float));
+    float *col = kn__scratch(SCR_COL, (size_t)(tile * kkc) * sizeof(float));
     if (col == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory for col2im", node->name);
     for (int64_t p0 = 0; p0 < P; p0 += tile) {
         int64_t rows = P - p0 < tile ? P - p0 : tile;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)kkc, (int)g->OC,
-                    1.0f, dy + p0 * g->OC, (int)g->OC, f, (int)g->OC, 0.0f, col, (int)kkc);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)kkc, (int)g->OC, 1.0f,
+                    dy + p0 * g->OC, (int)g->OC, f, (int)g->OC, 0.0f, col, (int)kkc);
         for (int64_t r = 0; r < rows; r++) {
             int64_t p = p0 + r;
             int64_t ow = p % g->OW, oh = (p / g->OW) % g->OH, n = p / (g->OW * g->OH);
@@ -444,12 +470,13 @@ static ms_status backprop_nhwc(const kn_node *node, const win_attrs *a, const ge
                     int64_t iw = ow * a->sw - g->pl + kw * a->dw;
                     if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W) continue;
                     float *d = dx + ((n * g->H + ih) * g->W + iw) * g->C;
-                    for (int64_t c = 0; c < g->C; c++) d[c] += src[c];
+                    for (int64_t c = 0; c < g->C; c++)
+                        d[c] += src[c];
                 }
             }
         }
     }
-    free(col);
+    kn__scratch_done(SCR_COL, col);
     return MS_OK;
 }
 
@@ -476,31 +503,32 @@ static ms_status backprop_input_compute(kn_ctx *ctx, const kn_node *node, void *
     g.W = a->nchw ? s[3] : s[2];
     g.C = a->nchw ? s[1] : s[3];
     if (f->shape.rank != 4 || f->shape.dim[2] != g.C)
-        return KN_EINVAL(node, "filter %s must be [KH, KW, %lld, out_channels]",
-                         kn__shp(&f->shape), (long long)g.C);
+        return KN_EINVAL(node, "filter %s must be [KH, KW, %lld, out_channels]", kn__shp(&f->shape),
+                         (long long)g.C);
     g.KH = f->shape.dim[0];
     g.KW = f->shape.dim[1];
     g.OC = f->shape.dim[3];
     if ((st = window_geo(node, a, &g)) != MS_OK) return st;
     rt_shape want = shape4(a->nchw, g.N, g.OH, g.OW, g.OC);
     if (!rt_shape_equal(&dy->shape, &want))
-        return KN_EINVAL(node, "out_backprop shape %s does not match the forward output %s of "
-                               "input_sizes %s", kn__shp(&dy->shape), kn__shp(&want),
-                         kn__shp(&xs));
+        return KN_EINVAL(node,
+                         "out_backprop shape %s does not match the forward output %s of "
+                         "input_sizes %s",
+                         kn__shp(&dy->shape), kn__shp(&want), kn__shp(&xs));
     if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &xs, &out[0])) != MS_OK) return st;
     if (!a->nchw) return backprop_nhwc(node, a, &g, dy->data, f->data, out[0]->data);
-    float *dyt = malloc((size_t)(dy->nelem > 0 ? dy->nelem : 1) * sizeof(float));
-    float *dxt = malloc((size_t)(out[0]->nelem > 0 ? out[0]->nelem : 1) * sizeof(float));
+    float *dyt = kn__scratch(SCR_IN, (size_t)dy->nelem * sizeof(float));
+    float *dxt = kn__scratch(SCR_OUT, (size_t)out[0]->nelem * sizeof(float));
     if (dyt == NULL || dxt == NULL) {
-        free(dyt);
-        free(dxt);
+        kn__scratch_done(SCR_IN, dyt);
+        kn__scratch_done(SCR_OUT, dxt);
         return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     }
     to_nhwc(dy->data, dyt, g.N, g.OC, g.OH * g.OW);
     st = backprop_nhwc(node, a, &g, dyt, f->data, dxt);
     if (st == MS_OK) to_nchw(dxt, out[0]->data, g.N, g.C, g.H * g.W);
-    free(dyt);
-    free(dxt);
+    kn__scratch_done(SCR_IN, dyt);
+    kn__scratch_done(SCR_OUT, dxt);
     return st;
 }
 
@@ -518,25 +546,27 @@ typedef struct pool_job {
     int64_t xs[4], ys[4]; /* element strides of n, h, w, c */
 } pool_job;
 
-#define POOL_BODY(T)                                                                             \
-    do {                                                                                         \
-        const T *x = j->x;                                                                       \
-        T *y = j->y;                                                                             \
-        int64_t h0 = oh * a->sh - g->pt, w0 = ow * a->sw - g->pl;                                \
-        int64_t hs = h0 < 0 ? 0 : h0, he = h0 + g->KH > g->H ? g->H : h0 + g->KH;                \
-        int64_t ws = w0 < 0 ? 0 : w0, we = w0 + g->KW > g->W ? g->W : w0 + g->KW;                \
-        for (int64_t c = 0; c < g->C; c++) {                                                     \
-            double acc = j->is_max ? -INFINITY : 0;                                              \
-            for (int64_t ih = hs; ih < he; ih++)                                                 \
-                for (int64_t iw = ws; iw < we; iw++) {                                           \
-                    double v = x[n * j->xs[0] + ih * j->xs[1] + iw * j->xs[2] + c * j->xs[3]];   \
-                    if (j->is_max) acc = v > acc ? v : acc;                                      \
-                    else acc += v;                                                               \
-                }                                                                                \
-            int64_t cnt = (he - hs) * (we - ws);                                                 \
-            if (!j->is_max) acc = cnt > 0 ? acc / (double)cnt : 0;                               \
-            y[n * j->ys[0] + oh * j->ys[1] + ow * j->ys[2] + c * j->ys[3]] = (T)acc;             \
-        }                                                                                        \
+#define POOL_BODY(T)                                                                               \
+    do {                                                                                           \
+        const T *x = j->x;                                                                         \
+        T *y = j->y;                                                                               \
+        int64_t h0 = oh * a->sh - g->pt, w0 = ow * a->sw - g->pl;                                  \
+        int64_t hs = h0 < 0 ? 0 : h0, he = h0 + g->KH > g->H ? g->H : h0 + g->KH;                  \
+        int64_t ws = w0 < 0 ? 0 : w0, we = w0 + g->KW > g->W ? g->W : w0 + g->KW;                  \
+        for (int64_t c = 0; c < g->C; c++) {                                                       \
+            double acc = j->is_max ? -INFINITY : 0;                                                \
+            for (int64_t ih = hs; ih < he; ih++)                                                   \
+                for (int64_t iw = ws; iw < we; iw++) {                                             \
+                    double v = x[n * j->xs[0] + ih * j->xs[1] + iw * j->xs[2] + c * j->xs[3]];     \
+                    if (j->is_max)                                                                 \
+                        acc = v > acc ? v : acc;                                                   \
+                    else                                                                           \
+                        acc += v;                                                                  \
+                }                                                                                  \
+            int64_t cnt = (he - hs) * (we - ws);                                                   \
+            if (!j->is_max) acc = cnt > 0 ? acc / (double)cnt : 0;                                 \
+            y[n * j->ys[0] + oh * j->ys[1] + ow * j->ys[2] + c * j->ys[3]] = (T)acc;               \
+        }                                                                                          \
     } while (0)
 
 static void pool_rows(void *arg, int64_t b, int64_t e) {
@@ -546,17 +576,25 @@ static void pool_rows(void *arg, int64_t b, int64_t e) {
     for (int64_t r = b; r < e; r++) {
         int64_t n = r / g->OH, oh = r % g->OH;
         for (int64_t ow = 0; ow < g->OW; ow++) {
-            if (j->dbl) POOL_BODY(double);
-            else POOL_BODY(float);
+            if (j->dbl)
+                POOL_BODY(double);
+            else
+                POOL_BODY(float);
         }
     }
 }
 
 static void layout_strides(int nchw, int64_t H, int64_t W, int64_t C, int64_t *s) {
     if (nchw) {
-        s[0] = C * H * W; s[1] = W; s[2] = 1; s[3] = H * W;
+        s[0] = C * H * W;
+        s[1] = W;
+        s[2] = 1;
+        s[3] = H * W;
     } else {
-        s[0] = H * W * C; s[1] = W * C; s[2] = C; s[3] = 1;
+        s[0] = H * W * C;
+        s[1] = W * C;
+        s[2] = C;
+        s[3] = 1;
     }
 }
 
@@ -576,8 +614,12 @@ static ms_status pool_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     rt_shape os = shape4(a->nchw, g.N, g.OH, g.OW, g.C);
     if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
     if (out[0]->nelem == 0) return MS_OK;
-    pool_job job = {.g = &g, .a = a, .is_max = strcmp(node->op, "MaxPool") == 0,
-                    .dbl = x->dtype == RT_DT_DOUBLE, .x = x->data, .y = out[0]->data};
+    pool_job job = {.g = &g,
+                    .a = a,
+                    .is_max = strcmp(node->op, "MaxPool") == 0,
+                    .dbl = x->dtype == RT_DT_DOUBLE,
+                    .x = x->data,
+                    .y = out[0]->data};
     layout_strides(a->nchw, g.H, g.W, g.C, job.xs);
     layout_strides(a->nchw, g.OH, g.OW, g.C, job.ys);
     kn_ctx_parallel_for(ctx, g.N * g.OH, 1, pool_rows, &job);
@@ -599,8 +641,9 @@ static ms_status bn_prepare(const kn_node *node, rt_tensor *const *const_in, voi
     if (s == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     ms_status st = parse_format(node, &s->nchw);
     if (st == MS_OK && kn_attr_b(node, "is_training", 1))
-        st = kn__errf(MS_ENOTSUP, node, "is_training=true (batch statistics) is not supported; "
-                                        "export the model for inference");
+        st = kn__errf(MS_ENOTSUP, node,
+                      "is_training=true (batch statistics) is not supported; "
+                      "export the model for inference");
     if (st == MS_OK && node->nout > 6)
         st = KN_EINVAL(node, "at most 6 outputs, node has %d", node->nout);
     if (st != MS_OK) {
@@ -624,7 +667,8 @@ static void bn_runs(void *arg, int64_t b, int64_t e) {
     for (int64_t r = b; r < e; r++) {
         int64_t c = r % j->C; /* a run is one element (NHWC) or one (n, c) plane */
         float m = j->mul[c], ad = j->add[c];
-        for (int64_t i = r * j->inner; i < (r + 1) * j->inner; i++) j->y[i] = j->x[i] * m + ad;
+        for (int64_t i = r * j->inner; i < (r + 1) * j->inner; i++)
+            j->y[i] = j->x[i] * m + ad;
     }
 }
 
@@ -656,7 +700,11 @@ static ms_status bn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
     }
     st = kn__output(ctx, node, 0, RT_DT_FLOAT, &x->shape, &out[0]);
     if (st == MS_OK && x->nelem > 0) {
-        bn_job job = {.x = x->data, .y = out[0]->data, .mul = coef, .add = coef + C, .C = C,
+        bn_job job = {.x = x->data,
+                      .y = out[0]->data,
+                      .mul = coef,
+                      .add = coef + C,
+                      .C = C,
                       .inner = s->nchw ? H * W : 1};
         kn_ctx_parallel_for(ctx, x->nelem / job.inner, s->nchw ? 1 : 16384, bn_runs, &job);
     }
@@ -664,7 +712,8 @@ static ms_status bn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
     if (st != MS_OK) return st;
     /* batch_mean, batch_variance, reserve spaces: the population statistics
      * (what TensorFlow returns for is_training=false). */
-    for (int i = 1; i < node->nout && i < 6; i++) out[i] = rt_tensor_ref(in[i % 2 ? 3 : 4]);
+    for (int i = 1; i < node->nout && i < 6; i++)
+        out[i] = rt_tensor_ref(in[i % 2 ? 3 : 4]);
     return MS_OK;
 }
 
@@ -697,17 +746,28 @@ static float resize_scale(int64_t in, int64_t out, int align) {
 /* Value of element i of a numeric tensor as float. */
 static float load_f(const void *p, rt_dtype dt, int64_t i) {
     switch (dt) {
-    case RT_DT_FLOAT: return ((const float *)p)[i];
-    case RT_DT_DOUBLE: return (float)((const double *)p)[i];
-    case RT_DT_INT8: return ((const int8_t *)p)[i];
-    case RT_DT_UINT8: return ((const uint8_t *)p)[i];
-    case RT_DT_INT16: return ((const int16_t *)p)[i];
-    case RT_DT_UINT16: return ((const uint16_t *)p)[i];
-    case RT_DT_INT32: return (float)((const int32_t *)p)[i];
-    case RT_DT_INT64: return (float)((const int64_t *)p)[i];
-    case RT_DT_HALF: return kn__half_to_f32(((const uint16_t *)p)[i]);
-    case RT_DT_BFLOAT16: return kn__bf16_to_f32(((const uint16_t *)p)[i]);
-    default: return 0;
+    case RT_DT_FLOAT:
+        return ((const float *)p)[i];
+    case RT_DT_DOUBLE:
+        return (float)((const double *)p)[i];
+    case RT_DT_INT8:
+        return ((const int8_t *)p)[i];
+    case RT_DT_UINT8:
+        return ((const uint8_t *)p)[i];
+    case RT_DT_INT16:
+        return ((const int16_t *)p)[i];
+    case RT_DT_UINT16:
+        return ((const uint16_t *)p)[i];
+    case RT_DT_INT32:
+        return (float)((const int32_t *)p)[i];
+    case RT_DT_INT64:
+        return (float)((const int64_t *)p)[i];
+    case RT_DT_HALF:
+        return kn__half_to_f32(((const uint16_t *)p)[i]);
+    case RT_DT_BFLOAT16:
+        return kn__bf16_to_f32(((const uint16_t *)p)[i]);
+    default:
+        return 0;
     }
 }
 
@@ -740,7 +800,10 @@ static void bilinear_rows(void *arg, int64_t b, int64_t e) {
                 int64_t i10 = (bot + ix->lo) * C + c, i11 = (bot + ix->hi) * C + c;
                 float tl, tr, bl, br;
                 if (isf) {
-                    tl = xf[i00]; tr = xf[i01]; bl = xf[i10]; br = xf[i11];
+                    tl = xf[i00];
+                    tr = xf[i01];
+                    bl = xf[i10];
+                    br = xf[i11];
                 } else {
                     tl = load_f(j->x->data, j->x->dtype, i00);
                     tr = load_f(j->x->data, j->x->dtype, i01);
@@ -800,8 +863,8 @@ static void nearest_index(int64_t out, int64_t in, float scale, const resize_att
     }
 }
 
-static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                                rt_tensor *const *in, rt_tensor **out) {
+static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
     const resize_attrs *ra = state;
     ms_status st = kn__need_inputs(node, in, 2);
     if (st != MS_OK) return st;
@@ -818,11 +881,24 @@ static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state,
     if (OH <= 0 || OW <= 0)
         return KN_EINVAL(node, "size must be positive, got [%lld, %lld]", (long long)OH,
                          (long long)OW);
-    if (N > 0 && C > 0 && (H <= 0 || W <= 0))
-        return KN_EINVAL(node, "images %s have an empty spatial dimension", kn__shp(&x->shape));
+    /* As TensorFlow's ImageResizerState: empty images are refused even in an
+     * empty batch. */
+    if (C <= 0 || H <= 0 || W <= 0 || H > INT32_MAX || W > INT32_MAX)
+        return KN_EINVAL(node,
+                         "images %s must have non-zero height, width and channels below "
+                         "2^31",
+                         kn__shp(&x->shape));
     switch (x->dtype) {
-    case RT_DT_FLOAT: case RT_DT_DOUBLE: case RT_DT_INT8: case RT_DT_UINT8: case RT_DT_INT16:
-    case RT_DT_UINT16: case RT_DT_INT32: case RT_DT_INT64: case RT_DT_HALF: case RT_DT_BFLOAT16:
+    case RT_DT_FLOAT:
+    case RT_DT_DOUBLE:
+    case RT_DT_INT8:
+    case RT_DT_UINT8:
+    case RT_DT_INT16:
+    case RT_DT_UINT16:
+    case RT_DT_INT32:
+    case RT_DT_INT64:
+    case RT_DT_HALF:
+    case RT_DT_BFLOAT16:
         break;
     default:
         return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
@@ -836,8 +912,15 @@ static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state,
         if (w == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
         bilinear_weights(OH, H, hs, ra->half_pixel, w);
         bilinear_weights(OW, W, wsc, ra->half_pixel, w + OH);
-        bilinear_job job = {.x = x, .y = out[0]->data, .ys = w, .xs = w + OH, .H = H, .W = W,
-                            .C = C, .OH = OH, .OW = OW};
+        bilinear_job job = {.x = x,
+                            .y = out[0]->data,
+                            .ys = w,
+                            .xs = w + OH,
+                            .H = H,
+                            .W = W,
+                            .C = C,
+                            .OH = OH,
+                            .OW = OW};
         kn_ctx_parallel_for(ctx, N * OH, 1, bilinear_rows, &job);
         free(w);
         return MS_OK;
@@ -848,10 +931,310 @@ static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state,
     if (idx == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     nearest_index(OH, H, hs, ra, idx);
     nearest_index(OW, W, wsc, ra, idx + OH);
-    nn_job job = {.x = x, .y = out[0]->data, .ys = idx, .xs = idx + OH, .H = H, .W = W, .C = C,
-                  .OH = OH, .OW = OW, .es = rt_dtype_size(x->dtype)};
+    nn_job job = {.x = x,
+                  .y = out[0]->data,
+                  .ys = idx,
+                  .xs = idx + OH,
+                  .H = H,
+                  .W = W,
+                  .C = C,
+                  .OH = OH,
+                  .OW = OW,
+                  .es = rt_dtype_size(x->dtype)};
     kn_ctx_parallel_for(ctx, N * OH, 1, nearest_rows, &job);
     free(idx);
+    return MS_OK;
+}
+
+/* ====================================================================== */
+/* Conv3D, MaxPool3D, AvgPool3D (volumes: NDHWC, or NCDHW transposed)     */
+/* ====================================================================== */
+
+typedef struct win3 {
+    int ncdhw;
+    int same;
+    int64_t k[3], s[3], d[3]; /* window (pools), strides, dilations: depth, height, width */
+} win3;
+
+/* Reads a 5-list attr (data-format order) into depth/height/width. */
+static ms_status attr_dhw(const kn_node *n, const char *key, int ncdhw, int64_t dflt, int64_t *v3) {
+    int64_t v[5];
+    int cnt = kn_attr_ilist(n, key, v, 5);
+    if (cnt < 0) {
+        v3[0] = v3[1] = v3[2] = dflt;
+        return MS_OK;
+    }
+    if (cnt != 5) return KN_EINVAL(n, "%s must have 5 values, got %d", key, cnt);
+    int ci = ncdhw ? 1 : 4, sp = ncdhw ? 2 : 1;
+    if (v[0] != 1 || v[ci] != 1)
+        return KN_EINVAL(n, "%s on the batch and channel dimensions must be 1", key);
+    for (int i = 0; i < 3; i++) {
+        v3[i] = v[sp + i];
+        if (v3[i] < 1 || v3[i] > INT32_MAX) return KN_EINVAL(n, "%s must be in [1, 2^31)", key);
+    }
+    return MS_OK;
+}
+
+static ms_status win3_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    (void)const_in;
+    int is_pool = strcmp(node->op, "Conv3D") != 0;
+    win3 *w = calloc(1, sizeof(*w));
+    if (w == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    ms_status st = MS_OK;
+    if (kn_attr_s_eq(node, "data_format", "NCDHW", NULL))
+        w->ncdhw = 1;
+    else if (!kn_attr_s_eq(node, "data_format", "NDHWC", "NDHWC"))
+        st = KN_EINVAL(node, "data_format must be NDHWC or NCDHW");
+    if (st == MS_OK) {
+        if (kn_attr_s_eq(node, "padding", "SAME", NULL))
+            w->same = 1;
+        else if (!kn_attr_s_eq(node, "padding", "VALID", NULL))
+            st = KN_EINVAL(node, "padding must be SAME or VALID");
+    }
+    if (st == MS_OK && !kn_attr_has(node, "strides"))
+        st = KN_EINVAL(node, "attr strides is missing");
+    if (st == MS_OK) st = attr_dhw(node, "strides", w->ncdhw, 1, w->s);
+    if (st == MS_OK && is_pool) {
+        if (!kn_attr_has(node, "ksize"))
+            st = KN_EINVAL(node, "attr ksize is missing");
+        else
+            st = attr_dhw(node, "ksize", w->ncdhw, 1, w->k);
+        w->d[0] = w->d[1] = w->d[2] = 1;
+    } else if (st == MS_OK) {
+        st = attr_dhw(node, "dilations", w->ncdhw, 1, w->d);
+    }
+    if (st != MS_OK) {
+        free(w);
+        return st;
+    }
+    *state = w;
+    return MS_OK;
+}
+
+typedef struct geo3 {
+    int64_t N, C, OC;
+    int64_t in[3], k[3], out[3], pad[3]; /* depth, height, width */
+} geo3;
+
+static ms_status geo3_window(const kn_node *node, const win3 *w, geo3 *g) {
+    static const char *const names[3] = {"depth", "height", "width"};
+    for (int i = 0; i < 3; i++) {
+        ms_status st = window_dim(node, names[i], g->in[i], g->k[i], w->d[i], w->s[i],
+                                  w->same ? PAD_SAME : PAD_VALID, 0, 0, &g->out[i], &g->pad[i]);
+        if (st != MS_OK) return st;
+    }
+    return MS_OK;
+}
+
+/* Reads N, C and D, H, W of a rank-5 tensor. */
+static ms_status dims5(const kn_node *n, const rt_tensor *t, int ncdhw, geo3 *g) {
+    if (t->shape.rank != 5)
+        return KN_EINVAL(n, "input must be 5-D, got shape %s", kn__shp(&t->shape));
+    for (int i = 0; i < 5; i++)
+        if (t->shape.dim[i] > INT32_MAX)
+            return KN_EINVAL(n, "input shape %s: dimensions must be below 2^31",
+                             kn__shp(&t->shape));
+    g->N = t->shape.dim[0];
+    g->C = t->shape.dim[ncdhw ? 1 : 4];
+    for (int i = 0; i < 3; i++)
+        g->in[i] = t->shape.dim[(ncdhw ? 2 : 1) + i];
+    return MS_OK;
+}
+
+static rt_shape shape5(int ncdhw, int64_t N, const int64_t *sp, int64_t C) {
+    rt_shape s = {.rank = 5};
+    s.dim[0] = N;
+    for (int i = 0; i < 3; i++)
+        s.dim[(ncdhw ? 2 : 1) + i] = sp[i];
+    s.dim[ncdhw ? 1 : 4] = C;
+    return s;
+}
+
+typedef struct vol2col_job {
+    const geo3 *g;
+    const win3 *w;
+    const float *x; /* NDHWC */
+    float *col;
+    int64_t p0;
+} vol2col_job;
+
+static void vol2col_rows(void *arg, int64_t b, int64_t e) {
+    const vol2col_job *j = arg;
+    const geo3 *g = j->g;
+    const int64_t C = g->C, kkc = g->k[0] * g->k[1] * g->k[2] * C;
+    for (int64_t r = b; r < e; r++) {
+        int64_t p = j->p0 + r;
+        int64_t ow = p % g->out[2], oh = (p / g->out[2]) % g->out[1];
+        int64_t od = (p / (g->out[2] * g->out[1])) % g->out[0];
+        int64_t n = p / (g->out[2] * g->out[1] * g->out[0]);
+        float *dst = j->col + r * kkc;
+        for (int64_t kd = 0; kd < g->k[0]; kd++) {
+            int64_t id = od * j->w->s[0] - g->pad[0] + kd * j->w->d[0];
+            for (int64_t kh = 0; kh < g->k[1]; kh++) {
+                int64_t ih = oh * j->w->s[1] - g->pad[1] + kh * j->w->d[1];
+                for (int64_t kw = 0; kw < g->k[2]; kw++, dst += C) {
+                    int64_t iw = ow * j->w->s[2] - g->pad[2] + kw * j->w->d[2];
+                    if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1] || iw < 0 ||
+                        iw >= g->in[2])
+                        memset(dst, 0, (size_t)C * sizeof(float));
+                    else
+                        memcpy(dst,
+                               j->x + (((n * g->in[0] + id) * g->in[1] + ih) * g->in[2] + iw) * C,
+                               (size_t)C * sizeof(float));
+                }
+            }
+        }
+    }
+}
+
+static ms_status conv3d_ndhwc(kn_ctx *ctx, const kn_node *node, const win3 *w, const geo3 *g,
+                              const float *x, const float *f, float *y) {
+    const int64_t kkc = g->k[0] * g->k[1] * g->k[2] * g->C;
+    const int64_t P = g->N * g->out[0] * g->out[1] * g->out[2];
+    if (P == 0 || g->OC == 0) return MS_OK;
+    if (kkc == 0) {
+        memset(y, 0, (size_t)(P * g->OC) * sizeof(float));
+        return MS_OK;
+    }
+    if (kkc > INT32_MAX || g->OC > INT32_MAX) return KN_EINVAL(node, "filter too large");
+    int64_t tile = COL_MAX_FLOATS / kkc;
+    if (tile < 1) tile = 1;
+    if (tile > P) tile = P;
+    float *col = kn__scratch(SCR_COL, (size_t)(tile * kkc) * sizeof(float));
+    if (col == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory for im2col", node->name);
+    for (int64_t p0 = 0; p0 < P; p0 += tile) {
+        int64_t rows = P - p0 < tile ? P - p0 : tile;
+        vol2col_job job = {.g = g, .w = w, .x = x, .col = col, .p0 = p0};
+        kn_ctx_parallel_for(ctx, rows, 64, vol2col_rows, &job);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)g->OC, (int)kkc,
+                    1.0f, col, (int)kkc, f, (int)g->OC, 0.0f, y + p0 * g->OC, (int)g->OC);
+    }
+    kn__scratch_done(SCR_COL, col);
+    return MS_OK;
+}
+
+static ms_status conv3d_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
+    const win3 *w = state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0], *f = in[1];
+    if (x->dtype != RT_DT_FLOAT || f->dtype != RT_DT_FLOAT)
+        return kn__errf(MS_ENOTSUP, node, "only float is supported, got %s and %s",
+                        rt_dtype_name(x->dtype), rt_dtype_name(f->dtype));
+    geo3 g = {0};
+    if ((st = dims5(node, x, w->ncdhw, &g)) != MS_OK) return st;
+    if (f->shape.rank != 5 || f->shape.dim[3] != g.C)
+        return KN_EINVAL(node, "filter %s must be [KD, KH, KW, %lld, out_channels]",
+                         kn__shp(&f->shape), (long long)g.C);
+    for (int i = 0; i < 3; i++)
+        g.k[i] = f->shape.dim[i];
+    g.OC = f->shape.dim[4];
+    if ((st = geo3_window(node, w, &g)) != MS_OK) return st;
+    rt_shape os = shape5(w->ncdhw, g.N, g.out, g.OC);
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    if (!w->ncdhw) return conv3d_ndhwc(ctx, node, w, &g, x->data, f->data, out[0]->data);
+    float *xt = kn__scratch(SCR_IN, (size_t)x->nelem * sizeof(float));
+    float *yt = kn__scratch(SCR_OUT, (size_t)out[0]->nelem * sizeof(float));
+    if (xt == NULL || yt == NULL) {
+        kn__scratch_done(SCR_IN, xt);
+        kn__scratch_done(SCR_OUT, yt);
+        return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    }
+    to_nhwc(x->data, xt, g.N, g.C, g.in[0] * g.in[1] * g.in[2]);
+    st = conv3d_ndhwc(ctx, node, w, &g, xt, f->data, yt);
+    if (st == MS_OK) to_nchw(yt, out[0]->data, g.N, g.OC, g.out[0] * g.out[1] * g.out[2]);
+    kn__scratch_done(SCR_IN, xt);
+    kn__scratch_done(SCR_OUT, yt);
+    return st;
+}
+
+typedef struct pool3_job {
+    const geo3 *g;
+    const win3 *w;
+    int is_max;
+    const float *x;
+    float *y;
+    int64_t xs[5], ys[5]; /* element strides of n, d, h, w, c */
+} pool3_job;
+
+static void layout5(int ncdhw, const int64_t *sp, int64_t C, int64_t *s) {
+    int64_t vol = sp[0] * sp[1] * sp[2];
+    if (ncdhw) {
+        s[0] = C * vol;
+        s[1] = sp[1] * sp[2];
+        s[2] = sp[2];
+        s[3] = 1;
+        s[4] = vol;
+    } else {
+        s[0] = vol * C;
+        s[1] = sp[1] * sp[2] * C;
+        s[2] = sp[2] * C;
+        s[3] = C;
+        s[4] = 1;
+    }
+}
+
+/* Over output rows (n, od, oh). */
+static void pool3_rows(void *arg, int64_t b, int64_t e) {
+    const pool3_job *j = arg;
+    const geo3 *g = j->g;
+    for (int64_t r = b; r < e; r++) {
+        int64_t oh = r % g->out[1], od = (r / g->out[1]) % g->out[0];
+        int64_t n = r / (g->out[1] * g->out[0]);
+        int64_t o3[3] = {od, oh, 0}, lo[3], hi[3];
+        for (int64_t ow = 0; ow < g->out[2]; ow++) {
+            o3[2] = ow;
+            for (int i = 0; i < 3; i++) {
+                int64_t s0 = o3[i] * j->w->s[i] - g->pad[i];
+                lo[i] = s0 < 0 ? 0 : s0;
+                hi[i] = s0 + g->k[i] > g->in[i] ? g->in[i] : s0 + g->k[i];
+            }
+            int64_t cnt = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
+            for (int64_t c = 0; c < g->C; c++) {
+                double acc = j->is_max ? -INFINITY : 0;
+                for (int64_t id = lo[0]; id < hi[0]; id++)
+                    for (int64_t ih = lo[1]; ih < hi[1]; ih++)
+                        for (int64_t iw = lo[2]; iw < hi[2]; iw++) {
+                            double v = j->x[n * j->xs[0] + id * j->xs[1] + ih * j->xs[2] +
+                                            iw * j->xs[3] + c * j->xs[4]];
+                            if (j->is_max)
+                                acc = v > acc ? v : acc;
+                            else
+                                acc += v;
+                        }
+                if (!j->is_max) acc = cnt > 0 ? acc / (double)cnt : 0;
+                j->y[n * j->ys[0] + od * j->ys[1] + oh * j->ys[2] + ow * j->ys[3] + c * j->ys[4]] =
+                    (float)acc;
+            }
+        }
+    }
+}
+
+static ms_status pool3d_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
+    const win3 *w = state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0];
+    if (x->dtype != RT_DT_FLOAT)
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
+    geo3 g = {0};
+    if ((st = dims5(node, x, w->ncdhw, &g)) != MS_OK) return st;
+    for (int i = 0; i < 3; i++)
+        g.k[i] = w->k[i];
+    if ((st = geo3_window(node, w, &g)) != MS_OK) return st;
+    rt_shape os = shape5(w->ncdhw, g.N, g.out, g.C);
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    if (out[0]->nelem == 0) return MS_OK;
+    pool3_job job = {.g = &g,
+                     .w = w,
+                     .is_max = strcmp(node->op, "MaxPool3D") == 0,
+                     .x = x->data,
+                     .y = out[0]->data};
+    layout5(w->ncdhw, g.in, g.C, job.xs);
+    layout5(w->ncdhw, g.out, g.C, job.ys);
+    kn_ctx_parallel_for(ctx, g.N * g.out[0] * g.out[1], 1, pool3_rows, &job);
     return MS_OK;
 }
 
@@ -859,20 +1242,29 @@ static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state,
 
 const kn_kernel kn_cpu_nn_kernels[] = {
     {.op = "Conv2D", .prepare = conv_prepare, .compute = conv2d_compute, .release = free_state},
-    {.op = "DepthwiseConv2dNative", .prepare = conv_prepare, .compute = depthwise_compute,
+    {.op = "DepthwiseConv2dNative",
+     .prepare = conv_prepare,
+     .compute = depthwise_compute,
      .release = free_state},
-    {.op = "Conv2DBackpropInput", .prepare = conv_prepare, .compute = backprop_input_compute,
+    {.op = "Conv2DBackpropInput",
+     .prepare = conv_prepare,
+     .compute = backprop_input_compute,
      .release = free_state},
     {.op = "MaxPool", .prepare = pool_prepare, .compute = pool_compute, .release = free_state},
     {.op = "AvgPool", .prepare = pool_prepare, .compute = pool_compute, .release = free_state},
     {.op = "FusedBatchNorm", .prepare = bn_prepare, .compute = bn_compute, .release = free_state},
-    {.op = "FusedBatchNormV2", .prepare = bn_prepare, .compute = bn_compute,
+    {.op = "FusedBatchNormV2", .prepare = bn_prepare, .compute = bn_compute, .release = free_state},
+    {.op = "FusedBatchNormV3", .prepare = bn_prepare, .compute = bn_compute, .release = free_state},
+    {.op = "ResizeBilinear",
+     .prepare = resize_prepare,
+     .compute = resize_compute,
      .release = free_state},
-    {.op = "FusedBatchNormV3", .prepare = bn_prepare, .compute = bn_compute,
+    {.op = "ResizeNearestNeighbor",
+     .prepare = resize_prepare,
+     .compute = resize_compute,
      .release = free_state},
-    {.op = "ResizeBilinear", .prepare = resize_prepare, .compute = resize_compute,
-     .release = free_state},
-    {.op = "ResizeNearestNeighbor", .prepare = resize_prepare, .compute = resize_compute,
-     .release = free_state},
+    {.op = "Conv3D", .prepare = win3_prepare, .compute = conv3d_compute, .release = free_state},
+    {.op = "MaxPool3D", .prepare = win3_prepare, .compute = pool3d_compute, .release = free_state},
+    {.op = "AvgPool3D", .prepare = win3_prepare, .compute = pool3d_compute, .release = free_state},
     {.op = NULL},
 };

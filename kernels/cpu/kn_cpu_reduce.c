@@ -21,11 +21,11 @@
 enum { RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD };
 
 typedef struct red_plan {
-    int rank;                 /* collapsed rank, >= 1 */
-    int64_t dim[RT_MAX_RANK]; /* collapsed dims */
-    int red[RT_MAX_RANK];     /* 1 where the collapsed dim is reduced */
+    int rank;                     /* collapsed rank, >= 1 */
+    int64_t dim[RT_MAX_RANK];     /* collapsed dims */
+    int red[RT_MAX_RANK];         /* 1 where the collapsed dim is reduced */
     int64_t ostride[RT_MAX_RANK]; /* accumulator stride per dim, 0 for reduced dims */
-    int64_t nout, count;      /* output elements, reduced elements per output */
+    int64_t nout, count;          /* output elements, reduced elements per output */
 } red_plan;
 
 static int red_op(const char *op) {
@@ -46,58 +46,69 @@ typedef struct red_job {
 
 /* Accumulates rows of the input whose first collapsed coordinate lies in
  * [b, e) (each such slice touches its own accumulators when dim 0 is kept). */
-#define DEF_REDUCE(sfx, TI, TA, ADD, MUL)                                                        \
-    static void reduce_##sfx(const red_plan *p, int op, const TI *in, TA *acc, int64_t b,       \
-                             int64_t e) {                                                        \
-        const int last = p->rank - 1;                                                            \
-        const int64_t inner = p->dim[last];                                                      \
-        int64_t per0 = 1; /* rows per index of dim 0 */                                          \
-        for (int d = 1; d < last; d++) per0 *= p->dim[d];                                        \
-        if (last == 0) {                                                                         \
-            per0 = 1;                                                                            \
-            b = 0;                                                                               \
-            e = 1;                                                                               \
-        }                                                                                        \
-        for (int64_t row = b * per0; row < e * per0; row++) {                                    \
-            int64_t r = row, ob = 0;                                                             \
-            for (int d = last - 1; d >= 0; d--) {                                                \
-                ob += (r % p->dim[d]) * p->ostride[d];                                           \
-                r /= p->dim[d];                                                                  \
-            }                                                                                    \
-            const TI *x = in + row * inner;                                                      \
-            if (p->red[last]) {                                                                  \
-                TA a = acc[ob];                                                                  \
-                switch (op) {                                                                    \
-                case RED_SUM: case RED_MEAN:                                                     \
-                    for (int64_t j = 0; j < inner; j++) a = ADD(a, (TA)x[j]);                    \
-                    break;                                                                       \
-                case RED_PROD:                                                                   \
-                    for (int64_t j = 0; j < inner; j++) a = MUL(a, (TA)x[j]);                    \
-                    break;                                                                       \
-                case RED_MAX:                                                                    \
-                    for (int64_t j = 0; j < inner; j++) a = (TA)x[j] > a ? (TA)x[j] : a;         \
-                    break;                                                                       \
-                default:                                                                         \
-                    for (int64_t j = 0; j < inner; j++) a = (TA)x[j] < a ? (TA)x[j] : a;         \
-                }                                                                                \
-                acc[ob] = a;                                                                     \
-            } else {                                                                             \
-                TA *a = acc + ob;                                                                \
-                switch (op) {                                                                    \
-                case RED_SUM: case RED_MEAN:                                                     \
-                    for (int64_t j = 0; j < inner; j++) a[j] = ADD(a[j], (TA)x[j]);              \
-                    break;                                                                       \
-                case RED_PROD:                                                                   \
-                    for (int64_t j = 0; j < inner; j++) a[j] = MUL(a[j], (TA)x[j]);              \
-                    break;                                                                       \
-                case RED_MAX:                                                                    \
-                    for (int64_t j = 0; j < inner; j++) a[j] = (TA)x[j] > a[j] ? (TA)x[j] : a[j];\
-                    break;                                                                       \
-                default:                                                                         \
-                    for (int64_t j = 0; j < inner; j++) a[j] = (TA)x[j] < a[j] ? (TA)x[j] : a[j];\
-                }                                                                                \
-            }                                                                                    \
-        }                                                                                        \
+#define DEF_REDUCE(sfx, TI, TA, ADD, MUL)                                                          \
+    static void reduce_##sfx(const red_plan *p, int op, const TI *in, TA *acc, int64_t b,          \
+                             int64_t e) {                                                          \
+        const int last = p->rank - 1;                                                              \
+        const int64_t inner = p->dim[last];                                                        \
+        int64_t per0 = 1; /* rows per index of dim 0 */                                            \
+        for (int d = 1; d < last; d++)                                                             \
+            per0 *= p->dim[d];                                                                     \
+        if (last == 0) {                                                                           \
+            per0 = 1;                                                                              \
+            b = 0;                                                                                 \
+            e = 1;                                                                                 \
+        }                                                                                          \
+        for (int64_t row = b * per0; row < e * per0; row++) {                                      \
+            int64_t r = row, ob = 0;                                                               \
+            for (int d = last - 1; d >= 0; d--) {                                                  \
+                ob += (r % p->dim[d]) * p->ostride[d];                                             \
+                r /= p->dim[d];                                                                    \
+            }                                                                                      \
+            const TI *x = in + row * inner;                                                        \
+            if (p->red[last]) {                                                                    \
+                TA a = acc[ob];                                                                    \
+                switch (op) {                                                                      \
+                case RED_SUM:                                                                      \
+                case RED_MEAN:                                                                     \
+                    for (int64_t j = 0; j < inner; j++)                                            \
+                        a = ADD(a, (TA)x[j]);                                                      \
+                    break;                                                                         \
+                case RED_PROD:                                                                     \
+                    for (int64_t j = 0; j < inner; j++)                                            \
+                        a = MUL(a, (TA)x[j]);                                                      \
+                    break;                                                                         \
+                case RED_MAX:                                                                      \
+                    for (int64_t j = 0; j < inner; j++)                                            \
+                        a = (TA)x[j] > a ? (TA)x[j] : a;                                           \
+                    break;                                                                         \
+                default:                                                                           \
+                    for (int64_t j = 0; j < inner; j++)                                            \
+                        a = (TA)x[j] < a ? (TA)x[j] : a;                                           \
+                }                                                                                  \
+                acc[ob] = a;                                                                       \
+            } else {                                                                               \
+                TA *a = acc + ob;                                                                  \
+                switch (op) {                                                                      \
+                case RED_SUM:                                                                      \
+                case RED_MEAN:                                                                     \
+                    for (int64_t j = 0; j < inner; j++)                                            \
+                        a[j] = ADD(a[j], (TA)x[j]);                                                \
+                    break;                                                                         \
+                case RED_PROD:                                                                     \
+                    for (int64_t j = 0; j < inner; j++)                                            \
+                        a[j] = MUL(a[j], (TA)x[j]);                                                \
+                    break;                                                                         \
+                case RED_MAX:                                                                      \
+                    for (int64_t j = 0; j < inner; j++)                                            \
+                        a[j] = (TA)x[j] > a[j] ? (TA)x[j] : a[j];                                  \
+                    break;                                                                         \
+                default:                                                                           \
+                    for (int64_t j = 0; j < inner; j++)                                            \
+                        a[j] = (TA)x[j] < a[j] ? (TA)x[j] : a[j];                                  \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
     }
 
 #define F_ADD(a, x) ((a) + (x))
@@ -112,15 +123,23 @@ DEF_REDUCE(i64, int64_t, int64_t, I_ADD, I_MUL)
 static void red_chunk(void *arg, int64_t b, int64_t e) {
     red_job *j = arg;
     switch (j->dt) {
-    case RT_DT_FLOAT: reduce_f32(j->p, j->op, j->in, j->acc, b, e); break;
-    case RT_DT_DOUBLE: reduce_f64(j->p, j->op, j->in, j->acc, b, e); break;
-    case RT_DT_INT32: reduce_i32(j->p, j->op, j->in, j->acc, b, e); break;
-    default: reduce_i64(j->p, j->op, j->in, j->acc, b, e); break;
+    case RT_DT_FLOAT:
+        reduce_f32(j->p, j->op, j->in, j->acc, b, e);
+        break;
+    case RT_DT_DOUBLE:
+        reduce_f64(j->p, j->op, j->in, j->acc, b, e);
+        break;
+    case RT_DT_INT32:
+        reduce_i32(j->p, j->op, j->in, j->acc, b, e);
+        break;
+    default:
+        reduce_i64(j->p, j->op, j->in, j->acc, b, e);
+        break;
     }
 }
 
-static ms_status reduce_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                                rt_tensor *const *in, rt_tensor **out) {
+static ms_status reduce_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
     (void)state;
     ms_status st = kn__need_inputs(node, in, 2);
     if (st != MS_OK) return st;
@@ -147,8 +166,10 @@ static ms_status reduce_compute(kn_ctx *ctx, const kn_node *node, void *state,
     int keep = kn_attr_b(node, "keep_dims", 0);
     rt_shape os = {.rank = 0};
     for (int d = 0; d < rank; d++) {
-        if (!red[d]) os.dim[os.rank++] = x->shape.dim[d];
-        else if (keep) os.dim[os.rank++] = 1;
+        if (!red[d])
+            os.dim[os.rank++] = x->shape.dim[d];
+        else if (keep)
+            os.dim[os.rank++] = 1;
     }
     /* Collapse: drop size-1 dims, merge neighbours of the same kind. */
     red_plan p = {.rank = 0, .count = 1};
@@ -180,7 +201,10 @@ static ms_status reduce_compute(kn_ctx *ctx, const kn_node *node, void *state,
     if (acc == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     for (int64_t i = 0; i < p.nout; i++) {
         if (isf) {
-            double v = op == RED_PROD ? 1 : op == RED_MAX ? -INFINITY : op == RED_MIN ? INFINITY : 0;
+            double v = op == RED_PROD  ? 1
+                       : op == RED_MAX ? -INFINITY
+                       : op == RED_MIN ? INFINITY
+                                       : 0;
             ((double *)acc)[i] = v;
         } else {
             int64_t lo = dt == RT_DT_INT32 ? INT32_MIN : INT64_MIN;
@@ -203,14 +227,18 @@ static ms_status reduce_compute(kn_ctx *ctx, const kn_node *node, void *state,
         if (isf) {
             double v = ((double *)acc)[i];
             if (op == RED_MEAN) v /= (double)p.count;
-            if (dt == RT_DT_FLOAT) ((float *)out[0]->data)[i] = (float)v;
-            else ((double *)out[0]->data)[i] = v;
+            if (dt == RT_DT_FLOAT)
+                ((float *)out[0]->data)[i] = (float)v;
+            else
+                ((double *)out[0]->data)[i] = v;
         } else {
             int64_t v = ((int64_t *)acc)[i];
             if (dt == RT_DT_INT32) v = (int32_t)v; /* wrap as int32 arithmetic would */
             if (op == RED_MEAN) v = p.count > 0 ? v / p.count : 0;
-            if (dt == RT_DT_INT32) ((int32_t *)out[0]->data)[i] = (int32_t)v;
-            else ((int64_t *)out[0]->data)[i] = v;
+            if (dt == RT_DT_INT32)
+                ((int32_t *)out[0]->data)[i] = (int32_t)v;
+            else
+                ((int64_t *)out[0]->data)[i] = v;
         }
     }
     free(acc);
@@ -226,6 +254,7 @@ typedef struct softmax_job {
     void *out;
     int64_t n;
     int dbl;
+    int log; /* LogSoftmax: x - max - log(sum(exp(x - max))) */
 } softmax_job;
 
 static void softmax_rows(void *arg, int64_t b, int64_t e) {
@@ -234,17 +263,35 @@ static void softmax_rows(void *arg, int64_t b, int64_t e) {
         if (j->dbl) {
             const double *x = (const double *)j->in + r * j->n;
             double *y = (double *)j->out + r * j->n, m = x[0], s = 0;
-            for (int64_t i = 1; i < j->n; i++) m = x[i] > m ? x[i] : m;
-            for (int64_t i = 0; i < j->n; i++) s += y[i] = exp(x[i] - m);
-            for (int64_t i = 0; i < j->n; i++) y[i] /= s;
+            for (int64_t i = 1; i < j->n; i++)
+                m = x[i] > m ? x[i] : m;
+            for (int64_t i = 0; i < j->n; i++)
+                s += y[i] = exp(x[i] - m);
+            if (j->log) {
+                double ls = log(s);
+                for (int64_t i = 0; i < j->n; i++)
+                    y[i] = x[i] - m - ls;
+            } else {
+                for (int64_t i = 0; i < j->n; i++)
+                    y[i] /= s;
+            }
         } else {
             const float *x = (const float *)j->in + r * j->n;
             float *y = (float *)j->out + r * j->n, m = x[0];
             double s = 0;
-            for (int64_t i = 1; i < j->n; i++) m = x[i] > m ? x[i] : m;
-            for (int64_t i = 0; i < j->n; i++) s += y[i] = expf(x[i] - m);
-            float inv = (float)(1.0 / s);
-            for (int64_t i = 0; i < j->n; i++) y[i] *= inv;
+            for (int64_t i = 1; i < j->n; i++)
+                m = x[i] > m ? x[i] : m;
+            for (int64_t i = 0; i < j->n; i++)
+                s += y[i] = expf(x[i] - m);
+            if (j->log) {
+                float ls = (float)log(s);
+                for (int64_t i = 0; i < j->n; i++)
+                    y[i] = x[i] - m - ls;
+            } else {
+                float inv = (float)(1.0 / s);
+                for (int64_t i = 0; i < j->n; i++)
+                    y[i] *= inv;
+            }
         }
     }
 }
@@ -257,12 +304,15 @@ static ms_status softmax_compute(kn_ctx *ctx, const kn_node *node, void *state,
     const rt_tensor *x = in[0];
     if (x->dtype != RT_DT_FLOAT && x->dtype != RT_DT_DOUBLE)
         return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
-    if (x->shape.rank < 1)
-        return KN_EINVAL(node, "logits must have rank >= 1, got a scalar");
+    if (x->shape.rank < 1) return KN_EINVAL(node, "logits must have rank >= 1, got a scalar");
     if ((st = kn__output(ctx, node, 0, x->dtype, &x->shape, &out[0])) != MS_OK) return st;
     int64_t n = x->shape.dim[x->shape.rank - 1];
     if (x->nelem == 0) return MS_OK;
-    softmax_job job = {.in = x->data, .out = out[0]->data, .n = n, .dbl = x->dtype == RT_DT_DOUBLE};
+    softmax_job job = {.in = x->data,
+                       .out = out[0]->data,
+                       .n = n,
+                       .dbl = x->dtype == RT_DT_DOUBLE,
+                       .log = strcmp(node->op, "LogSoftmax") == 0};
     int64_t chunk = 16384 / n;
     kn_ctx_parallel_for(ctx, x->nelem / n, chunk > 0 ? chunk : 1, softmax_rows, &job);
     return MS_OK;
@@ -272,8 +322,8 @@ static ms_status softmax_compute(kn_ctx *ctx, const kn_node *node, void *state,
 /* MatMul                                                                 */
 /* ====================================================================== */
 
-static ms_status matmul_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                                rt_tensor *const *in, rt_tensor **out) {
+static ms_status matmul_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
     (void)state;
     ms_status st = kn__need_inputs(node, in, 2);
     if (st != MS_OK) return st;
@@ -315,6 +365,79 @@ static ms_status matmul_compute(kn_ctx *ctx, const kn_node *node, void *state,
 }
 
 /* ====================================================================== */
+/* BatchMatMul, BatchMatMulV2                                             */
+/* ====================================================================== */
+
+/* Element offset (in batch units) of operand k for output batch index b. */
+static int64_t batch_offset(const kn_bcast *bc, int k, int64_t b) {
+    int64_t off = 0;
+    for (int d = bc->rank - 1; d >= 0; d--) {
+        off += (b % bc->dim[d]) * bc->stride[k][d];
+        b /= bc->dim[d];
+    }
+    return off;
+}
+
+static ms_status batch_matmul_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                      rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *a = in[0], *b = in[1];
+    if (a->dtype != b->dtype)
+        return KN_EINVAL(node, "x and y dtypes differ: %s and %s", rt_dtype_name(a->dtype),
+                         rt_dtype_name(b->dtype));
+    if (a->dtype != RT_DT_FLOAT && a->dtype != RT_DT_DOUBLE)
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(a->dtype));
+    int ra = a->shape.rank, rb = b->shape.rank;
+    if (ra < 2 || rb < 2)
+        return KN_EINVAL(node, "x %s and y %s must have rank >= 2", kn__shp(&a->shape),
+                         kn__shp(&b->shape));
+    int ta = kn_attr_b(node, "adj_x", 0), tb = kn_attr_b(node, "adj_y", 0);
+    int64_t M = a->shape.dim[ra - (ta ? 1 : 2)], K = a->shape.dim[ra - (ta ? 2 : 1)];
+    int64_t K2 = b->shape.dim[rb - (tb ? 1 : 2)], N = b->shape.dim[rb - (tb ? 2 : 1)];
+    if (K != K2)
+        return KN_EINVAL(node, "inner dimensions differ: x %s%s, y %s%s", kn__shp(&a->shape),
+                         ta ? " adjoint" : "", kn__shp(&b->shape), tb ? " adjoint" : "");
+    if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
+        return KN_EINVAL(node, "matrices too large for BLAS");
+    rt_shape sa = {.rank = ra - 2}, sb = {.rank = rb - 2};
+    memcpy(sa.dim, a->shape.dim, sizeof(int64_t) * (size_t)sa.rank);
+    memcpy(sb.dim, b->shape.dim, sizeof(int64_t) * (size_t)sb.rank);
+    if (strcmp(node->op, "BatchMatMul") == 0 && !rt_shape_equal(&sa, &sb))
+        return KN_EINVAL(node, "batch dimensions of x %s and y %s differ", kn__shp(&a->shape),
+                         kn__shp(&b->shape));
+    kn_bcast bc;
+    const rt_shape *shapes[2] = {&sa, &sb};
+    if ((st = kn__bcast_init(&bc, node, shapes, 2)) != MS_OK) return st;
+    if (bc.out.rank + 2 > RT_MAX_RANK) return KN_EINVAL(node, "result rank is too large");
+    rt_shape os = bc.out;
+    os.dim[os.rank++] = M;
+    os.dim[os.rank++] = N;
+    if ((st = kn__output(ctx, node, 0, a->dtype, &os, &out[0])) != MS_OK) return st;
+    int64_t nb = rt_shape_nelem(&bc.out);
+    if (out[0]->nelem == 0) return MS_OK;
+    if (K == 0) {
+        memset(out[0]->data, 0, rt_tensor_nbytes(out[0]));
+        return MS_OK;
+    }
+    int lda = (int)(ta ? M : K), ldb = (int)(tb ? K : N);
+    enum CBLAS_TRANSPOSE cta = ta ? CblasTrans : CblasNoTrans, ctb = tb ? CblasTrans : CblasNoTrans;
+    for (int64_t i = 0; i < nb; i++) {
+        int64_t oa = batch_offset(&bc, 0, i) * M * K, ob = batch_offset(&bc, 1, i) * K * N;
+        if (a->dtype == RT_DT_FLOAT)
+            cblas_sgemm(CblasRowMajor, cta, ctb, (int)M, (int)N, (int)K, 1.0f,
+                        (const float *)a->data + oa, lda, (const float *)b->data + ob, ldb, 0.0f,
+                        (float *)out[0]->data + i * M * N, (int)N);
+        else
+            cblas_dgemm(CblasRowMajor, cta, ctb, (int)M, (int)N, (int)K, 1.0,
+                        (const double *)a->data + oa, lda, (const double *)b->data + ob, ldb, 0.0,
+                        (double *)out[0]->data + i * M * N, (int)N);
+    }
+    return MS_OK;
+}
+
+/* ====================================================================== */
 /* BiasAdd                                                                */
 /* ====================================================================== */
 
@@ -343,21 +466,35 @@ typedef struct bias_job {
     rt_dtype dt;
 } bias_job;
 
-#define BIAS_LOOP(T)                                                                             \
-    do {                                                                                         \
-        const T *x = j->x, *bb = j->b;                                                           \
-        T *y = j->y;                                                                             \
-        for (int64_t r = b; r < e; r++) {                                                        \
-            T v = bb[r % j->C];                                                                  \
-            for (int64_t i = r * j->inner; i < (r + 1) * j->inner; i++) y[i] = x[i] + v;         \
-        }                                                                                        \
+/* UT: the type the addition runs in (unsigned for integers, so it wraps). */
+#define BIAS_LOOP(T, UT)                                                                           \
+    do {                                                                                           \
+        const T *x = j->x, *bb = j->b;                                                             \
+        T *y = j->y;                                                                               \
+        for (int64_t r = b; r < e; r++) {                                                          \
+            T v = bb[r % j->C];                                                                    \
+            for (int64_t i = r * j->inner; i < (r + 1) * j->inner; i++)                            \
+                y[i] = (T)((UT)x[i] + (UT)v);                                                      \
+        }                                                                                          \
     } while (0)
 
 /* Over "runs": for NHWC a run is one element; for NCHW one (n, c) plane. */
 static void bias_runs(void *arg, int64_t b, int64_t e) {
     bias_job *j = arg;
-    if (j->dt == RT_DT_FLOAT) BIAS_LOOP(float);
-    else BIAS_LOOP(double);
+    switch (j->dt) {
+    case RT_DT_FLOAT:
+        BIAS_LOOP(float, float);
+        break;
+    case RT_DT_DOUBLE:
+        BIAS_LOOP(double, double);
+        break;
+    case RT_DT_INT32:
+        BIAS_LOOP(int32_t, uint32_t);
+        break;
+    default:
+        BIAS_LOOP(int64_t, uint64_t);
+        break;
+    }
 }
 
 static ms_status bias_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
@@ -369,9 +506,10 @@ static ms_status bias_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     if ((st = bias_format(node, &nchw)) != MS_OK) return st;
     const rt_tensor *x = in[0], *bias = in[1];
     if (x->dtype != bias->dtype)
-        return KN_EINVAL(node, "value and bias dtypes differ: %s and %s",
-                         rt_dtype_name(x->dtype), rt_dtype_name(bias->dtype));
-    if (x->dtype != RT_DT_FLOAT && x->dtype != RT_DT_DOUBLE)
+        return KN_EINVAL(node, "value and bias dtypes differ: %s and %s", rt_dtype_name(x->dtype),
+                         rt_dtype_name(bias->dtype));
+    if (x->dtype != RT_DT_FLOAT && x->dtype != RT_DT_DOUBLE && x->dtype != RT_DT_INT32 &&
+        x->dtype != RT_DT_INT64)
         return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
     if (x->shape.rank < (nchw ? 3 : 2) || bias->shape.rank != 1)
         return KN_EINVAL(node, "value %s must have rank >= %d and bias %s rank 1",
@@ -385,9 +523,10 @@ static ms_status bias_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     if (x->nelem == 0) return MS_OK;
     int64_t inner = 1;
     if (nchw)
-        for (int d = 2; d < x->shape.rank; d++) inner *= x->shape.dim[d];
-    bias_job job = {.x = x->data, .b = bias->data, .y = out[0]->data, .C = C, .inner = inner,
-                    .dt = x->dtype};
+        for (int d = 2; d < x->shape.rank; d++)
+            inner *= x->shape.dim[d];
+    bias_job job = {
+        .x = x->data, .b = bias->data, .y = out[0]->data, .C = C, .inner = inner, .dt = x->dtype};
     int64_t chunk = 16384 / inner;
     kn_ctx_parallel_for(ctx, x->nelem / inner, chunk > 0 ? chunk : 1, bias_runs, &job);
     return MS_OK;
@@ -406,18 +545,18 @@ static ms_status arg_prepare(const kn_node *node, rt_tensor *const *const_in, vo
     return MS_OK;
 }
 
-#define ARG_LOOP(T)                                                                              \
-    do {                                                                                         \
-        const T *v = x->data;                                                                    \
-        for (int64_t o = 0; o < outer; o++)                                                      \
-            for (int64_t i = 0; i < after; i++) {                                                \
-                const T *p = v + o * n * after + i;                                              \
-                int64_t best = 0;                                                                \
-                for (int64_t k = 1; k < n; k++)                                                  \
-                    if (is_max ? p[k * after] > p[best * after] : p[k * after] < p[best * after]) \
-                        best = k;                                                                \
-                idx[o * after + i] = best;                                                       \
-            }                                                                                    \
+#define ARG_LOOP(T)                                                                                \
+    do {                                                                                           \
+        const T *v = x->data;                                                                      \
+        for (int64_t o = 0; o < outer; o++)                                                        \
+            for (int64_t i = 0; i < after; i++) {                                                  \
+                const T *p = v + o * n * after + i;                                                \
+                int64_t best = 0;                                                                  \
+                for (int64_t k = 1; k < n; k++)                                                    \
+                    if (is_max ? p[k * after] > p[best * after] : p[k * after] < p[best * after])  \
+                        best = k;                                                                  \
+                idx[o * after + i] = best;                                                         \
+            }                                                                                      \
     } while (0)
 
 static ms_status arg_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
@@ -434,35 +573,50 @@ static ms_status arg_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
         return KN_EINVAL(node, "dimension %lld out of range for input %s", (long long)axis,
                          kn__shp(&x->shape));
     int64_t n = x->shape.dim[a];
-    if (n == 0) return KN_EINVAL(node, "reduction dimension %d of input %s is empty", a,
-                                 kn__shp(&x->shape));
+    if (n == 0)
+        return KN_EINVAL(node, "reduction dimension %d of input %s is empty", a,
+                         kn__shp(&x->shape));
     rt_dtype t = kn_attr_type(node, "output_type", RT_DT_INT64);
     rt_shape os = {.rank = 0};
     int64_t outer = 1, after = 1;
     for (int d = 0; d < rank; d++) {
         if (d == a) continue;
         os.dim[os.rank++] = x->shape.dim[d];
-        if (d < a) outer *= x->shape.dim[d];
-        else after *= x->shape.dim[d];
+        if (d < a)
+            outer *= x->shape.dim[d];
+        else
+            after *= x->shape.dim[d];
     }
     int is_max = strcmp(node->op, "ArgMax") == 0;
     int64_t cnt = outer * after;
     int64_t *idx = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof(*idx));
     if (idx == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     switch (x->dtype) {
-    case RT_DT_FLOAT: ARG_LOOP(float); break;
-    case RT_DT_DOUBLE: ARG_LOOP(double); break;
-    case RT_DT_INT32: ARG_LOOP(int32_t); break;
-    case RT_DT_INT64: ARG_LOOP(int64_t); break;
-    case RT_DT_UINT8: ARG_LOOP(uint8_t); break;
+    case RT_DT_FLOAT:
+        ARG_LOOP(float);
+        break;
+    case RT_DT_DOUBLE:
+        ARG_LOOP(double);
+        break;
+    case RT_DT_INT32:
+        ARG_LOOP(int32_t);
+        break;
+    case RT_DT_INT64:
+        ARG_LOOP(int64_t);
+        break;
+    case RT_DT_UINT8:
+        ARG_LOOP(uint8_t);
+        break;
     default:
         free(idx);
         return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
     }
     if ((st = kn__output(ctx, node, 0, t, &os, &out[0])) == MS_OK)
         for (int64_t i = 0; i < cnt; i++) {
-            if (t == RT_DT_INT32) ((int32_t *)out[0]->data)[i] = (int32_t)idx[i];
-            else ((int64_t *)out[0]->data)[i] = idx[i];
+            if (t == RT_DT_INT32)
+                ((int32_t *)out[0]->data)[i] = (int32_t)idx[i];
+            else
+                ((int64_t *)out[0]->data)[i] = idx[i];
         }
     free(idx);
     return st;
@@ -478,6 +632,9 @@ const kn_kernel kn_cpu_reduce_kernels[] = {
     {.op = "Prod", .compute = reduce_compute},
     {.op = "Softmax", .compute = softmax_compute},
     {.op = "MatMul", .compute = matmul_compute},
+    {.op = "BatchMatMul", .compute = batch_matmul_compute},
+    {.op = "BatchMatMulV2", .compute = batch_matmul_compute},
+    {.op = "LogSoftmax", .compute = softmax_compute},
     {.op = "BiasAdd", .prepare = bias_prepare, .compute = bias_compute},
     {.op = "BiasAddV1", .compute = bias_compute},
     {.op = "ArgMax", .prepare = arg_prepare, .compute = arg_compute},

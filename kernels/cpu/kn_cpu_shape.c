@@ -6,6 +6,7 @@
  * All copying ops work on any fixed-size dtype by element size; DT_STRING is
  * reported as unsupported except by the view ops and Shape.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,8 @@ static void strides_of(const rt_shape *s, int64_t *st) {
 
 static int64_t prod(const rt_shape *s, int from, int to) {
     uint64_t p = 1;
-    for (int d = from; d < to; d++) p *= (uint64_t)s->dim[d];
+    for (int d = from; d < to; d++)
+        p *= (uint64_t)s->dim[d];
     return (int64_t)p;
 }
 
@@ -68,12 +70,15 @@ static ms_status reshape_compute(kn_ctx *ctx, const kn_node *node, void *state,
     }
     if (unknown >= 0) {
         if (known == 0)
-            return KN_EINVAL(node, "cannot infer the -1 dimension of an empty shape for input "
-                                   "%s", kn__shp(&in[0]->shape));
+            return KN_EINVAL(node,
+                             "cannot infer the -1 dimension of an empty shape for input "
+                             "%s",
+                             kn__shp(&in[0]->shape));
         if (in[0]->nelem % known != 0)
-            return KN_EINVAL(node, "input of %lld values %s does not fit shape with -1 (known "
-                                   "product %lld)", (long long)in[0]->nelem,
-                             kn__shp(&in[0]->shape), (long long)known);
+            return KN_EINVAL(node,
+                             "input of %lld values %s does not fit shape with -1 (known "
+                             "product %lld)",
+                             (long long)in[0]->nelem, kn__shp(&in[0]->shape), (long long)known);
         s.dim[unknown] = in[0]->nelem / known;
     }
     if (rt_shape_nelem(&s) != in[0]->nelem)
@@ -112,8 +117,8 @@ static ms_status squeeze_compute(kn_ctx *ctx, const kn_node *node, void *state,
     for (int i = 0; i < n; i++) {
         int a = kn__axis(dims[i], is->rank);
         if (a < 0)
-            return KN_EINVAL(node, "squeeze dim %lld out of range for input %s",
-                             (long long)dims[i], kn__shp(is));
+            return KN_EINVAL(node, "squeeze dim %lld out of range for input %s", (long long)dims[i],
+                             kn__shp(is));
         if (is->dim[a] != 1)
             return KN_EINVAL(node, "cannot squeeze dim %d of input %s: its size is not 1", a,
                              kn__shp(is));
@@ -143,7 +148,8 @@ static ms_status expand_dims_compute(kn_ctx *ctx, const kn_node *node, void *sta
         return KN_EINVAL(node, "dim %lld out of range [%d, %d] for input %s", (long long)axis,
                          -is->rank - 1, is->rank, kn__shp(is));
     rt_shape s = {.rank = is->rank + 1};
-    for (int d = 0, k = 0; d < s.rank; d++) s.dim[d] = d == a ? 1 : is->dim[k++];
+    for (int d = 0, k = 0; d < s.rank; d++)
+        s.dim[d] = d == a ? 1 : is->dim[k++];
     return rt_tensor_view(in[0], &s, &out[0]);
 }
 
@@ -151,21 +157,23 @@ static ms_status expand_dims_compute(kn_ctx *ctx, const kn_node *node, void *sta
 /* ConcatV2, Pack                                                          */
 /* ====================================================================== */
 
+/* ConcatV2 (values..., axis) and Concat (concat_dim, values...). */
 static ms_status concat_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                                rt_tensor *const *in, rt_tensor **out) {
+                                rt_tensor *const *all_in, rt_tensor **out) {
     (void)state;
     int nv = node->nin - 1;
     if (nv < 1) return KN_EINVAL(node, "needs at least one value and the axis");
-    ms_status st = kn__need_inputs(node, in, node->nin);
+    ms_status st = kn__need_inputs(node, all_in, node->nin);
     if (st != MS_OK) return st;
+    int v1 = strcmp(node->op, "Concat") == 0;
+    rt_tensor *const *in = v1 ? all_in + 1 : all_in;
     int64_t axis;
-    if ((st = kn__read_int1(node, in[nv], "axis", &axis)) != MS_OK) return st;
+    if ((st = kn__read_int1(node, v1 ? all_in[0] : all_in[nv], "axis", &axis)) != MS_OK) return st;
     const rt_tensor *t0 = in[0];
     int rank = t0->shape.rank;
     if (rank == 0) return KN_EINVAL(node, "cannot concatenate scalars");
     int a = kn__axis(axis, rank);
-    if (a < 0)
-        return KN_EINVAL(node, "axis %lld out of range for rank %d", (long long)axis, rank);
+    if (a < 0) return KN_EINVAL(node, "axis %lld out of range for rank %d", (long long)axis, rank);
     size_t es;
     if ((st = pod_size(node, t0->dtype, &es)) != MS_OK) return st;
     rt_shape os = t0->shape;
@@ -176,13 +184,14 @@ static ms_status concat_compute(kn_ctx *ctx, const kn_node *node, void *state,
             return KN_EINVAL(node, "input %d has dtype %s, input 0 has %s", k,
                              rt_dtype_name(t->dtype), rt_dtype_name(t0->dtype));
         if (t->shape.rank != rank)
-            return KN_EINVAL(node, "input %d has shape %s, input 0 has %s", k,
-                             kn__shp(&t->shape), kn__shp(&t0->shape));
+            return KN_EINVAL(node, "input %d has shape %s, input 0 has %s", k, kn__shp(&t->shape),
+                             kn__shp(&t0->shape));
         for (int d = 0; d < rank; d++)
             if (d != a && t->shape.dim[d] != t0->shape.dim[d])
-                return KN_EINVAL(node, "input %d shape %s does not match input 0 shape %s "
-                                       "outside axis %d", k, kn__shp(&t->shape),
-                                 kn__shp(&t0->shape), a);
+                return KN_EINVAL(node,
+                                 "input %d shape %s does not match input 0 shape %s "
+                                 "outside axis %d",
+                                 k, kn__shp(&t->shape), kn__shp(&t0->shape), a);
         if (os.dim[a] > INT64_MAX - t->shape.dim[a])
             return KN_EINVAL(node, "concatenated dimension is too large");
         os.dim[a] += t->shape.dim[a];
@@ -212,8 +221,7 @@ static ms_status pack_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     int64_t axis = kn_attr_i(node, "axis", 0);
     int a = kn__axis(axis, rank + 1);
     if (a < 0)
-        return KN_EINVAL(node, "axis %lld out of range [%d, %d]", (long long)axis, -rank - 1,
-                         rank);
+        return KN_EINVAL(node, "axis %lld out of range [%d, %d]", (long long)axis, -rank - 1, rank);
     size_t es;
     if ((st = pod_size(node, t0->dtype, &es)) != MS_OK) return st;
     for (int k = 1; k < nv; k++)
@@ -222,7 +230,8 @@ static ms_status pack_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
                              rt_dtype_name(in[k]->dtype), kn__shp(&in[k]->shape),
                              rt_dtype_name(t0->dtype), kn__shp(&t0->shape));
     rt_shape os = {.rank = rank + 1};
-    for (int d = 0, j = 0; d < os.rank; d++) os.dim[d] = d == a ? nv : t0->shape.dim[j++];
+    for (int d = 0, j = 0; d < os.rank; d++)
+        os.dim[d] = d == a ? nv : t0->shape.dim[j++];
     if ((st = kn__output(ctx, node, 0, t0->dtype, &os, &out[0])) != MS_OK) return st;
     int64_t outer = prod(&t0->shape, 0, a), blk = prod(&t0->shape, a, rank);
     uint8_t *dst = out[0]->data;
@@ -231,6 +240,38 @@ static ms_status pack_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
             kn__copy(dst, (const uint8_t *)in[k]->data + (size_t)(o * blk) * es, blk, es);
             dst += (size_t)blk * es;
         }
+    return MS_OK;
+}
+
+/* Unpack: output k is input[..., k, ...] along axis (num = the axis size). */
+static ms_status unpack_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0];
+    int rank = x->shape.rank;
+    int64_t axis = kn_attr_i(node, "axis", 0);
+    int a = kn__axis(axis, rank);
+    if (a < 0)
+        return KN_EINVAL(node, "axis %lld out of range for input %s", (long long)axis,
+                         kn__shp(&x->shape));
+    if (x->shape.dim[a] != node->nout)
+        return KN_EINVAL(node, "dimension %d of input %s must equal num = %d", a,
+                         kn__shp(&x->shape), node->nout);
+    size_t es;
+    if ((st = pod_size(node, x->dtype, &es)) != MS_OK) return st;
+    rt_shape os = {.rank = 0};
+    for (int d = 0; d < rank; d++)
+        if (d != a) os.dim[os.rank++] = x->shape.dim[d];
+    int64_t outer = prod(&x->shape, 0, a), inner = prod(&x->shape, a + 1, rank);
+    for (int k = 0; k < node->nout; k++) {
+        if ((st = kn__output(ctx, node, k, x->dtype, &os, &out[k])) != MS_OK) return st;
+        for (int64_t o = 0; o < outer && inner > 0; o++)
+            kn__copy((uint8_t *)out[k]->data + (size_t)(o * inner) * es,
+                     (const uint8_t *)x->data + (size_t)((o * node->nout + k) * inner) * es, inner,
+                     es);
+    }
     return MS_OK;
 }
 
@@ -266,13 +307,13 @@ static ms_status split_prepare(const kn_node *node, rt_tensor *const *const_in, 
     int64_t ns = kn_attr_i(node, "num_split", -1);
     if (ns < 1) return KN_EINVAL(node, "num_split must be >= 1, got %lld", (long long)ns);
     if (ns != node->nout)
-        return KN_EINVAL(node, "num_split %lld differs from the node's %d outputs",
-                         (long long)ns, node->nout);
+        return KN_EINVAL(node, "num_split %lld differs from the node's %d outputs", (long long)ns,
+                         node->nout);
     return MS_OK;
 }
 
-static ms_status split_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                               rt_tensor *const *in, rt_tensor **out) {
+static ms_status split_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                               rt_tensor **out) {
     (void)state;
     ms_status st = kn__need_inputs(node, in, 2);
     if (st != MS_OK) return st;
@@ -290,14 +331,15 @@ static ms_status split_compute(kn_ctx *ctx, const kn_node *node, void *state,
                          kn__shp(&v->shape), ns);
     int64_t *sizes = malloc((size_t)ns * sizeof(*sizes));
     if (sizes == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
-    for (int k = 0; k < ns; k++) sizes[k] = v->shape.dim[a] / ns;
+    for (int k = 0; k < ns; k++)
+        sizes[k] = v->shape.dim[a] / ns;
     st = split_common(ctx, node, v, a, sizes, ns, out);
     free(sizes);
     return st;
 }
 
-static ms_status splitv_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                                rt_tensor *const *in, rt_tensor **out) {
+static ms_status splitv_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
     (void)state;
     ms_status st = kn__need_inputs(node, in, 3);
     if (st != MS_OK) return st;
@@ -332,7 +374,8 @@ static ms_status splitv_compute(kn_ctx *ctx, const kn_node *node, void *state,
             sum += sizes[k];
         }
     }
-    if (unknown >= 0 && sum <= v->shape.dim[a]) sizes[unknown] = v->shape.dim[a] - sum;
+    if (unknown >= 0 && sum <= v->shape.dim[a])
+        sizes[unknown] = v->shape.dim[a] - sum;
     else if (unknown >= 0 || sum != v->shape.dim[a]) {
         st = KN_EINVAL(node, "size_splits (sum %lld) do not add up to dimension %d of input %s",
                        (long long)sum, a, kn__shp(&v->shape));
@@ -353,9 +396,9 @@ done:
  * seen with other size-1 axes, as StridedSlice's new and shrunk axes). The
  * caller fills g->tab, runs and destroys g. Allocating the output first
  * validates the sizes before any table memory is sized from them. */
-static ms_status gather_begin(kn_ctx *ctx, const kn_node *node, kn_gather *g,
-                              const rt_tensor *src, const rt_shape *os, const rt_shape *gs,
-                              size_t es, rt_tensor **out, int *done) {
+static ms_status gather_begin(kn_ctx *ctx, const kn_node *node, kn_gather *g, const rt_tensor *src,
+                              const rt_shape *os, const rt_shape *gs, size_t es, rt_tensor **out,
+                              int *done) {
     *done = 0;
     ms_status st = kn__output(ctx, node, 0, src->dtype, os, &out[0]);
     if (st != MS_OK) return st;
@@ -401,12 +444,14 @@ static ms_status transpose_compute(kn_ctx *ctx, const kn_node *node, void *state
     int64_t ist[RT_MAX_RANK];
     strides_of(&x->shape, ist);
     rt_shape os = {.rank = rank};
-    for (int d = 0; d < rank; d++) os.dim[d] = x->shape.dim[perm[d]];
+    for (int d = 0; d < rank; d++)
+        os.dim[d] = x->shape.dim[perm[d]];
     kn_gather g;
     int done;
     if ((st = gather_begin(ctx, node, &g, x, &os, &os, es, out, &done)) != MS_OK || done) return st;
     for (int d = 0; d < rank; d++)
-        for (int64_t c = 0; c < os.dim[d]; c++) g.tab[d][c] = c * ist[perm[d]];
+        for (int64_t c = 0; c < os.dim[d]; c++)
+            g.tab[d][c] = c * ist[perm[d]];
     kn__gather_run(ctx, &g);
     kn__gather_destroy(&g);
     return MS_OK;
@@ -417,9 +462,12 @@ enum { PAD_CONSTANT, PAD_REFLECT, PAD_SYMMETRIC };
 static ms_status pad_mode(const kn_node *node, int *mode) {
     *mode = PAD_CONSTANT;
     if (strcmp(node->op, "MirrorPad") != 0) return MS_OK;
-    if (kn_attr_s_eq(node, "mode", "REFLECT", NULL)) *mode = PAD_REFLECT;
-    else if (kn_attr_s_eq(node, "mode", "SYMMETRIC", NULL)) *mode = PAD_SYMMETRIC;
-    else return KN_EINVAL(node, "mode must be REFLECT or SYMMETRIC");
+    if (kn_attr_s_eq(node, "mode", "REFLECT", NULL))
+        *mode = PAD_REFLECT;
+    else if (kn_attr_s_eq(node, "mode", "SYMMETRIC", NULL))
+        *mode = PAD_SYMMETRIC;
+    else
+        return KN_EINVAL(node, "mode must be REFLECT or SYMMETRIC");
     return MS_OK;
 }
 
@@ -452,23 +500,23 @@ static ms_status pad_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
     uint8_t padval[16] = {0};
     if (is_v2) {
         if (in[2]->dtype != x->dtype || in[2]->nelem != 1)
-            return KN_EINVAL(node, "constant_values must be one %s value",
-                             rt_dtype_name(x->dtype));
+            return KN_EINVAL(node, "constant_values must be one %s value", rt_dtype_name(x->dtype));
         memcpy(padval, in[2]->data, es);
     }
     rt_shape os = {.rank = rank};
     for (int d = 0; d < rank; d++) {
         int64_t b = pads[2 * d], a = pads[2 * d + 1], n = x->shape.dim[d];
         if (b < 0 || a < 0)
-            return KN_EINVAL(node, "paddings for dim %d are negative (%lld, %lld)", d,
-                             (long long)b, (long long)a);
+            return KN_EINVAL(node, "paddings for dim %d are negative (%lld, %lld)", d, (long long)b,
+                             (long long)a);
         if (b > (INT64_MAX - n) / 2 || a > (INT64_MAX - n) / 2)
             return KN_EINVAL(node, "paddings for dim %d are too large", d);
         int64_t lim = mode == PAD_REFLECT ? n - 1 : n;
         if (mode != PAD_CONSTANT && (b > lim || a > lim))
-            return KN_EINVAL(node, "paddings (%lld, %lld) of dim %d must be at most %lld for "
-                                   "input %s", (long long)b, (long long)a, d, (long long)lim,
-                             kn__shp(&x->shape));
+            return KN_EINVAL(node,
+                             "paddings (%lld, %lld) of dim %d must be at most %lld for "
+                             "input %s",
+                             (long long)b, (long long)a, d, (long long)lim, kn__shp(&x->shape));
         os.dim[d] = n + b + a;
     }
     int64_t ist[RT_MAX_RANK];
@@ -486,8 +534,10 @@ static ms_status pad_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
                     g.tab[d][c] = KN_GATHER_PAD;
                     continue;
                 }
-                if (s < 0) s = mode == PAD_REFLECT ? -s : -s - 1;
-                else s = mode == PAD_REFLECT ? 2 * n - 2 - s : 2 * n - 1 - s;
+                if (s < 0)
+                    s = mode == PAD_REFLECT ? -s : -s - 1;
+                else
+                    s = mode == PAD_REFLECT ? 2 * n - 2 - s : 2 * n - 1 - s;
             }
             g.tab[d][c] = s * ist[d];
         }
@@ -498,8 +548,8 @@ static ms_status pad_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
     return MS_OK;
 }
 
-static ms_status slice_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                               rt_tensor *const *in, rt_tensor **out) {
+static ms_status slice_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                               rt_tensor **out) {
     (void)state;
     ms_status st = kn__need_inputs(node, in, 3);
     if (st != MS_OK) return st;
@@ -509,8 +559,8 @@ static ms_status slice_compute(kn_ctx *ctx, const kn_node *node, void *state,
     if ((st = kn__read_ints(node, in[1], "begin", begin, RT_MAX_RANK, &nb)) != MS_OK) return st;
     if ((st = kn__read_ints(node, in[2], "size", size, RT_MAX_RANK, &ns)) != MS_OK) return st;
     if (nb != rank || ns != rank)
-        return KN_EINVAL(node, "begin and size need %d values for input %s, got %d and %d",
-                         rank, kn__shp(&x->shape), nb, ns);
+        return KN_EINVAL(node, "begin and size need %d values for input %s, got %d and %d", rank,
+                         kn__shp(&x->shape), nb, ns);
     size_t es;
     if ((st = pod_size(node, x->dtype, &es)) != MS_OK) return st;
     rt_shape os = {.rank = rank};
@@ -529,7 +579,8 @@ static ms_status slice_compute(kn_ctx *ctx, const kn_node *node, void *state,
     if ((st = gather_begin(ctx, node, &g, x, &os, &os, es, out, &done)) != MS_OK || done) return st;
     if (rank == 0) g.tab[0][0] = 0;
     for (int d = 0; d < rank; d++)
-        for (int64_t c = 0; c < os.dim[d]; c++) g.tab[d][c] = (begin[d] + c) * ist[d];
+        for (int64_t c = 0; c < os.dim[d]; c++)
+            g.tab[d][c] = (begin[d] + c) * ist[d];
     kn__gather_run(ctx, &g);
     kn__gather_destroy(&g);
     return MS_OK;
@@ -539,7 +590,7 @@ static ms_status slice_compute(kn_ctx *ctx, const kn_node *node, void *state,
  * spec (with ellipsis and new axes) is expanded into one entry per input
  * dimension, each canonicalised into begin/stride/size. */
 #define SS_NEW_AXIS (-1)
-#define SS_SHRINK (-2)
+#define SS_SHRINK   (-2)
 
 static ms_status strided_slice_compute(kn_ctx *ctx, const kn_node *node, void *state,
                                        rt_tensor *const *in, rt_tensor **out) {
@@ -562,7 +613,10 @@ static ms_status strided_slice_compute(kn_ctx *ctx, const kn_node *node, void *s
     int64_t shmask = kn_attr_i(node, "shrink_axis_mask", 0);
     if (elmask & (elmask - 1)) return KN_EINVAL(node, "more than one ellipsis in ellipsis_mask");
     int sdims = nb;
-    if (elmask == 0) { /* an implicit ellipsis at the end */
+    /* As TensorFlow: an ellipsis bit beyond the given entries does not count,
+     * and without an ellipsis one is implied after the last entry. */
+    elmask &= ((int64_t)1 << sdims) - 1;
+    if (elmask == 0) {
         elmask = (int64_t)1 << sdims;
         sb[sdims] = se[sdims] = 0;
         ss[sdims] = 1;
@@ -576,7 +630,8 @@ static ms_status strided_slice_compute(kn_ctx *ctx, const kn_node *node, void *s
     int64_t db[RT_MAX_RANK] = {0}, de[RT_MAX_RANK] = {0}, ds[RT_MAX_RANK];
     int dbm[RT_MAX_RANK] = {0}, dem[RT_MAX_RANK] = {0}, dsh[RT_MAX_RANK] = {0};
     int gather_idx[MAXS * 2], ng = 0, full = 0;
-    for (int d = 0; d < RT_MAX_RANK; d++) ds[d] = 1;
+    for (int d = 0; d < RT_MAX_RANK; d++)
+        ds[d] = 1;
     for (int i = 0; i < sdims; i++) {
         int64_t bit = (int64_t)1 << i;
         if (elmask & bit) {
@@ -616,27 +671,33 @@ static ms_status strided_slice_compute(kn_ctx *ctx, const kn_node *node, void *s
             if (s <= 0) return KN_EINVAL(node, "only stride 1 allowed on a shrunk axis");
             int64_t b = db[d] < 0 ? n + db[d] : db[d];
             if (b < 0 || b >= n)
-                return KN_EINVAL(node, "slice index %lld of dimension %d out of bounds for "
-                                       "input %s", (long long)db[d], d, kn__shp(&x->shape));
+                return KN_EINVAL(node,
+                                 "slice index %lld of dimension %d out of bounds for "
+                                 "input %s",
+                                 (long long)db[d], d, kn__shp(&x->shape));
             db[d] = b;
             ps.dim[d] = 1;
             continue;
         }
         int64_t lo = s > 0 ? 0 : -1, hi = s > 0 ? n : n - 1;
         int64_t b, e;
-        if (dbm[d]) b = s > 0 ? lo : hi;
+        if (dbm[d])
+            b = s > 0 ? lo : hi;
         else {
             b = db[d] < 0 ? n + db[d] : db[d];
             b = b < lo ? lo : b > hi ? hi : b;
         }
-        if (dem[d]) e = s > 0 ? hi : lo;
+        if (dem[d])
+            e = s > 0 ? hi : lo;
         else {
             e = de[d] < 0 ? n + de[d] : de[d];
             e = e < lo ? lo : e > hi ? hi : e;
         }
         int64_t len = e - b, size;
-        if (len == 0 || ((len < 0) != (s < 0))) size = 0;
-        else size = len / s + (len % s != 0);
+        if (len == 0 || ((len < 0) != (s < 0)))
+            size = 0;
+        else
+            size = len / s + (len % s != 0);
         db[d] = b;
         ps.dim[d] = size;
     }
@@ -655,7 +716,8 @@ static ms_status strided_slice_compute(kn_ctx *ctx, const kn_node *node, void *s
     if ((st = gather_begin(ctx, node, &g, x, &os, &ps, es, out, &done)) != MS_OK || done) return st;
     if (rank == 0) g.tab[0][0] = 0;
     for (int d = 0; d < rank; d++)
-        for (int64_t c = 0; c < ps.dim[d]; c++) g.tab[d][c] = (db[d] + c * ds[d]) * ist[d];
+        for (int64_t c = 0; c < ps.dim[d]; c++)
+            g.tab[d][c] = (db[d] + c * ds[d]) * ist[d];
     kn__gather_run(ctx, &g);
     kn__gather_destroy(&g);
     return MS_OK;
@@ -690,7 +752,8 @@ static ms_status tile_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     if ((st = gather_begin(ctx, node, &g, x, &os, &os, es, out, &done)) != MS_OK || done) return st;
     if (rank == 0) g.tab[0][0] = 0;
     for (int d = 0; d < rank; d++)
-        for (int64_t c = 0; c < os.dim[d]; c++) g.tab[d][c] = (c % x->shape.dim[d]) * ist[d];
+        for (int64_t c = 0; c < os.dim[d]; c++)
+            g.tab[d][c] = (c % x->shape.dim[d]) * ist[d];
     kn__gather_run(ctx, &g);
     kn__gather_destroy(&g);
     return MS_OK;
@@ -709,8 +772,8 @@ static ms_status shape_prepare(const kn_node *node, rt_tensor *const *const_in, 
     return MS_OK;
 }
 
-static ms_status shape_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                               rt_tensor *const *in, rt_tensor **out) {
+static ms_status shape_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                               rt_tensor **out) {
     ms_status st = kn__need_inputs(node, in, 1);
     if (st != MS_OK) return st;
     if ((st = shape_prepare(node, NULL, &state)) != MS_OK) return st;
@@ -752,7 +815,158 @@ static ms_status fill_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     }
     if ((st = kn__output(ctx, node, 0, in[1]->dtype, &os, &out[0])) != MS_OK) return st;
     uint8_t *o = out[0]->data;
-    for (int64_t i = 0; i < out[0]->nelem; i++) memcpy(o + (size_t)i * es, in[1]->data, es);
+    int64_t n = out[0]->nelem;
+    switch (es) {
+    case 1:
+        memset(o, *(const uint8_t *)in[1]->data, (size_t)n);
+        break;
+    case 4: {
+        uint32_t v, *p = (uint32_t *)(void *)o;
+        memcpy(&v, in[1]->data, 4);
+        for (int64_t i = 0; i < n; i++)
+            p[i] = v;
+        break;
+    }
+    case 8: {
+        uint64_t v, *p = (uint64_t *)(void *)o;
+        memcpy(&v, in[1]->data, 8);
+        for (int64_t i = 0; i < n; i++)
+            p[i] = v;
+        break;
+    }
+    default:
+        for (int64_t i = 0; i < n; i++)
+            memcpy(o + (size_t)i * es, in[1]->data, es);
+    }
+    return MS_OK;
+}
+
+/* ====================================================================== */
+/* GatherV2, Range                                                        */
+/* ====================================================================== */
+
+static ms_status gather_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    (void)const_in;
+    (void)state;
+    if (kn_attr_i(node, "batch_dims", 0) != 0)
+        return kn__errf(MS_ENOTSUP, node, "batch_dims other than 0 is not supported");
+    return MS_OK;
+}
+
+/* GatherV2(params, indices, axis); Gather(params, indices) uses axis 0. */
+static ms_status gather_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
+    ms_status st = gather_prepare(node, NULL, &state);
+    if (st != MS_OK) return st;
+    int v2 = strcmp(node->op, "GatherV2") == 0;
+    if ((st = kn__need_inputs(node, in, v2 ? 3 : 2)) != MS_OK) return st;
+    const rt_tensor *p = in[0], *ix = in[1];
+    int64_t axis = 0;
+    if (v2 && (st = kn__read_int1(node, in[2], "axis", &axis)) != MS_OK) return st;
+    int a = kn__axis(axis, p->shape.rank);
+    if (a < 0)
+        return KN_EINVAL(node, "axis %lld out of range for params %s", (long long)axis,
+                         kn__shp(&p->shape));
+    if (ix->dtype != RT_DT_INT32 && ix->dtype != RT_DT_INT64)
+        return KN_EINVAL(node, "indices must be int32 or int64, got %s", rt_dtype_name(ix->dtype));
+    size_t es;
+    if ((st = pod_size(node, p->dtype, &es)) != MS_OK) return st;
+    if (p->shape.rank - 1 + ix->shape.rank > RT_MAX_RANK)
+        return KN_EINVAL(node, "result rank is too large");
+    rt_shape os = {.rank = 0};
+    for (int d = 0; d < a; d++)
+        os.dim[os.rank++] = p->shape.dim[d];
+    for (int d = 0; d < ix->shape.rank; d++)
+        os.dim[os.rank++] = ix->shape.dim[d];
+    for (int d = a + 1; d < p->shape.rank; d++)
+        os.dim[os.rank++] = p->shape.dim[d];
+    int64_t n = p->shape.dim[a], outer = prod(&p->shape, 0, a);
+    int64_t inner = prod(&p->shape, a + 1, p->shape.rank);
+    for (int64_t i = 0; i < ix->nelem; i++) {
+        int64_t v = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[i]
+                                             : ((const int64_t *)ix->data)[i];
+        if (v < 0 || v >= n)
+            return KN_EINVAL(node, "indices[%lld] = %lld is not in [0, %lld)", (long long)i,
+                             (long long)v, (long long)n);
+    }
+    if ((st = kn__output(ctx, node, 0, p->dtype, &os, &out[0])) != MS_OK) return st;
+    if (out[0]->nelem == 0) return MS_OK;
+    uint8_t *dst = out[0]->data;
+    const uint8_t *src = p->data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < ix->nelem; i++) {
+            int64_t v = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[i]
+                                                 : ((const int64_t *)ix->data)[i];
+            kn__copy(dst, src + (size_t)((o * n + v) * inner) * es, inner, es);
+            dst += (size_t)inner * es;
+        }
+    return MS_OK;
+}
+
+static ms_status range_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                               rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 3);
+    if (st != MS_OK) return st;
+    rt_dtype dt = in[0]->dtype;
+    for (int i = 0; i < 3; i++)
+        if (in[i]->dtype != dt || in[i]->nelem != 1)
+            return KN_EINVAL(node, "start, limit and delta must be scalars of one dtype");
+    int64_t size;
+    if (dt == RT_DT_INT32 || dt == RT_DT_INT64) {
+        int64_t v[3];
+        for (int i = 0; i < 3; i++)
+            v[i] = dt == RT_DT_INT32 ? ((const int32_t *)in[i]->data)[0]
+                                     : ((const int64_t *)in[i]->data)[0];
+        if (v[2] == 0) return KN_EINVAL(node, "delta must not be 0");
+        if ((v[2] > 0 && v[0] > v[1]) || (v[2] < 0 && v[0] < v[1]))
+            return KN_EINVAL(node, "start %lld cannot reach limit %lld with delta %lld",
+                             (long long)v[0], (long long)v[1], (long long)v[2]);
+        /* In unsigned arithmetic so that extreme ranges cannot overflow. */
+        uint64_t span =
+            v[2] > 0 ? (uint64_t)v[1] - (uint64_t)v[0] : (uint64_t)v[0] - (uint64_t)v[1];
+        uint64_t step = v[2] > 0 ? (uint64_t)v[2] : 0u - (uint64_t)v[2];
+        uint64_t cnt = span / step + (span % step != 0);
+        if (cnt > (uint64_t)INT32_MAX)
+            return KN_EINVAL(node, "range of %llu values is too large", (unsigned long long)cnt);
+        size = (int64_t)cnt;
+        rt_shape os = {.rank = 1, .dim = {size}};
+        if ((st = kn__output(ctx, node, 0, dt, &os, &out[0])) != MS_OK) return st;
+        for (int64_t i = 0; i < size; i++) {
+            int64_t x = (int64_t)((uint64_t)v[0] + (uint64_t)i * (uint64_t)v[2]);
+            if (dt == RT_DT_INT32)
+                ((int32_t *)out[0]->data)[i] = (int32_t)x;
+            else
+                ((int64_t *)out[0]->data)[i] = x;
+        }
+        return MS_OK;
+    }
+    if (dt != RT_DT_FLOAT && dt != RT_DT_DOUBLE)
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(dt));
+    double v[3];
+    for (int i = 0; i < 3; i++)
+        v[i] =
+            dt == RT_DT_FLOAT ? ((const float *)in[i]->data)[0] : ((const double *)in[i]->data)[0];
+    if (v[2] == 0 || v[2] != v[2]) return KN_EINVAL(node, "delta must be a non-zero number");
+    if ((v[2] > 0 && v[0] > v[1]) || (v[2] < 0 && v[0] < v[1]))
+        return KN_EINVAL(node, "start %g cannot reach limit %g with delta %g", v[0], v[1], v[2]);
+    /* Size and values computed in the tensor's type, as TensorFlow does
+     * (values by repeated addition of delta). */
+    double cnt = dt == RT_DT_FLOAT ? ceilf(fabsf(((float)v[1] - (float)v[0]) / (float)v[2]))
+                                   : ceil(fabs((v[1] - v[0]) / v[2]));
+    if (!(cnt <= (double)INT32_MAX)) return KN_EINVAL(node, "range is too large");
+    size = (int64_t)cnt;
+    rt_shape os = {.rank = 1, .dim = {size}};
+    if ((st = kn__output(ctx, node, 0, dt, &os, &out[0])) != MS_OK) return st;
+    if (dt == RT_DT_FLOAT) {
+        float val = (float)v[0], d = (float)v[2];
+        for (int64_t i = 0; i < size; i++, val += d)
+            ((float *)out[0]->data)[i] = val;
+    } else {
+        double val = v[0];
+        for (int64_t i = 0; i < size; i++, val += v[2])
+            ((double *)out[0]->data)[i] = val;
+    }
     return MS_OK;
 }
 
@@ -763,6 +977,8 @@ const kn_kernel kn_cpu_shape_kernels[] = {
     {.op = "Squeeze", .prepare = squeeze_prepare, .compute = squeeze_compute},
     {.op = "ExpandDims", .compute = expand_dims_compute},
     {.op = "ConcatV2", .compute = concat_compute},
+    {.op = "Concat", .compute = concat_compute},
+    {.op = "Unpack", .compute = unpack_compute},
     {.op = "Pack", .compute = pack_compute},
     {.op = "Split", .prepare = split_prepare, .compute = split_compute},
     {.op = "SplitV", .prepare = split_prepare, .compute = splitv_compute},
@@ -775,5 +991,8 @@ const kn_kernel kn_cpu_shape_kernels[] = {
     {.op = "Tile", .compute = tile_compute},
     {.op = "Shape", .prepare = shape_prepare, .compute = shape_compute},
     {.op = "Fill", .compute = fill_compute},
+    {.op = "GatherV2", .prepare = gather_prepare, .compute = gather_compute},
+    {.op = "Gather", .compute = gather_compute},
+    {.op = "Range", .compute = range_compute},
     {.op = NULL},
 };

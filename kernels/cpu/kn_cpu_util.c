@@ -2,6 +2,7 @@
  * broadcasting, the strided gather and half/bfloat16 conversion. */
 #include "kn_cpu_util.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +42,8 @@ ms_status kn__read_ints(const kn_node *n, const rt_tensor *t, const char *what, 
         return KN_EINVAL(n, "%s has %lld values, at most %d allowed", what, (long long)t->nelem,
                          max);
     for (int64_t i = 0; i < t->nelem; i++)
-        out[i] = t->dtype == RT_DT_INT32 ? ((const int32_t *)t->data)[i]
-                                         : ((const int64_t *)t->data)[i];
+        out[i] =
+            t->dtype == RT_DT_INT32 ? ((const int32_t *)t->data)[i] : ((const int64_t *)t->data)[i];
     *count = (int)t->nelem;
     return MS_OK;
 }
@@ -130,33 +131,39 @@ ms_status kn__bcast_init(kn_bcast *b, const kn_node *n, const rt_shape *const *s
             }
         }
         cdim[cr] = b->out.dim[d];
-        for (int k = 0; k < count; k++) cst[k][cr] = st[k][d];
+        for (int k = 0; k < count; k++)
+            cst[k][cr] = st[k][d];
         cr++;
     }
     if (cr == 0) {
         cdim[0] = 1;
-        for (int k = 0; k < count; k++) cst[k][0] = 0;
+        for (int k = 0; k < count; k++)
+            cst[k][0] = 0;
         cr = 1;
     }
     b->rank = cr;
     for (int i = 0; i < cr; i++) {
         b->dim[i] = cdim[cr - 1 - i];
-        for (int k = 0; k < count; k++) b->stride[k][i] = cst[k][cr - 1 - i];
+        for (int k = 0; k < count; k++)
+            b->stride[k][i] = cst[k][cr - 1 - i];
     }
     /* Products are only formed for non-empty results, whose sizes fit. */
     if (rt_shape_nelem(&b->out) < 0)
         return KN_EINVAL(n, "broadcast shape %s is too large", kn__shp(&b->out));
     b->rows = rt_shape_nelem(&b->out) == 0 ? 0 : 1;
-    for (int i = 0; b->rows > 0 && i < cr - 1; i++) b->rows *= b->dim[i];
+    for (int i = 0; b->rows > 0 && i < cr - 1; i++)
+        b->rows *= b->dim[i];
     return MS_OK;
 }
 
 void kn__bcast_row(const kn_bcast *b, int64_t row, int64_t *offs, int count) {
-    for (int k = 0; k < count; k++) offs[k] = 0;
+    for (int k = 0; k < count; k++)
+        offs[k] = 0;
     for (int d = b->rank - 2; d >= 0; d--) {
         int64_t c = row % b->dim[d];
         row /= b->dim[d];
-        for (int k = 0; k < count; k++) offs[k] += c * b->stride[k][d];
+        for (int k = 0; k < count; k++)
+            offs[k] += c * b->stride[k][d];
     }
 }
 
@@ -193,11 +200,21 @@ typedef struct gather_job {
 
 static inline void copy_elem(uint8_t *d, const uint8_t *s, size_t es) {
     switch (es) {
-    case 1: *d = *s; break;
-    case 2: memcpy(d, s, 2); break;
-    case 4: memcpy(d, s, 4); break;
-    case 8: memcpy(d, s, 8); break;
-    default: memcpy(d, s, es); break;
+    case 1:
+        *d = *s;
+        break;
+    case 2:
+        memcpy(d, s, 2);
+        break;
+    case 4:
+        memcpy(d, s, 4);
+        break;
+    case 8:
+        memcpy(d, s, 8);
+        break;
+    default:
+        memcpy(d, s, es);
+        break;
     }
 }
 
@@ -214,12 +231,15 @@ static void gather_rows(void *arg, int64_t begin, int64_t end) {
             int64_t c = r % g->dim[d];
             r /= g->dim[d];
             int64_t t = g->tab[d][c];
-            if (t == KN_GATHER_PAD) pad = 1;
-            else base += t;
+            if (t == KN_GATHER_PAD)
+                pad = 1;
+            else
+                base += t;
         }
         uint8_t *o = g->dst + (size_t)(row * inner) * es;
         if (pad) {
-            for (int64_t j = 0; j < inner; j++) copy_elem(o + (size_t)j * es, g->pad, es);
+            for (int64_t j = 0; j < inner; j++)
+                copy_elem(o + (size_t)j * es, g->pad, es);
             continue;
         }
         const int64_t *tl = g->tab[last];
@@ -233,13 +253,16 @@ static void gather_rows(void *arg, int64_t begin, int64_t end) {
             uint32_t *oo = (uint32_t *)(void *)o;
             uint32_t pv;
             memcpy(&pv, g->pad ? g->pad : (const uint8_t *)"\0\0\0\0", 4);
-            for (int64_t j = 0; j < inner; j++) oo[j] = tl[j] == KN_GATHER_PAD ? pv : s[tl[j]];
+            for (int64_t j = 0; j < inner; j++)
+                oo[j] = tl[j] == KN_GATHER_PAD ? pv : s[tl[j]];
             break;
         }
         default:
             for (int64_t j = 0; j < inner; j++) {
-                if (tl[j] == KN_GATHER_PAD) copy_elem(o + (size_t)j * es, g->pad, es);
-                else copy_elem(o + (size_t)j * es, g->src + (size_t)(base + tl[j]) * es, es);
+                if (tl[j] == KN_GATHER_PAD)
+                    copy_elem(o + (size_t)j * es, g->pad, es);
+                else
+                    copy_elem(o + (size_t)j * es, g->src + (size_t)(base + tl[j]) * es, es);
             }
         }
     }
@@ -247,7 +270,8 @@ static void gather_rows(void *arg, int64_t begin, int64_t end) {
 
 void kn__gather_run(kn_ctx *ctx, kn_gather *g) {
     int64_t rows = 1;
-    for (int d = 0; d < g->rank - 1; d++) rows *= g->dim[d];
+    for (int d = 0; d < g->rank - 1; d++)
+        rows *= g->dim[d];
     int64_t inner = g->dim[g->rank - 1];
     if (rows == 0 || inner == 0) return;
     gather_job job = {.g = g, .contiguous = 1};
@@ -257,6 +281,63 @@ void kn__gather_run(kn_ctx *ctx, kn_gather *g) {
             job.contiguous = 0;
     int64_t chunk = 16384 / (inner > 0 ? inner : 1);
     kn_ctx_parallel_for(ctx, rows, chunk > 0 ? chunk : 1, gather_rows, &job);
+}
+
+/* ---- scratch ---- */
+
+typedef struct scratch_set {
+    void *buf[KN_SCRATCH_SLOTS];
+    size_t cap[KN_SCRATCH_SLOTS];
+} scratch_set;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p) {
+    scratch_set *s = p;
+    for (int i = 0; i < KN_SCRATCH_SLOTS; i++)
+        free(s->buf[i]);
+    free(s);
+}
+
+static void scratch_init(void) {
+    pthread_key_create(&scratch_key, scratch_free);
+}
+
+static void *alloc64(size_t bytes) {
+    size_t n = (bytes + 63) & ~(size_t)63;
+    if (n < bytes) return NULL;
+    return aligned_alloc(64, n ? n : 64);
+}
+
+void *kn__scratch(int slot, size_t bytes) {
+    if (slot < 0 || slot >= KN_SCRATCH_SLOTS || bytes > KN_SCRATCH_CACHE_MAX) return alloc64(bytes);
+    pthread_once(&scratch_once, scratch_init);
+    scratch_set *s = pthread_getspecific(scratch_key);
+    if (s == NULL) {
+        if ((s = calloc(1, sizeof(*s))) == NULL) return NULL;
+        if (pthread_setspecific(scratch_key, s) != 0) {
+            free(s);
+            return alloc64(bytes);
+        }
+    }
+    if (s->cap[slot] < bytes) {
+        free(s->buf[slot]);
+        s->cap[slot] = 0;
+        if ((s->buf[slot] = alloc64(bytes)) == NULL) return NULL;
+        s->cap[slot] = bytes;
+    }
+    return s->buf[slot];
+}
+
+void kn__scratch_done(int slot, void *p) {
+    if (p == NULL) return;
+    if (slot >= 0 && slot < KN_SCRATCH_SLOTS) {
+        pthread_once(&scratch_once, scratch_init);
+        scratch_set *s = pthread_getspecific(scratch_key);
+        if (s != NULL && s->buf[slot] == p) return;
+    }
+    free(p);
 }
 
 /* ---- half / bfloat16 ---- */
@@ -293,8 +374,8 @@ uint16_t kn__f32_to_half(float f) {
     if (ax >= 0x7f800000u) /* inf or nan */
         return (uint16_t)(sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0));
     if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds to >= 65520: inf */
-    if (ax < 0x38800000u) {                                   /* below 2^-14: subnormal */
-        if (ax < 0x33000000u) return sign;                    /* below half the smallest */
+    if (ax < 0x38800000u) {                                  /* below 2^-14: subnormal */
+        if (ax < 0x33000000u) return sign;                   /* below half the smallest */
         uint32_t man = (ax & 0x7fffff) | 0x800000;
         int shift = 126 - (int)(ax >> 23); /* 14..24 */
         uint32_t r = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);

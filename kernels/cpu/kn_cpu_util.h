@@ -44,11 +44,11 @@ const char *kn__shp(const rt_shape *s);
 /* ---- broadcasting ---- */
 #define KN_BCAST_MAX 3
 typedef struct kn_bcast {
-    rt_shape out;                          /* broadcast result shape */
-    int rank;                              /* collapsed rank (>= 1) */
-    int64_t dim[RT_MAX_RANK];              /* collapsed dims */
+    rt_shape out;                              /* broadcast result shape */
+    int rank;                                  /* collapsed rank (>= 1) */
+    int64_t dim[RT_MAX_RANK];                  /* collapsed dims */
     int64_t stride[KN_BCAST_MAX][RT_MAX_RANK]; /* element strides, 0 = broadcast */
-    int64_t rows;                          /* product of dim[0..rank-2] */
+    int64_t rows;                              /* product of dim[0..rank-2] */
 } kn_bcast;
 
 /* numpy broadcasting of `count` shapes (count <= KN_BCAST_MAX). MS_EINVAL
@@ -67,7 +67,7 @@ typedef struct kn_gather {
     size_t esize;              /* element size in bytes (1, 2, 4, 8 or 16) */
     const uint8_t *src;
     uint8_t *dst;
-    const uint8_t *pad;        /* one element written at padding positions */
+    const uint8_t *pad; /* one element written at padding positions */
 } kn_gather;
 
 /* Allocates the tables for output dims out->dim (rank 0 treated as [1]).
@@ -81,6 +81,19 @@ void kn__gather_run(kn_ctx *ctx, kn_gather *g);
 static inline void kn__copy(void *dst, const void *src, int64_t n, size_t esize) {
     if (n > 0) __builtin_memcpy(dst, src, (size_t)n * esize);
 }
+
+/* ---- per-thread scratch memory ----
+ * Kernels that need temporary buffers (im2col columns, layout transposes)
+ * borrow them here: each thread keeps up to KN_SCRATCH_SLOTS grow-only
+ * buffers of at most KN_SCRATCH_CACHE_MAX bytes, so that steady-state
+ * requests neither allocate nor fault in fresh pages. Larger requests are
+ * plain allocations. Use distinct slots for buffers alive at the same time;
+ * hand every buffer back with kn__scratch_done (frees it unless cached). */
+#define KN_SCRATCH_SLOTS     4
+#define KN_SCRATCH_CACHE_MAX ((size_t)32 << 20)
+/* A buffer of at least `bytes` (64-byte aligned), or NULL when out of memory. */
+void *kn__scratch(int slot, size_t bytes);
+void kn__scratch_done(int slot, void *p);
 
 /* float <-> IEEE half / bfloat16 bits, round to nearest even. */
 float kn__half_to_f32(uint16_t h);

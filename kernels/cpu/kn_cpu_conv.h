@@ -1,0 +1,59 @@
+/* kn_cpu_conv.h - fast 2-D convolutions on the packed SGEMM (kn_cpu_gemm.h)
+ * and a direct vectorised depthwise convolution, with TensorFlow semantics
+ * (HWIO filters, NHWC/NCHW, SAME/VALID/EXPLICIT padding, strides, dilations).
+ *
+ * NHWC: C[pixels, OC] = im2col(x)[pixels, KH*KW*C] * f[KH*KW*C, OC]; the
+ * input side is packed straight from x (implicit im2col), the filter is the
+ * B operand (pre-packed when constant). NCHW, per image: C[OC, OH*OW] =
+ * f'[OC, C*KH*KW] * im2col(x)[C*KH*KW, OH*OW], so the output lands in NCHW
+ * order and the filter is the A operand.
+ *
+ * Internal to kernels/cpu.
+ */
+#ifndef KN_CPU_CONV_H
+#define KN_CPU_CONV_H
+
+#include "kn_backend.h"
+#include "kn_cpu_gemm.h"
+
+enum { KN_PAD_VALID, KN_PAD_SAME, KN_PAD_EXPLICIT };
+
+typedef struct kn_conv_attrs {
+    int nchw, padding;
+    int64_t sh, sw, dh, dw;
+    int64_t ep[4]; /* EXPLICIT: top, bottom, left, right */
+} kn_conv_attrs;
+
+typedef struct kn_conv_geo {
+    int64_t N, H, W, C; /* input */
+    int64_t KH, KW;     /* filter window */
+    int64_t OH, OW, OC; /* output */
+    int64_t pt, pl;     /* leading pads */
+} kn_conv_geo;
+
+/* data_format, strides, dilations, padding, explicit_paddings. MS_EINVAL
+ * naming the node. */
+ms_status kn__conv_parse(const kn_node *n, kn_conv_attrs *a);
+
+/* Fills g from the input (rank 4 in a's layout) and an HWIO filter
+ * [KH, KW, C, OC] (depthwise: [KH, KW, C, mult], OC = C * mult). */
+ms_status kn__conv_geo(const kn_node *n, const kn_conv_attrs *a, const rt_tensor *x,
+                       const rt_tensor *f, int depthwise, kn_conv_geo *g);
+
+/* Output shape in a's layout. */
+rt_shape kn__conv_oshape(const kn_conv_attrs *a, const kn_conv_geo *g);
+
+/* Packs an HWIO filter [KH, KW, C, OC] as the GEMM operand the layout needs. */
+ms_status kn__conv_pack_filter(int nchw, const rt_tensor *f, kn_gemm_packed *out);
+
+/* y = epi(conv(x, f)), layout of a. f is the raw HWIO filter; pk, when not
+ * NULL, its packed form for the same layout. */
+ms_status kn__conv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g, const float *x,
+                       const float *f, const kn_gemm_packed *pk, float *y, const kn_gemm_epi *epi);
+
+/* Depthwise: y = epi(depthwise(x, f)), f [KH, KW, C, mult]. NCHW goes
+ * through NHWC scratch. MS_ENOMEM. */
+ms_status kn__dwconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g, const float *x,
+                         const float *f, float *y, const kn_gemm_epi *epi);
+
+#endif /* KN_CPU_CONV_H */

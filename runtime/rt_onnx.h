@@ -1,0 +1,62 @@
+/* rt_onnx.h - ONNX model -> TensorFlow SavedModel converter.
+ *
+ * Reads an ONNX ModelProto (proto/onnx.proto; initializers from raw_data,
+ * typed fields or external data files next to the model), translates the
+ * graph node by node into TensorFlow ops the dcmserve kernels implement and
+ * writes <export_dir>/saved_model.pb with one MetaGraphDef tagged "serve" and
+ * a "serving_default" signature whose keys are the ONNX graph input and output
+ * names. Weights become Const nodes. Layout: by default 4-D activations flow
+ * channels-last (NHWC) between layout-aware ops (Conv, pools, batch norm,
+ * resize, elementwise, channel concat/split/softmax), with one Transpose where
+ * the graph enters or leaves that region (graph inputs/outputs, Reshape, ...);
+ * with opts->tf_nchw the graph keeps NCHW (data_format "NCHW") and wraps the
+ * ops TF only defines channels-last (resize, softmax on a middle axis) in
+ * Transposes. Shape arithmetic (Shape, Gather, Concat, ... on shapes) is
+ * folded at conversion time as far as the shapes are static; the batch
+ * dimension may stay dynamic. docs/onnx.md lists the supported ops and limits.
+ */
+#ifndef RT_ONNX_H
+#define RT_ONNX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ms_status.h"
+
+typedef struct rt_onnx_opts {
+    /* 0 (default): 4-D activations are kept channels-last (NHWC) inside the TF
+     * graph, the native layout of the CPU kernels; inputs and outputs keep
+     * ONNX's order. 1: keep NCHW and use data_format "NCHW". */
+    int tf_nchw;
+    /* Optional: a graph input name to feed with DICOM bytes (DT_STRING, one
+     * file per batch element) through DcmDecodeHU and DcmWindow (window
+     * L,W to [0, 1], optional bilinear resize to size_h x size_w). NULL =
+     * plain float inputs. */
+    const char *dicom_input;
+    float window_center, window_width;   /* used with dicom_input */
+    int64_t size_h, size_w;              /* resize target with dicom_input; 0 = none */
+    int dicom_nhwc;                      /* 1: that model input is [N, H, W, C], not NCHW */
+} rt_onnx_opts;
+
+/* Converts the ONNX file at onnx_path. On success *pb is a malloc'ed
+ * serialized SavedModel (free() it) of *pb_len bytes. External data files are
+ * looked up relative to the model's folder. Errors: MS_ENOTFOUND (file),
+ * MS_EINVAL (malformed model, bad attribute), MS_ENOTSUP (an op, attribute
+ * value or dynamic shape the converter does not handle; the message names the
+ * ONNX op and node). opts may be NULL. */
+ms_status rt_onnx_convert(const char *onnx_path, const rt_onnx_opts *opts, uint8_t **pb,
+                          size_t *pb_len);
+
+/* The same on a serialized ModelProto in memory. model_dir: where external
+ * data files live (NULL: external data is refused); what: a name for
+ * messages (may be NULL). */
+ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model_dir,
+                              const char *what, const rt_onnx_opts *opts, uint8_t **pb,
+                              size_t *pb_len);
+
+/* rt_onnx_convert, then writes export_dir/saved_model.pb (creating export_dir
+ * and its parents) and an empty export_dir/variables/ folder. */
+ms_status rt_onnx_import(const char *onnx_path, const char *export_dir,
+                         const rt_onnx_opts *opts);
+
+#endif /* RT_ONNX_H */

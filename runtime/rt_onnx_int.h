@@ -1,0 +1,132 @@
+/* rt_onnx_int.h - internals shared by the ONNX converter's files:
+ * rt_onnx.c (model reading, the value table, TF node emission, SavedModel
+ * assembly) and rt_onnx_ops.c (one handler per ONNX op).
+ *
+ * Memory: everything the conversion allocates (TF NodeDefs, attribute values,
+ * constant data, names) comes from one arena owned by the rt__ox_conv and freed
+ * in one go when the conversion ends. Allocation failure long-jumps back to
+ * rt_onnx_convert, which returns MS_ENOMEM; handlers therefore never check the
+ * allocators' results.
+ */
+#ifndef RT_ONNX_INT_H
+#define RT_ONNX_INT_H
+
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ms_status.h"
+#include "onnx.pb-c.h"
+#include "rt_onnx.h"
+#include "rt_tensor.h"
+#include "tf_framework.pb-c.h"
+
+typedef struct rt__ox_block rt__ox_block;
+
+/* One ONNX tensor name and what the converter knows about it. */
+typedef struct rt__ox_value {
+    const char *name;            /* ONNX name */
+    const char *tf;              /* TF tensor name ("node", "node:1"); NULL until emitted */
+    int nhwc;                    /* rank 4 stored channels-last: tf holds NHWC; dims stay in
+                                    ONNX (NCHW) order */
+    const char *tf_alt;          /* memo: the same tensor in the other layout */
+    rt_dtype dt;
+    int rank;                    /* -1 = unknown */
+    int64_t dim[RT_MAX_RANK];    /* -1 = unknown (dynamic) */
+    float *f;                    /* known float contents, or NULL */
+    int64_t *iv;                 /* known integer/bool contents, or NULL */
+    uint8_t *ik;                 /* with iv: ik[i] = 1 when iv[i] is known (shape vectors
+                                    whose batch entry is dynamic) */
+} rt__ox_value;
+
+typedef struct rt__ox_conv {
+    jmp_buf oom;                 /* longjmp target on allocation failure */
+    rt__ox_block *arena;
+    const rt_onnx_opts *opts;
+    const char *model_dir;       /* for external data */
+    int nhwc;                    /* emit channels-last convolutions, pools, ... */
+    int dicom_used;              /* the DICOM ops are in the graph (add their OpDefs) */
+    int64_t opset;
+    rt__ox_value **vals;         /* pointers stay valid while the table grows */
+    size_t nvals, capvals;
+    Tensorflow__NodeDef **nodes;
+    size_t nnodes, capnodes;
+    const Onnx__NodeProto *cur;  /* node being converted (messages) */
+} rt__ox_conv;
+
+/* ---- arena ---- */
+void *rt__ox_alloc(rt__ox_conv *cv, size_t n);   /* zeroed */
+char *rt__ox_strdup(rt__ox_conv *cv, const char *s);
+char *rt__ox_printf(rt__ox_conv *cv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- values ---- */
+rt__ox_value *rt__ox_find(rt__ox_conv *cv, const char *name);
+/* Adds (or replaces) the value `name`; dims may be NULL when rank <= 0. */
+rt__ox_value *rt__ox_define(rt__ox_conv *cv, const char *name, rt_dtype dt, int rank,
+                            const int64_t *dims);
+int64_t rt__ox_nelem(const rt__ox_value *v);     /* -1 when not static */
+int rt__ox_is_const(const rt__ox_value *v);      /* every element known */
+/* TF tensor holding v in ONNX order, emitting a Const for known values (and
+ * a layout change for channels-last values). MS_ENOTSUP when v is only
+ * partially known. */
+ms_status rt__ox_tf(rt__ox_conv *cv, rt__ox_value *v, const char **out);
+/* TF tensor holding rank-4 v channels-last (NHWC). */
+ms_status rt__ox_tf_nhwc(rt__ox_conv *cv, rt__ox_value *v, const char **out);
+
+/* ---- ONNX node access ---- */
+/* Input i of the current node, or NULL when absent or the empty name. */
+rt__ox_value *rt__ox_in(rt__ox_conv *cv, const Onnx__NodeProto *n, int i);
+const Onnx__AttributeProto *rt__ox_attr(const Onnx__NodeProto *n, const char *key);
+int64_t rt__ox_attr_i(const Onnx__NodeProto *n, const char *key, int64_t dflt);
+float rt__ox_attr_f(const Onnx__NodeProto *n, const char *key, float dflt);
+/* String attr compared with s (absent attr compares as dflt). */
+int rt__ox_attr_is(const Onnx__NodeProto *n, const char *key, const char *s, const char *dflt);
+/* Int list attr: copies up to max values, returns the count or -1 when absent. */
+int rt__ox_attr_ints(const Onnx__NodeProto *n, const char *key, int64_t *out, int max);
+/* Decodes an ONNX TensorProto (initializer or Constant value) into value v. */
+ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox_value *v);
+
+/* ---- TF graph emission ---- */
+/* New node with a unique name derived from hint (sanitised for TF). */
+Tensorflow__NodeDef *rt__tf_node(rt__ox_conv *cv, const char *op, const char *hint);
+void rt__tf_input(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *tensor);
+void rt__tf_attr_type(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, rt_dtype dt);
+void rt__tf_attr_i(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, int64_t v);
+void rt__tf_attr_f(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, float v);
+void rt__tf_attr_b(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, int v);
+void rt__tf_attr_s(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, const char *v);
+void rt__tf_attr_ilist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key,
+                       const int64_t *v, int n);
+void rt__tf_attr_shape(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, int rank,
+                       const int64_t *dims);
+/* "name" for output 0, "name:i" otherwise. */
+const char *rt__tf_out(rt__ox_conv *cv, const Tensorflow__NodeDef *nd, int i);
+/* Const nodes; return the tensor name. rank 0 = scalar (n must be 1). */
+const char *rt__tf_const_f32(rt__ox_conv *cv, const char *hint, int rank, const int64_t *dims,
+                             const float *v);
+const char *rt__tf_const_int(rt__ox_conv *cv, const char *hint, rt_dtype dt, int rank,
+                             const int64_t *dims, const int64_t *v);
+/* int32 vector / scalar shortcuts. */
+const char *rt__tf_i32vec(rt__ox_conv *cv, const char *hint, int n, const int64_t *v);
+const char *rt__tf_i32(rt__ox_conv *cv, const char *hint, int64_t v);
+/* One-input-one-output op with attr T = dt. */
+const char *rt__tf_unary(rt__ox_conv *cv, const char *op, const char *hint, const char *x,
+                         rt_dtype dt);
+/* Two-input op with attr T = dt. */
+const char *rt__tf_binary(rt__ox_conv *cv, const char *op, const char *hint, const char *a,
+                          const char *b, rt_dtype dt);
+const char *rt__tf_transpose(rt__ox_conv *cv, const char *hint, const char *x, rt_dtype dt,
+                             int n, const int64_t *perm);
+/* Reshape to dims (at most one -1). */
+const char *rt__tf_reshape(rt__ox_conv *cv, const char *hint, const char *x, rt_dtype dt, int n,
+                           const int64_t *dims);
+
+/* ---- op handlers (rt_onnx_ops.c) ---- */
+typedef ms_status (*rt__ox_handler)(rt__ox_conv *cv, const Onnx__NodeProto *n);
+/* The handler of an ONNX op type (default domain), or NULL. */
+rt__ox_handler rt__ox_handler_for(const char *op_type);
+/* A printf-style error naming the current node and op, with code c. */
+ms_status rt__ox_err(rt__ox_conv *cv, ms_status c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif /* RT_ONNX_INT_H */

@@ -1,0 +1,344 @@
+/* check_onnx.c - ONNX import (runtime/rt_onnx.h): the converted SavedModels
+ * run on the CPU backend and match ONNX Runtime's outputs stored by
+ * tests/tools/gen_onnx_models.py; signatures; clear errors. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kn_backend.h"
+#include "rt_model.h"
+#include "rt_onnx.h"
+#include "util_onnx.h"
+
+/* A fresh temporary export dir (BASE/1 is what import-onnx usually gets). */
+static char *temp_export_dir(void) {
+    const char *tmp = getenv("TMPDIR");
+    char tmpl[1024];
+    snprintf(tmpl, sizeof tmpl, "%s/check_onnx_XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(tmpl));
+    char *out = malloc(strlen(tmpl) + 3);
+    sprintf(out, "%s/1", tmpl);
+    return out;
+}
+
+static const Tensorflow__SignatureDef *serving_sig(const Tensorflow__SavedModel *sm) {
+    ck_assert_uint_eq(sm->n_meta_graphs, 1);
+    const Tensorflow__MetaGraphDef *mg = sm->meta_graphs[0];
+    ck_assert_uint_eq(mg->meta_info_def->n_tags, 1);
+    ck_assert_str_eq(mg->meta_info_def->tags[0], "serve");
+    for (size_t i = 0; i < mg->n_signature_def; i++)
+        if (strcmp(mg->signature_def[i]->key, "serving_default") == 0)
+            return mg->signature_def[i]->value;
+    ck_abort_msg("no serving_default signature");
+    return NULL;
+}
+
+static void check_info(const Tensorflow__TensorInfo *ti, int rank, const int64_t *dims) {
+    ck_assert_ptr_nonnull(ti);
+    ck_assert_int_eq(ti->dtype, TENSORFLOW__DATA_TYPE__DT_FLOAT);
+    ck_assert_ptr_nonnull(ti->tensor_shape);
+    ck_assert_int_eq((int)ti->tensor_shape->n_dim, rank);
+    for (int i = 0; i < rank; i++) ck_assert_int_eq(ti->tensor_shape->dim[i]->size, dims[i]);
+}
+
+/* Imports tests/data/onnx/<name>.onnx, runs it on the stored input and
+ * compares every output with the stored ONNX Runtime output. */
+static void run_model(const char *name, const char *input, const char *const *outputs, int nout,
+                      int threads, int nchw) {
+    rt_onnx_opts opts = {.tf_nchw = nchw};
+    char file[256];
+    snprintf(file, sizeof file, "%s.onnx", name);
+    char *dir = temp_export_dir();
+    ms_status st = rt_onnx_import(tox_path(file), dir, &opts);
+    ck_assert_msg(st == MS_OK, "import %s: %s", name, ms_errmsg());
+
+    kn_backend *be = kn_cpu_backend_new(threads);
+    const char *tags[] = {"serve"};
+    rt_model *m = NULL;
+    st = rt_model_load(dir, tags, 1, be, &m);
+    ck_assert_msg(st == MS_OK, "load %s: %s", name, ms_errmsg());
+    const Tensorflow__SignatureDef *sd = tox_sig(rt_model_meta_graph(m), "serving_default");
+    ck_assert_ptr_nonnull(sd);
+
+    rt_tensor *x = NULL;
+    snprintf(file, sizeof file, "%s.in.%s.npy", name, input);
+    ck_assert_msg(tox_npy_read(tox_path(file), &x) == MS_OK, "%s", ms_errmsg());
+    const Tensorflow__TensorInfo *ti = tox_sig_input(sd, input);
+    ck_assert_ptr_nonnull(ti);
+    rt_feed feed = {.name = ti->name, .tensor = x};
+    const char *fetches[8];
+    for (int i = 0; i < nout; i++) {
+        const Tensorflow__TensorInfo *oi = tox_sig_output(sd, outputs[i]);
+        ck_assert_msg(oi != NULL, "%s: no output %s", name, outputs[i]);
+        fetches[i] = oi->name;
+    }
+    rt_tensor *outs[8] = {0};
+    st = rt_model_run(m, &feed, 1, fetches, nout, NULL, 0, NULL, outs);
+    ck_assert_msg(st == MS_OK, "run %s: %s", name, ms_errmsg());
+    for (int i = 0; i < nout; i++) {
+        rt_tensor *want = NULL;
+        snprintf(file, sizeof file, "%s.out.%s.npy", name, outputs[i]);
+        ck_assert_msg(tox_npy_read(tox_path(file), &want) == MS_OK, "%s", ms_errmsg());
+        double d = tox_max_abs_diff(outs[i], want);
+        char a[64], b[64];
+        ck_assert_msg(d >= 0.0 && d <= 1e-4, "%s%s output %s: max abs diff %g (shape %s vs ORT %s)",
+                      name, nchw ? " (NCHW graph)" : "", outputs[i], d, rt_shape_str(&outs[i]->shape, a, sizeof a),
+                      rt_shape_str(&want->shape, b, sizeof b));
+        rt_tensor_unref(want);
+        rt_tensor_unref(outs[i]);
+    }
+    rt_tensor_unref(x);
+    rt_model_unref(m);
+    kn_backend_free(be);
+    free(dir);
+}
+
+/* ---- numerics against ONNX Runtime ---- */
+
+START_TEST(test_resnet_matches_ort) {
+    const char *outs[] = {"probs"};
+    run_model("resnet", "image", outs, 1, 1, 0);
+}
+END_TEST
+
+START_TEST(test_unet_matches_ort) {
+    const char *outs[] = {"mask", "foreground"};
+    run_model("unet", "image", outs, 2, 1, 0);
+}
+END_TEST
+
+START_TEST(test_mobile_matches_ort) {
+    const char *outs[] = {"scores"};
+    run_model("mobile", "image", outs, 1, 1, 0);
+}
+END_TEST
+
+START_TEST(test_misc_ops_match_ort) {
+    const char *outs[] = {"out"};
+    run_model("misc", "image", outs, 1, 1, 0);
+}
+END_TEST
+
+START_TEST(test_opset9_upsample_matches_ort) {
+    const char *outs[] = {"y"};
+    run_model("upsample9", "image", outs, 1, 1, 0);
+}
+END_TEST
+
+START_TEST(test_two_threads_match_ort) {
+    const char *outs[] = {"mask", "foreground"};
+    run_model("unet", "image", outs, 2, 2, 0);
+}
+END_TEST
+
+/* The same models converted with NCHW kept inside the TF graph. */
+START_TEST(test_nchw_graphs_match_ort) {
+    const char *r[] = {"probs"}, *u[] = {"mask", "foreground"}, *o[] = {"scores"}, *m[] = {"out"},
+               *y[] = {"y"};
+    run_model("resnet", "image", r, 1, 1, 1);
+    run_model("unet", "image", u, 2, 1, 1);
+    run_model("mobile", "image", o, 1, 1, 1);
+    run_model("misc", "image", m, 1, 1, 1);
+    run_model("upsample9", "image", y, 1, 1, 1);
+}
+END_TEST
+
+/* --dicom_input: a synthetic CT file through DcmDecodeHU + DcmWindow gives
+ * what pydicom preprocessing (modality LUT, window 40/400 to [0, 1]) fed to
+ * ONNX Runtime gives. */
+static void run_dicom(int nchw) {
+    rt_onnx_opts o = {.dicom_input = "image", .window_center = 40, .window_width = 400,
+                      .tf_nchw = nchw};
+    char *dir = temp_export_dir();
+    ms_status st = rt_onnx_import(tox_path("dicom_seg.onnx"), dir, &o);
+    ck_assert_msg(st == MS_OK, "import: %s", ms_errmsg());
+    kn_backend *be = kn_cpu_backend_new(1);
+    const char *tags[] = {"serve"};
+    rt_model *m = NULL;
+    st = rt_model_load(dir, tags, 1, be, &m);
+    ck_assert_msg(st == MS_OK, "load: %s", ms_errmsg());
+    const Tensorflow__SignatureDef *sd = tox_sig(rt_model_meta_graph(m), "serving_default");
+    const Tensorflow__TensorInfo *ti = tox_sig_input(sd, "image");
+    ck_assert_ptr_nonnull(ti);
+    ck_assert_int_eq(ti->dtype, TENSORFLOW__DATA_TYPE__DT_STRING);
+    ck_assert_int_eq((int)ti->tensor_shape->n_dim, 1);
+    ck_assert_int_eq(ti->tensor_shape->dim[0]->size, -1);
+
+    FILE *f = fopen(tox_path("ct64.dcm"), "rb");
+    ck_assert_ptr_nonnull(f);
+    static uint8_t bytes[1 << 16];
+    size_t n = fread(bytes, 1, sizeof bytes, f);
+    fclose(f);
+    ck_assert(n > 0 && n < sizeof bytes);
+    rt_str s = {.data = bytes, .len = n};
+    rt_shape one = {.rank = 1, .dim = {1}};
+    rt_tensor *x = NULL;
+    ck_assert_int_eq(rt_tensor_new_strings(&one, &s, &x), MS_OK);
+    rt_feed feed = {.name = ti->name, .tensor = x};
+    const char *fetch = tox_sig_output(sd, "seg")->name;
+    rt_tensor *out = NULL, *want = NULL;
+    st = rt_model_run(m, &feed, 1, &fetch, 1, NULL, 0, NULL, &out);
+    ck_assert_msg(st == MS_OK, "run: %s", ms_errmsg());
+    ck_assert_int_eq(tox_npy_read(tox_path("dicom_seg.out.seg.npy"), &want), MS_OK);
+    double d = tox_max_abs_diff(out, want);
+    ck_assert_msg(d >= 0.0 && d <= 1e-4, "DICOM in%s: max abs diff %g vs pydicom + ORT",
+                  nchw ? " (NCHW graph)" : "", d);
+    rt_tensor_unref(want);
+    rt_tensor_unref(out);
+    rt_tensor_unref(x);
+    rt_model_unref(m);
+    kn_backend_free(be);
+    free(dir);
+}
+
+START_TEST(test_dicom_input_matches_pydicom_ort) {
+    run_dicom(0);
+    run_dicom(1);
+}
+END_TEST
+
+START_TEST(test_dicom_input_bad_name_or_size) {
+    rt_onnx_opts o = {.dicom_input = "nope", .window_center = 40, .window_width = 400};
+    uint8_t *pb = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(rt_onnx_convert(tox_path("dicom_seg.onnx"), &o, &pb, &n), MS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "nope"));
+    o.dicom_input = "image";
+    o.size_h = 32;
+    o.size_w = 32;   /* the model wants 64x64 */
+    ck_assert_int_eq(rt_onnx_convert(tox_path("dicom_seg.onnx"), &o, &pb, &n), MS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "--size"));
+}
+END_TEST
+
+/* ---- signatures ---- */
+
+START_TEST(test_signature_keeps_names_and_dynamic_batch) {
+    uint8_t *pb = NULL;
+    size_t n = 0;
+    ms_status st = rt_onnx_convert(tox_path("unet.onnx"), NULL, &pb, &n);
+    ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
+    Tensorflow__SavedModel *sm = tensorflow__saved_model__unpack(NULL, n, pb);
+    ck_assert_ptr_nonnull(sm);
+    const Tensorflow__SignatureDef *sd = serving_sig(sm);
+    ck_assert_str_eq(sd->method_name, "tensorflow/serving/predict");
+    ck_assert_uint_eq(sd->n_inputs, 1);
+    ck_assert_uint_eq(sd->n_outputs, 2);
+    check_info(tox_sig_input(sd, "image"), 4, (const int64_t[]){-1, 1, 32, 32});
+    check_info(tox_sig_output(sd, "mask"), 4, (const int64_t[]){-1, 2, 32, 32});
+    check_info(tox_sig_output(sd, "foreground"), 4, (const int64_t[]){-1, 1, 32, 32});
+    ck_assert_str_eq(tox_sig_input(sd, "image")->name, "image:0");
+    ck_assert_str_eq(tox_sig_output(sd, "mask")->name, "mask:0");
+    tensorflow__saved_model__free_unpacked(sm, NULL);
+    free(pb);
+}
+END_TEST
+
+START_TEST(test_import_writes_savedmodel_dir) {
+    char *dir = temp_export_dir();
+    ck_assert_int_eq(rt_onnx_import(tox_path("mobile.onnx"), dir, NULL), MS_OK);
+    Tensorflow__SavedModel *sm = NULL;
+    ck_assert_int_eq(rt_savedmodel_read(dir, &sm), MS_OK);
+    const Tensorflow__SignatureDef *sd = serving_sig(sm);
+    check_info(tox_sig_input(sd, "image"), 4, (const int64_t[]){-1, 3, 24, 24});
+    check_info(tox_sig_output(sd, "scores"), 2, (const int64_t[]){-1, 3});
+    tensorflow__saved_model__free_unpacked(sm, NULL);
+    char path[1100];
+    snprintf(path, sizeof path, "%s/variables", dir);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    free(dir);
+}
+END_TEST
+
+/* ---- errors ---- */
+
+START_TEST(test_unsupported_op_names_op_and_node) {
+    uint8_t *pb = NULL;
+    size_t n = 0;
+    ms_status st = rt_onnx_convert(tox_path("unsupported.onnx"), NULL, &pb, &n);
+    ck_assert_int_eq(st, MS_ENOTSUP);
+    ck_assert_ptr_null(pb);
+    ck_assert_msg(strstr(ms_errmsg(), "Hardmax") && strstr(ms_errmsg(), "my_hardmax"),
+                  "message: %s", ms_errmsg());
+}
+END_TEST
+
+START_TEST(test_missing_file) {
+    uint8_t *pb = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(rt_onnx_convert(tox_path("no_such_model.onnx"), NULL, &pb, &n),
+                     MS_ENOTFOUND);
+}
+END_TEST
+
+START_TEST(test_not_onnx) {
+    uint8_t *pb = NULL;
+    size_t n = 0;
+    /* A .npy file is not a protobuf ModelProto. */
+    ms_status st = rt_onnx_convert(tox_path("resnet.in.image.npy"), NULL, &pb, &n);
+    ck_assert_int_eq(st, MS_EINVAL);
+}
+END_TEST
+
+START_TEST(test_missing_external_data) {
+    /* mobile.onnx keeps its weights in mobile.weights beside it; a copy of
+     * the model alone must fail naming the missing file. */
+    char *dir = temp_export_dir();
+    char *slash = strrchr(dir, '/');
+    *slash = '\0';
+    char dst[1200];
+    snprintf(dst, sizeof dst, "%s/mobile.onnx", dir);
+    FILE *in = fopen(tox_path("mobile.onnx"), "rb"), *out = fopen(dst, "wb");
+    ck_assert(in && out);
+    char buf[4096];
+    size_t r;
+    while ((r = fread(buf, 1, sizeof buf, in)) > 0) ck_assert_uint_eq(fwrite(buf, 1, r, out), r);
+    fclose(in);
+    fclose(out);
+    uint8_t *pb = NULL;
+    size_t n = 0;
+    ms_status st = rt_onnx_convert(dst, NULL, &pb, &n);
+    ck_assert_int_eq(st, MS_ENOTFOUND);
+    ck_assert_msg(strstr(ms_errmsg(), "mobile.weights") != NULL, "message: %s", ms_errmsg());
+    remove(dst);
+    free(dir);
+}
+END_TEST
+
+static Suite *onnx_suite(void) {
+    Suite *s = suite_create("onnx");
+    TCase *tc = tcase_create("numerics");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_resnet_matches_ort);
+    tcase_add_test(tc, test_unet_matches_ort);
+    tcase_add_test(tc, test_mobile_matches_ort);
+    tcase_add_test(tc, test_misc_ops_match_ort);
+    tcase_add_test(tc, test_opset9_upsample_matches_ort);
+    tcase_add_test(tc, test_two_threads_match_ort);
+    tcase_add_test(tc, test_nchw_graphs_match_ort);
+    tcase_add_test(tc, test_dicom_input_matches_pydicom_ort);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("signature");
+    tcase_add_test(tc, test_signature_keeps_names_and_dynamic_batch);
+    tcase_add_test(tc, test_import_writes_savedmodel_dir);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("errors");
+    tcase_add_test(tc, test_unsupported_op_names_op_and_node);
+    tcase_add_test(tc, test_missing_file);
+    tcase_add_test(tc, test_not_onnx);
+    tcase_add_test(tc, test_missing_external_data);
+    tcase_add_test(tc, test_dicom_input_bad_name_or_size);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(onnx_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""it_onnx: `dcmserve import-onnx` and `dcmserve benchmark` from the command line.
+
+Imports every test model of tests/data/onnx (made by tests/tools/gen_onnx_models.py),
+decodes the written saved_model.pb with Python protobuf classes compiled from
+our proto/ files (an independent parser) and checks the serving_default
+signature against the ONNX graph as the onnx package reads it; checks that an
+unsupported op fails naming op and node; `dcmserve show` prints the signature;
+`dcmserve run` on the stored inputs writes outputs within 1e-4 of ONNX Runtime's
+(also with a DICOM file through --dicom_input); benchmarks an imported model
+with --json. The Check test `onnx` covers the same numerics in-process.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+
+SRC = os.environ.get("DCM_SRC", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DCMSERVE = os.environ.get("DCMSERVE", os.path.join(SRC, "build", "dcmserve"))
+DATA = os.path.join(SRC, "tests", "data", "onnx")
+FAILS = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        FAILS.append(what)
+
+
+def run(*args):
+    return subprocess.run([DCMSERVE] + list(args), capture_output=True, text=True, timeout=300)
+
+
+def tf_protos(tmp):
+    """Compiles proto/tf_*.proto for Python and returns the savedmodel module."""
+    os.makedirs(tmp, exist_ok=True)
+    subprocess.check_call(["protoc", "--python_out=" + tmp, "-I" + os.path.join(SRC, "proto"),
+                           os.path.join(SRC, "proto", "tf_framework.proto"),
+                           os.path.join(SRC, "proto", "tf_savedmodel.proto")])
+    sys.path.insert(0, tmp)
+    import tf_savedmodel_pb2  # noqa: E402
+    return tf_savedmodel_pb2
+
+
+def onnx_sig(path):
+    """{name: (elem_type, dims with -1 for symbolic)} of graph inputs and outputs."""
+    m = onnx.load(path, load_external_data=False)
+    inits = {t.name for t in m.graph.initializer}
+
+    def info(vi):
+        dims = [d.dim_value if d.HasField("dim_value") else -1
+                for d in vi.type.tensor_type.shape.dim]
+        return vi.type.tensor_type.elem_type, dims
+    ins = {v.name: info(v) for v in m.graph.input if v.name not in inits}
+    outs = {v.name: info(v) for v in m.graph.output}
+    return ins, outs
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        pb2 = tf_protos(os.path.join(tmp, "py"))
+        for name in ("resnet", "unet", "mobile", "misc", "upsample9"):
+            model = os.path.join(DATA, name + ".onnx")
+            out = os.path.join(tmp, name, "1")
+            r = run("import-onnx", model, "--output_dir", out)
+            check(r.returncode == 0, "%s: import-onnx exits 0 (%s)" % (name, r.stderr.strip()))
+            if r.returncode != 0:
+                continue
+            sm = pb2.SavedModel()
+            with open(os.path.join(out, "saved_model.pb"), "rb") as f:
+                sm.ParseFromString(f.read())
+            check(len(sm.meta_graphs) == 1 and list(sm.meta_graphs[0].meta_info_def.tags) ==
+                  ["serve"], "%s: one MetaGraphDef tagged serve" % name)
+            mg = sm.meta_graphs[0]
+            check("serving_default" in mg.signature_def, "%s: serving_default exists" % name)
+            sd = mg.signature_def["serving_default"]
+            ins, outs = onnx_sig(model)
+            nodes = {n.name for n in mg.graph_def.node}
+            for want, got in ((ins, sd.inputs), (outs, sd.outputs)):
+                check(set(want) == set(got.keys()),
+                      "%s: signature keys %s == ONNX names %s" % (name, sorted(got), sorted(want)))
+                for k, (etype, dims) in want.items():
+                    if k not in got:
+                        continue
+                    ti = got[k]
+                    gd = [d.size for d in ti.tensor_shape.dim]
+                    check(etype == onnx.TensorProto.FLOAT and ti.dtype == 1,
+                          "%s: %s is DT_FLOAT" % (name, k))
+                    check(gd == dims and dims[0] == -1,
+                          "%s: %s shape %s == ONNX %s, batch -1" % (name, k, gd, dims))
+                    check(ti.name.split(":")[0] in nodes,
+                          "%s: %s names graph tensor %s" % (name, k, ti.name))
+            ops = {n.op for n in mg.graph_def.node}
+            check("Placeholder" in ops and ("Conv2D" in ops or "DepthwiseConv2dNative" in ops),
+                  "%s: graph has Placeholder and a convolution" % name)
+
+            r = run("show", "--dir", out, "--all")
+            shown = r.stdout
+            check(r.returncode == 0 and "signature_def['serving_default']" in shown,
+                  "%s: dcmserve show lists serving_default" % name)
+            for k, (etype, dims) in list(ins.items()) + list(outs.items()):
+                want = "shape: (%s)" % ", ".join(str(d) for d in dims)
+                check("['%s'] tensor_info" % k in shown and want in shown,
+                      "%s: show prints %s with %s" % (name, k, want))
+
+            # dcmserve run on the stored input; outputs vs ONNX Runtime's.
+            inp = list(ins)[0]
+            outdir = os.path.join(tmp, name + "_out")
+            r = run("run", "--dir", out, "--inputs",
+                    "%s=%s" % (inp, os.path.join(DATA, "%s.in.%s.npy" % (name, inp))),
+                    "--outdir", outdir)
+            check(r.returncode == 0, "%s: dcmserve run exits 0 (%s)" % (name, r.stderr.strip()))
+            for k in outs:
+                got_p = os.path.join(outdir, k + ".npy")
+                if not os.path.exists(got_p):
+                    check(False, "%s: run wrote %s.npy" % (name, k))
+                    continue
+                got = np.load(got_p)
+                ref = np.load(os.path.join(DATA, "%s.out.%s.npy" % (name, k)))
+                diff = float(np.max(np.abs(got - ref))) if got.shape == ref.shape else float("inf")
+                check(diff <= 1e-4, "%s: run output %s within 1e-4 of ORT (max abs %g)"
+                      % (name, k, diff))
+
+        # DICOM in front: the file's bytes in, pydicom preprocessing + ORT out.
+        out = os.path.join(tmp, "dicom", "1")
+        r = run("import-onnx", os.path.join(DATA, "dicom_seg.onnx"), "--output_dir", out,
+                "--dicom_input", "image", "--window", "40,400")
+        check(r.returncode == 0, "dicom_seg: import with --dicom_input (%s)" % r.stderr.strip())
+        r = run("show", "--dir", out, "--all")
+        check("DT_STRING" in r.stdout and "shape: (-1)" in r.stdout,
+              "dicom_seg: show prints a DT_STRING [-1] input")
+        outdir = os.path.join(tmp, "dicom_out")
+        r = run("run", "--dir", out, "--input_files",
+                "image=" + os.path.join(DATA, "ct64.dcm"), "--outdir", outdir)
+        check(r.returncode == 0, "dicom_seg: run with the DICOM file (%s)" % r.stderr.strip())
+        if r.returncode == 0:
+            got = np.load(os.path.join(outdir, "seg.npy"))
+            ref = np.load(os.path.join(DATA, "dicom_seg.out.seg.npy"))
+            diff = float(np.max(np.abs(got - ref))) if got.shape == ref.shape else float("inf")
+            check(diff <= 1e-4, "dicom_seg: DICOM in = pydicom + ORT within 1e-4 (max abs %g)"
+                  % diff)
+        r = run("import-onnx", os.path.join(DATA, "resnet.onnx"), "--output_dir",
+                os.path.join(tmp, "x", "1"), "--dicom_input", "image")
+        check(r.returncode == 2 and "--window" in r.stderr, "--dicom_input without --window: exit 2")
+
+        r = run("import-onnx", os.path.join(DATA, "unsupported.onnx"), "--output_dir",
+                os.path.join(tmp, "bad", "1"))
+        check(r.returncode == 1, "unsupported op: exit status 1 (got %d)" % r.returncode)
+        check("Hardmax" in r.stderr and "my_hardmax" in r.stderr,
+              "unsupported op: message names op and node: " + r.stderr.strip())
+        check(not os.path.exists(os.path.join(tmp, "bad", "1", "saved_model.pb")),
+              "unsupported op: nothing written")
+
+        r = run("import-onnx", os.path.join(DATA, "resnet.onnx"))
+        check(r.returncode == 2 and "--output_dir" in r.stderr, "missing --output_dir: usage, exit 2")
+
+        r = run("benchmark", "--dir", os.path.join(tmp, "unet"), "--batch", "2",
+                "--iterations", "3", "--warmup", "1", "--intra_op_threads", "1", "--json")
+        check(r.returncode == 0, "benchmark exits 0 (%s)" % r.stderr.strip())
+        if r.returncode == 0:
+            lines = r.stdout.strip().splitlines()
+            res = json.loads(lines[-1])
+            check(len(lines) == 1, "benchmark --json prints one line")
+            check(res["batch"] == 2 and res["intra_op_threads"] == 1 and res["iterations"] == 3,
+                  "benchmark reports its settings")
+            check(0 < res["median_ms"] <= res["p99_ms"], "median_ms <= p99_ms, both > 0")
+            check(res["images_per_s"] > 0 and res["peak_rss_mb"] > 0,
+                  "images_per_s and peak_rss_mb > 0")
+        r = run("benchmark", "--dir", os.path.join(tmp, "unet"), "--signature_def", "nope",
+                "--iterations", "1")
+        check(r.returncode == 1 and "nope" in r.stderr, "benchmark: unknown signature fails")
+    if FAILS:
+        print("%d check(s) failed" % len(FAILS))
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
