@@ -128,8 +128,7 @@ ms_status dcm_read_info(const dcm_dataset *ds, dcm_info *o) {
     int64_t nf = dcm_find(ds, DCM_NO_PARENT, TAG(0x0028, 0x0008));
     if (nf >= 0 && ds->elems[nf].len > 0) {
         uint32_t v;
-        if (dcm_get_uint(ds, nf, 0, &v) != MS_OK)
-            return ms_errwrap(MS_EINVAL, "NumberOfFrames");
+        if (dcm_get_uint(ds, nf, 0, &v) != MS_OK) return ms_errwrap(MS_EINVAL, "NumberOfFrames");
         o->frames = v;
     }
 
@@ -180,23 +179,23 @@ ms_status dcm_read_info(const dcm_dataset *ds, dcm_info *o) {
 /* ---- decoding ---- */
 
 typedef struct modality {
-    float *slope, *icpt;          /* per frame (float32, as the formula uses them) */
-    const uint8_t *lut;           /* Modality LUT data; NULL when rescaling */
+    float *slope, *icpt; /* per frame (float32, as the formula uses them) */
+    const uint8_t *lut;  /* Modality LUT data; NULL when rescaling */
     uint32_t lut_entries;
     int64_t lut_first;
-    int lut_bytes;                /* 1 or 2 per entry */
+    int lut_bytes; /* 1 or 2 per entry */
     int lut_be;
 } modality;
 
 typedef struct pixfmt {
     uint32_t rows, cols, samples, frames;
     uint16_t ba, bs, pr;
-    int be;            /* values stored big endian */
-    int swap8;         /* 8-bit values in a big-endian OW: swapped in pairs */
-    int planar;        /* native colour by plane */
-    int ybr;           /* YBR_FULL: convert to RGB */
-    int ybr422;        /* native YBR_FULL_422 (subsampled, 2/3 size) */
-    int fmt_float;     /* 32 / 64 float pixel data */
+    int be;        /* values stored big endian */
+    int swap8;     /* 8-bit values in a big-endian OW: swapped in pairs */
+    int planar;    /* native colour by plane */
+    int ybr;       /* YBR_FULL: convert to RGB */
+    int ybr422;    /* native YBR_FULL_422 (subsampled, 2/3 size) */
+    int fmt_float; /* 32 / 64 float pixel data */
 } pixfmt;
 
 static uint32_t rdu(const uint8_t *p, int bytes, int be) {
@@ -316,7 +315,8 @@ static void frame_to_hu(const pixfmt *f, const modality *m, uint32_t frame, cons
                 int32_t rgb[3];
                 ybr_to_rgb(pair[c & 1], pair[2], pair[3], rgb);
                 float *o = out + (r * f->cols + c) * 3;
-                for (int k = 0; k < 3; k++) o[k] = apply_modality(m, frame, rgb[k]);
+                for (int k = 0; k < 3; k++)
+                    o[k] = apply_modality(m, frame, rgb[k]);
             }
         }
         return;
@@ -333,9 +333,11 @@ static void frame_to_hu(const pixfmt *f, const modality *m, uint32_t frame, cons
             if (f->ybr) {
                 int32_t rgb[3];
                 ybr_to_rgb((int32_t)s[0], (int32_t)s[1], (int32_t)s[2], rgb);
-                for (int k = 0; k < 3; k++) s[k] = rgb[k];
+                for (int k = 0; k < 3; k++)
+                    s[k] = rgb[k];
             }
-            for (int k = 0; k < 3; k++) out[i * 3 + k] = apply_modality(m, frame, s[k]);
+            for (int k = 0; k < 3; k++)
+                out[i * 3 + k] = apply_modality(m, frame, s[k]);
         }
         return;
     }
@@ -344,8 +346,10 @@ static void frame_to_hu(const pixfmt *f, const modality *m, uint32_t frame, cons
         /* The common CT case: simple loops the compiler vectorises. */
         const uint16_t bs = f->bs;
         const uint32_t mask = bs < 16 ? ((uint32_t)1 << bs) - 1 : 0xFFFF;
-        if (f->pr) hu_s16(raw, n, mask, (uint32_t)1 << (bs - 1), m->slope[frame], m->icpt[frame], out);
-        else hu_u16(raw, n, mask, m->slope[frame], m->icpt[frame], out);
+        if (f->pr)
+            hu_s16(raw, n, mask, (uint32_t)1 << (bs - 1), m->slope[frame], m->icpt[frame], out);
+        else
+            hu_u16(raw, n, mask, m->slope[frame], m->icpt[frame], out);
         return;
     }
     for (uint64_t i = 0; i < n; i++) {
@@ -392,8 +396,10 @@ static ms_status setup_modality(const dcm_dataset *ds, const dcm_info *info, mod
         /* The first mapped value is US or SS, following PixelRepresentation. */
         m->lut_first = info->pixel_rep ? (int16_t)(uint16_t)first : (int64_t)(uint16_t)first;
         const dcm_elem *e = &ds->elems[da];
-        if (e->len == entries && bits == 8) m->lut_bytes = 1;
-        else if (e->len >= (uint64_t)entries * 2) m->lut_bytes = 2;
+        if (e->len == entries && bits == 8)
+            m->lut_bytes = 1;
+        else if (e->len >= (uint64_t)entries * 2)
+            m->lut_bytes = 2;
         else
             return ms_errf(MS_EINVAL, "Modality LUT Data: %llu bytes for %u entries",
                            (unsigned long long)e->len, entries);
@@ -415,8 +421,8 @@ static ms_status check_geometry(const dcm_info *in, const dcm_limits *lim, pixfm
         return ms_errf(MS_EINVAL,
                        "image of %u frames x %u x %u x %u samples needs %llu bytes as float32, "
                        "over the limit of %llu",
-                       in->frames, in->rows, in->cols, in->samples,
-                       (unsigned long long)(nout * 4), (unsigned long long)lim->max_pixel_bytes);
+                       in->frames, in->rows, in->cols, in->samples, (unsigned long long)(nout * 4),
+                       (unsigned long long)lim->max_pixel_bytes);
     memset(f, 0, sizeof(*f));
     f->rows = in->rows;
     f->cols = in->cols;
@@ -445,8 +451,10 @@ static ms_status check_geometry(const dcm_info *in, const dcm_limits *lim, pixfm
             return ms_errf(MS_EINVAL, "PhotometricInterpretation %s with 1 sample per pixel", pi);
         }
     } else {
-        if (streq(pi, "YBR_FULL")) f->ybr = 1;
-        else if (streq(pi, "YBR_FULL_422")) f->ybr422 = 1;
+        if (streq(pi, "YBR_FULL"))
+            f->ybr = 1;
+        else if (streq(pi, "YBR_FULL_422"))
+            f->ybr422 = 1;
         else if (!streq(pi, "RGB") && !streq(pi, "YBR_RCT") && !streq(pi, "YBR_ICT"))
             return ms_errf(MS_ENOTSUP, "PhotometricInterpretation '%s' is not supported", pi);
         if ((f->ybr || f->ybr422) && f->ba != 8)
@@ -504,8 +512,8 @@ typedef struct encaps_job {
     const modality *m;
     float *out;
     const uint32_t *starts;
-    ms_status *st;             /* per frame */
-    char (*err)[256];          /* per frame: the message (thread-local otherwise) */
+    ms_status *st;    /* per frame */
+    char (*err)[256]; /* per frame: the message (thread-local otherwise) */
 } encaps_job;
 
 static ms_status decode_frame(const encaps_job *j, uint32_t fr, uint8_t **joined,
@@ -522,7 +530,8 @@ static ms_status decode_frame(const encaps_job *j, uint32_t fr, uint8_t **joined
         data = ds->body + ds->frags[a].off;
         len = ds->frags[a].len;
     } else {
-        for (uint32_t k = a; k < b; k++) len += ds->frags[k].len;
+        for (uint32_t k = a; k < b; k++)
+            len += ds->frags[k].len;
         if (len > *joined_cap) {
             uint8_t *nj = realloc(*joined, len ? len : 1);
             if (nj == NULL) return ms_errf(MS_ENOMEM, "out of memory joining fragments");
@@ -552,9 +561,14 @@ static ms_status decode_frame(const encaps_job *j, uint32_t fr, uint8_t **joined
     }
     if (*native == NULL && (*native = malloc(native_size)) == NULL)
         return ms_errf(MS_ENOMEM, "out of memory for a frame");
-    dcm_frame_geom g = {.rows = f->rows, .cols = f->cols, .samples = (uint16_t)f->samples,
-                        .bits_allocated = f->ba, .bits_stored = f->bs, .pixel_rep = f->pr,
-                        .planar = (uint16_t)f->planar, .photometric = j->in->photometric};
+    dcm_frame_geom g = {.rows = f->rows,
+                        .cols = f->cols,
+                        .samples = (uint16_t)f->samples,
+                        .bits_allocated = f->ba,
+                        .bits_stored = f->bs,
+                        .pixel_rep = f->pr,
+                        .planar = (uint16_t)f->planar,
+                        .photometric = j->in->photometric};
     int conv = 0;
     ms_status st =
         dcm_codec_decode(ds->codec, data, (size_t)len, &g, *native, (size_t)native_size, &conv);
@@ -598,7 +612,8 @@ static ms_status decode_encaps(const dcm_dataset *ds, const dcm_info *in, pixfmt
         st = ms_errf(MS_ENOMEM, "out of memory");
         goto done;
     }
-    for (size_t k = 0; k < nf; k++) j.st[k] = MS_OK;
+    for (size_t k = 0; k < nf; k++)
+        j.st[k] = MS_OK;
     if ((st = dcm_encaps_map(ds, f->frames, starts)) != MS_OK) goto done;
     if (threads > 1 && nf > 1)
         rt_parallel_for((int)threads, (int64_t)nf, 1, encaps_range, &j);

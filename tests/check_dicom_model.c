@@ -21,7 +21,8 @@ static void make_file(ut_dbuf *d, uint16_t rows, uint16_t cols, const uint16_t *
     ut_dbuf_str(d, 0x0028, 0x1052, "DS", "-1000");
     ut_dbuf_str(d, 0x0028, 0x1053, "DS", "1");
     ut_dbuf_hdr(d, 0x7FE0, 0x0010, "OW", (uint32_t)rows * cols * 2);
-    for (int i = 0; i < rows * cols; i++) ut_dbuf_u16(d, v[i]);
+    for (int i = 0; i < rows * cols; i++)
+        ut_dbuf_u16(d, v[i]);
 }
 
 START_TEST(demo_model_batch) {
@@ -63,7 +64,8 @@ START_TEST(demo_model_batch) {
     ck_assert_int_eq(out[1]->shape.dim[0], 2);
     ck_assert_int_eq(out[1]->shape.dim[1], 4);
     const float want[8] = {0, 0, 1, 0, .25f, .25f, .25f, .25f};
-    for (int i = 0; i < 8; i++) ck_assert_float_eq(rt_tensor_f32(out[1])[i], want[i]);
+    for (int i = 0; i < 8; i++)
+        ck_assert_float_eq(rt_tensor_f32(out[1])[i], want[i]);
     rt_tensor_unref(out[0]);
     rt_tensor_unref(out[1]);
 
