@@ -724,20 +724,25 @@ void dcm_image_free(dcm_image *img) {
 /* Window 4 values at a time with GCC/Clang vector extensions (the
  * auto-vectoriser would not if-convert the clip): per lane exactly the scalar
  * expression, NaN stays NaN as with np.clip. */
-typedef float dcm_v4f __attribute__((vector_size(16)));
-typedef int32_t dcm_v4i __attribute__((vector_size(16)));
+typedef float dcm_v8f __attribute__((vector_size(32)));
+typedef int32_t dcm_v8i __attribute__((vector_size(32)));
 
-static void window_loop(const float *hu, float *out, size_t n, float lo, float hi, float range) {
-    const dcm_v4f lov = {lo, lo, lo, lo}, hiv = {hi, hi, hi, hi};
-    const dcm_v4f rv = {range, range, range, range};
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* An AVX2 clone runs 8 lanes per division where the CPU has it. */
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void
+window_loop(const float *hu, float *out, size_t n, float lo, float hi, float range) {
+    const dcm_v8f lov = {lo, lo, lo, lo, lo, lo, lo, lo}, hiv = {hi, hi, hi, hi, hi, hi, hi, hi};
+    const dcm_v8f rv = {range, range, range, range, range, range, range, range};
     size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        dcm_v4f x;
+    for (; i + 8 <= n; i += 8) {
+        dcm_v8f x;
         memcpy(&x, hu + i, sizeof(x));
-        dcm_v4i m = x < lov;
-        x = (dcm_v4f)(((dcm_v4i)x & ~m) | ((dcm_v4i)lov & m));
+        dcm_v8i m = x < lov;
+        x = (dcm_v8f)(((dcm_v8i)x & ~m) | ((dcm_v8i)lov & m));
         m = x > hiv;
-        x = (dcm_v4f)(((dcm_v4i)x & ~m) | ((dcm_v4i)hiv & m));
+        x = (dcm_v8f)(((dcm_v8i)x & ~m) | ((dcm_v8i)hiv & m));
         x = (x - lov) / rv;
         memcpy(out + i, &x, sizeof(x));
     }

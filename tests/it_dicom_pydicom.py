@@ -185,11 +185,6 @@ KNOWN = {
         "its J2K SIZ marker holds the bytes FE FF DD E0 (Xsiz = 0xDDE00100): a corrupt "
         "codestream; OpenJPEG refuses it, GDCM works around it and pydicom returns an image",
     ),
-    "JPEG-lossy.dcm": (
-        "error",
-        "12-bit JPEG whose SOS parameters are not sequential (GDCM: 'Invalid SOS parameters for "
-        "sequential JPEG' but decodes); the codecs module refuses it (see docs/dicom.md)",
-    ),
 }
 
 
