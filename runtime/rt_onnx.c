@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "ms_log.h"
+#include "rt_bundle.h"
 #include "rt_onnx_int.h"
 #include "tf_savedmodel.pb-c.h"
 
@@ -77,7 +78,8 @@ static void arena_free(rt__ox_conv *cv) {
 static void *grow(rt__ox_conv *cv, void *arr, size_t elem, size_t *cap, size_t need) {
     if (need <= *cap) return arr;
     size_t nc = *cap ? *cap * 2 : 64;
-    while (nc < need) nc *= 2;
+    while (nc < need)
+        nc *= 2;
     void *p = rt__ox_alloc(cv, nc * elem);
     if (arr) memcpy(p, arr, *cap * elem);
     *cap = nc;
@@ -120,7 +122,8 @@ rt__ox_value *rt__ox_define(rt__ox_conv *cv, const char *name, rt_dtype dt, int 
     v->name = nm;
     v->dt = dt;
     v->rank = rank;
-    for (int i = 0; i < rank && i < RT_MAX_RANK; i++) v->dim[i] = dims ? dims[i] : -1;
+    for (int i = 0; i < rank && i < RT_MAX_RANK; i++)
+        v->dim[i] = dims ? dims[i] : -1;
     return v;
 }
 
@@ -128,8 +131,7 @@ int64_t rt__ox_nelem(const rt__ox_value *v) {
     if (v->rank < 0) return -1;
     int64_t n = 1;
     for (int i = 0; i < v->rank; i++) {
-        if (v->dim[i] < 0) return -1;
-        n *= v->dim[i];
+        if (v->dim[i] < 0 || __builtin_mul_overflow(n, v->dim[i], &n)) return -1;
     }
     return n;
 }
@@ -149,12 +151,15 @@ int rt__ox_is_const(const rt__ox_value *v) {
 static const char *relayout(rt__ox_conv *cv, const rt__ox_value *v, const char *x, int to_nhwc) {
     const int64_t *d = v->dim;
     int unknown = 0;
-    for (int i = 0; i < 4; i++) unknown += d[i] < 0;
+    for (int i = 0; i < 4; i++)
+        unknown += d[i] < 0;
     const char *hint = rt__ox_printf(cv, "%s/%s", v->name, to_nhwc ? "to_nhwc" : "to_nchw");
     if ((d[1] == 1 || (d[2] == 1 && d[3] == 1)) && unknown <= 1) {
         int64_t t[4];
-        if (to_nhwc) t[0] = d[0], t[1] = d[2], t[2] = d[3], t[3] = d[1];
-        else memcpy(t, d, sizeof(t));
+        if (to_nhwc)
+            t[0] = d[0], t[1] = d[2], t[2] = d[3], t[3] = d[1];
+        else
+            memcpy(t, d, sizeof(t));
         return rt__tf_reshape(cv, hint, x, v->dt, 4, t);
     }
     static const int64_t p_nhwc[4] = {0, 2, 3, 1}, p_nchw[4] = {0, 3, 1, 2};
@@ -186,8 +191,7 @@ ms_status rt__ox_tf(rt__ox_conv *cv, rt__ox_value *v, const char **out) {
 }
 
 ms_status rt__ox_tf_nhwc(rt__ox_conv *cv, rt__ox_value *v, const char **out) {
-    if (v->rank != 4)
-        return rt__ox_err(cv, MS_EINTERNAL, "value \"%s\" is not 4-D", v->name);
+    if (v->rank != 4) return rt__ox_err(cv, MS_EINTERNAL, "value \"%s\" is not 4-D", v->name);
     if (v->nhwc) {
         *out = v->tf;
         return MS_OK;
@@ -251,26 +255,41 @@ int rt__ox_attr_is(const Onnx__NodeProto *n, const char *key, const char *s, con
 int rt__ox_attr_ints(const Onnx__NodeProto *n, const char *key, int64_t *out, int max) {
     const Onnx__AttributeProto *a = rt__ox_attr(n, key);
     if (a == NULL) return -1;
-    for (size_t i = 0; i < a->n_ints && (int)i < max; i++) out[i] = a->ints[i];
+    for (size_t i = 0; i < a->n_ints && (int)i < max; i++)
+        out[i] = a->ints[i];
     return (int)a->n_ints;
 }
 
 static rt_dtype onnx_dtype(int32_t t) {
     switch (t) {
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return RT_DT_FLOAT;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return RT_DT_UINT8;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return RT_DT_INT8;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return RT_DT_UINT16;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: return RT_DT_INT16;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return RT_DT_INT32;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return RT_DT_INT64;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__STRING: return RT_DT_STRING;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return RT_DT_BOOL;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return RT_DT_HALF;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return RT_DT_DOUBLE;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return RT_DT_UINT32;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return RT_DT_UINT64;
-    default: return RT_DT_INVALID;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+        return RT_DT_FLOAT;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+        return RT_DT_UINT8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+        return RT_DT_INT8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+        return RT_DT_UINT16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+        return RT_DT_INT16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+        return RT_DT_INT32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+        return RT_DT_INT64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__STRING:
+        return RT_DT_STRING;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+        return RT_DT_BOOL;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+        return RT_DT_HALF;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+        return RT_DT_DOUBLE;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+        return RT_DT_UINT32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+        return RT_DT_UINT64;
+    default:
+        return RT_DT_INVALID;
     }
 }
 
@@ -282,9 +301,12 @@ static ms_status read_external(rt__ox_conv *cv, const Onnx__TensorProto *t, size
     for (size_t i = 0; i < t->n_external_data; i++) {
         const Onnx__StringStringEntryProto *e = t->external_data[i];
         if (e->key == NULL || e->value == NULL) continue;
-        if (strcmp(e->key, "location") == 0) loc = e->value;
-        else if (strcmp(e->key, "offset") == 0) off = strtoll(e->value, NULL, 10);
-        else if (strcmp(e->key, "length") == 0) len = strtoll(e->value, NULL, 10);
+        if (strcmp(e->key, "location") == 0)
+            loc = e->value;
+        else if (strcmp(e->key, "offset") == 0)
+            off = strtoll(e->value, NULL, 10);
+        else if (strcmp(e->key, "length") == 0)
+            len = strtoll(e->value, NULL, 10);
     }
     const char *tn = t->name ? t->name : "";
     if (cv->model_dir == NULL)
@@ -309,8 +331,10 @@ static ms_status read_external(rt__ox_conv *cv, const Onnx__TensorProto *t, size
     int ok = off >= 0 && fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(buf, 1, want, f) == want;
     fclose(f);
     if (!ok)
-        return ms_errf(MS_EINVAL, "initializer \"%s\": external data %s too short (%zu bytes at "
-                       "offset %lld)", tn, path, want, (long long)off);
+        return ms_errf(MS_EINVAL,
+                       "initializer \"%s\": external data %s too short (%zu bytes at "
+                       "offset %lld)",
+                       tn, path, want, (long long)off);
     *out = buf;
     return MS_OK;
 }
@@ -322,19 +346,33 @@ ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox
         return ms_errf(MS_ENOTSUP, "tensor \"%s\": rank %zu > %d", tn, t->n_dims, RT_MAX_RANK);
     int64_t n = 1;
     for (size_t i = 0; i < t->n_dims; i++) {
-        if (t->dims[i] < 0 || (t->dims[i] > 0 && n > INT64_MAX / 16 / t->dims[i]))
+        if (t->dims[i] < 0 || t->dims[i] > INT32_MAX ||
+            (t->dims[i] > 0 && n > INT64_MAX / 16 / t->dims[i]))
             return ms_errf(MS_EINVAL, "tensor \"%s\": bad dims", tn);
         n *= t->dims[i];
     }
     v->dt = dt;
     v->rank = (int)t->n_dims;
-    for (size_t i = 0; i < t->n_dims; i++) v->dim[i] = t->dims[i];
+    for (size_t i = 0; i < t->n_dims; i++)
+        v->dim[i] = t->dims[i];
     size_t esz;
     switch (dt) {
-    case RT_DT_FLOAT: case RT_DT_INT32: esz = 4; break;
-    case RT_DT_INT64: esz = 8; break;
-    case RT_DT_BOOL: case RT_DT_UINT8: case RT_DT_INT8: esz = 1; break;
-    case RT_DT_INT16: case RT_DT_UINT16: esz = 2; break;
+    case RT_DT_FLOAT:
+    case RT_DT_INT32:
+        esz = 4;
+        break;
+    case RT_DT_INT64:
+        esz = 8;
+        break;
+    case RT_DT_BOOL:
+    case RT_DT_UINT8:
+    case RT_DT_INT8:
+        esz = 1;
+        break;
+    case RT_DT_INT16:
+    case RT_DT_UINT16:
+        esz = 2;
+        break;
     default:
         return ms_errf(MS_ENOTSUP, "tensor \"%s\": data type %d (%s) is not supported", tn,
                        (int)t->data_type, rt_dtype_name(dt));
@@ -366,7 +404,7 @@ ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox
         if (want == 0) {
             /* empty tensor (e.g. Resize's unused roi): nothing to copy */
         } else if (raw) {
-            memcpy(v->f, raw, want);   /* ONNX raw data is little-endian, like this host */
+            memcpy(v->f, raw, want); /* ONNX raw data is little-endian, like this host */
         } else if ((int64_t)t->n_float_data == n) {
             memcpy(v->f, t->float_data, want);
         } else {
@@ -383,12 +421,36 @@ ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox
         if (raw) {
             const uint8_t *p = raw + i * (int64_t)esz;
             switch (dt) {
-            case RT_DT_INT64: { int64_t q; memcpy(&q, p, 8); x = q; break; }
-            case RT_DT_INT32: { int32_t q; memcpy(&q, p, 4); x = q; break; }
-            case RT_DT_INT16: { int16_t q; memcpy(&q, p, 2); x = q; break; }
-            case RT_DT_UINT16: { uint16_t q; memcpy(&q, p, 2); x = q; break; }
-            case RT_DT_INT8: x = (int8_t)p[0]; break;
-            default: x = p[0]; break;
+            case RT_DT_INT64: {
+                int64_t q;
+                memcpy(&q, p, 8);
+                x = q;
+                break;
+            }
+            case RT_DT_INT32: {
+                int32_t q;
+                memcpy(&q, p, 4);
+                x = q;
+                break;
+            }
+            case RT_DT_INT16: {
+                int16_t q;
+                memcpy(&q, p, 2);
+                x = q;
+                break;
+            }
+            case RT_DT_UINT16: {
+                uint16_t q;
+                memcpy(&q, p, 2);
+                x = q;
+                break;
+            }
+            case RT_DT_INT8:
+                x = (int8_t)p[0];
+                break;
+            default:
+                x = p[0];
+                break;
             }
         } else if (dt == RT_DT_INT64) {
             if ((int64_t)t->n_int64_data != n) goto count;
@@ -427,7 +489,8 @@ static char *sanitize(rt__ox_conv *cv, const char *hint) {
         if (j == 0 && (c == '/' || c == '_' || c == '-')) continue;
         s[j++] = ok ? c : '_';
     }
-    while (j > 0 && s[j - 1] == '/') j--;
+    while (j > 0 && s[j - 1] == '/')
+        j--;
     if (j == 0) s[j++] = 'n';
     s[j] = '\0';
     return s;
@@ -436,7 +499,8 @@ static char *sanitize(rt__ox_conv *cv, const char *hint) {
 Tensorflow__NodeDef *rt__tf_node(rt__ox_conv *cv, const char *op, const char *hint) {
     char *base = sanitize(cv, hint);
     char *name = base;
-    for (int k = 1; name_taken(cv, name); k++) name = rt__ox_printf(cv, "%s_%d", base, k);
+    for (int k = 1; name_taken(cv, name); k++)
+        name = rt__ox_printf(cv, "%s_%d", base, k);
     Tensorflow__NodeDef *nd = rt__ox_alloc(cv, sizeof(*nd));
     tensorflow__node_def__init(nd);
     nd->name = name;
@@ -498,8 +562,8 @@ void rt__tf_attr_s(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, co
     v->s.len = strlen(s);
 }
 
-void rt__tf_attr_ilist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key,
-                       const int64_t *x, int n) {
+void rt__tf_attr_ilist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, const int64_t *x,
+                       int n) {
     Tensorflow__AttrValue *v = new_attr(cv, nd, key);
     v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
     v->list = rt__ox_alloc(cv, sizeof(*v->list));
@@ -557,7 +621,8 @@ static const char *const_node(rt__ox_conv *cv, const char *hint, rt_dtype dt, in
 
 static int64_t dims_nelem(int rank, const int64_t *dims) {
     int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= dims[i];
+    for (int i = 0; i < rank; i++)
+        n *= dims[i];
     return n;
 }
 
@@ -573,12 +638,14 @@ const char *rt__tf_const_int(rt__ox_conv *cv, const char *hint, rt_dtype dt, int
     if (dt == RT_DT_INT64) return const_node(cv, hint, dt, rank, dims, v, (size_t)n * 8);
     if (dt == RT_DT_BOOL || dt == RT_DT_UINT8 || dt == RT_DT_INT8) {
         uint8_t *b = rt__ox_alloc(cv, (size_t)n + 1);
-        for (int64_t i = 0; i < n; i++) b[i] = (uint8_t)v[i];
+        for (int64_t i = 0; i < n; i++)
+            b[i] = (uint8_t)v[i];
         return const_node(cv, hint, dt, rank, dims, b, (size_t)n);
     }
     /* Everything else narrows to int32 (TF shape and index inputs). */
     int32_t *q = rt__ox_alloc(cv, (size_t)n * 4 + 4);
-    for (int64_t i = 0; i < n; i++) q[i] = (int32_t)v[i];
+    for (int64_t i = 0; i < n; i++)
+        q[i] = (int32_t)v[i];
     return const_node(cv, hint, RT_DT_INT32, rank, dims, q, (size_t)n * 4);
 }
 
@@ -608,8 +675,8 @@ const char *rt__tf_binary(rt__ox_conv *cv, const char *op, const char *hint, con
     return nd->name;
 }
 
-const char *rt__tf_transpose(rt__ox_conv *cv, const char *hint, const char *x, rt_dtype dt,
-                             int n, const int64_t *perm) {
+const char *rt__tf_transpose(rt__ox_conv *cv, const char *hint, const char *x, rt_dtype dt, int n,
+                             const int64_t *perm) {
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "Transpose", hint);
     rt__tf_input(cv, nd, x);
     rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/perm", nd->name), n, perm));
@@ -683,6 +750,9 @@ static ms_status value_info(const Onnx__ValueInfoProto *vi, rt_dtype *dt, int *r
         dims[i] = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
                       ? d->dim_value
                       : -1;
+        if (dims[i] > INT32_MAX || dims[i] < -1)
+            return ms_errf(MS_EINVAL, "graph input/output \"%s\": dim %zu = %lld out of range", nm,
+                           i, (long long)dims[i]);
     }
     return MS_OK;
 }
@@ -705,8 +775,10 @@ static ms_status dicom_front(rt__ox_conv *cv, const char *name, rt_dtype dt, int
                              const int64_t *dims, Tensorflow__SignatureDef__InputsEntry *e) {
     const rt_onnx_opts *o = cv->opts;
     if (dt != RT_DT_FLOAT || rank != 4)
-        return ms_errf(MS_EINVAL, "--dicom_input %s: the model input must be a 4-D float "
-                       "tensor (got rank %d, %s)", name, rank, rt_dtype_name(dt));
+        return ms_errf(MS_EINVAL,
+                       "--dicom_input %s: the model input must be a 4-D float "
+                       "tensor (got rank %d, %s)",
+                       name, rank, rt_dtype_name(dt));
     int hx = o->dicom_nhwc ? 1 : 2, cx = o->dicom_nhwc ? 3 : 1;
     int64_t d[4];
     memcpy(d, dims, sizeof(d));
@@ -715,23 +787,29 @@ static ms_status dicom_front(rt__ox_conv *cv, const char *name, rt_dtype dt, int
         for (int a = 0; a < 2; a++) {
             int64_t want = a ? o->size_w : o->size_h;
             if (d[hx + a] >= 0 && d[hx + a] != want)
-                return ms_errf(MS_EINVAL, "--size %lldx%lld does not match the model input %s "
-                               "(%s %lld)", (long long)o->size_h, (long long)o->size_w, name,
+                return ms_errf(MS_EINVAL,
+                               "--size %lldx%lld does not match the model input %s "
+                               "(%s %lld)",
+                               (long long)o->size_h, (long long)o->size_w, name,
                                a ? "width" : "height", (long long)d[hx + a]);
             d[hx + a] = want;
         }
     }
     if (d[cx] >= 0 && d[cx] != 1 && d[cx] != 3)
-        return ms_errf(MS_EINVAL, "--dicom_input %s: the model wants %lld channels; DICOM "
-                       "images give 1 (grey) or 3 (colour)", name, (long long)d[cx]);
+        return ms_errf(MS_EINVAL,
+                       "--dicom_input %s: the model wants %lld channels; DICOM "
+                       "images give 1 (grey) or 3 (colour)",
+                       name, (long long)d[cx]);
     Tensorflow__NodeDef *ph = rt__tf_node(cv, "Placeholder", name);
     rt__tf_attr_type(cv, ph, "dtype", RT_DT_STRING);
     int64_t one = -1;
     rt__tf_attr_shape(cv, ph, "shape", 1, &one);
-    Tensorflow__NodeDef *dec = rt__tf_node(cv, "DcmDecodeHU", rt__ox_printf(cv, "%s/decode", ph->name));
+    Tensorflow__NodeDef *dec =
+        rt__tf_node(cv, "DcmDecodeHU", rt__ox_printf(cv, "%s/decode", ph->name));
     rt__tf_input(cv, dec, ph->name);
     rt__tf_attr_i(cv, dec, "frame", 0);
-    Tensorflow__NodeDef *win = rt__tf_node(cv, "DcmWindow", rt__ox_printf(cv, "%s/window", ph->name));
+    Tensorflow__NodeDef *win =
+        rt__tf_node(cv, "DcmWindow", rt__ox_printf(cv, "%s/window", ph->name));
     rt__tf_input(cv, win, dec->name);
     rt__tf_input(cv, win, rt__tf_out(cv, dec, 1));
     rt__tf_attr_f(cv, win, "center", o->window_center);
@@ -771,8 +849,10 @@ static Tensorflow__OpList *dicom_oplist(rt__ox_conv *cv) {
         tensorflow__op_def__arg_def__init(a);
         a->name = rt__ox_strdup(cv, i == 0 ? "contents" : outs[i - 1]);
         a->type = i == 0 ? TENSORFLOW__DATA_TYPE__DT_STRING : TENSORFLOW__DATA_TYPE__DT_FLOAT;
-        if (i == 0) od->input_arg[0] = a;
-        else od->output_arg[i - 1] = a;
+        if (i == 0)
+            od->input_arg[0] = a;
+        else
+            od->output_arg[i - 1] = a;
     }
     od->is_stateful = 0;
     l->n_op = 1;
@@ -817,7 +897,7 @@ static void fold_batchnorm(rt__ox_conv *cv, const Onnx__GraphProto *g, Onnx__Nod
         if (strcmp(bn->op_type ? bn->op_type : "", "BatchNormalization") != 0 || bn->n_input != 5 ||
             bn->n_output < 1 || rt__ox_attr_i(bn, "training_mode", 0) != 0)
             continue;
-        if (bn->n_output > 1) continue;   /* running stats requested: leave alone */
+        if (bn->n_output > 1) continue; /* running stats requested: leave alone */
         const Onnx__NodeProto *conv = NULL;
         size_t ci = 0;
         for (size_t k = 0; k < i; k++)
@@ -829,11 +909,13 @@ static void fold_batchnorm(rt__ox_conv *cv, const Onnx__GraphProto *g, Onnx__Nod
             continue;
         const rt__ox_value *W = const_float_input(cv, conv, 1), *B = const_float_input(cv, conv, 2);
         const rt__ox_value *p[4];
-        int ok = W != NULL && W->rank == 4 && (conv->n_input < 3 || B != NULL ||
-                                               conv->input[2][0] == '\0');
-        for (int k = 0; k < 4 && ok; k++) ok = (p[k] = const_float_input(cv, bn, (size_t)k + 1)) != NULL;
+        int ok = W != NULL && W->rank == 4 &&
+                 (conv->n_input < 3 || B != NULL || conv->input[2][0] == '\0');
+        for (int k = 0; k < 4 && ok; k++)
+            ok = (p[k] = const_float_input(cv, bn, (size_t)k + 1)) != NULL;
         int64_t M = ok ? W->dim[0] : 0;
-        for (int k = 0; k < 4 && ok; k++) ok = rt__ox_nelem(p[k]) == M;
+        for (int k = 0; k < 4 && ok; k++)
+            ok = rt__ox_nelem(p[k]) == M;
         if (!ok || (B != NULL && rt__ox_nelem(B) != M)) continue;
         float eps = rt__ox_attr_f(bn, "epsilon", 1e-5f);
         int64_t per = rt__ox_nelem(W) / M;
@@ -846,7 +928,8 @@ static void fold_batchnorm(rt__ox_conv *cv, const Onnx__GraphProto *g, Onnx__Nod
         for (int64_t m = 0; m < M; m++) {
             /* Same float32 arithmetic order as a separate BN would use. */
             float a = p[0]->f[m] / sqrtf(p[3]->f[m] + eps);
-            for (int64_t k = 0; k < per; k++) nw->f[m * per + k] = W->f[m * per + k] * a;
+            for (int64_t k = 0; k < per; k++)
+                nw->f[m * per + k] = W->f[m * per + k] * a;
             nb->f[m] = ((B ? B->f[m] : 0.0f) - p[2]->f[m]) * a + p[1]->f[m];
         }
         Onnx__NodeProto *nc = rt__ox_alloc(cv, sizeof(*nc));
@@ -883,8 +966,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
 
     /* Graph inputs (those that are not initializers) become Placeholders. */
     size_t nin = 0;
-    Tensorflow__SignatureDef__InputsEntry **ins =
-        rt__ox_alloc(cv, (g->n_input + 1) * sizeof(*ins));
+    Tensorflow__SignatureDef__InputsEntry **ins = rt__ox_alloc(cv, (g->n_input + 1) * sizeof(*ins));
     for (size_t i = 0; i < g->n_input; i++) {
         const Onnx__ValueInfoProto *vi = g->input[i];
         if (vi->name == NULL || is_initializer(g, vi->name)) continue;
@@ -927,8 +1009,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
         cv->cur = n;
         const char *op = n->op_type ? n->op_type : "";
         if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
-            return rt__ox_err(cv, MS_ENOTSUP, "operator domain \"%s\" is not supported",
-                              n->domain);
+            return rt__ox_err(cv, MS_ENOTSUP, "operator domain \"%s\" is not supported", n->domain);
         for (size_t k = 0; k < n->n_input; k++)
             if (n->input[k] && n->input[k][0] && rt__ox_find(cv, n->input[k]) == NULL)
                 return rt__ox_err(cv, MS_EINVAL,
@@ -936,13 +1017,11 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
                                   "must be topologically sorted)",
                                   n->input[k]);
         rt__ox_handler h = rt__ox_handler_for(op);
-        if (h == NULL)
-            return rt__ox_err(cv, MS_ENOTSUP, "unsupported ONNX op \"%s\"", op);
+        if (h == NULL) return rt__ox_err(cv, MS_ENOTSUP, "unsupported ONNX op \"%s\"", op);
         if ((st = h(cv, n)) != MS_OK) return st;
         for (size_t k = 0; k < n->n_output; k++)
             if (n->output[k] && n->output[k][0] && rt__ox_find(cv, n->output[k]) == NULL)
-                return rt__ox_err(cv, MS_EINTERNAL, "output \"%s\" was not produced",
-                                  n->output[k]);
+                return rt__ox_err(cv, MS_EINTERNAL, "output \"%s\" was not produced", n->output[k]);
     }
     cv->cur = NULL;
 
@@ -1011,8 +1090,8 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
     *pb = NULL;
     *pb_len = 0;
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data);
-    if (m == NULL) return ms_errf(MS_EINVAL, "%s: not a valid ONNX model (protobuf parse failed)",
-                                  onnx_path);
+    if (m == NULL)
+        return ms_errf(MS_EINVAL, "%s: not a valid ONNX model (protobuf parse failed)", onnx_path);
 
     /* volatile: read after a longjmp back here. */
     rt__ox_conv *volatile cv = calloc(1, sizeof(rt__ox_conv));
@@ -1038,8 +1117,10 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
         goto done;
     }
     if (cv->opset < 7 || cv->opset > 18) {
-        st = ms_errf(MS_ENOTSUP, "%s: opset %lld is not supported (supported: 11-17; 7-10 and "
-                     "18 where op semantics are unchanged)", onnx_path, (long long)cv->opset);
+        st = ms_errf(MS_ENOTSUP,
+                     "%s: opset %lld is not supported (supported: 11-17; 7-10 and "
+                     "18 where op semantics are unchanged)",
+                     onnx_path, (long long)cv->opset);
         goto done;
     }
 
@@ -1092,8 +1173,8 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
         goto done;
     }
     tensorflow__saved_model__pack(&sm, buf);
-    MS_DEBUG("import-onnx: %s: opset %lld, %zu ONNX nodes -> %zu TF nodes, %zu bytes",
-             onnx_path, (long long)cv->opset, m->graph->n_node, cv->nnodes, n);
+    MS_DEBUG("import-onnx: %s: opset %lld, %zu ONNX nodes -> %zu TF nodes, %zu bytes", onnx_path,
+             (long long)cv->opset, m->graph->n_node, cv->nnodes, n);
     *pb = buf;
     *pb_len = n;
     st = MS_OK;
@@ -1121,8 +1202,7 @@ static ms_status make_dirs(const char *path) {
     return MS_OK;
 }
 
-ms_status rt_onnx_import(const char *onnx_path, const char *export_dir,
-                         const rt_onnx_opts *opts) {
+ms_status rt_onnx_import(const char *onnx_path, const char *export_dir, const rt_onnx_opts *opts) {
     uint8_t *pb = NULL;
     size_t n = 0;
     ms_status st = rt_onnx_convert(onnx_path, opts, &pb, &n);
@@ -1131,6 +1211,16 @@ ms_status rt_onnx_import(const char *onnx_path, const char *export_dir,
     if ((st = make_dirs(export_dir)) != MS_OK) goto out;
     snprintf(path, sizeof path, "%s/variables", export_dir);
     if ((st = make_dirs(path)) != MS_OK) goto out;
+    /* An empty variables bundle (weights are Consts), as TensorFlow writes for
+     * a model without variables: loaders that wait for variables.index to be
+     * complete (the model manager) then accept the folder. */
+    snprintf(path, sizeof path, "%s/variables/variables", export_dir);
+    rt_bundle_writer *bw = NULL;
+    if ((st = rt_bundle_writer_new(path, &bw)) != MS_OK ||
+        (st = rt_bundle_writer_finish(bw)) != MS_OK) {
+        ms_errwrap(st, "writing %s", path);
+        goto out;
+    }
     /* Write to a temporary name and rename, so a server polling the folder
      * never sees half a file. */
     snprintf(path, sizeof path, "%s/saved_model.pb.tmp", export_dir);

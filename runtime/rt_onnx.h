@@ -33,9 +33,9 @@ typedef struct rt_onnx_opts {
      * L,W to [0, 1], optional bilinear resize to size_h x size_w). NULL =
      * plain float inputs. */
     const char *dicom_input;
-    float window_center, window_width;   /* used with dicom_input */
-    int64_t size_h, size_w;              /* resize target with dicom_input; 0 = none */
-    int dicom_nhwc;                      /* 1: that model input is [N, H, W, C], not NCHW */
+    float window_center, window_width; /* used with dicom_input */
+    int64_t size_h, size_w;            /* resize target with dicom_input; 0 = none */
+    int dicom_nhwc;                    /* 1: that model input is [N, H, W, C], not NCHW */
 } rt_onnx_opts;
 
 /* Converts the ONNX file at onnx_path. On success *pb is a malloc'ed
@@ -54,9 +54,9 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
                               const char *what, const rt_onnx_opts *opts, uint8_t **pb,
                               size_t *pb_len);
 
-/* rt_onnx_convert, then writes export_dir/saved_model.pb (creating export_dir
- * and its parents) and an empty export_dir/variables/ folder. */
-ms_status rt_onnx_import(const char *onnx_path, const char *export_dir,
-                         const rt_onnx_opts *opts);
+/* rt_onnx_convert, then writes an empty variables bundle
+ * (export_dir/variables/variables.{index,data-00000-of-00001}) and last
+ * export_dir/saved_model.pb (by rename), creating export_dir and its parents. */
+ms_status rt_onnx_import(const char *onnx_path, const char *export_dir, const rt_onnx_opts *opts);
 
 #endif /* RT_ONNX_H */

@@ -1,6 +1,7 @@
 /* rt_onnx_int.h - internals shared by the ONNX converter's files:
  * rt_onnx.c (model reading, the value table, TF node emission, SavedModel
- * assembly) and rt_onnx_ops.c (one handler per ONNX op).
+ * assembly), rt_onnx_ops.c (handlers for compute ops, shared helpers, the op
+ * table) and rt_onnx_shape.c (shape, data-movement and constant ops).
  *
  * Memory: everything the conversion allocates (TF NodeDefs, attribute values,
  * constant data, names) comes from one arena owned by the rt__ox_conv and freed
@@ -25,37 +26,37 @@ typedef struct rt__ox_block rt__ox_block;
 
 /* One ONNX tensor name and what the converter knows about it. */
 typedef struct rt__ox_value {
-    const char *name;            /* ONNX name */
-    const char *tf;              /* TF tensor name ("node", "node:1"); NULL until emitted */
-    int nhwc;                    /* rank 4 stored channels-last: tf holds NHWC; dims stay in
-                                    ONNX (NCHW) order */
-    const char *tf_alt;          /* memo: the same tensor in the other layout */
+    const char *name;   /* ONNX name */
+    const char *tf;     /* TF tensor name ("node", "node:1"); NULL until emitted */
+    int nhwc;           /* rank 4 stored channels-last: tf holds NHWC; dims stay in
+                           ONNX (NCHW) order */
+    const char *tf_alt; /* memo: the same tensor in the other layout */
     rt_dtype dt;
-    int rank;                    /* -1 = unknown */
-    int64_t dim[RT_MAX_RANK];    /* -1 = unknown (dynamic) */
-    float *f;                    /* known float contents, or NULL */
-    int64_t *iv;                 /* known integer/bool contents, or NULL */
-    uint8_t *ik;                 /* with iv: ik[i] = 1 when iv[i] is known (shape vectors
-                                    whose batch entry is dynamic) */
+    int rank;                 /* -1 = unknown */
+    int64_t dim[RT_MAX_RANK]; /* -1 = unknown (dynamic) */
+    float *f;                 /* known float contents, or NULL */
+    int64_t *iv;              /* known integer/bool contents, or NULL */
+    uint8_t *ik;              /* with iv: ik[i] = 1 when iv[i] is known (shape vectors
+                                 whose batch entry is dynamic) */
 } rt__ox_value;
 
 typedef struct rt__ox_conv {
-    jmp_buf oom;                 /* longjmp target on allocation failure */
+    jmp_buf oom; /* longjmp target on allocation failure */
     rt__ox_block *arena;
     const rt_onnx_opts *opts;
-    const char *model_dir;       /* for external data */
-    int nhwc;                    /* emit channels-last convolutions, pools, ... */
-    int dicom_used;              /* the DICOM ops are in the graph (add their OpDefs) */
+    const char *model_dir; /* for external data */
+    int nhwc;              /* emit channels-last convolutions, pools, ... */
+    int dicom_used;        /* the DICOM ops are in the graph (add their OpDefs) */
     int64_t opset;
-    rt__ox_value **vals;         /* pointers stay valid while the table grows */
+    rt__ox_value **vals; /* pointers stay valid while the table grows */
     size_t nvals, capvals;
     Tensorflow__NodeDef **nodes;
     size_t nnodes, capnodes;
-    const Onnx__NodeProto *cur;  /* node being converted (messages) */
+    const Onnx__NodeProto *cur; /* node being converted (messages) */
 } rt__ox_conv;
 
 /* ---- arena ---- */
-void *rt__ox_alloc(rt__ox_conv *cv, size_t n);   /* zeroed */
+void *rt__ox_alloc(rt__ox_conv *cv, size_t n); /* zeroed */
 char *rt__ox_strdup(rt__ox_conv *cv, const char *s);
 char *rt__ox_printf(rt__ox_conv *cv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -64,8 +65,8 @@ rt__ox_value *rt__ox_find(rt__ox_conv *cv, const char *name);
 /* Adds (or replaces) the value `name`; dims may be NULL when rank <= 0. */
 rt__ox_value *rt__ox_define(rt__ox_conv *cv, const char *name, rt_dtype dt, int rank,
                             const int64_t *dims);
-int64_t rt__ox_nelem(const rt__ox_value *v);     /* -1 when not static */
-int rt__ox_is_const(const rt__ox_value *v);      /* every element known */
+int64_t rt__ox_nelem(const rt__ox_value *v); /* -1 when not static */
+int rt__ox_is_const(const rt__ox_value *v);  /* every element known */
 /* TF tensor holding v in ONNX order, emitting a Const for known values (and
  * a layout change for channels-last values). MS_ENOTSUP when v is only
  * partially known. */
@@ -95,8 +96,8 @@ void rt__tf_attr_i(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, in
 void rt__tf_attr_f(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, float v);
 void rt__tf_attr_b(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, int v);
 void rt__tf_attr_s(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, const char *v);
-void rt__tf_attr_ilist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key,
-                       const int64_t *v, int n);
+void rt__tf_attr_ilist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, const int64_t *v,
+                       int n);
 void rt__tf_attr_shape(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, int rank,
                        const int64_t *dims);
 /* "name" for output 0, "name:i" otherwise. */
@@ -115,8 +116,8 @@ const char *rt__tf_unary(rt__ox_conv *cv, const char *op, const char *hint, cons
 /* Two-input op with attr T = dt. */
 const char *rt__tf_binary(rt__ox_conv *cv, const char *op, const char *hint, const char *a,
                           const char *b, rt_dtype dt);
-const char *rt__tf_transpose(rt__ox_conv *cv, const char *hint, const char *x, rt_dtype dt,
-                             int n, const int64_t *perm);
+const char *rt__tf_transpose(rt__ox_conv *cv, const char *hint, const char *x, rt_dtype dt, int n,
+                             const int64_t *perm);
 /* Reshape to dims (at most one -1). */
 const char *rt__tf_reshape(rt__ox_conv *cv, const char *hint, const char *x, rt_dtype dt, int n,
                            const int64_t *dims);
@@ -128,5 +129,68 @@ rt__ox_handler rt__ox_handler_for(const char *op_type);
 /* A printf-style error naming the current node and op, with code c. */
 ms_status rt__ox_err(rt__ox_conv *cv, ms_status c, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* ---- helpers shared by the handler files (rt_onnx_ops.c) ---- */
+#define OX_MAXR RT_MAX_RANK
+/* Bounds for attribute and constant values that size things: keeps every
+ * shape computation far from int64 overflow on hostile models. */
+#define OX_DIM_MAX ((int64_t)1 << 31)
+#define OX_WIN_MAX ((int64_t)1 << 20)
+
+/* A name for TF nodes made from node n (its name, else its first output). */
+const char *rt__ox_hint_of(const Onnx__NodeProto *n);
+/* Required input i; with tf != NULL also its TF tensor in ONNX order. */
+ms_status rt__ox_need(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt__ox_value **v,
+                      const char **tf);
+/* Required rank-4 input i and its TF tensor in the graph layout. */
+ms_status rt__ox_need4(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt__ox_value **v,
+                       const char **tf);
+/* Defines output i (a dummy value when the output is unused). */
+rt__ox_value *rt__ox_def_out(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt_dtype dt,
+                             int rank, const int64_t *dims, const char *tf);
+/* Defines rank-4 output i held in the graph layout. */
+rt__ox_value *rt__ox_def_out4(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt_dtype dt,
+                              const int64_t *dims, const char *tf);
+/* Output 0 becomes the same value as x. */
+void rt__ox_alias(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__ox_value *x);
+/* x's tensor as stored (either layout) and whether it is channels-last. */
+ms_status rt__ox_in_any(rt__ox_conv *cv, rt__ox_value *x, const char **tf, int *nhwc);
+/* "NHWC" or "NCHW" for the graph layout; its channel axis; a 4-list
+ * (strides, ksize, sizes) from ONNX-order n, c, h, w in the graph layout. */
+const char *rt__ox_data_format(const rt__ox_conv *cv);
+int rt__ox_chan_axis(const rt__ox_conv *cv);
+void rt__ox_lay4(const rt__ox_conv *cv, int64_t *o, int64_t n, int64_t c, int64_t h, int64_t w);
+int rt__ox_out_of(int64_t v, int64_t lo, int64_t hi);
+/* Axis a of a rank-`rank` tensor (negative from the end); -1 out of range. */
+int rt__ox_norm_axis(int64_t a, int rank);
+/* 1 when x has rank r, else 0 with *st set. */
+int rt__ox_need_rank(rt__ox_conv *cv, const rt__ox_value *x, int r, ms_status *st);
+/* Constant int input i into out[0..max); *count = -1 when absent. */
+ms_status rt__ox_const_ints(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, int64_t *out, int max,
+                            int *count);
+ms_status rt__ox_const_float_scalar(rt__ox_conv *cv, const rt__ox_value *v, float *out);
+const char *rt__ox_scalar_f32(rt__ox_conv *cv, const char *hint, float x);
+/* Pad / PadV2 / MirrorPad of rank-r x; pads begins then ends, in x's order. */
+const char *rt__ox_emit_pad(rt__ox_conv *cv, const char *hint, const char *x, rt_dtype dt, int r,
+                            const int64_t *pads, const char *mode, float value);
+/* Number of unknown (-1) entries in d[0..r). */
+int rt__ox_count_unknown(int r, const int64_t *d);
+
+/* Handlers in rt_onnx_shape.c (listed in rt_onnx_ops.c's table). */
+ms_status rt__ox_op_reshape(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_flatten(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_squeeze_unsqueeze(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_split(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_pad(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_constant(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_constant_of_shape(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_shape(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_cast(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n);
 
 #endif /* RT_ONNX_INT_H */

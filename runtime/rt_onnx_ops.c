@@ -1,32 +1,35 @@
-/* rt_onnx_ops.c - one handler per ONNX op for the ONNX -> TF converter.
+/* rt_onnx_ops.c - ONNX op handlers for the ONNX -> TF converter: the shared
+ * helpers, the compute ops (convolution, normalisation, pools, reductions,
+ * elementwise, dense, softmax) and the op table. Shape, data-movement and
+ * constant ops are in rt_onnx_shape.c.
  *
  * Each handler reads its inputs from the value table, emits TF nodes and
- * defines its outputs (dtype, static shape as far as known, TF tensor name).
- * Tensors stay in ONNX's NCHW order. Values known at conversion time
- * (initializers, Constant, shape arithmetic) are folded here and only become
- * Const nodes when a real op consumes them. A handler fails with MS_ENOTSUP
- * for attribute values it does not translate; the message names the node.
+ * defines its outputs (dtype, static shape as far as known, TF tensor name,
+ * layout). Values known at conversion time (initializers, Constant, shape
+ * arithmetic) are folded and only become Const nodes when a real op consumes
+ * them. Layout-aware handlers keep 4-D activations in the graph layout
+ * (cv->nhwc); the others see ONNX order through rt__ox_tf. A handler fails
+ * with MS_ENOTSUP for attribute values it does not translate; the message
+ * names the node.
  */
-#include <math.h>
 #include <float.h>
+#include <math.h>
 #include <string.h>
 
 #include "rt_onnx_int.h"
-
-#define OX_MAXR RT_MAX_RANK
 
 /* ======================================================================
  * Helpers
  * ====================================================================== */
 
-static const char *hint_of(const Onnx__NodeProto *n) {
+const char *rt__ox_hint_of(const Onnx__NodeProto *n) {
     if (n->name && n->name[0]) return n->name;
     if (n->n_output && n->output[0]) return n->output[0];
     return n->op_type;
 }
 
 /* Required input i (value and TF tensor). */
-static ms_status need(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt__ox_value **v,
+ms_status rt__ox_need(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt__ox_value **v,
                       const char **tf) {
     rt__ox_value *x = rt__ox_in(cv, n, i);
     if (x == NULL) return rt__ox_err(cv, MS_EINVAL, "input %d is missing", i);
@@ -35,10 +38,10 @@ static ms_status need(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt__ox_v
     return MS_OK;
 }
 
-static rt__ox_value *def_out(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt_dtype dt,
+rt__ox_value *rt__ox_def_out(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt_dtype dt,
                              int rank, const int64_t *dims, const char *tf) {
     if ((size_t)i >= n->n_output || n->output[i] == NULL || n->output[i][0] == '\0') {
-        return rt__ox_alloc(cv, sizeof(rt__ox_value));   /* unused optional output */
+        return rt__ox_alloc(cv, sizeof(rt__ox_value)); /* unused optional output */
     }
     rt__ox_value *v = rt__ox_define(cv, n->output[i], dt, rank, dims);
     v->tf = tf;
@@ -47,25 +50,27 @@ static rt__ox_value *def_out(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, r
 
 /* ---- layout: cv->nhwc keeps rank-4 activations channels-last ---- */
 
-static const char *data_format(const rt__ox_conv *cv) {
+const char *rt__ox_data_format(const rt__ox_conv *cv) {
     return cv->nhwc ? "NHWC" : "NCHW";
 }
 
 /* A 4-list (strides, ksize, sizes) from ONNX-order n, c, h, w in the graph layout. */
-static void lay4(const rt__ox_conv *cv, int64_t *o, int64_t n, int64_t c, int64_t h, int64_t w) {
-    if (cv->nhwc) o[0] = n, o[1] = h, o[2] = w, o[3] = c;
-    else o[0] = n, o[1] = c, o[2] = h, o[3] = w;
+void rt__ox_lay4(const rt__ox_conv *cv, int64_t *o, int64_t n, int64_t c, int64_t h, int64_t w) {
+    if (cv->nhwc)
+        o[0] = n, o[1] = h, o[2] = w, o[3] = c;
+    else
+        o[0] = n, o[1] = c, o[2] = h, o[3] = w;
 }
 
 /* The channel axis of rank-4 tensors in the graph layout. */
-static int chan_axis(const rt__ox_conv *cv) {
+int rt__ox_chan_axis(const rt__ox_conv *cv) {
     return cv->nhwc ? 3 : 1;
 }
 
 /* Rank-4 input i in the graph layout. */
-static ms_status need4(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt__ox_value **v,
+ms_status rt__ox_need4(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt__ox_value **v,
                        const char **tf) {
-    ms_status st = need(cv, n, i, v, NULL);
+    ms_status st = rt__ox_need(cv, n, i, v, NULL);
     if (st != MS_OK) return st;
     if ((*v)->rank != 4)
         return rt__ox_err(cv, MS_ENOTSUP, "input \"%s\" must have rank 4 (got %d)", (*v)->name,
@@ -74,15 +79,15 @@ static ms_status need4(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt__ox_
 }
 
 /* Defines rank-4 output i held in the graph layout. */
-static rt__ox_value *def_out4(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt_dtype dt,
+rt__ox_value *rt__ox_def_out4(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt_dtype dt,
                               const int64_t *dims, const char *tf) {
-    rt__ox_value *v = def_out(cv, n, i, dt, 4, dims, tf);
+    rt__ox_value *v = rt__ox_def_out(cv, n, i, dt, 4, dims, tf);
     v->nhwc = cv->nhwc;
     return v;
 }
 
 /* The tensor of x as stored (either layout), for layout-neutral ops. */
-static ms_status in_any(rt__ox_conv *cv, rt__ox_value *x, const char **tf, int *nhwc) {
+ms_status rt__ox_in_any(rt__ox_conv *cv, rt__ox_value *x, const char **tf, int *nhwc) {
     *nhwc = x->nhwc;
     if (x->nhwc) {
         *tf = x->tf;
@@ -92,19 +97,26 @@ static ms_status in_any(rt__ox_conv *cv, rt__ox_value *x, const char **tf, int *
 }
 
 /* Output 0 aliases value x (Identity, Dropout, no-op casts). */
-static void alias(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__ox_value *x) {
+void rt__ox_alias(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__ox_value *x) {
     rt__ox_value copy = *x;
-    rt__ox_value *o = def_out(cv, n, 0, x->dt, x->rank, x->dim, x->tf);
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, x->dt, x->rank, x->dim, x->tf);
     const char *nm = o->name;
     *o = copy;
     o->name = nm;
 }
 
-static int norm_axis(int64_t a, int rank) {
+int rt__ox_out_of(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo || v > hi;
+}
+
+/* Axis a of a rank-`rank` tensor (negative counts from the end); -1 when
+ * out of range. */
+int rt__ox_norm_axis(int64_t a, int rank) {
+    if (a < -(int64_t)rank || a >= rank) return -1;
     return (int)(a < 0 ? a + rank : a);
 }
 
-static int need_rank(rt__ox_conv *cv, const rt__ox_value *x, int r, ms_status *st) {
+int rt__ox_need_rank(rt__ox_conv *cv, const rt__ox_value *x, int r, ms_status *st) {
     if (x->rank != r) {
         *st = rt__ox_err(cv, MS_ENOTSUP, "input \"%s\" must have rank %d (got %d)", x->name, r,
                          x->rank);
@@ -114,8 +126,8 @@ static int need_rank(rt__ox_conv *cv, const rt__ox_value *x, int r, ms_status *s
 }
 
 /* Reads a const int input (or returns count -1 when absent). */
-static ms_status const_ints(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, int64_t *out,
-                            int max, int *count) {
+ms_status rt__ox_const_ints(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, int64_t *out, int max,
+                            int *count) {
     rt__ox_value *v = rt__ox_in(cv, n, i);
     *count = -1;
     if (v == NULL) return MS_OK;
@@ -123,12 +135,13 @@ static ms_status const_ints(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, in
         return rt__ox_err(cv, MS_ENOTSUP, "input %d (\"%s\") must be a constant", i, v->name);
     int64_t ne = rt__ox_nelem(v);
     if (ne > max) return rt__ox_err(cv, MS_ENOTSUP, "input %d has too many values", i);
-    for (int64_t k = 0; k < ne; k++) out[k] = v->iv[k];
+    for (int64_t k = 0; k < ne; k++)
+        out[k] = v->iv[k];
     *count = (int)ne;
     return MS_OK;
 }
 
-static ms_status const_float_scalar(rt__ox_conv *cv, const rt__ox_value *v, float *out) {
+ms_status rt__ox_const_float_scalar(rt__ox_conv *cv, const rt__ox_value *v, float *out) {
     if (v->f && rt__ox_nelem(v) == 1) {
         *out = v->f[0];
         return MS_OK;
@@ -140,12 +153,12 @@ static ms_status const_float_scalar(rt__ox_conv *cv, const rt__ox_value *v, floa
     return rt__ox_err(cv, MS_ENOTSUP, "\"%s\" must be a constant scalar", v->name);
 }
 
-static const char *scalar_f32(rt__ox_conv *cv, const char *hint, float x) {
+const char *rt__ox_scalar_f32(rt__ox_conv *cv, const char *hint, float x) {
     return rt__tf_const_f32(cv, hint, 0, NULL, &x);
 }
 
 /* Emits Pad/PadV2/MirrorPad of rank-r x; pads in ONNX order (begins then ends). */
-static const char *emit_pad(rt__ox_conv *cv, const char *hint, const char *x, rt_dtype dt, int r,
+const char *rt__ox_emit_pad(rt__ox_conv *cv, const char *hint, const char *x, rt_dtype dt, int r,
                             const int64_t *pads, const char *mode, float value) {
     int64_t p[2 * OX_MAXR], d[2] = {r, 2};
     for (int i = 0; i < r; i++) {
@@ -155,10 +168,11 @@ static const char *emit_pad(rt__ox_conv *cv, const char *hint, const char *x, rt
     const char *op = strcmp(mode, "reflect") == 0 ? "MirrorPad" : value != 0.0f ? "PadV2" : "Pad";
     Tensorflow__NodeDef *nd = rt__tf_node(cv, op, hint);
     rt__tf_input(cv, nd, x);
-    rt__tf_input(cv, nd, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/paddings", nd->name),
-                                          RT_DT_INT32, 2, d, p));
+    rt__tf_input(
+        cv, nd,
+        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/paddings", nd->name), RT_DT_INT32, 2, d, p));
     if (strcmp(op, "PadV2") == 0)
-        rt__tf_input(cv, nd, scalar_f32(cv, rt__ox_printf(cv, "%s/value", nd->name), value));
+        rt__tf_input(cv, nd, rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/value", nd->name), value));
     rt__tf_attr_type(cv, nd, "T", dt);
     rt__tf_attr_type(cv, nd, "Tpaddings", RT_DT_INT32);
     if (strcmp(op, "MirrorPad") == 0) rt__tf_attr_s(cv, nd, "mode", "REFLECT");
@@ -169,9 +183,9 @@ static const char *emit_pad(rt__ox_conv *cv, const char *hint, const char *x, rt
 
 typedef struct win2d {
     int64_t k[2], s[2], d[2];
-    int64_t pads[4];      /* ONNX order: top, left, bottom, right */
-    const char *padding;  /* "VALID", "SAME" or NULL = needs an explicit Pad */
-    int64_t out[2];       /* output H, W (-1 unknown) */
+    int64_t pads[4];     /* ONNX order: top, left, bottom, right */
+    const char *padding; /* "VALID", "SAME" or NULL = needs an explicit Pad */
+    int64_t out[2];      /* output H, W (-1 unknown) */
 } win2d;
 
 /* Reads kernel/strides/dilations/pads/auto_pad for input spatial dims in_hw
@@ -183,21 +197,34 @@ static ms_status window(rt__ox_conv *cv, const Onnx__NodeProto *n, const int64_t
     w->k[1] = kernel[1];
     w->s[0] = w->s[1] = w->d[0] = w->d[1] = 1;
     int c = rt__ox_attr_ints(n, "strides", tmp, 8);
-    if (c == 2) w->s[0] = tmp[0], w->s[1] = tmp[1];
-    else if (c >= 0) return rt__ox_err(cv, MS_ENOTSUP, "only 2-D windows are supported");
+    if (c == 2)
+        w->s[0] = tmp[0], w->s[1] = tmp[1];
+    else if (c >= 0)
+        return rt__ox_err(cv, MS_ENOTSUP, "only 2-D windows are supported");
     c = rt__ox_attr_ints(n, "dilations", tmp, 8);
-    if (c == 2) w->d[0] = tmp[0], w->d[1] = tmp[1];
-    else if (c >= 0) return rt__ox_err(cv, MS_ENOTSUP, "only 2-D windows are supported");
+    if (c == 2)
+        w->d[0] = tmp[0], w->d[1] = tmp[1];
+    else if (c >= 0)
+        return rt__ox_err(cv, MS_ENOTSUP, "only 2-D windows are supported");
     memset(w->pads, 0, sizeof(w->pads));
     c = rt__ox_attr_ints(n, "pads", tmp, 8);
-    if (c == 4) memcpy(w->pads, tmp, sizeof(w->pads));
-    else if (c >= 0) return rt__ox_err(cv, MS_ENOTSUP, "pads must have 4 values for 2-D");
+    if (c == 4)
+        memcpy(w->pads, tmp, sizeof(w->pads));
+    else if (c >= 0)
+        return rt__ox_err(cv, MS_ENOTSUP, "pads must have 4 values for 2-D");
     int same_upper = rt__ox_attr_is(n, "auto_pad", "SAME_UPPER", "NOTSET");
     int same_lower = rt__ox_attr_is(n, "auto_pad", "SAME_LOWER", "NOTSET");
     int valid = rt__ox_attr_is(n, "auto_pad", "VALID", "NOTSET");
     if (!rt__ox_attr_is(n, "auto_pad", "NOTSET", "NOTSET") && !same_upper && !same_lower && !valid)
         return rt__ox_err(cv, MS_EINVAL, "unknown auto_pad value");
     if (valid) memset(w->pads, 0, sizeof(w->pads));
+    for (int a = 0; a < 2; a++)
+        if (rt__ox_out_of(w->k[a], 1, OX_WIN_MAX) || rt__ox_out_of(w->s[a], 1, OX_WIN_MAX) ||
+            rt__ox_out_of(w->d[a], 1, OX_WIN_MAX) || rt__ox_out_of(w->pads[a], 0, OX_WIN_MAX) ||
+            rt__ox_out_of(w->pads[a + 2], 0, OX_WIN_MAX))
+            return rt__ox_err(cv, MS_EINVAL,
+                              "kernel, strides, dilations and pads must be in "
+                              "1..2^20 (pads 0..2^20)");
     int64_t same[4];
     int known = in_hw[0] >= 0 && in_hw[1] >= 0;
     for (int a = 0; a < 2; a++) {
@@ -213,8 +240,7 @@ static ms_status window(rt__ox_conv *cv, const Onnx__NodeProto *n, const int64_t
         }
     }
     if (same_upper || same_lower) {
-        if (!known)
-            return rt__ox_err(cv, MS_ENOTSUP, "auto_pad SAME needs static spatial dims");
+        if (!known) return rt__ox_err(cv, MS_ENOTSUP, "auto_pad SAME needs static spatial dims");
         memcpy(w->pads, same, sizeof(same));
         if (same_lower)
             for (int a = 0; a < 2; a++) {
@@ -245,8 +271,8 @@ static ms_status window(rt__ox_conv *cv, const Onnx__NodeProto *n, const int64_t
     w->padding = zero ? "VALID" : is_same ? "SAME" : NULL;
     for (int a = 0; a < 2; a++) {
         int64_t keff = (w->k[a] - 1) * w->d[a] + 1;
-        w->out[a] = in_hw[a] < 0 ? -1
-                                 : (in_hw[a] + w->pads[a] + w->pads[a + 2] - keff) / w->s[a] + 1;
+        w->out[a] =
+            in_hw[a] < 0 ? -1 : (in_hw[a] + w->pads[a] + w->pads[a + 2] - keff) / w->s[a] + 1;
     }
     return MS_OK;
 }
@@ -256,13 +282,12 @@ static const char *pad_for_window(rt__ox_conv *cv, const char *hint, const char 
                                   float value) {
     if (w->padding != NULL) return x;
     int64_t p[8];
-    lay4(cv, p, 0, 0, w->pads[0], w->pads[1]);
-    lay4(cv, p + 4, 0, 0, w->pads[2], w->pads[3]);
+    rt__ox_lay4(cv, p, 0, 0, w->pads[0], w->pads[1]);
+    rt__ox_lay4(cv, p + 4, 0, 0, w->pads[2], w->pads[3]);
     w->padding = "VALID";
-    return emit_pad(cv, rt__ox_printf(cv, "%s/pad", hint), x, RT_DT_FLOAT, 4, p, "constant",
-                    value);
+    return rt__ox_emit_pad(cv, rt__ox_printf(cv, "%s/pad", hint), x, RT_DT_FLOAT, 4, p, "constant",
+                           value);
 }
-
 
 /* ======================================================================
  * Convolution
@@ -275,12 +300,12 @@ static const char *conv2d_node(rt__ox_conv *cv, const char *op, const char *hint
     rt__tf_input(cv, nd, x);
     rt__tf_input(cv, nd, filter);
     rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
-    lay4(cv, l, 1, 1, w->s[0], w->s[1]);
+    rt__ox_lay4(cv, l, 1, 1, w->s[0], w->s[1]);
     rt__tf_attr_ilist(cv, nd, "strides", l, 4);
-    lay4(cv, l, 1, 1, w->d[0], w->d[1]);
+    rt__ox_lay4(cv, l, 1, 1, w->d[0], w->d[1]);
     rt__tf_attr_ilist(cv, nd, "dilations", l, 4);
     rt__tf_attr_s(cv, nd, "padding", w->padding);
-    rt__tf_attr_s(cv, nd, "data_format", data_format(cv));
+    rt__tf_attr_s(cv, nd, "data_format", rt__ox_data_format(cv));
     return nd->name;
 }
 
@@ -293,23 +318,27 @@ static float *hwio(rt__ox_conv *cv, const rt__ox_value *W, int64_t m0, int64_t m
         for (int64_t c = 0; c < ci; c++)
             for (int64_t y = 0; y < kh; y++)
                 for (int64_t x = 0; x < kw; x++)
-                    f[((y * kw + x) * ci + c) * mc + m] = W->f[(((m0 + m) * ci + c) * kh + y) * kw + x];
+                    f[((y * kw + x) * ci + c) * mc + m] =
+                        W->f[(((m0 + m) * ci + c) * kh + y) * kw + x];
     return f;
 }
 
 static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
-    const char *x, *h = hint_of(n);
+    const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
-    if ((st = need4(cv, n, 0, &X, &x)) != MS_OK || (st = need(cv, n, 1, &W, NULL)) != MS_OK)
+    if ((st = rt__ox_need4(cv, n, 0, &X, &x)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &W, NULL)) != MS_OK)
         return st;
     if (!W->f || W->rank != 4)
         return rt__ox_err(cv, MS_ENOTSUP, "weights must be a constant 4-D float tensor");
     int64_t M = W->dim[0], Cg = W->dim[1], g = rt__ox_attr_i(n, "group", 1);
     int64_t C = X->dim[1] >= 0 ? X->dim[1] : Cg * g;
     if (g < 1 || Cg * g != C || M % g != 0)
-        return rt__ox_err(cv, MS_EINVAL, "group %lld does not fit weights [%lld, %lld, ...] and %lld "
-                          "input channels", (long long)g, (long long)M, (long long)Cg, (long long)C);
+        return rt__ox_err(cv, MS_EINVAL,
+                          "group %lld does not fit weights [%lld, %lld, ...] and %lld "
+                          "input channels",
+                          (long long)g, (long long)M, (long long)Cg, (long long)C);
     int64_t ks[2] = {W->dim[2], W->dim[3]};
     win2d w;
     if ((st = window(cv, n, X->dim + 2, ks, 0, &w)) != MS_OK) return st;
@@ -317,9 +346,9 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int64_t fd[4] = {ks[0], ks[1], Cg, M};
     const char *y;
     if (g == 1) {
-        y = conv2d_node(cv, "Conv2D", h, x,
-                        rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 4, fd,
-                                         hwio(cv, W, 0, M)), &w);
+        y = conv2d_node(
+            cv, "Conv2D", h, x,
+            rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 4, fd, hwio(cv, W, 0, M)), &w);
     } else if (Cg == 1) {
         /* Depthwise: output channel c*mult + k reads input channel c, which is
          * TF's DepthwiseConv2dNative order; filter [kh, kw, C, mult]. */
@@ -334,7 +363,8 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     } else {
         /* Grouped: split channels, one Conv2D per group, concatenate. */
         Tensorflow__NodeDef *sp = rt__tf_node(cv, "Split", rt__ox_printf(cv, "%s/split", h));
-        rt__tf_input(cv, sp, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", sp->name), chan_axis(cv)));
+        rt__tf_input(cv, sp,
+                     rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", sp->name), rt__ox_chan_axis(cv)));
         rt__tf_input(cv, sp, x);
         rt__tf_attr_i(cv, sp, "num_split", g);
         rt__tf_attr_type(cv, sp, "T", RT_DT_FLOAT);
@@ -345,11 +375,14 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             const char *hk = rt__ox_printf(cv, "%s/g%lld", h, (long long)k);
             parts[k] = conv2d_node(cv, "Conv2D", hk, rt__tf_out(cv, sp, (int)k),
                                    rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", hk), 4, gd,
-                                                    hwio(cv, W, k * mg, mg)), &w);
+                                                    hwio(cv, W, k * mg, mg)),
+                                   &w);
         }
         cat = rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/concat", h));
-        for (int64_t k = 0; k < g; k++) rt__tf_input(cv, cat, parts[k]);
-        rt__tf_input(cv, cat, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", cat->name), chan_axis(cv)));
+        for (int64_t k = 0; k < g; k++)
+            rt__tf_input(cv, cat, parts[k]);
+        rt__tf_input(cv, cat,
+                     rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", cat->name), rt__ox_chan_axis(cv)));
         rt__tf_attr_i(cv, cat, "N", g);
         rt__tf_attr_type(cv, cat, "T", RT_DT_FLOAT);
         rt__tf_attr_type(cv, cat, "Tidx", RT_DT_INT32);
@@ -357,24 +390,26 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     }
     if (B != NULL) {
         if (!B->f || rt__ox_nelem(B) != M)
-            return rt__ox_err(cv, MS_ENOTSUP, "bias must be a constant of %lld floats", (long long)M);
+            return rt__ox_err(cv, MS_ENOTSUP, "bias must be a constant of %lld floats",
+                              (long long)M);
         Tensorflow__NodeDef *ba = rt__tf_node(cv, "BiasAdd", rt__ox_printf(cv, "%s/bias_add", h));
         rt__tf_input(cv, ba, y);
         rt__tf_input(cv, ba, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &M, B->f));
         rt__tf_attr_type(cv, ba, "T", RT_DT_FLOAT);
-        rt__tf_attr_s(cv, ba, "data_format", data_format(cv));
+        rt__tf_attr_s(cv, ba, "data_format", rt__ox_data_format(cv));
         y = ba->name;
     }
     int64_t od[4] = {X->dim[0], M, w.out[0], w.out[1]};
-    def_out4(cv, n, 0, RT_DT_FLOAT, od, y);
+    rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, od, y);
     return MS_OK;
 }
 
 static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
-    const char *x, *h = hint_of(n);
+    const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
-    if ((st = need4(cv, n, 0, &X, &x)) != MS_OK || (st = need(cv, n, 1, &W, NULL)) != MS_OK)
+    if ((st = rt__ox_need4(cv, n, 0, &X, &x)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &W, NULL)) != MS_OK)
         return st;
     if (!W->f || W->rank != 4)
         return rt__ox_err(cv, MS_ENOTSUP, "weights must be a constant 4-D float tensor");
@@ -394,6 +429,12 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (rt__ox_attr_is(n, "auto_pad", "VALID", "NOTSET")) memset(pads, 0, sizeof(pads));
     if (d[0] != 1 || d[1] != 1)
         return rt__ox_err(cv, MS_ENOTSUP, "dilated ConvTranspose is not supported");
+    for (int a = 0; a < 2; a++)
+        if (rt__ox_out_of(s[a], 1, OX_WIN_MAX) || rt__ox_out_of(op[a], 0, s[a] - 1) ||
+            rt__ox_out_of(pads[a], 0, OX_WIN_MAX) || rt__ox_out_of(pads[a + 2], 0, OX_WIN_MAX))
+            return rt__ox_err(cv, MS_EINVAL,
+                              "strides must be in 1..2^20, output_padding below "
+                              "the stride, pads in 0..2^20");
     if (X->dim[2] < 0 || X->dim[3] < 0)
         return rt__ox_err(cv, MS_ENOTSUP, "ConvTranspose needs static spatial dims");
     if (X->dim[1] >= 0 && X->dim[1] != Ci)
@@ -412,7 +453,7 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *sizes;
     if (X->dim[0] >= 0) {
         int64_t sz[4];
-        lay4(cv, sz, X->dim[0], Co, full[0], full[1]);
+        rt__ox_lay4(cv, sz, X->dim[0], Co, full[0], full[1]);
         sizes = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/input_sizes", h), 4, sz);
     } else {
         Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", rt__ox_printf(cv, "%s/shape", h));
@@ -433,10 +474,12 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__tf_attr_i(cv, ss, "new_axis_mask", 0);
         rt__tf_attr_i(cv, ss, "shrink_axis_mask", 0);
         int64_t rest[4];
-        lay4(cv, rest, 0, Co, full[0], full[1]);
-        Tensorflow__NodeDef *cat = rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/input_sizes", h));
+        rt__ox_lay4(cv, rest, 0, Co, full[0], full[1]);
+        Tensorflow__NodeDef *cat =
+            rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/input_sizes", h));
         rt__tf_input(cv, cat, ss->name);
-        rt__tf_input(cv, cat, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/chw", cat->name), 3, rest + 1));
+        rt__tf_input(cv, cat,
+                     rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/chw", cat->name), 3, rest + 1));
         rt__tf_input(cv, cat, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", cat->name), 0));
         rt__tf_attr_i(cv, cat, "N", 2);
         rt__tf_attr_type(cv, cat, "T", RT_DT_INT32);
@@ -449,19 +492,19 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_input(cv, nd, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 4, fd, f));
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
-    lay4(cv, l, 1, 1, s[0], s[1]);
+    rt__ox_lay4(cv, l, 1, 1, s[0], s[1]);
     rt__tf_attr_ilist(cv, nd, "strides", l, 4);
-    lay4(cv, l, 1, 1, 1, 1);
+    rt__ox_lay4(cv, l, 1, 1, 1, 1);
     rt__tf_attr_ilist(cv, nd, "dilations", l, 4);
     rt__tf_attr_s(cv, nd, "padding", "VALID");
-    rt__tf_attr_s(cv, nd, "data_format", data_format(cv));
+    rt__tf_attr_s(cv, nd, "data_format", rt__ox_data_format(cv));
     const char *y = nd->name;
     int64_t oh = full[0] - pads[0] - pads[2], ow = full[1] - pads[1] - pads[3];
     if (pads[0] || pads[1] || pads[2] || pads[3]) {
         Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/crop", h));
         int64_t b[4], z[4];
-        lay4(cv, b, 0, 0, pads[0], pads[1]);
-        lay4(cv, z, -1, Co, oh, ow);
+        rt__ox_lay4(cv, b, 0, 0, pads[0], pads[1]);
+        rt__ox_lay4(cv, z, -1, Co, oh, ow);
         rt__tf_input(cv, sl, y);
         rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", sl->name), 4, b));
         rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", sl->name), 4, z));
@@ -471,16 +514,17 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     }
     if (B != NULL) {
         if (!B->f || rt__ox_nelem(B) != Co)
-            return rt__ox_err(cv, MS_ENOTSUP, "bias must be a constant of %lld floats", (long long)Co);
+            return rt__ox_err(cv, MS_ENOTSUP, "bias must be a constant of %lld floats",
+                              (long long)Co);
         Tensorflow__NodeDef *ba = rt__tf_node(cv, "BiasAdd", rt__ox_printf(cv, "%s/bias_add", h));
         rt__tf_input(cv, ba, y);
         rt__tf_input(cv, ba, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &Co, B->f));
         rt__tf_attr_type(cv, ba, "T", RT_DT_FLOAT);
-        rt__tf_attr_s(cv, ba, "data_format", data_format(cv));
+        rt__tf_attr_s(cv, ba, "data_format", rt__ox_data_format(cv));
         y = ba->name;
     }
     int64_t od[4] = {X->dim[0], Co, oh, ow};
-    def_out4(cv, n, 0, RT_DT_FLOAT, od, y);
+    rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, od, y);
     return MS_OK;
 }
 
@@ -493,25 +537,25 @@ static const char *channel_affine(rt__ox_conv *cv, const char *h, const char *x,
                                   const float *a, const float *b, int last) {
     int64_t d[OX_MAXR];
     d[0] = C;
-    for (int i = 1; i < r - 1; i++) d[i] = 1;
-    int cr = last ? 1 : r - 1;   /* channels last: a [C] vector broadcasts */
-    const char *y = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/scale", h), x,
-                                  rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/a", h), cr, d, a),
-                                  RT_DT_FLOAT);
+    for (int i = 1; i < r - 1; i++)
+        d[i] = 1;
+    int cr = last ? 1 : r - 1; /* channels last: a [C] vector broadcasts */
+    const char *y =
+        rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/scale", h), x,
+                      rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/a", h), cr, d, a), RT_DT_FLOAT);
     return rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/shift", h), y,
-                         rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/b", h), cr, d, b),
-                         RT_DT_FLOAT);
+                         rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/b", h), cr, d, b), RT_DT_FLOAT);
 }
 
 static ms_status op_batchnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *p[4];
-    const char *x, *h = hint_of(n);
+    const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
-    st = X->rank == 4 ? need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    st = X->rank == 4 ? rt__ox_need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
     if (st != MS_OK) return st;
     for (int i = 0; i < 4; i++) {
-        if ((st = need(cv, n, i + 1, &p[i], NULL)) != MS_OK) return st;
+        if ((st = rt__ox_need(cv, n, i + 1, &p[i], NULL)) != MS_OK) return st;
         if (!p[i]->f) return rt__ox_err(cv, MS_ENOTSUP, "parameters must be constants");
     }
     if (X->rank < 2) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be >= 2");
@@ -531,9 +575,9 @@ static ms_status op_batchnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
         rt__tf_attr_type(cv, nd, "U", RT_DT_FLOAT);
         rt__tf_attr_f(cv, nd, "epsilon", eps);
-        rt__tf_attr_s(cv, nd, "data_format", data_format(cv));
+        rt__tf_attr_s(cv, nd, "data_format", rt__ox_data_format(cv));
         rt__tf_attr_b(cv, nd, "is_training", 0);
-        def_out4(cv, n, 0, RT_DT_FLOAT, X->dim, nd->name);
+        rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, X->dim, nd->name);
         return MS_OK;
     } else {
         float *a = rt__ox_alloc(cv, (size_t)C * sizeof(float));
@@ -544,24 +588,26 @@ static ms_status op_batchnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         }
         y = channel_affine(cv, h, x, X->rank, C, a, b, 0);
     }
-    def_out(cv, n, 0, RT_DT_FLOAT, X->rank, X->dim, y);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, X->dim, y);
     return MS_OK;
 }
 
 static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *S = NULL, *B = NULL;
-    const char *x, *h = hint_of(n);
+    const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK || (st = need(cv, n, 1, &S, NULL)) != MS_OK ||
-        (st = need(cv, n, 2, &B, NULL)) != MS_OK)
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &S, NULL)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 2, &B, NULL)) != MS_OK)
         return st;
     if (!S->f || !B->f) return rt__ox_err(cv, MS_ENOTSUP, "scale and B must be constants");
     if (X->rank < 3) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be >= 3");
     int r = X->rank, last = r == 4 && cv->nhwc;
-    st = last ? need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
+    st = last ? rt__ox_need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
     if (st != MS_OK) return st;
     int64_t axes[OX_MAXR];
-    for (int i = 2; i < r; i++) axes[i - 2] = last ? i - 1 : i;
+    for (int i = 2; i < r; i++)
+        axes[i - 2] = last ? i - 1 : i;
     const char *ax = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/axes", h), r - 2, axes);
     Tensorflow__NodeDef *m = rt__tf_node(cv, "Mean", rt__ox_printf(cv, "%s/mean", h));
     rt__tf_input(cv, m, x);
@@ -569,8 +615,8 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_type(cv, m, "T", RT_DT_FLOAT);
     rt__tf_attr_type(cv, m, "Tidx", RT_DT_INT32);
     rt__tf_attr_b(cv, m, "keep_dims", 1);
-    const char *d = rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/centered", h), x, m->name,
-                                  RT_DT_FLOAT);
+    const char *d =
+        rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/centered", h), x, m->name, RT_DT_FLOAT);
     const char *sq = rt__tf_unary(cv, "Square", rt__ox_printf(cv, "%s/square", h), d, RT_DT_FLOAT);
     Tensorflow__NodeDef *v = rt__tf_node(cv, "Mean", rt__ox_printf(cv, "%s/variance", h));
     rt__tf_input(cv, v, sq);
@@ -579,14 +625,14 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_type(cv, v, "Tidx", RT_DT_INT32);
     rt__tf_attr_b(cv, v, "keep_dims", 1);
     const char *ve = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/var_eps", h), v->name,
-                                   scalar_f32(cv, rt__ox_printf(cv, "%s/epsilon", h),
-                                              rt__ox_attr_f(n, "epsilon", 1e-5f)),
+                                   rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/epsilon", h),
+                                                     rt__ox_attr_f(n, "epsilon", 1e-5f)),
                                    RT_DT_FLOAT);
     const char *rs = rt__tf_unary(cv, "Rsqrt", rt__ox_printf(cv, "%s/rsqrt", h), ve, RT_DT_FLOAT);
-    const char *nrm = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/normalized", h), d, rs,
-                                    RT_DT_FLOAT);
+    const char *nrm =
+        rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/normalized", h), d, rs, RT_DT_FLOAT);
     const char *y = channel_affine(cv, h, nrm, r, rt__ox_nelem(S), S->f, B->f, last);
-    rt__ox_value *o = def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, y);
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, y);
     o->nhwc = last;
     return MS_OK;
 }
@@ -598,9 +644,9 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int is_max = strcmp(n->op_type, "MaxPool") == 0;
     rt__ox_value *X = NULL;
-    const char *x, *h = hint_of(n);
+    const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
-    if ((st = need4(cv, n, 0, &X, &x)) != MS_OK) return st;
+    if ((st = rt__ox_need4(cv, n, 0, &X, &x)) != MS_OK) return st;
     if (n->n_output > 1 && n->output[1] && n->output[1][0])
         return rt__ox_err(cv, MS_ENOTSUP, "the Indices output is not supported");
     int64_t ks[8];
@@ -615,12 +661,13 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         if (rt__ox_attr_i(n, "storage_order", 0) != 0)
             return rt__ox_err(cv, MS_ENOTSUP, "storage_order 1 is not supported");
         x = pad_for_window(cv, h, x, &w, -FLT_MAX);
-    } else if (w.padding == NULL || (strcmp(w.padding, "SAME") == 0 &&
-                                     rt__ox_attr_i(n, "count_include_pad", 0))) {
+    } else if (w.padding == NULL ||
+               (strcmp(w.padding, "SAME") == 0 && rt__ox_attr_i(n, "count_include_pad", 0))) {
         /* Zero padding counted in the average = explicit Pad + VALID; TF's SAME
          * excludes the padding from the count. */
         if (!rt__ox_attr_i(n, "count_include_pad", 0))
-            return rt__ox_err(cv, MS_ENOTSUP, "pads that are neither SAME nor VALID need "
+            return rt__ox_err(cv, MS_ENOTSUP,
+                              "pads that are neither SAME nor VALID need "
                               "count_include_pad=1");
         w.padding = NULL;
         x = pad_for_window(cv, h, x, &w, 0.0f);
@@ -629,14 +676,14 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     Tensorflow__NodeDef *nd = rt__tf_node(cv, is_max ? "MaxPool" : "AvgPool", h);
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
-    lay4(cv, l, 1, 1, w.k[0], w.k[1]);
+    rt__ox_lay4(cv, l, 1, 1, w.k[0], w.k[1]);
     rt__tf_attr_ilist(cv, nd, "ksize", l, 4);
-    lay4(cv, l, 1, 1, w.s[0], w.s[1]);
+    rt__ox_lay4(cv, l, 1, 1, w.s[0], w.s[1]);
     rt__tf_attr_ilist(cv, nd, "strides", l, 4);
     rt__tf_attr_s(cv, nd, "padding", w.padding);
-    rt__tf_attr_s(cv, nd, "data_format", data_format(cv));
+    rt__tf_attr_s(cv, nd, "data_format", rt__ox_data_format(cv));
     int64_t od[4] = {X->dim[0], X->dim[1], w.out[0], w.out[1]};
-    def_out4(cv, n, 0, RT_DT_FLOAT, od, nd->name);
+    rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, od, nd->name);
     return MS_OK;
 }
 
@@ -655,18 +702,20 @@ static ms_status op_global_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     const char *x;
     ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
     if (X->rank < 3) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be >= 3");
     int last = X->rank == 4 && cv->nhwc;
-    st = last ? need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
+    st = last ? rt__ox_need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
     if (st != MS_OK) return st;
     int64_t axes[OX_MAXR], od[OX_MAXR];
-    for (int i = 2; i < X->rank; i++) axes[i - 2] = last ? i - 1 : i;
+    for (int i = 2; i < X->rank; i++)
+        axes[i - 2] = last ? i - 1 : i;
     memcpy(od, X->dim, sizeof(od));
-    for (int i = 2; i < X->rank; i++) od[i] = 1;
+    for (int i = 2; i < X->rank; i++)
+        od[i] = 1;
     const char *op = strcmp(n->op_type, "GlobalMaxPool") == 0 ? "Max" : "Mean";
-    const char *y = reduce_node(cv, op, hint_of(n), x, RT_DT_FLOAT, axes, X->rank - 2, 1);
-    rt__ox_value *o = def_out(cv, n, 0, RT_DT_FLOAT, X->rank, od, y);
+    const char *y = reduce_node(cv, op, rt__ox_hint_of(n), x, RT_DT_FLOAT, axes, X->rank - 2, 1);
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, od, y);
     o->nhwc = last;
     return MS_OK;
 }
@@ -675,35 +724,39 @@ static ms_status op_reduce(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     const char *x;
     ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK) return st;
     if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
     int64_t axes[OX_MAXR];
     int na = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
     if (na > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "too many axes");
-    if (na < 0 && (st = const_ints(cv, n, 1, axes, OX_MAXR, &na)) != MS_OK) return st;
+    if (na < 0 && (st = rt__ox_const_ints(cv, n, 1, axes, OX_MAXR, &na)) != MS_OK) return st;
     if (na < 0 || (na == 0 && rt__ox_attr_i(n, "noop_with_empty_axes", 0) == 0)) {
         na = X->rank;
-        for (int i = 0; i < na; i++) axes[i] = i;
+        for (int i = 0; i < na; i++)
+            axes[i] = i;
     }
     int keep = (int)rt__ox_attr_i(n, "keepdims", 1);
     uint8_t red[OX_MAXR] = {0};
     for (int i = 0; i < na; i++) {
-        axes[i] = norm_axis(axes[i], X->rank);
-        if (axes[i] < 0 || axes[i] >= X->rank) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+        axes[i] = rt__ox_norm_axis(axes[i], X->rank);
+        if (axes[i] < 0 || axes[i] >= X->rank)
+            return rt__ox_err(cv, MS_EINVAL, "axis out of range");
         red[axes[i]] = 1;
     }
     int64_t od[OX_MAXR];
     int r = 0;
     for (int i = 0; i < X->rank; i++) {
-        if (!red[i]) od[r++] = X->dim[i];
-        else if (keep) od[r++] = 1;
+        if (!red[i])
+            od[r++] = X->dim[i];
+        else if (keep)
+            od[r++] = 1;
     }
     const char *op = strcmp(n->op_type, "ReduceSum") == 0   ? "Sum"
                      : strcmp(n->op_type, "ReduceMax") == 0 ? "Max"
                      : strcmp(n->op_type, "ReduceMin") == 0 ? "Min"
-                                                             : "Mean";
-    const char *y = reduce_node(cv, op, hint_of(n), x, X->dt, axes, na, keep);
-    def_out(cv, n, 0, X->dt, r, od, y);
+                                                            : "Mean";
+    const char *y = reduce_node(cv, op, rt__ox_hint_of(n), x, X->dt, axes, na, keep);
+    rt__ox_def_out(cv, n, 0, X->dt, r, od, y);
     return MS_OK;
 }
 
@@ -720,15 +773,16 @@ static ms_status op_unary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *x;
     int last;
     ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK || (st = in_any(cv, X, &x, &last)) != MS_OK)
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
+        (st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK)
         return st;
     const char *op = NULL;
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (strcmp(map[i][0], n->op_type) == 0) op = map[i][1];
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, op, hint_of(n));
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, op, rt__ox_hint_of(n));
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", X->dt);
-    def_out(cv, n, 0, X->dt, X->rank, X->dim, nd->name)->nhwc = last;
+    rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, nd->name)->nhwc = last;
     return MS_OK;
 }
 
@@ -737,13 +791,14 @@ static ms_status op_leaky_relu(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *x;
     ms_status st;
     int last;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK || (st = in_any(cv, X, &x, &last)) != MS_OK)
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
+        (st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK)
         return st;
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, "LeakyRelu", hint_of(n));
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "LeakyRelu", rt__ox_hint_of(n));
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
     rt__tf_attr_f(cv, nd, "alpha", rt__ox_attr_f(n, "alpha", 0.01f));
-    def_out(cv, n, 0, X->dt, X->rank, X->dim, nd->name)->nhwc = last;
+    rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, nd->name)->nhwc = last;
     return MS_OK;
 }
 
@@ -753,10 +808,10 @@ static const char *clamp(rt__ox_conv *cv, const char *h, const char *x, float lo
     if (lo == 0.0f && isnan(hi)) return rt__tf_unary(cv, "Relu", h, x, RT_DT_FLOAT);
     if (!isnan(lo))
         x = rt__tf_binary(cv, "Maximum", isnan(hi) ? h : rt__ox_printf(cv, "%s/lo", h), x,
-                          scalar_f32(cv, rt__ox_printf(cv, "%s/min", h), lo), RT_DT_FLOAT);
+                          rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/min", h), lo), RT_DT_FLOAT);
     if (!isnan(hi))
-        x = rt__tf_binary(cv, "Minimum", h, x, scalar_f32(cv, rt__ox_printf(cv, "%s/max", h), hi),
-                          RT_DT_FLOAT);
+        x = rt__tf_binary(cv, "Minimum", h, x,
+                          rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/max", h), hi), RT_DT_FLOAT);
     return x;
 }
 
@@ -765,51 +820,56 @@ static ms_status op_clip(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *x;
     ms_status st;
     int last;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK || (st = in_any(cv, X, &x, &last)) != MS_OK)
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
+        (st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK)
         return st;
     float lo = NAN, hi = NAN;
     if (cv->opset < 11) {
         if (rt__ox_attr(n, "min")) lo = rt__ox_attr_f(n, "min", 0);
         if (rt__ox_attr(n, "max")) hi = rt__ox_attr_f(n, "max", 0);
     } else {
-        if ((v = rt__ox_in(cv, n, 1)) && (st = const_float_scalar(cv, v, &lo)) != MS_OK) return st;
-        if ((v = rt__ox_in(cv, n, 2)) && (st = const_float_scalar(cv, v, &hi)) != MS_OK) return st;
+        if ((v = rt__ox_in(cv, n, 1)) && (st = rt__ox_const_float_scalar(cv, v, &lo)) != MS_OK)
+            return st;
+        if ((v = rt__ox_in(cv, n, 2)) && (st = rt__ox_const_float_scalar(cv, v, &hi)) != MS_OK)
+            return st;
     }
     if (isnan(lo) && isnan(hi)) {
-        alias(cv, n, X);
+        rt__ox_alias(cv, n, X);
         return MS_OK;
     }
-    def_out(cv, n, 0, X->dt, X->rank, X->dim, clamp(cv, hint_of(n), x, lo, hi))->nhwc = last;
+    rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, clamp(cv, rt__ox_hint_of(n), x, lo, hi))
+        ->nhwc = last;
     return MS_OK;
 }
 
 /* y = clamp(alpha * x + beta, 0, 1) */
 static const char *hard_sigmoid(rt__ox_conv *cv, const char *h, const char *x, float alpha,
                                 float beta) {
-    const char *t = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/alpha_x", h), x,
-                                  scalar_f32(cv, rt__ox_printf(cv, "%s/alpha", h), alpha),
-                                  RT_DT_FLOAT);
+    const char *t =
+        rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/alpha_x", h), x,
+                      rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/alpha", h), alpha), RT_DT_FLOAT);
     t = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/plus_beta", h), t,
-                      scalar_f32(cv, rt__ox_printf(cv, "%s/beta", h), beta), RT_DT_FLOAT);
+                      rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/beta", h), beta), RT_DT_FLOAT);
     return clamp(cv, h, t, 0.0f, 1.0f);
 }
 
 static ms_status op_hard_sigmoid(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
-    const char *x, *h = hint_of(n);
+    const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
     int last;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK || (st = in_any(cv, X, &x, &last)) != MS_OK)
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
+        (st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK)
         return st;
     const char *y;
     if (strcmp(n->op_type, "HardSwish") == 0) {
-        const char *hs = hard_sigmoid(cv, rt__ox_printf(cv, "%s/hard_sigmoid", h), x,
-                                      1.0f / 6.0f, 0.5f);
+        const char *hs =
+            hard_sigmoid(cv, rt__ox_printf(cv, "%s/hard_sigmoid", h), x, 1.0f / 6.0f, 0.5f);
         y = rt__tf_binary(cv, "Mul", h, x, hs, RT_DT_FLOAT);
     } else {
         y = hard_sigmoid(cv, h, x, rt__ox_attr_f(n, "alpha", 0.2f), rt__ox_attr_f(n, "beta", 0.5f));
     }
-    def_out(cv, n, 0, X->dt, X->rank, X->dim, y)->nhwc = last;
+    rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, y)->nhwc = last;
     return MS_OK;
 }
 
@@ -832,7 +892,7 @@ static int fold_int_binary(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__
     if (!a->iv || !b->iv) return 0;
     int64_t na = rt__ox_nelem(a), nb = rt__ox_nelem(b), no = na > nb ? na : nb;
     if (na < 0 || nb < 0 || (na != nb && na != 1 && nb != 1)) return 0;
-    rt__ox_value *o = def_out(cv, n, 0, a->dt, rank, od, NULL);
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, a->dt, rank, od, NULL);
     if (rt__ox_nelem(o) != no) return 0;
     o->iv = rt__ox_alloc(cv, (size_t)no * 8 + 8);
     o->ik = rt__ox_alloc(cv, (size_t)no + 1);
@@ -841,11 +901,16 @@ static int fold_int_binary(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__
         int64_t ia = na == 1 ? 0 : i, ib = nb == 1 ? 0 : i, x = a->iv[ia], y = b->iv[ib];
         o->ik[i] = a->ik[ia] && b->ik[ib];
         if (!o->ik[i]) continue;
-        if (strcmp(op, "Add") == 0) o->iv[i] = x + y;
-        else if (strcmp(op, "Sub") == 0) o->iv[i] = x - y;
-        else if (strcmp(op, "Mul") == 0) o->iv[i] = x * y;
-        else if (strcmp(op, "Div") == 0) o->iv[i] = y ? x / y : 0;
-        else o->ik[i] = 0;
+        if (strcmp(op, "Add") == 0)
+            o->iv[i] = x + y;
+        else if (strcmp(op, "Sub") == 0)
+            o->iv[i] = x - y;
+        else if (strcmp(op, "Mul") == 0)
+            o->iv[i] = x * y;
+        else if (strcmp(op, "Div") == 0)
+            o->iv[i] = y ? x / y : 0;
+        else
+            o->ik[i] = 0;
     }
     return 1;
 }
@@ -855,7 +920,7 @@ static int fold_float_binary(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt
     if (!a->f || !b->f) return 0;
     int64_t na = rt__ox_nelem(a), nb = rt__ox_nelem(b), no = na > nb ? na : nb;
     if (na != nb && na != 1 && nb != 1) return 0;
-    rt__ox_value *o = def_out(cv, n, 0, RT_DT_FLOAT, rank, od, NULL);
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, rank, od, NULL);
     if (rt__ox_nelem(o) != no) return 0;
     o->f = rt__ox_alloc(cv, (size_t)no * 4 + 4);
     for (int64_t i = 0; i < no; i++) {
@@ -874,33 +939,38 @@ static int fold_float_binary(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt
 
 static ms_status op_binary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     static const char *const map[][2] = {
-        {"Add", "AddV2"}, {"Sub", "Sub"},         {"Mul", "Mul"},        {"Div", "RealDiv"},
-        {"Pow", "Pow"},   {"Max", "Maximum"},     {"Min", "Minimum"},
+        {"Add", "AddV2"}, {"Sub", "Sub"},     {"Mul", "Mul"},     {"Div", "RealDiv"},
+        {"Pow", "Pow"},   {"Max", "Maximum"}, {"Min", "Minimum"},
     };
     rt__ox_value *A = NULL, *B = NULL;
-    const char *a, *b, *h = hint_of(n);
+    const char *a, *b, *h = rt__ox_hint_of(n);
     ms_status st;
     if (n->n_input != 2)
         return rt__ox_err(cv, MS_ENOTSUP, "exactly 2 inputs are supported (got %zu)", n->n_input);
-    if ((st = need(cv, n, 0, &A, NULL)) != MS_OK || (st = need(cv, n, 1, &B, NULL)) != MS_OK)
+    if ((st = rt__ox_need(cv, n, 0, &A, NULL)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &B, NULL)) != MS_OK)
         return st;
     int64_t od[OX_MAXR];
     int r = broadcast(A, B, od);
-    if (r == -2) return rt__ox_err(cv, MS_EINVAL, "shapes of \"%s\" and \"%s\" do not broadcast",
-                                   A->name, B->name);
+    if (r == -2)
+        return rt__ox_err(cv, MS_EINVAL, "shapes of \"%s\" and \"%s\" do not broadcast", A->name,
+                          B->name);
     if (r >= 0 && (fold_int_binary(cv, n, A, B, r, od) || fold_float_binary(cv, n, A, B, r, od)))
         return MS_OK;
     if (A->dt != RT_DT_FLOAT)
-        return rt__ox_err(cv, MS_ENOTSUP, "only float tensors are supported at run time (\"%s\" "
-                          "is %s)", A->name, rt_dtype_name(A->dt));
+        return rt__ox_err(cv, MS_ENOTSUP,
+                          "only float tensors are supported at run time (\"%s\" "
+                          "is %s)",
+                          A->name, rt_dtype_name(A->dt));
     if (strcmp(n->op_type, "Pow") == 0 && B->f && rt__ox_nelem(B) == 1 &&
         (B->f[0] == 2.0f || B->f[0] == 0.5f || B->f[0] == 1.0f)) {
         /* Common exponents as cheaper exact ops. */
         int last;
-        if ((st = in_any(cv, A, &a, &last)) != MS_OK) return st;
+        if ((st = rt__ox_in_any(cv, A, &a, &last)) != MS_OK) return st;
         const char *y = B->f[0] == 1.0f ? a
-                        : rt__tf_unary(cv, B->f[0] == 2.0f ? "Square" : "Sqrt", h, a, RT_DT_FLOAT);
-        def_out(cv, n, 0, RT_DT_FLOAT, r, od, y)->nhwc = last;
+                                        : rt__tf_unary(cv, B->f[0] == 2.0f ? "Square" : "Sqrt", h,
+                                                       a, RT_DT_FLOAT);
+        rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, od, y)->nhwc = last;
         return MS_OK;
     }
     /* Channels-last when a rank-4 operand already is and the other is either
@@ -916,12 +986,15 @@ static ms_status op_binary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                 continue;
             }
             /* Lift the constant to rank 4 (leading 1s) so it can be permuted. */
-            rt__ox_value *l = rt__ox_define(cv, rt__ox_printf(cv, "%s/rank4", v->name), v->dt, 4,
-                                            NULL);
-            for (int i = 0; i < 4; i++) l->dim[i] = i < 4 - v->rank ? 1 : v->dim[i - (4 - v->rank)];
+            rt__ox_value *l =
+                rt__ox_define(cv, rt__ox_printf(cv, "%s/rank4", v->name), v->dt, 4, NULL);
+            for (int i = 0; i < 4; i++)
+                l->dim[i] = i < 4 - v->rank ? 1 : v->dim[i - (4 - v->rank)];
             l->f = v->f;
-            if (k) B = l;
-            else A = l;
+            if (k)
+                B = l;
+            else
+                A = l;
         }
     }
     if (last) {
@@ -930,14 +1003,14 @@ static ms_status op_binary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         const char *op = NULL;
         for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
             if (strcmp(map[i][0], n->op_type) == 0) op = map[i][1];
-        def_out4(cv, n, 0, RT_DT_FLOAT, od, rt__tf_binary(cv, op, h, a, b, RT_DT_FLOAT));
+        rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, od, rt__tf_binary(cv, op, h, a, b, RT_DT_FLOAT));
         return MS_OK;
     }
     if ((st = rt__ox_tf(cv, A, &a)) != MS_OK || (st = rt__ox_tf(cv, B, &b)) != MS_OK) return st;
     const char *op = NULL;
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (strcmp(map[i][0], n->op_type) == 0) op = map[i][1];
-    def_out(cv, n, 0, RT_DT_FLOAT, r, od, rt__tf_binary(cv, op, h, a, b, RT_DT_FLOAT));
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, od, rt__tf_binary(cv, op, h, a, b, RT_DT_FLOAT));
     return MS_OK;
 }
 
@@ -947,11 +1020,12 @@ static ms_status op_binary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 
 static ms_status op_gemm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *A = NULL, *B = NULL, *C = rt__ox_in(cv, n, 2);
-    const char *a, *b, *h = hint_of(n);
+    const char *a, *b, *h = rt__ox_hint_of(n);
     ms_status st;
-    if ((st = need(cv, n, 0, &A, &a)) != MS_OK || (st = need(cv, n, 1, &B, NULL)) != MS_OK)
+    if ((st = rt__ox_need(cv, n, 0, &A, &a)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &B, NULL)) != MS_OK)
         return st;
-    if (!need_rank(cv, A, 2, &st) || !need_rank(cv, B, 2, &st)) return st;
+    if (!rt__ox_need_rank(cv, A, 2, &st) || !rt__ox_need_rank(cv, B, 2, &st)) return st;
     int ta = (int)rt__ox_attr_i(n, "transA", 0), tb = (int)rt__ox_attr_i(n, "transB", 0);
     float alpha = rt__ox_attr_f(n, "alpha", 1.0f), beta = rt__ox_attr_f(n, "beta", 1.0f);
     int64_t N = tb ? B->dim[0] : B->dim[1], M = ta ? A->dim[1] : A->dim[0];
@@ -959,7 +1033,8 @@ static ms_status op_gemm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         if (!B->f) return rt__ox_err(cv, MS_ENOTSUP, "alpha != 1 needs a constant B");
         int64_t ne = rt__ox_nelem(B);
         float *s = rt__ox_alloc(cv, (size_t)ne * 4);
-        for (int64_t i = 0; i < ne; i++) s[i] = B->f[i] * alpha;
+        for (int64_t i = 0; i < ne; i++)
+            s[i] = B->f[i] * alpha;
         b = rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/B", h), 2, B->dim, s);
     } else if ((st = rt__ox_tf(cv, B, &b)) != MS_OK) {
         return st;
@@ -976,34 +1051,39 @@ static ms_status op_gemm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         if (!C->f) return rt__ox_err(cv, MS_ENOTSUP, "C must be a constant");
         int64_t ne = rt__ox_nelem(C);
         float *s = rt__ox_alloc(cv, (size_t)ne * 4);
-        for (int64_t i = 0; i < ne; i++) s[i] = C->f[i] * beta;
+        for (int64_t i = 0; i < ne; i++)
+            s[i] = C->f[i] * beta;
         if (ne == N && N > 1 && (C->rank == 1 || (C->rank == 2 && C->dim[0] == 1))) {
-            Tensorflow__NodeDef *ba = rt__tf_node(cv, "BiasAdd", rt__ox_printf(cv, "%s/bias_add", h));
+            Tensorflow__NodeDef *ba =
+                rt__tf_node(cv, "BiasAdd", rt__ox_printf(cv, "%s/bias_add", h));
             rt__tf_input(cv, ba, y);
             rt__tf_input(cv, ba, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &N, s));
             rt__tf_attr_type(cv, ba, "T", RT_DT_FLOAT);
             y = ba->name;
         } else {
-            y = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/add_c", h), y,
-                              rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/C", h), C->rank, C->dim, s),
-                              RT_DT_FLOAT);
+            y = rt__tf_binary(
+                cv, "AddV2", rt__ox_printf(cv, "%s/add_c", h), y,
+                rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/C", h), C->rank, C->dim, s),
+                RT_DT_FLOAT);
         }
     }
-    def_out(cv, n, 0, RT_DT_FLOAT, 2, od, y);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, 2, od, y);
     return MS_OK;
 }
 
-static int count_unknown(int r, const int64_t *d) {
+int rt__ox_count_unknown(int r, const int64_t *d) {
     int u = 0;
-    for (int i = 0; i < r; i++) u += d[i] < 0;
+    for (int i = 0; i < r; i++)
+        u += d[i] < 0;
     return u;
 }
 
 static ms_status op_matmul(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *A = NULL, *B = NULL;
-    const char *a, *b, *h = hint_of(n);
+    const char *a, *b, *h = rt__ox_hint_of(n);
     ms_status st;
-    if ((st = need(cv, n, 0, &A, &a)) != MS_OK || (st = need(cv, n, 1, &B, &b)) != MS_OK)
+    if ((st = rt__ox_need(cv, n, 0, &A, &a)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &B, &b)) != MS_OK)
         return st;
     if (A->rank < 2 || B->rank != 2)
         return rt__ox_err(cv, MS_ENOTSUP, "only [..., M, K] x [K, N] products are supported");
@@ -1011,7 +1091,7 @@ static ms_status op_matmul(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     memcpy(od, A->dim, sizeof(od));
     od[A->rank - 1] = N;
     if (A->rank > 2) {
-        if (count_unknown(A->rank - 1, A->dim) > 1)
+        if (rt__ox_count_unknown(A->rank - 1, A->dim) > 1)
             return rt__ox_err(cv, MS_ENOTSUP, "more than one dynamic leading dimension");
         int64_t flat[2] = {-1, K};
         a = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/flatten", h), a, RT_DT_FLOAT, 2, flat);
@@ -1025,23 +1105,24 @@ static ms_status op_matmul(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *y = mm->name;
     if (A->rank > 2)
         y = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/unflatten", h), y, RT_DT_FLOAT, A->rank, od);
-    def_out(cv, n, 0, RT_DT_FLOAT, A->rank, od, y);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, A->rank, od, y);
     return MS_OK;
 }
 
 static ms_status op_softmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
-    const char *x, *h = hint_of(n);
+    const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
     int r = X->rank;
     if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
-    int axis = norm_axis(rt__ox_attr_i(n, "axis", cv->opset >= 13 ? -1 : 1), r);
+    int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", cv->opset >= 13 ? -1 : 1), r);
     if (axis < 0 || axis >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
     const char *y;
     if (X->nhwc && axis == 1 && cv->opset >= 13) {
         /* Channels are already the last axis. */
-        def_out4(cv, n, 0, RT_DT_FLOAT, X->dim, rt__tf_unary(cv, "Softmax", h, X->tf, RT_DT_FLOAT));
+        rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, X->dim,
+                        rt__tf_unary(cv, "Softmax", h, X->tf, RT_DT_FLOAT));
         return MS_OK;
     }
     if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
@@ -1049,11 +1130,12 @@ static ms_status op_softmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         y = rt__tf_unary(cv, "Softmax", h, x, RT_DT_FLOAT);
     } else if (cv->opset >= 13) {
         int64_t perm[OX_MAXR];
-        for (int i = 0; i < r; i++) perm[i] = i;
+        for (int i = 0; i < r; i++)
+            perm[i] = i;
         perm[axis] = r - 1;
         perm[r - 1] = axis;
-        const char *t = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_last", h), x, RT_DT_FLOAT, r,
-                                         perm);
+        const char *t =
+            rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_last", h), x, RT_DT_FLOAT, r, perm);
         t = rt__tf_unary(cv, "Softmax", h, t, RT_DT_FLOAT);
         y = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/from_last", h), t, RT_DT_FLOAT, r, perm);
     } else {
@@ -1064,749 +1146,15 @@ static ms_status op_softmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                 return rt__ox_err(cv, MS_ENOTSUP, "dims from axis on must be static");
             inner *= X->dim[i];
         }
-        if (count_unknown(r, X->dim) > 1)
+        if (rt__ox_count_unknown(r, X->dim) > 1)
             return rt__ox_err(cv, MS_ENOTSUP, "more than one dynamic dimension");
         int64_t flat[2] = {-1, inner};
-        const char *t = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/flatten", h), x, RT_DT_FLOAT, 2,
-                                       flat);
+        const char *t =
+            rt__tf_reshape(cv, rt__ox_printf(cv, "%s/flatten", h), x, RT_DT_FLOAT, 2, flat);
         t = rt__tf_unary(cv, "Softmax", h, t, RT_DT_FLOAT);
         y = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/unflatten", h), t, RT_DT_FLOAT, r, X->dim);
     }
-    def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, y);
-    return MS_OK;
-}
-
-/* ======================================================================
- * Shapes and data movement
- * ====================================================================== */
-
-/* Defines output 0 as a reshaped copy of known x (same elements). */
-static void fold_reshape(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__ox_value *x, int r,
-                         const int64_t *od) {
-    rt__ox_value *o = def_out(cv, n, 0, x->dt, r, od, NULL);
-    o->f = x->f;
-    o->iv = x->iv;
-    o->ik = x->ik;
-}
-
-static int is_known(const rt__ox_value *x) {
-    return x->f != NULL || x->iv != NULL;
-}
-
-/* Reshape of x (value) to od (rank r, entries -1 = unknown); emits a TF
- * Reshape unless x is folded. */
-static ms_status reshape_to(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *x, int r,
-                            const int64_t *od) {
-    if (is_known(x) && count_unknown(r, od) == 0) {
-        fold_reshape(cv, n, x, r, od);
-        return MS_OK;
-    }
-    if (count_unknown(r, od) > 1)
-        return rt__ox_err(cv, MS_ENOTSUP, "target shape has more than one dynamic dimension");
-    const char *t;
-    ms_status st = rt__ox_tf(cv, x, &t);
-    if (st != MS_OK) return st;
-    def_out(cv, n, 0, x->dt, r, od, rt__tf_reshape(cv, hint_of(n), t, x->dt, r, od));
-    return MS_OK;
-}
-
-static ms_status op_reshape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL, *S = NULL;
-    ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK || (st = need(cv, n, 1, &S, NULL)) != MS_OK)
-        return st;
-    if (!S->iv || S->rank != 1 || S->dim[0] > OX_MAXR)
-        return rt__ox_err(cv, MS_ENOTSUP, "the shape input must be computable at conversion time");
-    int r = (int)S->dim[0];
-    int allowzero = (int)rt__ox_attr_i(n, "allowzero", 0);
-    int64_t od[OX_MAXR];
-    int infer = -1;
-    int64_t known = 1;
-    for (int i = 0; i < r; i++) {
-        if (!S->ik[i]) {
-            od[i] = -1;
-        } else if (S->iv[i] == 0 && !allowzero) {
-            if (i >= X->rank) return rt__ox_err(cv, MS_EINVAL, "0 in shape beyond input rank");
-            od[i] = X->dim[i];
-        } else if (S->iv[i] == -1) {
-            if (infer >= 0) return rt__ox_err(cv, MS_EINVAL, "more than one -1 in shape");
-            infer = i;
-            od[i] = -1;
-        } else {
-            od[i] = S->iv[i];
-        }
-        if (od[i] >= 0) known *= od[i];
-    }
-    /* Resolve the -1 when the input size is static. */
-    int64_t total = rt__ox_nelem(X);
-    if (total >= 0 && count_unknown(r, od) == 1 && known > 0)
-        for (int i = 0; i < r; i++)
-            if (od[i] < 0) od[i] = total / known;
-    /* x.view(x.size(0), -1): the input's only dynamic dim p and the target's
-     * only shape-derived unknown entry are both at p; the -1 then covers the
-     * static rest of the input. */
-    if (infer >= 0 && count_unknown(r, od) == 2 && count_unknown(X->rank, X->dim) == 1) {
-        int p = -1;
-        for (int i = 0; i < r; i++)
-            if (od[i] < 0 && i != infer) p = i;
-        if (p >= 0 && p < X->rank && X->dim[p] < 0 && known > 0) {
-            int64_t rest = 1;
-            for (int i = 0; i < X->rank; i++)
-                if (i != p) rest *= X->dim[i];
-            if (rest % known == 0) od[infer] = rest / known;
-        }
-    }
-    return reshape_to(cv, n, X, r, od);
-}
-
-static ms_status op_flatten(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL;
-    ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
-    if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
-    int axis = norm_axis(rt__ox_attr_i(n, "axis", 1), X->rank);
-    int64_t od[2] = {1, 1};
-    for (int i = 0; i < X->rank; i++) {
-        int64_t *p = &od[i < axis ? 0 : 1];
-        *p = (*p < 0 || X->dim[i] < 0) ? -1 : *p * X->dim[i];
-    }
-    return reshape_to(cv, n, X, 2, od);
-}
-
-static ms_status op_squeeze_unsqueeze(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    int unsq = strcmp(n->op_type, "Unsqueeze") == 0;
-    rt__ox_value *X = NULL;
-    ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
-    if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
-    int64_t axes[OX_MAXR];
-    int na = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
-    if (na > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "too many axes");
-    if (na < 0 && (st = const_ints(cv, n, 1, axes, OX_MAXR, &na)) != MS_OK) return st;
-    int64_t od[OX_MAXR];
-    int r = 0;
-    if (unsq) {
-        if (na < 0) return rt__ox_err(cv, MS_EINVAL, "axes are required");
-        int orank = X->rank + na;
-        if (orank > OX_MAXR) return rt__ox_err(cv, MS_ENOTSUP, "rank too large");
-        uint8_t ins[OX_MAXR] = {0};
-        for (int i = 0; i < na; i++) {
-            int a = norm_axis(axes[i], orank);
-            if (a < 0 || a >= orank) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
-            ins[a] = 1;
-        }
-        for (int i = 0, k = 0; i < orank; i++) od[r++] = ins[i] ? 1 : X->dim[k++];
-    } else {
-        uint8_t drop[OX_MAXR] = {0};
-        if (na < 0) {
-            for (int i = 0; i < X->rank; i++) {
-                if (X->dim[i] < 0)
-                    return rt__ox_err(cv, MS_ENOTSUP, "Squeeze without axes needs static dims");
-                drop[i] = X->dim[i] == 1;
-            }
-        } else {
-            for (int i = 0; i < na; i++) {
-                int a = norm_axis(axes[i], X->rank);
-                if (a < 0 || a >= X->rank) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
-                drop[a] = 1;
-            }
-        }
-        for (int i = 0; i < X->rank; i++)
-            if (!drop[i]) od[r++] = X->dim[i];
-    }
-    return reshape_to(cv, n, X, r, od);
-}
-
-static ms_status op_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL;
-    const char *x;
-    ms_status st;
-    if ((st = need(cv, n, 0, &X, &x)) != MS_OK) return st;
-    if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
-    int64_t perm[OX_MAXR], od[OX_MAXR];
-    int np = rt__ox_attr_ints(n, "perm", perm, OX_MAXR);
-    if (np < 0) {
-        np = X->rank;
-        for (int i = 0; i < np; i++) perm[i] = np - 1 - i;
-    }
-    if (np != X->rank) return rt__ox_err(cv, MS_EINVAL, "perm length != rank");
-    uint8_t seen[OX_MAXR] = {0};
-    for (int i = 0; i < np; i++) {
-        if (perm[i] < 0 || perm[i] >= np || seen[perm[i]])
-            return rt__ox_err(cv, MS_EINVAL, "perm is not a permutation of 0..%d", np - 1);
-        seen[perm[i]] = 1;
-        od[i] = X->dim[perm[i]];
-    }
-    def_out(cv, n, 0, X->dt, np, od, rt__tf_transpose(cv, hint_of(n), x, X->dt, np, perm));
-    return MS_OK;
-}
-
-static ms_status op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    int ni = (int)n->n_input;
-    rt__ox_value *v[64];
-    ms_status st;
-    if (ni < 1 || ni > 64) return rt__ox_err(cv, MS_ENOTSUP, "1 to 64 inputs are supported");
-    int all_known = 1;
-    for (int i = 0; i < ni; i++) {
-        if ((st = need(cv, n, i, &v[i], NULL)) != MS_OK) return st;
-        all_known &= is_known(v[i]) && rt__ox_nelem(v[i]) >= 0;
-    }
-    int r = v[0]->rank;
-    if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
-    int axis = norm_axis(rt__ox_attr_i(n, "axis", 0), r);
-    if (axis < 0 || axis >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
-    int64_t od[OX_MAXR];
-    memcpy(od, v[0]->dim, sizeof(od));
-    od[axis] = 0;
-    for (int i = 0; i < ni; i++) {
-        if (v[i]->rank != r) return rt__ox_err(cv, MS_EINVAL, "inputs differ in rank");
-        od[axis] = (od[axis] < 0 || v[i]->dim[axis] < 0) ? -1 : od[axis] + v[i]->dim[axis];
-    }
-    if (ni == 1) {
-        alias(cv, n, v[0]);
-        return MS_OK;
-    }
-    if (all_known) {
-        int isf = v[0]->f != NULL;
-        rt__ox_value *o = def_out(cv, n, 0, v[0]->dt, r, od, NULL);
-        int64_t outer = 1, total = rt__ox_nelem(o), pos = 0;
-        for (int i = 0; i < axis; i++) outer *= od[i];
-        if (isf) o->f = rt__ox_alloc(cv, (size_t)total * 4 + 4);
-        else o->iv = rt__ox_alloc(cv, (size_t)total * 8 + 8), o->ik = rt__ox_alloc(cv, (size_t)total + 1);
-        for (int64_t b = 0; b < outer; b++)
-            for (int i = 0; i < ni; i++) {
-                int64_t chunk = rt__ox_nelem(v[i]) / (outer ? outer : 1);
-                for (int64_t k = 0; k < chunk; k++, pos++) {
-                    if (isf) {
-                        o->f[pos] = v[i]->f ? v[i]->f[b * chunk + k] : (float)v[i]->iv[b * chunk + k];
-                    } else {
-                        o->iv[pos] = v[i]->iv ? v[i]->iv[b * chunk + k] : 0;
-                        o->ik[pos] = v[i]->iv ? v[i]->ik[b * chunk + k] : 0;
-                    }
-                }
-            }
-        return MS_OK;
-    }
-    int last = 0;
-    for (int i = 0; i < ni && r == 4 && axis == 1; i++) last |= v[i]->nhwc;
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, "ConcatV2", hint_of(n));
-    for (int i = 0; i < ni; i++) {
-        const char *t;
-        st = last ? rt__ox_tf_nhwc(cv, v[i], &t) : rt__ox_tf(cv, v[i], &t);
-        if (st != MS_OK) return st;
-        rt__tf_input(cv, nd, t);
-    }
-    rt__tf_input(cv, nd, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", nd->name), last ? 3 : axis));
-    rt__tf_attr_i(cv, nd, "N", ni);
-    rt__tf_attr_type(cv, nd, "T", v[0]->dt);
-    rt__tf_attr_type(cv, nd, "Tidx", RT_DT_INT32);
-    def_out(cv, n, 0, v[0]->dt, r, od, nd->name)->nhwc = last;
-    return MS_OK;
-}
-
-static ms_status op_split(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL;
-    const char *x;
-    ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
-    int r = X->rank;
-    if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
-    int axis = norm_axis(rt__ox_attr_i(n, "axis", 0), r);
-    if (axis < 0 || axis >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
-    int last = X->nhwc && axis == 1;
-    if (last) x = X->tf;
-    else if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
-    int no = (int)n->n_output;
-    int64_t sizes[64];
-    if (no < 1 || no > 64) return rt__ox_err(cv, MS_ENOTSUP, "1 to 64 outputs are supported");
-    int ns = rt__ox_attr_ints(n, "split", sizes, 64);
-    if (ns < 0 && (st = const_ints(cv, n, 1, sizes, 64, &ns)) != MS_OK) return st;
-    if (ns < 0) {
-        if (X->dim[axis] < 0 || X->dim[axis] % no != 0)
-            return rt__ox_err(cv, MS_ENOTSUP, "equal split needs a static axis divisible by %d", no);
-        for (int i = 0; i < no; i++) sizes[i] = X->dim[axis] / no;
-        ns = no;
-    }
-    if (ns != no) return rt__ox_err(cv, MS_EINVAL, "split has %d sizes for %d outputs", ns, no);
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, "SplitV", hint_of(n));
-    rt__tf_input(cv, nd, x);
-    rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/sizes", nd->name), no, sizes));
-    rt__tf_input(cv, nd, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", nd->name), last ? 3 : axis));
-    rt__tf_attr_i(cv, nd, "num_split", no);
-    rt__tf_attr_type(cv, nd, "T", X->dt);
-    rt__tf_attr_type(cv, nd, "Tlen", RT_DT_INT32);
-    for (int i = 0; i < no; i++) {
-        int64_t od[OX_MAXR];
-        memcpy(od, X->dim, sizeof(od));
-        od[axis] = sizes[i];
-        def_out(cv, n, i, X->dt, r, od, rt__tf_out(cv, nd, i))->nhwc = last;
-    }
-    return MS_OK;
-}
-
-static int64_t clampi(int64_t v, int64_t lo, int64_t hi) {
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
-static ms_status op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL;
-    ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
-    int r = X->rank;
-    if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
-    int64_t starts[OX_MAXR], ends[OX_MAXR], axes[OX_MAXR], steps[OX_MAXR];
-    int c1, c2, c3, c4;
-    if (cv->opset < 10) {
-        c1 = rt__ox_attr_ints(n, "starts", starts, OX_MAXR);
-        c2 = rt__ox_attr_ints(n, "ends", ends, OX_MAXR);
-        c3 = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
-        c4 = -1;
-    } else if ((st = const_ints(cv, n, 1, starts, OX_MAXR, &c1)) != MS_OK ||
-               (st = const_ints(cv, n, 2, ends, OX_MAXR, &c2)) != MS_OK ||
-               (st = const_ints(cv, n, 3, axes, OX_MAXR, &c3)) != MS_OK ||
-               (st = const_ints(cv, n, 4, steps, OX_MAXR, &c4)) != MS_OK) {
-        return st;
-    }
-    if (c1 < 0 || c1 > OX_MAXR || c1 != c2 || (c3 >= 0 && c3 != c1) || (c4 >= 0 && c4 != c1))
-        return rt__ox_err(cv, MS_EINVAL, "starts/ends/axes/steps lengths differ");
-    int64_t b[OX_MAXR], e[OX_MAXR], s[OX_MAXR], od[OX_MAXR];
-    uint8_t sliced[OX_MAXR] = {0}, to_front[OX_MAXR] = {0};
-    int any_step = 0;
-    for (int i = 0; i < r; i++) b[i] = 0, e[i] = X->dim[i], s[i] = 1, od[i] = X->dim[i];
-    for (int i = 0; i < c1; i++) {
-        int a = c3 >= 0 ? norm_axis(axes[i], r) : i;
-        int64_t step = c4 >= 0 ? steps[i] : 1, d = X->dim[a];
-        if (a < 0 || a >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
-        if (step == 0) return rt__ox_err(cv, MS_EINVAL, "step 0");
-        if (d < 0) {
-            /* Dynamic axis: only "from a non-negative start to the end". */
-            if (step != 1 || starts[i] < 0 || ends[i] < INT32_MAX)
-                return rt__ox_err(cv, MS_ENOTSUP, "slicing dynamic axis %d needs static bounds", a);
-            b[a] = starts[i];
-            e[a] = -1;
-            od[a] = -1;
-            sliced[a] = starts[i] != 0;
-            continue;
-        }
-        int64_t st0 = starts[i] < 0 ? starts[i] + d : starts[i];
-        int64_t en0 = ends[i] < 0 ? ends[i] + d : ends[i];
-        if (step > 0) {
-            st0 = clampi(st0, 0, d);
-            en0 = clampi(en0, 0, d);
-            od[a] = en0 > st0 ? (en0 - st0 + step - 1) / step : 0;
-        } else {
-            st0 = clampi(st0, 0, d - 1);
-            en0 = clampi(en0, -1, d - 1);
-            od[a] = st0 > en0 ? (st0 - en0 - step - 1) / -step : 0;
-            /* Through index 0: TF would read end -1 as "last", so use the mask. */
-            to_front[a] = en0 == -1;
-        }
-        b[a] = st0, e[a] = en0, s[a] = step;
-        sliced[a] = 1;
-        if (step != 1) any_step = 1;
-    }
-    /* Known 1-D vectors (shape arithmetic) fold. */
-    if (X->iv && r == 1 && X->dim[0] >= 0) {
-        rt__ox_value *o = def_out(cv, n, 0, X->dt, 1, od, NULL);
-        o->iv = rt__ox_alloc(cv, (size_t)od[0] * 8 + 8);
-        o->ik = rt__ox_alloc(cv, (size_t)od[0] + 1);
-        for (int64_t k = 0; k < od[0]; k++) {
-            o->iv[k] = X->iv[b[0] + k * s[0]];
-            o->ik[k] = X->ik[b[0] + k * s[0]];
-        }
-        return MS_OK;
-    }
-    const char *x;
-    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
-    int any = 0;
-    for (int i = 0; i < r; i++) any |= sliced[i] && (b[i] != 0 || od[i] != X->dim[i]);
-    if (!any && !any_step) {
-        alias(cv, n, X);
-        return MS_OK;
-    }
-    const char *h = hint_of(n);
-    Tensorflow__NodeDef *nd;
-    if (!any_step) {
-        int64_t size[OX_MAXR];
-        for (int i = 0; i < r; i++) size[i] = od[i] < 0 ? -1 : od[i];
-        nd = rt__tf_node(cv, "Slice", h);
-        rt__tf_input(cv, nd, x);
-        rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", nd->name), r, b));
-        rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", nd->name), r, size));
-    } else {
-        int64_t mask = 0, emask = 0;
-        for (int i = 0; i < r; i++) {
-            if (!sliced[i]) mask |= (int64_t)1 << i, emask |= (int64_t)1 << i;
-            if (to_front[i]) emask |= (int64_t)1 << i, e[i] = 0;
-        }
-        nd = rt__tf_node(cv, "StridedSlice", h);
-        rt__tf_input(cv, nd, x);
-        rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", nd->name), r, b));
-        rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/end", nd->name), r, e));
-        rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/strides", nd->name), r, s));
-        rt__tf_attr_i(cv, nd, "begin_mask", mask);
-        rt__tf_attr_i(cv, nd, "end_mask", emask);
-        rt__tf_attr_i(cv, nd, "ellipsis_mask", 0);
-        rt__tf_attr_i(cv, nd, "new_axis_mask", 0);
-        rt__tf_attr_i(cv, nd, "shrink_axis_mask", 0);
-    }
-    rt__tf_attr_type(cv, nd, "T", X->dt);
-    rt__tf_attr_type(cv, nd, "Index", RT_DT_INT32);
-    def_out(cv, n, 0, X->dt, r, od, nd->name);
-    return MS_OK;
-}
-
-static ms_status op_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL, *V = NULL;
-    const char *x;
-    ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
-    int r = X->rank, last;
-    if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
-    if ((st = in_any(cv, X, &x, &last)) != MS_OK) return st;
-    int64_t pads[2 * OX_MAXR];
-    int np;
-    float value = 0.0f;
-    if (cv->opset < 11) {
-        np = rt__ox_attr_ints(n, "pads", pads, 2 * OX_MAXR);
-        value = rt__ox_attr_f(n, "value", 0.0f);
-    } else {
-        if ((st = const_ints(cv, n, 1, pads, 2 * OX_MAXR, &np)) != MS_OK) return st;
-        if ((V = rt__ox_in(cv, n, 2)) && (st = const_float_scalar(cv, V, &value)) != MS_OK)
-            return st;
-        if (rt__ox_in(cv, n, 3))
-            return rt__ox_err(cv, MS_ENOTSUP, "the axes input is not supported");
-    }
-    if (np != 2 * r) return rt__ox_err(cv, MS_EINVAL, "pads must have %d values", 2 * r);
-    int reflect = rt__ox_attr_is(n, "mode", "reflect", "constant");
-    if (!reflect && !rt__ox_attr_is(n, "mode", "constant", "constant"))
-        return rt__ox_err(cv, MS_ENOTSUP, "only constant and reflect modes are supported");
-    int64_t od[OX_MAXR];
-    for (int i = 0; i < r; i++) {
-        if (pads[i] < 0 || pads[i + r] < 0)
-            return rt__ox_err(cv, MS_ENOTSUP, "negative pads are not supported");
-        od[i] = X->dim[i] < 0 ? -1 : X->dim[i] + pads[i] + pads[i + r];
-    }
-    int64_t tp[2 * OX_MAXR];
-    memcpy(tp, pads, sizeof(tp));
-    if (last) {
-        lay4(cv, tp, pads[0], pads[1], pads[2], pads[3]);
-        lay4(cv, tp + 4, pads[4], pads[5], pads[6], pads[7]);
-    }
-    def_out(cv, n, 0, X->dt, r, od,
-            emit_pad(cv, hint_of(n), x, X->dt, r, tp, reflect ? "reflect" : "constant", value))
-        ->nhwc = last;
-    return MS_OK;
-}
-
-static ms_status op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    int upsample = strcmp(n->op_type, "Upsample") == 0;
-    rt__ox_value *X = NULL, *S = NULL;
-    const char *h = hint_of(n);
-    ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
-    if (!need_rank(cv, X, 4, &st)) return st;
-    if (X->dim[2] < 0 || X->dim[3] < 0)
-        return rt__ox_err(cv, MS_ENOTSUP, "resizing needs static spatial dims");
-    float scales[4] = {1, 1, 1, 1};
-    int64_t out[2] = {-1, -1};
-    int have = 0;
-    /* Inputs: Upsample (X, scales); Resize-10 (X, scales); Resize-11+ (X, roi,
-     * scales, sizes). Opset-7 Upsample has a scales attribute. */
-    int si = (upsample || cv->opset < 11) ? 1 : 2;
-    if (upsample && cv->opset < 9) {
-        const Onnx__AttributeProto *a = rt__ox_attr(n, "scales");
-        if (a && a->n_floats == 4) {
-            for (int i = 0; i < 4; i++) scales[i] = a->floats[i];
-            have = 1;
-        }
-    } else if ((S = rt__ox_in(cv, n, si)) != NULL && rt__ox_nelem(S) > 0) {
-        if (!S->f || rt__ox_nelem(S) != 4)
-            return rt__ox_err(cv, MS_ENOTSUP, "scales must be a constant of 4 floats");
-        memcpy(scales, S->f, sizeof(scales));
-        have = 1;
-    }
-    if (!upsample && cv->opset >= 11 && (S = rt__ox_in(cv, n, 3)) != NULL) {
-        /* sizes: N and C may come from Shape(x) and be dynamic; H, W must be
-         * known here. */
-        int64_t ns = rt__ox_nelem(S);
-        if (ns != 4 || !S->iv || !S->ik[2] || !S->ik[3])
-            return rt__ox_err(cv, MS_ENOTSUP, "sizes must be 4 values with static H and W");
-        for (int i = 0; i < 2; i++)
-            if (S->ik[i] && X->dim[i] >= 0 && S->iv[i] != X->dim[i])
-                return rt__ox_err(cv, MS_ENOTSUP, "only H and W may be resized");
-        out[0] = S->iv[2], out[1] = S->iv[3];
-        have = 2;
-    }
-    if (!have) return rt__ox_err(cv, MS_EINVAL, "neither scales nor sizes given");
-    if (have == 1) {
-        if (scales[0] != 1.0f || scales[1] != 1.0f)
-            return rt__ox_err(cv, MS_ENOTSUP, "only H and W may be resized");
-        out[0] = (int64_t)floorf((float)X->dim[2] * scales[2]);
-        out[1] = (int64_t)floorf((float)X->dim[3] * scales[3]);
-    }
-    int linear = rt__ox_attr_is(n, "mode", "linear", "nearest") ||
-                 rt__ox_attr_is(n, "mode", "bilinear", "nearest");
-    if (!linear && !rt__ox_attr_is(n, "mode", "nearest", "nearest"))
-        return rt__ox_err(cv, MS_ENOTSUP, "only nearest and linear modes are supported");
-    const char *dflt = (upsample || cv->opset < 11) ? "asymmetric" : "half_pixel";
-    int hp = rt__ox_attr_is(n, "coordinate_transformation_mode", "half_pixel", dflt);
-    int php = rt__ox_attr_is(n, "coordinate_transformation_mode", "pytorch_half_pixel", dflt);
-    int ac = rt__ox_attr_is(n, "coordinate_transformation_mode", "align_corners", dflt);
-    int asym = rt__ox_attr_is(n, "coordinate_transformation_mode", "asymmetric", dflt);
-    int tf_hp = 0, tf_ac = 0;
-    if (linear) {
-        if (php && (out[0] == 1 || out[1] == 1))
-            return rt__ox_err(cv, MS_ENOTSUP, "pytorch_half_pixel to size 1 is not supported");
-        if (hp || php) tf_hp = 1;
-        else if (ac) tf_ac = 1;
-        else if (!asym)
-            return rt__ox_err(cv, MS_ENOTSUP, "coordinate_transformation_mode not supported");
-    } else {
-        const char *ndflt = (upsample || cv->opset < 11) ? "floor" : "round_prefer_floor";
-        int fl = rt__ox_attr_is(n, "nearest_mode", "floor", ndflt);
-        int rpf = rt__ox_attr_is(n, "nearest_mode", "round_prefer_floor", ndflt) ||
-                  rt__ox_attr_is(n, "nearest_mode", "round_prefer_ceil", ndflt);
-        int int_up = out[0] % X->dim[2] == 0 && out[1] % X->dim[3] == 0;
-        if (asym && fl) {
-            tf_hp = 0;
-        } else if ((hp || php) && rpf && int_up) {
-            /* For integer upscaling round((x + 0.5) / f - 0.5) never ties and
-             * equals floor((x + 0.5) / f), TF's half-pixel nearest. */
-            tf_hp = 1;
-        } else {
-            return rt__ox_err(cv, MS_ENOTSUP, "nearest resize with this coordinate_transformation_"
-                              "mode/nearest_mode/scale combination is not supported");
-        }
-    }
-    int64_t od[4] = {X->dim[0], X->dim[1], out[0], out[1]};
-    if (out[0] == X->dim[2] && out[1] == X->dim[3]) {
-        alias(cv, n, X);
-        return MS_OK;
-    }
-    /* TF resizes NHWC images; in NCHW mode wrap the op in Transposes. */
-    static const int64_t to_nchw[4] = {0, 3, 1, 2};
-    const char *t;
-    if ((st = rt__ox_tf_nhwc(cv, X, &t)) != MS_OK) return st;
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, linear ? "ResizeBilinear" : "ResizeNearestNeighbor", h);
-    rt__tf_input(cv, nd, t);
-    rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", nd->name), 2, out));
-    rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
-    rt__tf_attr_b(cv, nd, "align_corners", tf_ac);
-    rt__tf_attr_b(cv, nd, "half_pixel_centers", tf_hp);
-    if (cv->nhwc) {
-        def_out4(cv, n, 0, RT_DT_FLOAT, od, nd->name);
-        return MS_OK;
-    }
-    t = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_nchw", h), nd->name, RT_DT_FLOAT, 4, to_nchw);
-    def_out(cv, n, 0, RT_DT_FLOAT, 4, od, t);
-    return MS_OK;
-}
-
-/* ======================================================================
- * Constants and shape arithmetic
- * ====================================================================== */
-
-static ms_status op_constant(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    const Onnx__AttributeProto *a;
-    rt__ox_value *o = def_out(cv, n, 0, RT_DT_FLOAT, 0, NULL, NULL);
-    if ((a = rt__ox_attr(n, "value")) && a->t) return rt__ox_load_tensor(cv, a->t, o);
-    if ((a = rt__ox_attr(n, "value_float")) || (a = rt__ox_attr(n, "value_floats"))) {
-        int scalar = a->has_f;
-        int64_t cnt = scalar ? 1 : (int64_t)a->n_floats;
-        o->rank = scalar ? 0 : 1;
-        o->dim[0] = cnt;
-        o->f = rt__ox_alloc(cv, (size_t)cnt * 4 + 4);
-        if (scalar) o->f[0] = a->f;
-        else memcpy(o->f, a->floats, (size_t)cnt * 4);
-        return MS_OK;
-    }
-    if ((a = rt__ox_attr(n, "value_int")) || (a = rt__ox_attr(n, "value_ints"))) {
-        int scalar = a->has_i;
-        int64_t cnt = scalar ? 1 : (int64_t)a->n_ints;
-        o->dt = RT_DT_INT64;
-        o->rank = scalar ? 0 : 1;
-        o->dim[0] = cnt;
-        o->iv = rt__ox_alloc(cv, (size_t)cnt * 8 + 8);
-        o->ik = rt__ox_alloc(cv, (size_t)cnt + 1);
-        memset(o->ik, 1, (size_t)cnt);
-        if (scalar) o->iv[0] = a->i;
-        else memcpy(o->iv, a->ints, (size_t)cnt * 8);
-        return MS_OK;
-    }
-    return rt__ox_err(cv, MS_ENOTSUP, "only value, value_float(s) and value_int(s) are supported");
-}
-
-static ms_status op_constant_of_shape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    int64_t dims[OX_MAXR];
-    int nd;
-    ms_status st = const_ints(cv, n, 0, dims, OX_MAXR, &nd);
-    if (st != MS_OK) return st;
-    if (nd < 0) return rt__ox_err(cv, MS_EINVAL, "input is missing");
-    rt__ox_value fill = {0};
-    const Onnx__AttributeProto *a = rt__ox_attr(n, "value");
-    if (a && a->t && (st = rt__ox_load_tensor(cv, a->t, &fill)) != MS_OK) return st;
-    rt_dtype dt = a && a->t ? fill.dt : RT_DT_FLOAT;
-    rt__ox_value *o = def_out(cv, n, 0, dt, nd, dims, NULL);
-    int64_t ne = rt__ox_nelem(o);
-    if (ne < 0 || ne > (1 << 24)) return rt__ox_err(cv, MS_ENOTSUP, "shape too large");
-    if (dt == RT_DT_FLOAT) {
-        o->f = rt__ox_alloc(cv, (size_t)ne * 4 + 4);
-        for (int64_t i = 0; i < ne; i++) o->f[i] = fill.f ? fill.f[0] : 0.0f;
-    } else {
-        o->iv = rt__ox_alloc(cv, (size_t)ne * 8 + 8);
-        o->ik = rt__ox_alloc(cv, (size_t)ne + 1);
-        for (int64_t i = 0; i < ne; i++) o->iv[i] = fill.iv ? fill.iv[0] : 0, o->ik[i] = 1;
-    }
-    return MS_OK;
-}
-
-static ms_status op_shape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL;
-    ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
-    if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
-    int r = X->rank;
-    int64_t b = rt__ox_attr_i(n, "start", 0), e = rt__ox_attr_i(n, "end", r);
-    b = clampi(b < 0 ? b + r : b, 0, r);
-    e = clampi(e < 0 ? e + r : e, 0, r);
-    int64_t len = e > b ? e - b : 0;
-    rt__ox_value *o = def_out(cv, n, 0, RT_DT_INT64, 1, &len, NULL);
-    o->iv = rt__ox_alloc(cv, (size_t)len * 8 + 8);
-    o->ik = rt__ox_alloc(cv, (size_t)len + 1);
-    for (int64_t i = 0; i < len; i++) {
-        o->iv[i] = X->dim[b + i];
-        o->ik[i] = X->dim[b + i] >= 0;
-    }
-    return MS_OK;
-}
-
-static ms_status op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL, *I = NULL;
-    ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK || (st = need(cv, n, 1, &I, NULL)) != MS_OK)
-        return st;
-    if (!I->iv || !rt__ox_is_const(I) || I->rank > 1)
-        return rt__ox_err(cv, MS_ENOTSUP, "indices must be a constant scalar or vector");
-    int r = X->rank;
-    if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
-    int axis = norm_axis(rt__ox_attr_i(n, "axis", 0), r);
-    if (axis < 0 || axis >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
-    int64_t ni = rt__ox_nelem(I), d = X->dim[axis];
-    int64_t idx[64];
-    if (ni > 64) return rt__ox_err(cv, MS_ENOTSUP, "too many indices");
-    for (int64_t i = 0; i < ni; i++) {
-        idx[i] = I->iv[i] < 0 && d >= 0 ? I->iv[i] + d : I->iv[i];
-        if (idx[i] < 0 || (d >= 0 && idx[i] >= d))
-            return rt__ox_err(cv, MS_EINVAL, "index %lld out of range", (long long)I->iv[i]);
-    }
-    /* Output dims: X's with axis replaced by I's dims. */
-    int64_t od[OX_MAXR];
-    int orank = 0;
-    for (int i = 0; i < r; i++) {
-        if (i == axis) {
-            if (I->rank == 1) od[orank++] = ni;
-        } else {
-            od[orank++] = X->dim[i];
-        }
-    }
-    if (is_known(X) && rt__ox_nelem(X) >= 0) {
-        int64_t outer = 1, inner = 1;
-        for (int i = 0; i < axis; i++) outer *= X->dim[i];
-        for (int i = axis + 1; i < r; i++) inner *= X->dim[i];
-        rt__ox_value *o = def_out(cv, n, 0, X->dt, orank, od, NULL);
-        int64_t total = outer * ni * inner, pos = 0;
-        if (X->f) o->f = rt__ox_alloc(cv, (size_t)total * 4 + 4);
-        else o->iv = rt__ox_alloc(cv, (size_t)total * 8 + 8), o->ik = rt__ox_alloc(cv, (size_t)total + 1);
-        for (int64_t a = 0; a < outer; a++)
-            for (int64_t k = 0; k < ni; k++)
-                for (int64_t c = 0; c < inner; c++, pos++) {
-                    int64_t src = (a * d + idx[k]) * inner + c;
-                    if (X->f) o->f[pos] = X->f[src];
-                    else o->iv[pos] = X->iv[src], o->ik[pos] = X->ik[src];
-                }
-        return MS_OK;
-    }
-    /* A run-time tensor: one index (or a contiguous range) as a Slice. */
-    for (int64_t i = 1; i < ni; i++)
-        if (idx[i] != idx[0] + i)
-            return rt__ox_err(cv, MS_ENOTSUP, "gathering non-contiguous indices at run time");
-    const char *x;
-    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
-    int64_t b[OX_MAXR], size[OX_MAXR], sd[OX_MAXR];
-    for (int i = 0; i < r; i++) b[i] = 0, size[i] = -1, sd[i] = X->dim[i];
-    b[axis] = idx[0];
-    size[axis] = ni;
-    sd[axis] = ni;
-    const char *h = hint_of(n);
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/slice", h));
-    rt__tf_input(cv, nd, x);
-    rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", nd->name), r, b));
-    rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", nd->name), r, size));
-    rt__tf_attr_type(cv, nd, "T", X->dt);
-    rt__tf_attr_type(cv, nd, "Index", RT_DT_INT32);
-    if (I->rank == 1) {
-        def_out(cv, n, 0, X->dt, r, sd, nd->name);
-        return MS_OK;
-    }
-    Tensorflow__NodeDef *sq = rt__tf_node(cv, "Squeeze", h);
-    rt__tf_input(cv, sq, nd->name);
-    int64_t ax = axis;
-    rt__tf_attr_ilist(cv, sq, "squeeze_dims", &ax, 1);
-    rt__tf_attr_type(cv, sq, "T", X->dt);
-    def_out(cv, n, 0, X->dt, orank, od, sq->name);
-    return MS_OK;
-}
-
-static ms_status op_cast(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL;
-    ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
-    int64_t to = rt__ox_attr_i(n, "to", 1);
-    rt_dtype dt = to == 1 ? RT_DT_FLOAT : to == 7 ? RT_DT_INT64 : to == 6 ? RT_DT_INT32
-                : to == 9 ? RT_DT_BOOL : RT_DT_INVALID;
-    if (dt == RT_DT_INVALID) return rt__ox_err(cv, MS_ENOTSUP, "cast to type %lld", (long long)to);
-    int64_t ne = rt__ox_nelem(X);
-    if (is_known(X) && ne >= 0) {
-        rt__ox_value *o = def_out(cv, n, 0, dt, X->rank, X->dim, NULL);
-        if (dt == RT_DT_FLOAT) {
-            o->f = rt__ox_alloc(cv, (size_t)ne * 4 + 4);
-            for (int64_t i = 0; i < ne; i++) o->f[i] = X->f ? X->f[i] : (float)X->iv[i];
-            if (!X->f && !rt__ox_is_const(X))
-                return rt__ox_err(cv, MS_ENOTSUP, "cast of a dynamic shape value to float");
-        } else {
-            o->iv = rt__ox_alloc(cv, (size_t)ne * 8 + 8);
-            o->ik = rt__ox_alloc(cv, (size_t)ne + 1);
-            for (int64_t i = 0; i < ne; i++) {
-                o->iv[i] = X->f ? (int64_t)X->f[i] : X->iv[i];
-                o->ik[i] = X->f ? 1 : X->ik[i];
-                if (dt == RT_DT_BOOL) o->iv[i] = o->iv[i] != 0;
-            }
-        }
-        return MS_OK;
-    }
-    if (dt == X->dt) {
-        alias(cv, n, X);
-        return MS_OK;
-    }
-    const char *x;
-    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Cast", hint_of(n));
-    rt__tf_input(cv, nd, x);
-    rt__tf_attr_type(cv, nd, "SrcT", X->dt);
-    rt__tf_attr_type(cv, nd, "DstT", dt);
-    def_out(cv, n, 0, dt, X->rank, X->dim, nd->name);
-    return MS_OK;
-}
-
-static ms_status op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL;
-    ms_status st;
-    if ((st = need(cv, n, 0, &X, NULL)) != MS_OK) return st;
-    alias(cv, n, X);
-    /* Dropout's optional mask output is not produced at inference. */
-    if (n->n_output > 1 && n->output[1] && n->output[1][0])
-        return rt__ox_err(cv, MS_ENOTSUP, "the mask output is not supported");
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, y);
     return MS_OK;
 }
 
@@ -1834,16 +1182,16 @@ static const struct { const char *op; rt__ox_handler fn; } handlers[] = {
     {"Min", op_binary},
     {"Gemm", op_gemm},                 {"MatMul", op_matmul},
     {"Softmax", op_softmax},
-    {"Reshape", op_reshape},           {"Flatten", op_flatten},
-    {"Squeeze", op_squeeze_unsqueeze}, {"Unsqueeze", op_squeeze_unsqueeze},
-    {"Transpose", op_transpose},       {"Concat", op_concat},
-    {"Split", op_split},               {"Slice", op_slice},
-    {"Pad", op_pad},
-    {"Resize", op_resize},             {"Upsample", op_resize},
-    {"Constant", op_constant},         {"ConstantOfShape", op_constant_of_shape},
-    {"Shape", op_shape},               {"Gather", op_gather},
-    {"Cast", op_cast},
-    {"Identity", op_identity},         {"Dropout", op_identity},
+    {"Reshape", rt__ox_op_reshape},           {"Flatten", rt__ox_op_flatten},
+    {"Squeeze", rt__ox_op_squeeze_unsqueeze}, {"Unsqueeze", rt__ox_op_squeeze_unsqueeze},
+    {"Transpose", rt__ox_op_transpose},       {"Concat", rt__ox_op_concat},
+    {"Split", rt__ox_op_split},               {"Slice", rt__ox_op_slice},
+    {"Pad", rt__ox_op_pad},
+    {"Resize", rt__ox_op_resize},             {"Upsample", rt__ox_op_resize},
+    {"Constant", rt__ox_op_constant},         {"ConstantOfShape", rt__ox_op_constant_of_shape},
+    {"Shape", rt__ox_op_shape},               {"Gather", rt__ox_op_gather},
+    {"Cast", rt__ox_op_cast},
+    {"Identity", rt__ox_op_identity},         {"Dropout", rt__ox_op_identity},
 };
 /* clang-format on */
 

@@ -2,13 +2,14 @@
 # Runs every built libFuzzer target for a bounded time. Usage:
 #   scripts/run_fuzz.sh BUILD_DIR SECONDS
 # Seeds: Debian's pydicom test files for the DICOM target, the tensor bundles
-# of ../shared for the SSTable target. Corpora grow under BUILD_DIR/corpus.
+# of ../shared for the SSTable target, tests/data/onnx for the ONNX target.
+# Corpora grow under BUILD_DIR/corpus.
 set -eu
 BUILD=$1
 SECS=$2
 cd "$(dirname "$0")/.."
 PYDICOM_DATA=$(/usr/bin/python3 -c 'import os, pydicom.data; print(os.path.join(os.path.dirname(pydicom.data.__file__), "test_files"))')
-mkdir -p "$BUILD/corpus/dicom" "$BUILD/corpus/sstable" "$BUILD/seeds/sstable"
+mkdir -p "$BUILD/corpus/dicom" "$BUILD/corpus/sstable" "$BUILD/seeds/sstable" "$BUILD/corpus/onnx"
 find ../shared/testdata -name '*.index' 2>/dev/null | while read -r f; do
     cp "$f" "$BUILD/seeds/sstable/$(echo "$f" | tr '/' '_')"
 done
@@ -30,3 +31,4 @@ run() {
 }
 run fuzz_dicom "$BUILD/corpus/dicom" "$PYDICOM_DATA"
 run fuzz_sstable "$BUILD/corpus/sstable" "$BUILD/seeds/sstable"
+run fuzz_onnx "$BUILD/corpus/onnx" tests/data/onnx

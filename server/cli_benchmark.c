@@ -22,25 +22,24 @@
 #define BENCH_MAX_IO 32
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: dcmserve benchmark --dir DIR [--signature_def KEY] [--batch N]\n"
-            "           [--intra_op_threads T] [--iterations N] [--warmup N]\n"
-            "           [--input_files KEY=FILE[,KEY=FILE...]] [--json]\n"
-            "\n"
-            "Loads the SavedModel in DIR (an export dir, or a base dir whose highest\n"
-            "numeric version is used) once, feeds synthetic inputs that satisfy the\n"
-            "signature (dynamic batch -> N; floats uniform in [-1, 1)) and times the\n"
-            "graph in-process after warm-up.\n"
-            "\n"
-            "  --signature_def KEY  signature to run (default serving_default)\n"
-            "  --batch N            batch size for dynamic batch dims (default 1)\n"
-            "  --intra_op_threads T threads per op (default: one per core)\n"
-            "  --iterations N       timed runs (default 50)\n"
-            "  --warmup N           untimed runs first (default 5)\n"
-            "  --input_files K=F    feed input K from file F: raw bytes for DT_STRING\n"
-            "                       inputs (e.g. a DICOM file, repeated N times)\n"
-            "  --json               one JSON line: median_ms, p99_ms, mean_ms,\n"
-            "                       images_per_s, peak_rss_mb, ...\n");
+    fprintf(f, "usage: dcmserve benchmark --dir DIR [--signature_def KEY] [--batch N]\n"
+               "           [--intra_op_threads T] [--iterations N] [--warmup N]\n"
+               "           [--input_files KEY=FILE[,KEY=FILE...]] [--json]\n"
+               "\n"
+               "Loads the SavedModel in DIR (an export dir, or a base dir whose highest\n"
+               "numeric version is used) once, feeds synthetic inputs that satisfy the\n"
+               "signature (dynamic batch -> N; floats uniform in [-1, 1)) and times the\n"
+               "graph in-process after warm-up.\n"
+               "\n"
+               "  --signature_def KEY  signature to run (default serving_default)\n"
+               "  --batch N            batch size for dynamic batch dims (default 1)\n"
+               "  --intra_op_threads T threads per op (default: one per core)\n"
+               "  --iterations N       timed runs (default 50)\n"
+               "  --warmup N           untimed runs first (default 5)\n"
+               "  --input_files K=F    feed input K from file F: raw bytes for DT_STRING\n"
+               "                       inputs (e.g. a DICOM file, repeated N times)\n"
+               "  --json               one JSON line: median_ms, p99_ms, mean_ms,\n"
+               "                       images_per_s, peak_rss_mb, ...\n");
 }
 
 static double now_ms(void) {
@@ -137,16 +136,18 @@ static ms_status make_input(const char *key, const Tensorflow__TensorInfo *ti, i
         int64_t d = sp->dim[i]->size;
         if (d < 0 && i == 0) d = batch;
         if (d < 0)
-            return ms_errf(MS_EINVAL, "input %s: dim %d is dynamic; only the batch dim may be",
-                           key, i);
+            return ms_errf(MS_EINVAL, "input %s: dim %d is dynamic; only the batch dim may be", key,
+                           i);
         s.dim[i] = d;
     }
     char path[4096];
     const char *file = input_file_for(files, key, path, sizeof path);
     if (dt == RT_DT_STRING) {
         if (file == NULL)
-            return ms_errf(MS_EINVAL, "input %s is DT_STRING; give its bytes with "
-                           "--input_files %s=FILE", key, key);
+            return ms_errf(MS_EINVAL,
+                           "input %s is DT_STRING; give its bytes with "
+                           "--input_files %s=FILE",
+                           key, key);
         uint8_t *data = NULL;
         size_t len = 0;
         ms_status st = read_file(file, &data, &len);
@@ -157,7 +158,8 @@ static ms_status make_input(const char *key, const Tensorflow__TensorInfo *ti, i
             free(data);
             return ms_errf(MS_ENOMEM, "out of memory");
         }
-        for (int64_t i = 0; i < n; i++) strs[i] = (rt_str){.data = data, .len = len};
+        for (int64_t i = 0; i < n; i++)
+            strs[i] = (rt_str){.data = data, .len = len};
         st = rt_tensor_new_strings(&s, strs, out);
         free(strs);
         free(data);
@@ -166,7 +168,7 @@ static ms_status make_input(const char *key, const Tensorflow__TensorInfo *ti, i
     if (file != NULL)
         return ms_errf(MS_ENOTSUP, "--input_files is for DT_STRING inputs; %s is %s", key,
                        rt_dtype_name(dt));
-    ms_status st = rt_tensor_new(dt, &s, out);   /* zero-filled */
+    ms_status st = rt_tensor_new(dt, &s, out); /* zero-filled */
     if (st != MS_OK) return st;
     if (dt == RT_DT_FLOAT) {
         float *f = rt_tensor_f32(*out);
@@ -201,14 +203,30 @@ int srv_cli_benchmark(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         char *end = NULL;
         switch (c) {
-        case 'd': dir = optarg; break;
-        case 's': sig_key = optarg; break;
-        case 'f': files = optarg; break;
-        case 'j': json = 1; break;
-        case 'b': batch = strtol(optarg, &end, 10); break;
-        case 't': threads = strtol(optarg, &end, 10); break;
-        case 'i': iters = strtol(optarg, &end, 10); break;
-        case 'w': warmup = strtol(optarg, &end, 10); break;
+        case 'd':
+            dir = optarg;
+            break;
+        case 's':
+            sig_key = optarg;
+            break;
+        case 'f':
+            files = optarg;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'b':
+            batch = strtol(optarg, &end, 10);
+            break;
+        case 't':
+            threads = strtol(optarg, &end, 10);
+            break;
+        case 'i':
+            iters = strtol(optarg, &end, 10);
+            break;
+        case 'w':
+            warmup = strtol(optarg, &end, 10);
+            break;
         case 'L': {
             ms_log_level lvl;
             if (ms_log_parse_level(optarg, &lvl) != 0) {
@@ -218,7 +236,9 @@ int srv_cli_benchmark(int argc, char **argv) {
             ms_log_set_level(lvl);
             break;
         }
-        case 'h': usage(stdout); return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
         default:
             fprintf(stderr, "benchmark: unknown or incomplete option \"%s\"\n", argv[optind - 1]);
             usage(stderr);
@@ -242,8 +262,7 @@ int srv_cli_benchmark(int argc, char **argv) {
     }
     char export_dir[4096];
     if (resolve_dir(dir, export_dir, sizeof export_dir) != 0) {
-        fprintf(stderr, "benchmark: %s has no saved_model.pb and no numeric version folder\n",
-                dir);
+        fprintf(stderr, "benchmark: %s has no saved_model.pb and no numeric version folder\n", dir);
         return 1;
     }
 
@@ -280,8 +299,9 @@ int srv_cli_benchmark(int argc, char **argv) {
         goto out;
     }
     if (sd->n_inputs > BENCH_MAX_IO || sd->n_outputs > BENCH_MAX_IO || sd->n_outputs == 0) {
-        fprintf(stderr, "benchmark: signature %s has %zu inputs and %zu outputs (1..%d "
-                        "outputs, up to %d inputs supported)\n",
+        fprintf(stderr,
+                "benchmark: signature %s has %zu inputs and %zu outputs (1..%d "
+                "outputs, up to %d inputs supported)\n",
                 sig_key, sd->n_inputs, sd->n_outputs, BENCH_MAX_IO, BENCH_MAX_IO);
         goto out;
     }
@@ -295,7 +315,8 @@ int srv_cli_benchmark(int argc, char **argv) {
         }
         feeds[i] = (rt_feed){.name = ti->name, .tensor = inputs[i]};
     }
-    for (size_t i = 0; i < sd->n_outputs; i++) fetches[nout++] = sd->outputs[i]->value->name;
+    for (size_t i = 0; i < sd->n_outputs; i++)
+        fetches[nout++] = sd->outputs[i]->value->name;
 
     for (long k = 0; k < warmup; k++) {
         st = rt_model_run(m, feeds, nin, fetches, nout, NULL, 0, NULL, outs);
@@ -303,7 +324,8 @@ int srv_cli_benchmark(int argc, char **argv) {
             fprintf(stderr, "benchmark: run: %s\n", ms_errmsg());
             goto out;
         }
-        for (int o = 0; o < nout; o++) rt_tensor_unref(outs[o]);
+        for (int o = 0; o < nout; o++)
+            rt_tensor_unref(outs[o]);
     }
     lat = malloc((size_t)iters * sizeof(double));
     if (lat == NULL) goto out;
@@ -316,7 +338,8 @@ int srv_cli_benchmark(int argc, char **argv) {
             fprintf(stderr, "benchmark: run: %s\n", ms_errmsg());
             goto out;
         }
-        for (int o = 0; o < nout; o++) rt_tensor_unref(outs[o]);
+        for (int o = 0; o < nout; o++)
+            rt_tensor_unref(outs[o]);
     }
     double total = now_ms() - total0;
     qsort(lat, (size_t)iters, sizeof(double), cmp_double);
@@ -341,15 +364,16 @@ int srv_cli_benchmark(int argc, char **argv) {
         printf("batch        %ld, intra_op_threads %d, %ld iterations after %ld warm-up\n", batch,
                be->intra_op_threads, iters, warmup);
         printf("load         %.1f ms\n", load_ms);
-        printf("latency      median %.3f ms, p99 %.3f ms, mean %.3f ms, min %.3f ms\n", median,
-               p99, mean, lat[0]);
+        printf("latency      median %.3f ms, p99 %.3f ms, mean %.3f ms, min %.3f ms\n", median, p99,
+               mean, lat[0]);
         printf("throughput   %.2f images/s\n", ips);
         printf("peak RSS     %.1f MiB\n", rss_mb);
     }
     rc = 0;
 out:
     free(lat);
-    for (int i = 0; i < nin; i++) rt_tensor_unref(inputs[i]);
+    for (int i = 0; i < nin; i++)
+        rt_tensor_unref(inputs[i]);
     if (m) rt_model_unref(m);
     kn_backend_free(be);
     return rc;

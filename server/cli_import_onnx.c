@@ -51,8 +51,12 @@ int srv_cli_import_onnx(int argc, char **argv) {
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'o': out_dir = optarg; break;
-        case 'd': opts.dicom_input = optarg; break;
+        case 'o':
+            out_dir = optarg;
+            break;
+        case 'd':
+            opts.dicom_input = optarg;
+            break;
         case 'w':
             if (sscanf(optarg, "%f,%f", &opts.window_center, &opts.window_width) != 2 ||
                 !(opts.window_width > 0)) {
@@ -62,8 +66,10 @@ int srv_cli_import_onnx(int argc, char **argv) {
             have_window = 1;
             break;
         case 'l':
-            if (strcmp(optarg, "NCHW") == 0) opts.dicom_nhwc = 0;
-            else if (strcmp(optarg, "NHWC") == 0) opts.dicom_nhwc = 1;
+            if (strcmp(optarg, "NCHW") == 0)
+                opts.dicom_nhwc = 0;
+            else if (strcmp(optarg, "NHWC") == 0)
+                opts.dicom_nhwc = 1;
             else {
                 fprintf(stderr, "import-onnx: --layout wants NCHW or NHWC, got \"%s\"\n", optarg);
                 return 2;
@@ -82,10 +88,13 @@ int srv_cli_import_onnx(int argc, char **argv) {
             break;
         }
         case 'T':
-            if (strcmp(optarg, "NCHW") == 0) opts.tf_nchw = 1;
-            else if (strcmp(optarg, "NHWC") == 0) opts.tf_nchw = 0;
+            if (strcmp(optarg, "NCHW") == 0)
+                opts.tf_nchw = 1;
+            else if (strcmp(optarg, "NHWC") == 0)
+                opts.tf_nchw = 0;
             else {
-                fprintf(stderr, "import-onnx: --tf_layout wants NHWC or NCHW, got \"%s\"\n", optarg);
+                fprintf(stderr, "import-onnx: --tf_layout wants NHWC or NCHW, got \"%s\"\n",
+                        optarg);
                 return 2;
             }
             break;
@@ -98,10 +107,11 @@ int srv_cli_import_onnx(int argc, char **argv) {
             ms_log_set_level(lvl);
             break;
         }
-        case 'h': usage(stdout); return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
         default:
-            fprintf(stderr, "import-onnx: unknown or incomplete option \"%s\"\n",
-                    argv[optind - 1]);
+            fprintf(stderr, "import-onnx: unknown or incomplete option \"%s\"\n", argv[optind - 1]);
             usage(stderr);
             return 2;
         }

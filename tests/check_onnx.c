@@ -41,7 +41,8 @@ static void check_info(const Tensorflow__TensorInfo *ti, int rank, const int64_t
     ck_assert_int_eq(ti->dtype, TENSORFLOW__DATA_TYPE__DT_FLOAT);
     ck_assert_ptr_nonnull(ti->tensor_shape);
     ck_assert_int_eq((int)ti->tensor_shape->n_dim, rank);
-    for (int i = 0; i < rank; i++) ck_assert_int_eq(ti->tensor_shape->dim[i]->size, dims[i]);
+    for (int i = 0; i < rank; i++)
+        ck_assert_int_eq(ti->tensor_shape->dim[i]->size, dims[i]);
 }
 
 /* Imports tests/data/onnx/<name>.onnx, runs it on the stored input and
@@ -85,7 +86,8 @@ static void run_model(const char *name, const char *input, const char *const *ou
         double d = tox_max_abs_diff(outs[i], want);
         char a[64], b[64];
         ck_assert_msg(d >= 0.0 && d <= 1e-4, "%s%s output %s: max abs diff %g (shape %s vs ORT %s)",
-                      name, nchw ? " (NCHW graph)" : "", outputs[i], d, rt_shape_str(&outs[i]->shape, a, sizeof a),
+                      name, nchw ? " (NCHW graph)" : "", outputs[i], d,
+                      rt_shape_str(&outs[i]->shape, a, sizeof a),
                       rt_shape_str(&want->shape, b, sizeof b));
         rt_tensor_unref(want);
         rt_tensor_unref(outs[i]);
@@ -150,8 +152,8 @@ END_TEST
  * what pydicom preprocessing (modality LUT, window 40/400 to [0, 1]) fed to
  * ONNX Runtime gives. */
 static void run_dicom(int nchw) {
-    rt_onnx_opts o = {.dicom_input = "image", .window_center = 40, .window_width = 400,
-                      .tf_nchw = nchw};
+    rt_onnx_opts o = {
+        .dicom_input = "image", .window_center = 40, .window_width = 400, .tf_nchw = nchw};
     char *dir = temp_export_dir();
     ms_status st = rt_onnx_import(tox_path("dicom_seg.onnx"), dir, &o);
     ck_assert_msg(st == MS_OK, "import: %s", ms_errmsg());
@@ -208,7 +210,7 @@ START_TEST(test_dicom_input_bad_name_or_size) {
     ck_assert_ptr_nonnull(strstr(ms_errmsg(), "nope"));
     o.dicom_input = "image";
     o.size_h = 32;
-    o.size_w = 32;   /* the model wants 64x64 */
+    o.size_w = 32; /* the model wants 64x64 */
     ck_assert_int_eq(rt_onnx_convert(tox_path("dicom_seg.onnx"), &o, &pb, &n), MS_EINVAL);
     ck_assert_ptr_nonnull(strstr(ms_errmsg(), "--size"));
 }
@@ -269,8 +271,7 @@ END_TEST
 START_TEST(test_missing_file) {
     uint8_t *pb = NULL;
     size_t n = 0;
-    ck_assert_int_eq(rt_onnx_convert(tox_path("no_such_model.onnx"), NULL, &pb, &n),
-                     MS_ENOTFOUND);
+    ck_assert_int_eq(rt_onnx_convert(tox_path("no_such_model.onnx"), NULL, &pb, &n), MS_ENOTFOUND);
 }
 END_TEST
 
@@ -295,7 +296,8 @@ START_TEST(test_missing_external_data) {
     ck_assert(in && out);
     char buf[4096];
     size_t r;
-    while ((r = fread(buf, 1, sizeof buf, in)) > 0) ck_assert_uint_eq(fwrite(buf, 1, r, out), r);
+    while ((r = fread(buf, 1, sizeof buf, in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, r, out), r);
     fclose(in);
     fclose(out);
     uint8_t *pb = NULL;

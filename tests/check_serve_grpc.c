@@ -7,7 +7,10 @@
  * Expected outputs follow from half_plus_two's definition y = 0.5 * x + 2. */
 #include <check.h>
 #include <grpc/grpc.h>
+#include <math.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,8 +123,11 @@ static int64_t predict(const float *x, int n, int deadline_ms) {
     const Tensorflow__TensorProto *y = resp->outputs[0]->value;
     ck_assert_int_eq(y->dtype, TENSORFLOW__DATA_TYPE__DT_FLOAT);
     ck_assert_uint_eq(y->n_float_val, (size_t)n);
-    for (int i = 0; i < n; i++)
-        ck_assert_float_eq_tol(y->float_val[i], 0.5f * x[i] + 2.0f, 1e-6f);
+    int bad = -1;
+    for (int i = 0; i < n && bad < 0; i++)
+        if (fabsf(y->float_val[i] - (0.5f * x[i] + 2.0f)) > 1e-6f) bad = i;
+    ck_assert_msg(bad < 0, "y[%d] = %g, want %g", bad, bad < 0 ? 0.0 : (double)y->float_val[bad],
+                  bad < 0 ? 0.0 : 0.5 * x[bad] + 2.0);
     int64_t v = resp->model_spec->version->value;
     tensorflow__serving__predict_response__free_unpacked(resp, NULL);
     ut_reply_free(&r);
@@ -264,6 +270,50 @@ START_TEST(test_unknown_method_and_bad_bytes) {
 }
 END_TEST
 
+static void *big_call(void *arg) {
+    int n = *(int *)arg;
+    float *x = calloc((size_t)n, sizeof(float));
+    int64_t v = predict(x, n, 60000);
+    free(x);
+    return (void *)(intptr_t)(v > 0);
+}
+
+/* With one worker busy on a large call, small calls whose 20 ms deadline
+ * passes while they wait are skipped (never run), and the daemon says so. */
+START_TEST(test_expired_calls_are_skipped) {
+    char base[1024], a1[1200];
+    hpt_base(base, sizeof(base));
+    snprintf(a1, sizeof(a1), "--model_base_path=%s", base);
+    const char *args[] = {"--model_name=hpt", a1, "--grpc_max_threads=1", "--log_level=debug", NULL};
+    grpc_init();
+    ck_assert_int_eq(ut_daemon_start(&g_d, args), 0);
+    g_ch = ut_channel(g_d.target);
+    wait_serving();
+    int n = 1000000, skipped = 0;
+    for (int round = 0; round < 8 && !skipped; round++) {
+        pthread_t t;
+        void *ok = NULL;
+        pthread_create(&t, NULL, big_call, &n);
+        const float x[] = {1.0f};
+        for (int k = 0; k < 40; k++) {
+            int64_t v = predict(x, 1, 20);
+            ck_assert_msg(v > 0 || v == -(int64_t)GRPC_STATUS_DEADLINE_EXCEEDED,
+                          "small call: %lld", (long long)v);
+            usleep(5000);
+        }
+        pthread_join(t, &ok);
+        ck_assert_msg(ok != NULL, "the large call failed");
+        usleep(100000);
+        skipped = ut_daemon_log_has(&g_d, "before it ran; skipped") ||
+                  ut_daemon_log_has(&g_d, "stopped, the call was cancelled");
+    }
+    ck_assert_msg(skipped, "no expired call was skipped");
+    const float x[] = {3.0f};
+    ck_assert_int_eq(predict(x, 1, 10000), 123);
+    ck_assert_int_eq(stop(), 0);
+}
+END_TEST
+
 /* 1,000 requests while 3 new versions are copied in; every request answers,
  * each new version takes over, and the daemon exits 0 (leak-free under ASan). */
 START_TEST(test_thousand_requests_three_reloads) {
@@ -313,6 +363,7 @@ static Suite *serve_grpc_suite(void) {
     tc = tcase_create("errors");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_unknown_method_and_bad_bytes);
+    tcase_add_test(tc, test_expired_calls_are_skipped);
     suite_add_tcase(s, tc);
     tc = tcase_create("reload");
     tcase_set_timeout(tc, 240);

@@ -7,8 +7,9 @@ our proto/ files (an independent parser) and checks the serving_default
 signature against the ONNX graph as the onnx package reads it; checks that an
 unsupported op fails naming op and node; `dcmserve show` prints the signature;
 `dcmserve run` on the stored inputs writes outputs within 1e-4 of ONNX Runtime's
-(also with a DICOM file through --dicom_input); benchmarks an imported model
-with --json. The Check test `onnx` covers the same numerics in-process.
+(also with a DICOM file through --dicom_input); the daemon serves imported
+models over TF Serving's Predict with the same results; benchmarks an imported
+model with --json. The Check test `onnx` covers the same numerics in-process.
 """
 import json
 import os
@@ -18,6 +19,9 @@ import tempfile
 
 import numpy as np
 import onnx
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_client import Daemon, float_tensor, gen_protos, tensor_values  # noqa: E402
 
 SRC = os.environ.get("DCM_SRC", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DCMSERVE = os.environ.get("DCMSERVE", os.path.join(SRC, "build", "dcmserve"))
@@ -35,17 +39,6 @@ def run(*args):
     return subprocess.run([DCMSERVE] + list(args), capture_output=True, text=True, timeout=300)
 
 
-def tf_protos(tmp):
-    """Compiles proto/tf_*.proto for Python and returns the savedmodel module."""
-    os.makedirs(tmp, exist_ok=True)
-    subprocess.check_call(["protoc", "--python_out=" + tmp, "-I" + os.path.join(SRC, "proto"),
-                           os.path.join(SRC, "proto", "tf_framework.proto"),
-                           os.path.join(SRC, "proto", "tf_savedmodel.proto")])
-    sys.path.insert(0, tmp)
-    import tf_savedmodel_pb2  # noqa: E402
-    return tf_savedmodel_pb2
-
-
 def onnx_sig(path):
     """{name: (elem_type, dims with -1 for symbolic)} of graph inputs and outputs."""
     m = onnx.load(path, load_external_data=False)
@@ -60,9 +53,51 @@ def onnx_sig(path):
     return ins, outs
 
 
+def serve_checks(tmp):
+    """`dcmserve serve` on imported models: Predict over gRPC vs ORT outputs."""
+    pb = gen_protos()
+    for name, dicom in (("unet", False), ("dicom_seg", True)):
+        base = os.path.join(tmp, "serve_" + name)
+        args = ["import-onnx", os.path.join(DATA, name + ".onnx"), "--output_dir",
+                os.path.join(base, "1")]
+        if dicom:
+            args += ["--dicom_input", "image", "--window", "40,400"]
+        r = run(*args)
+        check(r.returncode == 0, "serve %s: import (%s)" % (name, r.stderr.strip()))
+        d = Daemon(["--model_name=" + name, "--model_base_path=" + base])
+        try:
+            d.wait_health(1)
+            req = pb.tfs.PredictRequest()
+            req.model_spec.name = name
+            if dicom:
+                t = pb.fw.TensorProto(dtype=pb.fw.DT_STRING)
+                t.tensor_shape.dim.add(size=1)
+                with open(os.path.join(DATA, "ct64.dcm"), "rb") as f:
+                    t.string_val.append(f.read())
+                req.inputs["image"].CopyFrom(t)
+            else:
+                x = np.load(os.path.join(DATA, name + ".in.image.npy"))
+                req.inputs["image"].CopyFrom(float_tensor(x.ravel(), list(x.shape), content=True))
+            resp = d.stub.Predict(req, timeout=60)
+            outs = ["seg"] if dicom else ["mask", "foreground"]
+            for k in outs:
+                ref = np.load(os.path.join(DATA, "%s.out.%s.npy" % (name, k)))
+                tp = resp.outputs[k]
+                shape = [dim.size for dim in tp.tensor_shape.dim]
+                got = np.array(tensor_values(tp), dtype=np.float32)
+                ok = shape == list(ref.shape)
+                diff = float(np.max(np.abs(got.reshape(ref.shape) - ref))) if ok else float("inf")
+                check(diff <= 1e-4, "serve %s: Predict %s shape %s within 1e-4 of ORT (max abs %g)"
+                      % (name, k, shape, diff))
+        finally:
+            rc = d.stop()
+            check(rc == 0, "serve %s: daemon exits 0 on SIGTERM (got %s)" % (name, rc))
+            d.close()
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        pb2 = tf_protos(os.path.join(tmp, "py"))
+        pb2 = gen_protos().sm
         for name in ("resnet", "unet", "mobile", "misc", "upsample9"):
             model = os.path.join(DATA, name + ".onnx")
             out = os.path.join(tmp, name, "1")
@@ -173,6 +208,7 @@ def main():
         r = run("benchmark", "--dir", os.path.join(tmp, "unet"), "--signature_def", "nope",
                 "--iterations", "1")
         check(r.returncode == 1 and "nope" in r.stderr, "benchmark: unknown signature fails")
+        serve_checks(tmp)
     if FAILS:
         print("%d check(s) failed" % len(FAILS))
         return 1

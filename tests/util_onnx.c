@@ -20,7 +20,8 @@ static int parse_shape(const char *h, rt_shape *s) {
     p++;
     s->rank = 0;
     for (;;) {
-        while (*p == ' ' || *p == ',') p++;
+        while (*p == ' ' || *p == ',')
+            p++;
         if (*p == ')') return 0;
         char *end;
         long long v = strtoll(p, &end, 10);

@@ -338,11 +338,19 @@ static inline float act1(kn_act act, float alpha, float v) {
 
 /* clang-format on */
 
+/* GCC does not vectorise at -O2 unless asked; clang does and rejects the
+ * optimize attribute. */
+#if defined(__clang__)
+#define KN_VECTORIZE
+#else
+#define KN_VECTORIZE , optimize("tree-vectorize")
+#endif
+
 static void epi_c(EPI_ARGS) { EPI_BODY }
-__attribute__((target("avx2,fma"), optimize("tree-vectorize"))) static void epi_avx2(EPI_ARGS) {
+__attribute__((target("avx2,fma") KN_VECTORIZE)) static void epi_avx2(EPI_ARGS) {
     EPI_BODY
 }
-__attribute__((target("avx512f"), optimize("tree-vectorize"))) static void epi_avx512(EPI_ARGS) {
+__attribute__((target("avx512f") KN_VECTORIZE)) static void epi_avx512(EPI_ARGS) {
     EPI_BODY
 }
 

@@ -1,0 +1,812 @@
+/* rt_onnx_shape.c - ONNX op handlers for shapes and data movement
+ * (Reshape, Flatten, Squeeze/Unsqueeze, Transpose, Concat, Split, Slice, Pad,
+ * Resize/Upsample) and for constants and shape arithmetic (Constant,
+ * ConstantOfShape, Shape, Gather, Cast, Identity/Dropout). Values known at
+ * conversion time are folded here; see rt_onnx_ops.c for the conventions. */
+#include <math.h>
+#include <string.h>
+
+#include "rt_onnx_int.h"
+
+/* ======================================================================
+ * Shapes and data movement
+ * ====================================================================== */
+
+/* Defines output 0 as a reshaped copy of known x (same elements). */
+static void fold_reshape(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__ox_value *x, int r,
+                         const int64_t *od) {
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, x->dt, r, od, NULL);
+    o->f = x->f;
+    o->iv = x->iv;
+    o->ik = x->ik;
+}
+
+static int is_known(const rt__ox_value *x) {
+    return x->f != NULL || x->iv != NULL;
+}
+
+/* Reshape of x (value) to od (rank r, entries -1 = unknown); emits a TF
+ * Reshape unless x is folded. */
+static ms_status reshape_to(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *x, int r,
+                            const int64_t *od) {
+    if (is_known(x) && rt__ox_count_unknown(r, od) == 0) {
+        fold_reshape(cv, n, x, r, od);
+        return MS_OK;
+    }
+    if (rt__ox_count_unknown(r, od) > 1)
+        return rt__ox_err(cv, MS_ENOTSUP, "target shape has more than one dynamic dimension");
+    const char *t;
+    ms_status st = rt__ox_tf(cv, x, &t);
+    if (st != MS_OK) return st;
+    rt__ox_def_out(cv, n, 0, x->dt, r, od, rt__tf_reshape(cv, rt__ox_hint_of(n), t, x->dt, r, od));
+    return MS_OK;
+}
+
+ms_status rt__ox_op_reshape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X = NULL, *S = NULL;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &S, NULL)) != MS_OK)
+        return st;
+    if (!S->iv || S->rank != 1 || S->dim[0] > OX_MAXR)
+        return rt__ox_err(cv, MS_ENOTSUP, "the shape input must be computable at conversion time");
+    int r = (int)S->dim[0];
+    int allowzero = (int)rt__ox_attr_i(n, "allowzero", 0);
+    int64_t od[OX_MAXR];
+    int infer = -1;
+    int64_t known = 1;
+    for (int i = 0; i < r; i++) {
+        if (!S->ik[i]) {
+            od[i] = -1;
+        } else if (S->iv[i] == 0 && !allowzero) {
+            if (i >= X->rank) return rt__ox_err(cv, MS_EINVAL, "0 in shape beyond input rank");
+            od[i] = X->dim[i];
+        } else if (S->iv[i] == -1) {
+            if (infer >= 0) return rt__ox_err(cv, MS_EINVAL, "more than one -1 in shape");
+            infer = i;
+            od[i] = -1;
+        } else {
+            if (rt__ox_out_of(S->iv[i], 0, OX_DIM_MAX))
+                return rt__ox_err(cv, MS_EINVAL, "shape entry %lld out of range",
+                                  (long long)S->iv[i]);
+            od[i] = S->iv[i];
+        }
+        if (od[i] >= 0 && __builtin_mul_overflow(known, od[i], &known))
+            return rt__ox_err(cv, MS_EINVAL, "shape too large");
+    }
+    /* Resolve the -1 when the input size is static. */
+    int64_t total = rt__ox_nelem(X);
+    if (total >= 0 && rt__ox_count_unknown(r, od) == 1 && known > 0)
+        for (int i = 0; i < r; i++)
+            if (od[i] < 0) od[i] = total / known;
+    /* x.view(x.size(0), -1): the input's only dynamic dim p and the target's
+     * only shape-derived unknown entry are both at p; the -1 then covers the
+     * static rest of the input. */
+    if (infer >= 0 && rt__ox_count_unknown(r, od) == 2 &&
+        rt__ox_count_unknown(X->rank, X->dim) == 1) {
+        int p = -1;
+        for (int i = 0; i < r; i++)
+            if (od[i] < 0 && i != infer) p = i;
+        if (p >= 0 && p < X->rank && X->dim[p] < 0 && known > 0) {
+            int64_t rest = 1;
+            for (int i = 0; i < X->rank; i++)
+                if (i != p) rest *= X->dim[i];
+            if (rest % known == 0) od[infer] = rest / known;
+        }
+    }
+    return reshape_to(cv, n, X, r, od);
+}
+
+ms_status rt__ox_op_flatten(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X = NULL;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
+    int64_t ax = rt__ox_attr_i(n, "axis", 1);
+    if (ax < 0) ax += X->rank;
+    if (ax < 0 || ax > X->rank) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+    int axis = (int)ax; /* axis == rank is allowed: [N, 1] */
+    int64_t od[2] = {1, 1};
+    for (int i = 0; i < X->rank; i++) {
+        int64_t *p = &od[i < axis ? 0 : 1];
+        if (*p < 0 || X->dim[i] < 0)
+            *p = -1;
+        else if (__builtin_mul_overflow(*p, X->dim[i], p) || *p > OX_DIM_MAX * 64)
+            return rt__ox_err(cv, MS_EINVAL, "shape too large");
+    }
+    return reshape_to(cv, n, X, 2, od);
+}
+
+ms_status rt__ox_op_squeeze_unsqueeze(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    int unsq = strcmp(n->op_type, "Unsqueeze") == 0;
+    rt__ox_value *X = NULL;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
+    int64_t axes[OX_MAXR];
+    int na = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
+    if (na > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "too many axes");
+    if (na < 0 && (st = rt__ox_const_ints(cv, n, 1, axes, OX_MAXR, &na)) != MS_OK) return st;
+    int64_t od[OX_MAXR];
+    int r = 0;
+    if (unsq) {
+        if (na < 0) return rt__ox_err(cv, MS_EINVAL, "axes are required");
+        int orank = X->rank + na;
+        if (orank > OX_MAXR) return rt__ox_err(cv, MS_ENOTSUP, "rank too large");
+        uint8_t ins[OX_MAXR] = {0};
+        for (int i = 0; i < na; i++) {
+            int a = rt__ox_norm_axis(axes[i], orank);
+            if (a < 0 || a >= orank) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+            ins[a] = 1;
+        }
+        for (int i = 0, k = 0; i < orank; i++)
+            od[r++] = ins[i] ? 1 : X->dim[k++];
+    } else {
+        uint8_t drop[OX_MAXR] = {0};
+        if (na < 0) {
+            for (int i = 0; i < X->rank; i++) {
+                if (X->dim[i] < 0)
+                    return rt__ox_err(cv, MS_ENOTSUP, "Squeeze without axes needs static dims");
+                drop[i] = X->dim[i] == 1;
+            }
+        } else {
+            for (int i = 0; i < na; i++) {
+                int a = rt__ox_norm_axis(axes[i], X->rank);
+                if (a < 0 || a >= X->rank) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+                drop[a] = 1;
+            }
+        }
+        for (int i = 0; i < X->rank; i++)
+            if (!drop[i]) od[r++] = X->dim[i];
+    }
+    return reshape_to(cv, n, X, r, od);
+}
+
+ms_status rt__ox_op_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X = NULL;
+    const char *x;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
+    int64_t perm[OX_MAXR], od[OX_MAXR];
+    int np = rt__ox_attr_ints(n, "perm", perm, OX_MAXR);
+    if (np < 0) {
+        np = X->rank;
+        for (int i = 0; i < np; i++)
+            perm[i] = np - 1 - i;
+    }
+    if (np != X->rank) return rt__ox_err(cv, MS_EINVAL, "perm length != rank");
+    uint8_t seen[OX_MAXR] = {0};
+    for (int i = 0; i < np; i++) {
+        if (perm[i] < 0 || perm[i] >= np || seen[perm[i]])
+            return rt__ox_err(cv, MS_EINVAL, "perm is not a permutation of 0..%d", np - 1);
+        seen[perm[i]] = 1;
+        od[i] = X->dim[perm[i]];
+    }
+    rt__ox_def_out(cv, n, 0, X->dt, np, od,
+                   rt__tf_transpose(cv, rt__ox_hint_of(n), x, X->dt, np, perm));
+    return MS_OK;
+}
+
+ms_status rt__ox_op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    int ni = (int)n->n_input;
+    rt__ox_value *v[64];
+    ms_status st;
+    if (ni < 1 || ni > 64) return rt__ox_err(cv, MS_ENOTSUP, "1 to 64 inputs are supported");
+    int all_known = 1;
+    for (int i = 0; i < ni; i++) {
+        if ((st = rt__ox_need(cv, n, i, &v[i], NULL)) != MS_OK) return st;
+        all_known &= is_known(v[i]) && rt__ox_nelem(v[i]) >= 0;
+    }
+    int r = v[0]->rank;
+    if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
+    int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", 0), r);
+    if (axis < 0 || axis >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+    int64_t od[OX_MAXR];
+    memcpy(od, v[0]->dim, sizeof(od));
+    od[axis] = 0;
+    for (int i = 0; i < ni; i++) {
+        if (v[i]->rank != r) return rt__ox_err(cv, MS_EINVAL, "inputs differ in rank");
+        od[axis] = (od[axis] < 0 || v[i]->dim[axis] < 0) ? -1 : od[axis] + v[i]->dim[axis];
+    }
+    if (ni == 1) {
+        rt__ox_alias(cv, n, v[0]);
+        return MS_OK;
+    }
+    if (all_known) {
+        int isf = v[0]->f != NULL;
+        rt__ox_value *o = rt__ox_def_out(cv, n, 0, v[0]->dt, r, od, NULL);
+        int64_t outer = 1, total = rt__ox_nelem(o), pos = 0;
+        for (int i = 0; i < axis; i++)
+            outer *= od[i];
+        if (isf)
+            o->f = rt__ox_alloc(cv, (size_t)total * 4 + 4);
+        else
+            o->iv = rt__ox_alloc(cv, (size_t)total * 8 + 8),
+            o->ik = rt__ox_alloc(cv, (size_t)total + 1);
+        for (int64_t b = 0; b < outer; b++)
+            for (int i = 0; i < ni; i++) {
+                int64_t chunk = rt__ox_nelem(v[i]) / (outer ? outer : 1);
+                for (int64_t k = 0; k < chunk; k++, pos++) {
+                    if (isf) {
+                        o->f[pos] =
+                            v[i]->f ? v[i]->f[b * chunk + k] : (float)v[i]->iv[b * chunk + k];
+                    } else {
+                        o->iv[pos] = v[i]->iv ? v[i]->iv[b * chunk + k] : 0;
+                        o->ik[pos] = v[i]->iv ? v[i]->ik[b * chunk + k] : 0;
+                    }
+                }
+            }
+        return MS_OK;
+    }
+    int last = 0;
+    for (int i = 0; i < ni && r == 4 && axis == 1; i++)
+        last |= v[i]->nhwc;
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "ConcatV2", rt__ox_hint_of(n));
+    for (int i = 0; i < ni; i++) {
+        const char *t;
+        st = last ? rt__ox_tf_nhwc(cv, v[i], &t) : rt__ox_tf(cv, v[i], &t);
+        if (st != MS_OK) return st;
+        rt__tf_input(cv, nd, t);
+    }
+    rt__tf_input(cv, nd, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", nd->name), last ? 3 : axis));
+    rt__tf_attr_i(cv, nd, "N", ni);
+    rt__tf_attr_type(cv, nd, "T", v[0]->dt);
+    rt__tf_attr_type(cv, nd, "Tidx", RT_DT_INT32);
+    rt__ox_def_out(cv, n, 0, v[0]->dt, r, od, nd->name)->nhwc = last;
+    return MS_OK;
+}
+
+ms_status rt__ox_op_split(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X = NULL;
+    const char *x;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    int r = X->rank;
+    if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
+    int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", 0), r);
+    if (axis < 0 || axis >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+    int last = X->nhwc && axis == 1;
+    if (last)
+        x = X->tf;
+    else if ((st = rt__ox_tf(cv, X, &x)) != MS_OK)
+        return st;
+    int no = (int)n->n_output;
+    int64_t sizes[64];
+    if (no < 1 || no > 64) return rt__ox_err(cv, MS_ENOTSUP, "1 to 64 outputs are supported");
+    int ns = rt__ox_attr_ints(n, "split", sizes, 64);
+    if (ns < 0 && (st = rt__ox_const_ints(cv, n, 1, sizes, 64, &ns)) != MS_OK) return st;
+    if (ns < 0) {
+        if (X->dim[axis] < 0 || X->dim[axis] % no != 0)
+            return rt__ox_err(cv, MS_ENOTSUP, "equal split needs a static axis divisible by %d",
+                              no);
+        for (int i = 0; i < no; i++)
+            sizes[i] = X->dim[axis] / no;
+        ns = no;
+    }
+    if (ns != no) return rt__ox_err(cv, MS_EINVAL, "split has %d sizes for %d outputs", ns, no);
+    for (int i = 0; i < ns; i++)
+        if (rt__ox_out_of(sizes[i], 0, OX_DIM_MAX))
+            return rt__ox_err(cv, MS_EINVAL, "split size out of range");
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "SplitV", rt__ox_hint_of(n));
+    rt__tf_input(cv, nd, x);
+    rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/sizes", nd->name), no, sizes));
+    rt__tf_input(cv, nd, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", nd->name), last ? 3 : axis));
+    rt__tf_attr_i(cv, nd, "num_split", no);
+    rt__tf_attr_type(cv, nd, "T", X->dt);
+    rt__tf_attr_type(cv, nd, "Tlen", RT_DT_INT32);
+    for (int i = 0; i < no; i++) {
+        int64_t od[OX_MAXR];
+        memcpy(od, X->dim, sizeof(od));
+        od[axis] = sizes[i];
+        rt__ox_def_out(cv, n, i, X->dt, r, od, rt__tf_out(cv, nd, i))->nhwc = last;
+    }
+    return MS_OK;
+}
+
+static int64_t clampi(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X = NULL;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    int r = X->rank;
+    if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
+    int64_t starts[OX_MAXR], ends[OX_MAXR], axes[OX_MAXR], steps[OX_MAXR];
+    int c1, c2, c3, c4;
+    if (cv->opset < 10) {
+        c1 = rt__ox_attr_ints(n, "starts", starts, OX_MAXR);
+        c2 = rt__ox_attr_ints(n, "ends", ends, OX_MAXR);
+        c3 = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
+        c4 = -1;
+    } else if ((st = rt__ox_const_ints(cv, n, 1, starts, OX_MAXR, &c1)) != MS_OK ||
+               (st = rt__ox_const_ints(cv, n, 2, ends, OX_MAXR, &c2)) != MS_OK ||
+               (st = rt__ox_const_ints(cv, n, 3, axes, OX_MAXR, &c3)) != MS_OK ||
+               (st = rt__ox_const_ints(cv, n, 4, steps, OX_MAXR, &c4)) != MS_OK) {
+        return st;
+    }
+    if (c1 < 0 || c1 > OX_MAXR || c1 != c2 || (c3 >= 0 && c3 != c1) || (c4 >= 0 && c4 != c1))
+        return rt__ox_err(cv, MS_EINVAL, "starts/ends/axes/steps lengths differ");
+    int64_t b[OX_MAXR], e[OX_MAXR], s[OX_MAXR], od[OX_MAXR];
+    uint8_t sliced[OX_MAXR] = {0}, to_front[OX_MAXR] = {0};
+    int any_step = 0;
+    for (int i = 0; i < r; i++)
+        b[i] = 0, e[i] = X->dim[i], s[i] = 1, od[i] = X->dim[i];
+    for (int i = 0; i < c1; i++) {
+        int a = c3 >= 0 ? rt__ox_norm_axis(axes[i], r) : i;
+        if (a < 0 || a >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+        int64_t step = c4 >= 0 ? steps[i] : 1, d = X->dim[a];
+        if (step == 0 || rt__ox_out_of(step, -OX_DIM_MAX, OX_DIM_MAX))
+            return rt__ox_err(cv, MS_EINVAL, "step %lld out of range", (long long)step);
+        starts[i] = starts[i] < -OX_DIM_MAX  ? -OX_DIM_MAX
+                    : starts[i] > OX_DIM_MAX ? OX_DIM_MAX
+                                             : starts[i];
+        ends[i] = ends[i] < -OX_DIM_MAX - 1 ? -OX_DIM_MAX - 1 : ends[i];
+        if (d < 0) {
+            /* Dynamic axis: only "from a non-negative start to the end". */
+            if (step != 1 || starts[i] < 0 || ends[i] < INT32_MAX)
+                return rt__ox_err(cv, MS_ENOTSUP, "slicing dynamic axis %d needs static bounds", a);
+            b[a] = starts[i];
+            e[a] = -1;
+            od[a] = -1;
+            sliced[a] = starts[i] != 0;
+            continue;
+        }
+        int64_t st0 = starts[i] < 0 ? starts[i] + d : starts[i];
+        int64_t en0 = ends[i] < 0 ? ends[i] + d : ends[i];
+        if (step > 0) {
+            st0 = clampi(st0, 0, d);
+            en0 = clampi(en0, 0, d);
+            od[a] = en0 > st0 ? (en0 - st0 + step - 1) / step : 0;
+        } else {
+            st0 = clampi(st0, 0, d - 1);
+            en0 = clampi(en0, -1, d - 1);
+            od[a] = st0 > en0 ? (st0 - en0 - step - 1) / -step : 0;
+            /* Through index 0: TF would read end -1 as "last", so use the mask. */
+            to_front[a] = en0 == -1;
+        }
+        b[a] = st0, e[a] = en0, s[a] = step;
+        sliced[a] = 1;
+        if (step != 1) any_step = 1;
+    }
+    /* Known 1-D vectors (shape arithmetic) fold. */
+    if (X->iv && r == 1 && X->dim[0] >= 0) {
+        rt__ox_value *o = rt__ox_def_out(cv, n, 0, X->dt, 1, od, NULL);
+        o->iv = rt__ox_alloc(cv, (size_t)od[0] * 8 + 8);
+        o->ik = rt__ox_alloc(cv, (size_t)od[0] + 1);
+        for (int64_t k = 0; k < od[0]; k++) {
+            o->iv[k] = X->iv[b[0] + k * s[0]];
+            o->ik[k] = X->ik[b[0] + k * s[0]];
+        }
+        return MS_OK;
+    }
+    const char *x;
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+    int any = 0;
+    for (int i = 0; i < r; i++)
+        any |= sliced[i] && (b[i] != 0 || od[i] != X->dim[i]);
+    if (!any && !any_step) {
+        rt__ox_alias(cv, n, X);
+        return MS_OK;
+    }
+    const char *h = rt__ox_hint_of(n);
+    Tensorflow__NodeDef *nd;
+    if (!any_step) {
+        int64_t size[OX_MAXR];
+        for (int i = 0; i < r; i++)
+            size[i] = od[i] < 0 ? -1 : od[i];
+        nd = rt__tf_node(cv, "Slice", h);
+        rt__tf_input(cv, nd, x);
+        rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", nd->name), r, b));
+        rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", nd->name), r, size));
+    } else {
+        int64_t mask = 0, emask = 0;
+        for (int i = 0; i < r; i++) {
+            if (!sliced[i]) mask |= (int64_t)1 << i, emask |= (int64_t)1 << i;
+            if (to_front[i]) emask |= (int64_t)1 << i, e[i] = 0;
+        }
+        nd = rt__tf_node(cv, "StridedSlice", h);
+        rt__tf_input(cv, nd, x);
+        rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", nd->name), r, b));
+        rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/end", nd->name), r, e));
+        rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/strides", nd->name), r, s));
+        rt__tf_attr_i(cv, nd, "begin_mask", mask);
+        rt__tf_attr_i(cv, nd, "end_mask", emask);
+        rt__tf_attr_i(cv, nd, "ellipsis_mask", 0);
+        rt__tf_attr_i(cv, nd, "new_axis_mask", 0);
+        rt__tf_attr_i(cv, nd, "shrink_axis_mask", 0);
+    }
+    rt__tf_attr_type(cv, nd, "T", X->dt);
+    rt__tf_attr_type(cv, nd, "Index", RT_DT_INT32);
+    rt__ox_def_out(cv, n, 0, X->dt, r, od, nd->name);
+    return MS_OK;
+}
+
+ms_status rt__ox_op_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X = NULL, *V = NULL;
+    const char *x;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    int r = X->rank, last;
+    if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
+    if ((st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK) return st;
+    int64_t pads[2 * OX_MAXR];
+    int np;
+    float value = 0.0f;
+    if (cv->opset < 11) {
+        np = rt__ox_attr_ints(n, "pads", pads, 2 * OX_MAXR);
+        value = rt__ox_attr_f(n, "value", 0.0f);
+    } else {
+        if ((st = rt__ox_const_ints(cv, n, 1, pads, 2 * OX_MAXR, &np)) != MS_OK) return st;
+        if ((V = rt__ox_in(cv, n, 2)) && (st = rt__ox_const_float_scalar(cv, V, &value)) != MS_OK)
+            return st;
+        if (rt__ox_in(cv, n, 3))
+            return rt__ox_err(cv, MS_ENOTSUP, "the axes input is not supported");
+    }
+    if (np != 2 * r) return rt__ox_err(cv, MS_EINVAL, "pads must have %d values", 2 * r);
+    int reflect = rt__ox_attr_is(n, "mode", "reflect", "constant");
+    if (!reflect && !rt__ox_attr_is(n, "mode", "constant", "constant"))
+        return rt__ox_err(cv, MS_ENOTSUP, "only constant and reflect modes are supported");
+    int64_t od[OX_MAXR];
+    for (int i = 0; i < r; i++) {
+        if (pads[i] < 0 || pads[i + r] < 0)
+            return rt__ox_err(cv, MS_ENOTSUP, "negative pads are not supported");
+        if (pads[i] > OX_DIM_MAX || pads[i + r] > OX_DIM_MAX)
+            return rt__ox_err(cv, MS_EINVAL, "pads too large");
+        od[i] = X->dim[i] < 0 ? -1 : X->dim[i] + pads[i] + pads[i + r];
+    }
+    int64_t tp[2 * OX_MAXR];
+    memcpy(tp, pads, sizeof(tp));
+    if (last) {
+        rt__ox_lay4(cv, tp, pads[0], pads[1], pads[2], pads[3]);
+        rt__ox_lay4(cv, tp + 4, pads[4], pads[5], pads[6], pads[7]);
+    }
+    rt__ox_def_out(cv, n, 0, X->dt, r, od,
+                   rt__ox_emit_pad(cv, rt__ox_hint_of(n), x, X->dt, r, tp,
+                                   reflect ? "reflect" : "constant", value))
+        ->nhwc = last;
+    return MS_OK;
+}
+
+ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    int upsample = strcmp(n->op_type, "Upsample") == 0;
+    rt__ox_value *X = NULL, *S = NULL;
+    const char *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if (!rt__ox_need_rank(cv, X, 4, &st)) return st;
+    if (X->dim[2] < 0 || X->dim[3] < 0)
+        return rt__ox_err(cv, MS_ENOTSUP, "resizing needs static spatial dims");
+    float scales[4] = {1, 1, 1, 1};
+    int64_t out[2] = {-1, -1};
+    int have = 0;
+    /* Inputs: Upsample (X, scales); Resize-10 (X, scales); Resize-11+ (X, roi,
+     * scales, sizes). Opset-7 Upsample has a scales attribute. */
+    int si = (upsample || cv->opset < 11) ? 1 : 2;
+    if (upsample && cv->opset < 9) {
+        const Onnx__AttributeProto *a = rt__ox_attr(n, "scales");
+        if (a && a->n_floats == 4) {
+            for (int i = 0; i < 4; i++)
+                scales[i] = a->floats[i];
+            have = 1;
+        }
+    } else if ((S = rt__ox_in(cv, n, si)) != NULL && rt__ox_nelem(S) > 0) {
+        if (!S->f || rt__ox_nelem(S) != 4)
+            return rt__ox_err(cv, MS_ENOTSUP, "scales must be a constant of 4 floats");
+        memcpy(scales, S->f, sizeof(scales));
+        have = 1;
+    }
+    if (!upsample && cv->opset >= 11 && (S = rt__ox_in(cv, n, 3)) != NULL) {
+        /* sizes: N and C may come from Shape(x) and be dynamic; H, W must be
+         * known here. */
+        int64_t ns = rt__ox_nelem(S);
+        if (ns != 4 || !S->iv || !S->ik[2] || !S->ik[3])
+            return rt__ox_err(cv, MS_ENOTSUP, "sizes must be 4 values with static H and W");
+        for (int i = 0; i < 2; i++)
+            if (S->ik[i] && X->dim[i] >= 0 && S->iv[i] != X->dim[i])
+                return rt__ox_err(cv, MS_ENOTSUP, "only H and W may be resized");
+        out[0] = S->iv[2], out[1] = S->iv[3];
+        if (rt__ox_out_of(out[0], 1, OX_DIM_MAX) || rt__ox_out_of(out[1], 1, OX_DIM_MAX))
+            return rt__ox_err(cv, MS_EINVAL, "sizes out of range");
+        have = 2;
+    }
+    if (!have) return rt__ox_err(cv, MS_EINVAL, "neither scales nor sizes given");
+    if (have == 1) {
+        if (scales[0] != 1.0f || scales[1] != 1.0f)
+            return rt__ox_err(cv, MS_ENOTSUP, "only H and W may be resized");
+        for (int a = 0; a < 2; a++) {
+            float o = floorf((float)X->dim[2 + a] * scales[2 + a]);
+            if (!(o >= 1.0f && o <= (float)OX_DIM_MAX))
+                return rt__ox_err(cv, MS_EINVAL, "scales give an output size out of range");
+            out[a] = (int64_t)o;
+        }
+    }
+    int linear = rt__ox_attr_is(n, "mode", "linear", "nearest") ||
+                 rt__ox_attr_is(n, "mode", "bilinear", "nearest");
+    if (!linear && !rt__ox_attr_is(n, "mode", "nearest", "nearest"))
+        return rt__ox_err(cv, MS_ENOTSUP, "only nearest and linear modes are supported");
+    const char *dflt = (upsample || cv->opset < 11) ? "asymmetric" : "half_pixel";
+    int hp = rt__ox_attr_is(n, "coordinate_transformation_mode", "half_pixel", dflt);
+    int php = rt__ox_attr_is(n, "coordinate_transformation_mode", "pytorch_half_pixel", dflt);
+    int ac = rt__ox_attr_is(n, "coordinate_transformation_mode", "align_corners", dflt);
+    int asym = rt__ox_attr_is(n, "coordinate_transformation_mode", "asymmetric", dflt);
+    int tf_hp = 0, tf_ac = 0;
+    if (linear) {
+        if (php && (out[0] == 1 || out[1] == 1))
+            return rt__ox_err(cv, MS_ENOTSUP, "pytorch_half_pixel to size 1 is not supported");
+        if (hp || php)
+            tf_hp = 1;
+        else if (ac)
+            tf_ac = 1;
+        else if (!asym)
+            return rt__ox_err(cv, MS_ENOTSUP, "coordinate_transformation_mode not supported");
+    } else {
+        const char *ndflt = (upsample || cv->opset < 11) ? "floor" : "round_prefer_floor";
+        int fl = rt__ox_attr_is(n, "nearest_mode", "floor", ndflt);
+        int rpf = rt__ox_attr_is(n, "nearest_mode", "round_prefer_floor", ndflt) ||
+                  rt__ox_attr_is(n, "nearest_mode", "round_prefer_ceil", ndflt);
+        int int_up = out[0] % X->dim[2] == 0 && out[1] % X->dim[3] == 0;
+        if (asym && fl) {
+            tf_hp = 0;
+        } else if ((hp || php) && rpf && int_up) {
+            /* For integer upscaling round((x + 0.5) / f - 0.5) never ties and
+             * equals floor((x + 0.5) / f), TF's half-pixel nearest. */
+            tf_hp = 1;
+        } else {
+            return rt__ox_err(cv, MS_ENOTSUP,
+                              "nearest resize with this coordinate_transformation_"
+                              "mode/nearest_mode/scale combination is not supported");
+        }
+    }
+    int64_t od[4] = {X->dim[0], X->dim[1], out[0], out[1]};
+    if (out[0] == X->dim[2] && out[1] == X->dim[3]) {
+        rt__ox_alias(cv, n, X);
+        return MS_OK;
+    }
+    /* TF resizes NHWC images; in NCHW mode wrap the op in Transposes. */
+    static const int64_t to_nchw[4] = {0, 3, 1, 2};
+    const char *t;
+    if ((st = rt__ox_tf_nhwc(cv, X, &t)) != MS_OK) return st;
+    Tensorflow__NodeDef *nd =
+        rt__tf_node(cv, linear ? "ResizeBilinear" : "ResizeNearestNeighbor", h);
+    rt__tf_input(cv, nd, t);
+    rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", nd->name), 2, out));
+    rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
+    rt__tf_attr_b(cv, nd, "align_corners", tf_ac);
+    rt__tf_attr_b(cv, nd, "half_pixel_centers", tf_hp);
+    if (cv->nhwc) {
+        rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, od, nd->name);
+        return MS_OK;
+    }
+    t = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_nchw", h), nd->name, RT_DT_FLOAT, 4, to_nchw);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, 4, od, t);
+    return MS_OK;
+}
+
+/* ======================================================================
+ * Constants and shape arithmetic
+ * ====================================================================== */
+
+ms_status rt__ox_op_constant(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    const Onnx__AttributeProto *a;
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, 0, NULL, NULL);
+    if ((a = rt__ox_attr(n, "value")) && a->t) return rt__ox_load_tensor(cv, a->t, o);
+    if ((a = rt__ox_attr(n, "value_float")) || (a = rt__ox_attr(n, "value_floats"))) {
+        int scalar = a->has_f;
+        int64_t cnt = scalar ? 1 : (int64_t)a->n_floats;
+        o->rank = scalar ? 0 : 1;
+        o->dim[0] = cnt;
+        o->f = rt__ox_alloc(cv, (size_t)cnt * 4 + 4);
+        if (scalar)
+            o->f[0] = a->f;
+        else
+            memcpy(o->f, a->floats, (size_t)cnt * 4);
+        return MS_OK;
+    }
+    if ((a = rt__ox_attr(n, "value_int")) || (a = rt__ox_attr(n, "value_ints"))) {
+        int scalar = a->has_i;
+        int64_t cnt = scalar ? 1 : (int64_t)a->n_ints;
+        o->dt = RT_DT_INT64;
+        o->rank = scalar ? 0 : 1;
+        o->dim[0] = cnt;
+        o->iv = rt__ox_alloc(cv, (size_t)cnt * 8 + 8);
+        o->ik = rt__ox_alloc(cv, (size_t)cnt + 1);
+        memset(o->ik, 1, (size_t)cnt);
+        if (scalar)
+            o->iv[0] = a->i;
+        else
+            memcpy(o->iv, a->ints, (size_t)cnt * 8);
+        return MS_OK;
+    }
+    return rt__ox_err(cv, MS_ENOTSUP, "only value, value_float(s) and value_int(s) are supported");
+}
+
+ms_status rt__ox_op_constant_of_shape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    int64_t dims[OX_MAXR];
+    int nd;
+    ms_status st = rt__ox_const_ints(cv, n, 0, dims, OX_MAXR, &nd);
+    if (st != MS_OK) return st;
+    if (nd < 0) return rt__ox_err(cv, MS_EINVAL, "input is missing");
+    rt__ox_value fill = {0};
+    const Onnx__AttributeProto *a = rt__ox_attr(n, "value");
+    if (a && a->t && (st = rt__ox_load_tensor(cv, a->t, &fill)) != MS_OK) return st;
+    rt_dtype dt = a && a->t ? fill.dt : RT_DT_FLOAT;
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, dt, nd, dims, NULL);
+    int64_t ne = rt__ox_nelem(o);
+    if (ne < 0 || ne > (1 << 24)) return rt__ox_err(cv, MS_ENOTSUP, "shape too large");
+    if (dt == RT_DT_FLOAT) {
+        o->f = rt__ox_alloc(cv, (size_t)ne * 4 + 4);
+        for (int64_t i = 0; i < ne; i++)
+            o->f[i] = fill.f ? fill.f[0] : 0.0f;
+    } else {
+        o->iv = rt__ox_alloc(cv, (size_t)ne * 8 + 8);
+        o->ik = rt__ox_alloc(cv, (size_t)ne + 1);
+        for (int64_t i = 0; i < ne; i++)
+            o->iv[i] = fill.iv ? fill.iv[0] : 0, o->ik[i] = 1;
+    }
+    return MS_OK;
+}
+
+ms_status rt__ox_op_shape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X = NULL;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
+    int r = X->rank;
+    int64_t b = rt__ox_attr_i(n, "start", 0), e = rt__ox_attr_i(n, "end", r);
+    b = clampi(b < 0 ? b + r : b, 0, r);
+    e = clampi(e < 0 ? e + r : e, 0, r);
+    int64_t len = e > b ? e - b : 0;
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_INT64, 1, &len, NULL);
+    o->iv = rt__ox_alloc(cv, (size_t)len * 8 + 8);
+    o->ik = rt__ox_alloc(cv, (size_t)len + 1);
+    for (int64_t i = 0; i < len; i++) {
+        o->iv[i] = X->dim[b + i];
+        o->ik[i] = X->dim[b + i] >= 0;
+    }
+    return MS_OK;
+}
+
+ms_status rt__ox_op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X = NULL, *I = NULL;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &I, NULL)) != MS_OK)
+        return st;
+    if (!I->iv || !rt__ox_is_const(I) || I->rank > 1)
+        return rt__ox_err(cv, MS_ENOTSUP, "indices must be a constant scalar or vector");
+    int r = X->rank;
+    if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
+    int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", 0), r);
+    if (axis < 0 || axis >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+    int64_t ni = rt__ox_nelem(I), d = X->dim[axis];
+    int64_t idx[64];
+    if (ni > 64) return rt__ox_err(cv, MS_ENOTSUP, "too many indices");
+    for (int64_t i = 0; i < ni; i++) {
+        idx[i] = I->iv[i] < 0 && d >= 0 ? I->iv[i] + d : I->iv[i];
+        if (idx[i] < 0 || (d >= 0 && idx[i] >= d))
+            return rt__ox_err(cv, MS_EINVAL, "index %lld out of range", (long long)I->iv[i]);
+    }
+    /* Output dims: X's with axis replaced by I's dims. */
+    int64_t od[OX_MAXR];
+    int orank = 0;
+    for (int i = 0; i < r; i++) {
+        if (i == axis) {
+            if (I->rank == 1) od[orank++] = ni;
+        } else {
+            od[orank++] = X->dim[i];
+        }
+    }
+    if (is_known(X) && rt__ox_nelem(X) >= 0) {
+        int64_t outer = 1, inner = 1;
+        for (int i = 0; i < axis; i++)
+            outer *= X->dim[i];
+        for (int i = axis + 1; i < r; i++)
+            inner *= X->dim[i];
+        rt__ox_value *o = rt__ox_def_out(cv, n, 0, X->dt, orank, od, NULL);
+        int64_t total = outer * ni * inner, pos = 0;
+        if (X->f)
+            o->f = rt__ox_alloc(cv, (size_t)total * 4 + 4);
+        else
+            o->iv = rt__ox_alloc(cv, (size_t)total * 8 + 8),
+            o->ik = rt__ox_alloc(cv, (size_t)total + 1);
+        for (int64_t a = 0; a < outer; a++)
+            for (int64_t k = 0; k < ni; k++)
+                for (int64_t c = 0; c < inner; c++, pos++) {
+                    int64_t src = (a * d + idx[k]) * inner + c;
+                    if (X->f)
+                        o->f[pos] = X->f[src];
+                    else
+                        o->iv[pos] = X->iv[src], o->ik[pos] = X->ik[src];
+                }
+        return MS_OK;
+    }
+    /* A run-time tensor: one index (or a contiguous range) as a Slice. */
+    for (int64_t i = 1; i < ni; i++)
+        if (idx[i] != idx[0] + i)
+            return rt__ox_err(cv, MS_ENOTSUP, "gathering non-contiguous indices at run time");
+    const char *x;
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+    int64_t b[OX_MAXR], size[OX_MAXR], sd[OX_MAXR];
+    for (int i = 0; i < r; i++)
+        b[i] = 0, size[i] = -1, sd[i] = X->dim[i];
+    b[axis] = idx[0];
+    size[axis] = ni;
+    sd[axis] = ni;
+    const char *h = rt__ox_hint_of(n);
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/slice", h));
+    rt__tf_input(cv, nd, x);
+    rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", nd->name), r, b));
+    rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", nd->name), r, size));
+    rt__tf_attr_type(cv, nd, "T", X->dt);
+    rt__tf_attr_type(cv, nd, "Index", RT_DT_INT32);
+    if (I->rank == 1) {
+        rt__ox_def_out(cv, n, 0, X->dt, r, sd, nd->name);
+        return MS_OK;
+    }
+    Tensorflow__NodeDef *sq = rt__tf_node(cv, "Squeeze", h);
+    rt__tf_input(cv, sq, nd->name);
+    int64_t ax = axis;
+    rt__tf_attr_ilist(cv, sq, "squeeze_dims", &ax, 1);
+    rt__tf_attr_type(cv, sq, "T", X->dt);
+    rt__ox_def_out(cv, n, 0, X->dt, orank, od, sq->name);
+    return MS_OK;
+}
+
+ms_status rt__ox_op_cast(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X = NULL;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    int64_t to = rt__ox_attr_i(n, "to", 1);
+    rt_dtype dt = to == 1   ? RT_DT_FLOAT
+                  : to == 7 ? RT_DT_INT64
+                  : to == 6 ? RT_DT_INT32
+                  : to == 9 ? RT_DT_BOOL
+                            : RT_DT_INVALID;
+    if (dt == RT_DT_INVALID) return rt__ox_err(cv, MS_ENOTSUP, "cast to type %lld", (long long)to);
+    int64_t ne = rt__ox_nelem(X);
+    if (is_known(X) && ne >= 0) {
+        rt__ox_value *o = rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim, NULL);
+        if (dt == RT_DT_FLOAT) {
+            o->f = rt__ox_alloc(cv, (size_t)ne * 4 + 4);
+            for (int64_t i = 0; i < ne; i++)
+                o->f[i] = X->f ? X->f[i] : (float)X->iv[i];
+            if (!X->f && !rt__ox_is_const(X))
+                return rt__ox_err(cv, MS_ENOTSUP, "cast of a dynamic shape value to float");
+        } else {
+            o->iv = rt__ox_alloc(cv, (size_t)ne * 8 + 8);
+            o->ik = rt__ox_alloc(cv, (size_t)ne + 1);
+            for (int64_t i = 0; i < ne; i++) {
+                o->iv[i] = X->f ? (int64_t)X->f[i] : X->iv[i];
+                o->ik[i] = X->f ? 1 : X->ik[i];
+                if (dt == RT_DT_BOOL) o->iv[i] = o->iv[i] != 0;
+            }
+        }
+        return MS_OK;
+    }
+    if (dt == X->dt) {
+        rt__ox_alias(cv, n, X);
+        return MS_OK;
+    }
+    const char *x;
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Cast", rt__ox_hint_of(n));
+    rt__tf_input(cv, nd, x);
+    rt__tf_attr_type(cv, nd, "SrcT", X->dt);
+    rt__tf_attr_type(cv, nd, "DstT", dt);
+    rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim, nd->name);
+    return MS_OK;
+}
+
+ms_status rt__ox_op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X = NULL;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    rt__ox_alias(cv, n, X);
+    /* Dropout's optional mask output is not produced at inference. */
+    if (n->n_output > 1 && n->output[1] && n->output[1][0])
+        return rt__ox_err(cv, MS_ENOTSUP, "the mask output is not supported");
+    return MS_OK;
+}
