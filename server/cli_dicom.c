@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dcm_demo_model.h"
 #include "dcm_pixel.h"
 #include "rt_npy.h"
 #include "srv_cli.h"
@@ -28,10 +27,7 @@ static void usage(FILE *f) {
                "  --window L,W   clip(HU, L-W/2, L+W/2), then (x-lo)/(hi-lo)\n"
                "  --png F.png    the windowed image, 8-bit (contact sheet for several frames);\n"
                "                 window: --window, else the file's, else min..max\n"
-               "  --json         print the summary as one JSON object\n"
-               "usage: dcmserve dicom --write-demo-model VERSION_DIR\n"
-               "  writes the DICOM demo SavedModel (input dicom, outputs mean_hu and\n"
-               "  tissue_fraction; runtime/dcm_demo_model.h) into VERSION_DIR\n");
+               "  --json         print the summary as one JSON object\n");
 }
 
 static ms_status read_file(const char *path, uint8_t **out, size_t *len) {
@@ -271,14 +267,6 @@ int srv_cli_dicom(int argc, char **argv) {
                 npy = val;
             } else if (klen == 5 && strncmp(a, "--png", 5) == 0) {
                 pngp = val;
-            } else if (klen == 18 && strncmp(a, "--write-demo-model", 18) == 0) {
-                ms_status st = dcm_demo_model_write(val);
-                if (st != MS_OK) {
-                    fprintf(stderr, "dcmserve dicom: %s\n", ms_errmsg());
-                    return 1;
-                }
-                printf("wrote the DICOM demo model to %s\n", val);
-                return 0;
             } else {
                 fprintf(stderr, "dcmserve dicom: unknown flag %s\n", a);
                 usage(stderr);

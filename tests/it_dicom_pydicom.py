@@ -345,46 +345,6 @@ FAMILIES = [
 ]
 
 
-def check_demo_model(tmp):
-    """The DICOM demo model on a batch of two real CT files of different sizes
-    (128x128 explicit LE, 512x512 JPEG 2000) through `dcmserve run`, against
-    pydicom + numpy. Returns a list of failure lines."""
-    files = [os.path.join(TEST_FILES, n) for n in ("CT_small.dcm", "693_J2KI.dcm")]
-    vdir = os.path.join(tmp, "demo_ct", "1")
-    os.makedirs(os.path.dirname(vdir), exist_ok=True)
-    p = subprocess.run([DCMSERVE, "dicom", "--write-demo-model", vdir], capture_output=True,
-                       text=True)
-    if p.returncode != 0:
-        return ["write-demo-model: " + p.stderr.strip()]
-    outdir = os.path.join(tmp, "demo_out")
-    p = subprocess.run([DCMSERVE, "run", "--dir", vdir, "--input_files",
-                        "dicom=" + ",".join(files), "--outdir", outdir, "--overwrite"],
-                       capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        return ["dcmserve run: " + p.stderr.strip()]
-    mean = np.load(os.path.join(outdir, "mean_hu.npy"))
-    frac = np.load(os.path.join(outdir, "tissue_fraction.npy"))
-    fails = []
-    for i, f in enumerate(files):
-        ds = pydicom.dcmread(f)
-        hu = np.float32(ds.pixel_array) * np.float32(float(ds.RescaleSlope)) + \
-            np.float32(float(ds.RescaleIntercept))
-        n = np.float32(hu.size)
-        want_mean = np.float32(hu.astype(np.float64).mean())
-        bands = [hu < -400, (hu >= -400) & (hu < 0), (hu >= 0) & (hu < 300), hu >= 300]
-        want_frac = np.array([np.float32(b.sum()) / n for b in bands], np.float32)
-        # The mean is a float32 sum in another order: compare to 1e-5 relative.
-        if not np.isclose(mean[i], want_mean, rtol=1e-5, atol=1e-3):
-            fails.append("%s: mean_hu %r, pydicom+numpy %r" % (os.path.basename(f), mean[i],
-                                                                want_mean))
-        if not np.array_equal(frac[i], want_frac):
-            fails.append("%s: tissue_fraction %s, pydicom+numpy %s" % (
-                os.path.basename(f), frac[i], want_frac))
-        print("demo model  %-14s mean_hu %10.4f (numpy %10.4f)  tissue_fraction %s (numpy %s)" % (
-            os.path.basename(f), mean[i], want_mean, frac[i], want_frac))
-    return fails
-
-
 def main():
     if not os.path.exists(DCMSERVE):
         print("dcmserve binary not found:", DCMSERVE)
@@ -446,8 +406,6 @@ def main():
                 st, detail = compare(os.path.basename(path), ds, ts, tmp, path)
                 rows.append((ts, "derived/" + os.path.basename(path), st, detail, True))
 
-        model_fails = check_demo_model(tmp)
-
         # Families: one image in several syntaxes gives identical HU.
         fam_rows = []
         for fam in FAMILIES + gdcm_fams:
@@ -496,9 +454,7 @@ def main():
         total, sum(1 for r in rows if r[4] and r[2] == "PASS"), len(fails),
         sum(1 for r in rows if r[4] and r[2] == "NODEC"),
         sum(1 for r in rows if r[4] and r[2] == "KNOWN")))
-    for line in model_fails:
-        print("DEMO MODEL FAIL:", line)
-    return 1 if fails or fam_fail or model_fails else 0
+    return 1 if fails or fam_fail else 0
 
 
 if __name__ == "__main__":
