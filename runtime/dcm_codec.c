@@ -58,7 +58,8 @@ static ms_status inflate_frame(const uint8_t *data, size_t len, uint8_t *out, si
     /* zlib counts in uInt: feed in chunks so that > 4 GiB frames work too. */
     while (rc == Z_OK) {
         const size_t in_chunk = len - done_in > UINT32_MAX ? UINT32_MAX : len - done_in;
-        const size_t out_chunk = out_size - done_out > UINT32_MAX ? UINT32_MAX : out_size - done_out;
+        const size_t out_chunk =
+            out_size - done_out > UINT32_MAX ? UINT32_MAX : out_size - done_out;
         z.next_in = (Bytef *)(uintptr_t)(data + done_in);
         z.avail_in = (uInt)in_chunk;
         z.next_out = out + done_out;
@@ -75,8 +76,7 @@ static ms_status inflate_frame(const uint8_t *data, size_t len, uint8_t *out, si
             z.avail_in = (uInt)(len - done_in > UINT32_MAX ? UINT32_MAX : len - done_in);
             rc = inflate(&z, Z_NO_FLUSH);
             if (z.avail_out == 0) {
-                st = ms_errf(MS_EINVAL, "deflate: frame inflates to more than %zu bytes",
-                             out_size);
+                st = ms_errf(MS_EINVAL, "deflate: frame inflates to more than %zu bytes", out_size);
                 goto out;
             }
             break;
@@ -108,8 +108,7 @@ static ms_status decode_jpeg_family(dcm_codec_kind kind, const uint8_t *data, si
     ms_status st = dcm__jpeg_find_sof(data, len, &sof);
     if (st != MS_OK) return st;
     switch (sof.marker) {
-    case 0xC3:
-        return dcm__jpeg_lossless_decode(data, len, g, out, out_size);
+    case 0xC3: return dcm__jpeg_lossless_decode(data, len, g, out, out_size);
     case 0xC0:
     case 0xC1:
     case 0xC2:
@@ -119,8 +118,7 @@ static ms_status decode_jpeg_family(dcm_codec_kind kind, const uint8_t *data, si
                        sof.precision);
     default:
         (void)kind;
-        return ms_errf(MS_ENOTSUP,
-                       "JPEG: SOF%d frames (%s) are not supported", sof.marker - 0xC0,
+        return ms_errf(MS_ENOTSUP, "JPEG: SOF%d frames (%s) are not supported", sof.marker - 0xC0,
                        sof.marker >= 0xC9 ? "arithmetic coding" : "hierarchical");
     }
 }
@@ -145,19 +143,15 @@ ms_status dcm_codec_decode(dcm_codec_kind kind, const uint8_t *data, size_t len,
     case DCM_CODEC_JPEG_EXTENDED:
     case DCM_CODEC_JPEG_LOSSLESS:
         return decode_jpeg_family(kind, data, len, geom, out, out_size, rgb);
-    case DCM_CODEC_JPEGLS:
-        return dcm__jpegls_decode(data, len, geom, out, out_size);
-    case DCM_CODEC_J2K:
-        return dcm__j2k_decode(data, len, geom, out, out_size, rgb);
-    case DCM_CODEC_RLE:
-        return dcm__rle_decode(data, len, geom, out, out_size);
-    case DCM_CODEC_DEFLATE_FRAME:
-        return inflate_frame(data, len, out, out_size);
+    case DCM_CODEC_JPEGLS: return dcm__jpegls_decode(data, len, geom, out, out_size);
+    case DCM_CODEC_J2K: return dcm__j2k_decode(data, len, geom, out, out_size, rgb);
+    case DCM_CODEC_RLE: return dcm__rle_decode(data, len, geom, out, out_size);
+    case DCM_CODEC_DEFLATE_FRAME: return inflate_frame(data, len, out, out_size);
     case DCM_CODEC_ENCAPS_NATIVE:
         /* Fragments have even length: one trailing pad byte is allowed. */
         if (len != want && len != want + 1)
-            return ms_errf(MS_EINVAL, "encapsulated native: frame is %zu bytes, expected %zu",
-                           len, want);
+            return ms_errf(MS_EINVAL, "encapsulated native: frame is %zu bytes, expected %zu", len,
+                           want);
         memcpy(out, data, want);
         return MS_OK;
     case DCM_CODEC_NONE:

@@ -47,17 +47,17 @@ ms_status dcm__jpeg_decode(const uint8_t *data, size_t len, const dcm_frame_geom
                            size_t out_size, int *out_rgb_converted);
 ms_status dcm__jpeg_lossless_decode(const uint8_t *data, size_t len, const dcm_frame_geom *g,
                                     uint8_t *out, size_t out_size);
-ms_status dcm__jpeg12_decode(const uint8_t *data, size_t len, const dcm_frame_geom *g,
-                             uint8_t *out, size_t out_size, int *out_rgb_converted);
-ms_status dcm__jpegls_decode(const uint8_t *data, size_t len, const dcm_frame_geom *g,
-                             uint8_t *out, size_t out_size);
+ms_status dcm__jpeg12_decode(const uint8_t *data, size_t len, const dcm_frame_geom *g, uint8_t *out,
+                             size_t out_size, int *out_rgb_converted);
+ms_status dcm__jpegls_decode(const uint8_t *data, size_t len, const dcm_frame_geom *g, uint8_t *out,
+                             size_t out_size);
 ms_status dcm__j2k_decode(const uint8_t *data, size_t len, const dcm_frame_geom *g, uint8_t *out,
                           size_t out_size, int *out_rgb_converted);
 
 /* What the first SOFn marker of a JPEG stream says (dcm_jpeg_common.c). */
 typedef struct dcm__jpeg_sof {
-    int marker;     /* 0xC0..0xCF (not C4/C8/CC), 0 when none was found */
-    int precision;  /* P of the frame header */
+    int marker;    /* 0xC0..0xCF (not C4/C8/CC), 0 when none was found */
+    int precision; /* P of the frame header */
 } dcm__jpeg_sof;
 
 /* Scans markers from SOI up to the first SOFn. MS_EINVAL when the stream does

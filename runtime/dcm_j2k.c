@@ -115,8 +115,8 @@ static ms_status check_siz(const uint8_t *d, size_t len, int jp2, const dcm_fram
                        g->samples);
     if (xt == 0 || yt == 0 || xto > xo || yto > yo)
         return ms_errf(MS_EINVAL, "J2K: bad tile grid in SIZ");
-    const uint64_t ntiles = (uint64_t)((xs - xto + (uint64_t)xt - 1) / xt) *
-                            ((ys - yto + (uint64_t)yt - 1) / yt);
+    const uint64_t ntiles =
+        (uint64_t)((xs - xto + (uint64_t)xt - 1) / xt) * ((ys - yto + (uint64_t)yt - 1) / yt);
     if (ntiles > 65535)
         return ms_errf(MS_EINVAL, "J2K: %llu tiles (at most 65535)", (unsigned long long)ntiles);
     return MS_OK;
@@ -137,8 +137,9 @@ ms_status dcm__j2k_decode(const uint8_t *data, size_t len, const dcm_frame_geom 
     if (len < 12) return ms_errf(MS_EINVAL, "J2K: %zu bytes is too short for a codestream", len);
     const int jp2 = is_jp2(data, len);
     if (!jp2 && !(data[0] == 0xFF && data[1] == 0x4F && data[2] == 0xFF && data[3] == 0x51))
-        return ms_errf(MS_EINVAL, "J2K: stream starts with %02X %02X %02X %02X, not SOC+SIZ "
-                                  "(FF 4F FF 51) nor a JP2 box",
+        return ms_errf(MS_EINVAL,
+                       "J2K: stream starts with %02X %02X %02X %02X, not SOC+SIZ "
+                       "(FF 4F FF 51) nor a JP2 box",
                        data[0], data[1], data[2], data[3]);
     if ((st = check_siz(data, len, jp2, g)) != MS_OK) return st;
     codec = opj_create_decompress(jp2 ? OPJ_CODEC_JP2 : OPJ_CODEC_J2K);
@@ -191,7 +192,8 @@ ms_status dcm__j2k_decode(const uint8_t *data, size_t len, const dcm_frame_geom 
         }
     }
     if (!opj_decode(codec, stream, img) || !opj_end_decompress(codec, stream)) {
-        st = ms_errf(MS_EINVAL, "J2K: decoding failed: %s", msgs.err[0] ? msgs.err : "unknown error");
+        st = ms_errf(MS_EINVAL, "J2K: decoding failed: %s",
+                     msgs.err[0] ? msgs.err : "unknown error");
         goto out;
     }
     {

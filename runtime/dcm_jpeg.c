@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jpeglib.h>
 #include <jerror.h>
+#include <jpeglib.h>
 
 #include "dcm_codec_int.h"
 
@@ -62,8 +62,8 @@ static ms_status run(struct jpeg_decompress_struct *cinfo, jerr_ctx *e, const dc
     }
     cinfo->dct_method = JDCT_ISLOW;
     jpeg_start_decompress(cinfo);
-    if ((unsigned)cinfo->output_components != g->samples ||
-        cinfo->output_width != g->cols || cinfo->output_height != g->rows)
+    if ((unsigned)cinfo->output_components != g->samples || cinfo->output_width != g->cols ||
+        cinfo->output_height != g->rows)
         return ms_errf(MS_EINTERNAL, "JPEG: decoder output geometry differs from the header");
     const size_t rowlen = (size_t)g->cols * g->samples;
     if (rowlen * g->rows * width != out_size)

@@ -14,10 +14,10 @@
 
 typedef struct j12_state {
     dcm__jpg j;
-    int bw, bh;             /* blocks per row / column (all components 1x1) */
+    int bw, bh; /* blocks per row / column (all components 1x1) */
     uint16_t *plane[DCM__JPG_MAX_COMP];
     int done[DCM__JPG_MAX_COMP];
-    double cosk[8][8];      /* cosk[u][x] = C(u)/2 * cos((2x+1)u pi/16) */
+    double cosk[8][8]; /* cosk[u][x] = C(u)/2 * cos((2x+1)u pi/16) */
 } j12_state;
 
 static void idct_block(const j12_state *s, const int32_t coef[64], uint16_t *dst, size_t stride,
@@ -78,7 +78,8 @@ static ms_status decode_scan(j12_state *s) {
     for (int by = 0; by < s->bh; by++) {
         for (int bx = 0; bx < s->bw; bx++, mcu++) {
             if (ri != 0 && mcu != 0 && mcu % ri == 0) {
-                if (dcm__bits_overran(&b)) return ms_errf(MS_EINVAL, "JPEG: entropy data truncated");
+                if (dcm__bits_overran(&b))
+                    return ms_errf(MS_EINVAL, "JPEG: entropy data truncated");
                 ms_status st = dcm__bits_restart(&b, nrst++);
                 if (st != MS_OK) return st;
                 memset(pred, 0, sizeof(pred));
@@ -109,7 +110,8 @@ static ms_status decode_scan(j12_state *s) {
                     if (k > 63)
                         return ms_errf(MS_EINVAL, "JPEG: AC run past coefficient 63 in block %d,%d",
                                        bx, by);
-                    coef[dcm__jpg_zigzag[k]] = dcm__jpg_extend(dcm__bits_get(&b, sz), sz) * qt[i][k];
+                    coef[dcm__jpg_zigzag[k]] =
+                        dcm__jpg_extend(dcm__bits_get(&b, sz), sz) * qt[i][k];
                     k++;
                 }
                 uint16_t *dst = s->plane[j->scomp[i]] + (size_t)by * 8 * stride + (size_t)bx * 8;
@@ -138,10 +140,9 @@ static ms_status on_sof(j12_state *s, const dcm_frame_geom *g) {
     if (j->precision != 8 && j->precision != 12)
         return ms_errf(MS_EINVAL, "JPEG: DCT data precision %d (expected 8 or 12)", j->precision);
     if ((unsigned)j->precision > 8 * width)
-        return ms_errf(MS_EINVAL, "JPEG: %d-bit samples do not fit BitsAllocated %u",
-                       j->precision, (unsigned)g->bits_allocated);
-    if ((uint32_t)j->width != g->cols || (uint32_t)j->height != g->rows ||
-        j->ncomp != g->samples)
+        return ms_errf(MS_EINVAL, "JPEG: %d-bit samples do not fit BitsAllocated %u", j->precision,
+                       (unsigned)g->bits_allocated);
+    if ((uint32_t)j->width != g->cols || (uint32_t)j->height != g->rows || j->ncomp != g->samples)
         return ms_errf(MS_EINVAL,
                        "JPEG: stream is %dx%d with %d components, header says %ux%u with %u "
                        "samples",
@@ -190,8 +191,8 @@ static void emit(const j12_state *s, const dcm_frame_geom *g, uint8_t *out, int 
     }
 }
 
-ms_status dcm__jpeg12_decode(const uint8_t *data, size_t len, const dcm_frame_geom *g,
-                             uint8_t *out, size_t out_size, int *out_rgb_converted) {
+ms_status dcm__jpeg12_decode(const uint8_t *data, size_t len, const dcm_frame_geom *g, uint8_t *out,
+                             size_t out_size, int *out_rgb_converted) {
     j12_state *s = calloc(1, sizeof(*s));
     ms_status st;
     if (s == NULL) return ms_errf(MS_ENOMEM, "JPEG: out of memory");

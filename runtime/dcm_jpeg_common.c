@@ -44,8 +44,8 @@ static ms_status huff_build(dcm__huff *h, const uint8_t counts[16], const uint8_
         } else {
             for (int i = 0; i < n; i++, k++, code++) {
                 if (code >= (1 << l))
-                    return ms_errf(MS_EINVAL,
-                                   "JPEG: Huffman table has too many codes of length %d", l);
+                    return ms_errf(MS_EINVAL, "JPEG: Huffman table has too many codes of length %d",
+                                   l);
                 if (l <= 9) {
                     int shift = 9 - l;
                     uint32_t first = (uint32_t)code << shift;
@@ -86,10 +86,9 @@ static ms_status parse_dqt(dcm__jpg *j, const uint8_t *p, size_t n) {
         int pq = p[0] >> 4, tq = p[0] & 15;
         size_t need = 1 + (pq ? 128u : 64u);
         if (pq > 1 || tq > 3 || n < need)
-            return ms_errf(MS_EINVAL, "JPEG: bad DQT segment (precision %d, id %d, %zu bytes)",
-                           pq, tq, n);
-        for (int i = 0; i < 64; i++)
-            j->qt[tq][i] = (uint16_t)(pq ? rd16(p + 1 + 2 * i) : p[1 + i]);
+            return ms_errf(MS_EINVAL, "JPEG: bad DQT segment (precision %d, id %d, %zu bytes)", pq,
+                           tq, n);
+        for (int i = 0; i < 64; i++) j->qt[tq][i] = (uint16_t)(pq ? rd16(p + 1 + 2 * i) : p[1 + i]);
         j->qt_present[tq] = 1;
         p += need;
         n -= need;
@@ -154,9 +153,8 @@ static ms_status parse_sos(dcm__jpg *j, const uint8_t *p, size_t n) {
 ms_status dcm__jpg_next(dcm__jpg *j, int *ev) {
     for (;;) {
         /* Find the next marker: FF followed by a byte other than 00 and FF. */
-        while (j->pos + 1 < j->len &&
-               !(j->data[j->pos] == 0xFF && j->data[j->pos + 1] != 0x00 &&
-                 j->data[j->pos + 1] != 0xFF))
+        while (j->pos + 1 < j->len && !(j->data[j->pos] == 0xFF && j->data[j->pos + 1] != 0x00 &&
+                                        j->data[j->pos + 1] != 0xFF))
             j->pos++;
         if (j->pos + 1 >= j->len) {
             j->pos = j->len;
@@ -192,10 +190,20 @@ ms_status dcm__jpg_next(dcm__jpg *j, int *ev) {
             if ((st = parse_sos(j, p, n)) != MS_OK) return st;
             *ev = DCM__JPG_EV_SOS;
             return MS_OK;
-        case 0xDC:
-            return ms_errf(MS_ENOTSUP, "JPEG: DNL marker (height defined after the scan)");
-        case 0xC0: case 0xC1: case 0xC2: case 0xC3: case 0xC5: case 0xC6: case 0xC7:
-        case 0xC9: case 0xCA: case 0xCB: case 0xCD: case 0xCE: case 0xCF:
+        case 0xDC: return ms_errf(MS_ENOTSUP, "JPEG: DNL marker (height defined after the scan)");
+        case 0xC0:
+        case 0xC1:
+        case 0xC2:
+        case 0xC3:
+        case 0xC5:
+        case 0xC6:
+        case 0xC7:
+        case 0xC9:
+        case 0xCA:
+        case 0xCB:
+        case 0xCD:
+        case 0xCE:
+        case 0xCF:
             if ((st = parse_sof(j, m, p, n)) != MS_OK) return st;
             *ev = DCM__JPG_EV_SOF;
             return MS_OK;

@@ -21,26 +21,26 @@
 typedef struct dcm__huff {
     int present;
     uint8_t vals[256];
-    int32_t maxcode[18];  /* largest code of each length, -1 when none */
-    int32_t valoff[17];   /* vals index of the first code of a length, minus that code */
-    uint16_t look[512];   /* 9-bit lookahead: (length << 8) | value, 0 = longer code */
+    int32_t maxcode[18]; /* largest code of each length, -1 when none */
+    int32_t valoff[17];  /* vals index of the first code of a length, minus that code */
+    uint16_t look[512];  /* 9-bit lookahead: (length << 8) | value, 0 = longer code */
 } dcm__huff;
 
 typedef struct dcm__jpg_comp {
-    int id, h, v, tq;   /* from SOF */
-    int td, ta;         /* from the current SOS */
+    int id, h, v, tq; /* from SOF */
+    int td, ta;       /* from the current SOS */
 } dcm__jpg_comp;
 
 /* Parser state for one JPEG stream. */
 typedef struct dcm__jpg {
     const uint8_t *data; /* borrowed */
     size_t len, pos;
-    int sof;             /* SOFn marker seen (0xC0..), 0 before */
+    int sof; /* SOFn marker seen (0xC0..), 0 before */
     int precision, width, height, ncomp;
     dcm__jpg_comp comp[DCM__JPG_MAX_COMP];
     int hmax, vmax;
     dcm__huff dc[4], ac[4];
-    uint16_t qt[4][64];  /* in zig-zag order */
+    uint16_t qt[4][64]; /* in zig-zag order */
     int qt_present[4];
     unsigned restart_interval;
     /* Current scan. */
@@ -55,8 +55,8 @@ typedef struct dcm__bits {
     const uint8_t *p, *end; /* borrowed */
     uint64_t acc;
     int nbits;
-    int marker;     /* marker code that stopped reading, 0 while none */
-    size_t zeros;   /* zero bytes fed after the data stopped */
+    int marker;   /* marker code that stopped reading, 0 while none */
+    size_t zeros; /* zero bytes fed after the data stopped */
 } dcm__bits;
 
 /* Events returned by dcm__jpg_next. */

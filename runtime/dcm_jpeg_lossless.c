@@ -24,8 +24,7 @@ static ms_status decode_scan(dcm__jpg *j, uint16_t *buf, int done[]) {
     for (int i = 0; i < ns; i++) {
         const dcm__jpg_comp *c = &j->comp[j->scomp[i]];
         if (!j->dc[c->td].present)
-            return ms_errf(MS_EINVAL, "JPEG lossless: scan uses undefined Huffman table %d",
-                           c->td);
+            return ms_errf(MS_EINVAL, "JPEG lossless: scan uses undefined Huffman table %d", c->td);
         tab[i] = &j->dc[c->td];
         off[i] = j->scomp[i];
         if (done[off[i]]) return ms_errf(MS_EINVAL, "JPEG lossless: component decoded twice");
@@ -75,8 +74,7 @@ static ms_status decode_scan(dcm__jpg *j, uint16_t *buf, int done[]) {
                 int s = dcm__huff_decode(&b, tab[i]);
                 if (s < 0 || s > 16)
                     return ms_errf(MS_EINVAL,
-                                   "JPEG lossless: invalid Huffman code at row %d column %d", y,
-                                   x);
+                                   "JPEG lossless: invalid Huffman code at row %d column %d", y, x);
                 int32_t diff;
                 if (s == 16)
                     diff = 32768;
@@ -113,10 +111,8 @@ ms_status dcm__jpeg_lossless_decode(const uint8_t *data, size_t len, const dcm_f
                              j->sof - 0xC0);
                 goto out;
             }
-            if (j->precision < 2 || j->precision > 16 ||
-                (unsigned)j->precision > 8 * width) {
-                st = ms_errf(MS_EINVAL,
-                             "JPEG lossless: precision %d does not fit BitsAllocated %u",
+            if (j->precision < 2 || j->precision > 16 || (unsigned)j->precision > 8 * width) {
+                st = ms_errf(MS_EINVAL, "JPEG lossless: precision %d does not fit BitsAllocated %u",
                              j->precision, (unsigned)g->bits_allocated);
                 goto out;
             }
@@ -130,8 +126,8 @@ ms_status dcm__jpeg_lossless_decode(const uint8_t *data, size_t len, const dcm_f
             }
             for (int i = 0; i < j->ncomp && j->ncomp > 1; i++) {
                 if (j->comp[i].h != 1 || j->comp[i].v != 1) {
-                    st = ms_errf(MS_ENOTSUP, "JPEG lossless: subsampled component %d (%dx%d)",
-                                 i, j->comp[i].h, j->comp[i].v);
+                    st = ms_errf(MS_ENOTSUP, "JPEG lossless: subsampled component %d (%dx%d)", i,
+                                 j->comp[i].h, j->comp[i].v);
                     goto out;
                 }
             }

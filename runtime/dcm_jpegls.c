@@ -13,8 +13,8 @@ static ms_status ls_err(const char *what, charls_jpegls_errc ec) {
     return ms_errf(MS_EINVAL, "JPEG-LS: %s: %s", what, charls_get_error_message(ec));
 }
 
-ms_status dcm__jpegls_decode(const uint8_t *data, size_t len, const dcm_frame_geom *g,
-                             uint8_t *out, size_t out_size) {
+ms_status dcm__jpegls_decode(const uint8_t *data, size_t len, const dcm_frame_geom *g, uint8_t *out,
+                             size_t out_size) {
     const unsigned width = dcm__sample_bytes(g);
     charls_jpegls_decoder *dec = charls_jpegls_decoder_create();
     uint8_t *tmp = NULL;
@@ -32,7 +32,8 @@ ms_status dcm__jpegls_decode(const uint8_t *data, size_t len, const dcm_frame_ge
         return ms_errf(MS_EINVAL, "JPEG-LS: stream truncated (no EOI marker at the end)");
     }
     if (dec == NULL) return ms_errf(MS_ENOMEM, "JPEG-LS: cannot create decoder");
-    if ((ec = charls_jpegls_decoder_set_source_buffer(dec, data, len)) != CHARLS_JPEGLS_ERRC_SUCCESS ||
+    if ((ec = charls_jpegls_decoder_set_source_buffer(dec, data, len)) !=
+            CHARLS_JPEGLS_ERRC_SUCCESS ||
         (ec = charls_jpegls_decoder_read_header(dec)) != CHARLS_JPEGLS_ERRC_SUCCESS ||
         (ec = charls_jpegls_decoder_get_frame_info(dec, &fi)) != CHARLS_JPEGLS_ERRC_SUCCESS ||
         (ec = charls_jpegls_decoder_get_interleave_mode(dec, &ilv)) != CHARLS_JPEGLS_ERRC_SUCCESS) {
@@ -84,7 +85,8 @@ ms_status dcm__jpegls_decode(const uint8_t *data, size_t len, const dcm_frame_ge
         for (size_t i = 0; i < nsamp; i++) {
             /* i is the output index (interleaved); src the CharLS index. */
             const size_t src = planar ? (i % nc) * npix + i / nc : i;
-            uint32_t v = lsw == 1 ? tmp[src] : (uint32_t)tmp[2 * src] | ((uint32_t)tmp[2 * src + 1] << 8);
+            uint32_t v =
+                lsw == 1 ? tmp[src] : (uint32_t)tmp[2 * src] | ((uint32_t)tmp[2 * src + 1] << 8);
             dcm__put_sample(out, i, width, v);
         }
     }

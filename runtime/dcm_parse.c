@@ -23,6 +23,7 @@ void dcm_limits_default(dcm_limits *lim) {
     lim->max_pixel_bytes = (uint64_t)1 << 30;
     lim->max_elements = 1000000;
     lim->allow_no_meta = 1;
+    lim->threads = 1;
 }
 
 /* ---- byte order helpers ---- */
@@ -165,20 +166,20 @@ static ms_status push_frag(dcm_dataset *ds, const dcm_limits *lim, const dcm_fra
 /* ---- the data set walker ---- */
 
 typedef struct pframe {
-    uint64_t end;      /* where a defined-length frame ends; UINT64_MAX when undefined */
-    uint64_t limit;    /* no byte of this frame lies at or beyond this offset */
-    uint32_t elem;     /* the SQ or item element; DCM_NO_PARENT for the data set */
-    uint8_t is_seq;    /* 1: holds items; 0: holds elements */
+    uint64_t end;   /* where a defined-length frame ends; UINT64_MAX when undefined */
+    uint64_t limit; /* no byte of this frame lies at or beyond this offset */
+    uint32_t elem;  /* the SQ or item element; DCM_NO_PARENT for the data set */
+    uint8_t is_seq; /* 1: holds items; 0: holds elements */
     uint8_t explicit_vr, big;
 } pframe;
 
-#define TAG_FMT "(%04X,%04X)"
+#define TAG_FMT     "(%04X,%04X)"
 #define TAG_ARGS(t) (unsigned)((t) >> 16), (unsigned)((t)&0xFFFF)
 
 /* Walks the items of encapsulated pixel data starting at *pos (just after
  * the element header). Records the offset table and fragments when `record`. */
-static ms_status parse_encaps(dcm_dataset *ds, const dcm_limits *lim, uint64_t *pos,
-                              uint64_t limit, int be, int record, uint32_t tag) {
+static ms_status parse_encaps(dcm_dataset *ds, const dcm_limits *lim, uint64_t *pos, uint64_t limit,
+                              int be, int record, uint32_t tag) {
     const uint8_t *b = ds->body;
     uint64_t p = *pos, first_tag = 0;
     int nitem = 0;
@@ -249,8 +250,12 @@ static ms_status parse_body(dcm_dataset *ds, const dcm_limits *lim) {
     ms_status st = MS_OK;
     uint32_t sp = 1;
     uint64_t pos = 0;
-    stk[0] = (pframe){.end = n, .limit = n, .elem = DCM_NO_PARENT, .is_seq = 0,
-                      .explicit_vr = (uint8_t)ds->explicit_vr, .big = (uint8_t)ds->big_endian};
+    stk[0] = (pframe){.end = n,
+                      .limit = n,
+                      .elem = DCM_NO_PARENT,
+                      .is_seq = 0,
+                      .explicit_vr = (uint8_t)ds->explicit_vr,
+                      .big = (uint8_t)ds->big_endian};
 
     while (sp > 0) {
         pframe *f = &stk[sp - 1];
@@ -262,8 +267,9 @@ static ms_status parse_body(dcm_dataset *ds, const dcm_limits *lim) {
         if (sp == 1 && n - pos < 8) {
             /* Up to 7 trailing bytes after the last element: padding seen in
              * real files; nothing can be encoded in them. */
-            if (pos != n) ms_log(MS_LOG_DEBUG, "dicom: ignoring %llu trailing bytes",
-                                 (unsigned long long)(n - pos));
+            if (pos != n)
+                ms_log(MS_LOG_DEBUG, "dicom: ignoring %llu trailing bytes",
+                       (unsigned long long)(n - pos));
             break;
         }
         if (f->limit - pos < 8) {
@@ -289,22 +295,29 @@ static ms_status parse_body(dcm_dataset *ds, const dcm_limits *lim) {
             }
             pos += 8;
             if (len != UNDEF_LEN && (uint64_t)len > f->limit - pos) {
-                st = ms_errf(MS_EINVAL, "item length %u at byte %llu runs past the end (%llu left)",
-                             len, (unsigned long long)pos - 8, (unsigned long long)(f->limit - pos));
+                st =
+                    ms_errf(MS_EINVAL, "item length %u at byte %llu runs past the end (%llu left)",
+                            len, (unsigned long long)pos - 8, (unsigned long long)(f->limit - pos));
                 goto done;
             }
             if (sp + 1 > cap) {
                 st = ms_errf(MS_EINVAL, "sequences nested deeper than %u levels", lim->max_depth);
                 goto done;
             }
-            dcm_elem e = {.tag = tag, .vr = 0, .parent = f->elem, .off = pos,
-                          .len = len == UNDEF_LEN ? 0 : len, .big_endian = f->big,
+            dcm_elem e = {.tag = tag,
+                          .vr = 0,
+                          .parent = f->elem,
+                          .off = pos,
+                          .len = len == UNDEF_LEN ? 0 : len,
+                          .big_endian = f->big,
                           .flags = len == UNDEF_LEN ? DCM_ELEM_UNDEF_LEN : 0};
             if ((st = push_elem(ds, lim, &e)) != MS_OK) goto done;
             stk[sp] = (pframe){.end = len == UNDEF_LEN ? UINT64_MAX : pos + len,
                                .limit = len == UNDEF_LEN ? f->limit : pos + len,
-                               .elem = ds->nelems - 1, .is_seq = 0,
-                               .explicit_vr = f->explicit_vr, .big = f->big};
+                               .elem = ds->nelems - 1,
+                               .is_seq = 0,
+                               .explicit_vr = f->explicit_vr,
+                               .big = f->big};
             sp++;
             continue;
         }
@@ -369,13 +382,17 @@ static ms_status parse_body(dcm_dataset *ds, const dcm_limits *lim) {
         }
         pos += hdr;
         int undef = len == UNDEF_LEN;
-        dcm_elem e = {.tag = tag, .vr = vr, .parent = f->elem, .off = pos,
-                      .len = undef ? 0 : len, .big_endian = f->big,
+        dcm_elem e = {.tag = tag,
+                      .vr = vr,
+                      .parent = f->elem,
+                      .off = pos,
+                      .len = undef ? 0 : len,
+                      .big_endian = f->big,
                       .flags = undef ? DCM_ELEM_UNDEF_LEN : 0};
         e.end = ds->nelems + 1;
 
-        if (undef && (tag == DCM_TAG_PIXEL_DATA || vr == DCM_VR('O', 'B') ||
-                      vr == DCM_VR('O', 'W'))) {
+        if (undef &&
+            (tag == DCM_TAG_PIXEL_DATA || vr == DCM_VR('O', 'B') || vr == DCM_VR('O', 'W'))) {
             int top = sp == 1 && tag == DCM_TAG_PIXEL_DATA;
             uint64_t start = pos;
             e.flags |= DCM_ELEM_ENCAPS;
@@ -403,8 +420,10 @@ static ms_status parse_body(dcm_dataset *ds, const dcm_limits *lim) {
             int un = vr == DCM_VR('U', 'N');
             stk[sp] = (pframe){.end = undef ? UINT64_MAX : pos + len,
                                .limit = undef ? f->limit : pos + len,
-                               .elem = ds->nelems - 1, .is_seq = 1,
-                               .explicit_vr = un ? 0 : f->explicit_vr, .big = un ? 0 : f->big};
+                               .elem = ds->nelems - 1,
+                               .is_seq = 1,
+                               .explicit_vr = un ? 0 : f->explicit_vr,
+                               .big = un ? 0 : f->big};
             sp++;
             continue;
         }
@@ -435,7 +454,8 @@ static void copy_uid(char *dst, size_t cap, const uint8_t *p, uint64_t len) {
     size_t n = len < cap - 1 ? (size_t)len : cap - 1;
     memcpy(dst, p, n);
     dst[n] = '\0';
-    while (n > 0 && (dst[n - 1] == '\0' || dst[n - 1] == ' ')) dst[--n] = '\0';
+    while (n > 0 && (dst[n - 1] == '\0' || dst[n - 1] == ' '))
+        dst[--n] = '\0';
 }
 
 static ms_status parse_meta(dcm_dataset *ds, const uint8_t *b, size_t len, uint64_t *pos) {
@@ -539,7 +559,8 @@ static ms_status inflate_body(dcm_dataset *ds, const dcm_limits *lim, const uint
             goto done;
         }
         if (rc != Z_OK && rc != Z_BUF_ERROR) {
-            st = ms_errf(MS_EINVAL, "deflated data set is corrupt: %s", z.msg ? z.msg : "zlib error");
+            st = ms_errf(MS_EINVAL, "deflated data set is corrupt: %s",
+                         z.msg ? z.msg : "zlib error");
             goto done;
         }
     }
@@ -563,8 +584,10 @@ ms_status dcm_parse(const uint8_t *bytes, size_t len, const dcm_limits *lim_in, 
     if (ds == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     ms_status st = MS_OK;
     uint64_t pos = 0;
-    if (len >= 132 && memcmp(bytes + 128, "DICM", 4) == 0) pos = 132;
-    else if (memcmp(bytes, "DICM", 4) == 0) pos = 4;
+    if (len >= 132 && memcmp(bytes + 128, "DICM", 4) == 0)
+        pos = 132;
+    else if (memcmp(bytes, "DICM", 4) == 0)
+        pos = 4;
 
     if (pos > 0) {
         ds->has_meta = 1;
@@ -590,8 +613,9 @@ ms_status dcm_parse(const uint8_t *bytes, size_t len, const dcm_limits *lim_in, 
     if (ds->ts_uid[0] == '\0') {
         ds->explicit_vr = sx;
         ds->big_endian = sb && sx;
-        strcpy(ds->ts_uid, !sx ? "1.2.840.10008.1.2" : sb ? "1.2.840.10008.1.2.2"
-                                                          : "1.2.840.10008.1.2.1");
+        strcpy(ds->ts_uid, !sx  ? "1.2.840.10008.1.2"
+                           : sb ? "1.2.840.10008.1.2.2"
+                                : "1.2.840.10008.1.2.1");
         ds->ts_note = ds->has_meta ? "no transfer syntax in the file meta: sniffed"
                                    : "no file meta: encoding sniffed";
     } else if (kind < 0) {
@@ -702,8 +726,10 @@ static int text_token(const dcm_dataset *ds, const dcm_elem *e, uint32_t k, cons
     }
     const char *q = memchr(p, '\\', (size_t)(end - p));
     if (q == NULL) q = end;
-    while (p < q && (*p == ' ' || *p == '\0')) p++;
-    while (q > p && (q[-1] == ' ' || q[-1] == '\0')) q--;
+    while (p < q && (*p == ' ' || *p == '\0'))
+        p++;
+    while (q > p && (q[-1] == ' ' || q[-1] == '\0'))
+        q--;
     *s = p;
     *n = (size_t)(q - p);
     return 1;
@@ -728,18 +754,21 @@ ms_status dcm_get_number(const dcm_dataset *ds, int64_t i, uint32_t k, double *o
         char *endp;
         double d = strtod(buf, &endp);
         if (endp == buf || *endp != '\0' || d != d)
-            return ms_errf(MS_EINVAL, "element " TAG_FMT ": '%s' is not a number",
-                           TAG_ARGS(e->tag), buf);
+            return ms_errf(MS_EINVAL, "element " TAG_FMT ": '%s' is not a number", TAG_ARGS(e->tag),
+                           buf);
         *out = d;
         return MS_OK;
     }
     uint64_t sz = 0;
-    if (vr == DCM_VR('U', 'S') || vr == DCM_VR('S', 'S') || vr == DCM_VR('O', 'W')) sz = 2;
+    if (vr == DCM_VR('U', 'S') || vr == DCM_VR('S', 'S') || vr == DCM_VR('O', 'W'))
+        sz = 2;
     else if (vr == DCM_VR('U', 'L') || vr == DCM_VR('S', 'L') || vr == DCM_VR('F', 'L') ||
              vr == DCM_VR('O', 'F') || vr == DCM_VR('O', 'L'))
         sz = 4;
-    else if (vr == DCM_VR('F', 'D') || vr == DCM_VR('O', 'D')) sz = 8;
-    else if (vr == DCM_VR('O', 'B')) sz = 1;
+    else if (vr == DCM_VR('F', 'D') || vr == DCM_VR('O', 'D'))
+        sz = 8;
+    else if (vr == DCM_VR('O', 'B'))
+        sz = 1;
     if (sz == 0)
         return ms_errf(MS_EINVAL, "element " TAG_FMT ": VR %c%c is not numeric", TAG_ARGS(e->tag),
                        vr >> 8, vr & 0xFF);
@@ -747,11 +776,16 @@ ms_status dcm_get_number(const dcm_dataset *ds, int64_t i, uint32_t k, double *o
         return ms_errf(MS_EINVAL, "element " TAG_FMT " has no value %u (length %llu)",
                        TAG_ARGS(e->tag), k, (unsigned long long)e->len);
     v += (uint64_t)k * sz;
-    if (vr == DCM_VR('U', 'S') || vr == DCM_VR('O', 'W')) *out = rd16(v, be);
-    else if (vr == DCM_VR('S', 'S')) *out = (int16_t)rd16(v, be);
-    else if (vr == DCM_VR('U', 'L') || vr == DCM_VR('O', 'L')) *out = rd32(v, be);
-    else if (vr == DCM_VR('S', 'L')) *out = (int32_t)rd32(v, be);
-    else if (vr == DCM_VR('O', 'B')) *out = v[0];
+    if (vr == DCM_VR('U', 'S') || vr == DCM_VR('O', 'W'))
+        *out = rd16(v, be);
+    else if (vr == DCM_VR('S', 'S'))
+        *out = (int16_t)rd16(v, be);
+    else if (vr == DCM_VR('U', 'L') || vr == DCM_VR('O', 'L'))
+        *out = rd32(v, be);
+    else if (vr == DCM_VR('S', 'L'))
+        *out = (int32_t)rd32(v, be);
+    else if (vr == DCM_VR('O', 'B'))
+        *out = v[0];
     else if (sz == 4) {
         uint32_t u = rd32(v, be);
         float fl;
@@ -808,8 +842,10 @@ void dcm_get_string(const dcm_dataset *ds, int64_t i, char *buf, size_t n) {
     if (i < 0 || (uint64_t)i >= ds->nelems) return;
     const dcm_elem *e = &ds->elems[i];
     const char *p = (const char *)ds->body + e->off, *q = p + e->len;
-    while (p < q && (*p == ' ' || *p == '\0')) p++;
-    while (q > p && (q[-1] == ' ' || q[-1] == '\0')) q--;
+    while (p < q && (*p == ' ' || *p == '\0'))
+        p++;
+    while (q > p && (q[-1] == ' ' || q[-1] == '\0'))
+        q--;
     size_t m = (size_t)(q - p) < n - 1 ? (size_t)(q - p) : n - 1;
     memcpy(buf, p, m);
     buf[m] = '\0';
@@ -844,7 +880,8 @@ static int map_offsets(const dcm_dataset *ds, uint32_t nframes, const uint64_t *
                        uint32_t *starts) {
     uint32_t j = 0;
     for (uint32_t f = 0; f < nframes; f++) {
-        while (j < ds->nfrags && ds->frags[j].item_off < offs[f]) j++;
+        while (j < ds->nfrags && ds->frags[j].item_off < offs[f])
+            j++;
         if (j >= ds->nfrags || ds->frags[j].item_off != offs[f]) return 0;
         if (f == 0 && j != 0) return 0;
         if (f > 0 && j <= starts[f - 1]) return 0;
@@ -881,7 +918,8 @@ ms_status dcm_encaps_map(const dcm_dataset *ds, uint32_t nframes, uint32_t *star
         ok = map_offsets(ds, nframes, offs, starts);
     }
     if (!ok && ds->bot_len == (uint64_t)nframes * 4) {
-        for (uint32_t k = 0; k < nframes; k++) offs[k] = rd32(ds->bot + 4 * (uint64_t)k, 0);
+        for (uint32_t k = 0; k < nframes; k++)
+            offs[k] = rd32(ds->bot + 4 * (uint64_t)k, 0);
         ok = map_offsets(ds, nframes, offs, starts);
         if (!ok) {
             st = ms_errf(MS_EINVAL, "basic offset table does not match the fragments");
@@ -889,7 +927,8 @@ ms_status dcm_encaps_map(const dcm_dataset *ds, uint32_t nframes, uint32_t *star
         }
     }
     if (!ok && ds->nfrags == nframes) {
-        for (uint32_t k = 0; k <= nframes; k++) starts[k] = k;
+        for (uint32_t k = 0; k <= nframes; k++)
+            starts[k] = k;
         ok = 1;
     }
     if (!ok) {

@@ -31,17 +31,19 @@
 
 /* Limits against hostile input. dcm_limits_default() fills sane values. */
 typedef struct dcm_limits {
-    uint32_t max_depth;        /* sequence + item nesting levels (default 64) */
-    uint64_t max_inflated;     /* deflated data set: cap on inflated bytes (1 GiB) */
-    uint64_t max_pixel_bytes;  /* decoded image: frames*rows*cols*samples*4 cap (1 GiB) */
-    uint32_t max_elements;     /* elements recorded in one file (1,000,000) */
-    int allow_no_meta;         /* accept a bare data set without DICM (1) */
+    uint32_t max_depth;       /* sequence + item nesting levels (default 64) */
+    uint64_t max_inflated;    /* deflated data set: cap on inflated bytes (1 GiB) */
+    uint64_t max_pixel_bytes; /* decoded image: frames*rows*cols*samples*4 cap (1 GiB) */
+    uint32_t max_elements;    /* elements recorded in one file (1,000,000) */
+    int allow_no_meta;        /* accept a bare data set without DICM (1) */
+    uint32_t threads;         /* not a limit: threads decoding the frames of one
+                               * encapsulated file (0 or 1: serial, the default) */
 } dcm_limits;
 
 void dcm_limits_default(dcm_limits *lim);
 
 #define DCM_TAG(g, e) (((uint32_t)(g) << 16) | (uint32_t)(e))
-#define DCM_VR(a, b) ((uint16_t)(((uint16_t)(a) << 8) | (uint16_t)(b)))
+#define DCM_VR(a, b)  ((uint16_t)(((uint16_t)(a) << 8) | (uint16_t)(b)))
 #define DCM_NO_PARENT UINT32_MAX
 
 /* Tags this code uses. */
@@ -58,51 +60,51 @@ enum {
 };
 
 typedef enum dcm_elem_flags {
-    DCM_ELEM_UNDEF_LEN = 1,   /* encoded with undefined length */
-    DCM_ELEM_ENCAPS = 2,      /* encapsulated pixel data (fragments) */
+    DCM_ELEM_UNDEF_LEN = 1, /* encoded with undefined length */
+    DCM_ELEM_ENCAPS = 2,    /* encapsulated pixel data (fragments) */
 } dcm_elem_flags;
 
 typedef struct dcm_elem {
     uint32_t tag;
-    uint16_t vr;         /* DCM_VR('U','S'); from the dictionary in implicit VR */
-    uint16_t flags;      /* dcm_elem_flags */
-    uint32_t parent;     /* index of the enclosing item (or sequence, for an item) */
-    uint32_t end;        /* index one past the element's last descendant */
-    uint64_t off;        /* value offset in dcm_dataset.body */
-    uint64_t len;        /* value length in bytes (content length for SQ/items) */
-    uint8_t big_endian;  /* byte order of the value */
+    uint16_t vr;        /* DCM_VR('U','S'); from the dictionary in implicit VR */
+    uint16_t flags;     /* dcm_elem_flags */
+    uint32_t parent;    /* index of the enclosing item (or sequence, for an item) */
+    uint32_t end;       /* index one past the element's last descendant */
+    uint64_t off;       /* value offset in dcm_dataset.body */
+    uint64_t len;       /* value length in bytes (content length for SQ/items) */
+    uint8_t big_endian; /* byte order of the value */
 } dcm_elem;
 
 typedef struct dcm_fragment {
-    uint64_t off;        /* fragment bytes in body */
+    uint64_t off; /* fragment bytes in body */
     uint64_t len;
-    uint64_t item_off;   /* offset of the item tag, relative to the first fragment's tag */
+    uint64_t item_off; /* offset of the item tag, relative to the first fragment's tag */
 } dcm_fragment;
 
 typedef struct dcm_dataset {
-    const uint8_t *body;     /* the data set bytes (borrowed input, or owned inflated copy) */
+    const uint8_t *body; /* the data set bytes (borrowed input, or owned inflated copy) */
     uint64_t body_len;
-    uint8_t *inflated;       /* owned when the data set was deflated; else NULL */
+    uint8_t *inflated; /* owned when the data set was deflated; else NULL */
 
-    char ts_uid[68];         /* transfer syntax UID (sniffed ones get a name in ts_note) */
+    char ts_uid[68]; /* transfer syntax UID (sniffed ones get a name in ts_note) */
     char sop_class[68];
-    const char *ts_note;     /* "no file meta: sniffed implicit VR LE" etc., or NULL */
+    const char *ts_note; /* "no file meta: sniffed implicit VR LE" etc., or NULL */
     int has_meta;
-    int explicit_vr;         /* of the data set body */
+    int explicit_vr; /* of the data set body */
     int big_endian;
     int deflated;
-    dcm_codec_kind codec;    /* DCM_CODEC_NONE for native syntaxes */
+    dcm_codec_kind codec; /* DCM_CODEC_NONE for native syntaxes */
 
     dcm_elem *elems;
     uint32_t nelems, cap_elems;
 
     /* Encapsulated (7FE0,0010) at the top level: item 0 (offset table) and fragments. */
     int encapsulated;
-    const uint8_t *bot;      /* basic offset table bytes (little endian uint32s) */
+    const uint8_t *bot; /* basic offset table bytes (little endian uint32s) */
     uint64_t bot_len;
     dcm_fragment *frags;
     uint32_t nfrags, cap_frags;
-    int missing_seq_delim;   /* tolerated: Pixel Data ran to EOF without (FFFE,E0DD) */
+    int missing_seq_delim; /* tolerated: Pixel Data ran to EOF without (FFFE,E0DD) */
 } dcm_dataset;
 
 /* Parses a Part 10 file (or bare data set) of `len` bytes. MS_EINVAL with a

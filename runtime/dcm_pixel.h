@@ -25,7 +25,7 @@
 /* The header summary (what `dcmserve dicom` prints). */
 typedef struct dcm_info {
     char ts_uid[68];
-    const char *ts_name;        /* NULL for unknown syntaxes */
+    const char *ts_name; /* NULL for unknown syntaxes */
     char sop_class[68];
     char modality[20];
     char photometric[20];
@@ -33,27 +33,27 @@ typedef struct dcm_info {
     char voi_function[20];
     uint32_t rows, cols, frames, samples;
     uint16_t bits_allocated, bits_stored, high_bit, pixel_rep, planar;
-    int float_pixels;           /* 32 / 64 for Float / Double Float Pixel Data, else 0 */
+    int float_pixels; /* 32 / 64 for Float / Double Float Pixel Data, else 0 */
     int has_pixels;
     int encapsulated;
     uint32_t fragments;
-    double slope, intercept;    /* of frame 0 */
-    int rescale_source;         /* DCM_RESCALE_* */
+    double slope, intercept; /* of frame 0 */
+    int rescale_source;      /* DCM_RESCALE_* */
     int has_window;
-    double window_center, window_width;  /* first pair */
+    double window_center, window_width; /* first pair */
 } dcm_info;
 
 enum {
-    DCM_RESCALE_NONE = 0,       /* identity: slope 1, intercept 0 */
-    DCM_RESCALE_ATTRS,          /* RescaleSlope/Intercept at the top level */
-    DCM_RESCALE_FUNCTIONAL,     /* Pixel Value Transformation in functional groups */
-    DCM_RESCALE_LUT,            /* Modality LUT Sequence */
+    DCM_RESCALE_NONE = 0,   /* identity: slope 1, intercept 0 */
+    DCM_RESCALE_ATTRS,      /* RescaleSlope/Intercept at the top level */
+    DCM_RESCALE_FUNCTIONAL, /* Pixel Value Transformation in functional groups */
+    DCM_RESCALE_LUT,        /* Modality LUT Sequence */
 };
 
 typedef struct dcm_image {
     dcm_info info;
-    uint32_t frames, rows, cols, samples;  /* samples 1, or 3 (RGB) */
-    float *data;                /* frames*rows*cols*samples values, C order */
+    uint32_t frames, rows, cols, samples; /* samples 1, or 3 (RGB) */
+    float *data;                          /* frames*rows*cols*samples values, C order */
 } dcm_image;
 
 /* Reads the summary from a parsed data set. Fails only for values present

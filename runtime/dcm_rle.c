@@ -17,8 +17,7 @@ static ms_status unpack_segment(const uint8_t *src, size_t n, uint8_t *dst, size
     size_t i = 0, o = 0;
     while (o < count) {
         if (i >= n)
-            return ms_errf(MS_EINVAL, "RLE: segment %d ends after %zu of %zu bytes", seg, o,
-                           count);
+            return ms_errf(MS_EINVAL, "RLE: segment %d ends after %zu of %zu bytes", seg, o, count);
         int c = (int8_t)src[i++];
         if (c >= 0) {
             size_t run = (size_t)c + 1;
@@ -51,8 +50,8 @@ ms_status dcm__rle_decode(const uint8_t *data, size_t len, const dcm_frame_geom 
     uint32_t nseg = rd32le(data);
     if (nseg != want)
         return ms_errf(MS_EINVAL,
-                       "RLE: %u segments, header geometry (%u samples x %u bytes) needs %u",
-                       nseg, g->samples, width, want);
+                       "RLE: %u segments, header geometry (%u samples x %u bytes) needs %u", nseg,
+                       g->samples, width, want);
     if (want > 15) return ms_errf(MS_ENOTSUP, "RLE: more than 15 segments");
     if (npix * want != out_size) return ms_errf(MS_EINTERNAL, "RLE: output size mismatch");
     uint32_t off[16];

@@ -53,6 +53,7 @@ static const opdef_entry builtin[] = {
     {"Abs", {"y"}, 0}, {"Floor", {"y"}, 0}, {"LogicalNot", {"y"}, 0},
     {"MaxPool", {"output"}, 0}, {"AvgPool", {"output"}, 0},
     {"ResizeBilinear", {"resized_images"}, 0}, {"ResizeNearestNeighbor", {"resized_images"}, 0},
+    {"DcmDecodeHU", {"hu", "mask"}, 0},
 };
 /* clang-format on */
 

@@ -22,7 +22,7 @@
  *   as tfio).
  *
  * Decode errors are MS_EINVAL "dicom[<index>]: <reason>". Files are decoded
- * in parallel on the intra-op pool.
+ * in parallel on the intra-op pool (a batch of one: its frames in parallel).
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "dcm_pixel.h"
+#include "rt_exec.h"
 #include "rt_ops.h"
 
 #define ERR_MAX 400
@@ -40,7 +41,7 @@ typedef struct decode_job {
     ms_status *st;
     char (*err)[ERR_MAX];
     int64_t frame;
-    int stored;          /* tfio: stored values instead of HU */
+    int stored; /* tfio: stored values instead of HU */
     dcm_limits lim;
 } decode_job;
 
@@ -55,8 +56,8 @@ static void decode_range(void *arg, int64_t b, int64_t e) {
                            : dcm_decode_hu_ds(ds, &j->lim, &j->imgs[i]);
         dcm_dataset_free(ds);
         if (st == MS_OK && j->frame >= (int64_t)j->imgs[i]->frames) {
-            st = ms_errf(MS_EINVAL, "frame %lld requested, the file has %u",
-                         (long long)j->frame, j->imgs[i]->frames);
+            st = ms_errf(MS_EINVAL, "frame %lld requested, the file has %u", (long long)j->frame,
+                         j->imgs[i]->frames);
             dcm_image_free(j->imgs[i]);
             j->imgs[i] = NULL;
         }
@@ -68,10 +69,12 @@ static void decode_range(void *arg, int64_t b, int64_t e) {
 
 /* Decodes n files in parallel; on failure returns the first error, named by
  * its index, and frees everything. */
-static ms_status decode_all(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t frame,
-                            int stored, dcm_image ***out) {
+static ms_status decode_all(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t frame, int stored,
+                            dcm_image ***out) {
     decode_job j = {.files = files, .frame = frame, .stored = stored};
     dcm_limits_default(&j.lim);
+    /* One file: its frames share the pool; several: one file per task. */
+    if (n == 1 && ctx != NULL && ctx->nthreads > 1) j.lim.threads = (uint32_t)ctx->nthreads;
     j.imgs = calloc((size_t)(n ? n : 1), sizeof(*j.imgs));
     j.st = calloc((size_t)(n ? n : 1), sizeof(*j.st));
     j.err = calloc((size_t)(n ? n : 1), sizeof(*j.err));
@@ -93,7 +96,8 @@ static ms_status decode_all(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t
     j.imgs = NULL;
 done:
     if (j.imgs)
-        for (int64_t i = 0; i < n; i++) dcm_image_free(j.imgs[i]);
+        for (int64_t i = 0; i < n; i++)
+            dcm_image_free(j.imgs[i]);
     free(j.imgs);
     free(j.st);
     free(j.err);
@@ -102,7 +106,8 @@ done:
 
 static void free_imgs(dcm_image **imgs, int64_t n) {
     if (imgs == NULL) return;
-    for (int64_t i = 0; i < n; i++) dcm_image_free(imgs[i]);
+    for (int64_t i = 0; i < n; i++)
+        dcm_image_free(imgs[i]);
     free(imgs);
 }
 
@@ -110,7 +115,7 @@ static void free_imgs(dcm_image **imgs, int64_t n) {
 
 typedef struct hu_state {
     int64_t frame;
-    int64_t size[2];   /* 0 = no resize */
+    int64_t size[2]; /* 0 = no resize */
     float pad;
 } hu_state;
 
@@ -197,8 +202,8 @@ static ms_status hu_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tenso
                 int inside = y < h && xx < w;
                 dm[o] = inside ? 1.f : 0.f;
                 for (uint32_t k = 0; k < C; k++)
-                    dst[o * C + k] = inside ? src[((uint64_t)y * w + xx) * c + (c == 1 ? 0 : k)]
-                                            : s->pad;
+                    dst[o * C + k] =
+                        inside ? src[((uint64_t)y * w + xx) * c + (c == 1 ? 0 : k)] : s->pad;
             }
     }
     free(tmp);
@@ -330,7 +335,9 @@ static ms_status tfio_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_ten
 
 const kn_kernel rt_ops_dicom_kernels[] = {
     {.op = "DcmDecodeHU", .prepare = hu_prepare, .compute = hu_compute, .release = free},
-    {.op = "IO>DecodeDICOMImage", .prepare = tfio_prepare, .compute = tfio_compute,
+    {.op = "IO>DecodeDICOMImage",
+     .prepare = tfio_prepare,
+     .compute = tfio_compute,
      .release = free},
     {.op = NULL},
 };

@@ -23,7 +23,10 @@ cat <<MSG
 run_demo: serving model "demo_ct" from $BASE on gRPC port $PORT
   health: grpc.health.v1.Health/Check with service "" answers SERVING once the
           model is loaded (a Kubernetes grpc probe on port $PORT works as is).
-  TF Serving Predict from Python (message classes generated from proto/ by protoc):
+  The model (docs/demo.md) takes DICOM files as one DT_STRING tensor "dicom" and
+  answers mean_hu (n) and tissue_fraction (n, 4). TF Serving Predict from Python
+  (message classes generated from proto/ by protoc; CT_small.dcm is in Debian's
+  python3-pydicom test data):
     mkdir -p /tmp/dcm_pb && protoc --python_out=/tmp/dcm_pb -I proto proto/*.proto
     PYTHONPATH=/tmp/dcm_pb /usr/bin/python3 - <<'PY'
 import grpc, tf_serving_pb2 as s, tf_framework_pb2 as f
@@ -32,10 +35,11 @@ predict = ch.unary_unary("/tensorflow.serving.PredictionService/Predict",
     request_serializer=s.PredictRequest.SerializeToString,
     response_deserializer=s.PredictResponse.FromString)
 req = s.PredictRequest(model_spec=s.ModelSpec(name="demo_ct"))
-x = req.inputs["x"]; x.dtype = f.DT_FLOAT
-x.tensor_shape.dim.add(size=1); x.tensor_shape.dim.add(size=4)
-x.float_val.extend([1, 2, 3, 4])
-print(predict(req, timeout=10).outputs["y"])
+x = req.inputs["dicom"]; x.dtype = f.DT_STRING
+x.tensor_shape.dim.add(size=1)
+x.string_val.append(open("/usr/lib/python3/dist-packages/pydicom/data/test_files/CT_small.dcm", "rb").read())
+out = predict(req, timeout=10).outputs
+print("mean_hu", list(out["mean_hu"].float_val), "tissue_fraction", list(out["tissue_fraction"].float_val))
 check = ch.unary_unary("/grpc.health.v1.Health/Check")
 import health_pb2 as h
 print(h.HealthCheckResponse.FromString(check(h.HealthCheckRequest().SerializeToString())))

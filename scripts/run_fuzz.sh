@@ -2,33 +2,40 @@
 # Runs every built libFuzzer target for a bounded time. Usage:
 #   scripts/run_fuzz.sh BUILD_DIR SECONDS
 # Seeds: Debian's pydicom test files for the DICOM target, the tensor bundles
-# of ../shared for the SSTable target, tests/data/onnx for the ONNX target.
+# of ../shared for the SSTable target, tests/data/onnx for the ONNX target;
+# the codec target starts empty.
 # Corpora grow under BUILD_DIR/corpus.
 set -eu
 BUILD=$1
 SECS=$2
 cd "$(dirname "$0")/.."
 PYDICOM_DATA=$(/usr/bin/python3 -c 'import os, pydicom.data; print(os.path.join(os.path.dirname(pydicom.data.__file__), "test_files"))')
-mkdir -p "$BUILD/corpus/dicom" "$BUILD/corpus/sstable" "$BUILD/seeds/sstable" "$BUILD/corpus/onnx"
+mkdir -p "$BUILD/corpus/dicom" "$BUILD/corpus/sstable" "$BUILD/seeds/sstable" "$BUILD/corpus/onnx" \
+    "$BUILD/corpus/codecs"
 find ../shared/testdata -name '*.index' 2>/dev/null | while read -r f; do
     cp "$f" "$BUILD/seeds/sstable/$(echo "$f" | tr '/' '_')"
 done
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-# run NAME CORPUS SEEDS: fails (non-zero) when the fuzzer finds a crash or leak.
+# run NAME CORPUS [SEEDS...]: fails (non-zero) when the fuzzer finds a crash or leak.
 run() {
-    echo "$1: $SECS s"
-    log="$BUILD/$1.log"
+    name=$1
+    shift
+    echo "$name: $SECS s"
+    log="$BUILD/$name.log"
     rc=0
-    "$BUILD/$1" -max_total_time="$SECS" -rss_limit_mb=2048 -print_final_stats=1 \
-        -artifact_prefix="$BUILD/$1-" "$2" "$3" >"$log" 2>&1 || rc=$?
+    "$BUILD/$name" -max_total_time="$SECS" -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$BUILD/$name-" "$@" >"$log" 2>&1 || rc=$?
     grep -E "^(Done|stat::number_of_executed_units|stat::new_units_added)" "$log" || true
     if [ "$rc" != 0 ]; then
         tail -n 40 "$log"
-        echo "$1: FAILED (exit $rc); the input is saved as $BUILD/$1-*"
+        echo "$name: FAILED (exit $rc); the input is saved as $BUILD/$name-*"
         exit "$rc"
     fi
 }
 run fuzz_dicom "$BUILD/corpus/dicom" "$PYDICOM_DATA"
 run fuzz_sstable "$BUILD/corpus/sstable" "$BUILD/seeds/sstable"
 run fuzz_onnx "$BUILD/corpus/onnx" tests/data/onnx
+# The codec target's seeds (tests/fuzz/seed_codecs.py) need the frames that
+# check_codecs extracts; without them it starts from an empty corpus.
+run fuzz_codecs "$BUILD/corpus/codecs"

@@ -12,22 +12,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "dcm_npy.h"
 #include "dcm_pixel.h"
+#include "rt_npy.h"
 #include "srv_cli.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: dcmserve dicom FILE [--window L,W] [--out F.npy] [--json] [--png F.png]\n"
-            "  prints the header summary (transfer syntax, modality, size, frames, bits,\n"
-            "  photometric, slope/intercept, window)\n"
-            "  --out F.npy    float32 (frames, rows, cols, samples): HU, or windowed [0,1]\n"
-            "                 values when --window is given\n"
-            "  --window L,W   clip(HU, L-W/2, L+W/2), then (x-lo)/(hi-lo)\n"
-            "  --png F.png    the windowed image, 8-bit (contact sheet for several frames);\n"
-            "                 window: --window, else the file's, else min..max\n"
-            "  --json         print the summary as one JSON object\n");
+    fprintf(f, "usage: dcmserve dicom FILE [--window L,W] [--out F.npy] [--json] [--png F.png]\n"
+               "  prints the header summary (transfer syntax, modality, size, frames, bits,\n"
+               "  photometric, slope/intercept, window)\n"
+               "  --out F.npy    float32 (frames, rows, cols, samples): HU, or windowed [0,1]\n"
+               "                 values when --window is given\n"
+               "  --window L,W   clip(HU, L-W/2, L+W/2), then (x-lo)/(hi-lo)\n"
+               "  --png F.png    the windowed image, 8-bit (contact sheet for several frames);\n"
+               "                 window: --window, else the file's, else min..max\n"
+               "  --json         print the summary as one JSON object\n");
 }
 
 static ms_status read_file(const char *path, uint8_t **out, size_t *len) {
@@ -88,12 +88,13 @@ static void print_text(const char *path, const dcm_dataset *ds, const dcm_info *
                in->bits_stored, in->high_bit, in->pixel_rep ? "signed" : "unsigned");
     printf("photometric:     %s%s\n", in->photometric,
            in->samples > 1 ? (in->planar ? " (planar)" : " (interleaved)") : "");
-    printf("pixel data:      %s\n", !in->has_pixels      ? "none"
+    printf("pixel data:      %s\n", !in->has_pixels    ? "none"
                                     : in->encapsulated ? "encapsulated"
                                                        : "native");
     if (in->encapsulated) printf("fragments:       %u\n", in->fragments);
-    printf("modality lut:    %s, slope %.9g, intercept %.9g%s%s\n", rescale_name(in->rescale_source),
-           in->slope, in->intercept, in->rescale_type[0] ? ", type " : "", in->rescale_type);
+    printf("modality lut:    %s, slope %.9g, intercept %.9g%s%s\n",
+           rescale_name(in->rescale_source), in->slope, in->intercept,
+           in->rescale_type[0] ? ", type " : "", in->rescale_type);
     if (in->has_window)
         printf("window:          center %.9g, width %.9g%s%s\n", in->window_center,
                in->window_width, in->voi_function[0] ? ", " : "", in->voi_function);
@@ -113,17 +114,18 @@ static void print_json(const char *path, const dcm_dataset *ds, const dcm_info *
     cJSON_AddNumberToObject(o, "columns", in->cols);
     cJSON_AddNumberToObject(o, "samples_per_pixel", in->samples);
     cJSON_AddNumberToObject(o, "frames", in->frames);
-    cJSON_AddNumberToObject(o, "bits_allocated", in->float_pixels ? in->float_pixels
-                                                                  : in->bits_allocated);
+    cJSON_AddNumberToObject(o, "bits_allocated",
+                            in->float_pixels ? in->float_pixels : in->bits_allocated);
     cJSON_AddNumberToObject(o, "bits_stored", in->bits_stored);
     cJSON_AddNumberToObject(o, "high_bit", in->high_bit);
     cJSON_AddNumberToObject(o, "pixel_representation", in->pixel_rep);
     cJSON_AddBoolToObject(o, "float_pixel_data", in->float_pixels != 0);
     cJSON_AddStringToObject(o, "photometric", in->photometric);
     cJSON_AddNumberToObject(o, "planar_configuration", in->planar);
-    cJSON_AddStringToObject(o, "pixel_data", !in->has_pixels      ? "none"
-                                             : in->encapsulated ? "encapsulated"
-                                                                : "native");
+    cJSON_AddStringToObject(o, "pixel_data",
+                            !in->has_pixels    ? "none"
+                            : in->encapsulated ? "encapsulated"
+                                               : "native");
     cJSON_AddNumberToObject(o, "fragments", in->fragments);
     cJSON_AddStringToObject(o, "modality_lut", rescale_name(in->rescale_source));
     cJSON_AddNumberToObject(o, "rescale_slope", in->slope);
@@ -144,7 +146,8 @@ static void print_json(const char *path, const dcm_dataset *ds, const dcm_info *
 /* Writes [0,1] values as 8-bit PNG: frames tiled in a grid (contact sheet). */
 static ms_status write_png(const char *path, const dcm_image *img, const float *v) {
     uint32_t nf = img->frames, gc = 1, gr;
-    while ((uint64_t)gc * gc < nf) gc++;
+    while ((uint64_t)gc * gc < nf)
+        gc++;
     gr = (nf + gc - 1) / gc;
     uint64_t W = (uint64_t)gc * img->cols, H = (uint64_t)gr * img->rows;
     uint32_t ch = img->samples == 3 ? 3 : 1;
@@ -169,7 +172,8 @@ static ms_status write_png(const char *path, const dcm_image *img, const float *
                     pix[((oy + r) * W + ox + c) * ch + k] = (uint8_t)q;
                 }
     }
-    for (uint64_t r = 0; r < H; r++) rows[r] = pix + r * W * ch;
+    for (uint64_t r = 0; r < H; r++)
+        rows[r] = pix + r * W * ch;
     f = fopen(path, "wb");
     if (f == NULL) {
         st = ms_errf(MS_EINVAL, "cannot create %s: %s", path, strerror(errno));
@@ -202,6 +206,22 @@ done:
     return st;
 }
 
+/* Writes n float32 values as an .npy of shape dims (no copy: the tensor
+ * borrows v). */
+static ms_status save_npy(const char *path, float *v, const uint64_t dims[4]) {
+    int64_t d[4] = {(int64_t)dims[0], (int64_t)dims[1], (int64_t)dims[2], (int64_t)dims[3]};
+    rt_shape sh = rt_shape_make(4, d);
+    size_t bytes = (size_t)rt_shape_nelem(&sh) * sizeof(float);
+    rt_buf *b = rt_buf_wrap(v, bytes, NULL, NULL);
+    if (b == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    rt_tensor *t = NULL;
+    ms_status st = rt_tensor_new_on(RT_DT_FLOAT, &sh, b, 0, &t);
+    rt_buf_unref(b);
+    if (st == MS_OK) st = rt_npy_write_file(path, t);
+    rt_tensor_unref(t);
+    return st;
+}
+
 static int fail(const char *path, ms_status st) {
     fprintf(stderr, "dcmserve dicom: %s: %s (%s)\n", path, ms_errmsg(), ms_status_name(st));
     return 1;
@@ -226,8 +246,10 @@ int srv_cli_dicom(int argc, char **argv) {
         if (strncmp(a, "--", 2) == 0) {
             const char *eq = strchr(a, '=');
             size_t klen = eq ? (size_t)(eq - a) : strlen(a);
-            if (eq) val = eq + 1;
-            else if (i + 1 < argc) val = argv[++i];
+            if (eq)
+                val = eq + 1;
+            else if (i + 1 < argc)
+                val = argv[++i];
             else {
                 fprintf(stderr, "dcmserve dicom: %s needs a value\n", a);
                 return 2;
@@ -271,6 +293,8 @@ int srv_cli_dicom(int argc, char **argv) {
     int rc = 0;
     dcm_limits lim;
     dcm_limits_default(&lim);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    lim.threads = ncpu > 1 ? (uint32_t)ncpu : 1; /* frames of a multi-frame file */
     ms_status st = read_file(path, &bytes, &len);
     if (st == MS_OK) st = dcm_parse(bytes, len, &lim, &ds);
     if (st == MS_OK) st = dcm_read_info(ds, &info);
@@ -278,8 +302,10 @@ int srv_cli_dicom(int argc, char **argv) {
         rc = fail(path, st);
         goto done;
     }
-    if (json) print_json(path, ds, &info);
-    else print_text(path, ds, &info);
+    if (json)
+        print_json(path, ds, &info);
+    else
+        print_text(path, ds, &info);
     fflush(stdout);
     if (npy == NULL && pngp == NULL) goto done;
 
@@ -293,12 +319,14 @@ int srv_cli_dicom(int argc, char **argv) {
         float *tmp = NULL;
         if (have_window) {
             tmp = malloc(n * sizeof(float));
-            if (tmp == NULL) st = ms_errf(MS_ENOMEM, "out of memory");
-            else st = dcm_window(img->data, tmp, n, wl, ww);
+            if (tmp == NULL)
+                st = ms_errf(MS_ENOMEM, "out of memory");
+            else
+                st = dcm_window(img->data, tmp, n, wl, ww);
             v = tmp;
         }
         uint64_t dims[4] = {img->frames, img->rows, img->cols, img->samples};
-        if (st == MS_OK) st = dcm_npy_save_f32(npy, v, 4, dims);
+        if (st == MS_OK) st = save_npy(npy, v, dims);
         free(tmp);
         if (st != MS_OK) {
             rc = fail(path, st);
@@ -321,8 +349,10 @@ int srv_cli_dicom(int argc, char **argv) {
             w = (double)hi - lo;
         }
         float *tmp = malloc(n * sizeof(float));
-        if (tmp == NULL) st = ms_errf(MS_ENOMEM, "out of memory");
-        else st = dcm_window(img->data, tmp, n, l, w);
+        if (tmp == NULL)
+            st = ms_errf(MS_ENOMEM, "out of memory");
+        else
+            st = dcm_window(img->data, tmp, n, l, w);
         if (st == MS_OK) st = write_png(pngp, img, tmp);
         free(tmp);
         if (st != MS_OK) rc = fail(path, st);

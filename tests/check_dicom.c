@@ -18,10 +18,10 @@
 
 #define TS_IMPLICIT "1.2.840.10008.1.2"
 #define TS_EXPLICIT "1.2.840.10008.1.2.1"
-#define TS_BIG "1.2.840.10008.1.2.2"
-#define TS_DEFLATE "1.2.840.10008.1.2.1.99"
-#define TS_ENCAPS "1.2.840.10008.1.2.1.98"
-#define TS_JPEG "1.2.840.10008.1.2.4.50"
+#define TS_BIG      "1.2.840.10008.1.2.2"
+#define TS_DEFLATE  "1.2.840.10008.1.2.1.99"
+#define TS_ENCAPS   "1.2.840.10008.1.2.1.98"
+#define TS_JPEG     "1.2.840.10008.1.2.4.50"
 
 /* 2x2 words: 0xF005 -> 5, 0x0FFF -> -1, 0x1800 -> -2048, 0x07FF -> 2047
  * (12 bits stored, two's complement). HU = 2 * sv - 1024. */
@@ -36,7 +36,8 @@ static void body_2x2(ut_dbuf *d, void (*extra)(ut_dbuf *d)) {
     ut_dbuf_str(d, 0x0028, 0x1052, "DS", "-1024");
     ut_dbuf_str(d, 0x0028, 0x1053, "DS", "2");
     ut_dbuf_hdr(d, 0x7FE0, 0x0010, "OW", 8);
-    for (int i = 0; i < 4; i++) ut_dbuf_u16(d, k_words[i]);
+    for (int i = 0; i < 4; i++)
+        ut_dbuf_u16(d, k_words[i]);
 }
 
 static void file_2x2(ut_dbuf *d, const char *ts, int explicit_vr, int be,
@@ -56,7 +57,8 @@ static void check_hu(const uint8_t *p, size_t n) {
     ck_assert_uint_eq(img->rows, 2);
     ck_assert_uint_eq(img->cols, 2);
     ck_assert_uint_eq(img->samples, 1);
-    for (int i = 0; i < 4; i++) ck_assert_float_eq(img->data[i], k_hu[i]);
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq(img->data[i], k_hu[i]);
     dcm_image_free(img);
 }
 
@@ -64,8 +66,7 @@ static void expect_einval(const uint8_t *p, size_t n, const char *needle) {
     dcm_image *img = NULL;
     ms_err_clear();
     ms_status st = dcm_decode_hu(p, n, NULL, &img);
-    ck_assert_msg(st == MS_EINVAL, "expected EINVAL, got %s (%s)", ms_status_name(st),
-                  ms_errmsg());
+    ck_assert_msg(st == MS_EINVAL, "expected EINVAL, got %s (%s)", ms_status_name(st), ms_errmsg());
     ck_assert_ptr_null(img);
     ck_assert_msg(ms_errmsg()[0] != '\0', "no reason given");
     if (needle)
@@ -264,13 +265,15 @@ START_TEST(modality_lut_sequence) {
         ut_dbuf_image(&d, 2, 2, 16, 12, 1, "MONOCHROME2");
         mlut(&d);
         ut_dbuf_hdr(&d, 0x7FE0, 0x0010, "OW", 8);
-        for (int i = 0; i < 4; i++) ut_dbuf_u16(&d, k_words[i]);
+        for (int i = 0; i < 4; i++)
+            ut_dbuf_u16(&d, k_words[i]);
         dcm_image *img = NULL;
         ck_assert_msg(dcm_decode_hu(d.p, d.n, NULL, &img) == MS_OK, "%s", ms_errmsg());
         ck_assert_int_eq(img->info.rescale_source, DCM_RESCALE_LUT);
         /* sv 5: 5-(-1)=6 -> clamp 3 -> 400; -1 -> 0 -> 100; -2048 -> 0 -> 100; 2047 -> 400. */
         const float want[4] = {400.f, 100.f, 100.f, 400.f};
-        for (int i = 0; i < 4; i++) ck_assert_float_eq(img->data[i], want[i]);
+        for (int i = 0; i < 4; i++)
+            ck_assert_float_eq(img->data[i], want[i]);
         dcm_image_free(img);
         ut_dbuf_free(&d);
     }
@@ -363,13 +366,20 @@ static void encaps_file(ut_dbuf *d, int nfr, int split, int bot, int delim) {
     if (delim) ut_dbuf_item(d, 0xE0DD, 0);
 }
 
+/* Decodes serially and with frames on 3 threads; both must give the frames. */
 static void check_frames(const ut_dbuf *d, int nfr) {
-    dcm_image *img = NULL;
-    ck_assert_msg(dcm_decode_hu(d->p, d->n, NULL, &img) == MS_OK, "%s", ms_errmsg());
-    ck_assert_uint_eq(img->frames, (unsigned)nfr);
-    for (int f = 0; f < nfr; f++)
-        for (int i = 0; i < 4; i++) ck_assert_float_eq(img->data[f * 4 + i], k_hu[(i + f) % 4]);
-    dcm_image_free(img);
+    for (uint32_t threads = 1; threads <= 3; threads += 2) {
+        dcm_limits lim;
+        dcm_limits_default(&lim);
+        lim.threads = threads;
+        dcm_image *img = NULL;
+        ck_assert_msg(dcm_decode_hu(d->p, d->n, &lim, &img) == MS_OK, "%s", ms_errmsg());
+        ck_assert_uint_eq(img->frames, (unsigned)nfr);
+        for (int f = 0; f < nfr; f++)
+            for (int i = 0; i < 4; i++)
+                ck_assert_float_eq(img->data[f * 4 + i], k_hu[(i + f) % 4]);
+        dcm_image_free(img);
+    }
 }
 
 START_TEST(encaps_frames) {
@@ -389,7 +399,7 @@ START_TEST(encaps_frames) {
     encaps_file(&d, 3, 1, 0, 1); /* empty BOT, 6 fragments, no markers: refused */
     expect_einval(d.p, d.n, "cannot map");
     ut_dbuf_free(&d);
-    encaps_file(&d, 3, 1, 1, 1); /* bogus BOT offset */
+    encaps_file(&d, 3, 1, 1, 1);                            /* bogus BOT offset */
     size_t bot_at = d.n - 3 * (8 + 4 + 8 + 4) - 8 - 12 + 4; /* second offset */
     d.p[bot_at] = 7;
     expect_einval(d.p, d.n, "offset table");
@@ -457,7 +467,10 @@ START_TEST(length_past_eof) {
     ut_dbuf_free(&d);
     /* Short VR length desync (0xFFFF on a CS). */
     file_2x2(&d, TS_EXPLICIT, 1, 0, NULL);
-    uint8_t *cs = memmem(d.p, d.n, "CS\x02\x00" "CT", 6);
+    uint8_t *cs = memmem(d.p, d.n,
+                         "CS\x02\x00"
+                         "CT",
+                         6);
     ck_assert_ptr_nonnull(cs);
     cs[2] = cs[3] = 0xFF;
     expect_einval(d.p, d.n, NULL);
@@ -483,7 +496,8 @@ START_TEST(absurd_dimensions) {
     big_dims(&d);
     ut_dbuf_image(&d, 65535, 65535, 16, 16, 0, "MONOCHROME2");
     ut_dbuf_hdr(&d, 0x7FE0, 0x0010, "OW", 8);
-    for (int i = 0; i < 4; i++) ut_dbuf_u16(&d, 0);
+    for (int i = 0; i < 4; i++)
+        ut_dbuf_u16(&d, 0);
     expect_einval(d.p, d.n, "limit");
     ut_dbuf_free(&d);
     /* Within the limit but more than the data present. */
@@ -491,7 +505,8 @@ START_TEST(absurd_dimensions) {
     ut_dbuf_meta(&d, TS_EXPLICIT);
     ut_dbuf_image(&d, 512, 512, 16, 16, 0, "MONOCHROME2");
     ut_dbuf_hdr(&d, 0x7FE0, 0x0010, "OW", 8);
-    for (int i = 0; i < 4; i++) ut_dbuf_u16(&d, 0);
+    for (int i = 0; i < 4; i++)
+        ut_dbuf_u16(&d, 0);
     expect_einval(d.p, d.n, "need");
     ut_dbuf_free(&d);
 }
@@ -511,8 +526,8 @@ START_TEST(bad_module_values) {
         uint16_t el, v;
         const char *msg;
     } cases[] = {
-        {0x0100, 0, "BitsAllocated"},  {0x0101, 17, "BitsStored"}, {0x0002, 0, "SamplesPerPixel"},
-        {0x0010, 0, "rows"},           {0x0101, 0, "BitsStored"},  {0x0100, 12, "BitsAllocated"},
+        {0x0100, 0, "BitsAllocated"}, {0x0101, 17, "BitsStored"}, {0x0002, 0, "SamplesPerPixel"},
+        {0x0010, 0, "rows"},          {0x0101, 0, "BitsStored"},  {0x0100, 12, "BitsAllocated"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         ut_dbuf d;
@@ -524,7 +539,10 @@ START_TEST(bad_module_values) {
     /* Non-numeric slope, NumberOfFrames 0. */
     ut_dbuf d;
     file_2x2(&d, TS_EXPLICIT, 1, 0, NULL);
-    uint8_t *p = memmem(d.p, d.n, "DS\x02\x00" "2 ", 6);
+    uint8_t *p = memmem(d.p, d.n,
+                        "DS\x02\x00"
+                        "2 ",
+                        6);
     ck_assert_ptr_nonnull(p);
     p[4] = 'x';
     expect_einval(d.p, d.n, "RescaleSlope");
@@ -602,8 +620,8 @@ START_TEST(random_corruption) {
         }
         dcm_image *img = NULL;
         ms_status st = dcm_decode_hu(buf, d.n, NULL, &img);
-        ck_assert_msg(st == MS_OK || st == MS_EINVAL || st == MS_ENOTSUP,
-                      "iter %d: %s (%s)", iter, ms_status_name(st), ms_errmsg());
+        ck_assert_msg(st == MS_OK || st == MS_EINVAL || st == MS_ENOTSUP, "iter %d: %s (%s)", iter,
+                      ms_status_name(st), ms_errmsg());
         ck_assert(st == MS_OK ? img != NULL : img == NULL);
         dcm_image_free(img);
     }
@@ -620,7 +638,8 @@ START_TEST(window_values) {
     const float want[6] = {0.f, 0.f, 160.f / 400.f, 0.5f, 1.f, 1.f};
     float out[6];
     ck_assert_int_eq(dcm_window(hu, out, 6, 40, 400), MS_OK);
-    for (int i = 0; i < 6; i++) ck_assert_float_eq(out[i], want[i]);
+    for (int i = 0; i < 6; i++)
+        ck_assert_float_eq(out[i], want[i]);
     ck_assert_int_eq(dcm_window(hu, out, 6, 40, 0), MS_EINVAL);
     ck_assert_int_eq(dcm_window(hu, out, 6, 40, -5), MS_EINVAL);
 }

@@ -101,12 +101,14 @@ static void make_file(ut_dbuf *d, uint16_t rows, uint16_t cols, const uint16_t *
     ut_dbuf_str(d, 0x0028, 0x1052, "DS", "-1000");
     ut_dbuf_str(d, 0x0028, 0x1053, "DS", "1");
     ut_dbuf_hdr(d, 0x7FE0, 0x0010, "OW", (uint32_t)rows * cols * 2);
-    for (int i = 0; i < rows * cols; i++) ut_dbuf_u16(d, v[i]);
+    for (int i = 0; i < rows * cols; i++)
+        ut_dbuf_u16(d, v[i]);
 }
 
 static rt_tensor *strings(int n, const ut_dbuf *files) {
     rt_str s[4];
-    for (int i = 0; i < n; i++) s[i] = (rt_str){.data = files[i].p, .len = files[i].n};
+    for (int i = 0; i < n; i++)
+        s[i] = (rt_str){.data = files[i].p, .len = files[i].n};
     rt_shape sh = rt_shape_make(1, (int64_t[]){n});
     rt_tensor *t = NULL;
     ck_assert_int_eq(rt_tensor_new_strings(&sh, s, &t), MS_OK);
@@ -143,8 +145,8 @@ START_TEST(decode_batch_padded) {
     ck_assert_int_eq(out[0]->shape.dim[1], 3);
     ck_assert_int_eq(out[0]->shape.dim[2], 3);
     ck_assert_int_eq(out[0]->shape.dim[3], 1);
-    const float want_hu[18] = {0, 1, 2, 3, 4, 5, -2000, -2000, -2000,
-                               -100, 100, -2000, 200, 300, -2000, 400, 500, -2000};
+    const float want_hu[18] = {0,    1,   2,     3,   4,   5,     -2000, -2000, -2000,
+                               -100, 100, -2000, 200, 300, -2000, 400,   500,   -2000};
     const float want_m[18] = {1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0};
     for (int i = 0; i < 18; i++) {
         ck_assert_float_eq(rt_tensor_f32(out[0])[i], want_hu[i]);
@@ -172,7 +174,8 @@ START_TEST(decode_resize_per_file) {
                   ms_errmsg());
     const float want[4] = {0.f, 2.5f, 7.5f, 10.f};
     ck_assert_int_eq(out[0]->nelem, 4);
-    for (int i = 0; i < 4; i++) ck_assert_float_eq(rt_tensor_f32(out[0])[i], want[i]);
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq(rt_tensor_f32(out[0])[i], want[i]);
     rt_tensor_unref(out[0]);
     rt_tensor_unref(out[1]);
     rt_tensor_unref(in);
@@ -194,7 +197,8 @@ START_TEST(decode_error_names_index) {
     ck_assert_msg(strncmp(ms_errmsg(), "dicom[2]: ", 10) == 0, "%s", ms_errmsg());
     ck_assert_ptr_null(out[0]);
     rt_tensor_unref(in);
-    for (int i = 0; i < 3; i++) ut_dbuf_free(&f[i]);
+    for (int i = 0; i < 3; i++)
+        ut_dbuf_free(&f[i]);
 }
 END_TEST
 
@@ -218,7 +222,8 @@ START_TEST(window_layout) {
     ck_assert_int_eq(out->shape.dim[2], 1);
     ck_assert_int_eq(out->shape.dim[3], 2);
     const float want[6] = {0.f, 1.f, 0.5f, 1.f, 160.f / 400.f, 0.f};
-    for (int i = 0; i < 6; i++) ck_assert_float_eq(rt_tensor_f32(out)[i], want[i]);
+    for (int i = 0; i < 6; i++)
+        ck_assert_float_eq(rt_tensor_f32(out)[i], want[i]);
     rt_tensor_unref(out);
     /* Width 0 is refused at prepare. */
     tnode_init(&t, "DcmWindow", 1, 1);
@@ -244,10 +249,11 @@ START_TEST(window_resize_with_mask) {
     attr_f(&t, "width", 1.f);
     attr_size(&t, 4, 4);
     ck_assert_msg(run_op(cpu_kernel("DcmWindow"), &t, in, &out) == MS_OK, "%s", ms_errmsg());
-    const float want[16] = {0,    .0625f, .1875f, .25f,  .125f, .1875f, .3125f, .375f,
+    const float want[16] = {0,     .0625f, .1875f, .25f,  .125f, .1875f, .3125f, .375f,
                             .375f, .4375f, .5625f, .625f, .5f,   .5625f, .6875f, .75f};
     ck_assert_int_eq(out->nelem, 16);
-    for (int i = 0; i < 16; i++) ck_assert_float_eq_tol(rt_tensor_f32(out)[i], want[i], 1e-7);
+    for (int i = 0; i < 16; i++)
+        ck_assert_float_eq_tol(rt_tensor_f32(out)[i], want[i], 1e-7);
     rt_tensor_unref(out);
     rt_tensor_unref(in[0]);
     rt_tensor_unref(in[1]);
@@ -266,7 +272,8 @@ START_TEST(tfio_decode) {
     ut_dbuf_str(&d, 0x0028, 0x1052, "DS", "-1024");
     ut_dbuf_hdr(&d, 0x7FE0, 0x0010, "OW", 8);
     const uint16_t w[4] = {0xF005, 0x0FFF, 0x1800, 0x07FF};
-    for (int i = 0; i < 4; i++) ut_dbuf_u16(&d, w[i]);
+    for (int i = 0; i < 4; i++)
+        ut_dbuf_u16(&d, w[i]);
     rt_str s = {.data = d.p, .len = d.n};
     rt_tensor *in = NULL, *out = NULL;
     rt_shape sc = rt_shape_make(0, NULL);
@@ -279,12 +286,14 @@ START_TEST(tfio_decode) {
     ck_assert_msg(run_op(k, &t, &in, &out) == MS_OK, "%s", ms_errmsg());
     const float wf[4] = {5, -1, -2048, 2047};
     ck_assert_int_eq(out->shape.rank, 4);
-    for (int i = 0; i < 4; i++) ck_assert_float_eq(rt_tensor_f32(out)[i], wf[i]);
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq(rt_tensor_f32(out)[i], wf[i]);
     rt_tensor_unref(out);
     tnode_init(&t, "IO>DecodeDICOMImage", 1, 1);
     ck_assert_int_eq(run_op(k, &t, &in, &out), MS_OK); /* default uint16 */
     const uint16_t wu[4] = {5, 0, 0, 2047};
-    for (int i = 0; i < 4; i++) ck_assert_uint_eq(((uint16_t *)out->data)[i], wu[i]);
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(((uint16_t *)out->data)[i], wu[i]);
     rt_tensor_unref(out);
     rt_tensor_unref(in);
     /* Corrupt bytes: skip -> empty tensor; strict -> error. */

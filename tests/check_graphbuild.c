@@ -1,4 +1,5 @@
-/* check_graphbuild.c - graph builder, SavedModel writer and the demo model. */
+/* check_graphbuild.c - graph builder and SavedModel writer (a small model with
+ * TF1 variables, decoded by protoc and loaded and run by our runtime). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,6 @@
 #include "kn_backend.h"
 #include "ms_log.h"
 #include "rt_bundle.h"
-#include "rt_demo_model.h"
 #include "rt_graphbuild.h"
 #include "rt_model.h"
 #include "util_bundle.h"
@@ -57,6 +57,32 @@ static rt_tensor *floats(int rank, const int64_t *dims, const float *v) {
     ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &s, &t), MS_OK);
     memcpy(t->data, v, rt_tensor_nbytes(t));
     return t;
+}
+
+/* Writes y = Relu(x W + b), x (-1, 4), with TF1 variables (the graph of the
+ * first, pre-DICOM demo model):
+ *   W (4, 2) = [[0.5, -1], [0.25, 0.5], [-0.5, 1], [1, -0.25]],  b = [0.1, -0.2]. */
+static void write_relu_model(const char *vdir) {
+    rt_tensor *w = floats(2, (int64_t[]){4, 2},
+                          (float[]){0.5f, -1.0f, 0.25f, 0.5f, -0.5f, 1.0f, 1.0f, -0.25f});
+    rt_tensor *b = floats(1, (int64_t[]){2}, (float[]){0.1f, -0.2f});
+    rt_gb *g;
+    ck_assert_int_eq(rt_gb_new(&g), MS_OK);
+    rt_shape xs = rt_shape_make(2, (int64_t[]){-1, 4});
+    rt_shape ys = rt_shape_make(2, (int64_t[]){-1, 2});
+    rt_gb_placeholder(g, "x", RT_DT_FLOAT, &xs);
+    Tensorflow__NodeDef *wr = rt_gb_variable(g, "W", w);
+    Tensorflow__NodeDef *br = rt_gb_variable(g, "b", b);
+    Tensorflow__NodeDef *mm = rt_gb_matmul(g, "MatMul", "x", wr->name, 0, 0, RT_DT_FLOAT);
+    Tensorflow__NodeDef *add = rt_gb_binary(g, "Add", "add", mm->name, br->name, RT_DT_FLOAT);
+    rt_gb_unary(g, "Relu", "y", add->name, RT_DT_FLOAT);
+    Tensorflow__SignatureDef *sig = rt_gb_signature(g, "serving_default", RT_GB_PREDICT);
+    rt_gb_sig_input(g, sig, "x", "x:0", RT_DT_FLOAT, &xs);
+    rt_gb_sig_output(g, sig, "y", "y:0", RT_DT_FLOAT, &ys);
+    ck_assert_msg(rt_savedmodel_write(vdir, g) == MS_OK, "%s", ms_errmsg());
+    rt_gb_free(g);
+    rt_tensor_unref(w);
+    rt_tensor_unref(b);
 }
 
 START_TEST(attrs_every_kind) {
@@ -356,7 +382,7 @@ START_TEST(protoc_decodes) {
     char dir[256], vdir[512], cmd[2048], out[600];
     ck_assert_int_eq(ut_mkdtemp(dir, sizeof(dir)), 0);
     snprintf(vdir, sizeof(vdir), "%s/1", dir);
-    ck_assert_msg(rt_demo_model_write(vdir) == MS_OK, "%s", ms_errmsg());
+    write_relu_model(vdir);
     snprintf(out, sizeof(out), "%s/decoded.txt", dir);
     snprintf(cmd, sizeof(cmd),
              "protoc --decode=tensorflow.SavedModel -I '%s/proto' '%s/proto/tf_savedmodel.proto' "
@@ -380,17 +406,17 @@ START_TEST(protoc_decodes) {
 }
 END_TEST
 
-/* The demo model loads with our runtime and computes Relu(xW + b); the
- * expected values are computed by hand from the constants in
- * rt_demo_model.h:
+/* The variable model loads with our runtime and computes Relu(xW + b); the
+ * expected values are computed by hand from the constants of
+ * write_relu_model:
  *   x=[1,2,3,4]:  xW = [0.5+0.5-1.5+4, -1+1+3-1] = [3.5, 2]    +b -> [3.6, 1.8]
  *   x=[-1,0,0,0]: xW = [-0.5, 1]                  +b -> [-0.4, 0.8] -> [0, 0.8]
  *   x=[0,0,0,0]:  b = [0.1, -0.2]                           -> [0.1, 0]    */
-START_TEST(demo_model_runs) {
+START_TEST(variable_model_runs) {
     char dir[256], vdir[512];
     ck_assert_int_eq(ut_mkdtemp(dir, sizeof(dir)), 0);
     snprintf(vdir, sizeof(vdir), "%s/1", dir);
-    ck_assert_msg(rt_demo_model_write(vdir) == MS_OK, "%s", ms_errmsg());
+    write_relu_model(vdir);
     char prefix[600];
     snprintf(prefix, sizeof(prefix), "%s/variables/variables", vdir);
     ck_assert_int_eq(rt_bundle_verify(prefix), MS_OK);
@@ -435,7 +461,7 @@ static Suite *graphbuild_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, savedmodel_write_read);
     tcase_add_test(tc, protoc_decodes);
-    tcase_add_test(tc, demo_model_runs);
+    tcase_add_test(tc, variable_model_runs);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -70,7 +70,8 @@ static int health(void) {
 }
 
 static void wait_serving(void) {
-    for (int i = 0; i < 500; i++) {
+    /* Up to 60 s: a sanitizer build on a busy machine loads slowly. */
+    for (int i = 0; i < 3000; i++) {
         if (health() == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING) return;
         usleep(20000);
     }

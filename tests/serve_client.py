@@ -109,7 +109,7 @@ class Daemon:
         with open(self.logf.name) as f:
             return f.read()
 
-    def wait_health(self, want=1, service="", timeout=20.0):
+    def wait_health(self, want=1, service="", timeout=60.0):
         pb = gen_protos()
         deadline = time.time() + timeout
         last = None

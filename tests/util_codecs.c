@@ -1,12 +1,12 @@
 /* util_codecs.c - helpers for the codec tests (see util_codecs.h). */
 #include "util_codecs.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 uint8_t *ucodec_read_file(const char *path, size_t *len) {

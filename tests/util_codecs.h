@@ -17,11 +17,11 @@ typedef struct ucodec_frame {
     dcm_codec_kind kind;
     dcm_frame_geom geom;
     char photometric[32];
-    int tolerance;       /* max |decoded - reference| per stored value */
-    int expect_rgb;      /* expected *out_rgb_converted */
+    int tolerance;  /* max |decoded - reference| per stored value */
+    int expect_rgb; /* expected *out_rgb_converted */
     char frame_path[512];
     char ref_path[512];
-    char source[64];     /* what made the reference */
+    char source[64]; /* what made the reference */
 } ucodec_frame;
 
 /* Parses dir/manifest.tsv. Returns the count (0 on error); *out is malloc'ed. */

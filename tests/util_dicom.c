@@ -18,7 +18,8 @@ void ut_dbuf_free(ut_dbuf *d) {
 void ut_dbuf_bytes(ut_dbuf *d, const void *src, size_t n) {
     if (d->n + n > d->cap) {
         size_t cap = d->cap ? d->cap : 256;
-        while (cap < d->n + n) cap *= 2;
+        while (cap < d->n + n)
+            cap *= 2;
         d->p = realloc(d->p, cap);
         if (d->p == NULL) abort();
         d->cap = cap;
@@ -34,7 +35,8 @@ void ut_dbuf_u16(ut_dbuf *d, uint16_t v) {
 
 void ut_dbuf_u32(ut_dbuf *d, uint32_t v) {
     uint8_t b[4];
-    for (int i = 0; i < 4; i++) b[d->be ? 3 - i : i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        b[d->be ? 3 - i : i] = (uint8_t)(v >> (8 * i));
     ut_dbuf_bytes(d, b, 4);
 }
 
@@ -100,8 +102,8 @@ void ut_dbuf_meta(ut_dbuf *d, const char *ts) {
     ut_dbuf_free(&g);
 }
 
-void ut_dbuf_image(ut_dbuf *d, uint16_t rows, uint16_t cols, uint16_t ba, uint16_t bs,
-                   uint16_t pr, const char *photometric) {
+void ut_dbuf_image(ut_dbuf *d, uint16_t rows, uint16_t cols, uint16_t ba, uint16_t bs, uint16_t pr,
+                   const char *photometric) {
     ut_dbuf_us(d, 0x0028, 0x0002, 1);
     ut_dbuf_str(d, 0x0028, 0x0004, "CS", photometric);
     ut_dbuf_us(d, 0x0028, 0x0010, rows);

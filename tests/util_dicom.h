@@ -10,7 +10,7 @@
 typedef struct ut_dbuf {
     uint8_t *p;
     size_t n, cap;
-    int be;        /* numbers written big endian */
+    int be; /* numbers written big endian */
     int explicit_vr;
 } ut_dbuf;
 
@@ -30,7 +30,7 @@ void ut_dbuf_item(ut_dbuf *d, uint16_t e, uint32_t len);
  * (0002,0010) = ts, always explicit VR LE. */
 void ut_dbuf_meta(ut_dbuf *d, const char *ts);
 /* Image Pixel module for a monochrome image (explicit/implicit as d). */
-void ut_dbuf_image(ut_dbuf *d, uint16_t rows, uint16_t cols, uint16_t ba, uint16_t bs,
-                   uint16_t pr, const char *photometric);
+void ut_dbuf_image(ut_dbuf *d, uint16_t rows, uint16_t cols, uint16_t ba, uint16_t bs, uint16_t pr,
+                   const char *photometric);
 
 #endif /* UTIL_DICOM_H */

@@ -40,7 +40,8 @@ static ms_status win_prepare(const kn_node *n, rt_tensor *const *cin, void **sta
     s->lo = (float)(c - w / 2.0);
     s->hi = (float)(c + w / 2.0);
     s->range = s->hi - s->lo;
-    if (kn_attr_s_eq(n, "data_format", "NCHW", "NHWC")) s->nchw = 1;
+    if (kn_attr_s_eq(n, "data_format", "NCHW", "NHWC"))
+        s->nchw = 1;
     else if (!kn_attr_s_eq(n, "data_format", "NHWC", "NHWC")) {
         free(s);
         return ms_errf(MS_EINVAL, "%s: data_format must be NHWC or NCHW", n->name);
@@ -128,8 +129,10 @@ static ms_status win_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
         if (m && s->size[0]) {
             const float *mv = rt_tensor_f32(m) + (uint64_t)b * H * W;
             ih = iw = 0;
-            while (ih < (uint32_t)H && mv[(uint64_t)ih * W] > 0) ih++;
-            while (iw < (uint32_t)W && mv[iw] > 0) iw++;
+            while (ih < (uint32_t)H && mv[(uint64_t)ih * W] > 0)
+                ih++;
+            while (iw < (uint32_t)W && mv[iw] > 0)
+                iw++;
             if (ih == 0 || iw == 0) ih = (uint32_t)H, iw = (uint32_t)W;
         }
         float *dst = y + (uint64_t)b * oplane;

@@ -29,13 +29,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     };
     if ((uint64_t)g.rows * g.cols > (1u << 20)) return 0;
     const uint64_t n = (uint64_t)g.rows * g.cols * g.samples;
-    const size_t out_size = g.bits_allocated == 1 ? (size_t)((n + 7) / 8)
-                                                  : (size_t)(n * (g.bits_allocated / 8));
+    const size_t out_size =
+        g.bits_allocated == 1 ? (size_t)((n + 7) / 8) : (size_t)(n * (g.bits_allocated / 8));
     uint8_t *out = malloc(out_size);
     if (out == NULL) return 0;
     int rgb;
-    (void)dcm_codec_decode((dcm_codec_kind)(data[0] % 9), data + 10, size - 10, &g, out,
-                           out_size, &rgb);
+    (void)dcm_codec_decode((dcm_codec_kind)(data[0] % 9), data + 10, size - 10, &g, out, out_size,
+                           &rgb);
     free(out);
     return 0;
 }

@@ -8,7 +8,9 @@ synthetic ones at odd sizes and bit depths) are compressed by
   - GDCM's gdcmconv (libgdcm-tools): JPEG lossless SV1 (-J), 12-bit and 8-bit
     lossy JPEG (-J -Y), JPEG-LS lossless and near-lossless (-L [-Y -e N]),
     JPEG 2000 lossless and irreversible (-K [--irreversible]), RLE (-R);
-  - OpenJPH's ojph_compress (openjph-tools): HTJ2K lossless;
+  - OpenJPH's ojph_compress (openjph-tools): HTJ2K lossless (reference: the
+    original) and irreversible (reference: OpenJPH's ojph_expand, within 1
+    at <= 12 bits and 4 at 16 bits: two different float 9/7 implementations);
   - enc_lossless() below: a JPEG lossless (process 14) encoder covering
     predictors 1-7, point transform, restart intervals and separate scans,
     whose output is first checked to decode to the original in pydicom + GDCM.
@@ -318,7 +320,30 @@ def images():
         "rgb8": (rgb.astype(np.int64), 8, False, "RGB"),
         "smooth8": (smooth8, 8, False, "MONOCHROME2"),
         "wide16": (wide16, 16, False, "MONOCHROME2"),
+        "low2": (smooth8 >> 6, 2, False, "MONOCHROME2"),
+        "low5": (smooth8 >> 3, 5, False, "MONOCHROME2"),
     }
+
+
+def read_pnm(path, shape):
+    """Pixels of a binary PGM/PPM (as written by ojph_expand)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    fields, pos = [], 0
+    while len(fields) < 4:
+        while data[pos:pos + 1].isspace():
+            pos += 1
+        if data[pos:pos + 1] == b"#":
+            pos = data.index(b"\n", pos)
+            continue
+        end = pos
+        while not data[end:end + 1].isspace():
+            end += 1
+        fields.append(data[pos:end])
+        pos = end
+    pos += 1
+    dt = ">u1" if int(fields[3]) < 256 else ">u2"
+    return np.frombuffer(data, dtype=dt, offset=pos).astype(np.int64).reshape(shape)
 
 
 def unsigned(a, bs):
@@ -329,6 +354,8 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     ims = images()
     for key, (arr, bs, signed, phot) in ims.items():
+        if bs < 8:
+            continue  # only for our lossless encoder below
         ds = native_ds(arr, bs, signed, phot)
         # GDCM encoders, lossless: reference is the original.
         for tag, args in (("jpegll", ["-J"]), ("jpegls", ["-L"]), ("j2k", ["-K"]),
@@ -346,8 +373,7 @@ def main():
             add(f"{key}_j2k_lossy", c, first_frame(c), gdcm_decode(c), 0, "gdcmconv:pydicom+gdcm")
         if bs == 8 and not signed:  # gdcmconv writes P=16 DCT for 12-bit data
             c = gdcmconv(f"{key}_jpeg_lossy", ds, ["-J", "-Y", "-q", "85"])
-            if c is None:
-                continue
+        if bs == 8 and not signed and c is not None:
             ref = gdcm_decode(c)
             rgb = 0
             if c.SamplesPerPixel == 3 and str(c.PhotometricInterpretation).startswith("YBR"):
@@ -371,6 +397,22 @@ def main():
             c = wrap(ds, frame, "1.2.840.10008.1.2.4.201")
             add(f"{key}_htj2k", c, frame, arr, 0, "ojph_compress=original",
                 1 if arr.ndim == 3 else 0)
+            # HTJ2K irreversible (.4.203): the reference is OpenJPH's own decoder.
+            r = subprocess.run(["ojph_compress", "-i", src, "-o", j2c, "-reversible", "false",
+                                "-qstep", "0.002"], capture_output=True)
+            dec = os.path.join(OUT, f"{key}.dec.{ext}")
+            if r.returncode == 0 and subprocess.run(["ojph_expand", "-i", j2c, "-o", dec],
+                                                    capture_output=True).returncode == 0:
+                with open(j2c, "rb") as f:
+                    frame = f.read()
+                c = wrap(ds, frame, "1.2.840.10008.1.2.4.203")
+                # Two float 9/7 implementations: one step at 12 bits, a few at 16.
+                add(f"{key}_htj2k_lossy", c, frame, read_pnm(dec, arr.shape),
+                    1 if bs <= 12 else 4,
+                    "ojph_compress:ojph_expand", 1 if arr.ndim == 3 else 0)
+                os.remove(dec)
+            else:
+                print(f"gen_streams: lossy HTJ2K of {key} failed (skipped)", file=sys.stderr)
             os.remove(src)
             os.remove(j2c)
     # Our JPEG lossless encoder: all predictors, point transform, restarts.
@@ -380,7 +422,8 @@ def main():
         variants.append(("wide16", psv, 0, 0, False))
     variants += [("smooth8", 1, 0, 0, False), ("smooth8", 7, 2, 0, False),
                  ("ct12", 4, 3, 0, False), ("ct12", 6, 0, 5, False), ("wide16", 5, 1, 7, False),
-                 ("rgb8", 1, 0, 0, False), ("rgb8", 5, 0, 0, True), ("rgb8", 7, 1, 10, False)]
+                 ("rgb8", 1, 0, 0, False), ("rgb8", 5, 0, 0, True), ("rgb8", 7, 1, 10, False),
+                 ("low2", 1, 0, 0, False), ("low2", 4, 0, 3, False), ("low5", 6, 1, 0, False)]
     for key, psv, pt, rr, sep in variants:
         arr, bs, signed, phot = ims[key]
         arr = arr[:64, :72]  # pure Python encoding: keep it small
@@ -390,7 +433,11 @@ def main():
         ds = native_ds(arr, bs, signed, phot)
         c = wrap(ds, frame, "1.2.840.10008.1.2.4.57")
         expect = (img >> pt) << pt
-        got = unsigned(gdcm_decode(c), bs).reshape(expect.shape)
+        # GDCM aborts on BitsStored < BitsAllocated below 8 bits: check those
+        # streams through a header that says 8 bits stored (same stream).
+        chk = c if bs >= 8 else wrap(native_ds(arr, 8, signed, phot), frame,
+                                     "1.2.840.10008.1.2.4.57")
+        got = unsigned(gdcm_decode(chk), bs).reshape(expect.shape)
         if not np.array_equal(got, expect):
             sys.exit(f"gen_streams: GDCM disagrees with our encoder on {key} psv {psv} pt {pt}")
         add(f"{key}_ll_p{psv}_pt{pt}_r{rr}{'_sep' if sep else ''}", c, frame, expect, 0,
