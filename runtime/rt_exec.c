@@ -430,7 +430,11 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_tensor *const *feeds, rt
         ctx->gnode = NULL;
         if (st != MS_OK) {
             for (int i = 0; i < n->nout; i++) rt_tensor_unref(out[i]);
-            st = ms_errwrap(st, "node '%s' (%s)", n->name, n->kn.op);
+            /* Kernels usually name their node already; say it once. */
+            char who[600];
+            snprintf(who, sizeof who, "node '%s'", n->name);
+            if (strncmp(ms_errmsg(), who, strlen(who)) != 0)
+                st = ms_errwrap(st, "node '%s' (%s)", n->name, n->kn.op);
             break;
         }
         int base = p->slot_base[v];

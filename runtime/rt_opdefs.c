@@ -30,6 +30,8 @@ static const opdef_entry builtin[] = {
                           "reserve_space_2", "reserve_space_3"}, 0},
     {"FusedBatchNorm", {"y", "batch_mean", "batch_variance", "reserve_space_1",
                         "reserve_space_2"}, 0},
+    {"FusedBatchNormV2", {"y", "batch_mean", "batch_variance", "reserve_space_1",
+                          "reserve_space_2"}, 0},
     {"Split", {"output*num_split"}, 0},
     {"SplitV", {"output*num_split"}, 0},
     {"Unpack", {"output*num"}, 0},

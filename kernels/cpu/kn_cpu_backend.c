@@ -3,6 +3,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cblas.h>
+
 #include "kn_cpu.h"
 
 static const kn_kernel *const groups[] = {
@@ -42,5 +44,7 @@ kn_backend *kn_cpu_backend_new(int intra_op_threads) {
         .free = cpu_free,
     };
     b->intra_op_threads = intra_op_threads;
+    /* OpenBLAS (reference kernels) keeps its own pool: no larger than ours. */
+    openblas_set_num_threads(intra_op_threads);
     return b;
 }
