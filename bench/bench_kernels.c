@@ -51,6 +51,23 @@ static void attr_s(Tensorflow__NodeDef *d, const char *key, const char *s) {
     v->s.len = strlen(s);
 }
 
+static void attr_i(Tensorflow__NodeDef *d, const char *key, int64_t i) {
+    Tensorflow__AttrValue *v = attr_add(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_I;
+    v->i = i;
+}
+
+static void attr_slist2(Tensorflow__NodeDef *d, const char *key, const char *a, const char *b) {
+    Tensorflow__AttrValue *v = attr_add(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+    v->list = calloc(1, sizeof(*v->list));
+    tensorflow__attr_value__list_value__init(v->list);
+    v->list->n_s = 2;
+    v->list->s = calloc(2, sizeof(*v->list->s));
+    v->list->s[0] = (ProtobufCBinaryData){.len = strlen(a), .data = (uint8_t *)a};
+    v->list->s[1] = (ProtobufCBinaryData){.len = strlen(b), .data = (uint8_t *)b};
+}
+
 static void attr_4(Tensorflow__NodeDef *d, const char *key, int64_t a, int64_t b, int64_t c,
                    int64_t e) {
     Tensorflow__AttrValue *v = attr_add(d, key);
@@ -96,10 +113,11 @@ static rt_tensor *rand_t(rt_shape s) {
 
 /* Median seconds of one run of kernel k on def with input 1 constant; *best
  * gets the fastest run. */
-static double time_k(const kn_kernel *k, const Tensorflow__NodeDef *d, rt_tensor **in, int threads,
-                     int iters, double *best) {
-    kn_node kn = {.name = d->name, .op = d->op, .def = d, .nin = 2, .nout = 1};
-    rt_tensor *cin[2] = {NULL, in[1]};
+static double time_kn(const kn_kernel *k, const Tensorflow__NodeDef *d, rt_tensor **in, int nin,
+                      int threads, int iters, double *best) {
+    kn_node kn = {.name = d->name, .op = d->op, .def = d, .nin = nin, .nout = 1};
+    rt_tensor *cin[8] = {NULL};
+    for (int i = 1; i < nin && i < 8; i++) cin[i] = in[i];
     void *state = NULL;
     if (k->prepare && k->prepare(&kn, cin, &state) != MS_OK) {
         fprintf(stderr, "prepare: %s\n", ms_errmsg());
@@ -124,6 +142,11 @@ static double time_k(const kn_kernel *k, const Tensorflow__NodeDef *d, rt_tensor
     *best = t[0];
     free(t);
     return med;
+}
+
+static double time_k(const kn_kernel *k, const Tensorflow__NodeDef *d, rt_tensor **in, int threads,
+                     int iters, double *best) {
+    return time_kn(k, d, in, 2, threads, iters, best);
 }
 
 typedef struct conv_shape {
@@ -188,6 +211,34 @@ int main(int argc, char **argv) {
             rt_tensor_unref(in[0]);
             rt_tensor_unref(in[1]);
         }
+    /* Fusion: Conv2D alone vs _FusedConv2D BiasAdd + Relu (both fast, NHWC). */
+    for (size_t i = 1; i < sizeof(cs) / sizeof(cs[0]); i += 2) {
+        const conv_shape *c = &cs[i];
+        if (only && !strstr(c->name, only)) continue;
+        rt_tensor *in[3] = {rand_t(SHAPE(1, c->H, c->W, c->C)),
+                            rand_t(SHAPE(c->K, c->K, c->C, c->OC)), rand_t(SHAPE(c->OC))};
+        Tensorflow__NodeDef *d = node_new("Conv2D"), *f = node_new("_FusedConv2D");
+        attr_s(d, "padding", "SAME");
+        attr_4(d, "strides", 1, c->s, c->s, 1);
+        attr_s(f, "padding", "SAME");
+        attr_4(f, "strides", 1, c->s, c->s, 1);
+        attr_slist2(f, "fused_ops", "BiasAdd", "Relu");
+        attr_i(f, "num_args", 1);
+        int64_t OH = (c->H + c->s - 1) / c->s, OW = (c->W + c->s - 1) / c->s;
+        double flops = 2.0 * OH * OW * c->OC * c->K * c->K * c->C;
+        for (int thr = 1; thr <= max_thr; thr++) {
+            double bc, bf;
+            double tc = time_kn(find(kn_cpu_fast_kernels, "Conv2D"), d, in, 2, thr, iters, &bc);
+            double tf =
+                time_kn(find(kn_cpu_fast_kernels, "_FusedConv2D"), f, in, 3, thr, iters, &bf);
+            printf("%-28s %3d conv %.3f ms (%.1f GF/s), conv+bias+relu %.3f ms (%.1f GF/s)\n",
+                   c->name, thr, tc * 1e3, flops / tc * 1e-9, tf * 1e3, flops / tf * 1e-9);
+            fflush(stdout);
+        }
+        rt_tensor_unref(in[0]);
+        rt_tensor_unref(in[1]);
+        rt_tensor_unref(in[2]);
+    }
     static const int64_t gs[] = {256, 512, 1024};
     for (size_t i = 0; i < sizeof(gs) / sizeof(gs[0]); i++) {
         int64_t n = gs[i];

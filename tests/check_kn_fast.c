@@ -116,6 +116,10 @@ static const conv_case conv_cases[] = {
     {1, 14, 14, 64, 3, 3, 64, 1, 1, 1, 1, "SAME", {0}},
     {1, 30, 31, 13, 2, 3, 100, 3, 2, 1, 1, "VALID", {0}}, /* many tiles, odd everything */
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "SAME", {0}},
+    /* wide rows: direct (unpacked) NHWC groups in the middle, packed at the borders */
+    {2, 9, 40, 16, 3, 3, 48, 1, 1, 2, 1, "SAME", {0}},
+    {1, 20, 64, 3, 7, 7, 32, 2, 2, 1, 1, "SAME", {0}},
+    {1, 6, 45, 8, 3, 2, 20, 1, 3, 1, 1, "EXPLICIT", {1, 1, 4, 0}},
 };
 /* clang-format on */
 
@@ -224,6 +228,7 @@ START_TEST(depthwise_vs_reference) {
         {1, 7, 7, 5, 3, 3, 3, 1, 2, 1, 1, "SAME", {0}}, /* multiplier 3 */
         {2, 8, 9, 8, 3, 2, 1, 1, 1, 1, 1, "EXPLICIT", {2, 0, 1, 1}},
         {1, 6, 6, 48, 1, 1, 1, 1, 1, 1, 1, "VALID", {0}},
+        {1, 18, 17, 3, 17, 16, 1, 1, 1, 1, 1, "SAME", {0}}, /* 272 taps: reference fallback */
     };
     for (size_t ci = 0; ci < sizeof(dcases) / sizeof(dcases[0]); ci++) {
         const conv_case *c = &dcases[ci];
@@ -347,8 +352,9 @@ static const char *const acts[] = {NULL, "Relu", "Relu6", "LeakyRelu", "Elu", "S
 START_TEST(fused_conv_vs_chain) {
     kn_gemm_isa isa[3];
     int nisa = isas(isa);
-    const conv_case *cases[] = {&conv_cases[0], &conv_cases[2], &conv_cases[4]};
-    for (size_t ci = 0; ci < 3; ci++) {
+    /* the last one takes the direct (unpacked) NHWC path with a constant filter */
+    const conv_case *cases[] = {&conv_cases[0], &conv_cases[2], &conv_cases[4], &conv_cases[11]};
+    for (size_t ci = 0; ci < 4; ci++) {
         const conv_case *c = cases[ci];
         for (int nchw = 0; nchw < 2; nchw++)
             for (int bn = 0; bn < 2; bn++)

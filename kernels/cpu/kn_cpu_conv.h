@@ -51,6 +51,9 @@ ms_status kn__conv_pack_filter(int nchw, const rt_tensor *f, kn_gemm_packed *out
 ms_status kn__conv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g, const float *x,
                        const float *f, const kn_gemm_packed *pk, float *y, const kn_gemm_epi *epi);
 
+/* Depthwise windows up to this many taps (KH * KW) run in the fast kernel. */
+#define KN_DW_MAX_TAPS 256
+
 /* Depthwise: y = epi(depthwise(x, f)), f [KH, KW, C, mult]. NCHW goes
  * through NHWC scratch. MS_ENOMEM. */
 ms_status kn__dwconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g, const float *x,

@@ -7,9 +7,9 @@
  * prepare() packs a constant filter / weight matrix once, and folds constant
  * fused arguments (bias, or batch-norm scale/offset/mean/variance) into a
  * per-channel scale and bias applied with the activation in the GEMM
- * epilogue. Cases outside the fast path (grouped convolution, non-float
- * dtypes) are handed to the reference kernels of kn_cpu_nn.c /
- * kn_cpu_reduce.c.
+ * epilogue. Cases outside the fast path (grouped convolution, depthwise
+ * windows over KN_DW_MAX_TAPS taps, non-float dtypes) are handed to the
+ * reference kernels of kn_cpu_nn.c / kn_cpu_reduce.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -200,8 +200,8 @@ static ms_status conv_prepare(const kn_node *node, rt_tensor *const *const_in, v
     int dw = is_depthwise(node);
     ms_status st = parse_fused(node, !dw, &s->fu);
     if (st == MS_OK) st = kn__conv_parse(node, &s->a);
-    if (st == MS_OK && !dw) {
-        s->ref = ref_find(kn_cpu_nn_kernels, "Conv2D");
+    if (st == MS_OK) {
+        s->ref = ref_find(kn_cpu_nn_kernels, dw ? "DepthwiseConv2dNative" : "Conv2D");
         if (s->ref && s->ref->prepare) st = s->ref->prepare(node, const_in, &s->ref_state);
     }
     if (st == MS_OK) st = fold_const_args(node, s, const_in, 2);
@@ -252,11 +252,13 @@ static ms_status conv_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     const rt_tensor *x = in[0], *f = in[1];
     const int grouped = !dw && x->shape.rank == 4 && f->shape.rank == 4 &&
                         f->shape.dim[2] != x->shape.dim[s->a.nchw ? 1 : 3];
-    if (x->dtype != RT_DT_FLOAT || f->dtype != RT_DT_FLOAT || grouped) {
-        if (dw || s->ref == NULL)
+    const int wide = dw && f->shape.rank == 4 && f->shape.dim[0] * f->shape.dim[1] > KN_DW_MAX_TAPS;
+    if (x->dtype != RT_DT_FLOAT || f->dtype != RT_DT_FLOAT || grouped || wide) {
+        if (s->ref == NULL)
             return kn__errf(MS_ENOTSUP, node, "only float is supported, got %s and %s",
                             rt_dtype_name(x->dtype), rt_dtype_name(f->dtype));
-        /* The reference kernel does grouped convolution and other dtypes. */
+        /* The reference kernels do grouped convolution, very wide depthwise
+         * windows and other dtypes. */
         if ((st = s->ref->compute(ctx, node, s->ref_state, in, out)) != MS_OK) return st;
         if (s->fu.kind == FUSE_NONE && s->fu.act == KN_ACT_NONE) return MS_OK;
         if (out[0]->dtype != RT_DT_FLOAT)
