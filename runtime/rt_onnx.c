@@ -1130,6 +1130,7 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
         ms_errwrap(st, "%s", onnx_path);
         goto done;
     }
+    rt__ox_fuse(cv);
 
     Tensorflow__GraphDef *gd = rt__ox_alloc(cv, sizeof(*gd));
     tensorflow__graph_def__init(gd);

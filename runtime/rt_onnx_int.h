@@ -176,6 +176,10 @@ const char *rt__ox_emit_pad(rt__ox_conv *cv, const char *hint, const char *x, rt
 /* Number of unknown (-1) entries in d[0..r). */
 int rt__ox_count_unknown(int r, const int64_t *d);
 
+/* Folds bias and activation nodes into TF's fused convolution / MatMul ops
+ * (rt_onnx_fuse.c); run once on the finished graph. */
+void rt__ox_fuse(rt__ox_conv *cv);
+
 /* Handlers in rt_onnx_shape.c (listed in rt_onnx_ops.c's table). */
 ms_status rt__ox_op_reshape(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_flatten(rt__ox_conv *cv, const Onnx__NodeProto *n);

@@ -305,6 +305,16 @@ static const char *conv2d_node(rt__ox_conv *cv, const char *op, const char *hint
     rt__ox_lay4(cv, l, 1, 1, w->d[0], w->d[1]);
     rt__tf_attr_ilist(cv, nd, "dilations", l, 4);
     rt__tf_attr_s(cv, nd, "padding", w->padding);
+    if (strcmp(w->padding, "EXPLICIT") == 0) {
+        /* TF's explicit_paddings: (before, after) per dimension, in the
+         * data_format's order. */
+        int64_t b[4], e[4], p[8];
+        rt__ox_lay4(cv, b, 0, 0, w->pads[0], w->pads[1]);
+        rt__ox_lay4(cv, e, 0, 0, w->pads[2], w->pads[3]);
+        for (int i = 0; i < 4; i++)
+            p[2 * i] = b[i], p[2 * i + 1] = e[i];
+        rt__tf_attr_ilist(cv, nd, "explicit_paddings", p, 8);
+    }
     rt__tf_attr_s(cv, nd, "data_format", rt__ox_data_format(cv));
     return nd->name;
 }
@@ -342,7 +352,9 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int64_t ks[2] = {W->dim[2], W->dim[3]};
     win2d w;
     if ((st = window(cv, n, X->dim + 2, ks, 0, &w)) != MS_OK) return st;
-    x = pad_for_window(cv, h, x, &w, 0.0f);
+    /* Pads that are neither SAME nor VALID go into the convolution itself
+     * (padding EXPLICIT) instead of a separate Pad copy. */
+    if (w.padding == NULL) w.padding = "EXPLICIT";
     int64_t fd[4] = {ks[0], ks[1], Cg, M};
     const char *y;
     if (g == 1) {

@@ -239,6 +239,73 @@ START_TEST(test_signature_keeps_names_and_dynamic_batch) {
 }
 END_TEST
 
+static int count_op(const Tensorflow__GraphDef *g, const char *op) {
+    int c = 0;
+    for (size_t i = 0; i < g->n_node; i++)
+        c += strcmp(g->node[i]->op, op) == 0;
+    return c;
+}
+
+static const Tensorflow__AttrValue *node_attr(const Tensorflow__NodeDef *nd, const char *key) {
+    for (size_t i = 0; i < nd->n_attr; i++)
+        if (strcmp(nd->attr[i]->key, key) == 0) return nd->attr[i]->value;
+    return NULL;
+}
+
+/* The ResNet model (tests/tools/gen_onnx_models.py; counted with the onnx
+ * package): 6 Conv, each with a bias or a BatchNormalization, 3 of them
+ * followed by their Relu, 2 more Relus after the residual Adds; the 7x7/2 stem
+ * has pads 3 on a 32x32 input (TF's SAME would be 2/3) and conv_28 (3x3/2)
+ * pads 1 on 8x8 (SAME: 0/1), so both need EXPLICIT padding. */
+static void check_resnet_fused(int nchw) {
+    rt_onnx_opts o = {.tf_nchw = nchw};
+    uint8_t *pb = NULL;
+    size_t n = 0;
+    ms_status st = rt_onnx_convert(tox_path("resnet.onnx"), &o, &pb, &n);
+    ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
+    Tensorflow__SavedModel *sm = tensorflow__saved_model__unpack(NULL, n, pb);
+    ck_assert_ptr_nonnull(sm);
+    const Tensorflow__GraphDef *g = sm->meta_graphs[0]->graph_def;
+    ck_assert_int_eq(count_op(g, "_FusedConv2D"), 6);
+    ck_assert_int_eq(count_op(g, "Conv2D"), 0);
+    ck_assert_int_eq(count_op(g, "BiasAdd"), 0);
+    ck_assert_int_eq(count_op(g, "Pad"), 0);
+    ck_assert_int_eq(count_op(g, "Relu"), 2);
+    ck_assert_int_eq(count_op(g, "_FusedMatMul"), 1);
+    ck_assert_int_eq(count_op(g, "MatMul"), 0);
+    int relu = 0, expl = 0, stem = 0;
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Tensorflow__NodeDef *nd = g->node[i];
+        if (strcmp(nd->op, "_FusedConv2D") != 0) continue;
+        ck_assert_uint_eq(nd->n_input, 3);
+        ck_assert_int_eq(node_attr(nd, "num_args")->i, 1);
+        const Tensorflow__AttrValue__ListValue *fo = node_attr(nd, "fused_ops")->list;
+        ck_assert_uint_ge(fo->n_s, 1);
+        ck_assert_int_eq(memcmp(fo->s[0].data, "BiasAdd", 7), 0);
+        if (fo->n_s == 2 && fo->s[1].len == 4 && memcmp(fo->s[1].data, "Relu", 4) == 0) relu++;
+        const Tensorflow__AttrValue *pad = node_attr(nd, "padding");
+        if (pad->s.len == 8 && memcmp(pad->s.data, "EXPLICIT", 8) == 0) {
+            expl++;
+            const Tensorflow__AttrValue__ListValue *ep = node_attr(nd, "explicit_paddings")->list;
+            ck_assert_uint_eq(ep->n_i, 8);
+            int64_t want[8] = {0, 0, 3, 3, 3, 3, 0, 0};
+            if (nchw) memcpy(want, (int64_t[]){0, 0, 0, 0, 3, 3, 3, 3}, sizeof(want));
+            stem += memcmp(ep->i, want, sizeof(want)) == 0;
+        }
+    }
+    ck_assert_int_eq(relu, 3);
+    ck_assert_int_eq(expl, 2);
+    ck_assert_int_eq(stem, 1);
+    tensorflow__saved_model__free_unpacked(sm, NULL);
+    free(pb);
+}
+
+START_TEST(test_resnet_graph_is_fused) {
+    check_resnet_fused(0);
+    check_resnet_fused(1);
+}
+END_TEST
+
 START_TEST(test_import_writes_savedmodel_dir) {
     char *dir = temp_export_dir();
     ck_assert_int_eq(rt_onnx_import(tox_path("mobile.onnx"), dir, NULL), MS_OK);
@@ -326,6 +393,9 @@ static Suite *onnx_suite(void) {
     tc = tcase_create("signature");
     tcase_add_test(tc, test_signature_keeps_names_and_dynamic_batch);
     tcase_add_test(tc, test_import_writes_savedmodel_dir);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("fusion");
+    tcase_add_test(tc, test_resnet_graph_is_fused);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, test_unsupported_op_names_op_and_node);

@@ -52,6 +52,71 @@ def onnx_sig(path):
     outs = {v.name: info(v) for v in m.graph.output}
     return ins, outs
 
+CONVS = ("Conv2D", "DepthwiseConv2dNative")
+FUSED = {"_FusedConv2D": "Conv2D", "_FusedDepthwiseConv2dNative": "DepthwiseConv2dNative",
+         "_FusedMatMul": "MatMul"}
+ACTS = ("Relu", "Relu6", "LeakyRelu")
+
+
+def check_fusion(name, gd):
+    """Fused ops as TensorFlow defines them, no missed fusion, no Pad before a conv."""
+    by = {n.name: n for n in gd.node}
+    uses = {}
+    for n in gd.node:
+        for i in n.input:
+            src = i.lstrip("^").split(":")[0]
+            uses[src] = uses.get(src, 0) + 1
+
+    def src_of(ref):
+        return by.get(ref.split(":")[0]) if ":" not in ref else None
+
+    bad = []
+    for n in gd.node:
+        if n.op in FUSED:
+            fo = [s.decode() for s in n.attr["fused_ops"].list.s]
+            na = n.attr["num_args"].i
+            ok = (len(n.input) == 3 and na == 1 and fo[:1] == ["BiasAdd"] and len(fo) <= 2
+                  and (len(fo) == 1 or fo[1] in ACTS) and n.attr["T"].type == 1)
+            b = src_of(n.input[2])
+            w = src_of(n.input[1])
+            if ok and b is not None and b.op == "Const" and w is not None and w.op == "Const":
+                bd = [d.size for d in b.attr["value"].tensor.tensor_shape.dim]
+                wd = [d.size for d in w.attr["value"].tensor.tensor_shape.dim]
+                if n.op == "_FusedConv2D":
+                    want = wd[3]
+                elif n.op == "_FusedDepthwiseConv2dNative":
+                    want = wd[2] * wd[3]
+                else:
+                    want = wd[0] if n.attr["transpose_b"].b else wd[1]
+                ok = bd == [want]
+            if not ok:
+                bad.append("%s %s fused_ops %s num_args %d" % (n.op, n.name, fo, na))
+        x = src_of(n.input[0]) if n.input else None
+        if x is None or uses.get(x.name, 0) != 1:
+            continue
+        if n.op == "BiasAdd" and x.op in CONVS + ("MatMul",):
+            bad.append("BiasAdd %s after %s %s not fused" % (n.name, x.op, x.name))
+        if n.op in ACTS and (x.op in CONVS or (x.op in FUSED and len(x.attr["fused_ops"].list.s) == 1)):
+            bad.append("%s %s after %s %s not fused" % (n.op, n.name, x.op, x.name))
+        if (n.op in CONVS or n.op in ("_FusedConv2D", "_FusedDepthwiseConv2dNative")) \
+                and x.op in ("Pad", "PadV2"):
+            bad.append("%s %s reads Pad %s" % (n.op, n.name, x.name))
+    check(not bad, "%s: fused nodes well formed, nothing left unfused: %s" % (name, bad[:3]))
+    ops = [n.op for n in gd.node]
+    if name == "resnet":
+        # Every ONNX Conv of the ResNet has a bias or a folded BatchNormalization.
+        check("Conv2D" not in ops and ops.count("_FusedConv2D") >= 5,
+              "resnet: every conv is a _FusedConv2D (%d)" % ops.count("_FusedConv2D"))
+        acts = [n for n in gd.node if n.op == "_FusedConv2D"
+                and [s.decode() for s in n.attr["fused_ops"].list.s] == ["BiasAdd", "Relu"]]
+        check(len(acts) >= 3, "resnet: Conv + BatchNorm + Relu fused (%d)" % len(acts))
+        expl = [n for n in gd.node if n.op == "_FusedConv2D"
+                and n.attr["padding"].s == b"EXPLICIT"]
+        check(expl and all(len(n.attr["explicit_paddings"].list.i) == 8 for n in expl),
+              "resnet: non-SAME pads as padding EXPLICIT (%d convs)" % len(expl))
+        check("Pad" not in ops, "resnet: no Pad op")
+        check("_FusedMatMul" in ops, "resnet: Gemm + bias is a _FusedMatMul")
+
 
 def serve_checks(tmp):
     """`dcmserve serve` on imported models: Predict over gRPC vs ORT outputs."""
@@ -130,8 +195,12 @@ def main():
                     check(ti.name.split(":")[0] in nodes,
                           "%s: %s names graph tensor %s" % (name, k, ti.name))
             ops = {n.op for n in mg.graph_def.node}
-            check("Placeholder" in ops and ("Conv2D" in ops or "DepthwiseConv2dNative" in ops),
+            convs = {"Conv2D", "DepthwiseConv2dNative", "_FusedConv2D",
+                     "_FusedDepthwiseConv2dNative"}
+            check("Placeholder" in ops and ops & convs,
                   "%s: graph has Placeholder and a convolution" % name)
+            print("     %s ops: %s" % (name, sorted(ops)))
+            check_fusion(name, mg.graph_def)
 
             r = run("show", "--dir", out, "--all")
             shown = r.stdout
