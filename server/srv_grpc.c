@@ -90,6 +90,7 @@ struct srv_server {
     atomic_int draining;
     atomic_int inflight;
     _Atomic int64_t last_accept_ms; /* monotonic ms of the latest accepted call */
+    _Atomic int64_t drain_start_ms; /* monotonic ms when draining began */
     int stopped;
     /* worker pool */
     pthread_t *workers;
@@ -584,6 +585,7 @@ int srv_server_inflight(srv_server *s) {
 }
 
 void srv_server_drain_begin(srv_server *s) {
+    atomic_store(&s->drain_start_ms, mono_ms());
     atomic_store(&s->draining, 1);
 }
 
@@ -605,7 +607,12 @@ int srv_server_drain_wait(srv_server *s, double timeout_s, double quiet_s) {
     for (;;) {
         int n = atomic_load(&s->inflight);
         int64_t now = mono_ms();
-        if (n <= 0 && now - atomic_load(&s->last_accept_ms) >= quiet) return 0;
+        /* Quiet counts from the start of the drain too: a call sent just
+         * before SIGTERM may not have been accepted yet. */
+        int64_t since = atomic_load(&s->last_accept_ms);
+        int64_t began = atomic_load(&s->drain_start_ms);
+        if (began > since) since = began;
+        if (n <= 0 && now - since >= quiet) return 0;
         if (now >= stop || now >= limit + 2000) return n;
         nanosleep(&nap, NULL);
     }

@@ -94,6 +94,7 @@ def main():
         lock = threading.Lock()
         stop = threading.Event()
         t_sig = [None]
+        inflight = [0]
 
         def client():
             ch = grpc.insecure_channel("127.0.0.1:%d" % d.port,
@@ -103,6 +104,8 @@ def main():
                                   response_deserializer=pb.tfs.PredictResponse.FromString)
             while not stop.is_set():
                 t0 = time.time()
+                with lock:
+                    inflight[0] += 1
                 try:
                     r = call(req, timeout=30)
                     y = np.array(r.outputs["y"].float_val, dtype=np.float32)
@@ -114,6 +117,7 @@ def main():
                     if e.code() == grpc.StatusCode.UNAVAILABLE:
                         stop.set()
                 with lock:
+                    inflight[0] -= 1
                     results.append(res)
             ch.close()
 
@@ -122,7 +126,17 @@ def main():
         threads = [threading.Thread(target=client, daemon=True) for _ in range(4)]
         for t in threads:
             t.start()
-        time.sleep(1.5)
+        # SIGTERM once answers flow and calls are on the wire: right after a
+        # client got an answer and started its next call (a fixed sleep
+        # could land between calls on a slow machine).
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            with lock:
+                ready = len(results) >= 2 and inflight[0] >= 2
+            if ready:
+                break
+            time.sleep(0.005)
+        time.sleep(0.05)
         t_sig[0] = time.time()
         d.proc.send_signal(signal.SIGTERM)
         rc = d.proc.wait(timeout=60)
