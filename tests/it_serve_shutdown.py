@@ -11,6 +11,7 @@
 """
 import os
 import shutil
+import re
 import signal
 import sys
 import tempfile
@@ -69,6 +70,21 @@ def main():
         d.close()
 
     # --- 2. SIGTERM with requests in flight ---
+    # Whether the daemon has accepted a call at the instant SIGTERM lands is a
+    # matter of timing; the scenario is repeated (up to 5 times) until the
+    # daemon's log says it drained at least one call, and every repetition
+    # must satisfy all the checks below.
+    for attempt in range(5):
+        if sigterm_scenario(tmp, attempt):
+            break
+    else:
+        check(False, "in 5 attempts SIGTERM never found a call in flight in the daemon")
+    shutil.rmtree(tmp, ignore_errors=True)
+    print("it_serve_shutdown: ok")
+
+
+def sigterm_scenario(tmp, attempt):
+    """One SIGTERM-under-load run; True when the daemon had calls in flight."""
     d = Daemon(["--model_name=m", "--model_base_path=" + HPT, "--drain_timeout_seconds=20"])
     try:
         d.wait_health(H.SERVING)
@@ -153,17 +169,16 @@ def main():
             check(r[3].startswith("StatusCode.UNAVAILABLE") and "Cancelling" not in r[3],
                   "a call failed other than by refusal: %s" % (r,), d)
         in_flight_answered = [r for r in oks if r[1] < t_sig[0] < r[2]]
-        check(in_flight_answered, "no call was in flight at SIGTERM (%d ok, %d refused)" % (len(oks), len(errs)), d)
         check(H.SERVING in watch_seen and H.NOT_SERVING in watch_seen
               and watch_seen.index(H.NOT_SERVING) > watch_seen.index(H.SERVING),
               "Watch saw %s" % watch_seen, d)
         check("draining" in log and "shutdown complete" in log, "shutdown not logged", d)
-        print("it_serve_shutdown: %d answered (%d of them in flight at SIGTERM), %d refused" %
-              (len(oks), len(in_flight_answered), len(errs)))
+        print("it_serve_shutdown: attempt %d: %d answered (%d of them in flight at SIGTERM), %d refused" %
+              (attempt + 1, len(oks), len(in_flight_answered), len(errs)))
     finally:
         d.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("it_serve_shutdown: ok")
+    m = re.search(r"draining \((\d+) call\(s\) in flight\)", log)
+    return bool(m and int(m.group(1)) > 0)
 
 
 if __name__ == "__main__":
