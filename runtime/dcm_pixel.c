@@ -721,28 +721,29 @@ void dcm_image_free(dcm_image *img) {
     free(img);
 }
 
-/* Window 4 values at a time with GCC/Clang vector extensions (the
+/* Window 16 values at a time with GCC/Clang vector extensions (the
  * auto-vectoriser would not if-convert the clip): per lane exactly the scalar
- * expression, NaN stays NaN as with np.clip. */
-typedef float dcm_v8f __attribute__((vector_size(32)));
-typedef int32_t dcm_v8i __attribute__((vector_size(32)));
+ * expression, NaN stays NaN as with np.clip. The division stays a true
+ * division, as numpy's, for bit-identical results. */
+typedef float dcm_v16f __attribute__((vector_size(64)));
+typedef int32_t dcm_v16i __attribute__((vector_size(64)));
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-/* An AVX2 clone runs 8 lanes per division where the CPU has it. */
-__attribute__((target_clones("avx2", "default")))
+/* AVX-512 / AVX2 clones run 16 / 8 lanes per division where the CPU has them. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 static void
 window_loop(const float *hu, float *out, size_t n, float lo, float hi, float range) {
-    const dcm_v8f lov = {lo, lo, lo, lo, lo, lo, lo, lo}, hiv = {hi, hi, hi, hi, hi, hi, hi, hi};
-    const dcm_v8f rv = {range, range, range, range, range, range, range, range};
+    dcm_v16f lov, hiv, rv;
+    for (int k = 0; k < 16; k++) lov[k] = lo, hiv[k] = hi, rv[k] = range;
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        dcm_v8f x;
+    for (; i + 16 <= n; i += 16) {
+        dcm_v16f x;
         memcpy(&x, hu + i, sizeof(x));
-        dcm_v8i m = x < lov;
-        x = (dcm_v8f)(((dcm_v8i)x & ~m) | ((dcm_v8i)lov & m));
+        dcm_v16i m = x < lov;
+        x = (dcm_v16f)(((dcm_v16i)x & ~m) | ((dcm_v16i)lov & m));
         m = x > hiv;
-        x = (dcm_v8f)(((dcm_v8i)x & ~m) | ((dcm_v8i)hiv & m));
+        x = (dcm_v16f)(((dcm_v16i)x & ~m) | ((dcm_v16i)hiv & m));
         x = (x - lov) / rv;
         memcpy(out + i, &x, sizeof(x));
     }
