@@ -18,76 +18,29 @@
 /* attributes and geometry                                                */
 /* ====================================================================== */
 
-static ms_status attr_hw(const kn_node *n, const char *key, int nchw, int64_t *h, int64_t *w) {
-    int64_t v[4];
-    int cnt = kn_attr_ilist(n, key, v, 4);
-    if (cnt < 0) {
-        *h = *w = 1;
-        return MS_OK;
-    }
-    if (cnt != 4) return KN_EINVAL(n, "%s must have 4 values, got %d", key, cnt);
-    int hi = nchw ? 2 : 1, wi = nchw ? 3 : 2, ci = nchw ? 1 : 3;
-    if (v[0] != 1 || v[ci] != 1)
-        return KN_EINVAL(n, "%s on the batch and channel dimensions must be 1", key);
-    if (v[hi] < 1 || v[wi] < 1 || v[hi] > INT32_MAX || v[wi] > INT32_MAX)
-        return KN_EINVAL(n, "%s must be in [1, 2^31), got %lld and %lld", key, (long long)v[hi],
-                         (long long)v[wi]);
-    *h = v[hi];
-    *w = v[wi];
-    return MS_OK;
-}
-
 ms_status kn__conv_parse(const kn_node *n, kn_conv_attrs *a) {
     ms_status st;
     memset(a, 0, sizeof(*a));
-    if (kn_attr_s_eq(n, "data_format", "NCHW", NULL)) a->nchw = 1;
+    if (kn_attr_s_eq(n, "data_format", "NCHW", NULL))
+        a->nchw = 1;
     else if (!kn_attr_s_eq(n, "data_format", "NHWC", "NHWC"))
         return KN_EINVAL(n, "data_format must be NHWC or NCHW");
     if (!kn_attr_has(n, "strides")) return KN_EINVAL(n, "attr strides is missing");
-    if ((st = attr_hw(n, "strides", a->nchw, &a->sh, &a->sw)) != MS_OK) return st;
-    if ((st = attr_hw(n, "dilations", a->nchw, &a->dh, &a->dw)) != MS_OK) return st;
-    if (kn_attr_s_eq(n, "padding", "SAME", NULL)) a->padding = KN_PAD_SAME;
-    else if (kn_attr_s_eq(n, "padding", "VALID", NULL)) a->padding = KN_PAD_VALID;
-    else if (kn_attr_s_eq(n, "padding", "EXPLICIT", NULL)) a->padding = KN_PAD_EXPLICIT;
-    else return KN_EINVAL(n, "padding must be SAME, VALID or EXPLICIT");
-    if (a->padding == KN_PAD_EXPLICIT) {
-        int64_t p[8];
-        int cnt = kn_attr_ilist(n, "explicit_paddings", p, 8);
-        if (cnt != 8)
-            return KN_EINVAL(n, "EXPLICIT padding needs 8 explicit_paddings, got %d",
-                             cnt < 0 ? 0 : cnt);
-        int hi = a->nchw ? 2 : 1, wi = a->nchw ? 3 : 2, ci = a->nchw ? 1 : 3;
-        for (int i = 0; i < 8; i++)
-            if (p[i] < 0 || p[i] > INT32_MAX)
-                return KN_EINVAL(n, "explicit_paddings must be in [0, 2^31)");
-        if (p[0] || p[1] || p[2 * ci] || p[2 * ci + 1])
-            return KN_EINVAL(n, "explicit_paddings on the batch and channel dimensions must be 0");
-        a->ep[0] = p[2 * hi];
-        a->ep[1] = p[2 * hi + 1];
-        a->ep[2] = p[2 * wi];
-        a->ep[3] = p[2 * wi + 1];
-    } else if (kn_attr_ilist(n, "explicit_paddings", NULL, 0) > 0) {
-        return KN_EINVAL(n, "explicit_paddings given without EXPLICIT padding");
-    }
+    if ((st = kn__attr_hw(n, "strides", a->nchw, 1, &a->sh, &a->sw)) != MS_OK) return st;
+    if ((st = kn__attr_hw(n, "dilations", a->nchw, 1, &a->dh, &a->dw)) != MS_OK) return st;
+    if ((st = kn__parse_padding(n, a->nchw, &a->padding, a->ep)) != MS_OK) return st;
     return MS_OK;
 }
 
+/* The shared TensorFlow rule, plus: the (dilated) window must fit inside the
+ * padded input, which the packing code relies on. */
 static ms_status window_dim(const kn_node *n, const char *what, int64_t in, int64_t k, int64_t dil,
                             int64_t stride, int padding, int64_t ep0, int64_t ep1, int64_t *out,
                             int64_t *pad) {
+    ms_status st = kn__window_dim(n, what, in, k, dil, stride, padding, ep0, ep1, out, pad);
+    if (st != MS_OK) return st;
     int64_t eff = (k - 1) * dil + 1;
-    if (padding == KN_PAD_VALID) {
-        *out = (in - eff + stride) / stride;
-        *pad = 0;
-    } else if (padding == KN_PAD_SAME) {
-        *out = (in + stride - 1) / stride;
-        int64_t need = (*out - 1) * stride + eff - in;
-        *pad = need > 0 ? need / 2 : 0;
-    } else {
-        *out = (in + ep0 + ep1 - eff + stride) / stride;
-        *pad = ep0;
-    }
-    if (*out < 0 || (padding == KN_PAD_VALID && in - eff < 0) ||
+    if ((padding == KN_PAD_VALID && in - eff < 0) ||
         (padding == KN_PAD_EXPLICIT && in + ep0 + ep1 - eff < 0))
         return KN_EINVAL(n, "%s: window of %lld (dilated) does not fit input size %lld", what,
                          (long long)eff, (long long)in);
@@ -149,8 +102,10 @@ static void pack_filter_nchw(const void *arg, int64_t l0, int nl, int64_t k0, in
         const float *src = s->f + (khw * s->C + c) * s->OC + l0;
         float *d = dst + k * R;
         int r = 0;
-        for (; r < nl; r++) d[r] = src[r];
-        for (; r < R; r++) d[r] = 0;
+        for (; r < nl; r++)
+            d[r] = src[r];
+        for (; r < R; r++)
+            d[r] = 0;
     }
 }
 
@@ -189,7 +144,8 @@ static void pack_im_nhwc(const void *arg, int64_t l0, int nl, int64_t k0, int64_
             float *d = dst + kk * R + r;
             if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W) {
                 run = C - c < left ? C - c : left;
-                for (int64_t t = 0; t < run; t++) d[t * R] = 0;
+                for (int64_t t = 0; t < run; t++)
+                    d[t * R] = 0;
             } else {
                 /* Undilated taps kw..KW-1 of this row that are all inside
                  * the input are one contiguous run of x. */
@@ -199,7 +155,8 @@ static void pack_im_nhwc(const void *arg, int64_t l0, int nl, int64_t k0, int64_
                 }
                 run = taps * C - c < left ? taps * C - c : left;
                 const float *src = xn + (ih * g->W + iw) * C + c;
-                for (int64_t t = 0; t < run; t++) d[t * R] = src[t];
+                for (int64_t t = 0; t < run; t++)
+                    d[t * R] = src[t];
             }
             kk += run;
             /* Advance (kw, c) by run elements. */
@@ -214,7 +171,8 @@ static void pack_im_nhwc(const void *arg, int64_t l0, int nl, int64_t k0, int64_
         }
     }
     for (int r = nl; r < R; r++)
-        for (int64_t k = 0; k < nk; k++) dst[k * R + r] = 0;
+        for (int64_t k = 0; k < nk; k++)
+            dst[k * R + r] = 0;
 }
 
 /* NCHW B operand of one image: line = output pixel (oh, ow), depth k = (c, kh, kw). */
@@ -234,7 +192,8 @@ static void pack_im_nchw(const void *arg, int64_t l0, int nl, int64_t k0, int64_
             int64_t ih = oh * s->a->sh - g->pt + kh * s->a->dh;
             int64_t cnt = g->OW - ow < nl - r ? g->OW - ow : nl - r;
             if (ih < 0 || ih >= g->H) {
-                for (int64_t t = 0; t < cnt; t++) d[r + t] = 0;
+                for (int64_t t = 0; t < cnt; t++)
+                    d[r + t] = 0;
             } else {
                 const float *row = xc + ih * g->W;
                 int64_t iw = ow * sw - g->pl + kw * s->a->dw;
@@ -245,7 +204,8 @@ static void pack_im_nchw(const void *arg, int64_t l0, int nl, int64_t k0, int64_
             ow = 0;
             oh++;
         }
-        for (; r < R; r++) d[r] = 0;
+        for (; r < R; r++)
+            d[r] = 0;
     }
 }
 
@@ -375,10 +335,12 @@ ms_status kn__conv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g
 /* y[c] = sum_t x[xo[t] + c] * f[fo[t] + c] for c < C. */
 static void dw_pixel_c(const float *x, const float *f, const int64_t *xo, const int64_t *fo, int nt,
                        int64_t C, float *y) {
-    for (int64_t c = 0; c < C; c++) y[c] = 0;
+    for (int64_t c = 0; c < C; c++)
+        y[c] = 0;
     for (int t = 0; t < nt; t++) {
         const float *xs = x + xo[t], *fs = f + fo[t];
-        for (int64_t c = 0; c < C; c++) y[c] += xs[c] * fs[c];
+        for (int64_t c = 0; c < C; c++)
+            y[c] += xs[c] * fs[c];
     }
 }
 
@@ -405,7 +367,8 @@ __attribute__((target("avx2,fma"))) static void dw_pixel_avx2(const float *x, co
     }
     for (; c < C; c++) {
         float s = 0;
-        for (int t = 0; t < nt; t++) s += x[xo[t] + c] * f[fo[t] + c];
+        for (int t = 0; t < nt; t++)
+            s += x[xo[t] + c] * f[fo[t] + c];
         y[c] = s;
     }
 }
@@ -475,11 +438,13 @@ static void dw_rows(void *arg, int64_t b, int64_t e) {
                 j->pixel(xn, j->f, xo, fo, nt, C, y);
                 continue;
             }
-            for (int64_t k = 0; k < OC; k++) y[k] = 0;
+            for (int64_t k = 0; k < OC; k++)
+                y[k] = 0;
             for (int t = 0; t < nt; t++) {
                 const float *xs = xn + xo[t], *fs = j->f + fo[t];
                 for (int64_t c = 0; c < C; c++)
-                    for (int64_t m = 0; m < M; m++) y[c * M + m] += xs[c] * fs[c * M + m];
+                    for (int64_t m = 0; m < M; m++)
+                        y[c * M + m] += xs[c] * fs[c * M + m];
             }
         }
         if (j->epi) kn__gemm_epilogue(j->epi, yrow, OC, 0, g->OW, 0, OC);
@@ -489,13 +454,15 @@ static void dw_rows(void *arg, int64_t b, int64_t e) {
 static void to_nhwc(const float *src, float *dst, int64_t N, int64_t C, int64_t HW) {
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < C; c++)
-            for (int64_t p = 0; p < HW; p++) dst[(n * HW + p) * C + c] = src[(n * C + c) * HW + p];
+            for (int64_t p = 0; p < HW; p++)
+                dst[(n * HW + p) * C + c] = src[(n * C + c) * HW + p];
 }
 
 static void to_nchw(const float *src, float *dst, int64_t N, int64_t C, int64_t HW) {
     for (int64_t n = 0; n < N; n++)
         for (int64_t p = 0; p < HW; p++)
-            for (int64_t c = 0; c < C; c++) dst[(n * C + c) * HW + p] = src[(n * HW + p) * C + c];
+            for (int64_t c = 0; c < C; c++)
+                dst[(n * C + c) * HW + p] = src[(n * HW + p) * C + c];
 }
 
 ms_status kn__dwconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g, const float *x,

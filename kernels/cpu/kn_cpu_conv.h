@@ -15,8 +15,7 @@
 
 #include "kn_backend.h"
 #include "kn_cpu_gemm.h"
-
-enum { KN_PAD_VALID, KN_PAD_SAME, KN_PAD_EXPLICIT };
+#include "kn_cpu_util.h"
 
 typedef struct kn_conv_attrs {
     int nchw, padding;

@@ -21,8 +21,6 @@
 /* shared window attributes                                               */
 /* ====================================================================== */
 
-enum { PAD_VALID, PAD_SAME, PAD_EXPLICIT };
-
 typedef struct win_attrs {
     int nchw;
     int padding;
@@ -30,31 +28,6 @@ typedef struct win_attrs {
     int64_t sh, sw, dh, dw; /* strides, dilations */
     int64_t ep[4];          /* EXPLICIT: top, bottom, left, right */
 } win_attrs;
-
-/* Reads a 4-list attr in data-format order into (h, w), checking that the
- * batch and channel entries are 1. Absent -> dflt. */
-static ms_status attr_hw(const kn_node *n, const char *key, int nchw, int64_t dflt, int64_t *h,
-                         int64_t *w) {
-    int64_t v[4];
-    int cnt = kn_attr_ilist(n, key, v, 4);
-    if (cnt < 0) {
-        *h = *w = dflt;
-        return MS_OK;
-    }
-    if (cnt != 4) return KN_EINVAL(n, "%s must have 4 values, got %d", key, cnt);
-    int hi = nchw ? 2 : 1, wi = nchw ? 3 : 2, ci = nchw ? 1 : 3;
-    if (v[0] != 1 || v[ci] != 1)
-        return KN_EINVAL(n,
-                         "%s on the batch and channel dimensions must be 1, got [%lld, %lld, "
-                         "%lld, %lld]",
-                         key, (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3]);
-    if (v[hi] < 1 || v[wi] < 1 || v[hi] > INT32_MAX || v[wi] > INT32_MAX)
-        return KN_EINVAL(n, "%s must be in [1, 2^31), got [%lld, %lld, %lld, %lld]", key,
-                         (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3]);
-    *h = v[hi];
-    *w = v[wi];
-    return MS_OK;
-}
 
 static ms_status parse_format(const kn_node *n, int *nchw) {
     *nchw = 0;
@@ -72,72 +45,15 @@ static ms_status parse_window(const kn_node *n, int is_pool, win_attrs *a) {
     memset(a, 0, sizeof(*a));
     if ((st = parse_format(n, &a->nchw)) != MS_OK) return st;
     if (!kn_attr_has(n, "strides")) return KN_EINVAL(n, "attr strides is missing");
-    if ((st = attr_hw(n, "strides", a->nchw, 1, &a->sh, &a->sw)) != MS_OK) return st;
+    if ((st = kn__attr_hw(n, "strides", a->nchw, 1, &a->sh, &a->sw)) != MS_OK) return st;
     if (is_pool) {
         if (!kn_attr_has(n, "ksize")) return KN_EINVAL(n, "attr ksize is missing");
-        if ((st = attr_hw(n, "ksize", a->nchw, 1, &a->kh, &a->kw)) != MS_OK) return st;
+        if ((st = kn__attr_hw(n, "ksize", a->nchw, 1, &a->kh, &a->kw)) != MS_OK) return st;
         a->dh = a->dw = 1;
-    } else if ((st = attr_hw(n, "dilations", a->nchw, 1, &a->dh, &a->dw)) != MS_OK) {
+    } else if ((st = kn__attr_hw(n, "dilations", a->nchw, 1, &a->dh, &a->dw)) != MS_OK) {
         return st;
     }
-    if (kn_attr_s_eq(n, "padding", "SAME", NULL))
-        a->padding = PAD_SAME;
-    else if (kn_attr_s_eq(n, "padding", "VALID", NULL))
-        a->padding = PAD_VALID;
-    else if (kn_attr_s_eq(n, "padding", "EXPLICIT", NULL))
-        a->padding = PAD_EXPLICIT;
-    else
-        return KN_EINVAL(n, "padding must be SAME, VALID or EXPLICIT");
-    if (a->padding == PAD_EXPLICIT) {
-        int64_t p[8];
-        int cnt = kn_attr_ilist(n, "explicit_paddings", p, 8);
-        if (cnt != 8)
-            return KN_EINVAL(n, "EXPLICIT padding needs 8 explicit_paddings, got %d",
-                             cnt < 0 ? 0 : cnt);
-        int hi = a->nchw ? 2 : 1, wi = a->nchw ? 3 : 2, ci = a->nchw ? 1 : 3;
-        for (int i = 0; i < 8; i++)
-            if (p[i] < 0 || p[i] > INT32_MAX)
-                return KN_EINVAL(n, "explicit_paddings must be in [0, 2^31)");
-        if (p[0] || p[1] || p[2 * ci] || p[2 * ci + 1])
-            return KN_EINVAL(n, "explicit_paddings on the batch and channel dimensions must be 0");
-        a->ep[0] = p[2 * hi];
-        a->ep[1] = p[2 * hi + 1];
-        a->ep[2] = p[2 * wi];
-        a->ep[3] = p[2 * wi + 1];
-    } else if (kn_attr_ilist(n, "explicit_paddings", NULL, 0) > 0) {
-        return KN_EINVAL(n, "explicit_paddings given without EXPLICIT padding");
-    }
-    return MS_OK;
-}
-
-/* Output size and leading pad of one spatial dimension (TensorFlow's
- * GetWindowedOutputSizeVerbose). */
-static ms_status window_dim(const kn_node *n, const char *what, int64_t in, int64_t k, int64_t dil,
-                            int64_t stride, int padding, int64_t ep_before, int64_t ep_after,
-                            int64_t *out, int64_t *pad_before) {
-    if (k < 0 || k > INT32_MAX)
-        return KN_EINVAL(n, "%s: window size %lld must be in [0, 2^31)", what, (long long)k);
-    int64_t eff = (k - 1) * dil + 1;
-    switch (padding) {
-    case PAD_VALID:
-        *out = (in - eff + stride) / stride;
-        *pad_before = 0;
-        break;
-    case PAD_SAME: {
-        *out = (in + stride - 1) / stride;
-        int64_t need = (*out - 1) * stride + eff - in;
-        if (need < 0) need = 0;
-        *pad_before = need / 2;
-        break;
-    }
-    default:
-        *out = (in + ep_before + ep_after - eff + stride) / stride;
-        *pad_before = ep_before;
-        break;
-    }
-    if (*out < 0)
-        return KN_EINVAL(n, "%s: window of %lld (dilated) does not fit input size %lld", what,
-                         (long long)eff, (long long)in);
+    if ((st = kn__parse_padding(n, a->nchw, &a->padding, a->ep)) != MS_OK) return st;
     return MS_OK;
 }
 
@@ -149,11 +65,11 @@ typedef struct geo {
 } geo;
 
 static ms_status window_geo(const kn_node *n, const win_attrs *a, geo *g) {
-    ms_status st = window_dim(n, "height", g->H, g->KH, a->dh, a->sh, a->padding, a->ep[0],
-                              a->ep[1], &g->OH, &g->pt);
+    ms_status st = kn__window_dim(n, "height", g->H, g->KH, a->dh, a->sh, a->padding, a->ep[0],
+                                  a->ep[1], &g->OH, &g->pt);
     if (st != MS_OK) return st;
-    return window_dim(n, "width", g->W, g->KW, a->dw, a->sw, a->padding, a->ep[2], a->ep[3], &g->OW,
-                      &g->pl);
+    return kn__window_dim(n, "width", g->W, g->KW, a->dw, a->sw, a->padding, a->ep[2], a->ep[3],
+                          &g->OW, &g->pl);
 }
 
 /* Reads N, H, W, C of a rank-4 tensor in the given layout. */
@@ -214,7 +130,7 @@ static ms_status pool_prepare(const kn_node *node, rt_tensor *const *const_in, v
     win_attrs *a = malloc(sizeof(*a));
     if (a == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     ms_status st = parse_window(node, 1, a);
-    if (st == MS_OK && a->padding == PAD_EXPLICIT && strcmp(node->op, "MaxPool") != 0)
+    if (st == MS_OK && a->padding == KN_PAD_EXPLICIT && strcmp(node->op, "MaxPool") != 0)
         st = KN_EINVAL(node, "EXPLICIT padding is only supported by MaxPool");
     if (st != MS_OK) {
         free(a);
@@ -1019,8 +935,9 @@ typedef struct geo3 {
 static ms_status geo3_window(const kn_node *node, const win3 *w, geo3 *g) {
     static const char *const names[3] = {"depth", "height", "width"};
     for (int i = 0; i < 3; i++) {
-        ms_status st = window_dim(node, names[i], g->in[i], g->k[i], w->d[i], w->s[i],
-                                  w->same ? PAD_SAME : PAD_VALID, 0, 0, &g->out[i], &g->pad[i]);
+        ms_status st =
+            kn__window_dim(node, names[i], g->in[i], g->k[i], w->d[i], w->s[i],
+                           w->same ? KN_PAD_SAME : KN_PAD_VALID, 0, 0, &g->out[i], &g->pad[i]);
         if (st != MS_OK) return st;
     }
     return MS_OK;

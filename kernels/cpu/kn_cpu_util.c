@@ -402,3 +402,88 @@ uint16_t kn__f32_to_bf16(float f) {
     x += 0x7fffu + ((x >> 16) & 1);
     return (uint16_t)(x >> 16);
 }
+
+/* ---- window attributes ---- */
+
+ms_status kn__attr_hw(const kn_node *n, const char *key, int nchw, int64_t dflt, int64_t *h,
+                      int64_t *w) {
+    int64_t v[4];
+    int cnt = kn_attr_ilist(n, key, v, 4);
+    if (cnt < 0) {
+        *h = *w = dflt;
+        return MS_OK;
+    }
+    if (cnt != 4) return KN_EINVAL(n, "%s must have 4 values, got %d", key, cnt);
+    int hi = nchw ? 2 : 1, wi = nchw ? 3 : 2, ci = nchw ? 1 : 3;
+    if (v[0] != 1 || v[ci] != 1)
+        return KN_EINVAL(n,
+                         "%s on the batch and channel dimensions must be 1, got [%lld, %lld, "
+                         "%lld, %lld]",
+                         key, (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3]);
+    if (v[hi] < 1 || v[wi] < 1 || v[hi] > INT32_MAX || v[wi] > INT32_MAX)
+        return KN_EINVAL(n, "%s must be in [1, 2^31), got [%lld, %lld, %lld, %lld]", key,
+                         (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3]);
+    *h = v[hi];
+    *w = v[wi];
+    return MS_OK;
+}
+
+ms_status kn__parse_padding(const kn_node *n, int nchw, int *padding, int64_t ep[4]) {
+    if (kn_attr_s_eq(n, "padding", "SAME", NULL))
+        *padding = KN_PAD_SAME;
+    else if (kn_attr_s_eq(n, "padding", "VALID", NULL))
+        *padding = KN_PAD_VALID;
+    else if (kn_attr_s_eq(n, "padding", "EXPLICIT", NULL))
+        *padding = KN_PAD_EXPLICIT;
+    else
+        return KN_EINVAL(n, "padding must be SAME, VALID or EXPLICIT");
+    if (*padding == KN_PAD_EXPLICIT) {
+        int64_t p[8];
+        int cnt = kn_attr_ilist(n, "explicit_paddings", p, 8);
+        if (cnt != 8)
+            return KN_EINVAL(n, "EXPLICIT padding needs 8 explicit_paddings, got %d",
+                             cnt < 0 ? 0 : cnt);
+        int hi = nchw ? 2 : 1, wi = nchw ? 3 : 2, ci = nchw ? 1 : 3;
+        for (int i = 0; i < 8; i++)
+            if (p[i] < 0 || p[i] > INT32_MAX)
+                return KN_EINVAL(n, "explicit_paddings must be in [0, 2^31)");
+        if (p[0] || p[1] || p[2 * ci] || p[2 * ci + 1])
+            return KN_EINVAL(n, "explicit_paddings on the batch and channel dimensions must be 0");
+        ep[0] = p[2 * hi];
+        ep[1] = p[2 * hi + 1];
+        ep[2] = p[2 * wi];
+        ep[3] = p[2 * wi + 1];
+    } else if (kn_attr_ilist(n, "explicit_paddings", NULL, 0) > 0) {
+        return KN_EINVAL(n, "explicit_paddings given without EXPLICIT padding");
+    }
+    return MS_OK;
+}
+
+ms_status kn__window_dim(const kn_node *n, const char *what, int64_t in, int64_t k, int64_t dil,
+                         int64_t stride, int padding, int64_t ep_before, int64_t ep_after,
+                         int64_t *out, int64_t *pad_before) {
+    if (k < 0 || k > INT32_MAX)
+        return KN_EINVAL(n, "%s: window size %lld must be in [0, 2^31)", what, (long long)k);
+    int64_t eff = (k - 1) * dil + 1;
+    switch (padding) {
+    case KN_PAD_VALID:
+        *out = (in - eff + stride) / stride;
+        *pad_before = 0;
+        break;
+    case KN_PAD_SAME: {
+        *out = (in + stride - 1) / stride;
+        int64_t need = (*out - 1) * stride + eff - in;
+        if (need < 0) need = 0;
+        *pad_before = need / 2;
+        break;
+    }
+    default:
+        *out = (in + ep_before + ep_after - eff + stride) / stride;
+        *pad_before = ep_before;
+        break;
+    }
+    if (*out < 0)
+        return KN_EINVAL(n, "%s: window of %lld (dilated) does not fit input size %lld", what,
+                         (long long)eff, (long long)in);
+    return MS_OK;
+}

@@ -101,4 +101,20 @@ uint16_t kn__f32_to_half(float f);
 float kn__bf16_to_f32(uint16_t h);
 uint16_t kn__f32_to_bf16(float f);
 
+/* ---- window attributes shared by convolutions and pools ---- */
+enum { KN_PAD_VALID, KN_PAD_SAME, KN_PAD_EXPLICIT };
+
+/* Reads a 4-list attr in data-format order into (h, w), checking that the
+ * batch and channel entries are 1. Absent -> dflt. */
+ms_status kn__attr_hw(const kn_node *n, const char *key, int nchw, int64_t dflt, int64_t *h,
+                      int64_t *w);
+/* padding (SAME/VALID/EXPLICIT) and explicit_paddings; ep = top, bottom,
+ * left, right. */
+ms_status kn__parse_padding(const kn_node *n, int nchw, int *padding, int64_t ep[4]);
+/* Output size and leading pad of one spatial dimension (TensorFlow's
+ * GetWindowedOutputSizeVerbose). */
+ms_status kn__window_dim(const kn_node *n, const char *what, int64_t in, int64_t k, int64_t dil,
+                         int64_t stride, int padding, int64_t ep_before, int64_t ep_after,
+                         int64_t *out, int64_t *pad_before);
+
 #endif /* KN_CPU_UTIL_H */
