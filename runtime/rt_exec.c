@@ -309,8 +309,7 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
     }
     p->order = malloc(sizeof(int) * ((size_t)total + 1));
     if (p->order == NULL) goto oom;
-    /* Consumers lists would be faster; graphs here are small enough that a
-     * scan per emitted node is fine, but keep it linear with a reverse index. */
+    /* A reverse index (consumers of each node) keeps the ordering linear. */
     int *cons_start = calloc((size_t)g->n + 1, sizeof(int));
     int *cons = NULL;
     if (cons_start == NULL) goto oom;

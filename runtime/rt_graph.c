@@ -161,8 +161,8 @@ static char *join(const char *a, const char *b) {
     return s;
 }
 
-static ms_status add_function_body(builder *b, int call_idx, const scope *outer, pending **pend,
-                                   int *npend, int *pcap);
+static ms_status add_function_body(builder *b, int call_idx, pending **pend, int *npend,
+                                   int *pcap);
 
 /* Appends a node to be resolved later. */
 static ms_status push_pending(pending **pend, int *npend, int *pcap, int node, const scope *sc) {
@@ -282,13 +282,12 @@ static ms_status resolve_node(builder *b, pending p, pending **pend, int *npend,
     n->ctl = ctl;
     n->nctl = nctl;
     n->kn.nin = nin;
-    if (is_call_op(d->op)) return add_function_body(b, p.node, p.sc, pend, npend, pcap);
+    if (is_call_op(d->op)) return add_function_body(b, p.node, pend, npend, pcap);
     return MS_OK;
 }
 
-static ms_status add_function_body(builder *b, int call_idx, const scope *outer, pending **pend,
-                                   int *npend, int *pcap) {
-    (void)outer;
+static ms_status add_function_body(builder *b, int call_idx, pending **pend, int *npend,
+                                   int *pcap) {
     rt_graph *g = b->g;
     const Tensorflow__NodeDef *d = g->nodes[call_idx].def;
     const Tensorflow__AttrValue *f = node_attr(d, "f");

@@ -38,7 +38,6 @@ struct rt_graph {
     rt_gnode *nodes;
     int n, cap;
     struct rt_name_map *names;         /* name -> index */
-    struct rt_arena_blk *arena;        /* NodeDefs made while inlining */
     kn_backend *backend;               /* borrowed */
 };
 

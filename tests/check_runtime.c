@@ -137,7 +137,7 @@ START_TEST(test_tensor_proto_roundtrip) {
     for (int content = 0; content < 2; content++) {
         Tensorflow__TensorProto p = TENSORFLOW__TENSOR_PROTO__INIT;
         ck_assert_int_eq(rt_tensor_to_proto(t, content, &p), MS_OK);
-        ck_assert_uint_eq(content ? p.n_int_val : p.n_int_val, content ? 0 : 4);
+        ck_assert_uint_eq(p.n_int_val, content ? 0 : 4);
         size_t len = tensorflow__tensor_proto__get_packed_size(&p);
         uint8_t *buf = malloc(len);
         tensorflow__tensor_proto__pack(&p, buf);
