@@ -473,6 +473,14 @@ ms_status kn__dwconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo 
                        (long long)(g->KH * g->KW), DW_MAX_TAPS);
     kn_gemm_epi e = epi ? *epi : (kn_gemm_epi){0};
     e.per_row = 0;
+    /* NCHW runs on NHWC scratch: the addend (NCHW, like y) and the
+     * activation after it are applied to y at the end. */
+    kn_gemm_epi late = {0};
+    if (a->nchw && e.add) {
+        late = (kn_gemm_epi){.act = e.act, .alpha = e.alpha, .add = e.add, .ybase = y};
+        e.add = NULL;
+        e.act = KN_ACT_NONE;
+    }
     dw_job j = {.a = a,
                 .g = g,
                 .mult = g->C ? g->OC / g->C : 1,
@@ -511,6 +519,7 @@ ms_status kn__dwconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo 
         to_nchw(yt, y, g->N, g->OC, g->OH * g->OW);
         free(xt);
         free(yt);
+        if (late.add) kn__gemm_epilogue(&late, y, 1, 0, 1, 0, g->N * g->OC * g->OH * g->OW);
     }
     return MS_OK;
 }

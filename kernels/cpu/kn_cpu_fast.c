@@ -33,6 +33,8 @@ enum { FUSE_NONE, FUSE_BIAS, FUSE_BN };
 typedef struct fused {
     int kind;  /* FUSE_* */
     int nargs; /* extra inputs after x and filter */
+    int nchan; /* of which per-channel (bias / batch norm); the addend is last */
+    int add;   /* "Add": a residual addend of the output's shape */
     kn_act act;
     float alpha, eps;
 } fused;
@@ -41,7 +43,10 @@ static int str_is(const char *s, size_t len, const char *want) {
     return strlen(want) == len && memcmp(s, want, len) == 0;
 }
 
-/* fused_ops: [BiasAdd | FusedBatchNorm] [activation]. */
+/* fused_ops: [BiasAdd | FusedBatchNorm] [Add] [activation]. "Add" is the
+ * form TensorFlow's remapper gives a residual connection (and the one our
+ * load-time fusion pass makes): act(conv + bias + addend), the addend being
+ * the last argument. */
 static ms_status parse_fused(const kn_node *n, int allow_bn, fused *f) {
     memset(f, 0, sizeof(*f));
     f->alpha = kn_attr_f(n, "leakyrelu_alpha", 0.2f);
@@ -51,7 +56,7 @@ static ms_status parse_fused(const kn_node *n, int allow_bn, fused *f) {
     size_t lens[4];
     int cnt = kn_attr_slist(n, "fused_ops", ops, lens, 4);
     if (cnt < 0) cnt = 0;
-    if (cnt > 3) return KN_EINVAL(n, "fused_ops has %d entries, at most 2 are supported", cnt);
+    if (cnt > 3) return KN_EINVAL(n, "fused_ops has %d entries, at most 3 are supported", cnt);
     int i = 0;
     if (i < cnt && str_is(ops[i], lens[i], "BiasAdd")) {
         f->kind = FUSE_BIAS;
@@ -60,6 +65,12 @@ static ms_status parse_fused(const kn_node *n, int allow_bn, fused *f) {
     } else if (i < cnt && allow_bn && str_is(ops[i], lens[i], "FusedBatchNorm")) {
         f->kind = FUSE_BN;
         f->nargs = 4;
+        i++;
+    }
+    f->nchan = f->nargs;
+    if (f->kind != FUSE_NONE && i < cnt && str_is(ops[i], lens[i], "Add")) {
+        f->add = 1;
+        f->nargs++;
         i++;
     }
     if (i < cnt) {
@@ -90,7 +101,7 @@ static ms_status parse_fused(const kn_node *n, int allow_bn, fused *f) {
 static ms_status fused_channels(const kn_node *n, const fused *f, rt_tensor *const *args,
                                 int64_t nch, float *scale, float *bias, int *has_scale) {
     *has_scale = 0;
-    for (int i = 0; i < f->nargs; i++) {
+    for (int i = 0; i < f->nchan; i++) {
         if (args[i] == NULL) return KN_EINVAL(n, "fused argument %d is missing", i);
         if (args[i]->dtype != RT_DT_FLOAT || args[i]->nelem != nch)
             return KN_EINVAL(n, "fused argument %d must be %lld floats, got %s %s", i,
@@ -149,8 +160,8 @@ static const kn_kernel *ref_find(const kn_kernel *tab, const char *op) {
 /* Folds constant fused arguments (all present) into s->chan. */
 static ms_status fold_const_args(const kn_node *n, fast_state *s, rt_tensor *const *const_in,
                                  int first) {
-    if (const_in == NULL || s->fu.nargs == 0 || n->nin < first + s->fu.nargs) return MS_OK;
-    for (int i = 0; i < s->fu.nargs; i++)
+    if (const_in == NULL || s->fu.nchan == 0 || n->nin < first + s->fu.nchan) return MS_OK;
+    for (int i = 0; i < s->fu.nchan; i++)
         if (const_in[first + i] == NULL) return MS_OK;
     int64_t nch = const_in[first]->nelem;
     if (nch <= 0) return MS_OK;
@@ -188,7 +199,62 @@ static ms_status epi_setup(const kn_node *n, const fast_state *s, rt_tensor *con
 }
 
 static int epi_is_noop(const kn_gemm_epi *e) {
-    return e->scale == NULL && e->bias == NULL && e->act == KN_ACT_NONE;
+    return e->scale == NULL && e->bias == NULL && e->act == KN_ACT_NONE && e->add == NULL;
+}
+
+/* The fused addend of a node with "Add" in fused_ops: when it has exactly the
+ * output's shape, epi reads it in place (set add and ybase); otherwise
+ * *bcast is set and the caller adds it afterwards with broadcasting. */
+static ms_status epi_addend(const kn_node *n, const fast_state *s, rt_tensor *const *in,
+                            const rt_tensor *y, kn_gemm_epi *epi, int *bcast) {
+    *bcast = 0;
+    if (!s->fu.add) return MS_OK;
+    const rt_tensor *ad = in[2 + s->fu.nargs - 1];
+    if (ad->dtype != RT_DT_FLOAT)
+        return KN_EINVAL(n, "the fused addend must be float, got %s", rt_dtype_name(ad->dtype));
+    if (rt_shape_equal(&ad->shape, &y->shape)) {
+        epi->add = ad->data;
+        epi->ybase = y->data;
+        return MS_OK;
+    }
+    *bcast = 1;
+    return MS_OK;
+}
+
+/* y = act(y + addend) with NumPy broadcasting of the addend to y's shape
+ * (the rare fused residual whose shape differs from the output's). */
+static ms_status add_bcast_act(const kn_node *n, const rt_tensor *ad, rt_tensor *y, kn_act act,
+                               float alpha) {
+    const int r = y->shape.rank, ra = ad->shape.rank;
+    if (ra > r) goto bad;
+    int64_t st[RT_MAX_RANK] = {0}, stride = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        int ia = i - (r - ra);
+        int64_t d = ia >= 0 ? ad->shape.dim[ia] : 1;
+        if (d != 1 && d != y->shape.dim[i]) goto bad;
+        st[i] = d == 1 ? 0 : stride;
+        stride *= d;
+    }
+    {
+        float *yv = y->data;
+        const float *av = ad->data;
+        int64_t idx[RT_MAX_RANK] = {0}, off = 0;
+        kn_gemm_epi e = {.act = act, .alpha = alpha};
+        for (int64_t k = 0; k < y->nelem; k++) {
+            yv[k] += av[off];
+            for (int i = r - 1; i >= 0; i--) {
+                off += st[i];
+                if (++idx[i] < y->shape.dim[i]) break;
+                off -= st[i] * idx[i];
+                idx[i] = 0;
+            }
+        }
+        if (act != KN_ACT_NONE && y->nelem > 0) kn__gemm_epilogue(&e, yv, y->nelem, 0, 1, 0, y->nelem);
+    }
+    return MS_OK;
+bad:
+    return KN_EINVAL(n, "fused addend of shape %s does not broadcast to the output %s",
+                     kn__shp(&ad->shape), kn__shp(&y->shape));
 }
 
 /* ====================================================================== */
@@ -273,7 +339,10 @@ static ms_status conv_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
             return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
         kn_gemm_epi epi;
         st = epi_setup(node, s, in + 2, nch, buf, &epi);
+        if (st == MS_OK && s->fu.add) epi.act = KN_ACT_NONE; /* after the addend */
         if (st == MS_OK) epi_apply_tensor(&epi, s->a.nchw, out[0]);
+        if (st == MS_OK && s->fu.add)
+            st = add_bcast_act(node, in[2 + s->fu.nargs - 1], out[0], s->fu.act, s->fu.alpha);
         if (buf != stackbuf) free(buf);
         return st;
     }
@@ -286,6 +355,9 @@ static ms_status conv_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     kn_gemm_epi epi;
     if ((st = epi_setup(node, s, in + 2, g.OC, buf, &epi)) != MS_OK) goto done;
     if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) goto done;
+    int bcast;
+    if ((st = epi_addend(node, s, in, out[0], &epi, &bcast)) != MS_OK) goto done;
+    if (bcast) epi.act = KN_ACT_NONE; /* applied after the broadcast addend */
     const kn_gemm_epi *ep = epi_is_noop(&epi) ? NULL : &epi;
     if (dw) {
         st = kn__dwconv_run(ctx, &s->a, &g, x->data, f->data, out[0]->data, ep);
@@ -295,6 +367,8 @@ static ms_status conv_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
         st = kn__conv_run(ctx, &s->a, &g, x->data, f->data, pk, out[0]->data, ep);
     }
     if (st != MS_OK) st = rename_err(node, st);
+    if (st == MS_OK && bcast)
+        st = add_bcast_act(node, in[2 + s->fu.nargs - 1], out[0], s->fu.act, s->fu.alpha);
 done:
     if (buf != stackbuf) free(buf);
     return st;
@@ -361,6 +435,9 @@ static ms_status matmul_compute(kn_ctx *ctx, const kn_node *node, void *state, r
     rt_shape os = {.rank = 2, .dim = {M, N}};
     if ((st = epi_setup(node, s, in + 2, N, buf, &epi)) != MS_OK) goto done;
     if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) goto done;
+    int bcast;
+    if ((st = epi_addend(node, s, in, out[0], &epi, &bcast)) != MS_OK) goto done;
+    if (bcast) epi.act = KN_ACT_NONE;
     kn_gemm_mat am = {.p = a->data, .sl = s->ta ? 1 : K, .sk = s->ta ? M : 1};
     kn_gemm_mat bm = {.p = b->data, .sl = s->tb ? K : 1, .sk = s->tb ? 1 : N};
     kn_gemm_opnd A = {.pack = kn__gemm_pack_mat, .arg = &am};
@@ -368,6 +445,8 @@ static ms_status matmul_compute(kn_ctx *ctx, const kn_node *node, void *state, r
     if (s->pk.data && rt_shape_equal(&s->pk_shape, &b->shape)) B = (kn_gemm_opnd){.packed = &s->pk};
     st = kn__sgemm(ctx, M, N, K, &A, &B, out[0]->data, N, epi_is_noop(&epi) ? NULL : &epi);
     if (st != MS_OK) st = rename_err(node, st);
+    if (st == MS_OK && bcast)
+        st = add_bcast_act(node, in[2 + s->fu.nargs - 1], out[0], s->fu.act, s->fu.alpha);
 done:
     if (buf != stackbuf) free(buf);
     return st;

@@ -326,7 +326,14 @@ static inline float act1(kn_act act, float alpha, float v) {
     const float alpha = epi->alpha;                                                              \
     for (int64_t i = 0; i < rows; i++) {                                                         \
         float *c = C + (m0 + i) * ldc + n0;                                                      \
-        if (epi->per_row) {                                                                      \
+        if (epi->add) {                                                                          \
+            const float *ad = epi->add + (c - epi->ybase);                                       \
+            for (int64_t j = 0; j < cols; j++) {                                                 \
+                const int64_t ch = epi->per_row ? m0 + i : n0 + j;                               \
+                c[j] = act1(act, alpha,                                                          \
+                            c[j] * (sc ? sc[ch] : 1.0f) + (bi ? bi[ch] : 0.0f) + ad[j]);         \
+            }                                                                                    \
+        } else if (epi->per_row) {                                                               \
             const float s = sc ? sc[m0 + i] : 1.0f, b = bi ? bi[m0 + i] : 0.0f;                  \
             if (act == KN_ACT_RELU) {                                                            \
                 for (int64_t j = 0; j < cols; j++) {                                             \

@@ -48,14 +48,19 @@ typedef enum kn_act {
     KN_ACT_TANH,
 } kn_act;
 
-/* y = act(acc * scale[ch] + bias[ch]); ch is the column n, or the row m
- * when per_row is set. NULL scale = 1, NULL bias = 0. Borrowed arrays. */
+/* y = act(acc * scale[ch] + bias[ch] + add); ch is the column n, or the row m
+ * when per_row is set. NULL scale = 1, NULL bias = 0. add, when not NULL, is
+ * a tensor laid out exactly as the whole output whose first element is at
+ * ybase: the output element at address p gets add[p - ybase] (a residual
+ * connection, TensorFlow's fused "Add"). Borrowed arrays. */
 typedef struct kn_gemm_epi {
     const float *scale;
     const float *bias;
     int per_row;
     kn_act act;
     float alpha;
+    const float *add;
+    const float *ybase;
 } kn_gemm_epi;
 
 /* Packs lines [l0, l0 + nl) (nl <= R) for k in [k0, k0 + nk) into one
