@@ -134,6 +134,7 @@ typedef struct fast_state {
     kn_conv_attrs a;   /* convolutions */
     int ta, tb;        /* MatMul */
     kn_gemm_packed pk; /* packed constant filter / B, or data NULL */
+    kn_wino wino;      /* Winograd-transformed constant 3x3 filter, or u NULL */
     rt_shape pk_shape; /* shape it was packed from */
     float *chan;       /* constant folded [2 * nch]: scale, bias; or NULL */
     int64_t nch;
@@ -146,6 +147,7 @@ static void fast_release(void *p) {
     fast_state *s = p;
     if (s == NULL) return;
     kn__gemm_packed_free(&s->pk);
+    kn__wino_free(&s->wino);
     free(s->chan);
     if (s->ref && s->ref->release) s->ref->release(s->ref_state);
     free(s);
@@ -278,6 +280,14 @@ static ms_status conv_prepare(const kn_node *node, rt_tensor *const *const_in, v
     if (st == MS_OK && !dw && f && f->dtype == RT_DT_FLOAT && f->shape.rank == 4) {
         st = kn__conv_pack_filter(s->a.nchw, f, &s->pk);
         s->pk_shape = f->shape;
+        /* 3x3 stride 1 with 32 or more input and output channels: also the
+         * Winograd form, used whenever the input's shape allows (fewer
+         * channels make its GEMMs too short to win; docs/kernels_cpu.md). */
+        if (st == MS_OK && !s->a.nchw && f->shape.dim[0] == 3 && f->shape.dim[1] == 3 &&
+            f->shape.dim[2] >= 32 && f->shape.dim[3] >= 32 &&
+            s->a.sh == 1 && s->a.sw == 1 && s->a.dh == 1 && s->a.dw == 1 &&
+            kn__gemm_isa() == KN_GEMM_ISA_AVX512 && getenv("DCMSERVE_NO_WINOGRAD") == NULL)
+            st = kn__wino_pack(f, &s->wino);
     }
     if (st != MS_OK) {
         fast_release(s);
@@ -364,7 +374,12 @@ static ms_status conv_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     } else {
         const kn_gemm_packed *pk =
             s->pk.data && rt_shape_equal(&s->pk_shape, &f->shape) ? &s->pk : NULL;
-        st = kn__conv_run(ctx, &s->a, &g, x->data, f->data, pk, out[0]->data, ep);
+        if (pk && kn__wino_ok(&s->a, &g, &s->wino)) {
+            kn_gemm_epi e = ep ? *ep : (kn_gemm_epi){0};
+            st = kn__wino_run(ctx, &g, x->data, &s->wino, out[0]->data, ep ? &e : NULL);
+        } else {
+            st = kn__conv_run(ctx, &s->a, &g, x->data, f->data, pk, out[0]->data, ep);
+        }
     }
     if (st != MS_OK) st = rename_err(node, st);
     if (st == MS_OK && bcast)
