@@ -420,6 +420,50 @@ START_TEST(fused_conv_vs_chain) {
 }
 END_TEST
 
+/* Conv2DBackpropInput: the fast stride = window kernel (constant filter on
+ * AVX-512) and the cases it hands to the reference, against the reference. */
+START_TEST(deconv_vs_reference) {
+    /* N, OH, OW (of dy), KH, KW, sh, sw, C (of dx), OC (of dy), padding */
+    static const struct {
+        int64_t N, OH, OW, KH, KW, sh, sw, C, OC;
+        const char *pad;
+    } cs[] = {
+        {1, 8, 9, 2, 2, 2, 2, 16, 32, "VALID"}, /* U-Net's 2x2/2 */
+        {2, 5, 17, 3, 3, 3, 3, 40, 7, "SAME"},  /* odd channels, 15 pixels a row */
+        {1, 4, 4, 2, 1, 2, 1, 33, 20, "VALID"},
+        {1, 6, 6, 3, 3, 2, 2, 8, 16, "SAME"}, /* overlapping windows: reference */
+    };
+    const kn_kernel *fast = find(kn_cpu_fast_kernels, "Conv2DBackpropInput");
+    const kn_kernel *ref = find(kn_cpu_nn_kernels, "Conv2DBackpropInput");
+    ck_assert_ptr_nonnull(fast);
+    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+        int64_t H = cs[i].OH * cs[i].sh, W = cs[i].OW * cs[i].sw;
+        if (strcmp(cs[i].pad, "VALID") == 0) {
+            H = (cs[i].OH - 1) * cs[i].sh + cs[i].KH;
+            W = (cs[i].OW - 1) * cs[i].sw + cs[i].KW;
+        }
+        rt_tensor *in[3] = {TU_I32(S(4), (int32_t)cs[i].N, (int32_t)H, (int32_t)W,
+                                   (int32_t)cs[i].C),
+                            rand_t(S(cs[i].KH, cs[i].KW, cs[i].C, cs[i].OC)),
+                            rand_t(S(cs[i].N, cs[i].OH, cs[i].OW, cs[i].OC))};
+        Tensorflow__NodeDef *d = tu_node_new("Conv2DBackpropInput", "deconv");
+        tu_attr_s(d, "padding", cs[i].pad);
+        tu_attr_ints(d, "strides", 1, cs[i].sh, cs[i].sw, 1);
+        rt_tensor *want = run_k(ref, d, in, 3, 0x3u);
+        for (int m = 0; m < 2; m++) {
+            rt_tensor *got = run_k(fast, d, in, 3, m ? 0 : 0x3u);
+            char what[64];
+            snprintf(what, sizeof what, "deconv case %zu %s", i, m ? "fed" : "const");
+            check_close(got, want, what);
+            rt_tensor_unref(got);
+        }
+        rt_tensor_unref(want);
+        tu_node_free(d);
+        tu_unref(in, 3);
+    }
+}
+END_TEST
+
 /* The residual form [BiasAdd, Add, act]: act(conv + bias + addend), against
  * reference Conv2D, BiasAdd, AddV2 and the activation; the addend of the
  * output's shape (read in the epilogue) and a broadcast [OC] one. */
@@ -627,6 +671,7 @@ static Suite *suite(void) {
     tcase_add_test(t, conv_vs_reference);
     tcase_add_test(t, conv_packed_isa_switch);
     tcase_add_test(t, depthwise_vs_reference);
+    tcase_add_test(t, deconv_vs_reference);
     suite_add_tcase(s, t);
     t = tcase_create("matmul");
     tcase_set_timeout(t, 300);

@@ -75,6 +75,19 @@ int kn__wino_ok(const kn_conv_attrs *a, const kn_conv_geo *g, const kn_wino *w);
 ms_status kn__wino_run(kn_ctx *ctx, const kn_conv_geo *g, const float *x, const kn_wino *w,
                        float *y, const kn_gemm_epi *epi);
 
+/* Conv2DBackpropInput whose forward stride equals its window, unpadded
+ * (a 2x2/2 transposed convolution), NHWC, AVX-512 (kn_cpu_dconv.c). The
+ * filter [KH, KW, C, OC] is repacked once at load. */
+typedef struct kn_deconv {
+    int64_t KH, KW, C, OC;
+    float *u; /* owned: [KH * KW][C / 32 panels][OC][32] */
+} kn_deconv;
+ms_status kn__deconv_pack(const rt_tensor *f, kn_deconv *out);
+void kn__deconv_free(kn_deconv *d);
+/* dx [N, OH*KH, OW*KW, C] from dy [N, OH, OW, OC]; every element written. */
+void kn__deconv_run(kn_ctx *ctx, const kn_deconv *d, int64_t N, int64_t OH, int64_t OW,
+                    const float *dy, float *dx);
+
 /* Depthwise windows up to this many taps (KH * KW) run in the fast kernel. */
 #define KN_DW_MAX_TAPS 256
 

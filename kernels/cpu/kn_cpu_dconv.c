@@ -342,44 +342,47 @@ typedef struct wg_job {
     atomic_int failed;
 } wg_job;
 
-/* V[xi][t][c] for the tiles [t0, t0 + nt) of the block. */
+/* V[xi][t][c] for the tiles [t0, t0 + nt) of the block. Taps outside the
+ * input read `zeros` (C zero floats), so the loop has no branches and the
+ * 4x4 tile stays in registers. */
 __attribute__((target("avx512f"))) static void wg_input(const wg_job *j, int64_t t0, int64_t nt,
-                                                        float *V) {
+                                                        float *V, const float *zeros) {
     const kn_conv_geo *g = j->g;
     const int64_t C = g->C, H = g->H, W = g->W;
+    const int64_t xs = nt * C; /* between xi planes */
     for (int64_t t = 0; t < nt; t++) {
         const int64_t tt = t0 + t, n = tt / (j->TH * j->TW), th = (tt / j->TW) % j->TH,
                       tw = tt % j->TW;
         const int64_t ih0 = 2 * th - g->pt, iw0 = 2 * tw - g->pl;
-        const float *src[4][4];
+        const float *src[16];
         for (int r = 0; r < 4; r++)
             for (int q = 0; q < 4; q++) {
                 const int64_t ih = ih0 + r, iw = iw0 + q;
-                src[r][q] = ih >= 0 && ih < H && iw >= 0 && iw < W
-                                ? j->x + ((n * H + ih) * W + iw) * C
-                                : NULL;
+                src[r * 4 + q] = ih >= 0 && ih < H && iw >= 0 && iw < W
+                                     ? j->x + ((n * H + ih) * W + iw) * C
+                                     : zeros;
             }
+        float *v = V + t * C;
         for (int64_t c = 0; c < C; c += 16) {
             const __mmask16 m =
                 C - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (C - c)) - 1);
-            __m512 d[4][4], tq[4][4];
-            for (int r = 0; r < 4; r++)
-                for (int q = 0; q < 4; q++)
-                    d[r][q] = src[r][q] ? _mm512_maskz_loadu_ps(m, src[r][q] + c)
-                                        : _mm512_setzero_ps();
+            __m512 d[16], tq[16];
+#pragma GCC unroll 16
+            for (int k = 0; k < 16; k++) d[k] = _mm512_maskz_loadu_ps(m, src[k] + c);
+#pragma GCC unroll 4
             for (int q = 0; q < 4; q++) { /* B' d */
-                tq[0][q] = _mm512_sub_ps(d[0][q], d[2][q]);
-                tq[1][q] = _mm512_add_ps(d[1][q], d[2][q]);
-                tq[2][q] = _mm512_sub_ps(d[2][q], d[1][q]);
-                tq[3][q] = _mm512_sub_ps(d[1][q], d[3][q]);
+                tq[0 + q] = _mm512_sub_ps(d[0 + q], d[8 + q]);
+                tq[4 + q] = _mm512_add_ps(d[4 + q], d[8 + q]);
+                tq[8 + q] = _mm512_sub_ps(d[8 + q], d[4 + q]);
+                tq[12 + q] = _mm512_sub_ps(d[4 + q], d[12 + q]);
             }
-            float *v = V + t * C + c;
-            const int64_t xs = nt * C; /* between xi planes */
+#pragma GCC unroll 4
             for (int r = 0; r < 4; r++) { /* (B' d) B */
-                _mm512_mask_storeu_ps(v + (r * 4 + 0) * xs, m, _mm512_sub_ps(tq[r][0], tq[r][2]));
-                _mm512_mask_storeu_ps(v + (r * 4 + 1) * xs, m, _mm512_add_ps(tq[r][1], tq[r][2]));
-                _mm512_mask_storeu_ps(v + (r * 4 + 2) * xs, m, _mm512_sub_ps(tq[r][2], tq[r][1]));
-                _mm512_mask_storeu_ps(v + (r * 4 + 3) * xs, m, _mm512_sub_ps(tq[r][1], tq[r][3]));
+                float *o = v + c + r * 4 * xs;
+                _mm512_mask_storeu_ps(o, m, _mm512_sub_ps(tq[r * 4 + 0], tq[r * 4 + 2]));
+                _mm512_mask_storeu_ps(o + xs, m, _mm512_add_ps(tq[r * 4 + 1], tq[r * 4 + 2]));
+                _mm512_mask_storeu_ps(o + 2 * xs, m, _mm512_sub_ps(tq[r * 4 + 2], tq[r * 4 + 1]));
+                _mm512_mask_storeu_ps(o + 3 * xs, m, _mm512_sub_ps(tq[r * 4 + 1], tq[r * 4 + 3]));
             }
         }
     }
@@ -444,15 +447,16 @@ __attribute__((target("avx512f"))) static void wg_output(const wg_job *j, int64_
 static void wg_blocks(void *arg, int64_t b0, int64_t b1) {
     wg_job *j = arg;
     const int64_t C = j->g->C, OCp = j->OCp, T = j->T, P = OCp / DC_NR;
-    float *V = kn__gemm_scratch((size_t)(WG_T * T * (C + OCp)));
+    float *V = kn__gemm_scratch((size_t)(WG_T * T * (C + OCp) + C));
     if (V == NULL) {
         atomic_store(&j->failed, 1);
         return;
     }
-    float *M = V + WG_T * T * C;
+    float *M = V + WG_T * T * C, *zeros = M + WG_T * T * OCp;
+    memset(zeros, 0, (size_t)C * sizeof(float));
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t t0 = blk * T, nt = j->NT - t0 < T ? j->NT - t0 : T;
-        wg_input(j, t0, nt, V);
+        wg_input(j, t0, nt, V, zeros);
         for (int xi = 0; xi < WG_T; xi++)
             for (int64_t p = 0; p < P; p++) {
                 const float *u = j->w->u + (xi * P + p) * C * DC_NR;
@@ -495,4 +499,97 @@ ms_status kn__wino_run(kn_ctx *ctx, const kn_conv_geo *g, const float *x, const 
     kn_ctx_parallel_for(ctx, (j.NT + T - 1) / T, 1, wg_blocks, &j);
     if (atomic_load(&j.failed)) return ms_errf(MS_ENOMEM, "out of memory for Winograd scratch");
     return MS_OK;
+}
+
+/* ====================================================================== */
+/* Conv2DBackpropInput with stride = window (transposed convolution)      */
+/* ====================================================================== */
+
+/* When the forward convolution's stride equals its window and nothing is
+ * padded, every output pixel receives exactly one tap: dx[n, oh*sh + kh,
+ * ow*sw + kw, c] = sum_o dy[n, oh, ow, o] * f[kh, kw, c, o]. That is one
+ * GEMM per tap with dy read in place (pixels x OC) and the products stored
+ * straight into their strided output pixels: no col2im, no zeroing. */
+
+void kn__deconv_free(kn_deconv *d) {
+    if (d == NULL) return;
+    free(d->u);
+    d->u = NULL;
+}
+
+ms_status kn__deconv_pack(const rt_tensor *f, kn_deconv *out) {
+    memset(out, 0, sizeof(*out));
+    if (f->dtype != RT_DT_FLOAT || f->shape.rank != 4)
+        return ms_errf(MS_EINVAL, "transposed convolution needs a 4-D float filter");
+    const int64_t KH = f->shape.dim[0], KW = f->shape.dim[1], C = f->shape.dim[2],
+                  OC = f->shape.dim[3];
+    const int64_t P = (C + DC_NR - 1) / DC_NR;
+    if (KH <= 0 || KW <= 0 || C <= 0 || OC <= 0 || KH * KW > 4096 || C > (1 << 20) ||
+        OC > (1 << 20))
+        return ms_errf(MS_EINVAL, "transposed convolution filter %lldx%lldx%lldx%lld",
+                       (long long)KH, (long long)KW, (long long)C, (long long)OC);
+    size_t n = (size_t)(KH * KW * P * OC * DC_NR);
+    out->u = aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
+    if (out->u == NULL) return ms_errf(MS_ENOMEM, "out of memory for a transposed filter");
+    memset(out->u, 0, n * sizeof(float));
+    const float *g = f->data;
+    for (int64_t t = 0; t < KH * KW; t++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t o = 0; o < OC; o++)
+                out->u[((t * P + c / DC_NR) * OC + o) * DC_NR + c % DC_NR] = g[(t * C + c) * OC + o];
+    out->KH = KH;
+    out->KW = KW;
+    out->C = C;
+    out->OC = OC;
+    return MS_OK;
+}
+
+typedef struct dk_job {
+    const kn_deconv *d;
+    int64_t N, OH, OW;
+    const float *dy;
+    float *dx;
+} dk_job;
+
+static void dk_rows(void *arg, int64_t rb, int64_t re) {
+    const dk_job *j = arg;
+    const kn_deconv *d = j->d;
+    const int64_t KH = d->KH, KW = d->KW, C = d->C, OC = d->OC, OW = j->OW;
+    const int64_t W = OW * KW, H = j->OH * KH, P = (C + DC_NR - 1) / DC_NR;
+    const int64_t ng = (OW + DC_MR - 1) / DC_MR, base = OW / ng, extra = OW % ng;
+    for (int64_t r = rb; r < re; r++) {
+        const int64_t n = r / j->OH, oh = r % j->OH;
+        int64_t ow0 = 0;
+        for (int64_t gi = 0; gi < ng; gi++) {
+            const int mr = (int)(base + (gi < extra));
+            const float *x = j->dy + (r * OW + ow0) * OC;
+            for (int64_t kh = 0; kh < KH; kh++)
+                for (int64_t kw = 0; kw < KW; kw++)
+                    for (int64_t p = 0; p < P; p++) {
+                        const int nr = (int)(C - p * DC_NR < DC_NR ? C - p * DC_NR : DC_NR);
+                        const int nv = nr > 16 ? 2 : 1, rem = nr - (nv - 1) * 16;
+                        dc_tile t = {
+                            .x = x,
+                            .xs = OC,
+                            .b = d->u + ((kh * KW + kw) * P + p) * OC * DC_NR,
+                            .nkh = 1,
+                            .nkw = 1,
+                            .kc = OC,
+                            .y = j->dx + ((n * H + oh * KH + kh) * W + ow0 * KW + kw) * C +
+                                 p * DC_NR,
+                            .ys = KW * C,
+                            .mlast = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1),
+                        };
+                        dc_tab[nv - 1][mr - 1](&t);
+                    }
+            ow0 += mr;
+        }
+    }
+}
+
+void kn__deconv_run(kn_ctx *ctx, const kn_deconv *d, int64_t N, int64_t OH, int64_t OW,
+                    const float *dy, float *dx) {
+    if (N == 0 || OH == 0 || OW == 0) return;
+    dk_job j = {.d = d, .N = N, .OH = OH, .OW = OW, .dy = dy, .dx = dx};
+    kn_ctx_parallel_for(ctx, N * OH, 1, dk_rows, &j);
 }
