@@ -460,8 +460,9 @@ static void wg_blocks(void *arg, int64_t b0, int64_t b1) {
         for (int xi = 0; xi < WG_T; xi++)
             for (int64_t p = 0; p < P; p++) {
                 const float *u = j->w->u + (xi * P + p) * C * DC_NR;
-                for (int64_t t = 0; t < nt; t += DC_MR) {
-                    const int mr = (int)(nt - t < DC_MR ? nt - t : DC_MR);
+                const int64_t ng = (nt + DC_MR - 1) / DC_MR, base = nt / ng, extra = nt % ng;
+                for (int64_t gi = 0, t = 0; gi < ng; gi++) {
+                    const int mr = (int)(base + (gi < extra));
                     dc_tile tl = {.x = V + (xi * nt + t) * C,
                                   .xs = C,
                                   .b = u,
@@ -472,6 +473,7 @@ static void wg_blocks(void *arg, int64_t b0, int64_t b1) {
                                   .ys = OCp,
                                   .mlast = (__mmask16)0xffff};
                     dc_tab[1][mr - 1](&tl);
+                    t += mr;
                 }
             }
         wg_output(j, t0, nt, M);
@@ -486,17 +488,17 @@ ms_status kn__wino_run(kn_ctx *ctx, const kn_conv_geo *g, const float *x, const 
     j.TW = (g->OW + 1) / 2;
     j.NT = g->N * j.TH * j.TW;
     j.OCp = (g->OC + DC_NR - 1) / DC_NR * DC_NR;
-    /* V and M of a block within about 512 KiB (L2), in whole micro-tiles;
-     * at least 4 blocks when there are tiles enough, for the threads. */
-    int64_t T = (128 * 1024) / (WG_T * (g->C + j.OCp));
-    T = T / DC_MR * DC_MR;
-    if (T < DC_MR) T = DC_MR;
-    int64_t quarter = (j.NT + 3) / 4;
-    quarter = (quarter + DC_MR - 1) / DC_MR * DC_MR;
-    if (T > quarter) T = quarter;
-    j.T = T;
+    /* V and M of a block within about 512 KiB (L2); at least 8 blocks of 8
+     * or more tiles when there are enough, so that 2-8 threads share the work
+     * evenly; blocks of equal size. */
+    int64_t tmax = (128 * 1024) / (WG_T * (g->C + j.OCp));
+    if (tmax < DC_MR) tmax = DC_MR;
+    int64_t nb = (j.NT + tmax - 1) / tmax, want = (j.NT + 7) / 8;
+    if (want > 8) want = 8;
+    if (nb < want) nb = want;
+    j.T = (j.NT + nb - 1) / nb;
     atomic_init(&j.failed, 0);
-    kn_ctx_parallel_for(ctx, (j.NT + T - 1) / T, 1, wg_blocks, &j);
+    kn_ctx_parallel_for(ctx, (j.NT + j.T - 1) / j.T, 1, wg_blocks, &j);
     if (atomic_load(&j.failed)) return ms_errf(MS_ENOMEM, "out of memory for Winograd scratch");
     return MS_OK;
 }
