@@ -44,7 +44,8 @@ typedef struct dc_tile {
     const float *add;    /* addend of pixel 0 (stride ys), or NULL */
     kn_act act;
     float alpha;
-    __mmask16 mlast; /* valid lanes of the last 16-channel vector */
+    __mmask16 mlast; /* AVX-512: valid lanes of the last 16-channel vector */
+    int rem;         /* AVX2: valid lanes (1-8) of the last 8-channel vector */
 } dc_tile;
 
 /* clang-format off */
@@ -145,10 +146,105 @@ static const dc_fn dc_tab[2][DC_MR] = {
 };
 /* clang-format on */
 
+/* ---- AVX2 + FMA: up to 6 pixels x 16 channels (filter panels of 16) ---- */
+
+#define DC2_NR 16
+#define DC2_MR 6
+/* clang-format off */
+#define DC2_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+/* clang-format on */
+
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256 dc2_act(__m256 v, kn_act act,
+                                                                                 __m256 alpha) {
+    switch (act) {
+    case KN_ACT_RELU:
+        return _mm256_max_ps(v, _mm256_setzero_ps());
+    case KN_ACT_RELU6:
+        return _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(6.0f));
+    case KN_ACT_LEAKYRELU:
+        return _mm256_blendv_ps(v, _mm256_mul_ps(v, alpha),
+                                _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+    default:
+        return v;
+    }
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline void dc2_body(const int MR,
+                                                                                const int NV,
+                                                                                const dc_tile *t) {
+#define DC2_DECL(i) __m256 a##i##0 = _mm256_setzero_ps(), a##i##1 = _mm256_setzero_ps();
+    DC2_ROWS(DC2_DECL)
+#undef DC2_DECL
+    const int64_t xs = t->xs, kc = t->kc;
+    for (int kh = 0; kh < t->nkh; kh++) {
+        for (int kw = 0; kw < t->nkw; kw++) {
+            const float *xa = t->x + kh * t->xr + kw * t->xw;
+            const float *bb = t->b + kh * t->br + kw * t->bw;
+            for (int64_t c = 0; c < kc; c++, bb += DC2_NR) {
+                const __m256 b0 = _mm256_loadu_ps(bb);
+                const __m256 b1 = NV > 1 ? _mm256_loadu_ps(bb + 8) : b0;
+#define DC2_FMA(i)                                                                                 \
+    if (MR > (i)) {                                                                                \
+        const __m256 v = _mm256_broadcast_ss(xa + (i) * xs + c);                                   \
+        a##i##0 = _mm256_fmadd_ps(v, b0, a##i##0);                                                 \
+        if (NV > 1) a##i##1 = _mm256_fmadd_ps(v, b1, a##i##1);                                     \
+    }
+                DC2_ROWS(DC2_FMA)
+#undef DC2_FMA
+            }
+        }
+    }
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i kl = _mm256_cmpgt_epi32(_mm256_set1_epi32(t->rem), lane);
+    const __m256i k0 = NV > 1 ? _mm256_set1_epi32(-1) : kl, k1 = kl;
+    const __m256 one = _mm256_set1_ps(1.0f), alpha = _mm256_set1_ps(t->alpha);
+    __m256 s0 = one, s1 = one, z0 = _mm256_setzero_ps(), z1 = _mm256_setzero_ps();
+    if (t->scale) {
+        s0 = _mm256_maskload_ps(t->scale, k0);
+        if (NV > 1) s1 = _mm256_maskload_ps(t->scale + 8, k1);
+    }
+    if (t->bias) {
+        z0 = _mm256_maskload_ps(t->bias, k0);
+        if (NV > 1) z1 = _mm256_maskload_ps(t->bias + 8, k1);
+    }
+    const kn_act act = t->act;
+    const float *ad = t->add;
+    float *y = t->y;
+    const int64_t ys = t->ys;
+#define DC2_OUT(i)                                                                                 \
+    if (MR > (i)) {                                                                                \
+        __m256 v0 = _mm256_fmadd_ps(a##i##0, s0, z0);                                              \
+        if (ad) v0 = _mm256_add_ps(v0, _mm256_maskload_ps(ad + (i) * ys, k0));                     \
+        _mm256_maskstore_ps(y + (i) * ys, k0, dc2_act(v0, act, alpha));                            \
+        if (NV > 1) {                                                                              \
+            __m256 v1 = _mm256_fmadd_ps(a##i##1, s1, z1);                                          \
+            if (ad) v1 = _mm256_add_ps(v1, _mm256_maskload_ps(ad + (i) * ys + 8, k1));             \
+            _mm256_maskstore_ps(y + (i) * ys + 8, k1, dc2_act(v1, act, alpha));                    \
+        }                                                                                          \
+    }
+    DC2_ROWS(DC2_OUT)
+#undef DC2_OUT
+}
+
+#define DC2_INST(mr, nv)                                                                           \
+    __attribute__((target("avx2,fma"))) static void dc2_##mr##_##nv(const dc_tile *t) {           \
+        dc2_body(mr, nv, t);                                                                       \
+    }
+#define DC2_INST2(mr) DC2_INST(mr, 1) DC2_INST(mr, 2)
+/* clang-format off */
+DC2_INST2(1) DC2_INST2(2) DC2_INST2(3) DC2_INST2(4) DC2_INST2(5) DC2_INST2(6)
+
+static const dc_fn dc2_tab[2][DC2_MR] = {
+    {dc2_1_1, dc2_2_1, dc2_3_1, dc2_4_1, dc2_5_1, dc2_6_1},
+    {dc2_1_2, dc2_2_2, dc2_3_2, dc2_4_2, dc2_5_2, dc2_6_2},
+};
+/* clang-format on */
+
 int kn__dconv_ok(const kn_conv_attrs *a, const kn_conv_geo *g, const kn_gemm_packed *pk) {
-    (void)g;
-    return !a->nchw && pk != NULL && pk->R == DC_NR && kn__gemm_isa() == KN_GEMM_ISA_AVX512 &&
-           pk->K == g->KH * g->KW * g->C && pk->lines == g->OC;
+    if (a->nchw || pk == NULL || pk->K != g->KH * g->KW * g->C || pk->lines != g->OC) return 0;
+    const kn_gemm_isa isa = kn__gemm_isa();
+    return (isa == KN_GEMM_ISA_AVX512 && pk->R == DC_NR) ||
+           (isa == KN_GEMM_ISA_AVX2 && pk->R == DC2_NR);
 }
 
 typedef struct dc_job {
@@ -168,7 +264,10 @@ static void dc_rows(void *arg, int64_t rb, int64_t re) {
     const kn_conv_attrs *a = j->a;
     const int64_t C = g->C, W = g->W, OC = g->OC, OW = g->OW, KW = g->KW;
     const int64_t K = g->KH * KW * C;
-    const int64_t slab_w = (DC_MR - 1) * a->sw + (KW - 1) * a->dw + 1;
+    /* AVX-512: tiles of 14 pixels x 32 channels; AVX2: 6 x 16. */
+    const int avx2 = j->pk->R == DC2_NR;
+    const int PW = avx2 ? DC2_NR : DC_NR, VL = PW / 2, MRX = avx2 ? DC2_MR : DC_MR;
+    const int64_t slab_w = (MRX - 1) * a->sw + (KW - 1) * a->dw + 1;
     float *slab = kn__gemm_scratch((size_t)(g->KH * slab_w * C));
     if (slab == NULL) {
         atomic_store(&j->failed, 1);
@@ -218,24 +317,25 @@ static void dc_rows(void *arg, int64_t rb, int64_t re) {
                 xr = sw_cols * C;
             }
             float *yg = j->y + (r * OW + ow0) * OC;
-            for (int64_t jr = 0; jr < OC; jr += DC_NR) {
-                const int nr = (int)(OC - jr < DC_NR ? OC - jr : DC_NR);
-                const int nv = nr > 16 ? 2 : 1;
-                const int rem = nr - (nv - 1) * 16;
+            for (int64_t jr = 0; jr < OC; jr += PW) {
+                const int nr = (int)(OC - jr < PW ? OC - jr : PW);
+                const int nv = nr > VL ? 2 : 1;
+                const int rem = nr - (nv - 1) * VL;
                 dc_tile t = {
                     .x = xg,
                     .xs = a->sw * C,
                     .xr = xr,
                     .xw = a->dw * C,
-                    .b = j->pk->data + (jr / DC_NR) * K * DC_NR + kh0 * KW * C * DC_NR,
-                    .br = KW * C * DC_NR,
-                    .bw = C * DC_NR,
+                    .b = j->pk->data + (jr / PW) * K * PW + kh0 * KW * C * PW,
+                    .br = KW * C * PW,
+                    .bw = C * PW,
                     .nkh = nkh,
                     .nkw = a->dw == 1 ? 1 : (int)KW,
                     .kc = a->dw == 1 ? KW * C : C,
                     .y = yg + jr,
                     .ys = OC,
                     .mlast = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1),
+                    .rem = rem,
                 };
                 if (epi) {
                     t.scale = epi->scale ? epi->scale + jr : NULL;
@@ -244,7 +344,7 @@ static void dc_rows(void *arg, int64_t rb, int64_t re) {
                     t.act = late_act ? KN_ACT_NONE : epi->act;
                     t.alpha = epi->alpha;
                 }
-                dc_tab[nv - 1][mr - 1](&t);
+                (avx2 ? dc2_tab[nv - 1][mr - 1] : dc_tab[nv - 1][mr - 1])(&t);
                 if (late_act) kn__gemm_epilogue(&late, yg, OC, 0, mr, jr, nr);
             }
             ow0 += mr;
@@ -256,7 +356,8 @@ ms_status kn__dconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *
                         const kn_gemm_packed *pk, float *y, const kn_gemm_epi *epi) {
     if (g->N == 0 || g->OH == 0 || g->OW == 0 || g->OC == 0) return MS_OK;
     dc_job j = {.a = a, .g = g, .x = x, .pk = pk, .y = y, .epi = epi};
-    j.ngroups = (g->OW + DC_MR - 1) / DC_MR;
+    const int mrx = pk->R == DC2_NR ? DC2_MR : DC_MR;
+    j.ngroups = (g->OW + mrx - 1) / mrx;
     atomic_init(&j.failed, 0);
     kn_ctx_parallel_for(ctx, g->N * g->OH, 1, dc_rows, &j);
     if (atomic_load(&j.failed)) return ms_errf(MS_ENOMEM, "out of memory for conv scratch");
