@@ -2,8 +2,8 @@
  * and a direct vectorised depthwise convolution, with TensorFlow semantics
  * (HWIO filters, NHWC/NCHW, SAME/VALID/EXPLICIT padding, strides, dilations).
  *
- * On AVX-512, NHWC convolutions with a constant (pre-packed) filter run the
- * direct kernel of kn_cpu_dconv.c instead, and 3x3 stride-1 ones with 32+
+ * On AVX-512 and AVX2, NHWC convolutions with a constant (pre-packed) filter run the
+ * direct kernel of kn_cpu_dconv.c instead, and (AVX-512) 3x3 stride-1 ones with 32+
  * channels Winograd F(2x2, 3x3) (kn__wino_*).
  *
  * NHWC: C[pixels, OC] = im2col(x)[pixels, KH*KW*C] * f[KH*KW*C, OC]; the
