@@ -379,6 +379,9 @@ ms_status kn__dconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *
  * within a few float roundings of the direct convolution's. */
 
 #define WG_T 16 /* transformed values per tile */
+/* Planes of V and M are this many floats longer than their data: 16 planes
+ * a power of two apart would all map to the same L1 sets. */
+#define WG_SKEW 16
 
 void kn__wino_free(kn_wino *w) {
     if (w == NULL) return;
@@ -450,19 +453,31 @@ __attribute__((target("avx512f"))) static void wg_input(const wg_job *j, int64_t
                                                         float *V, const float *zeros) {
     const kn_conv_geo *g = j->g;
     const int64_t C = g->C, H = g->H, W = g->W;
-    const int64_t xs = nt * C; /* between xi planes */
+    const int64_t xs = nt * C + WG_SKEW; /* between xi planes */
+    int64_t n = t0 / (j->TH * j->TW), th = (t0 / j->TW) % j->TH, tw = t0 % j->TW;
     for (int64_t t = 0; t < nt; t++) {
-        const int64_t tt = t0 + t, n = tt / (j->TH * j->TW), th = (tt / j->TW) % j->TH,
-                      tw = tt % j->TW;
         const int64_t ih0 = 2 * th - g->pt, iw0 = 2 * tw - g->pl;
         const float *src[16];
-        for (int r = 0; r < 4; r++)
-            for (int q = 0; q < 4; q++) {
-                const int64_t ih = ih0 + r, iw = iw0 + q;
-                src[r * 4 + q] = ih >= 0 && ih < H && iw >= 0 && iw < W
-                                     ? j->x + ((n * H + ih) * W + iw) * C
-                                     : zeros;
+        if (ih0 >= 0 && ih0 + 3 < H && iw0 >= 0 && iw0 + 3 < W) {
+            const float *p0 = j->x + ((n * H + ih0) * W + iw0) * C;
+            for (int r = 0; r < 4; r++)
+                for (int q = 0; q < 4; q++) src[r * 4 + q] = p0 + (r * W + q) * C;
+        } else {
+            for (int r = 0; r < 4; r++)
+                for (int q = 0; q < 4; q++) {
+                    const int64_t ih = ih0 + r, iw = iw0 + q;
+                    src[r * 4 + q] = ih >= 0 && ih < H && iw >= 0 && iw < W
+                                         ? j->x + ((n * H + ih) * W + iw) * C
+                                         : zeros;
+                }
+        }
+        if (++tw == j->TW) { /* next tile */
+            tw = 0;
+            if (++th == j->TH) {
+                th = 0;
+                n++;
             }
+        }
         float *v = V + t * C;
         for (int64_t c = 0; c < C; c += 16) {
             const __mmask16 m =
@@ -501,22 +516,28 @@ __attribute__((target("avx512f"))) static void wg_output(const wg_job *j, int64_
                               .alpha = epi ? epi->alpha : 0};
     const kn_act act = epi && !late_act ? epi->act : KN_ACT_NONE;
     const __m512 alpha = _mm512_set1_ps(epi ? epi->alpha : 0);
+    int64_t n = t0 / (j->TH * j->TW), th = (t0 / j->TW) % j->TH, tw = t0 % j->TW;
     for (int64_t t = 0; t < nt; t++) {
-        const int64_t tt = t0 + t, n = tt / (j->TH * j->TW), th = (tt / j->TW) % j->TH,
-                      tw = tt % j->TW;
-        const int64_t oh0 = 2 * th, ow0 = 2 * tw;
+        const int64_t oh0 = 2 * th, ow0 = 2 * tw, tn = n;
+        if (++tw == j->TW) { /* next tile (oh0, ow0, tn are this one's) */
+            tw = 0;
+            if (++th == j->TH) {
+                th = 0;
+                n++;
+            }
+        }
         const int rows = oh0 + 1 < OH ? 2 : 1, cols = ow0 + 1 < OW ? 2 : 1;
         float *yp[2][2];
         for (int r = 0; r < 2; r++)
             for (int q = 0; q < 2; q++)
-                yp[r][q] = j->y + ((n * OH + oh0 + (r < rows ? r : 0)) * OW + ow0 +
+                yp[r][q] = j->y + ((tn * OH + oh0 + (r < rows ? r : 0)) * OW + ow0 +
                                    (q < cols ? q : 0)) * OC;
         for (int64_t c = 0; c < OC; c += 16) {
             const __mmask16 m =
                 OC - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (OC - c)) - 1);
             __m512 v[4][4], s[2][4];
             const float *mp = M + t * OCp + c;
-            const int64_t xs = nt * OCp;
+            const int64_t xs = nt * OCp + WG_SKEW;
             for (int xi = 0; xi < WG_T; xi++) v[xi / 4][xi % 4] = _mm512_loadu_ps(mp + xi * xs);
             for (int q = 0; q < 4; q++) { /* A' M */
                 s[0][q] = _mm512_add_ps(_mm512_add_ps(v[0][q], v[1][q]), v[2][q]);
@@ -548,12 +569,12 @@ __attribute__((target("avx512f"))) static void wg_output(const wg_job *j, int64_
 static void wg_blocks(void *arg, int64_t b0, int64_t b1) {
     wg_job *j = arg;
     const int64_t C = j->g->C, OCp = j->OCp, T = j->T, P = OCp / DC_NR;
-    float *V = kn__gemm_scratch((size_t)(WG_T * T * (C + OCp) + C));
+    float *V = kn__gemm_scratch((size_t)(WG_T * (T * (C + OCp) + 2 * WG_SKEW) + C));
     if (V == NULL) {
         atomic_store(&j->failed, 1);
         return;
     }
-    float *M = V + WG_T * T * C, *zeros = M + WG_T * T * OCp;
+    float *M = V + WG_T * (T * C + WG_SKEW), *zeros = M + WG_T * (T * OCp + WG_SKEW);
     memset(zeros, 0, (size_t)C * sizeof(float));
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t t0 = blk * T, nt = j->NT - t0 < T ? j->NT - t0 : T;
@@ -564,13 +585,13 @@ static void wg_blocks(void *arg, int64_t b0, int64_t b1) {
                 const int64_t ng = (nt + DC_MR - 1) / DC_MR, base = nt / ng, extra = nt % ng;
                 for (int64_t gi = 0, t = 0; gi < ng; gi++) {
                     const int mr = (int)(base + (gi < extra));
-                    dc_tile tl = {.x = V + (xi * nt + t) * C,
+                    dc_tile tl = {.x = V + xi * (nt * C + WG_SKEW) + t * C,
                                   .xs = C,
                                   .b = u,
                                   .nkh = 1,
                                   .nkw = 1,
                                   .kc = C,
-                                  .y = M + (xi * nt + t) * OCp + p * DC_NR,
+                                  .y = M + xi * (nt * OCp + WG_SKEW) + t * OCp + p * DC_NR,
                                   .ys = OCp,
                                   .mlast = (__mmask16)0xffff};
                     dc_tab[1][mr - 1](&tl);
