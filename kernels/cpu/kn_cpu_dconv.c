@@ -538,7 +538,9 @@ __attribute__((target("avx512f"))) static void wg_output(const wg_job *j, int64_
             __m512 v[4][4], s[2][4];
             const float *mp = M + t * OCp + c;
             const int64_t xs = nt * OCp + WG_SKEW;
+#pragma GCC unroll 16
             for (int xi = 0; xi < WG_T; xi++) v[xi / 4][xi % 4] = _mm512_loadu_ps(mp + xi * xs);
+#pragma GCC unroll 4
             for (int q = 0; q < 4; q++) { /* A' M */
                 s[0][q] = _mm512_add_ps(_mm512_add_ps(v[0][q], v[1][q]), v[2][q]);
                 s[1][q] = _mm512_sub_ps(_mm512_sub_ps(v[1][q], v[2][q]), v[3][q]);
@@ -546,10 +548,12 @@ __attribute__((target("avx512f"))) static void wg_output(const wg_job *j, int64_
             __m512 sc = _mm512_set1_ps(1.0f), bi = _mm512_setzero_ps();
             if (epi && epi->scale) sc = _mm512_maskz_loadu_ps(m, epi->scale + c);
             if (epi && epi->bias) bi = _mm512_maskz_loadu_ps(m, epi->bias + c);
+#pragma GCC unroll 2
             for (int r = 0; r < rows; r++) {
                 __m512 o[2];
                 o[0] = _mm512_add_ps(_mm512_add_ps(s[r][0], s[r][1]), s[r][2]);
                 o[1] = _mm512_sub_ps(_mm512_sub_ps(s[r][1], s[r][2]), s[r][3]);
+#pragma GCC unroll 2
                 for (int q = 0; q < cols; q++) {
                     float *dst = yp[r][q] + c;
                     __m512 val = _mm512_fmadd_ps(o[q], sc, bi);
