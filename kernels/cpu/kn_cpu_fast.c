@@ -280,16 +280,18 @@ static ms_status conv_prepare(const kn_node *node, rt_tensor *const *const_in, v
     if (st == MS_OK) st = fold_const_args(node, s, const_in, 2);
     const rt_tensor *f = const_in && node->nin > 1 ? const_in[1] : NULL;
     if (st == MS_OK && !dw && f && f->dtype == RT_DT_FLOAT && f->shape.rank == 4) {
-        st = kn__conv_pack_filter(s->a.nchw, f, &s->pk);
         s->pk_shape = f->shape;
-        /* 3x3 stride 1 with 32 or more input and output channels: also the
-         * Winograd form, used whenever the input's shape allows (fewer
-         * channels make its GEMMs too short to win; docs/kernels_cpu.md). */
-        if (st == MS_OK && !s->a.nchw && f->shape.dim[0] == 3 && f->shape.dim[1] == 3 &&
-            f->shape.dim[2] >= 32 && f->shape.dim[3] >= 32 &&
-            s->a.sh == 1 && s->a.sw == 1 && s->a.dh == 1 && s->a.dw == 1 &&
-            kn__gemm_isa() == KN_GEMM_ISA_AVX512 && getenv("DCMSERVE_NO_WINOGRAD") == NULL)
+        /* 3x3 stride 1 with 32 or more input and output channels: the
+         * Winograd form (fewer channels make its GEMMs too short to win;
+         * docs/kernels_cpu.md), which then always runs; else the filter
+         * packed for the direct / implicit-GEMM kernels. */
+        if (!s->a.nchw && f->shape.dim[0] == 3 && f->shape.dim[1] == 3 &&
+            f->shape.dim[2] >= 32 && f->shape.dim[3] >= 32 && s->a.sh == 1 && s->a.sw == 1 &&
+            s->a.dh == 1 && s->a.dw == 1 && kn__gemm_isa() == KN_GEMM_ISA_AVX512 &&
+            getenv("DCMSERVE_NO_WINOGRAD") == NULL)
             st = kn__wino_pack(f, &s->wino);
+        else
+            st = kn__conv_pack_filter(s->a.nchw, f, &s->pk);
     }
     if (st != MS_OK) {
         fast_release(s);
@@ -376,7 +378,7 @@ static ms_status conv_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     } else {
         const kn_gemm_packed *pk =
             s->pk.data && rt_shape_equal(&s->pk_shape, &f->shape) ? &s->pk : NULL;
-        if (pk && kn__wino_ok(&s->a, &g, &s->wino)) {
+        if (kn__wino_ok(&s->a, &g, &s->wino)) {
             kn_gemm_epi e = ep ? *ep : (kn_gemm_epi){0};
             st = kn__wino_run(ctx, &g, x->data, &s->wino, out[0]->data, ep ? &e : NULL);
         } else {
