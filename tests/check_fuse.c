@@ -64,8 +64,68 @@ static void ph(const char *name, rt_shape s) {
     rt_gb_placeholder(gb, name, RT_DT_FLOAT, &s);
 }
 
+/* While set, new nodes go into this function's body instead of the graph. */
+static Tensorflow__FunctionDef *body;
+
+static Tensorflow__NodeDef *new_node(const char *op, const char *name) {
+    if (body == NULL) return rt_gb_node(gb, op, name);
+    Tensorflow__NodeDef *n = rt_gb_alloc(gb, sizeof(*n));
+    ck_assert_ptr_nonnull(n);
+    tensorflow__node_def__init(n);
+    n->op = rt_gb_strdup(gb, op);
+    n->name = rt_gb_strdup(gb, name);
+    ck_assert_uint_lt(body->n_node_def, 16);
+    body->node_def[body->n_node_def++] = n;
+    return n;
+}
+
+static Tensorflow__OpDef__ArgDef *arg_def(const char *name) {
+    Tensorflow__OpDef__ArgDef *a = rt_gb_alloc(gb, sizeof(*a));
+    tensorflow__op_def__arg_def__init(a);
+    a->name = rt_gb_strdup(gb, name);
+    a->type = TENSORFLOW__DATA_TYPE__DT_FLOAT;
+    return a;
+}
+
+/* Starts function `fname` with float args args[0..nargs-1] and one output
+ * "y", in the graph's library. */
+static void begin_function(const char *fname, const char *const *args, int nargs) {
+    Tensorflow__GraphDef *gd = rt_gb_graph(gb);
+    Tensorflow__FunctionDefLibrary *lib = rt_gb_alloc(gb, sizeof(*lib));
+    tensorflow__function_def_library__init(lib);
+    body = rt_gb_alloc(gb, sizeof(*body));
+    tensorflow__function_def__init(body);
+    body->signature = rt_gb_alloc(gb, sizeof(*body->signature));
+    tensorflow__op_def__init(body->signature);
+    body->signature->name = rt_gb_strdup(gb, fname);
+    body->signature->input_arg = rt_gb_alloc(gb, sizeof(void *) * (size_t)nargs);
+    for (int i = 0; i < nargs; i++)
+        body->signature->input_arg[i] = arg_def(args[i]);
+    body->signature->n_input_arg = (size_t)nargs;
+    body->signature->output_arg = rt_gb_alloc(gb, sizeof(void *));
+    body->signature->output_arg[0] = arg_def("y");
+    body->signature->n_output_arg = 1;
+    body->node_def = rt_gb_alloc(gb, sizeof(void *) * 16);
+    lib->function = rt_gb_alloc(gb, sizeof(void *));
+    lib->function[0] = body;
+    lib->n_function = 1;
+    gd->library = lib;
+}
+
+/* Ends the function; its output "y" is tensor `ret` ("node:0"). */
+static void end_function(const char *ret) {
+    Tensorflow__FunctionDef__RetEntry *r = rt_gb_alloc(gb, sizeof(*r));
+    tensorflow__function_def__ret_entry__init(r);
+    r->key = rt_gb_strdup(gb, "y");
+    r->value = rt_gb_strdup(gb, ret);
+    body->ret = rt_gb_alloc(gb, sizeof(void *));
+    body->ret[0] = r;
+    body->n_ret = 1;
+    body = NULL;
+}
+
 static Tensorflow__NodeDef *op2(const char *op, const char *name, const char *a, const char *b) {
-    Tensorflow__NodeDef *n = rt_gb_node(gb, op, name);
+    Tensorflow__NodeDef *n = new_node(op, name);
     rt_gb_input(gb, n, a);
     if (b) rt_gb_input(gb, n, b);
     rt_gb_attr_type(gb, n, "T", RT_DT_FLOAT);
@@ -537,6 +597,41 @@ START_TEST(control_edges) {
 }
 END_TEST
 
+START_TEST(function_body) {
+    /* A TF2-style model: the chain sits in a StatefulPartitionedCall's
+     * function. The call's IdentityN waits on every body node; after fusion
+     * it no longer waits on the absorbed ones. */
+    ph("x", SHAPE(1, 5, 5, 2));
+    cst("w", SHAPE(3, 3, 2, 3));
+    cst("b", SHAPE(3));
+    Tensorflow__NodeDef *call = rt_gb_node(gb, "StatefulPartitionedCall", "call");
+    rt_gb_input(gb, call, "x");
+    rt_gb_input(gb, call, "w");
+    rt_gb_input(gb, call, "b");
+    rt_gb_attr_func(gb, call, "f", "body");
+    const char *args[] = {"x", "w", "b"};
+    begin_function("body", args, 3);
+    conv("Conv2D", "conv", "x", "w", 1, "SAME");
+    bias_add("bias", "conv:0", "b");
+    op2("Relu", "relu", "bias:0", NULL);
+    end_function("relu:0");
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g0 = load(mg, 0), *g1 = load(mg, 1);
+    check_fused(g1, "call/relu", "_FusedConv2D", "BiasAdd,Relu", 1);
+    const rt_gnode *c0 = node(g0, "call"), *c1 = node(g1, "call");
+    ck_assert_str_eq(c1->kn.op, "IdentityN");
+    ck_assert_int_eq(c0->nctl, 3);
+    ck_assert_int_eq(c1->nctl, 1);
+    ck_assert_int_eq(c1->ctl[0], rt_graph_find(g1, "call/relu"));
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+    feeds f = {0};
+    add_feed(&f, "x", rnd(SHAPE(1, 5, 5, 2)));
+    same_both_ways(mg, &f, "call:0");
+    free_feeds(&f);
+}
+END_TEST
+
 /* ---- feeds inside a fused chain ---- */
 
 START_TEST(feed_absorbed) {
@@ -601,6 +696,7 @@ static Suite *fuse_suite(void) {
         {"addend_unknown_batch", addend_unknown_batch},
         {"non_float", non_float},
         {"control_edges", control_edges},
+        {"function_body", function_body},
         {"feed_absorbed", feed_absorbed},
         {"env_switch", env_switch},
     };
