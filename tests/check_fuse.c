@@ -132,20 +132,24 @@ static Tensorflow__NodeDef *op2(const char *op, const char *name, const char *a,
     return n;
 }
 
-/* Conv2D / DepthwiseConv2dNative, NHWC, the given stride and padding. */
+/* data_format of the convs and BiasAdds made next. */
+static const char *layout = "NHWC";
+
+/* Conv2D / DepthwiseConv2dNative in `layout`, the given stride and padding. */
 static Tensorflow__NodeDef *conv(const char *op, const char *name, const char *x, const char *w,
                                  int stride, const char *pad) {
     Tensorflow__NodeDef *n = op2(op, name, x, w);
-    int64_t st[4] = {1, stride, stride, 1};
+    int nchw = strcmp(layout, "NCHW") == 0;
+    int64_t st[4] = {1, nchw ? 1 : stride, stride, nchw ? stride : 1};
     rt_gb_attr_ilist(gb, n, "strides", st, 4);
     rt_gb_attr_str(gb, n, "padding", pad);
-    rt_gb_attr_str(gb, n, "data_format", "NHWC");
+    rt_gb_attr_str(gb, n, "data_format", layout);
     return n;
 }
 
 static Tensorflow__NodeDef *bias_add(const char *name, const char *x, const char *b) {
     Tensorflow__NodeDef *n = op2("BiasAdd", name, x, b);
-    rt_gb_attr_str(gb, n, "data_format", "NHWC");
+    rt_gb_attr_str(gb, n, "data_format", layout);
     return n;
 }
 
@@ -389,6 +393,40 @@ END_TEST
 
 START_TEST(add_broadcast_vector) {
     residual_case(1, SHAPE(4)); /* a [C] addend, broadcast after the GEMM */
+}
+END_TEST
+
+/* NCHW: the addend of the output's shape, then a [C,1,1] one. */
+static void residual_nchw(rt_shape skip_shape) {
+    layout = "NCHW";
+    ph("x", SHAPE(2, 3, 6, 5));
+    ph("skip", skip_shape);
+    cst("w", SHAPE(3, 3, 3, 4));
+    cst("b", SHAPE(4));
+    conv("Conv2D", "conv", "x", "w", 1, "SAME");
+    bias_add("bias", "conv", "b");
+    op2("Add", "add", "bias", "skip");
+    op2("Relu", "relu", "add", NULL);
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g1 = load(mg, 1);
+    check_fused(g1, "relu", "_FusedConv2D", "BiasAdd,Add,Relu", 2);
+    ck_assert(kn_attr_s_eq(&node(g1, "relu")->kn, "data_format", "NCHW", ""));
+    rt_graph_free(g1);
+    feeds f = {0};
+    add_feed(&f, "x", rnd(SHAPE(2, 3, 6, 5)));
+    add_feed(&f, "skip", rnd(skip_shape));
+    same_both_ways(mg, &f, "relu");
+    free_feeds(&f);
+    layout = "NHWC";
+}
+
+START_TEST(add_nchw) {
+    residual_nchw(SHAPE(2, 4, 6, 5));
+}
+END_TEST
+
+START_TEST(add_nchw_broadcast) {
+    residual_nchw(SHAPE(4, 1, 1));
 }
 END_TEST
 
@@ -688,6 +726,8 @@ static Suite *fuse_suite(void) {
         {"add_first", add_first},
         {"add_second", add_second},
         {"add_broadcast_vector", add_broadcast_vector},
+        {"add_nchw", add_nchw},
+        {"add_nchw_broadcast", add_nchw_broadcast},
         {"resnet_block_dynamic_batch", resnet_block_dynamic_batch},
         {"batchnorm_add", batchnorm_add},
         {"second_consumer", second_consumer},
