@@ -271,8 +271,9 @@ int srv_cli_benchmark(int argc, char **argv) {
         fprintf(stderr, "benchmark: out of memory\n");
         return 1;
     }
-    /* The CPU kernels call OpenBLAS, which keeps its own thread pool; hold
-     * it to the same count so --intra_op_threads means what it says. */
+    /* The reference CPU kernels call OpenBLAS; a threaded build of it (the
+     * serial one has no threads) is held to the same count so that
+     * --intra_op_threads means what it says. */
     openblas_set_num_threads(be->intra_op_threads);
 
     int rc = 1;

@@ -44,7 +44,9 @@ kn_backend *kn_cpu_backend_new(int intra_op_threads) {
         .free = cpu_free,
     };
     b->intra_op_threads = intra_op_threads;
-    /* OpenBLAS (reference kernels) keeps its own pool: no larger than ours. */
+    /* OpenBLAS (reference kernels only) is linked serial where Debian's
+     * serial build is installed (CMakeLists.txt); a threaded build keeps its
+     * own pool, held to no more threads than ours. */
     openblas_set_num_threads(intra_op_threads);
     return b;
 }
