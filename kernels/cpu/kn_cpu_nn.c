@@ -500,6 +500,89 @@ static void pool_rows(void *arg, int64_t b, int64_t e) {
     }
 }
 
+/* NHWC float fast path, over output rows (n, oh): the window is clipped at
+ * the borders and the inner loops run over the contiguous channels, so they
+ * vectorise. Max keeps the reference's comparison (acc = v > acc ? v : acc
+ * from -inf, in window order: NaN inputs are skipped, the first of equal
+ * values wins), Avg its double sums divided by the count of valid elements:
+ * both results are bit-identical to pool_rows'. */
+typedef struct poolf_job {
+    const geo *g;
+    const win_attrs *a;
+    const float *x;
+    float *y;
+} poolf_job;
+
+/* Clipped window [s, e) of output position o along one dimension. */
+#define POOL_CLIP(o, stride, pad, k, in, s, e)                                                     \
+    do {                                                                                           \
+        int64_t z_ = (o) * (stride) - (pad);                                                       \
+        (s) = z_ < 0 ? 0 : z_;                                                                     \
+        (e) = z_ + (k) > (in) ? (in) : z_ + (k);                                                   \
+    } while (0)
+
+KN_VEC_DEFINE(maxpool_nhwc_rows, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const poolf_job *j = arg;
+    const geo *g = j->g;
+    const int64_t C = g->C, W = g->W;
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / g->OH, oh = r % g->OH, hs, he;
+        POOL_CLIP(oh, j->a->sh, g->pt, g->KH, g->H, hs, he);
+        const float *xn = j->x + n * g->H * W * C;
+        float *y = j->y + r * g->OW * C;
+        for (int64_t ow = 0; ow < g->OW; ow++, y += C) {
+            int64_t ws, we;
+            POOL_CLIP(ow, j->a->sw, g->pl, g->KW, W, ws, we);
+            for (int64_t c = 0; c < C; c++)
+                y[c] = -INFINITY;
+            for (int64_t ih = hs; ih < he; ih++)
+                for (int64_t iw = ws; iw < we; iw++) {
+                    const float *xp = xn + (ih * W + iw) * C;
+                    for (int64_t c = 0; c < C; c++)
+                        y[c] = xp[c] > y[c] ? xp[c] : y[c];
+                }
+        }
+    }
+})
+
+#define AVG_CB 256 /* channels summed at a time (a stack block of doubles) */
+
+KN_VEC_DEFINE(avgpool_nhwc_rows, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const poolf_job *j = arg;
+    const geo *g = j->g;
+    const int64_t C = g->C, W = g->W;
+    double acc[AVG_CB];
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / g->OH, oh = r % g->OH, hs, he;
+        POOL_CLIP(oh, j->a->sh, g->pt, g->KH, g->H, hs, he);
+        const float *xn = j->x + n * g->H * W * C;
+        float *y = j->y + r * g->OW * C;
+        for (int64_t ow = 0; ow < g->OW; ow++, y += C) {
+            int64_t ws, we;
+            POOL_CLIP(ow, j->a->sw, g->pl, g->KW, W, ws, we);
+            int64_t cnt = (he - hs) * (we - ws);
+            double dc = (double)cnt;
+            for (int64_t c0 = 0; c0 < C; c0 += AVG_CB) {
+                int64_t cb = C - c0 < AVG_CB ? C - c0 : AVG_CB;
+                for (int64_t c = 0; c < cb; c++)
+                    acc[c] = 0;
+                for (int64_t ih = hs; ih < he; ih++)
+                    for (int64_t iw = ws; iw < we; iw++) {
+                        const float *xp = xn + (ih * W + iw) * C + c0;
+                        for (int64_t c = 0; c < cb; c++)
+                            acc[c] += (double)xp[c];
+                    }
+                if (cnt > 0)
+                    for (int64_t c = 0; c < cb; c++)
+                        y[c0 + c] = (float)(acc[c] / dc);
+                else
+                    for (int64_t c = 0; c < cb; c++)
+                        y[c0 + c] = 0;
+            }
+        }
+    }
+})
+
 static void layout_strides(int nchw, int64_t H, int64_t W, int64_t C, int64_t *s) {
     if (nchw) {
         s[0] = C * H * W;
@@ -530,9 +613,18 @@ static ms_status pool_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     rt_shape os = shape4(a->nchw, g.N, g.OH, g.OW, g.C);
     if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
     if (out[0]->nelem == 0) return MS_OK;
+    int is_max = strcmp(node->op, "MaxPool") == 0;
+    if (!a->nchw && x->dtype == RT_DT_FLOAT) {
+        poolf_job fj = {.g = &g, .a = a, .x = x->data, .y = out[0]->data};
+        int64_t row = g.OW * g.C * g.KH * g.KW; /* work per output row */
+        int64_t chunk = row > 0 && row < 16384 ? 16384 / row : 1;
+        kn_ctx_parallel_for(ctx, g.N * g.OH, chunk, is_max ? maxpool_nhwc_rows : avgpool_nhwc_rows,
+                            &fj);
+        return MS_OK;
+    }
     pool_job job = {.g = &g,
                     .a = a,
-                    .is_max = strcmp(node->op, "MaxPool") == 0,
+                    .is_max = is_max,
                     .dbl = x->dtype == RT_DT_DOUBLE,
                     .x = x->data,
                     .y = out[0]->data};

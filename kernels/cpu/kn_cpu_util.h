@@ -117,4 +117,52 @@ ms_status kn__window_dim(const kn_node *n, const char *what, int64_t in, int64_t
                          int64_t stride, int padding, int64_t ep_before, int64_t ep_after,
                          int64_t *out, int64_t *pad_before);
 
+/* ---- run-time ISA clones of simple loops ----
+ * The build has no -march flag and GCC vectorises little at -O2, so loops
+ * on hot paths (pools, elementwise, BiasAdd, resize) are compiled three
+ * times: baseline x86-64 (SSE2), AVX2 and AVX-512F, each with the
+ * vectoriser on (dynamic cost model) and floating-point contraction off, so
+ * that every clone computes exactly what the plain C expression says (no FMA
+ * fusing: results are bit-identical across clones and to the scalar code).
+ * The clone runs after kn__vec_isa(), which follows kn__gemm_isa() (so a
+ * test or benchmark that forces a GEMM family forces these too).
+ *
+ * KN_VEC_DEFINE(name, (params), (args), { body }) defines static
+ * name_c/name_avx2/name_avx512 with that body and a static dispatcher
+ * `name` with the same parameters returning void. Helpers called from a
+ * body must be macros or always_inline (GCC does not inline across
+ * different optimize/target attributes). */
+enum { KN_VEC_C, KN_VEC_AVX2, KN_VEC_AVX512 };
+/* KN_VEC_C, KN_VEC_AVX2 or KN_VEC_AVX512. */
+int kn__vec_isa(void);
+
+#if defined(__clang__)
+#define KN_VEC_ATTR_C
+#define KN_VEC_ATTR_AVX2   __attribute__((target("avx2")))
+#define KN_VEC_ATTR_AVX512 __attribute__((target("avx512f")))
+#else
+#define KN__VEC_OPT        optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off")
+#define KN_VEC_ATTR_C      __attribute__((KN__VEC_OPT))
+#define KN_VEC_ATTR_AVX2   __attribute__((target("avx2"), KN__VEC_OPT))
+#define KN_VEC_ATTR_AVX512 __attribute__((target("avx512f"), KN__VEC_OPT))
+#endif
+
+#define KN_VEC_DEFINE(name, params, args, ...)                                                     \
+    KN_VEC_ATTR_C static void name##_c params __VA_ARGS__                                          \
+    KN_VEC_ATTR_AVX2 static void name##_avx2 params __VA_ARGS__                                    \
+    KN_VEC_ATTR_AVX512 static void name##_avx512 params __VA_ARGS__                                \
+    static void name params {                                                                      \
+        switch (kn__vec_isa()) {                                                                   \
+        case KN_VEC_AVX512:                                                                        \
+            name##_avx512 args;                                                                    \
+            break;                                                                                 \
+        case KN_VEC_AVX2:                                                                          \
+            name##_avx2 args;                                                                      \
+            break;                                                                                 \
+        default:                                                                                   \
+            name##_c args;                                                                         \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+
 #endif /* KN_CPU_UTIL_H */
