@@ -141,7 +141,11 @@ int kn__vec_isa(void);
 #define KN_VEC_ATTR_AVX2   __attribute__((target("avx2")))
 #define KN_VEC_ATTR_AVX512 __attribute__((target("avx512f")))
 #else
-#define KN__VEC_OPT        optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off")
+/* no-tree-loop-distribute-patterns: short copy/fill loops stay inline
+ * vector code instead of becoming memcpy/memset calls. */
+#define KN__VEC_OPT                                                                                \
+    optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off",                       \
+             "no-tree-loop-distribute-patterns")
 #define KN_VEC_ATTR_C      __attribute__((KN__VEC_OPT))
 #define KN_VEC_ATTR_AVX2   __attribute__((target("avx2"), KN__VEC_OPT))
 #define KN_VEC_ATTR_AVX512 __attribute__((target("avx512f"), KN__VEC_OPT))

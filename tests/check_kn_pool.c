@@ -1,0 +1,561 @@
+/* check_kn_pool.c - the float32 fast paths of the non-convolution CPU
+ * kernels (MaxPool/AvgPool NHWC, binary and unary elementwise ops, BiasAdd,
+ * ResizeBilinear/ResizeNearestNeighbor NHWC, ConcatV2) against
+ * straightforward scalar computations written here, on random inputs with
+ * odd shapes (channel counts that are no multiple of the vector width,
+ * windows clipped at borders, EXPLICIT pads, AvgPool counts of valid
+ * elements), run once per ISA clone the CPU supports (forced through
+ * kn__gemm_set_isa, which the vectorised loops follow).
+ *
+ * Every operation here is exact relative to its scalar definition (no
+ * reassociation, no FMA contraction in the clones), so the comparisons are
+ * bit for bit (NaN matching NaN).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_cpu_gemm.h"
+#include "util_node.h"
+
+#define S TU_SHAPE
+
+/* ---- helpers ---- */
+
+static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+
+/* Uniform in [-8, 8) with 1/64 granularity mixed with arbitrary mantissas. */
+static float rnd(void) {
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    uint32_t r = (uint32_t)(g_rng >> 33);
+    float v = (float)(r % 1024) / 64.0f - 8.0f;
+    if (r & 1u << 30) v *= 1.0f + (float)(r >> 20 & 1023) / 4096.0f;
+    return v;
+}
+
+static rt_tensor *rnd_t(rt_shape s) {
+    int64_t n = rt_shape_nelem(&s);
+    float *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    ck_assert_ptr_nonnull(v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = rnd();
+    rt_tensor *t = tu_t(RT_DT_FLOAT, s, v, (int)n);
+    free(v);
+    return t;
+}
+
+/* Bit-for-bit float comparison (any NaN matches any NaN). */
+static void check_bits(const rt_tensor *got, const float *want, int64_t n, const char *what) {
+    ck_assert_int_eq(got->dtype, RT_DT_FLOAT);
+    ck_assert_int_eq(got->nelem, n);
+    const float *g = got->data;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(g[i]) && isnan(want[i])) continue;
+        ck_assert_msg(memcmp(&g[i], &want[i], sizeof(float)) == 0,
+                      "%s: element %lld is %.9g, want %.9g", what, (long long)i, g[i], want[i]);
+    }
+}
+
+/* The GEMM families (and so vectorised clones) this CPU runs. */
+static int isas(kn_gemm_isa *out) {
+    int n = 0;
+    for (int i = KN_GEMM_ISA_C; i <= KN_GEMM_ISA_AVX512; i++)
+        if (kn__gemm_set_isa((kn_gemm_isa)i) == MS_OK) out[n++] = (kn_gemm_isa)i;
+    ck_assert_int_eq(kn__gemm_set_isa(KN_GEMM_ISA_AUTO), MS_OK);
+    ck_assert_int_ge(n, 1);
+    return n;
+}
+
+/* ====================================================================== */
+/* pools                                                                  */
+/* ====================================================================== */
+
+typedef struct pool_case {
+    int64_t N, H, W, C, kh, kw, sh, sw;
+    const char *pad;
+    int64_t ep[4]; /* EXPLICIT: top, bottom, left, right */
+} pool_case;
+
+/* TF's output size and leading pad (GetWindowedOutputSize). */
+static void out_dim(int64_t in, int64_t k, int64_t s, const char *pad, int64_t pb, int64_t pe,
+                    int64_t *out, int64_t *lead) {
+    if (strcmp(pad, "VALID") == 0) {
+        *out = (in - k + s) / s;
+        *lead = 0;
+    } else if (strcmp(pad, "SAME") == 0) {
+        *out = (in + s - 1) / s;
+        int64_t tot = (*out - 1) * s + k - in;
+        if (tot < 0) tot = 0;
+        *lead = tot / 2;
+    } else {
+        *out = (in + pb + pe - k + s) / s;
+        *lead = pb;
+    }
+}
+
+static Tensorflow__NodeDef *pool_def(const char *op, const pool_case *pc) {
+    Tensorflow__NodeDef *d = tu_node_new(op, "pool");
+    tu_attr_type(d, "T", RT_DT_FLOAT);
+    tu_attr_ints(d, "ksize", 1, pc->kh, pc->kw, 1);
+    tu_attr_ints(d, "strides", 1, pc->sh, pc->sw, 1);
+    tu_attr_s(d, "padding", pc->pad);
+    if (strcmp(pc->pad, "EXPLICIT") == 0)
+        tu_attr_ints(d, "explicit_paddings", 0, 0, pc->ep[0], pc->ep[1], pc->ep[2], pc->ep[3], 0,
+                     0);
+    tu_attr_s(d, "data_format", "NHWC");
+    return d;
+}
+
+/* Scalar pooling: max from -inf with `v > m` in window order; average as
+ * the double sum of the valid elements divided by their count. */
+static float *pool_scalar(const pool_case *pc, int is_max, const float *x, int64_t *OH,
+                          int64_t *OW) {
+    int64_t pt, pl;
+    out_dim(pc->H, pc->kh, pc->sh, pc->pad, pc->ep[0], pc->ep[1], OH, &pt);
+    out_dim(pc->W, pc->kw, pc->sw, pc->pad, pc->ep[2], pc->ep[3], OW, &pl);
+    float *y = malloc((size_t)(pc->N * *OH * *OW * pc->C) * sizeof(float) + 1);
+    ck_assert_ptr_nonnull(y);
+    for (int64_t n = 0; n < pc->N; n++)
+        for (int64_t oh = 0; oh < *OH; oh++)
+            for (int64_t ow = 0; ow < *OW; ow++)
+                for (int64_t c = 0; c < pc->C; c++) {
+                    float m = -INFINITY;
+                    double sum = 0;
+                    int64_t cnt = 0;
+                    for (int64_t i = 0; i < pc->kh; i++)
+                        for (int64_t k = 0; k < pc->kw; k++) {
+                            int64_t ih = oh * pc->sh - pt + i, iw = ow * pc->sw - pl + k;
+                            if (ih < 0 || ih >= pc->H || iw < 0 || iw >= pc->W) continue;
+                            float v = x[((n * pc->H + ih) * pc->W + iw) * pc->C + c];
+                            if (v > m) m = v;
+                            sum += v;
+                            cnt++;
+                        }
+                    y[((n * *OH + oh) * *OW + ow) * pc->C + c] =
+                        is_max ? m : (float)(cnt ? sum / (double)cnt : 0);
+                }
+    return y;
+}
+
+START_TEST(pool_random) {
+    static const pool_case cases[] = {
+        {2, 9, 11, 17, 3, 3, 2, 2, "SAME", {0}},
+        {1, 8, 8, 64, 3, 3, 2, 2, "EXPLICIT", {1, 1, 1, 1}},
+        {1, 7, 10, 37, 2, 3, 1, 2, "EXPLICIT", {1, 0, 2, 1}},
+        {2, 8, 6, 3, 2, 2, 2, 2, "VALID", {0}},
+        {1, 13, 5, 300, 3, 2, 3, 1, "SAME", {0}},
+        {1, 5, 5, 1, 5, 5, 1, 1, "SAME", {0}},
+        {3, 6, 7, 31, 1, 1, 1, 1, "VALID", {0}},
+        {1, 12, 12, 16, 3, 3, 1, 1, "SAME", {0}},
+    };
+    kn_gemm_isa isa[3];
+    int ni = isas(isa);
+    for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
+        const pool_case *pc = &cases[ci];
+        rt_tensor *x = rnd_t(S(pc->N, pc->H, pc->W, pc->C));
+        /* Ties and signed zeros: the first of equal values wins. */
+        float *xv = x->data;
+        for (int64_t i = 0; i < x->nelem; i += 7)
+            xv[i] = (i / 7) % 2 ? 0.0f : -0.0f;
+        for (int op = 0; op < 2; op++) {
+            int is_max = op == 0;
+            if (!is_max && strcmp(pc->pad, "EXPLICIT") == 0) continue; /* MaxPool only */
+            int64_t OH, OW;
+            float *want = pool_scalar(pc, is_max, x->data, &OH, &OW);
+            for (int i = 0; i < ni; i++) {
+                ck_assert_int_eq(kn__gemm_set_isa(isa[i]), MS_OK);
+                rt_tensor *o = tu_run1(pool_def(is_max ? "MaxPool" : "AvgPool", pc), &x, 1);
+                tu_check_shape(o, RT_DT_FLOAT, S(pc->N, OH, OW, pc->C));
+                char what[96];
+                snprintf(what, sizeof(what), "case %zu %s isa %s", ci,
+                         is_max ? "MaxPool" : "AvgPool", kn__gemm_isa_name(isa[i]));
+                check_bits(o, want, pc->N * OH * OW * pc->C, what);
+                rt_tensor_unref(o);
+            }
+            kn__gemm_set_isa(KN_GEMM_ISA_AUTO);
+            free(want);
+        }
+        rt_tensor_unref(x);
+    }
+}
+END_TEST
+
+/* MaxPool skips NaN inputs (v > m is false for them) in the fast path as in
+ * the reference: [NaN, 1; 2, NaN] -> 2; an all-NaN window stays -inf. */
+START_TEST(pool_nan) {
+    const float nan = NAN;
+    rt_tensor *x = TU_F32(S(1, 2, 4, 1), nan, 1, nan, nan, 2, nan, nan, nan);
+    pool_case pc = {1, 2, 4, 1, 2, 2, 2, 2, "VALID", {0}};
+    rt_tensor *o = tu_run1(pool_def("MaxPool", &pc), &x, 1);
+    const float want[2] = {2, -INFINITY};
+    check_bits(o, want, 2, "nan");
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+}
+END_TEST
+
+/* ====================================================================== */
+/* elementwise                                                            */
+/* ====================================================================== */
+
+static float bin_scalar(const char *op, float x, float y) {
+    if (strcmp(op, "AddV2") == 0 || strcmp(op, "Add") == 0) return x + y;
+    if (strcmp(op, "Sub") == 0) return x - y;
+    if (strcmp(op, "Mul") == 0) return x * y;
+    if (strcmp(op, "RealDiv") == 0) return x / y;
+    if (strcmp(op, "SquaredDifference") == 0) return (x - y) * (x - y);
+    if (strcmp(op, "Maximum") == 0) return isnan(x) || isnan(y) ? NAN : x > y ? x : y;
+    if (strcmp(op, "Minimum") == 0) return isnan(x) || isnan(y) ? NAN : x < y ? x : y;
+    ck_abort_msg("no scalar op %s", op);
+    return 0;
+}
+
+/* Flat index into a tensor of shape s broadcast to out at out index i. */
+static int64_t bidx(const rt_shape *s, const rt_shape *out, int64_t i) {
+    int64_t off = 0, mul = 1;
+    for (int d = out->rank - 1; d >= 0; d--) {
+        int64_t c = i % out->dim[d];
+        i /= out->dim[d];
+        int sd = d - (out->rank - s->rank);
+        if (sd < 0) continue;
+        if (s->dim[sd] != 1) off += c * mul;
+        mul *= s->dim[sd];
+    }
+    return off;
+}
+
+START_TEST(binary_random) {
+    static const char *const ops[] = {"AddV2", "Add",     "Sub",     "Mul",
+                                      "RealDiv", "Maximum", "Minimum", "SquaredDifference"};
+    struct {
+        rt_shape a, b;
+    } shapes[] = {
+        {S(3, 5, 7, 19), S(3, 5, 7, 19)}, /* same shape */
+        {S(3, 5, 7, 19), S(19)},          /* row vector (BiasAdd-like) */
+        {S(37), S(2, 9, 37)},             /* row vector first */
+        {S(2, 5, 1), S(1, 33)},           /* outer product */
+        {S(4, 6, 3), S(1)},               /* scalar-like */
+        {S(1), S(1)},
+        {S(2, 3, 4, 5), S(3, 1, 5)}, /* rank-3 collapsed broadcast */
+        {S(5000), S(5000)},          /* several parallel chunks */
+    };
+    kn_gemm_isa isa[3];
+    int ni = isas(isa);
+    for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+        rt_tensor *in[2] = {rnd_t(shapes[si].a), rnd_t(shapes[si].b)};
+        ((float *)in[0]->data)[0] = NAN;
+        if (in[1]->nelem > 3) ((float *)in[1]->data)[3] = -0.0f;
+        rt_shape os = shapes[si].a.rank >= shapes[si].b.rank ? shapes[si].a : shapes[si].b;
+        for (int d = 0; d < os.rank; d++) {
+            const rt_shape *sa = &shapes[si].a, *sb = &shapes[si].b;
+            int da = d - (os.rank - sa->rank), db = d - (os.rank - sb->rank);
+            int64_t va = da >= 0 ? sa->dim[da] : 1, vb = db >= 0 ? sb->dim[db] : 1;
+            os.dim[d] = va > vb ? va : vb;
+        }
+        int64_t n = rt_shape_nelem(&os);
+        float *want = malloc((size_t)n * sizeof(float));
+        ck_assert_ptr_nonnull(want);
+        for (size_t oi = 0; oi < sizeof(ops) / sizeof(ops[0]); oi++) {
+            for (int64_t i = 0; i < n; i++)
+                want[i] = bin_scalar(ops[oi],
+                                     ((float *)in[0]->data)[bidx(&in[0]->shape, &os, i)],
+                                     ((float *)in[1]->data)[bidx(&in[1]->shape, &os, i)]);
+            for (int k = 0; k < ni; k++) {
+                ck_assert_int_eq(kn__gemm_set_isa(isa[k]), MS_OK);
+                Tensorflow__NodeDef *d = tu_node_new(ops[oi], "bin");
+                tu_attr_type(d, "T", RT_DT_FLOAT);
+                rt_tensor *o = tu_run1(d, in, 2);
+                tu_check_shape(o, RT_DT_FLOAT, os);
+                char what[96];
+                snprintf(what, sizeof(what), "%s shapes %zu isa %s", ops[oi], si,
+                         kn__gemm_isa_name(isa[k]));
+                check_bits(o, want, n, what);
+                rt_tensor_unref(o);
+            }
+            kn__gemm_set_isa(KN_GEMM_ISA_AUTO);
+        }
+        free(want);
+        tu_unref(in, 2);
+    }
+}
+END_TEST
+
+static float un_scalar(const char *op, float x, float alpha) {
+    if (strcmp(op, "Relu") == 0) return x > 0 ? x : 0;
+    if (strcmp(op, "Relu6") == 0) return x > 6 ? 6 : x > 0 ? x : 0;
+    if (strcmp(op, "LeakyRelu") == 0) return x > 0 ? x : x * alpha;
+    if (strcmp(op, "Neg") == 0) return -x;
+    if (strcmp(op, "Abs") == 0) return fabsf(x);
+    if (strcmp(op, "Square") == 0) return x * x;
+    ck_abort_msg("no scalar op %s", op);
+    return 0;
+}
+
+START_TEST(unary_random) {
+    static const char *const ops[] = {"Relu", "Relu6", "LeakyRelu", "Neg", "Abs", "Square"};
+    kn_gemm_isa isa[3];
+    int ni = isas(isa);
+    /* 3 * 7 * 1601 elements: several parallel chunks and a ragged tail. */
+    rt_tensor *x = rnd_t(S(3, 7, 1601));
+    float *xv = x->data;
+    const float special[] = {NAN, -0.0f, 0.0f, INFINITY, -INFINITY, 6.0f, 6.5f, 1e-40f, -1e-40f};
+    for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+        xv[i * 101] = special[i];
+    float *want = malloc((size_t)x->nelem * sizeof(float));
+    ck_assert_ptr_nonnull(want);
+    for (size_t oi = 0; oi < sizeof(ops) / sizeof(ops[0]); oi++) {
+        float alpha = 0.15f;
+        for (int64_t i = 0; i < x->nelem; i++)
+            want[i] = un_scalar(ops[oi], xv[i], alpha);
+        for (int k = 0; k < ni; k++) {
+            ck_assert_int_eq(kn__gemm_set_isa(isa[k]), MS_OK);
+            Tensorflow__NodeDef *d = tu_node_new(ops[oi], "un");
+            tu_attr_type(d, "T", RT_DT_FLOAT);
+            if (strcmp(ops[oi], "LeakyRelu") == 0) tu_attr_f(d, "alpha", alpha);
+            rt_tensor *o = tu_run1(d, &x, 1);
+            char what[64];
+            snprintf(what, sizeof(what), "%s isa %s", ops[oi], kn__gemm_isa_name(isa[k]));
+            check_bits(o, want, x->nelem, what);
+            rt_tensor_unref(o);
+        }
+        kn__gemm_set_isa(KN_GEMM_ISA_AUTO);
+    }
+    free(want);
+    rt_tensor_unref(x);
+}
+END_TEST
+
+/* ====================================================================== */
+/* BiasAdd                                                                */
+/* ====================================================================== */
+
+START_TEST(bias_random) {
+    kn_gemm_isa isa[3];
+    int ni = isas(isa);
+    for (int nchw = 0; nchw < 2; nchw++) {
+        const int64_t N = 2, H = 5, W = 9, C = 37;
+        rt_shape xs = nchw ? S(N, C, H, W) : S(N, H, W, C);
+        rt_tensor *in[2] = {rnd_t(xs), rnd_t(S(C))};
+        const float *x = in[0]->data, *b = in[1]->data;
+        float *want = malloc((size_t)in[0]->nelem * sizeof(float));
+        ck_assert_ptr_nonnull(want);
+        for (int64_t i = 0; i < in[0]->nelem; i++) {
+            int64_t c = nchw ? (i / (H * W)) % C : i % C;
+            want[i] = x[i] + b[c];
+        }
+        for (int k = 0; k < ni; k++) {
+            ck_assert_int_eq(kn__gemm_set_isa(isa[k]), MS_OK);
+            Tensorflow__NodeDef *d = tu_node_new("BiasAdd", "bias");
+            tu_attr_type(d, "T", RT_DT_FLOAT);
+            tu_attr_s(d, "data_format", nchw ? "NCHW" : "NHWC");
+            rt_tensor *o = tu_run1(d, in, 2);
+            tu_check_shape(o, RT_DT_FLOAT, xs);
+            check_bits(o, want, in[0]->nelem, nchw ? "BiasAdd NCHW" : "BiasAdd NHWC");
+            rt_tensor_unref(o);
+        }
+        kn__gemm_set_isa(KN_GEMM_ISA_AUTO);
+        free(want);
+        tu_unref(in, 2);
+    }
+}
+END_TEST
+
+/* ====================================================================== */
+/* resize                                                                 */
+/* ====================================================================== */
+
+/* TensorFlow's resize_bilinear_op in float: source coordinate, floor/ceil
+ * neighbours clamped to the image, then three lerps. */
+static float *bilinear_scalar(const float *x, int64_t N, int64_t H, int64_t W, int64_t C,
+                              int64_t OH, int64_t OW, int align, int half) {
+    float *y = malloc((size_t)(N * OH * OW * C) * sizeof(float));
+    ck_assert_ptr_nonnull(y);
+    float hs = align && OH > 1 ? (float)(H - 1) / (float)(OH - 1) : (float)H / (float)OH;
+    float ws = align && OW > 1 ? (float)(W - 1) / (float)(OW - 1) : (float)W / (float)OW;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < OH; i++) {
+            float fy = half ? ((float)i + 0.5f) * hs - 0.5f : (float)i * hs;
+            int64_t y0 = (int64_t)floorf(fy), y1 = (int64_t)ceilf(fy);
+            float ly = fy - floorf(fy);
+            y0 = y0 < 0 ? 0 : y0 > H - 1 ? H - 1 : y0;
+            y1 = y1 > H - 1 ? H - 1 : y1 < 0 ? 0 : y1;
+            for (int64_t j = 0; j < OW; j++) {
+                float fx = half ? ((float)j + 0.5f) * ws - 0.5f : (float)j * ws;
+                int64_t x0 = (int64_t)floorf(fx), x1 = (int64_t)ceilf(fx);
+                float lx = fx - floorf(fx);
+                x0 = x0 < 0 ? 0 : x0 > W - 1 ? W - 1 : x0;
+                x1 = x1 > W - 1 ? W - 1 : x1 < 0 ? 0 : x1;
+                for (int64_t c = 0; c < C; c++) {
+                    float tl = x[((n * H + y0) * W + x0) * C + c];
+                    float tr = x[((n * H + y0) * W + x1) * C + c];
+                    float bl = x[((n * H + y1) * W + x0) * C + c];
+                    float br = x[((n * H + y1) * W + x1) * C + c];
+                    float t = tl + (tr - tl) * lx;
+                    float b = bl + (br - bl) * lx;
+                    y[((n * OH + i) * OW + j) * C + c] = t + (b - t) * ly;
+                }
+            }
+        }
+    return y;
+}
+
+/* resize_nearest_neighbor_op: floor (legacy, half-pixel) or round
+ * (align_corners) of the scaled coordinate, clamped. */
+static int64_t nearest_src(int64_t i, int64_t in, int64_t out, int align, int half) {
+    float sc = align && out > 1 ? (float)(in - 1) / (float)(out - 1) : (float)in / (float)out;
+    float v = half ? ((float)i + 0.5f) * sc : (float)i * sc;
+    int64_t s = align ? (int64_t)roundf(v) : (int64_t)floorf(v);
+    return s < 0 ? 0 : s > in - 1 ? in - 1 : s;
+}
+
+static rt_tensor *resize_run(const char *op, rt_tensor *x, int32_t h, int32_t w, int align,
+                             int half) {
+    Tensorflow__NodeDef *d = tu_node_new(op, "resize");
+    tu_attr_type(d, "T", RT_DT_FLOAT);
+    tu_attr_b(d, "align_corners", align);
+    tu_attr_b(d, "half_pixel_centers", half);
+    rt_tensor *in[2] = {x, TU_I32(S(2), h, w)};
+    rt_tensor *o = tu_run1(d, in, 2);
+    rt_tensor_unref(in[1]);
+    return o;
+}
+
+START_TEST(resize_random) {
+    static const struct {
+        int64_t N, H, W, C, OH, OW;
+    } cases[] = {
+        {1, 8, 8, 16, 16, 16}, {2, 5, 7, 3, 10, 14}, {1, 9, 6, 37, 4, 5},
+        {1, 4, 4, 1, 13, 7},   {1, 3, 5, 19, 3, 5},
+    };
+    static const int modes[3][2] = {{0, 1}, {1, 0}, {0, 0}}; /* align, half */
+    kn_gemm_isa isa[3];
+    int ni = isas(isa);
+    for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
+        int64_t N = cases[ci].N, H = cases[ci].H, W = cases[ci].W, C = cases[ci].C;
+        int64_t OH = cases[ci].OH, OW = cases[ci].OW;
+        rt_tensor *x = rnd_t(S(N, H, W, C));
+        const float *xv = x->data;
+        for (int m = 0; m < 3; m++) {
+            int align = modes[m][0], half = modes[m][1];
+            float *wb = bilinear_scalar(xv, N, H, W, C, OH, OW, align, half);
+            float *wn = malloc((size_t)(N * OH * OW * C) * sizeof(float));
+            ck_assert_ptr_nonnull(wn);
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t i = 0; i < OH; i++)
+                    for (int64_t j = 0; j < OW; j++)
+                        for (int64_t c = 0; c < C; c++)
+                            wn[((n * OH + i) * OW + j) * C + c] =
+                                xv[((n * H + nearest_src(i, H, OH, align, half)) * W +
+                                    nearest_src(j, W, OW, align, half)) *
+                                       C +
+                                   c];
+            for (int k = 0; k < ni; k++) {
+                ck_assert_int_eq(kn__gemm_set_isa(isa[k]), MS_OK);
+                char what[96];
+                rt_tensor *o =
+                    resize_run("ResizeBilinear", x, (int32_t)OH, (int32_t)OW, align, half);
+                tu_check_shape(o, RT_DT_FLOAT, S(N, OH, OW, C));
+                snprintf(what, sizeof(what), "bilinear case %zu mode %d isa %s", ci, m,
+                         kn__gemm_isa_name(isa[k]));
+                check_bits(o, wb, N * OH * OW * C, what);
+                rt_tensor_unref(o);
+                o = resize_run("ResizeNearestNeighbor", x, (int32_t)OH, (int32_t)OW, align, half);
+                tu_check_shape(o, RT_DT_FLOAT, S(N, OH, OW, C));
+                snprintf(what, sizeof(what), "nearest case %zu mode %d isa %s", ci, m,
+                         kn__gemm_isa_name(isa[k]));
+                check_bits(o, wn, N * OH * OW * C, what);
+                rt_tensor_unref(o);
+            }
+            kn__gemm_set_isa(KN_GEMM_ISA_AUTO);
+            free(wb);
+            free(wn);
+        }
+        rt_tensor_unref(x);
+    }
+}
+END_TEST
+
+/* ====================================================================== */
+/* ConcatV2                                                               */
+/* ====================================================================== */
+
+START_TEST(concat_random) {
+    kn_gemm_isa isa[3];
+    int ni = isas(isa);
+    static const int64_t cs[3] = {3, 17, 1};
+    for (int axis = 0; axis < 4; axis++) {
+        rt_tensor *in[4];
+        rt_shape os = S(2, 5, 7, 4);
+        os.dim[axis] = 0;
+        for (int k = 0; k < 3; k++) {
+            rt_shape s = S(2, 5, 7, 4);
+            s.dim[axis] = cs[k];
+            os.dim[axis] += cs[k];
+            in[k] = rnd_t(s);
+        }
+        in[3] = TU_I32(S(1), axis == 3 ? -1 : axis);
+        int64_t n = rt_shape_nelem(&os);
+        float *want = malloc((size_t)n * sizeof(float));
+        ck_assert_ptr_nonnull(want);
+        /* Output element at coordinates (d0..d3): input k where the axis
+         * coordinate falls, at the coordinate minus the earlier inputs'. */
+        for (int64_t i = 0; i < n; i++) {
+            int64_t co[4], r = i;
+            for (int d = 3; d >= 0; d--) {
+                co[d] = r % os.dim[d];
+                r /= os.dim[d];
+            }
+            int k = 0;
+            while (co[axis] >= cs[k])
+                co[axis] -= cs[k++];
+            const rt_shape *s = &in[k]->shape;
+            int64_t off = ((co[0] * s->dim[1] + co[1]) * s->dim[2] + co[2]) * s->dim[3] + co[3];
+            want[i] = ((const float *)in[k]->data)[off];
+        }
+        for (int k = 0; k < ni; k++) {
+            ck_assert_int_eq(kn__gemm_set_isa(isa[k]), MS_OK);
+            Tensorflow__NodeDef *d = tu_node_new("ConcatV2", "concat");
+            tu_attr_type(d, "T", RT_DT_FLOAT);
+            tu_attr_i(d, "N", 3);
+            rt_tensor *o = tu_run1(d, in, 4);
+            tu_check_shape(o, RT_DT_FLOAT, os);
+            char what[64];
+            snprintf(what, sizeof(what), "concat axis %d isa %s", axis, kn__gemm_isa_name(isa[k]));
+            check_bits(o, want, n, what);
+            rt_tensor_unref(o);
+        }
+        kn__gemm_set_isa(KN_GEMM_ISA_AUTO);
+        free(want);
+        tu_unref(in, 4);
+    }
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("kn_pool");
+    struct {
+        const char *name;
+        const TTest *t;
+    } tests[] = {
+        {"pool", pool_random},         {"pool", pool_nan},     {"binary", binary_random},
+        {"unary", unary_random},       {"bias", bias_random},  {"resize", resize_random},
+        {"concat", concat_random},
+    };
+    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+        TCase *tc = tcase_create(tests[i].name);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, tests[i].t);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
