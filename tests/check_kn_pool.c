@@ -7,9 +7,11 @@
  * elements), run once per ISA clone the CPU supports (forced through
  * kn__gemm_set_isa, which the vectorised loops follow).
  *
- * Every operation here is exact relative to its scalar definition (no
- * reassociation, no FMA contraction in the clones), so the comparisons are
- * bit for bit (NaN matching NaN).
+ * Every operation here but the exponentials is exact relative to its
+ * scalar definition (no reassociation, no FMA contraction in the clones), so
+ * those comparisons are bit for bit (NaN matching NaN); Sigmoid, Tanh and
+ * Softmax (vectorised exponential) are held to 1e-6 relative of the
+ * double-precision functions.
  */
 #include <check.h>
 #include <math.h>
@@ -327,6 +329,111 @@ START_TEST(unary_random) {
 }
 END_TEST
 
+/* |got - want| <= rel * |want| + abs_floor per element (NaN matches NaN). */
+static void check_close(const rt_tensor *got, const double *want, int64_t n, double rel,
+                        const char *what) {
+    const float *g = got->data;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(want[i])) {
+            ck_assert_msg(isnan(g[i]), "%s: element %lld is %.9g, want NaN", what, (long long)i,
+                          g[i]);
+            continue;
+        }
+        if (isinf(want[i])) {
+            ck_assert_msg(g[i] == want[i], "%s: element %lld is %.9g, want %g", what,
+                          (long long)i, g[i], want[i]);
+            continue;
+        }
+        double err = fabs((double)g[i] - want[i]);
+        ck_assert_msg(err <= rel * fabs(want[i]) + 1e-37, "%s: element %lld is %.9g, want %.12g",
+                      what, (long long)i, g[i], want[i]);
+    }
+}
+
+/* Sigmoid and Tanh (vectorised exponential) within 1e-6 relative of the
+ * double-precision functions on a dense sweep of [-30, 30), the
+ * polynomial/exponential switch of Tanh at 0.625, tiny, huge and special
+ * inputs. */
+START_TEST(sigmoid_tanh) {
+    const int64_t n = 60000 + 16;
+    float *v = malloc((size_t)n * sizeof(float));
+    ck_assert_ptr_nonnull(v);
+    for (int64_t i = 0; i < 60000; i++)
+        v[i] = -30.0f + (float)i * 0.001f;
+    const float special[16] = {NAN,      INFINITY, -INFINITY, 0.0f,   -0.0f,  1e-6f,
+                               -3e-5f,   0.624f,   0.626f,    -0.625f, 88.9f, -88.9f,
+                               -100.0f,  -103.0f,  120.0f,    1e-40f};
+    memcpy(v + 60000, special, sizeof(special));
+    rt_tensor *x = tu_t(RT_DT_FLOAT, S(n), v, (int)n);
+    double *want = malloc((size_t)n * sizeof(double));
+    ck_assert_ptr_nonnull(want);
+    kn_gemm_isa isa[3];
+    int ni = isas(isa);
+    for (int op = 0; op < 2; op++) {
+        for (int64_t i = 0; i < n; i++) {
+            double d = v[i];
+            want[i] = op == 0 ? 1.0 / (1.0 + exp(-d)) : tanh(d);
+        }
+        for (int k = 0; k < ni; k++) {
+            ck_assert_int_eq(kn__gemm_set_isa(isa[k]), MS_OK);
+            Tensorflow__NodeDef *d = tu_node_new(op == 0 ? "Sigmoid" : "Tanh", "act");
+            tu_attr_type(d, "T", RT_DT_FLOAT);
+            rt_tensor *o = tu_run1(d, &x, 1);
+            char what[64];
+            snprintf(what, sizeof(what), "%s isa %s", op == 0 ? "Sigmoid" : "Tanh",
+                     kn__gemm_isa_name(isa[k]));
+            check_close(o, want, n, 1e-6, what);
+            rt_tensor_unref(o);
+        }
+        kn__gemm_set_isa(KN_GEMM_ISA_AUTO);
+    }
+    free(want);
+    free(v);
+    rt_tensor_unref(x);
+}
+END_TEST
+
+/* Softmax over the last axis against the double-precision formula, rows
+ * from 1 to 1000 elements (1e-6 relative). */
+START_TEST(softmax_rows_random) {
+    static const int64_t lens[] = {1, 3, 4, 17, 1000};
+    kn_gemm_isa isa[3];
+    int ni = isas(isa);
+    for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+        const int64_t rows = 37, len = lens[li];
+        rt_tensor *x = rnd_t(S(rows, len));
+        float *xv = x->data;
+        for (int64_t i = 0; i < x->nelem; i++)
+            xv[i] *= 4.0f; /* [-32, 32): some terms far below the maximum */
+        double *want = malloc((size_t)x->nelem * sizeof(double));
+        ck_assert_ptr_nonnull(want);
+        for (int64_t r = 0; r < rows; r++) {
+            double m = xv[r * len], s = 0;
+            for (int64_t i = 0; i < len; i++)
+                m = xv[r * len + i] > m ? xv[r * len + i] : m;
+            for (int64_t i = 0; i < len; i++)
+                s += exp((double)xv[r * len + i] - m);
+            for (int64_t i = 0; i < len; i++)
+                want[r * len + i] = exp((double)xv[r * len + i] - m) / s;
+        }
+        for (int k = 0; k < ni; k++) {
+            ck_assert_int_eq(kn__gemm_set_isa(isa[k]), MS_OK);
+            Tensorflow__NodeDef *d = tu_node_new("Softmax", "sm");
+            tu_attr_type(d, "T", RT_DT_FLOAT);
+            rt_tensor *o = tu_run1(d, &x, 1);
+            char what[64];
+            snprintf(what, sizeof(what), "softmax len %lld isa %s", (long long)len,
+                     kn__gemm_isa_name(isa[k]));
+            check_close(o, want, x->nelem, 1e-6, what);
+            rt_tensor_unref(o);
+        }
+        kn__gemm_set_isa(KN_GEMM_ISA_AUTO);
+        free(want);
+        rt_tensor_unref(x);
+    }
+}
+END_TEST
+
 /* ====================================================================== */
 /* BiasAdd                                                                */
 /* ====================================================================== */
@@ -541,7 +648,8 @@ static Suite *suite(void) {
     } tests[] = {
         {"pool", pool_random},         {"pool", pool_nan},     {"binary", binary_random},
         {"unary", unary_random},       {"bias", bias_random},  {"resize", resize_random},
-        {"concat", concat_random},
+        {"concat", concat_random},     {"sigmoid_tanh", sigmoid_tanh},
+        {"softmax", softmax_rows_random},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

@@ -380,8 +380,30 @@ DEF_UN_FV(neg, -x, -x)
 DEF_UN_FV(abs, fabsf(x), fabs(x))
 DEF_UN_FV(relu, x > 0 ? x : 0, x > 0 ? x : 0)
 DEF_UN_FV(relu6, x > 6 ? 6 : (x > 0 ? x : 0), x > 6 ? 6 : (x > 0 ? x : 0))
-DEF_UN_F(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
-DEF_UN_F(tanh, tanhf(x), tanh(x))
+/* Sigmoid and Tanh in float32 through kn__vexpf (vectorised, within a few
+ * ulp of the libm forms 1 / (1 + expf(-x)) and tanhf):
+ *   sigmoid: e = exp(-|x|) <= 1, s = 1 / (1 + e), x >= 0 ? s : e * s
+ *            (no overflow, subnormal results for very negative x);
+ *   tanh:    |x| < 0.625: Cephes' odd polynomial x + x^3 P(x^2) (no
+ *            cancellation near 0); else sign(x) (1 - 2 / (exp(2|x|) + 1)). */
+DEF_UN_F32V(sigmoid_f32, ({
+                float e_ = kn__vexpf(-fabsf(x)), s_ = 1.0f / (1.0f + e_);
+                x >= 0 ? s_ : e_ * s_;
+            }))
+DEF_UN(sigmoid_f64, double, double, 1.0 / (1.0 + exp(-x)))
+DEF_UN_F32V(tanh_f32, ({
+                float a_ = fabsf(x), z_ = x * x;
+                float p_ = -5.70498872745e-3f;
+                p_ = p_ * z_ + 2.06390887954e-2f;
+                p_ = p_ * z_ - 5.37397155531e-2f;
+                p_ = p_ * z_ + 1.33314422036e-1f;
+                p_ = p_ * z_ - 3.33332819422e-1f;
+                float small_ = p_ * z_ * x + x;
+                float big_ = 1.0f - 2.0f / (kn__vexpf(2.0f * a_) + 1.0f);
+                big_ = x < 0 ? -big_ : big_;
+                a_ < 0.625f ? small_ : big_;
+            }))
+DEF_UN(tanh_f64, double, double, tanh(x))
 DEF_UN_FV(leaky, x > 0 ? x : x * alpha, x > 0 ? x : x * (double)alpha)
 DEF_UN_F(floor, floorf(x), floor(x))
 DEF_UN_F(ceil, ceilf(x), ceil(x))
