@@ -1,6 +1,7 @@
 /* check_kn_pool.c - the float32 fast paths of the non-convolution CPU
  * kernels (MaxPool/AvgPool NHWC, binary and unary elementwise ops, BiasAdd,
- * ResizeBilinear/ResizeNearestNeighbor NHWC, ConcatV2) against
+ * FusedBatchNorm, ResizeBilinear/ResizeNearestNeighbor NHWC, ConcatV2,
+ * Sigmoid/Tanh/Softmax) against
  * straightforward scalar computations written here, on random inputs with
  * odd shapes (channel counts that are no multiple of the vector width,
  * windows clipped at borders, EXPLICIT pads, AvgPool counts of valid
@@ -469,6 +470,48 @@ START_TEST(bias_random) {
 }
 END_TEST
 
+/* FusedBatchNormV3 (inference) by rows/planes: y = x * m + a with TF's
+ * per-channel m = scale / sqrt(var + eps), a = offset - mean * m, both in
+ * float, computed here as the kernel's documented formula. */
+START_TEST(batch_norm_random) {
+    kn_gemm_isa isa[3];
+    int ni = isas(isa);
+    const float eps = 0.001f;
+    for (int nchw = 0; nchw < 2; nchw++) {
+        const int64_t N = 2, H = 3, W = 11, C = 21;
+        rt_shape xs = nchw ? S(N, C, H, W) : S(N, H, W, C);
+        rt_tensor *in[5] = {rnd_t(xs), rnd_t(S(C)), rnd_t(S(C)), rnd_t(S(C)), rnd_t(S(C))};
+        float *var = in[4]->data;
+        for (int64_t c = 0; c < C; c++)
+            var[c] = fabsf(var[c]) + 0.1f;
+        const float *x = in[0]->data, *sc = in[1]->data, *of = in[2]->data, *mu = in[3]->data;
+        float *want = malloc((size_t)in[0]->nelem * sizeof(float));
+        ck_assert_ptr_nonnull(want);
+        for (int64_t i = 0; i < in[0]->nelem; i++) {
+            int64_t c = nchw ? (i / (H * W)) % C : i % C;
+            float inv = 1.0f / sqrtf(var[c] + eps);
+            float m = sc[c] * inv, a = of[c] - mu[c] * sc[c] * inv;
+            want[i] = x[i] * m + a;
+        }
+        for (int k = 0; k < ni; k++) {
+            ck_assert_int_eq(kn__gemm_set_isa(isa[k]), MS_OK);
+            Tensorflow__NodeDef *d = tu_node_new("FusedBatchNormV3", "bn");
+            tu_attr_type(d, "T", RT_DT_FLOAT);
+            tu_attr_f(d, "epsilon", eps);
+            tu_attr_b(d, "is_training", 0);
+            tu_attr_s(d, "data_format", nchw ? "NCHW" : "NHWC");
+            rt_tensor *o = tu_run1(d, in, 5);
+            tu_check_shape(o, RT_DT_FLOAT, xs);
+            check_bits(o, want, in[0]->nelem, nchw ? "BatchNorm NCHW" : "BatchNorm NHWC");
+            rt_tensor_unref(o);
+        }
+        kn__gemm_set_isa(KN_GEMM_ISA_AUTO);
+        free(want);
+        tu_unref(in, 5);
+    }
+}
+END_TEST
+
 /* ====================================================================== */
 /* resize                                                                 */
 /* ====================================================================== */
@@ -649,7 +692,7 @@ static Suite *suite(void) {
         {"pool", pool_random},         {"pool", pool_nan},     {"binary", binary_random},
         {"unary", unary_random},       {"bias", bias_random},  {"resize", resize_random},
         {"concat", concat_random},     {"sigmoid_tanh", sigmoid_tanh},
-        {"softmax", softmax_rows_random},
+        {"softmax", softmax_rows_random}, {"batch_norm", batch_norm_random},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

@@ -670,15 +670,29 @@ typedef struct bn_job {
     int64_t C, inner;       /* NHWC: inner 1; NCHW: H*W */
 } bn_job;
 
-static void bn_runs(void *arg, int64_t b, int64_t e) {
+/* Over runs [b, e): NHWC (inner 1) rows of C channels, NCHW (n, c) planes;
+ * vectorised clones (no FMA contraction: y = x * mul + add rounds twice, as
+ * the plain expression). */
+KN_VEC_DEFINE(bn_runs, (void *arg, int64_t b, int64_t e), (arg, b, e), {
     const bn_job *j = arg;
-    for (int64_t r = b; r < e; r++) {
-        int64_t c = r % j->C; /* a run is one element (NHWC) or one (n, c) plane */
-        float m = j->mul[c], ad = j->add[c];
-        for (int64_t i = r * j->inner; i < (r + 1) * j->inner; i++)
-            j->y[i] = j->x[i] * m + ad;
+    const int64_t C = j->C, in = j->inner;
+    if (in == 1) {
+        for (int64_t r = b; r < e; r++) {
+            const float *x = j->x + r * C;
+            float *y = j->y + r * C;
+            for (int64_t c = 0; c < C; c++)
+                y[c] = x[c] * j->mul[c] + j->add[c];
+        }
+    } else {
+        for (int64_t r = b; r < e; r++) {
+            const float *x = j->x + r * in;
+            float *y = j->y + r * in;
+            float m = j->mul[r % C], ad = j->add[r % C];
+            for (int64_t i = 0; i < in; i++)
+                y[i] = x[i] * m + ad;
+        }
     }
-}
+})
 
 static ms_status bn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                             rt_tensor **out) {
@@ -697,7 +711,7 @@ static ms_status bn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
             return KN_EINVAL(node, "%s must be a float vector of %lld channels, got %s %s",
                              names[i], (long long)C, rt_dtype_name(in[i]->dtype),
                              kn__shp(&in[i]->shape));
-    float *coef = malloc((size_t)(2 * C > 0 ? 2 * C : 1) * sizeof(float));
+    float *coef = kn__scratch(SCR_COL, (size_t)(2 * C > 0 ? 2 * C : 1) * sizeof(float));
     if (coef == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     const float *scale = in[1]->data, *offset = in[2]->data, *mean = in[3]->data,
                 *var = in[4]->data;
@@ -714,9 +728,10 @@ static ms_status bn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
                       .add = coef + C,
                       .C = C,
                       .inner = s->nchw ? H * W : 1};
-        kn_ctx_parallel_for(ctx, x->nelem / job.inner, s->nchw ? 1 : 16384, bn_runs, &job);
+        int64_t run = s->nchw ? H * W : C, chunk = 16384 / run;
+        kn_ctx_parallel_for(ctx, x->nelem / run, chunk > 0 ? chunk : 1, bn_runs, &job);
     }
-    free(coef);
+    kn__scratch_done(SCR_COL, coef);
     if (st != MS_OK) return st;
     /* batch_mean, batch_variance, reserve spaces: the population statistics
      * (what TensorFlow returns for is_training=false). */
