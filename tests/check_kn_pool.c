@@ -230,7 +230,7 @@ static int64_t bidx(const rt_shape *s, const rt_shape *out, int64_t i) {
 }
 
 START_TEST(binary_random) {
-    static const char *const ops[] = {"AddV2", "Add",     "Sub",     "Mul",
+    static const char *const ops[] = {"AddV2",   "Add",     "Sub",     "Mul",
                                       "RealDiv", "Maximum", "Minimum", "SquaredDifference"};
     struct {
         rt_shape a, b;
@@ -262,8 +262,7 @@ START_TEST(binary_random) {
         ck_assert_ptr_nonnull(want);
         for (size_t oi = 0; oi < sizeof(ops) / sizeof(ops[0]); oi++) {
             for (int64_t i = 0; i < n; i++)
-                want[i] = bin_scalar(ops[oi],
-                                     ((float *)in[0]->data)[bidx(&in[0]->shape, &os, i)],
+                want[i] = bin_scalar(ops[oi], ((float *)in[0]->data)[bidx(&in[0]->shape, &os, i)],
                                      ((float *)in[1]->data)[bidx(&in[1]->shape, &os, i)]);
             for (int k = 0; k < ni; k++) {
                 ck_assert_int_eq(kn__gemm_set_isa(isa[k]), MS_OK);
@@ -341,8 +340,8 @@ static void check_close(const rt_tensor *got, const double *want, int64_t n, dou
             continue;
         }
         if (isinf(want[i])) {
-            ck_assert_msg(g[i] == want[i], "%s: element %lld is %.9g, want %g", what,
-                          (long long)i, g[i], want[i]);
+            ck_assert_msg(g[i] == want[i], "%s: element %lld is %.9g, want %g", what, (long long)i,
+                          g[i], want[i]);
             continue;
         }
         double err = fabs((double)g[i] - want[i]);
@@ -361,9 +360,9 @@ START_TEST(sigmoid_tanh) {
     ck_assert_ptr_nonnull(v);
     for (int64_t i = 0; i < 60000; i++)
         v[i] = -30.0f + (float)i * 0.001f;
-    const float special[16] = {NAN,      INFINITY, -INFINITY, 0.0f,   -0.0f,  1e-6f,
-                               -3e-5f,   0.624f,   0.626f,    -0.625f, 88.9f, -88.9f,
-                               -100.0f,  -103.0f,  120.0f,    1e-40f};
+    const float special[16] = {NAN,     INFINITY, -INFINITY, 0.0f,    -0.0f, 1e-6f,
+                               -3e-5f,  0.624f,   0.626f,    -0.625f, 88.9f, -88.9f,
+                               -100.0f, -103.0f,  120.0f,    1e-40f};
     memcpy(v + 60000, special, sizeof(special));
     rt_tensor *x = tu_t(RT_DT_FLOAT, S(n), v, (int)n);
     double *want = malloc((size_t)n * sizeof(double));
@@ -689,10 +688,16 @@ static Suite *suite(void) {
         const char *name;
         const TTest *t;
     } tests[] = {
-        {"pool", pool_random},         {"pool", pool_nan},     {"binary", binary_random},
-        {"unary", unary_random},       {"bias", bias_random},  {"resize", resize_random},
-        {"concat", concat_random},     {"sigmoid_tanh", sigmoid_tanh},
-        {"softmax", softmax_rows_random}, {"batch_norm", batch_norm_random},
+        {"pool", pool_random},
+        {"pool", pool_nan},
+        {"binary", binary_random},
+        {"unary", unary_random},
+        {"bias", bias_random},
+        {"resize", resize_random},
+        {"concat", concat_random},
+        {"sigmoid_tanh", sigmoid_tanh},
+        {"softmax", softmax_rows_random},
+        {"batch_norm", batch_norm_random},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

@@ -181,7 +181,7 @@ DEF_BIN(or_b, uint8_t, uint8_t, x || y)
 typedef struct bin_op {
     const char *op;
     bin_fn fn[T_COUNT];
-    int out_bool;    /* output dtype is DT_BOOL instead of the input's */
+    int out_bool;     /* output dtype is DT_BOOL instead of the input's */
     int int_divisor;  /* integer inputs: the second must hold no zero */
     bin_rows_fn rows; /* float32 2-D fast path, or NULL */
 } bin_op;
@@ -386,10 +386,12 @@ DEF_UN_FV(relu6, x > 6 ? 6 : (x > 0 ? x : 0), x > 6 ? 6 : (x > 0 ? x : 0))
  *            (no overflow, subnormal results for very negative x);
  *   tanh:    |x| < 0.625: Cephes' odd polynomial x + x^3 P(x^2) (no
  *            cancellation near 0); else sign(x) (1 - 2 / (exp(2|x|) + 1)). */
+/* clang-format off */
 DEF_UN_F32V(sigmoid_f32, ({
                 float e_ = kn__vexpf(-fabsf(x)), s_ = 1.0f / (1.0f + e_);
                 x >= 0 ? s_ : e_ * s_;
             }))
+/* clang-format on */
 DEF_UN(sigmoid_f64, double, double, 1.0 / (1.0 + exp(-x)))
 DEF_UN_F32V(tanh_f32, ({
                 float a_ = fabsf(x), z_ = x * x;

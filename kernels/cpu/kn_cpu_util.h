@@ -151,6 +151,7 @@ int kn__vec_isa(void);
 #define KN_VEC_ATTR_AVX512 __attribute__((target("avx512f"), KN__VEC_OPT))
 #endif
 
+/* clang-format off */
 #define KN_VEC_DEFINE(name, params, args, ...)                                                     \
     KN_VEC_ATTR_C static void name##_c params __VA_ARGS__                                          \
     KN_VEC_ATTR_AVX2 static void name##_avx2 params __VA_ARGS__                                    \
@@ -168,6 +169,7 @@ int kn__vec_isa(void);
             break;                                                                                 \
         }                                                                                          \
     }
+/* clang-format on */
 
 /* expf for vectorised loops (branch-free, no libm call, so GCC vectorises
  * the loop that calls it): Cody-Waite reduction x = n ln2 + r, Cephes'
