@@ -199,6 +199,33 @@ START_TEST(pool_nan) {
 }
 END_TEST
 
+/* MaxPoolV2: ksize and strides as int32 inputs; same values as the scalar
+ * pooling; a window on the channel dimension is refused. */
+START_TEST(pool_v2) {
+    pool_case pc = {2, 9, 8, 19, 3, 2, 2, 1, "SAME", {0}};
+    rt_tensor *in[3] = {rnd_t(S(pc.N, pc.H, pc.W, pc.C)), TU_I32(S(4), 1, 3, 2, 1),
+                        TU_I32(S(4), 1, 2, 1, 1)};
+    int64_t OH, OW;
+    float *want = pool_scalar(&pc, 1, in[0]->data, &OH, &OW);
+    Tensorflow__NodeDef *d = tu_node_new("MaxPoolV2", "pool_v2");
+    tu_attr_type(d, "T", RT_DT_FLOAT);
+    tu_attr_s(d, "padding", "SAME");
+    tu_attr_s(d, "data_format", "NHWC");
+    rt_tensor *o = tu_run1(d, in, 3);
+    tu_check_shape(o, RT_DT_FLOAT, S(pc.N, OH, OW, pc.C));
+    check_bits(o, want, pc.N * OH * OW * pc.C, "MaxPoolV2");
+    rt_tensor_unref(o);
+    free(want);
+    rt_tensor_unref(in[1]);
+    in[1] = TU_I32(S(4), 1, 3, 2, 2);
+    d = tu_node_new("MaxPoolV2", "bad_pool_v2");
+    tu_attr_type(d, "T", RT_DT_FLOAT);
+    tu_attr_s(d, "padding", "VALID");
+    tu_run_fail(d, in, 3, 1, MS_EINVAL, "channel");
+    tu_unref(in, 3);
+}
+END_TEST
+
 /* ====================================================================== */
 /* elementwise                                                            */
 /* ====================================================================== */
@@ -690,6 +717,7 @@ static Suite *suite(void) {
     } tests[] = {
         {"pool", pool_random},
         {"pool", pool_nan},
+        {"pool", pool_v2},
         {"binary", binary_random},
         {"unary", unary_random},
         {"bias", bias_random},

@@ -1,6 +1,6 @@
 /* kn_cpu_nn.c - CPU kernels of the nn group: Conv2D (im2col + OpenBLAS
  * sgemm), DepthwiseConv2dNative, Conv2DBackpropInput (gemm + col2im),
- * MaxPool, AvgPool, FusedBatchNorm{,V2,V3} (inference), ResizeBilinear,
+ * MaxPool, MaxPoolV2, AvgPool, FusedBatchNorm{,V2,V3} (inference), ResizeBilinear,
  * ResizeNearestNeighbor, and for volumes Conv3D, MaxPool3D, AvgPool3D.
  *
  * Convolutions compute in NHWC; NCHW tensors are transposed in and out.
@@ -137,6 +137,42 @@ static ms_status pool_prepare(const kn_node *node, rt_tensor *const *const_in, v
         return st;
     }
     *state = a;
+    return MS_OK;
+}
+
+/* MaxPoolV2: ksize and strides are inputs 1 and 2 (read per call); attrs
+ * padding (SAME/VALID) and data_format as MaxPool's. */
+static ms_status pool_v2_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    (void)const_in;
+    win_attrs *a = calloc(1, sizeof(*a));
+    if (a == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    ms_status st = parse_format(node, &a->nchw);
+    if (st == MS_OK) st = kn__parse_padding(node, a->nchw, &a->padding, a->ep);
+    if (st == MS_OK && a->padding == KN_PAD_EXPLICIT)
+        st = KN_EINVAL(node, "padding must be SAME or VALID");
+    if (st != MS_OK) {
+        free(a);
+        return st;
+    }
+    a->dh = a->dw = 1;
+    *state = a;
+    return MS_OK;
+}
+
+/* Reads a 4-value window input of MaxPoolV2 (data-format order) into h, w. */
+static ms_status v2_hw(const kn_node *n, const rt_tensor *t, const char *what, int nchw, int64_t *h,
+                       int64_t *w) {
+    int64_t v[4];
+    int cnt;
+    ms_status st = kn__read_ints(n, t, what, v, 4, &cnt);
+    if (st != MS_OK) return st;
+    if (cnt != 4) return KN_EINVAL(n, "%s must have 4 values, got %d", what, cnt);
+    if (v[0] != 1 || v[nchw ? 1 : 3] != 1)
+        return KN_EINVAL(n, "%s on the batch and channel dimensions must be 1", what);
+    *h = v[nchw ? 2 : 1];
+    *w = v[nchw ? 3 : 2];
+    if (*h < 1 || *w < 1 || *h > INT32_MAX || *w > INT32_MAX)
+        return KN_EINVAL(n, "%s must be in [1, 2^31)", what);
     return MS_OK;
 }
 
@@ -600,8 +636,16 @@ static void layout_strides(int nchw, int64_t H, int64_t W, int64_t C, int64_t *s
 static ms_status pool_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                               rt_tensor **out) {
     const win_attrs *a = state;
-    ms_status st = kn__need_inputs(node, in, 1);
+    int v2 = strcmp(node->op, "MaxPoolV2") == 0;
+    ms_status st = kn__need_inputs(node, in, v2 ? 3 : 1);
     if (st != MS_OK) return st;
+    win_attrs a2;
+    if (v2) {
+        a2 = *a;
+        if ((st = v2_hw(node, in[1], "ksize", a2.nchw, &a2.kh, &a2.kw)) != MS_OK) return st;
+        if ((st = v2_hw(node, in[2], "strides", a2.nchw, &a2.sh, &a2.sw)) != MS_OK) return st;
+        a = &a2;
+    }
     const rt_tensor *x = in[0];
     if (x->dtype != RT_DT_FLOAT && x->dtype != RT_DT_DOUBLE)
         return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
@@ -613,7 +657,7 @@ static ms_status pool_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     rt_shape os = shape4(a->nchw, g.N, g.OH, g.OW, g.C);
     if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
     if (out[0]->nelem == 0) return MS_OK;
-    int is_max = strcmp(node->op, "MaxPool") == 0;
+    int is_max = v2 || strcmp(node->op, "MaxPool") == 0;
     if (!a->nchw && x->dtype == RT_DT_FLOAT) {
         poolf_job fj = {.g = &g, .a = a, .x = x->data, .y = out[0]->data};
         int64_t row = g.OW * g.C * g.KH * g.KW; /* work per output row */
@@ -1315,6 +1359,7 @@ const kn_kernel kn_cpu_nn_kernels[] = {
      .release = free_state},
     {.op = "MaxPool", .prepare = pool_prepare, .compute = pool_compute, .release = free_state},
     {.op = "AvgPool", .prepare = pool_prepare, .compute = pool_compute, .release = free_state},
+    {.op = "MaxPoolV2", .prepare = pool_v2_prepare, .compute = pool_compute, .release = free_state},
     {.op = "FusedBatchNorm", .prepare = bn_prepare, .compute = bn_compute, .release = free_state},
     {.op = "FusedBatchNormV2", .prepare = bn_prepare, .compute = bn_compute, .release = free_state},
     {.op = "FusedBatchNormV3", .prepare = bn_prepare, .compute = bn_compute, .release = free_state},
