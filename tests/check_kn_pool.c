@@ -1,5 +1,5 @@
 /* check_kn_pool.c - the float32 fast paths of the non-convolution CPU
- * kernels (MaxPool/AvgPool NHWC, binary and unary elementwise ops, BiasAdd,
+ * kernels (MaxPool/AvgPool NHWC and NCHW, binary and unary elementwise ops, BiasAdd,
  * FusedBatchNorm, ResizeBilinear/ResizeNearestNeighbor NHWC, ConcatV2,
  * Sigmoid/Tanh/Softmax) against
  * straightforward scalar computations written here, on random inputs with
@@ -98,17 +98,59 @@ static void out_dim(int64_t in, int64_t k, int64_t s, const char *pad, int64_t p
     }
 }
 
-static Tensorflow__NodeDef *pool_def(const char *op, const pool_case *pc) {
+static Tensorflow__NodeDef *pool_def_fmt(const char *op, const pool_case *pc, int nchw) {
     Tensorflow__NodeDef *d = tu_node_new(op, "pool");
     tu_attr_type(d, "T", RT_DT_FLOAT);
-    tu_attr_ints(d, "ksize", 1, pc->kh, pc->kw, 1);
-    tu_attr_ints(d, "strides", 1, pc->sh, pc->sw, 1);
+    if (nchw) {
+        tu_attr_ints(d, "ksize", 1, 1, pc->kh, pc->kw);
+        tu_attr_ints(d, "strides", 1, 1, pc->sh, pc->sw);
+    } else {
+        tu_attr_ints(d, "ksize", 1, pc->kh, pc->kw, 1);
+        tu_attr_ints(d, "strides", 1, pc->sh, pc->sw, 1);
+    }
     tu_attr_s(d, "padding", pc->pad);
-    if (strcmp(pc->pad, "EXPLICIT") == 0)
-        tu_attr_ints(d, "explicit_paddings", 0, 0, pc->ep[0], pc->ep[1], pc->ep[2], pc->ep[3], 0,
-                     0);
-    tu_attr_s(d, "data_format", "NHWC");
+    if (strcmp(pc->pad, "EXPLICIT") == 0) {
+        if (nchw)
+            tu_attr_ints(d, "explicit_paddings", 0, 0, 0, 0, pc->ep[0], pc->ep[1], pc->ep[2],
+                         pc->ep[3]);
+        else
+            tu_attr_ints(d, "explicit_paddings", 0, 0, pc->ep[0], pc->ep[1], pc->ep[2], pc->ep[3],
+                         0, 0);
+    }
+    tu_attr_s(d, "data_format", nchw ? "NCHW" : "NHWC");
     return d;
+}
+
+static Tensorflow__NodeDef *pool_def(const char *op, const pool_case *pc) {
+    return pool_def_fmt(op, pc, 0);
+}
+
+/* Layout copies of a float tensor: [N, H, W, C] <-> [N, C, H, W]. */
+static rt_tensor *relayout(const rt_tensor *t, int to_nchw) {
+    const int64_t *d = t->shape.dim;
+    int64_t N = d[0], H = to_nchw ? d[1] : d[2], W = to_nchw ? d[2] : d[3],
+            C = to_nchw ? d[3] : d[1];
+    rt_shape s = to_nchw ? S(N, C, H, W) : S(N, H, W, C);
+    float *v = malloc((size_t)(t->nelem > 0 ? t->nelem : 1) * sizeof(float));
+    ck_assert_ptr_nonnull(v);
+    const float *src = t->data;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t w = 0; w < W; w++)
+                for (int64_t c = 0; c < C; c++) {
+                    int64_t hwc = ((n * H + h) * W + w) * C + c,
+                            chw = ((n * C + c) * H + h) * W + w;
+                    v[to_nchw ? chw : hwc] = src[to_nchw ? hwc : chw];
+                }
+    rt_tensor *o = tu_t(RT_DT_FLOAT, s, v, (int)t->nelem);
+    free(v);
+    return o;
+}
+static rt_tensor *nhwc_to_nchw(const rt_tensor *t) {
+    return relayout(t, 1);
+}
+static rt_tensor *nchw_to_nhwc(const rt_tensor *t) {
+    return relayout(t, 0);
 }
 
 /* Scalar pooling: max from -inf with `v > m` in window order; average as
@@ -152,6 +194,8 @@ START_TEST(pool_random) {
         {1, 5, 5, 1, 5, 5, 1, 1, "SAME", {0}},
         {3, 6, 7, 31, 1, 1, 1, 1, "VALID", {0}},
         {1, 12, 12, 16, 3, 3, 1, 1, "SAME", {0}},
+        {1, 6, 600, 2, 3, 3, 1, 1, "SAME", {0}}, /* rows longer than a block of sums */
+        {1, 6, 40, 3, 3, 4, 2, 3, "SAME", {0}},
     };
     kn_gemm_isa isa[3];
     int ni = isas(isa);
@@ -176,6 +220,17 @@ START_TEST(pool_random) {
                          is_max ? "MaxPool" : "AvgPool", kn__gemm_isa_name(isa[i]));
                 check_bits(o, want, pc->N * OH * OW * pc->C, what);
                 rt_tensor_unref(o);
+                /* NCHW: the same values, transposed. */
+                rt_tensor *xt = nhwc_to_nchw(x);
+                o = tu_run1(pool_def_fmt(is_max ? "MaxPool" : "AvgPool", pc, 1), &xt, 1);
+                tu_check_shape(o, RT_DT_FLOAT, S(pc->N, pc->C, OH, OW));
+                rt_tensor *ot = nchw_to_nhwc(o);
+                snprintf(what, sizeof(what), "case %zu %s NCHW isa %s", ci,
+                         is_max ? "MaxPool" : "AvgPool", kn__gemm_isa_name(isa[i]));
+                check_bits(ot, want, pc->N * OH * OW * pc->C, what);
+                rt_tensor_unref(ot);
+                rt_tensor_unref(o);
+                rt_tensor_unref(xt);
             }
             kn__gemm_set_isa(KN_GEMM_ISA_AUTO);
             free(want);

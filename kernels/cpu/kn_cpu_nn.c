@@ -619,6 +619,98 @@ KN_VEC_DEFINE(avgpool_nhwc_rows, (void *arg, int64_t b, int64_t e), (arg, b, e),
     }
 })
 
+/* NCHW float fast path, over output rows (n, c, oh): for each window row
+ * and column offset kw, the outputs whose column ow*sw - pl + kw lies in
+ * the input are updated in one loop over ow (contiguous loads for stride 1,
+ * stride 2 specialised). For every output the window elements are visited
+ * in the reference's order (ih, then iw ascending), so results are
+ * bit-identical to pool_rows' as in the NHWC path. */
+
+/* Outputs [lo, hi) whose column ow * sw - pl + kw is inside [0, W). */
+#define POOL_OW_RANGE(kw, sw, pl, W, OW, lo, hi)                                                   \
+    do {                                                                                           \
+        int64_t a_ = (pl) - (kw), b_ = (W)-1 + (pl) - (kw);                                        \
+        (lo) = a_ <= 0 ? 0 : (a_ + (sw)-1) / (sw);                                                 \
+        (hi) = b_ < 0 ? 0 : b_ / (sw) + 1;                                                         \
+        if ((hi) > (OW)) (hi) = (OW);                                                              \
+    } while (0)
+
+/* STMT with v = src[base + ow * sw], q = ow - o0 for ow in [lo, hi); sw 1,
+ * 2 or any. */
+#define POOL_NCHW_SWEEP(sw, lo, hi, o0, src, base, STMT)                                           \
+    do {                                                                                           \
+        if ((sw) == 1) {                                                                           \
+            for (int64_t ow = (lo); ow < (hi); ow++) {                                             \
+                float v = (src)[(base) + ow];                                                      \
+                int64_t q = ow - (o0);                                                             \
+                STMT;                                                                              \
+            }                                                                                      \
+        } else if ((sw) == 2) {                                                                    \
+            for (int64_t ow = (lo); ow < (hi); ow++) {                                             \
+                float v = (src)[(base) + 2 * ow];                                                  \
+                int64_t q = ow - (o0);                                                             \
+                STMT;                                                                              \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int64_t ow = (lo); ow < (hi); ow++) {                                             \
+                float v = (src)[(base) + ow * (sw)];                                               \
+                int64_t q = ow - (o0);                                                             \
+                STMT;                                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+KN_VEC_DEFINE(maxpool_nchw_rows, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const poolf_job *j = arg;
+    const geo *g = j->g;
+    const int64_t W = g->W, OW = g->OW, sw = j->a->sw;
+    for (int64_t r = b; r < e; r++) {
+        int64_t nc = r / g->OH, oh = r % g->OH, hs, he;
+        POOL_CLIP(oh, j->a->sh, g->pt, g->KH, g->H, hs, he);
+        const float *xp = j->x + nc * g->H * W;
+        float *y = j->y + r * OW;
+        for (int64_t ow = 0; ow < OW; ow++)
+            y[ow] = -INFINITY;
+        for (int64_t ih = hs; ih < he; ih++)
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                int64_t lo, hi;
+                POOL_OW_RANGE(kw, sw, g->pl, W, OW, lo, hi);
+                POOL_NCHW_SWEEP(sw, lo, hi, 0, xp, ih * W - g->pl + kw, y[q] = v > y[q] ? v : y[q]);
+            }
+    }
+})
+
+KN_VEC_DEFINE(avgpool_nchw_rows, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const poolf_job *j = arg;
+    const geo *g = j->g;
+    const int64_t W = g->W, OW = g->OW, sw = j->a->sw;
+    double acc[AVG_CB];
+    for (int64_t r = b; r < e; r++) {
+        int64_t nc = r / g->OH, oh = r % g->OH, hs, he;
+        POOL_CLIP(oh, j->a->sh, g->pt, g->KH, g->H, hs, he);
+        const float *xp = j->x + nc * g->H * W;
+        float *y = j->y + r * OW;
+        for (int64_t o0 = 0; o0 < OW; o0 += AVG_CB) {
+            int64_t o1 = OW - o0 < AVG_CB ? OW : o0 + AVG_CB;
+            for (int64_t q = 0; q < o1 - o0; q++)
+                acc[q] = 0;
+            for (int64_t ih = hs; ih < he; ih++)
+                for (int64_t kw = 0; kw < g->KW; kw++) {
+                    int64_t lo, hi;
+                    POOL_OW_RANGE(kw, sw, g->pl, W, o1, lo, hi);
+                    if (lo < o0) lo = o0;
+                    POOL_NCHW_SWEEP(sw, lo, hi, o0, xp, ih * W - g->pl + kw, acc[q] += (double)v);
+                }
+            for (int64_t ow = o0; ow < o1; ow++) {
+                int64_t ws, we;
+                POOL_CLIP(ow, sw, g->pl, g->KW, W, ws, we);
+                int64_t cnt = (he - hs) * (we - ws);
+                y[ow] = cnt > 0 ? (float)(acc[ow - o0] / (double)cnt) : 0;
+            }
+        }
+    }
+})
+
 static void layout_strides(int nchw, int64_t H, int64_t W, int64_t C, int64_t *s) {
     if (nchw) {
         s[0] = C * H * W;
@@ -658,12 +750,19 @@ static ms_status pool_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
     if (out[0]->nelem == 0) return MS_OK;
     int is_max = v2 || strcmp(node->op, "MaxPool") == 0;
-    if (!a->nchw && x->dtype == RT_DT_FLOAT) {
+    if (x->dtype == RT_DT_FLOAT) {
         poolf_job fj = {.g = &g, .a = a, .x = x->data, .y = out[0]->data};
-        int64_t row = g.OW * g.C * g.KH * g.KW; /* work per output row */
-        int64_t chunk = row > 0 && row < 16384 ? 16384 / row : 1;
-        kn_ctx_parallel_for(ctx, g.N * g.OH, chunk, is_max ? maxpool_nhwc_rows : avgpool_nhwc_rows,
-                            &fj);
+        if (a->nchw) {
+            int64_t row = g.OW * g.KH * g.KW; /* work per output row */
+            int64_t chunk = row > 0 && row < 16384 ? 16384 / row : 1;
+            kn_ctx_parallel_for(ctx, g.N * g.C * g.OH, chunk,
+                                is_max ? maxpool_nchw_rows : avgpool_nchw_rows, &fj);
+        } else {
+            int64_t row = g.OW * g.C * g.KH * g.KW;
+            int64_t chunk = row > 0 && row < 16384 ? 16384 / row : 1;
+            kn_ctx_parallel_for(ctx, g.N * g.OH, chunk,
+                                is_max ? maxpool_nhwc_rows : avgpool_nhwc_rows, &fj);
+        }
         return MS_OK;
     }
     pool_job job = {.g = &g,
