@@ -181,8 +181,17 @@ int main(int argc, char **argv) {
         {"conv 1x28x28x128 3x3 128", 28, 28, 128, 3, 128, 1},
         {"conv 1x14x14x256 3x3 256", 14, 14, 256, 3, 256, 1},
         {"conv 1x7x7x512 3x3 512", 7, 7, 512, 3, 512, 1},
+        /* the benchmark CNNs of bench_onnx.sh (ResNet-style, U-Net-style) */
+        {"conv 1x256x256x1 7x7/2 32", 256, 256, 1, 7, 32, 2},
+        {"conv 1x64x64x32 3x3 32", 64, 64, 32, 3, 32, 1},
+        {"conv 1x32x32x64 3x3 64", 32, 32, 64, 3, 64, 1},
+        {"conv 1x16x16x128 3x3 128", 16, 16, 128, 3, 128, 1},
+        {"conv 1x256x256x16 3x3 16", 256, 256, 16, 3, 16, 1},
+        {"conv 1x128x128x32 3x3 32", 128, 128, 32, 3, 32, 1},
+        {"conv 1x64x64x64 3x3 64", 64, 64, 64, 3, 64, 1},
     };
-    for (int nchw = 0; nchw < 2; nchw++)
+    const int nhwc_only = getenv("BENCH_NHWC") && atoi(getenv("BENCH_NHWC"));
+    for (int nchw = 0; nchw < (nhwc_only ? 1 : 2); nchw++)
         for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
             const conv_shape *c = &cs[i];
             if (only && !strstr(c->name, only)) continue;

@@ -116,10 +116,18 @@ static const conv_case conv_cases[] = {
     {1, 14, 14, 64, 3, 3, 64, 1, 1, 1, 1, "SAME", {0}},
     {1, 30, 31, 13, 2, 3, 100, 3, 2, 1, 1, "VALID", {0}}, /* many tiles, odd everything */
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "SAME", {0}},
-    /* wide rows: direct (unpacked) NHWC groups in the middle, packed at the borders */
+    /* wide rows: several pixel groups per row, zero-padded slabs at the borders */
     {2, 9, 40, 16, 3, 3, 48, 1, 1, 2, 1, "SAME", {0}},
     {1, 20, 64, 3, 7, 7, 32, 2, 2, 1, 1, "SAME", {0}},
     {1, 6, 45, 8, 3, 2, 20, 1, 3, 1, 1, "EXPLICIT", {1, 1, 4, 0}},
+    /* 3x3 stride 1 (Winograd with a constant filter on AVX-512): odd sizes,
+     * asymmetric explicit pads, VALID, channels not multiples of 16; then
+     * the direct kernel with 16 channels */
+    {1, 9, 10, 33, 3, 3, 35, 1, 1, 1, 1, "EXPLICIT", {2, 0, 1, 2}},
+    {2, 11, 8, 32, 3, 3, 48, 1, 1, 1, 1, "VALID", {0}},
+    {1, 12, 12, 16, 3, 3, 16, 1, 1, 1, 1, "SAME", {0}},
+    {1, 3, 2, 40, 3, 3, 66, 1, 1, 1, 1, "SAME", {0}},
+    {1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, "SAME", {0}},
 };
 /* clang-format on */
 
@@ -412,6 +420,114 @@ START_TEST(fused_conv_vs_chain) {
 }
 END_TEST
 
+/* Conv2DBackpropInput: the fast stride = window kernel (constant filter on
+ * AVX-512) and the cases it hands to the reference, against the reference. */
+START_TEST(deconv_vs_reference) {
+    /* N, OH, OW (of dy), KH, KW, sh, sw, C (of dx), OC (of dy), padding */
+    static const struct {
+        int64_t N, OH, OW, KH, KW, sh, sw, C, OC;
+        const char *pad;
+    } cs[] = {
+        {1, 8, 9, 2, 2, 2, 2, 16, 32, "VALID"}, /* U-Net's 2x2/2 */
+        {2, 5, 17, 3, 3, 3, 3, 40, 7, "SAME"},  /* odd channels, 15 pixels a row */
+        {1, 4, 4, 2, 1, 2, 1, 33, 20, "VALID"},
+        {1, 6, 6, 3, 3, 2, 2, 8, 16, "SAME"}, /* overlapping windows: reference */
+    };
+    const kn_kernel *fast = find(kn_cpu_fast_kernels, "Conv2DBackpropInput");
+    const kn_kernel *ref = find(kn_cpu_nn_kernels, "Conv2DBackpropInput");
+    ck_assert_ptr_nonnull(fast);
+    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+        int64_t H = cs[i].OH * cs[i].sh, W = cs[i].OW * cs[i].sw;
+        if (strcmp(cs[i].pad, "VALID") == 0) {
+            H = (cs[i].OH - 1) * cs[i].sh + cs[i].KH;
+            W = (cs[i].OW - 1) * cs[i].sw + cs[i].KW;
+        }
+        rt_tensor *in[3] = {TU_I32(S(4), (int32_t)cs[i].N, (int32_t)H, (int32_t)W,
+                                   (int32_t)cs[i].C),
+                            rand_t(S(cs[i].KH, cs[i].KW, cs[i].C, cs[i].OC)),
+                            rand_t(S(cs[i].N, cs[i].OH, cs[i].OW, cs[i].OC))};
+        Tensorflow__NodeDef *d = tu_node_new("Conv2DBackpropInput", "deconv");
+        tu_attr_s(d, "padding", cs[i].pad);
+        tu_attr_ints(d, "strides", 1, cs[i].sh, cs[i].sw, 1);
+        rt_tensor *want = run_k(ref, d, in, 3, 0x3u);
+        for (int m = 0; m < 2; m++) {
+            rt_tensor *got = run_k(fast, d, in, 3, m ? 0 : 0x3u);
+            char what[64];
+            snprintf(what, sizeof what, "deconv case %zu %s", i, m ? "fed" : "const");
+            check_close(got, want, what);
+            rt_tensor_unref(got);
+        }
+        rt_tensor_unref(want);
+        tu_node_free(d);
+        tu_unref(in, 3);
+    }
+}
+END_TEST
+
+/* The residual form [BiasAdd, Add, act]: act(conv + bias + addend), against
+ * reference Conv2D, BiasAdd, AddV2 and the activation; the addend of the
+ * output's shape (read in the epilogue) and a broadcast [OC] one. */
+START_TEST(fused_conv_add_vs_chain) {
+    kn_gemm_isa isa[3];
+    int nisa = isas(isa);
+    /* Winograd 3x3/1, the direct 7x7/2 stem, 1x1/2, an EXPLICIT 3x3/1 */
+    const conv_case *cases[] = {&conv_cases[0], &conv_cases[12], &conv_cases[7], &conv_cases[14],
+                                &conv_cases[8]};
+    const char *const add_acts[] = {NULL, "Relu", "LeakyRelu", "Sigmoid"};
+    for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
+        const conv_case *c = cases[ci];
+        for (int nchw = 0; nchw < 2; nchw++)
+            for (int bc = 0; bc < 2; bc++)
+                for (size_t ai = 0; ai < sizeof(add_acts) / sizeof(add_acts[0]); ai++) {
+                    rt_tensor *in[4] = {rand_t(xshape(c, nchw)), rand_t(S(c->KH, c->KW, c->C, c->OC)),
+                                        rand_t(S(c->OC)), NULL};
+                    Tensorflow__NodeDef *d = conv_def("Conv2D", c, nchw);
+                    rt_tensor *y = run_k(find(kn_cpu_nn_kernels, "Conv2D"), d, in, 2, 0);
+                    tu_node_free(d);
+                    in[3] = bc ? rand_t(S(c->OC)) : rand_t(y->shape);
+                    if (bc && nchw) { /* [OC, 1, 1] broadcasts over NCHW */
+                        in[3]->shape = S(c->OC, 1, 1);
+                    }
+                    Tensorflow__NodeDef *e = tu_node_new("BiasAdd", "e");
+                    if (nchw) tu_attr_s(e, "data_format", "NCHW");
+                    rt_tensor *ein[2] = {y, in[2]};
+                    rt_tensor *z = tu_run1(e, ein, 2);
+                    rt_tensor_unref(y);
+                    Tensorflow__NodeDef *ad = tu_node_new("AddV2", "add");
+                    rt_tensor *ain[2] = {z, in[3]};
+                    rt_tensor *za = tu_run1(ad, ain, 2);
+                    rt_tensor_unref(z);
+                    rt_tensor *want = chain_act(za, add_acts[ai], 0.3f);
+                    d = conv_def("_FusedConv2D", c, nchw);
+                    const char *ops[3] = {"BiasAdd", "Add", add_acts[ai]};
+                    attr_slist(d, "fused_ops", add_acts[ai] ? 3 : 2, ops);
+                    tu_attr_i(d, "num_args", 2);
+                    tu_attr_f(d, "leakyrelu_alpha", 0.3f);
+                    for (int i = 0; i < nisa; i++) {
+                        ck_assert_int_eq(kn__gemm_set_isa(isa[i]), MS_OK);
+                        unsigned masks[2] = {0x6u, 0};
+                        for (int m = 0; m < 2; m++) {
+                            rt_tensor *got = run_k(find(kn_cpu_fast_kernels, "_FusedConv2D"), d,
+                                                   in, 4, masks[m]);
+                            char what[160];
+                            snprintf(what, sizeof what, "fused conv+add case %zu %s %s %s %s %s",
+                                     ci, nchw ? "NCHW" : "NHWC", bc ? "broadcast" : "same-shape",
+                                     add_acts[ai] ? add_acts[ai] : "-", kn__gemm_isa_name(isa[i]),
+                                     m ? "fed" : "const");
+                            check_close(got, want, what);
+                            rt_tensor_unref(got);
+                        }
+                    }
+                    kn__gemm_set_isa(KN_GEMM_ISA_AUTO);
+                    slist_free(d);
+                    tu_node_free(d);
+                    rt_tensor_unref(want);
+                    tu_unref(in, 4);
+                }
+    }
+}
+END_TEST
+
 START_TEST(fused_matmul_vs_chain) {
     kn_gemm_isa isa[3];
     int nisa = isas(isa);
@@ -555,6 +671,7 @@ static Suite *suite(void) {
     tcase_add_test(t, conv_vs_reference);
     tcase_add_test(t, conv_packed_isa_switch);
     tcase_add_test(t, depthwise_vs_reference);
+    tcase_add_test(t, deconv_vs_reference);
     suite_add_tcase(s, t);
     t = tcase_create("matmul");
     tcase_set_timeout(t, 300);
@@ -564,6 +681,7 @@ static Suite *suite(void) {
     t = tcase_create("fused");
     tcase_set_timeout(t, 300);
     tcase_add_test(t, fused_conv_vs_chain);
+    tcase_add_test(t, fused_conv_add_vs_chain);
     tcase_add_test(t, fused_matmul_vs_chain);
     tcase_add_test(t, fused_depthwise_vs_chain);
     tcase_add_test(t, fused_errors);

@@ -1,5 +1,6 @@
-/* kn_cpu_conv.c - Conv2D as implicit GEMM on the packed SGEMM and a direct
- * vectorised depthwise convolution (see kn_cpu_conv.h).
+/* kn_cpu_conv.c - Conv2D as implicit GEMM on the packed SGEMM (NCHW, and
+ * NHWC where the AVX-512 direct kernel of kn_cpu_dconv.c does not apply) and
+ * a direct vectorised depthwise convolution (see kn_cpu_conv.h).
  *
  * Window arithmetic follows TensorFlow's GetWindowedOutputSizeVerbose:
  * VALID out = (in - eff + s) / s; SAME out = ceil(in / s) with the smaller
@@ -209,77 +210,15 @@ static void pack_im_nchw(const void *arg, int64_t l0, int nl, int64_t k0, int64_
     }
 }
 
-/* ---- direct NHWC path: A read in place from x, no im2col packing ---- */
-
-typedef struct direct_job {
-    const kn_conv_attrs *a;
-    const kn_conv_geo *g;
-    const float *x;
-    const kn_gemm_packed *pk; /* filter, packed for this ISA's NR */
-    float *y;
-    const kn_gemm_epi *epi;
-    atomic_int failed;
-} direct_job;
-
-/* Over output rows (n, oh). A group of MR consecutive output pixels whose
- * windows lie inside the row's width reads each filter row (kh) as MR input
- * runs of KW * C floats, sw * C apart: a direct micro-kernel call. Groups at
- * the borders are packed (implicit im2col) and run on the packed kernel. */
-static void direct_rows(void *arg, int64_t b, int64_t e) {
-    direct_job *j = arg;
-    const kn_conv_geo *g = j->g;
-    const kn_conv_attrs *a = j->a;
-    const int MR = kn__gemm_r(0), NR = j->pk->R;
-    const int64_t C = g->C, OC = g->OC, K = g->KH * g->KW * C, KWC = g->KW * C;
-    float *buf = kn__gemm_scratch((size_t)(K * MR));
-    if (buf == NULL) {
-        atomic_store(&j->failed, 1);
-        return;
-    }
-    /* Output columns whose whole window is inside [0, W). */
-    int64_t ow_lo = (g->pl + a->sw - 1) / a->sw;
-    int64_t ow_hi = g->W - g->KW + g->pl >= 0 ? (g->W - g->KW + g->pl) / a->sw : -1;
-    if (ow_hi > g->OW - 1) ow_hi = g->OW - 1;
-    im_src src = {.a = a, .g = g, .x = j->x};
-    for (int64_t r = b; r < e; r++) {
-        int64_t n = r / g->OH, oh = r % g->OH;
-        const float *xn = j->x + n * g->H * g->W * C;
-        for (int64_t ow0 = 0; ow0 < g->OW; ow0 += MR) {
-            int mr = (int)(g->OW - ow0 < MR ? g->OW - ow0 : MR);
-            int64_t p0 = r * g->OW + ow0;
-            float *yrow = j->y + p0 * OC;
-            int direct = mr == MR && ow0 >= ow_lo && ow0 + MR - 1 <= ow_hi;
-            if (!direct) pack_im_nhwc(&src, p0, mr, 0, K, MR, buf);
-            for (int64_t jr = 0; jr < OC; jr += NR) {
-                int nr = (int)(OC - jr < NR ? OC - jr : NR);
-                const float *bp = j->pk->data + (jr / NR) * K * NR;
-                float *c = yrow + jr;
-                if (!direct) {
-                    kn__gemm_tile(K, buf, bp, c, OC, 0, mr, nr);
-                } else {
-                    int first = 1;
-                    for (int64_t kh = 0; kh < g->KH; kh++) {
-                        int64_t ih = oh * a->sh - g->pt + kh * a->dh;
-                        if (ih < 0 || ih >= g->H) continue;
-                        const float *a0 = xn + (ih * g->W + ow0 * a->sw - g->pl) * C;
-                        kn__gemm_tile_direct(KWC, a0, a->sw * C, bp + kh * KWC * NR, c, OC, !first,
-                                             nr);
-                        first = 0;
-                    }
-                    if (first)
-                        for (int i = 0; i < mr; i++)
-                            memset(c + i * OC, 0, (size_t)nr * sizeof(float));
-                }
-                if (j->epi) kn__gemm_epilogue(j->epi, yrow, OC, 0, mr, jr, nr);
-            }
-        }
-    }
-}
-
 ms_status kn__conv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g, const float *x,
                        const float *f, const kn_gemm_packed *pk, float *y, const kn_gemm_epi *epi) {
     const int64_t K = g->KH * g->KW * g->C, OHW = g->OH * g->OW;
     if (g->N == 0 || OHW == 0 || g->OC == 0) return MS_OK;
+    if (kn__dconv_ok(a, g, pk)) {
+        kn_gemm_epi e = epi ? *epi : (kn_gemm_epi){0};
+        e.per_row = 0;
+        return kn__dconv_run(ctx, a, g, x, pk, y, epi ? &e : NULL);
+    }
     if (!a->nchw) {
         im_src s = {.a = a, .g = g, .x = x};
         kn_gemm_mat fm = {.p = f, .sl = 1, .sk = g->OC};
@@ -293,17 +232,6 @@ ms_status kn__conv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g
             A = (kn_gemm_opnd){.pack = kn__gemm_pack_mat, .arg = &xm};
         kn_gemm_epi e = epi ? *epi : (kn_gemm_epi){0};
         e.per_row = 0;
-        /* Few output channels: packing the im2col panels would cost a large
-         * share of the time, so read x in place where the windows allow. */
-        if (pk && pk->R == kn__gemm_r(1) && kn__gemm_has_direct() && a->dw == 1 && g->OC <= 128 &&
-            g->KW * g->C >= 16 && A.pack == pack_im_nhwc) {
-            direct_job dj = {.a = a, .g = g, .x = x, .pk = pk, .y = y, .epi = epi ? &e : NULL};
-            atomic_init(&dj.failed, 0);
-            kn_ctx_parallel_for(ctx, g->N * g->OH, 1, direct_rows, &dj);
-            if (atomic_load(&dj.failed))
-                return ms_errf(MS_ENOMEM, "out of memory for conv scratch");
-            return MS_OK;
-        }
         return kn__sgemm(ctx, g->N * OHW, g->OC, K, &A, &B, y, g->OC, epi ? &e : NULL);
     }
     filt_src2 fs = {.f = f, .KHKW = g->KH * g->KW, .C = g->C, .OC = g->OC};

@@ -134,6 +134,8 @@ typedef struct fast_state {
     kn_conv_attrs a;   /* convolutions */
     int ta, tb;        /* MatMul */
     kn_gemm_packed pk; /* packed constant filter / B, or data NULL */
+    kn_wino wino;      /* Winograd-transformed constant 3x3 filter, or u NULL */
+    kn_deconv dk;      /* Conv2DBackpropInput: repacked constant filter, or u NULL */
     rt_shape pk_shape; /* shape it was packed from */
     float *chan;       /* constant folded [2 * nch]: scale, bias; or NULL */
     int64_t nch;
@@ -146,6 +148,8 @@ static void fast_release(void *p) {
     fast_state *s = p;
     if (s == NULL) return;
     kn__gemm_packed_free(&s->pk);
+    kn__wino_free(&s->wino);
+    kn__deconv_free(&s->dk);
     free(s->chan);
     if (s->ref && s->ref->release) s->ref->release(s->ref_state);
     free(s);
@@ -276,8 +280,18 @@ static ms_status conv_prepare(const kn_node *node, rt_tensor *const *const_in, v
     if (st == MS_OK) st = fold_const_args(node, s, const_in, 2);
     const rt_tensor *f = const_in && node->nin > 1 ? const_in[1] : NULL;
     if (st == MS_OK && !dw && f && f->dtype == RT_DT_FLOAT && f->shape.rank == 4) {
-        st = kn__conv_pack_filter(s->a.nchw, f, &s->pk);
         s->pk_shape = f->shape;
+        /* 3x3 stride 1 with 32 or more input and output channels: the
+         * Winograd form (fewer channels make its GEMMs too short to win;
+         * docs/kernels_cpu.md), which then always runs; else the filter
+         * packed for the direct / implicit-GEMM kernels. */
+        if (!s->a.nchw && f->shape.dim[0] == 3 && f->shape.dim[1] == 3 &&
+            f->shape.dim[2] >= 32 && f->shape.dim[3] >= 32 && s->a.sh == 1 && s->a.sw == 1 &&
+            s->a.dh == 1 && s->a.dw == 1 && kn__gemm_isa() == KN_GEMM_ISA_AVX512 &&
+            getenv("DCMSERVE_NO_WINOGRAD") == NULL)
+            st = kn__wino_pack(f, &s->wino);
+        else
+            st = kn__conv_pack_filter(s->a.nchw, f, &s->pk);
     }
     if (st != MS_OK) {
         fast_release(s);
@@ -364,7 +378,12 @@ static ms_status conv_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     } else {
         const kn_gemm_packed *pk =
             s->pk.data && rt_shape_equal(&s->pk_shape, &f->shape) ? &s->pk : NULL;
-        st = kn__conv_run(ctx, &s->a, &g, x->data, f->data, pk, out[0]->data, ep);
+        if (kn__wino_ok(&s->a, &g, &s->wino)) {
+            kn_gemm_epi e = ep ? *ep : (kn_gemm_epi){0};
+            st = kn__wino_run(ctx, &g, x->data, &s->wino, out[0]->data, ep ? &e : NULL);
+        } else {
+            st = kn__conv_run(ctx, &s->a, &g, x->data, f->data, pk, out[0]->data, ep);
+        }
     }
     if (st != MS_OK) st = rename_err(node, st);
     if (st == MS_OK && bcast)
@@ -372,6 +391,62 @@ static ms_status conv_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
 done:
     if (buf != stackbuf) free(buf);
     return st;
+}
+
+/* ====================================================================== */
+/* Conv2DBackpropInput (transposed convolution)                           */
+/* ====================================================================== */
+
+/* Only the common stride = window, unpadded, NHWC float case with a constant
+ * filter has a fast kernel (kn__deconv_run); the rest is the reference. */
+static ms_status deconv_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    fast_state *s = calloc(1, sizeof(*s));
+    if (s == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    ms_status st = kn__conv_parse(node, &s->a);
+    if (st == MS_OK) {
+        s->ref = ref_find(kn_cpu_nn_kernels, "Conv2DBackpropInput");
+        if (s->ref && s->ref->prepare) st = s->ref->prepare(node, const_in, &s->ref_state);
+    }
+    const rt_tensor *f = const_in && node->nin > 1 ? const_in[1] : NULL;
+    const kn_conv_attrs *a = &s->a;
+    int zero_pads = a->padding != KN_PAD_EXPLICIT ||
+                    (a->ep[0] == 0 && a->ep[1] == 0 && a->ep[2] == 0 && a->ep[3] == 0);
+    if (st == MS_OK && f && f->dtype == RT_DT_FLOAT && f->shape.rank == 4 && !a->nchw &&
+        zero_pads && a->dh == 1 && a->dw == 1 && a->sh == f->shape.dim[0] &&
+        a->sw == f->shape.dim[1] && kn__gemm_isa() == KN_GEMM_ISA_AVX512) {
+        st = kn__deconv_pack(f, &s->dk);
+        s->pk_shape = f->shape;
+    }
+    if (st != MS_OK) {
+        fast_release(s);
+        return st;
+    }
+    *state = s;
+    return MS_OK;
+}
+
+static ms_status deconv_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                rt_tensor *const *in, rt_tensor **out) {
+    fast_state *s = state;
+    ms_status st = kn__need_inputs(node, in, 3);
+    if (st != MS_OK) return st;
+    const rt_tensor *sz = in[0], *f = in[1], *dy = in[2];
+    int64_t v[4];
+    int cnt = 0;
+    /* The fast case: dx [N, OH*KH, OW*KW, C] for dy [N, OH, OW, OC] (then
+     * SAME and VALID both mean no padding). */
+    int fast = s->dk.u != NULL && f->dtype == RT_DT_FLOAT && dy->dtype == RT_DT_FLOAT &&
+               rt_shape_equal(&f->shape, &s->pk_shape) && dy->shape.rank == 4 &&
+               dy->shape.dim[3] == s->dk.OC &&
+               kn__read_ints(node, sz, "input_sizes", v, 4, &cnt) == MS_OK && cnt == 4 &&
+               v[0] == dy->shape.dim[0] && v[1] == dy->shape.dim[1] * s->dk.KH &&
+               v[2] == dy->shape.dim[2] * s->dk.KW && v[3] == s->dk.C;
+    if (!fast) return s->ref->compute(ctx, node, s->ref_state, in, out);
+    rt_shape os = {.rank = 4, .dim = {v[0], v[1], v[2], v[3]}};
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    kn__deconv_run(ctx, &s->dk, dy->shape.dim[0], dy->shape.dim[1], dy->shape.dim[2], dy->data,
+                   out[0]->data);
+    return MS_OK;
 }
 
 /* ====================================================================== */
@@ -463,6 +538,8 @@ const kn_kernel kn_cpu_fast_kernels[] = {
     {.op = "DepthwiseConv2dNative", .prepare = conv_prepare, .compute = conv_compute,
      .release = fast_release},
     {.op = "_FusedDepthwiseConv2dNative", .prepare = conv_prepare, .compute = conv_compute,
+     .release = fast_release},
+    {.op = "Conv2DBackpropInput", .prepare = deconv_prepare, .compute = deconv_compute,
      .release = fast_release},
     {.op = "MatMul", .prepare = matmul_prepare, .compute = matmul_compute,
      .release = fast_release},

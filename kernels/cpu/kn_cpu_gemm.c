@@ -125,33 +125,6 @@ __attribute__((target("avx512f"))) static void ukr_avx512(int64_t kc, const floa
     Z_STORE(7) Z_STORE(8) Z_STORE(9) Z_STORE(10) Z_STORE(11) Z_STORE(12) Z_STORE(13)
 }
 
-/* AVX-512F 14x32 reading A unpacked: row i at depth k is a[i * as + k]. */
-__attribute__((target("avx512f"))) static void ukr_avx512_direct(int64_t kc, const float *a,
-                                                                 int64_t as, const float *b,
-                                                                 float *c, int64_t ldc,
-                                                                 int accumulate) {
-    Z_DECL(0) Z_DECL(1) Z_DECL(2) Z_DECL(3) Z_DECL(4) Z_DECL(5) Z_DECL(6)
-    Z_DECL(7) Z_DECL(8) Z_DECL(9) Z_DECL(10) Z_DECL(11) Z_DECL(12) Z_DECL(13)
-    const float *a7 = a + 7 * as;
-#define ZD_FMA(i, p, o)                                                                          \
-    {                                                                                            \
-        __m512 av = _mm512_set1_ps(p[(o) * as]);                                                 \
-        c##i##0 = _mm512_fmadd_ps(av, b0, c##i##0);                                              \
-        c##i##1 = _mm512_fmadd_ps(av, b1, c##i##1);                                              \
-    }
-    for (int64_t k = 0; k < kc; k++) {
-        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-        ZD_FMA(0, a, 0) ZD_FMA(1, a, 1) ZD_FMA(2, a, 2) ZD_FMA(3, a, 3) ZD_FMA(4, a, 4)
-        ZD_FMA(5, a, 5) ZD_FMA(6, a, 6) ZD_FMA(7, a7, 0) ZD_FMA(8, a7, 1) ZD_FMA(9, a7, 2)
-        ZD_FMA(10, a7, 3) ZD_FMA(11, a7, 4) ZD_FMA(12, a7, 5) ZD_FMA(13, a7, 6)
-        a++;
-        a7++;
-        b += A512_NR;
-    }
-    Z_STORE(0) Z_STORE(1) Z_STORE(2) Z_STORE(3) Z_STORE(4) Z_STORE(5) Z_STORE(6)
-    Z_STORE(7) Z_STORE(8) Z_STORE(9) Z_STORE(10) Z_STORE(11) Z_STORE(12) Z_STORE(13)
-}
-
 static const isa_desc isa_tab[] = {
     [KN_GEMM_ISA_C]      = {KN_GEMM_ISA_C, "c", C_MR, C_NR, 32, ukr_c},
     [KN_GEMM_ISA_AVX2]   = {KN_GEMM_ISA_AVX2, "avx2", AVX2_MR, AVX2_NR, 24, ukr_avx2},
@@ -455,41 +428,8 @@ static scratch *scratch_get(size_t na, size_t nb) {
 }
 
 /* ====================================================================== */
-/* single tiles (direct convolution)                                      */
+/* scratch for other kernels                                              */
 /* ====================================================================== */
-
-int kn__gemm_has_direct(void) {
-    return kn__gemm_isa() == KN_GEMM_ISA_AVX512;
-}
-
-void kn__gemm_tile_direct(int64_t kc, const float *a, int64_t as, const float *b, float *c,
-                          int64_t ldc, int accumulate, int nr) {
-    if (nr == A512_NR) {
-        ukr_avx512_direct(kc, a, as, b, c, ldc, accumulate);
-        return;
-    }
-    float tile[A512_MR * A512_NR] __attribute__((aligned(64)));
-    ukr_avx512_direct(kc, a, as, b, tile, A512_NR, 0);
-    for (int r = 0; r < A512_MR; r++)
-        for (int q = 0; q < nr; q++)
-            c[r * ldc + q] = accumulate ? c[r * ldc + q] + tile[r * A512_NR + q]
-                                        : tile[r * A512_NR + q];
-}
-
-void kn__gemm_tile(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                   int accumulate, int mr, int nr) {
-    const isa_desc *d = &isa_tab[kn__gemm_isa()];
-    if (mr == d->mr && nr == d->nr) {
-        d->ukr(kc, a, b, c, ldc, accumulate);
-        return;
-    }
-    float tile[MR_MAX * NR_MAX] __attribute__((aligned(64)));
-    d->ukr(kc, a, b, tile, d->nr, 0);
-    for (int r = 0; r < mr; r++)
-        for (int q = 0; q < nr; q++)
-            c[r * ldc + q] =
-                accumulate ? c[r * ldc + q] + tile[r * d->nr + q] : tile[r * d->nr + q];
-}
 
 float *kn__gemm_scratch(size_t n) {
     scratch *s = scratch_get(n, 0);

@@ -103,18 +103,8 @@ void kn__gemm_packed_free(kn_gemm_packed *p);
 ms_status kn__sgemm(kn_ctx *ctx, int64_t M, int64_t N, int64_t K, const kn_gemm_opnd *a,
                     const kn_gemm_opnd *b, float *C, int64_t ldc, const kn_gemm_epi *epi);
 
-/* ---- single tiles, for kernels with their own loop (direct convolution) ---- */
+/* ---- for kernels with their own loops (direct / Winograd convolution) ---- */
 
-/* Non-zero when the current ISA has an unpacked-A micro-kernel (AVX-512). */
-int kn__gemm_has_direct(void);
-/* C[MR x nr] (+)= A * B with row i of A at depth k at a[i * as + k] (MR
- * rows, all valid) and B one packed panel of NR lines. Only when
- * kn__gemm_has_direct(). */
-void kn__gemm_tile_direct(int64_t kc, const float *a, int64_t as, const float *b, float *c,
-                          int64_t ldc, int accumulate, int nr);
-/* C[mr x nr] (+)= packed A panel * packed B panel, current ISA. */
-void kn__gemm_tile(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                   int accumulate, int mr, int nr);
 /* This thread's reusable scratch of at least n floats (shared with the GEMM's
  * A packing; do not hold it across kn__sgemm calls), or NULL. */
 float *kn__gemm_scratch(size_t n);
