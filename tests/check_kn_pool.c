@@ -206,6 +206,9 @@ START_TEST(pool_random) {
         float *xv = x->data;
         for (int64_t i = 0; i < x->nelem; i += 7)
             xv[i] = (i / 7) % 2 ? 0.0f : -0.0f;
+        /* NaN inputs: skipped by MaxPool, propagated by AvgPool. */
+        for (int64_t i = 5; i < x->nelem; i += 97)
+            xv[i] = NAN;
         for (int op = 0; op < 2; op++) {
             int is_max = op == 0;
             if (!is_max && strcmp(pc->pad, "EXPLICIT") == 0) continue; /* MaxPool only */

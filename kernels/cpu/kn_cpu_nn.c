@@ -569,12 +569,28 @@ KN_VEC_DEFINE(maxpool_nhwc_rows, (void *arg, int64_t b, int64_t e), (arg, b, e),
         for (int64_t ow = 0; ow < g->OW; ow++, y += C) {
             int64_t ws, we;
             POOL_CLIP(ow, j->a->sw, g->pl, g->KW, W, ws, we);
-            for (int64_t c = 0; c < C; c++)
+            /* Blocks of 16 channels kept in registers over the window. */
+            int64_t c0 = 0;
+            for (; c0 + 16 <= C; c0 += 16) {
+                float m[16];
+                for (int k = 0; k < 16; k++)
+                    m[k] = -INFINITY;
+                for (int64_t ih = hs; ih < he; ih++)
+                    for (int64_t iw = ws; iw < we; iw++) {
+                        const float *xp = xn + (ih * W + iw) * C + c0;
+                        for (int k = 0; k < 16; k++)
+                            m[k] = xp[k] > m[k] ? xp[k] : m[k];
+                    }
+                for (int k = 0; k < 16; k++)
+                    y[c0 + k] = m[k];
+            }
+            if (c0 == C) continue;
+            for (int64_t c = c0; c < C; c++)
                 y[c] = -INFINITY;
             for (int64_t ih = hs; ih < he; ih++)
                 for (int64_t iw = ws; iw < we; iw++) {
                     const float *xp = xn + (ih * W + iw) * C;
-                    for (int64_t c = 0; c < C; c++)
+                    for (int64_t c = c0; c < C; c++)
                         y[c] = xp[c] > y[c] ? xp[c] : y[c];
                 }
         }
