@@ -202,6 +202,12 @@ ms_status rt_gnode_prepare(rt_graph *g, int idx) {
 
 /* ================= plans ================= */
 
+/* The node a plan runs in place of v: itself, or for a fused node whose
+ * chain holds a fed tensor, its original (unfused) form. */
+static inline int run_as(const int *remap, int v) {
+    return remap ? remap[v] : v;
+}
+
 struct rt_plan {
     rt_graph *g;            /* borrowed */
     int n;
@@ -236,7 +242,7 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
                         int nfetches, const int *targets, int ntargets, rt_plan **out) {
     ms_status st = MS_OK;
     rt_plan *p = calloc(1, sizeof(*p));
-    int *stack = NULL, *indeg = NULL;
+    int *stack = NULL, *indeg = NULL, *remap = NULL;
     unsigned char *need = NULL;
     if (p == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     p->g = g;
@@ -257,6 +263,21 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
         goto oom;
     p->nfeeds = nfeeds;
     p->nfetches = nfetches;
+    /* A feed that replaces a tensor absorbed into a fused node (rt_fuse.h)
+     * must reach the consumers of that tensor: this plan runs such fused
+     * nodes in their original form (the unfused twin; the absorbed nodes stay
+     * in the graph) by giving the twin's output slots to the fused node's
+     * index too, so that every edge to the fused node reads the twin. */
+    for (int i = 0; i < nfeeds; i++) {
+        int a = g->nodes[feeds[i].node].fused_into;
+        if (a < 0) continue;
+        if (remap == NULL) {
+            if ((remap = malloc(sizeof(int) * ((size_t)g->n + 1))) == NULL) goto oom;
+            for (int v = 0; v < g->n; v++) remap[v] = v;
+        }
+        remap[a] = g->nodes[a].unfused;
+        p->slot_base[a] = p->slot_base[remap[a]];
+    }
     for (int i = 0; i < nfeeds; i++) {
         p->feed_slot[i] = p->slot_base[feeds[i].node] + feeds[i].out;
         p->fed[p->feed_slot[i]] = 1;
@@ -268,29 +289,35 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
         int s = p->slot_base[fetches[i].node] + fetches[i].out;
         p->fetch_slot[i] = s;
         p->uses[s]++;
-        if (!p->fed[s] && !need[fetches[i].node]) {
-            need[fetches[i].node] = 1;
-            stack[sp++] = fetches[i].node;
+        int v = run_as(remap, fetches[i].node);
+        if (!p->fed[s] && !need[v]) {
+            need[v] = 1;
+            stack[sp++] = v;
         }
     }
-    for (int i = 0; i < ntargets; i++)
-        if (!need[targets[i]]) {
-            need[targets[i]] = 1;
-            stack[sp++] = targets[i];
+    for (int i = 0; i < ntargets; i++) {
+        int v = run_as(remap, targets[i]);
+        if (!need[v]) {
+            need[v] = 1;
+            stack[sp++] = v;
         }
+    }
     while (sp > 0) {
         const rt_gnode *n = &g->nodes[stack[--sp]];
         for (int i = 0; i < n->nin; i++) {
             int s = p->slot_base[n->in[i].node] + n->in[i].out;
-            if (p->fed[s] || need[n->in[i].node]) continue;
-            need[n->in[i].node] = 1;
-            stack[sp++] = n->in[i].node;
+            int v = run_as(remap, n->in[i].node);
+            if (p->fed[s] || need[v]) continue;
+            need[v] = 1;
+            stack[sp++] = v;
         }
-        for (int i = 0; i < n->nctl; i++)
-            if (!need[n->ctl[i]]) {
-                need[n->ctl[i]] = 1;
-                stack[sp++] = n->ctl[i];
+        for (int i = 0; i < n->nctl; i++) {
+            int v = run_as(remap, n->ctl[i]);
+            if (!need[v]) {
+                need[v] = 1;
+                stack[sp++] = v;
             }
+        }
     }
 
     /* Kahn's algorithm over the needed nodes; edges from fed slots do not count. */
@@ -305,7 +332,7 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
             if (!p->fed[s]) indeg[v]++;
         }
         for (int i = 0; i < n->nctl; i++)
-            if (need[n->ctl[i]]) indeg[v]++;
+            if (need[run_as(remap, n->ctl[i])]) indeg[v]++;
     }
     p->order = malloc(sizeof(int) * ((size_t)total + 1));
     if (p->order == NULL) goto oom;
@@ -318,9 +345,10 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
         if (!need[v]) continue;
         const rt_gnode *n = &g->nodes[v];
         for (int i = 0; i < n->nin; i++)
-            if (!p->fed[p->slot_base[n->in[i].node] + n->in[i].out]) cons_start[n->in[i].node]++, ncons++;
+            if (!p->fed[p->slot_base[n->in[i].node] + n->in[i].out])
+                cons_start[run_as(remap, n->in[i].node)]++, ncons++;
         for (int i = 0; i < n->nctl; i++)
-            if (need[n->ctl[i]]) cons_start[n->ctl[i]]++, ncons++;
+            if (need[run_as(remap, n->ctl[i])]) cons_start[run_as(remap, n->ctl[i])]++, ncons++;
     }
     cons = malloc(sizeof(int) * ((size_t)ncons + 1));
     int *fillpos = calloc((size_t)g->n + 1, sizeof(int));
@@ -340,9 +368,10 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
         if (!need[v]) continue;
         const rt_gnode *n = &g->nodes[v];
         for (int i = 0; i < n->nin; i++)
-            if (!p->fed[p->slot_base[n->in[i].node] + n->in[i].out]) cons[fillpos[n->in[i].node]++] = v;
+            if (!p->fed[p->slot_base[n->in[i].node] + n->in[i].out])
+                cons[fillpos[run_as(remap, n->in[i].node)]++] = v;
         for (int i = 0; i < n->nctl; i++)
-            if (need[n->ctl[i]]) cons[fillpos[n->ctl[i]]++] = v;
+            if (need[run_as(remap, n->ctl[i])]) cons[fillpos[run_as(remap, n->ctl[i])]++] = v;
     }
     sp = 0;
     for (int v = g->n - 1; v >= 0; v--)
@@ -367,6 +396,7 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
     free(need);
     free(stack);
     free(indeg);
+    free(remap);
     *out = p;
     return MS_OK;
 oom:
@@ -375,6 +405,7 @@ fail:
     free(need);
     free(stack);
     free(indeg);
+    free(remap);
     rt_plan_free(p);
     return st;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rt_exec.h"
+#include "rt_fuse.h"
 #include "rt_opdefs.h"
 
 /* ---- name -> index map (open addressing, power-of-two capacity) ---- */
@@ -138,6 +139,8 @@ static ms_status add_node(rt_graph *g, const Tensorflow__MetaGraphDef *mg, char 
     n->kn.def = def;
     n->nout = rt_opdef_num_outputs(mg, op, def);
     n->kn.nout = n->nout;
+    n->fused_into = -1;
+    n->unfused = -1;
     int r = map_put(g->names, name, g->n);
     if (r < 0) {
         free(name);
@@ -406,6 +409,7 @@ ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be, rt_
     }
     for (int i = 0; i < npend && st == MS_OK; i++) st = resolve_node(&b, pend[i], &pend, &npend, &pcap);
     free(pend);
+    if (st == MS_OK && rt_fuse_enabled()) st = rt_fuse_graph(g, NULL);
     while (b.scopes) {
         scope *s = b.scopes;
         b.scopes = s->next_alloc;
@@ -432,6 +436,7 @@ void rt_graph_free(rt_graph *g) {
         free(n->ctl);
     }
     free(g->nodes);
+    rt_fuse_mem_free(g->fuse_mem);
     if (g->names) {
         free(g->names->keys);
         free(g->names->vals);

@@ -31,6 +31,8 @@ typedef struct rt_gnode {
     kn_node kn;                        /* what the kernel sees */
     void *state;                       /* kernel->prepare result */
     int prepared;
+    int fused_into;                    /* absorbed into this fused node (rt_fuse.h), or -1 */
+    int unfused;                       /* a fused node: its original form (unnamed twin), or -1 */
 } rt_gnode;
 
 typedef struct rt_graph rt_graph;
@@ -39,10 +41,12 @@ struct rt_graph {
     int n, cap;
     struct rt_name_map *names;         /* name -> index */
     kn_backend *backend;               /* borrowed */
+    struct rt_fuse_mem *fuse_mem;      /* owned: NodeDefs made by the fusion pass */
 };
 
-/* Builds the graph of mg (functions inlined, kernels bound, prepare run).
- * MS_ENOTSUP naming op and node when an op has no kernel. */
+/* Builds the graph of mg: functions inlined, then conv chains fused
+ * (rt_fuse.h; off when DCMSERVE_GRAPH_FUSION=0). Kernels are bound and
+ * prepared by rt_plan_build. */
 ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be, rt_graph **out);
 void rt_graph_free(rt_graph *g);
 

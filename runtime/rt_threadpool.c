@@ -1,11 +1,20 @@
-/* rt_threadpool.c - a small fork-join pool for intra-op parallelism. */
+/* rt_threadpool.c - a small fork-join pool for intra-op parallelism.
+ *
+ * A model runs many short parallel sections back to back (one or more per
+ * op, often well under a millisecond each). Waking a sleeping thread through
+ * a condition variable costs several microseconds each way, so workers spin
+ * for a short while (SPIN_NS) after a job before they sleep, and the caller
+ * spins the same while before it waits for stragglers. Idle, the pool
+ * sleeps. */
 #include "rt_threadpool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define POOL_MAX 64
+#define SPIN_NS 50000 /* 50 us */
 
 typedef struct job {
     void (*fn)(void *arg, int64_t begin, int64_t end);
@@ -22,7 +31,38 @@ static pthread_mutex_t g_busy = PTHREAD_MUTEX_INITIALIZER; /* one job at a time 
 static int g_nthreads;
 static job *g_job;          /* guarded by g_mu */
 static unsigned g_job_seq;  /* guarded by g_mu */
-static int g_active;        /* workers inside g_job; guarded by g_mu */
+static atomic_int g_active; /* workers inside g_job; changed under g_mu */
+static atomic_uint g_seq;   /* g_job_seq, readable without g_mu (spinning) */
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Spins until cond(arg) holds or SPIN_NS pass; returns whether it held. */
+static int spin_until(int (*cond)(const void *), const void *arg) {
+    int64_t t0 = 0;
+    for (int i = 0;; i++) {
+        if (cond(arg)) return 1;
+        cpu_relax();
+        if ((i & 63) == 63) {
+            int64_t t = now_ns();
+            if (t0 == 0) t0 = t;
+            else if (t - t0 > SPIN_NS) return 0;
+        }
+    }
+}
+
+static int seq_moved(const void *seen) {
+    return atomic_load_explicit(&g_seq, memory_order_acquire) != *(const unsigned *)seen;
+}
 
 static void run_chunks(job *j) {
     for (;;) {
@@ -41,19 +81,29 @@ static void run_chunks(job *j) {
 static void *worker(void *unused) {
     (void)unused;
     unsigned seen = 0;
-    pthread_mutex_lock(&g_mu);
     for (;;) {
-        while (g_job == NULL || g_job_seq == seen) pthread_cond_wait(&g_work_cv, &g_mu);
+        spin_until(seq_moved, &seen); /* the next job usually follows at once */
+        pthread_mutex_lock(&g_mu);
+        while (g_job == NULL || g_job_seq == seen) {
+            if (g_job == NULL) seen = g_job_seq; /* finished before we came */
+            pthread_cond_wait(&g_work_cv, &g_mu);
+        }
         seen = g_job_seq;
         job *j = g_job;
-        g_active++;
+        atomic_fetch_add(&g_active, 1);
         pthread_mutex_unlock(&g_mu);
         run_chunks(j);
         pthread_mutex_lock(&g_mu);
         /* The job lives on its caller's stack: the caller waits for us. */
-        if (--g_active == 0) pthread_cond_broadcast(&g_done_cv);
+        if (atomic_fetch_sub(&g_active, 1) == 1) pthread_cond_broadcast(&g_done_cv);
+        pthread_mutex_unlock(&g_mu);
     }
     return NULL;
+}
+
+static int job_done(const void *arg) {
+    const job *j = arg;
+    return atomic_load((atomic_int *)&j->pending) == 0 && atomic_load(&g_active) == 0;
 }
 
 /* Grows the pool to `want` helper threads (the caller is one more). */
@@ -94,12 +144,18 @@ void rt_parallel_for(int nthreads, int64_t n, int64_t min_chunk,
     pthread_mutex_lock(&g_mu);
     g_job = &j;
     g_job_seq++;
+    atomic_store_explicit(&g_seq, g_job_seq, memory_order_release);
     pthread_cond_broadcast(&g_work_cv);
     pthread_mutex_unlock(&g_mu);
     run_chunks(&j);
     pthread_mutex_lock(&g_mu);
     g_job = NULL; /* no new worker joins */
-    while (atomic_load(&j.pending) > 0 || g_active > 0) pthread_cond_wait(&g_done_cv, &g_mu);
     pthread_mutex_unlock(&g_mu);
+    if (!spin_until(job_done, &j)) {
+        pthread_mutex_lock(&g_mu);
+        while (atomic_load(&j.pending) > 0 || atomic_load(&g_active) > 0)
+            pthread_cond_wait(&g_done_cv, &g_mu);
+        pthread_mutex_unlock(&g_mu);
+    }
     pthread_mutex_unlock(&g_busy);
 }

@@ -71,14 +71,15 @@ def main():
 
     # --- 2. SIGTERM with requests in flight ---
     # Whether the daemon has accepted a call at the instant SIGTERM lands is a
-    # matter of timing; the scenario is repeated (up to 5 times) until the
+    # matter of timing; the scenario is repeated (up to 10 times: a loaded
+    # machine under ASan can miss the window several times) until the
     # daemon's log says it drained at least one call, and every repetition
     # must satisfy all the checks below.
-    for attempt in range(5):
+    for attempt in range(10):
         if sigterm_scenario(tmp, attempt):
             break
     else:
-        check(False, "in 5 attempts SIGTERM never found a call in flight in the daemon")
+        check(False, "in 10 attempts SIGTERM never found a call in flight in the daemon")
     shutil.rmtree(tmp, ignore_errors=True)
     print("it_serve_shutdown: ok")
 

@@ -1,0 +1,803 @@
+/* rt_fuse.c - load-time fusion of conv/matmul chains into TensorFlow's fused
+ * ops (see rt_fuse.h for the patterns and the contract).
+ *
+ * The pass works on the resolved rt_graph (indices, not names): it counts
+ * every node's consumers once, orders the nodes topologically, propagates
+ * static shapes (with symbols for unknown sizes, so that a dynamic batch
+ * dimension still compares equal to itself), then walks from every conv /
+ * matmul forward along sole consumers. Decisions are taken on the graph as it
+ * was before the pass, so one fusion cannot change what another sees.
+ */
+#include "rt_fuse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ms_log.h"
+#include "rt_tensor.h"
+
+/* ================= memory the pass owns ================= */
+
+struct rt_fuse_mem {
+    struct rt_fuse_mem *next;
+    _Alignas(16) unsigned char data[];
+};
+
+void rt_fuse_mem_free(struct rt_fuse_mem *m) {
+    while (m) {
+        struct rt_fuse_mem *nx = m->next;
+        free(m);
+        m = nx;
+    }
+}
+
+/* Zeroed memory freed with the graph; NULL on OOM. */
+static void *gmem(rt_graph *g, size_t n) {
+    struct rt_fuse_mem *m = calloc(1, sizeof(*m) + n);
+    if (m == NULL) return NULL;
+    m->next = g->fuse_mem;
+    g->fuse_mem = m;
+    return m->data;
+}
+
+static char *gstrdup(rt_graph *g, const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = gmem(g, n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+int rt_fuse_enabled(void) {
+    const char *v = getenv("DCMSERVE_GRAPH_FUSION");
+    if (v == NULL) return 1;
+    return !(strcmp(v, "0") == 0 || strcmp(v, "off") == 0 || strcmp(v, "false") == 0);
+}
+
+/* ================= pass state ================= */
+
+/* A static shape: rank -1 = unknown; d[i] >= 0 a known size, d[i] < 0 a
+ * symbol: an unknown size equal to every other dim with the same symbol. */
+typedef struct fz_shape {
+    int rank;
+    int64_t d[RT_MAX_RANK];
+} fz_shape;
+
+typedef struct fz_use {
+    int node; /* the consumer */
+    int ctl;  /* 1: a control edge, 0: a data edge */
+} fz_use;
+
+typedef struct fz {
+    rt_graph *g;
+    int n0;      /* nodes before the pass; decisions look only at these */
+    int *ustart; /* per node: its consumers are use[ustart[v] .. ustart[v+1]) */
+    fz_use *use;
+    int *topo;     /* per node: 1 when topologically ordered, 0 in or behind a cycle */
+    int *order;    /* the topological order */
+    fz_shape *shp; /* per node: static shape of output 0 */
+    int64_t next_sym;
+} fz;
+
+static kn_node kn_of(const rt_gnode *n) {
+    return n->kn;
+}
+
+static int op_is(const rt_gnode *n, const char *op) {
+    return strcmp(n->kn.op, op) == 0;
+}
+
+static int is_float(const rt_gnode *n) {
+    kn_node k = kn_of(n);
+    return kn_attr_type(&k, "T", RT_DT_INVALID) == RT_DT_FLOAT;
+}
+
+/* ---- consumers and order ---- */
+
+static ms_status count_uses(fz *f) {
+    rt_graph *g = f->g;
+    int n = f->n0;
+    f->ustart = calloc((size_t)n + 2, sizeof(int));
+    f->topo = calloc((size_t)n + 1, sizeof(int));
+    f->order = calloc((size_t)n + 1, sizeof(int));
+    int *indeg = calloc((size_t)n + 1, sizeof(int));
+    int *fill = calloc((size_t)n + 1, sizeof(int));
+    if (!f->ustart || !f->topo || !f->order || !indeg || !fill) goto oom;
+    size_t total = 0;
+    for (int v = 0; v < n; v++) {
+        const rt_gnode *x = &g->nodes[v];
+        for (int i = 0; i < x->nin; i++)
+            f->ustart[x->in[i].node + 1]++;
+        for (int i = 0; i < x->nctl; i++)
+            f->ustart[x->ctl[i] + 1]++;
+        total += (size_t)x->nin + (size_t)x->nctl;
+        indeg[v] = x->nin + x->nctl;
+    }
+    for (int v = 0; v < n; v++)
+        f->ustart[v + 1] += f->ustart[v];
+    f->use = calloc(total + 1, sizeof(*f->use));
+    if (f->use == NULL) goto oom;
+    for (int v = 0; v < n; v++)
+        fill[v] = f->ustart[v];
+    for (int v = 0; v < n; v++) {
+        const rt_gnode *x = &g->nodes[v];
+        for (int i = 0; i < x->nin; i++)
+            f->use[fill[x->in[i].node]++] = (fz_use){v, 0};
+        for (int i = 0; i < x->nctl; i++)
+            f->use[fill[x->ctl[i]]++] = (fz_use){v, 1};
+    }
+    /* Kahn's algorithm; nodes in or behind a cycle stay unordered (topo 0)
+     * and are never fused. */
+    int head = 0, tail = 0;
+    for (int v = 0; v < n; v++)
+        if (indeg[v] == 0) f->order[tail++] = v;
+    while (head < tail) {
+        int v = f->order[head++];
+        f->topo[v] = 1;
+        for (int k = f->ustart[v]; k < f->ustart[v + 1]; k++)
+            if (--indeg[f->use[k].node] == 0) f->order[tail++] = f->use[k].node;
+    }
+    free(indeg);
+    free(fill);
+    return MS_OK;
+oom:
+    free(indeg);
+    free(fill);
+    return ms_errf(MS_ENOMEM, "out of memory fusing the graph");
+}
+
+/* ---- static shapes ---- */
+
+static int64_t fresh(fz *f) {
+    return f->next_sym--;
+}
+
+static void set_unknown(fz_shape *s) {
+    s->rank = -1;
+}
+
+/* Shape of input i of node x (only output 0 of a producer is tracked). */
+static const fz_shape *in_shape(fz *f, const rt_gnode *x, int i) {
+    static const fz_shape unknown = {.rank = -1};
+    if (i >= x->nin || x->in[i].out != 0) return &unknown;
+    return &f->shp[x->in[i].node];
+}
+
+/* The value of a Const producing input i (int32 / int64 only), or NULL. The
+ * caller unrefs it. */
+static rt_tensor *const_int_input(fz *f, const rt_gnode *x, int i) {
+    if (i >= x->nin) return NULL;
+    const rt_gnode *c = &f->g->nodes[x->in[i].node];
+    if (!op_is(c, "Const") || x->in[i].out != 0) return NULL;
+    kn_node k = kn_of(c);
+    rt_tensor *t = NULL;
+    if (kn_attr_tensor(&k, "value", &t) != MS_OK) {
+        ms_err_clear();
+        return NULL;
+    }
+    if (t->dtype != RT_DT_INT32 && t->dtype != RT_DT_INT64) {
+        rt_tensor_unref(t);
+        return NULL;
+    }
+    return t;
+}
+
+static int64_t int_at(const rt_tensor *t, int64_t i) {
+    return t->dtype == RT_DT_INT32 ? ((const int32_t *)t->data)[i] : ((const int64_t *)t->data)[i];
+}
+
+/* One broadcast dimension of a and b. A symbol against a known size s can
+ * only be 1 or s in a valid graph, so the result is s. */
+static int64_t bcast_dim(fz *f, int64_t a, int64_t b) {
+    if (a == b || b == 1) return a;
+    if (a == 1) return b;
+    if (a >= 0 && b < 0) return a;
+    if (a < 0 && b >= 0) return b;
+    if (a >= 0 && b >= 0) return fresh(f); /* an invalid graph; fails at run time */
+    return fresh(f);
+}
+
+/* Output size of a window along one axis; k, stride, dil >= 1. */
+static int64_t window_dim(fz *f, int64_t in, int64_t k, int64_t stride, int64_t dil, int same,
+                          int64_t pads) {
+    int64_t eff = (k - 1) * dil + 1;
+    if (in >= 0) {
+        if (same) return (in + stride - 1) / stride;
+        int64_t span = in + pads - eff;
+        return span < 0 ? fresh(f) : span / stride + 1;
+    }
+    if (stride == 1 && (same || pads == eff - 1)) return in; /* same symbol */
+    return fresh(f);
+}
+
+/* Conv2D / DepthwiseConv2dNative (+ fused) and MaxPool / AvgPool. */
+static void infer_window(fz *f, const rt_gnode *x, int pool, int depthwise, fz_shape *out) {
+    const fz_shape *xs = in_shape(f, x, 0);
+    kn_node k = kn_of(x);
+    if (xs->rank != 4) return set_unknown(out);
+    int nchw = kn_attr_s_eq(&k, "data_format", "NCHW", "NHWC");
+    int hc = nchw ? 2 : 1, cc = nchw ? 1 : 3;
+    int64_t strides[4] = {1, 1, 1, 1}, dil[4] = {1, 1, 1, 1}, ks[4] = {1, 1, 1, 1}, ep[8] = {0};
+    if (kn_attr_ilist(&k, "strides", strides, 4) != 4) return set_unknown(out);
+    int nd = kn_attr_ilist(&k, "dilations", dil, 4);
+    if (nd != -1 && nd != 4) return set_unknown(out);
+    size_t plen = 0;
+    const char *pad = kn_attr_s(&k, "padding", &plen);
+    if (pad == NULL) return set_unknown(out);
+    int same = plen == 4 && memcmp(pad, "SAME", 4) == 0;
+    int expl = plen == 8 && memcmp(pad, "EXPLICIT", 8) == 0;
+    int valid = plen == 5 && memcmp(pad, "VALID", 5) == 0;
+    if (!same && !expl && !valid) return set_unknown(out);
+    if (expl && kn_attr_ilist(&k, "explicit_paddings", ep, 8) != 8) return set_unknown(out);
+    int64_t oc;
+    if (pool) {
+        if (kn_attr_ilist(&k, "ksize", ks, 4) != 4) return set_unknown(out);
+        oc = xs->d[cc];
+    } else {
+        const fz_shape *fs = in_shape(f, x, 1);
+        if (fs->rank != 4) return set_unknown(out);
+        ks[hc] = fs->d[0];
+        ks[hc + 1] = fs->d[1];
+        if (depthwise)
+            oc = fs->d[2] >= 0 && fs->d[3] >= 0 ? fs->d[2] * fs->d[3] : fresh(f);
+        else
+            oc = fs->d[3];
+    }
+    out->rank = 4;
+    out->d[0] = xs->d[0];
+    out->d[cc] = oc;
+    for (int a = hc; a < hc + 2; a++) {
+        if (ks[a] < 1 || strides[a] < 1 || dil[a] < 1) {
+            out->d[a] = fresh(f);
+            continue;
+        }
+        out->d[a] =
+            window_dim(f, xs->d[a], ks[a], strides[a], dil[a], same, ep[2 * a] + ep[2 * a + 1]);
+    }
+}
+
+static void infer_reshape(fz *f, const rt_gnode *x, fz_shape *out) {
+    rt_tensor *t = const_int_input(f, x, 1);
+    if (t == NULL || t->shape.rank != 1 || t->nelem > RT_MAX_RANK) {
+        rt_tensor_unref(t);
+        return set_unknown(out);
+    }
+    out->rank = (int)t->nelem;
+    int minus = -1;
+    int64_t known = 1;
+    for (int i = 0; i < out->rank; i++) {
+        out->d[i] = int_at(t, i);
+        if (out->d[i] == -1 && minus < 0) {
+            minus = i;
+        } else if (out->d[i] < 0) {
+            rt_tensor_unref(t);
+            return set_unknown(out);
+        } else {
+            known *= out->d[i];
+        }
+    }
+    rt_tensor_unref(t);
+    if (minus < 0) return;
+    /* -1: the input's element count over the known part; with one symbol in
+     * the input and equal known parts, it is that symbol. */
+    const fz_shape *xs = in_shape(f, x, 0);
+    int64_t in_known = 1, sym = 0;
+    int nsym = 0;
+    for (int i = 0; xs->rank >= 0 && i < xs->rank; i++) {
+        if (xs->d[i] >= 0)
+            in_known *= xs->d[i];
+        else
+            sym = xs->d[i], nsym++;
+    }
+    if (xs->rank < 0 || nsym > 1 || known == 0)
+        out->d[minus] = fresh(f);
+    else if (nsym == 0)
+        out->d[minus] = in_known % known == 0 ? in_known / known : fresh(f);
+    else
+        out->d[minus] = in_known == known ? sym : fresh(f);
+}
+
+static void infer_pad(fz *f, const rt_gnode *x, fz_shape *out) {
+    const fz_shape *xs = in_shape(f, x, 0);
+    if (xs->rank < 0) return set_unknown(out);
+    *out = *xs;
+    rt_tensor *t = const_int_input(f, x, 1);
+    int ok = t && t->shape.rank == 2 && t->shape.dim[0] == xs->rank && t->shape.dim[1] == 2;
+    for (int i = 0; i < out->rank; i++) {
+        int64_t p = ok ? int_at(t, 2 * i) + int_at(t, 2 * i + 1) : -1;
+        if (p == 0) continue;
+        out->d[i] = p > 0 && xs->d[i] >= 0 ? xs->d[i] + p : fresh(f);
+    }
+    rt_tensor_unref(t);
+}
+
+static void infer_transpose(fz *f, const rt_gnode *x, fz_shape *out) {
+    const fz_shape *xs = in_shape(f, x, 0);
+    rt_tensor *t = const_int_input(f, x, 1);
+    if (xs->rank < 0 || t == NULL || t->nelem != xs->rank) {
+        rt_tensor_unref(t);
+        return set_unknown(out);
+    }
+    out->rank = xs->rank;
+    for (int i = 0; i < out->rank; i++) {
+        int64_t p = int_at(t, i);
+        out->d[i] = p >= 0 && p < xs->rank ? xs->d[p] : fresh(f);
+    }
+    rt_tensor_unref(t);
+}
+
+/* From a TensorShapeProto-like rt_shape: -1 dims get fresh symbols. */
+static void from_rt_shape(fz *f, const rt_shape *s, fz_shape *out) {
+    if (s->rank < 0 || s->rank > RT_MAX_RANK) return set_unknown(out);
+    out->rank = s->rank;
+    for (int i = 0; i < s->rank; i++)
+        out->d[i] = s->dim[i] >= 0 ? s->dim[i] : fresh(f);
+}
+
+static int in_list(const char *op, const char *const *list) {
+    for (; *list; list++)
+        if (strcmp(op, *list) == 0) return 1;
+    return 0;
+}
+
+static const char *const same_shape_ops[] = {"Identity",
+                                             "Snapshot",
+                                             "StopGradient",
+                                             "Relu",
+                                             "Relu6",
+                                             "LeakyRelu",
+                                             "Elu",
+                                             "Selu",
+                                             "Sigmoid",
+                                             "Tanh",
+                                             "Softplus",
+                                             "BiasAdd",
+                                             "Neg",
+                                             "Abs",
+                                             "Sqrt",
+                                             "Rsqrt",
+                                             "Exp",
+                                             "Log",
+                                             "Square",
+                                             "Softmax",
+                                             "Cast",
+                                             "CheckNumerics",
+                                             "FusedBatchNorm",
+                                             "FusedBatchNormV2",
+                                             "FusedBatchNormV3",
+                                             "ClipByValue",
+                                             NULL};
+static const char *const binary_ops[] = {
+    "Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "Maximum", "Minimum", "SquaredDifference",
+    NULL};
+
+static void infer(fz *f, int v, fz_shape *out) {
+    const rt_gnode *x = &f->g->nodes[v];
+    const char *op = x->kn.op;
+    kn_node k = kn_of(x);
+    set_unknown(out);
+    if (strcmp(op, "Placeholder") == 0 || strcmp(op, "PlaceholderWithDefault") == 0) {
+        rt_shape s;
+        if (kn_attr_shape(&k, "shape", &s) != MS_OK) {
+            ms_err_clear();
+            return;
+        }
+        from_rt_shape(f, &s, out);
+    } else if (strcmp(op, "Const") == 0) {
+        const Tensorflow__NodeDef *d = x->def;
+        for (size_t i = 0; i < d->n_attr; i++) {
+            const Tensorflow__AttrValue *a = d->attr[i]->value;
+            if (strcmp(d->attr[i]->key, "value") != 0 || a == NULL ||
+                a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_TENSOR || a->tensor == NULL)
+                continue;
+            const Tensorflow__TensorShapeProto *sp = a->tensor->tensor_shape;
+            if (sp == NULL) { /* no shape: a scalar */
+                out->rank = 0;
+            } else if (!sp->unknown_rank && sp->n_dim <= RT_MAX_RANK) {
+                out->rank = (int)sp->n_dim;
+                for (size_t j = 0; j < sp->n_dim; j++)
+                    out->d[j] = sp->dim[j]->size >= 0 ? sp->dim[j]->size : fresh(f);
+            }
+        }
+    } else if (in_list(op, same_shape_ops)) {
+        *out = *in_shape(f, x, 0);
+    } else if (in_list(op, binary_ops) && x->nin == 2) {
+        const fz_shape *a = in_shape(f, x, 0), *b = in_shape(f, x, 1);
+        if (a->rank < 0 || b->rank < 0) return;
+        out->rank = a->rank > b->rank ? a->rank : b->rank;
+        for (int i = 0; i < out->rank; i++) {
+            int ia = i - (out->rank - a->rank), ib = i - (out->rank - b->rank);
+            int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
+            out->d[i] = bcast_dim(f, da, db);
+        }
+    } else if (strcmp(op, "Conv2D") == 0 || strcmp(op, "_FusedConv2D") == 0) {
+        infer_window(f, x, 0, 0, out);
+    } else if (strcmp(op, "DepthwiseConv2dNative") == 0 ||
+               strcmp(op, "_FusedDepthwiseConv2dNative") == 0) {
+        infer_window(f, x, 0, 1, out);
+    } else if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AvgPool") == 0) {
+        infer_window(f, x, 1, 0, out);
+    } else if (strcmp(op, "MatMul") == 0 || strcmp(op, "_FusedMatMul") == 0) {
+        const fz_shape *a = in_shape(f, x, 0), *b = in_shape(f, x, 1);
+        if (a->rank != 2 || b->rank != 2) return;
+        out->rank = 2;
+        out->d[0] = a->d[kn_attr_b(&k, "transpose_a", 0) ? 1 : 0];
+        out->d[1] = b->d[kn_attr_b(&k, "transpose_b", 0) ? 0 : 1];
+    } else if (strcmp(op, "Reshape") == 0) {
+        infer_reshape(f, x, out);
+    } else if (strcmp(op, "Pad") == 0 || strcmp(op, "PadV2") == 0 || strcmp(op, "MirrorPad") == 0) {
+        infer_pad(f, x, out);
+    } else if (strcmp(op, "Transpose") == 0) {
+        infer_transpose(f, x, out);
+    }
+}
+
+static ms_status infer_shapes(fz *f) {
+    f->shp = calloc((size_t)f->n0 + 1, sizeof(*f->shp));
+    if (f->shp == NULL) return ms_errf(MS_ENOMEM, "out of memory fusing the graph");
+    for (int v = 0; v < f->n0; v++)
+        set_unknown(&f->shp[v]);
+    for (int i = 0; i < f->n0; i++) {
+        int v = f->order[i];
+        if (!f->topo[v]) break;
+        infer(f, v, &f->shp[v]);
+    }
+    return MS_OK;
+}
+
+/* 1 when a value of shape a provably broadcasts into shape o (so adding it to
+ * o leaves o's shape): same rank or lower, every dim 1 or equal to o's. */
+static int fits_into(const fz_shape *a, const fz_shape *o) {
+    if (a->rank < 0 || o->rank < 0 || a->rank > o->rank) return 0;
+    for (int i = 0; i < a->rank; i++) {
+        int64_t da = a->d[i], dout = o->d[i + o->rank - a->rank];
+        if (da != 1 && da != dout) return 0;
+    }
+    return 1;
+}
+
+/* ================= matching ================= */
+
+enum { ROLE_CONV, ROLE_BIAS, ROLE_ADD, ROLE_ACT };
+
+typedef struct fz_chain {
+    int node[4];
+    int role[4];
+    int nn;
+    int bn;          /* the conv's fused_ops is [FusedBatchNorm] */
+    rt_edge args[4]; /* bias, or the four batch-norm args */
+    int nargs;
+    rt_edge addend;
+    const char *op; /* the fused op */
+} fz_chain;
+
+/* The node's only data consumer (through any output), or -1. Control
+ * consumers are checked once the chain is known (ctl_ok). */
+static int sole_data_consumer(const fz *f, int v) {
+    int who = -1, n = 0;
+    for (int k = f->ustart[v]; k < f->ustart[v + 1]; k++)
+        if (!f->use[k].ctl) who = f->use[k].node, n++;
+    return n == 1 ? who : -1;
+}
+
+static int has_ctl_to(const rt_gnode *x, int target) {
+    for (int i = 0; i < x->nctl; i++)
+        if (x->ctl[i] == target) return 1;
+    return 0;
+}
+
+static int in_chain(const fz_chain *c, int v) {
+    for (int i = 0; i < c->nn; i++)
+        if (c->node[i] == v) return 1;
+    return 0;
+}
+
+/* Every control consumer of an intermediate node must also wait on the
+ * chain's last node (as an inlined call's IdentityN waits on every body
+ * node): dropping its edge to the intermediate then changes nothing, since
+ * the intermediate ops are pure and the fused last node computes them. Any
+ * other control consumer keeps the chain from fusing. */
+static int ctl_ok(const fz *f, const fz_chain *c) {
+    int last = c->node[c->nn - 1];
+    for (int i = 0; i < c->nn - 1; i++) {
+        int v = c->node[i];
+        for (int k = f->ustart[v]; k < f->ustart[v + 1]; k++) {
+            if (!f->use[k].ctl) continue;
+            int u = f->use[k].node;
+            if (in_chain(c, u) || !has_ctl_to(&f->g->nodes[u], last)) return 0;
+        }
+    }
+    return 1;
+}
+
+static const char *act_ops[] = {"Relu", "Relu6", "LeakyRelu", "Elu", "Sigmoid", "Tanh", NULL};
+
+/* A fusable unfused node (not a product or part of a fusion, ordered). */
+static int usable(const fz *f, int v) {
+    const rt_gnode *x = &f->g->nodes[v];
+    return v < f->n0 && f->topo[v] && x->fused_into < 0 && x->unfused < 0;
+}
+
+static int fused_ops_are(const rt_gnode *x, const char *want) {
+    kn_node k = kn_of(x);
+    const char *ops[2];
+    size_t lens[2];
+    int n = kn_attr_slist(&k, "fused_ops", ops, lens, 2);
+    return n == 1 && lens[0] == strlen(want) && memcmp(ops[0], want, lens[0]) == 0;
+}
+
+/* Finds the longest chain starting at conv node v; 1 when one (of at least
+ * two nodes) was found. */
+static int match(const fz *f, int v, fz_chain *c) {
+    const rt_graph *g = f->g;
+    const rt_gnode *x = &g->nodes[v];
+    memset(c, 0, sizeof(*c));
+    if (!usable(f, v) || !is_float(x)) return 0;
+    kn_node kx = kn_of(x);
+    int can_add;
+    c->node[0] = v;
+    c->role[0] = ROLE_CONV;
+    c->nn = 1;
+    int end = v;
+    if (op_is(x, "Conv2D") || op_is(x, "DepthwiseConv2dNative") || op_is(x, "MatMul")) {
+        int dw = op_is(x, "DepthwiseConv2dNative"), mm = op_is(x, "MatMul");
+        if (x->nin != 2) return 0;
+        int b = sole_data_consumer(f, v);
+        if (b < 0 || !usable(f, b)) return 0;
+        const rt_gnode *bx = &g->nodes[b];
+        if (!op_is(bx, "BiasAdd") || !is_float(bx) || bx->nin != 2 || bx->in[0].node != v ||
+            bx->in[0].out != 0 || bx->in[1].node == v)
+            return 0;
+        kn_node kb = kn_of(bx);
+        const char *conv_fmt = kn_attr_s_eq(&kx, "data_format", "NCHW", "NHWC") ? "NCHW" : "NHWC";
+        if (mm) conv_fmt = "NHWC";
+        if (!kn_attr_s_eq(&kb, "data_format", conv_fmt, "NHWC")) return 0;
+        c->node[c->nn] = b;
+        c->role[c->nn++] = ROLE_BIAS;
+        c->args[c->nargs++] = bx->in[1];
+        c->op = dw ? "_FusedDepthwiseConv2dNative" : mm ? "_FusedMatMul" : "_FusedConv2D";
+        can_add = !dw;
+        end = b;
+    } else if (op_is(x, "_FusedConv2D") || op_is(x, "_FusedMatMul")) {
+        int bn = op_is(x, "_FusedConv2D") && fused_ops_are(x, "FusedBatchNorm");
+        if (!bn && !fused_ops_are(x, "BiasAdd")) return 0;
+        int nargs = bn ? 4 : 1;
+        if (kn_attr_i(&kx, "num_args", nargs) != nargs || x->nin != 2 + nargs) return 0;
+        for (int i = 0; i < nargs; i++)
+            c->args[c->nargs++] = x->in[2 + i];
+        c->bn = bn;
+        c->op = x->kn.op;
+        can_add = 1;
+    } else {
+        return 0;
+    }
+
+    if (can_add) {
+        int a = sole_data_consumer(f, end);
+        const rt_gnode *ax = a >= 0 ? &g->nodes[a] : NULL;
+        if (ax && usable(f, a) && (op_is(ax, "Add") || op_is(ax, "AddV2")) && is_float(ax) &&
+            ax->nin == 2) {
+            int side = ax->in[0].node == end ? 0 : 1;
+            rt_edge addend = ax->in[1 - side];
+            if (ax->in[side].node == end && ax->in[side].out == 0 && !in_chain(c, addend.node) &&
+                addend.node != a && f->topo[addend.node] && addend.out == 0 &&
+                fits_into(&f->shp[addend.node], &f->shp[end])) {
+                c->node[c->nn] = a;
+                c->role[c->nn++] = ROLE_ADD;
+                c->addend = addend;
+                end = a;
+            }
+        }
+    }
+    int r = sole_data_consumer(f, end);
+    if (r >= 0 && usable(f, r)) {
+        const rt_gnode *rx = &g->nodes[r];
+        if (in_list(rx->kn.op, act_ops) && is_float(rx) && rx->nin == 1 && rx->in[0].node == end &&
+            rx->in[0].out == 0) {
+            c->node[c->nn] = r;
+            c->role[c->nn++] = ROLE_ACT;
+        }
+    }
+    /* Drop trailing nodes until the control edges allow the chain. */
+    while (c->nn >= 2 && !ctl_ok(f, c))
+        c->nn--;
+    return c->nn >= 2; /* a prefused conv alone is nothing new */
+}
+
+/* ================= rewriting ================= */
+
+/* Attr entries of the new NodeDef: the conv's own ones are borrowed. */
+static Tensorflow__NodeDef__AttrEntry *new_attr(rt_graph *g, const char *key) {
+    Tensorflow__NodeDef__AttrEntry *e = gmem(g, sizeof(*e));
+    Tensorflow__AttrValue *v = gmem(g, sizeof(*v));
+    if (e == NULL || v == NULL) return NULL;
+    tensorflow__node_def__attr_entry__init(e);
+    tensorflow__attr_value__init(v);
+    e->key = gstrdup(g, key);
+    e->value = v;
+    return e->key ? e : NULL;
+}
+
+static char *edge_str(rt_graph *g, rt_edge e) {
+    const char *nm = g->nodes[e.node].name;
+    size_t n = strlen(nm) + 16;
+    char *s = gmem(g, n);
+    if (s) snprintf(s, n, "%s:%d", nm, e.out);
+    return s;
+}
+
+static int has_role(const fz_chain *c, int role) {
+    for (int i = 0; i < c->nn; i++)
+        if (c->role[i] == role) return c->node[i];
+    return -1;
+}
+
+/* Removes target from the control inputs of node u (and of its unfused
+ * twin, which holds u's original inputs when u is itself a fused node). */
+static void drop_ctl(rt_graph *g, int u, int target) {
+    for (int pass = 0; pass < 2 && u >= 0; pass++) {
+        rt_gnode *x = &g->nodes[u];
+        int k = 0;
+        for (int i = 0; i < x->nctl; i++)
+            if (x->ctl[i] != target) x->ctl[k++] = x->ctl[i];
+        x->nctl = k;
+        u = x->unfused;
+    }
+}
+
+static ms_status rewrite(fz *f, const fz_chain *c) {
+    rt_graph *g = f->g;
+    const int conv = c->node[0], last = c->node[c->nn - 1];
+    const int add = has_role(c, ROLE_ADD), act = has_role(c, ROLE_ACT);
+    const rt_gnode *cx = &g->nodes[conv];
+    const Tensorflow__NodeDef *cd = cx->def;
+
+    /* Data inputs: x, filter, fused args, addend. */
+    int nin = 2 + c->nargs + (add >= 0);
+    rt_edge *in = calloc((size_t)nin, sizeof(*in));
+    /* Control inputs: the union over the chain, without the chain itself. */
+    int maxctl = 0;
+    for (int i = 0; i < c->nn; i++)
+        maxctl += g->nodes[c->node[i]].nctl;
+    int *ctl = calloc((size_t)maxctl + 1, sizeof(int));
+    if (in == NULL || ctl == NULL) goto oom;
+    in[0] = cx->in[0];
+    in[1] = cx->in[1];
+    for (int i = 0; i < c->nargs; i++)
+        in[2 + i] = c->args[i];
+    if (add >= 0) in[nin - 1] = c->addend;
+    int nctl = 0;
+    for (int i = 0; i < c->nn; i++) {
+        const rt_gnode *x = &g->nodes[c->node[i]];
+        for (int j = 0; j < x->nctl; j++) {
+            int t = x->ctl[j], dup = in_chain(c, t);
+            for (int q = 0; q < nctl && !dup; q++)
+                dup = ctl[q] == t;
+            if (!dup) ctl[nctl++] = t;
+        }
+    }
+
+    /* The fused NodeDef: the conv's attrs (borrowed) except the ones that
+     * describe the fusion, which are new. */
+    Tensorflow__NodeDef *d = gmem(g, sizeof(*d));
+    if (d == NULL) goto oom;
+    tensorflow__node_def__init(d);
+    d->name = g->nodes[last].name;
+    d->op = gstrdup(g, c->op);
+    d->device = cd->device;
+    d->input = gmem(g, sizeof(char *) * ((size_t)nin + (size_t)nctl + 1));
+    d->attr = gmem(g, sizeof(*d->attr) * (cd->n_attr + 4));
+    if (d->op == NULL || d->input == NULL || d->attr == NULL) goto oom;
+    for (int i = 0; i < nin; i++)
+        if ((d->input[d->n_input++] = edge_str(g, in[i])) == NULL) goto oom;
+    for (int i = 0; i < nctl; i++) {
+        const char *nm = g->nodes[ctl[i]].name;
+        char *s = gmem(g, strlen(nm) + 2);
+        if (s == NULL) goto oom;
+        s[0] = '^';
+        strcpy(s + 1, nm);
+        d->input[d->n_input++] = s;
+    }
+    for (size_t i = 0; i < cd->n_attr; i++) {
+        const char *key = cd->attr[i]->key;
+        if (strcmp(key, "fused_ops") == 0 || strcmp(key, "num_args") == 0 ||
+            strcmp(key, "leakyrelu_alpha") == 0)
+            continue;
+        d->attr[d->n_attr++] = cd->attr[i];
+    }
+    const char *ops[3];
+    int nops = 0;
+    ops[nops++] = c->bn ? "FusedBatchNorm" : "BiasAdd";
+    if (add >= 0) ops[nops++] = "Add";
+    if (act >= 0) ops[nops++] = g->nodes[act].kn.op;
+    Tensorflow__NodeDef__AttrEntry *e = new_attr(g, "fused_ops");
+    if (e == NULL) goto oom;
+    e->value->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+    e->value->list = gmem(g, sizeof(*e->value->list));
+    if (e->value->list == NULL) goto oom;
+    tensorflow__attr_value__list_value__init(e->value->list);
+    e->value->list->s = gmem(g, sizeof(ProtobufCBinaryData) * 3);
+    if (e->value->list->s == NULL) goto oom;
+    for (int i = 0; i < nops; i++) {
+        char *s = gstrdup(g, ops[i]);
+        if (s == NULL) goto oom;
+        e->value->list->s[i] = (ProtobufCBinaryData){strlen(s), (uint8_t *)s};
+    }
+    e->value->list->n_s = (size_t)nops;
+    d->attr[d->n_attr++] = e;
+    if ((e = new_attr(g, "num_args")) == NULL) goto oom;
+    e->value->value_case = TENSORFLOW__ATTR_VALUE__VALUE_I;
+    e->value->i = c->nargs + (add >= 0);
+    d->attr[d->n_attr++] = e;
+    if (act >= 0 && op_is(&g->nodes[act], "LeakyRelu")) {
+        kn_node ka = kn_of(&g->nodes[act]);
+        if ((e = new_attr(g, "leakyrelu_alpha")) == NULL) goto oom;
+        e->value->value_case = TENSORFLOW__ATTR_VALUE__VALUE_F;
+        e->value->f = kn_attr_f(&ka, "alpha", 0.2f);
+        d->attr[d->n_attr++] = e;
+    }
+
+    /* The last node's original form moves to a new, unnamed twin; the last
+     * node becomes the fused one. */
+    char *twin_name = strdup(g->nodes[last].name);
+    if (twin_name == NULL) goto oom;
+    if (g->n == g->cap) {
+        int ncap = g->cap ? g->cap * 2 : 64;
+        rt_gnode *nn = realloc(g->nodes, sizeof(*nn) * (size_t)ncap);
+        if (nn == NULL) {
+            free(twin_name);
+            goto oom;
+        }
+        g->nodes = nn;
+        g->cap = ncap;
+    }
+    int u = g->n++;
+    rt_gnode *L = &g->nodes[last], *U = &g->nodes[u];
+    *U = *L;
+    U->name = twin_name;
+    U->kn.name = twin_name;
+    U->fused_into = -1;
+    U->unfused = -1;
+    L->def = d;
+    L->kn.def = d;
+    L->kn.op = d->op;
+    L->in = in;
+    L->nin = nin;
+    L->kn.nin = nin;
+    L->ctl = ctl;
+    L->nctl = nctl;
+    L->nout = 1;
+    L->kn.nout = 1;
+    L->unfused = u;
+    for (int i = 0; i < c->nn - 1; i++) {
+        int v = c->node[i];
+        g->nodes[v].fused_into = last;
+        for (int k = f->ustart[v]; k < f->ustart[v + 1]; k++)
+            if (f->use[k].ctl) drop_ctl(g, f->use[k].node, v);
+    }
+    return MS_OK;
+oom:
+    free(in);
+    free(ctl);
+    return ms_errf(MS_ENOMEM, "out of memory fusing the graph");
+}
+
+ms_status rt_fuse_graph(rt_graph *g, int *nfused) {
+    fz f = {.g = g, .n0 = g->n, .next_sym = -2};
+    int count = 0;
+    ms_status st = count_uses(&f);
+    if (st == MS_OK) st = infer_shapes(&f);
+    for (int v = 0; v < f.n0 && st == MS_OK; v++) {
+        fz_chain c;
+        if (!match(&f, v, &c)) continue;
+        if ((st = rewrite(&f, &c)) == MS_OK) count++;
+    }
+    free(f.ustart);
+    free(f.use);
+    free(f.topo);
+    free(f.order);
+    free(f.shp);
+    if (count > 0) MS_DEBUG("graph fusion: %d chains fused", count);
+    if (nfused) *nfused = count;
+    return st;
+}

@@ -1,0 +1,758 @@
+/* check_fuse.c - load-time graph fusion (runtime/rt_fuse.c): small graphs
+ * built with the graph builder are loaded with the pass on and off
+ * (DCMSERVE_GRAPH_FUSION) and run; the fused graph must have the expected
+ * fused node under the last node's name and compute the same values as the
+ * unfused one. Chains that must not fuse are checked too. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_backend.h"
+#include "ms_status.h"
+#include "rt_exec.h"
+#include "rt_fuse.h"
+#include "rt_graph.h"
+#include "rt_graphbuild.h"
+
+static kn_backend *be;
+static rt_gb *gb;
+static uint32_t rng_state;
+
+static void setup(void) {
+    be = kn_cpu_backend_new(1);
+    ck_assert_ptr_nonnull(be);
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    rng_state = 12345;
+}
+
+static void teardown(void) {
+    rt_gb_free(gb);
+    kn_backend_free(be);
+    unsetenv("DCMSERVE_GRAPH_FUSION");
+}
+
+/* ---- building ---- */
+
+/* Uniform in [-1, 1) from a fixed LCG, so every run sees the same data. */
+static float rnd1(void) {
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return (float)(rng_state >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+}
+
+static rt_tensor *rnd(rt_shape s) {
+    rt_tensor *t = NULL;
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &s, &t), MS_OK);
+    float *v = t->data;
+    for (int64_t i = 0; i < t->nelem; i++)
+        v[i] = rnd1();
+    return t;
+}
+
+#define SHAPE(...)                                                                                 \
+    ((rt_shape){.rank = (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),                 \
+                .dim = {__VA_ARGS__}})
+
+static void cst(const char *name, rt_shape s) {
+    rt_tensor *t = rnd(s);
+    rt_gb_const(gb, name, t);
+    rt_tensor_unref(t);
+}
+
+static void ph(const char *name, rt_shape s) {
+    rt_gb_placeholder(gb, name, RT_DT_FLOAT, &s);
+}
+
+/* While set, new nodes go into this function's body instead of the graph. */
+static Tensorflow__FunctionDef *body;
+
+static Tensorflow__NodeDef *new_node(const char *op, const char *name) {
+    if (body == NULL) return rt_gb_node(gb, op, name);
+    Tensorflow__NodeDef *n = rt_gb_alloc(gb, sizeof(*n));
+    ck_assert_ptr_nonnull(n);
+    tensorflow__node_def__init(n);
+    n->op = rt_gb_strdup(gb, op);
+    n->name = rt_gb_strdup(gb, name);
+    ck_assert_uint_lt(body->n_node_def, 16);
+    body->node_def[body->n_node_def++] = n;
+    return n;
+}
+
+static Tensorflow__OpDef__ArgDef *arg_def(const char *name) {
+    Tensorflow__OpDef__ArgDef *a = rt_gb_alloc(gb, sizeof(*a));
+    tensorflow__op_def__arg_def__init(a);
+    a->name = rt_gb_strdup(gb, name);
+    a->type = TENSORFLOW__DATA_TYPE__DT_FLOAT;
+    return a;
+}
+
+/* Starts function `fname` with float args args[0..nargs-1] and one output
+ * "y", in the graph's library. */
+static void begin_function(const char *fname, const char *const *args, int nargs) {
+    Tensorflow__GraphDef *gd = rt_gb_graph(gb);
+    Tensorflow__FunctionDefLibrary *lib = rt_gb_alloc(gb, sizeof(*lib));
+    tensorflow__function_def_library__init(lib);
+    body = rt_gb_alloc(gb, sizeof(*body));
+    tensorflow__function_def__init(body);
+    body->signature = rt_gb_alloc(gb, sizeof(*body->signature));
+    tensorflow__op_def__init(body->signature);
+    body->signature->name = rt_gb_strdup(gb, fname);
+    body->signature->input_arg = rt_gb_alloc(gb, sizeof(void *) * (size_t)nargs);
+    for (int i = 0; i < nargs; i++)
+        body->signature->input_arg[i] = arg_def(args[i]);
+    body->signature->n_input_arg = (size_t)nargs;
+    body->signature->output_arg = rt_gb_alloc(gb, sizeof(void *));
+    body->signature->output_arg[0] = arg_def("y");
+    body->signature->n_output_arg = 1;
+    body->node_def = rt_gb_alloc(gb, sizeof(void *) * 16);
+    lib->function = rt_gb_alloc(gb, sizeof(void *));
+    lib->function[0] = body;
+    lib->n_function = 1;
+    gd->library = lib;
+}
+
+/* Ends the function; its output "y" is tensor `ret` ("node:0"). */
+static void end_function(const char *ret) {
+    Tensorflow__FunctionDef__RetEntry *r = rt_gb_alloc(gb, sizeof(*r));
+    tensorflow__function_def__ret_entry__init(r);
+    r->key = rt_gb_strdup(gb, "y");
+    r->value = rt_gb_strdup(gb, ret);
+    body->ret = rt_gb_alloc(gb, sizeof(void *));
+    body->ret[0] = r;
+    body->n_ret = 1;
+    body = NULL;
+}
+
+static Tensorflow__NodeDef *op2(const char *op, const char *name, const char *a, const char *b) {
+    Tensorflow__NodeDef *n = new_node(op, name);
+    rt_gb_input(gb, n, a);
+    if (b) rt_gb_input(gb, n, b);
+    rt_gb_attr_type(gb, n, "T", RT_DT_FLOAT);
+    return n;
+}
+
+/* data_format of the convs and BiasAdds made next. */
+static const char *layout = "NHWC";
+
+/* Conv2D / DepthwiseConv2dNative in `layout`, the given stride and padding. */
+static Tensorflow__NodeDef *conv(const char *op, const char *name, const char *x, const char *w,
+                                 int stride, const char *pad) {
+    Tensorflow__NodeDef *n = op2(op, name, x, w);
+    int nchw = strcmp(layout, "NCHW") == 0;
+    int64_t st[4] = {1, nchw ? 1 : stride, stride, nchw ? stride : 1};
+    rt_gb_attr_ilist(gb, n, "strides", st, 4);
+    rt_gb_attr_str(gb, n, "padding", pad);
+    rt_gb_attr_str(gb, n, "data_format", layout);
+    return n;
+}
+
+static Tensorflow__NodeDef *bias_add(const char *name, const char *x, const char *b) {
+    Tensorflow__NodeDef *n = op2("BiasAdd", name, x, b);
+    rt_gb_attr_str(gb, n, "data_format", layout);
+    return n;
+}
+
+static Tensorflow__MetaGraphDef *meta(void) {
+    Tensorflow__MetaGraphDef *mg = NULL;
+    ms_status st = rt_gb_meta_graph(gb, &mg);
+    ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
+    return mg;
+}
+
+/* ---- loading and running ---- */
+
+static rt_graph *load(const Tensorflow__MetaGraphDef *mg, int fuse) {
+    setenv("DCMSERVE_GRAPH_FUSION", fuse ? "1" : "0", 1);
+    rt_graph *g = NULL;
+    ms_status st = rt_graph_build(mg, be, &g);
+    ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
+    return g;
+}
+
+typedef struct feeds {
+    int n;
+    const char *name[4];
+    rt_tensor *val[4];
+} feeds;
+
+static void add_feed(feeds *f, const char *name, rt_tensor *t) {
+    f->name[f->n] = name;
+    f->val[f->n++] = t;
+}
+
+static void free_feeds(feeds *f) {
+    for (int i = 0; i < f->n; i++)
+        rt_tensor_unref(f->val[i]);
+}
+
+static rt_tensor *run(rt_graph *g, const feeds *f, const char *fetch) {
+    rt_edge fe[4], fo;
+    for (int i = 0; i < f->n; i++)
+        ck_assert_int_eq(rt_graph_tensor(g, f->name[i], &fe[i]), MS_OK);
+    ck_assert_int_eq(rt_graph_tensor(g, fetch, &fo), MS_OK);
+    rt_plan *p = NULL;
+    ms_status st = rt_plan_build(g, fe, f->n, &fo, 1, NULL, 0, &p);
+    ck_assert_msg(st == MS_OK, "plan for %s: %s", fetch, ms_errmsg());
+    kn_ctx ctx = {.graph = g, .nthreads = 1};
+    rt_tensor *out = NULL;
+    st = rt_plan_run(p, &ctx, f->val, &out);
+    ck_assert_msg(st == MS_OK, "run of %s: %s", fetch, ms_errmsg());
+    rt_plan_free(p);
+    return out;
+}
+
+/* Same shape and values within 1e-5 relative to the magnitude. */
+static void check_close(const rt_tensor *got, const rt_tensor *want) {
+    ck_assert_int_eq(got->dtype, RT_DT_FLOAT);
+    ck_assert_int_eq(want->dtype, RT_DT_FLOAT);
+    ck_assert_msg(rt_shape_equal(&got->shape, &want->shape), "shapes differ");
+    const float *a = got->data, *b = want->data;
+    double maxabs = 0, maxdiff = 0;
+    for (int64_t i = 0; i < want->nelem; i++) {
+        maxabs = fmax(maxabs, fabs(b[i]));
+        maxdiff = fmax(maxdiff, fabs((double)a[i] - b[i]));
+    }
+    ck_assert_msg(maxdiff <= 1e-5 * fmax(1.0, maxabs), "max abs diff %g (magnitude %g)", maxdiff,
+                  maxabs);
+}
+
+/* Runs fetch with fusion off and on and compares. */
+static void same_both_ways(const Tensorflow__MetaGraphDef *mg, const feeds *f, const char *fetch) {
+    rt_graph *g0 = load(mg, 0), *g1 = load(mg, 1);
+    rt_tensor *want = run(g0, f, fetch), *got = run(g1, f, fetch);
+    check_close(got, want);
+    rt_tensor_unref(want);
+    rt_tensor_unref(got);
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+}
+
+static const rt_gnode *node(const rt_graph *g, const char *name) {
+    int i = rt_graph_find(g, name);
+    ck_assert_msg(i >= 0, "no node %s", name);
+    return &g->nodes[i];
+}
+
+/* Node `name` is op with fused_ops ops[0..nops-1] (comma-joined in `ops`),
+ * num_args and nin data inputs. */
+static void check_fused(const rt_graph *g, const char *name, const char *op, const char *ops,
+                        int num_args) {
+    const rt_gnode *n = node(g, name);
+    ck_assert_str_eq(n->kn.op, op);
+    const char *v[4];
+    size_t len[4];
+    int cnt = kn_attr_slist(&n->kn, "fused_ops", v, len, 4);
+    char joined[128] = "";
+    for (int i = 0; i < cnt && i < 4; i++)
+        snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%.*s", i ? "," : "",
+                 (int)len[i], v[i]);
+    ck_assert_str_eq(joined, ops);
+    ck_assert_int_eq(kn_attr_i(&n->kn, "num_args", -1), num_args);
+    ck_assert_int_eq(n->nin, 2 + num_args);
+}
+
+/* ---- pattern 1: conv / depthwise / matmul + BiasAdd + activation ---- */
+
+START_TEST(conv2d_bias_relu) {
+    ph("x", SHAPE(2, 7, 6, 3));
+    cst("w", SHAPE(3, 3, 3, 5));
+    cst("b", SHAPE(5));
+    conv("Conv2D", "conv", "x", "w", 2, "SAME");
+    bias_add("bias", "conv", "b");
+    op2("Relu", "relu", "bias", NULL);
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g0 = load(mg, 0), *g1 = load(mg, 1);
+    ck_assert_str_eq(node(g0, "relu")->kn.op, "Relu");
+    check_fused(g1, "relu", "_FusedConv2D", "BiasAdd,Relu", 1);
+    /* The conv's attributes came along. */
+    ck_assert(kn_attr_s_eq(&node(g1, "relu")->kn, "padding", "SAME", ""));
+    int64_t st[4];
+    ck_assert_int_eq(kn_attr_ilist(&node(g1, "relu")->kn, "strides", st, 4), 4);
+    ck_assert_int_eq(st[1], 2);
+    /* Earlier chain nodes stay, marked absorbed. */
+    ck_assert_str_eq(node(g1, "conv")->kn.op, "Conv2D");
+    ck_assert_int_eq(node(g1, "conv")->fused_into, rt_graph_find(g1, "relu"));
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+    feeds f = {0};
+    add_feed(&f, "x", rnd(SHAPE(2, 7, 6, 3)));
+    same_both_ways(mg, &f, "relu:0");
+    same_both_ways(mg, &f, "bias:0"); /* an absorbed node fetched keeps its value */
+    free_feeds(&f);
+}
+END_TEST
+
+START_TEST(depthwise_bias_relu6) {
+    ph("x", SHAPE(1, 6, 6, 4));
+    cst("w", SHAPE(3, 3, 4, 2));
+    cst("b", SHAPE(8));
+    conv("DepthwiseConv2dNative", "dw", "x", "w", 1, "VALID");
+    bias_add("bias", "dw", "b");
+    op2("Relu6", "act", "bias", NULL);
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g1 = load(mg, 1);
+    check_fused(g1, "act", "_FusedDepthwiseConv2dNative", "BiasAdd,Relu6", 1);
+    rt_graph_free(g1);
+    feeds f = {0};
+    rt_tensor *x = rnd(SHAPE(1, 6, 6, 4));
+    float *xv = x->data;
+    for (int64_t i = 0; i < x->nelem; i++)
+        xv[i] *= 4.0f; /* some outputs above 6 */
+    add_feed(&f, "x", x);
+    same_both_ways(mg, &f, "act");
+    free_feeds(&f);
+}
+END_TEST
+
+START_TEST(matmul_bias_relu) {
+    ph("x", SHAPE(3, 5));
+    cst("w", SHAPE(4, 5));
+    cst("b", SHAPE(4));
+    Tensorflow__NodeDef *mm = op2("MatMul", "mm", "x", "w");
+    rt_gb_attr_b(gb, mm, "transpose_a", 0);
+    rt_gb_attr_b(gb, mm, "transpose_b", 1);
+    bias_add("bias", "mm", "b");
+    op2("Relu", "relu", "bias", NULL);
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g1 = load(mg, 1);
+    check_fused(g1, "relu", "_FusedMatMul", "BiasAdd,Relu", 1);
+    ck_assert(kn_attr_b(&node(g1, "relu")->kn, "transpose_b", 0));
+    rt_graph_free(g1);
+    feeds f = {0};
+    add_feed(&f, "x", rnd(SHAPE(3, 5)));
+    same_both_ways(mg, &f, "relu");
+    free_feeds(&f);
+}
+END_TEST
+
+START_TEST(leaky_relu_alpha) {
+    ph("x", SHAPE(1, 5, 5, 2));
+    cst("w", SHAPE(1, 1, 2, 3));
+    cst("b", SHAPE(3));
+    conv("Conv2D", "conv", "x", "w", 1, "SAME");
+    bias_add("bias", "conv", "b");
+    Tensorflow__NodeDef *lr = op2("LeakyRelu", "lrelu", "bias", NULL);
+    rt_gb_attr_f(gb, lr, "alpha", 0.37f);
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g1 = load(mg, 1);
+    check_fused(g1, "lrelu", "_FusedConv2D", "BiasAdd,LeakyRelu", 1);
+    ck_assert_float_eq_tol(kn_attr_f(&node(g1, "lrelu")->kn, "leakyrelu_alpha", 0), 0.37f, 1e-7);
+    rt_graph_free(g1);
+    feeds f = {0};
+    add_feed(&f, "x", rnd(SHAPE(1, 5, 5, 2)));
+    same_both_ways(mg, &f, "lrelu"); /* the default 0.2 would differ on negatives */
+    free_feeds(&f);
+}
+END_TEST
+
+/* ---- pattern 2: + Add (+ activation) ---- */
+
+/* conv + bias + AddV2(.., skip) + Relu, skip on side `side` of the Add. */
+static const Tensorflow__MetaGraphDef *residual(int side, rt_shape skip_shape) {
+    ph("x", SHAPE(2, 6, 6, 3));
+    ph("skip", skip_shape);
+    cst("w", SHAPE(3, 3, 3, 4));
+    cst("b", SHAPE(4));
+    conv("Conv2D", "conv", "x", "w", 1, "SAME");
+    bias_add("bias", "conv", "b");
+    if (side == 0)
+        op2("AddV2", "add", "skip", "bias");
+    else
+        op2("AddV2", "add", "bias", "skip");
+    op2("Relu", "relu", "add", NULL);
+    return meta();
+}
+
+static void residual_case(int side, rt_shape skip_shape) {
+    const Tensorflow__MetaGraphDef *mg = residual(side, skip_shape);
+    rt_graph *g1 = load(mg, 1);
+    check_fused(g1, "relu", "_FusedConv2D", "BiasAdd,Add,Relu", 2);
+    const rt_gnode *r = node(g1, "relu");
+    ck_assert_int_eq(r->in[3].node, rt_graph_find(g1, "skip")); /* the addend is last */
+    ck_assert_int_eq(r->in[2].node, rt_graph_find(g1, "b"));
+    ck_assert_int_eq(node(g1, "add")->fused_into, rt_graph_find(g1, "relu"));
+    rt_graph_free(g1);
+    feeds f = {0};
+    add_feed(&f, "x", rnd(SHAPE(2, 6, 6, 3)));
+    add_feed(&f, "skip", rnd(skip_shape));
+    same_both_ways(mg, &f, "relu:0");
+    same_both_ways(mg, &f, "add:0"); /* the intermediate Add output */
+    free_feeds(&f);
+}
+
+START_TEST(add_first) {
+    residual_case(0, SHAPE(2, 6, 6, 4));
+}
+END_TEST
+
+START_TEST(add_second) {
+    residual_case(1, SHAPE(2, 6, 6, 4));
+}
+END_TEST
+
+START_TEST(add_broadcast_vector) {
+    residual_case(1, SHAPE(4)); /* a [C] addend, broadcast after the GEMM */
+}
+END_TEST
+
+/* NCHW: the addend of the output's shape, then a [C,1,1] one. */
+static void residual_nchw(rt_shape skip_shape) {
+    layout = "NCHW";
+    ph("x", SHAPE(2, 3, 6, 5));
+    ph("skip", skip_shape);
+    cst("w", SHAPE(3, 3, 3, 4));
+    cst("b", SHAPE(4));
+    conv("Conv2D", "conv", "x", "w", 1, "SAME");
+    bias_add("bias", "conv", "b");
+    op2("Add", "add", "bias", "skip");
+    op2("Relu", "relu", "add", NULL);
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g1 = load(mg, 1);
+    check_fused(g1, "relu", "_FusedConv2D", "BiasAdd,Add,Relu", 2);
+    ck_assert(kn_attr_s_eq(&node(g1, "relu")->kn, "data_format", "NCHW", ""));
+    rt_graph_free(g1);
+    feeds f = {0};
+    add_feed(&f, "x", rnd(SHAPE(2, 3, 6, 5)));
+    add_feed(&f, "skip", rnd(skip_shape));
+    same_both_ways(mg, &f, "relu");
+    free_feeds(&f);
+    layout = "NHWC";
+}
+
+START_TEST(add_nchw) {
+    residual_nchw(SHAPE(2, 4, 6, 5));
+}
+END_TEST
+
+START_TEST(add_nchw_broadcast) {
+    residual_nchw(SHAPE(4, 1, 1));
+}
+END_TEST
+
+/* A ResNet block with a dynamic batch: the addend is the block input, whose
+ * shape equals the conv output's only through the shared batch symbol. Also
+ * the importer's form: a prefused _FusedConv2D [BiasAdd] + AddV2 + Relu. */
+START_TEST(resnet_block_dynamic_batch) {
+    ph("x", SHAPE(-1, 8, 8, 4));
+    cst("w0", SHAPE(3, 3, 4, 4));
+    cst("b0", SHAPE(4));
+    cst("w1", SHAPE(3, 3, 4, 4));
+    cst("b1", SHAPE(4));
+    conv("Conv2D", "c0", "x", "w0", 1, "SAME");
+    bias_add("ba0", "c0", "b0");
+    op2("Relu", "y0", "ba0", NULL);
+    Tensorflow__NodeDef *c1 = conv("_FusedConv2D", "c1", "y0", "w1", 1, "SAME");
+    rt_gb_input(gb, c1, "b1");
+    const char *fo[] = {"BiasAdd"};
+    rt_gb_attr_strlist(gb, c1, "fused_ops", fo, 1);
+    rt_gb_attr_i(gb, c1, "num_args", 1);
+    op2("AddV2", "add", "c1", "y0");
+    op2("Relu", "y1", "add", NULL);
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g1 = load(mg, 1);
+    check_fused(g1, "y0", "_FusedConv2D", "BiasAdd,Relu", 1);
+    check_fused(g1, "y1", "_FusedConv2D", "BiasAdd,Add,Relu", 2);
+    ck_assert_int_eq(node(g1, "y1")->in[3].node, rt_graph_find(g1, "y0"));
+    rt_graph_free(g1);
+    feeds f = {0};
+    add_feed(&f, "x", rnd(SHAPE(3, 8, 8, 4)));
+    same_both_ways(mg, &f, "y1");
+    free_feeds(&f);
+}
+END_TEST
+
+START_TEST(batchnorm_add) {
+    ph("x", SHAPE(1, 5, 5, 3));
+    ph("skip", SHAPE(1, 5, 5, 2));
+    cst("w", SHAPE(3, 3, 3, 2));
+    cst("scale", SHAPE(2));
+    cst("offset", SHAPE(2));
+    cst("mean", SHAPE(2));
+    rt_tensor *var = rnd(SHAPE(2));
+    for (int i = 0; i < 2; i++)
+        ((float *)var->data)[i] = 0.5f + fabsf(((float *)var->data)[i]);
+    rt_gb_const(gb, "var", var);
+    rt_tensor_unref(var);
+    Tensorflow__NodeDef *c = conv("_FusedConv2D", "conv", "x", "w", 1, "SAME");
+    const char *args[] = {"scale", "offset", "mean", "var"};
+    for (int i = 0; i < 4; i++)
+        rt_gb_input(gb, c, args[i]);
+    const char *fo[] = {"FusedBatchNorm"};
+    rt_gb_attr_strlist(gb, c, "fused_ops", fo, 1);
+    rt_gb_attr_i(gb, c, "num_args", 4);
+    rt_gb_attr_f(gb, c, "epsilon", 0.01f);
+    op2("Add", "add", "conv", "skip");
+    op2("Elu", "elu", "add", NULL);
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g1 = load(mg, 1);
+    check_fused(g1, "elu", "_FusedConv2D", "FusedBatchNorm,Add,Elu", 5);
+    ck_assert_float_eq_tol(kn_attr_f(&node(g1, "elu")->kn, "epsilon", 0), 0.01f, 1e-7);
+    rt_graph_free(g1);
+    feeds f = {0};
+    add_feed(&f, "x", rnd(SHAPE(1, 5, 5, 3)));
+    add_feed(&f, "skip", rnd(SHAPE(1, 5, 5, 2)));
+    same_both_ways(mg, &f, "elu");
+    free_feeds(&f);
+}
+END_TEST
+
+/* ---- what must not fuse ---- */
+
+START_TEST(second_consumer) {
+    ph("x", SHAPE(1, 5, 5, 2));
+    cst("w", SHAPE(3, 3, 2, 3));
+    cst("b", SHAPE(3));
+    conv("Conv2D", "conv", "x", "w", 1, "SAME");
+    bias_add("bias", "conv", "b");
+    op2("Relu", "relu", "bias", NULL);
+    op2("Identity", "side", "conv", NULL); /* the conv output read twice */
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g0 = load(mg, 0), *g1 = load(mg, 1);
+    ck_assert_int_eq(g1->n, g0->n);
+    ck_assert_str_eq(node(g1, "relu")->kn.op, "Relu");
+    ck_assert_str_eq(node(g1, "bias")->kn.op, "BiasAdd");
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+}
+END_TEST
+
+START_TEST(second_consumer_of_bias) {
+    /* conv + bias fuse, but the Relu stays: the BiasAdd output has two. */
+    ph("x", SHAPE(1, 5, 5, 2));
+    cst("w", SHAPE(3, 3, 2, 3));
+    cst("b", SHAPE(3));
+    conv("Conv2D", "conv", "x", "w", 1, "SAME");
+    bias_add("bias", "conv", "b");
+    op2("Relu", "relu", "bias", NULL);
+    op2("Identity", "side", "bias", NULL);
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g1 = load(mg, 1);
+    check_fused(g1, "bias", "_FusedConv2D", "BiasAdd", 1);
+    ck_assert_str_eq(node(g1, "relu")->kn.op, "Relu");
+    rt_graph_free(g1);
+    feeds f = {0};
+    add_feed(&f, "x", rnd(SHAPE(1, 5, 5, 2)));
+    same_both_ways(mg, &f, "relu");
+    same_both_ways(mg, &f, "side");
+    free_feeds(&f);
+}
+END_TEST
+
+START_TEST(addend_larger_than_conv) {
+    /* The conv gives [1,1,1,4], the Add broadcasts it to the skip's
+     * [1,5,5,4]: the fused kernel could not, so no Add fusion. */
+    ph("x", SHAPE(1, 1, 1, 3));
+    ph("skip", SHAPE(1, 5, 5, 4));
+    cst("w", SHAPE(1, 1, 3, 4));
+    cst("b", SHAPE(4));
+    conv("Conv2D", "conv", "x", "w", 1, "SAME");
+    bias_add("bias", "conv", "b");
+    op2("AddV2", "add", "skip", "bias");
+    op2("Relu", "relu", "add", NULL);
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g1 = load(mg, 1);
+    ck_assert_str_eq(node(g1, "relu")->kn.op, "Relu");
+    ck_assert_str_eq(node(g1, "add")->kn.op, "AddV2");
+    check_fused(g1, "bias", "_FusedConv2D", "BiasAdd", 1);
+    rt_graph_free(g1);
+    feeds f = {0};
+    add_feed(&f, "x", rnd(SHAPE(1, 1, 1, 3)));
+    add_feed(&f, "skip", rnd(SHAPE(1, 5, 5, 4)));
+    same_both_ways(mg, &f, "relu");
+    free_feeds(&f);
+}
+END_TEST
+
+START_TEST(addend_unknown_batch) {
+    /* Two placeholders with unknown batch: their batches may differ (one
+     * may be 1), so the Add is not provably shape-preserving. */
+    ph("x", SHAPE(-1, 4, 4, 3));
+    ph("skip", SHAPE(-1, 4, 4, 4));
+    cst("w", SHAPE(1, 1, 3, 4));
+    cst("b", SHAPE(4));
+    conv("Conv2D", "conv", "x", "w", 1, "SAME");
+    bias_add("bias", "conv", "b");
+    op2("AddV2", "add", "bias", "skip");
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g1 = load(mg, 1);
+    ck_assert_str_eq(node(g1, "add")->kn.op, "AddV2");
+    check_fused(g1, "bias", "_FusedConv2D", "BiasAdd", 1);
+    rt_graph_free(g1);
+}
+END_TEST
+
+START_TEST(non_float) {
+    ph("x", SHAPE(1, 3, 3, 1));
+    cst("w", SHAPE(1, 1, 1, 1));
+    cst("b", SHAPE(1));
+    conv("Conv2D", "conv", "x", "w", 1, "SAME");
+    Tensorflow__NodeDef *b = bias_add("bias", "conv", "b");
+    rt_gb_attr_type(gb, b, "T", RT_DT_DOUBLE); /* (would not run; only matched) */
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g1 = load(mg, 1);
+    ck_assert_str_eq(node(g1, "bias")->kn.op, "BiasAdd");
+    rt_graph_free(g1);
+}
+END_TEST
+
+START_TEST(control_edges) {
+    /* "gate" waits on the conv and on nothing later: the conv stays alone.
+     * "after" waits on the BiasAdd and on the Relu, as an inlined call's
+     * IdentityN does: that chain fuses and the edge to BiasAdd is dropped.
+     * A control input of a chain node moves to the fused node. */
+    ph("x", SHAPE(1, 4, 4, 2));
+    cst("w", SHAPE(1, 1, 2, 2));
+    cst("b", SHAPE(2));
+    conv("Conv2D", "c0", "x", "w", 1, "SAME");
+    bias_add("ba0", "c0", "b");
+    op2("Relu", "r0", "ba0", NULL);
+    Tensorflow__NodeDef *gate = rt_gb_node(gb, "NoOp", "gate");
+    rt_gb_control_input(gb, gate, "c0");
+    conv("Conv2D", "c1", "x", "w", 1, "SAME");
+    Tensorflow__NodeDef *ba1 = bias_add("ba1", "c1", "b");
+    rt_gb_control_input(gb, ba1, "gate");
+    op2("Relu", "r1", "ba1", NULL);
+    Tensorflow__NodeDef *after = rt_gb_node(gb, "NoOp", "after");
+    rt_gb_control_input(gb, after, "ba1");
+    rt_gb_control_input(gb, after, "r1");
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g1 = load(mg, 1);
+    ck_assert_str_eq(node(g1, "r0")->kn.op, "Relu");
+    ck_assert_str_eq(node(g1, "ba0")->kn.op, "BiasAdd");
+    check_fused(g1, "r1", "_FusedConv2D", "BiasAdd,Relu", 1);
+    const rt_gnode *r1 = node(g1, "r1"), *af = node(g1, "after");
+    ck_assert_int_eq(r1->nctl, 1);
+    ck_assert_int_eq(r1->ctl[0], rt_graph_find(g1, "gate"));
+    ck_assert_int_eq(af->nctl, 1);
+    ck_assert_int_eq(af->ctl[0], rt_graph_find(g1, "r1"));
+    rt_graph_free(g1);
+    feeds f = {0};
+    add_feed(&f, "x", rnd(SHAPE(1, 4, 4, 2)));
+    same_both_ways(mg, &f, "r0");
+    same_both_ways(mg, &f, "r1");
+    free_feeds(&f);
+}
+END_TEST
+
+START_TEST(function_body) {
+    /* A TF2-style model: the chain sits in a StatefulPartitionedCall's
+     * function. The call's IdentityN waits on every body node; after fusion
+     * it no longer waits on the absorbed ones. */
+    ph("x", SHAPE(1, 5, 5, 2));
+    cst("w", SHAPE(3, 3, 2, 3));
+    cst("b", SHAPE(3));
+    Tensorflow__NodeDef *call = rt_gb_node(gb, "StatefulPartitionedCall", "call");
+    rt_gb_input(gb, call, "x");
+    rt_gb_input(gb, call, "w");
+    rt_gb_input(gb, call, "b");
+    rt_gb_attr_func(gb, call, "f", "body");
+    const char *args[] = {"x", "w", "b"};
+    begin_function("body", args, 3);
+    conv("Conv2D", "conv", "x", "w", 1, "SAME");
+    bias_add("bias", "conv:0", "b");
+    op2("Relu", "relu", "bias:0", NULL);
+    end_function("relu:0");
+    const Tensorflow__MetaGraphDef *mg = meta();
+    rt_graph *g0 = load(mg, 0), *g1 = load(mg, 1);
+    check_fused(g1, "call/relu", "_FusedConv2D", "BiasAdd,Relu", 1);
+    const rt_gnode *c0 = node(g0, "call"), *c1 = node(g1, "call");
+    ck_assert_str_eq(c1->kn.op, "IdentityN");
+    ck_assert_int_eq(c0->nctl, 3);
+    ck_assert_int_eq(c1->nctl, 1);
+    ck_assert_int_eq(c1->ctl[0], rt_graph_find(g1, "call/relu"));
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+    feeds f = {0};
+    add_feed(&f, "x", rnd(SHAPE(1, 5, 5, 2)));
+    same_both_ways(mg, &f, "call:0");
+    free_feeds(&f);
+}
+END_TEST
+
+/* ---- feeds inside a fused chain ---- */
+
+START_TEST(feed_absorbed) {
+    const Tensorflow__MetaGraphDef *mg = residual(1, SHAPE(2, 6, 6, 4));
+    rt_graph *g1 = load(mg, 1);
+    check_fused(g1, "relu", "_FusedConv2D", "BiasAdd,Add,Relu", 2);
+    /* Feeding the Add output: relu must be computed from the fed value. */
+    rt_tensor *a = rnd(SHAPE(2, 6, 6, 4));
+    feeds f = {0};
+    add_feed(&f, "add:0", a);
+    rt_tensor *y = run(g1, &f, "relu");
+    ck_assert(rt_shape_equal(&y->shape, &a->shape));
+    const float *av = a->data, *yv = y->data;
+    for (int64_t i = 0; i < a->nelem; i++)
+        ck_assert_float_eq(yv[i], av[i] > 0 ? av[i] : 0.0f);
+    rt_tensor_unref(y);
+    /* Feeding the conv output: relu(fed + b + skip), same as unfused. */
+    feeds f2 = {0};
+    add_feed(&f2, "conv", rnd(SHAPE(2, 6, 6, 4)));
+    add_feed(&f2, "skip", rnd(SHAPE(2, 6, 6, 4)));
+    rt_graph_free(g1);
+    same_both_ways(mg, &f2, "relu");
+    /* The usual plan still runs the fused node. */
+    feeds f3 = {0};
+    add_feed(&f3, "x", rnd(SHAPE(2, 6, 6, 3)));
+    add_feed(&f3, "skip", rnd(SHAPE(2, 6, 6, 4)));
+    same_both_ways(mg, &f3, "relu");
+    free_feeds(&f);
+    free_feeds(&f2);
+    free_feeds(&f3);
+}
+END_TEST
+
+START_TEST(env_switch) {
+    unsetenv("DCMSERVE_GRAPH_FUSION");
+    ck_assert_int_eq(rt_fuse_enabled(), 1);
+    setenv("DCMSERVE_GRAPH_FUSION", "0", 1);
+    ck_assert_int_eq(rt_fuse_enabled(), 0);
+    setenv("DCMSERVE_GRAPH_FUSION", "1", 1);
+    ck_assert_int_eq(rt_fuse_enabled(), 1);
+}
+END_TEST
+
+static Suite *fuse_suite(void) {
+    Suite *s = suite_create("fuse");
+    struct {
+        const char *name;
+        const TTest *t;
+    } cases[] = {
+        {"conv2d_bias_relu", conv2d_bias_relu},
+        {"depthwise_bias_relu6", depthwise_bias_relu6},
+        {"matmul_bias_relu", matmul_bias_relu},
+        {"leaky_relu_alpha", leaky_relu_alpha},
+        {"add_first", add_first},
+        {"add_second", add_second},
+        {"add_broadcast_vector", add_broadcast_vector},
+        {"add_nchw", add_nchw},
+        {"add_nchw_broadcast", add_nchw_broadcast},
+        {"resnet_block_dynamic_batch", resnet_block_dynamic_batch},
+        {"batchnorm_add", batchnorm_add},
+        {"second_consumer", second_consumer},
+        {"second_consumer_of_bias", second_consumer_of_bias},
+        {"addend_larger_than_conv", addend_larger_than_conv},
+        {"addend_unknown_batch", addend_unknown_batch},
+        {"non_float", non_float},
+        {"control_edges", control_edges},
+        {"function_body", function_body},
+        {"feed_absorbed", feed_absorbed},
+        {"env_switch", env_switch},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, cases[i].t);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(fuse_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
