@@ -669,10 +669,24 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         return st;
     if (w.d[0] != 1 || w.d[1] != 1)
         return rt__ox_err(cv, MS_ENOTSUP, "dilated pooling is not supported");
+    int explicit_pads = 0;
     if (is_max) {
         if (rt__ox_attr_i(n, "storage_order", 0) != 0)
             return rt__ox_err(cv, MS_ENOTSUP, "storage_order 1 is not supported");
-        x = pad_for_window(cv, h, x, &w, -FLT_MAX);
+        /* Other pads become TF's padding EXPLICIT (the kernel clips its
+         * windows, no padded copy) when every window overlaps the input, so
+         * that no output depends on the padding value; otherwise a -FLT_MAX
+         * Pad (ONNX Runtime's value of an all-padding window) + VALID. */
+        explicit_pads = w.padding == NULL;
+        for (int a = 0; a < 2 && explicit_pads; a++) {
+            int64_t last = (w.out[a] - 1) * w.s[a] - w.pads[a];
+            if (w.out[a] < 1 || w.pads[a] >= w.k[a] || last >= X->dim[2 + a] || last + w.k[a] <= 0)
+                explicit_pads = 0;
+        }
+        if (explicit_pads)
+            w.padding = "EXPLICIT";
+        else
+            x = pad_for_window(cv, h, x, &w, -FLT_MAX);
     } else if (w.padding == NULL ||
                (strcmp(w.padding, "SAME") == 0 && rt__ox_attr_i(n, "count_include_pad", 0))) {
         /* Zero padding counted in the average = explicit Pad + VALID; TF's SAME
@@ -693,6 +707,15 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_lay4(cv, l, 1, 1, w.s[0], w.s[1]);
     rt__tf_attr_ilist(cv, nd, "strides", l, 4);
     rt__tf_attr_s(cv, nd, "padding", w.padding);
+    if (explicit_pads) {
+        /* (before, after) per dimension in the data_format's order. */
+        int64_t b[4], e[4], p[8];
+        rt__ox_lay4(cv, b, 0, 0, w.pads[0], w.pads[1]);
+        rt__ox_lay4(cv, e, 0, 0, w.pads[2], w.pads[3]);
+        for (int i = 0; i < 4; i++)
+            p[2 * i] = b[i], p[2 * i + 1] = e[i];
+        rt__tf_attr_ilist(cv, nd, "explicit_paddings", p, 8);
+    }
     rt__tf_attr_s(cv, nd, "data_format", rt__ox_data_format(cv));
     int64_t od[4] = {X->dim[0], X->dim[1], w.out[0], w.out[1]};
     rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, od, nd->name);

@@ -75,9 +75,54 @@ typedef void (*bin_fn)(const void *a, int64_t sa, const void *b, int64_t sb, voi
         }                                                                                          \
     }
 
+/* float32 fast paths: o[r * C + i] = f(a[r * ra + i * sa], b[r * rb + i * sb])
+ * for r < rows, i < C, with sa, sb in {0, 1}: whole tensors (rows 1) and
+ * rows of a collapsed 2-D broadcast (a tensor plus a row vector over the
+ * last dimension, BiasAdd-like) in one call, vectorised through ISA clones
+ * (KN_VEC_DEFINE); same expression as the scalar code, so bit-identical. */
+typedef void (*bin_rows_fn)(const float *a, int64_t ra, int64_t sa, const float *b, int64_t rb,
+                            int64_t sb, float *o, int64_t rows, int64_t C);
+
+#define DEF_BIN_F32(name, EXPR)                                                                    \
+    KN_VEC_DEFINE(name##_rows,                                                                     \
+                  (const float *a0, int64_t ra, int64_t sa, const float *b0, int64_t rb,           \
+                   int64_t sb, float *o0, int64_t rows, int64_t C),                                \
+                  (a0, ra, sa, b0, rb, sb, o0, rows, C), {                                         \
+                      for (int64_t r = 0; r < rows; r++) {                                         \
+                          const float *a = a0 + r * ra, *b = b0 + r * rb;                          \
+                          float *o = o0 + r * C;                                                   \
+                          if (sa == 1 && sb == 1) {                                                \
+                              for (int64_t i = 0; i < C; i++) {                                    \
+                                  float x = a[i], y = b[i];                                        \
+                                  o[i] = (EXPR);                                                   \
+                              }                                                                    \
+                          } else if (sb == 1) {                                                    \
+                              float x = a[0];                                                      \
+                              for (int64_t i = 0; i < C; i++) {                                    \
+                                  float y = b[i];                                                  \
+                                  o[i] = (EXPR);                                                   \
+                              }                                                                    \
+                          } else if (sa == 1) {                                                    \
+                              float y = b[0];                                                      \
+                              for (int64_t i = 0; i < C; i++) {                                    \
+                                  float x = a[i];                                                  \
+                                  o[i] = (EXPR);                                                   \
+                              }                                                                    \
+                          } else {                                                                 \
+                              float x = a[0], y = b[0];                                            \
+                              float v = (EXPR);                                                    \
+                              for (int64_t i = 0; i < C; i++)                                      \
+                                  o[i] = v;                                                        \
+                          }                                                                        \
+                      }                                                                            \
+                  })                                                                               \
+    static void name(const void *a, int64_t sa, const void *b, int64_t sb, void *o, int64_t n) {   \
+        name##_rows(a, 0, sa, b, 0, sb, o, 1, n);                                                  \
+    }
+
 /* Arithmetic for float, double and the wrapping integer types. */
 #define DEF_ARITH(op, EXPR_F, EXPR_I32, EXPR_I64)                                                  \
-    DEF_BIN(op##_f32, float, float, EXPR_F)                                                        \
+    DEF_BIN_F32(op##_f32, EXPR_F)                                                                  \
     DEF_BIN(op##_f64, double, double, EXPR_F)                                                      \
     DEF_BIN(op##_i32, int32_t, int32_t, EXPR_I32)                                                  \
     DEF_BIN(op##_i64, int64_t, int64_t, EXPR_I64)
@@ -88,11 +133,11 @@ DEF_ARITH(mul, x *y, (int32_t)((uint32_t)x *(uint32_t)y), (int64_t)((uint64_t)x 
 /* NaN propagates, as TensorFlow's Maximum/Minimum (Eigen PropagateNaN). */
 DEF_ARITH(max, (x > y || x != x) ? x : y, x > y ? x : y, x > y ? x : y)
 DEF_ARITH(min, (x < y || x != x) ? x : y, x < y ? x : y, x < y ? x : y)
-DEF_BIN(div_f32, float, float, x / y)
+DEF_BIN_F32(div_f32, x / y)
 DEF_BIN(div_f64, double, double, x / y)
 DEF_BIN(pow_f32, float, float, powf(x, y))
 DEF_BIN(pow_f64, double, double, pow(x, y))
-DEF_BIN(sqdiff_f32, float, float, (x - y) * (x - y))
+DEF_BIN_F32(sqdiff_f32, (x - y) * (x - y))
 DEF_BIN(sqdiff_f64, double, double, (x - y) * (x - y))
 DEF_BIN(divnonan_f32, float, float, y == 0 ? 0 : x / y)
 DEF_BIN(divnonan_f64, double, double, y == 0 ? 0 : x / y)
@@ -136,12 +181,16 @@ DEF_BIN(or_b, uint8_t, uint8_t, x || y)
 typedef struct bin_op {
     const char *op;
     bin_fn fn[T_COUNT];
-    int out_bool;    /* output dtype is DT_BOOL instead of the input's */
-    int int_divisor; /* integer inputs: the second must hold no zero */
+    int out_bool;     /* output dtype is DT_BOOL instead of the input's */
+    int int_divisor;  /* integer inputs: the second must hold no zero */
+    bin_rows_fn rows; /* float32 2-D fast path, or NULL */
 } bin_op;
 
 #define ARITH_ROW(name, p)                                                                         \
-    { name, {[T_F32] = p##_f32, [T_F64] = p##_f64, [T_I32] = p##_i32, [T_I64] = p##_i64}, 0, 0 }
+    {                                                                                              \
+        name, {[T_F32] = p##_f32, [T_F64] = p##_f64, [T_I32] = p##_i32, [T_I64] = p##_i64}, 0, 0,  \
+            p##_f32_rows                                                                           \
+    }
 #define CMP_ROW(name, p)                                                                           \
     {                                                                                              \
         name,                                                                                      \
@@ -150,7 +199,7 @@ typedef struct bin_op {
              [T_I32] = p##_i32,                                                                    \
              [T_I64] = p##_i64,                                                                    \
              [T_U8] = p##_u8},                                                                     \
-            1, 0                                                                                   \
+            1, 0, NULL                                                                             \
     }
 
 /* clang-format off */
@@ -159,28 +208,28 @@ static const bin_op bin_ops[] = {
     ARITH_ROW("AddV2", add),
     ARITH_ROW("Sub", sub),
     ARITH_ROW("Mul", mul),
-    {"RealDiv", {[T_F32] = div_f32, [T_F64] = div_f64}, 0, 0},
+    {"RealDiv", {[T_F32] = div_f32, [T_F64] = div_f64}, 0, 0, div_f32_rows},
     {"Maximum", {[T_F32] = max_f32, [T_F64] = max_f64, [T_I32] = max_i32, [T_I64] = max_i64,
-                 [T_U8] = max_u8}, 0, 0},
+                 [T_U8] = max_u8}, 0, 0, max_f32_rows},
     {"Minimum", {[T_F32] = min_f32, [T_F64] = min_f64, [T_I32] = min_i32, [T_I64] = min_i64,
-                 [T_U8] = min_u8}, 0, 0},
-    {"Pow", {[T_F32] = pow_f32, [T_F64] = pow_f64}, 0, 0},
+                 [T_U8] = min_u8}, 0, 0, min_f32_rows},
+    {"Pow", {[T_F32] = pow_f32, [T_F64] = pow_f64}, 0, 0, NULL},
     CMP_ROW("Greater", gt),
     CMP_ROW("GreaterEqual", ge),
     CMP_ROW("Less", lt),
     CMP_ROW("LessEqual", le),
     {"Equal", {[T_F32] = eq_f32, [T_F64] = eq_f64, [T_I32] = eq_i32, [T_I64] = eq_i64,
-               [T_U8] = eq_u8, [T_BOOL] = eq_b}, 1, 0},
+               [T_U8] = eq_u8, [T_BOOL] = eq_b}, 1, 0, NULL},
     {"NotEqual", {[T_F32] = ne_f32, [T_F64] = ne_f64, [T_I32] = ne_i32, [T_I64] = ne_i64,
-                  [T_U8] = ne_u8, [T_BOOL] = ne_b}, 1, 0},
-    {"SquaredDifference", {[T_F32] = sqdiff_f32, [T_F64] = sqdiff_f64}, 0, 0},
-    {"DivNoNan", {[T_F32] = divnonan_f32, [T_F64] = divnonan_f64}, 0, 0},
+                  [T_U8] = ne_u8, [T_BOOL] = ne_b}, 1, 0, NULL},
+    {"SquaredDifference", {[T_F32] = sqdiff_f32, [T_F64] = sqdiff_f64}, 0, 0, sqdiff_f32_rows},
+    {"DivNoNan", {[T_F32] = divnonan_f32, [T_F64] = divnonan_f64}, 0, 0, NULL},
     {"FloorDiv", {[T_F32] = floordiv_f32, [T_F64] = floordiv_f64, [T_I32] = floordiv_i32,
-                  [T_I64] = floordiv_i64}, 0, 1},
+                  [T_I64] = floordiv_i64}, 0, 1, NULL},
     {"FloorMod", {[T_F32] = floormod_f32, [T_F64] = floormod_f64, [T_I32] = floormod_i32,
-                  [T_I64] = floormod_i64}, 0, 1},
-    {"LogicalAnd", {[T_BOOL] = and_b}, 1, 0},
-    {"LogicalOr", {[T_BOOL] = or_b}, 1, 0},
+                  [T_I64] = floormod_i64}, 0, 1, NULL},
+    {"LogicalAnd", {[T_BOOL] = and_b}, 1, 0, NULL},
+    {"LogicalOr", {[T_BOOL] = or_b}, 1, 0, NULL},
 };
 /* clang-format on */
 
@@ -203,7 +252,8 @@ typedef struct ew_job {
     uint8_t *dst;
     size_t osize;
     bin_fn bfn;
-    size_t sel_size; /* Select: element size of t/e */
+    bin_rows_fn rows; /* float32 2-D fast path */
+    size_t sel_size;  /* Select: element size of t/e */
 } ew_job;
 
 /* Walks output elements [begin, end) row segment by row segment. */
@@ -237,6 +287,16 @@ static void bin_chunk(void *arg, int64_t begin, int64_t end) {
                          job->dst + (size_t)pos_ * job->osize, n_));
 }
 
+/* Over rows [begin, end) of a collapsed 2-D broadcast, float32. */
+static void bin_rows_chunk(void *arg, int64_t begin, int64_t end) {
+    const ew_job *job = arg;
+    const kn_bcast *bc = job->bc;
+    const int64_t C = bc->dim[1];
+    job->rows((const float *)job->src[0] + begin * bc->stride[0][0], bc->stride[0][0],
+              bc->stride[0][1], (const float *)job->src[1] + begin * bc->stride[1][0],
+              bc->stride[1][0], bc->stride[1][1], (float *)job->dst + begin * C, end - begin, C);
+}
+
 static ms_status bin_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                              rt_tensor **out) {
     const bin_op *op = state;
@@ -264,7 +324,14 @@ static ms_status bin_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
         job.esize[k] = rt_dtype_size(in[k]->dtype);
     }
     job.dst = out[0]->data;
-    if (out[0]->nelem > 0) kn_ctx_parallel_for(ctx, out[0]->nelem, 16384, bin_chunk, &job);
+    if (out[0]->nelem == 0) return MS_OK;
+    if (slot == T_F32 && op->rows != NULL && bc.rank == 2) {
+        job.rows = op->rows;
+        int64_t chunk = 16384 / bc.dim[1];
+        kn_ctx_parallel_for(ctx, bc.dim[0], chunk > 0 ? chunk : 1, bin_rows_chunk, &job);
+        return MS_OK;
+    }
+    kn_ctx_parallel_for(ctx, out[0]->nelem, 16384, bin_chunk, &job);
     return MS_OK;
 }
 
@@ -288,17 +355,58 @@ typedef void (*un_fn)(const void *in, void *out, int64_t n, float alpha);
     DEF_UN(op##_f32, float, float, EXPR_F)                                                         \
     DEF_UN(op##_f64, double, double, EXPR_D)
 
-DEF_UN_F(square, x *x, x *x)
+/* float32 with ISA clones (KN_VEC_DEFINE): the simple activations that
+ * follow convolutions, vectorised, same expression (bit-identical). */
+#define DEF_UN_F32V(name, EXPR)                                                                    \
+    KN_VEC_DEFINE(name, (const void *in_, void *out_, int64_t n, float alpha),                     \
+                  (in_, out_, n, alpha), {                                                         \
+                      const float *in = in_;                                                       \
+                      float *o = out_;                                                             \
+                      (void)alpha;                                                                 \
+                      for (int64_t i = 0; i < n; i++) {                                            \
+                          float x = in[i];                                                         \
+                          o[i] = (EXPR);                                                           \
+                      }                                                                            \
+                  })
+#define DEF_UN_FV(op, EXPR_F, EXPR_D)                                                              \
+    DEF_UN_F32V(op##_f32, EXPR_F)                                                                  \
+    DEF_UN(op##_f64, double, double, EXPR_D)
+
+DEF_UN_FV(square, x *x, x *x)
 DEF_UN_F(sqrt, sqrtf(x), sqrt(x))
 DEF_UN_F(rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
 DEF_UN_F(exp, expf(x), exp(x))
-DEF_UN_F(neg, -x, -x)
-DEF_UN_F(abs, fabsf(x), fabs(x))
-DEF_UN_F(relu, x > 0 ? x : 0, x > 0 ? x : 0)
-DEF_UN_F(relu6, x > 6 ? 6 : (x > 0 ? x : 0), x > 6 ? 6 : (x > 0 ? x : 0))
-DEF_UN_F(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)))
-DEF_UN_F(tanh, tanhf(x), tanh(x))
-DEF_UN_F(leaky, x > 0 ? x : x * alpha, x > 0 ? x : x * (double)alpha)
+DEF_UN_FV(neg, -x, -x)
+DEF_UN_FV(abs, fabsf(x), fabs(x))
+DEF_UN_FV(relu, x > 0 ? x : 0, x > 0 ? x : 0)
+DEF_UN_FV(relu6, x > 6 ? 6 : (x > 0 ? x : 0), x > 6 ? 6 : (x > 0 ? x : 0))
+/* Sigmoid and Tanh in float32 through kn__vexpf (vectorised, within a few
+ * ulp of the libm forms 1 / (1 + expf(-x)) and tanhf):
+ *   sigmoid: e = exp(-|x|) <= 1, s = 1 / (1 + e), x >= 0 ? s : e * s
+ *            (no overflow, subnormal results for very negative x);
+ *   tanh:    |x| < 0.625: Cephes' odd polynomial x + x^3 P(x^2) (no
+ *            cancellation near 0); else sign(x) (1 - 2 / (exp(2|x|) + 1)). */
+/* clang-format off */
+DEF_UN_F32V(sigmoid_f32, ({
+                float e_ = kn__vexpf(-fabsf(x)), s_ = 1.0f / (1.0f + e_);
+                x >= 0 ? s_ : e_ * s_;
+            }))
+/* clang-format on */
+DEF_UN(sigmoid_f64, double, double, 1.0 / (1.0 + exp(-x)))
+DEF_UN_F32V(tanh_f32, ({
+                float a_ = fabsf(x), z_ = x * x;
+                float p_ = -5.70498872745e-3f;
+                p_ = p_ * z_ + 2.06390887954e-2f;
+                p_ = p_ * z_ - 5.37397155531e-2f;
+                p_ = p_ * z_ + 1.33314422036e-1f;
+                p_ = p_ * z_ - 3.33332819422e-1f;
+                float small_ = p_ * z_ * x + x;
+                float big_ = 1.0f - 2.0f / (kn__vexpf(2.0f * a_) + 1.0f);
+                big_ = x < 0 ? -big_ : big_;
+                a_ < 0.625f ? small_ : big_;
+            }))
+DEF_UN(tanh_f64, double, double, tanh(x))
+DEF_UN_FV(leaky, x > 0 ? x : x * alpha, x > 0 ? x : x * (double)alpha)
 DEF_UN_F(floor, floorf(x), floor(x))
 DEF_UN_F(ceil, ceilf(x), ceil(x))
 /* Round half to even, as TensorFlow's Round (rint in the default mode). */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "kn_cpu.h"
+#include "kn_cpu_util.h"
 
 typedef struct win_state {
     float lo, hi, range;
@@ -107,11 +108,12 @@ static ms_status win_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
     float *y = rt_tensor_f32(out[0]);
     const float *xv = rt_tensor_f32(x);
     const uint64_t plane = (uint64_t)H * W * C, oplane = (uint64_t)oh * ow * C;
-    float *win = malloc((size_t)(plane ? plane : 1) * sizeof(float));
-    float *res = (s->nchw && plane) ? malloc((size_t)oplane * sizeof(float)) : NULL;
+    /* Per-thread scratch (kn__scratch): no allocation per request. */
+    float *win = kn__scratch(0, (size_t)(plane ? plane : 1) * sizeof(float));
+    float *res = (s->nchw && plane) ? kn__scratch(1, (size_t)oplane * sizeof(float)) : NULL;
     if (win == NULL || (s->nchw && plane && res == NULL)) {
-        free(win);
-        free(res);
+        kn__scratch_done(0, win);
+        kn__scratch_done(1, res);
         rt_tensor_unref(out[0]);
         out[0] = NULL;
         return ms_errf(MS_ENOMEM, "%s: out of memory", n->name);
@@ -146,8 +148,8 @@ static ms_status win_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
                 for (uint64_t p = 0; p < (uint64_t)oh * ow; p++)
                     dst[(uint64_t)k * oh * ow + p] = hwc[p * C + k];
     }
-    free(win);
-    free(res);
+    kn__scratch_done(0, win);
+    kn__scratch_done(1, res);
     return MS_OK;
 }
 

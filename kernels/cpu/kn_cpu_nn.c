@@ -1,6 +1,6 @@
 /* kn_cpu_nn.c - CPU kernels of the nn group: Conv2D (im2col + OpenBLAS
  * sgemm), DepthwiseConv2dNative, Conv2DBackpropInput (gemm + col2im),
- * MaxPool, AvgPool, FusedBatchNorm{,V2,V3} (inference), ResizeBilinear,
+ * MaxPool, MaxPoolV2, AvgPool, FusedBatchNorm{,V2,V3} (inference), ResizeBilinear,
  * ResizeNearestNeighbor, and for volumes Conv3D, MaxPool3D, AvgPool3D.
  *
  * Convolutions compute in NHWC; NCHW tensors are transposed in and out.
@@ -137,6 +137,42 @@ static ms_status pool_prepare(const kn_node *node, rt_tensor *const *const_in, v
         return st;
     }
     *state = a;
+    return MS_OK;
+}
+
+/* MaxPoolV2: ksize and strides are inputs 1 and 2 (read per call); attrs
+ * padding (SAME/VALID) and data_format as MaxPool's. */
+static ms_status pool_v2_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    (void)const_in;
+    win_attrs *a = calloc(1, sizeof(*a));
+    if (a == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+    ms_status st = parse_format(node, &a->nchw);
+    if (st == MS_OK) st = kn__parse_padding(node, a->nchw, &a->padding, a->ep);
+    if (st == MS_OK && a->padding == KN_PAD_EXPLICIT)
+        st = KN_EINVAL(node, "padding must be SAME or VALID");
+    if (st != MS_OK) {
+        free(a);
+        return st;
+    }
+    a->dh = a->dw = 1;
+    *state = a;
+    return MS_OK;
+}
+
+/* Reads a 4-value window input of MaxPoolV2 (data-format order) into h, w. */
+static ms_status v2_hw(const kn_node *n, const rt_tensor *t, const char *what, int nchw, int64_t *h,
+                       int64_t *w) {
+    int64_t v[4];
+    int cnt;
+    ms_status st = kn__read_ints(n, t, what, v, 4, &cnt);
+    if (st != MS_OK) return st;
+    if (cnt != 4) return KN_EINVAL(n, "%s must have 4 values, got %d", what, cnt);
+    if (v[0] != 1 || v[nchw ? 1 : 3] != 1)
+        return KN_EINVAL(n, "%s on the batch and channel dimensions must be 1", what);
+    *h = v[nchw ? 2 : 1];
+    *w = v[nchw ? 3 : 2];
+    if (*h < 1 || *w < 1 || *h > INT32_MAX || *w > INT32_MAX)
+        return KN_EINVAL(n, "%s must be in [1, 2^31)", what);
     return MS_OK;
 }
 
@@ -500,6 +536,197 @@ static void pool_rows(void *arg, int64_t b, int64_t e) {
     }
 }
 
+/* NHWC float fast path, over output rows (n, oh): the window is clipped at
+ * the borders and the inner loops run over the contiguous channels, so they
+ * vectorise. Max keeps the reference's comparison (acc = v > acc ? v : acc
+ * from -inf, in window order: NaN inputs are skipped, the first of equal
+ * values wins), Avg its double sums divided by the count of valid elements:
+ * both results are bit-identical to pool_rows'. */
+typedef struct poolf_job {
+    const geo *g;
+    const win_attrs *a;
+    const float *x;
+    float *y;
+} poolf_job;
+
+/* Clipped window [s, e) of output position o along one dimension. */
+#define POOL_CLIP(o, stride, pad, k, in, s, e)                                                     \
+    do {                                                                                           \
+        int64_t z_ = (o) * (stride) - (pad);                                                       \
+        (s) = z_ < 0 ? 0 : z_;                                                                     \
+        (e) = z_ + (k) > (in) ? (in) : z_ + (k);                                                   \
+    } while (0)
+
+KN_VEC_DEFINE(maxpool_nhwc_rows, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const poolf_job *j = arg;
+    const geo *g = j->g;
+    const int64_t C = g->C, W = g->W;
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / g->OH, oh = r % g->OH, hs, he;
+        POOL_CLIP(oh, j->a->sh, g->pt, g->KH, g->H, hs, he);
+        const float *xn = j->x + n * g->H * W * C;
+        float *y = j->y + r * g->OW * C;
+        for (int64_t ow = 0; ow < g->OW; ow++, y += C) {
+            int64_t ws, we;
+            POOL_CLIP(ow, j->a->sw, g->pl, g->KW, W, ws, we);
+            /* Blocks of 16 channels kept in registers over the window. */
+            int64_t c0 = 0;
+            for (; c0 + 16 <= C; c0 += 16) {
+                float m[16];
+                for (int k = 0; k < 16; k++)
+                    m[k] = -INFINITY;
+                for (int64_t ih = hs; ih < he; ih++)
+                    for (int64_t iw = ws; iw < we; iw++) {
+                        const float *xp = xn + (ih * W + iw) * C + c0;
+                        for (int k = 0; k < 16; k++)
+                            m[k] = xp[k] > m[k] ? xp[k] : m[k];
+                    }
+                for (int k = 0; k < 16; k++)
+                    y[c0 + k] = m[k];
+            }
+            if (c0 == C) continue;
+            for (int64_t c = c0; c < C; c++)
+                y[c] = -INFINITY;
+            for (int64_t ih = hs; ih < he; ih++)
+                for (int64_t iw = ws; iw < we; iw++) {
+                    const float *xp = xn + (ih * W + iw) * C;
+                    for (int64_t c = c0; c < C; c++)
+                        y[c] = xp[c] > y[c] ? xp[c] : y[c];
+                }
+        }
+    }
+})
+
+#define AVG_CB 256 /* channels summed at a time (a stack block of doubles) */
+
+KN_VEC_DEFINE(avgpool_nhwc_rows, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const poolf_job *j = arg;
+    const geo *g = j->g;
+    const int64_t C = g->C, W = g->W;
+    double acc[AVG_CB];
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / g->OH, oh = r % g->OH, hs, he;
+        POOL_CLIP(oh, j->a->sh, g->pt, g->KH, g->H, hs, he);
+        const float *xn = j->x + n * g->H * W * C;
+        float *y = j->y + r * g->OW * C;
+        for (int64_t ow = 0; ow < g->OW; ow++, y += C) {
+            int64_t ws, we;
+            POOL_CLIP(ow, j->a->sw, g->pl, g->KW, W, ws, we);
+            int64_t cnt = (he - hs) * (we - ws);
+            double dc = (double)cnt;
+            for (int64_t c0 = 0; c0 < C; c0 += AVG_CB) {
+                int64_t cb = C - c0 < AVG_CB ? C - c0 : AVG_CB;
+                for (int64_t c = 0; c < cb; c++)
+                    acc[c] = 0;
+                for (int64_t ih = hs; ih < he; ih++)
+                    for (int64_t iw = ws; iw < we; iw++) {
+                        const float *xp = xn + (ih * W + iw) * C + c0;
+                        for (int64_t c = 0; c < cb; c++)
+                            acc[c] += (double)xp[c];
+                    }
+                if (cnt > 0)
+                    for (int64_t c = 0; c < cb; c++)
+                        y[c0 + c] = (float)(acc[c] / dc);
+                else
+                    for (int64_t c = 0; c < cb; c++)
+                        y[c0 + c] = 0;
+            }
+        }
+    }
+})
+
+/* NCHW float fast path, over output rows (n, c, oh): for each window row
+ * and column offset kw, the outputs whose column ow*sw - pl + kw lies in
+ * the input are updated in one loop over ow (contiguous loads for stride 1,
+ * stride 2 specialised). For every output the window elements are visited
+ * in the reference's order (ih, then iw ascending), so results are
+ * bit-identical to pool_rows' as in the NHWC path. */
+
+/* Outputs [lo, hi) whose column ow * sw - pl + kw is inside [0, W). */
+#define POOL_OW_RANGE(kw, sw, pl, W, OW, lo, hi)                                                   \
+    do {                                                                                           \
+        int64_t a_ = (pl) - (kw), b_ = (W)-1 + (pl) - (kw);                                        \
+        (lo) = a_ <= 0 ? 0 : (a_ + (sw)-1) / (sw);                                                 \
+        (hi) = b_ < 0 ? 0 : b_ / (sw) + 1;                                                         \
+        if ((hi) > (OW)) (hi) = (OW);                                                              \
+    } while (0)
+
+/* STMT with v = src[base + ow * sw], q = ow - o0 for ow in [lo, hi); sw 1,
+ * 2 or any. */
+#define POOL_NCHW_SWEEP(sw, lo, hi, o0, src, base, STMT)                                           \
+    do {                                                                                           \
+        if ((sw) == 1) {                                                                           \
+            for (int64_t ow = (lo); ow < (hi); ow++) {                                             \
+                float v = (src)[(base) + ow];                                                      \
+                int64_t q = ow - (o0);                                                             \
+                STMT;                                                                              \
+            }                                                                                      \
+        } else if ((sw) == 2) {                                                                    \
+            for (int64_t ow = (lo); ow < (hi); ow++) {                                             \
+                float v = (src)[(base) + 2 * ow];                                                  \
+                int64_t q = ow - (o0);                                                             \
+                STMT;                                                                              \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int64_t ow = (lo); ow < (hi); ow++) {                                             \
+                float v = (src)[(base) + ow * (sw)];                                               \
+                int64_t q = ow - (o0);                                                             \
+                STMT;                                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+KN_VEC_DEFINE(maxpool_nchw_rows, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const poolf_job *j = arg;
+    const geo *g = j->g;
+    const int64_t W = g->W, OW = g->OW, sw = j->a->sw;
+    for (int64_t r = b; r < e; r++) {
+        int64_t nc = r / g->OH, oh = r % g->OH, hs, he;
+        POOL_CLIP(oh, j->a->sh, g->pt, g->KH, g->H, hs, he);
+        const float *xp = j->x + nc * g->H * W;
+        float *y = j->y + r * OW;
+        for (int64_t ow = 0; ow < OW; ow++)
+            y[ow] = -INFINITY;
+        for (int64_t ih = hs; ih < he; ih++)
+            for (int64_t kw = 0; kw < g->KW; kw++) {
+                int64_t lo, hi;
+                POOL_OW_RANGE(kw, sw, g->pl, W, OW, lo, hi);
+                POOL_NCHW_SWEEP(sw, lo, hi, 0, xp, ih * W - g->pl + kw, y[q] = v > y[q] ? v : y[q]);
+            }
+    }
+})
+
+KN_VEC_DEFINE(avgpool_nchw_rows, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const poolf_job *j = arg;
+    const geo *g = j->g;
+    const int64_t W = g->W, OW = g->OW, sw = j->a->sw;
+    double acc[AVG_CB];
+    for (int64_t r = b; r < e; r++) {
+        int64_t nc = r / g->OH, oh = r % g->OH, hs, he;
+        POOL_CLIP(oh, j->a->sh, g->pt, g->KH, g->H, hs, he);
+        const float *xp = j->x + nc * g->H * W;
+        float *y = j->y + r * OW;
+        for (int64_t o0 = 0; o0 < OW; o0 += AVG_CB) {
+            int64_t o1 = OW - o0 < AVG_CB ? OW : o0 + AVG_CB;
+            for (int64_t q = 0; q < o1 - o0; q++)
+                acc[q] = 0;
+            for (int64_t ih = hs; ih < he; ih++)
+                for (int64_t kw = 0; kw < g->KW; kw++) {
+                    int64_t lo, hi;
+                    POOL_OW_RANGE(kw, sw, g->pl, W, o1, lo, hi);
+                    if (lo < o0) lo = o0;
+                    POOL_NCHW_SWEEP(sw, lo, hi, o0, xp, ih * W - g->pl + kw, acc[q] += (double)v);
+                }
+            for (int64_t ow = o0; ow < o1; ow++) {
+                int64_t ws, we;
+                POOL_CLIP(ow, sw, g->pl, g->KW, W, ws, we);
+                int64_t cnt = (he - hs) * (we - ws);
+                y[ow] = cnt > 0 ? (float)(acc[ow - o0] / (double)cnt) : 0;
+            }
+        }
+    }
+})
+
 static void layout_strides(int nchw, int64_t H, int64_t W, int64_t C, int64_t *s) {
     if (nchw) {
         s[0] = C * H * W;
@@ -517,8 +744,16 @@ static void layout_strides(int nchw, int64_t H, int64_t W, int64_t C, int64_t *s
 static ms_status pool_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                               rt_tensor **out) {
     const win_attrs *a = state;
-    ms_status st = kn__need_inputs(node, in, 1);
+    int v2 = strcmp(node->op, "MaxPoolV2") == 0;
+    ms_status st = kn__need_inputs(node, in, v2 ? 3 : 1);
     if (st != MS_OK) return st;
+    win_attrs a2;
+    if (v2) {
+        a2 = *a;
+        if ((st = v2_hw(node, in[1], "ksize", a2.nchw, &a2.kh, &a2.kw)) != MS_OK) return st;
+        if ((st = v2_hw(node, in[2], "strides", a2.nchw, &a2.sh, &a2.sw)) != MS_OK) return st;
+        a = &a2;
+    }
     const rt_tensor *x = in[0];
     if (x->dtype != RT_DT_FLOAT && x->dtype != RT_DT_DOUBLE)
         return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
@@ -530,9 +765,25 @@ static ms_status pool_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     rt_shape os = shape4(a->nchw, g.N, g.OH, g.OW, g.C);
     if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
     if (out[0]->nelem == 0) return MS_OK;
+    int is_max = v2 || strcmp(node->op, "MaxPool") == 0;
+    if (x->dtype == RT_DT_FLOAT) {
+        poolf_job fj = {.g = &g, .a = a, .x = x->data, .y = out[0]->data};
+        if (a->nchw) {
+            int64_t row = g.OW * g.KH * g.KW; /* work per output row */
+            int64_t chunk = row > 0 && row < 16384 ? 16384 / row : 1;
+            kn_ctx_parallel_for(ctx, g.N * g.C * g.OH, chunk,
+                                is_max ? maxpool_nchw_rows : avgpool_nchw_rows, &fj);
+        } else {
+            int64_t row = g.OW * g.C * g.KH * g.KW;
+            int64_t chunk = row > 0 && row < 16384 ? 16384 / row : 1;
+            kn_ctx_parallel_for(ctx, g.N * g.OH, chunk,
+                                is_max ? maxpool_nhwc_rows : avgpool_nhwc_rows, &fj);
+        }
+        return MS_OK;
+    }
     pool_job job = {.g = &g,
                     .a = a,
-                    .is_max = strcmp(node->op, "MaxPool") == 0,
+                    .is_max = is_max,
                     .dbl = x->dtype == RT_DT_DOUBLE,
                     .x = x->data,
                     .y = out[0]->data};
@@ -578,15 +829,29 @@ typedef struct bn_job {
     int64_t C, inner;       /* NHWC: inner 1; NCHW: H*W */
 } bn_job;
 
-static void bn_runs(void *arg, int64_t b, int64_t e) {
+/* Over runs [b, e): NHWC (inner 1) rows of C channels, NCHW (n, c) planes;
+ * vectorised clones (no FMA contraction: y = x * mul + add rounds twice, as
+ * the plain expression). */
+KN_VEC_DEFINE(bn_runs, (void *arg, int64_t b, int64_t e), (arg, b, e), {
     const bn_job *j = arg;
-    for (int64_t r = b; r < e; r++) {
-        int64_t c = r % j->C; /* a run is one element (NHWC) or one (n, c) plane */
-        float m = j->mul[c], ad = j->add[c];
-        for (int64_t i = r * j->inner; i < (r + 1) * j->inner; i++)
-            j->y[i] = j->x[i] * m + ad;
+    const int64_t C = j->C, in = j->inner;
+    if (in == 1) {
+        for (int64_t r = b; r < e; r++) {
+            const float *x = j->x + r * C;
+            float *y = j->y + r * C;
+            for (int64_t c = 0; c < C; c++)
+                y[c] = x[c] * j->mul[c] + j->add[c];
+        }
+    } else {
+        for (int64_t r = b; r < e; r++) {
+            const float *x = j->x + r * in;
+            float *y = j->y + r * in;
+            float m = j->mul[r % C], ad = j->add[r % C];
+            for (int64_t i = 0; i < in; i++)
+                y[i] = x[i] * m + ad;
+        }
     }
-}
+})
 
 static ms_status bn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                             rt_tensor **out) {
@@ -605,7 +870,7 @@ static ms_status bn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
             return KN_EINVAL(node, "%s must be a float vector of %lld channels, got %s %s",
                              names[i], (long long)C, rt_dtype_name(in[i]->dtype),
                              kn__shp(&in[i]->shape));
-    float *coef = malloc((size_t)(2 * C > 0 ? 2 * C : 1) * sizeof(float));
+    float *coef = kn__scratch(SCR_COL, (size_t)(2 * C > 0 ? 2 * C : 1) * sizeof(float));
     if (coef == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     const float *scale = in[1]->data, *offset = in[2]->data, *mean = in[3]->data,
                 *var = in[4]->data;
@@ -622,9 +887,10 @@ static ms_status bn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
                       .add = coef + C,
                       .C = C,
                       .inner = s->nchw ? H * W : 1};
-        kn_ctx_parallel_for(ctx, x->nelem / job.inner, s->nchw ? 1 : 16384, bn_runs, &job);
+        int64_t run = s->nchw ? H * W : C, chunk = 16384 / run;
+        kn_ctx_parallel_for(ctx, x->nelem / run, chunk > 0 ? chunk : 1, bn_runs, &job);
     }
-    free(coef);
+    kn__scratch_done(SCR_COL, coef);
     if (st != MS_OK) return st;
     /* batch_mean, batch_variance, reserve spaces: the population statistics
      * (what TensorFlow returns for is_training=false). */
@@ -734,6 +1000,33 @@ static void bilinear_rows(void *arg, int64_t b, int64_t e) {
     }
 }
 
+/* float32 fast path of bilinear_rows: the same three lerps per element, in
+ * loops over the contiguous channels (vectorised, bit-identical). */
+KN_VEC_DEFINE(bilinear_f32_rows, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const bilinear_job *j = arg;
+    const int64_t C = j->C;
+    const float *x = j->x->data;
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / j->OH, oy = r % j->OH;
+        const interp *iy = &j->ys[oy];
+        const float ly = iy->lerp;
+        const float *top = x + (n * j->H + iy->lo) * j->W * C;
+        const float *bot = x + (n * j->H + iy->hi) * j->W * C;
+        float *y = j->y + r * j->OW * C;
+        for (int64_t ox = 0; ox < j->OW; ox++, y += C) {
+            const interp *ix = &j->xs[ox];
+            const float lx = ix->lerp;
+            const float *tl = top + ix->lo * C, *tr = top + ix->hi * C;
+            const float *bl = bot + ix->lo * C, *br = bot + ix->hi * C;
+            for (int64_t c = 0; c < C; c++) {
+                float t = tl[c] + (tr[c] - tl[c]) * lx;
+                float bo = bl[c] + (br[c] - bl[c]) * lx;
+                y[c] = t + (bo - t) * ly;
+            }
+        }
+    }
+})
+
 static void bilinear_weights(int64_t out, int64_t in, float scale, int half_pixel, interp *w) {
     for (int64_t i = 0; i < out; i++) {
         float v = half_pixel ? ((float)i + 0.5f) * scale - 0.5f : (float)i * scale;
@@ -757,14 +1050,24 @@ typedef struct nn_job {
 
 static void nearest_rows(void *arg, int64_t b, int64_t e) {
     const nn_job *j = arg;
-    const size_t px = (size_t)j->C * j->es;
+    const size_t px = (size_t)j->C * j->es, orow = (size_t)j->OW * px;
     const uint8_t *x = j->x->data;
     for (int64_t r = b; r < e; r++) {
         int64_t n = r / j->OH, oy = r % j->OH;
+        uint8_t *y = j->y + (size_t)r * orow;
+        if (r > b && oy > 0 && j->ys[oy] == j->ys[oy - 1]) {
+            /* Same source row as the output row above (upsampling): one copy. */
+            memcpy(y, y - orow, orow);
+            continue;
+        }
         const uint8_t *row = x + (size_t)((n * j->H + j->ys[oy]) * j->W) * px;
-        uint8_t *y = j->y + (size_t)((n * j->OH + oy) * j->OW) * px;
-        for (int64_t ox = 0; ox < j->OW; ox++)
-            memcpy(y + (size_t)ox * px, row + (size_t)j->xs[ox] * px, px);
+        if (px == 4) {
+            for (int64_t ox = 0; ox < j->OW; ox++)
+                memcpy(y + (size_t)ox * 4, row + (size_t)j->xs[ox] * 4, 4);
+        } else {
+            for (int64_t ox = 0; ox < j->OW; ox++)
+                memcpy(y + (size_t)ox * px, row + (size_t)j->xs[ox] * px, px);
+        }
     }
 }
 
@@ -824,7 +1127,7 @@ static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state, r
     if (bilinear) {
         if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
         if (out[0]->nelem == 0) return MS_OK;
-        interp *w = malloc((size_t)(OH + OW) * sizeof(*w));
+        interp *w = kn__scratch(SCR_COL, (size_t)(OH + OW) * sizeof(*w));
         if (w == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
         bilinear_weights(OH, H, hs, ra->half_pixel, w);
         bilinear_weights(OW, W, wsc, ra->half_pixel, w + OH);
@@ -837,13 +1140,15 @@ static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state, r
                             .C = C,
                             .OH = OH,
                             .OW = OW};
-        kn_ctx_parallel_for(ctx, N * OH, 1, bilinear_rows, &job);
-        free(w);
+        int64_t chunk = 4096 / (OW * C) > 1 ? 4096 / (OW * C) : 1;
+        kn_ctx_parallel_for(ctx, N * OH, chunk,
+                            x->dtype == RT_DT_FLOAT ? bilinear_f32_rows : bilinear_rows, &job);
+        kn__scratch_done(SCR_COL, w);
         return MS_OK;
     }
     if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
     if (out[0]->nelem == 0) return MS_OK;
-    int64_t *idx = malloc((size_t)(OH + OW) * sizeof(*idx));
+    int64_t *idx = kn__scratch(SCR_COL, (size_t)(OH + OW) * sizeof(*idx));
     if (idx == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     nearest_index(OH, H, hs, ra, idx);
     nearest_index(OW, W, wsc, ra, idx + OH);
@@ -858,7 +1163,7 @@ static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state, r
                   .OW = OW,
                   .es = rt_dtype_size(x->dtype)};
     kn_ctx_parallel_for(ctx, N * OH, 1, nearest_rows, &job);
-    free(idx);
+    kn__scratch_done(SCR_COL, idx);
     return MS_OK;
 }
 
@@ -1169,6 +1474,7 @@ const kn_kernel kn_cpu_nn_kernels[] = {
      .release = free_state},
     {.op = "MaxPool", .prepare = pool_prepare, .compute = pool_compute, .release = free_state},
     {.op = "AvgPool", .prepare = pool_prepare, .compute = pool_compute, .release = free_state},
+    {.op = "MaxPoolV2", .prepare = pool_v2_prepare, .compute = pool_compute, .release = free_state},
     {.op = "FusedBatchNorm", .prepare = bn_prepare, .compute = bn_compute, .release = free_state},
     {.op = "FusedBatchNormV2", .prepare = bn_prepare, .compute = bn_compute, .release = free_state},
     {.op = "FusedBatchNormV3", .prepare = bn_prepare, .compute = bn_compute, .release = free_state},

@@ -257,6 +257,34 @@ typedef struct softmax_job {
     int log; /* LogSoftmax: x - max - log(sum(exp(x - max))) */
 } softmax_job;
 
+/* float32 rows, vectorised (KN_VEC_DEFINE, kn__vexpf): the max and the
+ * scaling loops run over the row, the exponentials too; the sum stays a
+ * sequential double sum. */
+KN_VEC_DEFINE(softmax_f32_rows, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const softmax_job *j = arg;
+    const int64_t n = j->n;
+    for (int64_t r = b; r < e; r++) {
+        const float *x = (const float *)j->in + r * n;
+        float *y = (float *)j->out + r * n, m = x[0];
+        for (int64_t i = 1; i < n; i++)
+            m = x[i] > m ? x[i] : m;
+        for (int64_t i = 0; i < n; i++)
+            y[i] = kn__vexpf(x[i] - m);
+        double s = 0;
+        for (int64_t i = 0; i < n; i++)
+            s += y[i];
+        if (j->log) {
+            float ls = (float)log(s);
+            for (int64_t i = 0; i < n; i++)
+                y[i] = x[i] - m - ls;
+        } else {
+            float inv = (float)(1.0 / s);
+            for (int64_t i = 0; i < n; i++)
+                y[i] *= inv;
+        }
+    }
+})
+
 static void softmax_rows(void *arg, int64_t b, int64_t e) {
     softmax_job *j = arg;
     for (int64_t r = b; r < e; r++) {
@@ -314,7 +342,8 @@ static ms_status softmax_compute(kn_ctx *ctx, const kn_node *node, void *state,
                        .dbl = x->dtype == RT_DT_DOUBLE,
                        .log = strcmp(node->op, "LogSoftmax") == 0};
     int64_t chunk = 16384 / n;
-    kn_ctx_parallel_for(ctx, x->nelem / n, chunk > 0 ? chunk : 1, softmax_rows, &job);
+    kn_ctx_parallel_for(ctx, x->nelem / n, chunk > 0 ? chunk : 1,
+                        job.dbl ? softmax_rows : softmax_f32_rows, &job);
     return MS_OK;
 }
 
@@ -478,6 +507,30 @@ typedef struct bias_job {
         }                                                                                          \
     } while (0)
 
+/* float32 fast path, vectorised (KN_VEC_DEFINE), bit-identical to
+ * BIAS_LOOP: NHWC (inner 1) over rows [b, e) of C channels; NCHW over
+ * (n, c) planes [b, e) of `inner` elements. */
+KN_VEC_DEFINE(bias_f32, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const bias_job *j = arg;
+    const float *bb = j->b;
+    const int64_t C = j->C, in = j->inner;
+    if (in == 1) {
+        const float *x = (const float *)j->x + b * C;
+        float *y = (float *)j->y + b * C;
+        for (int64_t r = b; r < e; r++, x += C, y += C)
+            for (int64_t c = 0; c < C; c++)
+                y[c] = x[c] + bb[c];
+    } else {
+        for (int64_t r = b; r < e; r++) {
+            const float *x = (const float *)j->x + r * in;
+            float *y = (float *)j->y + r * in;
+            float v = bb[r % C];
+            for (int64_t i = 0; i < in; i++)
+                y[i] = x[i] + v;
+        }
+    }
+})
+
 /* Over "runs": for NHWC a run is one element; for NCHW one (n, c) plane. */
 static void bias_runs(void *arg, int64_t b, int64_t e) {
     bias_job *j = arg;
@@ -527,6 +580,13 @@ static ms_status bias_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
             inner *= x->shape.dim[d];
     bias_job job = {
         .x = x->data, .b = bias->data, .y = out[0]->data, .C = C, .inner = inner, .dt = x->dtype};
+    if (x->dtype == RT_DT_FLOAT) {
+        /* Rows of C channels (NHWC) or planes (NCHW) of about 16K elements. */
+        int64_t run = nchw ? inner : C;
+        int64_t chunk = run > 0 ? 16384 / run : 1;
+        kn_ctx_parallel_for(ctx, x->nelem / run, chunk > 0 ? chunk : 1, bias_f32, &job);
+        return MS_OK;
+    }
     int64_t chunk = 16384 / inner;
     kn_ctx_parallel_for(ctx, x->nelem / inner, chunk > 0 ? chunk : 1, bias_runs, &job);
     return MS_OK;

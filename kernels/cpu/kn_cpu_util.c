@@ -2,6 +2,8 @@
  * broadcasting, the strided gather and half/bfloat16 conversion. */
 #include "kn_cpu_util.h"
 
+#include "kn_cpu_gemm.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -486,4 +488,17 @@ ms_status kn__window_dim(const kn_node *n, const char *what, int64_t in, int64_t
         return KN_EINVAL(n, "%s: window of %lld (dilated) does not fit input size %lld", what,
                          (long long)eff, (long long)in);
     return MS_OK;
+}
+
+/* ---- ISA of the vectorised loops ---- */
+
+int kn__vec_isa(void) {
+    switch (kn__gemm_isa()) {
+    case KN_GEMM_ISA_AVX512:
+        return KN_VEC_AVX512;
+    case KN_GEMM_ISA_AVX2:
+        return KN_VEC_AVX2;
+    default:
+        return KN_VEC_C;
+    }
 }

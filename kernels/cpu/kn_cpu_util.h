@@ -117,4 +117,88 @@ ms_status kn__window_dim(const kn_node *n, const char *what, int64_t in, int64_t
                          int64_t stride, int padding, int64_t ep_before, int64_t ep_after,
                          int64_t *out, int64_t *pad_before);
 
+/* ---- run-time ISA clones of simple loops ----
+ * The build has no -march flag and GCC vectorises little at -O2, so loops
+ * on hot paths (pools, elementwise, BiasAdd, resize) are compiled three
+ * times: baseline x86-64 (SSE2), AVX2 and AVX-512F, each with the
+ * vectoriser on (dynamic cost model) and floating-point contraction off, so
+ * that every clone computes exactly what the plain C expression says (no FMA
+ * fusing: results are bit-identical across clones and to the scalar code).
+ * The clone runs after kn__vec_isa(), which follows kn__gemm_isa() (so a
+ * test or benchmark that forces a GEMM family forces these too).
+ *
+ * KN_VEC_DEFINE(name, (params), (args), { body }) defines static
+ * name_c/name_avx2/name_avx512 with that body and a static dispatcher
+ * `name` with the same parameters returning void. Helpers called from a
+ * body must be macros or always_inline (GCC does not inline across
+ * different optimize/target attributes). */
+enum { KN_VEC_C, KN_VEC_AVX2, KN_VEC_AVX512 };
+/* KN_VEC_C, KN_VEC_AVX2 or KN_VEC_AVX512. */
+int kn__vec_isa(void);
+
+#if defined(__clang__)
+#define KN_VEC_ATTR_C
+#define KN_VEC_ATTR_AVX2   __attribute__((target("avx2")))
+#define KN_VEC_ATTR_AVX512 __attribute__((target("avx512f")))
+#else
+/* no-tree-loop-distribute-patterns: short copy/fill loops stay inline
+ * vector code instead of becoming memcpy/memset calls. */
+#define KN__VEC_OPT                                                                                \
+    optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off",                       \
+             "no-tree-loop-distribute-patterns")
+#define KN_VEC_ATTR_C      __attribute__((KN__VEC_OPT))
+#define KN_VEC_ATTR_AVX2   __attribute__((target("avx2"), KN__VEC_OPT))
+#define KN_VEC_ATTR_AVX512 __attribute__((target("avx512f"), KN__VEC_OPT))
+#endif
+
+/* clang-format off */
+#define KN_VEC_DEFINE(name, params, args, ...)                                                     \
+    KN_VEC_ATTR_C static void name##_c params __VA_ARGS__                                          \
+    KN_VEC_ATTR_AVX2 static void name##_avx2 params __VA_ARGS__                                    \
+    KN_VEC_ATTR_AVX512 static void name##_avx512 params __VA_ARGS__                                \
+    static void name params {                                                                      \
+        switch (kn__vec_isa()) {                                                                   \
+        case KN_VEC_AVX512:                                                                        \
+            name##_avx512 args;                                                                    \
+            break;                                                                                 \
+        case KN_VEC_AVX2:                                                                          \
+            name##_avx2 args;                                                                      \
+            break;                                                                                 \
+        default:                                                                                   \
+            name##_c args;                                                                         \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+/* clang-format on */
+
+/* expf for vectorised loops (branch-free, no libm call, so GCC vectorises
+ * the loop that calls it): Cody-Waite reduction x = n ln2 + r, Cephes'
+ * degree-6 polynomial for e^r, and 2^n applied in two halves so that
+ * results in the subnormal range round once. Within about 2 ulp of expf for
+ * normal results; overflows to inf above ~88.72, 0 below ~-103.97, NaN
+ * stays NaN. always_inline: callable from the KN_VEC_DEFINE clones. */
+static inline __attribute__((always_inline)) float kn__vexpf(float x) {
+    x = x > 89.0f ? 89.0f : x;
+    x = x < -104.0f ? -104.0f : x;
+    /* n = round(x / ln2) through the 1.5 * 2^23 trick (|x / ln2| < 2^22). */
+    float t = x * 1.44269504088896341f + 12582912.0f;
+    float n = t - 12582912.0f;
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float z = r * r;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * z + r + 1.0f;
+    int32_t k = (int32_t)n, k1 = k / 2, k2 = k - k1;
+    uint32_t b1 = (uint32_t)(k1 + 127) << 23, b2 = (uint32_t)(k2 + 127) << 23;
+    float s1, s2;
+    __builtin_memcpy(&s1, &b1, sizeof(s1));
+    __builtin_memcpy(&s2, &b2, sizeof(s2));
+    return p * s1 * s2;
+}
+
 #endif /* KN_CPU_UTIL_H */
