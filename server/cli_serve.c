@@ -97,7 +97,7 @@ static void on_cfg_timer(uv_timer_t *t) {
 
 static void *shutdown_main(void *arg) {
     daemon_t *d = arg;
-    int left = srv_server_drain_wait(d->server, d->flags.drain_timeout_seconds, 0.3);
+    int left = srv_server_drain_wait(d->server, d->flags.drain_timeout_seconds, 1.0);
     if (left > 0)
         MS_WARN("drain timeout (%.1f s): %d call(s) still running will be cancelled",
                 d->flags.drain_timeout_seconds, left);

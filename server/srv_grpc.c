@@ -602,8 +602,8 @@ int srv_server_drain_wait(srv_server *s, double timeout_s, double quiet_s) {
     }
     /* Calls the transport has started but not yet handed to us (a large
      * message still arriving) would be cut by the shutdown: wait until no
-     * call has been accepted for quiet_s, for at most 2 s more. */
-    int64_t quiet = (int64_t)(quiet_s * 1000), stop = mono_ms() + 2000;
+     * call has been accepted for quiet_s, for at most 3 s more. */
+    int64_t quiet = (int64_t)(quiet_s * 1000), stop = mono_ms() + 3000;
     for (;;) {
         int n = atomic_load(&s->inflight);
         int64_t now = mono_ms();
@@ -613,7 +613,7 @@ int srv_server_drain_wait(srv_server *s, double timeout_s, double quiet_s) {
         int64_t began = atomic_load(&s->drain_start_ms);
         if (began > since) since = began;
         if (n <= 0 && now - since >= quiet) return 0;
-        if (now >= stop || now >= limit + 2000) return n;
+        if (now >= stop || now >= limit + 3000) return n;
         nanosleep(&nap, NULL);
     }
 }
