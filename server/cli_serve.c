@@ -102,7 +102,7 @@ static void *shutdown_main(void *arg) {
         MS_WARN("drain timeout (%.1f s): %d call(s) still running will be cancelled",
                 d->flags.drain_timeout_seconds, left);
     srv_health_close_watchers(d->app.health);
-    srv_server_stop(d->server, 0.25);
+    srv_server_stop(d->server, 1.0);
     uv_async_send(&d->stop_async);
     return NULL;
 }
