@@ -166,9 +166,16 @@ def sigterm_scenario(tmp, attempt):
         oks = [r for r in results if r[0] == "ok"]
         errs = [r for r in results if r[0] == "err"]
         check(oks and all(r[3] for r in oks), "wrong or no answers (%d ok)" % len(oks), d)
+        # Calls sent before SIGTERM are answered or refused with UNAVAILABLE,
+        # never cut. A call a client sends after SIGTERM may also reach the
+        # server while it closes its connections (after the drain's quiet
+        # second), and then the transport cancels it: that is not a lost
+        # answer, the client was told to go away (docs/serving.md).
         for r in errs:
-            check(r[3].startswith("StatusCode.UNAVAILABLE") and "Cancelling" not in r[3],
-                  "a call failed other than by refusal: %s" % (r,), d)
+            refused = r[3].startswith("StatusCode.UNAVAILABLE") and "Cancelling" not in r[3]
+            late = r[1] > t_sig[0] and (r[3].startswith("StatusCode.CANCELLED")
+                                        or "Cancelling" in r[3])
+            check(refused or late, "a call failed other than by refusal: %s" % (r,), d)
         in_flight_answered = [r for r in oks if r[1] < t_sig[0] < r[2]]
         check(H.SERVING in watch_seen and H.NOT_SERVING in watch_seen
               and watch_seen.index(H.NOT_SERVING) > watch_seen.index(H.SERVING),
