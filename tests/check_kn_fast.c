@@ -128,6 +128,10 @@ static const conv_case conv_cases[] = {
     {1, 12, 12, 16, 3, 3, 16, 1, 1, 1, 1, "SAME", {0}},
     {1, 3, 2, 40, 3, 3, 66, 1, 1, 1, 1, "SAME", {0}},
     {1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, "SAME", {0}},
+    /* pads larger than the window: output rows / tiles that see only padding */
+    {1, 1, 2, 32, 3, 3, 32, 1, 1, 1, 1, "SAME", {0}},
+    {1, 3, 3, 32, 3, 3, 35, 1, 1, 1, 1, "EXPLICIT", {3, 3, 4, 2}},
+    {1, 3, 4, 5, 3, 3, 17, 2, 1, 1, 1, "EXPLICIT", {3, 4, 4, 2}},
 };
 /* clang-format on */
 
