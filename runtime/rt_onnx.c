@@ -1001,7 +1001,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
 
     Onnx__NodeProto **nodes = rt__ox_alloc(cv, (g->n_node + 1) * sizeof(*nodes));
     uint8_t *skip = rt__ox_alloc(cv, g->n_node + 1);
-    memcpy(nodes, g->node, g->n_node * sizeof(*nodes));
+    if (g->n_node > 0) memcpy(nodes, g->node, g->n_node * sizeof(*nodes));
     fold_batchnorm(cv, g, nodes, skip);
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = nodes[i];

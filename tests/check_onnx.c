@@ -10,6 +10,7 @@
 
 #include "kn_backend.h"
 #include "rt_model.h"
+#include "onnx.pb-c.h"
 #include "rt_onnx.h"
 #include "util_onnx.h"
 
@@ -351,6 +352,51 @@ START_TEST(test_not_onnx) {
 }
 END_TEST
 
+/* A graph without nodes (found by fuzz_onnx: the node list was copied from a
+ * NULL array) is refused with a message, not run into undefined behaviour. */
+START_TEST(test_graph_without_nodes) {
+    Onnx__TypeProto__Tensor tt = ONNX__TYPE_PROTO__TENSOR__INIT;
+    tt.has_elem_type = 1;
+    tt.elem_type = 1; /* FLOAT */
+    Onnx__TypeProto ty = ONNX__TYPE_PROTO__INIT;
+    ty.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    ty.tensor_type = &tt;
+    Onnx__ValueInfoProto x = ONNX__VALUE_INFO_PROTO__INIT, y = ONNX__VALUE_INFO_PROTO__INIT;
+    x.name = "x";
+    x.type = &ty;
+    y.name = "y";
+    y.type = &ty;
+    Onnx__ValueInfoProto *ins[1] = {&x}, *outs[1] = {&y};
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "empty";
+    g.n_input = 1;
+    g.input = ins;
+    g.n_output = 1;
+    g.output = outs;
+    Onnx__OperatorSetIdProto ops = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+    ops.has_version = 1;
+    ops.version = 13;
+    Onnx__OperatorSetIdProto *opsp[1] = {&ops};
+    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+    m.has_ir_version = 1;
+    m.ir_version = 8;
+    m.graph = &g;
+    m.n_opset_import = 1;
+    m.opset_import = opsp;
+    size_t len = onnx__model_proto__get_packed_size(&m);
+    uint8_t *buf = malloc(len);
+    ck_assert_ptr_nonnull(buf);
+    onnx__model_proto__pack(&m, buf);
+    uint8_t *pb = NULL;
+    size_t n = 0;
+    ms_status st = rt_onnx_convert_mem(buf, len, NULL, "empty", NULL, &pb, &n);
+    ck_assert_int_ne(st, MS_OK);
+    ck_assert_msg(strstr(ms_errmsg(), "y") != NULL, "message should name the output: %s",
+                  ms_errmsg());
+    free(buf);
+}
+END_TEST
+
 START_TEST(test_missing_external_data) {
     /* mobile.onnx keeps its weights in mobile.weights beside it; a copy of
      * the model alone must fail naming the missing file. */
@@ -401,6 +447,7 @@ static Suite *onnx_suite(void) {
     tcase_add_test(tc, test_unsupported_op_names_op_and_node);
     tcase_add_test(tc, test_missing_file);
     tcase_add_test(tc, test_not_onnx);
+    tcase_add_test(tc, test_graph_without_nodes);
     tcase_add_test(tc, test_missing_external_data);
     tcase_add_test(tc, test_dicom_input_bad_name_or_size);
     suite_add_tcase(s, tc);
