@@ -436,6 +436,7 @@ START_TEST(deconv_vs_reference) {
         {2, 5, 17, 3, 3, 3, 3, 40, 7, "SAME"},  /* odd channels, 15 pixels a row */
         {1, 4, 4, 2, 1, 2, 1, 33, 20, "VALID"},
         {1, 6, 6, 3, 3, 2, 2, 8, 16, "SAME"}, /* overlapping windows: reference */
+        {1, 1, 2, 65, 65, 65, 65, 1, 2, "VALID"}, /* over the fast kernel's tap limit */
     };
     const kn_kernel *fast = find(kn_cpu_fast_kernels, "Conv2DBackpropInput");
     const kn_kernel *ref = find(kn_cpu_nn_kernels, "Conv2DBackpropInput");
