@@ -290,7 +290,8 @@ static ms_status conv_prepare(const kn_node *node, rt_tensor *const *const_in, v
             s->a.dh == 1 && s->a.dw == 1 && kn__gemm_isa() == KN_GEMM_ISA_AVX512 &&
             getenv("DCMSERVE_NO_WINOGRAD") == NULL)
             st = kn__wino_pack(f, &s->wino);
-        else
+        /* Not Winograd, or a filter beyond its limits: the packed form. */
+        if (s->wino.u == NULL && (st == MS_OK || st == MS_EINVAL))
             st = kn__conv_pack_filter(s->a.nchw, f, &s->pk);
     }
     if (st != MS_OK) {
