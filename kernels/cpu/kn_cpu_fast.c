@@ -229,36 +229,26 @@ static ms_status epi_addend(const kn_node *n, const fast_state *s, rt_tensor *co
  * (the rare fused residual whose shape differs from the output's). */
 static ms_status add_bcast_act(const kn_node *n, const rt_tensor *ad, rt_tensor *y, kn_act act,
                                float alpha) {
-    const int r = y->shape.rank, ra = ad->shape.rank;
-    if (ra > r) goto bad;
-    int64_t st[RT_MAX_RANK] = {0}, stride = 1;
-    for (int i = r - 1; i >= 0; i--) {
-        int ia = i - (r - ra);
-        int64_t d = ia >= 0 ? ad->shape.dim[ia] : 1;
-        if (d != 1 && d != y->shape.dim[i]) goto bad;
-        st[i] = d == 1 ? 0 : stride;
-        stride *= d;
+    kn_bcast bc;
+    const rt_shape *shapes[2] = {&y->shape, &ad->shape};
+    ms_status st = kn__bcast_init(&bc, n, shapes, 2);
+    if (st != MS_OK) return st;
+    if (!rt_shape_equal(&bc.out, &y->shape)) /* the addend may not enlarge the output */
+        return KN_EINVAL(n, "fused addend of shape %s does not broadcast to the output %s",
+                         kn__shp(&ad->shape), kn__shp(&y->shape));
+    float *yv = y->data;
+    const float *av = ad->data;
+    const int64_t inner = bc.dim[bc.rank - 1], as = bc.stride[1][bc.rank - 1];
+    for (int64_t r = 0; r < bc.rows; r++) {
+        int64_t offs[2];
+        kn__bcast_row(&bc, r, offs, 2);
+        float *yr = yv + offs[0];
+        const float *ar = av + offs[1];
+        for (int64_t k = 0; k < inner; k++) yr[k] += ar[k * as];
     }
-    {
-        float *yv = y->data;
-        const float *av = ad->data;
-        int64_t idx[RT_MAX_RANK] = {0}, off = 0;
-        kn_gemm_epi e = {.act = act, .alpha = alpha};
-        for (int64_t k = 0; k < y->nelem; k++) {
-            yv[k] += av[off];
-            for (int i = r - 1; i >= 0; i--) {
-                off += st[i];
-                if (++idx[i] < y->shape.dim[i]) break;
-                off -= st[i] * idx[i];
-                idx[i] = 0;
-            }
-        }
-        if (act != KN_ACT_NONE && y->nelem > 0) kn__gemm_epilogue(&e, yv, y->nelem, 0, 1, 0, y->nelem);
-    }
+    kn_gemm_epi e = {.act = act, .alpha = alpha};
+    if (act != KN_ACT_NONE && y->nelem > 0) kn__gemm_epilogue(&e, yv, y->nelem, 0, 1, 0, y->nelem);
     return MS_OK;
-bad:
-    return KN_EINVAL(n, "fused addend of shape %s does not broadcast to the output %s",
-                     kn__shp(&ad->shape), kn__shp(&y->shape));
 }
 
 /* ====================================================================== */
