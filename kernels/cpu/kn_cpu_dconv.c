@@ -247,6 +247,26 @@ int kn__dconv_ok(const kn_conv_attrs *a, const kn_conv_geo *g, const kn_gemm_pac
            (isa == KN_GEMM_ISA_AVX2 && pk->R == DC2_NR);
 }
 
+/* The activation applied in registers (Relu, Relu6, LeakyRelu, none) and,
+ * in *late, the exp-based one (Elu, Sigmoid, Tanh) applied after the store. */
+static kn_act split_act(const kn_gemm_epi *epi, kn_gemm_epi *late) {
+    *late = (kn_gemm_epi){.act = KN_ACT_NONE, .alpha = epi ? epi->alpha : 0};
+    if (epi == NULL) return KN_ACT_NONE;
+    if (epi->act == KN_ACT_ELU || epi->act == KN_ACT_SIGMOID || epi->act == KN_ACT_TANH) {
+        late->act = epi->act;
+        return KN_ACT_NONE;
+    }
+    return epi->act;
+}
+
+/* n items in groups of at most mrmax, of balanced sizes: *ng groups, the
+ * first *extra of them *base + 1 items long, the rest *base. */
+static void balanced_groups(int64_t n, int mrmax, int64_t *ng, int64_t *base, int64_t *extra) {
+    *ng = (n + mrmax - 1) / mrmax;
+    *base = n / *ng;
+    *extra = n % *ng;
+}
+
 typedef struct dc_job {
     const kn_conv_attrs *a;
     const kn_conv_geo *g;
@@ -254,7 +274,6 @@ typedef struct dc_job {
     const kn_gemm_packed *pk;
     float *y;
     const kn_gemm_epi *epi;
-    int64_t ngroups; /* pixel groups per output row */
     atomic_int failed;
 } dc_job;
 
@@ -274,11 +293,10 @@ static void dc_rows(void *arg, int64_t rb, int64_t re) {
         return;
     }
     const kn_gemm_epi *epi = j->epi;
-    const int late_act = epi && (epi->act == KN_ACT_ELU || epi->act == KN_ACT_SIGMOID ||
-                                 epi->act == KN_ACT_TANH);
-    const kn_gemm_epi late = {.act = late_act ? epi->act : KN_ACT_NONE,
-                              .alpha = epi ? epi->alpha : 0};
-    const int64_t base = OW / j->ngroups, extra = OW % j->ngroups;
+    kn_gemm_epi late;
+    const kn_act act = split_act(epi, &late);
+    int64_t ng, base, extra;
+    balanced_groups(OW, MRX, &ng, &base, &extra);
     for (int64_t r = rb; r < re; r++) {
         const int64_t n = r / g->OH, oh = r % g->OH;
         const int64_t ih0 = oh * a->sh - g->pt;
@@ -288,7 +306,7 @@ static void dc_rows(void *arg, int64_t rb, int64_t re) {
         const int nkh = (int)(kh1 - kh0);
         const float *xrow = nkh > 0 ? j->x + ((n * g->H + ih0 + kh0 * a->dh) * W) * C : j->x;
         int64_t ow0 = 0;
-        for (int64_t gi = 0; gi < j->ngroups; gi++) {
+        for (int64_t gi = 0; gi < ng; gi++) {
             const int mr = (int)(base + (gi < extra));
             const int64_t iw0 = ow0 * a->sw - g->pl;
             const int64_t iw_last = (ow0 + mr - 1) * a->sw - g->pl + (KW - 1) * a->dw;
@@ -341,11 +359,11 @@ static void dc_rows(void *arg, int64_t rb, int64_t re) {
                     t.scale = epi->scale ? epi->scale + jr : NULL;
                     t.bias = epi->bias ? epi->bias + jr : NULL;
                     t.add = epi->add ? epi->add + (t.y - epi->ybase) : NULL;
-                    t.act = late_act ? KN_ACT_NONE : epi->act;
+                    t.act = act;
                     t.alpha = epi->alpha;
                 }
                 (avx2 ? dc2_tab[nv - 1][mr - 1] : dc_tab[nv - 1][mr - 1])(&t);
-                if (late_act) kn__gemm_epilogue(&late, yg, OC, 0, mr, jr, nr);
+                if (late.act != KN_ACT_NONE) kn__gemm_epilogue(&late, yg, OC, 0, mr, jr, nr);
             }
             ow0 += mr;
         }
@@ -356,8 +374,6 @@ ms_status kn__dconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *
                         const kn_gemm_packed *pk, float *y, const kn_gemm_epi *epi) {
     if (g->N == 0 || g->OH == 0 || g->OW == 0 || g->OC == 0) return MS_OK;
     dc_job j = {.a = a, .g = g, .x = x, .pk = pk, .y = y, .epi = epi};
-    const int mrx = pk->R == DC2_NR ? DC2_MR : DC_MR;
-    j.ngroups = (g->OW + mrx - 1) / mrx;
     atomic_init(&j.failed, 0);
     kn_ctx_parallel_for(ctx, g->N * g->OH, 1, dc_rows, &j);
     if (atomic_load(&j.failed)) return ms_errf(MS_ENOMEM, "out of memory for conv scratch");
@@ -510,11 +526,8 @@ __attribute__((target("avx512f"))) static void wg_output(const wg_job *j, int64_
     const kn_conv_geo *g = j->g;
     const int64_t OC = g->OC, OH = g->OH, OW = g->OW, OCp = j->OCp;
     const kn_gemm_epi *epi = j->epi;
-    const int late_act = epi && (epi->act == KN_ACT_ELU || epi->act == KN_ACT_SIGMOID ||
-                                 epi->act == KN_ACT_TANH);
-    const kn_gemm_epi late = {.act = late_act ? epi->act : KN_ACT_NONE,
-                              .alpha = epi ? epi->alpha : 0};
-    const kn_act act = epi && !late_act ? epi->act : KN_ACT_NONE;
+    kn_gemm_epi late;
+    const kn_act act = split_act(epi, &late);
     const __m512 alpha = _mm512_set1_ps(epi ? epi->alpha : 0);
     int64_t n = t0 / (j->TH * j->TW), th = (t0 / j->TW) % j->TH, tw = t0 % j->TW;
     for (int64_t t = 0; t < nt; t++) {
@@ -564,7 +577,7 @@ __attribute__((target("avx512f"))) static void wg_output(const wg_job *j, int64_
                 }
             }
         }
-        if (late_act)
+        if (late.act != KN_ACT_NONE)
             for (int r = 0; r < rows; r++)
                 for (int q = 0; q < cols; q++) kn__gemm_epilogue(&late, yp[r][q], OC, 0, 1, 0, OC);
     }
@@ -586,7 +599,8 @@ static void wg_blocks(void *arg, int64_t b0, int64_t b1) {
         for (int xi = 0; xi < WG_T; xi++)
             for (int64_t p = 0; p < P; p++) {
                 const float *u = j->w->u + (xi * P + p) * C * DC_NR;
-                const int64_t ng = (nt + DC_MR - 1) / DC_MR, base = nt / ng, extra = nt % ng;
+                int64_t ng, base, extra;
+                balanced_groups(nt, DC_MR, &ng, &base, &extra);
                 for (int64_t gi = 0, t = 0; gi < ng; gi++) {
                     const int mr = (int)(base + (gi < extra));
                     dc_tile tl = {.x = V + xi * (nt * C + WG_SKEW) + t * C,
@@ -684,7 +698,8 @@ static void dk_rows(void *arg, int64_t rb, int64_t re) {
     const kn_deconv *d = j->d;
     const int64_t KH = d->KH, KW = d->KW, C = d->C, OC = d->OC, OW = j->OW;
     const int64_t W = OW * KW, H = j->OH * KH, P = (C + DC_NR - 1) / DC_NR;
-    const int64_t ng = (OW + DC_MR - 1) / DC_MR, base = OW / ng, extra = OW % ng;
+    int64_t ng, base, extra;
+    balanced_groups(OW, DC_MR, &ng, &base, &extra);
     for (int64_t r = rb; r < re; r++) {
         const int64_t n = r / j->OH, oh = r % j->OH;
         int64_t ow0 = 0;
