@@ -9,7 +9,6 @@
 #include "kn_cpu_conv.h"
 
 #include <immintrin.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
