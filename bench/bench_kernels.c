@@ -115,7 +115,7 @@ static rt_tensor *rand_t(rt_shape s) {
  * gets the fastest run. */
 static double time_kn(const kn_kernel *k, const Tensorflow__NodeDef *d, rt_tensor **in, int nin,
                       int threads, int iters, double *best) {
-    kn_node kn = {.name = d->name, .op = d->op, .def = d, .nin = nin, .nout = 1};
+    kn_node kn = {.name = d->name, .op = d->op, .def = d, .attrs = &rt_nodedef_attrs, .nin = nin, .nout = 1};
     rt_tensor *cin[8] = {NULL};
     for (int i = 1; i < nin && i < 8; i++) cin[i] = in[i];
     void *state = NULL;

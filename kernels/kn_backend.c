@@ -1,4 +1,7 @@
-/* kn_backend.c - NULL-safe wrappers over a backend's function table. */
+/* kn_backend.c - NULL-safe wrappers over a backend's function table and over
+ * a node's attribute table. */
+#include <string.h>
+
 #include "kn_backend.h"
 
 const char *kn_backend_name(kn_backend *b) {
@@ -16,4 +19,63 @@ ms_status kn_backend_sync(kn_backend *b) {
 
 void kn_backend_free(kn_backend *b) {
     if (b != NULL && b->iface.free) b->iface.free(b);
+}
+
+/* ---- node attributes ---- */
+
+int kn_attr_has(const kn_node *n, const char *key) {
+    return n->attrs ? n->attrs->has(n, key) : 0;
+}
+
+int64_t kn_attr_i(const kn_node *n, const char *key, int64_t dflt) {
+    return n->attrs ? n->attrs->i(n, key, dflt) : dflt;
+}
+
+float kn_attr_f(const kn_node *n, const char *key, float dflt) {
+    return n->attrs ? n->attrs->f(n, key, dflt) : dflt;
+}
+
+int kn_attr_b(const kn_node *n, const char *key, int dflt) {
+    return n->attrs ? n->attrs->b(n, key, dflt) : dflt;
+}
+
+rt_dtype kn_attr_type(const kn_node *n, const char *key, rt_dtype dflt) {
+    return n->attrs ? n->attrs->type(n, key, dflt) : dflt;
+}
+
+const char *kn_attr_s(const kn_node *n, const char *key, size_t *len) {
+    return n->attrs ? n->attrs->s(n, key, len) : NULL;
+}
+
+int kn_attr_s_eq(const kn_node *n, const char *key, const char *s, const char *dflt) {
+    size_t len;
+    const char *v = kn_attr_s(n, key, &len);
+    if (v == NULL) return dflt != NULL && strcmp(dflt, s) == 0;
+    return strlen(s) == len && memcmp(v, s, len) == 0;
+}
+
+int kn_attr_ilist(const kn_node *n, const char *key, int64_t *out, int max) {
+    return n->attrs ? n->attrs->ilist(n, key, out, max) : -1;
+}
+
+int kn_attr_flist(const kn_node *n, const char *key, float *out, int max) {
+    return n->attrs ? n->attrs->flist(n, key, out, max) : -1;
+}
+
+int kn_attr_slist(const kn_node *n, const char *key, const char **out, size_t *lens, int max) {
+    return n->attrs ? n->attrs->slist(n, key, out, lens, max) : -1;
+}
+
+int kn_attr_typelist(const kn_node *n, const char *key, rt_dtype *out, int max) {
+    return n->attrs ? n->attrs->typelist(n, key, out, max) : -1;
+}
+
+ms_status kn_attr_shape(const kn_node *n, const char *key, rt_shape *out) {
+    if (n->attrs == NULL) return ms_errf(MS_ENOTFOUND, "node '%s': no shape attr '%s'", n->name, key);
+    return n->attrs->shape(n, key, out);
+}
+
+ms_status kn_attr_tensor(const kn_node *n, const char *key, rt_tensor **out) {
+    if (n->attrs == NULL) return ms_errf(MS_EINVAL, "node '%s': no tensor attr '%s'", n->name, key);
+    return n->attrs->tensor(n, key, out);
 }

@@ -21,17 +21,38 @@
 #define KN_BACKEND_API_VERSION 1
 
 typedef struct kn_backend kn_backend;
-typedef struct kn_ctx kn_ctx;   /* per-run context, owned by the executor */
+typedef struct kn_ctx kn_ctx;   /* per-run context (kn_ctx.h), filled by whoever runs the kernel */
+typedef struct kn_node kn_node;
+
+/* How a node's attributes are read. The kernels' layer does not know the
+ * format of kn_node.def; the layer that builds nodes hands in this table with
+ * each node (runtime/graph: rt_nodedef_attrs, over TensorFlow's NodeDef).
+ * Kernels call the kn_attr_* wrappers below, never the table. */
+typedef struct kn_attr_ops {
+    int (*has)(const kn_node *n, const char *key);
+    int64_t (*i)(const kn_node *n, const char *key, int64_t dflt);
+    float (*f)(const kn_node *n, const char *key, float dflt);
+    int (*b)(const kn_node *n, const char *key, int dflt);
+    rt_dtype (*type)(const kn_node *n, const char *key, rt_dtype dflt);
+    const char *(*s)(const kn_node *n, const char *key, size_t *len);
+    int (*ilist)(const kn_node *n, const char *key, int64_t *out, int max);
+    int (*flist)(const kn_node *n, const char *key, float *out, int max);
+    int (*slist)(const kn_node *n, const char *key, const char **out, size_t *lens, int max);
+    int (*typelist)(const kn_node *n, const char *key, rt_dtype *out, int max);
+    ms_status (*shape)(const kn_node *n, const char *key, rt_shape *out);
+    ms_status (*tensor)(const kn_node *n, const char *key, rt_tensor **out);
+} kn_attr_ops;
 
 /* What a kernel sees of its graph node. Borrowed from the loaded model; valid
  * for the model's lifetime. */
-typedef struct kn_node {
+struct kn_node {
     const char *name;   /* node name ("conv1/Conv2D") for messages */
     const char *op;     /* op name ("Conv2D") */
-    const void *def;    /* tensorflow NodeDef; read it with kn_attr_* */
+    const void *def;    /* the node's definition (a TensorFlow NodeDef); read it with kn_attr_* */
+    const kn_attr_ops *attrs; /* reads def; NULL: the node has no attributes */
     int nin;            /* data inputs */
     int nout;           /* outputs */
-} kn_node;
+};
 
 typedef struct kn_kernel {
     const char *op;
@@ -73,10 +94,7 @@ const kn_kernel *kn_backend_kernel(kn_backend *b, const char *op);
 ms_status kn_backend_sync(kn_backend *b);
 void kn_backend_free(kn_backend *b);
 
-/* The CPU backend: always built. intra_op_threads <= 0 means one per core. */
-kn_backend *kn_cpu_backend_new(int intra_op_threads);
-
-/* ---- services the executor gives kernels (implemented in runtime/) ---- */
+/* ---- services a kernel's context gives it (kn_ctx.c) ---- */
 
 /* New output tensor `idx` of dtype/shape, from the executor's buffer pool.
  * Contents are undefined (zeroed for DT_STRING). */
@@ -90,7 +108,7 @@ void kn_ctx_parallel_for(kn_ctx *ctx, int64_t n, int64_t min_chunk,
  * kernels may poll it and return MS_ECANCELED. */
 int kn_ctx_cancelled(kn_ctx *ctx);
 
-/* ---- node attributes (TensorFlow AttrValue), implemented in runtime/ ---- */
+/* ---- node attributes, through the node's kn_attr_ops (kn_backend.c) ---- */
 int kn_attr_has(const kn_node *n, const char *key);
 /* Scalar getters return `dflt` when the attr is absent. */
 int64_t kn_attr_i(const kn_node *n, const char *key, int64_t dflt);

@@ -1,4 +1,4 @@
-/* rt_threadpool.c - a small fork-join pool for intra-op parallelism.
+/* kn_threadpool.c - a small fork-join pool for intra-op parallelism.
  *
  * A model runs many short parallel sections back to back (one or more per
  * op, often well under a millisecond each). Waking a sleeping thread through
@@ -6,7 +6,7 @@
  * for a short while (SPIN_NS) after a job before they sleep, and the caller
  * spins the same while before it waits for stragglers. Idle, the pool
  * sleeps. */
-#include "rt_threadpool.h"
+#include "kn_threadpool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -123,7 +123,7 @@ static void ensure_threads(int want) {
     pthread_mutex_unlock(&g_mu);
 }
 
-void rt_parallel_for(int nthreads, int64_t n, int64_t min_chunk,
+void kn_parallel_for(int nthreads, int64_t n, int64_t min_chunk,
                      void (*fn)(void *arg, int64_t begin, int64_t end), void *arg) {
     if (n <= 0) return;
     if (min_chunk < 1) min_chunk = 1;

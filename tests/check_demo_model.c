@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "kn_backend.h"
+#include "kn_cpu_backend.h"
 #include "ms_log.h"
 #include "rt_demo_model.h"
 #include "rt_model.h"

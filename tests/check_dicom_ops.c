@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "kn_backend.h"
+#include "kn_cpu_backend.h"
+#include "rt_graph.h"
+#include "rt_model.h"
 #include "rt_ops.h"
 #include "tf_framework.pb-c.h"
 #include "util_dicom.h"
@@ -31,7 +34,7 @@ static void tnode_init(tnode *t, const char *op, int nin, int nout) {
     t->def.name = (char *)"n";
     t->def.op = (char *)op;
     t->def.attr = t->entp;
-    t->kn = (kn_node){.name = "n", .op = op, .def = &t->def, .nin = nin, .nout = nout};
+    t->kn = (kn_node){.name = "n", .op = op, .def = &t->def, .attrs = &rt_nodedef_attrs, .nin = nin, .nout = nout};
 }
 
 static Tensorflow__AttrValue *tnode_attr(tnode *t, const char *key) {
@@ -137,7 +140,7 @@ START_TEST(decode_batch_padded) {
     tnode t;
     tnode_init(&t, "DcmDecodeHU", 1, 2);
     attr_f(&t, "pad_value", -2000.f);
-    const kn_kernel *k = rt_ops_host_kernel("DcmDecodeHU");
+    const kn_kernel *k = rt_ops_host_kernel(rt_model_host_ops, "DcmDecodeHU");
     ck_assert_ptr_nonnull(k);
     ck_assert_msg(run_op(k, &t, &in, out) == MS_OK, "%s", ms_errmsg());
     ck_assert_int_eq(out[0]->shape.rank, 4);
@@ -170,7 +173,7 @@ START_TEST(decode_resize_per_file) {
     tnode t;
     tnode_init(&t, "DcmDecodeHU", 1, 2);
     attr_size(&t, 1, 4);
-    ck_assert_msg(run_op(rt_ops_host_kernel("DcmDecodeHU"), &t, &in, out) == MS_OK, "%s",
+    ck_assert_msg(run_op(rt_ops_host_kernel(rt_model_host_ops, "DcmDecodeHU"), &t, &in, out) == MS_OK, "%s",
                   ms_errmsg());
     const float want[4] = {0.f, 2.5f, 7.5f, 10.f};
     ck_assert_int_eq(out[0]->nelem, 4);
@@ -193,7 +196,7 @@ START_TEST(decode_error_names_index) {
     rt_tensor *in = strings(3, f), *out[2] = {NULL, NULL};
     tnode t;
     tnode_init(&t, "DcmDecodeHU", 1, 2);
-    ck_assert_int_eq(run_op(rt_ops_host_kernel("DcmDecodeHU"), &t, &in, out), MS_EINVAL);
+    ck_assert_int_eq(run_op(rt_ops_host_kernel(rt_model_host_ops, "DcmDecodeHU"), &t, &in, out), MS_EINVAL);
     ck_assert_msg(strncmp(ms_errmsg(), "dicom[2]: ", 10) == 0, "%s", ms_errmsg());
     ck_assert_ptr_null(out[0]);
     rt_tensor_unref(in);
@@ -278,7 +281,7 @@ START_TEST(tfio_decode) {
     rt_tensor *in = NULL, *out = NULL;
     rt_shape sc = rt_shape_make(0, NULL);
     ck_assert_int_eq(rt_tensor_new_strings(&sc, &s, &in), MS_OK);
-    const kn_kernel *k = rt_ops_host_kernel("IO>DecodeDICOMImage");
+    const kn_kernel *k = rt_ops_host_kernel(rt_model_host_ops, "IO>DecodeDICOMImage");
     ck_assert_ptr_nonnull(k);
     tnode t;
     tnode_init(&t, "IO>DecodeDICOMImage", 1, 1);

@@ -10,11 +10,13 @@
 #include <string.h>
 
 #include "kn_backend.h"
+#include "kn_cpu_backend.h"
 #include "ms_status.h"
 #include "rt_exec.h"
 #include "rt_fuse.h"
 #include "rt_graph.h"
 #include "rt_graphbuild.h"
+#include "rt_model.h"
 
 static kn_backend *be;
 static rt_gb *gb;
@@ -165,7 +167,9 @@ static Tensorflow__MetaGraphDef *meta(void) {
 static rt_graph *load(const Tensorflow__MetaGraphDef *mg, int fuse) {
     setenv("DCMSERVE_GRAPH_FUSION", fuse ? "1" : "0", 1);
     rt_graph *g = NULL;
-    ms_status st = rt_graph_build(mg, be, &g);
+    ms_status st = rt_graph_build(mg, be, rt_model_host_ops, &g);
+    ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
+    if (rt_fuse_enabled()) st = rt_fuse_graph(g, NULL);
     ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
     return g;
 }
@@ -194,9 +198,9 @@ static rt_tensor *run(rt_graph *g, const feeds *f, const char *fetch) {
     rt_plan *p = NULL;
     ms_status st = rt_plan_build(g, fe, f->n, &fo, 1, NULL, 0, &p);
     ck_assert_msg(st == MS_OK, "plan for %s: %s", fetch, ms_errmsg());
-    kn_ctx ctx = {.graph = g, .nthreads = 1};
+    kn_ctx ctx = {.nthreads = 1};
     rt_tensor *out = NULL;
-    st = rt_plan_run(p, &ctx, f->val, &out);
+    st = rt_plan_run(p, &ctx, NULL, f->val, &out);
     ck_assert_msg(st == MS_OK, "run of %s: %s", fetch, ms_errmsg());
     rt_plan_free(p);
     return out;

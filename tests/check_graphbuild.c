@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "kn_backend.h"
+#include "kn_cpu_backend.h"
 #include "ms_log.h"
 #include "rt_bundle.h"
 #include "rt_graphbuild.h"

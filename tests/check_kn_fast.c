@@ -31,7 +31,7 @@ static const kn_kernel *find(const kn_kernel *tab, const char *op) {
  * to prepare as constants. Returns the output (the inputs stay the caller's). */
 static rt_tensor *run_k(const kn_kernel *k, const Tensorflow__NodeDef *d, rt_tensor *const *in,
                         int nin, unsigned const_mask) {
-    kn_node kn = {.name = d->name, .op = d->op, .def = d, .nin = nin, .nout = 1};
+    kn_node kn = {.name = d->name, .op = d->op, .def = d, .attrs = &rt_nodedef_attrs, .nin = nin, .nout = 1};
     rt_tensor *cin[8] = {0};
     for (int i = 0; i < nin; i++) cin[i] = (const_mask >> i) & 1 ? in[i] : NULL;
     void *state = NULL;
@@ -203,7 +203,7 @@ START_TEST(conv_packed_isa_switch) {
         rt_tensor *in[2] = {rand_t(xshape(c, nchw)), rand_t(S(c->KH, c->KW, c->C, c->OC))};
         Tensorflow__NodeDef *d = conv_def("Conv2D", c, nchw);
         rt_tensor *want = run_k(find(kn_cpu_nn_kernels, "Conv2D"), d, in, 2, 0);
-        kn_node kn = {.name = d->name, .op = d->op, .def = d, .nin = 2, .nout = 1};
+        kn_node kn = {.name = d->name, .op = d->op, .def = d, .attrs = &rt_nodedef_attrs, .nin = 2, .nout = 1};
         for (int p = 0; p < nisa; p++) {
             ck_assert_int_eq(kn__gemm_set_isa(isa[p]), MS_OK);
             void *state = NULL;

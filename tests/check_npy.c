@@ -1,4 +1,4 @@
-/* check_npy.c - runtime/rt_npy (.npy/.npz) and server/srv_npformat (numpy's
+/* check_npy.c - runtime/rt_npy (.npy/.npz) and server/cli_npformat (numpy's
  * str of an array). References come from numpy itself (Debian's
  * /usr/bin/python3 writes the files and the expected text) or are derived by
  * hand from the .npy format description. */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "rt_npy.h"
-#include "srv_npformat.h"
+#include "cli_npformat.h"
 #include "util_cli.h"
 
 static char g_dir[1024];
@@ -434,7 +434,7 @@ START_TEST(test_npformat_matches_numpy) {
         ck_assert_int_eq(rt_npy_read_file(path_in(name, p, sizeof(p)), &t), MS_OK);
         snprintf(name, sizeof(name), "c%d.txt", i);
         char *want = util_cli_read_file(path_in(name, p, sizeof(p)), NULL);
-        char *got = srv_npformat(t);
+        char *got = cli_npformat(t);
         ck_assert_ptr_nonnull(want);
         ck_assert_ptr_nonnull(got);
         if (strcmp(want, got) != 0) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "kn_backend.h"
+#include "kn_cpu_backend.h"
 #include "rt_model.h"
 #include "onnx.pb-c.h"
 #include "rt_onnx.h"

@@ -6,10 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kn_threadpool.h"
 #include "rt_exec.h"
 #include "rt_graph.h"
+#include "rt_model.h"
 #include "rt_tensor_proto.h"
-#include "rt_threadpool.h"
 
 /* ---- tiny GraphDef builder (all memory in one list, freed at the end) ---- */
 #define MAXN 32
@@ -225,7 +226,7 @@ START_TEST(test_plan_feed_fetch) {
     b.nodes[3].n_attr = 1;
 
     rt_graph *g;
-    ck_assert_int_eq(rt_graph_build(&b.mg, NULL, &g), MS_OK);
+    ck_assert_int_eq(rt_graph_build(&b.mg, NULL, rt_model_host_ops, &g), MS_OK);
     rt_edge fx, f0, f1;
     ck_assert_int_eq(rt_graph_tensor(g, "x:0", &fx), MS_OK);
     ck_assert_int_eq(rt_graph_tensor(g, "out:0", &f0), MS_OK);
@@ -238,8 +239,8 @@ START_TEST(test_plan_feed_fetch) {
     ck_assert_int_eq(rt_plan_build(g, &fx, 1, fetches, 2, NULL, 0, &p), MS_OK);
     rt_tensor *x, *outs[2];
     ck_assert_int_eq(rt_tensor_scalar_f32(5.0f, &x), MS_OK);
-    kn_ctx ctx = {.graph = g, .nthreads = 1};
-    ck_assert_int_eq(rt_plan_run(p, &ctx, &x, outs), MS_OK);
+    kn_ctx ctx = {.nthreads = 1};
+    ck_assert_int_eq(rt_plan_run(p, &ctx, NULL, &x, outs), MS_OK);
     ck_assert(scalar(outs[0]) == 5.0f);
     ck_assert(scalar(outs[1]) == 2.0f);
     rt_tensor_unref(outs[0]);
@@ -250,14 +251,14 @@ START_TEST(test_plan_feed_fetch) {
     rt_edge fa;
     ck_assert_int_eq(rt_graph_tensor(g, "a", &fa), MS_OK);
     ck_assert_int_eq(rt_plan_build(g, &fa, 1, fetches, 1, NULL, 0, &p), MS_OK);
-    ck_assert_int_eq(rt_plan_run(p, &ctx, &x, outs), MS_OK);
+    ck_assert_int_eq(rt_plan_run(p, &ctx, NULL, &x, outs), MS_OK);
     ck_assert(scalar(outs[0]) == 5.0f);
     rt_tensor_unref(outs[0]);
     rt_plan_free(p);
 
     /* Without any feed the placeholder runs and says it needs a value. */
     ck_assert_int_eq(rt_plan_build(g, NULL, 0, fetches, 1, NULL, 0, &p), MS_OK);
-    ck_assert_int_eq(rt_plan_run(p, &ctx, NULL, outs), MS_EINVAL);
+    ck_assert_int_eq(rt_plan_run(p, &ctx, NULL, NULL, outs), MS_EINVAL);
     ck_assert_ptr_nonnull(strstr(ms_errmsg(), "placeholder 'x' must be fed"));
     rt_plan_free(p);
     rt_tensor_unref(x);
@@ -271,7 +272,7 @@ START_TEST(test_unknown_op_and_cycle) {
     gb_node(&b, "x", "Placeholder", NULL, NULL);
     gb_node(&b, "weird", "FrobnicateV9", "x", NULL);
     rt_graph *g;
-    ck_assert_int_eq(rt_graph_build(&b.mg, NULL, &g), MS_OK);
+    ck_assert_int_eq(rt_graph_build(&b.mg, NULL, rt_model_host_ops, &g), MS_OK);
     rt_edge f;
     ck_assert_int_eq(rt_graph_tensor(g, "weird", &f), MS_OK);
     rt_plan *p = NULL;
@@ -283,7 +284,7 @@ START_TEST(test_unknown_op_and_cycle) {
     gb_init(&b);
     gb_node(&b, "a", "Identity", "b", NULL);
     gb_node(&b, "b", "Identity", "a", NULL);
-    ck_assert_int_eq(rt_graph_build(&b.mg, NULL, &g), MS_OK);
+    ck_assert_int_eq(rt_graph_build(&b.mg, NULL, rt_model_host_ops, &g), MS_OK);
     ck_assert_int_eq(rt_graph_tensor(g, "a", &f), MS_OK);
     ck_assert_int_eq(rt_plan_build(g, NULL, 0, &f, 1, NULL, 0, &p), MS_EINVAL);
     ck_assert_ptr_nonnull(strstr(ms_errmsg(), "cycle"));
@@ -292,7 +293,7 @@ START_TEST(test_unknown_op_and_cycle) {
     /* A dangling input name fails the build with the node named. */
     gb_init(&b);
     gb_node(&b, "a", "Identity", "missing", NULL);
-    ck_assert_int_ne(rt_graph_build(&b.mg, NULL, &g), MS_OK);
+    ck_assert_int_ne(rt_graph_build(&b.mg, NULL, rt_model_host_ops, &g), MS_OK);
     ck_assert_ptr_nonnull(strstr(ms_errmsg(), "'a'"));
 }
 END_TEST
@@ -316,17 +317,17 @@ START_TEST(test_control_edges_and_variables) {
     gb_node(&b, "init", "Assign", "v", "c7");
     gb_node(&b, "read", "Identity", "v", "^init");
     rt_graph *g;
-    ck_assert_int_eq(rt_graph_build(&b.mg, NULL, &g), MS_OK);
+    ck_assert_int_eq(rt_graph_build(&b.mg, NULL, rt_model_host_ops, &g), MS_OK);
     rt_vars vars;
     rt_vars_init(&vars);
-    kn_ctx ctx = {.graph = g, .vars = &vars, .nthreads = 1};
+    kn_ctx ctx = {.nthreads = 1};
     rt_edge f;
     ck_assert_int_eq(rt_graph_tensor(g, "read", &f), MS_OK);
     rt_plan *p;
     ck_assert_int_eq(rt_plan_build(g, NULL, 0, &f, 1, NULL, 0, &p), MS_OK);
     ck_assert(rt_plan_stateful(p));
     rt_tensor *out;
-    ck_assert_int_eq(rt_plan_run(p, &ctx, NULL, &out), MS_OK);
+    ck_assert_int_eq(rt_plan_run(p, &ctx, &vars, NULL, &out), MS_OK);
     ck_assert(scalar(out) == 7.0f); /* the control edge ran the Assign first */
     rt_tensor_unref(out);
     rt_plan_free(p);
@@ -344,14 +345,14 @@ START_TEST(test_threadpool) {
     for (int threads = 1; threads <= 4; threads++) {
         atomic_llong sum;
         atomic_init(&sum, 0);
-        rt_parallel_for(threads, 100000, 16, count_fn, &sum);
+        kn_parallel_for(threads, 100000, 16, count_fn, &sum);
         ck_assert_int_eq(atomic_load(&sum), (long long)100000 * 99999 / 2);
     }
 }
 END_TEST
 
 START_TEST(test_pool_reuse) {
-    rt_pool *pool = rt_pool_new();
+    kn_pool *pool = kn_pool_new();
     kn_ctx ctx = {.pool = pool, .nthreads = 1};
     rt_shape s = {1, {1000}};
     rt_tensor *a;
@@ -360,7 +361,7 @@ START_TEST(test_pool_reuse) {
     rt_tensor_unref(a); /* back to the pool */
     ck_assert_int_eq(kn_ctx_output(&ctx, 0, RT_DT_FLOAT, &s, &a), MS_OK);
     ck_assert_ptr_eq(a->data, first); /* same memory again */
-    rt_pool_release(pool);            /* a still alive: the pool waits for it */
+    kn_pool_release(pool);            /* a still alive: the pool waits for it */
     rt_tensor_unref(a);
 }
 END_TEST

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ms_log.h"
+#include "kn_cpu_backend.h"
 #include "rt_model.h"
 #include "rt_tensor_proto.h"
 #include "util_bundle.h"

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "rt_model.h"
+#include "kn_cpu_backend.h"
 #include "sig_signature.h"
 #include "util_cli.h"
 

@@ -8,9 +8,10 @@
 #include <string.h>
 
 #include "kn_backend.h"
+#include "kn_cpu_backend.h"
 #include "ms_status.h"
 #include "rt_exec.h"
-#include "rt_kctx.h"
+#include "rt_model.h"
 
 Tensorflow__NodeDef *tu_node_new(const char *op, const char *name) {
     Tensorflow__NodeDef *d = calloc(1, sizeof(*d));
@@ -147,7 +148,7 @@ void tu_prefer_table(const kn_kernel *table) {
 /* rt_op_run1's steps with a given kernel. */
 static ms_status run_kernel(const kn_kernel *k, const Tensorflow__NodeDef *def,
                             rt_tensor *const *in, int nin, rt_tensor **outs, int nout) {
-    kn_node kn = {.name = def->name, .op = def->op, .def = def, .nin = nin, .nout = nout};
+    kn_node kn = {.name = def->name, .op = def->op, .def = def, .attrs = &rt_nodedef_attrs, .nin = nin, .nout = nout};
     void *state = NULL;
     ms_status st = MS_OK;
     for (int i = 0; i < nout; i++)
@@ -169,7 +170,7 @@ ms_status tu_run(const Tensorflow__NodeDef *def, rt_tensor *const *in, int nin, 
     ms_err_clear();
     for (const kn_kernel *k = prefer; k && k->op; k++)
         if (strcmp(k->op, def->op) == 0) return run_kernel(k, def, in, nin, outs, nout);
-    return rt_op_run1(cpu(), def, in, nin, outs, nout);
+    return rt_op_run1(cpu(), rt_model_host_ops, def, in, nin, outs, nout);
 }
 
 rt_tensor *tu_run1(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin) {

@@ -6,6 +6,7 @@
 #include <cblas.h>
 
 #include "kn_cpu.h"
+#include "kn_cpu_backend.h"
 
 static const kn_kernel *const groups[] = {
     kn_cpu_fast_kernels, kn_cpu_elementwise_kernels, kn_cpu_shape_kernels,

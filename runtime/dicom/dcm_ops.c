@@ -1,4 +1,4 @@
-/* rt_ops_dicom.c - host ops that decode DICOM files inside a graph.
+/* dcm_ops.c - the DICOM graph ops: decode DICOM files inside a graph.
  *
  * DcmDecodeHU (ours)
  *   input  contents: DT_STRING, any shape (read flat: N files, one per element)
@@ -29,9 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dcm_ops.h"
 #include "dcm_pixel.h"
-#include "rt_exec.h"
-#include "rt_ops.h"
+#include "kn_ctx.h"
 
 #define ERR_MAX 400
 
@@ -333,7 +333,7 @@ static ms_status tfio_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_ten
     return MS_OK;
 }
 
-const kn_kernel rt_ops_dicom_kernels[] = {
+const kn_kernel dcm_ops_kernels[] = {
     {.op = "DcmDecodeHU", .prepare = hu_prepare, .compute = hu_compute, .release = free},
     {.op = "IO>DecodeDICOMImage",
      .prepare = tfio_prepare,

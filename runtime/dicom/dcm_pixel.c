@@ -10,7 +10,7 @@
 
 #include "dcm_codec.h"
 #include "ms_log.h"
-#include "rt_threadpool.h"
+#include "kn_threadpool.h"
 
 /* HU must be two float32 roundings (multiply, then add), never a fused
  * multiply-add, to equal numpy's float32 expression bit for bit. */
@@ -616,7 +616,7 @@ static ms_status decode_encaps(const dcm_dataset *ds, const dcm_info *in, pixfmt
         j.st[k] = MS_OK;
     if ((st = dcm_encaps_map(ds, f->frames, starts)) != MS_OK) goto done;
     if (threads > 1 && nf > 1)
-        rt_parallel_for((int)threads, (int64_t)nf, 1, encaps_range, &j);
+        kn_parallel_for((int)threads, (int64_t)nf, 1, encaps_range, &j);
     else
         encaps_range(&j, 0, (int64_t)nf);
     for (size_t k = 0; k < nf; k++)

@@ -1,6 +1,6 @@
 /* rt_exec.c - execution plans: prune to what the fetches need, order, count
  * uses so buffers go back to the pool as soon as their last consumer ran,
- * and run nodes through their kernels. Also the kn_ctx services kernels use. */
+ * and run nodes through their kernels (host ops first, then the backend). */
 #include "rt_exec.h"
 
 #include <stdio.h>
@@ -8,169 +8,16 @@
 #include <string.h>
 
 #include "ms_log.h"
-#include "rt_kctx.h"
 #include "rt_ops.h"
-#include "rt_threadpool.h"
-
-/* ================= buffer pool ================= */
-
-#define POOL_KEEP 64   /* most free buffers kept */
-
-struct rt_pool {
-    pthread_mutex_t mu;
-    atomic_int refs;   /* creator + every live pooled buffer */
-    int nfree;
-    rt_buf *free_list[POOL_KEEP];
-};
-
-rt_pool *rt_pool_new(void) {
-    rt_pool *p = calloc(1, sizeof(*p));
-    if (p == NULL) return NULL;
-    pthread_mutex_init(&p->mu, NULL);
-    atomic_init(&p->refs, 1);
-    return p;
-}
-
-static void pool_unref(rt_pool *p) {
-    if (atomic_fetch_sub(&p->refs, 1) != 1) return;
-    for (int i = 0; i < p->nfree; i++) {
-        free(p->free_list[i]->data);
-        free(p->free_list[i]);
-    }
-    pthread_mutex_destroy(&p->mu);
-    free(p);
-}
-
-void rt_pool_release(rt_pool *p) {
-    if (p == NULL) return;
-    /* Free what is idle now; buffers in use come back through pooled_release. */
-    pthread_mutex_lock(&p->mu);
-    int n = p->nfree;
-    rt_buf *idle[POOL_KEEP];
-    memcpy(idle, p->free_list, sizeof(rt_buf *) * (size_t)n);
-    p->nfree = 0;
-    pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < n; i++) {
-        free(idle[i]->data);
-        free(idle[i]);
-        pool_unref(p);
-    }
-    pool_unref(p);
-}
-
-/* A pooled buffer's last reference dropped: keep it for reuse. The generic
- * rt_buf_unref frees the rt_buf struct after release() returns, so we hand
- * the memory to a fresh struct. */
-static void pooled_release(rt_buf *b) {
-    rt_pool *p = b->owner;
-    rt_buf *keep = calloc(1, sizeof(*keep));
-    pthread_mutex_lock(&p->mu);
-    if (keep != NULL && p->nfree < POOL_KEEP && atomic_load(&p->refs) > 1) {
-        *keep = (rt_buf){.data = b->data, .size = b->size, .release = pooled_release, .owner = p};
-        p->free_list[p->nfree++] = keep;
-        pthread_mutex_unlock(&p->mu);
-        return;
-    }
-    pthread_mutex_unlock(&p->mu);
-    free(keep);
-    free(b->data);
-    pool_unref(p);
-}
-
-rt_buf *rt_pool_get(rt_pool *p, size_t size) {
-    pthread_mutex_lock(&p->mu);
-    int best = -1;
-    for (int i = 0; i < p->nfree; i++) {
-        size_t s = p->free_list[i]->size;
-        if (s >= size && s <= size * 2 + 256 && (best < 0 || s < p->free_list[best]->size))
-            best = i;
-    }
-    if (best >= 0) {
-        rt_buf *b = p->free_list[best];
-        p->free_list[best] = p->free_list[--p->nfree];
-        pthread_mutex_unlock(&p->mu);
-        atomic_init(&b->refs, 1);
-        return b;
-    }
-    pthread_mutex_unlock(&p->mu);
-    rt_buf *b = rt_buf_alloc(size);
-    if (b == NULL) return NULL;
-    b->release = pooled_release;
-    b->owner = p;
-    atomic_fetch_add(&p->refs, 1);
-    return b;
-}
-
-/* ================= variables ================= */
-
-void rt_vars_init(rt_vars *v) {
-    pthread_mutex_init(&v->mu, NULL);
-    v->head = NULL;
-}
-
-void rt_vars_destroy(rt_vars *v) {
-    rt_var *x = v->head;
-    while (x) {
-        rt_var *nx = x->next;
-        rt_tensor_unref(x->value);
-        free(x->name);
-        free(x);
-        x = nx;
-    }
-    v->head = NULL;
-    pthread_mutex_destroy(&v->mu);
-}
-
-rt_var *rt_vars_get(rt_vars *v, const char *name, rt_dtype dtype) {
-    pthread_mutex_lock(&v->mu);
-    rt_var *x;
-    for (x = v->head; x; x = x->next)
-        if (strcmp(x->name, name) == 0) break;
-    if (x == NULL && (x = calloc(1, sizeof(*x))) != NULL) {
-        x->name = strdup(name);
-        if (x->name == NULL) {
-            free(x);
-            x = NULL;
-        } else {
-            x->dtype = dtype;
-            x->next = v->head;
-            v->head = x;
-        }
-    }
-    pthread_mutex_unlock(&v->mu);
-    return x;
-}
-
-/* ================= kernel context services ================= */
-
-ms_status kn_ctx_output(kn_ctx *ctx, int idx, rt_dtype dt, const rt_shape *shape, rt_tensor **out) {
-    (void)idx;
-    if (ctx == NULL || ctx->pool == NULL || dt == RT_DT_STRING || !rt_dtype_is_pod(dt))
-        return rt_tensor_new(dt, shape, out);
-    int64_t n = rt_shape_nelem(shape);
-    if (n < 0) {
-        char sb[128];
-        return ms_errf(MS_EINVAL, "invalid output shape %s", rt_shape_str(shape, sb, sizeof sb));
-    }
-    size_t es = rt_dtype_size(dt);
-    if ((uint64_t)n > SIZE_MAX / es) return ms_errf(MS_ENOMEM, "output too large");
-    rt_buf *b = rt_pool_get(ctx->pool, (size_t)n * es);
-    if (b == NULL) return ms_errf(MS_ENOMEM, "out of memory for a %lld-element output", (long long)n);
-    ms_status st = rt_tensor_new_on(dt, shape, b, 0, out);
-    rt_buf_unref(b);
-    return st;
-}
-
-void kn_ctx_parallel_for(kn_ctx *ctx, int64_t n, int64_t min_chunk,
-                         void (*fn)(void *arg, int64_t begin, int64_t end), void *arg) {
-    rt_parallel_for(ctx ? ctx->nthreads : 1, n, min_chunk, fn, arg);
-}
-
-int kn_ctx_cancelled(kn_ctx *ctx) {
-    return ctx && ctx->cancelled && atomic_load(ctx->cancelled);
-}
 
 /* ================= node binding ================= */
+
+const kn_kernel *rt_ops_host_kernel(const kn_kernel *const *tables, const char *op) {
+    for (; tables && *tables; tables++)
+        for (const kn_kernel *k = *tables; k->op != NULL; k++)
+            if (strcmp(k->op, op) == 0) return k;
+    return NULL;
+}
 
 rt_tensor *rt_gnode_const_value(const rt_gnode *n) {
     if (!n->prepared || strcmp(n->kn.op, "Const") != 0) return NULL;
@@ -181,7 +28,7 @@ ms_status rt_gnode_prepare(rt_graph *g, int idx) {
     rt_gnode *n = &g->nodes[idx];
     if (n->prepared) return MS_OK;
     if (n->kernel == NULL) {
-        n->kernel = rt_ops_host_kernel(n->kn.op);
+        n->kernel = rt_ops_host_kernel(g->host_ops, n->kn.op);
         if (n->kernel == NULL && g->backend) n->kernel = kn_backend_kernel(g->backend, n->kn.op);
         if (n->kernel == NULL)
             return ms_errf(MS_ENOTSUP, "op %s (node '%s') is not supported by dcmserve", n->kn.op,
@@ -417,9 +264,12 @@ static void release_slot(rt_tensor **slots, int *uses, int s) {
     }
 }
 
-ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_tensor *const *feeds, rt_tensor **outs) {
+ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *const *feeds,
+                      rt_tensor **outs) {
     rt_graph *g = p->g;
     ms_status st = MS_OK;
+    rt_hostctx host = {.graph = g, .vars = vars};
+    void *caller_host = ctx->host;
     rt_tensor **slots = calloc((size_t)p->nslots + 1, sizeof(*slots));
     int *uses = malloc(sizeof(int) * ((size_t)p->nslots + 1));
     if (slots == NULL || uses == NULL) {
@@ -455,9 +305,10 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_tensor *const *feeds, rt
         }
         if (st != MS_OK) break;
         memset(out, 0, sizeof(rt_tensor *) * (size_t)(n->nout > 0 ? n->nout : 1));
-        ctx->gnode = n;
+        host.gnode = n;
+        ctx->host = &host;
         st = n->kernel->compute(ctx, &n->kn, n->state, in, out);
-        ctx->gnode = NULL;
+        ctx->host = caller_host;
         if (st != MS_OK) {
             for (int i = 0; i < n->nout; i++) rt_tensor_unref(out[i]);
             /* Kernels usually name their node already; say it once. */
@@ -505,10 +356,11 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_tensor *const *feeds, rt
 
 /* ================= one op alone (tests, tools) ================= */
 
-ms_status rt_op_run1(kn_backend *be, const Tensorflow__NodeDef *def, rt_tensor *const *in, int nin,
-                     rt_tensor **outs, int nout) {
-    kn_node kn = {.name = def->name, .op = def->op, .def = def, .nin = nin, .nout = nout};
-    const kn_kernel *k = rt_ops_host_kernel(def->op);
+ms_status rt_op_run1(kn_backend *be, const kn_kernel *const *host_ops, const Tensorflow__NodeDef *def,
+                     rt_tensor *const *in, int nin, rt_tensor **outs, int nout) {
+    kn_node kn = {.name = def->name, .op = def->op, .def = def, .attrs = &rt_nodedef_attrs,
+                  .nin = nin, .nout = nout};
+    const kn_kernel *k = rt_ops_host_kernel(host_ops, def->op);
     if (k == NULL && be) k = kn_backend_kernel(be, def->op);
     if (k == NULL) return ms_errf(MS_ENOTSUP, "op %s (node '%s') is not supported", def->op, def->name);
     void *state = NULL;

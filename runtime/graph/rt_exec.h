@@ -1,50 +1,25 @@
-/* rt_exec.h - runtime-internal pieces shared by the executor, the host ops and
- * the model: the kernel context, variables, the buffer pool. Not for use
- * outside runtime/. */
+/* rt_exec.h - execution plans over a graph, and what the host ops see of a
+ * run. Kernels get their kn_ctx (kernels/kn_ctx.h) filled by the caller;
+ * rt_plan_run adds the graph, the node and the variables as its host part. */
 #ifndef RT_EXEC_H
 #define RT_EXEC_H
 
-#include <pthread.h>
-#include <stdatomic.h>
-
-#include "kn_backend.h"
+#include "kn_ctx.h"
 #include "rt_graph.h"
 #include "rt_tensor.h"
+#include "rt_vars.h"
 
-/* ---- variables (state of one loaded model version) ---- */
-typedef struct rt_var {
-    char *name;
-    rt_dtype dtype;
-    rt_tensor *value;   /* owned; NULL until initialised */
-    struct rt_var *next;
-} rt_var;
+/* ---- what the host ops see of a run (kn_ctx.host while rt_plan_run runs) ---- */
+typedef struct rt_hostctx {
+    rt_graph *graph;            /* the plan's graph */
+    rt_gnode *gnode;            /* the node being run */
+    rt_vars *vars;              /* the model's variables; NULL when it has none */
+} rt_hostctx;
 
-typedef struct rt_vars {
-    pthread_mutex_t mu; /* guards the list; values are guarded by the model's run lock */
-    rt_var *head;
-} rt_vars;
-
-void rt_vars_init(rt_vars *v);
-void rt_vars_destroy(rt_vars *v);
-/* Finds or creates the variable called name. NULL on OOM. */
-rt_var *rt_vars_get(rt_vars *v, const char *name, rt_dtype dtype);
-
-/* ---- buffer pool: outputs come from here and go back when released ---- */
-typedef struct rt_pool rt_pool;
-rt_pool *rt_pool_new(void);
-/* Drops the creator's reference; buffers still in use keep the pool alive. */
-void rt_pool_release(rt_pool *p);
-rt_buf *rt_pool_get(rt_pool *p, size_t size);
-
-/* ---- the context a kernel runs in ---- */
-struct kn_ctx {
-    rt_graph *graph;            /* NULL when running one op alone */
-    rt_gnode *gnode;            /* the node being run (NULL when alone) */
-    rt_vars *vars;              /* NULL when running one op alone */
-    rt_pool *pool;              /* NULL: plain allocations */
-    int nthreads;
-    const atomic_int *cancelled;
-};
+/* The host context of a kernel's run, or NULL when the kernel runs alone. */
+static inline rt_hostctx *rt_hostctx_of(kn_ctx *ctx) {
+    return ctx ? (rt_hostctx *)ctx->host : NULL;
+}
 
 /* Runs `g`'s nodes order[0..n-1] (a plan); see rt_exec.c. */
 typedef struct rt_plan rt_plan;
@@ -52,13 +27,23 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
                         int nfetches, const int *targets, int ntargets, rt_plan **out);
 void rt_plan_free(rt_plan *p);
 int rt_plan_stateful(const rt_plan *p);
-/* feeds are in the order given to rt_plan_build; outs[i] get new references. */
-ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_tensor *const *feeds, rt_tensor **outs);
+/* feeds are in the order given to rt_plan_build; outs[i] get new references.
+ * vars (may be NULL) are the variables the host ops read and write. */
+ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *const *feeds,
+                      rt_tensor **outs);
 
 /* Binds the node's kernel (host ops first, then the backend) and runs
  * prepare once. Const producers must be prepared first (rt_plan_build does
  * this in topological order). */
 ms_status rt_gnode_prepare(rt_graph *g, int idx);
+
+/* Looks the kernel of def up (host_ops, a NULL-terminated list of host
+ * tables, then the backend), builds its kn_node, calls prepare (no constant
+ * inputs) and compute: one op outside a graph (kernel tests, tools).
+ * outs[0..nout-1] get new references; on error none are set. be and host_ops
+ * may be NULL. */
+ms_status rt_op_run1(kn_backend *be, const kn_kernel *const *host_ops, const Tensorflow__NodeDef *def,
+                     rt_tensor *const *in, int nin, rt_tensor **outs, int nout);
 
 /* The decoded value of a Const node after prepare, else NULL. */
 rt_tensor *rt_gnode_const_value(const rt_gnode *n);

@@ -19,31 +19,10 @@
 
 /* ================= memory the pass owns ================= */
 
-struct rt_fuse_mem {
-    struct rt_fuse_mem *next;
-    _Alignas(16) unsigned char data[];
-};
-
-void rt_fuse_mem_free(struct rt_fuse_mem *m) {
-    while (m) {
-        struct rt_fuse_mem *nx = m->next;
-        free(m);
-        m = nx;
-    }
-}
-
-/* Zeroed memory freed with the graph; NULL on OOM. */
-static void *gmem(rt_graph *g, size_t n) {
-    struct rt_fuse_mem *m = calloc(1, sizeof(*m) + n);
-    if (m == NULL) return NULL;
-    m->next = g->fuse_mem;
-    g->fuse_mem = m;
-    return m->data;
-}
 
 static char *gstrdup(rt_graph *g, const char *s) {
     size_t n = strlen(s) + 1;
-    char *d = gmem(g, n);
+    char *d = rt_graph_alloc(g, n);
     if (d) memcpy(d, s, n);
     return d;
 }
@@ -608,8 +587,8 @@ static int match(const fz *f, int v, fz_chain *c) {
 
 /* Attr entries of the new NodeDef: the conv's own ones are borrowed. */
 static Tensorflow__NodeDef__AttrEntry *new_attr(rt_graph *g, const char *key) {
-    Tensorflow__NodeDef__AttrEntry *e = gmem(g, sizeof(*e));
-    Tensorflow__AttrValue *v = gmem(g, sizeof(*v));
+    Tensorflow__NodeDef__AttrEntry *e = rt_graph_alloc(g, sizeof(*e));
+    Tensorflow__AttrValue *v = rt_graph_alloc(g, sizeof(*v));
     if (e == NULL || v == NULL) return NULL;
     tensorflow__node_def__attr_entry__init(e);
     tensorflow__attr_value__init(v);
@@ -621,7 +600,7 @@ static Tensorflow__NodeDef__AttrEntry *new_attr(rt_graph *g, const char *key) {
 static char *edge_str(rt_graph *g, rt_edge e) {
     const char *nm = g->nodes[e.node].name;
     size_t n = strlen(nm) + 16;
-    char *s = gmem(g, n);
+    char *s = rt_graph_alloc(g, n);
     if (s) snprintf(s, n, "%s:%d", nm, e.out);
     return s;
 }
@@ -679,20 +658,20 @@ static ms_status rewrite(fz *f, const fz_chain *c) {
 
     /* The fused NodeDef: the conv's attrs (borrowed) except the ones that
      * describe the fusion, which are new. */
-    Tensorflow__NodeDef *d = gmem(g, sizeof(*d));
+    Tensorflow__NodeDef *d = rt_graph_alloc(g, sizeof(*d));
     if (d == NULL) goto oom;
     tensorflow__node_def__init(d);
     d->name = g->nodes[last].name;
     d->op = gstrdup(g, c->op);
     d->device = cd->device;
-    d->input = gmem(g, sizeof(char *) * ((size_t)nin + (size_t)nctl + 1));
-    d->attr = gmem(g, sizeof(*d->attr) * (cd->n_attr + 4));
+    d->input = rt_graph_alloc(g, sizeof(char *) * ((size_t)nin + (size_t)nctl + 1));
+    d->attr = rt_graph_alloc(g, sizeof(*d->attr) * (cd->n_attr + 4));
     if (d->op == NULL || d->input == NULL || d->attr == NULL) goto oom;
     for (int i = 0; i < nin; i++)
         if ((d->input[d->n_input++] = edge_str(g, in[i])) == NULL) goto oom;
     for (int i = 0; i < nctl; i++) {
         const char *nm = g->nodes[ctl[i]].name;
-        char *s = gmem(g, strlen(nm) + 2);
+        char *s = rt_graph_alloc(g, strlen(nm) + 2);
         if (s == NULL) goto oom;
         s[0] = '^';
         strcpy(s + 1, nm);
@@ -713,10 +692,10 @@ static ms_status rewrite(fz *f, const fz_chain *c) {
     Tensorflow__NodeDef__AttrEntry *e = new_attr(g, "fused_ops");
     if (e == NULL) goto oom;
     e->value->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
-    e->value->list = gmem(g, sizeof(*e->value->list));
+    e->value->list = rt_graph_alloc(g, sizeof(*e->value->list));
     if (e->value->list == NULL) goto oom;
     tensorflow__attr_value__list_value__init(e->value->list);
-    e->value->list->s = gmem(g, sizeof(ProtobufCBinaryData) * 3);
+    e->value->list->s = rt_graph_alloc(g, sizeof(ProtobufCBinaryData) * 3);
     if (e->value->list->s == NULL) goto oom;
     for (int i = 0; i < nops; i++) {
         char *s = gstrdup(g, ops[i]);

@@ -31,7 +31,7 @@
  * fused node (rt_plan_build), so the feed is honoured.
  *
  * The fused NodeDefs (and their new attrs) belong to the graph and are freed
- * by rt_graph_free through rt_fuse_mem_free; unchanged attr values are
+ * by rt_graph_free (rt_graph_alloc); unchanged attr values are
  * borrowed from the original conv's NodeDef.
  *
  * DCMSERVE_GRAPH_FUSION=0 in the environment turns the pass off (for
@@ -52,8 +52,5 @@ int rt_fuse_enabled(void);
  * some fusions already, all consistent, and is freed as usual. The number of
  * fused chains goes to *nfused when nfused is not NULL. */
 ms_status rt_fuse_graph(rt_graph *g, int *nfused);
-
-/* Frees what the pass allocated for g (g->fuse_mem); NULL is fine. */
-void rt_fuse_mem_free(struct rt_fuse_mem *m);
 
 #endif /* RT_FUSE_H */

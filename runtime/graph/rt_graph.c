@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt_exec.h"
-#include "rt_fuse.h"
 #include "rt_opdefs.h"
 
 /* ---- name -> index map (open addressing, power-of-two capacity) ---- */
@@ -137,6 +135,7 @@ static ms_status add_node(rt_graph *g, const Tensorflow__MetaGraphDef *mg, char 
     n->kn.name = name;
     n->kn.op = op;
     n->kn.def = def;
+    n->kn.attrs = &rt_nodedef_attrs;
     n->nout = rt_opdef_num_outputs(mg, op, def);
     n->kn.nout = n->nout;
     n->fused_into = -1;
@@ -381,7 +380,8 @@ static ms_status add_function_body(builder *b, int call_idx, pending **pend, int
     return MS_OK;
 }
 
-ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be, rt_graph **out) {
+ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be,
+                         const kn_kernel *const *host_ops, rt_graph **out) {
     if (mg->graph_def == NULL) return ms_errf(MS_EINVAL, "MetaGraphDef has no graph_def");
     rt_graph *g = calloc(1, sizeof(*g));
     if (g == NULL) return ms_errf(MS_ENOMEM, "out of memory");
@@ -391,6 +391,7 @@ ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be, rt_
         return ms_errf(MS_ENOMEM, "out of memory");
     }
     g->backend = be;
+    g->host_ops = host_ops;
     builder b = {.g = g, .mg = mg, .lib = mg->graph_def->library};
     scope top = {.prefix = ""};
     pending *pend = NULL;
@@ -409,7 +410,6 @@ ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be, rt_
     }
     for (int i = 0; i < npend && st == MS_OK; i++) st = resolve_node(&b, pend[i], &pend, &npend, &pcap);
     free(pend);
-    if (st == MS_OK && rt_fuse_enabled()) st = rt_fuse_graph(g, NULL);
     while (b.scopes) {
         scope *s = b.scopes;
         b.scopes = s->next_alloc;
@@ -426,6 +426,19 @@ ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be, rt_
     return MS_OK;
 }
 
+struct rt_graph_mem {
+    struct rt_graph_mem *next;
+    _Alignas(16) unsigned char data[];
+};
+
+void *rt_graph_alloc(rt_graph *g, size_t n) {
+    struct rt_graph_mem *m = calloc(1, sizeof(*m) + n);
+    if (m == NULL) return NULL;
+    m->next = g->mem;
+    g->mem = m;
+    return m->data;
+}
+
 void rt_graph_free(rt_graph *g) {
     if (g == NULL) return;
     for (int i = 0; i < g->n; i++) {
@@ -436,7 +449,10 @@ void rt_graph_free(rt_graph *g) {
         free(n->ctl);
     }
     free(g->nodes);
-    rt_fuse_mem_free(g->fuse_mem);
+    for (struct rt_graph_mem *m = g->mem, *nx; m; m = nx) {
+        nx = m->next;
+        free(m);
+    }
     if (g->names) {
         free(g->names->keys);
         free(g->names->vals);

@@ -41,14 +41,24 @@ struct rt_graph {
     int n, cap;
     struct rt_name_map *names;         /* name -> index */
     kn_backend *backend;               /* borrowed */
-    struct rt_fuse_mem *fuse_mem;      /* owned: NodeDefs made by the fusion pass */
+    const kn_kernel *const *host_ops;  /* borrowed: NULL-terminated host op tables (rt_ops.h) */
+    struct rt_graph_mem *mem;          /* owned: memory of rt_graph_alloc */
 };
 
-/* Builds the graph of mg: functions inlined, then conv chains fused
- * (rt_fuse.h; off when DCMSERVE_GRAPH_FUSION=0). Kernels are bound and
- * prepared by rt_plan_build. */
-ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be, rt_graph **out);
+/* How kernels read the attributes of a graph node (a TensorFlow NodeDef):
+ * the kn_attr_ops every rt_gnode's kn_node carries (rt_attr.c). */
+extern const kn_attr_ops rt_nodedef_attrs;
+
+/* Builds the graph of mg with its functions inlined. Kernels are bound (from
+ * host_ops first, then be) and prepared by rt_plan_build. Fusion is a
+ * separate pass (rt_fuse.h) the loader runs afterwards. */
+ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be,
+                         const kn_kernel *const *host_ops, rt_graph **out);
 void rt_graph_free(rt_graph *g);
+
+/* Zeroed memory owned by g (NodeDefs made by passes over it), freed with it;
+ * NULL on OOM. */
+void *rt_graph_alloc(rt_graph *g, size_t n);
 
 /* Node index by name, or -1. */
 int rt_graph_find(const rt_graph *g, const char *name);

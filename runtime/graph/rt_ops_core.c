@@ -2,7 +2,7 @@
  * NoOp) and variables in both TensorFlow generations (VariableV2 refs with
  * Assign/AssignAdd; resource VarHandleOp with ReadVariableOp/AssignVariableOp).
  *
- * Variable storage belongs to the loaded model (kn_ctx->vars) and lives across
+ * Variable storage belongs to the loaded model (rt_hostctx.vars) and lives across
  * requests; runs that contain stateful ops are serialised by the model. */
 #include <stdlib.h>
 #include <string.h>
@@ -10,16 +10,10 @@
 #include "rt_exec.h"
 #include "rt_ops.h"
 
-/* ---- lookup over the host tables ---- */
-
-static const kn_kernel *const host_tables[] = {rt_ops_core_kernels, rt_ops_restore_kernels,
-                                               rt_ops_dicom_kernels};
-
-const kn_kernel *rt_ops_host_kernel(const char *op) {
-    for (size_t t = 0; t < sizeof(host_tables) / sizeof(host_tables[0]); t++)
-        for (const kn_kernel *k = host_tables[t]; k->op != NULL; k++)
-            if (strcmp(k->op, op) == 0) return k;
-    return NULL;
+/* The variables of the run, or NULL when the op runs outside a model. */
+static rt_vars *vars_of(kn_ctx *ctx) {
+    rt_hostctx *h = rt_hostctx_of(ctx);
+    return h ? h->vars : NULL;
 }
 
 /* ---- plumbing ---- */
@@ -76,7 +70,7 @@ static const char *var_name(const kn_node *n, char *buf, size_t cap) {
 }
 
 static ms_status need_vars(kn_ctx *ctx, const kn_node *n) {
-    if (ctx == NULL || ctx->vars == NULL)
+    if (vars_of(ctx) == NULL)
         return ms_errf(MS_EINVAL, "variable op '%s' needs a loaded model", n->name);
     return MS_OK;
 }
@@ -90,7 +84,7 @@ static ms_status variable_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_te
     if (s != MS_OK) return s;
     char buf[256];
     rt_dtype dt = kn_attr_type(n, "dtype", RT_DT_FLOAT);
-    rt_var *v = rt_vars_get(ctx->vars, var_name(n, buf, sizeof buf), dt);
+    rt_var *v = rt_vars_get(vars_of(ctx), var_name(n, buf, sizeof buf), dt);
     if (v == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     if (v->value == NULL) {
         rt_shape shape;
@@ -153,13 +147,13 @@ static ms_status assign_common(const kn_node *n, rt_tensor *const *in, rt_tensor
 
 /* The variable behind a ref input: the VariableV2 node that feeds input 0. */
 static rt_var *ref_var(kn_ctx *ctx) {
-    if (ctx == NULL || ctx->graph == NULL || ctx->gnode == NULL || ctx->vars == NULL ||
-        ctx->gnode->nin < 1)
+    rt_hostctx *h = rt_hostctx_of(ctx);
+    if (h == NULL || h->graph == NULL || h->gnode == NULL || h->vars == NULL || h->gnode->nin < 1)
         return NULL;
-    const rt_gnode *src = &ctx->graph->nodes[ctx->gnode->in[0].node];
+    const rt_gnode *src = &h->graph->nodes[h->gnode->in[0].node];
     if (strcmp(src->kn.op, "VariableV2") != 0 && strcmp(src->kn.op, "Variable") != 0) return NULL;
     char buf[256];
-    return rt_vars_get(ctx->vars, var_name(&src->kn, buf, sizeof buf), RT_DT_INVALID);
+    return rt_vars_get(vars_of(ctx), var_name(&src->kn, buf, sizeof buf), RT_DT_INVALID);
 }
 
 static ms_status assign_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_tensor *const *in,
@@ -205,7 +199,7 @@ static ms_status var_handle_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_
     ms_status s = need_vars(ctx, n);
     if (s != MS_OK) return s;
     char buf[256];
-    rt_var *v = rt_vars_get(ctx->vars, var_name(n, buf, sizeof buf),
+    rt_var *v = rt_vars_get(vars_of(ctx), var_name(n, buf, sizeof buf),
                             kn_attr_type(n, "dtype", RT_DT_FLOAT));
     if (v == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     rt_shape scalar = {0};

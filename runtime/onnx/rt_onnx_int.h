@@ -1,7 +1,9 @@
 /* rt_onnx_int.h - internals shared by the ONNX converter's files:
- * rt_onnx.c (model reading, the value table, TF node emission, SavedModel
- * assembly), rt_onnx_ops.c (handlers for compute ops, shared helpers, the op
- * table) and rt_onnx_shape.c (shape, data-movement and constant ops).
+ * rt_onnx.c (the driver: model reading, graph conversion, SavedModel
+ * assembly), rt_onnx_conv.c (the arena, the value table, TF node emission and
+ * the helpers handlers share; it calls no other converter file),
+ * rt_onnx_ops.c (handlers for compute ops, the op table), rt_onnx_shape.c
+ * (shape, data-movement and constant ops) and rt_onnx_fuse.c.
  *
  * Memory: everything the conversion allocates (TF NodeDefs, attribute values,
  * constant data, names) comes from one arena owned by the rt__ox_conv and freed
@@ -57,6 +59,11 @@ typedef struct rt__ox_conv {
 
 /* ---- arena ---- */
 void *rt__ox_alloc(rt__ox_conv *cv, size_t n); /* zeroed */
+void rt__ox_arena_free(rt__ox_conv *cv);        /* everything rt__ox_alloc gave */
+/* ONNX TensorProto.DataType -> ours (RT_DT_INVALID when unknown). */
+rt_dtype rt__ox_onnx_dtype(int32_t t);
+/* A TensorShapeProto of rank dims (-1: unknown size), from the arena. */
+Tensorflow__TensorShapeProto *rt__ox_shape_proto(rt__ox_conv *cv, int rank, const int64_t *dims);
 char *rt__ox_strdup(rt__ox_conv *cv, const char *s);
 char *rt__ox_printf(rt__ox_conv *cv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

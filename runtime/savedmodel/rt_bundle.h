@@ -14,6 +14,7 @@
 #ifndef RT_BUNDLE_H
 #define RT_BUNDLE_H
 
+#include "kn_backend.h"
 #include "ms_status.h"
 #include "rt_tensor.h"
 
@@ -73,5 +74,9 @@ void rt_bundle_writer_abort(rt_bundle_writer *w);
 /* File name of shard `shard` of `num_shards` ("<prefix>.data-00000-of-00001")
  * into buf; returns buf, or NULL when it does not fit. */
 char *rt_bundle_data_path(const char *prefix, int shard, int num_shards, char *buf, size_t n);
+
+/* RestoreV2 as a host op (rt_ops_restore.c): reads named tensors from a
+ * bundle; the saver's restore op runs it once at load. */
+extern const kn_kernel rt_ops_restore_kernels[];
 
 #endif /* RT_BUNDLE_H */

@@ -9,8 +9,12 @@
 #include <sys/stat.h>
 
 #include "ms_log.h"
+#include "dcm_ops.h"
+#include "rt_bundle.h"
 #include "rt_exec.h"
+#include "rt_fuse.h"
 #include "rt_graph.h"
+#include "rt_ops.h"
 
 #define SAVED_MODEL_MAX_BYTES ((size_t)1 << 31)
 
@@ -28,11 +32,14 @@ struct rt_model {
     rt_graph *g;
     kn_backend *be;                     /* borrowed */
     rt_vars vars;
-    rt_pool *pool;
+    kn_pool *pool;
     pthread_mutex_t plan_mu;            /* plan cache and node preparation */
     plan_entry *plans;
     pthread_mutex_t state_mu;           /* serialises runs that touch variables */
 };
+
+const kn_kernel *const rt_model_host_ops[] = {rt_ops_core_kernels, rt_ops_restore_kernels,
+                                              dcm_ops_kernels, NULL};
 
 /* ---- reading saved_model.pb ---- */
 
@@ -215,15 +222,13 @@ ms_status rt_model_run(rt_model *m, const rt_feed *feeds, int nfeeds, const char
     if (nfeeds > 256) return ms_errf(MS_EINVAL, "more than 256 feeds");
     for (int i = 0; i < nfeeds; i++) ftensors[i] = feeds[i].tensor;
     kn_ctx ctx = {
-        .graph = m->g,
-        .vars = &m->vars,
         .pool = m->pool,
         .nthreads = m->be ? m->be->intra_op_threads : 1,
         .cancelled = opts ? opts->cancelled : NULL,
     };
     int stateful = rt_plan_stateful(plan);
     if (stateful) pthread_mutex_lock(&m->state_mu);
-    st = rt_plan_run(plan, &ctx, ftensors, outs);
+    st = rt_plan_run(plan, &ctx, &m->vars, ftensors, outs);
     if (st == MS_OK && stateful) {
         /* A fetched variable ref must not change when a later run assigns. */
         for (int i = 0; i < nfetches && st == MS_OK; i++) {
@@ -361,7 +366,7 @@ ms_status rt_model_load(const char *export_dir, const char *const *tags, int nta
     pthread_mutex_init(&m->state_mu, NULL);
     ms_status st = MS_OK;
     m->dir = strdup(export_dir);
-    m->pool = rt_pool_new();
+    m->pool = kn_pool_new();
     if (m->dir == NULL || m->pool == NULL) {
         st = ms_errf(MS_ENOMEM, "out of memory");
         goto fail;
@@ -380,7 +385,8 @@ ms_status rt_model_load(const char *export_dir, const char *const *tags, int nta
         goto fail;
     }
     m->mg = m->sm->meta_graphs[mgi];
-    if ((st = rt_graph_build(m->mg, be, &m->g)) != MS_OK) goto fail;
+    if ((st = rt_graph_build(m->mg, be, rt_model_host_ops, &m->g)) != MS_OK) goto fail;
+    if (rt_fuse_enabled() && (st = rt_fuse_graph(m->g, NULL)) != MS_OK) goto fail;
     if ((st = run_restore(m)) != MS_OK) goto fail;
     const char *init = init_op_name(m->mg);
     if (init != NULL) {
@@ -415,7 +421,7 @@ void rt_model_unref(rt_model *m) {
     }
     rt_graph_free(m->g);
     rt_vars_destroy(&m->vars);
-    rt_pool_release(m->pool);
+    kn_pool_release(m->pool);
     if (m->sm) tensorflow__saved_model__free_unpacked(m->sm, NULL);
     pthread_mutex_destroy(&m->plan_mu);
     pthread_mutex_destroy(&m->state_mu);

@@ -29,6 +29,11 @@ ms_status rt_savedmodel_read(const char *export_dir, Tensorflow__SavedModel **ou
 int rt_savedmodel_find_meta_graph(const Tensorflow__SavedModel *sm, const char *const *tags,
                                   int ntags);
 
+/* Every host op table a SavedModel may use (graph plumbing and variables,
+ * RestoreV2, the DICOM ops), NULL-terminated: what rt_model_load gives its
+ * graph, and what tools running one op alone (rt_op_run1) pass. */
+extern const kn_kernel *const rt_model_host_ops[];
+
 /* Loads a model version. `be` is borrowed and must outlive the model. */
 ms_status rt_model_load(const char *export_dir, const char *const *tags, int ntags,
                         kn_backend *be, rt_model **out);

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "rt_bundle.h"
-#include "rt_ops.h"
 
 static ms_status restore_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_tensor *const *in,
                                  rt_tensor **out) {

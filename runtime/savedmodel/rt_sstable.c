@@ -1,12 +1,13 @@
 /* rt_sstable.c - LevelDB table reader and writer (see rt_sstable.h). */
 #include "rt_sstable.h"
 
+#include <snappy-c.h>
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "rt_coding.h"
 #include "rt_crc32c.h"
-#include "rt_snappy.h"
 
 /* A decompressed block may not exceed this (hostile Snappy preambles). */
 #define SST_MAX_BLOCK (256u << 20)
@@ -48,6 +49,27 @@ static size_t decode_handle(const uint8_t *p, size_t n, sst_handle *h) {
 
 /* Checks the trailer of the block at h and yields its (decompressed) contents
  * in *contents; *owned is set when the contents were allocated (free it). */
+ms_status rt_sst_snappy_uncompress(const uint8_t *src, size_t n, size_t max_len, uint8_t **out,
+                                   size_t *out_len) {
+    *out = NULL;
+    size_t len;
+    if (snappy_uncompressed_length((const char *)src, n, &len) != SNAPPY_OK)
+        return ms_errf(MS_EDATALOSS, "snappy: bad length preamble");
+    if (len > max_len)
+        return ms_errf(MS_EDATALOSS, "snappy: declared length %zu exceeds the limit %zu", len,
+                       max_len);
+    uint8_t *buf = malloc(len ? len : 1);
+    if (buf == NULL) return ms_errf(MS_ENOMEM, "snappy: out of memory for %zu bytes", len);
+    size_t got = len;
+    if (snappy_uncompress((const char *)src, n, (char *)buf, &got) != SNAPPY_OK || got != len) {
+        free(buf);
+        return ms_errf(MS_EDATALOSS, "snappy: corrupt compressed block");
+    }
+    *out = buf;
+    *out_len = got;
+    return MS_OK;
+}
+
 static ms_status read_block(const uint8_t *file, size_t body_len, const char *name,
                             const sst_handle *h, const char *what, const uint8_t **contents,
                             size_t *clen, uint8_t **owned) {
@@ -72,7 +94,7 @@ static ms_status read_block(const uint8_t *file, size_t body_len, const char *na
         return MS_OK;
     }
     if (type == RT_SST_COMPRESSION_SNAPPY) {
-        ms_status st = rt_snappy_decompress_alloc(p, n, SST_MAX_BLOCK, owned, clen);
+        ms_status st = rt_sst_snappy_uncompress(p, n, SST_MAX_BLOCK, owned, clen);
         if (st != MS_OK)
             return ms_errwrap(st, "%s: %s block at offset %llu", name, what,
                               (unsigned long long)h->offset);
@@ -488,10 +510,11 @@ static ms_status write_block(rt_sst_writer *w, blk_builder *b, sst_handle *h) {
     const uint8_t *raw = b->buf.data;
     size_t n = b->buf.len;
     if (w->opt.compression == RT_SST_COMPRESSION_SNAPPY) {
-        uint8_t *z = malloc(rt_snappy_max_compressed_length(n));
+        size_t zn = snappy_max_compressed_length(n);
+        uint8_t *z = malloc(zn);
         if (z == NULL)
             return ms_errf(MS_ENOMEM, "sstable writer: out of memory");
-        size_t zn = rt_snappy_compress(raw, n, z);
+        if (snappy_compress((const char *)raw, n, (char *)z, &zn) != SNAPPY_OK) zn = n;
         if (zn < n - n / 8)
             write_raw_block(w, z, zn, RT_SST_COMPRESSION_SNAPPY, h);
         else

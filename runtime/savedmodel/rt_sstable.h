@@ -82,4 +82,11 @@ ms_status rt_sst_writer_add(rt_sst_writer *w, const void *key, size_t klen, cons
 ms_status rt_sst_writer_finish(rt_sst_writer *w, uint8_t **out, size_t *n);
 void rt_sst_writer_free(rt_sst_writer *w);
 
+/* Decompresses a Snappy block (raw format, through libsnappy) into a new
+ * buffer: *out is malloc'ed (caller frees), *out_len its length. A declared
+ * length above max_len is refused before allocating. Corrupt input gives
+ * MS_EDATALOSS "snappy: ...". */
+ms_status rt_sst_snappy_uncompress(const uint8_t *src, size_t n, size_t max_len, uint8_t **out,
+                                   size_t *out_len);
+
 #endif /* RT_SSTABLE_H */

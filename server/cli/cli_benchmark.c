@@ -15,9 +15,10 @@
 #include <unistd.h>
 
 #include "kn_backend.h"
+#include "kn_cpu_backend.h"
 #include "ms_log.h"
 #include "rt_model.h"
-#include "srv_cli.h"
+#include "cli.h"
 
 #define BENCH_MAX_IO 32
 
@@ -180,7 +181,7 @@ static ms_status make_input(const char *key, const Tensorflow__TensorInfo *ti, i
     return MS_OK;
 }
 
-int srv_cli_benchmark(int argc, char **argv) {
+int cli_benchmark(int argc, char **argv) {
     static const struct option longopts[] = {
         {"dir", required_argument, NULL, 'd'},
         {"signature_def", required_argument, NULL, 's'},

@@ -16,7 +16,7 @@
 
 #include "dcm_pixel.h"
 #include "rt_npy.h"
-#include "srv_cli.h"
+#include "cli.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: dcmserve dicom FILE [--window L,W] [--out F.npy] [--json] [--png F.png]\n"
@@ -227,7 +227,7 @@ static int fail(const char *path, ms_status st) {
     return 1;
 }
 
-int srv_cli_dicom(int argc, char **argv) {
+int cli_dicom(int argc, char **argv) {
     const char *path = NULL, *npy = NULL, *pngp = NULL;
     const char *val = NULL;
     int json = 0, have_window = 0;

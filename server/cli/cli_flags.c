@@ -4,13 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
-static srv_cli_flag *lookup(srv_cli_flag *flags, const char *name, size_t n) {
-    for (srv_cli_flag *f = flags; f->name != NULL; f++)
+static cli_flag *lookup(cli_flag *flags, const char *name, size_t n) {
+    for (cli_flag *f = flags; f->name != NULL; f++)
         if (strlen(f->name) == n && strncmp(f->name, name, n) == 0) return f;
     return NULL;
 }
 
-int srv_cli_flags_parse(const char *cmd, int argc, char **argv, srv_cli_flag *flags) {
+int cli_flags_parse(const char *cmd, int argc, char **argv, cli_flag *flags) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (a[0] != '-' || a[1] == '\0') {
@@ -20,7 +20,7 @@ int srv_cli_flags_parse(const char *cmd, int argc, char **argv, srv_cli_flag *fl
         const char *name = a + (a[1] == '-' ? 2 : 1);
         const char *eq = strchr(name, '=');
         size_t n = eq ? (size_t)(eq - name) : strlen(name);
-        srv_cli_flag *f = lookup(flags, name, n);
+        cli_flag *f = lookup(flags, name, n);
         if (f == NULL) {
             fprintf(stderr, "dcmserve %s: unknown flag '--%.*s' (see dcmserve %s --help)\n", cmd,
                     (int)n, name, cmd);

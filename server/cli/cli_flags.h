@@ -5,18 +5,18 @@
 #ifndef CLI_FLAGS_H
 #define CLI_FLAGS_H
 
-typedef enum srv_cli_flag_kind { CLI_FLAG_STR, CLI_FLAG_BOOL } srv_cli_flag_kind;
+typedef enum cli_flag_kind { CLI_FLAG_STR, CLI_FLAG_BOOL } cli_flag_kind;
 
-typedef struct srv_cli_flag {
+typedef struct cli_flag {
     const char *name; /* without dashes; NULL ends the table */
-    srv_cli_flag_kind kind;
+    cli_flag_kind kind;
     const char **str; /* CLI_FLAG_STR: receives the value (borrowed from argv) */
     int *flag;        /* CLI_FLAG_BOOL: set to 0/1 */
-} srv_cli_flag;
+} cli_flag;
 
 /* Parses argv[1..argc-1] (argv[0] is the subcommand, used in messages).
  * A flag given twice keeps its last value. Returns 0, or -1 after printing
  * "dcmserve <cmd>: <problem>" to stderr. */
-int srv_cli_flags_parse(const char *cmd, int argc, char **argv, srv_cli_flag *flags);
+int cli_flags_parse(const char *cmd, int argc, char **argv, cli_flag *flags);
 
 #endif /* CLI_FLAGS_H */

@@ -7,7 +7,7 @@
 
 #include "ms_log.h"
 #include "rt_onnx.h"
-#include "srv_cli.h"
+#include "cli.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -31,7 +31,7 @@ static void usage(FILE *f) {
             "  --log_level LEVEL    debug, info, warn, error\n");
 }
 
-int srv_cli_import_onnx(int argc, char **argv) {
+int cli_import_onnx(int argc, char **argv) {
     static const struct option longopts[] = {
         {"output_dir", required_argument, NULL, 'o'},
         {"dicom_input", required_argument, NULL, 'd'},

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "rt_demo_model.h"
-#include "srv_cli.h"
+#include "cli.h"
 
-int srv_cli_make_demo_model(int argc, char **argv) {
+int cli_make_demo_model(int argc, char **argv) {
     if (argc != 2 || argv[1][0] == '-') {
         fprintf(stderr, "usage: dcmserve make-demo-model VERSION_DIR\n"
                         "  writes the demo SavedModel (saved_model.pb + variables/) into "

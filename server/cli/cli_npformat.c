@@ -1,11 +1,11 @@
-/* srv_npformat.c - numpy-style text for tensors (see srv_npformat.h).
+/* cli_npformat.c - numpy-style text for tensors (see cli_npformat.h).
  *
  * Two passes, as numpy's array2string: first a format is chosen from the
  * elements that will be shown (widths, positional or scientific), then the
  * nested brackets are laid out with a hanging indent, wrapping the innermost
  * rows at 75 columns.
  */
-#include "srv_npformat.h"
+#include "cli_npformat.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -533,7 +533,7 @@ static void layout(const npf *f, int axis, int64_t off, int indent, int width, s
     free(s.p);
 }
 
-char *srv_npformat(const rt_tensor *t) {
+char *cli_npformat(const rt_tensor *t) {
     npf f;
     memset(&f, 0, sizeof(f));
     f.t = t;

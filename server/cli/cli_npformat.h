@@ -1,4 +1,4 @@
-/* srv_npformat.h - renders a tensor the way numpy's str(array) does, for the
+/* cli_npformat.h - renders a tensor the way numpy's str(array) does, for the
  * CLI (`dcmserve run` prints results like saved_model_cli, which prints
  * numpy arrays).
  *
@@ -11,12 +11,12 @@
  * bytes literals (b'...'). Supported dtypes: float, double, all integer
  * widths, bool, string; others render as a one-line description.
  */
-#ifndef SRV_NPFORMAT_H
-#define SRV_NPFORMAT_H
+#ifndef CLI_NPFORMAT_H
+#define CLI_NPFORMAT_H
 
 #include "rt_tensor.h"
 
 /* Returns a malloc'ed NUL-terminated string (caller frees), NULL on OOM. */
-char *srv_npformat(const rt_tensor *t);
+char *cli_npformat(const rt_tensor *t);
 
-#endif /* SRV_NPFORMAT_H */
+#endif /* CLI_NPFORMAT_H */

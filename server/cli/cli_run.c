@@ -19,13 +19,14 @@
 #include <sys/stat.h>
 
 #include "cli_flags.h"
+#include "kn_cpu_backend.h"
 #include "ms_log.h"
 #include "ms_status.h"
 #include "rt_model.h"
 #include "rt_npy.h"
 #include "sig_signature.h"
-#include "srv_cli.h"
-#include "srv_npformat.h"
+#include "cli.h"
+#include "cli_npformat.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -657,11 +658,11 @@ static int fail(const char *what) {
     return 1;
 }
 
-int srv_cli_run(int argc, char **argv) {
+int cli_run(int argc, char **argv) {
     const char *dir = NULL, *tag_set = "serve", *sig_arg = NULL, *inputs = NULL, *exprs = NULL,
                *files = NULL, *outdir = NULL, *log_level = "error";
     int overwrite = 0, help = 0;
-    srv_cli_flag flags[] = {
+    cli_flag flags[] = {
         {"dir", CLI_FLAG_STR, &dir, NULL},
         {"tag_set", CLI_FLAG_STR, &tag_set, NULL},
         {"signature_def", CLI_FLAG_STR, &sig_arg, NULL},
@@ -674,7 +675,7 @@ int srv_cli_run(int argc, char **argv) {
         {"help", CLI_FLAG_BOOL, NULL, &help},
         {NULL, 0, NULL, NULL},
     };
-    if (srv_cli_flags_parse("run", argc, argv, flags) != 0) return 2;
+    if (cli_flags_parse("run", argc, argv, flags) != 0) return 2;
     if (help) {
         usage(stdout);
         return 0;
@@ -771,7 +772,7 @@ int srv_cli_run(int argc, char **argv) {
         goto done;
     }
     for (int i = 0; i < nouts; i++) {
-        char *text = srv_npformat(outs[i].tensor);
+        char *text = cli_npformat(outs[i].tensor);
         if (text == NULL) {
             rc = fail("out of memory");
             goto done;

@@ -16,9 +16,10 @@
 #include <uv.h>
 
 #include "kn_backend.h"
+#include "kn_cpu_backend.h"
 #include "ms_log.h"
 #include "srv_app.h"
-#include "srv_cli.h"
+#include "cli.h"
 #include "srv_config.h"
 #include "srv_flags.h"
 #include "srv_grpc.h"
@@ -150,7 +151,7 @@ static void on_stop(uv_async_t *a) {
     uv_close((uv_handle_t *)&d->stop_async, NULL);
 }
 
-int srv_cli_serve(int argc, char **argv) {
+int cli_serve(int argc, char **argv) {
     daemon_t d;
     srv_config *cfg = NULL;
     int rc = 1;

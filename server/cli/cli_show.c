@@ -19,7 +19,7 @@
 #include "ms_status.h"
 #include "rt_model.h"
 #include "sig_signature.h"
-#include "srv_cli.h"
+#include "cli.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: dcmserve show --dir DIR [--tag_set TAGS] [--signature_def KEY] [--all]\n"
@@ -147,10 +147,10 @@ static int find_graph(const Tensorflow__SavedModel *sm, const char *dir, const c
     return -1;
 }
 
-int srv_cli_show(int argc, char **argv) {
+int cli_show(int argc, char **argv) {
     const char *dir = NULL, *tag_set = NULL, *sig_key = NULL;
     int all = 0, help = 0;
-    srv_cli_flag flags[] = {
+    cli_flag flags[] = {
         {"dir", CLI_FLAG_STR, &dir, NULL},
         {"tag_set", CLI_FLAG_STR, &tag_set, NULL},
         {"signature_def", CLI_FLAG_STR, &sig_key, NULL},
@@ -158,7 +158,7 @@ int srv_cli_show(int argc, char **argv) {
         {"help", CLI_FLAG_BOOL, NULL, &help},
         {NULL, 0, NULL, NULL},
     };
-    if (srv_cli_flags_parse("show", argc, argv, flags) != 0) return 2;
+    if (cli_flags_parse("show", argc, argv, flags) != 0) return 2;
     if (help) {
         usage(stdout);
         return 0;

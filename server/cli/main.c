@@ -1,23 +1,23 @@
-/* main.c - dcmserve entry point: dispatches to the subcommands of srv_cli.h.
+/* main.c - dcmserve entry point: dispatches to the subcommands of cli.h.
  * With no subcommand but flags (dcmserve --port=8500 ...), it serves, so that
  * tensorflow_model_server command lines work unchanged. */
 #include <stdio.h>
 #include <string.h>
 
-#include "srv_cli.h"
+#include "cli.h"
 
 static const struct {
     const char *name;
     int (*fn)(int argc, char **argv);
     const char *help;
 } cmds[] = {
-    {"serve", srv_cli_serve, "run the model server (TF Serving / KServe gRPC, health)"},
-    {"show", srv_cli_show, "show a SavedModel's tag-sets and signatures"},
-    {"run", srv_cli_run, "run a SavedModel signature on inputs from the command line"},
-    {"dicom", srv_cli_dicom, "decode a DICOM file: header summary, HU or windowed arrays"},
-    {"import-onnx", srv_cli_import_onnx, "convert an ONNX model into a SavedModel directory"},
-    {"benchmark", srv_cli_benchmark, "time a SavedModel signature in-process"},
-    {"make-demo-model", srv_cli_make_demo_model, "write the bundled demo SavedModel into a folder"},
+    {"serve", cli_serve, "run the model server (TF Serving / KServe gRPC, health)"},
+    {"show", cli_show, "show a SavedModel's tag-sets and signatures"},
+    {"run", cli_run, "run a SavedModel signature on inputs from the command line"},
+    {"dicom", cli_dicom, "decode a DICOM file: header summary, HU or windowed arrays"},
+    {"import-onnx", cli_import_onnx, "convert an ONNX model into a SavedModel directory"},
+    {"benchmark", cli_benchmark, "time a SavedModel signature in-process"},
+    {"make-demo-model", cli_make_demo_model, "write the bundled demo SavedModel into a folder"},
 };
 
 static void usage(FILE *f) {
@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    if (argv[1][0] == '-') return srv_cli_serve(argc, argv);
+    if (argv[1][0] == '-') return cli_serve(argc, argv);
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
         if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "dcmserve: unknown command '%s'\n", argv[1]);

@@ -1,0 +1,27 @@
+/* kn_ctx.h - the context a kernel runs in, and the buffer pool its outputs
+ * come from. Filled by whoever runs kernels (the graph executor, tests);
+ * kernels use it only through the kn_ctx_* services of kn_backend.h. */
+#ifndef KN_CTX_H
+#define KN_CTX_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "kn_backend.h"
+
+/* ---- buffer pool: outputs come from here and go back when released ---- */
+typedef struct kn_pool kn_pool;
+kn_pool *kn_pool_new(void);
+/* Drops the creator's reference; buffers still in use keep the pool alive. */
+void kn_pool_release(kn_pool *p);
+rt_buf *kn_pool_get(kn_pool *p, size_t size);
+
+struct kn_ctx {
+    kn_pool *pool;               /* NULL: plain allocations */
+    int nthreads;                /* for kn_ctx_parallel_for */
+    const atomic_int *cancelled; /* NULL: never cancelled */
+    void *host;                  /* the runner's own per-run state; kernels never look
+                                    at it (the executor's host ops read rt_hostctx) */
+};
+
+#endif /* KN_CTX_H */
