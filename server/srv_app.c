@@ -1,7 +1,5 @@
-/* srv_app.c - the method table of every service, and message packing. */
+/* srv_app.c - the method table of every service. */
 #include "srv_app.h"
-
-#include <stdlib.h>
 
 /* clang-format off */
 static const srv_method g_methods[] = {
@@ -29,12 +27,4 @@ static const srv_method g_methods[] = {
 const srv_method *srv_app_methods(int *n) {
     *n = (int)(sizeof(g_methods) / sizeof(g_methods[0]));
     return g_methods;
-}
-
-ms_status srv_pack(const ProtobufCMessage *msg, srv_bytes *out) {
-    size_t len = protobuf_c_message_get_packed_size(msg);
-    out->data = malloc(len > 0 ? len : 1);
-    if (out->data == NULL) return ms_errf(MS_ENOMEM, "out of memory packing a %zu-byte reply", len);
-    out->len = protobuf_c_message_pack(msg, out->data);
-    return MS_OK;
 }

@@ -63,7 +63,4 @@ ms_status srv_health_check(void *app, srv_call *c, const uint8_t *req, size_t n,
 void srv_health_watch(void *app, srv_call *c, const uint8_t *req, size_t n);
 void srv_health_watch_closed(void *app, srv_call *c);
 
-/* Packs any protobuf-c message into *out (malloc'ed). */
-ms_status srv_pack(const ProtobufCMessage *msg, srv_bytes *out);
-
 #endif /* SRV_APP_H */

@@ -669,3 +669,11 @@ void srv_server_free(srv_server *s) {
     free(s->workers);
     free(s);
 }
+
+ms_status srv_pack(const ProtobufCMessage *msg, srv_bytes *out) {
+    size_t len = protobuf_c_message_get_packed_size(msg);
+    out->data = malloc(len > 0 ? len : 1);
+    if (out->data == NULL) return ms_errf(MS_ENOMEM, "out of memory packing a %zu-byte reply", len);
+    out->len = protobuf_c_message_pack(msg, out->data);
+    return MS_OK;
+}

@@ -15,6 +15,7 @@
 #define SRV_GRPC_H
 
 #include <grpc/status.h>
+#include <protobuf-c/protobuf-c.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,9 @@ typedef struct srv_bytes {
     uint8_t *data;
     size_t len;
 } srv_bytes;
+
+/* Packs any protobuf-c message into *out (malloc'ed), for a reply. */
+ms_status srv_pack(const ProtobufCMessage *msg, srv_bytes *out);
 
 /* Unary handler. Decodes req[0..len), fills *resp (malloc'ed, the server
  * frees it) and returns MS_OK, or returns an error with the message set by
