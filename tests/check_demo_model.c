@@ -1,4 +1,4 @@
-/* check_demo_model.c - the bundled DICOM demo model (runtime/rt_demo_model.c):
+/* check_demo_model.c - the bundled DICOM demo model (runtime/savedmodel/rt_demo_model.c):
  * what rt_demo_model_write puts in saved_model.pb (signature, DcmDecodeHU's
  * OpDef in stripped_op_list, TensorFlow-valid attrs, no variables), and the
  * model loaded by our runtime computing mean_hu and tissue_fraction on a
@@ -147,7 +147,7 @@ START_TEST(saved_model_contents) {
     check_info(sig_output(sd, "tissue_fraction"), "tissue_fraction:0",
                TENSORFLOW__DATA_TYPE__DT_FLOAT, 2, (int64_t[]){-1, 4});
 
-    /* DcmDecodeHU's OpDef, as documented in runtime/rt_ops_dicom.c. */
+    /* DcmDecodeHU's OpDef, as documented in runtime/dicom/dcm_ops.c. */
     const Tensorflow__OpList *ol = mg->meta_info_def->stripped_op_list;
     ck_assert_ptr_nonnull(ol);
     ck_assert_uint_eq(ol->n_op, 1);

@@ -1,4 +1,4 @@
-/* check_fuse.c - load-time graph fusion (runtime/rt_fuse.c): small graphs
+/* check_fuse.c - load-time graph fusion (runtime/graph/rt_fuse.c): small graphs
  * built with the graph builder are loaded with the pass on and off
  * (DCMSERVE_GRAPH_FUSION) and run; the fused graph must have the expected
  * fused node under the last node's name and compute the same values as the

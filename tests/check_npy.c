@@ -1,4 +1,4 @@
-/* check_npy.c - runtime/rt_npy (.npy/.npz) and server/cli_npformat (numpy's
+/* check_npy.c - runtime/savedmodel/rt_npy (.npy/.npz) and server/cli/cli_npformat (numpy's
  * str of an array). References come from numpy itself (Debian's
  * /usr/bin/python3 writes the files and the expected text) or are derived by
  * hand from the .npy format description. */

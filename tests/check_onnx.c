@@ -1,4 +1,4 @@
-/* check_onnx.c - ONNX import (runtime/rt_onnx.h): the converted SavedModels
+/* check_onnx.c - ONNX import (runtime/onnx/rt_onnx.h): the converted SavedModels
  * run on the CPU backend and match ONNX Runtime's outputs stored by
  * tests/tools/gen_onnx_models.py; signatures; clear errors. */
 #include <check.h>

@@ -102,7 +102,7 @@ static Tensorflow__OpDef__AttrDef *attrdef(rt_gb *g, const char *name, const cha
     return a;
 }
 
-/* OpList { DcmDecodeHU } as documented in runtime/rt_ops_dicom.c. */
+/* OpList { DcmDecodeHU } as documented in runtime/dicom/dcm_ops.c. */
 static Tensorflow__OpList *decode_hu_oplist(rt_gb *g) {
     Tensorflow__OpList *l = rt_gb_alloc(g, sizeof(*l));
     Tensorflow__OpDef *od = rt_gb_alloc(g, sizeof(*od));

@@ -1,4 +1,4 @@
-/* cli.h - the dcmserve subcommands. Each lives in server/cli_<name>.c,
+/* cli.h - the dcmserve subcommands. Each lives in server/cli/cli_<name>.c,
  * takes the arguments after its name (argv[0] = the subcommand) and returns
  * the process exit status. */
 #ifndef CLI_H

@@ -1,5 +1,5 @@
 /* cli_import_onnx.c - `dcmserve import-onnx MODEL.onnx --output_dir BASE/VERSION`:
- * converts an ONNX model into a SavedModel directory (runtime/rt_onnx.h). */
+ * converts an ONNX model into a SavedModel directory (runtime/onnx/rt_onnx.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

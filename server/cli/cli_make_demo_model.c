@@ -1,5 +1,5 @@
 /* cli_make_demo_model.c - `dcmserve make-demo-model DIR`: writes the bundled
- * demo SavedModel version (runtime/rt_demo_model.c) into DIR. Used by
+ * demo SavedModel version (runtime/savedmodel/rt_demo_model.c) into DIR. Used by
  * scripts/make_demo_model.sh to regenerate models/demo_ct/1. */
 #include <stdio.h>
 #include <string.h>

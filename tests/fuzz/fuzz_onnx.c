@@ -1,5 +1,5 @@
 /* fuzz_onnx.c - libFuzzer target: the ONNX -> SavedModel converter
- * (runtime/rt_onnx.h) on arbitrary bytes as a ModelProto. External data is
+ * (runtime/onnx/rt_onnx.h) on arbitrary bytes as a ModelProto. External data is
  * refused (no model folder). Build: CC=clang cmake -S . -B build-fuzz
  * -DMS_FUZZ=ON -DMS_SANITIZE=ON; run: build-fuzz/fuzz_onnx -max_total_time=600
  * CORPUS_DIR tests/data/onnx (the test models make a good seed corpus). */

@@ -1,4 +1,4 @@
-/* fuzz_sstable.c - libFuzzer target for the SSTable reader and Snappy.
+/* fuzz_sstable.c - libFuzzer target for the SSTable reader and its Snappy blocks (libsnappy).
  *
  * The first input byte picks what the rest becomes: 0 a whole table file;
  * 1 / 2 the contents of a data block stored raw / Snappy-compressed; 3 the
@@ -12,7 +12,6 @@
 
 #include "rt_coding.h"
 #include "rt_crc32c.h"
-#include "rt_snappy.h"
 #include "rt_sstable.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -52,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (mode > 3) {
         uint8_t *out = NULL;
         size_t n;
-        if (rt_snappy_decompress_alloc(data, size, 1 << 20, &out, &n) == MS_OK)
+        if (rt_sst_snappy_uncompress(data, size, 1 << 20, &out, &n) == MS_OK)
             free(out);
         return 0;
     }

@@ -29,7 +29,7 @@ from pydicom.encaps import generate_pixel_data_frame
 
 warnings.filterwarnings("ignore")
 
-# dcm_codec_kind values of runtime/dcm_codec.h.
+# dcm_codec_kind values of runtime/dicom/dcm_codec.h.
 KIND = {
     "1.2.840.10008.1.2.4.50": 1, "1.2.840.10008.1.2.4.51": 2,
     "1.2.840.10008.1.2.4.57": 3, "1.2.840.10008.1.2.4.70": 3,
