@@ -15,12 +15,27 @@ import time
 
 import grpc
 
-SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(__file__), ".."))
+SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# Third-party data that is not in the repo (see need_shared).
 SHARED = os.environ.get("DCM_SHARED", os.path.join(SRC, "..", "shared"))
 DCMSERVE = os.environ.get("DCMSERVE", os.path.join(SRC, "build", "dcmserve"))
-MODELS = os.path.join(SHARED, "testdata", "savedmodels")
+# TensorFlow Serving's test SavedModels, committed under tests/data/savedmodels.
+MODELS = os.path.join(SRC, "tests", "data", "savedmodels")
 HPT = os.path.join(MODELS, "saved_model_half_plus_two_cpu")
 TWO_VERSIONS = os.path.join(MODELS, "saved_model_half_plus_two_2_versions")
+
+# Exit status of a skipped test (ctest's SKIP_RETURN_CODE in CMakeLists.txt).
+SKIP_RC = 77
+
+
+def need_shared(rel):
+    """Returns $DCM_SHARED/<rel>; when it does not exist, prints one SKIP line
+    and exits with SKIP_RC."""
+    path = os.path.join(SHARED, rel)
+    if not os.path.exists(path):
+        print("SKIP: ../shared/%s not found" % rel, flush=True)
+        sys.exit(SKIP_RC)
+    return path
 
 _GEN = None
 

@@ -1,5 +1,6 @@
 /* util_serve.c - start/stop the real daemon and make core-API unary calls. */
 #include "util_serve.h"
+#include "util_bundle.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,18 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-const char *ut_shared(void) {
-    static char buf[4096];
-    const char *s = getenv("DCM_SHARED");
-    if (s != NULL) return s;
-    const char *src = getenv("DCM_SRC");
-    snprintf(buf, sizeof(buf), "%s/../shared", src ? src : "..");
-    return buf;
-}
-
 char *ut_savedmodel_path(char *buf, size_t cap, const char *rel) {
-    snprintf(buf, cap, "%s/testdata/savedmodels/%s", ut_shared(), rel);
-    return buf;
+    char tmp[1024];
+    snprintf(tmp, sizeof(tmp), "savedmodels/%s", rel);
+    return ut_data_path(tmp, buf, cap);
 }
 
 char *ut_tmpdir(char *buf, size_t cap) {

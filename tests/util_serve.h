@@ -39,9 +39,7 @@ void ut_reply_free(ut_reply *r);
 /* Channel to target with unlimited receive size. */
 grpc_channel *ut_channel(const char *target);
 
-/* Shared data dir ($DCM_SHARED, else ../shared beside $DCM_SRC). */
-const char *ut_shared(void);
-/* "$DCM_SHARED/testdata/savedmodels/<rel>" into buf; returns buf. */
+/* "$DCM_SRC/tests/data/savedmodels/<rel>" into buf; returns buf. */
 char *ut_savedmodel_path(char *buf, size_t cap, const char *rel);
 /* A fresh empty directory under $TMPDIR or /tmp; returns buf (NULL on error). */
 char *ut_tmpdir(char *buf, size_t cap);
