@@ -2,7 +2,8 @@
 # Runs every built libFuzzer target for a bounded time. Usage:
 #   scripts/run_fuzz.sh BUILD_DIR SECONDS
 # Seeds: Debian's pydicom test files for the DICOM target, the tensor bundles
-# of ../shared for the SSTable target, tests/data/onnx for the ONNX target;
+# of tests/data/savedmodels (and of ../shared/testdata when it is there) for
+# the SSTable target, tests/data/onnx for the ONNX target;
 # the codec target starts empty.
 # Corpora grow under BUILD_DIR/corpus.
 set -eu
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 PYDICOM_DATA=$(/usr/bin/python3 -c 'import os, pydicom.data; print(os.path.join(os.path.dirname(pydicom.data.__file__), "test_files"))')
 mkdir -p "$BUILD/corpus/dicom" "$BUILD/corpus/sstable" "$BUILD/seeds/sstable" "$BUILD/corpus/onnx" \
     "$BUILD/corpus/codecs"
-find ../shared/testdata -name '*.index' 2>/dev/null | while read -r f; do
+find tests/data/savedmodels ../shared/testdata -name '*.index' 2>/dev/null | while read -r f; do
     cp "$f" "$BUILD/seeds/sstable/$(echo "$f" | tr '/' '_')"
 done
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1

@@ -29,8 +29,8 @@ static uint32_t mask_by_hand(uint32_t c) {
 
 static char *sm_prefix(const char *model, char *buf, size_t n) {
     char rel[512];
-    snprintf(rel, sizeof(rel), "testdata/savedmodels/%s/variables/variables", model);
-    return ut_shared_path(rel, buf, n);
+    snprintf(rel, sizeof(rel), "savedmodels/%s/variables/variables", model);
+    return ut_data_path(rel, buf, n);
 }
 
 static char *tmp_prefix(char *dir, size_t dn, char *prefix, size_t pn) {

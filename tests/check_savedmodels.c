@@ -1,4 +1,4 @@
-/* check_savedmodels.c - the real TensorFlow SavedModels of shared/testdata
+/* check_savedmodels.c - the real TensorFlow SavedModels of tests/data/savedmodels
  * loaded and run through the runtime (rt_model_load + rt_model_run by tensor
  * names), and damaged model directories failing with clear messages. Values
  * come from the test data's README. */
@@ -29,8 +29,8 @@ static void teardown(void) {
 
 static char *model_dir(const char *rel, char *buf, size_t n) {
     char tmp[512];
-    snprintf(tmp, sizeof tmp, "testdata/savedmodels/%s", rel);
-    return ut_shared_path(tmp, buf, n);
+    snprintf(tmp, sizeof tmp, "savedmodels/%s", rel);
+    return ut_data_path(tmp, buf, n);
 }
 
 static rt_model *load(const char *rel) {

@@ -6,6 +6,7 @@
  *
  * Expected outputs follow from half_plus_two's definition y = 0.5 * x + 2. */
 #include <check.h>
+#include <errno.h>
 #include <grpc/grpc.h>
 #include <math.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,13 +55,13 @@ static int stop(void) {
     return rc;
 }
 
-static int health(void) {
+static int health(int deadline_ms) {
     Grpc__Health__V1__HealthCheckRequest rq = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
     uint8_t buf[64];
     size_t n = grpc__health__v1__health_check_request__pack(&rq, buf);
     ut_reply r;
     int st = -1;
-    if (ut_call(g_ch, CHECK, buf, n, 5000, &r) == 0 && r.status == GRPC_STATUS_OK) {
+    if (ut_call(g_ch, CHECK, buf, n, deadline_ms, &r) == 0 && r.status == GRPC_STATUS_OK) {
         Grpc__Health__V1__HealthCheckResponse *h =
             grpc__health__v1__health_check_response__unpack(NULL, r.len, r.data);
         if (h) st = h->status;
@@ -69,13 +71,41 @@ static int health(void) {
     return st;
 }
 
-static void wait_serving(void) {
-    /* Up to 60 s: a sanitizer build on a busy machine loads slowly. */
-    for (int i = 0; i < 3000; i++) {
-        if (health() == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING) return;
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Polls health until SERVING for at most timeout_s in all: 1 when SERVING, 0
+ * when the time ran out (*st: the last health status, -1 for no answer), -1
+ * when the daemon exited (*rc: its status). */
+static int serving_within(double timeout_s, int *st, int *rc) {
+    double end = now_s() + timeout_s;
+    *st = -1;
+    for (;;) {
+        if (ut_daemon_exited(&g_d, rc)) return -1;
+        double left = end - now_s();
+        if (left <= 0) return 0;
+        *st = health(left < 2.0 ? (int)(left * 1000) + 1 : 2000);
+        if (*st == GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING) return 1;
         usleep(20000);
     }
-    ck_abort_msg("daemon never became SERVING");
+}
+
+/* A daemon that exits or is not SERVING within UT_START_TIMEOUT_S fails the
+ * test with the tail of its log (it is killed first, so none outlives the
+ * test). */
+static void wait_serving(void) {
+    int st, rc = 0;
+    int r = serving_within(UT_START_TIMEOUT_S, &st, &rc);
+    if (r == 1) return;
+    if (r == 0) ut_daemon_stop(&g_d, SIGKILL, 5);
+    ut_daemon_log_tail(&g_d, UT_LOG_TAIL_LINES);
+    unlink(g_d.log);
+    if (r < 0) ck_abort_msg("daemon exited with status %d before it became SERVING", rc);
+    ck_abort_msg("daemon never became SERVING within %d s (last health status %d)",
+                 UT_START_TIMEOUT_S, st);
 }
 
 /* Predict x (n values, shape [n,1]); checks y = 0.5x + 2; returns the
@@ -373,7 +403,46 @@ static Suite *serve_grpc_suite(void) {
     return s;
 }
 
+/* Before the suite: a daemon on the test model must become SERVING within
+ * UT_START_TIMEOUT_S, else each test case would wait that long in turn. It
+ * runs in a child process, so that the runner itself never initialises gRPC
+ * before Check forks the test cases. Returns 0 when it served. */
+static int preflight(void) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return 0; /* cannot tell; the test cases will */
+    if (pid == 0) {
+        char base[1024], a1[1200];
+        snprintf(a1, sizeof(a1), "--model_base_path=%s", hpt_base(base, sizeof(base)));
+        const char *args[] = {"--model_name=hpt", a1, NULL};
+        int st, rc = 0, r;
+        grpc_init();
+        if (ut_daemon_start(&g_d, args) != 0) {
+            fprintf(stderr, "serve_grpc: dcmserve did not start\n");
+            _exit(1);
+        }
+        g_ch = ut_channel(g_d.target);
+        r = serving_within(UT_START_TIMEOUT_S, &st, &rc);
+        if (r == 1) _exit(stop() == 0 ? 0 : 1);
+        if (r == 0) ut_daemon_stop(&g_d, SIGKILL, 5);
+        ut_daemon_log_tail(&g_d, UT_LOG_TAIL_LINES);
+        unlink(g_d.log);
+        if (r < 0)
+            fprintf(stderr, "serve_grpc: dcmserve exited with status %d before it became SERVING\n",
+                    rc);
+        else
+            fprintf(stderr, "serve_grpc: dcmserve never became SERVING within %d s "
+                    "(last health status %d)\n", UT_START_TIMEOUT_S, st);
+        _exit(1);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
 int main(void) {
+    if (preflight() != 0) return EXIT_FAILURE;
     SRunner *sr = srunner_create(serve_grpc_suite());
     srunner_set_tap(sr, "-");
     srunner_run_all(sr, CK_NORMAL);

@@ -3,7 +3,7 @@
  * unpacked with rt_savedmodel_read, and hand-made ones), defaults, output
  * filters, and sig_run on loaded models (a hand-made one built from host ops,
  * and the real test models). Expected messages are written out by hand from
- * the SignatureDefs listed in testdata/savedmodels/README.md and TF Serving's
+ * the SignatureDefs listed in tests/data/savedmodels/README.md and TF Serving's
  * texts. */
 #include <check.h>
 #include <stdio.h>

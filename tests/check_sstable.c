@@ -240,28 +240,28 @@ static const struct {
     const char *keys[8];
     int snappy;
 } real_idx[] = {
-    {"testdata/savedmodels/saved_model_half_plus_two_cpu/00000123/variables/variables.index",
+    {"savedmodels/saved_model_half_plus_two_cpu/00000123/variables/variables.index",
      {"", "a", "a2", "b", "c", "c2", NULL},
      1},
-    {"testdata/savedmodels/saved_model_half_plus_two_gpu/00000123/variables/variables.index",
+    {"savedmodels/saved_model_half_plus_two_gpu/00000123/variables/variables.index",
      {"", "a", "b", "c", NULL},
      0},
-    {"testdata/savedmodels/saved_model_half_plus_two_2_versions/00000124/variables/"
+    {"savedmodels/saved_model_half_plus_two_2_versions/00000124/variables/"
      "variables.index",
      {"", "a", "b", "c", NULL},
      0},
-    {"testdata/savedmodels/saved_model_counter/00000123/variables/variables.index",
+    {"savedmodels/saved_model_counter/00000123/variables/variables.index",
      {"", "counter", NULL},
      0},
-    {"testdata/savedmodels/saved_model_half_plus_two_tf2_cpu/00000123/variables/variables.index",
+    {"savedmodels/saved_model_half_plus_two_tf2_cpu/00000123/variables/variables.index",
      {"", "_CHECKPOINTABLE_OBJECT_GRAPH", "a/.ATTRIBUTES/VARIABLE_VALUE",
       "b/.ATTRIBUTES/VARIABLE_VALUE", "c/.ATTRIBUTES/VARIABLE_VALUE", NULL},
      1},
 };
 
-static uint8_t *load_shared(const char *rel, size_t *n) {
+static uint8_t *load_data(const char *rel, size_t *n) {
     char path[1024];
-    uint8_t *p = ut_read_file(ut_shared_path(rel, path, sizeof(path)), n);
+    uint8_t *p = ut_read_file(ut_data_path(rel, path, sizeof(path)), n);
     ck_assert_msg(p != NULL, "cannot read %s", path);
     return p;
 }
@@ -269,7 +269,7 @@ static uint8_t *load_shared(const char *rel, size_t *n) {
 START_TEST(sst_real_indexes) {
     const char *rel = real_idx[_i].path;
     size_t n;
-    uint8_t *file = load_shared(rel, &n);
+    uint8_t *file = load_data(rel, &n);
     rt_sst *t;
     ms_status st = rt_sst_open(file, n, "variables.index", &t);
     ck_assert_msg(st == MS_OK, "%s: %s", rel, ms_errmsg());
@@ -439,7 +439,7 @@ END_TEST
 
 START_TEST(sst_error_messages) {
     size_t n;
-    uint8_t *file = load_shared(real_idx[3].path, &n);
+    uint8_t *file = load_data(real_idx[3].path, &n);
     rt_sst *t;
     /* flip a byte inside the data block (offset 0, 38 bytes) */
     file[10] ^= 0x40;

@@ -1,7 +1,7 @@
 """it_cli: `dcmserve show` and `dcmserve run` end to end.
 
 Runs the real binary ($DCMSERVE) on the TensorFlow-written models in
-$DCM_SHARED/testdata/savedmodels and on small SavedModels this test writes
+tests/data/savedmodels and on small SavedModels this test writes
 itself (protoc compiles the repo's proto/*.proto for Python). Expected values
 come from the models' README (y = 0.5 x + 2 and friends) and from numpy.
 """
@@ -13,9 +13,8 @@ import tempfile
 import numpy as np
 
 DCMSERVE = os.environ["DCMSERVE"]
-SHARED = os.environ.get("DCM_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
-SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(__file__), ".."))
-MODELS = os.path.join(SHARED, "testdata", "savedmodels")
+SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+MODELS = os.path.join(SRC, "tests", "data", "savedmodels")
 HP2 = os.path.join(MODELS, "saved_model_half_plus_two_cpu", "00000123")
 TF2 = os.path.join(MODELS, "saved_model_half_plus_two_tf2_cpu", "00000123")
 GPU = os.path.join(MODELS, "saved_model_half_plus_two_gpu", "00000123")
@@ -93,7 +92,7 @@ def signature_lines(indent, method, inputs, outputs):
     return lines
 
 
-# The table of testdata/savedmodels/README.md for half_plus_two_cpu.
+# The table of tests/data/savedmodels/README.md for half_plus_two_cpu.
 HP2_SIGS = {
     "serving_default": ("tensorflow/serving/predict",
                         [("x", "x:0", "DT_FLOAT", "(-1, 1)")],

@@ -5,7 +5,7 @@ files at test time): Predict (typed and tensor_content), KServe ModelInfer
 errors, unknown method, message size limit.
 
 Expected values come from half_plus_two's definition y = 0.5 * x + 2
-(variables a=0.5, b=2 in the shared test data README), computed with numpy.
+(variables a=0.5, b=2 in tests/data/savedmodels/README.md), computed with numpy.
 """
 import os
 import struct

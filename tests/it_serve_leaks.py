@@ -34,8 +34,11 @@ def main():
     d = Daemon(["--model_name=m", "--model_base_path=" + base, "--file_system_poll_wait_seconds=0.3",
                 "--grpc_max_threads=2"],
                wrapper=["valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite",
-                        "--error-exitcode=99", "--log-file=" + vlog])
+                        "--error-exitcode=99", "--log-file=" + vlog],
+               start_timeout=120)
     try:
+        # Valgrind slows start-up and loading tens of times: more than the
+        # default START_TIMEOUT.
         d.wait_health(1, timeout=120)
         req = pb.tfs.PredictRequest()
         req.model_spec.name = "m"

@@ -5,7 +5,9 @@ Generates Python message classes from the repo's .proto files with
 stubs with channel.unary_unary / unary_stream, and starts the real daemon
 ($DCMSERVE) on a free 127.0.0.1 port.
 """
+import collections
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -15,12 +17,31 @@ import time
 
 import grpc
 
-SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(__file__), ".."))
+SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# Third-party data that is not in the repo (see need_shared).
 SHARED = os.environ.get("DCM_SHARED", os.path.join(SRC, "..", "shared"))
 DCMSERVE = os.environ.get("DCMSERVE", os.path.join(SRC, "build", "dcmserve"))
-MODELS = os.path.join(SHARED, "testdata", "savedmodels")
+# TensorFlow Serving's test SavedModels, committed under tests/data/savedmodels.
+MODELS = os.path.join(SRC, "tests", "data", "savedmodels")
 HPT = os.path.join(MODELS, "saved_model_half_plus_two_cpu")
 TWO_VERSIONS = os.path.join(MODELS, "saved_model_half_plus_two_2_versions")
+
+# Exit status of a skipped test (ctest's SKIP_RETURN_CODE in CMakeLists.txt).
+SKIP_RC = 77
+# How long a daemon may take to say where it listens, and then to become
+# SERVING, before its test fails with the tail of its log.
+START_TIMEOUT = 20.0
+LOG_TAIL_LINES = 20
+
+
+def need_shared(rel):
+    """Returns $DCM_SHARED/<rel>; when it does not exist, prints one SKIP line
+    and exits with SKIP_RC."""
+    path = os.path.join(SHARED, rel)
+    if not os.path.exists(path):
+        print("SKIP: ../shared/%s not found" % rel, flush=True)
+        sys.exit(SKIP_RC)
+    return path
 
 _GEN = None
 
@@ -93,35 +114,71 @@ def channel(port, max_recv=-1):
 class Daemon:
     """The real dcmserve on 127.0.0.1 with --port=0; stderr goes to a log file."""
 
-    def __init__(self, args, env=None, wrapper=None):
+    def __init__(self, args, env=None, wrapper=None, start_timeout=START_TIMEOUT):
         self.logf = tempfile.NamedTemporaryFile(prefix="dcmserve_", suffix=".log", delete=False)
         cmd = (wrapper or []) + [DCMSERVE, "serve", "--port=0", "--bind_address=127.0.0.1"] + list(args)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.logf, env=env)
-        line = self.proc.stdout.readline().decode()
+        line = self._first_line(start_timeout)
         if "listening on" not in line:
-            self.proc.wait(timeout=10)
-            raise RuntimeError("daemon did not start (rc=%s): %s\n%s" % (self.proc.returncode, line, self.log()))
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            msg = "daemon did not say where it listens within %gs (rc=%s): %r\n%s" % (
+                start_timeout, self.proc.returncode, line, self.log_tail())
+            self.close()
+            raise RuntimeError(msg)
         self.port = int(line.rsplit(":", 1)[1])
         self.channel = channel(self.port)
         self.stub = Stubs(self.channel)
 
+    def _first_line(self, timeout):
+        """The daemon's first stdout line, or what came of it within timeout s."""
+        fd = self.proc.stdout.fileno()
+        end = time.monotonic() + timeout
+        buf = b""
+        while not buf.endswith(b"\n"):
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                break
+            b = os.read(fd, 1)
+            if not b:
+                break
+            buf += b
+        return buf.decode(errors="replace")
+
     def log(self):
-        with open(self.logf.name) as f:
+        with open(self.logf.name, errors="replace") as f:
             return f.read()
 
-    def wait_health(self, want=1, service="", timeout=60.0):
+    def log_tail(self, lines=LOG_TAIL_LINES):
+        tail = collections.deque(self.log().splitlines(), maxlen=lines)
+        return "--- last %d lines of the daemon's log ---\n%s\n--- end of the daemon's log ---" % (
+            len(tail), "\n".join(tail))
+
+    def wait_health(self, want=1, service="", timeout=START_TIMEOUT):
+        """Waits until health of `service` is `want`, for at most timeout s in
+        all; raises with the tail of the daemon's log when it is not, or when
+        the daemon exits first."""
         pb = gen_protos()
-        deadline = time.time() + timeout
+        deadline = time.monotonic() + timeout
         last = None
-        while time.time() < deadline:
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError("daemon exited (rc=%s) while health of %r was %s, wanted %s\n%s"
+                                     % (self.proc.returncode, service, last, want, self.log_tail()))
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
             try:
-                last = self.stub.Check(pb.health.HealthCheckRequest(service=service), timeout=2).status
+                last = self.stub.Check(pb.health.HealthCheckRequest(service=service),
+                                       timeout=min(2.0, left)).status
                 if last == want:
                     return
             except grpc.RpcError as e:
                 last = e.code()
             time.sleep(0.02)
-        raise AssertionError("health of %r stayed %s, wanted %s\n%s" % (service, last, want, self.log()))
+        raise AssertionError("health of %r stayed %s, wanted %s, for %gs\n%s"
+                             % (service, last, want, timeout, self.log_tail()))
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
         if self.proc.poll() is None:

@@ -5,12 +5,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+const char *ut_src(void) {
+    const char *src = getenv("DCM_SRC");
+    return src && *src ? src : "..";
+}
+
+char *ut_data_path(const char *rel, char *buf, size_t n) {
+    snprintf(buf, n, "%s/tests/data/%s", ut_src(), rel);
+    return buf;
+}
 
 char *ut_shared_path(const char *rel, char *buf, size_t n) {
     const char *root = getenv("DCM_SHARED");
-    snprintf(buf, n, "%s/%s", root && *root ? root : "../shared", rel);
+    if (root && *root)
+        snprintf(buf, n, "%s/%s", root, rel);
+    else
+        snprintf(buf, n, "%s/../shared/%s", ut_src(), rel);
     return buf;
+}
+
+int ut_shared_missing(const char *rel) {
+    char path[4096];
+    struct stat st;
+    if (stat(ut_shared_path(rel, path, sizeof(path)), &st) == 0)
+        return 0;
+    printf("SKIP: ../shared/%s not found\n", rel);
+    fflush(stdout);
+    return 1;
 }
 
 int ut_mkdtemp(char *buf, size_t n) {

@@ -1,14 +1,28 @@
 /* util_bundle.h - helpers for the bundle / SSTable / graph-builder tests:
- * paths of shared test data, temporary folders, whole-file I/O. */
+ * paths of test data, temporary folders, whole-file I/O. */
 #ifndef UTIL_BUNDLE_H
 #define UTIL_BUNDLE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* "$DCM_SHARED/<rel>" into buf (falls back to "../shared" when unset).
- * Returns buf. */
+/* Exit status of a test that skips (ctest's SKIP_RETURN_CODE in
+ * CMakeLists.txt). */
+#define UT_SKIP_RC 77
+
+/* The source root: $DCM_SRC (set by CMake for every test), else "..", right
+ * for a build folder inside the repo. */
+const char *ut_src(void);
+/* "$DCM_SRC/tests/data/<rel>" into buf: test data committed to the repo, such
+ * as the TensorFlow SavedModels under savedmodels/. Returns buf. */
+char *ut_data_path(const char *rel, char *buf, size_t n);
+/* "$DCM_SHARED/<rel>" into buf ($DCM_SHARED defaults to "$DCM_SRC/../shared"):
+ * only for third-party data that is not in the repo. Returns buf. */
 char *ut_shared_path(const char *rel, char *buf, size_t n);
+/* Non-zero when $DCM_SHARED/<rel> does not exist; then it has printed the one
+ * line "SKIP: ../shared/<rel> not found" to stdout. A test binary that needs
+ * it returns UT_SKIP_RC from main; a test case that needs it returns early. */
+int ut_shared_missing(const char *rel);
 /* Creates a fresh temporary folder; its path goes into buf (>= 64 bytes).
  * Returns 0 on success. */
 int ut_mkdtemp(char *buf, size_t n);

@@ -1,5 +1,6 @@
 /* util_cli.c - helpers for the signature / .npy / CLI Check tests. */
 #include "util_cli.h"
+#include "util_bundle.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -8,10 +9,9 @@
 #include <sys/wait.h>
 
 char *util_cli_model_dir(const char *rel, char *buf, size_t n) {
-    const char *shared = getenv("DCM_SHARED");
-    if (shared == NULL || shared[0] == '\0') shared = "../../shared";
-    snprintf(buf, n, "%s/testdata/savedmodels/%s", shared, rel);
-    return buf;
+    char tmp[1024];
+    snprintf(tmp, sizeof(tmp), "savedmodels/%s", rel);
+    return ut_data_path(tmp, buf, n);
 }
 
 char *util_cli_tmpdir(char *buf, size_t n) {

@@ -10,8 +10,8 @@
 #include "rt_tensor.h"
 #include "tf_savedmodel.pb-c.h"
 
-/* "$DCM_SHARED/testdata/savedmodels/<rel>" into buf (DCM_SHARED defaults to
- * "../../shared", right for a build folder inside the repo); returns buf. */
+/* "$DCM_SRC/tests/data/savedmodels/<rel>" into buf (the TensorFlow Serving
+ * test models committed to the repo); returns buf. */
 char *util_cli_model_dir(const char *rel, char *buf, size_t n);
 
 /* A fresh empty directory under $TMPDIR (or /tmp) into buf; ck_asserts on

@@ -1,5 +1,6 @@
 /* util_serve.c - start/stop the real daemon and make core-API unary calls. */
 #include "util_serve.h"
+#include "util_bundle.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +9,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,18 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-const char *ut_shared(void) {
-    static char buf[4096];
-    const char *s = getenv("DCM_SHARED");
-    if (s != NULL) return s;
-    const char *src = getenv("DCM_SRC");
-    snprintf(buf, sizeof(buf), "%s/../shared", src ? src : "..");
-    return buf;
-}
-
 char *ut_savedmodel_path(char *buf, size_t cap, const char *rel) {
-    snprintf(buf, cap, "%s/testdata/savedmodels/%s", ut_shared(), rel);
-    return buf;
+    char tmp[1024];
+    snprintf(tmp, sizeof(tmp), "savedmodels/%s", rel);
+    return ut_data_path(tmp, buf, cap);
 }
 
 char *ut_tmpdir(char *buf, size_t cap) {
@@ -63,23 +57,48 @@ int ut_daemon_start(ut_daemon *d, const char *const *args) {
         if (lf >= 0) dup2(lf, 2);
         close(pfd[0]);
         execv(exe, (char *const *)argv);
+        fprintf(stderr, "cannot run %s: %s\n", exe, strerror(errno));
         _exit(127);
     }
     close(pfd[1]);
-    FILE *f = fdopen(pfd[0], "r");
+    /* The first stdout line says where it listens; it must come within
+     * UT_START_TIMEOUT_S, else the daemon is killed. */
     char line[256];
-    int ok = -1;
-    /* The first stdout line says where it listens. */
-    if (f && fgets(line, sizeof(line), f)) {
-        char *colon = strrchr(line, ':');
-        if (strstr(line, "listening on") && colon) {
-            d->port = atoi(colon + 1);
-            snprintf(d->target, sizeof(d->target), "ipv4:127.0.0.1:%d", d->port);
-            ok = 0;
+    size_t len = 0;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double left = UT_START_TIMEOUT_S - (double)(now.tv_sec - t0.tv_sec) -
+                      (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+        struct pollfd p = {pfd[0], POLLIN, 0};
+        int r = left > 0 ? poll(&p, 1, (int)(left * 1000) + 1) : 0;
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            fprintf(stderr, "dcmserve printed no \"listening on\" line within %d s\n",
+                    UT_START_TIMEOUT_S);
+            break;
         }
+        ssize_t got = read(pfd[0], line + len, 1);
+        if (got <= 0) {
+            if (got < 0 && errno == EINTR) continue;
+            fprintf(stderr, "dcmserve closed its stdout before saying where it listens\n");
+            break;
+        }
+        if (line[len] == '\n' || ++len == sizeof(line) - 1) break;
     }
-    if (f) fclose(f);
-    return ok;
+    line[len] = '\0';
+    close(pfd[0]);
+    char *colon = strrchr(line, ':');
+    if (strstr(line, "listening on") && colon) {
+        d->port = atoi(colon + 1);
+        snprintf(d->target, sizeof(d->target), "ipv4:127.0.0.1:%d", d->port);
+        return 0;
+    }
+    ut_daemon_stop(d, SIGKILL, 5);
+    ut_daemon_log_tail(d, UT_LOG_TAIL_LINES);
+    unlink(d->log);
+    return -1;
 }
 
 int ut_daemon_stop(ut_daemon *d, int sig, double timeout_s) {
@@ -99,6 +118,40 @@ int ut_daemon_stop(ut_daemon *d, int sig, double timeout_s) {
     waitpid(d->pid, &status, 0);
     d->pid = 0;
     return -1;
+}
+
+int ut_daemon_exited(ut_daemon *d, int *status) {
+    int st = 0;
+    if (d->pid <= 0) return 1;
+    if (waitpid(d->pid, &st, WNOHANG) != d->pid) return 0;
+    d->pid = 0;
+    if (status) *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return 1;
+}
+
+void ut_daemon_log_tail(const ut_daemon *d, int lines) {
+    FILE *f = fopen(d->log, "r");
+    if (f == NULL) {
+        fprintf(stderr, "(no daemon log at %s)\n", d->log);
+        return;
+    }
+    /* Offsets of the starts of the last `lines` lines, in a ring. */
+    long starts[256];
+    int cap = lines < 1 ? 1 : lines > 256 ? 256 : lines, n = 0, c, at_start = 1;
+    long pos = 0;
+    while ((c = fgetc(f)) != EOF) {
+        if (at_start) starts[n++ % cap] = pos;
+        at_start = c == '\n';
+        pos++;
+    }
+    fprintf(stderr, "--- last %d lines of the daemon's log ---\n", n < cap ? n : cap);
+    if (n > 0) {
+        fseek(f, starts[n <= cap ? 0 : n % cap], SEEK_SET);
+        while ((c = fgetc(f)) != EOF) fputc(c, stderr);
+        if (!at_start) fputc('\n', stderr);
+    }
+    fprintf(stderr, "--- end of the daemon's log ---\n");
+    fclose(f);
 }
 
 int ut_daemon_log_has(const ut_daemon *d, const char *needle) {

@@ -15,12 +15,25 @@ typedef struct ut_daemon {
     char log[4096];  /* path of its stderr log */
 } ut_daemon;
 
+/* How long a test waits for a daemon to say where it listens, and then to
+ * become SERVING, before it fails (printing the tail of the daemon's log). */
+#define UT_START_TIMEOUT_S 20
+#define UT_LOG_TAIL_LINES 20
+
 /* Starts $DCM_BIN/dcmserve serve --port=0 --bind_address=127.0.0.1 plus the
- * NULL-terminated extra args; reads the port from its stdout. 0 on success. */
+ * NULL-terminated extra args; reads the port from its stdout. 0 on success;
+ * on failure (no "listening on" line within UT_START_TIMEOUT_S) the daemon is
+ * killed, the tail of its log printed to stderr, and -1 returned. */
 int ut_daemon_start(ut_daemon *d, const char *const *args);
 /* Sends sig, waits up to timeout_s; returns the exit status (-1 on timeout,
  * after which the process is killed). */
 int ut_daemon_stop(ut_daemon *d, int sig, double timeout_s);
+/* Non-zero when the daemon has exited (reaped; *status, when not NULL, gets
+ * its exit code, or 128 + signal). */
+int ut_daemon_exited(ut_daemon *d, int *status);
+/* Prints the last `lines` lines (at most 256) of the daemon's log (its
+ * stderr) to stderr. */
+void ut_daemon_log_tail(const ut_daemon *d, int lines);
 /* Non-zero when the daemon's log contains `needle`. */
 int ut_daemon_log_has(const ut_daemon *d, const char *needle);
 
@@ -39,9 +52,7 @@ void ut_reply_free(ut_reply *r);
 /* Channel to target with unlimited receive size. */
 grpc_channel *ut_channel(const char *target);
 
-/* Shared data dir ($DCM_SHARED, else ../shared beside $DCM_SRC). */
-const char *ut_shared(void);
-/* "$DCM_SHARED/testdata/savedmodels/<rel>" into buf; returns buf. */
+/* "$DCM_SRC/tests/data/savedmodels/<rel>" into buf; returns buf. */
 char *ut_savedmodel_path(char *buf, size_t cap, const char *rel);
 /* A fresh empty directory under $TMPDIR or /tmp; returns buf (NULL on error). */
 char *ut_tmpdir(char *buf, size_t cap);
