@@ -28,8 +28,10 @@ static void attr_value_free(Tensorflow__AttrValue *v) {
     if (v->value_case == TENSORFLOW__ATTR_VALUE__VALUE_S) free(v->s.data);
     if (v->value_case == TENSORFLOW__ATTR_VALUE__VALUE_LIST && v->list) {
         free(v->list->i);
+        free(v->list->f);
         free(v->list);
     }
+    if (v->value_case == TENSORFLOW__ATTR_VALUE__VALUE_SHAPE) free(v->shape); /* one block */
     free(v);
 }
 
@@ -106,6 +108,42 @@ void tu_attr_ilist(Tensorflow__NodeDef *d, const char *key, int n, const int64_t
     v->list->i = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     ck_assert_ptr_nonnull(v->list->i);
     if (n > 0) memcpy(v->list->i, vals, (size_t)n * sizeof(int64_t));
+}
+
+void tu_attr_flist(Tensorflow__NodeDef *d, const char *key, int n, const float *vals) {
+    Tensorflow__AttrValue *v = add_attr(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+    v->list = calloc(1, sizeof(*v->list));
+    ck_assert_ptr_nonnull(v->list);
+    tensorflow__attr_value__list_value__init(v->list);
+    v->list->n_f = (size_t)n;
+    v->list->f = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    ck_assert_ptr_nonnull(v->list->f);
+    if (n > 0) memcpy(v->list->f, vals, (size_t)n * sizeof(float));
+}
+
+void tu_attr_shape(Tensorflow__NodeDef *d, const char *key, int rank, const int64_t *dims) {
+    Tensorflow__AttrValue *v = add_attr(d, key);
+    int n = rank > 0 ? rank : 0;
+    /* the proto, its dim pointers and the dims in one block (freed at once) */
+    size_t bytes = sizeof(Tensorflow__TensorShapeProto) +
+                   (size_t)n * (sizeof(Tensorflow__TensorShapeProto__Dim *) +
+                                sizeof(Tensorflow__TensorShapeProto__Dim));
+    Tensorflow__TensorShapeProto *sp = calloc(1, bytes);
+    ck_assert_ptr_nonnull(sp);
+    tensorflow__tensor_shape_proto__init(sp);
+    Tensorflow__TensorShapeProto__Dim **ptrs = (Tensorflow__TensorShapeProto__Dim **)(sp + 1);
+    Tensorflow__TensorShapeProto__Dim *dm = (Tensorflow__TensorShapeProto__Dim *)(ptrs + n);
+    for (int i = 0; i < n; i++) {
+        tensorflow__tensor_shape_proto__dim__init(&dm[i]);
+        dm[i].size = dims[i];
+        ptrs[i] = &dm[i];
+    }
+    sp->n_dim = (size_t)n;
+    sp->dim = n > 0 ? ptrs : NULL;
+    sp->unknown_rank = rank < 0;
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_SHAPE;
+    v->shape = sp;
 }
 
 rt_tensor *tu_t(rt_dtype dt, rt_shape s, const void *vals, int nvals) {

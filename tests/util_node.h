@@ -24,6 +24,9 @@ void tu_attr_b(Tensorflow__NodeDef *d, const char *key, int v);
 void tu_attr_type(Tensorflow__NodeDef *d, const char *key, rt_dtype v);
 void tu_attr_s(Tensorflow__NodeDef *d, const char *key, const char *v);
 void tu_attr_ilist(Tensorflow__NodeDef *d, const char *key, int n, const int64_t *v);
+void tu_attr_flist(Tensorflow__NodeDef *d, const char *key, int n, const float *v);
+/* Shape attr of `rank` dims (-1 = unknown dim); rank -1 = unknown rank. */
+void tu_attr_shape(Tensorflow__NodeDef *d, const char *key, int rank, const int64_t *dims);
 /* tu_attr_ints(d, "strides", 1, 2, 2, 1) */
 #define tu_attr_ints(d, key, ...)                                                                  \
     tu_attr_ilist((d), (key), (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),           \

@@ -13,6 +13,7 @@ extern const kn_kernel kn_cpu_elementwise_kernels[]; /* Add, Mul, Relu, Cast, ..
 extern const kn_kernel kn_cpu_shape_kernels[];       /* Reshape, Concat, Transpose, Pad, ... */
 extern const kn_kernel kn_cpu_reduce_kernels[];      /* Mean, Sum, Max, Softmax, MatMul */
 extern const kn_kernel kn_cpu_nn_kernels[];          /* Conv2D, pools, BatchNorm, Resize */
+extern const kn_kernel kn_cpu_index_kernels[];       /* TopKV2, OneHot, Bucketize, GatherNd, ... */
 extern const kn_kernel kn_cpu_image_kernels[];       /* DICOM window/normalise/layout/resize */
 
 #endif /* KN_CPU_H */

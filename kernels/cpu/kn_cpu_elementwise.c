@@ -376,6 +376,9 @@ DEF_UN_FV(square, x *x, x *x)
 DEF_UN_F(sqrt, sqrtf(x), sqrt(x))
 DEF_UN_F(rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
 DEF_UN_F(exp, expf(x), exp(x))
+DEF_UN_F(cos, cosf(x), cos(x))
+DEF_UN_F(sin, sinf(x), sin(x))
+DEF_UN_F(tan, tanf(x), tan(x))
 DEF_UN_FV(neg, -x, -x)
 DEF_UN_FV(abs, fabsf(x), fabs(x))
 DEF_UN_FV(relu, x > 0 ? x : 0, x > 0 ? x : 0)
@@ -477,6 +480,9 @@ static const un_op un_ops[] = {
     UN_F("Elu", elu),
     UN_F("Selu", selu),
     UN_F("Erf", erf),
+    UN_F("Cos", cos),
+    UN_F("Sin", sin),
+    UN_F("Tan", tan),
     UN_FI("Sign", sign),
     {"LogicalNot", {[T_BOOL] = not_b}},
 };
@@ -1031,6 +1037,9 @@ const kn_kernel kn_cpu_elementwise_kernels[] = {
     UN("Elu"),
     UN("Selu"),
     UN("Erf"),
+    UN("Cos"),
+    UN("Sin"),
+    UN("Tan"),
     UN("Sign"),
     {.op = "Select", .compute = select_compute},
     {.op = "SelectV2", .compute = select_compute},

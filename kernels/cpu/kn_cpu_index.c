@@ -1,0 +1,388 @@
+/* kn_cpu_index.c - CPU kernels that select, place or bin values by index:
+ * TopKV2, OneHot, Bucketize, GatherNd, BroadcastTo and EnsureShape.
+ *
+ * Semantics follow TensorFlow's kernels (topk_op.cc, one_hot_op.cc,
+ * bucketize_op.cc, gather_nd_op.cc, broadcast_to_op.cc, shape_ops.cc):
+ * TopKV2 breaks ties by the lower index; OneHot writes off_value for an
+ * index outside [0, depth); Bucketize counts the boundaries <= x; GatherNd
+ * rejects an out-of-range index with INVALID_ARGUMENT naming it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_cpu.h"
+#include "kn_cpu_util.h"
+
+/* Reads element i of a numeric tensor as double (for sorting and binning). */
+static int num_get(const rt_tensor *t, int64_t i, double *v) {
+    switch (t->dtype) {
+    case RT_DT_FLOAT: *v = ((const float *)t->data)[i]; return 1;
+    case RT_DT_DOUBLE: *v = ((const double *)t->data)[i]; return 1;
+    case RT_DT_INT32: *v = ((const int32_t *)t->data)[i]; return 1;
+    case RT_DT_INT64: *v = (double)((const int64_t *)t->data)[i]; return 1;
+    case RT_DT_UINT8: *v = ((const uint8_t *)t->data)[i]; return 1;
+    default: return 0;
+    }
+}
+
+static int is_num(rt_dtype dt) {
+    return dt == RT_DT_FLOAT || dt == RT_DT_DOUBLE || dt == RT_DT_INT32 || dt == RT_DT_INT64 ||
+           dt == RT_DT_UINT8;
+}
+
+/* Index element i of an int32/int64 tensor. */
+static int64_t idx_get(const rt_tensor *t, int64_t i) {
+    return t->dtype == RT_DT_INT64 ? ((const int64_t *)t->data)[i]
+                                   : ((const int32_t *)t->data)[i];
+}
+
+static int is_idx(rt_dtype dt) {
+    return dt == RT_DT_INT32 || dt == RT_DT_INT64;
+}
+
+/* "[2,3]" as TensorFlow prints shapes in these ops' messages; static
+ * per-thread buffers, two rotating. */
+static const char *tf_shp(const rt_shape *s) {
+    static _Thread_local char buf[2][RT_MAX_RANK * 21 + 8];
+    static _Thread_local int which;
+    char *b = buf[which++ & 1];
+    size_t n = 0;
+    b[n++] = '[';
+    for (int d = 0; d < s->rank; d++) {
+        if (d > 0) b[n++] = ',';
+        if (s->dim[d] < 0)
+            n += (size_t)snprintf(b + n, sizeof(buf[0]) - n, "?");
+        else
+            n += (size_t)snprintf(b + n, sizeof(buf[0]) - n, "%lld", (long long)s->dim[d]);
+    }
+    b[n++] = ']';
+    b[n] = '\0';
+    return b;
+}
+
+/* ---- TopKV2 ---- */
+
+typedef struct {
+    double v;
+    int64_t i;
+} topk_item;
+
+static int topk_cmp(const void *pa, const void *pb) {
+    const topk_item *a = pa, *b = pb;
+    /* NaN ranks above every number (a total order keeps qsort defined) */
+    int na = a->v != a->v, nb = b->v != b->v;
+    if (na != nb) return na ? -1 : 1;
+    if (a->v > b->v) return -1;
+    if (a->v < b->v) return 1;
+    return (a->i > b->i) - (a->i < b->i); /* ties: lower index first */
+}
+
+static ms_status topk_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                              rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0];
+    if (!is_num(x->dtype))
+        return KN_EINVAL(node, "input must be a real number tensor, got %s",
+                         rt_dtype_name(x->dtype));
+    if (x->shape.rank < 1)
+        return KN_EINVAL(node, "input must be at least 1-dimensional, got shape %s",
+                         tf_shp(&x->shape));
+    int64_t k;
+    if ((st = kn__read_int1(node, in[1], "k", &k)) != MS_OK) return st;
+    if (k < 0) return KN_EINVAL(node, "Need k >= 0, got %lld", (long long)k);
+    int64_t n = x->shape.dim[x->shape.rank - 1];
+    if (n < k)
+        return KN_EINVAL(node, "input must have at least k columns. Had %lld, needed %lld",
+                         (long long)n, (long long)k);
+    rt_dtype itype = kn_attr_type(node, "index_type", RT_DT_INT32);
+    if (!is_idx(itype))
+        return KN_EINVAL(node, "index_type must be int32 or int64, got %s",
+                         rt_dtype_name(itype));
+    rt_shape os = x->shape;
+    os.dim[os.rank - 1] = k;
+    if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
+    if (node->nout > 1 && (st = kn__output(ctx, node, 1, itype, &os, &out[1])) != MS_OK)
+        return st;
+    int64_t rows = n > 0 ? x->nelem / n : 0;
+    if (k == 0 || rows == 0) return MS_OK;
+    topk_item *items = malloc((size_t)n * sizeof(*items));
+    if (items == NULL) return kn__errf(MS_ENOMEM, node, "out of memory for %lld values", (long long)n);
+    size_t es = rt_dtype_size(x->dtype);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t j = 0; j < n; j++) {
+            num_get(x, r * n + j, &items[j].v);
+            items[j].i = j;
+        }
+        /* sorted=false allows any order; sorted order satisfies it too. */
+        qsort(items, (size_t)n, sizeof(*items), topk_cmp);
+        for (int64_t j = 0; j < k; j++) {
+            int64_t src = r * n + items[j].i, dst = r * k + j;
+            memcpy((uint8_t *)out[0]->data + dst * es, (const uint8_t *)x->data + src * es, es);
+            if (out[1] == NULL) continue;
+            if (itype == RT_DT_INT64)
+                ((int64_t *)out[1]->data)[dst] = items[j].i;
+            else
+                ((int32_t *)out[1]->data)[dst] = (int32_t)items[j].i;
+        }
+    }
+    free(items);
+    return MS_OK;
+}
+
+/* ---- OneHot ---- */
+
+static ms_status onehot_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 4);
+    if (st != MS_OK) return st;
+    const rt_tensor *ix = in[0], *on = in[2], *off = in[3];
+    if (!is_idx(ix->dtype) && ix->dtype != RT_DT_UINT8)
+        return KN_EINVAL(node, "indices must be uint8, int32 or int64, got %s",
+                         rt_dtype_name(ix->dtype));
+    int64_t depth;
+    if ((st = kn__read_int1(node, in[1], "depth", &depth)) != MS_OK) return st;
+    if (depth < 0) return KN_EINVAL(node, "depth must be non-negative, got: %lld", (long long)depth);
+    if (on->nelem != 1 || off->nelem != 1)
+        return KN_EINVAL(node, "on_value and off_value must be scalars, got shapes %s and %s",
+                         tf_shp(&on->shape), tf_shp(&off->shape));
+    if (on->dtype != off->dtype || !rt_dtype_is_pod(on->dtype))
+        return KN_EINVAL(node, "on_value (%s) and off_value (%s) must be one numeric dtype",
+                         rt_dtype_name(on->dtype), rt_dtype_name(off->dtype));
+    int rank = ix->shape.rank;
+    if (rank + 1 > RT_MAX_RANK)
+        return KN_EINVAL(node, "indices rank %d leaves no room for the depth axis", rank);
+    int64_t axis = kn_attr_i(node, "axis", -1);
+    if (axis < -1 || axis > rank)
+        return KN_EINVAL(node, "Expected axis to be -1 or between [0, %d).  But received: %lld",
+                         rank + 1, (long long)axis);
+    int a = axis == -1 ? rank : (int)axis;
+    rt_shape os = {.rank = rank + 1};
+    for (int d = 0, s = 0; d < rank + 1; d++) os.dim[d] = d == a ? depth : ix->shape.dim[s++];
+    if ((st = kn__output(ctx, node, 0, on->dtype, &os, &out[0])) != MS_OK) return st;
+    /* indices as (pre, post) around the axis; output (pre, depth, post). */
+    int64_t pre = 1, post = 1;
+    for (int d = 0; d < a; d++) pre *= ix->shape.dim[d];
+    for (int d = a; d < rank; d++) post *= ix->shape.dim[d];
+    size_t es = rt_dtype_size(on->dtype);
+    uint8_t *o = out[0]->data;
+    for (int64_t e = 0; e < out[0]->nelem; e++) memcpy(o + (size_t)e * es, off->data, es);
+    for (int64_t p = 0; p < pre; p++)
+        for (int64_t q = 0; q < post; q++) {
+            int64_t i = p * post + q;
+            int64_t v = ix->dtype == RT_DT_UINT8 ? ((const uint8_t *)ix->data)[i] : idx_get(ix, i);
+            if (v < 0 || v >= depth) continue;
+            memcpy(o + (size_t)((p * depth + v) * post + q) * es, on->data, es);
+        }
+    return MS_OK;
+}
+
+/* ---- Bucketize ---- */
+
+#define BUCKETS_MAX 4096
+
+typedef struct {
+    int n;
+    float b[];
+} bucket_state;
+
+static ms_status bucketize_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    (void)const_in;
+    int n = kn_attr_flist(node, "boundaries", NULL, 0);
+    if (n < 0) n = 0;
+    if (n > BUCKETS_MAX)
+        return KN_EINVAL(node, "%d boundaries, at most %d supported", n, BUCKETS_MAX);
+    bucket_state *s = malloc(sizeof(*s) + (size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (s == NULL) return kn__errf(MS_ENOMEM, node, "out of memory");
+    s->n = n;
+    if (n > 0) kn_attr_flist(node, "boundaries", s->b, n);
+    for (int i = 1; i < n; i++)
+        if (!(s->b[i - 1] <= s->b[i])) {
+            double a = s->b[i - 1], b = s->b[i];
+            free(s);
+            return KN_EINVAL(node, "Expected sorted boundaries, got %g before %g", a, b);
+        }
+    *state = s;
+    return MS_OK;
+}
+
+static ms_status bucketize_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                   rt_tensor *const *in, rt_tensor **out) {
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    const bucket_state *bs = state;
+    const rt_tensor *x = in[0];
+    if (!is_num(x->dtype))
+        return KN_EINVAL(node, "input must be numeric, got %s", rt_dtype_name(x->dtype));
+    if ((st = kn__output(ctx, node, 0, RT_DT_INT32, &x->shape, &out[0])) != MS_OK) return st;
+    int32_t *o = out[0]->data;
+    for (int64_t i = 0; i < x->nelem; i++) {
+        double v;
+        num_get(x, i, &v);
+        /* upper bound: the first boundary > v */
+        int lo = 0, hi = bs ? bs->n : 0;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if ((double)bs->b[mid] <= v)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        o[i] = lo;
+    }
+    return MS_OK;
+}
+
+/* ---- GatherNd ---- */
+
+static ms_status gathernd_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                  rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *p = in[0], *ix = in[1];
+    if (!rt_dtype_is_pod(p->dtype))
+        return KN_EINVAL(node, "params of %s are not supported", rt_dtype_name(p->dtype));
+    if (!is_idx(ix->dtype))
+        return KN_EINVAL(node, "indices must be int32 or int64, got %s", rt_dtype_name(ix->dtype));
+    if (ix->shape.rank < 1)
+        return KN_EINVAL(node, "indices must be at least a vector, got shape %s",
+                         tf_shp(&ix->shape));
+    int64_t depth = ix->shape.dim[ix->shape.rank - 1];
+    if (depth > p->shape.rank)
+        return KN_EINVAL(node,
+                         "index innermost dimension length must be <= params rank; saw: %lld vs. "
+                         "%d",
+                         (long long)depth, p->shape.rank);
+    rt_shape os = {.rank = ix->shape.rank - 1 + p->shape.rank - (int)depth};
+    if (os.rank > RT_MAX_RANK) return KN_EINVAL(node, "output rank %d is too large", os.rank);
+    int r = 0;
+    for (int d = 0; d < ix->shape.rank - 1; d++) os.dim[r++] = ix->shape.dim[d];
+    int64_t slice = 1;
+    for (int d = (int)depth; d < p->shape.rank; d++) {
+        os.dim[r++] = p->shape.dim[d];
+        slice *= p->shape.dim[d];
+    }
+    int64_t nidx = 1; /* index tuples: all of indices' dims but the last */
+    for (int d = 0; d < ix->shape.rank - 1; d++) nidx *= ix->shape.dim[d];
+    if (p->nelem == 0 && nidx > 0 && slice > 0 && depth > 0)
+        return KN_EINVAL(node, "Requested more than 0 entries, but params is empty. Params "
+                               "shape: %s",
+                         tf_shp(&p->shape));
+    if ((st = kn__output(ctx, node, 0, p->dtype, &os, &out[0])) != MS_OK) return st;
+    size_t es = rt_dtype_size(p->dtype);
+    for (int64_t i = 0; i < nidx; i++) {
+        int64_t off = 0;
+        for (int64_t d = 0; d < depth; d++) {
+            int64_t v = idx_get(ix, i * depth + d);
+            if (v < 0 || v >= p->shape.dim[d]) {
+                char where[RT_MAX_RANK * 21 + 8], ixs[RT_MAX_RANK * 21 + 8];
+                size_t n = 0, m = 0;
+                int64_t rem = i;
+                int lead = ix->shape.rank - 1;
+                int64_t coord[RT_MAX_RANK] = {0};
+                for (int e = lead - 1; e >= 0; e--) {
+                    coord[e] = ix->shape.dim[e] ? rem % ix->shape.dim[e] : 0;
+                    rem = ix->shape.dim[e] ? rem / ix->shape.dim[e] : 0;
+                }
+                for (int e = 0; e < lead; e++)
+                    n += (size_t)snprintf(where + n, sizeof(where) - n, "%s%lld", e ? "," : "",
+                                          (long long)coord[e]);
+                where[n] = '\0';
+                for (int64_t e = 0; e < depth && m < sizeof(ixs) - 24; e++)
+                    m += (size_t)snprintf(ixs + m, sizeof(ixs) - m, "%s%lld", e ? "," : "",
+                                          (long long)idx_get(ix, i * depth + e));
+                ixs[m] = '\0';
+                return KN_EINVAL(node, "indices[%s] = [%s] does not index into param shape %s",
+                                 where, ixs, tf_shp(&p->shape));
+            }
+            off = off * p->shape.dim[d] + v;
+        }
+        kn__copy((uint8_t *)out[0]->data + (size_t)(i * slice) * es,
+                 (const uint8_t *)p->data + (size_t)(off * slice) * es, slice, es);
+    }
+    return MS_OK;
+}
+
+/* ---- BroadcastTo ---- */
+
+static ms_status broadcast_to_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                      rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0];
+    if (!rt_dtype_is_pod(x->dtype))
+        return KN_EINVAL(node, "input of %s is not supported", rt_dtype_name(x->dtype));
+    int64_t dims[RT_MAX_RANK];
+    int cnt;
+    if ((st = kn__read_ints(node, in[1], "shape", dims, RT_MAX_RANK, &cnt)) != MS_OK) return st;
+    rt_shape os = rt_shape_make(cnt, dims);
+    int ok = x->shape.rank <= cnt;
+    for (int d = 0; ok && d < cnt; d++) {
+        if (dims[d] < 0) ok = 0;
+        int xd = d - (cnt - x->shape.rank);
+        if (ok && xd >= 0 && x->shape.dim[xd] != 1 && x->shape.dim[xd] != dims[d]) ok = 0;
+    }
+    if (!ok)
+        return KN_EINVAL(node, "Unable to broadcast tensor of shape %s to tensor of shape %s",
+                         tf_shp(&x->shape), tf_shp(&os));
+    if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
+    if (out[0]->nelem == 0) return MS_OK;
+    /* source strides over the output's dims (0 where broadcast) */
+    int64_t sstride[RT_MAX_RANK] = {0}, acc = 1;
+    for (int d = cnt - 1; d >= 0; d--) {
+        int xd = d - (cnt - x->shape.rank);
+        if (xd < 0) continue;
+        sstride[d] = x->shape.dim[xd] == 1 ? 0 : acc;
+        acc *= x->shape.dim[xd];
+    }
+    size_t es = rt_dtype_size(x->dtype);
+    int64_t coord[RT_MAX_RANK] = {0}, src = 0;
+    uint8_t *o = out[0]->data;
+    for (int64_t e = 0; e < out[0]->nelem; e++) {
+        memcpy(o + (size_t)e * es, (const uint8_t *)x->data + (size_t)src * es, es);
+        for (int d = cnt - 1; d >= 0; d--) {
+            src += sstride[d];
+            if (++coord[d] < dims[d]) break;
+            src -= sstride[d] * coord[d];
+            coord[d] = 0;
+        }
+    }
+    return MS_OK;
+}
+
+/* ---- EnsureShape ---- */
+
+static ms_status ensure_shape_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                      rt_tensor *const *in, rt_tensor **out) {
+    (void)ctx;
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    rt_shape want;
+    if (kn_attr_shape(node, "shape", &want) != MS_OK) want.rank = -1; /* absent: anything */
+    int ok = want.rank < 0 || want.rank == in[0]->shape.rank;
+    for (int d = 0; ok && want.rank > 0 && d < want.rank; d++)
+        if (want.dim[d] >= 0 && want.dim[d] != in[0]->shape.dim[d]) ok = 0;
+    if (!ok)
+        return KN_EINVAL(node, "Shape of tensor %s %s is not compatible with expected shape %s.",
+                         node->name, tf_shp(&in[0]->shape),
+                         want.rank < 0 ? "<unknown>" : tf_shp(&want));
+    out[0] = rt_tensor_ref(in[0]);
+    return MS_OK;
+}
+
+const kn_kernel kn_cpu_index_kernels[] = {
+    {.op = "TopKV2", .compute = topk_compute},
+    {.op = "OneHot", .compute = onehot_compute},
+    {.op = "Bucketize", .prepare = bucketize_prepare, .compute = bucketize_compute,
+     .release = free},
+    {.op = "GatherNd", .compute = gathernd_compute},
+    {.op = "BroadcastTo", .compute = broadcast_to_compute},
+    {.op = "EnsureShape", .compute = ensure_shape_compute},
+    {.op = NULL},
+};

@@ -1,0 +1,253 @@
+/* check_kn_index.c - CPU kernels of kn_cpu_index.c (TopKV2, OneHot,
+ * Bucketize, GatherNd, BroadcastTo, EnsureShape) and the trigonometric
+ * unary ops (Cos, Sin, Tan). Expected values are worked out by hand; the
+ * OneHot, Bucketize, GatherNd and BroadcastTo cases are the examples of
+ * TensorFlow's API documentation for tf.one_hot, tf.raw_ops.Bucketize,
+ * tf.gather_nd and tf.broadcast_to. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "util_node.h"
+
+#define S TU_SHAPE
+
+START_TEST(topk) {
+    /* rows [1,3,2,3] and [5,4,6,0], k=2: the tie 3/3 goes to the lower index */
+    rt_tensor *in[2] = {TU_F32(S(2, 4), 1, 3, 2, 3, 5, 4, 6, 0), TU_I32(TU_SCALAR, 2)};
+    rt_tensor *o[2] = {NULL, NULL};
+    Tensorflow__NodeDef *d = tu_node_new("TopKV2", "top");
+    ck_assert_int_eq(tu_run(d, in, 2, o, 2), MS_OK);
+    TU_CHECK_F32(o[0], S(2, 2), 0, 3, 3, 6, 5);
+    TU_CHECK_INT(o[1], RT_DT_INT32, S(2, 2), 1, 3, 2, 0);
+    tu_unref(o, 2);
+    tu_node_free(d);
+    /* int64 indices asked for; k = 0 gives empty rows */
+    d = tu_node_new("TopKV2", "top");
+    tu_attr_type(d, "index_type", RT_DT_INT64);
+    ((int32_t *)in[1]->data)[0] = 0;
+    ck_assert_int_eq(tu_run(d, in, 2, o, 2), MS_OK);
+    tu_check_shape(o[0], RT_DT_FLOAT, S(2, 0));
+    tu_check_shape(o[1], RT_DT_INT64, S(2, 0));
+    tu_unref(o, 2);
+    tu_node_free(d);
+    /* k larger than the row; negative k */
+    ((int32_t *)in[1]->data)[0] = 5;
+    tu_run_fail(tu_node_new("TopKV2", "bad_top"), in, 2, 2, MS_EINVAL, "Had 4, needed 5");
+    ((int32_t *)in[1]->data)[0] = -1;
+    tu_run_fail(tu_node_new("TopKV2", "bad_top"), in, 2, 2, MS_EINVAL, "k >= 0");
+    tu_unref(in, 2);
+    /* int32 values, no rows at all */
+    rt_tensor *in2[2] = {TU_I32(S(3), 7, -2, 9), TU_I64(TU_SCALAR, 1)};
+    d = tu_node_new("TopKV2", "top");
+    ck_assert_int_eq(tu_run(d, in2, 2, o, 2), MS_OK);
+    TU_CHECK_INT(o[0], RT_DT_INT32, S(1), 9);
+    TU_CHECK_INT(o[1], RT_DT_INT32, S(1), 2);
+    tu_unref(o, 2);
+    tu_node_free(d);
+    tu_unref(in2, 2);
+    rt_tensor *in3[2] = {tu_t(RT_DT_FLOAT, S(0, 4), NULL, 0), TU_I32(TU_SCALAR, 2)};
+    d = tu_node_new("TopKV2", "top");
+    ck_assert_int_eq(tu_run(d, in3, 2, o, 2), MS_OK);
+    tu_check_shape(o[0], RT_DT_FLOAT, S(0, 2));
+    tu_unref(o, 2);
+    tu_node_free(d);
+    tu_unref(in3, 2);
+}
+END_TEST
+
+START_TEST(one_hot) {
+    /* tf.one_hot([0, 2, -1, 1], 3, 5.0, 0.0): -1 is out of range -> all off */
+    rt_tensor *in[4] = {TU_I32(S(4), 0, 2, -1, 1), TU_I32(TU_SCALAR, 3),
+                        TU_F32(TU_SCALAR, 5), TU_F32(TU_SCALAR, 0)};
+    rt_tensor *o = tu_run1(tu_node_new("OneHot", "oh"), in, 4);
+    TU_CHECK_F32(o, S(4, 3), 0, 5, 0, 0, 0, 0, 5, 0, 0, 0, 0, 5, 0);
+    rt_tensor_unref(o);
+    /* axis 0: the depth axis first, (3, 4) */
+    Tensorflow__NodeDef *d = tu_node_new("OneHot", "oh");
+    tu_attr_i(d, "axis", 0);
+    o = tu_run1(d, in, 4);
+    TU_CHECK_F32(o, S(3, 4), 0, 5, 0, 0, 0, 0, 0, 0, 5, 0, 5, 0, 0);
+    rt_tensor_unref(o);
+    /* index equal to depth is out of range too */
+    ((int32_t *)in[0]->data)[0] = 3;
+    o = tu_run1(tu_node_new("OneHot", "oh"), in, 4);
+    TU_CHECK_F32(o, S(4, 3), 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 5, 0);
+    rt_tensor_unref(o);
+    ((int32_t *)in[1]->data)[0] = -1;
+    tu_run_fail(tu_node_new("OneHot", "bad_oh"), in, 4, 1, MS_EINVAL, "non-negative");
+    ((int32_t *)in[1]->data)[0] = 3;
+    d = tu_node_new("OneHot", "bad_oh");
+    tu_attr_i(d, "axis", 3);
+    tu_run_fail(d, in, 4, 1, MS_EINVAL, "axis");
+    tu_unref(in, 4);
+    /* empty indices: (0, depth) */
+    rt_tensor *in2[4] = {tu_t(RT_DT_INT64, S(0), NULL, 0), TU_I32(TU_SCALAR, 2),
+                         TU_I32(TU_SCALAR, 1), TU_I32(TU_SCALAR, 0)};
+    o = tu_run1(tu_node_new("OneHot", "oh"), in2, 4);
+    tu_check_shape(o, RT_DT_INT32, S(0, 2));
+    rt_tensor_unref(o);
+    tu_unref(in2, 4);
+}
+END_TEST
+
+START_TEST(bucketize) {
+    /* boundaries [0, 10, 100]: [[-5, 10000], [150, 10], [5, 100]] ->
+     * [[0, 3], [3, 2], [1, 3]] (a value on a boundary goes to the bucket above) */
+    rt_tensor *x = TU_I32(S(3, 2), -5, 10000, 150, 10, 5, 100);
+    Tensorflow__NodeDef *d = tu_node_new("Bucketize", "b");
+    tu_attr_flist(d, "boundaries", 3, (const float[]){0, 10, 100});
+    rt_tensor *o = tu_run1(d, &x, 1);
+    TU_CHECK_INT(o, RT_DT_INT32, S(3, 2), 0, 3, 3, 2, 1, 3);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+    /* floats, no boundaries at all -> bucket 0 */
+    x = TU_F32(S(2), -1.5f, 0.25f);
+    d = tu_node_new("Bucketize", "b");
+    tu_attr_flist(d, "boundaries", 1, (const float[]){0.25f});
+    o = tu_run1(d, &x, 1);
+    TU_CHECK_INT(o, RT_DT_INT32, S(2), 0, 1);
+    rt_tensor_unref(o);
+    o = tu_run1(tu_node_new("Bucketize", "b"), &x, 1);
+    TU_CHECK_INT(o, RT_DT_INT32, S(2), 0, 0);
+    rt_tensor_unref(o);
+    /* unsorted boundaries fail at prepare */
+    d = tu_node_new("Bucketize", "bad_b");
+    tu_attr_flist(d, "boundaries", 2, (const float[]){3, 1});
+    tu_run_fail(d, &x, 1, 1, MS_EINVAL, "sorted");
+    rt_tensor_unref(x);
+}
+END_TEST
+
+START_TEST(gather_nd) {
+    /* params [[1,2],[3,4]]: indices [[0,0],[1,1]] -> [1,4]; [[1],[0]] -> rows */
+    rt_tensor *in[2] = {TU_F32(S(2, 2), 1, 2, 3, 4), TU_I32(S(2, 2), 0, 0, 1, 1)};
+    rt_tensor *o = tu_run1(tu_node_new("GatherNd", "g"), in, 2);
+    TU_CHECK_F32(o, S(2), 0, 1, 4);
+    rt_tensor_unref(o);
+    rt_tensor_unref(in[1]);
+    in[1] = TU_I64(S(2, 1), 1, 0);
+    o = tu_run1(tu_node_new("GatherNd", "g"), in, 2);
+    TU_CHECK_F32(o, S(2, 2), 0, 3, 4, 1, 2);
+    rt_tensor_unref(o);
+    /* batch of index tuples (2,1,2) -> (2,1) */
+    rt_tensor_unref(in[1]);
+    in[1] = TU_I32(S(2, 1, 2), 0, 1, 1, 0);
+    o = tu_run1(tu_node_new("GatherNd", "g"), in, 2);
+    TU_CHECK_F32(o, S(2, 1), 0, 2, 3);
+    rt_tensor_unref(o);
+    /* out of range: named with its position and the params shape */
+    rt_tensor_unref(in[1]);
+    in[1] = TU_I32(S(2, 2), 0, 0, 0, 2);
+    tu_run_fail(tu_node_new("GatherNd", "bad_g"), in, 2, 1, MS_EINVAL,
+                "indices[1] = [0,2] does not index into param shape [2,2]");
+    ((int32_t *)in[1]->data)[3] = -1;
+    tu_run_fail(tu_node_new("GatherNd", "bad_g"), in, 2, 1, MS_EINVAL, "[0,-1]");
+    /* index depth beyond the params rank */
+    rt_tensor_unref(in[1]);
+    in[1] = TU_I32(S(1, 3), 0, 0, 0);
+    tu_run_fail(tu_node_new("GatherNd", "bad_g"), in, 2, 1, MS_EINVAL, "<= params rank");
+    /* no index tuples */
+    rt_tensor_unref(in[1]);
+    in[1] = tu_t(RT_DT_INT32, S(0, 2), NULL, 0);
+    o = tu_run1(tu_node_new("GatherNd", "g"), in, 2);
+    tu_check_shape(o, RT_DT_FLOAT, S(0));
+    rt_tensor_unref(o);
+    tu_unref(in, 2);
+}
+END_TEST
+
+START_TEST(broadcast_to) {
+    /* [1,2,3] to (3,3): the row repeated */
+    rt_tensor *in[2] = {TU_I32(S(3), 1, 2, 3), TU_I32(S(2), 3, 3)};
+    rt_tensor *o = tu_run1(tu_node_new("BroadcastTo", "bt"), in, 2);
+    TU_CHECK_INT(o, RT_DT_INT32, S(3, 3), 1, 2, 3, 1, 2, 3, 1, 2, 3);
+    rt_tensor_unref(o);
+    tu_unref(in, 2);
+    /* a column (3,1) to (2,3,2): each value twice, the whole twice */
+    rt_tensor *in2[2] = {TU_F32(S(3, 1), 1, 2, 3), TU_I64(S(3), 2, 3, 2)};
+    o = tu_run1(tu_node_new("BroadcastTo", "bt"), in2, 2);
+    TU_CHECK_F32(o, S(2, 3, 2), 0, 1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3);
+    rt_tensor_unref(o);
+    /* incompatible: 3 against 2 */
+    rt_tensor_unref(in2[1]);
+    in2[1] = TU_I32(S(2), 2, 2);
+    tu_run_fail(tu_node_new("BroadcastTo", "bad_bt"), in2, 2, 1, MS_EINVAL,
+                "Unable to broadcast tensor of shape [3,1] to tensor of shape [2,2]");
+    /* to an empty shape (a new leading dim of 0) */
+    rt_tensor_unref(in2[1]);
+    in2[1] = TU_I32(S(3), 0, 3, 1);
+    o = tu_run1(tu_node_new("BroadcastTo", "bt"), in2, 2);
+    tu_check_shape(o, RT_DT_FLOAT, S(0, 3, 1));
+    rt_tensor_unref(o);
+    tu_unref(in2, 2);
+}
+END_TEST
+
+START_TEST(ensure_shape) {
+    rt_tensor *x = tu_iota_f32(S(2, 3), 0, 1);
+    Tensorflow__NodeDef *d = tu_node_new("EnsureShape", "es");
+    tu_attr_shape(d, "shape", 2, (const int64_t[]){-1, 3});
+    rt_tensor *o = tu_run1(d, &x, 1);
+    ck_assert_ptr_eq(o, x); /* passes the input through */
+    rt_tensor_unref(o);
+    d = tu_node_new("EnsureShape", "es");
+    tu_attr_shape(d, "shape", -1, NULL);
+    o = tu_run1(d, &x, 1);
+    ck_assert_ptr_eq(o, x);
+    rt_tensor_unref(o);
+    d = tu_node_new("EnsureShape", "bad_es");
+    tu_attr_shape(d, "shape", 2, (const int64_t[]){3, 3});
+    tu_run_fail(d, &x, 1, 1, MS_EINVAL,
+                "Shape of tensor bad_es [2,3] is not compatible with expected shape [3,3]");
+    d = tu_node_new("EnsureShape", "bad_es");
+    tu_attr_shape(d, "shape", 1, (const int64_t[]){6});
+    tu_run_fail(d, &x, 1, 1, MS_EINVAL, "expected shape [6]");
+    rt_tensor_unref(x);
+}
+END_TEST
+
+START_TEST(trig) {
+    const double pi = 3.14159265358979323846;
+    rt_tensor *x = TU_F32(S(3), 0, (float)(pi / 2), (float)pi);
+    rt_tensor *o = tu_run1(tu_node_new("Cos", "c"), &x, 1);
+    TU_CHECK_F32(o, S(3), 1e-6f, 1, 0, -1);
+    rt_tensor_unref(o);
+    o = tu_run1(tu_node_new("Sin", "s"), &x, 1);
+    TU_CHECK_F32(o, S(3), 1e-6f, 0, 1, 0);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+    rt_tensor *y = TU_F64(S(2), pi / 4, -pi / 4);
+    o = tu_run1(tu_node_new("Tan", "t"), &y, 1);
+    TU_CHECK_F64(o, S(2), 1e-12, 1, -1);
+    rt_tensor_unref(o);
+    rt_tensor_unref(y);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("kn_index");
+    struct {
+        const char *name;
+        const TTest *t;
+    } tests[] = {
+        {"topk", topk},           {"one_hot", one_hot},
+        {"bucketize", bucketize}, {"gather_nd", gather_nd},
+        {"broadcast_to", broadcast_to}, {"ensure_shape", ensure_shape},
+        {"trig", trig},
+    };
+    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+        TCase *tc = tcase_create(tests[i].name);
+        tcase_add_test(tc, tests[i].t);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
