@@ -225,6 +225,71 @@ START_TEST(trig) {
 }
 END_TEST
 
+START_TEST(segments) {
+    /* tf.math.segment_sum's example: rows 0 and 1 into segment 0 */
+    rt_tensor *in[3] = {TU_I32(S(3, 4), 1, 2, 3, 4, 4, 3, 2, 1, 5, 6, 7, 8),
+                        TU_I32(S(3), 0, 0, 1), TU_I32(TU_SCALAR, 2)};
+    rt_tensor *o = tu_run1(tu_node_new("SegmentSum", "ss"), in, 2);
+    TU_CHECK_INT(o, RT_DT_INT32, S(2, 4), 5, 5, 5, 5, 5, 6, 7, 8);
+    rt_tensor_unref(o);
+    tu_unref(&in[1], 1);
+    in[1] = TU_I64(S(3), 1, 0, 0);
+    tu_run_fail(tu_node_new("SegmentSum", "bad_ss"), in, 2, 1, MS_EINVAL, "not increasing");
+    /* tf.math.unsorted_segment_sum's example: ids [0, 1, 0], 2 segments */
+    ((int64_t *)in[1]->data)[0] = 0;
+    ((int64_t *)in[1]->data)[1] = 1;
+    o = tu_run1(tu_node_new("UnsortedSegmentSum", "us"), in, 3);
+    TU_CHECK_INT(o, RT_DT_INT32, S(2, 4), 6, 8, 10, 12, 4, 3, 2, 1);
+    rt_tensor_unref(o);
+    /* a negative id drops its row; an id >= num_segments is an error */
+    ((int64_t *)in[1]->data)[1] = -1;
+    o = tu_run1(tu_node_new("UnsortedSegmentSum", "us"), in, 3);
+    TU_CHECK_INT(o, RT_DT_INT32, S(2, 4), 6, 8, 10, 12, 0, 0, 0, 0);
+    rt_tensor_unref(o);
+    ((int64_t *)in[1]->data)[1] = 2;
+    tu_run_fail(tu_node_new("UnsortedSegmentSum", "bad_us"), in, 3, 1, MS_EINVAL,
+                "segment_ids[1] = 2 is out of range [0, 2)");
+    tu_unref(in, 3);
+    /* empty data: all-zero segments */
+    rt_tensor *in2[3] = {tu_t(RT_DT_FLOAT, S(0, 2), NULL, 0), tu_t(RT_DT_INT32, S(0), NULL, 0),
+                         TU_I32(TU_SCALAR, 1)};
+    o = tu_run1(tu_node_new("UnsortedSegmentSum", "us"), in2, 3);
+    TU_CHECK_F32(o, S(1, 2), 0, 0, 0);
+    rt_tensor_unref(o);
+    o = tu_run1(tu_node_new("SegmentSum", "ss"), in2, 2);
+    tu_check_shape(o, RT_DT_FLOAT, S(0, 2));
+    rt_tensor_unref(o);
+    tu_unref(in2, 3);
+}
+END_TEST
+
+START_TEST(scatter_nd) {
+    /* tf.scatter_nd's example: [4],[3],[1],[7] <- 9,10,11,12 into 8 zeros */
+    rt_tensor *in[3] = {TU_I32(S(4, 1), 4, 3, 1, 7), TU_F32(S(4), 9, 10, 11, 12),
+                        TU_I32(S(1), 8)};
+    rt_tensor *o = tu_run1(tu_node_new("ScatterNd", "sn"), in, 3);
+    TU_CHECK_F32(o, S(8), 0, 0, 11, 0, 10, 9, 0, 0, 12);
+    rt_tensor_unref(o);
+    /* duplicates add up */
+    ((int32_t *)in[0]->data)[1] = 4;
+    o = tu_run1(tu_node_new("ScatterNd", "sn"), in, 3);
+    TU_CHECK_F32(o, S(8), 0, 0, 11, 0, 0, 19, 0, 0, 12);
+    rt_tensor_unref(o);
+    ((int32_t *)in[0]->data)[2] = 8;
+    tu_run_fail(tu_node_new("ScatterNd", "bad_sn"), in, 3, 1, MS_EINVAL, "out of range [0, 8)");
+    tu_unref(in, 3);
+    /* rows into a (3, 2) matrix; updates of the wrong shape */
+    rt_tensor *in2[3] = {TU_I64(S(2, 1), 2, 0), TU_I32(S(2, 2), 1, 2, 3, 4), TU_I32(S(2), 3, 2)};
+    o = tu_run1(tu_node_new("ScatterNd", "sn"), in2, 3);
+    TU_CHECK_INT(o, RT_DT_INT32, S(3, 2), 3, 4, 0, 0, 1, 2);
+    rt_tensor_unref(o);
+    rt_tensor_unref(in2[2]);
+    in2[2] = TU_I32(S(2), 3, 3);
+    tu_run_fail(tu_node_new("ScatterNd", "bad_sn"), in2, 3, 1, MS_EINVAL, "updates shape [2,2]");
+    tu_unref(in2, 3);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("kn_index");
     struct {
@@ -234,7 +299,7 @@ static Suite *suite(void) {
         {"topk", topk},           {"one_hot", one_hot},
         {"bucketize", bucketize}, {"gather_nd", gather_nd},
         {"broadcast_to", broadcast_to}, {"ensure_shape", ensure_shape},
-        {"trig", trig},
+        {"trig", trig}, {"segments", segments}, {"scatter_nd", scatter_nd},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

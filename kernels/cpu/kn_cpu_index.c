@@ -1,5 +1,6 @@
 /* kn_cpu_index.c - CPU kernels that select, place or bin values by index:
- * TopKV2, OneHot, Bucketize, GatherNd, BroadcastTo and EnsureShape.
+ * TopKV2, OneHot, Bucketize, GatherNd, BroadcastTo, EnsureShape, SegmentSum,
+ * UnsortedSegmentSum and ScatterNd.
  *
  * Semantics follow TensorFlow's kernels (topk_op.cc, one_hot_op.cc,
  * bucketize_op.cc, gather_nd_op.cc, broadcast_to_op.cc, shape_ops.cc):
@@ -376,6 +377,136 @@ static ms_status ensure_shape_compute(kn_ctx *ctx, const kn_node *node, void *st
     return MS_OK;
 }
 
+/* ---- SegmentSum, UnsortedSegmentSum, ScatterNd ---- */
+
+/* dst[j] += src[j] for n elements of a numeric dtype. */
+static void add_into(rt_dtype dt, void *dst, const void *src, int64_t n) {
+    for (int64_t j = 0; j < n; j++) switch (dt) {
+        case RT_DT_FLOAT: ((float *)dst)[j] += ((const float *)src)[j]; break;
+        case RT_DT_DOUBLE: ((double *)dst)[j] += ((const double *)src)[j]; break;
+        case RT_DT_INT32: ((int32_t *)dst)[j] += ((const int32_t *)src)[j]; break;
+        case RT_DT_INT64: ((int64_t *)dst)[j] += ((const int64_t *)src)[j]; break;
+        default: ((uint8_t *)dst)[j] += ((const uint8_t *)src)[j]; break;
+        }
+}
+
+/* Sums rows of data (ids->shape being data's leading dims) into segments.
+ * sorted: SegmentSum (ids sorted, output rows = last id + 1); else
+ * UnsortedSegmentSum with num_segments rows, ids outside [0, n) dropped
+ * when negative (as TensorFlow does) and an error when too large. */
+static ms_status segment_sum(kn_ctx *ctx, const kn_node *node, rt_tensor *const *in,
+                             rt_tensor **out, int sorted) {
+    const rt_tensor *x = in[0], *ids = in[1];
+    if (!is_num(x->dtype))
+        return KN_EINVAL(node, "data must be numeric, got %s", rt_dtype_name(x->dtype));
+    if (!is_idx(ids->dtype))
+        return KN_EINVAL(node, "segment_ids must be int32 or int64, got %s",
+                         rt_dtype_name(ids->dtype));
+    int ok = ids->shape.rank <= x->shape.rank && (!sorted || ids->shape.rank == 1);
+    for (int d = 0; ok && d < ids->shape.rank; d++) ok = ids->shape.dim[d] == x->shape.dim[d];
+    if (!ok)
+        return KN_EINVAL(node, "segment_ids shape %s must be a prefix of data shape %s",
+                         tf_shp(&ids->shape), tf_shp(&x->shape));
+    int64_t nseg;
+    ms_status st;
+    if (sorted) {
+        nseg = ids->nelem > 0 ? idx_get(ids, ids->nelem - 1) + 1 : 0;
+        for (int64_t i = 0; i < ids->nelem; i++) {
+            int64_t v = idx_get(ids, i);
+            if (v < 0 || (i > 0 && v < idx_get(ids, i - 1)))
+                return KN_EINVAL(node, "segment ids are not increasing: segment_ids[%lld] = %lld",
+                                 (long long)i, (long long)v);
+        }
+    } else {
+        if ((st = kn__read_int1(node, in[2], "num_segments", &nseg)) != MS_OK) return st;
+        if (nseg < 0)
+            return KN_EINVAL(node, "num_segments must be non-negative, got %lld",
+                             (long long)nseg);
+    }
+    rt_shape os = {.rank = x->shape.rank - ids->shape.rank + 1};
+    os.dim[0] = nseg;
+    int64_t row = 1;
+    for (int d = ids->shape.rank; d < x->shape.rank; d++) {
+        os.dim[d - ids->shape.rank + 1] = x->shape.dim[d];
+        row *= x->shape.dim[d];
+    }
+    if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
+    size_t es = rt_dtype_size(x->dtype);
+    memset(out[0]->data, 0, (size_t)out[0]->nelem * es);
+    for (int64_t i = 0; i < ids->nelem; i++) {
+        int64_t v = idx_get(ids, i);
+        if (v < 0) continue; /* unsorted only: TensorFlow drops negative ids */
+        if (v >= nseg)
+            return KN_EINVAL(node, "segment_ids[%lld] = %lld is out of range [0, %lld)",
+                             (long long)i, (long long)v, (long long)nseg);
+        add_into(x->dtype, (uint8_t *)out[0]->data + (size_t)(v * row) * es,
+                 (const uint8_t *)x->data + (size_t)(i * row) * es, row);
+    }
+    return MS_OK;
+}
+
+static ms_status segment_sum_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                     rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    return st != MS_OK ? st : segment_sum(ctx, node, in, out, 1);
+}
+
+static ms_status unsorted_segment_sum_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                              rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 3);
+    return st != MS_OK ? st : segment_sum(ctx, node, in, out, 0);
+}
+
+/* ScatterNd(indices, updates, shape): zeros of `shape` with updates added at
+ * the indexed positions (duplicates sum, as in TensorFlow). */
+static ms_status scatter_nd_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                    rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 3);
+    if (st != MS_OK) return st;
+    const rt_tensor *ix = in[0], *up = in[1];
+    if (!is_idx(ix->dtype))
+        return KN_EINVAL(node, "indices must be int32 or int64, got %s", rt_dtype_name(ix->dtype));
+    if (!is_num(up->dtype))
+        return KN_EINVAL(node, "updates must be numeric, got %s", rt_dtype_name(up->dtype));
+    int64_t dims[RT_MAX_RANK];
+    int cnt;
+    if ((st = kn__read_ints(node, in[2], "shape", dims, RT_MAX_RANK, &cnt)) != MS_OK) return st;
+    rt_shape os = rt_shape_make(cnt, dims);
+    int64_t depth = ix->shape.rank > 0 ? ix->shape.dim[ix->shape.rank - 1] : 1;
+    int lead = ix->shape.rank > 0 ? ix->shape.rank - 1 : 0;
+    /* updates must be indices.shape[:-1] + shape[depth:] */
+    int ok = depth <= cnt && up->shape.rank == lead + cnt - (int)depth;
+    for (int d = 0; ok && d < lead; d++) ok = up->shape.dim[d] == ix->shape.dim[d];
+    for (int d = (int)depth; ok && d < cnt; d++) ok = up->shape.dim[lead + d - depth] == dims[d];
+    for (int d = 0; ok && d < cnt; d++) ok = dims[d] >= 0;
+    if (!ok)
+        return KN_EINVAL(node,
+                         "updates shape %s does not match indices shape %s and output shape %s",
+                         tf_shp(&up->shape), tf_shp(&ix->shape), tf_shp(&os));
+    if ((st = kn__output(ctx, node, 0, up->dtype, &os, &out[0])) != MS_OK) return st;
+    size_t es = rt_dtype_size(up->dtype);
+    memset(out[0]->data, 0, (size_t)out[0]->nelem * es);
+    int64_t slice = 1, nidx = 1;
+    for (int d = (int)depth; d < cnt; d++) slice *= dims[d];
+    for (int d = 0; d < lead; d++) nidx *= ix->shape.dim[d];
+    for (int64_t i = 0; i < nidx; i++) {
+        int64_t off = 0;
+        for (int64_t d = 0; d < depth; d++) {
+            int64_t v = idx_get(ix, i * depth + d);
+            if (v < 0 || v >= dims[d])
+                return KN_EINVAL(node, "indices[%lld] has %lld out of range [0, %lld) in dim %lld",
+                                 (long long)i, (long long)v, (long long)dims[d], (long long)d);
+            off = off * dims[d] + v;
+        }
+        add_into(up->dtype, (uint8_t *)out[0]->data + (size_t)(off * slice) * es,
+                 (const uint8_t *)up->data + (size_t)(i * slice) * es, slice);
+    }
+    return MS_OK;
+}
+
 const kn_kernel kn_cpu_index_kernels[] = {
     {.op = "TopKV2", .compute = topk_compute},
     {.op = "OneHot", .compute = onehot_compute},
@@ -384,5 +515,8 @@ const kn_kernel kn_cpu_index_kernels[] = {
     {.op = "GatherNd", .compute = gathernd_compute},
     {.op = "BroadcastTo", .compute = broadcast_to_compute},
     {.op = "EnsureShape", .compute = ensure_shape_compute},
+    {.op = "SegmentSum", .compute = segment_sum_compute},
+    {.op = "UnsortedSegmentSum", .compute = unsorted_segment_sum_compute},
+    {.op = "ScatterNd", .compute = scatter_nd_compute},
     {.op = NULL},
 };
