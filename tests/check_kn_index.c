@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "rt_opdefs.h"
 #include "util_node.h"
 
 #define S TU_SHAPE
@@ -290,6 +291,18 @@ START_TEST(scatter_nd) {
 }
 END_TEST
 
+START_TEST(opdefs) {
+    /* function bodies name outputs "top:indices:0": the built-in table knows them */
+    Tensorflow__NodeDef *d = tu_node_new("TopKV2", "top");
+    ck_assert_int_eq(rt_opdef_num_outputs(NULL, "TopKV2", d), 2);
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "TopKV2", d, "values"), 0);
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "TopKV2", d, "indices"), 1);
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "Cos", d, "y"), 0);
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "Tan", d, "z"), -1);
+    tu_node_free(d);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("kn_index");
     struct {
@@ -300,6 +313,7 @@ static Suite *suite(void) {
         {"bucketize", bucketize}, {"gather_nd", gather_nd},
         {"broadcast_to", broadcast_to}, {"ensure_shape", ensure_shape},
         {"trig", trig}, {"segments", segments}, {"scatter_nd", scatter_nd},
+        {"opdefs", opdefs},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

@@ -98,28 +98,30 @@ void tu_attr_s(Tensorflow__NodeDef *d, const char *key, const char *val) {
     memcpy(v->s.data, val, v->s.len + 1);
 }
 
-void tu_attr_ilist(Tensorflow__NodeDef *d, const char *key, int n, const int64_t *vals) {
+/* A new empty list attr. */
+static Tensorflow__AttrValue__ListValue *add_list_attr(Tensorflow__NodeDef *d, const char *key) {
     Tensorflow__AttrValue *v = add_attr(d, key);
     v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
     v->list = calloc(1, sizeof(*v->list));
     ck_assert_ptr_nonnull(v->list);
     tensorflow__attr_value__list_value__init(v->list);
-    v->list->n_i = (size_t)n;
-    v->list->i = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
-    ck_assert_ptr_nonnull(v->list->i);
-    if (n > 0) memcpy(v->list->i, vals, (size_t)n * sizeof(int64_t));
+    return v->list;
+}
+
+void tu_attr_ilist(Tensorflow__NodeDef *d, const char *key, int n, const int64_t *vals) {
+    Tensorflow__AttrValue__ListValue *l = add_list_attr(d, key);
+    l->n_i = (size_t)n;
+    l->i = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    ck_assert_ptr_nonnull(l->i);
+    if (n > 0) memcpy(l->i, vals, (size_t)n * sizeof(int64_t));
 }
 
 void tu_attr_flist(Tensorflow__NodeDef *d, const char *key, int n, const float *vals) {
-    Tensorflow__AttrValue *v = add_attr(d, key);
-    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
-    v->list = calloc(1, sizeof(*v->list));
-    ck_assert_ptr_nonnull(v->list);
-    tensorflow__attr_value__list_value__init(v->list);
-    v->list->n_f = (size_t)n;
-    v->list->f = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    ck_assert_ptr_nonnull(v->list->f);
-    if (n > 0) memcpy(v->list->f, vals, (size_t)n * sizeof(float));
+    Tensorflow__AttrValue__ListValue *l = add_list_attr(d, key);
+    l->n_f = (size_t)n;
+    l->f = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    ck_assert_ptr_nonnull(l->f);
+    if (n > 0) memcpy(l->f, vals, (size_t)n * sizeof(float));
 }
 
 void tu_attr_shape(Tensorflow__NodeDef *d, const char *key, int rank, const int64_t *dims) {

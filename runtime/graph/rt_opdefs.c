@@ -56,6 +56,10 @@ static const opdef_entry builtin[] = {
     {"MaxPool", {"output"}, 0}, {"AvgPool", {"output"}, 0},
     {"ResizeBilinear", {"resized_images"}, 0}, {"ResizeNearestNeighbor", {"resized_images"}, 0},
     {"DcmDecodeHU", {"hu", "mask"}, 0},
+    /* ---- issue #10 part B: new CPU ops (kernels/cpu/kn_cpu_index.c, trig) ---- */
+    {"TopKV2", {"values", "indices"}, 0},
+    {"Cos", {"y"}, 0}, {"Sin", {"y"}, 0}, {"Tan", {"y"}, 0},
+    /* ---- end of part B block ---- */
 };
 /* clang-format on */
 
