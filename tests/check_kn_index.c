@@ -291,6 +291,33 @@ START_TEST(scatter_nd) {
 }
 END_TEST
 
+START_TEST(where) {
+    /* [[true, false], [false, true]] -> [[0, 0], [1, 1]] */
+    rt_tensor *x = TU_BOOL(S(2, 2), 1, 0, 0, 1);
+    rt_tensor *o = tu_run1(tu_node_new("Where", "w"), &x, 1);
+    TU_CHECK_INT(o, RT_DT_INT64, S(2, 2), 0, 0, 1, 1);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+    /* floats: -0.0 counts as zero; a 3-d input gives 3 coordinates per row */
+    x = TU_F32(S(1, 2, 2), 0, -0.0f, 2.5f, -1);
+    o = tu_run1(tu_node_new("Where", "w"), &x, 1);
+    TU_CHECK_INT(o, RT_DT_INT64, S(2, 3), 0, 1, 0, 0, 1, 1);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+    /* nothing true; an empty input */
+    x = TU_I32(S(3), 0, 0, 0);
+    o = tu_run1(tu_node_new("Where", "w"), &x, 1);
+    tu_check_shape(o, RT_DT_INT64, S(0, 1));
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+    x = tu_t(RT_DT_BOOL, S(0, 4), NULL, 0);
+    o = tu_run1(tu_node_new("Where", "w"), &x, 1);
+    tu_check_shape(o, RT_DT_INT64, S(0, 2));
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+}
+END_TEST
+
 START_TEST(opdefs) {
     /* function bodies name outputs "top:indices:0": the built-in table knows them */
     Tensorflow__NodeDef *d = tu_node_new("TopKV2", "top");
@@ -299,6 +326,7 @@ START_TEST(opdefs) {
     ck_assert_int_eq(rt_opdef_output_index(NULL, "TopKV2", d, "indices"), 1);
     ck_assert_int_eq(rt_opdef_output_index(NULL, "Cos", d, "y"), 0);
     ck_assert_int_eq(rt_opdef_output_index(NULL, "Tan", d, "z"), -1);
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "Where", d, "index"), 0);
     tu_node_free(d);
 }
 END_TEST
@@ -313,7 +341,7 @@ static Suite *suite(void) {
         {"bucketize", bucketize}, {"gather_nd", gather_nd},
         {"broadcast_to", broadcast_to}, {"ensure_shape", ensure_shape},
         {"trig", trig}, {"segments", segments}, {"scatter_nd", scatter_nd},
-        {"opdefs", opdefs},
+        {"where", where}, {"opdefs", opdefs},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

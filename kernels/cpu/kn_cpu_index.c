@@ -1,6 +1,6 @@
 /* kn_cpu_index.c - CPU kernels that select, place or bin values by index:
  * TopKV2, OneHot, Bucketize, GatherNd, BroadcastTo, EnsureShape, SegmentSum,
- * UnsortedSegmentSum and ScatterNd.
+ * UnsortedSegmentSum, ScatterNd and Where.
  *
  * Semantics follow TensorFlow's kernels (topk_op.cc, one_hot_op.cc,
  * bucketize_op.cc, gather_nd_op.cc, broadcast_to_op.cc, shape_ops.cc):
@@ -507,6 +507,41 @@ static ms_status scatter_nd_compute(kn_ctx *ctx, const kn_node *node, void *stat
     return MS_OK;
 }
 
+/* ---- Where (one input): coordinates of the true / non-zero elements ---- */
+
+static ms_status where_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                               rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0];
+    if (!rt_dtype_is_pod(x->dtype))
+        return KN_EINVAL(node, "input of %s is not supported", rt_dtype_name(x->dtype));
+    size_t es = rt_dtype_size(x->dtype);
+    static const uint8_t zero[16];
+    /* non-zero by bytes; a float -0.0 is zero too */
+#define KN_WHERE_NZ(i)                                                                             \
+    (x->dtype == RT_DT_FLOAT    ? ((const float *)x->data)[i] != 0                                 \
+     : x->dtype == RT_DT_DOUBLE ? ((const double *)x->data)[i] != 0                                \
+                                : memcmp((const uint8_t *)x->data + (size_t)(i) * es, zero, es) != 0)
+    int64_t count = 0;
+    for (int64_t i = 0; i < x->nelem; i++) count += KN_WHERE_NZ(i);
+    rt_shape os = {.rank = 2, .dim = {count, x->shape.rank}};
+    if ((st = kn__output(ctx, node, 0, RT_DT_INT64, &os, &out[0])) != MS_OK) return st;
+    int64_t *o = out[0]->data;
+    for (int64_t i = 0, r = 0; i < x->nelem; i++) {
+        if (!KN_WHERE_NZ(i)) continue;
+        int64_t rem = i;
+        for (int d = x->shape.rank - 1; d >= 0; d--) {
+            o[r * x->shape.rank + d] = rem % x->shape.dim[d];
+            rem /= x->shape.dim[d];
+        }
+        r++;
+    }
+#undef KN_WHERE_NZ
+    return MS_OK;
+}
+
 const kn_kernel kn_cpu_index_kernels[] = {
     {.op = "TopKV2", .compute = topk_compute},
     {.op = "OneHot", .compute = onehot_compute},
@@ -518,5 +553,6 @@ const kn_kernel kn_cpu_index_kernels[] = {
     {.op = "SegmentSum", .compute = segment_sum_compute},
     {.op = "UnsortedSegmentSum", .compute = unsorted_segment_sum_compute},
     {.op = "ScatterNd", .compute = scatter_nd_compute},
+    {.op = "Where", .compute = where_compute},
     {.op = NULL},
 };

@@ -59,6 +59,7 @@ static const opdef_entry builtin[] = {
     /* ---- issue #10 part B: new CPU ops (kernels/cpu/kn_cpu_index.c, trig) ---- */
     {"TopKV2", {"values", "indices"}, 0},
     {"Cos", {"y"}, 0}, {"Sin", {"y"}, 0}, {"Tan", {"y"}, 0},
+    {"Where", {"index"}, 0},
     /* ---- end of part B block ---- */
 };
 /* clang-format on */
