@@ -7,6 +7,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rt_opdefs.h"
 #include "util_node.h"
@@ -318,6 +319,47 @@ START_TEST(where) {
 }
 END_TEST
 
+/* A string tensor of the given C strings. */
+static rt_tensor *strs(rt_shape sh, const char *const *v, int n) {
+    rt_str sv[8];
+    ck_assert_int_le(n, 8);
+    for (int i = 0; i < n; i++) sv[i] = (rt_str){(const uint8_t *)v[i], strlen(v[i])};
+    rt_tensor *t = NULL;
+    ck_assert_int_eq(rt_tensor_new_strings(&sh, sv, &t), MS_OK);
+    return t;
+}
+
+START_TEST(string_to_number) {
+    rt_tensor *x = strs(S(4), (const char *[]){"1.5", " -2 ", "1e3", "0"}, 4);
+    rt_tensor *o = tu_run1(tu_node_new("StringToNumber", "sn"), &x, 1);
+    TU_CHECK_F32(o, S(4), 0, 1.5f, -2, 1000, 0);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+    x = strs(S(2), (const char *[]){"2147483647", "-7"}, 2);
+    Tensorflow__NodeDef *d = tu_node_new("StringToNumber", "sn");
+    tu_attr_type(d, "out_type", RT_DT_INT32);
+    o = tu_run1(d, &x, 1);
+    TU_CHECK_INT(o, RT_DT_INT32, S(2), 2147483647, -7);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+    /* int32 overflow; trailing junk; an empty string; the value is not echoed */
+    x = strs(S(1), (const char *[]){"2147483648"}, 1);
+    d = tu_node_new("StringToNumber", "bad_sn");
+    tu_attr_type(d, "out_type", RT_DT_INT32);
+    tu_run_fail(d, &x, 1, 1, MS_EINVAL,
+                "could not correctly convert string 0 (10 bytes) to DT_INT32");
+    rt_tensor_unref(x);
+    x = strs(S(2), (const char *[]){"4", "4x"}, 2);
+    tu_run_fail(tu_node_new("StringToNumber", "bad_sn"), &x, 1, 1, MS_EINVAL, "string 1 (2 bytes)");
+    rt_tensor_unref(x);
+    x = strs(S(1), (const char *[]){""}, 1);
+    d = tu_node_new("StringToNumber", "bad_sn");
+    tu_attr_type(d, "out_type", RT_DT_INT64);
+    tu_run_fail(d, &x, 1, 1, MS_EINVAL, "to DT_INT64");
+    rt_tensor_unref(x);
+}
+END_TEST
+
 START_TEST(opdefs) {
     /* function bodies name outputs "top:indices:0": the built-in table knows them */
     Tensorflow__NodeDef *d = tu_node_new("TopKV2", "top");
@@ -341,7 +383,7 @@ static Suite *suite(void) {
         {"bucketize", bucketize}, {"gather_nd", gather_nd},
         {"broadcast_to", broadcast_to}, {"ensure_shape", ensure_shape},
         {"trig", trig}, {"segments", segments}, {"scatter_nd", scatter_nd},
-        {"where", where}, {"opdefs", opdefs},
+        {"where", where}, {"string_to_number", string_to_number}, {"opdefs", opdefs},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

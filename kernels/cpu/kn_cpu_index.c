@@ -1,6 +1,6 @@
 /* kn_cpu_index.c - CPU kernels that select, place or bin values by index:
  * TopKV2, OneHot, Bucketize, GatherNd, BroadcastTo, EnsureShape, SegmentSum,
- * UnsortedSegmentSum, ScatterNd and Where.
+ * UnsortedSegmentSum, ScatterNd, Where and StringToNumber.
  *
  * Semantics follow TensorFlow's kernels (topk_op.cc, one_hot_op.cc,
  * bucketize_op.cc, gather_nd_op.cc, broadcast_to_op.cc, shape_ops.cc):
@@ -8,6 +8,8 @@
  * index outside [0, depth); Bucketize counts the boundaries <= x; GatherNd
  * rejects an out-of-range index with INVALID_ARGUMENT naming it.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +112,8 @@ static ms_status topk_compute(kn_ctx *ctx, const kn_node *node, void *state,
     int64_t rows = n > 0 ? x->nelem / n : 0;
     if (k == 0 || rows == 0) return MS_OK;
     topk_item *items = malloc((size_t)n * sizeof(*items));
-    if (items == NULL) return kn__errf(MS_ENOMEM, node, "out of memory for %lld values", (long long)n);
+    if (items == NULL)
+        return kn__errf(MS_ENOMEM, node, "out of memory for %lld values", (long long)n);
     size_t es = rt_dtype_size(x->dtype);
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t j = 0; j < n; j++) {
@@ -146,7 +149,8 @@ static ms_status onehot_compute(kn_ctx *ctx, const kn_node *node, void *state,
                          rt_dtype_name(ix->dtype));
     int64_t depth;
     if ((st = kn__read_int1(node, in[1], "depth", &depth)) != MS_OK) return st;
-    if (depth < 0) return KN_EINVAL(node, "depth must be non-negative, got: %lld", (long long)depth);
+    if (depth < 0)
+        return KN_EINVAL(node, "depth must be non-negative, got: %lld", (long long)depth);
     if (on->nelem != 1 || off->nelem != 1)
         return KN_EINVAL(node, "on_value and off_value must be scalars, got shapes %s and %s",
                          tf_shp(&on->shape), tf_shp(&off->shape));
@@ -523,7 +527,7 @@ static ms_status where_compute(kn_ctx *ctx, const kn_node *node, void *state,
 #define KN_WHERE_NZ(i)                                                                             \
     (x->dtype == RT_DT_FLOAT    ? ((const float *)x->data)[i] != 0                                 \
      : x->dtype == RT_DT_DOUBLE ? ((const double *)x->data)[i] != 0                                \
-                                : memcmp((const uint8_t *)x->data + (size_t)(i) * es, zero, es) != 0)
+                                : memcmp((const uint8_t *)x->data + (size_t)(i)*es, zero, es) != 0)
     int64_t count = 0;
     for (int64_t i = 0; i < x->nelem; i++) count += KN_WHERE_NZ(i);
     rt_shape os = {.rank = 2, .dim = {count, x->shape.rank}};
@@ -542,6 +546,67 @@ static ms_status where_compute(kn_ctx *ctx, const kn_node *node, void *state,
     return MS_OK;
 }
 
+/* ---- StringToNumber ---- */
+
+/* Parses one string (surrounding white space allowed, nothing else) as
+ * out_type. The value is never echoed in the message: strings may hold
+ * patient data, and errors reach logs. */
+static ms_status str_to_num(const kn_node *node, const rt_str *sv, int64_t i, rt_dtype dt,
+                            void *dst) {
+    char buf[128];
+    if (sv->len >= sizeof(buf))
+        return KN_EINVAL(node, "StringToNumberOp could not correctly convert string %lld: "
+                               "%llu bytes is too long for a number",
+                         (long long)i, (unsigned long long)sv->len);
+    memcpy(buf, sv->data, sv->len);
+    buf[sv->len] = '\0';
+    char *end = NULL;
+    errno = 0;
+    int ok;
+    if (dt == RT_DT_FLOAT || dt == RT_DT_DOUBLE) {
+        double v = strtod(buf, &end);
+        ok = end != buf;
+        if (dt == RT_DT_FLOAT)
+            *(float *)dst = (float)v;
+        else
+            *(double *)dst = v;
+    } else {
+        long long v = strtoll(buf, &end, 10);
+        ok = end != buf && errno != ERANGE &&
+             (dt == RT_DT_INT64 || (v >= INT32_MIN && v <= INT32_MAX));
+        if (dt == RT_DT_INT64)
+            *(int64_t *)dst = v;
+        else
+            *(int32_t *)dst = (int32_t)v;
+    }
+    while (ok && end && isspace((unsigned char)*end)) end++;
+    if (!ok || (end && *end != '\0'))
+        return KN_EINVAL(node, "StringToNumberOp could not correctly convert string %lld (%llu "
+                               "bytes) to %s",
+                         (long long)i, (unsigned long long)sv->len, rt_dtype_name(dt));
+    return MS_OK;
+}
+
+static ms_status string_to_number_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                          rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    if (in[0]->dtype != RT_DT_STRING)
+        return KN_EINVAL(node, "input must be DT_STRING, got %s", rt_dtype_name(in[0]->dtype));
+    rt_dtype dt = kn_attr_type(node, "out_type", RT_DT_FLOAT);
+    if (dt != RT_DT_FLOAT && dt != RT_DT_DOUBLE && dt != RT_DT_INT32 && dt != RT_DT_INT64)
+        return kn__errf(MS_ENOTSUP, node, "out_type %s is not supported", rt_dtype_name(dt));
+    if ((st = kn__output(ctx, node, 0, dt, &in[0]->shape, &out[0])) != MS_OK) return st;
+    const rt_str *sv = rt_tensor_strs(in[0]);
+    size_t es = rt_dtype_size(dt);
+    for (int64_t i = 0; i < in[0]->nelem; i++)
+        if ((st = str_to_num(node, &sv[i], i, dt, (uint8_t *)out[0]->data + (size_t)i * es)) !=
+            MS_OK)
+            return st;
+    return MS_OK;
+}
+
 const kn_kernel kn_cpu_index_kernels[] = {
     {.op = "TopKV2", .compute = topk_compute},
     {.op = "OneHot", .compute = onehot_compute},
@@ -554,5 +619,6 @@ const kn_kernel kn_cpu_index_kernels[] = {
     {.op = "UnsortedSegmentSum", .compute = unsorted_segment_sum_compute},
     {.op = "ScatterNd", .compute = scatter_nd_compute},
     {.op = "Where", .compute = where_compute},
+    {.op = "StringToNumber", .compute = string_to_number_compute},
     {.op = NULL},
 };
