@@ -39,6 +39,9 @@ struct srv_manager {
     pthread_cond_t cv;
     kn_backend *be; /* borrowed */
     double poll_s;
+    char tagbuf[256];           /* --saved_model_tags, split in place */
+    const char *tags[SRV_MANAGER_MAX_TAGS];
+    int ntags;                  /* 0 = g_tags */
     uv_loop_t *loop;
     uv_timer_t timer;
     uv_async_t async;
@@ -358,7 +361,10 @@ static void load_work(uv_work_t *req) {
             return;
         }
     }
-    j->st = rt_model_load(j->dir, g_tags, 1, j->m->be, &j->model);
+    if (j->m->ntags > 0)
+        j->st = rt_model_load(j->dir, j->m->tags, j->m->ntags, j->m->be, &j->model);
+    else
+        j->st = rt_model_load(j->dir, g_tags, 1, j->m->be, &j->model);
     if (j->st != MS_OK) {
         snprintf(j->msg, sizeof(j->msg), "%s",
                  ms_errmsg()[0] ? ms_errmsg() : ms_status_name(j->st));
@@ -673,6 +679,24 @@ static void apply_pending(srv_manager *m) {
 static void on_async(uv_async_t *a) {
     srv_manager *m = a->data;
     if (!m->stopping) apply_pending(m);
+}
+
+ms_status srv_manager_set_tags(srv_manager *m, const char *tags) {
+    size_t n = strlen(tags);
+    if (n >= sizeof(m->tagbuf))
+        return ms_errf(MS_EINVAL, "--saved_model_tags: longer than %zu bytes", sizeof(m->tagbuf) - 1);
+    memcpy(m->tagbuf, tags, n + 1);
+    int k = 0;
+    for (char *save = NULL, *t = strtok_r(m->tagbuf, ",", &save); t != NULL;
+         t = strtok_r(NULL, ",", &save)) {
+        if (k == SRV_MANAGER_MAX_TAGS)
+            return ms_errf(MS_EINVAL, "--saved_model_tags: more than %d tags",
+                           SRV_MANAGER_MAX_TAGS);
+        m->tags[k++] = t;
+    }
+    if (k == 0) return ms_errf(MS_EINVAL, "--saved_model_tags: expected tag[,tag...], got \"%s\"", tags);
+    m->ntags = k;
+    return MS_OK;
 }
 
 ms_status srv_manager_new(kn_backend *be, double poll_s, srv_manager **out) {
