@@ -128,8 +128,11 @@ def main():
 
         # --- validation errors; the daemon keeps serving after each ---
         expect_error(s.Predict, predict_req(name="nope"), grpc.StatusCode.NOT_FOUND,
-                     "Servable not found for request: Latest(nope)", d=d)
-        expect_error(s.Predict, predict_req(version=999), grpc.StatusCode.NOT_FOUND, "999", d=d)
+                     "Servable not found for request: Latest(nope)", "; models served: hpt", d=d)
+        expect_error(s.Predict, predict_req(version=999), grpc.StatusCode.NOT_FOUND, "999",
+                     "; available versions of hpt: 123", d=d)
+        expect_error(s.Predict, predict_req(label="stable"), grpc.StatusCode.INVALID_ARGUMENT,
+                     "Unrecognized servable version label: stable; version labels of hpt: none", d=d)
         expect_error(s.Predict, predict_req(sig="nosuch"), grpc.StatusCode.FAILED_PRECONDITION,
                      'Serving signature key "nosuch" not found', d=d)
         bad = predict_req()
@@ -189,7 +192,8 @@ def main():
         expect_error(s.Classify, pb.tfs.ClassificationRequest(model_spec=pb.tfs.ModelSpec(name="hpt")),
                      grpc.StatusCode.UNIMPLEMENTED, "Classify", d=d)
         expect_error(s.GetModelStatus, pb.tfs.GetModelStatusRequest(model_spec=pb.tfs.ModelSpec(name="nope")),
-                     grpc.StatusCode.NOT_FOUND, "Could not find any versions of model nope", d=d)
+                     grpc.StatusCode.NOT_FOUND, "Could not find any versions of model nope",
+                     "; models served: hpt", d=d)
         resp = s.Predict(predict_req(), timeout=10)
         check(np.allclose(tensor_values(resp.outputs["y"]), Y.ravel()), "still serving after errors", d)
 
