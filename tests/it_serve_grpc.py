@@ -134,7 +134,8 @@ def main():
         expect_error(s.Predict, predict_req(label="stable"), grpc.StatusCode.INVALID_ARGUMENT,
                      "Unrecognized servable version label: stable; version labels of hpt: none", d=d)
         expect_error(s.Predict, predict_req(sig="nosuch"), grpc.StatusCode.FAILED_PRECONDITION,
-                     'Serving signature key "nosuch" not found', d=d)
+                     'Serving signature key "nosuch" not found', 'Signature keys: ',
+                     '"serving_default"', d=d)
         bad = predict_req()
         bad.inputs["x"].CopyFrom(float_tensor([1.0, 2.0, 3.0, 4.0], [2, 2]))
         msg = expect_error(s.Predict, bad, grpc.StatusCode.INVALID_ARGUMENT, d=d)
