@@ -185,7 +185,8 @@ def main():
         t.contents.fp32_contents.append(1.0)
         expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, "raw_input_contents", d=d)
         r, _ = kreq("FLOAT32", [1, 1])
-        expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, 'unknown datatype "FLOAT32"', d=d)
+        expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, 'unknown datatype "FLOAT32"',
+                     "expected one of BOOL, ", "FP32", "BYTES", d=d)
         sp = predict_req()
         sp.inputs["x"].CopyFrom(pb.fw.TensorProto(dtype=pb.fw.DT_STRING, string_val=[b"a", b"b", b"c"],
                                                   tensor_shape=float_tensor([], [3, 1]).tensor_shape))
