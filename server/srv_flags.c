@@ -13,47 +13,159 @@ typedef enum { F_INT, F_INT64, F_DOUBLE, F_STR, F_BOOL, F_LOG } flag_kind;
 typedef struct flag_def {
     const char *name;
     flag_kind kind;
-    size_t off;
+    size_t off; /* NOSTORE: value checked, then dropped */
     double min, max; /* numeric range, inclusive */
     const char *help;
+    const char *note; /* NULL, or why the flag has no (or only part of its) effect here */
 } flag_def;
 
 #define OFF(field) offsetof(srv_flags, field)
+#define NOSTORE ((size_t)-1)
 
+/* Reasons shared by several flags. */
+#define N_TF "dcmserve has its own executor, not a TensorFlow session; the flag has no effect"
+#define N_BATCH "batching not implemented yet; requests run one by one"
+#define N_WARMUP "model warm-up not implemented yet; the flag has no effect"
+#define N_REST "the REST API is not served yet; the flag has no effect"
+#define N_TFLITE "dcmserve does not run TensorFlow Lite models; the flag has no effect"
+
+/* Every flag of tensorflow_model_server's main.cc (in its order), then ours.
+ * Keep one row per flag: other issues wire their flags here. */
 static const flag_def defs[] = {
     /* clang-format off */
     {"port", F_INT, OFF(port), 0, 65535,
-     "gRPC port (TF Serving PredictionService, ModelService, KServe v2, health). Default 8500; 0 picks a free port"},
+     "gRPC port (TF Serving PredictionService, ModelService, KServe v2, health). Default 8500; 0 picks a free port", NULL},
+    {"grpc_socket_path", F_STR, NOSTORE, 0, 0,
+     "TF Serving: also listen on this UNIX socket", "UNIX-socket gRPC not implemented yet; only --port is served"},
     {"rest_api_port", F_INT, OFF(rest_api_port), 0, 65535,
-     "REST/HTTP port. Reserved: accepted and logged, not served yet. Default 0 (off)"},
-    {"bind_address", F_STR, OFF(bind_address), 0, 0,
-     "address the gRPC port binds to. Default 0.0.0.0"},
-    {"model_name", F_STR, OFF(model_name), 0, 0,
-     "name of the single model served from --model_base_path. Default \"default\""},
-    {"model_base_path", F_STR, OFF(model_base_path), 0, 0,
-     "folder holding numbered version folders of one SavedModel"},
+     "REST/HTTP port. Not served yet: accepted and logged. Default 0 (off)", NULL},
+    {"rest_api_num_threads", F_INT, NOSTORE, 0, 4096,
+     "TF Serving: REST worker threads", N_REST},
+    {"rest_api_timeout_in_ms", F_INT, NOSTORE, 0, INT32_MAX,
+     "TF Serving: REST call timeout", N_REST},
+    {"rest_api_enable_cors_support", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: CORS headers on REST answers", N_REST},
+    {"enable_batching", F_BOOL, OFF(enable_batching), 0, 0,
+     "TF Serving: batch concurrent requests", N_BATCH},
+    {"allow_version_labels_for_unavailable_models", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: allow labels that point at versions not loaded yet",
+     "labels are checked against the versions on disk when the config is read, not the loaded ones; the flag has no further effect"},
+    {"batching_parameters_file", F_STR, NOSTORE, 0, 0,
+     "TF Serving: BatchingParameters text proto", N_BATCH},
+    {"enable_per_model_batching_parameters", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: read batching_params.pbtxt from each SavedModel", N_BATCH},
     {"model_config_file", F_STR, OFF(model_config_file), 0, 0,
-     "ModelServerConfig file: protobuf JSON mapping (or text format) listing several models"},
+     "ModelServerConfig file: protobuf JSON mapping (or text format) listing several models", NULL},
     {"model_config_file_poll_wait_seconds", F_INT, OFF(model_config_file_poll_wait_seconds), 0, 86400,
-     "re-read --model_config_file this often; 0 = only at start and on SIGHUP. Default 0"},
+     "re-read --model_config_file this often; 0 = only at start and on SIGHUP. Default 0", NULL},
+    {"model_name", F_STR, OFF(model_name), 0, 0,
+     "name of the single model served from --model_base_path. Default \"default\"", NULL},
+    {"model_base_path", F_STR, OFF(model_base_path), 0, 0,
+     "folder holding numbered version folders of one SavedModel", NULL},
+    {"num_load_threads", F_INT, NOSTORE, 0, 1024,
+     "TF Serving: threads that load servables",
+     "versions load on the manager's own thread, one at a time; the flag has no effect"},
+    {"num_unload_threads", F_INT, NOSTORE, 0, 1024,
+     "TF Serving: threads that unload servables",
+     "versions unload when their last request ends; the flag has no effect"},
+    {"max_num_load_retries", F_INT, NOSTORE, 0, INT32_MAX,
+     "TF Serving: load retries after a failure",
+     "a failed version is retried when its files change (see Versions, hot reload and failures); the flag has no effect"},
+    {"load_retry_interval_micros", F_INT64, NOSTORE, -1e18, 1e18,
+     "TF Serving: wait between load retries",
+     "a failed version is retried when its files change; the flag has no effect"},
     {"file_system_poll_wait_seconds", F_DOUBLE, OFF(file_system_poll_wait_seconds), 0, 86400,
-     "scan base paths for new or removed versions this often; 0 = once at start. Default 1"},
-    {"grpc_max_threads", F_INT, OFF(grpc_max_threads), 0, 1024,
-     "worker threads that run inference (Predict, ModelInfer); 0 = 4 x cores. Default 0"},
-    {"grpc_cq_threads", F_INT, OFF(grpc_cq_threads), 1, 64,
-     "gRPC completion-queue threads (protocol work only). Default 2"},
-    {"max_message_bytes", F_INT64, OFF(max_message_bytes), 1, INT32_MAX,
-     "largest gRPC message received or sent. Default 2147483647 (INT32_MAX, as TF Serving)"},
-    {"drain_timeout_seconds", F_DOUBLE, OFF(drain_timeout_seconds), 0, 86400,
-     "on SIGTERM/SIGINT, how long in-flight calls may take before they are cancelled. Default 30"},
+     "scan base paths for new or removed versions this often; 0 = once at start. Default 1", NULL},
+    {"flush_filesystem_caches", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: drop file-system caches after loads",
+     "dcmserve reads model files once into its own memory; the flag has no effect"},
+    {"tensorflow_session_parallelism", F_INT, OFF(session_parallelism), 0, 1024,
+     "threads one kernel may use when --tensorflow_intra_op_parallelism is not given; 0 = one per core", NULL},
+    {"tensorflow_session_config_file", F_STR, NOSTORE, 0, 0,
+     "TF Serving: session ConfigProto text file", N_TF},
     {"tensorflow_intra_op_parallelism", F_INT, OFF(intra_op_threads), 0, 1024,
-     "threads one kernel may use; 0 = one per core. Default 0"},
+     "threads one kernel may use; 0 = one per core. Default 0", NULL},
+    {"tensorflow_inter_op_parallelism", F_INT, NOSTORE, 0, 1024,
+     "TF Serving: ops run at the same time",
+     "the executor runs one op at a time per request (concurrency comes from --grpc_max_threads); the flag has no effect"},
+    {"use_alts_credentials", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: Google ALTS credentials",
+     "ALTS exists only on Google Cloud; the flag has no effect"},
+    {"ssl_config_file", F_STR, OFF(ssl_config_file), 0, 0,
+     "TF Serving: SSLConfig text proto for a TLS gRPC port",
+     "TLS not implemented yet: the gRPC port stays PLAINTEXT"},
+    {"platform_config_file", F_STR, NOSTORE, 0, 0,
+     "TF Serving: PlatformConfigMap text proto",
+     "dcmserve serves one platform (SavedModel, and ONNX imported with dcmserve import-onnx); the flag has no effect"},
+    {"per_process_gpu_memory_fraction", F_DOUBLE, NOSTORE, 0, 1,
+     "TF Serving: share of GPU memory to take",
+     "dcmserve runs on the CPU only; the flag has no effect"},
+    {"saved_model_tags", F_STR, OFF(saved_model_tags), 0, 0,
+     "tags of the MetaGraph to load. Default \"serve\"", NULL},
+    {"grpc_channel_arguments", F_STR, OFF(grpc_channel_arguments), 0, 0,
+     "comma-separated gRPC server arguments key=value (integers passed as integers), e.g. grpc.so_reuseport=1", NULL},
+    {"grpc_max_threads", F_INT, OFF(grpc_max_threads), 0, 1024,
+     "worker threads that run inference (Predict, ModelInfer); 0 = 4 x cores. Default 0", NULL},
+    {"enable_model_warmup", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: replay assets.extra/tf_serving_warmup_requests at load", N_WARMUP},
+    {"num_request_iterations_for_warmup", F_INT, NOSTORE, 0, INT32_MAX,
+     "TF Serving: times each warm-up request is replayed", N_WARMUP},
+    {"version", F_BOOL, OFF(version), 0, 0, "print the version and exit", NULL},
+    {"monitoring_config_file", F_STR, OFF(monitoring_config_file), 0, 0,
+     "TF Serving: MonitoringConfig text proto (Prometheus path)",
+     "metrics not implemented yet; the flag has no effect"},
+    {"remove_unused_fields_from_bundle_metagraph", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: drop unused MetaGraphDef fields",
+     "dcmserve keeps only the graph it runs, never the whole MetaGraphDef; the flag has no effect"},
+    {"prefer_tflite_model", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: load model.tflite instead of saved_model.pb", N_TFLITE},
+    {"num_tflite_pools", F_INT, NOSTORE, 0, 4096,
+     "TF Serving: TFLite interpreter pools", N_TFLITE},
+    {"num_tflite_interpreters_per_pool", F_INT, NOSTORE, 0, 4096,
+     "TF Serving: TFLite interpreters per pool", N_TFLITE},
+    {"enable_signature_method_name_check", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: require method_name to match the API",
+     "the signature's inputs and outputs are checked, never its method_name; the flag has no effect"},
+    {"xla_cpu_compilation_enabled", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: XLA:CPU JIT", "dcmserve has no XLA compiler; the flag has no effect"},
+    {"xla_gpu_compilation_enabled", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: XLA:CPU and XLA:GPU JIT", "dcmserve has no XLA compiler; the flag has no effect"},
+    {"enable_profiler", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: TensorFlow profiler service",
+     "dcmserve has no TensorFlow profiler service; the flag has no effect"},
+    {"thread_pool_factory_config_file", F_STR, NOSTORE, 0, 0,
+     "TF Serving: ThreadPoolConfig text proto", N_TF},
+    {"mixed_precision", F_STR, NOSTORE, 0, 0,
+     "TF Serving: mixed-precision mode (bfloat16)",
+     "kernels compute in the graph's own dtypes; the flag has no effect"},
+    {"skip_initialize_tpu", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: skip TPU initialisation", "dcmserve has no TPU support; the flag has no effect"},
+    {"enable_grpc_healthcheck_service", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: register grpc.health.v1.Health",
+     "grpc.health.v1.Health is always registered; the flag has no effect"},
+    {"enable_serialization_as_tensor_content", F_BOOL, NOSTORE, 0, 0,
+     "TF Serving: Predict answers in tensor_content",
+     "Predict answers are always in tensor_content; the flag has no effect"},
+    /* dcmserve's own */
+    {"bind_address", F_STR, OFF(bind_address), 0, 0,
+     "address the gRPC port binds to. Default 0.0.0.0", NULL},
+    {"grpc_cq_threads", F_INT, OFF(grpc_cq_threads), 1, 64,
+     "gRPC completion-queue threads (protocol work only). Default 2", NULL},
+    {"max_message_bytes", F_INT64, OFF(max_message_bytes), 1, INT32_MAX,
+     "largest gRPC message received or sent. Default 2147483647 (INT32_MAX, as TF Serving)", NULL},
+    {"drain_timeout_seconds", F_DOUBLE, OFF(drain_timeout_seconds), 0, 86400,
+     "on SIGTERM/SIGINT, how long in-flight calls may take before they are cancelled. Default 30", NULL},
     {"log_level", F_LOG, OFF(log_level), 0, 0,
-     "debug, info, warn or error. Default info"},
-    {"help", F_BOOL, OFF(help), 0, 0, "print this help and exit"},
-    {"version", F_BOOL, OFF(version), 0, 0, "print the version and exit"},
+     "debug, info, warn or error. Default info", NULL},
+    {"help", F_BOOL, OFF(help), 0, 0, "print this help and exit", NULL},
     /* clang-format on */
 };
+
+#define NDEFS ((int)(sizeof(defs) / sizeof(defs[0])))
+
+int srv_flags_count(void) { return NDEFS; }
+
+const char *srv_flags_name(int i) { return i >= 0 && i < NDEFS ? defs[i].name : NULL; }
 
 void srv_flags_defaults(srv_flags *f) {
     memset(f, 0, sizeof(*f));
@@ -65,17 +177,25 @@ void srv_flags_defaults(srv_flags *f) {
     f->max_message_bytes = INT32_MAX;
     f->drain_timeout_seconds = 30.0;
     f->log_level = MS_LOG_INFO;
+    f->saved_model_tags = "serve";
 }
 
 static const flag_def *find_def(const char *name, size_t len) {
-    for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
+    for (int i = 0; i < NDEFS; i++)
         if (strlen(defs[i].name) == len && strncmp(defs[i].name, name, len) == 0) return &defs[i];
     return NULL;
 }
 
 static ms_status set_value(const flag_def *d, const char *val, srv_flags *f) {
     char *end = NULL;
-    void *p = (char *)f + d->off;
+    union {
+        int i;
+        int64_t l;
+        double d;
+        const char *s;
+        ms_log_level g;
+    } scratch; /* where a NOSTORE value goes */
+    void *p = d->off == NOSTORE ? (void *)&scratch : (void *)((char *)f + d->off);
 
     switch (d->kind) {
     case F_INT:
@@ -123,6 +243,17 @@ static ms_status set_value(const flag_def *d, const char *val, srv_flags *f) {
     return ms_errf(MS_EINTERNAL, "flag --%s: bad definition", d->name);
 }
 
+static void note(srv_flags *f, int idx) {
+    for (int i = 0; i < f->n_noted; i++)
+        if (f->noted[i] == idx) return;
+    if (f->n_noted < SRV_FLAGS_MAX_NOTED) f->noted[f->n_noted++] = idx;
+}
+
+void srv_flags_log_notes(const srv_flags *f) {
+    for (int i = 0; i < f->n_noted; i++)
+        MS_WARN("flag --%s: %s", defs[f->noted[i]].name, defs[f->noted[i]].note);
+}
+
 ms_status srv_flags_parse(int argc, char **argv, int first, srv_flags *f) {
     srv_flags_defaults(f);
     for (int i = first; i < argc; i++) {
@@ -153,7 +284,9 @@ ms_status srv_flags_parse(int argc, char **argv, int first, srv_flags *f) {
         }
         ms_status st = set_value(d, val, f);
         if (st != MS_OK) return st;
+        if (d->note != NULL) note(f, (int)(d - defs));
     }
+    if (f->intra_op_threads == 0) f->intra_op_threads = f->session_parallelism;
     if (f->model_config_file != NULL && f->model_base_path != NULL)
         return ms_errf(MS_EINVAL, "flags --model_config_file and --model_base_path exclude each "
                                   "other: list the model in the config file instead");
@@ -165,8 +298,10 @@ ms_status srv_flags_parse(int argc, char **argv, int first, srv_flags *f) {
 void srv_flags_usage(FILE *out) {
     fprintf(out, "usage: dcmserve serve [--flag=value ...]   (or: dcmserve --flag=value ...)\n"
                  "Serves SavedModels over TF Serving gRPC, KServe v2 gRPC and grpc.health.v1.\n\n");
-    for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
+    for (int i = 0; i < NDEFS; i++) {
         fprintf(out, "  --%s\n      %s\n", defs[i].name, defs[i].help);
+        if (defs[i].note != NULL) fprintf(out, "      (here: %s)\n", defs[i].note);
+    }
     fprintf(out,
             "\nSignals: SIGTERM/SIGINT drain and exit 0; SIGHUP re-reads --model_config_file.\n");
 }

@@ -13,9 +13,11 @@
 #include "ms_log.h"
 #include "ms_status.h"
 
+#define SRV_FLAGS_MAX_NOTED 64
+
 typedef struct srv_flags {
     int port;                                /* --port, gRPC, default 8500 */
-    int rest_api_port;                       /* --rest_api_port, reserved (0 = off) */
+    int rest_api_port;                       /* --rest_api_port, not served yet (0 = off) */
     const char *bind_address;                /* --bind_address, default 0.0.0.0 */
     const char *model_name;                  /* --model_name, default "default" */
     const char *model_base_path;             /* --model_base_path */
@@ -27,9 +29,19 @@ typedef struct srv_flags {
     int64_t max_message_bytes;               /* send/receive limit; default INT32_MAX */
     double drain_timeout_seconds;            /* SIGTERM grace for in-flight calls; 30 */
     int intra_op_threads;                    /* --tensorflow_intra_op_parallelism; 0 = cores */
+    int session_parallelism;                 /* --tensorflow_session_parallelism */
+    const char *saved_model_tags;            /* --saved_model_tags, default "serve" */
+    const char *grpc_channel_arguments;      /* --grpc_channel_arguments "k=v,k=v" or NULL */
+    const char *ssl_config_file;             /* --ssl_config_file (TLS: issue #11) */
+    const char *monitoring_config_file;      /* --monitoring_config_file */
+    int enable_batching;                     /* --enable_batching (batching: issue #13) */
     ms_log_level log_level;                  /* --log_level debug|info|warn|error */
     int help;                                /* --help given */
     int version;                             /* --version given */
+    /* Flags given that are accepted without (full) effect: indices into the
+     * flag table, each logged once by srv_flags_log_notes. */
+    int noted[SRV_FLAGS_MAX_NOTED];
+    int n_noted;
 } srv_flags;
 
 /* Fills *f with the defaults. */
@@ -40,6 +52,14 @@ void srv_flags_defaults(srv_flags *f);
  * positional argument; also when --model_config_file and --model_base_path
  * are both given. */
 ms_status srv_flags_parse(int argc, char **argv, int first, srv_flags *f);
+
+/* Logs one warning line for each flag given that has no effect (or only
+ * part of its TF Serving effect) here, saying why. */
+void srv_flags_log_notes(const srv_flags *f);
+
+/* Number of flags in the table and the name of flag i (for tests and docs). */
+int srv_flags_count(void);
+const char *srv_flags_name(int i);
 
 /* Writes the flag reference (for --help). */
 void srv_flags_usage(FILE *out);

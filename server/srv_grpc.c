@@ -14,12 +14,18 @@
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
+#include <grpc/support/log.h>
 #include <grpc/support/time.h>
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ms_log.h"
 #include "srv_status.h"
@@ -480,6 +486,73 @@ static void *cq_main(void *arg) {
 /* Server lifecycle                                                          */
 /* ------------------------------------------------------------------------ */
 
+#define MAX_CHANNEL_ARGS 16
+
+/* gRPC's own log lines go to ours at debug level (every failure they tell
+ * of also comes back as a status that we report in our words). */
+static void grpc_log_to_ms(gpr_log_func_args *a) {
+    MS_DEBUG("grpc: %s:%d: %s", a->file ? a->file : "?", a->line, a->message ? a->message : "");
+}
+
+/* Splits "k=v,k=v" (copied into buf) into args[*n...]; integer values go as
+ * integers, as TF Serving passes them. */
+static ms_status parse_channel_args(const char *spec, char *buf, size_t cap, grpc_arg *args,
+                                    int *n) {
+    if (spec == NULL || spec[0] == '\0') return MS_OK;
+    size_t len = strlen(spec);
+    if (len >= cap)
+        return ms_errf(MS_EINVAL, "--grpc_channel_arguments: longer than %zu bytes", cap - 1);
+    memcpy(buf, spec, len + 1);
+    int k = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL;
+         t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        if (eq == NULL || eq == t)
+            return ms_errf(MS_EINVAL, "--grpc_channel_arguments: expected key=value, got \"%s\"",
+                           t);
+        if (k == MAX_CHANNEL_ARGS)
+            return ms_errf(MS_EINVAL, "--grpc_channel_arguments: more than %d arguments",
+                           MAX_CHANNEL_ARGS);
+        *eq = '\0';
+        grpc_arg *a = &args[(*n)++];
+        k++;
+        a->key = t;
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(eq + 1, &end, 10);
+        if (errno == 0 && end != eq + 1 && *end == '\0' && v >= INT_MIN && v <= INT_MAX) {
+            a->type = GRPC_ARG_INTEGER;
+            a->value.integer = (int)v;
+        } else {
+            a->type = GRPC_ARG_STRING;
+            a->value.string = eq + 1;
+        }
+    }
+    return MS_OK;
+}
+
+/* Why binding addr failed: EADDRINUSE is told apart by a plain bind. */
+static int port_in_use(const char *host, int port) {
+    if (port == 0) return 0;
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%d", port);
+    if (getaddrinfo(host, ps, &hints, &res) != 0) return 0;
+    int in_use = 0;
+    int fd = socket(res->ai_family, SOCK_STREAM, 0);
+    if (fd >= 0) {
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 && errno == EADDRINUSE) in_use = 1;
+        close(fd);
+    }
+    freeaddrinfo(res);
+    return in_use;
+}
+
 ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, int nmethods,
                            void *app, srv_server **out) {
     srv_server *s = calloc(1, sizeof(*s));
@@ -502,16 +575,36 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         return ms_errf(MS_ENOMEM, "out of memory");
     }
 
-    grpc_init();
-    grpc_arg args[2];
+    /* Channel arguments: ours, the operator's, then SO_REUSEPORT off unless
+     * the operator set it. */
+    char cabuf[1024];
+    grpc_arg args[3 + MAX_CHANNEL_ARGS];
+    int nargs = 0;
     memset(args, 0, sizeof(args));
-    args[0].type = GRPC_ARG_INTEGER;
-    args[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
-    args[0].value.integer = (int)s->max_msg;
-    args[1].type = GRPC_ARG_INTEGER;
-    args[1].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
-    args[1].value.integer = (int)s->max_msg;
-    grpc_channel_args cargs = {2, args};
+    args[nargs].type = GRPC_ARG_INTEGER;
+    args[nargs].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+    args[nargs++].value.integer = (int)s->max_msg;
+    args[nargs].type = GRPC_ARG_INTEGER;
+    args[nargs].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    args[nargs++].value.integer = (int)s->max_msg;
+    ms_status ast = parse_channel_args(o->channel_arguments, cabuf, sizeof(cabuf), args, &nargs);
+    if (ast != MS_OK) {
+        free(s->handles);
+        free(s->workers);
+        free(s);
+        return ast;
+    }
+    int reuse_given = 0;
+    for (int i = 0; i < nargs; i++)
+        if (strcmp(args[i].key, GRPC_ARG_ALLOW_REUSEPORT) == 0) reuse_given = 1;
+    if (!reuse_given) { /* gRPC's default on Linux is on: a busy port must fail */
+        args[nargs].type = GRPC_ARG_INTEGER;
+        args[nargs].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;
+        args[nargs++].value.integer = 0;
+    }
+    gpr_set_log_function(grpc_log_to_ms);
+    grpc_init();
+    grpc_channel_args cargs = {(size_t)nargs, args};
     s->server = grpc_server_create(&cargs, NULL);
 
     for (int i = 0; i < nmethods; i++) /* before grpc_server_start */
@@ -555,7 +648,10 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         free(s->handles);
         free(s->workers);
         free(s);
-        return ms_errf(MS_EINVAL, "cannot bind gRPC port %s (in use or not permitted)", addr);
+        if (port_in_use(host, o->port))
+            return ms_errf(MS_EINVAL, "port %d is already in use (gRPC, %s)", o->port, addr);
+        return ms_errf(MS_EINVAL, "cannot bind gRPC port %s (bad address or not permitted)",
+                       addr);
     }
     grpc_server_start(s->server);
 

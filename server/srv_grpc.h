@@ -62,6 +62,10 @@ typedef struct srv_server_opts {
     int cq_threads;
     int workers;
     int64_t max_message_bytes; /* receive and send limit */
+    /* TF Serving's --grpc_channel_arguments: "key=value,key=value" (values
+     * that parse as integers go as integers) or NULL. SO_REUSEPORT is off
+     * unless this sets grpc.so_reuseport=1. */
+    const char *channel_arguments;
 } srv_server_opts;
 
 /* Creates, binds and starts the server; methods[] and app are borrowed and

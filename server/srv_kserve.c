@@ -259,8 +259,19 @@ static ms_status count_check(const char *name, const char *field, size_t got, in
 static ms_status input_tensor(const Inference__ModelInferRequest__InferInputTensor *in,
                               const ProtobufCBinaryData *raw, rt_tensor **out) {
     rt_dtype dt = dtype_of(in->datatype);
-    if (dt == RT_DT_INVALID)
-        return ms_errf(MS_EINVAL, "input \"%s\": unknown datatype \"%s\"", in->name, in->datatype);
+    if (dt == RT_DT_INVALID) {
+        char names[256];
+        size_t len = 0;
+        names[0] = '\0';
+        for (size_t i = 0; i < sizeof(g_types) / sizeof(g_types[0]); i++) {
+            int w = snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "",
+                             g_types[i].name);
+            if (w < 0 || (size_t)w >= sizeof(names) - len) break;
+            len += (size_t)w;
+        }
+        return ms_errf(MS_EINVAL, "input \"%s\": unknown datatype \"%s\"; expected one of %s",
+                       in->name, in->datatype, names);
+    }
     if (in->n_shape > RT_MAX_RANK)
         return ms_errf(MS_EINVAL, "input \"%s\": rank %zu exceeds %d", in->name, in->n_shape,
                        RT_MAX_RANK);

@@ -39,6 +39,9 @@ struct srv_manager {
     pthread_cond_t cv;
     kn_backend *be; /* borrowed */
     double poll_s;
+    char tagbuf[256];           /* --saved_model_tags, split in place */
+    const char *tags[SRV_MANAGER_MAX_TAGS];
+    int ntags;                  /* 0 = g_tags */
     uv_loop_t *loop;
     uv_timer_t timer;
     uv_async_t async;
@@ -298,6 +301,49 @@ static mmodel *find_model(srv_manager *m, const char *name) {
     return NULL;
 }
 
+/* "; NOUN: a, b, c" into buf (at most MAX_LISTED entries, then ", ...");
+ * "; NOUN: none" for an empty list. Names come from the config, not the
+ * client. */
+#define MAX_LISTED 20
+
+static void list_append(char *buf, size_t cap, size_t *len, int i, const char *item) {
+    if (*len >= cap) return;
+    int w;
+    if (i == MAX_LISTED)
+        w = snprintf(buf + *len, cap - *len, ", ...");
+    else
+        w = snprintf(buf + *len, cap - *len, "%s%s", i ? ", " : "", item);
+    if (w > 0) *len += (size_t)w < cap - *len ? (size_t)w : cap - *len - 1;
+}
+
+static void list_models(const srv_manager *m, char *buf, size_t cap) {
+    size_t len = (size_t)snprintf(buf, cap, "; models served: ");
+    int k = 0;
+    for (int i = 0; i < m->nmodels && k <= MAX_LISTED; i++)
+        if (!m->models[i]->removed) list_append(buf, cap, &len, k++, m->models[i]->cfg.name);
+    if (k == 0) list_append(buf, cap, &len, 0, "none");
+}
+
+static void list_versions(const mmodel *mm, char *buf, size_t cap) {
+    size_t len = (size_t)snprintf(buf, cap, "; available versions of %s: ", mm->cfg.name);
+    int k = 0;
+    char num[32];
+    for (int i = 0; i < mm->nv && k <= MAX_LISTED; i++)
+        if (mm->v[i].state == SRV_VSTATE_AVAILABLE) {
+            snprintf(num, sizeof(num), "%" PRId64, mm->v[i].version);
+            list_append(buf, cap, &len, k++, num);
+        }
+    if (k == 0) list_append(buf, cap, &len, 0, "none");
+}
+
+static void list_labels(const mmodel *mm, char *buf, size_t cap) {
+    size_t len = (size_t)snprintf(buf, cap, "; version labels of %s: ", mm->cfg.name);
+    int k = 0;
+    for (int i = 0; i < mm->cfg.nlabels && k <= MAX_LISTED; i++)
+        list_append(buf, cap, &len, k++, mm->cfg.labels[i].name);
+    if (k == 0) list_append(buf, cap, &len, 0, "none");
+}
+
 static mversion *find_version(mmodel *mm, int64_t v) {
     for (int i = 0; i < mm->nv; i++)
         if (mm->v[i].version == v) return &mm->v[i];
@@ -358,7 +404,10 @@ static void load_work(uv_work_t *req) {
             return;
         }
     }
-    j->st = rt_model_load(j->dir, g_tags, 1, j->m->be, &j->model);
+    if (j->m->ntags > 0)
+        j->st = rt_model_load(j->dir, j->m->tags, j->m->ntags, j->m->be, &j->model);
+    else
+        j->st = rt_model_load(j->dir, g_tags, 1, j->m->be, &j->model);
     if (j->st != MS_OK) {
         snprintf(j->msg, sizeof(j->msg), "%s",
                  ms_errmsg()[0] ? ms_errmsg() : ms_status_name(j->st));
@@ -675,6 +724,24 @@ static void on_async(uv_async_t *a) {
     if (!m->stopping) apply_pending(m);
 }
 
+ms_status srv_manager_set_tags(srv_manager *m, const char *tags) {
+    size_t n = strlen(tags);
+    if (n >= sizeof(m->tagbuf))
+        return ms_errf(MS_EINVAL, "--saved_model_tags: longer than %zu bytes", sizeof(m->tagbuf) - 1);
+    memcpy(m->tagbuf, tags, n + 1);
+    int k = 0;
+    for (char *save = NULL, *t = strtok_r(m->tagbuf, ",", &save); t != NULL;
+         t = strtok_r(NULL, ",", &save)) {
+        if (k == SRV_MANAGER_MAX_TAGS)
+            return ms_errf(MS_EINVAL, "--saved_model_tags: more than %d tags",
+                           SRV_MANAGER_MAX_TAGS);
+        m->tags[k++] = t;
+    }
+    if (k == 0) return ms_errf(MS_EINVAL, "--saved_model_tags: expected tag[,tag...], got \"%s\"", tags);
+    m->ntags = k;
+    return MS_OK;
+}
+
 ms_status srv_manager_new(kn_backend *be, double poll_s, srv_manager **out) {
     srv_manager *m = calloc(1, sizeof(*m));
     if (m == NULL) return ms_errf(MS_ENOMEM, "out of memory");
@@ -776,13 +843,16 @@ ms_status srv_manager_get(srv_manager *m, const char *name, int64_t version, con
     out->model = NULL;
     out->version = 0;
     pthread_mutex_lock(&m->mu);
+    char list[1024];
     mmodel *mm = find_model(m, name ? name : "");
     if (mm == NULL || mm->removed) {
-        st = ms_errf(MS_ENOTFOUND, "Servable not found for request: %s(%s%s)",
-                     version > 0 ? "Specific" : "Latest", name ? name : "", "");
+        list_models(m, list, sizeof(list));
         if (version > 0)
-            ms_errf(MS_ENOTFOUND, "Servable not found for request: Specific(%s, %" PRId64 ")",
-                    name ? name : "", version);
+            st = ms_errf(MS_ENOTFOUND, "Servable not found for request: Specific(%s, %" PRId64 ")%s",
+                         name ? name : "", version, list);
+        else
+            st = ms_errf(MS_ENOTFOUND, "Servable not found for request: Latest(%s)%s",
+                         name ? name : "", list);
         goto out;
     }
     if (label != NULL && label[0] != '\0') {
@@ -793,15 +863,17 @@ ms_status srv_manager_get(srv_manager *m, const char *name, int64_t version, con
                 found = 1;
             }
         if (!found) {
-            st = ms_errf(MS_EINVAL, "Unrecognized servable version label: %s", label);
+            list_labels(mm, list, sizeof(list));
+            st = ms_errf(MS_EINVAL, "Unrecognized servable version label: %s%s", label, list);
             goto out;
         }
     }
     if (version > 0) {
         mversion *v = find_version(mm, version);
         if (v == NULL || v->state != SRV_VSTATE_AVAILABLE) {
-            st = ms_errf(MS_ENOTFOUND, "Servable not found for request: Specific(%s, %" PRId64 ")",
-                         name, version);
+            list_versions(mm, list, sizeof(list));
+            st = ms_errf(MS_ENOTFOUND, "Servable not found for request: Specific(%s, %" PRId64 ")%s",
+                         name, version, list);
             goto out;
         }
         out->model = rt_model_ref(v->model);
@@ -814,7 +886,8 @@ ms_status srv_manager_get(srv_manager *m, const char *name, int64_t version, con
             out->version = mm->v[i].version;
             goto out;
         }
-    st = ms_errf(MS_ENOTFOUND, "Servable not found for request: Latest(%s)", name);
+    list_versions(mm, list, sizeof(list));
+    st = ms_errf(MS_ENOTFOUND, "Servable not found for request: Latest(%s)%s", name, list);
 out:
     pthread_mutex_unlock(&m->mu);
     return st;
@@ -833,7 +906,10 @@ ms_status srv_manager_status(srv_manager *m, const char *name, int64_t version,
     pthread_mutex_lock(&m->mu);
     mmodel *mm = find_model(m, name ? name : "");
     if (mm == NULL || mm->removed || mm->nv == 0) {
-        st = ms_errf(MS_ENOTFOUND, "Could not find any versions of model %s", name ? name : "");
+        char list[1024];
+        list_models(m, list, sizeof(list));
+        st = ms_errf(MS_ENOTFOUND, "Could not find any versions of model %s%s", name ? name : "",
+                     list);
         goto out;
     }
     *out = calloc((size_t)mm->nv, sizeof(srv_version_status));

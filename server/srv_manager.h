@@ -54,6 +54,12 @@ typedef struct srv_servable {
  * start (and on apply) only. */
 ms_status srv_manager_new(kn_backend *be, double poll_s, srv_manager **out);
 
+#define SRV_MANAGER_MAX_TAGS 8
+/* Loads the MetaGraph with exactly these comma-separated tags (TF Serving's
+ * --saved_model_tags) instead of {"serve"}; call before the first apply.
+ * MS_EINVAL for an empty list or more than SRV_MANAGER_MAX_TAGS tags. */
+ms_status srv_manager_set_tags(srv_manager *m, const char *tags);
+
 /* Called on the loop thread after availability may have changed. */
 void srv_manager_set_listener(srv_manager *m, void (*fn)(void *arg), void *arg);
 

@@ -29,7 +29,22 @@ ms_status sig_find(const Tensorflow__MetaGraphDef *mg, const char *key,
             return MS_OK;
         }
     }
-    return ms_errf(MS_EPRECOND, "Serving signature key \"%s\" not found.", key);
+    /* The keys there are (at most 20), so the caller can fix the request. */
+    char keys[SIG_MSG_MAX];
+    size_t len = 0;
+    keys[0] = '\0';
+    for (size_t i = 0; mg != NULL && i < mg->n_signature_def && i <= 20; i++) {
+        int w = i == 20 ? snprintf(keys + len, sizeof(keys) - len, ", ...")
+                        : snprintf(keys + len, sizeof(keys) - len, "%s\"%s\"", i ? ", " : "",
+                                   mg->signature_def[i]->key);
+        if (w < 0 || (size_t)w >= sizeof(keys) - len) {
+            keys[len] = '\0';
+            break;
+        }
+        len += (size_t)w;
+    }
+    return ms_errf(MS_EPRECOND, "Serving signature key \"%s\" not found. Signature keys: %s.", key,
+                   len ? keys : "none");
 }
 
 const Tensorflow__TensorInfo *sig_input_info(const Tensorflow__SignatureDef *sd, const char *key) {

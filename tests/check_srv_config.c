@@ -77,6 +77,35 @@ START_TEST(test_flags_errors_name_the_flag) {
 }
 END_TEST
 
+/* TF Serving flags without effect here are accepted, their values still
+ * checked, and each is noted once for its warning line. */
+START_TEST(test_flags_tf_serving_noted) {
+    srv_flags f;
+    char *a[] = {"serve", "--enable_batching", "--skip_initialize_tpu=true",
+                 "--num_load_threads", "4", "--enable_batching=false",
+                 "--tensorflow_session_parallelism=3", "--port=9000", NULL};
+    ck_assert_int_eq(srv_flags_parse(8, a, 1, &f), MS_OK);
+    ck_assert_int_eq(f.n_noted, 3); /* enable_batching once, tpu, load threads */
+    ck_assert_int_eq(f.enable_batching, 0);
+    ck_assert_int_eq(f.intra_op_threads, 3);
+    ck_assert_int_eq(f.port, 9000);
+    char *b[] = {"serve", "--tensorflow_session_parallelism=3",
+                 "--tensorflow_intra_op_parallelism=5", NULL};
+    ck_assert_int_eq(srv_flags_parse(3, b, 1, &f), MS_OK);
+    ck_assert_int_eq(f.intra_op_threads, 5);
+    ck_assert_int_eq(f.n_noted, 0);
+    char *c[] = {"serve", "--use_alts_credentials=maybe", NULL};
+    ck_assert_int_eq(srv_flags_parse(2, c, 1, &f), MS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "--use_alts_credentials"));
+    char *d[] = {"serve", "--per_process_gpu_memory_fraction=1.5", NULL};
+    ck_assert_int_eq(srv_flags_parse(2, d, 1, &f), MS_EINVAL);
+    ck_assert_str_eq(f.saved_model_tags, "serve");
+    ck_assert_int_ge(srv_flags_count(), 48);
+    ck_assert_str_eq(srv_flags_name(0), "port");
+    ck_assert_ptr_null(srv_flags_name(srv_flags_count()));
+}
+END_TEST
+
 /* ---- config ---- */
 
 static const char *k_json =
@@ -388,6 +417,7 @@ static Suite *srv_config_suite(void) {
     tcase_add_test(tc, test_flags_defaults_match_tf_serving);
     tcase_add_test(tc, test_flags_both_forms);
     tcase_add_test(tc, test_flags_errors_name_the_flag);
+    tcase_add_test(tc, test_flags_tf_serving_noted);
     suite_add_tcase(s, tc);
     tc = tcase_create("config");
     tcase_add_test(tc, test_config_json);

@@ -128,10 +128,14 @@ def main():
 
         # --- validation errors; the daemon keeps serving after each ---
         expect_error(s.Predict, predict_req(name="nope"), grpc.StatusCode.NOT_FOUND,
-                     "Servable not found for request: Latest(nope)", d=d)
-        expect_error(s.Predict, predict_req(version=999), grpc.StatusCode.NOT_FOUND, "999", d=d)
+                     "Servable not found for request: Latest(nope)", "; models served: hpt", d=d)
+        expect_error(s.Predict, predict_req(version=999), grpc.StatusCode.NOT_FOUND, "999",
+                     "; available versions of hpt: 123", d=d)
+        expect_error(s.Predict, predict_req(label="stable"), grpc.StatusCode.INVALID_ARGUMENT,
+                     "Unrecognized servable version label: stable; version labels of hpt: none", d=d)
         expect_error(s.Predict, predict_req(sig="nosuch"), grpc.StatusCode.FAILED_PRECONDITION,
-                     'Serving signature key "nosuch" not found', d=d)
+                     'Serving signature key "nosuch" not found', 'Signature keys: ',
+                     '"serving_default"', d=d)
         bad = predict_req()
         bad.inputs["x"].CopyFrom(float_tensor([1.0, 2.0, 3.0, 4.0], [2, 2]))
         msg = expect_error(s.Predict, bad, grpc.StatusCode.INVALID_ARGUMENT, d=d)
@@ -181,7 +185,8 @@ def main():
         t.contents.fp32_contents.append(1.0)
         expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, "raw_input_contents", d=d)
         r, _ = kreq("FLOAT32", [1, 1])
-        expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, 'unknown datatype "FLOAT32"', d=d)
+        expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, 'unknown datatype "FLOAT32"',
+                     "expected one of BOOL, ", "FP32", "BYTES", d=d)
         sp = predict_req()
         sp.inputs["x"].CopyFrom(pb.fw.TensorProto(dtype=pb.fw.DT_STRING, string_val=[b"a", b"b", b"c"],
                                                   tensor_shape=float_tensor([], [3, 1]).tensor_shape))
@@ -189,7 +194,8 @@ def main():
         expect_error(s.Classify, pb.tfs.ClassificationRequest(model_spec=pb.tfs.ModelSpec(name="hpt")),
                      grpc.StatusCode.UNIMPLEMENTED, "Classify", d=d)
         expect_error(s.GetModelStatus, pb.tfs.GetModelStatusRequest(model_spec=pb.tfs.ModelSpec(name="nope")),
-                     grpc.StatusCode.NOT_FOUND, "Could not find any versions of model nope", d=d)
+                     grpc.StatusCode.NOT_FOUND, "Could not find any versions of model nope",
+                     "; models served: hpt", d=d)
         resp = s.Predict(predict_req(), timeout=10)
         check(np.allclose(tensor_values(resp.outputs["y"]), Y.ravel()), "still serving after errors", d)
 

@@ -81,9 +81,10 @@ def run_policies(d):
     check(predict(d, "all", version=123) == 123, "version 123", d)
     check(predict(d, "latest") == 124, "latest", d)
     check(predict(d, "specific") == 123, "specific", d)
-    expect_code(lambda: predict(d, "specific", version=124), grpc.StatusCode.NOT_FOUND, d)
+    msg = expect_code(lambda: predict(d, "specific", version=124), grpc.StatusCode.NOT_FOUND, d)
+    check("available versions of specific: 123" in msg, msg, d)
     msg = expect_code(lambda: predict(d, "all", label="nolabel"), grpc.StatusCode.INVALID_ARGUMENT, d)
-    check("nolabel" in msg, msg, d)
+    check("nolabel" in msg and "version labels of all: " in msg and "stable" in msg, msg, d)
     km = d.stub.ModelMetadata(pb.ks.ModelMetadataRequest(name="all"), timeout=5)
     check(list(km.versions) == ["123", "124"], "kserve versions %s" % km.versions, d)
     st = d.stub.GetModelStatus(pb.tfs.GetModelStatusRequest(

@@ -193,6 +193,7 @@ int cli_serve(int argc, char **argv) {
     if (d.flags.rest_api_port > 0)
         MS_WARN("--rest_api_port=%d is reserved: the REST API is not served yet",
                 d.flags.rest_api_port);
+    srv_flags_log_notes(&d.flags);
 
     d.be = kn_cpu_backend_new(d.flags.intra_op_threads);
     if (d.be == NULL) {
@@ -202,6 +203,13 @@ int cli_serve(int argc, char **argv) {
     }
     if (srv_manager_new(d.be, d.flags.file_system_poll_wait_seconds, &d.app.mgr) != MS_OK) {
         fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
+        goto out_be;
+    }
+    if (strcmp(d.flags.saved_model_tags, "serve") != 0 &&
+        srv_manager_set_tags(d.app.mgr, d.flags.saved_model_tags) != MS_OK) {
+        fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
+        srv_manager_free(d.app.mgr);
+        rc = 2;
         goto out_be;
     }
     d.app.max_message_bytes = d.flags.max_message_bytes;
@@ -244,6 +252,7 @@ int cli_serve(int argc, char **argv) {
         .workers = d.flags.grpc_max_threads > 0 ? d.flags.grpc_max_threads
                                                 : 4 * (int)(ncpu > 0 ? ncpu : 1),
         .max_message_bytes = d.flags.max_message_bytes,
+        .channel_arguments = d.flags.grpc_channel_arguments,
     };
     if (srv_server_start(&so, meth, nmeth, &d.app, &d.server) != MS_OK) {
         MS_ERROR("%s", ms_errmsg());
