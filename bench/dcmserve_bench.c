@@ -567,7 +567,11 @@ static const char *const bench_status_names[BENCH_NSTATUS] = {
 static int bench_client_main(const bench_opts *o) {
     bench_req *reqs = NULL;
     size_t nreq = 0;
-    if (bench_build_requests(o, &reqs, &nreq) != 0) return 2;
+    if (bench_build_requests(o, &reqs, &nreq) != 0) {
+        for (size_t i = 0; i < nreq; i++) free(reqs[i].bytes);
+        free(reqs);
+        return 2;
+    }
     grpc_init();
     grpc_arg arg = {.type = GRPC_ARG_INTEGER,
                     .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,

@@ -80,6 +80,11 @@ START_TEST(test_idle_trim) {
 END_TEST
 
 START_TEST(test_rss_returns_after_burst) {
+#ifdef MS_SANITIZE
+    /* ASan's allocator keeps freed memory in its quarantine and ignores
+     * malloc_trim, so RSS says nothing about the pool there. */
+    return;
+#endif
     kn_pool *p = kn_pool_new();
     /* The daemon's defaults: 64 MiB kept free, 2 s idle. */
     kn_pool_set_limits(p, 64 * MIB, 2000);
