@@ -3,28 +3,147 @@
  * (runtime/graph) fills a kn_ctx per run; kernels only call these. */
 #include "kn_ctx.h"
 
+#include <malloc.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kn_threadpool.h"
 
 /* ================= buffer pool ================= */
 
-#define POOL_KEEP 64   /* most free buffers kept */
+/* Free buffers are kept for reuse, at most POOL_KEEP of them and at most
+ * max_free bytes in all (a burst of large requests must not stay resident),
+ * and each is freed once it has been idle for idle_ms: a process-wide trimmer
+ * thread, started with the first pool, walks every live pool for that and
+ * then hands freed heap memory back to the system (malloc_trim). */
+#define POOL_KEEP 64                                   /* most free buffers kept */
+#define POOL_MAX_FREE_DEFAULT ((size_t)64 << 20)       /* bytes kept free, per pool */
+#define POOL_IDLE_MS_DEFAULT 2000                      /* a free buffer's longest idle time */
+#define POOL_TRIM_PERIOD_MS 250
 
 struct kn_pool {
     pthread_mutex_t mu;
     atomic_int refs;   /* creator + every live pooled buffer */
     int nfree;
+    size_t free_bytes; /* sum of the free buffers' sizes */
+    size_t max_free;
+    int64_t idle_ms;
     rt_buf *free_list[POOL_KEEP];
+    int64_t freed_ms[POOL_KEEP]; /* when each free buffer came back (monotonic) */
+    kn_pool *prev, *next;        /* the trimmer's list of live pools */
 };
+
+static pthread_mutex_t g_pools_mu = PTHREAD_MUTEX_INITIALIZER;
+static kn_pool *g_pools;
+static pthread_once_t g_trimmer_once = PTHREAD_ONCE_INIT;
+/* Set when a large buffer went back to the allocator outside the trimmer
+ * (over the byte cap): glibc may keep such memory until malloc_trim. */
+static atomic_int g_pools_dirty;
+
+static int64_t pool_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Frees, under p->mu, the free buffers idle since before `cutoff` (all of
+ * them for INT64_MAX). Returns the bytes freed. The pool's references
+ * held by those buffers are dropped by the caller (n_out of them), outside
+ * the lock. */
+static size_t pool_drop_idle(kn_pool *p, int64_t cutoff, int *n_out) {
+    size_t bytes = 0;
+    int n = 0;
+    for (int i = 0; i < p->nfree;) {
+        if (p->freed_ms[i] < cutoff) {
+            rt_buf *b = p->free_list[i];
+            bytes += b->size;
+            free(b->data);
+            free(b);
+            p->nfree--;
+            p->free_list[i] = p->free_list[p->nfree];
+            p->freed_ms[i] = p->freed_ms[p->nfree];
+            n++;
+        } else {
+            i++;
+        }
+    }
+    p->free_bytes -= bytes;
+    *n_out = n;
+    return bytes;
+}
+
+static void *pool_trimmer(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct timespec ts = {0, POOL_TRIM_PERIOD_MS * 1000000L};
+        nanosleep(&ts, NULL);
+        size_t freed = 0;
+        int64_t now = pool_now_ms();
+        pthread_mutex_lock(&g_pools_mu);
+        for (kn_pool *p = g_pools; p != NULL; p = p->next) {
+            int n = 0;
+            pthread_mutex_lock(&p->mu);
+            if (p->idle_ms >= 0) freed += pool_drop_idle(p, now - p->idle_ms, &n);
+            pthread_mutex_unlock(&p->mu);
+            /* Those buffers held references, but the pool's creator still
+             * holds one (it is on this list), so this never frees the pool. */
+            atomic_fetch_sub(&p->refs, n);
+        }
+        pthread_mutex_unlock(&g_pools_mu);
+        if (freed > 0 || atomic_exchange(&g_pools_dirty, 0)) malloc_trim(0);
+    }
+    return NULL;
+}
+
+static void pool_start_trimmer(void) {
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    /* Without the thread, pools still honour their byte cap; only the idle
+     * trim is lost. */
+    (void)pthread_create(&t, &a, pool_trimmer, NULL);
+    pthread_attr_destroy(&a);
+}
+
+static int64_t pool_env(const char *name, int64_t dflt) {
+    const char *v = getenv(name);
+    if (v == NULL || *v == '\0') return dflt;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    return *end == '\0' && x >= 0 ? (int64_t)x : dflt;
+}
 
 kn_pool *kn_pool_new(void) {
     kn_pool *p = calloc(1, sizeof(*p));
     if (p == NULL) return NULL;
     pthread_mutex_init(&p->mu, NULL);
     atomic_init(&p->refs, 1);
+    p->max_free = (size_t)pool_env("DCMSERVE_POOL_MAX_FREE_BYTES", (int64_t)POOL_MAX_FREE_DEFAULT);
+    p->idle_ms = pool_env("DCMSERVE_POOL_IDLE_MS", POOL_IDLE_MS_DEFAULT);
+    pthread_once(&g_trimmer_once, pool_start_trimmer);
+    pthread_mutex_lock(&g_pools_mu);
+    p->next = g_pools;
+    if (g_pools) g_pools->prev = p;
+    g_pools = p;
+    pthread_mutex_unlock(&g_pools_mu);
     return p;
+}
+
+void kn_pool_set_limits(kn_pool *p, size_t max_free_bytes, int64_t idle_ms) {
+    pthread_mutex_lock(&p->mu);
+    p->max_free = max_free_bytes;
+    p->idle_ms = idle_ms;
+    pthread_mutex_unlock(&p->mu);
+}
+
+size_t kn_pool_free_bytes(kn_pool *p) {
+    pthread_mutex_lock(&p->mu);
+    size_t n = p->free_bytes;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 static void pool_unref(kn_pool *p) {
@@ -39,18 +158,22 @@ static void pool_unref(kn_pool *p) {
 
 void kn_pool_release(kn_pool *p) {
     if (p == NULL) return;
-    /* Free what is idle now; buffers in use come back through pooled_release. */
+    /* Off the trimmer's list first: after this only buffers in use hold
+     * the pool, and they come back through pooled_release. */
+    pthread_mutex_lock(&g_pools_mu);
+    if (p->prev) p->prev->next = p->next;
+    else g_pools = p->next;
+    if (p->next) p->next->prev = p->prev;
+    p->prev = p->next = NULL;
+    pthread_mutex_unlock(&g_pools_mu);
+    /* Free what is idle now; from here on nothing is kept (refs check in
+     * pooled_release is not enough alone: the creator's ref is dropped last). */
     pthread_mutex_lock(&p->mu);
-    int n = p->nfree;
-    rt_buf *idle[POOL_KEEP];
-    memcpy(idle, p->free_list, sizeof(rt_buf *) * (size_t)n);
-    p->nfree = 0;
+    int n = 0;
+    pool_drop_idle(p, INT64_MAX, &n);
+    p->max_free = 0;
     pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < n; i++) {
-        free(idle[i]->data);
-        free(idle[i]);
-        pool_unref(p);
-    }
+    atomic_fetch_sub(&p->refs, n);
     pool_unref(p);
 }
 
@@ -61,15 +184,19 @@ static void pooled_release(rt_buf *b) {
     kn_pool *p = b->owner;
     rt_buf *keep = calloc(1, sizeof(*keep));
     pthread_mutex_lock(&p->mu);
-    if (keep != NULL && p->nfree < POOL_KEEP && atomic_load(&p->refs) > 1) {
+    if (keep != NULL && p->nfree < POOL_KEEP && atomic_load(&p->refs) > 1 &&
+        b->size <= p->max_free - p->free_bytes && p->free_bytes <= p->max_free) {
         *keep = (rt_buf){.data = b->data, .size = b->size, .release = pooled_release, .owner = p};
+        p->freed_ms[p->nfree] = pool_now_ms();
         p->free_list[p->nfree++] = keep;
+        p->free_bytes += b->size;
         pthread_mutex_unlock(&p->mu);
         return;
     }
     pthread_mutex_unlock(&p->mu);
     free(keep);
     free(b->data);
+    if (b->size >= ((size_t)1 << 20)) atomic_store(&g_pools_dirty, 1);
     pool_unref(p);
 }
 
@@ -83,7 +210,10 @@ rt_buf *kn_pool_get(kn_pool *p, size_t size) {
     }
     if (best >= 0) {
         rt_buf *b = p->free_list[best];
-        p->free_list[best] = p->free_list[--p->nfree];
+        p->free_bytes -= b->size;
+        p->nfree--;
+        p->free_list[best] = p->free_list[p->nfree];
+        p->freed_ms[best] = p->freed_ms[p->nfree];
         pthread_mutex_unlock(&p->mu);
         atomic_init(&b->refs, 1);
         return b;
