@@ -233,13 +233,14 @@ START_TEST(nested_sequences) {
 }
 END_TEST
 
-/* Modality LUT Sequence: 4 entries from first value -1 (SS interpretation
- * with PixelRepresentation 1): sv 5 -> last entry, -1 -> entry 0,
- * -2048 -> below: entry 0, 2047 -> last entry. */
+/* Modality LUT Sequence: 4 entries from first value -1 (an SS descriptor in
+ * explicit VR; in implicit VR 'US or SS' follows PixelRepresentation 1, as
+ * pydicom reads it): sv 5 -> last entry, -1 -> entry 0, -2048 -> below:
+ * entry 0, 2047 -> last entry. */
 static void mlut(ut_dbuf *d) {
     ut_dbuf it;
     ut_dbuf_init(&it, d->explicit_vr, d->be);
-    ut_dbuf_hdr(&it, 0x0028, 0x3002, "US", 6);
+    ut_dbuf_hdr(&it, 0x0028, 0x3002, d->explicit_vr ? "SS" : "US", 6);
     ut_dbuf_u16(&it, 4);
     ut_dbuf_u16(&it, 0xFFFF);
     ut_dbuf_u16(&it, 16);

@@ -24,15 +24,18 @@ ms_status dcm__jpegls_decode(const uint8_t *data, size_t len, const dcm_frame_ge
     charls_interleave_mode ilv;
     size_t need;
     /* CharLS 2.4 spends seconds on some truncated streams before failing, so
-     * reject a stream without its EOI up front (a fragment may add padding). */
+     * reject a stream without its EOI up front. PS3.5 A.4 fragments are even
+     * length, so an encoder may leave a pad byte (00H, or FFH from some
+     * encoders) after EOI; up to 8 such bytes are skipped. FF D9 cannot occur
+     * inside JPEG-LS scan data (a byte after FF has its top bit clear). */
     size_t end = len;
-    while (end > 0 && len - end < 8 && data[end - 1] == 0x00) end--;
+    while (end >= 2 && len - end <= 8 && !(data[end - 2] == 0xFF && data[end - 1] == 0xD9)) end--;
     if (end < 4 || data[end - 2] != 0xFF || data[end - 1] != 0xD9) {
         charls_jpegls_decoder_destroy(dec);
         return ms_errf(MS_EINVAL, "JPEG-LS: stream truncated (no EOI marker at the end)");
     }
     if (dec == NULL) return ms_errf(MS_ENOMEM, "JPEG-LS: cannot create decoder");
-    if ((ec = charls_jpegls_decoder_set_source_buffer(dec, data, len)) !=
+    if ((ec = charls_jpegls_decoder_set_source_buffer(dec, data, end)) !=
             CHARLS_JPEGLS_ERRC_SUCCESS ||
         (ec = charls_jpegls_decoder_read_header(dec)) != CHARLS_JPEGLS_ERRC_SUCCESS ||
         (ec = charls_jpegls_decoder_get_frame_info(dec, &fi)) != CHARLS_JPEGLS_ERRC_SUCCESS ||

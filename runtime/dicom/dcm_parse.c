@@ -574,6 +574,32 @@ done:
     return st;
 }
 
+/* Without a DICM prefix: does byte 0 start a data set? The first element
+ * must have an even (public) group no higher than Pixel Data's, in either
+ * byte order, and a length that fits in the file (or is undefined). A PNG,
+ * JPEG or PDF fails this at once. */
+static int plausible_dataset(const uint8_t *b, uint64_t n) {
+    int sx, sb;
+    if (n < 8) return 0;
+    sniff(b, n, &sx, &sb);
+    const int be = sb && sx;
+    const uint16_t group = rd16(b, be);
+    if ((group & 1) != 0 || group > 0x7FE0) return 0;
+    uint64_t len, hdr;
+    if (sx && vr_is_long(DCM_VR(b[4], b[5]))) {
+        if (n < 12) return 0;
+        len = rd32(b + 8, be);
+        hdr = 12;
+    } else if (sx) {
+        len = rd16(b + 6, be);
+        hdr = 8;
+    } else {
+        len = rd32(b + 4, 0);
+        hdr = 8;
+    }
+    return len == 0xFFFFFFFFu || len <= n - hdr;
+}
+
 ms_status dcm_parse(const uint8_t *bytes, size_t len, const dcm_limits *lim_in, dcm_dataset **out) {
     dcm_limits dl;
     if (lim_in == NULL) dcm_limits_default(&dl);
@@ -594,6 +620,10 @@ ms_status dcm_parse(const uint8_t *bytes, size_t len, const dcm_limits *lim_in, 
         if ((st = parse_meta(ds, bytes, len, &pos)) != MS_OK) goto fail;
     } else if (!lim->allow_no_meta) {
         st = ms_errf(MS_EINVAL, "not a DICOM Part 10 file: no 'DICM' at byte 128");
+        goto fail;
+    } else if (!plausible_dataset(bytes, len)) {
+        st = ms_errf(MS_EINVAL,
+                     "not a DICOM file: no 'DICM' prefix at byte 128 and no data set at byte 0");
         goto fail;
     }
     if (len - pos < 8) {

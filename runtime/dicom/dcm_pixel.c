@@ -388,13 +388,30 @@ static ms_status setup_modality(const dcm_dataset *ds, const dcm_info *info, mod
         int64_t it = first_item(ds, DCM_NO_PARENT, TAG(0x0028, 0x3000));
         int64_t de = dcm_find(ds, (uint32_t)it, TAG(0x0028, 0x3002));
         int64_t da = dcm_find(ds, (uint32_t)it, TAG(0x0028, 0x3006));
-        uint32_t entries, first, bits;
-        if (de < 0 || da < 0 || dcm_get_uint(ds, de, 0, &entries) != MS_OK ||
-            dcm_get_uint(ds, de, 1, &first) != MS_OK || dcm_get_uint(ds, de, 2, &bits) != MS_OK)
-            return ms_errf(MS_EINVAL, "Modality LUT Sequence: bad or missing LUT Descriptor/Data");
+        double d0, d1, d2;
+        if (it < 0 || de < 0 || da < 0)
+            return ms_errf(MS_EINVAL, "Modality LUT Sequence: no %s",
+                           it < 0 ? "item" : de < 0 ? "LUT Descriptor (0028,3002)"
+                                                    : "LUT Data (0028,3006)");
+        if (dcm_get_number(ds, de, 0, &d0) != MS_OK || dcm_get_number(ds, de, 1, &d1) != MS_OK ||
+            dcm_get_number(ds, de, 2, &d2) != MS_OK)
+            return ms_errf(MS_EINVAL,
+                           "Modality LUT Descriptor: expected 3 US or SS values, got %llu bytes",
+                           (unsigned long long)ds->elems[de].len);
+        /* PS3.3 C.11.1.1: the entry count is always unsigned and 0 means
+         * 65536 (an SS descriptor stores 32768.. as negative); the first
+         * mapped value is SS in an explicit SS descriptor, US in an explicit
+         * US one and follows PixelRepresentation in implicit VR, as pydicom
+         * reads it. */
+        uint32_t entries = (uint32_t)((int32_t)d0 & 0xFFFF), bits = (uint32_t)d2;
         if (entries == 0) entries = 65536;
-        /* The first mapped value is US or SS, following PixelRepresentation. */
-        m->lut_first = info->pixel_rep ? (int16_t)(uint16_t)first : (int64_t)(uint16_t)first;
+        const uint16_t raw1 = (uint16_t)((int32_t)d1 & 0xFFFF);
+        const int signed_first = ds->elems[de].vr == DCM_VR('S', 'S') ||
+                                 (!ds->explicit_vr && info->pixel_rep);
+        m->lut_first = signed_first ? (int64_t)(int16_t)raw1 : (int64_t)raw1;
+        if (bits != 8 && bits != 16)
+            return ms_errf(MS_EINVAL, "Modality LUT Descriptor: %u bits per entry (expected 8 or 16)",
+                           bits);
         const dcm_elem *e = &ds->elems[da];
         if (e->len == entries && bits == 8)
             m->lut_bytes = 1;

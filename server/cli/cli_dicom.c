@@ -223,7 +223,9 @@ static ms_status save_npy(const char *path, float *v, const uint64_t dims[4]) {
 }
 
 static int fail(const char *path, ms_status st) {
-    fprintf(stderr, "dcmserve dicom: %s: %s (%s)\n", path, ms_errmsg(), ms_status_name(st));
+    /* The message is for people: no internal status code appended. */
+    const char *m = ms_errmsg();
+    fprintf(stderr, "dcmserve dicom: %s: %s\n", path, m[0] ? m : ms_status_name(st));
     return 1;
 }
 
