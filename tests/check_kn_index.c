@@ -373,30 +373,20 @@ START_TEST(opdefs) {
 }
 END_TEST
 
-static Suite *suite(void) {
-    Suite *s = suite_create("kn_index");
-    struct {
-        const char *name;
-        const TTest *t;
-    } tests[] = {
-        {"topk", topk},           {"one_hot", one_hot},
-        {"bucketize", bucketize}, {"gather_nd", gather_nd},
-        {"broadcast_to", broadcast_to}, {"ensure_shape", ensure_shape},
-        {"trig", trig}, {"segments", segments}, {"scatter_nd", scatter_nd},
-        {"where", where}, {"string_to_number", string_to_number}, {"opdefs", opdefs},
-    };
-    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-        TCase *tc = tcase_create(tests[i].name);
-        tcase_add_test(tc, tests[i].t);
-        suite_add_tcase(s, tc);
-    }
-    return s;
-}
-
 int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    const tu_case cases[] = {
+        {"topk", topk},
+        {"one_hot", one_hot},
+        {"bucketize", bucketize},
+        {"gather_nd", gather_nd},
+        {"broadcast_to", broadcast_to},
+        {"ensure_shape", ensure_shape},
+        {"trig", trig},
+        {"segments", segments},
+        {"scatter_nd", scatter_nd},
+        {"where", where},
+        {"string_to_number", string_to_number},
+        {"opdefs", opdefs},
+    };
+    return tu_suite_main("kn_index", cases, sizeof(cases) / sizeof(cases[0]));
 }
