@@ -360,6 +360,35 @@ START_TEST(string_to_number) {
 }
 END_TEST
 
+START_TEST(sparse_to_dense) {
+    /* (0,1)=5 and (2,0)=7 in a (3,2) of -1 */
+    rt_tensor *in[4] = {TU_I64(S(2, 2), 0, 1, 2, 0), TU_I32(S(2), 3, 2), TU_F32(S(2), 5, 7),
+                        TU_F32(TU_SCALAR, -1)};
+    rt_tensor *o = tu_run1(tu_node_new("SparseToDense", "sd"), in, 4);
+    TU_CHECK_F32(o, S(3, 2), 0, -1, 5, -1, -1, 7, -1);
+    rt_tensor_unref(o);
+    /* out of order: rejected unless validate_indices is false */
+    int64_t *ix = in[0]->data;
+    ix[0] = 2, ix[1] = 0, ix[2] = 0, ix[3] = 1;
+    tu_run_fail(tu_node_new("SparseToDense", "bad_sd"), in, 4, 1, MS_EINVAL, "out of order");
+    Tensorflow__NodeDef *d = tu_node_new("SparseToDense", "sd");
+    tu_attr_b(d, "validate_indices", 0);
+    o = tu_run1(d, in, 4);
+    TU_CHECK_F32(o, S(3, 2), 0, -1, 7, -1, -1, 5, -1);
+    rt_tensor_unref(o);
+    ix[0] = 3;
+    tu_run_fail(tu_node_new("SparseToDense", "bad_sd"), in, 4, 1, MS_EINVAL, "out of bounds");
+    tu_unref(in, 4);
+    /* vector indices, one scalar value for all */
+    rt_tensor *in2[4] = {TU_I32(S(2), 1, 3), TU_I32(S(1), 4), TU_I32(TU_SCALAR, 9),
+                         TU_I32(TU_SCALAR, 0)};
+    o = tu_run1(tu_node_new("SparseToDense", "sd"), in2, 4);
+    TU_CHECK_INT(o, RT_DT_INT32, S(4), 0, 9, 0, 9);
+    rt_tensor_unref(o);
+    tu_unref(in2, 4);
+}
+END_TEST
+
 START_TEST(opdefs) {
     /* function bodies name outputs "top:indices:0": the built-in table knows them */
     Tensorflow__NodeDef *d = tu_node_new("TopKV2", "top");
@@ -373,30 +402,21 @@ START_TEST(opdefs) {
 }
 END_TEST
 
-static Suite *suite(void) {
-    Suite *s = suite_create("kn_index");
-    struct {
-        const char *name;
-        const TTest *t;
-    } tests[] = {
-        {"topk", topk},           {"one_hot", one_hot},
-        {"bucketize", bucketize}, {"gather_nd", gather_nd},
-        {"broadcast_to", broadcast_to}, {"ensure_shape", ensure_shape},
-        {"trig", trig}, {"segments", segments}, {"scatter_nd", scatter_nd},
-        {"where", where}, {"string_to_number", string_to_number}, {"opdefs", opdefs},
-    };
-    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-        TCase *tc = tcase_create(tests[i].name);
-        tcase_add_test(tc, tests[i].t);
-        suite_add_tcase(s, tc);
-    }
-    return s;
-}
-
 int main(void) {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    const tu_case cases[] = {
+        {"topk", topk},
+        {"one_hot", one_hot},
+        {"bucketize", bucketize},
+        {"gather_nd", gather_nd},
+        {"broadcast_to", broadcast_to},
+        {"ensure_shape", ensure_shape},
+        {"trig", trig},
+        {"segments", segments},
+        {"scatter_nd", scatter_nd},
+        {"where", where},
+        {"string_to_number", string_to_number},
+        {"sparse_to_dense", sparse_to_dense},
+        {"opdefs", opdefs},
+    };
+    return tu_suite_main("kn_index", cases, sizeof(cases) / sizeof(cases[0]));
 }

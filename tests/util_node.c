@@ -306,3 +306,17 @@ void tu_check_int(const rt_tensor *t, rt_dtype dt, rt_shape s, const int64_t *wa
                       (long long)want[i]);
     }
 }
+
+int tu_suite_main(const char *suite, const tu_case *cases, size_t n) {
+    Suite *s = suite_create(suite);
+    for (size_t i = 0; i < n; i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_test(tc, cases[i].test);
+        suite_add_tcase(s, tc);
+    }
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

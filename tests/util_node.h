@@ -9,6 +9,8 @@
 #ifndef UTIL_NODE_H
 #define UTIL_NODE_H
 
+#include <check.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kn_backend.h"
@@ -83,5 +85,14 @@ void tu_check_int(const rt_tensor *t, rt_dtype dt, rt_shape s, const int64_t *wa
     tu_check_f64((t), (shape), TU_NV(double, __VA_ARGS__), (tol))
 #define TU_CHECK_INT(t, dt, shape, ...)                                                            \
     tu_check_int((t), (dt), (shape), TU_NV(int64_t, __VA_ARGS__))
+
+/* ---- running a suite ----
+ * A Check test main: one TCase per entry, named as given; returns
+ * EXIT_SUCCESS when every test passed. */
+typedef struct tu_case {
+    const char *name;
+    const TTest *test;
+} tu_case;
+int tu_suite_main(const char *suite, const tu_case *cases, size_t n);
 
 #endif /* UTIL_NODE_H */

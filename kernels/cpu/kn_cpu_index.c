@@ -1,6 +1,6 @@
 /* kn_cpu_index.c - CPU kernels that select, place or bin values by index:
  * TopKV2, OneHot, Bucketize, GatherNd, BroadcastTo, EnsureShape, SegmentSum,
- * UnsortedSegmentSum, ScatterNd, Where and StringToNumber.
+ * UnsortedSegmentSum, ScatterNd, Where, StringToNumber and SparseToDense.
  *
  * Semantics follow TensorFlow's kernels (topk_op.cc, one_hot_op.cc,
  * bucketize_op.cc, gather_nd_op.cc, broadcast_to_op.cc, shape_ops.cc):
@@ -607,6 +607,65 @@ static ms_status string_to_number_compute(kn_ctx *ctx, const kn_node *node, void
     return MS_OK;
 }
 
+/* ---- SparseToDense(sparse_indices, output_shape, sparse_values, default_value) ---- */
+
+static ms_status sparse_to_dense_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                         rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 4);
+    if (st != MS_OK) return st;
+    const rt_tensor *ix = in[0], *vals = in[2], *dflt = in[3];
+    if (!is_idx(ix->dtype) || ix->shape.rank > 2)
+        return KN_EINVAL(node,
+                         "sparse_indices must be an int32/int64 scalar, vector or matrix, got %s "
+                         "%s",
+                         rt_dtype_name(ix->dtype), tf_shp(&ix->shape));
+    int64_t dims[RT_MAX_RANK];
+    int cnt;
+    if ((st = kn__read_ints(node, in[1], "output_shape", dims, RT_MAX_RANK, &cnt)) != MS_OK)
+        return st;
+    int64_t n = ix->shape.rank == 0 ? 1 : ix->shape.dim[0];
+    int64_t r = ix->shape.rank == 2 ? ix->shape.dim[1] : 1;
+    if (r != cnt)
+        return KN_EINVAL(node, "sparse_indices has %lld columns, output_shape %d dims",
+                         (long long)r, cnt);
+    if (vals->dtype != dflt->dtype || !rt_dtype_is_pod(vals->dtype) || dflt->nelem != 1 ||
+        (vals->nelem != 1 && vals->nelem != n) || vals->shape.rank > 1)
+        return KN_EINVAL(node,
+                         "sparse_values (%s %s) must be a scalar or %lld values and default_value "
+                         "(%s %s) a scalar of the same dtype",
+                         rt_dtype_name(vals->dtype), tf_shp(&vals->shape), (long long)n,
+                         rt_dtype_name(dflt->dtype), tf_shp(&dflt->shape));
+    rt_shape os = rt_shape_make(cnt, dims);
+    for (int d = 0; d < cnt; d++)
+        if (dims[d] < 0)
+            return KN_EINVAL(node, "output_shape %s has a negative dim", tf_shp(&os));
+    if ((st = kn__output(ctx, node, 0, vals->dtype, &os, &out[0])) != MS_OK) return st;
+    size_t es = rt_dtype_size(vals->dtype);
+    uint8_t *o = out[0]->data;
+    for (int64_t e = 0; e < out[0]->nelem; e++) memcpy(o + (size_t)e * es, dflt->data, es);
+    int validate = kn_attr_b(node, "validate_indices", 1);
+    int64_t prev = -1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t off = 0;
+        for (int64_t d = 0; d < r; d++) {
+            int64_t v = idx_get(ix, i * r + d);
+            if (v < 0 || v >= dims[d])
+                return KN_EINVAL(node, "indices[%lld] is out of bounds: index %lld of dim %lld "
+                                       "not in [0, %lld)",
+                                 (long long)i, (long long)v, (long long)d, (long long)dims[d]);
+            off = off * dims[d] + v;
+        }
+        if (validate && off <= prev)
+            return KN_EINVAL(node, "indices[%lld] is %s", (long long)i,
+                             off == prev ? "repeated" : "out of order");
+        prev = off;
+        memcpy(o + (size_t)off * es, (const uint8_t *)vals->data + (vals->nelem == 1 ? 0 : i) * es,
+               es);
+    }
+    return MS_OK;
+}
+
 const kn_kernel kn_cpu_index_kernels[] = {
     {.op = "TopKV2", .compute = topk_compute},
     {.op = "OneHot", .compute = onehot_compute},
@@ -620,5 +679,6 @@ const kn_kernel kn_cpu_index_kernels[] = {
     {.op = "ScatterNd", .compute = scatter_nd_compute},
     {.op = "Where", .compute = where_compute},
     {.op = "StringToNumber", .compute = string_to_number_compute},
+    {.op = "SparseToDense", .compute = sparse_to_dense_compute},
     {.op = NULL},
 };
