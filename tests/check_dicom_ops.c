@@ -66,9 +66,9 @@ static void attr_type(tnode *t, const char *key, rt_dtype dt) {
     v->type = (Tensorflow__DataType)dt;
 }
 
-static void attr_size(tnode *t, int64_t h, int64_t w) {
+static void attr_pair(tnode *t, const char *key, int64_t h, int64_t w) {
     size_t k = t->def.n_attr;
-    Tensorflow__AttrValue *v = tnode_attr(t, "size");
+    Tensorflow__AttrValue *v = tnode_attr(t, key);
     tensorflow__attr_value__list_value__init(&t->list[k]);
     t->ints[k][0] = h;
     t->ints[k][1] = w;
@@ -76,6 +76,10 @@ static void attr_size(tnode *t, int64_t h, int64_t w) {
     t->list[k].i = t->ints[k];
     v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
     v->list = &t->list[k];
+}
+
+static void attr_size(tnode *t, int64_t h, int64_t w) {
+    attr_pair(t, "size", h, w);
 }
 
 /* Runs prepare + compute + release of `op` on the node. */
@@ -205,6 +209,63 @@ START_TEST(decode_error_names_index) {
 }
 END_TEST
 
+/* A 1x2 file with Modality `mod` (NULL: no Modality element). */
+static void make_file_mod(ut_dbuf *d, const char *mod, uint16_t rows, uint16_t cols) {
+    ut_dbuf_init(d, 1, 0);
+    ut_dbuf_meta(d, "1.2.840.10008.1.2.1");
+    if (mod != NULL) ut_dbuf_str(d, 0x0008, 0x0060, "CS", mod);
+    ut_dbuf_image(d, rows, cols, 16, 16, 0, "MONOCHROME2");
+    ut_dbuf_hdr(d, 0x7FE0, 0x0010, "OW", (uint32_t)rows * cols * 2);
+    for (int i = 0; i < rows * cols; i++)
+        ut_dbuf_u16(d, (uint16_t)(1000 + i));
+}
+
+/* Runs DcmDecodeHU with attrs modalities/expect_size over one file. */
+static ms_status run_guarded(const ut_dbuf *f, const char *mods, int64_t eh, int64_t ew) {
+    rt_tensor *in = strings(1, f), *out[2] = {NULL, NULL};
+    tnode t;
+    tnode_init(&t, "DcmDecodeHU", 1, 2);
+    if (mods != NULL) attr_s(&t, "modalities", mods);
+    if (eh > 0) attr_pair(&t, "expect_size", eh, ew);
+    ms_status st = run_op(rt_ops_host_kernel(rt_model_host_ops, "DcmDecodeHU"), &t, &in, out);
+    if (st == MS_OK) ck_assert_ptr_nonnull(out[0]);
+    rt_tensor_unref(out[0]);
+    rt_tensor_unref(out[1]);
+    rt_tensor_unref(in);
+    return st;
+}
+
+START_TEST(decode_modality_guard) {
+    ut_dbuf ct, mr, none;
+    make_file_mod(&ct, "CT", 1, 2);
+    make_file_mod(&mr, "MR", 1, 2);
+    make_file_mod(&none, NULL, 1, 2);
+    ck_assert_msg(run_guarded(&ct, "CT", 0, 0) == MS_OK, "%s", ms_errmsg());
+    ck_assert_msg(run_guarded(&mr, "CT,MR", 0, 0) == MS_OK, "%s", ms_errmsg());
+    ck_assert_msg(run_guarded(&mr, NULL, 0, 0) == MS_OK, "%s", ms_errmsg());
+    ck_assert_int_eq(run_guarded(&mr, "CT", 0, 0), MS_EINVAL);
+    ck_assert_msg(strstr(ms_errmsg(), "'MR'") && strstr(ms_errmsg(), "takes CT"), "%s",
+                  ms_errmsg());
+    /* "C" is not a prefix match for "CT". */
+    ck_assert_int_eq(run_guarded(&ct, "C,CTX", 0, 0), MS_EINVAL);
+    ck_assert_int_eq(run_guarded(&none, "CT", 0, 0), MS_EINVAL);
+    ck_assert_msg(strstr(ms_errmsg(), "missing") != NULL, "%s", ms_errmsg());
+    ut_dbuf_free(&ct);
+    ut_dbuf_free(&mr);
+    ut_dbuf_free(&none);
+}
+END_TEST
+
+START_TEST(decode_expect_size) {
+    ut_dbuf f;
+    make_file_mod(&f, "CT", 2, 3);
+    ck_assert_msg(run_guarded(&f, NULL, 2, 3) == MS_OK, "%s", ms_errmsg());
+    ck_assert_int_eq(run_guarded(&f, NULL, 3, 2), MS_EINVAL);
+    ck_assert_msg(strstr(ms_errmsg(), "2x3") && strstr(ms_errmsg(), "3x2"), "%s", ms_errmsg());
+    ut_dbuf_free(&f);
+}
+END_TEST
+
 /* ---- DcmWindow ---- */
 
 START_TEST(window_layout) {
@@ -323,6 +384,8 @@ int main(void) {
     tcase_add_test(tc, decode_batch_padded);
     tcase_add_test(tc, decode_resize_per_file);
     tcase_add_test(tc, decode_error_names_index);
+    tcase_add_test(tc, decode_modality_guard);
+    tcase_add_test(tc, decode_expect_size);
     suite_add_tcase(s, tc);
     tc = tcase_create("window");
     tcase_add_test(tc, window_layout);

@@ -118,6 +118,44 @@ def check_fusion(name, gd):
         check("_FusedMatMul" in ops, "resnet: Gemm + bias is a _FusedMatMul")
 
 
+def dicom_guards(tmp):
+    """--dicom_modality refuses other modalities; without --size a file of
+    another size than the model input is refused, naming both sizes."""
+    ct = os.path.join(DATA, "ct64.dcm")
+
+    def imported(tag, *extra):
+        out = os.path.join(tmp, "dicom_" + tag, "1")
+        r = run("import-onnx", os.path.join(DATA, "dicom_seg.onnx"), "--output_dir", out,
+                "--dicom_input", "image", "--window", "40,400", *extra)
+        check(r.returncode == 0, "dicom_seg: import with %s (%s)" % (extra, r.stderr.strip()))
+        return out
+
+    def ran(model, dcm, tag):
+        r = run("run", "--dir", model, "--input_files", "image=" + dcm, "--outdir",
+                os.path.join(tmp, "o_" + tag))
+        return r.returncode, r.stderr.strip()
+
+    rc, err = ran(imported("mr", "--dicom_modality", "MR,PT"), ct, "mr")
+    check(rc != 0 and "'CT'" in err and "MR,PT" in err and "(einval)" not in err,
+          "--dicom_modality MR,PT: a CT file is refused naming what came (%s)" % err)
+    model_ct = imported("ct", "--dicom_modality", "CT")
+    rc, err = ran(model_ct, ct, "ct")
+    check(rc == 0, "--dicom_modality CT: the CT file runs (%s)" % err)
+    # The same CT cropped to 48x40 (real pixels, written with pydicom).
+    import pydicom  # pylint: disable=import-outside-toplevel
+    ds = pydicom.dcmread(ct)
+    a = ds.pixel_array[:48, :40].copy()
+    ds.PixelData = a.tobytes()
+    ds.Rows, ds.Columns = a.shape
+    small = os.path.join(tmp, "ct48x40.dcm")
+    ds.save_as(small)
+    rc, err = ran(model_ct, small, "small")
+    check(rc != 0 and "48x40" in err and "64x64" in err,
+          "no --size: a 48x40 file for a 64x64 model is refused naming both (%s)" % err)
+    rc, err = ran(imported("sized", "--size", "64x64"), small, "sized")
+    check(rc == 0, "--size 64x64: the 48x40 file is resized and runs (%s)" % err)
+
+
 def serve_checks(tmp):
     """`dcmserve serve` on imported models: Predict over gRPC vs ORT outputs."""
     pb = gen_protos()
@@ -247,6 +285,7 @@ def main():
             diff = float(np.max(np.abs(got - ref))) if got.shape == ref.shape else float("inf")
             check(diff <= 1e-4, "dicom_seg: DICOM in = pydicom + ORT within 1e-4 (max abs %g)"
                   % diff)
+        dicom_guards(tmp)
         r = run("import-onnx", os.path.join(DATA, "resnet.onnx"), "--output_dir",
                 os.path.join(tmp, "x", "1"), "--dicom_input", "image")
         check(r.returncode == 2 and "--window" in r.stderr, "--dicom_input without --window: exit 2")

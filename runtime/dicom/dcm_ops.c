@@ -6,6 +6,10 @@
  *          size: list(int) = []      [h, w]: resize each file's HU (bilinear,
  *                                    half-pixel centers) so all come out equal
  *          pad_value: float = 0      HU written outside a smaller file
+ *          modalities: string = ""   "CT,MR": refuse files whose Modality
+ *                                    (0008,0060) is not listed ("" = any)
+ *          expect_size: list(int) = [] [h, w] without size: refuse a file of
+ *                                    another size, naming both
  *   output hu:   DT_FLOAT (N, H, W, C), H/W the largest in the batch (or size),
  *                C = 3 when any file is colour (grey files are replicated)
  *          mask: DT_FLOAT (N, H, W, 1), 1 where the file has a pixel, else 0
@@ -115,9 +119,42 @@ static void free_imgs(dcm_image **imgs, int64_t n) {
 
 typedef struct hu_state {
     int64_t frame;
-    int64_t size[2]; /* 0 = no resize */
+    int64_t size[2];   /* 0 = no resize */
+    int64_t expect[2]; /* 0 = any size */
     float pad;
+    char modalities[128]; /* "" = any; else comma-separated */
 } hu_state;
+
+/* Is modality m one of the comma-separated list? */
+static int modality_listed(const char *list, const char *m) {
+    const size_t n = strlen(m);
+    for (const char *p = list; *p;) {
+        const char *q = strchr(p, ',');
+        const size_t k = q ? (size_t)(q - p) : strlen(p);
+        if (k == n && n > 0 && memcmp(p, m, n) == 0) return 1;
+        p += k + (q != NULL);
+    }
+    return 0;
+}
+
+/* The modality guard and the fixed-size check of hu_state, per file. */
+static ms_status hu_guard(const hu_state *s, dcm_image *const *imgs, int64_t nf) {
+    for (int64_t i = 0; i < nf; i++) {
+        const dcm_image *im = imgs[i];
+        if (s->modalities[0] && !modality_listed(s->modalities, im->info.modality))
+            return ms_errf(MS_EINVAL, "dicom[%lld]: Modality is %s%s%s; this model takes %s",
+                           (long long)i, im->info.modality[0] ? "'" : "",
+                           im->info.modality[0] ? im->info.modality : "missing",
+                           im->info.modality[0] ? "'" : "", s->modalities);
+        if (s->expect[0] && (im->rows != s->expect[0] || im->cols != s->expect[1]))
+            return ms_errf(MS_EINVAL,
+                           "dicom[%lld]: image is %ux%u (rows x columns), the model input is "
+                           "%lldx%lld (import with --size to resize)",
+                           (long long)i, im->rows, im->cols, (long long)s->expect[0],
+                           (long long)s->expect[1]);
+    }
+    return MS_OK;
+}
 
 static ms_status hu_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
     (void)cin;
@@ -138,6 +175,20 @@ static ms_status hu_prepare(const kn_node *n, rt_tensor *const *cin, void **stat
     } else if (k > 0) {
         free(s);
         return ms_errf(MS_EINVAL, "%s: size wants [height, width], got %d values", n->name, k);
+    }
+    size_t ml = 0;
+    const char *mods = kn_attr_s(n, "modalities", &ml);
+    if (mods != NULL && ml > 0) {
+        if (ml >= sizeof(s->modalities)) {
+            free(s);
+            return ms_errf(MS_EINVAL, "%s: modalities list of %zu bytes is too long", n->name, ml);
+        }
+        memcpy(s->modalities, mods, ml);
+    }
+    k = kn_attr_ilist(n, "expect_size", sz, 2);
+    if (k == 2 && sz[0] > 0 && sz[1] > 0) {
+        s->expect[0] = sz[0];
+        s->expect[1] = sz[1];
     }
     if (s->frame < 0) {
         long long f = (long long)s->frame;
@@ -160,6 +211,10 @@ static ms_status hu_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tenso
     dcm_image **imgs = NULL;
     ms_status st = decode_all(ctx, rt_tensor_strs(x), nf, s->frame, 0, &imgs);
     if (st != MS_OK) return st;
+    if ((st = hu_guard(s, imgs, nf)) != MS_OK) {
+        free_imgs(imgs, nf);
+        return st;
+    }
     uint32_t H = 0, W = 0, C = 1;
     for (int64_t i = 0; i < nf; i++) {
         if (imgs[i]->rows > H) H = imgs[i]->rows;

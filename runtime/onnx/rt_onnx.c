@@ -131,6 +131,13 @@ static ms_status dicom_front(rt__ox_conv *cv, const char *name, rt_dtype dt, int
         rt__tf_node(cv, "DcmDecodeHU", rt__ox_printf(cv, "%s/decode", ph->name));
     rt__tf_input(cv, dec, ph->name);
     rt__tf_attr_i(cv, dec, "frame", 0);
+    if (o->dicom_modality != NULL && o->dicom_modality[0])
+        rt__tf_attr_s(cv, dec, "modalities", o->dicom_modality);
+    if (o->size_h <= 0 && d[hx] > 0 && d[hx + 1] > 0) {
+        /* No --size: a file of another size than the model's is refused. */
+        int64_t ex[2] = {d[hx], d[hx + 1]};
+        rt__tf_attr_ilist(cv, dec, "expect_size", ex, 2);
+    }
     Tensorflow__NodeDef *win =
         rt__tf_node(cv, "DcmWindow", rt__ox_printf(cv, "%s/window", ph->name));
     rt__tf_input(cv, win, dec->name);

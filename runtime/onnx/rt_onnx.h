@@ -35,6 +35,8 @@ typedef struct rt_onnx_opts {
     const char *dicom_input;
     float window_center, window_width; /* used with dicom_input */
     int64_t size_h, size_w;            /* resize target with dicom_input; 0 = none */
+    /* with dicom_input: "CT,MR" refuses files of other modalities; NULL = any */
+    const char *dicom_modality;
     int dicom_nhwc;                    /* 1: that model input is [N, H, W, C], not NCHW */
 } rt_onnx_opts;
 

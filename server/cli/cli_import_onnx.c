@@ -26,6 +26,7 @@ static void usage(FILE *f) {
             "  --window L,W         window level and width for --dicom_input\n"
             "  --layout NCHW|NHWC   layout of graph input NAME (default NCHW, as ONNX)\n"
             "  --size HxW           resize the windowed image to H x W (bilinear)\n"
+            "  --dicom_modality CT[,MR...]  refuse DICOM files of other modalities\n"
             "  --tf_layout L        NHWC (default: activations channels-last inside the\n"
             "                       graph, the CPU kernels' native layout) or NCHW\n"
             "  --log_level LEVEL    debug, info, warn, error\n");
@@ -38,6 +39,7 @@ int cli_import_onnx(int argc, char **argv) {
         {"window", required_argument, NULL, 'w'},
         {"layout", required_argument, NULL, 'l'},
         {"size", required_argument, NULL, 's'},
+        {"dicom_modality", required_argument, NULL, 'M'},
         {"tf_layout", required_argument, NULL, 'T'},
         {"log_level", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
@@ -87,6 +89,9 @@ int cli_import_onnx(int argc, char **argv) {
             opts.size_w = w;
             break;
         }
+        case 'M':
+            opts.dicom_modality = optarg;
+            break;
         case 'T':
             if (strcmp(optarg, "NCHW") == 0)
                 opts.tf_nchw = 1;
