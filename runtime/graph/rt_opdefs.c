@@ -20,9 +20,7 @@ static const opdef_entry builtin[] = {
     {"AssignAddVariableOp", {NULL}, 1},
     {"AssignSubVariableOp", {NULL}, 1},
     {"DisableCopyOnRead", {NULL}, 1},
-    {"SaveV2", {NULL}, 1},
     {"MergeV2Checkpoints", {NULL}, 1},
-    {"RestoreV2", {"tensors+dtypes"}, 0},
     {"IdentityN", {"output+T"}, 0},
     {"PartitionedCall", {"output+Tout"}, 0},
     {"StatefulPartitionedCall", {"output+Tout"}, 0},
@@ -56,11 +54,40 @@ static const opdef_entry builtin[] = {
     {"MaxPool", {"output"}, 0}, {"AvgPool", {"output"}, 0},
     {"ResizeBilinear", {"resized_images"}, 0}, {"ResizeNearestNeighbor", {"resized_images"}, 0},
     {"DcmDecodeHU", {"hu", "mask"}, 0},
-    /* ---- issue #10 part B: new CPU ops (kernels/cpu/kn_cpu_index.c, trig) ---- */
-    {"TopKV2", {"values", "indices"}, 0},
-    {"Cos", {"y"}, 0}, {"Sin", {"y"}, 0}, {"Tan", {"y"}, 0},
-    {"Where", {"index"}, 0},
-    /* ---- end of part B block ---- */
+    /* Checkpoint plumbing in TF2 exports' saver functions. */
+    {"ShardedFilename", {"filename"}, 0}, {"StringJoin", {"output"}, 0},
+    {"SaveV2", {NULL}, 1}, {"Save", {NULL}, 1}, {"SaveSlices", {NULL}, 1},
+    {"RestoreV2", {"tensors+dtypes"}, 0}, {"Restore", {"tensor"}, 0},
+    {"ShardedFilespec", {"filename"}, 0},
+    /* Control flow. */
+    {"While", {"output+T"}, 0}, {"StatelessWhile", {"output+T"}, 0},
+    {"If", {"output+Tout"}, 0}, {"StatelessIf", {"output+Tout"}, 0},
+    {"Case", {"output+Tout"}, 0}, {"StatelessCase", {"output+Tout"}, 0},
+    {"Switch", {"output_false", "output_true"}, 0}, {"Merge", {"output", "value_index"}, 0},
+    {"Enter", {"output"}, 0}, {"Exit", {"output"}, 0}, {"NextIteration", {"output"}, 0},
+    {"LoopCond", {"output"}, 0},
+    /* TensorList (TF2) and TensorArray (TF1). */
+    {"TensorListReserve", {"handle"}, 0}, {"EmptyTensorList", {"handle"}, 0},
+    {"TensorListFromTensor", {"output_handle"}, 0}, {"TensorListGetItem", {"item"}, 0},
+    {"TensorListSetItem", {"output_handle"}, 0}, {"TensorListStack", {"tensor"}, 0},
+    {"TensorListLength", {"length"}, 0}, {"TensorListElementShape", {"element_shape"}, 0},
+    {"TensorListPushBack", {"output_handle"}, 0},
+    {"TensorListPopBack", {"output_handle", "tensor"}, 0},
+    {"TensorArrayV3", {"handle", "flow"}, 0}, {"TensorArrayReadV3", {"value"}, 0},
+    {"TensorArrayWriteV3", {"flow_out"}, 0}, {"TensorArrayGatherV3", {"value"}, 0},
+    {"TensorArrayScatterV3", {"flow_out"}, 0}, {"TensorArraySizeV3", {"size"}, 0},
+    {"TensorArrayCloseV3", {NULL}, 1},
+    /* Element-wise ops whose output arg is not "output". */
+    {"Log", {"y"}, 0}, {"Log1p", {"y"}, 0}, {"Reciprocal", {"y"}, 0}, {"Sin", {"y"}, 0},
+    {"Cos", {"y"}, 0}, {"Erf", {"y"}, 0}, {"Sign", {"y"}, 0}, {"Round", {"y"}, 0},
+    {"Ceil", {"y"}, 0}, {"IsNan", {"y"}, 0}, {"Transpose", {"y"}, 0},
+    {"Softplus", {"activations"}, 0}, {"Elu", {"activations"}, 0},
+    {"Selu", {"activations"}, 0}, {"LogSoftmax", {"logsoftmax"}, 0},
+    {"NotEqual", {"z"}, 0}, {"FloorDiv", {"z"}, 0}, {"FloorMod", {"z"}, 0},
+    {"Mod", {"z"}, 0}, {"DivNoNan", {"z"}, 0}, {"SquaredDifference", {"z"}, 0},
+    {"Div", {"z"}, 0}, {"BatchMatMulV2", {"output"}, 0},
+    {"TopKV2", {"values", "indices"}, 0}, {"Unique", {"y", "idx"}, 0},
+    {"Tan", {"y"}, 0}, {"Where", {"index"}, 0},
 };
 /* clang-format on */
 

@@ -1,0 +1,97 @@
+/* check_opdefs.c - output-argument tables (runtime/graph/rt_opdefs.c): the
+ * flat output index of "node:arg:i" names and the output count of ops found
+ * in TF2 saver functions and control flow, with and without list attrs. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "rt_opdefs.h"
+
+/* A NodeDef with one type-list attr `key` of n entries (n >= 0), or an int
+ * attr when as_int is set. */
+typedef struct {
+    Tensorflow__NodeDef def;
+    Tensorflow__NodeDef__AttrEntry entry, *entries[1];
+    Tensorflow__AttrValue value;
+    Tensorflow__AttrValue__ListValue list;
+    Tensorflow__DataType types[4];
+} node_fx;
+
+static void node_init(node_fx *f, const char *key, int n, int as_int) {
+    tensorflow__node_def__init(&f->def);
+    tensorflow__node_def__attr_entry__init(&f->entry);
+    tensorflow__attr_value__init(&f->value);
+    tensorflow__attr_value__list_value__init(&f->list);
+    f->entry.key = (char *)key;
+    f->entry.value = &f->value;
+    if (as_int) {
+        f->value.value_case = TENSORFLOW__ATTR_VALUE__VALUE_I;
+        f->value.i = n;
+    } else {
+        for (int i = 0; i < n; i++) f->types[i] = TENSORFLOW__DATA_TYPE__DT_FLOAT;
+        f->list.n_type = (size_t)n;
+        f->list.type = f->types;
+        f->value.value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+        f->value.list = &f->list;
+    }
+    f->entries[0] = &f->entry;
+    f->def.n_attr = 1;
+    f->def.attr = f->entries;
+}
+
+START_TEST(saver_ops) {
+    /* The TF 2.2/2.3 saver function reads ShardedFilename:filename:0. */
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "ShardedFilename", NULL, "filename"), 0);
+    ck_assert_int_eq(rt_opdef_num_outputs(NULL, "ShardedFilename", NULL), 1);
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "StringJoin", NULL, "output"), 0);
+    ck_assert_int_eq(rt_opdef_num_outputs(NULL, "SaveV2", NULL), 0);
+    ck_assert_int_eq(rt_opdef_num_outputs(NULL, "MergeV2Checkpoints", NULL), 0);
+    /* A wrong argument name is not guessed. */
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "ShardedFilename", NULL, "output"), -1);
+}
+END_TEST
+
+START_TEST(control_flow_lists) {
+    node_fx f;
+    node_init(&f, "T", 3, 0);
+    ck_assert_int_eq(rt_opdef_num_outputs(NULL, "While", &f.def), 3);
+    ck_assert_int_eq(rt_opdef_num_outputs(NULL, "StatelessWhile", &f.def), 3);
+    node_init(&f, "Tout", 2, 0);
+    ck_assert_int_eq(rt_opdef_num_outputs(NULL, "StatelessIf", &f.def), 2);
+    ck_assert_int_eq(rt_opdef_num_outputs(NULL, "Case", &f.def), 2);
+    /* Zero outputs from an empty list. */
+    node_init(&f, "Tout", 0, 0);
+    ck_assert_int_eq(rt_opdef_num_outputs(NULL, "If", &f.def), 0);
+}
+END_TEST
+
+START_TEST(multi_output_ops) {
+    ck_assert_int_eq(rt_opdef_num_outputs(NULL, "TensorArrayV3", NULL), 2);
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "TensorArrayV3", NULL, "flow"), 1);
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "TensorListPopBack", NULL, "tensor"), 1);
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "TensorListGetItem", NULL, "item"), 0);
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "Switch", NULL, "output_true"), 1);
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "TopKV2", NULL, "indices"), 1);
+    /* An int-attr list before a later arg shifts its index. */
+    node_fx f;
+    node_init(&f, "num_split", 4, 1);
+    ck_assert_int_eq(rt_opdef_num_outputs(NULL, "Split", &f.def), 4);
+    /* Ops outside the table have one output named "output". */
+    ck_assert_int_eq(rt_opdef_num_outputs(NULL, "SomeUnlistedOp", NULL), 1);
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "SomeUnlistedOp", NULL, "output"), 0);
+    ck_assert_int_eq(rt_opdef_output_index(NULL, "SomeUnlistedOp", NULL, "y"), -1);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("opdefs");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, saver_ops);
+    tcase_add_test(tc, control_flow_lists);
+    tcase_add_test(tc, multi_output_ops);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
