@@ -50,6 +50,8 @@ static const flag_def defs[] = {
      "threads one kernel may use; 0 = one per core. Default 0"},
     {"log_level", F_LOG, OFF(log_level), 0, 0,
      "debug, info, warn or error. Default info"},
+    {"check_config", F_BOOL, OFF(check_config), 0, 0,
+     "validate the model config and that each base path has a version directory, then exit (0 = OK)"},
     {"help", F_BOOL, OFF(help), 0, 0, "print this help and exit"},
     {"version", F_BOOL, OFF(version), 0, 0, "print the version and exit"},
     /* clang-format on */

@@ -28,6 +28,7 @@ typedef struct srv_flags {
     double drain_timeout_seconds;            /* SIGTERM grace for in-flight calls; 30 */
     int intra_op_threads;                    /* --tensorflow_intra_op_parallelism; 0 = cores */
     ms_log_level log_level;                  /* --log_level debug|info|warn|error */
+    int check_config;                        /* --check_config: validate and exit */
     int help;                                /* --help given */
     int version;                             /* --version given */
 } srv_flags;
