@@ -12,7 +12,8 @@ libjpeg62-turbo-dev libcharls-dev libopenjp2-7-dev libpng-dev
 clang libclang-rt-14-dev valgrind
 python3 python3-numpy python3-pydicom python3-gdcm python3-onnx
 python3-grpcio python3-protobuf
-libgdcm-tools openjph-tools"
+libgdcm-tools openjph-tools
+kubernetes-client python3-yaml"
 
 missing=""
 for p in $PKGS; do
