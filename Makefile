@@ -8,21 +8,25 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 CTEST_ARGS ?=
 
-.PHONY: all deps build run test test-asan fuzz clean
+.PHONY: all deps deps-build build run test test-asan fuzz clean
 
 all: build
 
 deps:
-	@sh scripts/install_deps.sh
+	@sh scripts/install_deps.sh all
 
-build: deps
+# build + runtime packages only: enough for `make` and `make run`.
+deps-build:
+	@sh scripts/install_deps.sh build
+
+build: deps-build
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 run: build
 	@sh scripts/run_demo.sh $(BUILD)/dcmserve
 
-test: build
+test: deps build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 test-asan: deps

@@ -4,15 +4,32 @@
 # something is missing.
 set -eu
 
-PKGS="build-essential cmake pkg-config git
+# Usage: install_deps.sh [runtime|build|all]   (default all)
+#   runtime  shared libraries the built daemon needs (what an image carries)
+#   build    runtime + compilers, headers and generators (enough for `make run`)
+#   all      build + test-only packages (clang/fuzzing, valgrind, Python test
+#            modules, DICOM tools, kubectl for the deploy test)
+RUNTIME_PKGS="libgrpc29 libprotobuf-c1 libuv1 libcjson1 zlib1g libsnappy1v5
+libopenblas0-serial libjpeg62-turbo libcharls2 libopenjp2-7 libpng16-16"
+BUILD_PKGS="build-essential cmake pkg-config git
 libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
 libuv1-dev libcjson-dev check
 zlib1g-dev libsnappy-dev libopenblas-dev libopenblas-serial-dev
-libjpeg62-turbo-dev libcharls-dev libopenjp2-7-dev libpng-dev
-clang libclang-rt-14-dev valgrind
+libjpeg62-turbo-dev libcharls-dev libopenjp2-7-dev libpng-dev"
+TEST_PKGS="clang libclang-rt-14-dev valgrind
 python3 python3-numpy python3-pydicom python3-gdcm python3-onnx
 python3-grpcio python3-protobuf
-libgdcm-tools openjph-tools"
+libgdcm-tools openjph-tools python3-yaml"
+# kubectl for the deploy test: Debian's kubernetes-client, unless some kubectl
+# is already installed (other packages ship /usr/bin/kubectl and conflict).
+command -v kubectl >/dev/null 2>&1 || TEST_PKGS="$TEST_PKGS kubernetes-client"
+
+case "${1:-all}" in
+    runtime) PKGS="$RUNTIME_PKGS" ;;
+    build) PKGS="$RUNTIME_PKGS $BUILD_PKGS" ;;
+    all) PKGS="$RUNTIME_PKGS $BUILD_PKGS $TEST_PKGS" ;;
+    *) echo "install_deps.sh: expected runtime, build or all, got '$1'" >&2; exit 2 ;;
+esac
 
 missing=""
 for p in $PKGS; do

@@ -157,6 +157,9 @@ static const flag_def defs[] = {
      "on SIGTERM/SIGINT, how long in-flight calls may take before they are cancelled. Default 30", NULL},
     {"log_level", F_LOG, OFF(log_level), 0, 0,
      "debug, info, warn or error. Default info", NULL},
+    {"check_config", F_BOOL, OFF(check_config), 0, 0,
+     "validate the model config and that each base path has a version directory, then exit (0 = OK)",
+     NULL},
     {"help", F_BOOL, OFF(help), 0, 0, "print this help and exit", NULL},
     /* clang-format on */
 };

@@ -36,6 +36,7 @@ typedef struct srv_flags {
     const char *monitoring_config_file;      /* --monitoring_config_file */
     int enable_batching;                     /* --enable_batching (batching: issue #13) */
     ms_log_level log_level;                  /* --log_level debug|info|warn|error */
+    int check_config;                        /* --check_config: validate and exit */
     int help;                                /* --help given */
     int version;                             /* --version given */
     /* Flags given that are accepted without (full) effect: indices into the

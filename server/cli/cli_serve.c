@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ctype.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
@@ -135,6 +137,35 @@ static void on_signal(uv_signal_t *h, int signum) {
     pthread_mutex_unlock(&d->mu);
 }
 
+/* --check_config: every base path is a readable directory holding at least
+ * one numeric version directory. Prints the first problem; 0 when all fit. */
+static int check_config(const srv_config *cfg) {
+    for (int i = 0; i < cfg->nmodels; i++) {
+        const srv_model_config *m = &cfg->models[i];
+        DIR *dir = opendir(m->base_path);
+        if (dir == NULL) {
+            fprintf(stderr, "dcmserve serve: model '%s': base_path '%s' is not a readable directory\n",
+                    m->name, m->base_path);
+            return 1;
+        }
+        int nver = 0;
+        struct dirent *e;
+        while ((e = readdir(dir)) != NULL) {
+            const char *c = e->d_name;
+            while (*c != '\0' && isdigit((unsigned char)*c)) c++;
+            if (*c == '\0' && c != e->d_name) nver++;
+        }
+        closedir(dir);
+        if (nver == 0) {
+            fprintf(stderr, "dcmserve serve: model '%s': base_path '%s' has no numeric version "
+                            "directory (expected e.g. %s/1)\n", m->name, m->base_path, m->base_path);
+            return 1;
+        }
+    }
+    printf("dcmserve: config OK: %d model(s)\n", cfg->nmodels);
+    return 0;
+}
+
 static void *loop_main(void *arg) {
     daemon_t *d = arg;
     uv_run(&d->loop, UV_RUN_DEFAULT);
@@ -189,6 +220,11 @@ int cli_serve(int argc, char **argv) {
         fprintf(stderr, "dcmserve serve: give --model_base_path (with --model_name) or "
                         "--model_config_file (see --help)\n");
         return 2;
+    }
+    if (d.flags.check_config) {
+        rc = check_config(cfg);
+        srv_config_free(cfg);
+        return rc;
     }
     if (d.flags.rest_api_port > 0)
         MS_WARN("--rest_api_port=%d is reserved: the REST API is not served yet",
