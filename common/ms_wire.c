@@ -1,0 +1,93 @@
+/* ms_wire.c - protobuf wire-format pre-scan (see ms_wire.h). */
+#include "ms_wire.h"
+
+#include <stdbool.h>
+
+static bool wire_varint(const uint8_t *p, size_t n, size_t *pos, uint64_t *out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64 && *pos < n; shift += 7) {
+        uint8_t b = p[(*pos)++];
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Does [p, p+n) parse as a flat sequence of fields? On failure *bad_at is
+ * the offset of the field that does not parse. */
+static bool wire_flat_ok(const uint8_t *p, size_t n, size_t *bad_at) {
+    size_t pos = 0;
+    while (pos < n) {
+        uint64_t key, v;
+        size_t at = pos;
+        if (!wire_varint(p, n, &pos, &key) || (key >> 3) == 0) {
+            *bad_at = at;
+            return false;
+        }
+        switch (key & 7) {
+        case 0:
+            if (!wire_varint(p, n, &pos, &v)) { *bad_at = at; return false; }
+            break;
+        case 1:
+            if (n - pos < 8) { *bad_at = at; return false; }
+            pos += 8;
+            break;
+        case 2:
+            if (!wire_varint(p, n, &pos, &v) || v > n - pos) { *bad_at = at; return false; }
+            pos += (size_t)v;
+            break;
+        case 5:
+            if (n - pos < 4) { *bad_at = at; return false; }
+            pos += 4;
+            break;
+        default: /* groups (3, 4) are not used by our protos */
+            *bad_at = at;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Depth of the deepest chain of length-delimited fields that each parse as
+ * messages, found with an explicit stack of (start, end, cursor). */
+ms_status ms_wire_check(const uint8_t *buf, size_t n, int max_depth) {
+    size_t bad = 0;
+    if (!wire_flat_ok(buf, n, &bad))
+        return ms_errf(MS_EINVAL, "request is not valid protobuf wire format: expected a field key or value at byte %zu of %zu", bad, n);
+    struct { size_t end, pos; } st[MS_WIRE_MAX_DEPTH + 2];
+    int lim = max_depth < 1 ? 1 : (max_depth > MS_WIRE_MAX_DEPTH ? MS_WIRE_MAX_DEPTH : max_depth);
+    int top = 0;
+    st[0].end = n;
+    st[0].pos = 0;
+    while (top >= 0) {
+        if (st[top].pos >= st[top].end) {
+            top--;
+            continue;
+        }
+        uint64_t key = 0, v = 0;
+        size_t pos = st[top].pos;
+        wire_varint(buf, st[top].end, &pos, &key);
+        switch (key & 7) {
+        case 0: wire_varint(buf, st[top].end, &pos, &v); st[top].pos = pos; break;
+        case 1: st[top].pos = pos + 8; break;
+        case 5: st[top].pos = pos + 4; break;
+        default: {
+            wire_varint(buf, st[top].end, &pos, &v);
+            size_t sub = pos;
+            st[top].pos = pos + (size_t)v;
+            size_t dummy;
+            if (v > 0 && wire_flat_ok(buf + sub, (size_t)v, &dummy)) {
+                if (top + 1 > lim)
+                    return ms_errf(MS_EINVAL, "message nesting deeper than %d levels (at byte %zu)", lim, sub);
+                top++;
+                st[top].pos = sub;
+                st[top].end = sub + (size_t)v;
+            }
+        }
+        }
+    }
+    return MS_OK;
+}
