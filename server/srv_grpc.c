@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "ms_log.h"
+#include "ms_wire.h"
 #include "srv_status.h"
 
 #define SLOTS_WORKER  8 /* outstanding request_call per CQ for inference methods */
@@ -262,6 +263,14 @@ static void run_unary(srv_call *c) {
         grpc_byte_buffer_reader_destroy(&rd);
     }
     ms_err_clear();
+    /* Every request is pre-scanned before any handler unpacks it: protobuf-c
+     * recurses once per nesting level, so depth is bounded here, once. */
+    st = ms_wire_check(GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat), MS_WIRE_MAX_DEPTH);
+    if (st != MS_OK) {
+        grpc_slice_unref(flat);
+        reply_error(c, ms_errwrap(st, "%s: request message", m->path));
+        return;
+    }
     st = m->unary(c->s->app, c, GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat), &resp);
     grpc_slice_unref(flat);
     if (st != MS_OK) {
@@ -421,6 +430,13 @@ static void on_accept(srv_call *c) {
                 flat = grpc_byte_buffer_reader_readall(&rd);
                 grpc_byte_buffer_reader_destroy(&rd);
             }
+        }
+        ms_status wst =
+            ms_wire_check(GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat), MS_WIRE_MAX_DEPTH);
+        if (wst != MS_OK) {
+            grpc_slice_unref(flat);
+            reply_error(c, ms_errwrap(wst, "%s: request message", m->path));
+            return;
         }
         c->is_stream = 1;
         m->stream_start(s->app, c, GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat));

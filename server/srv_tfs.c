@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "ms_log.h"
-#include "ms_wire.h"
 #include "rt_tensor_proto.h"
 #include "sig_signature.h"
 #include "srv_app.h"
@@ -62,8 +61,6 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
     Tensorflow__Serving__PredictResponse__OutputsEntry *entries = NULL, **eptrs = NULL;
     Tensorflow__TensorProto *protos = NULL;
 
-    if (ms_wire_check(req, n, MS_WIRE_MAX_DEPTH) != MS_OK)
-        return ms_errwrap(MS_EINVAL, "PredictRequest");
     Tensorflow__Serving__PredictRequest *rq =
         tensorflow__serving__predict_request__unpack(NULL, n, req);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse PredictRequest (%zu bytes)", n);
