@@ -275,7 +275,7 @@ static int bench_build_requests(const bench_opts *o, bench_req **reqs, size_t *n
             names[nn++] = p;
         }
         closedir(d);
-        qsort(names, nn, sizeof(*names), bench_cmp_str);
+        if (nn > 1) qsort(names, nn, sizeof(*names), bench_cmp_str);
         *reqs = calloc(nn ? nn : 1, sizeof(**reqs));
         int rc = *reqs ? 0 : -1;
         for (size_t i = 0; i < nn; i++) {
