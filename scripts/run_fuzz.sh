@@ -4,7 +4,7 @@
 # Seeds: Debian's pydicom test files for the DICOM target, the tensor bundles
 # of tests/data/savedmodels (and of ../shared/testdata when it is there) for
 # the SSTable target, tests/data/onnx for the ONNX target;
-# the codec target starts empty.
+# the codec and request pre-scan (wire) targets start empty.
 # Corpora grow under BUILD_DIR/corpus.
 set -eu
 BUILD=$1
@@ -37,6 +37,8 @@ run() {
 run fuzz_dicom "$BUILD/corpus/dicom" "$PYDICOM_DATA"
 run fuzz_sstable "$BUILD/corpus/sstable" "$BUILD/seeds/sstable"
 run fuzz_onnx "$BUILD/corpus/onnx" tests/data/onnx
+mkdir -p "$BUILD/corpus/wire"
+run fuzz_wire "$BUILD/corpus/wire"
 # The codec target's seeds (tests/fuzz/seed_codecs.py) need the frames that
 # check_codecs extracts; without them it starts from an empty corpus.
 run fuzz_codecs "$BUILD/corpus/codecs"
