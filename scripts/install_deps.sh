@@ -6,12 +6,12 @@ set -eu
 
 PKGS="build-essential cmake pkg-config git
 libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
-libuv1-dev libcjson-dev check
+libuv1-dev libcjson-dev check libmicrohttpd-dev
 zlib1g-dev libsnappy-dev libopenblas-dev libopenblas-serial-dev
 libjpeg62-turbo-dev libcharls-dev libopenjp2-7-dev libpng-dev
 clang libclang-rt-14-dev valgrind
 python3 python3-numpy python3-pydicom python3-gdcm python3-onnx
-python3-grpcio python3-protobuf
+python3-grpcio python3-protobuf python3-prometheus-client
 libgdcm-tools openjph-tools"
 
 missing=""

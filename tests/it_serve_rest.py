@@ -1,0 +1,146 @@
+"""it_serve_rest: TF Serving's REST API on --rest_api_port, spoken to with
+Python's http.client against the real daemon on 127.0.0.1: half_plus_two
+(y = 0.5 * x + 2, computed here with numpy) in row and columnar form, by
+version and label; status; metadata; the DICOM demo model with {"b64": ...}
+giving the same numbers as gRPC Predict; errors 400 / 404 / 413 with their
+messages; CORS header."""
+import base64
+import http.client
+import json
+import os
+import socket
+import sys
+import tempfile
+
+import numpy as np
+import pydicom
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_client import HPT, Daemon, check, gen_protos, tensor_values  # noqa: E402
+
+SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+DEMO = os.path.join(SRC, "models", "demo_ct")
+CT = os.path.join(os.path.dirname(pydicom.__file__), "data", "test_files", "CT_small.dcm")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def call(port, method, path, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body)
+    c.request(method, path, body=body, headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = r.read()
+    hdrs = dict(r.getheaders())
+    c.close()
+    return r.status, json.loads(data), hdrs
+
+
+def main():
+    cfg = tempfile.NamedTemporaryFile("w", suffix=".pbtxt", delete=False)
+    cfg.write('model_config_list { config { name: "hpt" base_path: "%s" model_platform: "tensorflow" '
+              'version_labels { key: "stable" value: 123 } } '
+              'config { name: "demo_ct" base_path: "%s" model_platform: "tensorflow" } }\n' % (HPT, DEMO))
+    cfg.close()
+    rest = free_port()
+    d = Daemon(["--model_config_file=" + cfg.name, "--rest_api_port=%d" % rest,
+                "--rest_api_num_threads=2", "--rest_api_enable_cors_support=true",
+                "--max_message_bytes=1000000"])
+    try:
+        d.wait_health(1)
+        x = np.array([1.0, 2.0, 5.0], dtype=np.float32)
+        want = (0.5 * x + 2.0).tolist()
+
+        # Row format: one [1] row per instance (the signature's x is (-1, 1)).
+        code, r, h = call(rest, "POST", "/v1/models/hpt:predict",
+                          {"instances": [[v] for v in x.tolist()]})
+        check(code == 200, "row predict %d %s" % (code, r), d)
+        check(np.allclose(np.array(r["predictions"]).ravel(), want), "predictions %s" % r, d)
+        check(h.get("Access-Control-Allow-Origin") == "*", "CORS header missing: %s" % h, d)
+        # Rows as objects, by version and by label.
+        for path in ("/v1/models/hpt/versions/123:predict", "/v1/models/hpt/labels/stable:predict"):
+            code, r, _ = call(rest, "POST", path, {"instances": [{"x": [v]} for v in x.tolist()]})
+            check(code == 200 and np.allclose(np.array(r["predictions"]).ravel(), want),
+                  "%s: %d %s" % (path, code, r), d)
+        # Columnar, named and unnamed, another signature.
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict",
+                          {"inputs": {"x": [[v] for v in x.tolist()]}})
+        check(code == 200 and np.allclose(np.array(r["outputs"]).ravel(), want), "columnar %s" % r, d)
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict",
+                          {"signature_name": "serving_default", "inputs": [[v] for v in x.tolist()]})
+        check(code == 200 and np.allclose(np.array(r["outputs"]).ravel(), want), "signature_name %s" % r, d)
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict",
+                          {"signature_name": "nosuch", "inputs": [[1.0]]})
+        check(code == 400 and "nosuch" in r["error"] and "serving_default" in r["error"],
+              "unknown signature %d %s" % (code, r), d)
+
+        # Status and metadata.
+        code, r, _ = call(rest, "GET", "/v1/models/hpt")
+        check(code == 200 and r["model_version_status"][0]["version"] == "123"
+              and r["model_version_status"][0]["state"] == "AVAILABLE"
+              and r["model_version_status"][0]["status"]["error_code"] == "OK", "status %s" % r, d)
+        code, r, _ = call(rest, "GET", "/v1/models/hpt/labels/stable")
+        check(code == 200 and r["model_version_status"][0]["version"] == "123", "label status %s" % r, d)
+        code, r, _ = call(rest, "GET", "/v1/models/hpt/metadata")
+        sd = r["metadata"]["signature_def"]["signature_def"]
+        check(code == 200 and r["model_spec"]["version"] == "123" and "serving_default" in sd,
+              "metadata %s" % r, d)
+        xi = sd["serving_default"]["inputs"]["x"]
+        check(xi["dtype"] == "DT_FLOAT" and [dd["size"] for dd in xi["tensor_shape"]["dim"]] == ["-1", "1"],
+              "metadata x %s" % xi, d)
+
+        # DICOM as b64, against gRPC's answer for the same file.
+        with open(CT, "rb") as f:
+            blob = f.read()
+        code, r, _ = call(rest, "POST", "/v1/models/demo_ct:predict",
+                          {"instances": [{"b64": base64.b64encode(blob).decode()}]})
+        check(code == 200, "b64 predict %d %s" % (code, r), d)
+        pb = gen_protos()
+        g = pb.tfs.PredictRequest()
+        g.model_spec.name = "demo_ct"
+        t = g.inputs["dicom"]
+        t.dtype = pb.fw.DT_STRING
+        t.tensor_shape.dim.add(size=1)
+        t.string_val.append(blob)
+        gr = d.stub.Predict(g, timeout=30)
+        row = r["predictions"][0]
+        for k in ("mean_hu", "tissue_fraction"):
+            check(np.allclose(np.array(row[k], dtype=np.float32).ravel(),
+                              np.array(tensor_values(gr.outputs[k]), dtype=np.float32)),
+                  "%s REST %s gRPC %s" % (k, row[k], tensor_values(gr.outputs[k])), d)
+
+        # Errors.
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", "{\"instances\": [1.0,")
+        check(code == 400 and "JSON" in r["error"], "malformed %d %s" % (code, r), d)
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"instances": [["a"]]})
+        check(code == 400 and "expected a number" in r["error"], "string for float %d %s" % (code, r), d)
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"instances": [1.0, 2.0]})
+        check(code == 400 and "x" in r["error"], "rank mismatch %d %s" % (code, r), d)
+        code, r, _ = call(rest, "POST", "/v1/models/nope:predict", {"instances": [[1.0]]})
+        check(code == 404 and "hpt" in r["error"] and "demo_ct" in r["error"], "unknown model %d %s" % (code, r), d)
+        code, r, _ = call(rest, "GET", "/v1/models/hpt/versions/7")
+        check(code == 404, "unknown version %d %s" % (code, r), d)
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", "{\"instances\": [%s]}" % ("[1.0]," * 300000 + "[1.0]"))
+        check(code == 413 and "1000000" in r["error"], "oversize %d %s" % (code, r), d)
+        code, r, _ = call(rest, "GET", "/v1/nothing")
+        check(code == 404 and "/v1/models/" in r["error"], "bad path %d %s" % (code, r), d)
+        # Still serving after all that.
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"inputs": [[2.0]]})
+        check(code == 200 and np.allclose(r["outputs"], [[3.0]]), "after errors %s" % r, d)
+        d.stop()
+    finally:
+        d.close()
+        os.unlink(cfg.name)
+    print("it_serve_rest: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
