@@ -14,17 +14,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ms_log.h"
 #include "rt_model.h"
 #include "sig_signature.h"
 #include "srv_manager.h"
+#include "srv_metrics.h"
 #include "srv_rest.h"
 
 struct srv_rest {
     struct MHD_Daemon *d;
     srv_app *app;
     int cors;
+    char metrics_path[256];
 };
 
 /* Per-request body accumulated by the access handler. */
@@ -487,11 +490,34 @@ static ms_status rows_to_columns(const Tensorflow__SignatureDef *sd, const cJSON
     return MS_OK;
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static answer predict_json(srv_app *app, const target *tg, const body *b, int64_t *version,
+                           ms_status *status);
+
+/* :predict, counted in /metrics. */
 static answer do_predict(srv_app *app, const target *tg, const body *b) {
+    double t0 = now_s();
+    int64_t version = 0;
+    ms_status st = MS_OK;
+    srv_metrics_in_flight(1);
+    answer a = predict_json(app, tg, b, &version, &st);
+    srv_metrics_in_flight(-1);
+    srv_metrics_request(tg->name, version, "rest", st, now_s() - t0);
+    return a;
+}
+
+static answer predict_json(srv_app *app, const target *tg, const body *b, int64_t *version,
+                           ms_status *status) {
     answer a = {0};
     cJSON *req = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
     if (req == NULL || !cJSON_IsObject(req)) {
         cJSON_Delete(req);
+        *status = MS_EINVAL;
         return error_answer(MHD_HTTP_BAD_REQUEST,
                             "JSON Parse error: the body must be a JSON object with \"instances\" "
                             "or \"inputs\"");
@@ -501,11 +527,13 @@ static answer do_predict(srv_app *app, const target *tg, const body *b) {
     cJSON *sig = cJSON_GetObjectItemCaseSensitive(req, "signature_name");
     if ((inst == NULL) == (inputs == NULL)) {
         cJSON_Delete(req);
+        *status = MS_EINVAL;
         return error_answer(MHD_HTTP_BAD_REQUEST,
                             "Missing 'inputs' or 'instances' key (exactly one of them)");
     }
     if (inst && !cJSON_IsArray(inst)) {
         cJSON_Delete(req);
+        *status = MS_EINVAL;
         return error_answer(MHD_HTTP_BAD_REQUEST, "\"instances\" must be a list");
     }
     const char *sig_key = cJSON_IsString(sig) && sig->valuestring[0] ? sig->valuestring
@@ -595,6 +623,8 @@ static answer do_predict(srv_app *app, const target *tg, const body *b) {
     }
 done:
     if (st != MS_OK) a = status_error(st);
+    *status = st;
+    *version = sv.version;
     if (outs) sig_outputs_free(outs, nouts);
     for (int i = 0; i < nin; i++)
         free_strings(in[i].tensor);
@@ -699,6 +729,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         answer a = {MHD_HTTP_OK, cJSON_CreateObject()};
         return send_answer(r, c, a);
     }
+    if ((strcmp(url, "/metrics") == 0 || (r->metrics_path[0] && strcmp(url, r->metrics_path) == 0)) &&
+        strcmp(method, "GET") == 0) {
+        char *text = srv_metrics_render(r->app->mgr);
+        if (text == NULL) return MHD_NO;
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        if (resp == NULL) {
+            free(text);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
+        if (r->cors) MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+        enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
+        MHD_destroy_response(resp);
+        return ret;
+    }
     target tg;
     int kind = strncmp(url, "/v1/models/", 11) == 0 ? parse_url(url, &tg) : -1;
     if (kind < 0) {
@@ -732,6 +778,7 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     if (r == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     r->app = app;
     r->cors = o->cors;
+    if (o->metrics_path) snprintf(r->metrics_path, sizeof r->metrics_path, "%s", o->metrics_path);
     unsigned threads = o->threads > 0 ? (unsigned)o->threads : 4;
     unsigned timeout_s = o->timeout_ms > 0 ? (unsigned)((o->timeout_ms + 999) / 1000) : 0;
     r->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, (uint16_t)o->port,

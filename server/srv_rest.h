@@ -17,6 +17,7 @@ typedef struct srv_rest_opts {
     int threads;      /* worker threads; <= 0 = 4 */
     int timeout_ms;   /* idle connection timeout; <= 0 = none */
     int cors;         /* Access-Control-Allow-Origin: * on every answer */
+    const char *metrics_path; /* also serve /metrics here (NULL/"" = only /metrics) */
 } srv_rest_opts;
 
 ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out);

@@ -54,7 +54,7 @@ TF_SERVING_FLAGS = [
 ]
 NOT_IN_RUN = {"model_name", "model_base_path", "ssl_config_file", "version"}
 # Flags that do what TF Serving's do: no warning line.
-IMPLEMENTED = {"port", "rest_api_port", "rest_api_num_threads", "rest_api_timeout_in_ms",
+IMPLEMENTED = {"port", "rest_api_port", "monitoring_config_file", "rest_api_num_threads", "rest_api_timeout_in_ms",
                "rest_api_enable_cors_support", "model_config_file", "model_config_file_poll_wait_seconds",
                "file_system_poll_wait_seconds", "tensorflow_session_parallelism",
                "tensorflow_intra_op_parallelism", "saved_model_tags", "grpc_channel_arguments",

@@ -14,6 +14,7 @@ import tempfile
 
 import numpy as np
 import pydicom
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_client import HPT, Daemon, check, gen_protos, tensor_values  # noqa: E402
@@ -43,7 +44,29 @@ def call(port, method, path, body=None):
     return r.status, json.loads(data), hdrs
 
 
+def metrics(port, path="/metrics"):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", path)
+    r = c.getresponse()
+    text = r.read().decode()
+    c.close()
+    if r.status != 200:
+        raise AssertionError("GET %s: %d %s" % (path, r.status, text))
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for smp in fam.samples:
+            out[(smp.name, tuple(sorted(smp.labels.items())))] = smp.value
+    return out
+
+
+def sample(m, name, **labels):
+    return m.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
 def main():
+    mon = tempfile.NamedTemporaryFile("w", suffix=".pbtxt", delete=False)
+    mon.write('prometheus_config { enable: true path: "/monitoring/prometheus/metrics" }\n')
+    mon.close()
     cfg = tempfile.NamedTemporaryFile("w", suffix=".pbtxt", delete=False)
     cfg.write('model_config_list { config { name: "hpt" base_path: "%s" model_platform: "tensorflow" '
               'version_labels { key: "stable" value: 123 } } '
@@ -52,7 +75,7 @@ def main():
     rest = free_port()
     d = Daemon(["--model_config_file=" + cfg.name, "--rest_api_port=%d" % rest,
                 "--rest_api_num_threads=2", "--rest_api_enable_cors_support=true",
-                "--max_message_bytes=1000000"])
+                "--max_message_bytes=1000000", "--monitoring_config_file=" + mon.name])
     try:
         d.wait_health(1)
         x = np.array([1.0, 2.0, 5.0], dtype=np.float32)
@@ -134,10 +157,38 @@ def main():
         # Still serving after all that.
         code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"inputs": [[2.0]]})
         check(code == 200 and np.allclose(r["outputs"], [[3.0]]), "after errors %s" % r, d)
+
+        # /metrics (Prometheus text, parsed by prometheus_client): counters move
+        # with REST and gRPC requests; the configured path answers too.
+        m0 = metrics(rest)
+        ok_rest = ("dcmserve_requests_total", dict(model="hpt", version="123", api="rest", code="OK"))
+        ok_grpc = ("dcmserve_requests_total", dict(model="demo_ct", version="1", api="grpc", code="OK"))
+        # prometheus_client names counter samples <family>_total.
+        tfs = (":tensorflow:serving:request_count_total", dict(model_name="hpt", status="OK"))
+        for _ in range(3):
+            call(rest, "POST", "/v1/models/hpt:predict", {"inputs": [[2.0]]})
+        d.stub.Predict(g, timeout=30)
+        call(rest, "POST", "/v1/models/nope:predict", {"instances": [[1.0]]})
+        m1 = metrics(rest, "/monitoring/prometheus/metrics")
+        check(sample(m1, ok_rest[0], **ok_rest[1]) == sample(m0, ok_rest[0], **ok_rest[1]) + 3,
+              "rest OK counter %s -> %s" % (sample(m0, ok_rest[0], **ok_rest[1]),
+                                            sample(m1, ok_rest[0], **ok_rest[1])), d)
+        check(sample(m1, ok_grpc[0], **ok_grpc[1]) == sample(m0, ok_grpc[0], **ok_grpc[1]) + 1,
+              "grpc OK counter", d)
+        check(sample(m1, tfs[0], **tfs[1]) == sample(m0, tfs[0], **tfs[1]) + 3, "tfs request_count", d)
+        check(sample(m1, "dcmserve_requests_total", model="nope", version="0", api="rest",
+                     code="NOT_FOUND") >= 2, "NOT_FOUND counted", d)
+        check(sample(m1, "dcmserve_loaded_versions") == 2, "loaded_versions %s" % m1, d)
+        check(sample(m1, "dcmserve_requests_in_flight") == 0, "in flight", d)
+        check(sample(m1, "dcmserve_process_resident_memory_bytes") > 1e6, "rss", d)
+        lat = sample(m1, ":tensorflow:serving:request_latency_count", model_name="hpt", API="rest")
+        inf = sample(m1, ":tensorflow:serving:request_latency_bucket", model_name="hpt", API="rest", le="+Inf")
+        check(lat >= 3 and inf == lat, "latency histogram count %s +Inf %s" % (lat, inf), d)
         d.stop()
     finally:
         d.close()
         os.unlink(cfg.name)
+        os.unlink(mon.name)
     print("it_serve_rest: ok")
     return 0
 

@@ -19,6 +19,7 @@
 #include "kn_cpu_backend.h"
 #include "ms_log.h"
 #include "srv_app.h"
+#include "srv_metrics.h"
 #include "srv_rest.h"
 #include "cli.h"
 #include "srv_config.h"
@@ -269,11 +270,16 @@ int cli_serve(int argc, char **argv) {
     printf("dcmserve: listening on %s:%d\n", d.flags.bind_address, srv_server_port(d.server));
     fflush(stdout);
     srv_rest *rest = NULL;
+    char mpath[256] = "";
+    if (d.flags.monitoring_config_file &&
+        srv_metrics_config_path(d.flags.monitoring_config_file, mpath, sizeof mpath) != MS_OK)
+        MS_ERROR("%s", ms_errmsg());
     if (d.flags.rest_api_port > 0) {
         srv_rest_opts ro = {.port = d.flags.rest_api_port,
                             .threads = d.flags.rest_api_num_threads,
                             .timeout_ms = d.flags.rest_api_timeout_in_ms,
-                            .cors = d.flags.rest_api_enable_cors_support};
+                            .cors = d.flags.rest_api_enable_cors_support,
+                            .metrics_path = mpath};
         if (srv_rest_start(&d.app, &ro, &rest) != MS_OK)
             MS_ERROR("REST: %s", ms_errmsg());
         else
