@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "srv_metrics.h"
+#include "srv_status.h"
 
 #define SRV_METRICS_MAX_SERIES 256
 #define NBUCKETS 14
@@ -35,20 +36,7 @@ static int nseries;
 static atomic_int in_flight;
 
 static const char *code_name(int st) {
-    switch ((ms_status)st) {
-    case MS_OK: return "OK";
-    case MS_EINVAL: return "INVALID_ARGUMENT";
-    case MS_ENOTFOUND: return "NOT_FOUND";
-    case MS_EPRECOND: return "FAILED_PRECONDITION";
-    case MS_ENOMEM: return "RESOURCE_EXHAUSTED";
-    case MS_EBUSY: return "UNAVAILABLE";
-    case MS_ETIMEDOUT: return "DEADLINE_EXCEEDED";
-    case MS_ECANCELED: return "CANCELLED";
-    case MS_ENOTSUP: return "UNIMPLEMENTED";
-    case MS_ESHUTDOWN: return "UNAVAILABLE";
-    case MS_EDATALOSS: return "DATA_LOSS";
-    default: return "INTERNAL";
-    }
+    return srv_grpc_code_name(srv_status_to_grpc((ms_status)st));
 }
 
 void srv_metrics_in_flight(int delta) {

@@ -22,6 +22,7 @@
 #include "srv_manager.h"
 #include "srv_metrics.h"
 #include "srv_rest.h"
+#include "srv_status.h"
 
 struct srv_rest {
     struct MHD_Daemon *d;
@@ -338,17 +339,8 @@ static const char *state_name(srv_vstate s) {
     }
 }
 
-static const char *code_name(ms_status st) {
-    switch (st) {
-    case MS_OK: return "OK";
-    case MS_EINVAL: return "INVALID_ARGUMENT";
-    case MS_ENOTFOUND: return "NOT_FOUND";
-    case MS_EPRECOND: return "FAILED_PRECONDITION";
-    case MS_ENOMEM: return "RESOURCE_EXHAUSTED";
-    case MS_ENOTSUP: return "UNIMPLEMENTED";
-    case MS_EDATALOSS: return "DATA_LOSS";
-    default: return "UNKNOWN";
-    }
+static const char *code_name(int st) {
+    return srv_grpc_code_name(srv_status_to_grpc((ms_status)st));
 }
 
 static answer do_status(srv_app *app, const target *tg) {
@@ -665,6 +657,22 @@ static int parse_url(const char *url, target *tg) {
     return -1;
 }
 
+/* Queues `text` (malloc'ed; ownership passes to libmicrohttpd) as the answer. */
+static enum MHD_Result send_text(srv_rest *r, struct MHD_Connection *c, int code, char *text,
+                                 const char *type) {
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", type);
+    if (r->cors) MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static enum MHD_Result send_answer(srv_rest *r, struct MHD_Connection *c, answer a) {
     char *text = a.json ? cJSON_PrintUnformatted(a.json) : NULL;
     cJSON_Delete(a.json);
@@ -673,17 +681,7 @@ static enum MHD_Result send_answer(srv_rest *r, struct MHD_Connection *c, answer
         a.code = MHD_HTTP_INTERNAL_SERVER_ERROR;
         if (text == NULL) return MHD_NO;
     }
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    if (resp == NULL) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    if (r->cors) MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
-    enum MHD_Result ret = MHD_queue_response(c, (unsigned)a.code, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return send_text(r, c, a.code, text, "application/json");
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -733,17 +731,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         strcmp(method, "GET") == 0) {
         char *text = srv_metrics_render(r->app->mgr);
         if (text == NULL) return MHD_NO;
-        struct MHD_Response *resp =
-            MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-        if (resp == NULL) {
-            free(text);
-            return MHD_NO;
-        }
-        MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
-        if (r->cors) MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
-        enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
-        MHD_destroy_response(resp);
-        return ret;
+        return send_text(r, c, MHD_HTTP_OK, text, "text/plain; version=0.0.4");
     }
     target tg;
     int kind = strncmp(url, "/v1/models/", 11) == 0 ? parse_url(url, &tg) : -1;
