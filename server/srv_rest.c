@@ -627,6 +627,46 @@ done:
     return a;
 }
 
+/* KServe v2 health: /v2/health/live, /v2/health/ready,
+ * /v2/models/{m}[/versions/{v}]/ready. 200 = true, 400 = false (the
+ * protocol's 4xx), with {"live"|"ready": bool}; -1 for other paths. */
+static int kserve_health(srv_app *app, const char *url, answer *a) {
+    const char *key = "ready";
+    int ok;
+    if (strcmp(url, "/v2/health/live") == 0) {
+        key = "live";
+        ok = 1;
+    } else if (strcmp(url, "/v2/health/ready") == 0) {
+        ok = !atomic_load(&app->draining) && srv_manager_ready(app->mgr);
+    } else if (strncmp(url, "/v2/models/", 11) == 0) {
+        size_t len = strlen(url);
+        if (len < 17 || strcmp(url + len - 6, "/ready") != 0) return -1;
+        char name[256];
+        const char *p = url + 11, *end = url + len - 6;
+        const char *vs = strstr(p, "/versions/");
+        size_t n = (size_t)((vs && vs < end ? vs : end) - p);
+        if (n == 0 || n >= sizeof name) return -1;
+        memcpy(name, p, n);
+        name[n] = 0;
+        int64_t version = 0;
+        if (vs && vs < end) {
+            char *e;
+            version = strtoll(vs + 10, &e, 10);
+            if (e != end || version <= 0) return -1;
+        }
+        srv_servable sv = {0};
+        ok = !atomic_load(&app->draining) &&
+             srv_manager_get(app->mgr, name, version, NULL, &sv) == MS_OK;
+        srv_servable_release(&sv);
+    } else {
+        return -1;
+    }
+    a->code = ok ? MHD_HTTP_OK : MHD_HTTP_BAD_REQUEST;
+    a->json = cJSON_CreateObject();
+    if (a->json) cJSON_AddBoolToObject(a->json, key, ok);
+    return 0;
+}
+
 /* Parses /v1/models/{m}[/versions/{v}|/labels/{l}] followed by `rest`
  * ("", "/metadata" or ":predict"); returns the kind or -1. */
 enum { K_STATUS, K_METADATA, K_PREDICT };
@@ -733,6 +773,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (text == NULL) return MHD_NO;
         return send_text(r, c, MHD_HTTP_OK, text, "text/plain; version=0.0.4");
     }
+    answer ka;
+    if (strcmp(method, "GET") == 0 && kserve_health(r->app, url, &ka) == 0)
+        return send_answer(r, c, ka);
     target tg;
     int kind = strncmp(url, "/v1/models/", 11) == 0 ? parse_url(url, &tg) : -1;
     if (kind < 0) {

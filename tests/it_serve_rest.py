@@ -139,6 +139,15 @@ def main():
                               np.array(tensor_values(gr.outputs[k]), dtype=np.float32)),
                   "%s REST %s gRPC %s" % (k, row[k], tensor_values(gr.outputs[k])), d)
 
+        # KServe v2 health over REST.
+        for path, key, want_code in (("/v2/health/live", "live", 200), ("/v2/health/ready", "ready", 200),
+                                     ("/v2/models/hpt/ready", "ready", 200),
+                                     ("/v2/models/hpt/versions/123/ready", "ready", 200),
+                                     ("/v2/models/hpt/versions/7/ready", "ready", 400),
+                                     ("/v2/models/nope/ready", "ready", 400)):
+            code, r, _ = call(rest, "GET", path)
+            check(code == want_code and r == {key: want_code == 200}, "%s: %d %s" % (path, code, r), d)
+
         # Errors.
         code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", "{\"instances\": [1.0,")
         check(code == 400 and "JSON" in r["error"], "malformed %d %s" % (code, r), d)
