@@ -193,7 +193,8 @@ def main():
         lat = sample(m1, ":tensorflow:serving:request_latency_count", model_name="hpt", API="rest")
         inf = sample(m1, ":tensorflow:serving:request_latency_bucket", model_name="hpt", API="rest", le="+Inf")
         check(lat >= 3 and inf == lat, "latency histogram count %s +Inf %s" % (lat, inf), d)
-        d.stop()
+        rc = d.stop()
+        check(rc == 0, "daemon exit code %s after SIGTERM" % rc, d)
     finally:
         d.close()
         os.unlink(cfg.name)
