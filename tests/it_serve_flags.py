@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -192,6 +193,10 @@ def tags():
     d = Daemon(["--model_name=hpt", "--model_base_path=" + HPT, "--saved_model_tags=serve,gpu"])
     try:
         d.wait_health(2)  # NOT_SERVING: no MetaGraph has exactly {serve, gpu}
+        # NOT_SERVING also holds while the load is still running: wait for its end.
+        end = time.monotonic() + 20
+        while "failed to load model hpt version 123" not in d.log() and time.monotonic() < end:
+            time.sleep(0.05)
         check("failed to load model hpt version 123" in d.log(), "no load failure logged", d)
         d.stop()
     finally:
