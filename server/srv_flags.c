@@ -26,7 +26,6 @@ typedef struct flag_def {
 #define N_TF "dcmserve has its own executor, not a TensorFlow session; the flag has no effect"
 #define N_BATCH "batching not implemented yet; requests run one by one"
 #define N_WARMUP "model warm-up not implemented yet; the flag has no effect"
-#define N_REST "the REST API is not served yet; the flag has no effect"
 #define N_TFLITE "dcmserve does not run TensorFlow Lite models; the flag has no effect"
 
 /* Every flag of tensorflow_model_server's main.cc (in its order), then ours.
@@ -38,13 +37,13 @@ static const flag_def defs[] = {
     {"grpc_socket_path", F_STR, NOSTORE, 0, 0,
      "TF Serving: also listen on this UNIX socket", "UNIX-socket gRPC not implemented yet; only --port is served"},
     {"rest_api_port", F_INT, OFF(rest_api_port), 0, 65535,
-     "REST/HTTP port. Not served yet: accepted and logged. Default 0 (off)", NULL},
-    {"rest_api_num_threads", F_INT, NOSTORE, 0, 4096,
-     "TF Serving: REST worker threads", N_REST},
-    {"rest_api_timeout_in_ms", F_INT, NOSTORE, 0, INT32_MAX,
-     "TF Serving: REST call timeout", N_REST},
-    {"rest_api_enable_cors_support", F_BOOL, NOSTORE, 0, 0,
-     "TF Serving: CORS headers on REST answers", N_REST},
+     "REST/HTTP port: TF Serving's /v1/models API (docs/serving.md). Default 0 (off)", NULL},
+    {"rest_api_num_threads", F_INT, OFF(rest_api_num_threads), 0, 4096,
+     "REST worker threads (libmicrohttpd thread pool). Default 0 = 4", NULL},
+    {"rest_api_timeout_in_ms", F_INT, OFF(rest_api_timeout_in_ms), 0, INT32_MAX,
+     "REST: close a connection idle this long (rounded up to seconds). Default 0 = never", NULL},
+    {"rest_api_enable_cors_support", F_BOOL, OFF(rest_api_enable_cors_support), 0, 0,
+     "REST: Access-Control-Allow-Origin: * on every answer, OPTIONS answered", NULL},
     {"enable_batching", F_BOOL, OFF(enable_batching), 0, 0,
      "TF Serving: batch concurrent requests", N_BATCH},
     {"allow_version_labels_for_unavailable_models", F_BOOL, NOSTORE, 0, 0,
@@ -112,8 +111,7 @@ static const flag_def defs[] = {
      "TF Serving: times each warm-up request is replayed", N_WARMUP},
     {"version", F_BOOL, OFF(version), 0, 0, "print the version and exit", NULL},
     {"monitoring_config_file", F_STR, OFF(monitoring_config_file), 0, 0,
-     "TF Serving: MonitoringConfig text proto (Prometheus path)",
-     "metrics not implemented yet; the flag has no effect"},
+     "MonitoringConfig text proto: prometheus_config { enable: true path: \"...\" } also serves /metrics at that path on the REST port", NULL},
     {"remove_unused_fields_from_bundle_metagraph", F_BOOL, NOSTORE, 0, 0,
      "TF Serving: drop unused MetaGraphDef fields",
      "dcmserve keeps only the graph it runs, never the whole MetaGraphDef; the flag has no effect"},

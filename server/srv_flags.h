@@ -17,7 +17,10 @@
 
 typedef struct srv_flags {
     int port;                                /* --port, gRPC, default 8500 */
-    int rest_api_port;                       /* --rest_api_port, not served yet (0 = off) */
+    int rest_api_port;                       /* --rest_api_port, TF Serving REST (0 = off) */
+    int rest_api_num_threads;                /* REST worker threads; 0 = 4 */
+    int rest_api_timeout_in_ms;              /* REST idle connection timeout; 0 = none */
+    int rest_api_enable_cors_support;        /* Access-Control-Allow-Origin: * */
     const char *bind_address;                /* --bind_address, default 0.0.0.0 */
     const char *model_name;                  /* --model_name, default "default" */
     const char *model_base_path;             /* --model_base_path */

@@ -984,3 +984,13 @@ int srv_manager_model_ready(srv_manager *m, const char *name) {
     pthread_mutex_unlock(&m->mu);
     return r;
 }
+
+int srv_manager_loaded_versions(srv_manager *m) {
+    int n = 0;
+    pthread_mutex_lock(&m->mu);
+    for (int i = 0; i < m->nmodels; i++)
+        for (int k = 0; !m->models[i]->removed && k < m->models[i]->nv; k++)
+            n += m->models[i]->v[k].state == SRV_VSTATE_AVAILABLE;
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}

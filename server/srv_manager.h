@@ -100,6 +100,8 @@ ms_status srv_manager_available(srv_manager *m, const char *name, int64_t **out,
 int srv_manager_ready(srv_manager *m);
 /* Non-zero when `name` is configured and has an available version. */
 int srv_manager_model_ready(srv_manager *m, const char *name);
+/* Number of AVAILABLE versions over all configured models (for /metrics). */
+int srv_manager_loaded_versions(srv_manager *m);
 
 /* Checks whether a version folder is complete enough to load. Returns 1 and
  * a fingerprint of its files (names, sizes, mtimes) in *sig when it is,

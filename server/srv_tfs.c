@@ -9,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ms_log.h"
 #include "rt_tensor_proto.h"
 #include "sig_signature.h"
 #include "srv_app.h"
 #include "srv_config.h"
+#include "srv_metrics.h"
 #include "srv_status.h"
 #include "tf_serving.pb-c.h"
 
@@ -49,9 +51,17 @@ static void fill_spec(Tensorflow__Serving__ModelSpec *spec, Tensorflow__Serving_
 /* Predict                                                                   */
 /* ------------------------------------------------------------------------ */
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t n,
                           srv_bytes *out) {
     srv_app *app = appv;
+    double t0 = now_s();
+    srv_metrics_in_flight(1);
     ms_status st = MS_OK;
     srv_servable sv = {0};
     sig_input *in = NULL;
@@ -63,7 +73,11 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
 
     Tensorflow__Serving__PredictRequest *rq =
         tensorflow__serving__predict_request__unpack(NULL, n, req);
-    if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse PredictRequest (%zu bytes)", n);
+    if (rq == NULL) {
+        srv_metrics_in_flight(-1);
+        srv_metrics_request(NULL, 0, "grpc", MS_EINVAL, now_s() - t0);
+        return ms_errf(MS_EINVAL, "cannot parse PredictRequest (%zu bytes)", n);
+    }
     if ((st = resolve(app, rq->model_spec, &sv)) != MS_OK) goto done;
     const char *sig_key = rq->model_spec->signature_name && rq->model_spec->signature_name[0]
                               ? rq->model_spec->signature_name
@@ -144,6 +158,9 @@ done:
     else if (st != MS_OK && st != MS_EINVAL && st != MS_ENOTFOUND && st != MS_EPRECOND)
         MS_WARN("Predict %s: %s",
                 rq->model_spec && rq->model_spec->name ? rq->model_spec->name : "", ms_errmsg());
+    srv_metrics_in_flight(-1);
+    srv_metrics_request(rq->model_spec ? rq->model_spec->name : NULL, sv.version, "grpc", st,
+                        now_s() - t0);
     tensorflow__serving__predict_request__free_unpacked(rq, NULL);
     return st;
 }

@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -54,7 +55,8 @@ TF_SERVING_FLAGS = [
 ]
 NOT_IN_RUN = {"model_name", "model_base_path", "ssl_config_file", "version"}
 # Flags that do what TF Serving's do: no warning line.
-IMPLEMENTED = {"port", "rest_api_port", "model_config_file", "model_config_file_poll_wait_seconds",
+IMPLEMENTED = {"port", "rest_api_port", "monitoring_config_file", "rest_api_num_threads", "rest_api_timeout_in_ms",
+               "rest_api_enable_cors_support", "model_config_file", "model_config_file_poll_wait_seconds",
                "file_system_poll_wait_seconds", "tensorflow_session_parallelism",
                "tensorflow_intra_op_parallelism", "saved_model_tags", "grpc_channel_arguments",
                "grpc_max_threads"}
@@ -191,6 +193,10 @@ def tags():
     d = Daemon(["--model_name=hpt", "--model_base_path=" + HPT, "--saved_model_tags=serve,gpu"])
     try:
         d.wait_health(2)  # NOT_SERVING: no MetaGraph has exactly {serve, gpu}
+        # NOT_SERVING also holds while the load is still running: wait for its end.
+        end = time.monotonic() + 20
+        while "failed to load model hpt version 123" not in d.log() and time.monotonic() < end:
+            time.sleep(0.05)
         check("failed to load model hpt version 123" in d.log(), "no load failure logged", d)
         d.stop()
     finally:

@@ -21,6 +21,8 @@
 #include "kn_cpu_backend.h"
 #include "ms_log.h"
 #include "srv_app.h"
+#include "srv_metrics.h"
+#include "srv_rest.h"
 #include "cli.h"
 #include "srv_config.h"
 #include "srv_flags.h"
@@ -226,9 +228,6 @@ int cli_serve(int argc, char **argv) {
         srv_config_free(cfg);
         return rc;
     }
-    if (d.flags.rest_api_port > 0)
-        MS_WARN("--rest_api_port=%d is reserved: the REST API is not served yet",
-                d.flags.rest_api_port);
     srv_flags_log_notes(&d.flags);
 
     d.be = kn_cpu_backend_new(d.flags.intra_op_threads);
@@ -306,6 +305,22 @@ int cli_serve(int argc, char **argv) {
     /* One machine-readable line on stdout for scripts (the port when --port=0). */
     printf("dcmserve: listening on %s:%d\n", d.flags.bind_address, srv_server_port(d.server));
     fflush(stdout);
+    srv_rest *rest = NULL;
+    char mpath[256] = "";
+    if (d.flags.monitoring_config_file &&
+        srv_metrics_config_path(d.flags.monitoring_config_file, mpath, sizeof mpath) != MS_OK)
+        MS_ERROR("%s", ms_errmsg());
+    if (d.flags.rest_api_port > 0) {
+        srv_rest_opts ro = {.port = d.flags.rest_api_port,
+                            .threads = d.flags.rest_api_num_threads,
+                            .timeout_ms = d.flags.rest_api_timeout_in_ms,
+                            .cors = d.flags.rest_api_enable_cors_support,
+                            .metrics_path = mpath};
+        if (srv_rest_start(&d.app, &ro, &rest) != MS_OK)
+            MS_ERROR("REST: %s", ms_errmsg());
+        else
+            MS_INFO("REST listening on port %d (TF Serving /v1/models)", srv_rest_port(rest));
+    }
     pthread_mutex_lock(&d.mu);
     d.server_ready = d.server;
     if (d.pending_signal) begin_shutdown(&d, d.pending_signal);
@@ -314,6 +329,7 @@ int cli_serve(int argc, char **argv) {
     pthread_join(d.loop_tid, NULL);
     pthread_join(d.shutdown_tid, NULL);
     pthread_mutex_destroy(&d.mu);
+    srv_rest_stop(rest);
     srv_server_free(d.server);
     MS_INFO("shutdown complete");
     rc = 0;

@@ -1,0 +1,27 @@
+/* srv_rest.h - TF Serving's REST API (/v1/models/...) on --rest_api_port,
+ * served by libmicrohttpd. Requests go through the same manager lookup and
+ * sig_run as the gRPC handlers; JSON <-> tensors is the only thing added.
+ *
+ * Ownership: srv_rest_start returns a server owned by the caller, stopped and
+ * freed with srv_rest_stop; `app` is borrowed and must outlive it. */
+#ifndef SRV_REST_H
+#define SRV_REST_H
+
+#include "ms_status.h"
+#include "srv_app.h"
+
+typedef struct srv_rest srv_rest;
+
+typedef struct srv_rest_opts {
+    int port;         /* 0 picks a free port (the caller decides whether to start at all) */
+    int threads;      /* worker threads; <= 0 = 4 */
+    int timeout_ms;   /* idle connection timeout; <= 0 = none */
+    int cors;         /* Access-Control-Allow-Origin: * on every answer */
+    const char *metrics_path; /* also serve /metrics here (NULL/"" = only /metrics) */
+} srv_rest_opts;
+
+ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out);
+int srv_rest_port(const srv_rest *r);
+void srv_rest_stop(srv_rest *r);
+
+#endif /* SRV_REST_H */

@@ -1,0 +1,207 @@
+"""it_serve_rest: TF Serving's REST API on --rest_api_port, spoken to with
+Python's http.client against the real daemon on 127.0.0.1: half_plus_two
+(y = 0.5 * x + 2, computed here with numpy) in row and columnar form, by
+version and label; status; metadata; the DICOM demo model with {"b64": ...}
+giving the same numbers as gRPC Predict; errors 400 / 404 / 413 with their
+messages; CORS header."""
+import base64
+import http.client
+import json
+import os
+import socket
+import sys
+import tempfile
+
+import numpy as np
+import pydicom
+from prometheus_client.parser import text_string_to_metric_families
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_client import HPT, Daemon, check, gen_protos, tensor_values  # noqa: E402
+
+SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+DEMO = os.path.join(SRC, "models", "demo_ct")
+CT = os.path.join(os.path.dirname(pydicom.__file__), "data", "test_files", "CT_small.dcm")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def call(port, method, path, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body)
+    c.request(method, path, body=body, headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = r.read()
+    hdrs = dict(r.getheaders())
+    c.close()
+    return r.status, json.loads(data), hdrs
+
+
+def metrics(port, path="/metrics"):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", path)
+    r = c.getresponse()
+    text = r.read().decode()
+    c.close()
+    if r.status != 200:
+        raise AssertionError("GET %s: %d %s" % (path, r.status, text))
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for smp in fam.samples:
+            out[(smp.name, tuple(sorted(smp.labels.items())))] = smp.value
+    return out
+
+
+def sample(m, name, **labels):
+    return m.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def main():
+    mon = tempfile.NamedTemporaryFile("w", suffix=".pbtxt", delete=False)
+    mon.write('prometheus_config { enable: true path: "/monitoring/prometheus/metrics" }\n')
+    mon.close()
+    cfg = tempfile.NamedTemporaryFile("w", suffix=".pbtxt", delete=False)
+    cfg.write('model_config_list { config { name: "hpt" base_path: "%s" model_platform: "tensorflow" '
+              'version_labels { key: "stable" value: 123 } } '
+              'config { name: "demo_ct" base_path: "%s" model_platform: "tensorflow" } }\n' % (HPT, DEMO))
+    cfg.close()
+    rest = free_port()
+    d = Daemon(["--model_config_file=" + cfg.name, "--rest_api_port=%d" % rest,
+                "--rest_api_num_threads=2", "--rest_api_enable_cors_support=true",
+                "--max_message_bytes=1000000", "--monitoring_config_file=" + mon.name])
+    try:
+        d.wait_health(1)
+        x = np.array([1.0, 2.0, 5.0], dtype=np.float32)
+        want = (0.5 * x + 2.0).tolist()
+
+        # Row format: one [1] row per instance (the signature's x is (-1, 1)).
+        code, r, h = call(rest, "POST", "/v1/models/hpt:predict",
+                          {"instances": [[v] for v in x.tolist()]})
+        check(code == 200, "row predict %d %s" % (code, r), d)
+        check(np.allclose(np.array(r["predictions"]).ravel(), want), "predictions %s" % r, d)
+        check(h.get("Access-Control-Allow-Origin") == "*", "CORS header missing: %s" % h, d)
+        # Rows as objects, by version and by label.
+        for path in ("/v1/models/hpt/versions/123:predict", "/v1/models/hpt/labels/stable:predict"):
+            code, r, _ = call(rest, "POST", path, {"instances": [{"x": [v]} for v in x.tolist()]})
+            check(code == 200 and np.allclose(np.array(r["predictions"]).ravel(), want),
+                  "%s: %d %s" % (path, code, r), d)
+        # Columnar, named and unnamed, another signature.
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict",
+                          {"inputs": {"x": [[v] for v in x.tolist()]}})
+        check(code == 200 and np.allclose(np.array(r["outputs"]).ravel(), want), "columnar %s" % r, d)
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict",
+                          {"signature_name": "serving_default", "inputs": [[v] for v in x.tolist()]})
+        check(code == 200 and np.allclose(np.array(r["outputs"]).ravel(), want), "signature_name %s" % r, d)
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict",
+                          {"signature_name": "nosuch", "inputs": [[1.0]]})
+        check(code == 400 and "nosuch" in r["error"] and "serving_default" in r["error"],
+              "unknown signature %d %s" % (code, r), d)
+
+        # Status and metadata.
+        code, r, _ = call(rest, "GET", "/v1/models/hpt")
+        check(code == 200 and r["model_version_status"][0]["version"] == "123"
+              and r["model_version_status"][0]["state"] == "AVAILABLE"
+              and r["model_version_status"][0]["status"]["error_code"] == "OK", "status %s" % r, d)
+        code, r, _ = call(rest, "GET", "/v1/models/hpt/labels/stable")
+        check(code == 200 and r["model_version_status"][0]["version"] == "123", "label status %s" % r, d)
+        code, r, _ = call(rest, "GET", "/v1/models/hpt/metadata")
+        sd = r["metadata"]["signature_def"]["signature_def"]
+        check(code == 200 and r["model_spec"]["version"] == "123" and "serving_default" in sd,
+              "metadata %s" % r, d)
+        xi = sd["serving_default"]["inputs"]["x"]
+        check(xi["dtype"] == "DT_FLOAT" and [dd["size"] for dd in xi["tensor_shape"]["dim"]] == ["-1", "1"],
+              "metadata x %s" % xi, d)
+
+        # DICOM as b64, against gRPC's answer for the same file.
+        with open(CT, "rb") as f:
+            blob = f.read()
+        code, r, _ = call(rest, "POST", "/v1/models/demo_ct:predict",
+                          {"instances": [{"b64": base64.b64encode(blob).decode()}]})
+        check(code == 200, "b64 predict %d %s" % (code, r), d)
+        pb = gen_protos()
+        g = pb.tfs.PredictRequest()
+        g.model_spec.name = "demo_ct"
+        t = g.inputs["dicom"]
+        t.dtype = pb.fw.DT_STRING
+        t.tensor_shape.dim.add(size=1)
+        t.string_val.append(blob)
+        gr = d.stub.Predict(g, timeout=30)
+        row = r["predictions"][0]
+        for k in ("mean_hu", "tissue_fraction"):
+            check(np.allclose(np.array(row[k], dtype=np.float32).ravel(),
+                              np.array(tensor_values(gr.outputs[k]), dtype=np.float32)),
+                  "%s REST %s gRPC %s" % (k, row[k], tensor_values(gr.outputs[k])), d)
+
+        # KServe v2 health over REST.
+        for path, key, want_code in (("/v2/health/live", "live", 200), ("/v2/health/ready", "ready", 200),
+                                     ("/v2/models/hpt/ready", "ready", 200),
+                                     ("/v2/models/hpt/versions/123/ready", "ready", 200),
+                                     ("/v2/models/hpt/versions/7/ready", "ready", 400),
+                                     ("/v2/models/nope/ready", "ready", 400)):
+            code, r, _ = call(rest, "GET", path)
+            check(code == want_code and r == {key: want_code == 200}, "%s: %d %s" % (path, code, r), d)
+
+        # Errors.
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", "{\"instances\": [1.0,")
+        check(code == 400 and "JSON" in r["error"], "malformed %d %s" % (code, r), d)
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"instances": [["a"]]})
+        check(code == 400 and "expected a number" in r["error"], "string for float %d %s" % (code, r), d)
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"instances": [1.0, 2.0]})
+        check(code == 400 and "x" in r["error"], "rank mismatch %d %s" % (code, r), d)
+        code, r, _ = call(rest, "POST", "/v1/models/nope:predict", {"instances": [[1.0]]})
+        check(code == 404 and "hpt" in r["error"] and "demo_ct" in r["error"], "unknown model %d %s" % (code, r), d)
+        code, r, _ = call(rest, "GET", "/v1/models/hpt/versions/7")
+        check(code == 404, "unknown version %d %s" % (code, r), d)
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", "{\"instances\": [%s]}" % ("[1.0]," * 300000 + "[1.0]"))
+        check(code == 413 and "1000000" in r["error"], "oversize %d %s" % (code, r), d)
+        code, r, _ = call(rest, "GET", "/v1/nothing")
+        check(code == 404 and "/v1/models/" in r["error"], "bad path %d %s" % (code, r), d)
+        # Still serving after all that.
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"inputs": [[2.0]]})
+        check(code == 200 and np.allclose(r["outputs"], [[3.0]]), "after errors %s" % r, d)
+
+        # /metrics (Prometheus text, parsed by prometheus_client): counters move
+        # with REST and gRPC requests; the configured path answers too.
+        m0 = metrics(rest)
+        ok_rest = ("dcmserve_requests_total", dict(model="hpt", version="123", api="rest", code="OK"))
+        ok_grpc = ("dcmserve_requests_total", dict(model="demo_ct", version="1", api="grpc", code="OK"))
+        # prometheus_client names counter samples <family>_total.
+        tfs = (":tensorflow:serving:request_count_total", dict(model_name="hpt", status="OK"))
+        for _ in range(3):
+            call(rest, "POST", "/v1/models/hpt:predict", {"inputs": [[2.0]]})
+        d.stub.Predict(g, timeout=30)
+        call(rest, "POST", "/v1/models/nope:predict", {"instances": [[1.0]]})
+        m1 = metrics(rest, "/monitoring/prometheus/metrics")
+        check(sample(m1, ok_rest[0], **ok_rest[1]) == sample(m0, ok_rest[0], **ok_rest[1]) + 3,
+              "rest OK counter %s -> %s" % (sample(m0, ok_rest[0], **ok_rest[1]),
+                                            sample(m1, ok_rest[0], **ok_rest[1])), d)
+        check(sample(m1, ok_grpc[0], **ok_grpc[1]) == sample(m0, ok_grpc[0], **ok_grpc[1]) + 1,
+              "grpc OK counter", d)
+        check(sample(m1, tfs[0], **tfs[1]) == sample(m0, tfs[0], **tfs[1]) + 3, "tfs request_count", d)
+        check(sample(m1, "dcmserve_requests_total", model="nope", version="0", api="rest",
+                     code="NOT_FOUND") >= 2, "NOT_FOUND counted", d)
+        check(sample(m1, "dcmserve_loaded_versions") == 2, "loaded_versions %s" % m1, d)
+        check(sample(m1, "dcmserve_requests_in_flight") == 0, "in flight", d)
+        check(sample(m1, "dcmserve_process_resident_memory_bytes") > 1e6, "rss", d)
+        lat = sample(m1, ":tensorflow:serving:request_latency_count", model_name="hpt", API="rest")
+        inf = sample(m1, ":tensorflow:serving:request_latency_bucket", model_name="hpt", API="rest", le="+Inf")
+        check(lat >= 3 and inf == lat, "latency histogram count %s +Inf %s" % (lat, inf), d)
+        rc = d.stop()
+        check(rc == 0, "daemon exit code %s after SIGTERM" % rc, d)
+    finally:
+        d.close()
+        os.unlink(cfg.name)
+        os.unlink(mon.name)
+    print("it_serve_rest: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
