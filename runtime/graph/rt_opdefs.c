@@ -60,6 +60,8 @@ static const opdef_entry builtin[] = {
     {"TopKV2", {"values", "indices"}, 0},
     {"Cos", {"y"}, 0}, {"Sin", {"y"}, 0}, {"Tan", {"y"}, 0},
     {"Where", {"index"}, 0},
+    {"HashTableV2", {"table_handle"}, 0}, {"MutableHashTableV2", {"table_handle"}, 0},
+    {"LookupTableFindV2", {"values"}, 0}, {"LookupTableSizeV2", {"size"}, 0},
     /* ---- end of part B block ---- */
 };
 /* clang-format on */
