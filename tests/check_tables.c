@@ -1,6 +1,7 @@
 /* check_tables.c - lookup-table host ops (runtime/graph/rt_ops_table.c) run
  * through a real graph so the table handle flows between ops. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,11 +169,67 @@ START_TEST(test_int64_to_string_and_errors) {
 }
 END_TEST
 
+
+/* Text-file init: "word<TAB>count" lines; key column 0 -> value line number
+ * (-2, offset 10), and a second table whole line (-1) -> column 1. */
+START_TEST(test_text_file) {
+    char path[] = "/tmp/check_tables_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("cat\t5\ndog\t7\nemu\t9\n", f);
+    fclose(f);
+    for (int mode = 0; mode < 2; mode++) {
+        tg b;
+        memset(&b, 0, sizeof b);
+        tensorflow__meta_graph_def__init(&b.mg);
+        tensorflow__graph_def__init(&b.gd);
+        b.mg.graph_def = &b.gd;
+        tg_node(&b, "Placeholder", "k", NULL, NULL, NULL, NULL);
+        tg_node(&b, "Placeholder", "v", NULL, NULL, NULL, NULL);
+        tg_node(&b, "Placeholder", "q", NULL, NULL, NULL, NULL);
+        tg_node(&b, "Placeholder", "d", NULL, NULL, NULL, NULL);
+        Tensorflow__NodeDef *t = tg_node(&b, "HashTableV2", "tbl", NULL, NULL, NULL, NULL);
+        tu_attr_type(t, "key_dtype", RT_DT_STRING);
+        tu_attr_type(t, "value_dtype", RT_DT_INT64);
+        Tensorflow__NodeDef *it =
+            tg_node(&b, "InitializeTableFromTextFileV2", "init", "tbl", "k", NULL, NULL);
+        tu_attr_i(it, "key_index", mode == 0 ? 0 : -1);
+        tu_attr_i(it, "value_index", mode == 0 ? -2 : 1);
+        tu_attr_i(it, "offset", mode == 0 ? 10 : 0);
+        tu_attr_i(it, "vocab_size", -1);
+        tu_attr_s(it, "delimiter", "\t");
+        tg_node(&b, "LookupTableFindV2", "find", "tbl", "q", "d", "^init");
+        tg_node(&b, "LookupTableSizeV2", "size", "tbl", "^init", NULL, NULL);
+        rt_vars vars;
+        rt_vars_init(&vars);
+        rt_tensor *fname;
+        ck_assert_int_eq(rt_tensor_scalar_string(path, strlen(path), &fname), MS_OK);
+        rt_tensor *feeds[4] = {fname, TU_I64(TU_SCALAR, 0),
+                               mode == 0 ? strs(3, (const char *[]){"emu", "cow", "cat"})
+                                         : strs(3, (const char *[]){"emu\t9", "emu", "cat\t5"}),
+                               TU_I64(TU_SCALAR, -1)};
+        rt_tensor *outs[2];
+        ck_assert_int_eq(tg_run(&b, &vars, feeds, outs), MS_OK);
+        const int64_t *r = outs[0]->data;
+        if (mode == 0) ck_assert(r[0] == 12 && r[1] == -1 && r[2] == 10);
+        else ck_assert(r[0] == 9 && r[1] == -1 && r[2] == 5);
+        ck_assert(*(int64_t *)outs[1]->data == 3);
+        tu_unref(outs, 2);
+        tu_unref(feeds, 4);
+        rt_vars_destroy(&vars);
+        tg_free(&b);
+    }
+    remove(path);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("tables");
     TCase *tc = tcase_create("tables");
     tcase_add_test(tc, test_string_to_int64);
     tcase_add_test(tc, test_int64_to_string_and_errors);
+    tcase_add_test(tc, test_text_file);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -308,11 +308,116 @@ static ms_status size_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_tensor
     return MS_OK;
 }
 
+
+/* One field of a vocabulary line as a 1-element tensor of dtype dt:
+ * idx -2 = the line number, -1 = the whole line, >= 0 = that column. */
+static ms_status text_field(const kn_node *n, const char *line, size_t len, int64_t lineno,
+                            int64_t idx, const char *delim, rt_dtype dt, rt_tensor **out) {
+    const char *f = line;
+    size_t flen = len;
+    char num[32];
+    if (idx == -2) {
+        flen = (size_t)snprintf(num, sizeof num, "%lld", (long long)lineno);
+        f = num;
+    } else if (idx >= 0) {
+        size_t dl = strlen(delim);
+        for (int64_t c = 0; c < idx; c++) {
+            const char *e = dl ? strstr(f, delim) : NULL;
+            if (e == NULL || e >= line + len)
+                return ms_errf(MS_EINVAL, "'%s': line %lld has no column %lld", n->name,
+                               (long long)lineno + 1, (long long)idx);
+            f = e + dl;
+        }
+        const char *e = dl ? strstr(f, delim) : NULL;
+        flen = e && e < line + len ? (size_t)(e - f) : (size_t)(line + len - f);
+    }
+    rt_shape one = {.rank = 1, .dim = {1}};
+    if (dt == RT_DT_STRING) {
+        rt_str sv = {(const uint8_t *)f, flen};
+        return rt_tensor_new_strings(&one, &sv, out);
+    }
+    char buf[64];
+    if (flen == 0 || flen >= sizeof buf)
+        return ms_errf(MS_EINVAL, "'%s': line %lld: field is not a number", n->name,
+                       (long long)lineno + 1);
+    memcpy(buf, f, flen);
+    buf[flen] = '\0';
+    char *end;
+    ms_status r = rt_tensor_new(dt, &one, out);
+    if (r != MS_OK) return r;
+    if (dt == RT_DT_INT64 || dt == RT_DT_INT32) {
+        long long v = strtoll(buf, &end, 10);
+        if (dt == RT_DT_INT64) *(int64_t *)(*out)->data = v;
+        else *(int32_t *)(*out)->data = (int32_t)v;
+    } else {
+        double v = strtod(buf, &end);
+        if (dt == RT_DT_FLOAT) *(float *)(*out)->data = (float)v;
+        else *(double *)(*out)->data = v;
+    }
+    if (*end != '\0') {
+        rt_tensor_unref(*out);
+        *out = NULL;
+        return ms_errf(MS_EINVAL, "'%s': line %lld: field is not a valid %s", n->name,
+                       (long long)lineno + 1, rt_dtype_name(dt));
+    }
+    return MS_OK;
+}
+
+/* InitializeTableFromTextFileV2(table, filename): one entry per line of the
+ * (asset) file, up to vocab_size lines (-1 = all); line numbers start at offset. */
+static ms_status init_text_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_tensor *const *in,
+                                   rt_tensor **out) {
+    (void)st, (void)out;
+    table t;
+    ms_status r = table_of(ctx, n, in[0], &t);
+    if (r != MS_OK) return r;
+    if (in[1]->dtype != RT_DT_STRING || in[1]->nelem != 1)
+        return ms_errf(MS_EINVAL, "'%s': filename must be a string scalar", n->name);
+    const rt_str *fn = in[1]->data;
+    char path[4096];
+    if (fn->len >= sizeof path) return ms_errf(MS_EINVAL, "'%s': filename too long", n->name);
+    memcpy(path, fn->data, fn->len);
+    path[fn->len] = '\0';
+    int64_t ki = kn_attr_i(n, "key_index", -2), vi = kn_attr_i(n, "value_index", -1);
+    int64_t vocab = kn_attr_i(n, "vocab_size", -1), offset = kn_attr_i(n, "offset", 0);
+    size_t dlen;
+    const char *ds = kn_attr_s(n, "delimiter", &dlen);
+    char delim[16] = "\t";
+    if (ds && dlen > 0 && dlen < sizeof delim) memcpy(delim, ds, dlen), delim[dlen] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return ms_errf(MS_ENOTFOUND, "'%s': cannot open vocabulary file '%s'", n->name, path);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    int64_t ln = 0;
+    r = MS_OK;
+    while (r == MS_OK && (vocab < 0 || ln < vocab) && (got = getline(&line, &cap, f)) >= 0) {
+        size_t len = (size_t)got;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        rt_tensor *kv[3] = {in[0], NULL, NULL};
+        r = text_field(n, line, len, ln + offset, ki, delim, t.keys->dtype, &kv[1]);
+        if (r == MS_OK)
+            r = text_field(n, line, len, ln + offset, vi, delim, t.vals->dtype, &kv[2]);
+        if (r == MS_OK) r = put(ctx, n, kv, PUT_INSERT);
+        rt_tensor_unref(kv[1]);
+        rt_tensor_unref(kv[2]);
+        ln++;
+    }
+    free(line);
+    fclose(f);
+    if (r == MS_OK && vocab >= 0 && ln < vocab)
+        r = ms_errf(MS_EINVAL, "'%s': vocabulary file has %lld lines, vocab_size is %lld", n->name,
+                    (long long)ln, (long long)vocab);
+    return r;
+}
+
 /* clang-format off */
 const kn_kernel rt_ops_table_kernels[] = {
     {.op = "HashTableV2", .compute = hash_table_compute, .stateful = 1},
     {.op = "MutableHashTableV2", .compute = hash_table_compute, .stateful = 1},
     {.op = "InitializeTableV2", .compute = init_compute, .stateful = 1},
+    {.op = "InitializeTableFromTextFileV2", .compute = init_text_compute, .stateful = 1},
     {.op = "LookupTableImportV2", .compute = import_compute, .stateful = 1},
     {.op = "LookupTableInsertV2", .compute = insert_compute, .stateful = 1},
     {.op = "LookupTableFindV2", .compute = find_compute, .stateful = 1},
