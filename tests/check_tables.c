@@ -225,15 +225,10 @@ START_TEST(test_text_file) {
 END_TEST
 
 int main(void) {
-    Suite *s = suite_create("tables");
-    TCase *tc = tcase_create("tables");
-    tcase_add_test(tc, test_string_to_int64);
-    tcase_add_test(tc, test_int64_to_string_and_errors);
-    tcase_add_test(tc, test_text_file);
-    suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const tu_case cases[] = {
+        {"string_to_int64", test_string_to_int64},
+        {"int64_to_string_and_errors", test_int64_to_string_and_errors},
+        {"text_file", test_text_file},
+    };
+    return tu_suite_main("tables", cases, sizeof(cases) / sizeof(cases[0]));
 }
