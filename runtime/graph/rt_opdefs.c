@@ -88,6 +88,9 @@ static const opdef_entry builtin[] = {
     {"Div", {"z"}, 0}, {"BatchMatMulV2", {"output"}, 0},
     {"TopKV2", {"values", "indices"}, 0}, {"Unique", {"y", "idx"}, 0},
     {"Tan", {"y"}, 0}, {"Where", {"index"}, 0},
+    /* Lookup tables (rt_ops_table.c). */
+    {"HashTableV2", {"table_handle"}, 0}, {"MutableHashTableV2", {"table_handle"}, 0},
+    {"LookupTableFindV2", {"values"}, 0}, {"LookupTableSizeV2", {"size"}, 0},
 };
 /* clang-format on */
 

@@ -12,6 +12,7 @@
 #include "kn_backend.h"
 
 extern const kn_kernel rt_ops_core_kernels[];   /* graph plumbing and variables */
+extern const kn_kernel rt_ops_table_kernels[];  /* lookup tables (rt_ops_table.c) */
 
 /* The kernel for op in a NULL-terminated list of host tables, or NULL. */
 const kn_kernel *rt_ops_host_kernel(const kn_kernel *const *tables, const char *op);

@@ -39,7 +39,7 @@ struct rt_model {
 };
 
 const kn_kernel *const rt_model_host_ops[] = {rt_ops_core_kernels, rt_ops_restore_kernels,
-                                              dcm_ops_kernels, NULL};
+                                              dcm_ops_kernels, rt_ops_table_kernels, NULL};
 
 /* ---- reading saved_model.pb ---- */
 
