@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "rt_opdefs.h"
+#include "util_node.h"
 
 /* A NodeDef with one type-list attr `key` of n entries (n >= 0), or an int
  * attr when as_int is set. */
@@ -83,15 +84,10 @@ START_TEST(multi_output_ops) {
 END_TEST
 
 int main(void) {
-    Suite *s = suite_create("opdefs");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, saver_ops);
-    tcase_add_test(tc, control_flow_lists);
-    tcase_add_test(tc, multi_output_ops);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    const tu_case cases[] = {
+        {"saver_ops", saver_ops},
+        {"control_flow_lists", control_flow_lists},
+        {"multi_output_ops", multi_output_ops},
+    };
+    return tu_suite_main("opdefs", cases, sizeof(cases) / sizeof(cases[0]));
 }

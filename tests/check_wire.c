@@ -6,6 +6,7 @@
 
 #include "ms_wire.h"
 #include "tf_serving.pb-c.h"
+#include "util_node.h"
 
 /* Builds `depth` nested field-1 length-delimited wrappers around nothing. */
 static uint8_t *nest(int depth, size_t *n) {
@@ -59,15 +60,10 @@ START_TEST(real_request_ok) {
 END_TEST
 
 int main(void) {
-    Suite *s = suite_create("wire");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, deep_refused_shallow_ok);
-    tcase_add_test(tc, truncated_refused);
-    tcase_add_test(tc, real_request_ok);
-    suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int f = srunner_ntests_failed(r);
-    srunner_free(r);
-    return f ? EXIT_FAILURE : EXIT_SUCCESS;
+    const tu_case cases[] = {
+        {"deep_refused_shallow_ok", deep_refused_shallow_ok},
+        {"truncated_refused", truncated_refused},
+        {"real_request_ok", real_request_ok},
+    };
+    return tu_suite_main("wire", cases, sizeof(cases) / sizeof(cases[0]));
 }
