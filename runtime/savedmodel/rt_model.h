@@ -30,7 +30,7 @@ int rt_savedmodel_find_meta_graph(const Tensorflow__SavedModel *sm, const char *
                                   int ntags);
 
 /* Every host op table a SavedModel may use (graph plumbing and variables,
- * RestoreV2, the DICOM ops), NULL-terminated: what rt_model_load gives its
+ * lookup tables, RestoreV2, the DICOM ops), NULL-terminated: what rt_model_load gives its
  * graph, and what tools running one op alone (rt_op_run1) pass. */
 extern const kn_kernel *const rt_model_host_ops[];
 
