@@ -56,7 +56,7 @@ static bool wire_flat_ok(const uint8_t *p, size_t n, size_t *bad_at) {
 ms_status ms_wire_check(const uint8_t *buf, size_t n, int max_depth) {
     size_t bad = 0;
     if (!wire_flat_ok(buf, n, &bad))
-        return ms_errf(MS_EINVAL, "request is not valid protobuf wire format: expected a field key or value at byte %zu of %zu", bad, n);
+        return ms_errf(MS_EINVAL, "not valid protobuf wire format: expected a field key or value at byte %zu of %zu", bad, n);
     struct { size_t end, pos; } st[MS_WIRE_MAX_DEPTH + 2];
     int lim = max_depth < 1 ? 1 : (max_depth > MS_WIRE_MAX_DEPTH ? MS_WIRE_MAX_DEPTH : max_depth);
     int top = 0;

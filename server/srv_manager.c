@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ms_log.h"
+#include "ms_wire.h"
 #include "rt_bundle.h"
 
 typedef struct mversion {
@@ -123,6 +124,10 @@ static int needs_variables(const char *dir) {
     fclose(f);
     if (buf == NULL) return 0;
     int needs = 0;
+    if (ms_wire_check(buf, len, MS_WIRE_MAX_DEPTH) != MS_OK) {
+        free(buf);
+        return 0; /* the load refuses it with the reason */
+    }
     Tensorflow__SavedModel *sm = tensorflow__saved_model__unpack(NULL, len, buf);
     free(buf);
     if (sm == NULL) return 0; /* unreadable: let the load report it */

@@ -7,7 +7,9 @@ stack inside protobuf-c's recursive unpack on a worker thread (SIGSEGV). Every
 request is now pre-scanned (common/ms_wire.c) and refused with
 INVALID_ARGUMENT; the daemon keeps answering. The same bomb goes to the
 KServe ModelInfer, GetModelMetadata and health Check methods, and a
-truncated message is refused too."""
+truncated message is refused too. Files are pre-scanned as well: a nested
+saved_model.pb fails `dcmserve show` and the daemon's load with a message,
+a nested ONNX model fails `import-onnx`."""
 import os
 import sys
 
@@ -72,7 +74,47 @@ def still_serves(d):
     check(d.proc.poll() is None, "the daemon exited (rc=%s)" % d.proc.returncode, d)
 
 
+def files():
+    """Nesting bombs in files we read: saved_model.pb (a Const's tensor attr nesting
+    through variant_val) and an ONNX model (graph -> node -> attribute -> graph ...).
+    Each must be refused with a message naming the nesting, not crash the CLI."""
+    import subprocess
+    import tempfile
+    from serve_client import DCMSERVE
+    attr = field(1, b"value") + field(2, field(8, nested_tensor(20000)))   # AttrValue.tensor
+    node = field(1, b"c") + field(2, b"Const") + field(5, attr)           # NodeDef name, op, attr
+    sm = field(2, field(2, field(1, node)))                               # SavedModel.meta_graphs.graph_def.node
+    g = b""
+    for _ in range(20000):                                                # GraphProto.node.attribute.g
+        g = field(1, field(5, field(1, b"body") + field(6, g)))
+    onnx = field(7, g)                                                    # ModelProto.graph
+    with tempfile.TemporaryDirectory() as t:
+        os.makedirs(os.path.join(t, "m", "1"))
+        with open(os.path.join(t, "m", "1", "saved_model.pb"), "wb") as f:
+            f.write(sm)
+        with open(os.path.join(t, "bomb.onnx"), "wb") as f:
+            f.write(onnx)
+        for what, cmd in (("saved_model.pb", [DCMSERVE, "show", "--dir", os.path.join(t, "m", "1"), "--all"]),
+                          ("ONNX", [DCMSERVE, "import-onnx", os.path.join(t, "bomb.onnx"),
+                                    "--output_dir", os.path.join(t, "out", "1")])):
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            check(p.returncode > 0 and "nesting deeper than 100" in p.stderr,
+                  "%s nesting bomb: rc=%d stderr=%r" % (what, p.returncode, p.stderr[-300:]))
+        d = Daemon(["--model_name=bomb", "--model_base_path=" + os.path.join(t, "m")])
+        try:
+            import time
+            end = time.monotonic() + 20
+            while "nesting deeper than 100" not in d.log() and time.monotonic() < end:
+                time.sleep(0.1)
+            check("nesting deeper than 100" in d.log(), "the daemon's load error should name the nesting", d)
+            d.wait_health(want=2)
+            check(d.proc.poll() is None, "the daemon exited on a nested saved_model.pb", d)
+        finally:
+            d.close()
+
+
 def main():
+    files()
     d = Daemon(["--model_name=hpt", "--model_base_path=" + HPT])
     try:
         d.wait_health()
@@ -96,8 +138,8 @@ def main():
         expect_invalid(d, "/tensorflow.serving.PredictionService/Predict", predict_bomb(3)[:-2],
                        "a truncated PredictRequest")
         still_serves(d)
-        print("it_serve_hostile: nesting bombs on 4 methods and a truncated message refused, "
-              "daemon still serving")
+        print("it_serve_hostile: nesting bombs in saved_model.pb, ONNX and on 4 methods and a "
+              "truncated message refused, daemon still serving")
     finally:
         d.close()
     print("1 passed, 0 failed")

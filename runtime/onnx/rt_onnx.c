@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "ms_log.h"
+#include "ms_wire.h"
 #include "rt_bundle.h"
 #include "rt_onnx_int.h"
 #include "tf_savedmodel.pb-c.h"
@@ -419,6 +420,8 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
     ms_status st;
     *pb = NULL;
     *pb_len = 0;
+    if ((st = ms_wire_check(data, len, MS_WIRE_MAX_DEPTH)) != MS_OK)
+        return ms_errwrap(st, "%s", onnx_path);
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data);
     if (m == NULL)
         return ms_errf(MS_EINVAL, "%s: not a valid ONNX model (protobuf parse failed)", onnx_path);

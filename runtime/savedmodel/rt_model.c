@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "ms_log.h"
+#include "ms_wire.h"
 #include "dcm_ops.h"
 #include "rt_bundle.h"
 #include "rt_exec.h"
@@ -91,6 +92,13 @@ ms_status rt_savedmodel_read(const char *export_dir, Tensorflow__SavedModel **ou
         return ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb", export_dir);
     }
     if (st != MS_OK) return st;
+    /* protobuf-c recurses once per nesting level: bound it before unpacking. */
+    if ((st = ms_wire_check(data, len, MS_WIRE_MAX_DEPTH)) != MS_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", ms_errmsg());
+        free(data);
+        return ms_errf(st, "%s: cannot parse SavedModel protobuf (%zu bytes): %s", path, len, why);
+    }
     Tensorflow__SavedModel *sm = tensorflow__saved_model__unpack(NULL, len, data);
     free(data);
     if (sm == NULL)
