@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kn_ctx.h"
+#include "util_node.h"
 
 #define MIB ((size_t)1 << 20)
 
@@ -132,19 +133,15 @@ START_TEST(test_release_with_buffers_in_use) {
 }
 END_TEST
 
+/* Check's per-test limit comes from CK_DEFAULT_TIMEOUT (120 s, set by CMake
+ * for every suite), above the idle-trim tests' 10 s waits. */
 int main(void) {
-    Suite *s = suite_create("kn_bufpool");
-    TCase *tc = tcase_create("bufpool");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_reuse);
-    tcase_add_test(tc, test_byte_cap);
-    tcase_add_test(tc, test_idle_trim);
-    tcase_add_test(tc, test_rss_returns_after_burst);
-    tcase_add_test(tc, test_release_with_buffers_in_use);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    const tu_case cases[] = {
+        {"reuse", test_reuse},
+        {"byte_cap", test_byte_cap},
+        {"idle_trim", test_idle_trim},
+        {"rss_returns_after_burst", test_rss_returns_after_burst},
+        {"release_with_buffers_in_use", test_release_with_buffers_in_use},
+    };
+    return tu_suite_main("kn_bufpool", cases, sizeof(cases) / sizeof(cases[0]));
 }

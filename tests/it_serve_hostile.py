@@ -11,12 +11,16 @@ truncated message is refused too. Files are pre-scanned as well: a nested
 saved_model.pb fails `dcmserve show` and the daemon's load with a message,
 a nested ONNX model fails `import-onnx`."""
 import os
+import subprocess
 import sys
+import tempfile
+import time
 
 import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import HPT, Daemon, check, float_tensor, gen_protos, tensor_values  # noqa: E402
+from serve_client import (DCMSERVE, HPT, Daemon, check, float_tensor, gen_protos,  # noqa: E402
+                          tensor_values)
 
 pb = gen_protos()
 
@@ -78,9 +82,6 @@ def files():
     """Nesting bombs in files we read: saved_model.pb (a Const's tensor attr nesting
     through variant_val) and an ONNX model (graph -> node -> attribute -> graph ...).
     Each must be refused with a message naming the nesting, not crash the CLI."""
-    import subprocess
-    import tempfile
-    from serve_client import DCMSERVE
     attr = field(1, b"value") + field(2, field(8, nested_tensor(20000)))   # AttrValue.tensor
     node = field(1, b"c") + field(2, b"Const") + field(5, attr)           # NodeDef name, op, attr
     sm = field(2, field(2, field(1, node)))                               # SavedModel.meta_graphs.graph_def.node
@@ -102,7 +103,6 @@ def files():
                   "%s nesting bomb: rc=%d stderr=%r" % (what, p.returncode, p.stderr[-300:]))
         d = Daemon(["--model_name=bomb", "--model_base_path=" + os.path.join(t, "m")])
         try:
-            import time
             end = time.monotonic() + 20
             while "nesting deeper than 100" not in d.log() and time.monotonic() < end:
                 time.sleep(0.1)
