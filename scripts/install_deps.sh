@@ -19,10 +19,29 @@ libjpeg62-turbo-dev libcharls-dev libopenjp2-7-dev libpng-dev"
 TEST_PKGS="clang libclang-rt-14-dev valgrind
 python3 python3-numpy python3-pydicom python3-gdcm python3-onnx
 python3-grpcio python3-protobuf python3-prometheus-client
-libgdcm-tools openjph-tools python3-yaml"
+libgdcm-tools openjph-tools python3-yaml
+python3-grpc-tools protobuf-compiler-grpc curl"
 # kubectl for the deploy test: Debian's kubernetes-client, unless some kubectl
 # is already installed (other packages ship /usr/bin/kubectl and conflict).
 command -v kubectl >/dev/null 2>&1 || TEST_PKGS="$TEST_PKGS kubernetes-client"
+
+# Ubuntu 24.04 (the base of NVIDIA's CUDA 13 images, used by the Dockerfile's
+# gpu stages) names some of the same libraries differently (64-bit time_t
+# rebuilds, libjpeg-turbo8). Not run by CI, which is Debian 12.
+if [ -r /etc/os-release ] && grep -q '^VERSION_CODENAME=noble' /etc/os-release; then
+    ubuntu() {
+        for p in $1; do
+            case "$p" in
+                libgrpc29|libuv1|libpng16-16|libmicrohttpd12) echo "${p}t64" ;;
+                libjpeg62-turbo) echo libjpeg-turbo8 ;;
+                libjpeg62-turbo-dev) echo libjpeg-turbo8-dev ;;
+                *) echo "$p" ;;
+            esac
+        done
+    }
+    RUNTIME_PKGS=$(ubuntu "$RUNTIME_PKGS")
+    BUILD_PKGS=$(ubuntu "$BUILD_PKGS")
+fi
 
 case "${1:-all}" in
     runtime) PKGS="$RUNTIME_PKGS" ;;

@@ -18,6 +18,7 @@ static const struct {
     {"import-onnx", cli_import_onnx, "convert an ONNX model into a SavedModel directory"},
     {"benchmark", cli_benchmark, "time a SavedModel signature in-process"},
     {"make-demo-model", cli_make_demo_model, "write the bundled demo SavedModel into a folder"},
+    {"health", cli_health, "ask a running server's grpc.health service; exit 0 when SERVING"},
 };
 
 static void usage(FILE *f) {
