@@ -20,7 +20,7 @@ TEST_PKGS="clang libclang-rt-14-dev valgrind
 python3 python3-numpy python3-pydicom python3-gdcm python3-onnx
 python3-grpcio python3-protobuf python3-prometheus-client
 libgdcm-tools openjph-tools python3-yaml
-python3-grpc-tools protobuf-compiler-grpc curl"
+python3-grpc-tools protobuf-compiler-grpc libprotobuf-dev curl"
 # kubectl for the deploy test: Debian's kubernetes-client, unless some kubectl
 # is already installed (other packages ship /usr/bin/kubectl and conflict).
 command -v kubectl >/dev/null 2>&1 || TEST_PKGS="$TEST_PKGS kubernetes-client"

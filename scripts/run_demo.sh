@@ -1,12 +1,14 @@
 #!/bin/sh
 # Serves the bundled demo model (models/demo_ct) with dcmserve and prints how
 # to call it. What `make run` runs. Usage:
-#   scripts/run_demo.sh [path/to/dcmserve]      (PORT=8500 by default)
-# Stop with Ctrl-C (SIGINT): the daemon drains and exits 0.
+#   scripts/run_demo.sh [path/to/dcmserve]
+# Environment: PORT (gRPC, default 8500), REST_PORT (HTTP/REST, default 8501;
+# 0 turns REST off). Stop with Ctrl-C (SIGINT): the daemon drains and exits 0.
 set -eu
 cd "$(dirname "$0")/.."
 BIN=${1:-build/dcmserve}
 PORT=${PORT:-8500}
+REST_PORT=${REST_PORT:-8501}
 BASE="$(pwd)/models/demo_ct"
 
 if [ ! -x "$BIN" ]; then
@@ -20,31 +22,16 @@ if [ ! -d "$BASE" ]; then
 fi
 
 cat <<MSG
-run_demo: serving model "demo_ct" from $BASE on gRPC port $PORT
-  health: grpc.health.v1.Health/Check with service "" answers SERVING once the
-          model is loaded (a Kubernetes grpc probe on port $PORT works as is).
-  The model (docs/demo.md) takes DICOM files as one DT_STRING tensor "dicom" and
-  answers mean_hu (n) and tissue_fraction (n, 4). TF Serving Predict from Python
-  (message classes generated from proto/ by protoc; CT_small.dcm is in Debian's
-  python3-pydicom test data):
-    mkdir -p /tmp/dcm_pb && protoc --python_out=/tmp/dcm_pb -I proto proto/*.proto
-    PYTHONPATH=/tmp/dcm_pb /usr/bin/python3 - <<'PY'
-import grpc, tf_serving_pb2 as s, tf_framework_pb2 as f
-ch = grpc.insecure_channel("127.0.0.1:$PORT")
-predict = ch.unary_unary("/tensorflow.serving.PredictionService/Predict",
-    request_serializer=s.PredictRequest.SerializeToString,
-    response_deserializer=s.PredictResponse.FromString)
-req = s.PredictRequest(model_spec=s.ModelSpec(name="demo_ct"))
-x = req.inputs["dicom"]; x.dtype = f.DT_STRING
-x.tensor_shape.dim.add(size=1)
-x.string_val.append(open("/usr/lib/python3/dist-packages/pydicom/data/test_files/CT_small.dcm", "rb").read())
-out = predict(req, timeout=10).outputs
-print("mean_hu", list(out["mean_hu"].float_val), "tissue_fraction", list(out["tissue_fraction"].float_val))
-check = ch.unary_unary("/grpc.health.v1.Health/Check")
-import health_pb2 as h
-print(h.HealthCheckResponse.FromString(check(h.HealthCheckRequest().SerializeToString())))
-PY
-  Any TF Serving or KServe v2 gRPC client works the same way (see docs/serving.md).
+run_demo: serving model "demo_ct" from $BASE
+  gRPC on port $PORT (TF Serving Predict, KServe v2 ModelInfer, grpc.health),
+  REST on port $REST_PORT (TF Serving's /v1/models/demo_ct:predict).
+  The model takes whole DICOM files as one string tensor "dicom" and answers
+  mean_hu (n) and tissue_fraction (n, 4) (docs/demo.md). Try, from another shell:
+    P=/usr/lib/python3/dist-packages/pydicom/data/test_files
+    curl -s localhost:$REST_PORT/v1/models/demo_ct:predict -H 'Content-Type: application/json' \\
+      -d "{\\"instances\\": [{\\"b64\\": \\"\$(base64 -w0 \$P/CT_small.dcm)\\"}]}"
+  Python with gRPC stubs: examples/python/predict_dicom.py (README.md, Quick start).
 MSG
 
-exec "$BIN" serve --port="$PORT" --model_name=demo_ct --model_base_path="$BASE"
+exec "$BIN" serve --port="$PORT" --rest_api_port="$REST_PORT" --model_name=demo_ct \
+    --model_base_path="$BASE"
