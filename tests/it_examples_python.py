@@ -9,13 +9,15 @@ against the real daemon serving the demo model.
 - the `optional` handling: a proto3 tree with `optional` fields and an import
   chain compiles with both compilers, the files under the tree are unchanged,
   and presence is kept where the compiler supports it;
-- the Python snippets of README.md and docs/demo.md run against the daemon.
+- the Python snippets of README.md and docs/demo.md run against the daemon
+  (gRPC and REST).
 """
 import hashlib
 import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +32,14 @@ EXAMPLE = os.path.join(SRC, "examples", "python", "predict_dicom.py")
 MODEL_BASE = os.path.join(SRC, "models", "demo_ct")
 CT_DIR = os.path.join(TEST_FILES, "dicomdirtests", "77654033", "CT2")
 CT_SMALL = os.path.join(TEST_FILES, "CT_small.dcm")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def compilers():
@@ -135,13 +145,15 @@ def doc_snippets():
     return out
 
 
-def check_snippets(stubs, port, tmp):
+def check_snippets(stubs, port, rest, tmp):
     n = 0
     for name, code in doc_snippets():
-        check("localhost:8500" in code, "%s: the snippet does not call localhost:8500" % name)
+        check("localhost:8500" in code or "localhost:8501" in code,
+              "%s: the snippet calls neither localhost:8500 (gRPC) nor :8501 (REST)" % name)
         path = os.path.join(tmp, "snippet%d.py" % n)
         with open(path, "w") as f:
-            f.write(code.replace("localhost:8500", "127.0.0.1:%d" % port))
+            f.write(code.replace("localhost:8500", "127.0.0.1:%d" % port)
+                    .replace("localhost:8501", "127.0.0.1:%d" % rest))
         r = py(stubs, path, CT_SMALL)
         check(r.returncode == 0, "%s failed:\n%s%s" % (name, r.stdout, r.stderr))
         check("mean_hu" in r.stdout and "-119.07" in r.stdout,
@@ -159,7 +171,9 @@ def main():
         for mode in modes:
             wires[mode] = check_optional(mode, tmp)
         check(len({w for w, _ in wires.values()}) == 1, "wire bytes differ: %r" % wires)
-        d = Daemon(["--model_name=demo_ct", "--model_base_path=" + MODEL_BASE])
+        rest = free_port()
+        d = Daemon(["--model_name=demo_ct", "--model_base_path=" + MODEL_BASE,
+                    "--rest_api_port=%d" % rest])
         try:
             d.wait_health(want=1)
             for mode in modes:
@@ -167,7 +181,7 @@ def main():
                 gen(mode, stubs)
                 n = check_example(stubs, d.port, os.path.join(tmp, "ex_" + mode))
                 print("%s stubs: %d files through Predict and ModelInfer match pydicom" % (mode, n))
-            s = check_snippets(os.path.join(tmp, "stubs_" + modes[0]), d.port, tmp)
+            s = check_snippets(os.path.join(tmp, "stubs_" + modes[0]), d.port, rest, tmp)
             print("%d doc snippets ran" % s)
         finally:
             d.close()
