@@ -18,7 +18,7 @@ WORKDIR /src
 COPY scripts/install_deps.sh scripts/install_deps.sh
 RUN sh scripts/install_deps.sh build && rm -rf /var/lib/apt/lists/*
 COPY . .
-RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DDCMSERVE_CUDA=ON \
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDCMSERVE_CUDA=ON \
  && cmake --build build -j "$(nproc)" --target dcmserve \
  && STRIP=1 sh deploy/install.sh /opt/dcmserve build
 
@@ -42,7 +42,7 @@ WORKDIR /src
 COPY scripts/install_deps.sh scripts/install_deps.sh
 RUN sh scripts/install_deps.sh build && rm -rf /var/lib/apt/lists/*
 COPY . .
-RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
  && cmake --build build -j "$(nproc)" --target dcmserve \
  && STRIP=1 sh deploy/install.sh /opt/dcmserve build
 
