@@ -204,6 +204,12 @@ int cli_serve(int argc, char **argv) {
         return 0;
     }
     ms_log_set_level(d.flags.log_level);
+    if (d.flags.log_format && strcmp(d.flags.log_format, "json") == 0) ms_log_set_format(MS_LOG_JSON);
+    if (d.flags.request_log) {
+        int rl = 1;
+        srv_reqlog_parse(d.flags.request_log, &rl);
+        srv_reqlog_set(rl);
+    }
     signal(SIGPIPE, SIG_IGN);
 
     if (d.flags.model_config_file != NULL) {
@@ -212,7 +218,7 @@ int cli_serve(int argc, char **argv) {
             return 2;
         }
         d.cfg_hash = hash_file(d.flags.model_config_file);
-    } else if (d.flags.model_base_path != NULL) {
+    } else if (d.flags.model_base_path != NULL) { /* --model_config_file wins, as TF Serving */
         const char *name = d.flags.model_name ? d.flags.model_name : "default";
         if (srv_config_single(name, d.flags.model_base_path, &cfg) != MS_OK) {
             fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
