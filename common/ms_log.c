@@ -70,7 +70,7 @@ static int utf8_len(const unsigned char *p) {
 
 /* Appends s to out[*w..cap-1] escaped. mode 0: message text (only control
  * bytes and invalid UTF-8 escaped, as \xNN); 1: quoted value (also " and \);
- * 2: JSON string body (\uXXXX, \", \\). Stops (returns 1) when the next
+ * 2: JSON string body whose decoded value reads as mode 1's (\\xNN, \", \\). Stops (returns 1) when the next
  * piece would not fit in cap - 1 - reserve bytes. */
 static int esc_append(char *out, size_t cap, size_t *w, const char *s, int mode, size_t reserve) {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
@@ -79,7 +79,7 @@ static int esc_append(char *out, size_t cap, size_t *w, const char *s, int mode,
         size_t pl;
         int u = utf8_len(p);
         if (*p < 0x20 || *p == 0x7f || u == 0) {
-            pl = (size_t)snprintf(piece, sizeof piece, mode == 2 ? "\\u%04x" : "\\x%02x", *p);
+            pl = (size_t)snprintf(piece, sizeof piece, mode == 2 ? "\\\\x%02x" : "\\x%02x", *p);
             u = 1;
         } else if (mode != 0 && (*p == '"' || *p == '\\')) {
             piece[0] = '\\';

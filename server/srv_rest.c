@@ -546,10 +546,11 @@ static answer predict_json(srv_app *app, const target *tg, const body *b, int64_
     sig_output *outs = NULL;
     int nouts = 0;
     const Tensorflow__SignatureDef *sd = NULL;
+    srv_req_model(rec, NULL, 0, sig_key);
     ms_status st = srv_manager_get(app->mgr, tg->name, tg->version,
                                    tg->label[0] ? tg->label : NULL, &sv);
     if (st != MS_OK) goto done;
-    srv_req_model(rec, NULL, sv.version, sig_key);
+    srv_req_model(rec, NULL, sv.version, NULL);
     if ((st = sig_find(rt_model_meta_graph(sv.model), sig_key, &sd)) != MS_OK) goto done;
     if (inst) {
         if ((st = rows_to_columns(sd, inst, &cols)) != MS_OK) goto done;
