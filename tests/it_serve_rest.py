@@ -8,9 +8,12 @@ import base64
 import http.client
 import json
 import os
+import re
 import socket
 import sys
 import tempfile
+import time
+import urllib.parse
 
 import numpy as np
 import pydicom
@@ -177,6 +180,19 @@ def main():
         check(code == 413 and "1000000" in r["error"], "oversize %d %s" % (code, r), d)
         code, r, _ = call(rest, "GET", "/v1/nothing")
         check(code == 404 and "/v1/models/" in r["error"], "bad path %d %s" % (code, r), d)
+        # Text log (default --request_log=errors): a model name with a newline and
+        # an ANSI escape stays inside its one request line, escaped.
+        evil = "evil\n2026-01-01T00.000Z INFO  forged\x1b[31m"  # no ':' (it ends a name in a URL)
+        code, r, _ = call(rest, "POST", "/v1/models/%s:predict" % urllib.parse.quote(evil), {"inputs": [[1.0]]})
+        check(code == 404, "evil model %d %s" % (code, r), d)
+        end = time.monotonic() + 5
+        while "evil\\x0a2026" not in d.log() and time.monotonic() < end:
+            time.sleep(0.02)
+        log = d.log()
+        check("\x1b" not in log and not any(ln.startswith("2026-01-01") for ln in log.splitlines())
+              and re.search(r'WARN  request peer="ipv4:127\.0\.0\.1:\d+" api="rest_predict" model="evil\\x0a2026-01-01'
+                            r'T00\.000Z INFO  forged\\x1b\[31m" .*code="NOT_FOUND"', log),
+              "request log line for the evil name", d)
         # Still serving after all that.
         code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"inputs": [[2.0]]})
         check(code == 200 and np.allclose(r["outputs"], [[3.0]]), "after errors %s" % r, d)
