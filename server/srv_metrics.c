@@ -352,7 +352,7 @@ static const char *lv(char *out, size_t cap, const char *v) {
     return out;
 }
 
-char *srv_metrics_render(srv_manager *mgr) {
+char *srv_metrics_render(int loaded_versions) {
     sbuf b = {0};
     char m[300], sg[160], lab[700], entry[16];
     const char *method;
@@ -474,7 +474,7 @@ char *srv_metrics_render(srv_manager *mgr) {
     pthread_mutex_unlock(&mu);
     put(&b, "# HELP dcmserve_loaded_versions Model versions available.\n"
             "# TYPE dcmserve_loaded_versions gauge\ndcmserve_loaded_versions %d\n",
-        mgr ? srv_manager_loaded_versions(mgr) : 0);
+        loaded_versions);
     put(&b, "# HELP dcmserve_requests_in_flight Requests being answered.\n"
             "# TYPE dcmserve_requests_in_flight gauge\ndcmserve_requests_in_flight %d\n",
         atomic_load(&in_flight));

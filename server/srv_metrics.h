@@ -16,7 +16,6 @@
 #include <stdint.h>
 
 #include "ms_status.h"
-#include "srv_manager.h"
 
 /* Request phases with their own latency histogram. */
 typedef enum srv_phase {
@@ -69,9 +68,10 @@ void srv_metrics_warmup(const char *model, int64_t version, double seconds);
 /* A load finished (ok or failed) after `seconds`, or a version was unloaded. */
 void srv_metrics_model_load(const char *model, int ok, double seconds);
 void srv_metrics_model_unload(const char *model);
-/* Prometheus text exposition of everything; mgr (may be NULL) gives the
- * loaded-version count. NULL on OOM. */
-char *srv_metrics_render(srv_manager *mgr);
+/* Prometheus text exposition of everything, with the number of model
+ * versions loaded (the caller asks the manager: srv_manager calls in here,
+ * so this module does not call it). NULL on OOM. */
+char *srv_metrics_render(int loaded_versions);
 
 /* Reads a MonitoringConfig text proto (--monitoring_config_file): with
  * `prometheus_config { enable: true path: "/p" }` copies "/p" into path

@@ -27,12 +27,6 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out);
 int srv_rest_port(const srv_rest *r);
 void srv_rest_stop(srv_rest *r);
 
-/* Standard or URL-safe base64 (padding optional) -> malloc'ed bytes; NULL
- * when the text is not base64. */
-uint8_t *srv_b64_decode(const char *s, size_t *n);
-/* bytes -> malloc'ed standard base64 text; NULL on OOM. */
-char *srv_b64_encode(const uint8_t *p, size_t n);
-
 /* ---- KServe v2 REST (srv_rest_v2.c), called by srv_rest.c ---- */
 typedef struct srv_rest_reply {
     int code;            /* HTTP status */

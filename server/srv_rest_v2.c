@@ -25,6 +25,7 @@
 #include "kn_cpu_util.h"
 #include "kserve.pb-c.h"
 #include "sig_signature.h"
+#include "srv_b64.h"
 #include "srv_app.h"
 #include "srv_metrics.h"
 #include "srv_rest.h"
