@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dcm_ops.h"
 #include "ms_log.h"
 #include "srv_metrics.h"
 #include "srv_status.h"
@@ -472,6 +473,20 @@ char *srv_metrics_render(int loaded_versions) {
         put_hist(&b, "dcmserve_model_load_seconds", lab, &mtable[i].load, LOAD_BUCKETS, 1);
     }
     pthread_mutex_unlock(&mu);
+    dcm_ops_stats ds;
+    dcm_ops_stats_read(&ds);
+    put(&b, "# HELP dcmserve_dicom_files_total DICOM files handed to the in-graph decoder.\n"
+            "# TYPE dcmserve_dicom_files_total counter\ndcmserve_dicom_files_total %" PRIu64 "\n"
+            "# HELP dcmserve_dicom_bytes_total Bytes of those DICOM files.\n"
+            "# TYPE dcmserve_dicom_bytes_total counter\ndcmserve_dicom_bytes_total %" PRIu64 "\n"
+            "# HELP dcmserve_dicom_frames_total Frames decoded.\n"
+            "# TYPE dcmserve_dicom_frames_total counter\ndcmserve_dicom_frames_total %" PRIu64 "\n"
+            "# HELP dcmserve_dicom_decode_errors_total DICOM files refused, by reason.\n"
+            "# TYPE dcmserve_dicom_decode_errors_total counter\n",
+        ds.files, ds.bytes, ds.frames);
+    for (int r = 0; r < DCM_ERR_NREASONS; r++)
+        put(&b, "dcmserve_dicom_decode_errors_total{reason=\"%s\"} %" PRIu64 "\n",
+            dcm_ops_err_reason_name(r), ds.errors[r]);
     put(&b, "# HELP dcmserve_loaded_versions Model versions available.\n"
             "# TYPE dcmserve_loaded_versions gauge\ndcmserve_loaded_versions %d\n",
         loaded_versions);

@@ -179,6 +179,7 @@ def main():
         # DICOM bytes: binary BYTES (4-byte length + file) and base64 JSON, vs gRPC.
         with open(CT, "rb") as f:
             blob = f.read()
+        ma = metrics(rest)
         raw = struct.pack("<I", len(blob)) + blob
         g = pb.ks.ModelInferRequest(model_name="demo_ct")
         g.inputs.add(name="dicom", datatype="BYTES", shape=[1])
@@ -198,6 +199,20 @@ def main():
                                      "data": [base64.b64encode(blob).decode()]}]})
         got = {o["name"]: np.array(o["data"], dtype=np.float32).reshape(o["shape"]) for o in r["outputs"]}
         check(code == 200 and all(np.array_equal(got[k], gref[k]) for k in gref), "DICOM base64 %s" % r, d)
+        junk = b"\x89PNG\r\n\x1a\n" + b"\0" * 200
+        code, r = infer(rest, "/v2/models/demo_ct/infer",
+                        {"inputs": [{"name": "dicom", "shape": [1], "datatype": "BYTES",
+                                     "parameters": {"content_type": "base64"},
+                                     "data": [base64.b64encode(junk).decode()]}]})
+        check(code == 400 and "DICOM" in r["error"], "not DICOM %d %s" % (code, r), d)
+        mb = metrics(rest)
+        frames = pydicom.dcmread(CT).get("NumberOfFrames", 1)
+        for name, delta in (("dcmserve_dicom_files_total", 4), ("dcmserve_dicom_bytes_total", 3 * len(blob) + len(junk)),
+                            ("dcmserve_dicom_frames_total", 3 * int(frames))):
+            check(sample(mb, name) - sample(ma, name) == delta, "%s moved by %s, want %d"
+                  % (name, sample(mb, name) - sample(ma, name), delta), d)
+        check(sample(mb, "dcmserve_dicom_decode_errors_total", reason="invalid")
+              - sample(ma, "dcmserve_dicom_decode_errors_total", reason="invalid") == 1, "decode error counted", d)
 
         # 3. Errors.
         xin = {"name": "x", "shape": [3, 1], "datatype": "FP32", "data": [1, 2, 5]}
