@@ -466,10 +466,10 @@ static void on_accept(srv_call *c) {
 
     if (c->method < 0) {
         char *path = grpc_slice_to_c_string(c->details.method);
-        char msg[512];
+        char msg[512], esc[128];
         snprintf(msg, sizeof(msg), "unknown method %s", path);
+        MS_DEBUG("grpc: unknown method \"%s\" -> UNIMPLEMENTED", ms_log_escape(esc, sizeof esc, path));
         gpr_free(path);
-        MS_DEBUG("grpc: %s -> UNIMPLEMENTED", msg);
         reply(c, GRPC_STATUS_UNIMPLEMENTED, msg, NULL);
         return;
     }

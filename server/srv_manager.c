@@ -994,6 +994,21 @@ int srv_manager_model_ready(srv_manager *m, const char *name) {
     return r;
 }
 
+int srv_manager_pool_bytes(srv_manager *m, srv_metrics_pool *out, int max) {
+    int n = 0;
+    pthread_mutex_lock(&m->mu);
+    for (int i = 0; i < m->nmodels; i++)
+        for (int k = 0; !m->models[i]->removed && k < m->models[i]->nv && n < max; k++) {
+            const mversion *v = &m->models[i]->v[k];
+            if (v->state != SRV_VSTATE_AVAILABLE || v->model == NULL) continue;
+            snprintf(out[n].model, sizeof out[n].model, "%s", m->models[i]->cfg.name);
+            out[n].version = v->version;
+            out[n++].pool_free_bytes = rt_model_pool_free_bytes(v->model);
+        }
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
 int srv_manager_loaded_versions(srv_manager *m) {
     int n = 0;
     pthread_mutex_lock(&m->mu);

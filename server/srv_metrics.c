@@ -353,7 +353,7 @@ static const char *lv(char *out, size_t cap, const char *v) {
     return out;
 }
 
-char *srv_metrics_render(int loaded_versions) {
+char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int npools) {
     sbuf b = {0};
     char m[300], sg[160], lab[700], entry[16];
     const char *method;
@@ -490,6 +490,11 @@ char *srv_metrics_render(int loaded_versions) {
     put(&b, "# HELP dcmserve_loaded_versions Model versions available.\n"
             "# TYPE dcmserve_loaded_versions gauge\ndcmserve_loaded_versions %d\n",
         loaded_versions);
+    put(&b, "# HELP dcmserve_model_pool_free_bytes Bytes a loaded version's buffer pool keeps "
+            "free for reuse (host).\n# TYPE dcmserve_model_pool_free_bytes gauge\n");
+    for (int i = 0; i < npools; i++)
+        put(&b, "dcmserve_model_pool_free_bytes{model=\"%s\",version=\"%" PRId64 "\",device=\"host\"} %"
+                PRIu64 "\n", lv(m, sizeof m, pools[i].model), pools[i].version, pools[i].pool_free_bytes);
     put(&b, "# HELP dcmserve_requests_in_flight Requests being answered.\n"
             "# TYPE dcmserve_requests_in_flight gauge\ndcmserve_requests_in_flight %d\n",
         atomic_load(&in_flight));

@@ -68,10 +68,17 @@ void srv_metrics_warmup(const char *model, int64_t version, double seconds);
 /* A load finished (ok or failed) after `seconds`, or a version was unloaded. */
 void srv_metrics_model_load(const char *model, int ok, double seconds);
 void srv_metrics_model_unload(const char *model);
+/* Memory one loaded version holds (srv_manager_pool_bytes fills these). */
+typedef struct srv_metrics_pool {
+    char model[128];
+    int64_t version;
+    uint64_t pool_free_bytes;
+} srv_metrics_pool;
+
 /* Prometheus text exposition of everything, with the number of model
- * versions loaded (the caller asks the manager: srv_manager calls in here,
- * so this module does not call it). NULL on OOM. */
-char *srv_metrics_render(int loaded_versions);
+ * versions loaded and their pools (the caller asks the manager: srv_manager
+ * calls in here, so this module does not call it). NULL on OOM. */
+char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int npools);
 
 /* Reads a MonitoringConfig text proto (--monitoring_config_file): with
  * `prometheus_config { enable: true path: "/p" }` copies "/p" into path

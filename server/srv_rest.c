@@ -753,8 +753,11 @@ static srv_rest_reply route(srv_rest *r, struct MHD_Connection *c, const char *u
         return to_reply((answer){MHD_HTTP_OK, cJSON_CreateObject()}, MS_OK);
     if ((strcmp(url, "/metrics") == 0 || (r->metrics_path[0] && strcmp(url, r->metrics_path) == 0)) &&
         strcmp(method, "GET") == 0) {
-        srv_rest_reply o = {MHD_HTTP_OK, MS_OK, srv_metrics_render(srv_manager_loaded_versions(r->app->mgr)), 0, 0,
-                            "text/plain; version=0.0.4"};
+        srv_metrics_pool pools[64];
+        int np = srv_manager_pool_bytes(r->app->mgr, pools, 64);
+        srv_rest_reply o = {MHD_HTTP_OK, MS_OK,
+                            srv_metrics_render(srv_manager_loaded_versions(r->app->mgr), pools, np),
+                            0, 0, "text/plain; version=0.0.4"};
         if (o.body == NULL) return to_reply(error_answer(500, "out of memory"), MS_ENOMEM);
         o.len = strlen(o.body);
         return o;

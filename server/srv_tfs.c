@@ -165,9 +165,12 @@ done:
     if (st == MS_ECANCELED)
         MS_DEBUG("Predict %s: stopped, the call was cancelled or its deadline passed",
                  rq->model_spec && rq->model_spec->name ? rq->model_spec->name : "");
-    else if (st != MS_OK && st != MS_EINVAL && st != MS_ENOTFOUND && st != MS_EPRECOND)
-        MS_WARN("Predict %s: %s",
-                rq->model_spec && rq->model_spec->name ? rq->model_spec->name : "", ms_errmsg());
+    else if (st != MS_OK && st != MS_EINVAL && st != MS_ENOTFOUND && st != MS_EPRECOND) {
+        char name[64];
+        MS_WARN_LIMITED("Predict \"%s\": %s",
+                        ms_log_escape(name, sizeof name, rq->model_spec ? rq->model_spec->name : ""),
+                        ms_errmsg());
+    }
     tensorflow__serving__predict_request__free_unpacked(rq, NULL);
     return st;
 }

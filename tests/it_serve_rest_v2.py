@@ -299,6 +299,10 @@ def main():
                      signature="serving_default", api="rest_kserve_infer", code="OK", phase="compute") >= 1,
               "compute phase histogram", d)
         check(sample(m, "dcmserve_model_loads_total", model="hpt", result="ok") == 1, "load counter", d)
+        for name, ver in (("hpt", "123"), ("demo_ct", "1")):
+            key = ("dcmserve_model_pool_free_bytes",
+                   tuple(sorted(dict(model=name, version=ver, device="host").items())))
+            check(key in m and m[key] >= 0, "pool bytes of %s missing" % name, d)
         check(sample(m, "dcmserve_model_load_seconds_count", model="demo_ct") == 1, "load latency", d)
         check(d.stop() == 0, "daemon exit code after SIGTERM", d)
     finally:
