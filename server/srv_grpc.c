@@ -283,10 +283,23 @@ static void run_unary(srv_call *c) {
         c->rec.mark = c->t_accept;
         srv_req_phase(&c->rec, SRV_PHASE_QUEUE);
     }
-    atomic_fetch_add(&c->refs, 1); /* c->req outlives the reply */
-    ms_status st = run_unary_body(c);
-    srv_req_end(&c->rec, st);
+    atomic_fetch_add(&c->refs, 1); /* c->rec outlives the reply */
+    run_unary_body(c);
     call_unref(c);
+}
+
+/* Ends the call's record just before its answer goes out, so that a client
+ * that has its answer also finds it counted on /metrics. */
+static void reply_rec(srv_call *c, ms_status st, grpc_status_code code, const char *msg,
+                      srv_bytes *resp) {
+    if (resp != NULL && resp->data != NULL) c->rec.bytes_out = resp->len;
+    srv_req_end(&c->rec, st);
+    reply(c, code, msg, resp);
+}
+
+static void reply_error_rec(srv_call *c, ms_status st) {
+    srv_req_end(&c->rec, st);
+    reply_error(c, st);
 }
 
 /* Flattens the request payload; an absent payload reads as an empty message. */
@@ -298,18 +311,18 @@ static ms_status run_unary_body(srv_call *c) {
 
     if (atomic_load(&c->cancelled)) {
         MS_DEBUG("grpc: %s cancelled before it ran; skipped", m->path);
-        reply(c, GRPC_STATUS_CANCELLED, "call cancelled before it ran", NULL);
+        reply_rec(c, MS_ECANCELED, GRPC_STATUS_CANCELLED, "call cancelled before it ran", NULL);
         return MS_ECANCELED;
     }
     if (srv_call_time_left(c) <= 0) {
         MS_DEBUG("grpc: %s deadline passed before it ran; skipped", m->path);
-        reply(c, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline passed before the call ran", NULL);
+        reply_rec(c, MS_ETIMEDOUT, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline passed before the call ran", NULL);
         return MS_ETIMEDOUT;
     }
     if (c->req != NULL) {
         grpc_byte_buffer_reader rd;
         if (!grpc_byte_buffer_reader_init(&rd, c->req)) {
-            reply(c, GRPC_STATUS_INTERNAL, "cannot read the request message", NULL);
+            reply_rec(c, MS_EINTERNAL, GRPC_STATUS_INTERNAL, "cannot read the request message", NULL);
             return MS_EINTERNAL;
         }
         flat = grpc_byte_buffer_reader_readall(&rd);
@@ -321,7 +334,7 @@ static ms_status run_unary_body(srv_call *c) {
     st = ms_wire_check(GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat), MS_WIRE_MAX_DEPTH);
     if (st != MS_OK) {
         grpc_slice_unref(flat);
-        reply_error(c, ms_errwrap(st, "%s: request message", m->path));
+        reply_error_rec(c, ms_errwrap(st, "%s: request message", m->path));
         return st;
     }
     c->rec.bytes_in = GRPC_SLICE_LENGTH(flat);
@@ -329,11 +342,10 @@ static ms_status run_unary_body(srv_call *c) {
     grpc_slice_unref(flat);
     if (st != MS_OK) {
         free(resp.data);
-        reply_error(c, st);
+        reply_error_rec(c, st);
         return st;
     }
-    c->rec.bytes_out = resp.len;
-    reply(c, GRPC_STATUS_OK, NULL, &resp);
+    reply_rec(c, MS_OK, GRPC_STATUS_OK, NULL, &resp);
     return MS_OK;
 }
 

@@ -825,9 +825,8 @@ static enum MHD_Result dispatch(srv_rest *r, struct MHD_Connection *c, const cha
     srv_rest_reply o = route(r, c, url, method, b, kind, &tg, &rec);
     rec.bytes_out = o.len;
     ms_status st = o.code == 200 ? MS_OK : o.st != MS_OK ? o.st : status_of(o.code);
-    enum MHD_Result ret = send_reply(r, c, &o);
-    srv_req_end(&rec, st);
-    return ret;
+    srv_req_end(&rec, st); /* before the answer: a client that has it finds it counted */
+    return send_reply(r, c, &o);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
