@@ -325,7 +325,8 @@ int cli_serve(int argc, char **argv) {
         if (srv_rest_start(&d.app, &ro, &rest) != MS_OK)
             MS_ERROR("REST: %s", ms_errmsg());
         else
-            MS_INFO("REST listening on port %d (TF Serving /v1/models)", srv_rest_port(rest));
+            MS_INFO("REST listening on port %d (TF Serving /v1/models, KServe /v2, /metrics)",
+                    srv_rest_port(rest));
     }
     pthread_mutex_lock(&d.mu);
     d.server_ready = d.server;
