@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "dcmserve_bench_rest.h"
 #include "kserve.pb-c.h"
 #include "rt_npy.h"
 #include "tf_serving.pb-c.h"
@@ -64,6 +65,8 @@ typedef struct bench_opts {
     int json;
     int echo_port;
     const char *label;
+    const char *rest_path; /* --api=rest */
+    const char *body;      /* --api=rest */
 } bench_opts;
 
 typedef struct bench_req {
@@ -729,6 +732,8 @@ static void bench_usage(void) {
             "         [--version=N] [--signature=S] [--input=KEY] (--npy=FILE | --dicom_dir=DIR |\n"
             "         --values=a,b,... [--shape=d0,d1,...]) [--concurrency=N | --rate=CALLS_PER_S [--concurrency=MAX]]\n"
             "         [--duration=S] [--warmup=S] [--deadline_ms=MS] [--json] [--label=TEXT]\n"
+            "       dcmserve-bench --api=rest [--target=HOST:PORT] [--model=NAME] [--rest_path=/v1/...]\n"
+            "         (--body=JSON_FILE | --values=a,b,...) [--concurrency=N] [--duration=S] [--warmup=S] [--json]\n"
             "       dcmserve-bench --echo_port=PORT   (bare gRPC echo server; 0 = any port)\n");
 }
 
@@ -743,6 +748,7 @@ int main(int argc, char **argv) {
         {"concurrency", 1, 0, 'c'}, {"rate", 1, 0, 'r'},      {"duration", 1, 0, 'd'},
         {"warmup", 1, 0, 'w'},      {"deadline_ms", 1, 0, 'T'}, {"json", 0, 0, 'j'},
         {"echo_port", 1, 0, 'E'},   {"label", 1, 0, 'L'},     {"shape", 1, 0, 'S'},     {"help", 0, 0, 'h'},
+        {"rest_path", 1, 0, 'P'},   {"body", 1, 0, 'B'},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -765,12 +771,20 @@ int main(int argc, char **argv) {
         case 'E': o.echo_port = atoi(optarg); break;
         case 'L': o.label = optarg; break;
         case 'S': o.shape = optarg; break;
+        case 'P': o.rest_path = optarg; break;
+        case 'B': o.body = optarg; break;
         default: bench_usage(); return c == 'h' ? 0 : 2;
         }
     }
     if (o.echo_port >= 0) return bench_echo_main(&o);
+    if (strcmp(o.api, "rest") == 0) {
+        bench_rest_opts ro = {o.target, o.model, o.rest_path, o.body, o.values, o.label,
+                              o.concurrency, o.duration_s, o.warmup_s, o.json};
+        if (o.concurrency < 1 || o.concurrency > BENCH_MAX_INFLIGHT || o.duration_s <= 0) return 2;
+        return bench_rest_main(&ro);
+    }
     if (strcmp(o.api, "predict") && strcmp(o.api, "infer") && strcmp(o.api, "echo")) {
-        fprintf(stderr, "dcmserve-bench: --api must be predict, infer or echo, got '%s'\n", o.api);
+        fprintf(stderr, "dcmserve-bench: --api must be predict, infer, echo or rest, got '%s'\n", o.api);
         return 2;
     }
     if (o.rate > 0 && o.concurrency == 1) o.concurrency = 1024; /* open loop: the cap on in flight */

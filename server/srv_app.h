@@ -59,6 +59,11 @@ ms_status srv_kserve_model_metadata(void *app, srv_call *c, const uint8_t *req, 
 ms_status srv_kserve_model_infer(void *app, srv_call *c, const uint8_t *req, size_t n,
                                  srv_bytes *out);
 
+/* KServe datatype names ("FP32", "BYTES", ...) <-> dtypes; RT_DT_INVALID /
+ * "" when there is none. For the KServe REST API (srv_rest_v2.c). */
+rt_dtype srv_kserve_dtype(const char *name);
+const char *srv_kserve_dtype_name(rt_dtype dt);
+
 ms_status srv_health_check(void *app, srv_call *c, const uint8_t *req, size_t n, srv_bytes *out);
 void srv_health_watch(void *app, srv_call *c, const uint8_t *req, size_t n);
 void srv_health_watch_closed(void *app, srv_call *c);

@@ -37,7 +37,7 @@ static const flag_def defs[] = {
     {"grpc_socket_path", F_STR, NOSTORE, 0, 0,
      "TF Serving: also listen on this UNIX socket", "UNIX-socket gRPC not implemented yet; only --port is served"},
     {"rest_api_port", F_INT, OFF(rest_api_port), 0, 65535,
-     "REST/HTTP port: TF Serving's /v1/models API (docs/serving.md). Default 0 (off)", NULL},
+     "REST/HTTP port: TF Serving's /v1/models API, KServe v2 REST, /metrics (docs/serving.md). Default 0 (off)", NULL},
     {"rest_api_num_threads", F_INT, OFF(rest_api_num_threads), 0, 4096,
      "REST worker threads (libmicrohttpd thread pool). Default 0 = 4", NULL},
     {"rest_api_timeout_in_ms", F_INT, OFF(rest_api_timeout_in_ms), 0, INT32_MAX,
@@ -155,6 +155,10 @@ static const flag_def defs[] = {
      "on SIGTERM/SIGINT, how long in-flight calls may take before they are cancelled. Default 30", NULL},
     {"log_level", F_LOG, OFF(log_level), 0, 0,
      "debug, info, warn or error. Default info", NULL},
+    {"request_log", F_STR, OFF(request_log), 0, 0,
+     "one log line per request: off, errors (non-OK answers) or all. Default errors", NULL},
+    {"log_format", F_STR, OFF(log_format), 0, 0,
+     "text (default) or json (one JSON object per line) for every log line", NULL},
     {"check_config", F_BOOL, OFF(check_config), 0, 0,
      "validate the model config and that each base path has a version directory, then exit (0 = OK)",
      NULL},
@@ -251,6 +255,12 @@ static void note(srv_flags *f, int idx) {
 }
 
 void srv_flags_log_notes(const srv_flags *f) {
+    if (f->single_model_ignored) {
+        if (f->model_name)
+            MS_WARN("flag --model_name: ignored because --model_config_file lists the models (as TF Serving)");
+        if (f->model_base_path)
+            MS_WARN("flag --model_base_path: ignored because --model_config_file lists the models (as TF Serving)");
+    }
     for (int i = 0; i < f->n_noted; i++)
         MS_WARN("flag --%s: %s", defs[f->noted[i]].name, defs[f->noted[i]].note);
 }
@@ -288,11 +298,18 @@ ms_status srv_flags_parse(int argc, char **argv, int first, srv_flags *f) {
         if (d->note != NULL) note(f, (int)(d - defs));
     }
     if (f->intra_op_threads == 0) f->intra_op_threads = f->session_parallelism;
-    if (f->model_config_file != NULL && f->model_base_path != NULL)
-        return ms_errf(MS_EINVAL, "flags --model_config_file and --model_base_path exclude each "
-                                  "other: list the model in the config file instead");
-    if (f->model_config_file != NULL && f->model_name != NULL)
-        return ms_errf(MS_EINVAL, "flags --model_config_file and --model_name exclude each other");
+    /* As TF Serving: with --model_config_file, --model_name/--model_base_path
+     * are ignored (one warning line each, see srv_flags_log_notes). */
+    if (f->model_config_file != NULL && (f->model_base_path != NULL || f->model_name != NULL))
+        f->single_model_ignored = 1;
+    if (f->request_log != NULL && strcmp(f->request_log, "off") != 0 &&
+        strcmp(f->request_log, "errors") != 0 && strcmp(f->request_log, "all") != 0)
+        return ms_errf(MS_EINVAL, "flag --request_log: expected off, errors or all, got \"%s\"",
+                       f->request_log);
+    if (f->log_format != NULL && strcmp(f->log_format, "text") != 0 &&
+        strcmp(f->log_format, "json") != 0)
+        return ms_errf(MS_EINVAL, "flag --log_format: expected text or json, got \"%s\"",
+                       f->log_format);
     return MS_OK;
 }
 

@@ -39,6 +39,9 @@ typedef struct srv_flags {
     const char *monitoring_config_file;      /* --monitoring_config_file */
     int enable_batching;                     /* --enable_batching (batching: issue #13) */
     ms_log_level log_level;                  /* --log_level debug|info|warn|error */
+    const char *request_log;                 /* --request_log off|errors|all (NULL = errors) */
+    const char *log_format;                  /* --log_format text|json (NULL = text) */
+    int single_model_ignored;                /* --model_name/--model_base_path next to a config file */
     int check_config;                        /* --check_config: validate and exit */
     int help;                                /* --help given */
     int version;                             /* --version given */

@@ -29,6 +29,7 @@
 
 #include "ms_log.h"
 #include "ms_wire.h"
+#include "srv_metrics.h"
 #include "srv_status.h"
 
 #define SLOTS_WORKER  8 /* outstanding request_call per CQ for inference methods */
@@ -79,6 +80,8 @@ struct srv_call {
     char *finish_msg;
     int finished;
     srv_call *next; /* worker queue */
+    double t_accept; /* srv_req_now() when accepted (unary calls) */
+    srv_req rec;     /* metrics and request log record (unary calls) */
 };
 
 struct srv_server {
@@ -144,7 +147,7 @@ static void call_unref(srv_call *c) {
 }
 
 const atomic_int *srv_call_cancel_flag(srv_call *c) {
-    return &c->cancelled;
+    return c ? &c->cancelled : NULL;
 }
 
 int srv_call_cancelled(srv_call *c) {
@@ -236,8 +239,71 @@ static void reply_error(srv_call *c, ms_status st) {
     reply(c, srv_status_to_grpc(st), m[0] ? m : ms_status_name(st), NULL);
 }
 
-/* Flattens the request payload; an absent payload reads as an empty message. */
+srv_req *srv_call_req(srv_call *c) {
+    return c ? &c->rec : NULL;
+}
+
+/* The api label of a method path: "/tensorflow.serving.PredictionService/Predict"
+ * -> "grpc_predict", KServe's "/inference.GRPCInferenceService/ModelInfer" ->
+ * "grpc_kserve_infer"; other methods: "grpc_" + the method name in lower case. */
+static void api_name(const char *path, char *out, size_t n) {
+    static const struct { const char *method, *api; } t[] = {
+        {"/Predict", "predict"}, {"/Classify", "classify"}, {"/Regress", "regress"},
+        {"/MultiInference", "multi_inference"}, {"/GetModelMetadata", "metadata"},
+        {"/GetModelStatus", "status"}, {"/HandleReloadConfigRequest", "reload_config"},
+        {"/ModelInfer", "kserve_infer"}, {"/ModelMetadata", "kserve_metadata"},
+        {"/ModelReady", "kserve_model_ready"}, {"/ServerReady", "kserve_server_ready"},
+        {"/ServerLive", "kserve_server_live"}, {"/ServerMetadata", "kserve_server_metadata"},
+        {"/Check", "health_check"},
+    };
+    const char *slash = strrchr(path, '/');
+    for (size_t i = 0; slash && i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(slash, t[i].method) == 0) {
+            snprintf(out, n, "grpc_%s", t[i].api);
+            return;
+        }
+    size_t w = (size_t)snprintf(out, n, "grpc_");
+    for (const char *p = slash ? slash + 1 : path; *p && w + 1 < n; p++)
+        out[w++] = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+    out[w] = 0;
+}
+
+static ms_status run_unary_body(srv_call *c);
+
+/* Times the call into c->req: the queue phase, then the handler, then one
+ * record (metrics + request log line). */
 static void run_unary(srv_call *c) {
+    const srv_method *m = &c->s->methods[c->method];
+    char api[32], *peer = grpc_call_get_peer(c->call);
+    api_name(m->path, api, sizeof api);
+    srv_req_begin(&c->rec, api, peer);
+    gpr_free(peer);
+    if (c->t_accept > 0) {
+        c->rec.t0 = c->t_accept;
+        c->rec.mark = c->t_accept;
+        srv_req_phase(&c->rec, SRV_PHASE_QUEUE);
+    }
+    atomic_fetch_add(&c->refs, 1); /* c->rec outlives the reply */
+    run_unary_body(c);
+    call_unref(c);
+}
+
+/* Ends the call's record just before its answer goes out, so that a client
+ * that has its answer also finds it counted on /metrics. */
+static void reply_rec(srv_call *c, ms_status st, grpc_status_code code, const char *msg,
+                      srv_bytes *resp) {
+    if (resp != NULL && resp->data != NULL) c->rec.bytes_out = resp->len;
+    srv_req_end(&c->rec, st);
+    reply(c, code, msg, resp);
+}
+
+static void reply_error_rec(srv_call *c, ms_status st) {
+    srv_req_end(&c->rec, st);
+    reply_error(c, st);
+}
+
+/* Flattens the request payload; an absent payload reads as an empty message. */
+static ms_status run_unary_body(srv_call *c) {
     const srv_method *m = &c->s->methods[c->method];
     srv_bytes resp = {NULL, 0};
     grpc_slice flat = grpc_empty_slice();
@@ -245,19 +311,19 @@ static void run_unary(srv_call *c) {
 
     if (atomic_load(&c->cancelled)) {
         MS_DEBUG("grpc: %s cancelled before it ran; skipped", m->path);
-        reply(c, GRPC_STATUS_CANCELLED, "call cancelled before it ran", NULL);
-        return;
+        reply_rec(c, MS_ECANCELED, GRPC_STATUS_CANCELLED, "call cancelled before it ran", NULL);
+        return MS_ECANCELED;
     }
     if (srv_call_time_left(c) <= 0) {
         MS_DEBUG("grpc: %s deadline passed before it ran; skipped", m->path);
-        reply(c, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline passed before the call ran", NULL);
-        return;
+        reply_rec(c, MS_ETIMEDOUT, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline passed before the call ran", NULL);
+        return MS_ETIMEDOUT;
     }
     if (c->req != NULL) {
         grpc_byte_buffer_reader rd;
         if (!grpc_byte_buffer_reader_init(&rd, c->req)) {
-            reply(c, GRPC_STATUS_INTERNAL, "cannot read the request message", NULL);
-            return;
+            reply_rec(c, MS_EINTERNAL, GRPC_STATUS_INTERNAL, "cannot read the request message", NULL);
+            return MS_EINTERNAL;
         }
         flat = grpc_byte_buffer_reader_readall(&rd);
         grpc_byte_buffer_reader_destroy(&rd);
@@ -268,17 +334,19 @@ static void run_unary(srv_call *c) {
     st = ms_wire_check(GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat), MS_WIRE_MAX_DEPTH);
     if (st != MS_OK) {
         grpc_slice_unref(flat);
-        reply_error(c, ms_errwrap(st, "%s: request message", m->path));
-        return;
+        reply_error_rec(c, ms_errwrap(st, "%s: request message", m->path));
+        return st;
     }
+    c->rec.bytes_in = GRPC_SLICE_LENGTH(flat);
     st = m->unary(c->s->app, c, GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat), &resp);
     grpc_slice_unref(flat);
     if (st != MS_OK) {
         free(resp.data);
-        reply_error(c, st);
-        return;
+        reply_error_rec(c, st);
+        return st;
     }
-    reply(c, GRPC_STATUS_OK, NULL, &resp);
+    reply_rec(c, MS_OK, GRPC_STATUS_OK, NULL, &resp);
+    return MS_OK;
 }
 
 /* ---- streams ---- */
@@ -410,10 +478,10 @@ static void on_accept(srv_call *c) {
 
     if (c->method < 0) {
         char *path = grpc_slice_to_c_string(c->details.method);
-        char msg[512];
+        char msg[512], esc[128];
         snprintf(msg, sizeof(msg), "unknown method %s", path);
+        MS_DEBUG("grpc: unknown method \"%s\" -> UNIMPLEMENTED", ms_log_escape(esc, sizeof esc, path));
         gpr_free(path);
-        MS_DEBUG("grpc: %s -> UNIMPLEMENTED", msg);
         reply(c, GRPC_STATUS_UNIMPLEMENTED, msg, NULL);
         return;
     }
@@ -444,6 +512,7 @@ static void on_accept(srv_call *c) {
         return;
     }
     c->counted = 1;
+    c->t_accept = srv_req_now();
     atomic_fetch_add(&s->inflight, 1);
     if (m->on_worker)
         enqueue(s, c);

@@ -93,6 +93,10 @@ void srv_server_free(srv_server *s);
 /* Non-zero once the client cancelled or the deadline passed. The pointer is
  * for rt_run_opts.cancelled. */
 const atomic_int *srv_call_cancel_flag(srv_call *c);
+struct srv_req;
+/* The call's metrics / request-log record (handlers name the model served
+ * with srv_req_model); NULL for a NULL call. */
+struct srv_req *srv_call_req(srv_call *c);
 int srv_call_cancelled(srv_call *c);
 /* Seconds until the call's deadline (large when none). */
 double srv_call_time_left(srv_call *c);

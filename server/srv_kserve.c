@@ -15,6 +15,7 @@
 #include "ms_log.h"
 #include "sig_signature.h"
 #include "srv_app.h"
+#include "srv_metrics.h"
 
 #define SERVER_NAME    "dcmserve"
 #define SERVER_VERSION "0.1.0"
@@ -40,6 +41,46 @@ static const char *name_of(rt_dtype dt) {
     for (size_t i = 0; i < sizeof(g_types) / sizeof(g_types[0]); i++)
         if (g_types[i].dt == dt) return g_types[i].name;
     return "";
+}
+
+rt_dtype srv_kserve_dtype(const char *name) {
+    return dtype_of(name);
+}
+
+const char *srv_kserve_dtype_name(rt_dtype dt) {
+    return name_of(dt);
+}
+
+/* KServe clients know FP32, not DT_FLOAT: rewrites the message of a failed
+ * signature run in KServe's words ("dtype DT_FLOAT" -> "datatype FP32"). */
+static ms_status kserve_words(ms_status st) {
+    char out[1024];
+    size_t w = 0;
+    const char *m = ms_errmsg();
+    for (const char *p = m; *p && w < sizeof(out) - 16;) {
+        if (strncmp(p, "DT_", 3) == 0) {
+            size_t n = 3 + strspn(p + 3, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+            const char *kn = NULL;
+            for (int dt = 1; dt < RT_DT_COUNT && kn == NULL; dt++) {
+                const char *tf = rt_dtype_name((rt_dtype)dt);
+                if (strlen(tf) == n && strncmp(tf, p, n) == 0 && name_of((rt_dtype)dt)[0])
+                    kn = name_of((rt_dtype)dt);
+            }
+            if (kn != NULL) {
+                w += (size_t)snprintf(out + w, sizeof(out) - w, "%s", kn);
+                p += n;
+                continue;
+            }
+        }
+        if (strncmp(p, "dtype", 5) == 0 && (p == m || p[-1] == ' ')) {
+            w += (size_t)snprintf(out + w, sizeof(out) - w, "datatype");
+            p += 5;
+            continue;
+        }
+        out[w++] = *p++;
+    }
+    out[w] = '\0';
+    return ms_errf(st, "%s", out);
 }
 
 /* "" -> 0 (server policy), "3" -> 3; MS_EINVAL otherwise. */
@@ -156,7 +197,9 @@ ms_status srv_kserve_model_metadata(void *appv, srv_call *c, const uint8_t *req,
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse ModelMetadataRequest (%zu bytes)", n);
     ms_status st = parse_version(rq->version, &version);
     if (st != MS_OK) goto done;
+    srv_req_model(srv_call_req(c), rq->name, version, NULL);
     if ((st = srv_manager_get(app->mgr, rq->name, version, NULL, &sv)) != MS_OK) goto done;
+    srv_req_model(srv_call_req(c), NULL, sv.version, NULL);
     if ((st = srv_manager_available(app->mgr, rq->name, &avail, &navail)) != MS_OK) goto done;
     const Tensorflow__SignatureDef *sd = NULL;
     if ((st = sig_find(rt_model_meta_graph(sv.model), NULL, &sd)) != MS_OK) goto done;
@@ -531,6 +574,8 @@ ms_status srv_kserve_model_infer(void *appv, srv_call *call, const uint8_t *req,
         st = ms_errf(MS_EINVAL, "ModelInferRequest.model_name must be set");
         goto done;
     }
+    srv_req *rec = srv_call_req(call);
+    srv_req_model(rec, rq->model_name, version, NULL);
     if ((st = srv_manager_get(app->mgr, rq->model_name, version, NULL, &sv)) != MS_OK) goto done;
 
     const char *sig_key = SIG_DEFAULT_KEY;
@@ -540,6 +585,7 @@ ms_status srv_kserve_model_infer(void *appv, srv_call *call, const uint8_t *req,
                 INFERENCE__INFER_PARAMETER__PARAMETER_CHOICE_STRING_PARAM)
             sig_key = rq->parameters[i]->value->string_param;
 
+    srv_req_model(rec, NULL, sv.version, sig_key);
     int use_raw = rq->n_raw_input_contents > 0;
     if (use_raw && rq->n_raw_input_contents != rq->n_inputs) {
         st = ms_errf(MS_EINVAL, "raw_input_contents has %zu entries, expected one per input (%zu)",
@@ -572,9 +618,15 @@ ms_status srv_kserve_model_infer(void *appv, srv_call *call, const uint8_t *req,
     }
     for (size_t i = 0; i < rq->n_outputs; i++)
         filter[i] = rq->outputs[i]->name;
+    if (nin > 0 && in[0].tensor->shape.rank > 0) srv_req_batch(rec, (int)in[0].tensor->shape.dim[0]);
+    srv_req_phase(rec, SRV_PHASE_DECODE);
     rt_run_opts opts = {.cancelled = srv_call_cancel_flag(call)};
     st = sig_run(sv.model, sig_key, in, nin, filter, (int)rq->n_outputs, &opts, &outs, &nouts);
-    if (st != MS_OK) goto done;
+    srv_req_phase(rec, SRV_PHASE_COMPUTE);
+    if (st != MS_OK) {
+        st = kserve_words(st);
+        goto done;
+    }
 
     for (int i = 0; i < nouts; i++)
         if (outs[i].tensor->dtype == RT_DT_HALF || outs[i].tensor->dtype == RT_DT_BFLOAT16)
@@ -614,6 +666,7 @@ ms_status srv_kserve_model_infer(void *appv, srv_call *call, const uint8_t *req,
         r.raw_output_contents = raws;
     }
     st = srv_pack(&r.base, out);
+    srv_req_phase(rec, SRV_PHASE_SERIALIZE);
 done:
     for (int i = 0; mem && i < nouts; i++) {
         free(mem[i].typed);

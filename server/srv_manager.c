@@ -1,6 +1,7 @@
 /* srv_manager.c - model versions on a libuv loop: poll, policy, load, swap,
  * unload, status. See srv_manager.h for the rules. */
 #include "srv_manager.h"
+#include "srv_metrics.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -448,12 +449,14 @@ static void load_done(uv_work_t *req, int status) {
         v->model = j->model;
         MS_INFO("loaded model %s version %" PRId64 " from %s (%.0f ms)", j->name, j->version,
                 j->dir, j->ms);
+        srv_metrics_model_load(j->name, 1, j->ms / 1000.0);
     } else {
         v->state = SRV_VSTATE_END;
         v->code = j->st;
         snprintf(v->msg, sizeof(v->msg), "%s", j->msg);
         MS_ERROR("failed to load model %s version %" PRId64 " from %s: %s", j->name, j->version,
                  j->dir, j->msg);
+        srv_metrics_model_load(j->name, 0, j->ms / 1000.0);
     }
     pthread_cond_broadcast(&m->cv);
     pthread_mutex_unlock(&m->mu);
@@ -514,6 +517,7 @@ static void unload(mmodel *mm, mversion *v, rt_model **drop) {
     v->code = MS_OK;
     v->msg[0] = '\0';
     MS_INFO("unloaded model %s version %" PRId64, mm->cfg.name, v->version);
+    srv_metrics_model_unload(mm->cfg.name);
 }
 
 static int is_wanted(const int64_t *w, int nw, int64_t v) {
@@ -988,6 +992,21 @@ int srv_manager_model_ready(srv_manager *m, const char *name) {
     int r = mm != NULL && model_ready_locked(mm);
     pthread_mutex_unlock(&m->mu);
     return r;
+}
+
+int srv_manager_pool_bytes(srv_manager *m, srv_metrics_pool *out, int max) {
+    int n = 0;
+    pthread_mutex_lock(&m->mu);
+    for (int i = 0; i < m->nmodels; i++)
+        for (int k = 0; !m->models[i]->removed && k < m->models[i]->nv && n < max; k++) {
+            const mversion *v = &m->models[i]->v[k];
+            if (v->state != SRV_VSTATE_AVAILABLE || v->model == NULL) continue;
+            snprintf(out[n].model, sizeof out[n].model, "%s", m->models[i]->cfg.name);
+            out[n].version = v->version;
+            out[n++].pool_free_bytes = rt_model_pool_free_bytes(v->model);
+        }
+    pthread_mutex_unlock(&m->mu);
+    return n;
 }
 
 int srv_manager_loaded_versions(srv_manager *m) {

@@ -24,6 +24,7 @@
 #include "ms_status.h"
 #include "rt_model.h"
 #include "srv_config.h"
+#include "srv_metrics.h"
 
 typedef struct srv_manager srv_manager;
 
@@ -102,6 +103,9 @@ int srv_manager_ready(srv_manager *m);
 int srv_manager_model_ready(srv_manager *m, const char *name);
 /* Number of AVAILABLE versions over all configured models (for /metrics). */
 int srv_manager_loaded_versions(srv_manager *m);
+/* Fills out[0..max) with the pool memory of each AVAILABLE version (model,
+ * version, free pool bytes); returns how many. */
+int srv_manager_pool_bytes(srv_manager *m, srv_metrics_pool *out, int max);
 
 /* Checks whether a version folder is complete enough to load. Returns 1 and
  * a fingerprint of its files (names, sizes, mtimes) in *sig when it is,

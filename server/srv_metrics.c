@@ -1,7 +1,7 @@
-/* srv_metrics.c - counters kept in a small fixed table under one mutex (a
- * request touches it once, after it is answered) plus an atomic in-flight
- * gauge. Series beyond SRV_METRICS_MAX_SERIES are folded into model "other"
- * so that clients naming random models cannot grow memory. */
+/* srv_metrics.c - counters kept in small fixed tables under one mutex (a
+ * request touches them once, after it is answered) plus an atomic in-flight
+ * gauge, and the request log. Series beyond a table's size are folded into
+ * model "other" so that clients naming random models cannot grow memory. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -9,73 +9,261 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "dcm_ops.h"
+#include "ms_log.h"
 #include "srv_metrics.h"
 #include "srv_status.h"
 
-#define SRV_METRICS_MAX_SERIES 256
-#define NBUCKETS 14
+#define MAX_SERIES 256
+#define MAX_BATCH  64
+#define MAX_MODELS 64
+#define NBUCKETS   14
+#define NBATCHB    12
 
 static const double BUCKETS[NBUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                          0.1,    0.25,  0.5,    1,     2.5,   5,     10};
+static const double LOAD_BUCKETS[NBUCKETS] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                              2.5,  5,     10,   25,  60,   120, 300};
+static const double BATCH_BUCKETS[NBATCHB] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096};
+static const char *const PHASE[SRV_NPHASES] = {"queue", "decode", "compute", "serialize"};
+
+typedef struct hist {
+    uint64_t bucket[NBUCKETS]; /* per-bucket (not cumulative) counts */
+    uint64_t count;
+    double sum;
+} hist;
 
 typedef struct series {
     char model[128];
     int64_t version;
-    char api[8];
+    char signature[64];
+    char api[32];
     int code; /* ms_status */
-    uint64_t count;
-    uint64_t bucket[NBUCKETS]; /* per-bucket (not cumulative) counts */
-    double sum;
+    hist total;
+    hist phase[SRV_NPHASES];
+    uint64_t bytes_in, bytes_out;
 } series;
 
+typedef struct bseries {
+    char model[128];
+    int64_t version;
+    char signature[64];
+    uint64_t bucket[NBATCHB], count;
+    double sum;
+} bseries;
+
+typedef struct mseries {
+    char model[128];
+    uint64_t loads_ok, loads_failed, unloads;
+    hist load, warmup;
+} mseries;
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static series table[SRV_METRICS_MAX_SERIES];
+static series table[MAX_SERIES];
 static int nseries;
+static bseries btable[MAX_BATCH];
+static int nbatch;
+static mseries mtable[MAX_MODELS];
+static int nmodels;
 static atomic_int in_flight;
+static atomic_int reqlog_mode = 1;
 
 static const char *code_name(int st) {
     return srv_grpc_code_name(srv_status_to_grpc((ms_status)st));
+}
+
+double srv_req_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 void srv_metrics_in_flight(int delta) {
     atomic_fetch_add(&in_flight, delta);
 }
 
-void srv_metrics_request(const char *model, int64_t version, const char *api, ms_status st,
-                         double seconds) {
-    if (model == NULL) model = "";
-    pthread_mutex_lock(&mu);
-    series *s = NULL;
-    for (int i = 0; i < nseries && s == NULL; i++)
-        if (table[i].version == version && table[i].code == (int)st &&
-            strcmp(table[i].api, api) == 0 && strcmp(table[i].model, model) == 0)
-            s = &table[i];
-    if (s == NULL && nseries < SRV_METRICS_MAX_SERIES - 1) {
-        s = &table[nseries++];
+static void hist_add(hist *h, const double *bounds, double v) {
+    h->count++;
+    h->sum += v;
+    for (int b = 0; b < NBUCKETS; b++)
+        if (v <= bounds[b]) {
+            h->bucket[b]++;
+            break;
+        }
+}
+
+/* The series for these labels (mu held); the last slot collects overflow. */
+static series *find_series(const char *model, int64_t version, const char *sig, const char *api,
+                           int code) {
+    for (int i = 0; i < nseries; i++)
+        if (table[i].version == version && table[i].code == code &&
+            strcmp(table[i].api, api) == 0 && strcmp(table[i].model, model) == 0 &&
+            strcmp(table[i].signature, sig) == 0)
+            return &table[i];
+    if (nseries < MAX_SERIES - 1) {
+        series *s = &table[nseries++];
         snprintf(s->model, sizeof s->model, "%s", model);
         s->version = version;
+        snprintf(s->signature, sizeof s->signature, "%s", sig);
         snprintf(s->api, sizeof s->api, "%s", api);
-        s->code = (int)st;
+        s->code = code;
+        return s;
     }
-    if (s == NULL) { /* the last slot collects everything else */
-        s = &table[SRV_METRICS_MAX_SERIES - 1];
-        if (nseries < SRV_METRICS_MAX_SERIES) {
-            nseries = SRV_METRICS_MAX_SERIES;
-            snprintf(s->model, sizeof s->model, "other");
-            snprintf(s->api, sizeof s->api, "any");
-            s->code = MS_EINTERNAL;
+    series *s = &table[MAX_SERIES - 1];
+    if (nseries < MAX_SERIES) {
+        nseries = MAX_SERIES;
+        snprintf(s->model, sizeof s->model, "other");
+        snprintf(s->api, sizeof s->api, "any");
+        s->code = MS_EINTERNAL;
+    }
+    return s;
+}
+
+static mseries *find_model(const char *model) {
+    for (int i = 0; i < nmodels; i++)
+        if (strcmp(mtable[i].model, model) == 0) return &mtable[i];
+    if (nmodels < MAX_MODELS - 1) {
+        mseries *s = &mtable[nmodels++];
+        snprintf(s->model, sizeof s->model, "%s", model);
+        return s;
+    }
+    mseries *s = &mtable[MAX_MODELS - 1];
+    if (nmodels < MAX_MODELS) {
+        nmodels = MAX_MODELS;
+        snprintf(s->model, sizeof s->model, "other");
+    }
+    return s;
+}
+
+void srv_metrics_request(const char *model, int64_t version, const char *api, ms_status st,
+                         double seconds) {
+    pthread_mutex_lock(&mu);
+    series *s = find_series(model ? model : "", version, "", api, (int)st);
+    hist_add(&s->total, BUCKETS, seconds);
+    pthread_mutex_unlock(&mu);
+}
+
+void srv_metrics_batch_size(const char *model, int64_t version, const char *signature, int n) {
+    if (model == NULL) model = "";
+    if (signature == NULL) signature = "";
+    pthread_mutex_lock(&mu);
+    bseries *s = NULL;
+    for (int i = 0; i < nbatch && s == NULL; i++)
+        if (btable[i].version == version && strcmp(btable[i].model, model) == 0 &&
+            strcmp(btable[i].signature, signature) == 0)
+            s = &btable[i];
+    if (s == NULL) {
+        s = &btable[nbatch < MAX_BATCH ? nbatch++ : MAX_BATCH - 1];
+        if (s->count == 0) {
+            snprintf(s->model, sizeof s->model, "%s", nbatch < MAX_BATCH ? model : "other");
+            s->version = version;
+            snprintf(s->signature, sizeof s->signature, "%s", signature);
         }
     }
     s->count++;
-    s->sum += seconds;
-    for (int b = 0; b < NBUCKETS; b++)
-        if (seconds <= BUCKETS[b]) {
+    s->sum += n;
+    for (int b = 0; b < NBATCHB; b++)
+        if (n <= BATCH_BUCKETS[b]) {
             s->bucket[b]++;
             break;
         }
     pthread_mutex_unlock(&mu);
+}
+
+void srv_metrics_warmup(const char *model, int64_t version, double seconds) {
+    (void)version;
+    pthread_mutex_lock(&mu);
+    hist_add(&find_model(model ? model : "")->warmup, LOAD_BUCKETS, seconds);
+    pthread_mutex_unlock(&mu);
+}
+
+void srv_metrics_model_load(const char *model, int ok, double seconds) {
+    pthread_mutex_lock(&mu);
+    mseries *s = find_model(model ? model : "");
+    if (ok) s->loads_ok++;
+    else s->loads_failed++;
+    hist_add(&s->load, LOAD_BUCKETS, seconds);
+    pthread_mutex_unlock(&mu);
+}
+
+void srv_metrics_model_unload(const char *model) {
+    pthread_mutex_lock(&mu);
+    find_model(model ? model : "")->unloads++;
+    pthread_mutex_unlock(&mu);
+}
+
+/* ---- per-request records and the request log ---- */
+
+void srv_reqlog_set(int mode) {
+    atomic_store(&reqlog_mode, mode);
+}
+
+int srv_reqlog_parse(const char *s, int *mode) {
+    if (strcasecmp(s, "off") == 0) *mode = 0;
+    else if (strcasecmp(s, "errors") == 0) *mode = 1;
+    else if (strcasecmp(s, "all") == 0) *mode = 2;
+    else return -1;
+    return 0;
+}
+
+void srv_req_begin(srv_req *r, const char *api, const char *peer) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->api, sizeof r->api, "%s", api);
+    snprintf(r->peer, sizeof r->peer, "%s", peer ? peer : "");
+    r->t0 = r->mark = srv_req_now();
+    for (int p = 0; p < SRV_NPHASES; p++)
+        r->phase[p] = -1;
+    srv_metrics_in_flight(1);
+}
+
+void srv_req_model(srv_req *r, const char *model, int64_t version, const char *signature) {
+    if (r == NULL) return;
+    if (model) snprintf(r->model, sizeof r->model, "%s", model);
+    if (version) r->version = version;
+    if (signature) snprintf(r->signature, sizeof r->signature, "%s", signature);
+}
+
+void srv_req_batch(srv_req *r, int batch) {
+    if (r) r->batch = batch;
+}
+
+void srv_req_phase(srv_req *r, srv_phase p) {
+    if (r == NULL) return;
+    double now = srv_req_now();
+    r->phase[p] = (r->phase[p] > 0 ? r->phase[p] : 0) + (now - r->mark);
+    r->mark = now;
+}
+
+void srv_req_end(srv_req *r, ms_status st) {
+    double secs = srv_req_now() - r->t0;
+    srv_metrics_in_flight(-1);
+    pthread_mutex_lock(&mu);
+    series *s = find_series(r->model, r->version, r->signature, r->api, (int)st);
+    hist_add(&s->total, BUCKETS, secs);
+    for (int p = 0; p < SRV_NPHASES; p++)
+        if (r->phase[p] >= 0) hist_add(&s->phase[p], BUCKETS, r->phase[p]);
+    s->bytes_in += r->bytes_in;
+    s->bytes_out += r->bytes_out;
+    pthread_mutex_unlock(&mu);
+    int mode = atomic_load(&reqlog_mode);
+    if (mode == 0 || (mode == 1 && st == MS_OK)) return;
+    ms_log_field f[] = {
+        {"peer", r->peer, 0},
+        {"api", r->api, 0},
+        {"model", r->model, 0},
+        {"version", NULL, (double)r->version},
+        {"signature", r->signature, 0},
+        {"code", code_name((int)st), 0},
+        {"latency_ms", NULL, secs * 1e3},
+        {"bytes_in", NULL, (double)r->bytes_in},
+        {"bytes_out", NULL, (double)r->bytes_out},
+        {"batch", NULL, (double)r->batch},
+    };
+    ms_log_kv(st == MS_OK ? MS_LOG_INFO : MS_LOG_WARN, "request", f, (int)(sizeof f / sizeof f[0]));
 }
 
 /* Growing text buffer. */
@@ -131,8 +319,44 @@ static long rss_bytes(void) {
     return rss * sysconf(_SC_PAGESIZE);
 }
 
-char *srv_metrics_render(srv_manager *mgr) {
+/* "grpc_predict" -> entrypoint "GRPC", API "predict". */
+static void split_api(const char *api, char *entry, size_t ne, const char **method) {
+    const char *us = strchr(api, '_');
+    size_t n = us ? (size_t)(us - api) : strlen(api);
+    if (n >= ne) n = ne - 1;
+    for (size_t i = 0; i < n; i++)
+        entry[i] = (char)(api[i] >= 'a' && api[i] <= 'z' ? api[i] - 32 : api[i]);
+    entry[n] = 0;
+    *method = us ? us + 1 : api;
+}
+
+/* Writes the _bucket/_sum/_count lines of one histogram; `labels` is the
+ * label text without braces (already escaped), scale multiplies values. */
+static void put_hist(sbuf *b, const char *name, const char *labels, const hist *h,
+                     const double *bounds, double scale) {
+    uint64_t cum = 0;
+    for (int k = 0; k < NBUCKETS; k++) {
+        cum += h->bucket[k];
+        put(b, "%s_bucket{%s,le=\"%g\"} %" PRIu64 "\n", name, labels, bounds[k] * scale, cum);
+    }
+    put(b, "%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name, labels, h->count);
+    put(b, "%s_sum{%s} %.9g\n", name, labels, h->sum * scale);
+    put(b, "%s_count{%s} %" PRIu64 "\n", name, labels, h->count);
+}
+
+/* Escaped label value into a fixed buffer. */
+static const char *lv(char *out, size_t cap, const char *v) {
+    sbuf t = {0};
+    put_label(&t, v);
+    snprintf(out, cap, "%s", t.p ? t.p : "");
+    free(t.p);
+    return out;
+}
+
+char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int npools) {
     sbuf b = {0};
+    char m[300], sg[160], lab[700], entry[16];
+    const char *method;
     pthread_mutex_lock(&mu);
     /* TF Serving's names: per model and status (all APIs, versions summed). */
     put(&b, "# HELP :tensorflow:serving:request_count The number of requests.\n"
@@ -146,12 +370,13 @@ char *srv_metrics_render(srv_manager *mgr) {
         if (!first) continue;
         for (int j = i; j < nseries; j++)
             if (strcmp(table[j].model, table[i].model) == 0 && table[j].code == table[i].code)
-                n += table[j].count;
-        put(&b, ":tensorflow:serving:request_count{model_name=\"");
-        put_label(&b, table[i].model);
-        put(&b, "\",status=\"%s\"} %" PRIu64 "\n", code_name(table[i].code), n);
+                n += table[j].total.count;
+        put(&b, ":tensorflow:serving:request_count{model_name=\"%s\",status=\"%s\"} %" PRIu64 "\n",
+            lv(m, sizeof m, table[i].model), code_name(table[i].code), n);
     }
-    put(&b, "# HELP :tensorflow:serving:request_latency Request latency in seconds.\n"
+    /* As TF Serving: microseconds, labels model_name, API, entrypoint. */
+    put(&b, "# HELP :tensorflow:serving:request_latency Distribution of wall time (in "
+            "microseconds) for requests.\n"
             "# TYPE :tensorflow:serving:request_latency histogram\n");
     for (int i = 0; i < nseries; i++) {
         int first = 1;
@@ -159,44 +384,117 @@ char *srv_metrics_render(srv_manager *mgr) {
             if (strcmp(table[j].model, table[i].model) == 0 && strcmp(table[j].api, table[i].api) == 0)
                 first = 0;
         if (!first) continue;
-        uint64_t bk[NBUCKETS] = {0}, cnt = 0;
-        double sum = 0;
+        hist h = {0};
         for (int j = i; j < nseries; j++)
             if (strcmp(table[j].model, table[i].model) == 0 && strcmp(table[j].api, table[i].api) == 0) {
                 for (int k = 0; k < NBUCKETS; k++)
-                    bk[k] += table[j].bucket[k];
-                cnt += table[j].count;
-                sum += table[j].sum;
+                    h.bucket[k] += table[j].total.bucket[k];
+                h.count += table[j].total.count;
+                h.sum += table[j].total.sum;
             }
-        uint64_t cum = 0;
-        for (int k = 0; k <= NBUCKETS; k++) {
-            if (k < NBUCKETS) cum += bk[k];
-            put(&b, ":tensorflow:serving:request_latency_bucket{model_name=\"");
-            put_label(&b, table[i].model);
-            if (k < NBUCKETS)
-                put(&b, "\",API=\"%s\",le=\"%g\"} %" PRIu64 "\n", table[i].api, BUCKETS[k], cum);
-            else
-                put(&b, "\",API=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", table[i].api, cnt);
-        }
-        put(&b, ":tensorflow:serving:request_latency_sum{model_name=\"");
-        put_label(&b, table[i].model);
-        put(&b, "\",API=\"%s\"} %.9g\n", table[i].api, sum);
-        put(&b, ":tensorflow:serving:request_latency_count{model_name=\"");
-        put_label(&b, table[i].model);
-        put(&b, "\",API=\"%s\"} %" PRIu64 "\n", table[i].api, cnt);
+        split_api(table[i].api, entry, sizeof entry, &method);
+        snprintf(lab, sizeof lab, "model_name=\"%s\",API=\"%s\",entrypoint=\"%s\"",
+                 lv(m, sizeof m, table[i].model), method, entry);
+        put_hist(&b, ":tensorflow:serving:request_latency", lab, &h, BUCKETS, 1e6);
+    }
+    put(&b, "# HELP :tensorflow:serving:model_warmup_latency Distribution of wall time (in "
+            "microseconds) for warming up the model.\n"
+            "# TYPE :tensorflow:serving:model_warmup_latency histogram\n");
+    for (int i = 0; i < nmodels; i++) {
+        if (mtable[i].warmup.count == 0) continue;
+        snprintf(lab, sizeof lab, "model_name=\"%s\"", lv(m, sizeof m, mtable[i].model));
+        put_hist(&b, ":tensorflow:serving:model_warmup_latency", lab, &mtable[i].warmup,
+                 LOAD_BUCKETS, 1e6);
     }
     put(&b, "# HELP dcmserve_requests_total Requests answered.\n"
             "# TYPE dcmserve_requests_total counter\n");
-    for (int i = 0; i < nseries; i++) {
-        put(&b, "dcmserve_requests_total{model=\"");
-        put_label(&b, table[i].model);
-        put(&b, "\",version=\"%" PRId64 "\",api=\"%s\",code=\"%s\"} %" PRIu64 "\n",
-            table[i].version, table[i].api, code_name(table[i].code), table[i].count);
+    for (int i = 0; i < nseries; i++)
+        put(&b, "dcmserve_requests_total{model=\"%s\",version=\"%" PRId64 "\",signature=\"%s\","
+                "api=\"%s\",code=\"%s\"} %" PRIu64 "\n",
+            lv(m, sizeof m, table[i].model), table[i].version,
+            lv(sg, sizeof sg, table[i].signature), table[i].api, code_name(table[i].code),
+            table[i].total.count);
+    put(&b, "# HELP dcmserve_request_bytes_total Request and response bytes (message or body).\n"
+            "# TYPE dcmserve_request_bytes_total counter\n");
+    for (int i = 0; i < nseries; i++)
+        for (int dir = 0; dir < 2; dir++)
+            put(&b, "dcmserve_request_bytes_total{model=\"%s\",version=\"%" PRId64
+                    "\",signature=\"%s\",api=\"%s\",code=\"%s\",direction=\"%s\"} %" PRIu64 "\n",
+                lv(m, sizeof m, table[i].model), table[i].version,
+                lv(sg, sizeof sg, table[i].signature), table[i].api, code_name(table[i].code),
+                dir ? "out" : "in", dir ? table[i].bytes_out : table[i].bytes_in);
+    put(&b, "# HELP dcmserve_request_latency_seconds Request latency, whole and by phase "
+            "(queue, decode, compute, serialize).\n"
+            "# TYPE dcmserve_request_latency_seconds histogram\n");
+    for (int i = 0; i < nseries; i++)
+        for (int p = -1; p < SRV_NPHASES; p++) {
+            const hist *h = p < 0 ? &table[i].total : &table[i].phase[p];
+            if (p >= 0 && h->count == 0) continue;
+            snprintf(lab, sizeof lab, "model=\"%s\",version=\"%" PRId64 "\",signature=\"%s\","
+                     "api=\"%s\",code=\"%s\",phase=\"%s\"",
+                     lv(m, sizeof m, table[i].model), table[i].version,
+                     lv(sg, sizeof sg, table[i].signature), table[i].api,
+                     code_name(table[i].code), p < 0 ? "total" : PHASE[p]);
+            put_hist(&b, "dcmserve_request_latency_seconds", lab, h, BUCKETS, 1);
+        }
+    put(&b, "# HELP dcmserve_batch_size Batch sizes run.\n# TYPE dcmserve_batch_size histogram\n");
+    for (int i = 0; i < nbatch; i++) {
+        uint64_t cum = 0;
+        snprintf(lab, sizeof lab, "model=\"%s\",version=\"%" PRId64 "\",signature=\"%s\"",
+                 lv(m, sizeof m, btable[i].model), btable[i].version,
+                 lv(sg, sizeof sg, btable[i].signature));
+        for (int k = 0; k < NBATCHB; k++) {
+            cum += btable[i].bucket[k];
+            put(&b, "dcmserve_batch_size_bucket{%s,le=\"%g\"} %" PRIu64 "\n", lab,
+                BATCH_BUCKETS[k], cum);
+        }
+        put(&b, "dcmserve_batch_size_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", lab, btable[i].count);
+        put(&b, "dcmserve_batch_size_sum{%s} %.9g\n", lab, btable[i].sum);
+        put(&b, "dcmserve_batch_size_count{%s} %" PRIu64 "\n", lab, btable[i].count);
+    }
+    put(&b, "# HELP dcmserve_model_loads_total Model version loads by result.\n"
+            "# TYPE dcmserve_model_loads_total counter\n");
+    for (int i = 0; i < nmodels; i++) {
+        put(&b, "dcmserve_model_loads_total{model=\"%s\",result=\"ok\"} %" PRIu64 "\n",
+            lv(m, sizeof m, mtable[i].model), mtable[i].loads_ok);
+        put(&b, "dcmserve_model_loads_total{model=\"%s\",result=\"failed\"} %" PRIu64 "\n", m,
+            mtable[i].loads_failed);
+    }
+    put(&b, "# HELP dcmserve_model_unloads_total Model versions unloaded.\n"
+            "# TYPE dcmserve_model_unloads_total counter\n");
+    for (int i = 0; i < nmodels; i++)
+        put(&b, "dcmserve_model_unloads_total{model=\"%s\"} %" PRIu64 "\n",
+            lv(m, sizeof m, mtable[i].model), mtable[i].unloads);
+    put(&b, "# HELP dcmserve_model_load_seconds Time to load a model version.\n"
+            "# TYPE dcmserve_model_load_seconds histogram\n");
+    for (int i = 0; i < nmodels; i++) {
+        if (mtable[i].load.count == 0) continue;
+        snprintf(lab, sizeof lab, "model=\"%s\"", lv(m, sizeof m, mtable[i].model));
+        put_hist(&b, "dcmserve_model_load_seconds", lab, &mtable[i].load, LOAD_BUCKETS, 1);
     }
     pthread_mutex_unlock(&mu);
+    dcm_ops_stats ds;
+    dcm_ops_stats_read(&ds);
+    put(&b, "# HELP dcmserve_dicom_files_total DICOM files handed to the in-graph decoder.\n"
+            "# TYPE dcmserve_dicom_files_total counter\ndcmserve_dicom_files_total %" PRIu64 "\n"
+            "# HELP dcmserve_dicom_bytes_total Bytes of those DICOM files.\n"
+            "# TYPE dcmserve_dicom_bytes_total counter\ndcmserve_dicom_bytes_total %" PRIu64 "\n"
+            "# HELP dcmserve_dicom_frames_total Frames decoded.\n"
+            "# TYPE dcmserve_dicom_frames_total counter\ndcmserve_dicom_frames_total %" PRIu64 "\n"
+            "# HELP dcmserve_dicom_decode_errors_total DICOM files refused, by reason.\n"
+            "# TYPE dcmserve_dicom_decode_errors_total counter\n",
+        ds.files, ds.bytes, ds.frames);
+    for (int r = 0; r < DCM_ERR_NREASONS; r++)
+        put(&b, "dcmserve_dicom_decode_errors_total{reason=\"%s\"} %" PRIu64 "\n",
+            dcm_ops_err_reason_name(r), ds.errors[r]);
     put(&b, "# HELP dcmserve_loaded_versions Model versions available.\n"
             "# TYPE dcmserve_loaded_versions gauge\ndcmserve_loaded_versions %d\n",
-        mgr ? srv_manager_loaded_versions(mgr) : 0);
+        loaded_versions);
+    put(&b, "# HELP dcmserve_model_pool_free_bytes Bytes a loaded version's buffer pool keeps "
+            "free for reuse (host).\n# TYPE dcmserve_model_pool_free_bytes gauge\n");
+    for (int i = 0; i < npools; i++)
+        put(&b, "dcmserve_model_pool_free_bytes{model=\"%s\",version=\"%" PRId64 "\",device=\"host\"} %"
+                PRIu64 "\n", lv(m, sizeof m, pools[i].model), pools[i].version, pools[i].pool_free_bytes);
     put(&b, "# HELP dcmserve_requests_in_flight Requests being answered.\n"
             "# TYPE dcmserve_requests_in_flight gauge\ndcmserve_requests_in_flight %d\n",
         atomic_load(&in_flight));

@@ -10,7 +10,9 @@
  * the nested lists; sig_run validates everything else. */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 #include "sig_signature.h"
 #include "srv_manager.h"
 #include "srv_metrics.h"
+#include "srv_b64.h"
 #include "srv_rest.h"
 #include "srv_status.h"
 
@@ -37,63 +40,6 @@ typedef struct body {
     size_t len, cap;
     int too_big;
 } body;
-
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static int b64_val(int c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;
-    if (c == '/' || c == '_') return 63;
-    return -1;
-}
-
-/* Decodes standard or URL-safe base64 (padding optional). malloc'ed; NULL
- * when the text is not base64. */
-static uint8_t *b64_decode(const char *s, size_t *n) {
-    size_t len = strlen(s);
-    uint8_t *o = malloc(len / 4 * 3 + 3);
-    if (o == NULL) return NULL;
-    size_t k = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '=') {
-            for (size_t j = i; j < len; j++)
-                if (s[j] != '=') goto bad;
-            break;
-        }
-        int v = b64_val((unsigned char)s[i]);
-        if (v < 0) goto bad;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            o[k++] = (uint8_t)(acc >> bits);
-        }
-    }
-    *n = k;
-    return o;
-bad:
-    free(o);
-    return NULL;
-}
-
-static char *b64_encode(const uint8_t *p, size_t n) {
-    char *o = malloc((n + 2) / 3 * 4 + 1), *w = o;
-    if (o == NULL) return NULL;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
-                     (i + 2 < n ? p[i + 2] : 0);
-        *w++ = B64[v >> 18 & 63];
-        *w++ = B64[v >> 12 & 63];
-        *w++ = i + 1 < n ? B64[v >> 6 & 63] : '=';
-        *w++ = i + 2 < n ? B64[v & 63] : '=';
-    }
-    *w = 0;
-    return o;
-}
 
 /* ---- JSON -> tensor --------------------------------------------------- */
 
@@ -135,7 +81,7 @@ static ms_status put_leaf(filler *f, const cJSON *j) {
             bytes = malloc(n + 1);
             if (bytes) memcpy(bytes, s, n);
         } else if (cJSON_IsObject(j) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "b64"))) {
-            bytes = b64_decode(cJSON_GetObjectItemCaseSensitive(j, "b64")->valuestring, &n);
+            bytes = srv_b64_decode(cJSON_GetObjectItemCaseSensitive(j, "b64")->valuestring, &n);
             if (bytes == NULL)
                 return ms_errf(MS_EINVAL, "input \"%s\": element %" PRId64
                                ": \"b64\" is not valid base64", f->key, i);
@@ -205,9 +151,24 @@ static void free_strings(rt_tensor *t) {
     rt_tensor_unref(t);
 }
 
-/* Builds the tensor for input `key` of `sd` from nested lists. */
+/* Trailing dimensions the SignatureDef gives for `ti` beyond rank `rank`,
+ * when every one of them is statically 1 (0 otherwise). */
+static int unit_tail(const Tensorflow__TensorInfo *ti, int rank) {
+    if (ti == NULL || ti->tensor_shape == NULL || ti->tensor_shape->unknown_rank) return 0;
+    int r = (int)ti->tensor_shape->n_dim;
+    if (r <= rank || r > RT_MAX_RANK) return 0;
+    for (int d = rank; d < r; d++)
+        if (ti->tensor_shape->dim[d]->size != 1) return 0;
+    return r - rank;
+}
+
+/* Builds the tensor for input `key` of `sd` from nested lists. Lists that
+ * stop short of trailing dimensions the SignatureDef fixes at 1 get them
+ * (the same values, reshaped: [1.0, 2.0] for x of shape (-1, 1) is [[1.0],
+ * [2.0]]); *added says how many (docs/serving.md, "Left-out unit
+ * dimensions"). */
 static ms_status json_tensor(const Tensorflow__SignatureDef *sd, const char *key, const cJSON *j,
-                             rt_tensor **out) {
+                             rt_tensor **out, int *added) {
     const Tensorflow__TensorInfo *ti = sig_input_info(sd, key);
     if (ti == NULL) {
         char names[512] = "";
@@ -228,6 +189,9 @@ static ms_status json_tensor(const Tensorflow__SignatureDef *sd, const char *key
         free_strings(t);
         return st;
     }
+    *added = s.rank > 0 ? unit_tail(ti, s.rank) : 0;
+    for (int k = 0; k < *added; k++)
+        t->shape.dim[t->shape.rank++] = 1;
     *out = t;
     return MS_OK;
 }
@@ -261,7 +225,7 @@ static cJSON *elem_json(const rt_tensor *t, int64_t i) {
             free(c);
             return r;
         }
-        char *e = b64_encode(s->data, s->len);
+        char *e = srv_b64_encode(s->data, s->len);
         cJSON *r = cJSON_CreateObject();
         if (e && r) cJSON_AddStringToObject(r, "b64", e);
         free(e);
@@ -271,12 +235,12 @@ static cJSON *elem_json(const rt_tensor *t, int64_t i) {
     }
 }
 
-/* Nested lists for the elements [*i, ...) of shape dims[depth..]. */
-static cJSON *tensor_json_at(const rt_tensor *t, int depth, int64_t *i) {
-    if (depth == t->shape.rank) return elem_json(t, (*i)++);
+/* Nested lists for the elements [*i, ...) of shape dims[depth..rank). */
+static cJSON *tensor_json_at(const rt_tensor *t, int rank, int depth, int64_t *i) {
+    if (depth == rank) return elem_json(t, (*i)++);
     cJSON *a = cJSON_CreateArray();
     for (int64_t k = 0; a && k < t->shape.dim[depth]; k++) {
-        cJSON *c = tensor_json_at(t, depth + 1, i);
+        cJSON *c = tensor_json_at(t, rank, depth + 1, i);
         if (c == NULL) {
             cJSON_Delete(a);
             return NULL;
@@ -286,9 +250,19 @@ static cJSON *tensor_json_at(const rt_tensor *t, int depth, int64_t *i) {
     return a;
 }
 
-static cJSON *tensor_json(const rt_tensor *t) {
+/* tensor_json without the `drop` trailing dimensions the request left out,
+ * when the output has them, each 1, and so does its SignatureDef entry. */
+static cJSON *output_json(const Tensorflow__SignatureDef *sd, const sig_output *o, int drop) {
+    const rt_tensor *t = o->tensor;
+    int rank = t->shape.rank;
+    if (drop > 0 && rank > drop && unit_tail(sig_output_info(sd, o->key), rank - drop) == drop) {
+        int ok = 1;
+        for (int d = rank - drop; d < rank; d++)
+            ok = ok && t->shape.dim[d] == 1;
+        if (ok) rank -= drop;
+    }
     int64_t i = 0;
-    return tensor_json_at(t, 0, &i);
+    return tensor_json_at(t, rank, 0, &i);
 }
 
 /* ---- handlers --------------------------------------------------------- */
@@ -482,29 +456,8 @@ static ms_status rows_to_columns(const Tensorflow__SignatureDef *sd, const cJSON
     return MS_OK;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static answer predict_json(srv_app *app, const target *tg, const body *b, int64_t *version,
-                           ms_status *status);
-
-/* :predict, counted in /metrics. */
-static answer do_predict(srv_app *app, const target *tg, const body *b) {
-    double t0 = now_s();
-    int64_t version = 0;
-    ms_status st = MS_OK;
-    srv_metrics_in_flight(1);
-    answer a = predict_json(app, tg, b, &version, &st);
-    srv_metrics_in_flight(-1);
-    srv_metrics_request(tg->name, version, "rest", st, now_s() - t0);
-    return a;
-}
-
-static answer predict_json(srv_app *app, const target *tg, const body *b, int64_t *version,
-                           ms_status *status) {
+                           ms_status *status, srv_req *rec) {
     answer a = {0};
     cJSON *req = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
     if (req == NULL || !cJSON_IsObject(req)) {
@@ -537,9 +490,11 @@ static answer predict_json(srv_app *app, const target *tg, const body *b, int64_
     sig_output *outs = NULL;
     int nouts = 0;
     const Tensorflow__SignatureDef *sd = NULL;
+    srv_req_model(rec, NULL, 0, sig_key);
     ms_status st = srv_manager_get(app->mgr, tg->name, tg->version,
                                    tg->label[0] ? tg->label : NULL, &sv);
     if (st != MS_OK) goto done;
+    srv_req_model(rec, NULL, sv.version, NULL);
     if ((st = sig_find(rt_model_meta_graph(sv.model), sig_key, &sd)) != MS_OK) goto done;
     if (inst) {
         if ((st = rows_to_columns(sd, inst, &cols)) != MS_OK) goto done;
@@ -566,28 +521,35 @@ static answer predict_json(srv_app *app, const target *tg, const body *b, int64_
         st = ms_errf(MS_ENOMEM, "out of memory");
         goto done;
     }
+    int drop = -1; /* unit dimensions added to every input that got some */
     for (cJSON *c = cols->child; c; c = c->next) {
         rt_tensor *t = NULL;
-        if ((st = json_tensor(sd, c->string, c, &t)) != MS_OK) goto done;
+        int added = 0;
+        if ((st = json_tensor(sd, c->string, c, &t, &added)) != MS_OK) goto done;
         in[nin].key = c->string;
         in[nin++].tensor = t;
+        if (added > 0) drop = drop < 0 || drop == added ? added : 0;
     }
+    if (drop < 0) drop = 0;
+    if (nin > 0 && in[0].tensor->shape.rank > 0) srv_req_batch(rec, (int)in[0].tensor->shape.dim[0]);
+    srv_req_phase(rec, SRV_PHASE_DECODE);
     rt_run_opts opts = {0};
-    if ((st = sig_run(sv.model, sig_key, in, nin, NULL, 0, &opts, &outs, &nouts)) != MS_OK)
-        goto done;
+    st = sig_run(sv.model, sig_key, in, nin, NULL, 0, &opts, &outs, &nouts);
+    srv_req_phase(rec, SRV_PHASE_COMPUTE);
+    if (st != MS_OK) goto done;
     a.code = MHD_HTTP_OK;
     a.json = cJSON_CreateObject();
     if (inputs) {
-        cJSON *o = nouts == 1 ? tensor_json(outs[0].tensor) : cJSON_CreateObject();
+        cJSON *o = nouts == 1 ? output_json(sd, &outs[0], drop) : cJSON_CreateObject();
         for (int i = 0; nouts != 1 && i < nouts; i++)
-            cJSON_AddItemToObject(o, outs[i].key, tensor_json(outs[i].tensor));
+            cJSON_AddItemToObject(o, outs[i].key, output_json(sd, &outs[i], drop));
         cJSON_AddItemToObject(a.json, "outputs", o);
     } else {
         cJSON *p = cJSON_AddArrayToObject(a.json, "predictions");
         cJSON **per = calloc((size_t)(nouts > 0 ? nouts : 1), sizeof(*per));
         int64_t rows = -1;
         for (int i = 0; per && i < nouts; i++) {
-            per[i] = tensor_json(outs[i].tensor);
+            per[i] = output_json(sd, &outs[i], drop);
             int64_t r = outs[i].tensor->shape.rank ? outs[i].tensor->shape.dim[0] : -1;
             if (per[i] == NULL || r < 0 || (rows >= 0 && r != rows)) {
                 st = ms_errf(MS_EINVAL, "output \"%s\": row format needs every output to have "
@@ -613,6 +575,7 @@ static answer predict_json(srv_app *app, const target *tg, const body *b, int64_
             a.json = NULL;
         }
     }
+    srv_req_phase(rec, SRV_PHASE_SERIALIZE);
 done:
     if (st != MS_OK) a = status_error(st);
     *status = st;
@@ -669,7 +632,7 @@ static int kserve_health(srv_app *app, const char *url, answer *a) {
 
 /* Parses /v1/models/{m}[/versions/{v}|/labels/{l}] followed by `rest`
  * ("", "/metadata" or ":predict"); returns the kind or -1. */
-enum { K_STATUS, K_METADATA, K_PREDICT };
+enum { K_STATUS, K_METADATA, K_PREDICT, K_CLASSIFY, K_REGRESS };
 static int parse_url(const char *url, target *tg) {
     memset(tg, 0, sizeof *tg);
     const char *p = url + strlen("/v1/models/");
@@ -694,34 +657,176 @@ static int parse_url(const char *url, target *tg) {
     if (*p == 0) return K_STATUS;
     if (strcmp(p, "/metadata") == 0) return K_METADATA;
     if (strcmp(p, ":predict") == 0) return K_PREDICT;
+    if (strcmp(p, ":classify") == 0) return K_CLASSIFY;
+    if (strcmp(p, ":regress") == 0) return K_REGRESS;
     return -1;
 }
 
-/* Queues `text` (malloc'ed; ownership passes to libmicrohttpd) as the answer. */
-static enum MHD_Result send_text(srv_rest *r, struct MHD_Connection *c, int code, char *text,
-                                 const char *type) {
+/* Sends a finished reply (body ownership passes to libmicrohttpd). */
+static enum MHD_Result send_reply(srv_rest *r, struct MHD_Connection *c, srv_rest_reply *o) {
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        MHD_create_response_from_buffer(o->len, o->body, MHD_RESPMEM_MUST_FREE);
     if (resp == NULL) {
-        free(text);
+        free(o->body);
         return MHD_NO;
     }
-    MHD_add_response_header(resp, "Content-Type", type);
+    MHD_add_response_header(resp, "Content-Type", o->type ? o->type : "application/json");
+    if (o->header_len > 0) {
+        char h[32];
+        snprintf(h, sizeof h, "%zu", o->header_len);
+        MHD_add_response_header(resp, "Inference-Header-Content-Length", h);
+    }
     if (r->cors) MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
-    enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, resp);
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)o->code, resp);
     MHD_destroy_response(resp);
     return ret;
 }
 
-static enum MHD_Result send_answer(srv_rest *r, struct MHD_Connection *c, answer a) {
-    char *text = a.json ? cJSON_PrintUnformatted(a.json) : NULL;
+/* An answer (JSON) as a reply. */
+static srv_rest_reply to_reply(answer a, ms_status st) {
+    srv_rest_reply o = {a.code, st, NULL, 0, 0, "application/json"};
+    o.body = a.json ? cJSON_PrintUnformatted(a.json) : NULL;
     cJSON_Delete(a.json);
-    if (text == NULL) {
-        text = strdup("{\"error\": \"out of memory\"}");
-        a.code = MHD_HTTP_INTERNAL_SERVER_ERROR;
-        if (text == NULL) return MHD_NO;
+    if (o.body == NULL) {
+        o.body = strdup("{\"error\": \"out of memory\"}");
+        o.code = MHD_HTTP_INTERNAL_SERVER_ERROR;
     }
-    return send_text(r, c, a.code, text, "application/json");
+    o.len = o.body ? strlen(o.body) : 0;
+    return o;
+}
+
+/* The status a plain HTTP answer stands for (metrics, request log). */
+static ms_status status_of(int code) {
+    switch (code) {
+    case 200: return MS_OK;
+    case 404: return MS_ENOTFOUND;
+    case 413: return MS_ENOMEM;
+    case 501: return MS_ENOTSUP;
+    case 503: return MS_ESHUTDOWN;
+    case 504: return MS_ETIMEDOUT;
+    default: return code < 500 ? MS_EINVAL : MS_EINTERNAL;
+    }
+}
+
+/* :classify / :regress: the model is resolved (404 lists what exists), then
+ * 501 until tf.Example parsing lands, as the gRPC Classify / Regress. */
+static answer do_example_api(srv_app *app, const target *tg, const char *what) {
+    srv_servable sv = {0};
+    ms_status st = srv_manager_get(app->mgr, tg->name, tg->version,
+                                   tg->label[0] ? tg->label : NULL, &sv);
+    if (st != MS_OK) return status_error(st);
+    srv_servable_release(&sv);
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s is not implemented yet (it needs tf.Example parsing); use "
+                              ":predict with the signature's inputs instead", what);
+    return error_answer(501, msg);
+}
+
+static const char *rest_api_name(const char *url, const char *method, int kind) {
+    if (strcmp(url, "/metrics") == 0 || strcmp(method, "OPTIONS") == 0) return "rest_other";
+    if (strncmp(url, "/v2", 3) == 0) {
+        if (strstr(url, "/ready") || strstr(url, "/health/")) return "rest_kserve_health";
+        if (strcmp(url, "/v2") == 0 || strcmp(url, "/v2/") == 0) return "rest_kserve_server_metadata";
+        size_t n = strlen(url);
+        return n > 6 && strcmp(url + n - 6, "/infer") == 0 ? "rest_kserve_infer"
+                                                             : "rest_kserve_metadata";
+    }
+    switch (kind) {
+    case K_STATUS: return "rest_status";
+    case K_METADATA: return "rest_metadata";
+    case K_PREDICT: return "rest_predict";
+    case K_CLASSIFY: return "rest_classify";
+    case K_REGRESS: return "rest_regress";
+    default: return "rest_other";
+    }
+}
+
+static srv_rest_reply route(srv_rest *r, struct MHD_Connection *c, const char *url,
+                            const char *method, body *b, int kind, target *tg, srv_req *rec) {
+    if (b->too_big) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the request body is larger than the limit of %lld bytes "
+                                  "(--max_message_bytes)", (long long)r->app->max_message_bytes);
+        return to_reply(error_answer(413, msg), MS_ENOMEM);
+    }
+    if (strcmp(method, "OPTIONS") == 0 && r->cors)
+        return to_reply((answer){MHD_HTTP_OK, cJSON_CreateObject()}, MS_OK);
+    if ((strcmp(url, "/metrics") == 0 || (r->metrics_path[0] && strcmp(url, r->metrics_path) == 0)) &&
+        strcmp(method, "GET") == 0) {
+        srv_metrics_pool pools[64];
+        int np = srv_manager_pool_bytes(r->app->mgr, pools, 64);
+        srv_rest_reply o = {MHD_HTTP_OK, MS_OK,
+                            srv_metrics_render(srv_manager_loaded_versions(r->app->mgr), pools, np),
+                            0, 0, "text/plain; version=0.0.4"};
+        if (o.body == NULL) return to_reply(error_answer(500, "out of memory"), MS_ENOMEM);
+        o.len = strlen(o.body);
+        return o;
+    }
+    answer ka;
+    if (strcmp(method, "GET") == 0 && kserve_health(r->app, url, &ka) == 0)
+        return to_reply(ka, MS_OK);
+    srv_rest_reply v2;
+    const char *hl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Inference-Header-Content-Length");
+    if (srv_rest_v2(r->app, method, url, hl, b->data, b->len, rec, &v2) == 0) return v2;
+    if (kind < 0) {
+        char msg[480];
+        snprintf(msg, sizeof msg, "Malformed request: %.16s %.200s (expected /v1/models/<name>"
+                                  "[/versions/<v>|/labels/<l>][/metadata|:predict|:classify|"
+                                  ":regress] or /v2/...)", method, url);
+        return to_reply(error_answer(MHD_HTTP_NOT_FOUND, msg), MS_ENOTFOUND);
+    }
+    srv_req_model(rec, tg->name, tg->version, NULL);
+    int is_post = strcmp(method, "POST") == 0, is_get = strcmp(method, "GET") == 0;
+    int wants_post = kind == K_PREDICT || kind == K_CLASSIFY || kind == K_REGRESS;
+    if ((wants_post && !is_post) || (!wants_post && !is_get))
+        return to_reply(error_answer(MHD_HTTP_METHOD_NOT_ALLOWED,
+                                     wants_post ? "use POST for :predict, :classify and :regress"
+                                                : "use GET for status and metadata"),
+                        MS_EINVAL);
+    if (kind == K_PREDICT) {
+        int64_t version = 0;
+        ms_status st = MS_OK;
+        answer a = predict_json(r->app, tg, b, &version, &st, rec);
+        srv_req_model(rec, NULL, version, NULL);
+        return to_reply(a, st);
+    }
+    answer a = kind == K_STATUS     ? do_status(r->app, tg)
+               : kind == K_METADATA ? do_metadata(r->app, tg)
+               : kind == K_CLASSIFY ? do_example_api(r->app, tg, "Classify")
+                                    : do_example_api(r->app, tg, "Regress");
+    return to_reply(a, status_of(a.code));
+}
+
+/* One request: route it, send the reply, one record (metrics + log line). */
+static enum MHD_Result dispatch(srv_rest *r, struct MHD_Connection *c, const char *url,
+                                const char *method, body *b) {
+    target tg;
+    int kind = strncmp(url, "/v1/models/", 11) == 0 ? parse_url(url, &tg) : -1;
+    char peer[64] = "";
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr) {
+        char host[48] = "";
+        const struct sockaddr *sa = ci->client_addr;
+        if (sa->sa_family == AF_INET) {
+            const struct sockaddr_in *a4 = (const struct sockaddr_in *)sa;
+            inet_ntop(AF_INET, &a4->sin_addr, host, sizeof host);
+            snprintf(peer, sizeof peer, "ipv4:%s:%u", host, ntohs(a4->sin_port));
+        } else if (sa->sa_family == AF_INET6) {
+            const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)sa;
+            inet_ntop(AF_INET6, &a6->sin6_addr, host, sizeof host);
+            snprintf(peer, sizeof peer, "ipv6:[%s]:%u", host, ntohs(a6->sin6_port));
+        }
+    }
+    srv_req rec;
+    srv_req_begin(&rec, rest_api_name(url, method, kind), peer);
+    rec.bytes_in = b->too_big ? 0 : b->len;
+    ms_err_clear();
+    srv_rest_reply o = route(r, c, url, method, b, kind, &tg, &rec);
+    rec.bytes_out = o.len;
+    ms_status st = o.code == 200 ? MS_OK : o.st != MS_OK ? o.st : status_of(o.code);
+    srv_req_end(&rec, st); /* before the answer: a client that has it finds it counted */
+    return send_reply(r, c, &o);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -757,42 +862,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *data_size = 0;
         return MHD_YES;
     }
-    if (b->too_big) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "the request body is larger than the limit of %lld bytes "
-                                  "(--max_message_bytes)", (long long)r->app->max_message_bytes);
-        return send_answer(r, c, error_answer(413, msg));
-    }
-    if (strcmp(method, "OPTIONS") == 0 && r->cors) {
-        answer a = {MHD_HTTP_OK, cJSON_CreateObject()};
-        return send_answer(r, c, a);
-    }
-    if ((strcmp(url, "/metrics") == 0 || (r->metrics_path[0] && strcmp(url, r->metrics_path) == 0)) &&
-        strcmp(method, "GET") == 0) {
-        char *text = srv_metrics_render(r->app->mgr);
-        if (text == NULL) return MHD_NO;
-        return send_text(r, c, MHD_HTTP_OK, text, "text/plain; version=0.0.4");
-    }
-    answer ka;
-    if (strcmp(method, "GET") == 0 && kserve_health(r->app, url, &ka) == 0)
-        return send_answer(r, c, ka);
-    target tg;
-    int kind = strncmp(url, "/v1/models/", 11) == 0 ? parse_url(url, &tg) : -1;
-    if (kind < 0) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "Malformed request: %s %.200s (expected /v1/models/<name>"
-                                  "[/versions/<v>|/labels/<l>][/metadata|:predict])", method, url);
-        return send_answer(r, c, error_answer(MHD_HTTP_NOT_FOUND, msg));
-    }
-    int is_post = strcmp(method, "POST") == 0, is_get = strcmp(method, "GET") == 0;
-    if ((kind == K_PREDICT && !is_post) || (kind != K_PREDICT && !is_get))
-        return send_answer(r, c, error_answer(MHD_HTTP_METHOD_NOT_ALLOWED,
-                                              kind == K_PREDICT ? "use POST for :predict"
-                                                                : "use GET for status and metadata"));
-    answer a = kind == K_STATUS     ? do_status(r->app, &tg)
-               : kind == K_METADATA ? do_metadata(r->app, &tg)
-                                    : do_predict(r->app, &tg, b);
-    return send_answer(r, c, a);
+    return dispatch(r, c, url, method, b);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

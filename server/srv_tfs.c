@@ -23,8 +23,21 @@
 #define SIGNATURE_DEF_MAP_URL "type.googleapis.com/tensorflow.serving.SignatureDefMap"
 
 /* Looks up the servable a ModelSpec names. */
-static ms_status resolve(srv_app *app, const Tensorflow__Serving__ModelSpec *spec,
+static ms_status resolve_spec(srv_app *app, const Tensorflow__Serving__ModelSpec *spec,
+                              srv_servable *out);
+
+/* resolve_spec, and names the model (and version found) in the call's record. */
+static ms_status resolve(srv_app *app, srv_call *call, const Tensorflow__Serving__ModelSpec *spec,
                          srv_servable *out) {
+    srv_req *rec = srv_call_req(call);
+    if (spec) srv_req_model(rec, spec->name, 0, spec->signature_name);
+    ms_status st = resolve_spec(app, spec, out);
+    if (st == MS_OK) srv_req_model(rec, NULL, out->version, NULL);
+    return st;
+}
+
+static ms_status resolve_spec(srv_app *app, const Tensorflow__Serving__ModelSpec *spec,
+                              srv_servable *out) {
     if (spec == NULL || spec->name == NULL || spec->name[0] == '\0')
         return ms_errf(MS_EINVAL, "Missing ModelSpec: model_spec.name must be set");
     int64_t version = 0;
@@ -51,17 +64,11 @@ static void fill_spec(Tensorflow__Serving__ModelSpec *spec, Tensorflow__Serving_
 /* Predict                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t n,
                           srv_bytes *out) {
     srv_app *app = appv;
-    double t0 = now_s();
-    srv_metrics_in_flight(1);
+    srv_req *rec = srv_call_req(call);
     ms_status st = MS_OK;
     srv_servable sv = {0};
     sig_input *in = NULL;
@@ -74,14 +81,13 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
     Tensorflow__Serving__PredictRequest *rq =
         tensorflow__serving__predict_request__unpack(NULL, n, req);
     if (rq == NULL) {
-        srv_metrics_in_flight(-1);
-        srv_metrics_request(NULL, 0, "grpc", MS_EINVAL, now_s() - t0);
         return ms_errf(MS_EINVAL, "cannot parse PredictRequest (%zu bytes)", n);
     }
-    if ((st = resolve(app, rq->model_spec, &sv)) != MS_OK) goto done;
+    if ((st = resolve(app, call, rq->model_spec, &sv)) != MS_OK) goto done;
     const char *sig_key = rq->model_spec->signature_name && rq->model_spec->signature_name[0]
                               ? rq->model_spec->signature_name
                               : SIG_DEFAULT_KEY;
+    srv_req_model(rec, rq->model_spec->name, sv.version, sig_key);
 
     in = calloc(rq->n_inputs > 0 ? rq->n_inputs : 1, sizeof(sig_input));
     if (in == NULL) {
@@ -101,9 +107,12 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
         in[nin].key = rq->inputs[i]->key;
         in[nin++].tensor = t;
     }
+    if (nin > 0 && in[0].tensor->shape.rank > 0) srv_req_batch(rec, (int)in[0].tensor->shape.dim[0]);
+    srv_req_phase(rec, SRV_PHASE_DECODE);
     rt_run_opts opts = {.cancelled = srv_call_cancel_flag(call)};
     st = sig_run(sv.model, sig_key, in, nin, (const char *const *)rq->output_filter,
                  (int)rq->n_output_filter, &opts, &outs, &nouts);
+    srv_req_phase(rec, SRV_PHASE_COMPUTE);
     if (st != MS_OK) goto done;
 
     entries = calloc((size_t)(nouts > 0 ? nouts : 1), sizeof(*entries));
@@ -139,6 +148,7 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
         resp.n_outputs = (size_t)nouts;
         resp.outputs = eptrs;
         st = srv_pack(&resp.base, out);
+        srv_req_phase(rec, SRV_PHASE_SERIALIZE);
     }
 clear:
     for (int i = 0; i < nprotos; i++)
@@ -155,12 +165,12 @@ done:
     if (st == MS_ECANCELED)
         MS_DEBUG("Predict %s: stopped, the call was cancelled or its deadline passed",
                  rq->model_spec && rq->model_spec->name ? rq->model_spec->name : "");
-    else if (st != MS_OK && st != MS_EINVAL && st != MS_ENOTFOUND && st != MS_EPRECOND)
-        MS_WARN("Predict %s: %s",
-                rq->model_spec && rq->model_spec->name ? rq->model_spec->name : "", ms_errmsg());
-    srv_metrics_in_flight(-1);
-    srv_metrics_request(rq->model_spec ? rq->model_spec->name : NULL, sv.version, "grpc", st,
-                        now_s() - t0);
+    else if (st != MS_OK && st != MS_EINVAL && st != MS_ENOTFOUND && st != MS_EPRECOND) {
+        char name[64];
+        MS_WARN_LIMITED("Predict \"%s\": %s",
+                        ms_log_escape(name, sizeof name, rq->model_spec ? rq->model_spec->name : ""),
+                        ms_errmsg());
+    }
     tensorflow__serving__predict_request__free_unpacked(rq, NULL);
     return st;
 }
@@ -191,7 +201,7 @@ ms_status srv_tfs_get_model_metadata(void *appv, srv_call *call, const uint8_t *
             st = ms_errf(MS_EINVAL, "Metadata field %s is not supported", rq->metadata_field[i]);
             goto done;
         }
-    if ((st = resolve(app, rq->model_spec, &sv)) != MS_OK) goto done;
+    if ((st = resolve(app, call, rq->model_spec, &sv)) != MS_OK) goto done;
 
     const Tensorflow__MetaGraphDef *mg = rt_model_meta_graph(sv.model);
     size_t ns = mg ? mg->n_signature_def : 0;
@@ -250,7 +260,7 @@ done:
 static ms_status example_api(srv_app *app, const Tensorflow__Serving__ModelSpec *spec,
                              const char *what) {
     srv_servable sv = {0};
-    ms_status st = resolve(app, spec, &sv);
+    ms_status st = resolve(app, NULL, spec, &sv);
     if (st != MS_OK) return st;
     srv_servable_release(&sv);
     return ms_errf(MS_ENOTSUP,

@@ -69,8 +69,15 @@ START_TEST(test_flags_errors_name_the_flag) {
     ck_assert_ptr_nonnull(strstr(ms_errmsg(), "needs a value"));
     char *a4[] = {"serve", "stray", NULL};
     ck_assert_int_eq(srv_flags_parse(2, a4, 1, &f), MS_EINVAL);
+    /* As TF Serving, the config file wins over --model_base_path (noted). */
     char *a5[] = {"serve", "--model_config_file=/c", "--model_base_path=/m", NULL};
-    ck_assert_int_eq(srv_flags_parse(3, a5, 1, &f), MS_EINVAL);
+    ck_assert_int_eq(srv_flags_parse(3, a5, 1, &f), MS_OK);
+    ck_assert_int_eq(f.single_model_ignored, 1);
+    char *a7[] = {"serve", "--request_log=some", NULL};
+    ck_assert_int_eq(srv_flags_parse(2, a7, 1, &f), MS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "--request_log"));
+    char *a8[] = {"serve", "--log_format=xml", NULL};
+    ck_assert_int_eq(srv_flags_parse(2, a8, 1, &f), MS_EINVAL);
     char *a6[] = {"serve", "--log_level=loud", NULL};
     ck_assert_int_eq(srv_flags_parse(2, a6, 1, &f), MS_EINVAL);
     ck_assert_ptr_nonnull(strstr(ms_errmsg(), "loud"));

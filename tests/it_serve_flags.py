@@ -5,10 +5,13 @@ starts tensorflow_model_server, and its ports.
    main.cc's order) is listed by `dcmserve serve --help`; the daemon starts
    with all of them, with values a deployment would pass, serves Predict, and
    logs exactly one warning line for each flag that has no effect here.
-   Left out of that run: --model_name/--model_base_path (dcmserve refuses them
-   next to --model_config_file; TF Serving ignores them then) and
-   --ssl_config_file (its TLS belongs to the hostile-clients work; given, the
-   gRPC port would no longer be plaintext); --version and --help exit.
+   All 48 are given: --model_name/--model_base_path next to
+   --model_config_file are ignored with a warning each (as TF Serving ignores
+   them), --version=false does not exit, --ssl_config_file gets an empty
+   SSLConfig (TLS belongs to the hostile-clients work; until it lands the flag
+   warns and gRPC stays plaintext). With --request_log=all the log has exactly
+   one request line per request (gRPC and REST), and the Prometheus page at
+   the --monitoring_config_file path parses and its counters move.
 2. A second daemon on a busy port exits non-zero with "port N is already in
    use" and no raw gRPC log line; with --grpc_channel_arguments=
    grpc.so_reuseport=1 on both, the second one starts.
@@ -28,6 +31,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from it_serve_rest import call, free_port, metrics, sample  # noqa: E402
 from serve_client import (DCMSERVE, HPT, Daemon, check, float_tensor, gen_protos,  # noqa: E402
                           tensor_values)
 
@@ -53,9 +57,9 @@ TF_SERVING_FLAGS = [
     "thread_pool_factory_config_file", "mixed_precision", "skip_initialize_tpu",
     "enable_grpc_healthcheck_service", "enable_serialization_as_tensor_content",
 ]
-NOT_IN_RUN = {"model_name", "model_base_path", "ssl_config_file", "version"}
+NOT_IN_RUN = set()
 # Flags that do what TF Serving's do: no warning line.
-IMPLEMENTED = {"port", "rest_api_port", "monitoring_config_file", "rest_api_num_threads", "rest_api_timeout_in_ms",
+IMPLEMENTED = {"version", "port", "rest_api_port", "monitoring_config_file", "rest_api_num_threads", "rest_api_timeout_in_ms",
                "rest_api_enable_cors_support", "model_config_file", "model_config_file_poll_wait_seconds",
                "file_system_poll_wait_seconds", "tensorflow_session_parallelism",
                "tensorflow_intra_op_parallelism", "saved_model_tags", "grpc_channel_arguments",
@@ -70,6 +74,10 @@ def predict_ok(d):
     got = np.array(tensor_values(d.stub.Predict(r, timeout=10).outputs["y"]), dtype=np.float32)
     want = 0.5 * x + 2.0
     check(np.allclose(got, want), "Predict y=%s want %s" % (got, want), d)
+
+
+def request_lines(d):
+    return [ln for ln in d.log().splitlines() if re.search(r" (INFO |WARN ) request peer=", ln)]
 
 
 def listening_sockets(pid):
@@ -104,29 +112,33 @@ def every_flag(tmp):
     with open(cfg, "w") as f:
         json.dump({"model_config_list": {"config": [
             {"name": "hpt", "base_path": HPT, "model_platform": "tensorflow"}]}}, f)
-    for name in ("batching.pbtxt", "platform.pbtxt", "session.pbtxt", "monitoring.pbtxt",
-                 "threadpool.pbtxt"):
+    for name in ("batching.pbtxt", "platform.pbtxt", "session.pbtxt", "threadpool.pbtxt",
+                 "ssl.pbtxt"):
         with open(os.path.join(tmp, name), "w") as f:
             f.write("\n")
+    with open(os.path.join(tmp, "monitoring.pbtxt"), "w") as f:
+        f.write('prometheus_config {\n  enable: true,\n  path: "/monitoring/prometheus/metrics"\n}\n')
+    rest = free_port()
     values = {
-        "port": "0", "grpc_socket_path": os.path.join(tmp, "grpc.sock"), "rest_api_port": "0",
+        "port": "0", "grpc_socket_path": os.path.join(tmp, "grpc.sock"), "rest_api_port": str(rest),
         "rest_api_num_threads": "8", "rest_api_timeout_in_ms": "30000",
         "rest_api_enable_cors_support": "true", "enable_batching": "true",
         "allow_version_labels_for_unavailable_models": "true",
         "batching_parameters_file": os.path.join(tmp, "batching.pbtxt"),
         "enable_per_model_batching_parameters": "false", "model_config_file": cfg,
-        "model_config_file_poll_wait_seconds": "60", "num_load_threads": "2",
+        "model_config_file_poll_wait_seconds": "60", "model_name": "hpt",
+        "model_base_path": HPT, "num_load_threads": "2",
         "num_unload_threads": "1", "max_num_load_retries": "5",
         "load_retry_interval_micros": "60000000", "file_system_poll_wait_seconds": "1",
         "flush_filesystem_caches": "true", "tensorflow_session_parallelism": "2",
         "tensorflow_session_config_file": os.path.join(tmp, "session.pbtxt"),
         "tensorflow_intra_op_parallelism": "2", "tensorflow_inter_op_parallelism": "2",
-        "use_alts_credentials": "false",
+        "use_alts_credentials": "false", "ssl_config_file": os.path.join(tmp, "ssl.pbtxt"),
         "platform_config_file": os.path.join(tmp, "platform.pbtxt"),
         "per_process_gpu_memory_fraction": "0.5", "saved_model_tags": "serve",
         "grpc_channel_arguments": "grpc.max_connection_age_ms=600000,grpc.http2.max_pings_without_data=0",
         "grpc_max_threads": "8", "enable_model_warmup": "true",
-        "num_request_iterations_for_warmup": "1",
+        "num_request_iterations_for_warmup": "1", "version": "false",
         "monitoring_config_file": os.path.join(tmp, "monitoring.pbtxt"),
         "remove_unused_fields_from_bundle_metagraph": "true", "prefer_tflite_model": "false",
         "num_tflite_pools": "1", "num_tflite_interpreters_per_pool": "1",
@@ -138,10 +150,34 @@ def every_flag(tmp):
     }
     given = [f for f in TF_SERVING_FLAGS if f not in NOT_IN_RUN]
     check(sorted(given) == sorted(values), "test values do not match the flag list")
-    d = Daemon(["--%s=%s" % (f, values[f]) for f in given])
+    d = Daemon(["--%s=%s" % (f, values[f]) for f in given] + ["--request_log=all"])
     try:
         d.wait_health(1)
+        time.sleep(0.2)
+        n0 = len(request_lines(d))
+        mpath = "/monitoring/prometheus/metrics"
+        m0 = metrics(rest, mpath)
         predict_ok(d)
+        predict_ok(d)
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"instances": [1.0, 2.0, 5.0]})
+        check(code == 200 and r == {"predictions": [2.5, 3.0, 4.5]}, "REST predict %d %s" % (code, r), d)
+        m1 = metrics(rest, mpath)
+        for api, n in (("grpc_predict", 2), ("rest_predict", 1)):
+            key = dict(model="hpt", version="123", signature="serving_default", api=api, code="OK")
+            check(sample(m1, "dcmserve_requests_total", **key) == sample(m0, "dcmserve_requests_total", **key) + n,
+                  "%s counter did not move by %d" % (api, n), d)
+        tfs = dict(model_name="hpt", status="OK")
+        check(sample(m1, ":tensorflow:serving:request_count_total", **tfs)
+              == sample(m0, ":tensorflow:serving:request_count_total", **tfs) + 3, "request_count", d)
+        # Requests: the first scrape, 2 Predict, 1 REST predict, the second scrape.
+        end = time.monotonic() + 5
+        while len(request_lines(d)) < n0 + 5 and time.monotonic() < end:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        lines = request_lines(d)[n0:]
+        check(len(lines) == 5 and [ln.split("api=")[1].split()[0] for ln in lines]
+              == ['"rest_other"', '"grpc_predict"', '"grpc_predict"', '"rest_predict"', '"rest_other"'],
+              "request lines %s" % lines, d)
         log = d.log()
         for f in given:
             n = len(re.findall(r"WARN +flag --%s: " % f, log))

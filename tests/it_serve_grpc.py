@@ -173,7 +173,7 @@ def main():
         expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, "left over", d=d)
         r, t = kreq("BYTES", [3, 1])
         t.contents.bytes_contents.extend([b"DICM", b"", b"\x00\x01"])
-        expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, "expected dtype DT_FLOAT, got DT_STRING", d=d)
+        expect_error(s.ModelInfer, r, grpc.StatusCode.INVALID_ARGUMENT, "expected datatype FP32, got BYTES", d=d)
         # Well-formed raw BYTES pass validation against a DT_STRING input (the model
         # itself then needs ParseExample, which the runtime may not have).
         r, _ = kreq("BYTES", [2], two, sig="classify_x_to_y", name="inputs")

@@ -8,9 +8,12 @@ import base64
 import http.client
 import json
 import os
+import re
 import socket
 import sys
 import tempfile
+import time
+import urllib.parse
 
 import numpy as np
 import pydicom
@@ -81,6 +84,12 @@ def main():
         x = np.array([1.0, 2.0, 5.0], dtype=np.float32)
         want = (0.5 * x + 2.0).tolist()
 
+        # TF Serving's own example: scalars for x of shape (-1, 1); the left-out
+        # unit dimension is left out of the answer too (docs/serving.md).
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"instances": x.tolist()})
+        check(code == 200 and r == {"predictions": want}, "instances example %d %s" % (code, r), d)
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"inputs": x.tolist()})
+        check(code == 200 and r == {"outputs": want}, "columnar scalars %d %s" % (code, r), d)
         # Row format: one [1] row per instance (the signature's x is (-1, 1)).
         code, r, h = call(rest, "POST", "/v1/models/hpt:predict",
                           {"instances": [[v] for v in x.tolist()]})
@@ -153,8 +162,16 @@ def main():
         check(code == 400 and "JSON" in r["error"], "malformed %d %s" % (code, r), d)
         code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"instances": [["a"]]})
         check(code == 400 and "expected a number" in r["error"], "string for float %d %s" % (code, r), d)
-        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"instances": [1.0, 2.0]})
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"instances": [[1.0, 2.0]]})
+        check(code == 400 and "x" in r["error"], "shape mismatch %d %s" % (code, r), d)
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"instances": [[[1.0]]]})
         check(code == 400 and "x" in r["error"], "rank mismatch %d %s" % (code, r), d)
+        # :classify / :regress: the model is resolved, then 501 until tf.Example lands.
+        for verb in ("classify", "regress"):
+            code, r, _ = call(rest, "POST", "/v1/models/hpt:" + verb, {"examples": [{"x": 1.0}]})
+            check(code == 501 and "tf.Example" in r["error"], ":%s %d %s" % (verb, code, r), d)
+            code, r, _ = call(rest, "POST", "/v1/models/nope:" + verb, {"examples": [{"x": 1.0}]})
+            check(code == 404 and "hpt" in r["error"], ":%s unknown model %d %s" % (verb, code, r), d)
         code, r, _ = call(rest, "POST", "/v1/models/nope:predict", {"instances": [[1.0]]})
         check(code == 404 and "hpt" in r["error"] and "demo_ct" in r["error"], "unknown model %d %s" % (code, r), d)
         code, r, _ = call(rest, "GET", "/v1/models/hpt/versions/7")
@@ -163,6 +180,19 @@ def main():
         check(code == 413 and "1000000" in r["error"], "oversize %d %s" % (code, r), d)
         code, r, _ = call(rest, "GET", "/v1/nothing")
         check(code == 404 and "/v1/models/" in r["error"], "bad path %d %s" % (code, r), d)
+        # Text log (default --request_log=errors): a model name with a newline and
+        # an ANSI escape stays inside its one request line, escaped.
+        evil = "evil\n2026-01-01T00.000Z INFO  forged\x1b[31m"  # no ':' (it ends a name in a URL)
+        code, r, _ = call(rest, "POST", "/v1/models/%s:predict" % urllib.parse.quote(evil), {"inputs": [[1.0]]})
+        check(code == 404, "evil model %d %s" % (code, r), d)
+        end = time.monotonic() + 5
+        while "evil\\x0a2026" not in d.log() and time.monotonic() < end:
+            time.sleep(0.02)
+        log = d.log()
+        check("\x1b" not in log and not any(ln.startswith("2026-01-01") for ln in log.splitlines())
+              and re.search(r'WARN  request peer="ipv4:127\.0\.0\.1:\d+" api="rest_predict" model="evil\\x0a2026-01-01'
+                            r'T00\.000Z INFO  forged\\x1b\[31m" .*code="NOT_FOUND"', log),
+              "request log line for the evil name", d)
         # Still serving after all that.
         code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"inputs": [[2.0]]})
         check(code == 200 and np.allclose(r["outputs"], [[3.0]]), "after errors %s" % r, d)
@@ -170,8 +200,10 @@ def main():
         # /metrics (Prometheus text, parsed by prometheus_client): counters move
         # with REST and gRPC requests; the configured path answers too.
         m0 = metrics(rest)
-        ok_rest = ("dcmserve_requests_total", dict(model="hpt", version="123", api="rest", code="OK"))
-        ok_grpc = ("dcmserve_requests_total", dict(model="demo_ct", version="1", api="grpc", code="OK"))
+        ok_rest = ("dcmserve_requests_total", dict(model="hpt", version="123", signature="serving_default",
+                                                  api="rest_predict", code="OK"))
+        ok_grpc = ("dcmserve_requests_total", dict(model="demo_ct", version="1", signature="serving_default",
+                                                  api="grpc_predict", code="OK"))
         # prometheus_client names counter samples <family>_total.
         tfs = (":tensorflow:serving:request_count_total", dict(model_name="hpt", status="OK"))
         for _ in range(3):
@@ -185,13 +217,15 @@ def main():
         check(sample(m1, ok_grpc[0], **ok_grpc[1]) == sample(m0, ok_grpc[0], **ok_grpc[1]) + 1,
               "grpc OK counter", d)
         check(sample(m1, tfs[0], **tfs[1]) == sample(m0, tfs[0], **tfs[1]) + 3, "tfs request_count", d)
-        check(sample(m1, "dcmserve_requests_total", model="nope", version="0", api="rest",
-                     code="NOT_FOUND") >= 2, "NOT_FOUND counted", d)
+        check(sample(m1, "dcmserve_requests_total", model="nope", version="0", signature="serving_default",
+                     api="rest_predict", code="NOT_FOUND") >= 2, "NOT_FOUND counted", d)
         check(sample(m1, "dcmserve_loaded_versions") == 2, "loaded_versions %s" % m1, d)
-        check(sample(m1, "dcmserve_requests_in_flight") == 0, "in flight", d)
+        # The scrape itself is the one request in flight.
+        check(sample(m1, "dcmserve_requests_in_flight") == 1, "in flight", d)
         check(sample(m1, "dcmserve_process_resident_memory_bytes") > 1e6, "rss", d)
-        lat = sample(m1, ":tensorflow:serving:request_latency_count", model_name="hpt", API="rest")
-        inf = sample(m1, ":tensorflow:serving:request_latency_bucket", model_name="hpt", API="rest", le="+Inf")
+        tl = dict(model_name="hpt", API="predict", entrypoint="REST")
+        lat = sample(m1, ":tensorflow:serving:request_latency_count", **tl)
+        inf = sample(m1, ":tensorflow:serving:request_latency_bucket", le="+Inf", **tl)
         check(lat >= 3 and inf == lat, "latency histogram count %s +Inf %s" % (lat, inf), d)
         rc = d.stop()
         check(rc == 0, "daemon exit code %s after SIGTERM" % rc, d)

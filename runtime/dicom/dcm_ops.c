@@ -29,6 +29,7 @@
  * in parallel on the intra-op pool (a batch of one: its frames in parallel).
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,46 @@ static void decode_range(void *arg, int64_t b, int64_t e) {
     }
 }
 
+static _Atomic uint64_t g_files, g_bytes, g_frames, g_errors[DCM_ERR_NREASONS];
+
+void dcm_ops_stats_read(dcm_ops_stats *out) {
+    out->files = atomic_load(&g_files);
+    out->bytes = atomic_load(&g_bytes);
+    out->frames = atomic_load(&g_frames);
+    for (int r = 0; r < DCM_ERR_NREASONS; r++)
+        out->errors[r] = atomic_load(&g_errors[r]);
+}
+
+const char *dcm_ops_err_reason_name(int reason) {
+    static const char *const names[DCM_ERR_NREASONS] = {"invalid", "unsupported", "too_large",
+                                                         "corrupt", "other"};
+    return reason >= 0 && reason < DCM_ERR_NREASONS ? names[reason] : "other";
+}
+
+static int err_reason(ms_status st) {
+    switch (st) {
+    case MS_EINVAL: return DCM_ERR_INVALID;
+    case MS_ENOTSUP: return DCM_ERR_UNSUPPORTED;
+    case MS_ENOMEM: return DCM_ERR_TOO_LARGE;
+    case MS_EDATALOSS: return DCM_ERR_CORRUPT;
+    default: return DCM_ERR_OTHER;
+    }
+}
+
+/* Counts one decode_all: every file's bytes, the frames of those decoded,
+ * each refused file by reason. */
+static void count(const rt_str *files, int64_t n, dcm_image *const *imgs, const ms_status *st) {
+    uint64_t bytes = 0, frames = 0;
+    for (int64_t i = 0; i < n; i++) {
+        bytes += files[i].len;
+        if (st[i] == MS_OK && imgs[i] != NULL) frames += imgs[i]->frames;
+        else atomic_fetch_add(&g_errors[err_reason(st[i])], 1);
+    }
+    atomic_fetch_add(&g_files, (uint64_t)n);
+    atomic_fetch_add(&g_bytes, bytes);
+    atomic_fetch_add(&g_frames, frames);
+}
+
 /* Decodes n files in parallel; on failure returns the first error, named by
  * its index, and frees everything. */
 static ms_status decode_all(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t frame, int stored,
@@ -88,6 +129,7 @@ static ms_status decode_all(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t
         goto done;
     }
     kn_ctx_parallel_for(ctx, n, 1, decode_range, &j);
+    count(files, n, j.imgs, j.st);
     for (int64_t i = 0; i < n; i++)
         if (j.st[i] != MS_OK) {
             /* Every decode failure is the request's fault: bad bytes, or a

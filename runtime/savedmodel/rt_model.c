@@ -437,6 +437,10 @@ void rt_model_unref(rt_model *m) {
     free(m);
 }
 
+size_t rt_model_pool_free_bytes(const rt_model *m) {
+    return m && m->pool ? kn_pool_free_bytes(m->pool) : 0;
+}
+
 const Tensorflow__MetaGraphDef *rt_model_meta_graph(const rt_model *m) {
     return m->mg;
 }

@@ -42,6 +42,9 @@ void rt_model_unref(rt_model *m);
 
 /* Borrowed views, valid while a reference is held. */
 const Tensorflow__MetaGraphDef *rt_model_meta_graph(const rt_model *m);
+/* Bytes the model's output buffer pool keeps in free buffers for reuse (the
+ * memory it holds beyond the tensors in use); for the server's metrics. */
+size_t rt_model_pool_free_bytes(const rt_model *m);
 const char *rt_model_dir(const rt_model *m);
 
 typedef struct rt_feed {

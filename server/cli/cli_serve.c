@@ -204,6 +204,12 @@ int cli_serve(int argc, char **argv) {
         return 0;
     }
     ms_log_set_level(d.flags.log_level);
+    if (d.flags.log_format && strcmp(d.flags.log_format, "json") == 0) ms_log_set_format(MS_LOG_JSON);
+    if (d.flags.request_log) {
+        int rl = 1;
+        srv_reqlog_parse(d.flags.request_log, &rl);
+        srv_reqlog_set(rl);
+    }
     signal(SIGPIPE, SIG_IGN);
 
     if (d.flags.model_config_file != NULL) {
@@ -212,7 +218,7 @@ int cli_serve(int argc, char **argv) {
             return 2;
         }
         d.cfg_hash = hash_file(d.flags.model_config_file);
-    } else if (d.flags.model_base_path != NULL) {
+    } else if (d.flags.model_base_path != NULL) { /* --model_config_file wins, as TF Serving */
         const char *name = d.flags.model_name ? d.flags.model_name : "default";
         if (srv_config_single(name, d.flags.model_base_path, &cfg) != MS_OK) {
             fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
@@ -319,7 +325,8 @@ int cli_serve(int argc, char **argv) {
         if (srv_rest_start(&d.app, &ro, &rest) != MS_OK)
             MS_ERROR("REST: %s", ms_errmsg());
         else
-            MS_INFO("REST listening on port %d (TF Serving /v1/models)", srv_rest_port(rest));
+            MS_INFO("REST listening on port %d (TF Serving /v1/models, KServe /v2, /metrics)",
+                    srv_rest_port(rest));
     }
     pthread_mutex_lock(&d.mu);
     d.server_ready = d.server;
