@@ -56,6 +56,11 @@ typedef struct srv_method {
     int during_drain;                   /* still served while draining */
 } srv_method;
 
+/* The per-model queue key of an on_worker call (srv_queue.h), from the
+ * method and the request's first bytes; "" = the shared queue. */
+typedef void (*srv_queue_key_fn)(const srv_method *m, const uint8_t *req, size_t n, char *key,
+                                 size_t cap);
+
 typedef struct srv_server_opts {
     const char *bind_address; /* "0.0.0.0", "127.0.0.1" */
     int port;                 /* 0 = any free port (see srv_server_port) */
@@ -66,7 +71,13 @@ typedef struct srv_server_opts {
      * that parse as integers go as integers) or NULL. SO_REUSEPORT is off
      * unless this sets grpc.so_reuseport=1. */
     const char *channel_arguments;
+    /* Requests waiting per model/signature queue before UNAVAILABLE
+     * (--max_queued_requests_per_model); 0 = SRV_QUEUE_DEFAULT_BOUND. */
+    int queue_bound;
+    srv_queue_key_fn queue_key; /* NULL: one shared queue */
 } srv_server_opts;
+
+#define SRV_QUEUE_DEFAULT_BOUND 128
 
 /* Creates, binds and starts the server; methods[] and app are borrowed and
  * must outlive it. MS_EINVAL when the address cannot be bound. */

@@ -15,6 +15,7 @@
 #include "ms_log.h"
 #include "sig_signature.h"
 #include "srv_app.h"
+#include "srv_batch.h"
 
 #define SERVER_NAME    "dcmserve"
 #define SERVER_VERSION "0.1.0"
@@ -573,7 +574,8 @@ ms_status srv_kserve_model_infer(void *appv, srv_call *call, const uint8_t *req,
     for (size_t i = 0; i < rq->n_outputs; i++)
         filter[i] = rq->outputs[i]->name;
     rt_run_opts opts = {.cancelled = srv_call_cancel_flag(call)};
-    st = sig_run(sv.model, sig_key, in, nin, filter, (int)rq->n_outputs, &opts, &outs, &nouts);
+    st = srv_batch_run(app->batcher, sv.model, rq->model_name, sv.version, sig_key, in, nin, filter,
+                       (int)rq->n_outputs, &opts, &outs, &nouts);
     if (st != MS_OK) goto done;
 
     for (int i = 0; i < nouts; i++)

@@ -131,6 +131,77 @@ static long rss_bytes(void) {
     return rss * sysconf(_SC_PAGESIZE);
 }
 
+/* ---- dcmserve_batch_size: rows per batched run (issue 13) ---- */
+
+#define BS_MAX_SERIES 64
+#define BS_NBUCKETS 10
+static const int BS_BUCKETS[BS_NBUCKETS] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+typedef struct bs_series {
+    char model[96];
+    char sig[64];
+    int64_t version;
+    uint64_t bucket[BS_NBUCKETS + 1]; /* per bucket, last = +Inf */
+    uint64_t count, sum;
+} bs_series;
+static pthread_mutex_t bs_mu = PTHREAD_MUTEX_INITIALIZER;
+static bs_series bs_table[BS_MAX_SERIES];
+static int bs_n;
+
+void srv_metrics_batch_size(const char *model, int64_t version, const char *signature, int n) {
+    if (model == NULL) model = "";
+    if (signature == NULL) signature = "";
+    pthread_mutex_lock(&bs_mu);
+    bs_series *s = NULL;
+    for (int i = 0; i < bs_n && s == NULL; i++)
+        if (bs_table[i].version == version && strncmp(bs_table[i].model, model, 95) == 0 &&
+            strncmp(bs_table[i].sig, signature, 63) == 0)
+            s = &bs_table[i];
+    if (s == NULL && bs_n < BS_MAX_SERIES) {
+        s = &bs_table[bs_n++];
+        snprintf(s->model, sizeof s->model, "%s", model);
+        snprintf(s->sig, sizeof s->sig, "%s", signature);
+        s->version = version;
+    }
+    if (s != NULL) {
+        int b = 0;
+        while (b < BS_NBUCKETS && n > BS_BUCKETS[b])
+            b++;
+        s->bucket[b]++;
+        s->count++;
+        s->sum += (uint64_t)(n > 0 ? n : 0);
+    }
+    pthread_mutex_unlock(&bs_mu);
+}
+
+static void put_batch_sizes(sbuf *b) {
+    pthread_mutex_lock(&bs_mu);
+    put(b, "# HELP dcmserve_batch_size Rows per batched run (--enable_batching).\n"
+           "# TYPE dcmserve_batch_size histogram\n");
+    for (int i = 0; i < bs_n; i++) {
+        bs_series *s = &bs_table[i];
+        uint64_t cum = 0;
+        for (int k = 0; k <= BS_NBUCKETS; k++) {
+            cum += s->bucket[k];
+            put(b, "dcmserve_batch_size_bucket{model=\"");
+            put_label(b, s->model);
+            put(b, "\",version=\"%" PRId64 "\",signature=\"", s->version);
+            put_label(b, s->sig);
+            if (k < BS_NBUCKETS)
+                put(b, "\",le=\"%d\"} %" PRIu64 "\n", BS_BUCKETS[k], cum);
+            else
+                put(b, "\",le=\"+Inf\"} %" PRIu64 "\n", cum);
+        }
+        for (int k = 0; k < 2; k++) {
+            put(b, "dcmserve_batch_size_%s{model=\"", k ? "count" : "sum");
+            put_label(b, s->model);
+            put(b, "\",version=\"%" PRId64 "\",signature=\"", s->version);
+            put_label(b, s->sig);
+            put(b, "\"} %" PRIu64 "\n", k ? s->count : s->sum);
+        }
+    }
+    pthread_mutex_unlock(&bs_mu);
+}
+
 char *srv_metrics_render(srv_manager *mgr) {
     sbuf b = {0};
     pthread_mutex_lock(&mu);
@@ -200,6 +271,7 @@ char *srv_metrics_render(srv_manager *mgr) {
     put(&b, "# HELP dcmserve_requests_in_flight Requests being answered.\n"
             "# TYPE dcmserve_requests_in_flight gauge\ndcmserve_requests_in_flight %d\n",
         atomic_load(&in_flight));
+    put_batch_sizes(&b);
     put(&b, "# HELP dcmserve_process_resident_memory_bytes Resident memory.\n"
             "# TYPE dcmserve_process_resident_memory_bytes gauge\n"
             "dcmserve_process_resident_memory_bytes %ld\n", rss_bytes());

@@ -17,6 +17,9 @@ void srv_metrics_request(const char *model, int64_t version, const char *api, ms
                          double seconds);
 /* In-flight gauge: +1 when a request starts, -1 when it ends. */
 void srv_metrics_in_flight(int delta);
+/* One batched run of n rows (n includes padding) for model/version/signature:
+ * the dcmserve_batch_size histogram. */
+void srv_metrics_batch_size(const char *model, int64_t version, const char *signature, int n);
 /* Prometheus text exposition of everything; mgr (may be NULL) gives the
  * loaded-version count. NULL on OOM. */
 char *srv_metrics_render(srv_manager *mgr);

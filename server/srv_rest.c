@@ -19,6 +19,7 @@
 #include "ms_log.h"
 #include "rt_model.h"
 #include "sig_signature.h"
+#include "srv_batch.h"
 #include "srv_manager.h"
 #include "srv_metrics.h"
 #include "srv_rest.h"
@@ -573,7 +574,8 @@ static answer predict_json(srv_app *app, const target *tg, const body *b, int64_
         in[nin++].tensor = t;
     }
     rt_run_opts opts = {0};
-    if ((st = sig_run(sv.model, sig_key, in, nin, NULL, 0, &opts, &outs, &nouts)) != MS_OK)
+    if ((st = srv_batch_run(app->batcher, sv.model, tg->name, sv.version, sig_key, in, nin, NULL,
+                            0, &opts, &outs, &nouts)) != MS_OK)
         goto done;
     a.code = MHD_HTTP_OK;
     a.json = cJSON_CreateObject();

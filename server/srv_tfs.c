@@ -15,6 +15,7 @@
 #include "rt_tensor_proto.h"
 #include "sig_signature.h"
 #include "srv_app.h"
+#include "srv_batch.h"
 #include "srv_config.h"
 #include "srv_metrics.h"
 #include "srv_status.h"
@@ -102,8 +103,9 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
         in[nin++].tensor = t;
     }
     rt_run_opts opts = {.cancelled = srv_call_cancel_flag(call)};
-    st = sig_run(sv.model, sig_key, in, nin, (const char *const *)rq->output_filter,
-                 (int)rq->n_output_filter, &opts, &outs, &nouts);
+    st = srv_batch_run(app->batcher, sv.model, rq->model_spec->name, sv.version, sig_key, in, nin,
+                       (const char *const *)rq->output_filter, (int)rq->n_output_filter, &opts,
+                       &outs, &nouts);
     if (st != MS_OK) goto done;
 
     entries = calloc((size_t)(nouts > 0 ? nouts : 1), sizeof(*entries));
