@@ -36,6 +36,7 @@
 #define SLOTS_INLINE  2 /* ... for the others */
 #define SLOTS_GENERIC 4 /* ... for unknown methods */
 #define MAX_CQ        64
+#define INLINE_MAX_BYTES 4096 /* requests up to this size may run on the CQ thread */
 
 typedef enum { TAG_ACCEPT, TAG_CLOSE, TAG_SEND } tag_kind;
 
@@ -104,6 +105,7 @@ struct srv_server {
     int nworkers;
     srv_queue *queue;
     srv_queue_key_fn queue_key;
+    atomic_int inline_busy; /* calls running on CQ threads */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -377,9 +379,27 @@ static void call_key(srv_call *c, const srv_method *m, char *key, size_t cap) {
     c->s->queue_key(m, GRPC_SLICE_START_PTR(sl), GRPC_SLICE_LENGTH(sl), key, cap);
 }
 
+static size_t req_bytes(const srv_call *c) {
+    return c->req != NULL && c->req->type == GRPC_BB_RAW
+               ? c->req->data.raw.slice_buffer.length : 0;
+}
+
 static void enqueue(srv_server *s, srv_call *c, const srv_method *m) {
     char key[SRV_QUEUE_KEY_MAX], msg[SRV_QUEUE_KEY_MAX + 160];
     call_key(c, m, key, sizeof key);
+    /* A small call whose model has nothing waiting runs here on the CQ
+     * thread, without a hop to a worker, while another CQ thread is free
+     * for the protocol (at most ncq - 1 calls run inline at once). */
+    if (key[0] != '\0' && req_bytes(c) <= INLINE_MAX_BYTES) {
+        srv_qkey *tok = NULL;
+        if (atomic_fetch_add(&s->inline_busy, 1) < s->ncq - 1 &&
+            (tok = srv_queue_try_run(s->queue, key)) != NULL) {
+            run_unary(c);
+            srv_queue_done(s->queue, tok);
+        }
+        atomic_fetch_sub(&s->inline_busy, 1);
+        if (tok != NULL) return;
+    }
     if (srv_queue_push(s->queue, key, c) == 0) return;
     char *nl = strchr(key, '\n');
     if (nl) *nl = '\0';

@@ -2,6 +2,7 @@
 #include "srv_queue.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,37 @@ static void key_maybe_drop(srv_queue *q, int i) {
     key_free(k);
     q->keys[i] = q->keys[--q->nkeys];
     if (q->cursor > q->nkeys) q->cursor = 0;
+}
+
+srv_qkey *srv_queue_try_run(srv_queue *q, const char *key) {
+    srv_qkey *k = NULL;
+    pthread_mutex_lock(&q->mu);
+    for (int i = 0; i < q->nkeys; i++)
+        if (strcmp(q->keys[i]->key, key) == 0) {
+            k = q->keys[i];
+            break;
+        }
+    if (k == NULL && !q->stop && (q->nkeys < q->capkeys || q->nkeys == 0)) {
+        /* A new key needs a slot in keys[]: only when there is room. */
+        if (q->capkeys == 0) {
+            q->keys = calloc(8, sizeof(*q->keys));
+            q->capkeys = q->keys ? 8 : 0;
+        }
+        k = q->capkeys ? calloc(1, sizeof(*k)) : NULL;
+        if (k != NULL && (k->ring = calloc((size_t)q->bound, sizeof(void *))) == NULL) {
+            free(k);
+            k = NULL;
+        }
+        if (k != NULL) {
+            snprintf(k->key, sizeof(k->key), "%s", key);
+            q->keys[q->nkeys++] = k;
+        }
+    } else if (k != NULL && (k->n > 0 || k->running >= q->run_cap || q->stop)) {
+        k = NULL;
+    }
+    if (k != NULL) k->running++;
+    pthread_mutex_unlock(&q->mu);
+    return k;
 }
 
 int srv_queue_push(srv_queue *q, const char *key, void *item) {

@@ -33,6 +33,10 @@ int srv_queue_push(srv_queue *q, const char *key, void *item);
  * stopped and empty. *token is handed back to srv_queue_done after the run. */
 void *srv_queue_pop(srv_queue *q, srv_qkey **token);
 void srv_queue_done(srv_queue *q, srv_qkey *token);
+/* Takes a run slot of key without queueing, when nothing of that key is
+ * waiting and it is under run_cap (the caller runs the item itself, then
+ * calls srv_queue_done). NULL when it would have to wait. */
+srv_qkey *srv_queue_try_run(srv_queue *q, const char *key);
 /* Wakes every worker; pops return NULL once nothing is queued. */
 void srv_queue_stop(srv_queue *q);
 
