@@ -36,7 +36,6 @@
 #define SLOTS_INLINE  2 /* ... for the others */
 #define SLOTS_GENERIC 4 /* ... for unknown methods */
 #define MAX_CQ        64
-#define INLINE_MAX_BYTES 4096 /* requests up to this size may run on the CQ thread */
 
 typedef enum { TAG_ACCEPT, TAG_CLOSE, TAG_SEND } tag_kind;
 
@@ -106,6 +105,7 @@ struct srv_server {
     srv_queue *queue;
     srv_queue_key_fn queue_key;
     atomic_int inline_busy; /* calls running on CQ threads */
+    int inline_max;         /* srv_server_opts.inline_max_bytes */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -390,7 +390,7 @@ static void enqueue(srv_server *s, srv_call *c, const srv_method *m) {
     /* A small call whose model has nothing waiting runs here on the CQ
      * thread, without a hop to a worker, while another CQ thread is free
      * for the protocol (at most ncq - 1 calls run inline at once). */
-    if (key[0] != '\0' && req_bytes(c) <= INLINE_MAX_BYTES) {
+    if (key[0] != '\0' && req_bytes(c) <= (size_t)s->inline_max) {
         srv_qkey *tok = NULL;
         if (atomic_fetch_add(&s->inline_busy, 1) < s->ncq - 1 &&
             (tok = srv_queue_try_run(s->queue, key)) != NULL) {
@@ -610,8 +610,11 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
     s->nworkers = o->workers < 1 ? 1 : o->workers;
     pthread_mutex_init(&s->arm_mu, NULL);
     /* One model never takes every worker: the others always find one. */
-    s->queue = srv_queue_new(o->queue_bound > 0 ? o->queue_bound : SRV_QUEUE_DEFAULT_BOUND,
-                             s->nworkers > 1 ? s->nworkers - 1 : 1);
+    int cap = s->nworkers > 1 ? s->nworkers - 1 : 1;
+    if (o->queue_run_cap > 0 && o->queue_run_cap < cap) cap = o->queue_run_cap;
+    s->queue =
+        srv_queue_new(o->queue_bound > 0 ? o->queue_bound : SRV_QUEUE_DEFAULT_BOUND, cap);
+    s->inline_max = o->inline_max_bytes;
     s->queue_key = o->queue_key;
     s->handles = calloc((size_t)(nmethods > 0 ? nmethods : 1), sizeof(void *));
     s->workers = calloc((size_t)s->nworkers, sizeof(pthread_t));

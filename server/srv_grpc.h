@@ -75,6 +75,12 @@ typedef struct srv_server_opts {
      * (--max_queued_requests_per_model); 0 = SRV_QUEUE_DEFAULT_BOUND. */
     int queue_bound;
     srv_queue_key_fn queue_key; /* NULL: one shared queue */
+    /* The most workers one queue key may occupy; 0 = all but one. */
+    int queue_run_cap;
+    /* Requests up to this size whose key has nothing queued run on the CQ
+     * thread (at most cq_threads - 1 at once); 0 = never (handlers that may
+     * wait, e.g. for a batch, must not hold a CQ thread). */
+    int inline_max_bytes;
 } srv_server_opts;
 
 #define SRV_QUEUE_DEFAULT_BOUND 128

@@ -310,6 +310,10 @@ int cli_serve(int argc, char **argv) {
         .channel_arguments = d.flags.grpc_channel_arguments,
         .queue_bound = d.flags.max_queued_requests_per_model,
         .queue_key = srv_app_queue_key,
+        /* Without batching a model runs on at most one worker per core (the
+         * others stay free for other models) and small calls run inline. */
+        .queue_run_cap = d.app.batcher ? 0 : (int)(ncpu > 0 ? ncpu : 1),
+        .inline_max_bytes = d.app.batcher ? 0 : 4096,
     };
     if (d.app.batcher != NULL) { /* issue 13: room for a full batch of waiting callers */
         int64_t need = bp.max_batch_size + 2, qb = bp.max_enqueued_batches * bp.max_batch_size;
