@@ -212,7 +212,16 @@ typedef struct cache_entry {
     srv_batch_params p;
 } cache_entry;
 
+#define MAX_NOBATCH 64
+
 struct srv_batcher {
+    /* (model, signature) whose outputs lack the batch dimension: run alone
+     * from then on (a freed model's address reused only loses batching). */
+    struct {
+        const rt_model *m;
+        char sig[128];
+    } nobatch[MAX_NOBATCH];
+    int nnobatch;
     pthread_mutex_t mu;
     pthread_cond_t run_cv;
     int running;
@@ -365,7 +374,7 @@ static ms_status slice_rows(const rt_tensor *t, int64_t off, int64_t rows, rt_te
 
 /* Runs the closed batch; every member ends M_DONE (own rows, or its error
  * handled alone: M_SOLO). Called without b->mu. */
-static void run_batch(batch *bt, int64_t prows) {
+static void run_batch(srv_batcher *b, batch *bt, int64_t prows) {
     rt_tensor *merged[64];
     sig_input in[64];
     sig_output *outs = NULL;
@@ -385,7 +394,19 @@ static void run_batch(batch *bt, int64_t prows) {
         st = sig_run(bt->m, bt->sig_key, in, bt->nin, bt->filter, bt->nfilter, &opts, &outs,
                      &nouts);
     for (int i = 0; i < nouts && st == MS_OK; i++)
-        if (outs[i].tensor->shape.rank < 1 || outs[i].tensor->shape.dim[0] != prows) st = MS_EINVAL;
+        if (outs[i].tensor->shape.rank < 1 || outs[i].tensor->shape.dim[0] != prows) {
+            st = MS_EINVAL;
+            pthread_mutex_lock(&b->mu);
+            if (b->nnobatch < MAX_NOBATCH && strlen(bt->sig_key) < sizeof(b->nobatch[0].sig)) {
+                b->nobatch[b->nnobatch].m = bt->m;
+                snprintf(b->nobatch[b->nnobatch++].sig, sizeof(b->nobatch[0].sig), "%s",
+                         bt->sig_key);
+            }
+            pthread_mutex_unlock(&b->mu);
+            MS_INFO("batching: output \"%s\" of signature %s has no batch dimension; its calls "
+                    "run alone",
+                    outs[i].key, bt->sig_key);
+        }
     int64_t off = 0;
     for (member *mb = bt->head; mb != NULL; mb = mb->next) {
         mb->res = M_SOLO;
@@ -435,7 +456,10 @@ ms_status srv_batch_run(srv_batcher *b, rt_model *m, const char *model_name, int
     pthread_mutex_lock(&b->mu);
     srv_batch_params p = params_for(b, m);
     int64_t rows = call_rows(in, nin);
-    if (rows < 1 || rows > p.max_batch_size || nin > 64) {
+    int alone = rows < 1 || rows > p.max_batch_size || nin > 64;
+    for (int i = 0; i < b->nnobatch && !alone; i++)
+        alone = b->nobatch[i].m == m && strcmp(b->nobatch[i].sig, sig_key) == 0;
+    if (alone) {
         pthread_mutex_unlock(&b->mu);
         srv_metrics_batch_size(model_name, version, sig_key, (int)(rows > 0 ? rows : 1));
         return sig_run(m, sig_key, in, nin, output_filter, nfilter, opts, outs, nouts);
@@ -486,7 +510,7 @@ ms_status srv_batch_run(srv_batcher *b, rt_model *m, const char *model_name, int
         if (bt->nmembers == 1 && prows == rows)
             me.res = M_SOLO; /* nobody joined: run the call as it is */
         else
-            run_batch(bt, prows);
+            run_batch(b, bt, prows);
         pthread_mutex_lock(&b->mu);
         for (member *mb = bt->head; mb != NULL; mb = mb->next)
             mb->state = mb->res;

@@ -68,9 +68,13 @@ def batch_sizes(port, model):
                          r'le="([^"]+)"\} (\d+)$', text, re.M):
         if m.group(1) == model:
             buckets[m.group(2)] = buckets.get(m.group(2), 0) + int(m.group(3))
-    for m in re.finditer(r'^dcmserve_batch_size_count\{model="([^"]*)"[^}]*\} (\d+)$', text, re.M):
-        if m.group(1) == model:
-            count += int(m.group(2))
+    rows = 0
+    for m in re.finditer(r'^dcmserve_batch_size_(count|sum)\{model="([^"]*)"[^}]*\} (\d+)$', text, re.M):
+        if m.group(2) == model and m.group(1) == "count":
+            count += int(m.group(3))
+        elif m.group(2) == model:
+            rows += int(m.group(3))
+    batch_sizes.rows = rows
     return buckets, count
 
 
@@ -156,6 +160,19 @@ def batching(tmp):
                 check(y.shape == (1, 1) and y[0, 0] == ref[k, 0],
                       "hpt client %d: got %r, its row of the whole-batch run is %r" % (k, y, ref[k]), d)
             runs += batch_sizes(rest, "hpt")[1] - c0
+        # Padding: 3 rows is no allowed batch size, so however the 3 calls are
+        # grouped, the runs hold more rows (padded up to 2, 4 or 8) than sent.
+        vals = [7.5, -3.25, 1e3]
+        ref = out_array(d.stub.Predict(hpt_request(vals), timeout=30).outputs["y"])
+        batch_sizes(rest, "hpt")
+        rows0 = batch_sizes.rows
+        got = all_at_once(lambda k: d.stub.Predict(hpt_request([vals[k]]), timeout=30), [0, 1, 2])
+        for k, resp in enumerate(got):
+            y = out_array(resp.outputs["y"])
+            check(y.shape == (1, 1) and y[0, 0] == ref[k, 0], "padded batch, client %d: %r" % (k, y), d)
+        b, _ = batch_sizes(rest, "hpt")
+        check(batch_sizes.rows - rows0 >= 4 and b.get("1", 0) == 0,
+              "3 rows ran as %d rows (allowed_batch_sizes 2, 4, 8): no padding" % (batch_sizes.rows - rows0), d)
         calls = N * len(rounds)
         check(0 < runs < calls, "hpt: %d concurrent calls made %d runs (dcmserve_batch_size)" % (calls, runs), d)
         print("hpt: %d concurrent single-row calls in %d batched runs" % (calls, runs))
