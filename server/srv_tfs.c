@@ -95,7 +95,9 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
             st = ms_errf(MS_EINVAL, "input \"%s\": missing TensorProto", rq->inputs[i]->key);
             goto done;
         }
-        if ((st = rt_tensor_from_proto(rq->inputs[i]->value, &t)) != MS_OK) {
+        /* DICOM bytes are read where protobuf-c unpacked them: rq outlives
+         * the inputs, the outputs and the packed response. */
+        if ((st = rt_tensor_from_proto_borrow(rq->inputs[i]->value, &t)) != MS_OK) {
             ms_errwrap(st, "input \"%s\"", rq->inputs[i]->key);
             goto done;
         }
