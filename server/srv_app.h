@@ -18,6 +18,7 @@ typedef struct srv_app {
     int64_t max_message_bytes;
     double reload_wait_s; /* how long HandleReloadConfigRequest waits for loads */
     struct srv_batcher *batcher; /* --enable_batching (srv_batch.h); NULL = off */
+    srv_server *server;          /* set once gRPC runs: REST predictions use its queues */
 } srv_app;
 
 /* The method table: TF Serving PredictionService + ModelService, KServe v2,

@@ -79,7 +79,16 @@ struct srv_call {
     grpc_status_code finish_code;
     char *finish_msg;
     int finished;
+    struct srv_job *job; /* set: not a gRPC call but srv_server_run_job's work */
 };
+
+typedef struct srv_job {
+    void (*fn)(void *arg);
+    void *arg;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+} srv_job;
 
 struct srv_server {
     grpc_server *server;
@@ -363,6 +372,16 @@ static void *worker_main(void *arg) {
         srv_qkey *tok = NULL;
         srv_call *c = srv_queue_pop(s->queue, &tok);
         if (c == NULL) return NULL; /* stopped and nothing queued */
+        if (c->job != NULL) {
+            srv_job *j = c->job; /* c and j live on the waiter's stack */
+            j->fn(j->arg);
+            pthread_mutex_lock(&j->mu);
+            j->done = 1;
+            pthread_cond_signal(&j->cv);
+            pthread_mutex_unlock(&j->mu);
+            srv_queue_done(s->queue, tok);
+            continue;
+        }
         run_unary(c);
         srv_queue_done(s->queue, tok);
     }
@@ -377,6 +396,33 @@ static void call_key(srv_call *c, const srv_method *m, char *key, size_t cap) {
         return;
     grpc_slice sl = c->req->data.raw.slice_buffer.slices[0];
     c->s->queue_key(m, GRPC_SLICE_START_PTR(sl), GRPC_SLICE_LENGTH(sl), key, cap);
+}
+
+ms_status srv_server_run_job(srv_server *s, const char *model, void (*fn)(void *arg), void *arg) {
+    char key[SRV_QUEUE_KEY_MAX];
+    srv_job j = {.fn = fn, .arg = arg};
+    srv_call holder;
+    memset(&holder, 0, sizeof(holder));
+    holder.job = &j;
+    if (atomic_load(&s->draining)) return ms_errf(MS_ESHUTDOWN, "server is shutting down");
+    snprintf(key, sizeof key, "%s\n", model);
+    pthread_mutex_init(&j.mu, NULL);
+    pthread_cond_init(&j.cv, NULL);
+    ms_status st = MS_OK;
+    if (srv_queue_push(s->queue, key, &holder) != 0) {
+        st = ms_errf(MS_EBUSY,
+                     "the queue of model \"%s\" is full (%d requests waiting, "
+                     "--max_queued_requests_per_model); retry later",
+                     model, srv_queue_bound(s->queue));
+    } else {
+        pthread_mutex_lock(&j.mu);
+        while (!j.done)
+            pthread_cond_wait(&j.cv, &j.mu);
+        pthread_mutex_unlock(&j.mu);
+    }
+    pthread_mutex_destroy(&j.mu);
+    pthread_cond_destroy(&j.cv);
+    return st;
 }
 
 static size_t req_bytes(const srv_call *c) {

@@ -105,6 +105,12 @@ void srv_server_stop(srv_server *s, double grace_s);
 /* Frees a stopped server. */
 void srv_server_free(srv_server *s);
 
+/* Runs fn(arg) on a worker through the queue of `model` (its default
+ * signature's queue), as a gRPC call of that model would run, and returns
+ * once it has run: for the REST API. MS_EBUSY at once when that queue is
+ * full, MS_ESHUTDOWN while draining. */
+ms_status srv_server_run_job(srv_server *s, const char *model, void (*fn)(void *arg), void *arg);
+
 /* ---- call accessors (valid while the handler runs / the stream is open) ---- */
 
 /* Non-zero once the client cancelled or the deadline passed. The pointer is

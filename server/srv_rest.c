@@ -492,13 +492,32 @@ static double now_s(void) {
 static answer predict_json(srv_app *app, const target *tg, const body *b, int64_t *version,
                            ms_status *status);
 
-/* :predict, counted in /metrics. */
+typedef struct predict_job {
+    srv_app *app;
+    const target *tg;
+    const body *b;
+    int64_t *version;
+    ms_status *st;
+    answer a;
+} predict_job;
+
+static void predict_job_run(void *arg) {
+    predict_job *j = arg;
+    j->a = predict_json(j->app, j->tg, j->b, j->version, j->st);
+}
+
+/* :predict, counted in /metrics; run on a gRPC worker through the model's
+ * queue (fair with gRPC calls; 503 at once when the queue is full). */
 static answer do_predict(srv_app *app, const target *tg, const body *b) {
     double t0 = now_s();
     int64_t version = 0;
     ms_status st = MS_OK;
     srv_metrics_in_flight(1);
-    answer a = predict_json(app, tg, b, &version, &st);
+    predict_job j = {app, tg, b, &version, &st, {0, NULL}};
+    ms_status qst = app->server ? srv_server_run_job(app->server, tg->name, predict_job_run, &j)
+                                : (predict_job_run(&j), MS_OK);
+    answer a = qst == MS_OK ? j.a : status_error(qst);
+    if (qst != MS_OK) st = qst;
     srv_metrics_in_flight(-1);
     srv_metrics_request(tg->name, version, "rest", st, now_s() - t0);
     return a;

@@ -18,6 +18,7 @@ the real daemon (issue 13), over gRPC on 127.0.0.1.
 Bounded: a few hundred calls, all on loopback."""
 import concurrent.futures
 import http.client
+import json
 import os
 import re
 import shutil
@@ -201,8 +202,10 @@ def batching(tmp):
 
 
 def overflow_and_deadline():
+    rest = free_port()
     d = Daemon(["--model_name=hpt", "--model_base_path=" + HPT, "--grpc_max_threads=1",
-                "--max_queued_requests_per_model=2", "--log_level=debug"])
+                "--max_queued_requests_per_model=2", "--log_level=debug", "--rest_api_port=%d" % rest,
+                "--rest_api_num_threads=16"])
     try:
         d.wait_health(1)
         n = 1000000
@@ -226,6 +229,27 @@ def overflow_and_deadline():
         check(ok + unav == len(got), "calls neither answered right nor UNAVAILABLE: %r" % got, d)
         check(ok >= 1 and unav >= 1, "wanted both answers and UNAVAILABLE: %r" % got, d)
         check("is full (2 requests waiting" in d.log(), "no queue-full line in the log", d)
+
+        # REST :predict goes through the same queue: answered right or 503.
+        rows = 100000
+        bodies = [json.dumps({"inputs": {"x": [[float(k)]] * rows}}) for k in range(16)]
+
+        def rest_one(k):
+            c = http.client.HTTPConnection("127.0.0.1", rest, timeout=120)
+            c.request("POST", "/v1/models/hpt:predict", body=bodies[k],
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            data = json.loads(r.read())
+            c.close()
+            if r.status == 503:
+                return "503" if "is full" in data.get("error", "") else "503 %r" % data
+            y = data.get("outputs")
+            good = r.status == 200 and len(y) == rows and all(v == [ref[0] + (ref[1] - ref[0]) * k] for v in y)
+            return "OK" if good else "WRONG %d" % r.status
+        got = all_at_once(rest_one, list(range(16)))
+        ok, unav = got.count("OK"), got.count("503")
+        print("REST overflow: %d OK, %d 503 of %d" % (ok, unav, len(got)))
+        check(ok + unav == len(got) and ok >= 1 and unav >= 1, "REST: wanted answers and 503s only: %r" % got, d)
 
         # A call whose deadline passes while it waits behind a large one.
         skipped = False

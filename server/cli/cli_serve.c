@@ -337,6 +337,7 @@ int cli_serve(int argc, char **argv) {
     printf("dcmserve: listening on %s:%d\n", d.flags.bind_address, srv_server_port(d.server));
     fflush(stdout);
     srv_rest *rest = NULL;
+    d.app.server = d.server; /* REST :predict goes through the per-model queues */
     char mpath[256] = "";
     if (d.flags.monitoring_config_file &&
         srv_metrics_config_path(d.flags.monitoring_config_file, mpath, sizeof mpath) != MS_OK)
