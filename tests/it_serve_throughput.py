@@ -201,6 +201,37 @@ def batching(tmp):
         d.close()
 
 
+def per_model_params(tmp):
+    """--enable_per_model_batching_parameters: batching_params.pbtxt in the
+    version directory wins over the global defaults (max_batch_size 1000)."""
+    base = os.path.join(tmp, "pm")
+    shutil.copytree(os.path.join(HPT, "00000123"), os.path.join(base, "123"))
+    with open(os.path.join(base, "123", "batching_params.pbtxt"), "w") as f:
+        f.write("max_batch_size { value: 2 }\nbatch_timeout_micros { value: 100000 }\n"
+                "num_batch_threads { value: 1 }\n")
+    mon = os.path.join(tmp, "monitoring.pbtxt")
+    rest = free_port()
+    d = Daemon(["--model_name=hpt", "--model_base_path=" + base, "--enable_batching=true",
+                "--enable_per_model_batching_parameters=true", "--rest_api_port=%d" % rest,
+                "--monitoring_config_file=" + mon])
+    try:
+        d.wait_health(1)
+        vals = [float(k) * 1.5 for k in range(6)]
+        ref = out_array(d.stub.Predict(hpt_request(vals), timeout=30).outputs["y"])  # 6 rows > 2: alone
+        got = all_at_once(lambda k: d.stub.Predict(hpt_request([vals[k]]), timeout=30), list(range(6)))
+        for k, resp in enumerate(got):
+            check(out_array(resp.outputs["y"])[0, 0] == ref[k, 0], "per-model params: client %d" % k, d)
+        b, count = batch_sizes(rest, "hpt")
+        check(re.search(r"batching parameters of .*123: max_batch_size 2, batch_timeout_micros 100000", d.log()),
+              "batching_params.pbtxt not read", d)
+        check(b.get("2", 0) == count - 1 and count >= 4,
+              "runs of at most 2 rows wanted (plus the 6-row reference alone): %r, %d runs" % (b, count), d)
+        print("per-model batching parameters: %d runs of <= 2 rows for 6 calls" % (count - 1))
+        check(d.stop() == 0, "daemon did not exit 0", d)
+    finally:
+        d.close()
+
+
 def overflow_and_deadline():
     rest = free_port()
     d = Daemon(["--model_name=hpt", "--model_base_path=" + HPT, "--grpc_max_threads=1",
@@ -373,6 +404,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="it_throughput_")
     try:
         batching(tmp)
+        per_model_params(tmp)
         overflow_and_deadline()
         warmup(tmp)
     finally:
