@@ -1,6 +1,10 @@
 /* srv_app.c - the method table of every service. */
 #include "srv_app.h"
 
+#include <string.h>
+
+#include "srv_queue.h"
+
 /* clang-format off */
 static const srv_method g_methods[] = {
     /* TensorFlow Serving */
@@ -27,4 +31,12 @@ static const srv_method g_methods[] = {
 const srv_method *srv_app_methods(int *n) {
     *n = (int)(sizeof(g_methods) / sizeof(g_methods[0]));
     return g_methods;
+}
+
+void srv_app_queue_key(const srv_method *m, const uint8_t *req, size_t n, char *key, size_t cap) {
+    key[0] = '\0';
+    if (strcmp(m->path, "/tensorflow.serving.PredictionService/Predict") == 0)
+        srv_queue_key(req, n, 1, 1, 3, key, cap); /* model_spec { name, signature_name } */
+    else if (strcmp(m->path, "/inference.GRPCInferenceService/ModelInfer") == 0)
+        srv_queue_key(req, n, 0, 1, 0, key, cap); /* model_name */
 }

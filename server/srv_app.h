@@ -17,11 +17,15 @@ typedef struct srv_app {
     atomic_int draining; /* SIGTERM seen: health NOT_SERVING */
     int64_t max_message_bytes;
     double reload_wait_s; /* how long HandleReloadConfigRequest waits for loads */
+    struct srv_batcher *batcher; /* --enable_batching (srv_batch.h); NULL = off */
+    srv_server *server;          /* set once gRPC runs: REST predictions use its queues */
 } srv_app;
 
 /* The method table: TF Serving PredictionService + ModelService, KServe v2,
  * grpc.health.v1. Static storage. */
 const srv_method *srv_app_methods(int *n);
+/* The per-model queue key of Predict and ModelInfer (srv_queue_key_fn). */
+void srv_app_queue_key(const srv_method *m, const uint8_t *req, size_t n, char *key, size_t cap);
 
 /* ---- health (srv_health.c) ---- */
 srv_health *srv_health_new(srv_app *app);

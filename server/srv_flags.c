@@ -24,8 +24,6 @@ typedef struct flag_def {
 
 /* Reasons shared by several flags. */
 #define N_TF "dcmserve has its own executor, not a TensorFlow session; the flag has no effect"
-#define N_BATCH "batching not implemented yet; requests run one by one"
-#define N_WARMUP "model warm-up not implemented yet; the flag has no effect"
 #define N_TFLITE "dcmserve does not run TensorFlow Lite models; the flag has no effect"
 
 /* Every flag of tensorflow_model_server's main.cc (in its order), then ours.
@@ -45,14 +43,14 @@ static const flag_def defs[] = {
     {"rest_api_enable_cors_support", F_BOOL, OFF(rest_api_enable_cors_support), 0, 0,
      "REST: Access-Control-Allow-Origin: * on every answer, OPTIONS answered", NULL},
     {"enable_batching", F_BOOL, OFF(enable_batching), 0, 0,
-     "TF Serving: batch concurrent requests", N_BATCH},
+     "batch concurrent requests of one model/version/signature along dim 0 (docs/serving.md)", NULL},
     {"allow_version_labels_for_unavailable_models", F_BOOL, NOSTORE, 0, 0,
      "TF Serving: allow labels that point at versions not loaded yet",
      "labels are checked against the versions on disk when the config is read, not the loaded ones; the flag has no further effect"},
-    {"batching_parameters_file", F_STR, NOSTORE, 0, 0,
-     "TF Serving: BatchingParameters text proto", N_BATCH},
-    {"enable_per_model_batching_parameters", F_BOOL, NOSTORE, 0, 0,
-     "TF Serving: read batching_params.pbtxt from each SavedModel", N_BATCH},
+    {"batching_parameters_file", F_STR, OFF(batching_parameters_file), 0, 0,
+     "BatchingParameters text proto (max_batch_size, batch_timeout_micros, max_enqueued_batches, num_batch_threads, allowed_batch_sizes, pad_variable_length_inputs)", NULL},
+    {"enable_per_model_batching_parameters", F_BOOL, OFF(enable_per_model_batching_parameters), 0, 0,
+     "read batching_params.pbtxt from each model version directory (falls back to --batching_parameters_file)", NULL},
     {"model_config_file", F_STR, OFF(model_config_file), 0, 0,
      "ModelServerConfig file: protobuf JSON mapping (or text format) listing several models", NULL},
     {"model_config_file_poll_wait_seconds", F_INT, OFF(model_config_file_poll_wait_seconds), 0, 86400,
@@ -105,10 +103,10 @@ static const flag_def defs[] = {
      "comma-separated gRPC server arguments key=value (integers passed as integers), e.g. grpc.so_reuseport=1", NULL},
     {"grpc_max_threads", F_INT, OFF(grpc_max_threads), 0, 1024,
      "worker threads that run inference (Predict, ModelInfer); 0 = 4 x cores. Default 0", NULL},
-    {"enable_model_warmup", F_BOOL, NOSTORE, 0, 0,
-     "TF Serving: replay assets.extra/tf_serving_warmup_requests at load", N_WARMUP},
-    {"num_request_iterations_for_warmup", F_INT, NOSTORE, 0, INT32_MAX,
-     "TF Serving: times each warm-up request is replayed", N_WARMUP},
+    {"enable_model_warmup", F_BOOL, OFF(enable_model_warmup), 0, 0,
+     "replay assets.extra/tf_serving_warmup_requests (else synthetic inputs) before a version is AVAILABLE. Default true", NULL},
+    {"num_request_iterations_for_warmup", F_INT, OFF(num_request_iterations_for_warmup), 1, 1000000,
+     "times each warm-up request is replayed. Default 1", NULL},
     {"version", F_BOOL, OFF(version), 0, 0, "print the version and exit", NULL},
     {"monitoring_config_file", F_STR, OFF(monitoring_config_file), 0, 0,
      "MonitoringConfig text proto: prometheus_config { enable: true path: \"...\" } also serves /metrics at that path on the REST port", NULL},
@@ -159,6 +157,8 @@ static const flag_def defs[] = {
      "one log line per request: off, errors (non-OK answers) or all. Default errors", NULL},
     {"log_format", F_STR, OFF(log_format), 0, 0,
      "text (default) or json (one JSON object per line) for every log line", NULL},
+    {"max_queued_requests_per_model", F_INT, OFF(max_queued_requests_per_model), 1, 1000000,
+     "gRPC inference requests waiting per model/signature queue; more answer UNAVAILABLE at once. Default 128 (with batching: max_enqueued_batches x max_batch_size)", NULL},
     {"check_config", F_BOOL, OFF(check_config), 0, 0,
      "validate the model config and that each base path has a version directory, then exit (0 = OK)",
      NULL},
@@ -183,6 +183,8 @@ void srv_flags_defaults(srv_flags *f) {
     f->drain_timeout_seconds = 30.0;
     f->log_level = MS_LOG_INFO;
     f->saved_model_tags = "serve";
+    f->enable_model_warmup = 1;
+    f->num_request_iterations_for_warmup = 1;
 }
 
 static const flag_def *find_def(const char *name, size_t len) {

@@ -37,7 +37,12 @@ typedef struct srv_flags {
     const char *grpc_channel_arguments;      /* --grpc_channel_arguments "k=v,k=v" or NULL */
     const char *ssl_config_file;             /* --ssl_config_file (TLS: issue #11) */
     const char *monitoring_config_file;      /* --monitoring_config_file */
-    int enable_batching;                     /* --enable_batching (batching: issue #13) */
+    int enable_batching;                     /* --enable_batching */
+    const char *batching_parameters_file;    /* --batching_parameters_file */
+    int enable_per_model_batching_parameters; /* batching_params.pbtxt per version */
+    int enable_model_warmup;                 /* default 1 */
+    int num_request_iterations_for_warmup;   /* default 1 */
+    int max_queued_requests_per_model;       /* 0 = default bound */
     ms_log_level log_level;                  /* --log_level debug|info|warn|error */
     const char *request_log;                 /* --request_log off|errors|all (NULL = errors) */
     const char *log_format;                  /* --log_format text|json (NULL = text) */

@@ -30,6 +30,7 @@
 #include "ms_log.h"
 #include "ms_wire.h"
 #include "srv_metrics.h"
+#include "srv_queue.h"
 #include "srv_status.h"
 
 #define SLOTS_WORKER  8 /* outstanding request_call per CQ for inference methods */
@@ -79,10 +80,18 @@ struct srv_call {
     grpc_status_code finish_code;
     char *finish_msg;
     int finished;
-    srv_call *next; /* worker queue */
     double t_accept; /* srv_req_now() when accepted (unary calls) */
     srv_req rec;     /* metrics and request log record (unary calls) */
+    struct srv_job *job; /* set: not a gRPC call but srv_server_run_job's work */
 };
+
+typedef struct srv_job {
+    void (*fn)(void *arg);
+    void *arg;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+} srv_job;
 
 struct srv_server {
     grpc_server *server;
@@ -102,13 +111,13 @@ struct srv_server {
     _Atomic int64_t last_accept_ms; /* monotonic ms of the latest accepted call */
     _Atomic int64_t drain_start_ms; /* monotonic ms when draining began */
     int stopped;
-    /* worker pool */
+    /* worker pool, fed by per-model queues (srv_queue.c) */
     pthread_t *workers;
     int nworkers;
-    pthread_mutex_t q_mu;
-    pthread_cond_t q_cv;
-    srv_call *q_head, *q_tail;
-    int q_stop;
+    srv_queue *queue;
+    srv_queue_key_fn queue_key;
+    atomic_int inline_busy; /* calls running on CQ threads */
+    int inline_max;         /* srv_server_opts.inline_max_bytes */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -309,17 +318,23 @@ static ms_status run_unary_body(srv_call *c) {
     grpc_slice flat = grpc_empty_slice();
     ms_status st;
 
+    if (srv_call_time_left(c) <= 0) {
+        MS_DEBUG("grpc: %s deadline passed while queued, before it ran; skipped", m->path);
+        reply_rec(c, MS_ETIMEDOUT, GRPC_STATUS_DEADLINE_EXCEEDED,
+                  "deadline passed while the call was queued", NULL);
+        return MS_ETIMEDOUT;
+    }
     if (atomic_load(&c->cancelled)) {
         MS_DEBUG("grpc: %s cancelled before it ran; skipped", m->path);
         reply_rec(c, MS_ECANCELED, GRPC_STATUS_CANCELLED, "call cancelled before it ran", NULL);
         return MS_ECANCELED;
     }
-    if (srv_call_time_left(c) <= 0) {
-        MS_DEBUG("grpc: %s deadline passed before it ran; skipped", m->path);
-        reply_rec(c, MS_ETIMEDOUT, GRPC_STATUS_DEADLINE_EXCEEDED, "deadline passed before the call ran", NULL);
-        return MS_ETIMEDOUT;
-    }
-    if (c->req != NULL) {
+    if (c->req != NULL && c->req->type == GRPC_BB_RAW &&
+        c->req->data.raw.compression == GRPC_COMPRESS_NONE &&
+        c->req->data.raw.slice_buffer.count == 1) {
+        /* One uncompressed slice: read in place, no copy. */
+        flat = grpc_slice_ref(c->req->data.raw.slice_buffer.slices[0]);
+    } else if (c->req != NULL) {
         grpc_byte_buffer_reader rd;
         if (!grpc_byte_buffer_reader_init(&rd, c->req)) {
             reply_rec(c, MS_EINTERNAL, GRPC_STATUS_INTERNAL, "cannot read the request message", NULL);
@@ -423,31 +438,96 @@ void srv_call_stream_finish(srv_call *c, grpc_status_code code, const char *msg)
 static void *worker_main(void *arg) {
     srv_server *s = arg;
     for (;;) {
-        pthread_mutex_lock(&s->q_mu);
-        while (s->q_head == NULL && !s->q_stop)
-            pthread_cond_wait(&s->q_cv, &s->q_mu);
-        srv_call *c = s->q_head;
-        if (c == NULL) { /* stop requested and queue empty */
-            pthread_mutex_unlock(&s->q_mu);
-            return NULL;
+        srv_qkey *tok = NULL;
+        srv_call *c = srv_queue_pop(s->queue, &tok);
+        if (c == NULL) return NULL; /* stopped and nothing queued */
+        if (c->job != NULL) {
+            srv_job *j = c->job; /* c and j live on the waiter's stack */
+            j->fn(j->arg);
+            pthread_mutex_lock(&j->mu);
+            j->done = 1;
+            pthread_cond_signal(&j->cv);
+            pthread_mutex_unlock(&j->mu);
+            srv_queue_done(s->queue, tok);
+            continue;
         }
-        s->q_head = c->next;
-        if (s->q_head == NULL) s->q_tail = NULL;
-        pthread_mutex_unlock(&s->q_mu);
-        c->next = NULL;
         run_unary(c);
+        srv_queue_done(s->queue, tok);
     }
 }
 
-static void enqueue(srv_server *s, srv_call *c) {
-    pthread_mutex_lock(&s->q_mu);
-    if (s->q_tail)
-        s->q_tail->next = c;
-    else
-        s->q_head = c;
-    s->q_tail = c;
-    pthread_cond_signal(&s->q_cv);
-    pthread_mutex_unlock(&s->q_mu);
+/* The request's queue key (model and signature) from its first bytes. */
+static void call_key(srv_call *c, const srv_method *m, char *key, size_t cap) {
+    key[0] = '\0';
+    if (c->s->queue_key == NULL || c->req == NULL || c->req->type != GRPC_BB_RAW ||
+        c->req->data.raw.compression != GRPC_COMPRESS_NONE ||
+        c->req->data.raw.slice_buffer.count == 0)
+        return;
+    grpc_slice sl = c->req->data.raw.slice_buffer.slices[0];
+    c->s->queue_key(m, GRPC_SLICE_START_PTR(sl), GRPC_SLICE_LENGTH(sl), key, cap);
+}
+
+ms_status srv_server_run_job(srv_server *s, const char *model, void (*fn)(void *arg), void *arg) {
+    char key[SRV_QUEUE_KEY_MAX];
+    srv_job j = {.fn = fn, .arg = arg};
+    srv_call holder;
+    memset(&holder, 0, sizeof(holder));
+    holder.job = &j;
+    if (atomic_load(&s->draining)) return ms_errf(MS_ESHUTDOWN, "server is shutting down");
+    snprintf(key, sizeof key, "%s\n", model);
+    pthread_mutex_init(&j.mu, NULL);
+    pthread_cond_init(&j.cv, NULL);
+    ms_status st = MS_OK;
+    if (srv_queue_push(s->queue, key, &holder) != 0) {
+        st = ms_errf(MS_EBUSY,
+                     "the queue of model \"%s\" is full (%d requests waiting, "
+                     "--max_queued_requests_per_model); retry later",
+                     model, srv_queue_bound(s->queue));
+    } else {
+        pthread_mutex_lock(&j.mu);
+        while (!j.done)
+            pthread_cond_wait(&j.cv, &j.mu);
+        pthread_mutex_unlock(&j.mu);
+    }
+    pthread_mutex_destroy(&j.mu);
+    pthread_cond_destroy(&j.cv);
+    return st;
+}
+
+static size_t req_bytes(const srv_call *c) {
+    return c->req != NULL && c->req->type == GRPC_BB_RAW
+               ? c->req->data.raw.slice_buffer.length : 0;
+}
+
+static void enqueue(srv_server *s, srv_call *c, const srv_method *m) {
+    char key[SRV_QUEUE_KEY_MAX], msg[SRV_QUEUE_KEY_MAX + 160];
+    call_key(c, m, key, sizeof key);
+    /* A small call whose model has nothing waiting runs here on the CQ
+     * thread, without a hop to a worker, while another CQ thread is free
+     * for the protocol (at most ncq - 1 calls run inline at once). */
+    if (key[0] != '\0' && req_bytes(c) <= (size_t)s->inline_max) {
+        srv_qkey *tok = NULL;
+        if (atomic_fetch_add(&s->inline_busy, 1) < s->ncq - 1 &&
+            (tok = srv_queue_try_run(s->queue, key)) != NULL) {
+            run_unary(c);
+            srv_queue_done(s->queue, tok);
+        }
+        atomic_fetch_sub(&s->inline_busy, 1);
+        if (tok != NULL) return;
+    }
+    if (srv_queue_push(s->queue, key, c) == 0) return;
+    char *nl = strchr(key, '\n');
+    if (nl) *nl = '\0';
+    snprintf(msg, sizeof msg,
+             "the queue of model \"%s\" is full (%d requests waiting, "
+             "--max_queued_requests_per_model); retry later",
+             key, srv_queue_bound(s->queue));
+    MS_DEBUG("grpc: %s", msg);
+    char api[32], *peer = grpc_call_get_peer(c->call);
+    api_name(m->path, api, sizeof api);
+    srv_req_begin(&c->rec, api, peer);
+    gpr_free(peer);
+    reply_rec(c, MS_EBUSY, GRPC_STATUS_UNAVAILABLE, msg, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -515,7 +595,7 @@ static void on_accept(srv_call *c) {
     c->t_accept = srv_req_now();
     atomic_fetch_add(&s->inflight, 1);
     if (m->on_worker)
-        enqueue(s, c);
+        enqueue(s, c, m);
     else
         run_unary(c);
 }
@@ -649,11 +729,17 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
     s->ncq = o->cq_threads < 1 ? 1 : (o->cq_threads > MAX_CQ ? MAX_CQ : o->cq_threads);
     s->nworkers = o->workers < 1 ? 1 : o->workers;
     pthread_mutex_init(&s->arm_mu, NULL);
-    pthread_mutex_init(&s->q_mu, NULL);
-    pthread_cond_init(&s->q_cv, NULL);
+    /* One model never takes every worker: the others always find one. */
+    int cap = s->nworkers > 1 ? s->nworkers - 1 : 1;
+    if (o->queue_run_cap > 0 && o->queue_run_cap < cap) cap = o->queue_run_cap;
+    s->queue =
+        srv_queue_new(o->queue_bound > 0 ? o->queue_bound : SRV_QUEUE_DEFAULT_BOUND, cap);
+    s->inline_max = o->inline_max_bytes;
+    s->queue_key = o->queue_key;
     s->handles = calloc((size_t)(nmethods > 0 ? nmethods : 1), sizeof(void *));
     s->workers = calloc((size_t)s->nworkers, sizeof(pthread_t));
-    if (s->handles == NULL || s->workers == NULL) {
+    if (s->handles == NULL || s->workers == NULL || s->queue == NULL) {
+        srv_queue_free(s->queue);
         free(s->handles);
         free(s->workers);
         free(s);
@@ -674,6 +760,7 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
     args[nargs++].value.integer = (int)s->max_msg;
     ms_status ast = parse_channel_args(o->channel_arguments, cabuf, sizeof(cabuf), args, &nargs);
     if (ast != MS_OK) {
+        srv_queue_free(s->queue);
         free(s->handles);
         free(s->workers);
         free(s);
@@ -730,6 +817,7 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         }
         grpc_completion_queue_destroy(s->ctl_cq);
         grpc_shutdown();
+        srv_queue_free(s->queue);
         free(s->handles);
         free(s->workers);
         free(s);
@@ -819,10 +907,7 @@ void srv_server_stop(srv_server *s, double grace_s) {
         ev = grpc_completion_queue_next(s->ctl_cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
     }
     /* All calls are done; workers have nothing left but must be joined. */
-    pthread_mutex_lock(&s->q_mu);
-    s->q_stop = 1;
-    pthread_cond_broadcast(&s->q_cv);
-    pthread_mutex_unlock(&s->q_mu);
+    srv_queue_stop(s->queue);
     for (int i = 0; i < s->nworkers; i++)
         pthread_join(s->workers[i], NULL);
     for (int i = 0; i < s->ncq; i++)
@@ -844,8 +929,7 @@ void srv_server_free(srv_server *s) {
         grpc_completion_queue_destroy(s->cqs[i].cq);
     grpc_shutdown();
     pthread_mutex_destroy(&s->arm_mu);
-    pthread_mutex_destroy(&s->q_mu);
-    pthread_cond_destroy(&s->q_cv);
+    srv_queue_free(s->queue);
     free(s->handles);
     free(s->workers);
     free(s);

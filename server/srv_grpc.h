@@ -56,6 +56,11 @@ typedef struct srv_method {
     int during_drain;                   /* still served while draining */
 } srv_method;
 
+/* The per-model queue key of an on_worker call (srv_queue.h), from the
+ * method and the request's first bytes; "" = the shared queue. */
+typedef void (*srv_queue_key_fn)(const srv_method *m, const uint8_t *req, size_t n, char *key,
+                                 size_t cap);
+
 typedef struct srv_server_opts {
     const char *bind_address; /* "0.0.0.0", "127.0.0.1" */
     int port;                 /* 0 = any free port (see srv_server_port) */
@@ -66,7 +71,19 @@ typedef struct srv_server_opts {
      * that parse as integers go as integers) or NULL. SO_REUSEPORT is off
      * unless this sets grpc.so_reuseport=1. */
     const char *channel_arguments;
+    /* Requests waiting per model/signature queue before UNAVAILABLE
+     * (--max_queued_requests_per_model); 0 = SRV_QUEUE_DEFAULT_BOUND. */
+    int queue_bound;
+    srv_queue_key_fn queue_key; /* NULL: one shared queue */
+    /* The most workers one queue key may occupy; 0 = all but one. */
+    int queue_run_cap;
+    /* Requests up to this size whose key has nothing queued run on the CQ
+     * thread (at most cq_threads - 1 at once); 0 = never (handlers that may
+     * wait, e.g. for a batch, must not hold a CQ thread). */
+    int inline_max_bytes;
 } srv_server_opts;
+
+#define SRV_QUEUE_DEFAULT_BOUND 128
 
 /* Creates, binds and starts the server; methods[] and app are borrowed and
  * must outlive it. MS_EINVAL when the address cannot be bound. */
@@ -87,6 +104,12 @@ int srv_server_drain_wait(srv_server *s, double timeout_s, double quiet_s);
 void srv_server_stop(srv_server *s, double grace_s);
 /* Frees a stopped server. */
 void srv_server_free(srv_server *s);
+
+/* Runs fn(arg) on a worker through the queue of `model` (its default
+ * signature's queue), as a gRPC call of that model would run, and returns
+ * once it has run: for the REST API. MS_EBUSY at once when that queue is
+ * full, MS_ESHUTDOWN while draining. */
+ms_status srv_server_run_job(srv_server *s, const char *model, void (*fn)(void *arg), void *arg);
 
 /* ---- call accessors (valid while the handler runs / the stream is open) ---- */
 

@@ -15,6 +15,7 @@
 #include "ms_log.h"
 #include "sig_signature.h"
 #include "srv_app.h"
+#include "srv_batch.h"
 #include "srv_metrics.h"
 
 #define SERVER_NAME    "dcmserve"
@@ -621,7 +622,8 @@ ms_status srv_kserve_model_infer(void *appv, srv_call *call, const uint8_t *req,
     if (nin > 0 && in[0].tensor->shape.rank > 0) srv_req_batch(rec, (int)in[0].tensor->shape.dim[0]);
     srv_req_phase(rec, SRV_PHASE_DECODE);
     rt_run_opts opts = {.cancelled = srv_call_cancel_flag(call)};
-    st = sig_run(sv.model, sig_key, in, nin, filter, (int)rq->n_outputs, &opts, &outs, &nouts);
+    st = srv_batch_run(app->batcher, sv.model, rq->model_name, sv.version, sig_key, in, nin, filter,
+                       (int)rq->n_outputs, &opts, &outs, &nouts);
     srv_req_phase(rec, SRV_PHASE_COMPUTE);
     if (st != MS_OK) {
         st = kserve_words(st);

@@ -2,6 +2,7 @@
  * unload, status. See srv_manager.h for the rules. */
 #include "srv_manager.h"
 #include "srv_metrics.h"
+#include "srv_warmup.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,6 +45,7 @@ struct srv_manager {
     char tagbuf[256];           /* --saved_model_tags, split in place */
     const char *tags[SRV_MANAGER_MAX_TAGS];
     int ntags;                  /* 0 = g_tags */
+    int warmup_iters;           /* srv_manager_set_warmup; 0 = no warm-up */
     uv_loop_t *loop;
     uv_timer_t timer;
     uv_async_t async;
@@ -418,6 +420,12 @@ static void load_work(uv_work_t *req) {
         snprintf(j->msg, sizeof(j->msg), "%s",
                  ms_errmsg()[0] ? ms_errmsg() : ms_status_name(j->st));
         j->model = NULL;
+    } else if (j->m->warmup_iters > 0 && /* before AVAILABLE: health waits for it */
+               (j->st = srv_warmup_run(j->model, j->dir, j->name, j->version,
+                                       j->m->warmup_iters)) != MS_OK) {
+        snprintf(j->msg, sizeof(j->msg), "%s", ms_errmsg());
+        rt_model_unref(j->model);
+        j->model = NULL;
     }
     j->ms = now_ms() - t0;
 }
@@ -749,6 +757,10 @@ ms_status srv_manager_set_tags(srv_manager *m, const char *tags) {
     if (k == 0) return ms_errf(MS_EINVAL, "--saved_model_tags: expected tag[,tag...], got \"%s\"", tags);
     m->ntags = k;
     return MS_OK;
+}
+
+void srv_manager_set_warmup(srv_manager *m, int iterations) {
+    m->warmup_iters = iterations;
 }
 
 ms_status srv_manager_new(kn_backend *be, double poll_s, srv_manager **out) {

@@ -61,6 +61,10 @@ ms_status srv_manager_new(kn_backend *be, double poll_s, srv_manager **out);
  * MS_EINVAL for an empty list or more than SRV_MANAGER_MAX_TAGS tags. */
 ms_status srv_manager_set_tags(srv_manager *m, const char *tags);
 
+/* Warm-up (srv_warmup.h) of every version before it becomes AVAILABLE,
+ * `iterations` times; 0 = off. Call before the first apply. */
+void srv_manager_set_warmup(srv_manager *m, int iterations);
+
 /* Called on the loop thread after availability may have changed. */
 void srv_manager_set_listener(srv_manager *m, void (*fn)(void *arg), void *arg);
 

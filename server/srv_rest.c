@@ -21,6 +21,7 @@
 #include "ms_log.h"
 #include "rt_model.h"
 #include "sig_signature.h"
+#include "srv_batch.h"
 #include "srv_manager.h"
 #include "srv_metrics.h"
 #include "srv_b64.h"
@@ -457,6 +458,38 @@ static ms_status rows_to_columns(const Tensorflow__SignatureDef *sd, const cJSON
 }
 
 static answer predict_json(srv_app *app, const target *tg, const body *b, int64_t *version,
+                           ms_status *status, srv_req *rec);
+
+typedef struct predict_job {
+    srv_app *app;
+    const target *tg;
+    const body *b;
+    int64_t *version;
+    ms_status *st;
+    srv_req *rec;
+    answer a;
+} predict_job;
+
+static void predict_job_run(void *arg) {
+    predict_job *j = arg;
+    j->a = predict_json(j->app, j->tg, j->b, j->version, j->st, j->rec);
+}
+
+/* :predict on a gRPC worker through the model's queue (fair with gRPC calls;
+ * 503 at once when the queue is full). */
+static answer do_predict(srv_app *app, const target *tg, const body *b, int64_t *version,
+                         ms_status *st, srv_req *rec) {
+    predict_job j = {app, tg, b, version, st, rec, {0, NULL}};
+    ms_status qst = app->server ? srv_server_run_job(app->server, tg->name, predict_job_run, &j)
+                                : (predict_job_run(&j), MS_OK);
+    if (qst != MS_OK) {
+        *st = qst;
+        return status_error(qst);
+    }
+    return j.a;
+}
+
+static answer predict_json(srv_app *app, const target *tg, const body *b, int64_t *version,
                            ms_status *status, srv_req *rec) {
     answer a = {0};
     cJSON *req = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
@@ -534,7 +567,8 @@ static answer predict_json(srv_app *app, const target *tg, const body *b, int64_
     if (nin > 0 && in[0].tensor->shape.rank > 0) srv_req_batch(rec, (int)in[0].tensor->shape.dim[0]);
     srv_req_phase(rec, SRV_PHASE_DECODE);
     rt_run_opts opts = {0};
-    st = sig_run(sv.model, sig_key, in, nin, NULL, 0, &opts, &outs, &nouts);
+    st = srv_batch_run(app->batcher, sv.model, tg->name, sv.version, sig_key, in, nin, NULL, 0,
+                       &opts, &outs, &nouts);
     srv_req_phase(rec, SRV_PHASE_COMPUTE);
     if (st != MS_OK) goto done;
     a.code = MHD_HTTP_OK;
@@ -786,7 +820,7 @@ static srv_rest_reply route(srv_rest *r, struct MHD_Connection *c, const char *u
     if (kind == K_PREDICT) {
         int64_t version = 0;
         ms_status st = MS_OK;
-        answer a = predict_json(r->app, tg, b, &version, &st, rec);
+        answer a = do_predict(r->app, tg, b, &version, &st, rec);
         srv_req_model(rec, NULL, version, NULL);
         return to_reply(a, st);
     }

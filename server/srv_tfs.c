@@ -15,6 +15,7 @@
 #include "rt_tensor_proto.h"
 #include "sig_signature.h"
 #include "srv_app.h"
+#include "srv_batch.h"
 #include "srv_config.h"
 #include "srv_metrics.h"
 #include "srv_status.h"
@@ -100,7 +101,9 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
             st = ms_errf(MS_EINVAL, "input \"%s\": missing TensorProto", rq->inputs[i]->key);
             goto done;
         }
-        if ((st = rt_tensor_from_proto(rq->inputs[i]->value, &t)) != MS_OK) {
+        /* DICOM bytes are read where protobuf-c unpacked them: rq outlives
+         * the inputs, the outputs and the packed response. */
+        if ((st = rt_tensor_from_proto_borrow(rq->inputs[i]->value, &t)) != MS_OK) {
             ms_errwrap(st, "input \"%s\"", rq->inputs[i]->key);
             goto done;
         }
@@ -110,8 +113,9 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
     if (nin > 0 && in[0].tensor->shape.rank > 0) srv_req_batch(rec, (int)in[0].tensor->shape.dim[0]);
     srv_req_phase(rec, SRV_PHASE_DECODE);
     rt_run_opts opts = {.cancelled = srv_call_cancel_flag(call)};
-    st = sig_run(sv.model, sig_key, in, nin, (const char *const *)rq->output_filter,
-                 (int)rq->n_output_filter, &opts, &outs, &nouts);
+    st = srv_batch_run(app->batcher, sv.model, rq->model_spec->name, sv.version, sig_key, in, nin,
+                       (const char *const *)rq->output_filter, (int)rq->n_output_filter, &opts,
+                       &outs, &nouts);
     srv_req_phase(rec, SRV_PHASE_COMPUTE);
     if (st != MS_OK) goto done;
 

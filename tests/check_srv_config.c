@@ -88,12 +88,12 @@ END_TEST
  * checked, and each is noted once for its warning line. */
 START_TEST(test_flags_tf_serving_noted) {
     srv_flags f;
-    char *a[] = {"serve", "--enable_batching", "--skip_initialize_tpu=true",
-                 "--num_load_threads", "4", "--enable_batching=false",
-                 "--tensorflow_session_parallelism=3", "--port=9000", NULL};
-    ck_assert_int_eq(srv_flags_parse(8, a, 1, &f), MS_OK);
-    ck_assert_int_eq(f.n_noted, 3); /* enable_batching once, tpu, load threads */
-    ck_assert_int_eq(f.enable_batching, 0);
+    char *a[] = {"serve", "--flush_filesystem_caches", "--skip_initialize_tpu=true",
+                 "--num_load_threads", "4", "--flush_filesystem_caches=false",
+                 "--tensorflow_session_parallelism=3", "--port=9000", "--enable_batching", NULL};
+    ck_assert_int_eq(srv_flags_parse(9, a, 1, &f), MS_OK);
+    ck_assert_int_eq(f.n_noted, 3); /* flush caches once, tpu, load threads */
+    ck_assert_int_eq(f.enable_batching, 1); /* implemented: not noted */
     ck_assert_int_eq(f.intra_op_threads, 3);
     ck_assert_int_eq(f.port, 9000);
     char *b[] = {"serve", "--tensorflow_session_parallelism=3",

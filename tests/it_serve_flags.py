@@ -63,7 +63,9 @@ IMPLEMENTED = {"version", "port", "rest_api_port", "monitoring_config_file", "re
                "rest_api_enable_cors_support", "model_config_file", "model_config_file_poll_wait_seconds",
                "file_system_poll_wait_seconds", "tensorflow_session_parallelism",
                "tensorflow_intra_op_parallelism", "saved_model_tags", "grpc_channel_arguments",
-               "grpc_max_threads"}
+               "grpc_max_threads", "enable_batching", "batching_parameters_file",
+               "enable_per_model_batching_parameters", "enable_model_warmup",
+               "num_request_iterations_for_warmup"}
 
 
 def predict_ok(d):

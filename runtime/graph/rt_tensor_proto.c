@@ -101,7 +101,17 @@ static ms_status strings_from_content(const Tensorflow__TensorProto *p, const rt
     return st;
 }
 
+static ms_status from_proto(const Tensorflow__TensorProto *p, int borrow, rt_tensor **out);
+
 ms_status rt_tensor_from_proto(const Tensorflow__TensorProto *p, rt_tensor **out) {
+    return from_proto(p, 0, out);
+}
+
+ms_status rt_tensor_from_proto_borrow(const Tensorflow__TensorProto *p, rt_tensor **out) {
+    return from_proto(p, 1, out);
+}
+
+static ms_status from_proto(const Tensorflow__TensorProto *p, int borrow, rt_tensor **out) {
     rt_dtype dt = rt_dtype_base((int)p->dtype);
     rt_shape shape;
     char sb[160];
@@ -185,6 +195,15 @@ ms_status rt_tensor_from_proto(const Tensorflow__TensorProto *p, rt_tensor **out
         break;
     }
     case RT_DT_STRING: {
+        if (borrow) { /* the bytes stay in p's string_val: no copy */
+            rt_str *s = rt_tensor_strs(t);
+            for (int64_t i = 0; i < t->nelem; i++) {
+                size_t k = (size_t)i < count ? (size_t)i : count - 1;
+                s[i].data = p->string_val[k].data;
+                s[i].len = p->string_val[k].len;
+            }
+            break;
+        }
         rt_str *tmp = malloc(sizeof(rt_str) * (size_t)t->nelem + 1);
         if (tmp == NULL) {
             rt_tensor_unref(t);

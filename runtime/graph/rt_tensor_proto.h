@@ -17,6 +17,9 @@ ms_status rt_shape_from_proto(const Tensorflow__TensorShapeProto *p, rt_shape *o
  * message when the shape is partial, the dtype unsupported or the number of
  * values does not fit the shape. */
 ms_status rt_tensor_from_proto(const Tensorflow__TensorProto *p, rt_tensor **out);
+/* The same, but a DT_STRING tensor from string_val points into p's bytes
+ * (no copy): p must outlive the tensor and every tensor made from it. */
+ms_status rt_tensor_from_proto_borrow(const Tensorflow__TensorProto *p, rt_tensor **out);
 
 /* Fills *p (already initialised with TENSORFLOW__TENSOR_PROTO__INIT) from t.
  * use_content != 0 writes tensor_content for POD dtypes; otherwise the typed

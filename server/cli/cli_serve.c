@@ -21,6 +21,7 @@
 #include "kn_cpu_backend.h"
 #include "ms_log.h"
 #include "srv_app.h"
+#include "srv_batch.h"
 #include "srv_metrics.h"
 #include "srv_rest.h"
 #include "cli.h"
@@ -235,6 +236,22 @@ int cli_serve(int argc, char **argv) {
         return rc;
     }
     srv_flags_log_notes(&d.flags);
+    srv_batch_params bp;
+    srv_batch_params_defaults(&bp);
+    if (d.flags.enable_batching) { /* issue 13: dynamic batching (srv_batch.c) */
+        if (d.flags.batching_parameters_file &&
+            srv_batch_params_read(d.flags.batching_parameters_file, &bp) != MS_OK) {
+            fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
+            srv_config_free(cfg);
+            return 2;
+        }
+        d.app.batcher = srv_batcher_new(&bp, d.flags.enable_per_model_batching_parameters);
+        MS_INFO("batching on: max_batch_size %lld, batch_timeout_micros %lld, "
+                "max_enqueued_batches %lld, num_batch_threads %lld%s",
+                (long long)bp.max_batch_size, (long long)bp.batch_timeout_micros,
+                (long long)bp.max_enqueued_batches, (long long)bp.num_batch_threads,
+                d.flags.enable_per_model_batching_parameters ? " (per-model files first)" : "");
+    }
 
     d.be = kn_cpu_backend_new(d.flags.intra_op_threads);
     if (d.be == NULL) {
@@ -255,6 +272,9 @@ int cli_serve(int argc, char **argv) {
     }
     d.app.max_message_bytes = d.flags.max_message_bytes;
     d.app.reload_wait_s = 60.0;
+    srv_manager_set_warmup(d.app.mgr, d.flags.enable_model_warmup
+                                          ? d.flags.num_request_iterations_for_warmup
+                                          : 0);
     d.app.health = srv_health_new(&d.app);
     srv_manager_set_listener(d.app.mgr, on_models_changed, &d);
 
@@ -294,7 +314,18 @@ int cli_serve(int argc, char **argv) {
                                                 : 4 * (int)(ncpu > 0 ? ncpu : 1),
         .max_message_bytes = d.flags.max_message_bytes,
         .channel_arguments = d.flags.grpc_channel_arguments,
+        .queue_bound = d.flags.max_queued_requests_per_model,
+        .queue_key = srv_app_queue_key,
+        /* Without batching a model runs on at most one worker per core (the
+         * others stay free for other models) and small calls run inline. */
+        .queue_run_cap = d.app.batcher ? 0 : (int)(ncpu > 0 ? ncpu : 1),
+        .inline_max_bytes = d.app.batcher ? 0 : 4096,
     };
+    if (d.app.batcher != NULL) { /* issue 13: room for a full batch of waiting callers */
+        int64_t need = bp.max_batch_size + 2, qb = bp.max_enqueued_batches * bp.max_batch_size;
+        if (d.flags.grpc_max_threads == 0 && so.workers < need) so.workers = (int)(need < 1024 ? need : 1024);
+        if (so.queue_bound == 0) so.queue_bound = (int)(qb < 1000000 ? qb : 1000000);
+    }
     if (srv_server_start(&so, meth, nmeth, &d.app, &d.server) != MS_OK) {
         MS_ERROR("%s", ms_errmsg());
         fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
@@ -312,6 +343,7 @@ int cli_serve(int argc, char **argv) {
     printf("dcmserve: listening on %s:%d\n", d.flags.bind_address, srv_server_port(d.server));
     fflush(stdout);
     srv_rest *rest = NULL;
+    d.app.server = d.server; /* REST :predict goes through the per-model queues */
     char mpath[256] = "";
     if (d.flags.monitoring_config_file &&
         srv_metrics_config_path(d.flags.monitoring_config_file, mpath, sizeof mpath) != MS_OK)
@@ -341,6 +373,7 @@ int cli_serve(int argc, char **argv) {
     MS_INFO("shutdown complete");
     rc = 0;
 out_mgr:
+    srv_batcher_free(d.app.batcher);
     srv_health_free(d.app.health);
     srv_manager_free(d.app.mgr);
     uv_loop_close(&d.loop);

@@ -1,0 +1,124 @@
+#!/bin/sh
+# Issue 13 figures with dcmserve-bench, everything on 127.0.0.1:
+# 1. throughput and p50/p99 at 1, 8 and 32 calls in flight for half_plus_two
+#    (3 floats) and the imported CT classifier (tests/data/onnx/resnet.onnx
+#    imported with --dicom_input: one DICOM file per request), batching off
+#    and on (max_batch_size 32, batch_timeout_micros 1000, num_batch_threads 2);
+# 2. isolation: half_plus_two's p99 at 1 in flight, alone and while the CT
+#    classifier is saturated (32 in flight, demo_ct-style heavy neighbour);
+# 3. resident memory of the daemon over RSS_CALLS small requests (default
+#    1,000,000; 0 = skip), sampled after every 10 s chunk.
+# Usage: bench/serve_batching.sh [BUILD_DIR] [SECONDS]  (repo root, after the build)
+set -eu
+BUILD=${1:-build}
+SECS=${2:-5}
+RSS_CALLS=${RSS_CALLS:-1000000}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BENCH="$BUILD/dcmserve-bench"
+TMP=$(mktemp -d)
+PID=""
+BG=""
+cleanup() {
+    [ -n "$BG" ] && kill "$BG" 2>/dev/null || true
+    [ -n "$PID" ] && kill "$PID" 2>/dev/null || true
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+"$BUILD/dcmserve" import-onnx "$SRC/tests/data/onnx/resnet.onnx" --output_dir "$TMP/ct_cls/1" \
+    --dicom_input image --window 40,400 --size 32x32 --log_level warn
+mkdir "$TMP/dicom"
+cp "$SRC/tests/data/onnx/ct64.dcm" "$TMP/dicom/"
+cat > "$TMP/models.json" <<CFG
+{"model_config_list": {"config": [
+ {"name": "half_plus_two", "base_path": "$SRC/tests/data/savedmodels/saved_model_half_plus_two_cpu"},
+ {"name": "ct_cls", "base_path": "$TMP/ct_cls"}]}}
+CFG
+cat > "$TMP/batching.pbtxt" <<CFG
+max_batch_size { value: 32 }
+batch_timeout_micros { value: 1000 }
+num_batch_threads { value: 2 }
+max_enqueued_batches { value: 16 }
+CFG
+
+start() { # extra daemon flags...
+    "$BUILD/dcmserve" serve --port=0 --bind_address=127.0.0.1 --model_config_file="$TMP/models.json" \
+        "$@" > "$TMP/serve.out" 2> "$TMP/serve.log" &
+    PID=$!
+    i=0
+    until [ "$(wc -l < "$TMP/serve.out")" -ge 1 ] && head -n 1 "$TMP/serve.out" | grep -q "listening on"; do
+        i=$((i + 1)); [ $i -lt 300 ] || { echo "daemon did not start" >&2; cat "$TMP/serve.log" >&2; exit 1; }
+        sleep 0.1
+    done
+    PORT=$(head -n 1 "$TMP/serve.out" | sed 's/.*://')
+    sleep 1
+}
+stop() { kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""; }
+
+hpt() { # concurrency duration
+    "$BENCH" --target="127.0.0.1:$PORT" --model=half_plus_two --values=1.0,2.0,5.0 --shape=3,1 \
+        --concurrency="$1" --duration="$2" --warmup=1 --json
+}
+ct() { # concurrency duration
+    "$BENCH" --target="127.0.0.1:$PORT" --model=ct_cls --input=image --dicom_dir="$TMP/dicom" \
+        --concurrency="$1" --duration="$2" --warmup=1 --json
+}
+row() { # batching model input concurrency json
+    /usr/bin/python3 -c '
+import json, sys
+b, m, i, c, r = sys.argv[1:6]
+r = json.loads(r)
+err = ", ".join("%s %d" % kv for kv in sorted(r["errors"].items())) or "none"
+print("| %s | %s | %s | %s | %.0f | %d | %d | %s |" % (b, m, i, c, r["calls_per_s"], r["p50_us"], r["p99_us"], err))
+' "$@"
+}
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| batching | model | input | in flight | calls/s | p50 us | p99 us | errors |"
+echo "|---|---|---|---|---|---|---|---|"
+for mode in off on; do
+    if [ $mode = on ]; then
+        start --enable_batching=true --batching_parameters_file="$TMP/batching.pbtxt"
+    else
+        start
+    fi
+    for c in 1 8 32; do
+        row $mode half_plus_two "3 floats" $c "$(hpt $c "$SECS")"
+        row $mode ct_cls "DICOM 64x64 CT" $c "$(ct $c "$SECS")"
+    done
+    stop
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+echo
+echo "isolation (batching off): half_plus_two at 1 in flight, alone and beside ct_cls at 32 in flight"
+start
+ALONE=$(hpt 1 "$SECS")
+HEAVY1=$(ct 1 "$SECS")
+ct 32 $((SECS + 3)) > "$TMP/heavy.json" &
+BG=$!
+sleep 1.5
+BESIDE=$(hpt 1 "$SECS")
+wait "$BG"; BG=""
+/usr/bin/python3 - "$ALONE" "$BESIDE" "$HEAVY1" "$(cat "$TMP/heavy.json")" <<'PY'
+import json, sys
+a, b, h1, h = (json.loads(x) for x in sys.argv[1:])
+print("half_plus_two alone: p50 %d us, p99 %d us (%.0f calls/s)" % (a["p50_us"], a["p99_us"], a["calls_per_s"]))
+print("half_plus_two beside ct_cls x32: p50 %d us, p99 %d us (%.0f calls/s); ct_cls %.0f calls/s, errors %s"
+      % (b["p50_us"], b["p99_us"], b["calls_per_s"], h["calls_per_s"], h["errors"] or "none"))
+print("one ct_cls call alone (an upper bound of its longest kernel): p50 %d us" % h1["p50_us"])
+print("target: p99 beside <= 2 x p99 alone + longest heavy kernel = %d us: %s"
+      % (2 * a["p99_us"] + h1["p50_us"], "holds" if b["p99_us"] <= 2 * a["p99_us"] + h1["p50_us"] else "does not hold"))
+PY
+
+if [ "$RSS_CALLS" -gt 0 ]; then
+    echo
+    echo "resident memory over $RSS_CALLS half_plus_two calls (8 in flight, 10 s chunks)"
+    total=0
+    while [ "$total" -lt "$RSS_CALLS" ]; do
+        n=$(hpt 8 10 | /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["calls"])')
+        total=$((total + n))
+        echo "calls $total rss_kb $(ps -o rss= -p "$PID" | tr -d ' ')"
+    done
+fi
+stop
