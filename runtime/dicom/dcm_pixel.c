@@ -732,6 +732,34 @@ ms_status dcm_decode_hu(const uint8_t *bytes, size_t len, const dcm_limits *lim,
     return st;
 }
 
+int dcm_native_view_of(const dcm_dataset *ds, const dcm_info *in, const dcm_limits *lim_in,
+                       uint32_t frame, dcm_native_view *v) {
+    dcm_limits dl;
+    if (lim_in == NULL) dcm_limits_default(&dl);
+    const dcm_limits *lim = lim_in ? lim_in : &dl;
+    pixfmt f;
+    if (!in->has_pixels || in->float_pixels || in->ts_name == NULL || ds->codec != DCM_CODEC_NONE ||
+        ds->encapsulated || in->samples != 1 || frame >= in->frames)
+        return 0;
+    if (in->rescale_source != DCM_RESCALE_NONE && in->rescale_source != DCM_RESCALE_ATTRS) return 0;
+    ms_status st = check_geometry(in, lim, &f);
+    ms_err_clear();
+    if (st != MS_OK || f.ba != 16) return 0;
+    int64_t px = dcm_find(ds, DCM_NO_PARENT, DCM_TAG_PIXEL_DATA);
+    if (px < 0) return 0;
+    const dcm_elem *e = &ds->elems[px];
+    const uint64_t frame_bytes = (uint64_t)f.rows * f.cols * 2;
+    if (e->big_endian || (e->flags & DCM_ELEM_ENCAPS) || e->len < frame_bytes * f.frames) return 0;
+    v->raw = ds->body + e->off + frame_bytes * frame;
+    v->rows = f.rows;
+    v->cols = f.cols;
+    v->mask = f.bs < 16 ? ((uint32_t)1 << f.bs) - 1 : 0xFFFF;
+    v->sign = f.pr ? (uint32_t)1 << (f.bs - 1) : 0;
+    v->slope = (float)in->slope;
+    v->intercept = (float)in->intercept;
+    return 1;
+}
+
 void dcm_image_free(dcm_image *img) {
     if (img == NULL) return;
     free(img->data);
