@@ -169,8 +169,23 @@ DCM_CLONES static void hresize(const float *restrict row, uint32_t ow, uint32_t 
                                const int32_t *restrict x0, const int32_t *restrict x1,
                                const float *restrict dx, int half2, float *restrict h) {
     if (half2 && c == 1) {
-        /* x0 = 2x, x1 = 2x + 1, dx = 0.5: a stride-2 loop the compiler vectorises. */
-        for (uint32_t x = 0; x < ow; x++) {
+        /* x0 = 2x, x1 = 2x + 1, dx = 0.5: even and odd lanes of 32 inputs. */
+        uint32_t x = 0;
+        fw_v16f half;
+        for (int k = 0; k < 16; k++)
+            half[k] = 0.5f;
+        for (; x + 16 <= ow; x += 16) {
+            fw_v16f p, q;
+            memcpy(&p, row + 2 * (size_t)x, sizeof(p));
+            memcpy(&q, row + 2 * (size_t)x + 16, sizeof(q));
+            fw_v16f a = __builtin_shufflevector(p, q, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,
+                                                24, 26, 28, 30);
+            fw_v16f b = __builtin_shufflevector(p, q, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23,
+                                                25, 27, 29, 31);
+            fw_v16f r = a + (b - a) * half;
+            memcpy(h + x, &r, sizeof(r));
+        }
+        for (; x < ow; x++) {
             float a = row[2 * x], b = row[2 * x + 1];
             h[x] = a + (b - a) * 0.5f;
         }
