@@ -1,6 +1,7 @@
 /* dcm_ops_int.h - what the DICOM graph ops share inside runtime/dicom: the
  * modality guard and fixed-size check (attrs `modalities`, `expect_size`)
- * and the fused DcmDecodeWindow kernel (dcm_fused.c). */
+ * the fused DcmDecodeWindow kernel (dcm_fused.c) and DcmDecodeVolume
+ * (dcm_volume.c). */
 #ifndef DCM_OPS_INT_H
 #define DCM_OPS_INT_H
 
@@ -22,5 +23,11 @@ ms_status dcm_guard_check(const dcm_guard *g, int64_t i, const dcm_info *info, u
 ms_status dcm_fused_prepare(const kn_node *n, rt_tensor *const *cin, void **state);
 ms_status dcm_fused_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
                             rt_tensor **out);
+
+/* DcmDecodeVolume (dcm_volume.c): a series of files, or one multi-frame
+ * file, to one (1, D, H, W, 1) volume. */
+ms_status dcm_volume_prepare(const kn_node *n, rt_tensor *const *cin, void **state);
+ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
+                             rt_tensor **out);
 
 #endif /* DCM_OPS_INT_H */
