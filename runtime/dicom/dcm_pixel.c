@@ -531,6 +531,7 @@ typedef struct encaps_job {
     const uint32_t *starts;
     ms_status *st;    /* per frame */
     char (*err)[256]; /* per frame: the message (thread-local otherwise) */
+    uint32_t codec_threads; /* one frame: the codec's own threads */
 } encaps_job;
 
 static ms_status decode_frame(const encaps_job *j, uint32_t fr, uint8_t **joined,
@@ -585,7 +586,8 @@ static ms_status decode_frame(const encaps_job *j, uint32_t fr, uint8_t **joined
                         .bits_stored = f->bs,
                         .pixel_rep = f->pr,
                         .planar = (uint16_t)f->planar,
-                        .photometric = j->in->photometric};
+                        .photometric = j->in->photometric,
+                        .threads = j->codec_threads};
     int conv = 0;
     ms_status st =
         dcm_codec_decode(ds->codec, data, (size_t)len, &g, *native, (size_t)native_size, &conv);
@@ -632,6 +634,9 @@ static ms_status decode_encaps(const dcm_dataset *ds, const dcm_info *in, pixfmt
     for (size_t k = 0; k < nf; k++)
         j.st[k] = MS_OK;
     if ((st = dcm_encaps_map(ds, f->frames, starts)) != MS_OK) goto done;
+    /* Several frames: one per pool thread. One frame: the codec's own
+     * threads where it has them (OpenJPEG's code-block parallelism). */
+    if (nf == 1 && threads > 1) j.codec_threads = threads;
     if (threads > 1 && nf > 1)
         kn_parallel_for((int)threads, (int64_t)nf, 1, encaps_range, &j);
     else
