@@ -265,6 +265,21 @@ static ms_status hu_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tenso
         }
         float *dst = hu + (uint64_t)i * plane * C;
         float *dm = mask + (uint64_t)i * plane;
+        if (C == 1 && c == 1) {
+            /* Grey: whole rows, then the padding. */
+            for (uint32_t y = 0; y < H; y++) {
+                float *row = dst + (uint64_t)y * W, *mrow = dm + (uint64_t)y * W;
+                const uint32_t in_w = y < h ? (w < W ? w : W) : 0;
+                if (in_w) memcpy(row, src + (uint64_t)y * w, (size_t)in_w * sizeof(float));
+                for (uint32_t xx = 0; xx < in_w; xx++)
+                    mrow[xx] = 1.f;
+                for (uint32_t xx = in_w; xx < W; xx++) {
+                    row[xx] = s->pad;
+                    mrow[xx] = 0.f;
+                }
+            }
+            continue;
+        }
         for (uint32_t y = 0; y < H; y++)
             for (uint32_t xx = 0; xx < W; xx++) {
                 uint64_t o = (uint64_t)y * W + xx;
