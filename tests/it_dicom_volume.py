@@ -262,6 +262,20 @@ def main():
         m_nchw = import_model(tmp, "vol", "NCHW")
         m_nhwc = import_model(tmp, "vol_nhwc", "NHWC")
         m_sp = import_model(tmp, "vol_sp", "NCHW", "--spacing", "2.0,0.9,1.1")
+        # a 4-D model is refused with --dicom_volume; --size does not go with it
+        x = helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 1, 8, 8])
+        y = helper.make_tensor_value_info("vol", TensorProto.FLOAT, ["N", 1, 8, 8])
+        g = helper.make_graph([helper.make_node("Identity", ["image"], ["vol"])], "v", [x], [y])
+        p4 = os.path.join(tmp, "id4.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), p4)
+        r = run("import-onnx", p4, "--output_dir", os.path.join(tmp, "x4", "1"), "--dicom_input",
+                "image", "--window", "40,400", "--dicom_volume")
+        check(r.returncode != 0 and "5-D" in r.stderr,
+              "import-onnx --dicom_volume refuses a 4-D model input (%s)" % r.stderr.strip())
+        r = run("import-onnx", p4, "--output_dir", os.path.join(tmp, "x5", "1"), "--dicom_input",
+                "image", "--window", "40,400", "--dicom_volume", "--size", "8x8")
+        check(r.returncode == 2 and "--spacing" in r.stderr,
+              "import-onnx: --size with --dicom_volume is a usage error (%s)" % r.stderr.strip())
         r = run("show", "--dir", m_nchw, "--all")
         check("DT_STRING" in r.stdout, "show: the volume input is DT_STRING")
 
