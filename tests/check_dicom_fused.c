@@ -5,7 +5,7 @@
  * line when absent). Each file alone and in mixed batches, with and without
  * resize (down and up), NHWC and NCHW, with and without the mask: the
  * outputs must be identical bit for bit, and a file one path refuses the
- * other refuses too. Run with one and with two intra-op threads. */
+ * other refuses too. Run with one and (some) with two intra-op threads. */
 #include <check.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -161,11 +161,14 @@ static const cfg cfgs[] = {
 
 START_TEST(fused_equals_unfused) {
     int bad = 0, ran = 0;
+    /* Every configuration at 1 thread; two of them again at 2 threads
+     * (files of a batch in parallel). */
     for (int t = 1; t <= 2; t++)
         for (size_t k = 0; k < sizeof(cfgs) / sizeof(cfgs[0]); k++) {
+            if (t == 2 && k != 0 && k != 3) continue;
             for (int i = 0; i < nfiles; i++)
                 bad += !compare((int[]){i}, 1, &cfgs[k], t, &ran);
-            /* Mixed batches: ct64 with each other file, and three in a row. */
+            /* Mixed batches: ct64 with others, and three in a row. */
             for (int i = 1; i + 2 < nfiles; i += 3) {
                 bad += !compare((int[]){0, i}, 2, &cfgs[k], t, &ran);
                 bad += !compare((int[]){i, i + 1, i + 2}, 3, &cfgs[k], t, &ran);
