@@ -354,6 +354,17 @@ def main():
         # a multi-frame file among single-frame ones
         hostile.append(("multi-frame among files", cta[:2] + series["enhanced CT 6 frames"],
                         "frames"))
+        # a series whose headers add up to more than the decode limit (1 GiB of
+        # float32): refused before any pixel is decoded (the pixel data is short)
+        big = []
+        ds = pydicom.dcmread(cta[0])
+        ds.Rows, ds.Columns = 1024, 1024
+        for i in range(260):
+            ds.ImagePositionPatient = fmt([0.0, 0.0, float(i)])
+            t = os.path.join(tmp, "h_big_%03d.dcm" % i)
+            ds.save_as(t)
+            big.append(t)
+        hostile.append(("series over the size limit", big, "over the limit"))
         # modality guard: an MR series into a CT-only model
         m_ct = import_model(tmp, "vol_ct", "NCHW", "--dicom_modality", "CT")
         got, err = ours_run(m_ct, series["MR axial 6 slices"], tmp)

@@ -105,6 +105,8 @@ typedef struct vol_geom {
 } vol_geom;
 
 typedef struct vol_file {
+    dcm_dataset *ds; /* between the two phases */
+    dcm_info info;
     dcm_image *img;
     vol_geom *g; /* per frame */
     char series[68];
@@ -169,14 +171,27 @@ static ms_status read_geometry(const dcm_dataset *ds, uint32_t frames, vol_geom 
     return MS_OK;
 }
 
+/* Phase 1: parse and read the header (sizes), no pixels yet. */
+static void parse_range(void *arg, int64_t b, int64_t e) {
+    vol_job *j = arg;
+    for (int64_t i = b; i < e; i++) {
+        vol_file *f = &j->f[i];
+        ms_err_clear();
+        ms_status st = dcm_parse(j->files[i].data, (size_t)j->files[i].len, &j->lim, &f->ds);
+        if (st == MS_OK) st = dcm_read_info(f->ds, &f->info);
+        f->st = st;
+        if (st != MS_OK) snprintf(f->err, ERR_MAX, "%s", ms_errmsg());
+    }
+}
+
+/* Phase 2: decode to HU and read the geometry; the data set is freed. */
 static void load_range(void *arg, int64_t b, int64_t e) {
     vol_job *j = arg;
     for (int64_t i = b; i < e; i++) {
         vol_file *f = &j->f[i];
-        dcm_dataset *ds = NULL;
+        dcm_dataset *ds = f->ds;
         ms_err_clear();
-        ms_status st = dcm_parse(j->files[i].data, (size_t)j->files[i].len, &j->lim, &ds);
-        if (st == MS_OK) st = dcm_decode_hu_ds(ds, &j->lim, &f->img);
+        ms_status st = dcm_decode_hu_ds(ds, &j->lim, &f->img);
         if (st == MS_OK) {
             f->g = calloc(f->img->frames, sizeof(*f->g));
             st = f->g ? read_geometry(ds, f->img->frames, f->g) : ms_errf(MS_ENOMEM, "out of memory");
@@ -184,6 +199,7 @@ static void load_range(void *arg, int64_t b, int64_t e) {
                            sizeof(f->series));
         }
         dcm_dataset_free(ds);
+        f->ds = NULL;
         f->st = st;
         if (st != MS_OK) snprintf(f->err, ERR_MAX, "%s", ms_errmsg());
     }
@@ -351,6 +367,27 @@ ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
         st = ms_errf(MS_ENOMEM, "out of memory for %lld files", (long long)nf);
         goto done;
     }
+    /* Headers first: the whole series' decoded size is bounded before any
+     * pixel is decoded (each file alone is bounded by the decoder). */
+    kn_ctx_parallel_for(ctx, nf, 1, parse_range, &j);
+    uint64_t total = 0;
+    for (int64_t i = 0; i < nf; i++) {
+        if (j.f[i].st != MS_OK) break;
+        const dcm_info *in = &j.f[i].info;
+        total += (uint64_t)in->rows * in->cols * (in->samples ? in->samples : 1) * in->frames * 4;
+    }
+    if (total > j.lim.max_pixel_bytes) {
+        st = ms_errf(MS_EINVAL, "a series of %lld files decodes to %llu bytes, over the limit of %llu",
+                     (long long)nf, (unsigned long long)total,
+                     (unsigned long long)j.lim.max_pixel_bytes);
+        goto done;
+    }
+    for (int64_t i = 0; i < nf; i++)
+        if (j.f[i].st != MS_OK) {
+            st = ms_errf(j.f[i].st == MS_ENOMEM ? MS_ENOMEM : MS_EINVAL, "dicom[%lld]: %s",
+                         (long long)i, j.f[i].err);
+            goto done;
+        }
     kn_ctx_parallel_for(ctx, nf, 1, load_range, &j);
     for (int64_t i = 0; i < nf; i++)
         if (j.f[i].st != MS_OK) {
@@ -505,6 +542,7 @@ done:
     if (j.f)
         for (int64_t i = 0; i < nf; i++) {
             dcm_image_free(j.f[i].img);
+            dcm_dataset_free(j.f[i].ds);
             free(j.f[i].g);
         }
     free(j.f);
