@@ -79,8 +79,12 @@ typedef struct cfg {
 
 static ms_status run_kernel(const kn_kernel *k, const Tensorflow__NodeDef *def, int nin, int nout,
                             int threads, rt_tensor *const *in, rt_tensor **out) {
-    kn_node kn = {.name = def->name, .op = def->op, .def = def, .attrs = &rt_nodedef_attrs,
-                  .nin = nin, .nout = nout};
+    kn_node kn = {.name = def->name,
+                  .op = def->op,
+                  .def = def,
+                  .attrs = &rt_nodedef_attrs,
+                  .nin = nin,
+                  .nout = nout};
     kn_ctx ctx = {.nthreads = threads};
     void *state = NULL;
     ms_status st = k->prepare ? k->prepare(&kn, NULL, &state) : MS_OK;
@@ -132,7 +136,8 @@ static int compare(const int *idx, int n, const cfg *c, int threads, int *ran) {
              memcmp(ref->data, got->data, (size_t)ref->nelem * sizeof(float)) == 0;
         if (!ok) {
             int64_t first = -1;
-            for (int64_t i = 0; i < ref->nelem && first < 0 && rt_shape_equal(&ref->shape, &got->shape); i++)
+            for (int64_t i = 0;
+                 i < ref->nelem && first < 0 && rt_shape_equal(&ref->shape, &got->shape); i++)
                 if (memcmp(rt_tensor_f32(ref) + i, rt_tensor_f32(got) + i, 4) != 0) first = i;
             fprintf(stderr, "differs at %lld: %.9g vs %.9g\n", (long long)first,
                     first >= 0 ? rt_tensor_f32(ref)[first] : 0.0,
@@ -140,9 +145,11 @@ static int compare(const int *idx, int n, const cfg *c, int threads, int *ran) {
         }
     }
     if (!ok)
-        fprintf(stderr, "mismatch: %s%s (n=%d) size %lldx%lld %s masked %d threads %d: unfused %d fused %d\n",
-                files[idx[0]].name, n > 1 ? " +batch" : "", n, (long long)c->h, (long long)c->w,
-                c->nchw ? "NCHW" : "NHWC", c->masked, threads, a, f);
+        fprintf(
+            stderr,
+            "mismatch: %s%s (n=%d) size %lldx%lld %s masked %d threads %d: unfused %d fused %d\n",
+            files[idx[0]].name, n > 1 ? " +batch" : "", n, (long long)c->h, (long long)c->w,
+            c->nchw ? "NCHW" : "NHWC", c->masked, threads, a, f);
     rt_tensor_unref(hu[0]);
     rt_tensor_unref(hu[1]);
     rt_tensor_unref(ref);
@@ -155,7 +162,7 @@ static int compare(const int *idx, int n, const cfg *c, int threads, int *ran) {
 }
 
 static const cfg cfgs[] = {
-    {0, 0, 0, 1, 40.f, 400.f},     {0, 0, 1, 0, 40.f, 400.f},   {32, 32, 0, 1, 40.f, 400.f},
+    {0, 0, 0, 1, 40.f, 400.f},      {0, 0, 1, 0, 40.f, 400.f},     {32, 32, 0, 1, 40.f, 400.f},
     {64, 48, 1, 1, 1000.f, 3000.f}, {200, 130, 0, 0, 50.f, 350.f}, {7, 5, 1, 0, 40.f, 80.f},
 };
 
@@ -183,7 +190,8 @@ END_TEST
 
 int main(void) {
     if (!load_all()) {
-        printf("check_dicom_fused: pydicom's test files not found (set DCM_PYDICOM_FILES); skipped\n");
+        printf(
+            "check_dicom_fused: pydicom's test files not found (set DCM_PYDICOM_FILES); skipped\n");
         return 77;
     }
     Suite *s = suite_create("dicom_fused");

@@ -106,9 +106,9 @@ ms_status dcm_fused_prepare(const kn_node *n, rt_tensor *const *cin, void **stat
 #define CLIP_DIV(x, lov, hiv, rv)                                                                  \
     do {                                                                                           \
         fw_v16i m_ = (x) < (lov);                                                                  \
-        (x) = (fw_v16f)(((fw_v16i)(x) & ~m_) | ((fw_v16i)(lov) & m_));                             \
+        (x) = (fw_v16f)(((fw_v16i)(x) & ~m_) | ((fw_v16i)(lov)&m_));                               \
         m_ = (x) > (hiv);                                                                          \
-        (x) = (fw_v16f)(((fw_v16i)(x) & ~m_) | ((fw_v16i)(hiv) & m_));                             \
+        (x) = (fw_v16f)(((fw_v16i)(x) & ~m_) | ((fw_v16i)(hiv)&m_));                               \
         (x) = ((x) - (lov)) / (rv);                                                                \
     } while (0)
 
@@ -178,10 +178,10 @@ DCM_CLONES static void hresize(const float *restrict row, uint32_t ow, uint32_t 
             fw_v16f p, q;
             memcpy(&p, row + 2 * (size_t)x, sizeof(p));
             memcpy(&q, row + 2 * (size_t)x + 16, sizeof(q));
-            fw_v16f a = __builtin_shufflevector(p, q, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,
-                                                24, 26, 28, 30);
-            fw_v16f b = __builtin_shufflevector(p, q, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23,
-                                                25, 27, 29, 31);
+            fw_v16f a = __builtin_shufflevector(p, q, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24,
+                                                26, 28, 30);
+            fw_v16f b = __builtin_shufflevector(p, q, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25,
+                                                27, 29, 31);
             fw_v16f r = a + (b - a) * half;
             memcpy(h + x, &r, sizeof(r));
         }
@@ -320,8 +320,8 @@ static void win_row(const fw_job *j, const fw_file *f, uint32_t r, float *restri
                         buf[(size_t)x * C + k] = tmp[x];
         } else {
             const uint32_t c = f->samples;
-            const float *src = f->img->data +
-                               (uint64_t)s->frame * f->rows * f->cols * c + (uint64_t)r * w * c;
+            const float *src =
+                f->img->data + (uint64_t)s->frame * f->rows * f->cols * c + (uint64_t)r * w * c;
             if (c == C)
                 memcpy(buf, src, (size_t)w * C * sizeof(float));
             else
@@ -340,7 +340,8 @@ static void put_row(const fw_job *j, int64_t b, uint32_t y, const float *row) {
     const uint32_t C = j->C, oh = j->oh, ow = j->ow;
     float *base = j->y + (uint64_t)b * oh * ow * C;
     if (!j->s->nchw || C == 1) {
-        if (row != base + (uint64_t)y * ow * C) memcpy(base + (uint64_t)y * ow * C, row, (size_t)ow * C * sizeof(float));
+        if (row != base + (uint64_t)y * ow * C)
+            memcpy(base + (uint64_t)y * ow * C, row, (size_t)ow * C * sizeof(float));
         return;
     }
     for (uint32_t k = 0; k < C; k++)
@@ -357,7 +358,8 @@ static ms_status render(const fw_job *j, int64_t b, uint32_t ya, uint32_t yb) {
     /* buffers: win (wc), tmp (W), h[2] (oc each), out row (oc), x0, x1, dx (ow) */
     size_t need = (wc + W + 3 * oc + 3 * (size_t)ow + 16) * sizeof(float);
     float *mem = scratch(need);
-    if (mem == NULL) return ms_errf(MS_ENOMEM, "out of memory for the rows of dicom[%lld]", (long long)b);
+    if (mem == NULL)
+        return ms_errf(MS_ENOMEM, "out of memory for the rows of dicom[%lld]", (long long)b);
     float *win = mem, *tmp = win + wc, *h0 = tmp + W, *h1 = h0 + oc, *orow = h1 + oc;
     int32_t *x0 = (int32_t *)(orow + oc), *x1 = x0 + ow;
     float *dx = (float *)(x1 + ow);
@@ -459,8 +461,7 @@ ms_status dcm_fused_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tenso
             goto done;
         }
     for (int64_t i = 0; i < nf; i++)
-        if ((st = dcm_guard_check(&s->guard, i, &j.f[i].info, j.f[i].rows, j.f[i].cols)) !=
-            MS_OK)
+        if ((st = dcm_guard_check(&s->guard, i, &j.f[i].info, j.f[i].rows, j.f[i].cols)) != MS_OK)
             goto done;
     j.C = 1;
     for (int64_t i = 0; i < nf; i++) {

@@ -23,8 +23,8 @@ ms_status dcm_guard_check(const dcm_guard *g, int64_t i, const dcm_info *info, u
     if (g->modalities[0] && !modality_listed(g->modalities, info->modality))
         return ms_errf(MS_EINVAL, "dicom[%lld]: Modality is %s%s%s; this model takes %s",
                        (long long)i, info->modality[0] ? "'" : "",
-                       info->modality[0] ? info->modality : "missing",
-                       info->modality[0] ? "'" : "", g->modalities);
+                       info->modality[0] ? info->modality : "missing", info->modality[0] ? "'" : "",
+                       g->modalities);
     if (g->expect[0] && (rows != g->expect[0] || cols != g->expect[1]))
         return ms_errf(MS_EINVAL,
                        "dicom[%lld]: image is %ux%u (rows x columns), the model input is "

@@ -20,9 +20,9 @@
  * slice). Values: HU exactly as DcmDecodeHU, then the window exactly as
  * DcmWindow, then (with spacing) linear resampling along z, then y, then x:
  * output index i sits at input index p = i * t / s (double; s the series'
- * spacing, t the requested one: the float32 attr widened to double), v = a + (b - a) * (float)(p - floor(p))
- * in float32, b clamped at the last slice; the axis length becomes
- * floor((n - 1) * s / t) + 1. */
+ * spacing, t the requested one: the float32 attr widened to double), v = a + (b - a) * (float)(p -
+ * floor(p)) in float32, b clamped at the last slice; the axis length becomes floor((n - 1) * s / t)
+ * + 1. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +38,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#define ERR_MAX 400
+#define ERR_MAX   400
 #define TAG(g, e) DCM_TAG(g, e)
 
 typedef struct vol_state {
@@ -194,7 +194,8 @@ static void load_range(void *arg, int64_t b, int64_t e) {
         ms_status st = dcm_decode_hu_ds(ds, &j->lim, &f->img);
         if (st == MS_OK) {
             f->g = calloc(f->img->frames, sizeof(*f->g));
-            st = f->g ? read_geometry(ds, f->img->frames, f->g) : ms_errf(MS_ENOMEM, "out of memory");
+            st = f->g ? read_geometry(ds, f->img->frames, f->g)
+                      : ms_errf(MS_ENOMEM, "out of memory");
             dcm_get_string(ds, dcm_find(ds, DCM_NO_PARENT, TAG(0x0020, 0x000E)), f->series,
                            sizeof(f->series));
         }
@@ -286,8 +287,9 @@ static ms_status order_slices(vol_file *f, int64_t nf, vol_slice *sl, int64_t D,
         double v[3] = {q[0] - p[0] - g * n[0], q[1] - p[1] - g * n[1], q[2] - p[2] - g * n[2]};
         double off = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
         if (g < 1e-3)
-            st = ms_errf(MS_EINVAL, "duplicate position: %s and %s are both at %.3f mm along the "
-                                    "slice normal",
+            st = ms_errf(MS_EINVAL,
+                         "duplicate position: %s and %s are both at %.3f mm along the "
+                         "slice normal",
                          slice_name(&sl[k], multi, a, sizeof(a)),
                          slice_name(&sl[k + 1], multi, b, sizeof(b)), sl[k].d);
         else if (off > 1e-2 + 1e-3 * g)
@@ -377,9 +379,9 @@ ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
         total += (uint64_t)in->rows * in->cols * (in->samples ? in->samples : 1) * in->frames * 4;
     }
     if (total > j.lim.max_pixel_bytes) {
-        st = ms_errf(MS_EINVAL, "a series of %lld files decodes to %llu bytes, over the limit of %llu",
-                     (long long)nf, (unsigned long long)total,
-                     (unsigned long long)j.lim.max_pixel_bytes);
+        st = ms_errf(
+            MS_EINVAL, "a series of %lld files decodes to %llu bytes, over the limit of %llu",
+            (long long)nf, (unsigned long long)total, (unsigned long long)j.lim.max_pixel_bytes);
         goto done;
     }
     for (int64_t i = 0; i < nf; i++)
