@@ -17,6 +17,7 @@
 #include "rt_graph.h"
 #include "rt_graphbuild.h"
 #include "rt_model.h"
+#include "util_dicom.h"
 
 static kn_backend *be;
 static rt_gb *gb;
@@ -717,6 +718,82 @@ START_TEST(env_switch) {
 }
 END_TEST
 
+/* ---- pattern 3: DcmDecodeHU -> DcmWindow ==> DcmDecodeWindow ---- */
+
+/* A 20x24 CT (signed 16-bit, slope 1, intercept -1024) in a DT_STRING [1]. */
+static rt_tensor *ct_file(ut_dbuf *d) {
+    ut_dbuf_init(d, 1, 0);
+    ut_dbuf_meta(d, "1.2.840.10008.1.2.1");
+    ut_dbuf_str(d, 0x0008, 0x0060, "CS", "CT");
+    ut_dbuf_image(d, 20, 24, 16, 16, 1, "MONOCHROME2");
+    ut_dbuf_str(d, 0x0028, 0x1052, "DS", "-1024");
+    ut_dbuf_str(d, 0x0028, 0x1053, "DS", "1");
+    ut_dbuf_hdr(d, 0x7FE0, 0x0010, "OW", 20 * 24 * 2);
+    for (int i = 0; i < 20 * 24; i++)
+        ut_dbuf_u16(d, (uint16_t)(int16_t)((i * 37) % 1600 - 200));
+    rt_str s = {.data = d->p, .len = (int64_t)d->n};
+    rt_shape sh = SHAPE(1);
+    rt_tensor *t = NULL;
+    ck_assert_int_eq(rt_tensor_new_strings(&sh, &s, &t), MS_OK);
+    return t;
+}
+
+/* files -> DcmDecodeHU "dec" -> DcmWindow "win" (with the mask, resize to
+ * 16x16, NCHW); with `extra`, an Identity also reads dec:0. */
+static const Tensorflow__MetaGraphDef *dicom_graph(int extra) {
+    rt_shape sh = SHAPE(-1);
+    rt_gb_placeholder(gb, "files", RT_DT_STRING, &sh);
+    Tensorflow__NodeDef *dec = rt_gb_node(gb, "DcmDecodeHU", "dec");
+    rt_gb_input(gb, dec, "files");
+    Tensorflow__NodeDef *win = rt_gb_node(gb, "DcmWindow", "win");
+    rt_gb_input(gb, win, "dec");
+    rt_gb_input(gb, win, "dec:1");
+    rt_gb_attr_f(gb, win, "center", 40.f);
+    rt_gb_attr_f(gb, win, "width", 400.f);
+    rt_gb_attr_s(gb, win, "data_format", "NCHW", 4);
+    rt_gb_attr_ilist(gb, win, "size", (const int64_t[]){16, 16}, 2);
+    if (extra) rt_gb_unary(gb, "Identity", "hu_copy", "dec", RT_DT_FLOAT);
+    return meta();
+}
+
+START_TEST(dicom_decode_window) {
+    const Tensorflow__MetaGraphDef *mg = dicom_graph(0);
+    rt_graph *g0 = load(mg, 0), *g1 = load(mg, 1);
+    ck_assert_str_eq(node(g0, "win")->kn.op, "DcmWindow");
+    const rt_gnode *w = node(g1, "win");
+    ck_assert_str_eq(w->kn.op, "DcmDecodeWindow");
+    ck_assert_int_eq(w->nin, 1);
+    ck_assert_int_eq(kn_attr_b(&w->kn, "masked", 0), 1);
+    ut_dbuf d;
+    feeds f = {0};
+    add_feed(&f, "files", ct_file(&d));
+    rt_tensor *want = run(g0, &f, "win"), *got = run(g1, &f, "win");
+    ck_assert_msg(rt_shape_equal(&got->shape, &want->shape), "shapes differ");
+    ck_assert_int_eq(got->shape.dim[1], 1);
+    ck_assert_int_eq(got->shape.dim[2], 16);
+    ck_assert_msg(memcmp(got->data, want->data, (size_t)want->nelem * sizeof(float)) == 0,
+                  "fused output differs from DcmDecodeHU + DcmWindow");
+    /* The decode's own output can still be fetched (the node stays). */
+    rt_tensor *hu = run(g1, &f, "dec");
+    ck_assert_int_eq(hu->shape.dim[1], 20);
+    rt_tensor_unref(hu);
+    rt_tensor_unref(want);
+    rt_tensor_unref(got);
+    free_feeds(&f);
+    ut_dbuf_free(&d);
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+}
+END_TEST
+
+START_TEST(dicom_hu_used_elsewhere) {
+    /* dec:0 has a second consumer: the pair stays unfused. */
+    rt_graph *g = load(dicom_graph(1), 1);
+    ck_assert_str_eq(node(g, "win")->kn.op, "DcmWindow");
+    rt_graph_free(g);
+}
+END_TEST
+
 static Suite *fuse_suite(void) {
     Suite *s = suite_create("fuse");
     struct {
@@ -743,6 +820,8 @@ static Suite *fuse_suite(void) {
         {"function_body", function_body},
         {"feed_absorbed", feed_absorbed},
         {"env_switch", env_switch},
+        {"dicom_decode_window", dicom_decode_window},
+        {"dicom_hu_used_elsewhere", dicom_hu_used_elsewhere},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -826,6 +826,15 @@ static void cast_chunk(void *arg, int64_t begin, int64_t end) {
     /* Lossless-by-C-rules pairs common in imaging pipelines run typed loops. */
     if (j->ddt == RT_DT_FLOAT) {
         switch (j->sdt) {
+        case RT_DT_BOOL: {
+            /* Masks (Cast of a comparison) in imaging graphs: any non-zero
+             * byte is true, as TensorFlow reads a bool. */
+            const uint8_t *restrict s = j->src;
+            float *restrict d = j->dst;
+            for (int64_t i = begin; i < end; i++)
+                d[i] = s[i] != 0 ? 1.f : 0.f;
+            return;
+        }
         case RT_DT_UINT8:
             CAST_FAST(uint8_t, float);
         case RT_DT_INT8:

@@ -40,6 +40,8 @@ typedef struct dcm_frame_geom {
     uint16_t pixel_rep;        /* 0 unsigned, 1 signed */
     uint16_t planar;           /* PlanarConfiguration of the header */
     const char *photometric;   /* "MONOCHROME2", "YBR_FULL_422", ... */
+    uint32_t threads;          /* > 1: the codec may use that many threads of its own
+                                * for this frame (OpenJPEG); 0 or 1: the caller's */
 } dcm_frame_geom;
 
 /* Decodes one frame into out (out_size must be rows*cols*samples*bytes per

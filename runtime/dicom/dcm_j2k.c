@@ -157,7 +157,15 @@ ms_status dcm__j2k_decode(const uint8_t *data, size_t len, const dcm_frame_geom 
     opj_set_warning_handler(codec, on_quiet, NULL);
     opj_set_info_handler(codec, on_quiet, NULL);
     opj_set_default_decoder_parameters(&par);
-    if (!opj_setup_decoder(codec, &par) || !opj_read_header(stream, codec, &img) || img == NULL) {
+    if (!opj_setup_decoder(codec, &par)) {
+        st = ms_errf(MS_EINVAL, "J2K: cannot set up the decoder: %s",
+                     msgs.err[0] ? msgs.err : "unknown error");
+        goto out;
+    }
+    /* A single frame: OpenJPEG decodes its code-blocks on its own threads
+     * (no effect where it was built without thread support). */
+    if (g->threads > 1) (void)opj_codec_set_threads(codec, (int)g->threads);
+    if (!opj_read_header(stream, codec, &img) || img == NULL) {
         st = ms_errf(MS_EINVAL, "J2K: bad header: %s", msgs.err[0] ? msgs.err : "unknown error");
         goto out;
     }

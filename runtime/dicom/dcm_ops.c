@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "dcm_ops.h"
+#include "dcm_ops_int.h"
 #include "dcm_pixel.h"
 #include "kn_ctx.h"
 
@@ -161,39 +162,16 @@ static void free_imgs(dcm_image **imgs, int64_t n) {
 
 typedef struct hu_state {
     int64_t frame;
-    int64_t size[2];   /* 0 = no resize */
-    int64_t expect[2]; /* 0 = any size */
+    int64_t size[2]; /* 0 = no resize */
     float pad;
-    char modalities[128]; /* "" = any; else comma-separated */
+    dcm_guard guard;
 } hu_state;
-
-/* Is modality m one of the comma-separated list? */
-static int modality_listed(const char *list, const char *m) {
-    const size_t n = strlen(m);
-    for (const char *p = list; *p;) {
-        const char *q = strchr(p, ',');
-        const size_t k = q ? (size_t)(q - p) : strlen(p);
-        if (k == n && n > 0 && memcmp(p, m, n) == 0) return 1;
-        p += k + (q != NULL);
-    }
-    return 0;
-}
 
 /* The modality guard and the fixed-size check of hu_state, per file. */
 static ms_status hu_guard(const hu_state *s, dcm_image *const *imgs, int64_t nf) {
     for (int64_t i = 0; i < nf; i++) {
-        const dcm_image *im = imgs[i];
-        if (s->modalities[0] && !modality_listed(s->modalities, im->info.modality))
-            return ms_errf(MS_EINVAL, "dicom[%lld]: Modality is %s%s%s; this model takes %s",
-                           (long long)i, im->info.modality[0] ? "'" : "",
-                           im->info.modality[0] ? im->info.modality : "missing",
-                           im->info.modality[0] ? "'" : "", s->modalities);
-        if (s->expect[0] && (im->rows != s->expect[0] || im->cols != s->expect[1]))
-            return ms_errf(MS_EINVAL,
-                           "dicom[%lld]: image is %ux%u (rows x columns), the model input is "
-                           "%lldx%lld (import with --size to resize)",
-                           (long long)i, im->rows, im->cols, (long long)s->expect[0],
-                           (long long)s->expect[1]);
+        ms_status st = dcm_guard_check(&s->guard, i, &imgs[i]->info, imgs[i]->rows, imgs[i]->cols);
+        if (st != MS_OK) return st;
     }
     return MS_OK;
 }
@@ -218,19 +196,10 @@ static ms_status hu_prepare(const kn_node *n, rt_tensor *const *cin, void **stat
         free(s);
         return ms_errf(MS_EINVAL, "%s: size wants [height, width], got %d values", n->name, k);
     }
-    size_t ml = 0;
-    const char *mods = kn_attr_s(n, "modalities", &ml);
-    if (mods != NULL && ml > 0) {
-        if (ml >= sizeof(s->modalities)) {
-            free(s);
-            return ms_errf(MS_EINVAL, "%s: modalities list of %zu bytes is too long", n->name, ml);
-        }
-        memcpy(s->modalities, mods, ml);
-    }
-    k = kn_attr_ilist(n, "expect_size", sz, 2);
-    if (k == 2 && sz[0] > 0 && sz[1] > 0) {
-        s->expect[0] = sz[0];
-        s->expect[1] = sz[1];
+    ms_status gst = dcm_guard_prepare(n, &s->guard);
+    if (gst != MS_OK) {
+        free(s);
+        return gst;
     }
     if (s->frame < 0) {
         long long f = (long long)s->frame;
@@ -293,6 +262,21 @@ static ms_status hu_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tenso
         }
         float *dst = hu + (uint64_t)i * plane * C;
         float *dm = mask + (uint64_t)i * plane;
+        if (C == 1 && c == 1) {
+            /* Grey: whole rows, then the padding. */
+            for (uint32_t y = 0; y < H; y++) {
+                float *row = dst + (uint64_t)y * W, *mrow = dm + (uint64_t)y * W;
+                const uint32_t in_w = y < h ? (w < W ? w : W) : 0;
+                if (in_w) memcpy(row, src + (uint64_t)y * w, (size_t)in_w * sizeof(float));
+                for (uint32_t xx = 0; xx < in_w; xx++)
+                    mrow[xx] = 1.f;
+                for (uint32_t xx = in_w; xx < W; xx++) {
+                    row[xx] = s->pad;
+                    mrow[xx] = 0.f;
+                }
+            }
+            continue;
+        }
         for (uint32_t y = 0; y < H; y++)
             for (uint32_t xx = 0; xx < W; xx++) {
                 uint64_t o = (uint64_t)y * W + xx;
@@ -432,6 +416,14 @@ static ms_status tfio_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_ten
 
 const kn_kernel dcm_ops_kernels[] = {
     {.op = "DcmDecodeHU", .prepare = hu_prepare, .compute = hu_compute, .release = free},
+    {.op = "DcmDecodeWindow",
+     .prepare = dcm_fused_prepare,
+     .compute = dcm_fused_compute,
+     .release = free},
+    {.op = "DcmDecodeVolume",
+     .prepare = dcm_volume_prepare,
+     .compute = dcm_volume_compute,
+     .release = free},
     {.op = "IO>DecodeDICOMImage",
      .prepare = tfio_prepare,
      .compute = tfio_compute,

@@ -531,6 +531,7 @@ typedef struct encaps_job {
     const uint32_t *starts;
     ms_status *st;    /* per frame */
     char (*err)[256]; /* per frame: the message (thread-local otherwise) */
+    uint32_t codec_threads; /* one frame: the codec's own threads */
 } encaps_job;
 
 static ms_status decode_frame(const encaps_job *j, uint32_t fr, uint8_t **joined,
@@ -585,7 +586,8 @@ static ms_status decode_frame(const encaps_job *j, uint32_t fr, uint8_t **joined
                         .bits_stored = f->bs,
                         .pixel_rep = f->pr,
                         .planar = (uint16_t)f->planar,
-                        .photometric = j->in->photometric};
+                        .photometric = j->in->photometric,
+                        .threads = j->codec_threads};
     int conv = 0;
     ms_status st =
         dcm_codec_decode(ds->codec, data, (size_t)len, &g, *native, (size_t)native_size, &conv);
@@ -632,6 +634,9 @@ static ms_status decode_encaps(const dcm_dataset *ds, const dcm_info *in, pixfmt
     for (size_t k = 0; k < nf; k++)
         j.st[k] = MS_OK;
     if ((st = dcm_encaps_map(ds, f->frames, starts)) != MS_OK) goto done;
+    /* Several frames: one per pool thread. One frame: the codec's own
+     * threads where it has them (OpenJPEG's code-block parallelism). */
+    if (nf == 1 && threads > 1) j.codec_threads = threads;
     if (threads > 1 && nf > 1)
         kn_parallel_for((int)threads, (int64_t)nf, 1, encaps_range, &j);
     else
@@ -730,6 +735,34 @@ ms_status dcm_decode_hu(const uint8_t *bytes, size_t len, const dcm_limits *lim,
     st = dcm_decode_hu_ds(ds, lim, out);
     dcm_dataset_free(ds);
     return st;
+}
+
+int dcm_native_view_of(const dcm_dataset *ds, const dcm_info *in, const dcm_limits *lim_in,
+                       uint32_t frame, dcm_native_view *v) {
+    dcm_limits dl;
+    if (lim_in == NULL) dcm_limits_default(&dl);
+    const dcm_limits *lim = lim_in ? lim_in : &dl;
+    pixfmt f;
+    if (!in->has_pixels || in->float_pixels || in->ts_name == NULL || ds->codec != DCM_CODEC_NONE ||
+        ds->encapsulated || in->samples != 1 || frame >= in->frames)
+        return 0;
+    if (in->rescale_source != DCM_RESCALE_NONE && in->rescale_source != DCM_RESCALE_ATTRS) return 0;
+    ms_status st = check_geometry(in, lim, &f);
+    ms_err_clear();
+    if (st != MS_OK || f.ba != 16) return 0;
+    int64_t px = dcm_find(ds, DCM_NO_PARENT, DCM_TAG_PIXEL_DATA);
+    if (px < 0) return 0;
+    const dcm_elem *e = &ds->elems[px];
+    const uint64_t frame_bytes = (uint64_t)f.rows * f.cols * 2;
+    if (e->big_endian || (e->flags & DCM_ELEM_ENCAPS) || e->len < frame_bytes * f.frames) return 0;
+    v->raw = ds->body + e->off + frame_bytes * frame;
+    v->rows = f.rows;
+    v->cols = f.cols;
+    v->mask = f.bs < 16 ? ((uint32_t)1 << f.bs) - 1 : 0xFFFF;
+    v->sign = f.pr ? (uint32_t)1 << (f.bs - 1) : 0;
+    v->slope = (float)in->slope;
+    v->intercept = (float)in->intercept;
+    return 1;
 }
 
 void dcm_image_free(dcm_image *img) {

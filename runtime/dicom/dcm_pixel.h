@@ -72,6 +72,23 @@ ms_status dcm_decode_hu_ds(const dcm_dataset *ds, const dcm_limits *lim, dcm_ima
 ms_status dcm_decode_stored_ds(const dcm_dataset *ds, const dcm_limits *lim, dcm_image **out);
 void dcm_image_free(dcm_image *img);
 
+/* A frame whose HU the caller can compute straight from the file's bytes:
+ * native (not encapsulated) little-endian 16-bit grey samples rescaled by
+ * one slope/intercept, HU = (float)sv * slope + intercept with
+ * sv = ((word & mask) ^ sign) - sign (sign 0 for unsigned data). */
+typedef struct dcm_native_view {
+    const uint8_t *raw; /* the frame's first sample (2 bytes each, LE) */
+    uint32_t rows, cols;
+    uint32_t mask, sign;
+    float slope, intercept;
+} dcm_native_view;
+
+/* Fills *v and returns 1 when frame `frame` of ds (whose summary is info)
+ * has that simple form and is well-formed; 0 when it needs the general
+ * decoder (dcm_decode_hu_ds), which also reports any error. */
+int dcm_native_view_of(const dcm_dataset *ds, const dcm_info *info, const dcm_limits *lim,
+                       uint32_t frame, dcm_native_view *v);
+
 /* Bilinear resize of one (ih, iw, c) float image to (oh, ow, c) as
  * TensorFlow's ResizeBilinear with half_pixel_centers=True. */
 void dcm_resize_bilinear(const float *in, uint32_t ih, uint32_t iw, uint32_t c, float *out,

@@ -761,6 +761,112 @@ oom:
     return ms_errf(MS_ENOMEM, "out of memory fusing the graph");
 }
 
+/* ================= DICOM: DcmDecodeHU -> DcmWindow ================= */
+
+/* DcmWindow v whose x (and mask) are the hu (and mask) outputs of a
+ * DcmDecodeHU without `size` that nothing else uses: returns that decode
+ * node, else -1. */
+static int match_dicom(const fz *f, int v) {
+    const rt_gnode *w = &f->g->nodes[v];
+    if (!usable(f, v) || !op_is(w, "DcmWindow") || w->nin < 1 || w->nin > 2) return -1;
+    const int d = w->in[0].node;
+    if (w->in[0].out != 0 || !usable(f, d) || !op_is(&f->g->nodes[d], "DcmDecodeHU")) return -1;
+    if (w->nin == 2 && (w->in[1].node != d || w->in[1].out != 1)) return -1;
+    const rt_gnode *x = &f->g->nodes[d];
+    if (x->nin != 1) return -1;
+    kn_node kd = kn_of(x);
+    int64_t sz[2];
+    if (kn_attr_ilist(&kd, "size", sz, 2) > 0) return -1;
+    for (int k = f->ustart[d]; k < f->ustart[d + 1]; k++)
+        if (f->use[k].ctl || f->use[k].node != v) return -1;
+    return d;
+}
+
+static ms_status rewrite_dicom(fz *f, int d, int v) {
+    rt_graph *g = f->g;
+    const rt_gnode *x = &g->nodes[d], *w = &g->nodes[v];
+    const Tensorflow__NodeDef *xd = x->def, *wd = w->def;
+    rt_edge *in = calloc(1, sizeof(*in));
+    int *ctl = calloc((size_t)x->nctl + (size_t)w->nctl + 1, sizeof(int));
+    if (in == NULL || ctl == NULL) goto oom;
+    in[0] = x->in[0];
+    int nctl = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const rt_gnode *y = pass ? w : x;
+        for (int j = 0; j < y->nctl; j++) {
+            int t = y->ctl[j], dup = t == d;
+            for (int q = 0; q < nctl && !dup; q++)
+                dup = ctl[q] == t;
+            if (!dup) ctl[nctl++] = t;
+        }
+    }
+    Tensorflow__NodeDef *nd = rt_graph_alloc(g, sizeof(*nd));
+    if (nd == NULL) goto oom;
+    tensorflow__node_def__init(nd);
+    nd->name = w->name;
+    nd->op = gstrdup(g, "DcmDecodeWindow");
+    nd->device = wd->device;
+    nd->input = rt_graph_alloc(g, sizeof(char *) * ((size_t)nctl + 2));
+    nd->attr = rt_graph_alloc(g, sizeof(*nd->attr) * (xd->n_attr + wd->n_attr + 1));
+    if (nd->op == NULL || nd->input == NULL || nd->attr == NULL) goto oom;
+    if ((nd->input[nd->n_input++] = edge_str(g, in[0])) == NULL) goto oom;
+    for (int i = 0; i < nctl; i++) {
+        const char *nm = g->nodes[ctl[i]].name;
+        char *str = rt_graph_alloc(g, strlen(nm) + 2);
+        if (str == NULL) goto oom;
+        str[0] = '^';
+        strcpy(str + 1, nm);
+        nd->input[nd->n_input++] = str;
+    }
+    /* The decode's attrs but its (empty) size, then the window's. */
+    for (size_t i = 0; i < xd->n_attr; i++)
+        if (strcmp(xd->attr[i]->key, "size") != 0) nd->attr[nd->n_attr++] = xd->attr[i];
+    for (size_t i = 0; i < wd->n_attr; i++)
+        nd->attr[nd->n_attr++] = wd->attr[i];
+    Tensorflow__NodeDef__AttrEntry *e = new_attr(g, "masked");
+    if (e == NULL) goto oom;
+    e->value->value_case = TENSORFLOW__ATTR_VALUE__VALUE_B;
+    e->value->b = w->nin == 2;
+    nd->attr[nd->n_attr++] = e;
+
+    char *twin_name = strdup(w->name);
+    if (twin_name == NULL) goto oom;
+    if (g->n == g->cap) {
+        int ncap = g->cap ? g->cap * 2 : 64;
+        rt_gnode *nn = realloc(g->nodes, sizeof(*nn) * (size_t)ncap);
+        if (nn == NULL) {
+            free(twin_name);
+            goto oom;
+        }
+        g->nodes = nn;
+        g->cap = ncap;
+    }
+    int u = g->n++;
+    rt_gnode *L = &g->nodes[v], *U = &g->nodes[u];
+    *U = *L;
+    U->name = twin_name;
+    U->kn.name = twin_name;
+    U->fused_into = -1;
+    U->unfused = -1;
+    L->def = nd;
+    L->kn.def = nd;
+    L->kn.op = nd->op;
+    L->in = in;
+    L->nin = 1;
+    L->kn.nin = 1;
+    L->ctl = ctl;
+    L->nctl = nctl;
+    L->nout = 1;
+    L->kn.nout = 1;
+    L->unfused = u;
+    g->nodes[d].fused_into = v;
+    return MS_OK;
+oom:
+    free(in);
+    free(ctl);
+    return ms_errf(MS_ENOMEM, "out of memory fusing the graph");
+}
+
 ms_status rt_fuse_graph(rt_graph *g, int *nfused) {
     fz f = {.g = g, .n0 = g->n, .next_sym = -2};
     int count = 0;
@@ -770,6 +876,10 @@ ms_status rt_fuse_graph(rt_graph *g, int *nfused) {
         fz_chain c;
         if (!match(&f, v, &c)) continue;
         if ((st = rewrite(&f, &c)) == MS_OK) count++;
+    }
+    for (int v = 0; v < f.n0 && st == MS_OK; v++) {
+        int d = match_dicom(&f, v);
+        if (d >= 0 && (st = rewrite_dicom(&f, d, v)) == MS_OK) count++;
     }
     free(f.ustart);
     free(f.use);

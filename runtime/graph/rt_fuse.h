@@ -14,6 +14,11 @@
  *       ==> the same op with fused_ops [BiasAdd | FusedBatchNorm, Add(, act)],
  *           num_args 2 (5 with FusedBatchNorm), the addend as the last input
  *
+ *  3. DcmDecodeHU (no size attr) -> DcmWindow, the window's x (and mask)
+ *     being the decode's only uses
+ *       ==> DcmDecodeWindow (runtime/dicom/dcm_fused.c): the decode's attrs,
+ *           the window's, masked = (DcmWindow had the mask); input contents
+ *
  * act is Relu, Relu6, LeakyRelu (alpha -> leakyrelu_alpha), Elu, Sigmoid or
  * Tanh. A chain is fused only when each intermediate tensor has exactly one
  * consumer (control edges from a node that also waits on the chain's last

@@ -92,12 +92,67 @@ static Tensorflow__TensorInfo *tensor_info(rt__ox_conv *cv, const char *tensor, 
     return ti;
 }
 
+/* --dicom_input with dicom_volume: Placeholder(DT_STRING [-1]) ->
+ * DcmDecodeVolume (1, D, H, W, 1) [-> Transpose to (1, 1, D, H, W)]. */
+static ms_status dicom_volume_front(rt__ox_conv *cv, const char *name, rt_dtype dt, int rank,
+                                    const int64_t *dims,
+                                    Tensorflow__SignatureDef__InputsEntry *e) {
+    const rt_onnx_opts *o = cv->opts;
+    if (dt != RT_DT_FLOAT || rank != 5)
+        return ms_errf(MS_EINVAL,
+                       "--dicom_input %s with --dicom_volume: the model input must be a 5-D "
+                       "float tensor (got rank %d, %s)",
+                       name, rank, rt_dtype_name(dt));
+    const int cx = o->dicom_nhwc ? 4 : 1, dx = o->dicom_nhwc ? 1 : 2;
+    if (dims[cx] >= 0 && dims[cx] != 1)
+        return ms_errf(MS_EINVAL,
+                       "--dicom_input %s: the model wants %lld channels; a DICOM volume has 1",
+                       name, (long long)dims[cx]);
+    if (dims[0] > 1)
+        return ms_errf(MS_EINVAL, "--dicom_input %s: the model wants a batch of %lld volumes; "
+                                  "a series gives one",
+                       name, (long long)dims[0]);
+    int64_t d[5];
+    memcpy(d, dims, sizeof(d));
+    d[0] = 1;
+    d[cx] = 1;
+    Tensorflow__NodeDef *ph = rt__tf_node(cv, "Placeholder", name);
+    rt__tf_attr_type(cv, ph, "dtype", RT_DT_STRING);
+    int64_t one = -1;
+    rt__tf_attr_shape(cv, ph, "shape", 1, &one);
+    Tensorflow__NodeDef *dec =
+        rt__tf_node(cv, "DcmDecodeVolume", rt__ox_printf(cv, "%s/volume", ph->name));
+    rt__tf_input(cv, dec, ph->name);
+    rt__tf_attr_f(cv, dec, "center", o->window_center);
+    rt__tf_attr_f(cv, dec, "width", o->window_width);
+    if (o->dicom_modality != NULL && o->dicom_modality[0])
+        rt__tf_attr_s(cv, dec, "modalities", o->dicom_modality);
+    if (o->spacing[0] > 0) rt__tf_attr_flist(cv, dec, "spacing", o->spacing, 3);
+    int64_t ex[3] = {d[dx], d[dx + 1], d[dx + 2]};
+    if (ex[0] > 0 || ex[1] > 0 || ex[2] > 0) rt__tf_attr_ilist(cv, dec, "expect_shape", ex, 3);
+    const char *t = dec->name;
+    if (!o->dicom_nhwc) {
+        static const int64_t perm[5] = {0, 4, 1, 2, 3};
+        t = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_ncdhw", ph->name), t, RT_DT_FLOAT, 5,
+                             perm);
+    }
+    rt__ox_value *v = rt__ox_define(cv, name, RT_DT_FLOAT, 5, d);
+    v->tf = t;
+    v->nhwc = 0;
+    cv->dicom_used = 1;
+    tensorflow__signature_def__inputs_entry__init(e);
+    e->key = rt__ox_strdup(cv, name);
+    e->value = tensor_info(cv, ph->name, RT_DT_STRING, 1, &one);
+    return MS_OK;
+}
+
 /* --dicom_input: Placeholder(DT_STRING [-1]) -> DcmDecodeHU -> DcmWindow,
  * defining the ONNX input value from the windowed images. Fills the
  * signature entry (DT_STRING, [-1]). */
 static ms_status dicom_front(rt__ox_conv *cv, const char *name, rt_dtype dt, int rank,
                              const int64_t *dims, Tensorflow__SignatureDef__InputsEntry *e) {
     const rt_onnx_opts *o = cv->opts;
+    if (o->dicom_volume) return dicom_volume_front(cv, name, dt, rank, dims, e);
     if (dt != RT_DT_FLOAT || rank != 4)
         return ms_errf(MS_EINVAL,
                        "--dicom_input %s: the model input must be a 4-D float "

@@ -38,6 +38,11 @@ typedef struct rt_onnx_opts {
     /* with dicom_input: "CT,MR" refuses files of other modalities; NULL = any */
     const char *dicom_modality;
     int dicom_nhwc;                    /* 1: that model input is [N, H, W, C], not NCHW */
+    /* 1: dicom_input takes a whole series (N files of one series, or one
+     * multi-frame file) through DcmDecodeVolume; the model input is 5-D,
+     * [1, 1, D, H, W] (or [1, D, H, W, 1] with dicom_nhwc) */
+    int dicom_volume;
+    float spacing[3]; /* with dicom_volume: resample to [z, y, x] mm; 0 = keep */
 } rt_onnx_opts;
 
 /* Converts the ONNX file at onnx_path. On success *pb is a malloc'ed

@@ -570,6 +570,17 @@ void rt__tf_attr_ilist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key
     if (n) memcpy(v->list->i, x, (size_t)n * sizeof(int64_t));
 }
 
+void rt__tf_attr_flist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, const float *x,
+                       int n) {
+    Tensorflow__AttrValue *v = new_attr(cv, nd, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+    v->list = rt__ox_alloc(cv, sizeof(*v->list));
+    tensorflow__attr_value__list_value__init(v->list);
+    v->list->n_f = (size_t)n;
+    v->list->f = rt__ox_alloc(cv, (size_t)n * sizeof(float) + 1);
+    if (n) memcpy(v->list->f, x, (size_t)n * sizeof(float));
+}
+
 Tensorflow__TensorShapeProto *rt__ox_shape_proto(rt__ox_conv *cv, int rank, const int64_t *dims) {
     Tensorflow__TensorShapeProto *s = rt__ox_alloc(cv, sizeof(*s));
     tensorflow__tensor_shape_proto__init(s);

@@ -105,6 +105,8 @@ void rt__tf_attr_b(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, in
 void rt__tf_attr_s(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, const char *v);
 void rt__tf_attr_ilist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, const int64_t *v,
                        int n);
+void rt__tf_attr_flist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, const float *v,
+                       int n);
 void rt__tf_attr_shape(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, int rank,
                        const int64_t *dims);
 /* "name" for output 0, "name:i" otherwise. */

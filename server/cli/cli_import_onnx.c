@@ -27,6 +27,10 @@ static void usage(FILE *f) {
             "  --layout NCHW|NHWC   layout of graph input NAME (default NCHW, as ONNX)\n"
             "  --size HxW           resize the windowed image to H x W (bilinear)\n"
             "  --dicom_modality CT[,MR...]  refuse DICOM files of other modalities\n"
+            "  --dicom_volume       --dicom_input takes a whole series (N files of one\n"
+            "                       series in any order, or one multi-frame file) as a\n"
+            "                       5-D volume [1, 1, D, H, W] (NDHWC with --layout NHWC)\n"
+            "  --spacing Z,Y,X      with --dicom_volume: resample to this spacing (mm)\n"
             "  --tf_layout L        NHWC (default: activations channels-last inside the\n"
             "                       graph, the CPU kernels' native layout) or NCHW\n"
             "  --log_level LEVEL    debug, info, warn, error\n");
@@ -40,6 +44,8 @@ int cli_import_onnx(int argc, char **argv) {
         {"layout", required_argument, NULL, 'l'},
         {"size", required_argument, NULL, 's'},
         {"dicom_modality", required_argument, NULL, 'M'},
+        {"dicom_volume", no_argument, NULL, 'V'},
+        {"spacing", required_argument, NULL, 'S'},
         {"tf_layout", required_argument, NULL, 'T'},
         {"log_level", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
@@ -92,6 +98,20 @@ int cli_import_onnx(int argc, char **argv) {
         case 'M':
             opts.dicom_modality = optarg;
             break;
+        case 'V':
+            opts.dicom_volume = 1;
+            break;
+        case 'S': {
+            char extra;
+            float *sp = opts.spacing;
+            if (sscanf(optarg, "%f,%f,%f%c", &sp[0], &sp[1], &sp[2], &extra) != 3 ||
+                !(sp[0] > 0) || !(sp[1] > 0) || !(sp[2] > 0)) {
+                fprintf(stderr, "import-onnx: --spacing wants Z,Y,X in mm (all > 0), got \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        }
         case 'T':
             if (strcmp(optarg, "NCHW") == 0)
                 opts.tf_nchw = 1;
@@ -124,6 +144,18 @@ int cli_import_onnx(int argc, char **argv) {
     if (optind + 1 != argc || out_dir == NULL) {
         fprintf(stderr, "import-onnx: need exactly one MODEL.onnx and --output_dir\n");
         usage(stderr);
+        return 2;
+    }
+    if ((opts.dicom_volume || opts.spacing[0] > 0) && !opts.dicom_input) {
+        fprintf(stderr, "import-onnx: --dicom_volume and --spacing go with --dicom_input\n");
+        return 2;
+    }
+    if (opts.dicom_volume && opts.size_h > 0) {
+        fprintf(stderr, "import-onnx: --size is for 2-D images; a volume takes --spacing Z,Y,X\n");
+        return 2;
+    }
+    if (opts.spacing[0] > 0 && !opts.dicom_volume) {
+        fprintf(stderr, "import-onnx: --spacing needs --dicom_volume\n");
         return 2;
     }
     if (opts.dicom_input && !have_window) {

@@ -1,0 +1,33 @@
+/* dcm_ops_int.h - what the DICOM graph ops share inside runtime/dicom: the
+ * modality guard and fixed-size check (attrs `modalities`, `expect_size`)
+ * the fused DcmDecodeWindow kernel (dcm_fused.c) and DcmDecodeVolume
+ * (dcm_volume.c). */
+#ifndef DCM_OPS_INT_H
+#define DCM_OPS_INT_H
+
+#include "dcm_pixel.h"
+#include "kn_backend.h"
+
+typedef struct dcm_guard {
+    int64_t expect[2];    /* 0 = any size */
+    char modalities[128]; /* "" = any; else comma-separated */
+} dcm_guard;
+
+/* Reads attrs modalities and expect_size of node n. */
+ms_status dcm_guard_prepare(const kn_node *n, dcm_guard *g);
+/* MS_EINVAL "dicom[i]: ..." when file i (summary info, rows x cols) is of a
+ * modality not listed or of another size than expected. */
+ms_status dcm_guard_check(const dcm_guard *g, int64_t i, const dcm_info *info, uint32_t rows,
+                          uint32_t cols);
+
+ms_status dcm_fused_prepare(const kn_node *n, rt_tensor *const *cin, void **state);
+ms_status dcm_fused_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
+                            rt_tensor **out);
+
+/* DcmDecodeVolume (dcm_volume.c): a series of files, or one multi-frame
+ * file, to one (1, D, H, W, 1) volume. */
+ms_status dcm_volume_prepare(const kn_node *n, rt_tensor *const *cin, void **state);
+ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
+                             rt_tensor **out);
+
+#endif /* DCM_OPS_INT_H */

@@ -1,0 +1,552 @@
+/* dcm_volume.c - DcmDecodeVolume: a whole series in, one HU volume out.
+ *
+ *   input  contents: DT_STRING, N files of one series in any order, or one
+ *          (enhanced) multi-frame file
+ *   attrs  modalities: string = ""     as DcmDecodeHU (refuse other modalities)
+ *          center, width: float        window like DcmWindow (both or neither)
+ *          spacing: list(float) = []   [z, y, x] mm: resample to this spacing
+ *          expect_shape: list(int) = [] [D, H, W], <= 0 = any: refuse others
+ *   output volume: DT_FLOAT (1, D, H, W, 1)
+ *
+ * Slices are sorted by ImagePositionPatient projected on the normal of
+ * ImageOrientationPatient (row x column), ascending. A multi-frame file's
+ * frames take position, orientation and pixel spacing from the Per-Frame
+ * Functional Groups (Plane Position, Plane Orientation, Pixel Measures),
+ * then the Shared ones, then the top level; the rescale per frame as
+ * dcm_pixel does. Refused with MS_EINVAL naming the problem: files of
+ * several series, multi-frame files among several, colour, mixed sizes,
+ * missing or duplicate positions, mixed orientations or pixel spacings,
+ * slices not along the normal (tilted gantry), uneven gaps (a missing
+ * slice). Values: HU exactly as DcmDecodeHU, then the window exactly as
+ * DcmWindow, then (with spacing) linear resampling along z, then y, then x:
+ * output index i sits at input index p = i * t / s (double; s the series'
+ * spacing, t the requested one: the float32 attr widened to double), v = a + (b - a) * (float)(p -
+ * floor(p)) in float32, b clamped at the last slice; the axis length becomes floor((n - 1) * s / t)
+ * + 1. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dcm_ops_int.h"
+#include "dcm_pixel.h"
+#include "kn_ctx.h"
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#define ERR_MAX   400
+#define TAG(g, e) DCM_TAG(g, e)
+
+typedef struct vol_state {
+    dcm_guard guard;
+    int window;
+    float lo, hi, range;
+    double spacing[3]; /* 0 = keep */
+    int64_t expect[3];
+} vol_state;
+
+ms_status dcm_volume_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
+    (void)cin;
+    vol_state *s = calloc(1, sizeof(*s));
+    if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    ms_status st = dcm_guard_prepare(n, &s->guard);
+    if (st != MS_OK) goto fail;
+    s->guard.expect[0] = s->guard.expect[1] = 0;
+    if (kn_attr_has(n, "center") != kn_attr_has(n, "width")) {
+        st = ms_errf(MS_EINVAL, "%s: window needs both center and width", n->name);
+        goto fail;
+    }
+    if (kn_attr_has(n, "center")) {
+        double c = kn_attr_f(n, "center", 0.f), w = kn_attr_f(n, "width", 0.f);
+        if (!(w > 0) || !isfinite(c) || !isfinite(w)) {
+            st = ms_errf(MS_EINVAL, "%s: window width must be > 0 (center %g, width %g)", n->name,
+                         c, w);
+            goto fail;
+        }
+        s->window = 1;
+        s->lo = (float)(c - w / 2.0);
+        s->hi = (float)(c + w / 2.0);
+        s->range = s->hi - s->lo;
+    }
+    float sp[3];
+    int k = kn_attr_flist(n, "spacing", sp, 3);
+    if (k == 3) {
+        for (int a = 0; a < 3; a++) {
+            if (!(sp[a] > 0) || !isfinite(sp[a])) {
+                st = ms_errf(MS_EINVAL, "%s: spacing values must be > 0 mm", n->name);
+                goto fail;
+            }
+            s->spacing[a] = sp[a];
+        }
+    } else if (k > 0) {
+        st = ms_errf(MS_EINVAL, "%s: spacing wants [z, y, x] in mm, got %d values", n->name, k);
+        goto fail;
+    }
+    int64_t ex[3];
+    if (kn_attr_ilist(n, "expect_shape", ex, 3) == 3)
+        for (int a = 0; a < 3; a++)
+            s->expect[a] = ex[a] > 0 ? ex[a] : 0;
+    *state = s;
+    return MS_OK;
+fail:
+    free(s);
+    return st;
+}
+
+/* ---- per-file decoding and geometry ---- */
+
+typedef struct vol_geom {
+    int has_pos, has_ori, has_px;
+    double pos[3], ori[6], px[2];
+} vol_geom;
+
+typedef struct vol_file {
+    dcm_dataset *ds; /* between the two phases */
+    dcm_info info;
+    dcm_image *img;
+    vol_geom *g; /* per frame */
+    char series[68];
+    ms_status st;
+    char err[ERR_MAX];
+} vol_file;
+
+typedef struct vol_job {
+    const rt_str *files;
+    vol_file *f;
+    dcm_limits lim;
+} vol_job;
+
+/* n numbers of element tag under parent (DCM_NO_PARENT: top level). */
+static int read_numbers(const dcm_dataset *ds, int64_t parent, uint32_t tag, double *out, int n) {
+    if (parent < 0 && parent != (int64_t)DCM_NO_PARENT) return 0;
+    int64_t e = dcm_find(ds, (uint32_t)parent, tag);
+    if (e < 0 || ds->elems[e].len == 0) return 0;
+    for (int k = 0; k < n; k++)
+        if (dcm_get_number(ds, e, (uint32_t)k, &out[k]) != MS_OK || !isfinite(out[k])) {
+            ms_err_clear();
+            return -1;
+        }
+    return 1;
+}
+
+/* Item 0 of sequence seq inside functional-group item fg, or -1. */
+static int64_t fg_sub(const dcm_dataset *ds, int64_t fg, uint32_t seq) {
+    if (fg < 0) return -1;
+    int64_t sq = dcm_find(ds, (uint32_t)fg, seq);
+    return sq < 0 ? -1 : dcm_item(ds, (uint32_t)sq, 0);
+}
+
+/* One attribute (tag, n numbers) of frame f: per-frame group item, shared
+ * group item, then the top level. Returns 1 found, 0 absent, -1 unreadable. */
+static int frame_attr(const dcm_dataset *ds, int64_t pf, int64_t sh, uint32_t seq, uint32_t tag,
+                      double *out, int n) {
+    int64_t it = fg_sub(ds, pf, seq);
+    int r = it >= 0 ? read_numbers(ds, it, tag, out, n) : 0;
+    if (r == 0 && (it = fg_sub(ds, sh, seq)) >= 0) r = read_numbers(ds, it, tag, out, n);
+    if (r == 0) r = read_numbers(ds, (int64_t)DCM_NO_PARENT, tag, out, n);
+    return r;
+}
+
+static ms_status read_geometry(const dcm_dataset *ds, uint32_t frames, vol_geom *g) {
+    int64_t pfs = dcm_find(ds, DCM_NO_PARENT, TAG(0x5200, 0x9230));
+    int64_t shs = dcm_find(ds, DCM_NO_PARENT, TAG(0x5200, 0x9229));
+    int64_t sh = shs >= 0 ? dcm_item(ds, (uint32_t)shs, 0) : -1;
+    for (uint32_t f = 0; f < frames; f++) {
+        int64_t pf = pfs >= 0 ? dcm_item(ds, (uint32_t)pfs, f) : -1;
+        int r;
+        if ((r = frame_attr(ds, pf, sh, TAG(0x0020, 0x9113), TAG(0x0020, 0x0032), g[f].pos, 3)) < 0)
+            return ms_errf(MS_EINVAL, "frame %u: ImagePositionPatient is not 3 numbers", f);
+        g[f].has_pos = r;
+        if ((r = frame_attr(ds, pf, sh, TAG(0x0020, 0x9116), TAG(0x0020, 0x0037), g[f].ori, 6)) < 0)
+            return ms_errf(MS_EINVAL, "frame %u: ImageOrientationPatient is not 6 numbers", f);
+        g[f].has_ori = r;
+        if ((r = frame_attr(ds, pf, sh, TAG(0x0028, 0x9110), TAG(0x0028, 0x0030), g[f].px, 2)) < 0)
+            return ms_errf(MS_EINVAL, "frame %u: PixelSpacing is not 2 numbers", f);
+        g[f].has_px = r;
+    }
+    return MS_OK;
+}
+
+/* Phase 1: parse and read the header (sizes), no pixels yet. */
+static void parse_range(void *arg, int64_t b, int64_t e) {
+    vol_job *j = arg;
+    for (int64_t i = b; i < e; i++) {
+        vol_file *f = &j->f[i];
+        ms_err_clear();
+        ms_status st = dcm_parse(j->files[i].data, (size_t)j->files[i].len, &j->lim, &f->ds);
+        if (st == MS_OK) st = dcm_read_info(f->ds, &f->info);
+        f->st = st;
+        if (st != MS_OK) snprintf(f->err, ERR_MAX, "%s", ms_errmsg());
+    }
+}
+
+/* Phase 2: decode to HU and read the geometry; the data set is freed. */
+static void load_range(void *arg, int64_t b, int64_t e) {
+    vol_job *j = arg;
+    for (int64_t i = b; i < e; i++) {
+        vol_file *f = &j->f[i];
+        dcm_dataset *ds = f->ds;
+        ms_err_clear();
+        ms_status st = dcm_decode_hu_ds(ds, &j->lim, &f->img);
+        if (st == MS_OK) {
+            f->g = calloc(f->img->frames, sizeof(*f->g));
+            st = f->g ? read_geometry(ds, f->img->frames, f->g)
+                      : ms_errf(MS_ENOMEM, "out of memory");
+            dcm_get_string(ds, dcm_find(ds, DCM_NO_PARENT, TAG(0x0020, 0x000E)), f->series,
+                           sizeof(f->series));
+        }
+        dcm_dataset_free(ds);
+        f->ds = NULL;
+        f->st = st;
+        if (st != MS_OK) snprintf(f->err, ERR_MAX, "%s", ms_errmsg());
+    }
+}
+
+/* ---- the volume ---- */
+
+typedef struct vol_slice {
+    int64_t file;
+    uint32_t frame;
+    double d; /* position along the normal */
+} vol_slice;
+
+static int by_d(const void *a, const void *b) {
+    const vol_slice *x = a, *y = b;
+    return x->d < y->d ? -1 : x->d > y->d;
+}
+
+/* "dicom[3]" or "dicom[0] frame 7" */
+static const char *slice_name(const vol_slice *s, int multi, char *buf, size_t n) {
+    if (multi)
+        snprintf(buf, n, "dicom[0] frame %u", s->frame);
+    else
+        snprintf(buf, n, "dicom[%lld]", (long long)s->file);
+    return buf;
+}
+
+/* Checks the series and orders its slices; *gap = the slice spacing (0 for
+ * one slice), px the pixel spacing (0 when absent). */
+static ms_status order_slices(vol_file *f, int64_t nf, vol_slice *sl, int64_t D, double *gap,
+                              double px[2]) {
+    const int multi = nf == 1;
+    char a[48], b[48];
+    px[0] = px[1] = 0;
+    *gap = 0;
+    const vol_geom *g0 = &f[sl[0].file].g[sl[0].frame];
+    if (g0->has_px) px[0] = g0->px[0], px[1] = g0->px[1];
+    for (int64_t k = 0; k < D; k++) {
+        const vol_geom *g = &f[sl[k].file].g[sl[k].frame];
+        if (g->has_px != g0->has_px ||
+            (g->has_px && (fabs(g->px[0] - px[0]) > 1e-4 || fabs(g->px[1] - px[1]) > 1e-4)))
+            return ms_errf(MS_EINVAL, "mixed pixel spacing: %s and %s differ in PixelSpacing",
+                           slice_name(&sl[0], multi, a, sizeof(a)),
+                           slice_name(&sl[k], multi, b, sizeof(b)));
+    }
+    if (D == 1) return MS_OK;
+    for (int64_t k = 0; k < D; k++) {
+        const vol_geom *g = &f[sl[k].file].g[sl[k].frame];
+        if (!g->has_pos)
+            return ms_errf(MS_EINVAL, "missing position: %s has no ImagePositionPatient",
+                           slice_name(&sl[k], multi, a, sizeof(a)));
+        if (!g->has_ori)
+            return ms_errf(MS_EINVAL, "missing orientation: %s has no ImageOrientationPatient",
+                           slice_name(&sl[k], multi, a, sizeof(a)));
+        for (int q = 0; q < 6; q++)
+            if (fabs(g->ori[q] - g0->ori[q]) > 1e-4)
+                return ms_errf(MS_EINVAL,
+                               "mixed orientation: %s and %s differ in ImageOrientationPatient",
+                               slice_name(&sl[0], multi, a, sizeof(a)),
+                               slice_name(&sl[k], multi, b, sizeof(b)));
+    }
+    const double *r = g0->ori, *c = g0->ori + 3;
+    const double nr = sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+    const double nc = sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
+    const double dot = r[0] * c[0] + r[1] * c[1] + r[2] * c[2];
+    if (fabs(nr - 1) > 1e-3 || fabs(nc - 1) > 1e-3 || fabs(dot) > 1e-3)
+        return ms_errf(MS_EINVAL, "ImageOrientationPatient is not two orthogonal unit vectors");
+    const double n[3] = {r[1] * c[2] - r[2] * c[1], r[2] * c[0] - r[0] * c[2],
+                         r[0] * c[1] - r[1] * c[0]};
+    for (int64_t k = 0; k < D; k++) {
+        const double *p = f[sl[k].file].g[sl[k].frame].pos;
+        sl[k].d = p[0] * n[0] + p[1] * n[1] + p[2] * n[2];
+    }
+    qsort(sl, (size_t)D, sizeof(*sl), by_d);
+    /* Gaps: none ~0 (duplicates), all along the normal (no tilt), even. */
+    double *gaps = malloc(sizeof(double) * (size_t)(D - 1));
+    if (gaps == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    ms_status st = MS_OK;
+    for (int64_t k = 0; k + 1 < D && st == MS_OK; k++) {
+        const double *p = f[sl[k].file].g[sl[k].frame].pos;
+        const double *q = f[sl[k + 1].file].g[sl[k + 1].frame].pos;
+        const double g = sl[k + 1].d - sl[k].d;
+        gaps[k] = g;
+        double v[3] = {q[0] - p[0] - g * n[0], q[1] - p[1] - g * n[1], q[2] - p[2] - g * n[2]};
+        double off = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+        if (g < 1e-3)
+            st = ms_errf(MS_EINVAL,
+                         "duplicate position: %s and %s are both at %.3f mm along the "
+                         "slice normal",
+                         slice_name(&sl[k], multi, a, sizeof(a)),
+                         slice_name(&sl[k + 1], multi, b, sizeof(b)), sl[k].d);
+        else if (off > 1e-2 + 1e-3 * g)
+            st = ms_errf(MS_EINVAL,
+                         "tilted gantry or sheared series: %s and %s are %.3f mm apart in the "
+                         "image plane (slices must stack along the normal of "
+                         "ImageOrientationPatient)",
+                         slice_name(&sl[k], multi, a, sizeof(a)),
+                         slice_name(&sl[k + 1], multi, b, sizeof(b)), off);
+    }
+    if (st == MS_OK) {
+        double g = gaps[0];
+        for (int64_t k = 1; k + 1 < D; k++)
+            if (gaps[k] < g) g = gaps[k];
+        for (int64_t k = 0; k + 1 < D && st == MS_OK; k++)
+            if (fabs(gaps[k] - g) > 1e-2 * g + 1e-3)
+                st = ms_errf(MS_EINVAL,
+                             "%s: %.3f mm between %s and %s, %.3f mm between other slices",
+                             gaps[k] > 1.5 * g ? "missing slice" : "uneven slice spacing", gaps[k],
+                             slice_name(&sl[k], multi, a, sizeof(a)),
+                             slice_name(&sl[k + 1], multi, b, sizeof(b)), g);
+        /* The spacing: first to last over the gaps (what numpy gets too). */
+        *gap = (sl[D - 1].d - sl[0].d) / (double)(D - 1);
+    }
+    free(gaps);
+    return st;
+}
+
+/* Linear resampling of axis `ax` (0 z, 1 y, 2 x) of a (d0, d1, d2) volume. */
+static void resample_axis(const float *in, const int64_t dim[3], int ax, int64_t m, double s,
+                          double t, float *out) {
+    int64_t od[3] = {dim[0], dim[1], dim[2]};
+    od[ax] = m;
+    const int64_t n = dim[ax];
+    for (int64_t i = 0; i < m; i++) {
+        const double p = (double)i * t / s;
+        int64_t i0 = (int64_t)floor(p);
+        if (i0 > n - 1) i0 = n - 1;
+        const int64_t i1 = i0 + 1 < n ? i0 + 1 : n - 1;
+        const float fr = (float)(p - (double)i0);
+        for (int64_t z = 0; z < (ax == 0 ? 1 : od[0]); z++)
+            for (int64_t y = 0; y < (ax == 1 ? 1 : od[1]); y++)
+                for (int64_t x = 0; x < (ax == 2 ? 1 : od[2]); x++) {
+                    int64_t ia[3] = {z, y, x}, ib[3] = {z, y, x}, io[3] = {z, y, x};
+                    ia[ax] = i0;
+                    ib[ax] = i1;
+                    io[ax] = i;
+                    const float va = in[(ia[0] * dim[1] + ia[1]) * dim[2] + ia[2]];
+                    const float vb = in[(ib[0] * dim[1] + ib[1]) * dim[2] + ib[2]];
+                    out[(io[0] * od[1] + io[1]) * od[2] + io[2]] = va + (vb - va) * fr;
+                }
+    }
+}
+
+static int64_t resampled_len(int64_t n, double s, double t) {
+    return (int64_t)floor((double)(n - 1) * s / t) + 1;
+}
+
+ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
+                             rt_tensor **out) {
+    const vol_state *s = state;
+    const rt_tensor *x = in[0];
+    if (s == NULL) return ms_errf(MS_EINTERNAL, "%s: not prepared", n->name);
+    if (x->dtype != RT_DT_STRING)
+        return ms_errf(MS_EINVAL, "%s: input must be DT_STRING, got %s", n->name,
+                       rt_dtype_name(x->dtype));
+    const int64_t nf = x->nelem;
+    if (nf < 1) return ms_errf(MS_EINVAL, "a volume needs at least one DICOM file, got none");
+    vol_job j = {.files = rt_tensor_strs(x)};
+    dcm_limits_default(&j.lim);
+    if (nf == 1 && ctx != NULL && ctx->nthreads > 1) j.lim.threads = (uint32_t)ctx->nthreads;
+    j.f = calloc((size_t)nf, sizeof(*j.f));
+    vol_slice *sl = NULL;
+    float *tmp[2] = {NULL, NULL};
+    ms_status st = MS_OK;
+    if (j.f == NULL) {
+        st = ms_errf(MS_ENOMEM, "out of memory for %lld files", (long long)nf);
+        goto done;
+    }
+    /* Headers first: the whole series' decoded size is bounded before any
+     * pixel is decoded (each file alone is bounded by the decoder). */
+    kn_ctx_parallel_for(ctx, nf, 1, parse_range, &j);
+    uint64_t total = 0;
+    for (int64_t i = 0; i < nf; i++) {
+        if (j.f[i].st != MS_OK) break;
+        const dcm_info *in = &j.f[i].info;
+        total += (uint64_t)in->rows * in->cols * (in->samples ? in->samples : 1) * in->frames * 4;
+    }
+    if (total > j.lim.max_pixel_bytes) {
+        st = ms_errf(
+            MS_EINVAL, "a series of %lld files decodes to %llu bytes, over the limit of %llu",
+            (long long)nf, (unsigned long long)total, (unsigned long long)j.lim.max_pixel_bytes);
+        goto done;
+    }
+    for (int64_t i = 0; i < nf; i++)
+        if (j.f[i].st != MS_OK) {
+            st = ms_errf(j.f[i].st == MS_ENOMEM ? MS_ENOMEM : MS_EINVAL, "dicom[%lld]: %s",
+                         (long long)i, j.f[i].err);
+            goto done;
+        }
+    kn_ctx_parallel_for(ctx, nf, 1, load_range, &j);
+    for (int64_t i = 0; i < nf; i++)
+        if (j.f[i].st != MS_OK) {
+            st = ms_errf(j.f[i].st == MS_ENOMEM ? MS_ENOMEM : MS_EINVAL, "dicom[%lld]: %s",
+                         (long long)i, j.f[i].err);
+            goto done;
+        }
+    const dcm_image *im0 = j.f[0].img;
+    for (int64_t i = 0; i < nf; i++) {
+        const dcm_image *im = j.f[i].img;
+        if ((st = dcm_guard_check(&s->guard, i, &im->info, im->rows, im->cols)) != MS_OK) goto done;
+        if (im->samples != 1) {
+            st = ms_errf(MS_EINVAL, "dicom[%lld] is a colour image; volumes take grey images",
+                         (long long)i);
+            goto done;
+        }
+        if (nf > 1 && im->frames != 1) {
+            st = ms_errf(MS_EINVAL,
+                         "dicom[%lld] has %u frames: a series is single-frame files, or one "
+                         "multi-frame file alone",
+                         (long long)i, im->frames);
+            goto done;
+        }
+        if (im->rows != im0->rows || im->cols != im0->cols) {
+            st = ms_errf(MS_EINVAL, "mixed sizes: dicom[%lld] is %ux%u, dicom[0] is %ux%u",
+                         (long long)i, im->rows, im->cols, im0->rows, im0->cols);
+            goto done;
+        }
+        if (strcmp(j.f[i].series, j.f[0].series) != 0) {
+            st = ms_errf(MS_EINVAL,
+                         "mixed series: dicom[%lld] and dicom[0] have different "
+                         "SeriesInstanceUIDs",
+                         (long long)i);
+            goto done;
+        }
+    }
+    const int64_t D = nf == 1 ? (int64_t)im0->frames : nf;
+    const int64_t H = im0->rows, W = im0->cols;
+    sl = calloc((size_t)D, sizeof(*sl));
+    if (sl == NULL) {
+        st = ms_errf(MS_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int64_t k = 0; k < D; k++) {
+        sl[k].file = nf == 1 ? 0 : k;
+        sl[k].frame = nf == 1 ? (uint32_t)k : 0;
+    }
+    double gap = 0, px[2];
+    if ((st = order_slices(j.f, nf, sl, D, &gap, px)) != MS_OK) goto done;
+    int64_t dim[3] = {D, H, W}, odim[3] = {D, H, W};
+    const double have[3] = {gap, px[0], px[1]};
+    if (s->spacing[0]) {
+        if (px[0] <= 0 || (D > 1 && gap <= 0)) {
+            st = ms_errf(MS_EINVAL, "cannot resample to the requested spacing: the series has no "
+                                    "PixelSpacing");
+            goto done;
+        }
+        for (int q = 0; q < 3; q++)
+            if (have[q] > 0) odim[q] = resampled_len(dim[q], have[q], s->spacing[q]);
+    }
+    for (int q = 0; q < 3; q++)
+        if (s->expect[q] && odim[q] != s->expect[q]) {
+            st = ms_errf(MS_EINVAL,
+                         "volume is %lldx%lldx%lld (slices x rows x columns), the model input is "
+                         "%lldx%lldx%lld",
+                         (long long)odim[0], (long long)odim[1], (long long)odim[2],
+                         (long long)(s->expect[0] ? s->expect[0] : odim[0]),
+                         (long long)(s->expect[1] ? s->expect[1] : odim[1]),
+                         (long long)(s->expect[2] ? s->expect[2] : odim[2]));
+            goto done;
+        }
+    {
+        /* Largest intermediate volume: every stage is bounded like a decode. */
+        uint64_t big = (uint64_t)D * H * W;
+        uint64_t cur[3] = {(uint64_t)D, (uint64_t)H, (uint64_t)W};
+        for (int q = 0; q < 3; q++) {
+            cur[q] = (uint64_t)odim[q];
+            uint64_t v = cur[0] * cur[1] * cur[2];
+            if (v > big) big = v;
+        }
+        if (big * 4 > j.lim.max_pixel_bytes) {
+            st = ms_errf(MS_EINVAL,
+                         "volume of %lldx%lldx%lld voxels after resampling is over the limit of "
+                         "%llu bytes",
+                         (long long)odim[0], (long long)odim[1], (long long)odim[2],
+                         (unsigned long long)j.lim.max_pixel_bytes);
+            goto done;
+        }
+    }
+    const int resample = odim[0] != D || odim[1] != H || odim[2] != W ||
+                         (s->spacing[0] && (have[0] != s->spacing[0] || have[1] != s->spacing[1] ||
+                                            have[2] != s->spacing[2]));
+    rt_shape sh = rt_shape_make(5, (int64_t[]){1, odim[0], odim[1], odim[2], 1});
+    if ((st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &sh, &out[0])) != MS_OK) goto done;
+    float *dst = rt_tensor_f32(out[0]);
+    float *vol = dst;
+    if (resample) {
+        tmp[0] = malloc(sizeof(float) * (size_t)(D * H * W));
+        if (tmp[0] == NULL) {
+            st = ms_errf(MS_ENOMEM, "out of memory for the volume");
+            goto fail_out;
+        }
+        vol = tmp[0];
+    }
+    const uint64_t plane = (uint64_t)H * W;
+    for (int64_t k = 0; k < D; k++) {
+        const dcm_image *im = j.f[sl[k].file].img;
+        const float *src = im->data + (uint64_t)sl[k].frame * plane;
+        float *o = vol + (uint64_t)k * plane;
+        if (s->window)
+            for (uint64_t i = 0; i < plane; i++) {
+                float v = src[i];
+                v = v < s->lo ? s->lo : v;
+                v = v > s->hi ? s->hi : v;
+                o[i] = (v - s->lo) / s->range;
+            }
+        else
+            memcpy(o, src, plane * sizeof(float));
+    }
+    if (resample) {
+        /* z, then y, then x; each stage into a new buffer (the last into dst). */
+        const float *cur = vol;
+        int64_t cd[3] = {D, H, W};
+        for (int q = 0; q < 3; q++) {
+            int64_t m = odim[q];
+            double sq = have[q] > 0 ? have[q] : 1.0, tq = have[q] > 0 ? s->spacing[q] : 1.0;
+            int64_t nd[3] = {cd[0], cd[1], cd[2]};
+            nd[q] = m;
+            float *o = q == 2 ? dst : malloc(sizeof(float) * (size_t)(nd[0] * nd[1] * nd[2]));
+            if (o == NULL) {
+                st = ms_errf(MS_ENOMEM, "out of memory for the volume");
+                goto fail_out;
+            }
+            resample_axis(cur, cd, q, m, sq, tq, o);
+            if (cur != vol) free((void *)cur);
+            if (q != 2) tmp[1] = o;
+            cur = o;
+            memcpy(cd, nd, sizeof(cd));
+        }
+        tmp[1] = NULL;
+    }
+    goto done;
+fail_out:
+    free(tmp[1]);
+    tmp[1] = NULL;
+    rt_tensor_unref(out[0]);
+    out[0] = NULL;
+done:
+    free(tmp[0]);
+    free(tmp[1]);
+    free(sl);
+    if (j.f)
+        for (int64_t i = 0; i < nf; i++) {
+            dcm_image_free(j.f[i].img);
+            dcm_dataset_free(j.f[i].ds);
+            free(j.f[i].g);
+        }
+    free(j.f);
+    return st;
+}
