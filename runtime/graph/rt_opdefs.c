@@ -72,6 +72,7 @@ static const opdef_entry builtin[] = {
     {"TensorListSetItem", {"output_handle"}, 0}, {"TensorListStack", {"tensor"}, 0},
     {"TensorListLength", {"length"}, 0}, {"TensorListElementShape", {"element_shape"}, 0},
     {"TensorListPushBack", {"output_handle"}, 0},
+    {"TensorListConcatV2", {"tensor", "lengths"}, 0},
     {"TensorListPopBack", {"output_handle", "tensor"}, 0},
     {"TensorArrayV3", {"handle", "flow"}, 0}, {"TensorArrayReadV3", {"value"}, 0},
     {"TensorArrayWriteV3", {"flow_out"}, 0}, {"TensorArrayGatherV3", {"value"}, 0},
