@@ -28,8 +28,6 @@ NOT_YET = {
                               "ParseExample"),
     "leukemia_aayomis": ("part B (#10b): Philox random / ImageProjectiveTransformV3 ops",
                          "StatelessRandomGetKeyCounter"),
-    "text_rnn_s09z": ("part A (#10a), NOT DONE: Keras 3 object-graph variable restore",
-                      "is not initi"),
 }
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -14,6 +14,7 @@
 #include "rt_bundle.h"
 #include "rt_exec.h"
 #include "rt_fuse.h"
+#include "rt_objgraph.h"
 #include "rt_graph.h"
 #include "rt_ops.h"
 
@@ -288,6 +289,17 @@ static ms_status run_restore(rt_model *m) {
     return MS_OK;
 }
 
+/* TF2 variables the saver function does not restore (Keras 3 exports):
+ * through the object graph (rt_objgraph.h). */
+static ms_status restore_objgraph(rt_model *m) {
+    char prefix[4096];
+    snprintf(prefix, sizeof prefix, "%s/variables/variables", m->dir);
+    int n = 0;
+    ms_status st = rt_objgraph_restore(m->mg, m->g, prefix, &m->vars, &n);
+    if (st != MS_OK) return ms_errwrap(st, "restoring variables through the object graph");
+    return MS_OK;
+}
+
 /* Runs the init op with each asset tensor fed "<dir>/assets/<filename>", as
  * TensorFlow's loader does (table initialisers read their files that way). */
 static ms_status run_init(rt_model *m, const char *init) {
@@ -356,7 +368,14 @@ static ms_status plan_signatures(rt_model *m) {
                 fetches[no++] = sd->outputs[k]->value->name;
         rt_plan *p;
         ms_status st = get_plan(m, feeds, nf, fetches, no, NULL, 0, &p);
-        if (st == MS_OK) continue;
+        if (st == MS_OK) {
+            /* Every variable it reads must have a value now (rt_objgraph.h). */
+            const char *fnames[64];
+            for (int k = 0; k < nf; k++) fnames[k] = feeds[k].name;
+            if ((st = rt_objgraph_check_vars(m->g, &m->vars, fnames, nf, fetches, no)) != MS_OK)
+                return ms_errwrap(st, "signature '%s'", key);
+            continue;
+        }
         if (strcmp(key, "serving_default") == 0)
             return ms_errwrap(st, "signature '%s'", key);
         MS_WARN("%s: signature '%s' cannot run: %s", m->dir, key, ms_errmsg());
@@ -398,6 +417,7 @@ ms_status rt_model_load(const char *export_dir, const char *const *tags, int nta
     if ((st = rt_graph_build(m->mg, be, rt_model_host_ops, &m->g)) != MS_OK) goto fail;
     if (rt_fuse_enabled() && (st = rt_fuse_graph(m->g, NULL)) != MS_OK) goto fail;
     if ((st = run_restore(m)) != MS_OK) goto fail;
+    if ((st = restore_objgraph(m)) != MS_OK) goto fail;
     const char *init = init_op_name(m->mg);
     if (init != NULL) {
         st = run_init(m, init);
