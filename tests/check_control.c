@@ -1,0 +1,574 @@
+/* check_control.c - functional control flow (runtime/graph/rt_ops_control.c:
+ * While, StatelessWhile, If, StatelessIf, Case) run through real graphs whose
+ * functions are built here, and the TensorList ops (rt_ops_tensorlist.c)
+ * alone and inside a loop. Expected values are computed by hand. */
+#include <check.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_cpu_backend.h"
+#include "rt_exec.h"
+#include "rt_graph.h"
+#include "rt_model.h"
+#include "rt_ops.h"
+#include "util_node.h"
+
+/* ---- a small arena: every proto piece of one test, freed at its end ---- */
+static void *g_mem[4096];
+static int g_nmem;
+
+static void *A(size_t n) {
+    ck_assert_int_lt(g_nmem, 4096);
+    void *p = calloc(1, n);
+    ck_assert_ptr_nonnull(p);
+    return g_mem[g_nmem++] = p;
+}
+
+static char *S(const char *s) {
+    char *p = A(strlen(s) + 1);
+    strcpy(p, s);
+    return p;
+}
+
+static void arena_free(void) {
+    while (g_nmem > 0) free(g_mem[--g_nmem]);
+}
+
+static Tensorflow__AttrValue *attr(Tensorflow__NodeDef *d, const char *key) {
+    Tensorflow__NodeDef__AttrEntry **na = A(sizeof(*na) * (d->n_attr + 1));
+    if (d->n_attr) memcpy(na, d->attr, sizeof(*na) * d->n_attr);
+    Tensorflow__NodeDef__AttrEntry *e = A(sizeof(*e));
+    tensorflow__node_def__attr_entry__init(e);
+    e->key = S(key);
+    e->value = A(sizeof(*e->value));
+    tensorflow__attr_value__init(e->value);
+    na[d->n_attr++] = e;
+    d->attr = na;
+    return e->value;
+}
+
+static void attr_type(Tensorflow__NodeDef *d, const char *key, rt_dtype t) {
+    Tensorflow__AttrValue *v = attr(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_TYPE;
+    v->type = (Tensorflow__DataType)t;
+}
+
+static void attr_types(Tensorflow__NodeDef *d, const char *key, int n, const rt_dtype *t) {
+    Tensorflow__AttrValue *v = attr(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+    v->list = A(sizeof(*v->list));
+    tensorflow__attr_value__list_value__init(v->list);
+    v->list->type = A(sizeof(Tensorflow__DataType) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) v->list->type[i] = (Tensorflow__DataType)t[i];
+    v->list->n_type = (size_t)n;
+}
+
+static void attr_func(Tensorflow__NodeDef *d, const char *key, const char *fn) {
+    Tensorflow__AttrValue *v = attr(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_FUNC;
+    v->func = A(sizeof(*v->func));
+    tensorflow__name_attr_list__init(v->func);
+    v->func->name = S(fn);
+}
+
+static void attr_funcs(Tensorflow__NodeDef *d, const char *key, int n, const char *const *fn) {
+    Tensorflow__AttrValue *v = attr(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+    v->list = A(sizeof(*v->list));
+    tensorflow__attr_value__list_value__init(v->list);
+    v->list->func = A(sizeof(*v->list->func) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        v->list->func[i] = A(sizeof(**v->list->func));
+        tensorflow__name_attr_list__init(v->list->func[i]);
+        v->list->func[i]->name = S(fn[i]);
+    }
+    v->list->n_func = (size_t)n;
+}
+
+/* A Const holding n values of dt (4-byte types), rank 0 when n < 0 (one value). */
+static void attr_const(Tensorflow__NodeDef *d, rt_dtype dt, int n, const void *vals) {
+    attr_type(d, "dtype", dt);
+    Tensorflow__AttrValue *v = attr(d, "value");
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_TENSOR;
+    v->tensor = A(sizeof(*v->tensor));
+    tensorflow__tensor_proto__init(v->tensor);
+    v->tensor->dtype = (Tensorflow__DataType)dt;
+    v->tensor->tensor_shape = A(sizeof(*v->tensor->tensor_shape));
+    tensorflow__tensor_shape_proto__init(v->tensor->tensor_shape);
+    int count = n < 0 ? 1 : n;
+    if (n >= 0) {
+        Tensorflow__TensorShapeProto__Dim **dims = A(sizeof(*dims));
+        dims[0] = A(sizeof(**dims));
+        tensorflow__tensor_shape_proto__dim__init(dims[0]);
+        dims[0]->size = n;
+        v->tensor->tensor_shape->dim = dims;
+        v->tensor->tensor_shape->n_dim = 1;
+    }
+    v->tensor->tensor_content.len = (size_t)count * 4;
+    v->tensor->tensor_content.data = A((size_t)count * 4 + 1);
+    memcpy(v->tensor->tensor_content.data, vals, (size_t)count * 4);
+}
+
+/* A node: inputs NULL-terminated. */
+static Tensorflow__NodeDef *node(const char *name, const char *op, const char *const *in) {
+    Tensorflow__NodeDef *d = A(sizeof(*d));
+    tensorflow__node_def__init(d);
+    d->name = S(name);
+    d->op = S(op);
+    int n = 0;
+    while (in && in[n]) n++;
+    d->input = A(sizeof(char *) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) d->input[i] = S(in[i]);
+    d->n_input = (size_t)n;
+    return d;
+}
+#define IN(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* ---- a MetaGraphDef with a function library ---- */
+typedef struct mgb {
+    Tensorflow__MetaGraphDef mg;
+    Tensorflow__GraphDef gd;
+    Tensorflow__FunctionDefLibrary lib;
+    Tensorflow__NodeDef *nodes[32];
+    Tensorflow__FunctionDef *fns[16];
+} mgb;
+
+static void mgb_init(mgb *b) {
+    memset(b, 0, sizeof(*b));
+    tensorflow__meta_graph_def__init(&b->mg);
+    tensorflow__graph_def__init(&b->gd);
+    tensorflow__function_def_library__init(&b->lib);
+    b->mg.graph_def = &b->gd;
+    b->gd.library = &b->lib;
+    b->gd.node = b->nodes;
+    b->lib.function = b->fns;
+}
+
+static Tensorflow__NodeDef *top(mgb *b, Tensorflow__NodeDef *d) {
+    b->nodes[b->gd.n_node++] = d;
+    return d;
+}
+
+static Tensorflow__NodeDef *placeholder(mgb *b, const char *name, rt_dtype dt) {
+    Tensorflow__NodeDef *d = top(b, node(name, "Placeholder", NULL));
+    attr_type(d, "dtype", dt);
+    return d;
+}
+
+/* A function: args "name" with dtypes; rets "name=tensor" strings; body nodes. */
+static Tensorflow__FunctionDef *fn(mgb *b, const char *name, int nargs, const char *const *args,
+                                   int nrets, const char *const *rets) {
+    Tensorflow__FunctionDef *f = A(sizeof(*f));
+    tensorflow__function_def__init(f);
+    f->signature = A(sizeof(*f->signature));
+    tensorflow__op_def__init(f->signature);
+    f->signature->name = S(name);
+    f->signature->input_arg = A(sizeof(void *) * (size_t)(nargs + 1));
+    for (int i = 0; i < nargs; i++) {
+        Tensorflow__OpDef__ArgDef *a = A(sizeof(*a));
+        tensorflow__op_def__arg_def__init(a);
+        a->name = S(args[i]);
+        f->signature->input_arg[i] = a;
+    }
+    f->signature->n_input_arg = (size_t)nargs;
+    f->signature->output_arg = A(sizeof(void *) * (size_t)(nrets + 1));
+    f->ret = A(sizeof(void *) * (size_t)(nrets + 1));
+    for (int i = 0; i < nrets; i++) {
+        const char *eq = strchr(rets[i], '=');
+        Tensorflow__OpDef__ArgDef *a = A(sizeof(*a));
+        tensorflow__op_def__arg_def__init(a);
+        a->name = A((size_t)(eq - rets[i]) + 1);
+        memcpy(a->name, rets[i], (size_t)(eq - rets[i]));
+        f->signature->output_arg[i] = a;
+        Tensorflow__FunctionDef__RetEntry *r = A(sizeof(*r));
+        tensorflow__function_def__ret_entry__init(r);
+        r->key = a->name;
+        r->value = S(eq + 1);
+        f->ret[i] = r;
+    }
+    f->signature->n_output_arg = (size_t)nrets;
+    f->n_ret = (size_t)nrets;
+    f->node_def = A(sizeof(void *) * 32);
+    b->fns[b->lib.n_function++] = f;
+    return f;
+}
+
+static Tensorflow__NodeDef *body(Tensorflow__FunctionDef *f, Tensorflow__NodeDef *d) {
+    ck_assert_int_lt(f->n_node_def, 32);
+    f->node_def[f->n_node_def++] = d;
+    return d;
+}
+
+static Tensorflow__NodeDef *bin(Tensorflow__FunctionDef *f, const char *name, const char *op,
+                                const char *a, const char *b_, rt_dtype t) {
+    Tensorflow__NodeDef *d = body(f, node(name, op, IN(a, b_)));
+    attr_type(d, "T", t);
+    return d;
+}
+
+static Tensorflow__NodeDef *fconst(Tensorflow__FunctionDef *f, const char *name, rt_dtype dt,
+                                   const void *v) {
+    Tensorflow__NodeDef *d = body(f, node(name, "Const", NULL));
+    attr_const(d, dt, -1, v);
+    return d;
+}
+
+/* Builds the graph, plans feeds -> fetches, runs once. */
+static ms_status run_graph(mgb *b, int nf, const char *const *feeds, rt_tensor *const *fv, int no,
+                           const char *const *fetches, rt_tensor **outs, const atomic_int *cancel) {
+    kn_backend *be = kn_cpu_backend_new(1);
+    ck_assert_ptr_nonnull(be);
+    rt_graph *g;
+    ms_status st = rt_graph_build(&b->mg, be, rt_model_host_ops, &g);
+    ck_assert_msg(st == MS_OK, "build: %s", ms_errmsg());
+    rt_edge f[8], o[8];
+    for (int i = 0; i < nf; i++) ck_assert_int_eq(rt_graph_tensor(g, feeds[i], &f[i]), MS_OK);
+    for (int i = 0; i < no; i++) ck_assert_int_eq(rt_graph_tensor(g, fetches[i], &o[i]), MS_OK);
+    rt_plan *p = NULL;
+    st = rt_plan_build(g, f, nf, o, no, NULL, 0, &p);
+    if (st == MS_OK) {
+        rt_vars vars;
+        rt_vars_init(&vars);
+        kn_ctx ctx = {.nthreads = 1, .cancelled = cancel};
+        st = rt_plan_run(p, &ctx, &vars, fv, outs);
+        rt_vars_destroy(&vars);
+    }
+    rt_plan_free(p);
+    rt_graph_free(g);
+    kn_backend_free(be);
+    return st;
+}
+
+/* While over (i, n, acc): cond i < n; body (i + 1, n, acc * 2). */
+static void build_doubling(mgb *b, const char *op) {
+    mgb_init(b);
+    placeholder(b, "n", RT_DT_INT32);
+    placeholder(b, "acc", RT_DT_FLOAT);
+    int32_t zero = 0;
+    Tensorflow__NodeDef *c0 = top(b, node("i0", "Const", NULL));
+    attr_const(c0, RT_DT_INT32, -1, &zero);
+    Tensorflow__NodeDef *w = top(b, node("loop", op, IN("i0", "n", "acc")));
+    rt_dtype T[3] = {RT_DT_INT32, RT_DT_INT32, RT_DT_FLOAT};
+    attr_types(w, "T", 3, T);
+    attr_func(w, "cond", "cond_f");
+    attr_func(w, "body", "body_f");
+    Tensorflow__FunctionDef *cf = fn(b, "cond_f", 3, (const char *[]){"i", "n", "acc"}, 1,
+                                     (const char *[]){"r=less:z:0"});
+    bin(cf, "less", "Less", "i", "n", RT_DT_INT32);
+    Tensorflow__FunctionDef *bf =
+        fn(b, "body_f", 3, (const char *[]){"i", "n", "acc"}, 3,
+           (const char *[]){"i_out=inc:z:0", "n_out=n", "acc_out=dbl:0"});
+    int32_t one = 1;
+    float two = 2.0f;
+    fconst(bf, "one", RT_DT_INT32, &one);
+    fconst(bf, "two", RT_DT_FLOAT, &two);
+    bin(bf, "inc", "AddV2", "i", "one:output:0", RT_DT_INT32);
+    bin(bf, "dbl", "Mul", "acc", "two:output:0", RT_DT_FLOAT);
+}
+
+static void doubling_case(const char *op, int32_t n, float acc, int32_t want_i, float want_acc) {
+    mgb b;
+    build_doubling(&b, op);
+    rt_tensor *in[2] = {TU_I32(TU_SCALAR, n), TU_F32(TU_SCALAR, acc)};
+    rt_tensor *out[3] = {0};
+    ms_status st = run_graph(&b, 2, (const char *[]){"n", "acc"}, in, 3,
+                             (const char *[]){"loop:0", "loop:1", "loop:2"}, out, NULL);
+    ck_assert_msg(st == MS_OK, "%s: %s", op, ms_errmsg());
+    TU_CHECK_INT(out[0], RT_DT_INT32, TU_SCALAR, want_i);
+    TU_CHECK_INT(out[1], RT_DT_INT32, TU_SCALAR, n);
+    TU_CHECK_F32(out[2], TU_SCALAR, 0, want_acc);
+    tu_unref(in, 2);
+    tu_unref(out, 3);
+    arena_free();
+}
+
+START_TEST(test_while_loops) {
+    doubling_case("StatelessWhile", 3, 1.5f, 3, 12.0f); /* 1.5 * 2^3 */
+    doubling_case("While", 5, -0.25f, 5, -8.0f);        /* -0.25 * 2^5 */
+    doubling_case("StatelessWhile", 1, 3.0f, 1, 6.0f);
+}
+END_TEST
+
+START_TEST(test_while_zero_trip) {
+    /* cond false at once: the outputs are the inputs. */
+    doubling_case("StatelessWhile", 0, 1.5f, 0, 1.5f);
+    doubling_case("While", -4, 7.0f, 0, 7.0f);
+}
+END_TEST
+
+START_TEST(test_while_cancelled) {
+    mgb b;
+    build_doubling(&b, "StatelessWhile");
+    rt_tensor *in[2] = {TU_I32(TU_SCALAR, 1000000), TU_F32(TU_SCALAR, 1.0f)};
+    rt_tensor *out[3] = {0};
+    atomic_int cancel = 1;
+    ms_status st = run_graph(&b, 2, (const char *[]){"n", "acc"}, in, 3,
+                             (const char *[]){"loop:0", "loop:1", "loop:2"}, out, &cancel);
+    ck_assert_int_eq(st, MS_ECANCELED);
+    for (int i = 0; i < 3; i++) ck_assert_ptr_null(out[i]);
+    tu_unref(in, 2);
+    arena_free();
+}
+END_TEST
+
+START_TEST(test_while_bad_body) {
+    /* An unsupported op in the body fails the plan, naming the body's node. */
+    mgb b;
+    build_doubling(&b, "StatelessWhile");
+    Tensorflow__FunctionDef *bf = b.fns[1];
+    body(bf, node("mystery", "NoSuchOpAnywhere", IN("acc")));
+    bf->ret[2]->value = S("mystery:0");
+    rt_tensor *in[2] = {TU_I32(TU_SCALAR, 2), TU_F32(TU_SCALAR, 1.0f)};
+    rt_tensor *out[3] = {0};
+    ms_status st = run_graph(&b, 2, (const char *[]){"n", "acc"}, in, 3,
+                             (const char *[]){"loop:0", "loop:1", "loop:2"}, out, NULL);
+    ck_assert_int_eq(st, MS_ENOTSUP);
+    ck_assert_msg(strstr(ms_errmsg(), "NoSuchOpAnywhere") && strstr(ms_errmsg(), "'mystery'") &&
+                      strstr(ms_errmsg(), "body_f"),
+                  "%s", ms_errmsg());
+    tu_unref(in, 2);
+    arena_free();
+}
+END_TEST
+
+/* If / Case over x: branch 0 = x * 2, branch 1 = x + 10. */
+static void build_branches(mgb *b, const char *op, rt_dtype pred_dt) {
+    mgb_init(b);
+    placeholder(b, "p", pred_dt);
+    placeholder(b, "x", RT_DT_FLOAT);
+    Tensorflow__NodeDef *d = top(b, node("sel", op, IN("p", "x")));
+    rt_dtype tf = RT_DT_FLOAT;
+    attr_types(d, "Tout", 1, &tf);
+    attr_types(d, "Tin", 1, &tf);
+    if (strstr(op, "Case")) {
+        attr_funcs(d, "branches", 2, (const char *[]){"twice", "plus10"});
+    } else {
+        attr_func(d, "then_branch", "twice");
+        attr_func(d, "else_branch", "plus10");
+    }
+    float two = 2, ten = 10;
+    Tensorflow__FunctionDef *f = fn(b, "twice", 1, (const char *[]){"v"}, 1,
+                                    (const char *[]){"out=m:z:0"});
+    fconst(f, "c", RT_DT_FLOAT, &two);
+    bin(f, "m", "Mul", "v", "c:output:0", RT_DT_FLOAT);
+    f = fn(b, "plus10", 1, (const char *[]){"v"}, 1, (const char *[]){"out=a:z:0"});
+    fconst(f, "c", RT_DT_FLOAT, &ten);
+    bin(f, "a", "AddV2", "v", "c:output:0", RT_DT_FLOAT);
+}
+
+static void branch_case(const char *op, rt_tensor *pred, float want0, float want1) {
+    mgb b;
+    build_branches(&b, op, pred->dtype);
+    rt_tensor *in[2] = {pred, TU_F32(TU_SHAPE(2), 1.5f, -3.0f)};
+    rt_tensor *out[1] = {0};
+    ms_status st = run_graph(&b, 2, (const char *[]){"p", "x"}, in, 1, (const char *[]){"sel:0"},
+                             out, NULL);
+    ck_assert_msg(st == MS_OK, "%s: %s", op, ms_errmsg());
+    TU_CHECK_F32(out[0], TU_SHAPE(2), 0, want0, want1);
+    tu_unref(in, 2);
+    tu_unref(out, 1);
+    arena_free();
+}
+
+START_TEST(test_if) {
+    branch_case("StatelessIf", TU_BOOL(TU_SCALAR, 1), 3.0f, -6.0f);
+    branch_case("If", TU_BOOL(TU_SCALAR, 0), 11.5f, 7.0f);
+    /* TensorFlow's ToBool: a non-zero number is true, an empty tensor false,
+     * a non-empty non-scalar true. */
+    branch_case("StatelessIf", TU_I32(TU_SCALAR, -7), 3.0f, -6.0f);
+    branch_case("StatelessIf", TU_F32(TU_SCALAR, 0.0f), 11.5f, 7.0f);
+    rt_tensor *empty;
+    rt_shape s0 = {.rank = 1, .dim = {0}};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &s0, &empty), MS_OK);
+    branch_case("StatelessIf", empty, 11.5f, 7.0f);
+    branch_case("StatelessIf", TU_BOOL(TU_SHAPE(2), 0, 0), 3.0f, -6.0f);
+}
+END_TEST
+
+START_TEST(test_case) {
+    branch_case("Case", TU_I32(TU_SCALAR, 0), 3.0f, -6.0f);
+    branch_case("StatelessCase", TU_I32(TU_SCALAR, 1), 11.5f, 7.0f);
+    /* Out of range: the last branch, as TensorFlow does. */
+    branch_case("StatelessCase", TU_I32(TU_SCALAR, 5), 11.5f, 7.0f);
+    branch_case("Case", TU_I32(TU_SCALAR, -1), 11.5f, 7.0f);
+}
+END_TEST
+
+START_TEST(test_tf1_loop_refused) {
+    mgb b;
+    mgb_init(&b);
+    placeholder(&b, "x", RT_DT_FLOAT);
+    Tensorflow__NodeDef *d = top(&b, node("while/Enter", "Enter", IN("x")));
+    attr_type(d, "T", RT_DT_FLOAT);
+    rt_tensor *in[1] = {TU_F32(TU_SCALAR, 1.0f)};
+    rt_tensor *out[1] = {0};
+    ms_status st = run_graph(&b, 1, (const char *[]){"x"}, in, 1, (const char *[]){"while/Enter"},
+                             out, NULL);
+    ck_assert_int_eq(st, MS_ENOTSUP);
+    ck_assert_msg(strstr(ms_errmsg(), "TF1 control flow") && strstr(ms_errmsg(), "'while/Enter'"),
+                  "%s", ms_errmsg());
+    tu_unref(in, 1);
+    arena_free();
+}
+END_TEST
+
+/* The Keras RNN pattern: x (t, 2) unstacked into a list; a loop writes
+ * item * item into a reserved list; the result is stacked. */
+static void squares_case(int t) {
+    mgb b;
+    mgb_init(&b);
+    placeholder(&b, "x", RT_DT_FLOAT);
+    placeholder(&b, "t", RT_DT_INT32);
+    int32_t es[1] = {2}, zero = 0;
+    Tensorflow__NodeDef *d = top(&b, node("es", "Const", NULL));
+    attr_const(d, RT_DT_INT32, 1, es);
+    d = top(&b, node("i0", "Const", NULL));
+    attr_const(d, RT_DT_INT32, -1, &zero);
+    d = top(&b, node("src", "TensorListFromTensor", IN("x", "es")));
+    attr_type(d, "element_dtype", RT_DT_FLOAT);
+    d = top(&b, node("dst", "TensorListReserve", IN("es", "t")));
+    attr_type(d, "element_dtype", RT_DT_FLOAT);
+    d = top(&b, node("loop", "StatelessWhile", IN("i0", "t", "src", "dst")));
+    rt_dtype T[4] = {RT_DT_INT32, RT_DT_INT32, RT_DT_VARIANT, RT_DT_VARIANT};
+    attr_types(d, "T", 4, T);
+    attr_func(d, "cond", "c");
+    attr_func(d, "body", "bd");
+    d = top(&b, node("out", "TensorListStack", IN("loop:3", "es")));
+    attr_type(d, "element_dtype", RT_DT_FLOAT);
+    d = top(&b, node("len", "TensorListLength", IN("loop:3")));
+    Tensorflow__FunctionDef *cf =
+        fn(&b, "c", 4, (const char *[]){"i", "n", "s", "o"}, 1, (const char *[]){"r=lt:z:0"});
+    bin(cf, "lt", "Less", "i", "n", RT_DT_INT32);
+    Tensorflow__FunctionDef *bf = fn(&b, "bd", 4, (const char *[]){"i", "n", "s", "o"}, 4,
+                                     (const char *[]){"i1=inc:z:0", "n1=n", "s1=s",
+                                                      "o1=set:output_handle:0"});
+    int32_t one = 1, unk = -1;
+    fconst(bf, "one", RT_DT_INT32, &one);
+    fconst(bf, "any", RT_DT_INT32, &unk);
+    d = body(bf, node("get", "TensorListGetItem", IN("s", "i", "any:output:0")));
+    attr_type(d, "element_dtype", RT_DT_FLOAT);
+    bin(bf, "sq", "Mul", "get:item:0", "get:item:0", RT_DT_FLOAT);
+    d = body(bf, node("set", "TensorListSetItem", IN("o", "i", "sq:z:0")));
+    attr_type(d, "element_dtype", RT_DT_FLOAT);
+    bin(bf, "inc", "AddV2", "i", "one:output:0", RT_DT_INT32);
+
+    float xv[6] = {1, -2, 3, 0.5f, -4, 10};
+    rt_tensor *in[2] = {tu_t(RT_DT_FLOAT, TU_SHAPE(t, 2), xv, t * 2), TU_I32(TU_SCALAR, t)};
+    rt_tensor *out[2] = {0};
+    ms_status st = run_graph(&b, 2, (const char *[]){"x", "t"}, in, 2,
+                             (const char *[]){"out:0", "len:0"}, out, NULL);
+    ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
+    float want[6];
+    for (int i = 0; i < 2 * t; i++) want[i] = xv[i] * xv[i];
+    tu_check_f32(out[0], TU_SHAPE(t, 2), want, 2 * t, 0);
+    TU_CHECK_INT(out[1], RT_DT_INT32, TU_SCALAR, t);
+    tu_unref(in, 2);
+    tu_unref(out, 2);
+    arena_free();
+}
+
+START_TEST(test_tensorlist_loop) {
+    squares_case(3);
+    squares_case(1);
+    /* Zero steps: an empty (0, 2) result, no loop iteration. */
+    squares_case(0);
+}
+END_TEST
+
+/* ---- the TensorList ops one at a time ---- */
+
+static Tensorflow__NodeDef *lnode(const char *op) {
+    Tensorflow__NodeDef *d = tu_node_new(op, op);
+    tu_attr_type(d, "element_dtype", RT_DT_FLOAT);
+    return d;
+}
+
+START_TEST(test_tensorlist_ops) {
+    tu_prefer_table(rt_ops_tensorlist_kernels);
+    rt_tensor *x = TU_F32(TU_SHAPE(3, 2), 1, 2, 3, 4, 5, 6);
+    rt_tensor *es = TU_I32(TU_SHAPE(1), 2);
+    rt_tensor *unk = TU_I32(TU_SCALAR, -1);
+    rt_tensor *l = tu_run1(lnode("TensorListFromTensor"), (rt_tensor *[]){x, es}, 2);
+    rt_tensor *i1 = TU_I32(TU_SCALAR, 1), *i3 = TU_I32(TU_SCALAR, 3), *im = TU_I32(TU_SCALAR, -1);
+    rt_tensor *it = tu_run1(lnode("TensorListGetItem"), (rt_tensor *[]){l, i1, unk}, 3);
+    TU_CHECK_F32(it, TU_SHAPE(2), 0, 3, 4);
+    tu_run_fail(lnode("TensorListGetItem"), (rt_tensor *[]){l, i3, unk}, 3, 1, MS_EINVAL,
+                "out of range");
+    tu_run_fail(lnode("TensorListGetItem"), (rt_tensor *[]){l, im, unk}, 3, 1, MS_EINVAL,
+                "out of range");
+    rt_tensor *len = tu_run1(tu_node_new("TensorListLength", "len"), (rt_tensor *[]){l}, 1);
+    TU_CHECK_INT(len, RT_DT_INT32, TU_SCALAR, 3);
+    rt_tensor *shp = tu_run1(tu_node_new("TensorListElementShape", "shp"), (rt_tensor *[]){l}, 1);
+    TU_CHECK_INT(shp, RT_DT_INT32, TU_SHAPE(1), 2);
+
+    /* SetItem makes a new list: the old one is unchanged. */
+    rt_tensor *v = TU_F32(TU_SHAPE(2), -1, -2);
+    rt_tensor *l2 = tu_run1(lnode("TensorListSetItem"), (rt_tensor *[]){l, i1, v}, 3);
+    rt_tensor *s1 = tu_run1(lnode("TensorListStack"), (rt_tensor *[]){l, es}, 2);
+    TU_CHECK_F32(s1, TU_SHAPE(3, 2), 0, 1, 2, 3, 4, 5, 6);
+    rt_tensor *s2 = tu_run1(lnode("TensorListStack"), (rt_tensor *[]){l2, es}, 2);
+    TU_CHECK_F32(s2, TU_SHAPE(3, 2), 0, 1, 2, -1, -2, 5, 6);
+    rt_tensor *bad = TU_F32(TU_SHAPE(3), 1, 2, 3);
+    tu_run_fail(lnode("TensorListSetItem"), (rt_tensor *[]){l, i1, bad}, 3, 1, MS_EINVAL, "shape");
+
+    /* Reserve: unset elements read as zeros when the shape is known. */
+    rt_tensor *n2 = TU_I32(TU_SCALAR, 2);
+    rt_tensor *r = tu_run1(lnode("TensorListReserve"), (rt_tensor *[]){es, n2}, 2);
+    rt_tensor *z = tu_run1(lnode("TensorListGetItem"), (rt_tensor *[]){r, i1, unk}, 3);
+    TU_CHECK_F32(z, TU_SHAPE(2), 0, 0, 0);
+    rt_tensor *ru = tu_run1(lnode("TensorListReserve"), (rt_tensor *[]){unk, n2}, 2);
+    tu_run_fail(lnode("TensorListGetItem"), (rt_tensor *[]){ru, i1, unk}, 3, 1, MS_EINVAL,
+                "never set");
+    rt_tensor *ushp = tu_run1(tu_node_new("TensorListElementShape", "us"), (rt_tensor *[]){ru}, 1);
+    TU_CHECK_INT(ushp, RT_DT_INT32, TU_SCALAR, -1);
+
+    /* Empty list: Stack gives (0, 2); PushBack / PopBack. */
+    rt_tensor *e = tu_run1(lnode("EmptyTensorList"), (rt_tensor *[]){es, unk}, 2);
+    rt_tensor *se = tu_run1(lnode("TensorListStack"), (rt_tensor *[]){e, es}, 2);
+    tu_check_shape(se, RT_DT_FLOAT, TU_SHAPE(0, 2));
+    tu_run_fail(lnode("TensorListPopBack"), (rt_tensor *[]){e, es}, 2, 2, MS_EINVAL, "empty");
+    rt_tensor *p1 = tu_run1(lnode("TensorListPushBack"), (rt_tensor *[]){e, v}, 2);
+    rt_tensor *p2 = tu_run1(lnode("TensorListPushBack"), (rt_tensor *[]){p1, it}, 2);
+    rt_tensor *po[2] = {0};
+    Tensorflow__NodeDef *pd = lnode("TensorListPopBack");
+    ck_assert_int_eq(tu_run(pd, (rt_tensor *[]){p2, es}, 2, po, 2), MS_OK);
+    tu_node_free(pd);
+    TU_CHECK_F32(po[1], TU_SHAPE(2), 0, 3, 4);
+    rt_tensor *pl = tu_run1(tu_node_new("TensorListLength", "pl"), (rt_tensor *[]){po[0]}, 1);
+    TU_CHECK_INT(pl, RT_DT_INT32, TU_SCALAR, 1);
+    rt_tensor *p2l = tu_run1(tu_node_new("TensorListLength", "p2l"), (rt_tensor *[]){p2}, 1);
+    TU_CHECK_INT(p2l, RT_DT_INT32, TU_SCALAR, 2);
+
+    /* ConcatV2 joins along the first dim and reports the lengths. */
+    rt_tensor *co[2] = {0};
+    Tensorflow__NodeDef *cd = lnode("TensorListConcatV2");
+    rt_tensor *lead;
+    rt_shape s0 = {.rank = 1, .dim = {0}};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_INT64, &s0, &lead), MS_OK);
+    ck_assert_int_eq(tu_run(cd, (rt_tensor *[]){p2, unk, lead}, 3, co, 2), MS_OK);
+    tu_node_free(cd);
+    TU_CHECK_F32(co[0], TU_SHAPE(4), 0, -1, -2, 3, 4);
+    TU_CHECK_INT(co[1], RT_DT_INT64, TU_SHAPE(2), 2, 2);
+
+    /* Not a list. */
+    tu_run_fail(tu_node_new("TensorListLength", "nl"), (rt_tensor *[]){x}, 1, 1, MS_EINVAL,
+                "not a tensor list");
+    rt_tensor *all[] = {x,  es, unk, l,  i1,   i3,  im, it, len, shp, v,  l2, s1, s2,   bad, n2, r,
+                        z,  ru, ushp, e, se,   p1,  p2, po[0], po[1], pl, p2l, co[0], co[1], lead};
+    tu_unref(all, (int)(sizeof all / sizeof all[0]));
+    tu_prefer_table(NULL);
+}
+END_TEST
+
+int main(void) {
+    const tu_case cases[] = {
+        {"while_loops", test_while_loops},       {"while_zero_trip", test_while_zero_trip},
+        {"while_cancelled", test_while_cancelled}, {"while_bad_body", test_while_bad_body},
+        {"if", test_if},                         {"case", test_case},
+        {"tf1_loop_refused", test_tf1_loop_refused}, {"tensorlist_loop", test_tensorlist_loop},
+        {"tensorlist_ops", test_tensorlist_ops},
+    };
+    return tu_suite_main("control", cases, sizeof cases / sizeof cases[0]);
+}
