@@ -273,6 +273,12 @@ static ms_status tf1_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_tensor 
     return ms_errf(MS_ENOTSUP, "op %s (node '%s') is not supported", n->op, n->name);
 }
 
+int rt_ops_control_refused(const char *op) {
+    for (const kn_kernel *k = rt_ops_control_kernels; k->op; k++)
+        if (k->prepare == tf1_prepare && strcmp(k->op, op) == 0) return 1;
+    return 0;
+}
+
 const kn_kernel rt_ops_control_kernels[] = {
     {.op = "While", .prepare = while_prepare, .compute = while_compute, .release = ctl_release,
      .stateful = 1},

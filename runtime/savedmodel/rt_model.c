@@ -15,6 +15,7 @@
 #include "rt_exec.h"
 #include "rt_fuse.h"
 #include "rt_objgraph.h"
+#include "rt_opscan.h"
 #include "rt_graph.h"
 #include "rt_ops.h"
 
@@ -346,6 +347,29 @@ static const char *init_op_name(const Tensorflow__MetaGraphDef *mg) {
     return NULL;
 }
 
+/* Replaces the first unsupported op's message with one that lists every
+ * unsupported op the signature needs, with its nodes (rt_opscan.h). */
+static ms_status unsupported_list(rt_model *m, const rt_feed *feeds, int nf,
+                                  const char *const *fetches, int no) {
+    const char *fnames[64];
+    for (int k = 0; k < nf; k++) fnames[k] = feeds[k].name;
+    rt_opscan *s;
+    char first[1024];
+    snprintf(first, sizeof first, "%s", ms_errmsg());
+    if (rt_opscan_named(m->g, fnames, nf, fetches, no, &s) != MS_OK)
+        return ms_errf(MS_ENOTSUP, "%s", first);
+    ms_status st = MS_ENOTSUP;
+    if (s->nunsupported > 0) {
+        char msg[1024];
+        rt_opscan_message(s, msg, sizeof msg);
+        st = ms_errf(MS_ENOTSUP, "%s", msg);
+    } else {
+        st = ms_errf(MS_ENOTSUP, "%s", first);
+    }
+    rt_opscan_free(s);
+    return st;
+}
+
 /* Builds the plan of every signature now, so that a missing kernel shows at
  * load. serving_default must work; another signature that cannot is logged
  * and answers its error when called. */
@@ -376,6 +400,7 @@ static ms_status plan_signatures(rt_model *m) {
                 return ms_errwrap(st, "signature '%s'", key);
             continue;
         }
+        if (st == MS_ENOTSUP) st = unsupported_list(m, feeds, nf, fetches, no);
         if (strcmp(key, "serving_default") == 0)
             return ms_errwrap(st, "signature '%s'", key);
         MS_WARN("%s: signature '%s' cannot run: %s", m->dir, key, ms_errmsg());
