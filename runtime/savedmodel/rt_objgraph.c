@@ -152,8 +152,10 @@ ms_status rt_objgraph_restore(const Tensorflow__MetaGraphDef *mg, const rt_graph
     return st;
 }
 
-ms_status rt_objgraph_check_vars(const rt_graph *g, rt_vars *vars, const char *const *feeds,
-                                 int nfeeds, const char *const *fetches, int nfetches) {
+ms_status rt_objgraph_walk_vars(const rt_graph *g, rt_vars *vars, const char *const *feeds,
+                                int nfeeds, const char *const *fetches, int nfetches,
+                                void (*fn)(void *arg, const rt_gnode *node, const rt_var *v),
+                                void *arg) {
     unsigned char *seen = calloc((size_t)g->n + 1, 2);
     int *stack = malloc(sizeof(int) * ((size_t)g->n + 1));
     if (seen == NULL || stack == NULL) {
@@ -173,24 +175,17 @@ ms_status rt_objgraph_check_vars(const rt_graph *g, rt_vars *vars, const char *c
             seen[e.node] = 1, stack[sp++] = e.node;
         ms_err_clear();
     }
-    char msg[2048];
-    size_t o = 0;
-    int missing = 0;
-    msg[0] = '\0';
+    ms_status st = MS_OK;
     while (sp > 0) {
         const rt_gnode *n = &g->nodes[stack[--sp]];
         if (is_var_op(n->kn.op)) {
             char buf[256];
-            const char *name = rt_objgraph_var_name(n, buf, sizeof buf);
-            rt_var *v = rt_vars_get(vars, name, node_dtype(n));
+            rt_var *v = rt_vars_get(vars, rt_objgraph_var_name(n, buf, sizeof buf), node_dtype(n));
             if (v == NULL) {
-                free(seen);
-                free(stack);
-                return ms_errf(MS_ENOMEM, "out of memory");
+                st = ms_errf(MS_ENOMEM, "out of memory");
+                break;
             }
-            if (v->value == NULL && missing++ < 20 && o < sizeof msg)
-                o += (size_t)snprintf(msg + o, sizeof msg - o, "%s'%s'", missing > 1 ? ", " : "",
-                                      name);
+            fn(arg, n, v);
         }
         if (fed[n - g->nodes]) continue;
         for (int i = 0; i < n->nin; i++)
@@ -200,9 +195,32 @@ ms_status rt_objgraph_check_vars(const rt_graph *g, rt_vars *vars, const char *c
     }
     free(seen);
     free(stack);
-    if (missing == 0) return MS_OK;
+    return st;
+}
+
+typedef struct missing_acc {
+    char msg[2048];
+    size_t o;
+    int missing;
+} missing_acc;
+
+static void note_missing(void *arg, const rt_gnode *node, const rt_var *v) {
+    missing_acc *a = arg;
+    (void)node;
+    if (v->value != NULL) return;
+    if (a->missing++ < 20 && a->o < sizeof a->msg)
+        a->o += (size_t)snprintf(a->msg + a->o, sizeof a->msg - a->o, "%s'%s'",
+                                 a->missing > 1 ? ", " : "", v->name);
+}
+
+ms_status rt_objgraph_check_vars(const rt_graph *g, rt_vars *vars, const char *const *feeds,
+                                 int nfeeds, const char *const *fetches, int nfetches) {
+    missing_acc a = {.o = 0};
+    ms_status st = rt_objgraph_walk_vars(g, vars, feeds, nfeeds, fetches, nfetches, note_missing, &a);
+    if (st != MS_OK || a.missing == 0) return st;
+    int missing = a.missing;
     return ms_errf(MS_EINVAL, "%d variable%s read by the signature %s no value after restore and "
                    "the init op: %s%s",
-                   missing, missing > 1 ? "s" : "", missing > 1 ? "have" : "has", msg,
+                   missing, missing > 1 ? "s" : "", missing > 1 ? "have" : "has", a.msg,
                    missing > 20 ? ", ..." : "");
 }

@@ -29,6 +29,13 @@ ms_status rt_objgraph_restore(const Tensorflow__MetaGraphDef *mg, const rt_graph
 ms_status rt_objgraph_check_vars(const rt_graph *g, rt_vars *vars, const char *const *feeds,
                                  int nfeeds, const char *const *fetches, int nfetches);
 
+/* Calls fn for every resource variable node those fetches reach (same walk),
+ * with its variable (value NULL: not restored). */
+ms_status rt_objgraph_walk_vars(const rt_graph *g, rt_vars *vars, const char *const *feeds,
+                                int nfeeds, const char *const *fetches, int nfetches,
+                                void (*fn)(void *arg, const rt_gnode *node, const rt_var *v),
+                                void *arg);
+
 /* The name a variable node's value lives under in rt_vars (its shared_name,
  * else its node name), as the variable ops use it. buf holds the copy. */
 const char *rt_objgraph_var_name(const rt_gnode *n, char *buf, size_t cap);
