@@ -35,10 +35,8 @@ static rt_dtype node_dtype(const rt_gnode *n) {
     return RT_DT_INVALID;
 }
 
-/* TF2 resource variables only: a TF1 VariableV2 starts zero-filled in
- * dcmserve (rt_ops_core.c) and graphs rely on Assign before the first read. */
 static int is_var_op(const char *op) {
-    return strcmp(op, "VarHandleOp") == 0;
+    return strcmp(op, "VarHandleOp") == 0 || strcmp(op, "VariableV2") == 0;
 }
 
 static const Tensorflow__SavedConcreteFunction *
@@ -206,8 +204,9 @@ typedef struct missing_acc {
 
 static void note_missing(void *arg, const rt_gnode *node, const rt_var *v) {
     missing_acc *a = arg;
-    (void)node;
-    if (v->value != NULL) return;
+    /* TF2 resource variables only: a TF1 VariableV2 starts zero-filled in
+     * dcmserve (rt_ops_core.c) and graphs rely on Assign before the first read. */
+    if (v->value != NULL || strcmp(node->kn.op, "VarHandleOp") != 0) return;
     if (a->missing++ < 20 && a->o < sizeof a->msg)
         a->o += (size_t)snprintf(a->msg + a->o, sizeof a->msg - a->o, "%s'%s'",
                                  a->missing > 1 ? ", " : "", v->name);

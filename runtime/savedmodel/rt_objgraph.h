@@ -29,7 +29,8 @@ ms_status rt_objgraph_restore(const Tensorflow__MetaGraphDef *mg, const rt_graph
 ms_status rt_objgraph_check_vars(const rt_graph *g, rt_vars *vars, const char *const *feeds,
                                  int nfeeds, const char *const *fetches, int nfetches);
 
-/* Calls fn for every resource variable node those fetches reach (same walk),
+/* Calls fn for every variable node (VarHandleOp, VariableV2) those fetches
+ * reach (same walk),
  * with its variable (value NULL: not restored). */
 ms_status rt_objgraph_walk_vars(const rt_graph *g, rt_vars *vars, const char *const *feeds,
                                 int nfeeds, const char *const *fetches, int nfetches,

@@ -157,8 +157,7 @@ static void print_text(const char *dir, const char *load_err, sig_report *r, int
         printf("  %s\n", s->serves ? "serves" : "does not serve:");
         if (!s->serves) printf("    %s\n", s->why);
     }
-    printf("\nverdict: %s%s%s\n", serves ? "serves" : "does not serve: ", serves ? "" : verdict,
-           "");
+    printf("\nverdict: %s%s\n", serves ? "serves" : "does not serve: ", serves ? "" : verdict);
 }
 
 static void print_json(const char *dir, const char *load_err, sig_report *r, int nr, int serves,
@@ -223,12 +222,17 @@ static int split_tags(char *buf, const char **tags, int max) {
 int cli_check(int argc, char **argv) {
     const char *dir = NULL, *tag_set = "serve";
     int json = 0, help = 0;
-    /* DIR may come first, positionally. */
-    if (argc > 1 && argv[1][0] != '-') {
-        dir = argv[1];
-        argv[1] = argv[0];
-        argv++;
+    /* DIR is positional, anywhere among the flags (whose values may follow them). */
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-') {
+            const char *f = argv[i] + (argv[i][1] == '-' ? 2 : 1);
+            if ((strcmp(f, "tag_set") == 0 || strcmp(f, "dir") == 0) && i + 1 < argc) i++;
+            continue;
+        }
+        dir = argv[i];
+        for (int k = i; k + 1 < argc; k++) argv[k] = argv[k + 1];
         argc--;
+        break;
     }
     const char *dir_flag = NULL;
     cli_flag flags[] = {

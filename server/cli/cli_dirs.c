@@ -16,6 +16,7 @@ int cli_export_dir(const char *dir, char *out, size_t cap) {
     DIR *d = opendir(dir);
     if (d == NULL) return -1;
     long long best = -1;
+    char best_name[256] = "";
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         char *end;
@@ -24,10 +25,13 @@ int cli_export_dir(const char *dir, char *out, size_t cap) {
         char pb[4096];
         snprintf(pb, sizeof pb, "%s/%s/saved_model.pb", dir, e->d_name);
         if (stat(pb, &sb) != 0) continue;
-        if (v > best) best = v;
+        if (v > best) {
+            best = v;
+            snprintf(best_name, sizeof best_name, "%s", e->d_name); /* "00000123" stays so */
+        }
     }
     closedir(d);
     if (best < 0) return -1;
-    snprintf(out, cap, "%s/%lld", dir, best);
+    snprintf(out, cap, "%s/%s", dir, best_name);
     return 0;
 }
