@@ -14,6 +14,11 @@ static const kn_kernel *const groups[] = {
     kn_cpu_reverse_kernels,
 };
 
+const kn_kernel *const *kn_cpu_kernel_tables(size_t *n) {
+    *n = sizeof(groups) / sizeof(groups[0]);
+    return groups;
+}
+
 static const char *cpu_name(kn_backend *b) {
     (void)b;
     return "cpu";
