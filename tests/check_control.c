@@ -562,13 +562,49 @@ START_TEST(test_tensorlist_ops) {
 }
 END_TEST
 
+START_TEST(test_unreached_function) {
+    /* A call whose function body names an output no op list knows (as TF
+     * 2.2 saver functions do) does not fail the build; only a plan that
+     * reaches it fails, with the resolution message. */
+    mgb b;
+    mgb_init(&b);
+    placeholder(&b, "x", RT_DT_FLOAT);
+    Tensorflow__NodeDef *d = top(&b, node("y", "Identity", IN("x")));
+    attr_type(d, "T", RT_DT_FLOAT);
+    d = top(&b, node("saver", "StatefulPartitionedCall", IN("x")));
+    rt_dtype tf = RT_DT_FLOAT;
+    attr_types(d, "Tout", 1, &tf);
+    attr_func(d, "f", "save_fn");
+    Tensorflow__FunctionDef *f =
+        fn(&b, "save_fn", 1, (const char *[]){"v"}, 1, (const char *[]){"out=id:output:0"});
+    body(f, node("mystery", "UnknownOp7", IN("v")));
+    d = body(f, node("id", "Identity", IN("mystery:nosuch:0")));
+    attr_type(d, "T", RT_DT_FLOAT);
+    rt_tensor *in[1] = {TU_F32(TU_SCALAR, 4.0f)};
+    rt_tensor *out[1] = {0};
+    ms_status st = run_graph(&b, 1, (const char *[]){"x"}, in, 1, (const char *[]){"y:0"}, out, NULL);
+    ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
+    TU_CHECK_F32(out[0], TU_SCALAR, 0, 4.0f);
+    tu_unref(out, 1);
+    st = run_graph(&b, 1, (const char *[]){"x"}, in, 1, (const char *[]){"saver:0"}, out, NULL);
+    ck_assert_int_eq(st, MS_ENOTSUP);
+    /* Either of the body's two problems, named in the function's scope. */
+    ck_assert_msg(strstr(ms_errmsg(), "'saver/") &&
+                      (strstr(ms_errmsg(), "cannot resolve output 'nosuch'") ||
+                       strstr(ms_errmsg(), "UnknownOp7")),
+                  "%s", ms_errmsg());
+    tu_unref(in, 1);
+    arena_free();
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"while_loops", test_while_loops},       {"while_zero_trip", test_while_zero_trip},
         {"while_cancelled", test_while_cancelled}, {"while_bad_body", test_while_bad_body},
         {"if", test_if},                         {"case", test_case},
         {"tf1_loop_refused", test_tf1_loop_refused}, {"tensorlist_loop", test_tensorlist_loop},
-        {"tensorlist_ops", test_tensorlist_ops},
+        {"tensorlist_ops", test_tensorlist_ops}, {"unreached_function", test_unreached_function},
     };
     return tu_suite_main("control", cases, sizeof cases / sizeof cases[0]);
 }

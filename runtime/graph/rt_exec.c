@@ -35,6 +35,7 @@ rt_graph *rt_preparing_graph(void) {
 ms_status rt_gnode_prepare(rt_graph *g, int idx) {
     rt_gnode *n = &g->nodes[idx];
     if (n->prepared) return MS_OK;
+    if (n->broken) return ms_errf(MS_ENOTSUP, "%s", n->broken);
     if (n->kernel == NULL) {
         n->kernel = rt_ops_host_kernel(g->host_ops, n->kn.op);
         if (n->kernel == NULL && g->backend) n->kernel = kn_backend_kernel(g->backend, n->kn.op);

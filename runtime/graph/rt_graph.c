@@ -359,6 +359,7 @@ static ms_status add_function_body(builder *b, int call_idx, pending **pend, int
         }
         if ((st = resolve_data(b, sc, ref, g->nodes[call_idx].name, &rin[i])) != MS_OK) {
             free(rin);
+            b->depth--;
             return st;
         }
     }
@@ -377,6 +378,18 @@ static ms_status add_function_body(builder *b, int call_idx, pending **pend, int
     cn->nctl = 0;
     for (int i = first; i < last; i++) cn->ctl[cn->nctl++] = i;
     b->depth--;
+    return MS_OK;
+}
+
+/* A function-body output name that does not resolve (an op neither the
+ * model's op list nor the built-in table knows) must not fail the load when
+ * nothing runs that node (e.g. the saver function): the node keeps the
+ * message and only a plan that reaches it fails (rt_gnode_prepare). */
+static ms_status mark_broken(rt_graph *g, int idx) {
+    rt_gnode *n = &g->nodes[idx];
+    free(n->broken);
+    if ((n->broken = strdup(ms_errmsg())) == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    ms_err_clear();
     return MS_OK;
 }
 
@@ -409,7 +422,10 @@ ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be,
         st = add_node(g, mg, name, gd->node[i], gd->node[i]->op, &idx);
         if (st == MS_OK) st = push_pending(&pend, &npend, &pcap, idx, &top);
     }
-    for (int i = 0; i < npend && st == MS_OK; i++) st = resolve_node(&b, pend[i], &pend, &npend, &pcap);
+    for (int i = 0; i < npend && st == MS_OK; i++) {
+        st = resolve_node(&b, pend[i], &pend, &npend, &pcap);
+        if (st == MS_ENOTSUP) st = mark_broken(g, pend[i].node);
+    }
     free(pend);
     while (b.scopes) {
         scope *s = b.scopes;
@@ -496,7 +512,10 @@ ms_status rt_graph_build_function(const Tensorflow__MetaGraphDef *mg, const char
         else if ((st = add_node(g, mg, name, bd, bd->op, &idx)) == MS_OK)
             st = push_pending(&pend, &npend, &pcap, idx, &sc);
     }
-    for (int i = 0; i < npend && st == MS_OK; i++) st = resolve_node(&b, pend[i], &pend, &npend, &pcap);
+    for (int i = 0; i < npend && st == MS_OK; i++) {
+        st = resolve_node(&b, pend[i], &pend, &npend, &pcap);
+        if (st == MS_ENOTSUP) st = mark_broken(g, pend[i].node);
+    }
     free(pend);
     for (int i = 0; i < f->nrets && st == MS_OK; i++) {
         const char *ref = NULL;
@@ -553,6 +572,7 @@ void rt_graph_free(rt_graph *g) {
         free(n->name);
         free(n->in);
         free(n->ctl);
+        free(n->broken);
     }
     free(g->nodes);
     for (struct rt_graph_mem *m = g->mem, *nx; m; m = nx) {

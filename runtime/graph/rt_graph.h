@@ -33,6 +33,9 @@ typedef struct rt_gnode {
     int prepared;
     int fused_into;                    /* absorbed into this fused node (rt_fuse.h), or -1 */
     int unfused;                       /* a fused node: its original form (unnamed twin), or -1 */
+    char *broken;                      /* owned: why this node cannot run (an output name of
+                                        * its function body did not resolve), or NULL; only a
+                                        * plan that reaches it fails, with this message */
 } rt_gnode;
 
 typedef struct rt_graph rt_graph;
