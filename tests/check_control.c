@@ -562,6 +562,67 @@ START_TEST(test_tensorlist_ops) {
 }
 END_TEST
 
+/* TF1 TensorArrayV3: mutable through its handle; flows carry nothing. */
+START_TEST(test_tensor_array) {
+    tu_prefer_table(rt_ops_tensorlist_kernels);
+    Tensorflow__NodeDef *d = tu_node_new("TensorArrayV3", "ta");
+    tu_attr_type(d, "dtype", RT_DT_FLOAT);
+    tu_attr_shape(d, "element_shape", 1, (const int64_t[]){2});
+    rt_tensor *two = TU_I32(TU_SCALAR, 2), *ta[2] = {0};
+    ck_assert_int_eq(tu_run(d, (rt_tensor *[]){two}, 1, ta, 2), MS_OK);
+    tu_node_free(d);
+    rt_tensor *h = ta[0], *flow = ta[1];
+    rt_tensor *i0 = TU_I32(TU_SCALAR, 0), *i1 = TU_I32(TU_SCALAR, 1), *i2 = TU_I32(TU_SCALAR, 2);
+    rt_tensor *v = TU_F32(TU_SHAPE(2), 5, 6);
+    rt_tensor *f1 = tu_run1(tu_node_new("TensorArrayWriteV3", "w"), (rt_tensor *[]){h, i1, v, flow}, 4);
+    rt_tensor *r1 = tu_run1(tu_node_new("TensorArrayReadV3", "r1"), (rt_tensor *[]){h, i1, f1}, 3);
+    TU_CHECK_F32(r1, TU_SHAPE(2), 0, 5, 6);
+    rt_tensor *r0 = tu_run1(tu_node_new("TensorArrayReadV3", "r0"), (rt_tensor *[]){h, i0, f1}, 3);
+    TU_CHECK_F32(r0, TU_SHAPE(2), 0, 0, 0); /* never written, shape known: zeros */
+    tu_run_fail(tu_node_new("TensorArrayWriteV3", "w2"), (rt_tensor *[]){h, i2, v, f1}, 4, 1,
+                MS_EINVAL, "dynamic_size is false");
+    tu_run_fail(tu_node_new("TensorArrayReadV3", "r2"), (rt_tensor *[]){h, i2, f1}, 3, 1,
+                MS_EINVAL, "out of range");
+    rt_tensor *sz = tu_run1(tu_node_new("TensorArraySizeV3", "sz"), (rt_tensor *[]){h, f1}, 2);
+    TU_CHECK_INT(sz, RT_DT_INT32, TU_SCALAR, 2);
+    rt_tensor *ix = TU_I32(TU_SHAPE(2), 1, 0);
+    rt_tensor *g = tu_run1(tu_node_new("TensorArrayGatherV3", "g"), (rt_tensor *[]){h, ix, f1}, 3);
+    TU_CHECK_F32(g, TU_SHAPE(2, 2), 0, 5, 6, 0, 0);
+    rt_tensor *vals = TU_F32(TU_SHAPE(2, 2), 1, 2, 3, 4);
+    rt_tensor *f2 = tu_run1(tu_node_new("TensorArrayScatterV3", "s"), (rt_tensor *[]){h, ix, vals, f1}, 4);
+    rt_tensor *g2 = tu_run1(tu_node_new("TensorArrayGatherV3", "g2"), (rt_tensor *[]){h, ix, f2}, 3);
+    TU_CHECK_F32(g2, TU_SHAPE(2, 2), 0, 1, 2, 3, 4); /* element 1 = [1, 2], element 0 = [3, 4] */
+    rt_tensor *c = NULL;
+    Tensorflow__NodeDef *cd = tu_node_new("TensorArrayCloseV3", "close");
+    ck_assert_int_eq(tu_run(cd, (rt_tensor *[]){h}, 1, &c, 0), MS_OK);
+    tu_node_free(cd);
+
+    /* Dynamic size, unknown element shape: writes grow it; an unwritten element cannot be read. */
+    d = tu_node_new("TensorArrayV3", "dyn");
+    tu_attr_type(d, "dtype", RT_DT_FLOAT);
+    tu_attr_b(d, "dynamic_size", 1);
+    rt_tensor *zero = TU_I32(TU_SCALAR, 0), *dyn[2] = {0};
+    ck_assert_int_eq(tu_run(d, (rt_tensor *[]){zero}, 1, dyn, 2), MS_OK);
+    tu_node_free(d);
+    rt_tensor *f3 = tu_run1(tu_node_new("TensorArrayWriteV3", "dw"), (rt_tensor *[]){dyn[0], i2, v, dyn[1]}, 4);
+    rt_tensor *dsz = tu_run1(tu_node_new("TensorArraySizeV3", "dsz"), (rt_tensor *[]){dyn[0], f3}, 2);
+    TU_CHECK_INT(dsz, RT_DT_INT32, TU_SCALAR, 3);
+    tu_run_fail(tu_node_new("TensorArrayReadV3", "dr"), (rt_tensor *[]){dyn[0], i0, f3}, 3, 1,
+                MS_EINVAL, "never set");
+    /* A TensorList is not a TensorArray handle. */
+    rt_tensor *es = TU_I32(TU_SHAPE(1), 2);
+    Tensorflow__NodeDef *rd = tu_node_new("TensorListReserve", "lr");
+    tu_attr_type(rd, "element_dtype", RT_DT_FLOAT);
+    rt_tensor *lst = tu_run1(rd, (rt_tensor *[]){es, two}, 2);
+    tu_run_fail(tu_node_new("TensorArrayReadV3", "bad_h"), (rt_tensor *[]){lst, i0, f3}, 3, 1,
+                MS_EINVAL, "not a TensorArray handle");
+    rt_tensor *all[] = {two, h, flow, i0, i1, i2, v, f1, r1, r0, sz, ix, g, vals, f2, g2,
+                        zero, dyn[0], dyn[1], f3, dsz, es, lst};
+    tu_unref(all, (int)(sizeof all / sizeof all[0]));
+    tu_prefer_table(NULL);
+}
+END_TEST
+
 START_TEST(test_unreached_function) {
     /* A call whose function body names an output no op list knows (as TF
      * 2.2 saver functions do) does not fail the build; only a plan that
@@ -605,6 +666,7 @@ int main(void) {
         {"if", test_if},                         {"case", test_case},
         {"tf1_loop_refused", test_tf1_loop_refused}, {"tensorlist_loop", test_tensorlist_loop},
         {"tensorlist_ops", test_tensorlist_ops}, {"unreached_function", test_unreached_function},
+        {"tensor_array", test_tensor_array},
     };
     return tu_suite_main("control", cases, sizeof cases / sizeof cases[0]);
 }

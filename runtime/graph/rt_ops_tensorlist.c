@@ -2,7 +2,9 @@
  * EmptyTensorList, TensorListFromTensor, TensorListGetItem,
  * TensorListSetItem, TensorListStack, TensorListLength,
  * TensorListElementShape, TensorListPushBack, TensorListPopBack,
- * TensorListConcatV2), what Keras RNN loops and tf.TensorArray compile to.
+ * TensorListConcatV2), what Keras RNN loops and tf.TensorArray compile to,
+ * and TF1's TensorArrayV3 family (V3 create / Write / Read / Gather /
+ * Scatter / Size / Close; see the section below).
  *
  * A list is a DT_VARIANT scalar whose buffer is the list itself: element
  * dtype, element shape (rank -1 = unknown; dims -1 = unknown) and a vector of
@@ -27,6 +29,7 @@ typedef struct tlist {
     rt_shape eshape;    /* rank -1: unknown */
     int n, cap;
     rt_tensor **items;
+    int dynamic;        /* TensorArray: writes past the end grow it */
 } tlist;
 
 static void tlist_release(rt_buf *b) {
@@ -455,6 +458,224 @@ static ms_status concat_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_ten
     return MS_OK;
 }
 
+
+/* ---- TF1 TensorArrayV3 family ----
+ *
+ * A TensorArray is mutable state reached through a handle (TensorFlow: a
+ * resource): a list whose writes change it in place. Its handle here is a
+ * DT_VARIANT scalar owning the array (not interchangeable with a TensorList);
+ * each run of the TensorArrayV3 node makes a new, empty array. The float
+ * "flow" scalars only order the ops and carry 0. Reads of an element never
+ * written give zeros when the element shape is fully known. */
+
+static void ta_release(rt_buf *b) {
+    tlist_release(b);
+}
+
+static ms_status ta_in(const kn_node *n, const rt_tensor *t, tlist **out) {
+    if (t->dtype != RT_DT_VARIANT || t->nelem != 1 || t->buf == NULL ||
+        t->buf->release != ta_release || t->data != t->buf->data)
+        return ms_errf(MS_EINVAL, "'%s' (%s): input 0 is not a TensorArray handle", n->name, n->op);
+    *out = *(tlist *const *)t->data;
+    return MS_OK;
+}
+
+/* Grows a to hold n elements (new ones unset). */
+static ms_status ta_grow(const kn_node *n, tlist *a, int64_t want) {
+    if (want <= a->n) return MS_OK;
+    if (want > MAX_LIST_LEN)
+        return ms_errf(MS_EINVAL, "'%s' (%s): size %lld is over %d", n->name, n->op,
+                       (long long)want, MAX_LIST_LEN);
+    if (want > a->cap) {
+        int ncap = a->cap * 2 > want ? a->cap * 2 : (int)want;
+        rt_tensor **ni = realloc(a->items, sizeof(*ni) * ((size_t)ncap + 1));
+        if (ni == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+        memset(ni + a->cap, 0, sizeof(*ni) * (size_t)(ncap - a->cap + 1));
+        a->items = ni;
+        a->cap = ncap;
+    }
+    a->n = (int)want;
+    return MS_OK;
+}
+
+static ms_status flow_out(kn_ctx *ctx, int idx, rt_tensor **out) {
+    rt_shape scalar = {0};
+    ms_status st = kn_ctx_output(ctx, idx, RT_DT_FLOAT, &scalar, out);
+    if (st == MS_OK) *(float *)(*out)->data = 0.0f;
+    return st;
+}
+
+static ms_status ta_new_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                rt_tensor **out) {
+    (void)st_;
+    int64_t size;
+    ms_status st = index_in(n, in[0], &size);
+    if (st != MS_OK) return st;
+    if (size < 0 || size > MAX_LIST_LEN)
+        return ms_errf(MS_EINVAL, "'%s' (%s): size %lld is out of range [0, %d]", n->name, n->op,
+                       (long long)size, MAX_LIST_LEN);
+    rt_shape es = {.rank = -1};
+    if (kn_attr_has(n, "element_shape") && kn_attr_shape(n, "element_shape", &es) != MS_OK) {
+        ms_err_clear();
+        es.rank = -1;
+    }
+    tlist *l;
+    if ((st = tlist_new(kn_attr_type(n, "dtype", RT_DT_FLOAT), &es, (int)size, (int)size, &l,
+                        &out[0])) != MS_OK)
+        return st;
+    out[0]->buf->release = ta_release;
+    l->dynamic = kn_attr_b(n, "dynamic_size", 0);
+    if ((st = flow_out(ctx, 1, &out[1])) != MS_OK) {
+        rt_tensor_unref(out[0]);
+        out[0] = NULL;
+    }
+    return st;
+}
+
+static ms_status ta_write_one(const kn_node *n, tlist *a, int64_t i, const rt_tensor *v) {
+    ms_status st = check_item(n, a, v);
+    if (st != MS_OK) return st;
+    if (i < 0) return ms_errf(MS_EINVAL, "'%s' (%s): index %lld is negative", n->name, n->op,
+                              (long long)i);
+    if (i >= a->n) {
+        if (!a->dynamic)
+            return ms_errf(MS_EINVAL,
+                           "'%s' (%s): index %lld is out of range for a TensorArray of %d "
+                           "(dynamic_size is false)",
+                           n->name, n->op, (long long)i, a->n);
+        if ((st = ta_grow(n, a, i + 1)) != MS_OK) return st;
+    }
+    rt_tensor_unref(a->items[i]);
+    a->items[i] = rt_tensor_ref((rt_tensor *)v);
+    return MS_OK;
+}
+
+static ms_status ta_write_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                  rt_tensor **out) {
+    (void)st_;
+    tlist *a = NULL;
+    int64_t i;
+    ms_status st = ta_in(n, in[0], &a);
+    if (st == MS_OK) st = index_in(n, in[1], &i);
+    if (st == MS_OK) st = ta_write_one(n, a, i, in[2]);
+    if (st == MS_OK) st = flow_out(ctx, 0, &out[0]);
+    return st;
+}
+
+static ms_status ta_read_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                 rt_tensor **out) {
+    (void)st_;
+    tlist *a = NULL;
+    int64_t i;
+    ms_status st = ta_in(n, in[0], &a);
+    if (st == MS_OK) st = index_in(n, in[1], &i);
+    if (st != MS_OK) return st;
+    if (i < 0 || i >= a->n)
+        return ms_errf(MS_EINVAL, "'%s' (%s): index %lld is out of range for a TensorArray of %d",
+                       n->name, n->op, (long long)i, a->n);
+    if (a->items[i]) {
+        out[0] = rt_tensor_ref(a->items[i]);
+        return MS_OK;
+    }
+    return zero_item(ctx, n, a->dt, &a->eshape, (int)i, &out[0]);
+}
+
+static ms_status ta_size_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                 rt_tensor **out) {
+    (void)st_;
+    tlist *a = NULL;
+    rt_shape scalar = {0};
+    ms_status st = ta_in(n, in[0], &a);
+    if (st == MS_OK) st = kn_ctx_output(ctx, 0, RT_DT_INT32, &scalar, &out[0]);
+    if (st == MS_OK) *(int32_t *)out[0]->data = a->n;
+    return st;
+}
+
+static ms_status ta_close_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                  rt_tensor **out) {
+    (void)ctx, (void)st_, (void)out;
+    tlist *a = NULL;
+    return ta_in(n, in[0], &a);
+}
+
+/* Gather(handle, indices, flow) -> value [len(indices), elem...]. */
+static ms_status ta_gather_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                   rt_tensor **out) {
+    (void)st_;
+    tlist *a = NULL;
+    ms_status st = ta_in(n, in[0], &a);
+    if (st != MS_OK) return st;
+    const rt_tensor *ix = in[1];
+    if ((ix->dtype != RT_DT_INT32 && ix->dtype != RT_DT_INT64) || ix->shape.rank != 1)
+        return ms_errf(MS_EINVAL, "'%s' (%s): indices must be an int32 vector", n->name, n->op);
+    rt_shape s = a->eshape;
+    rt_shape op = {.rank = -1};
+    if (kn_attr_has(n, "element_shape") && kn_attr_shape(n, "element_shape", &op) == MS_OK) {
+        rt_shape m;
+        if (shape_merge(&s, &op, &m) == 0) s = m;
+    }
+    ms_err_clear();
+    for (int64_t k = 0; k < ix->nelem; k++) {
+        int64_t i = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[k]
+                                             : ((const int64_t *)ix->data)[k];
+        if (i < 0 || i >= a->n)
+            return ms_errf(MS_EINVAL, "'%s' (%s): index %lld is out of range for a TensorArray of %d",
+                           n->name, n->op, (long long)i, a->n);
+        if (a->items[i] == NULL) continue;
+        rt_shape m;
+        if (shape_merge(&s, &a->items[i]->shape, &m) != 0)
+            return ms_errf(MS_EINVAL, "'%s' (%s): elements differ in shape", n->name, n->op);
+        s = m;
+    }
+    if (!shape_known(&s) || s.rank + 1 > RT_MAX_RANK)
+        return ms_errf(MS_EINVAL, "'%s' (%s): the element shape is not fully known", n->name, n->op);
+    rt_shape os = {.rank = s.rank + 1, .dim = {ix->nelem}};
+    for (int d = 0; d < s.rank; d++) os.dim[d + 1] = s.dim[d];
+    if ((st = kn_ctx_output(ctx, 0, a->dt, &os, &out[0])) != MS_OK) return st;
+    size_t per = (size_t)rt_shape_nelem(&s) * rt_dtype_size(a->dt);
+    char *dst = out[0]->data;
+    for (int64_t k = 0; k < ix->nelem; k++, dst += per) {
+        int64_t i = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[k]
+                                             : ((const int64_t *)ix->data)[k];
+        if (a->items[i]) memcpy(dst, a->items[i]->data, per);
+        else memset(dst, 0, per);
+    }
+    return MS_OK;
+}
+
+/* Scatter(handle, indices, value, flow): value[k] goes to element indices[k]. */
+static ms_status ta_scatter_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                    rt_tensor **out) {
+    (void)st_;
+    tlist *a = NULL;
+    ms_status st = ta_in(n, in[0], &a);
+    if (st != MS_OK) return st;
+    const rt_tensor *ix = in[1], *v = in[2];
+    if ((ix->dtype != RT_DT_INT32 && ix->dtype != RT_DT_INT64) || ix->shape.rank != 1)
+        return ms_errf(MS_EINVAL, "'%s' (%s): indices must be an int32 vector", n->name, n->op);
+    if (v->shape.rank < 1 || v->shape.dim[0] != ix->nelem)
+        return ms_errf(MS_EINVAL, "'%s' (%s): value's first dim must equal the %lld indices",
+                       n->name, n->op, (long long)ix->nelem);
+    if (!rt_dtype_is_pod(v->dtype))
+        return ms_errf(MS_ENOTSUP, "'%s' (%s): %s is not supported", n->name, n->op,
+                       rt_dtype_name(v->dtype));
+    rt_shape item = {.rank = v->shape.rank - 1};
+    for (int d = 1; d < v->shape.rank; d++) item.dim[d - 1] = v->shape.dim[d];
+    size_t per = (size_t)rt_shape_nelem(&item) * rt_dtype_size(v->dtype);
+    size_t base = (size_t)((const char *)v->data - (const char *)v->buf->data);
+    for (int64_t k = 0; k < ix->nelem && st == MS_OK; k++) {
+        int64_t i = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[k]
+                                             : ((const int64_t *)ix->data)[k];
+        rt_tensor *e;
+        if ((st = rt_tensor_new_on(v->dtype, &item, v->buf, base + (size_t)k * per, &e)) != MS_OK)
+            break;
+        st = ta_write_one(n, a, i, e);
+        rt_tensor_unref(e);
+    }
+    if (st == MS_OK) st = flow_out(ctx, 0, &out[0]);
+    return st;
+}
+
 const kn_kernel rt_ops_tensorlist_kernels[] = {
     {.op = "TensorListReserve", .compute = reserve_compute},
     {.op = "EmptyTensorList", .compute = reserve_compute},
@@ -467,5 +688,12 @@ const kn_kernel rt_ops_tensorlist_kernels[] = {
     {.op = "TensorListElementShape", .compute = element_shape_compute},
     {.op = "TensorListStack", .compute = stack_compute},
     {.op = "TensorListConcatV2", .compute = concat_compute},
+    {.op = "TensorArrayV3", .compute = ta_new_compute, .stateful = 1},
+    {.op = "TensorArrayWriteV3", .compute = ta_write_compute, .stateful = 1},
+    {.op = "TensorArrayReadV3", .compute = ta_read_compute, .stateful = 1},
+    {.op = "TensorArrayGatherV3", .compute = ta_gather_compute, .stateful = 1},
+    {.op = "TensorArrayScatterV3", .compute = ta_scatter_compute, .stateful = 1},
+    {.op = "TensorArraySizeV3", .compute = ta_size_compute, .stateful = 1},
+    {.op = "TensorArrayCloseV3", .compute = ta_close_compute, .stateful = 1},
     {.op = NULL},
 };
