@@ -125,8 +125,12 @@ with tempfile.TemporaryDirectory() as tmp:
         msg = ""
         t0 = time.time()
         while time.time() - t0 < 60:
-            r = d.stub.GetModelStatus(pb.tfs.GetModelStatusRequest(
-                model_spec=pb.tfs.ModelSpec(name="bad")), timeout=5)
+            try:
+                r = d.stub.GetModelStatus(pb.tfs.GetModelStatusRequest(
+                    model_spec=pb.tfs.ModelSpec(name="bad")), timeout=5)
+            except Exception:  # not known yet
+                time.sleep(0.1)
+                continue
             msg = r.model_version_status[0].status.error_message if r.model_version_status else ""
             if msg:
                 break
