@@ -51,6 +51,32 @@ def write_bad_model(d):
         f.write(sm.SerializeToString())
 
 
+def write_unrestored_model(d):
+    """x + v where the resource variable v is never restored (no variables/)."""
+    sm = pb.sm.SavedModel(saved_model_schema_version=1)
+    mg = sm.meta_graphs.add()
+    mg.meta_info_def.tags.append("serve")
+    g = mg.graph_def
+    x = g.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].type = pb.fw.DT_FLOAT
+    v = g.node.add(name="v", op="VarHandleOp")
+    v.attr["dtype"].type = pb.fw.DT_FLOAT
+    v.attr["shared_name"].s = b"dense/kernel"
+    r = g.node.add(name="r", op="ReadVariableOp", input=["v"])
+    r.attr["dtype"].type = pb.fw.DT_FLOAT
+    y = g.node.add(name="y", op="AddV2", input=["x", "r"])
+    y.attr["T"].type = pb.fw.DT_FLOAT
+    sig = mg.signature_def["serving_default"]
+    sig.method_name = "tensorflow/serving/predict"
+    sig.inputs["x"].name = "x:0"
+    sig.inputs["x"].dtype = pb.fw.DT_FLOAT
+    sig.outputs["y"].name = "y:0"
+    sig.outputs["y"].dtype = pb.fw.DT_FLOAT
+    os.makedirs(d)
+    with open(os.path.join(d, "saved_model.pb"), "wb") as f:
+        f.write(sm.SerializeToString())
+
+
 def run(*args):
     p = subprocess.run([DCMSERVE] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=120)
@@ -94,6 +120,18 @@ with tempfile.TemporaryDirectory() as tmp:
           "classify_x_to_y needs ParseExample: %r" % sigs["classify_x_to_y"])
     rc, out, err = run("check", HP2_BASE)
     check(rc == 0 and out.rstrip().endswith("verdict: serves"), "text verdict:\n%s" % out)
+
+    # A resource variable the signature reads and nothing restored: the load fails naming it.
+    unres = os.path.join(tmp, "unrestored")
+    write_unrestored_model(unres)
+    rc, out, err = run("run", "--dir", unres, "--input_exprs", "x=[1.0]")
+    check(rc != 0 and "1 variable read by the signature has no value after restore" in err
+          and "'dense/kernel'" in err, "run on the unrestored model: rc %d %s" % (rc, err))
+    rc, out, err = run("check", "--json", unres)
+    j = json.loads(out)
+    v = j["signatures"][0]["variables"]
+    check(rc == 1 and v == [{"name": "dense/kernel", "restored": False, "value": ""}]
+          and "dense/kernel" in j["verdict"], "check on the unrestored model: %s" % out)
 
     # show --list_ops (saved_model_cli's line) and show on a base directory.
     rc, out, err = run("show", "--dir", bad_base, "--tag_set", "serve", "--list_ops")
