@@ -151,6 +151,10 @@ with tempfile.TemporaryDirectory() as tmp:
     y = np.load(os.path.join(tmp, "o", "y.npy"))
     check(np.allclose(y.ravel(), [2.5, 4.0]), "run y = %r" % y)
 
+    # benchmark on the same base directory (its version folder is "00000123", not "123").
+    rc, out, err = run("benchmark", "--dir", HP2_BASE, "--iterations", "2", "--warmup", "0")
+    check(rc == 0 and "latency" in out, "benchmark on a base dir: rc %d %s%s" % (rc, out, err))
+
     # The daemon: 'bad' fails its load with the one message, 'good' serves.
     cfg = os.path.join(tmp, "models.config")
     with open(cfg, "w") as f:
