@@ -363,6 +363,38 @@ START_TEST(test_tensorlist_ops) {
 }
 END_TEST
 
+/* TensorListGather / ScatterIntoExistingList / Resize (tf.TensorArray in TF2). */
+START_TEST(test_tensorlist_gather_scatter_resize) {
+    tu_prefer_table(rt_ops_tensorlist_kernels);
+    rt_tensor *x = TU_F32(TU_SHAPE(3, 2), 1, 2, 3, 4, 5, 6);
+    rt_tensor *es = TU_I32(TU_SHAPE(1), 2);
+    rt_tensor *l = tu_run1(lnode("TensorListFromTensor"), (rt_tensor *[]){x, es}, 2);
+    rt_tensor *ix = TU_I32(TU_SHAPE(3), 2, 0, 2);
+    rt_tensor *g = tu_run1(lnode("TensorListGather"), (rt_tensor *[]){l, ix, es}, 3);
+    TU_CHECK_F32(g, TU_SHAPE(3, 2), 0, 5, 6, 1, 2, 5, 6);
+    rt_tensor *bad = TU_I32(TU_SHAPE(1), 3);
+    tu_run_fail(lnode("TensorListGather"), (rt_tensor *[]){l, bad, es}, 3, 1, MS_EINVAL,
+                "out of range");
+    /* Scatter rows into elements 4 and 0 of the 3-element list: it grows to 5. */
+    rt_tensor *rows = TU_F32(TU_SHAPE(2, 2), -1, -2, -3, -4);
+    rt_tensor *six = TU_I32(TU_SHAPE(2), 4, 0);
+    rt_tensor *l2 = tu_run1(lnode("TensorListScatterIntoExistingList"), (rt_tensor *[]){l, rows, six}, 3);
+    rt_tensor *s2 = tu_run1(lnode("TensorListStack"), (rt_tensor *[]){l2, es}, 2);
+    TU_CHECK_F32(s2, TU_SHAPE(5, 2), 0, -3, -4, 3, 4, 5, 6, 0, 0, -1, -2);
+    rt_tensor *s1 = tu_run1(lnode("TensorListStack"), (rt_tensor *[]){l, es}, 2);
+    TU_CHECK_F32(s1, TU_SHAPE(3, 2), 0, 1, 2, 3, 4, 5, 6); /* the input list is unchanged */
+    /* Resize: truncate to 1, grow to 2 (the new element is unset: zeros). */
+    rt_tensor *one = TU_I32(TU_SCALAR, 1), *two = TU_I32(TU_SCALAR, 2);
+    rt_tensor *r1 = tu_run1(lnode("TensorListResize"), (rt_tensor *[]){l, one}, 2);
+    rt_tensor *r2 = tu_run1(lnode("TensorListResize"), (rt_tensor *[]){r1, two}, 2);
+    rt_tensor *s3 = tu_run1(lnode("TensorListStack"), (rt_tensor *[]){r2, es}, 2);
+    TU_CHECK_F32(s3, TU_SHAPE(2, 2), 0, 1, 2, 0, 0);
+    rt_tensor *all[] = {x, es, l, ix, g, bad, rows, six, l2, s2, s1, one, two, r1, r2, s3};
+    tu_unref(all, (int)(sizeof all / sizeof all[0]));
+    tu_prefer_table(NULL);
+}
+END_TEST
+
 /* TF1 TensorArrayV3: mutable through its handle; flows carry nothing. */
 START_TEST(test_tensor_array) {
     tu_prefer_table(rt_ops_tensorlist_kernels);
@@ -468,6 +500,7 @@ int main(void) {
         {"tf1_loop_refused", test_tf1_loop_refused}, {"tensorlist_loop", test_tensorlist_loop},
         {"tensorlist_ops", test_tensorlist_ops}, {"unreached_function", test_unreached_function},
         {"tensor_array", test_tensor_array},
+        {"tensorlist_gather_scatter_resize", test_tensorlist_gather_scatter_resize},
     };
     return tu_suite_main("control", cases, sizeof cases / sizeof cases[0]);
 }

@@ -73,6 +73,8 @@ static const opdef_entry builtin[] = {
     {"TensorListLength", {"length"}, 0}, {"TensorListElementShape", {"element_shape"}, 0},
     {"TensorListPushBack", {"output_handle"}, 0},
     {"TensorListConcatV2", {"tensor", "lengths"}, 0},
+    {"TensorListGather", {"values"}, 0}, {"TensorListScatterIntoExistingList", {"output_handle"}, 0},
+    {"TensorListResize", {"output_handle"}, 0}, {"TensorListSplit", {"output_handle"}, 0},
     {"TensorListPopBack", {"output_handle", "tensor"}, 0},
     {"TensorArrayV3", {"handle", "flow"}, 0}, {"TensorArrayReadV3", {"value"}, 0},
     {"TensorArrayWriteV3", {"flow_out"}, 0}, {"TensorArrayGatherV3", {"value"}, 0},

@@ -2,7 +2,8 @@
  * EmptyTensorList, TensorListFromTensor, TensorListGetItem,
  * TensorListSetItem, TensorListStack, TensorListLength,
  * TensorListElementShape, TensorListPushBack, TensorListPopBack,
- * TensorListConcatV2), what Keras RNN loops and tf.TensorArray compile to,
+ * TensorListConcatV2, TensorListGather, TensorListScatterIntoExistingList,
+ * TensorListResize), what Keras RNN loops and tf.TensorArray compile to,
  * and TF1's TensorArrayV3 family (V3 create / Write / Read / Gather /
  * Scatter / Size / Close; see the section below).
  *
@@ -459,6 +460,115 @@ static ms_status concat_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_ten
 }
 
 
+/* TensorListGather(handle, indices, element_shape) -> values [len(indices), elem...]. */
+static ms_status gather_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                rt_tensor **out) {
+    (void)st_;
+    const tlist *l = NULL;
+    ms_status st = list_in(n, in[0], &l);
+    if (st != MS_OK) return st;
+    const rt_tensor *ix = in[1];
+    if ((ix->dtype != RT_DT_INT32 && ix->dtype != RT_DT_INT64) || ix->shape.rank != 1)
+        return ms_errf(MS_EINVAL, "'%s' (%s): indices must be an int32 vector", n->name, n->op);
+    rt_shape s;
+    if ((st = common_shape(n, l, n->nin > 2 ? in[2] : NULL, &s)) != MS_OK) return st;
+    for (int64_t k = 0; k < ix->nelem; k++) {
+        int64_t i = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[k]
+                                             : ((const int64_t *)ix->data)[k];
+        if (i < 0 || i >= l->n)
+            return ms_errf(MS_EINVAL, "'%s' (%s): index %lld is out of range for a list of %d",
+                           n->name, n->op, (long long)i, l->n);
+    }
+    if (!shape_known(&s) || s.rank + 1 > RT_MAX_RANK)
+        return ms_errf(MS_EINVAL, "'%s' (%s): the element shape is not fully known", n->name, n->op);
+    rt_shape os = {.rank = s.rank + 1, .dim = {ix->nelem}};
+    for (int d = 0; d < s.rank; d++) os.dim[d + 1] = s.dim[d];
+    if ((st = kn_ctx_output(ctx, 0, l->dt, &os, &out[0])) != MS_OK) return st;
+    size_t per = (size_t)rt_shape_nelem(&s) * rt_dtype_size(l->dt);
+    char *dst = out[0]->data;
+    for (int64_t k = 0; k < ix->nelem; k++, dst += per) {
+        int64_t i = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[k]
+                                             : ((const int64_t *)ix->data)[k];
+        if (l->items[i]) memcpy(dst, l->items[i]->data, per);
+        else memset(dst, 0, per);
+    }
+    return MS_OK;
+}
+
+/* TensorListScatterIntoExistingList(handle, tensor, indices): a new list with
+ * element indices[k] = tensor[k] (grown when an index is past the end). */
+static ms_status scatter_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                 rt_tensor **out) {
+    (void)ctx, (void)st_;
+    const tlist *l = NULL;
+    ms_status st = list_in(n, in[0], &l);
+    if (st != MS_OK) return st;
+    const rt_tensor *v = in[1], *ix = in[2];
+    if ((ix->dtype != RT_DT_INT32 && ix->dtype != RT_DT_INT64) || ix->shape.rank != 1)
+        return ms_errf(MS_EINVAL, "'%s' (%s): indices must be an int32 vector", n->name, n->op);
+    if (v->shape.rank < 1 || v->shape.dim[0] != ix->nelem)
+        return ms_errf(MS_EINVAL, "'%s' (%s): the tensor's first dim must equal the %lld indices",
+                       n->name, n->op, (long long)ix->nelem);
+    if (v->dtype != l->dt || !rt_dtype_is_pod(v->dtype))
+        return ms_errf(MS_EINVAL, "'%s' (%s): tensor of %s for a list of %s", n->name, n->op,
+                       rt_dtype_name(v->dtype), rt_dtype_name(l->dt));
+    int64_t need = l->n;
+    for (int64_t k = 0; k < ix->nelem; k++) {
+        int64_t i = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[k]
+                                             : ((const int64_t *)ix->data)[k];
+        if (i < 0 || i >= MAX_LIST_LEN)
+            return ms_errf(MS_EINVAL, "'%s' (%s): index %lld is out of range", n->name, n->op,
+                           (long long)i);
+        if (i + 1 > need) need = i + 1;
+    }
+    rt_shape item = {.rank = v->shape.rank - 1};
+    for (int d = 1; d < v->shape.rank; d++) item.dim[d - 1] = v->shape.dim[d];
+    rt_shape m;
+    if (shape_merge(&l->eshape, &item, &m) != 0)
+        return ms_errf(MS_EINVAL, "'%s' (%s): elements do not match the list's element shape",
+                       n->name, n->op);
+    tlist *c;
+    if ((st = tlist_copy(l, (int)need, &c, &out[0])) != MS_OK) return st;
+    c->n = (int)need;
+    size_t per = (size_t)rt_shape_nelem(&item) * rt_dtype_size(v->dtype);
+    size_t base = (size_t)((const char *)v->data - (const char *)v->buf->data);
+    for (int64_t k = 0; k < ix->nelem; k++) {
+        int64_t i = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[k]
+                                             : ((const int64_t *)ix->data)[k];
+        rt_tensor *e;
+        if ((st = rt_tensor_new_on(v->dtype, &item, v->buf, base + (size_t)k * per, &e)) != MS_OK) {
+            rt_tensor_unref(out[0]);
+            out[0] = NULL;
+            return st;
+        }
+        rt_tensor_unref(c->items[i]);
+        c->items[i] = e;
+    }
+    return MS_OK;
+}
+
+/* TensorListResize(handle, size): truncated or padded with unset elements. */
+static ms_status resize_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                rt_tensor **out) {
+    (void)ctx, (void)st_;
+    const tlist *l = NULL;
+    int64_t size;
+    ms_status st = list_in(n, in[0], &l);
+    if (st == MS_OK) st = index_in(n, in[1], &size);
+    if (st != MS_OK) return st;
+    if (size < 0 || size > MAX_LIST_LEN)
+        return ms_errf(MS_EINVAL, "'%s' (%s): size %lld is out of range [0, %d]", n->name, n->op,
+                       (long long)size, MAX_LIST_LEN);
+    tlist *c;
+    if ((st = tlist_copy(l, (int)size > l->n ? (int)size : l->n, &c, &out[0])) != MS_OK) return st;
+    for (int i = (int)size; i < c->n; i++) {
+        rt_tensor_unref(c->items[i]);
+        c->items[i] = NULL;
+    }
+    c->n = (int)size;
+    return MS_OK;
+}
+
 /* ---- TF1 TensorArrayV3 family ----
  *
  * A TensorArray is mutable state reached through a handle (TensorFlow: a
@@ -688,6 +798,9 @@ const kn_kernel rt_ops_tensorlist_kernels[] = {
     {.op = "TensorListElementShape", .compute = element_shape_compute},
     {.op = "TensorListStack", .compute = stack_compute},
     {.op = "TensorListConcatV2", .compute = concat_compute},
+    {.op = "TensorListGather", .compute = gather_compute},
+    {.op = "TensorListScatterIntoExistingList", .compute = scatter_compute},
+    {.op = "TensorListResize", .compute = resize_compute},
     {.op = "TensorArrayV3", .compute = ta_new_compute, .stateful = 1},
     {.op = "TensorArrayWriteV3", .compute = ta_write_compute, .stateful = 1},
     {.op = "TensorArrayReadV3", .compute = ta_read_compute, .stateful = 1},
