@@ -294,7 +294,7 @@ START_TEST(test_unknown_op_fails_load) {
     ck_assert_int_eq(ut_write_file(p, d, n), 0);
     free(d);
     tensorflow__saved_model__free_unpacked(sm, NULL);
-    expect_load_error(dir, serve, 1, "op FrobnicateV9 (node 'Mul') is not supported");
+    expect_load_error(dir, serve, 1, "1 unsupported op: FrobnicateV9; nodes: FrobnicateV9 'Mul'");
     ut_rmtree(tmp);
 }
 END_TEST

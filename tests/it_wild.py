@@ -28,10 +28,6 @@ NOT_YET = {
                               "ParseExample"),
     "leukemia_aayomis": ("part B (#10b): Philox random / ImageProjectiveTransformV3 ops",
                          "StatelessRandomGetKeyCounter"),
-    "malware_lstm_solydboy": ("part A (#10a), NOT DONE: StatelessWhile + TensorList ops",
-                              "TensorListReserve"),
-    "text_rnn_s09z": ("part A (#10a), NOT DONE: Keras 3 object-graph variable restore",
-                      "is not initi"),
 }
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

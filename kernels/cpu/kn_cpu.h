@@ -14,6 +14,7 @@ extern const kn_kernel kn_cpu_shape_kernels[];       /* Reshape, Concat, Transpo
 extern const kn_kernel kn_cpu_reduce_kernels[];      /* Mean, Sum, Max, Softmax, MatMul */
 extern const kn_kernel kn_cpu_nn_kernels[];          /* Conv2D, pools, BatchNorm, Resize */
 extern const kn_kernel kn_cpu_index_kernels[];       /* TopKV2, OneHot, Bucketize, GatherNd, ... */
+extern const kn_kernel kn_cpu_reverse_kernels[];     /* ReverseV2, Reverse */
 extern const kn_kernel kn_cpu_image_kernels[];       /* DICOM window/normalise/layout/resize */
 
 #endif /* KN_CPU_H */

@@ -11,7 +11,13 @@
 static const kn_kernel *const groups[] = {
     kn_cpu_fast_kernels, kn_cpu_elementwise_kernels, kn_cpu_shape_kernels,
     kn_cpu_reduce_kernels, kn_cpu_nn_kernels, kn_cpu_image_kernels, kn_cpu_index_kernels,
+    kn_cpu_reverse_kernels,
 };
+
+const kn_kernel *const *kn_cpu_kernel_tables(size_t *n) {
+    *n = sizeof(groups) / sizeof(groups[0]);
+    return groups;
+}
 
 static const char *cpu_name(kn_backend *b) {
     (void)b;

@@ -8,4 +8,8 @@
  * means one per core. */
 kn_backend *kn_cpu_backend_new(int intra_op_threads);
 
+/* The backend's kernel tables in lookup order (each ends with op NULL); *n
+ * gets their count. For listings of the supported ops (`dcmserve ops`). */
+const kn_kernel *const *kn_cpu_kernel_tables(size_t *n);
+
 #endif /* KN_CPU_BACKEND_H */

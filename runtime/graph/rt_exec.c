@@ -24,9 +24,18 @@ rt_tensor *rt_gnode_const_value(const rt_gnode *n) {
     return n->state;
 }
 
+/* The graph whose node this thread is preparing: ops that run functions as
+ * sub-plans (rt_ops_control.c) build them from its library. */
+static _Thread_local rt_graph *tl_prep_graph;
+
+rt_graph *rt_preparing_graph(void) {
+    return tl_prep_graph;
+}
+
 ms_status rt_gnode_prepare(rt_graph *g, int idx) {
     rt_gnode *n = &g->nodes[idx];
     if (n->prepared) return MS_OK;
+    if (n->broken) return ms_errf(MS_ENOTSUP, "%s", n->broken);
     if (n->kernel == NULL) {
         n->kernel = rt_ops_host_kernel(g->host_ops, n->kn.op);
         if (n->kernel == NULL && g->backend) n->kernel = kn_backend_kernel(g->backend, n->kn.op);
@@ -39,7 +48,11 @@ ms_status rt_gnode_prepare(rt_graph *g, int idx) {
         for (int i = 0; i < n->nin && i < 64; i++)
             cin[i] = rt_gnode_const_value(&g->nodes[n->in[i].node]);
         void *state = NULL;
+        rt_graph *outer = tl_prep_graph;
+        tl_prep_graph = g;
         ms_status st = n->kernel->prepare(&n->kn, n->nin ? cin : NULL, &state);
+        tl_prep_graph = outer;
+        n = &g->nodes[idx];
         if (st != MS_OK) return ms_errwrap(st, "node '%s' (%s)", n->name, n->kn.op);
         n->state = state;
     }

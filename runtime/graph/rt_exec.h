@@ -45,6 +45,11 @@ ms_status rt_gnode_prepare(rt_graph *g, int idx);
 ms_status rt_op_run1(kn_backend *be, const kn_kernel *const *host_ops, const Tensorflow__NodeDef *def,
                      rt_tensor *const *in, int nin, rt_tensor **outs, int nout);
 
+/* While a kernel's prepare runs inside rt_gnode_prepare: the node's graph
+ * (control-flow ops build their function sub-plans from its library); NULL
+ * otherwise (rt_op_run1). */
+rt_graph *rt_preparing_graph(void);
+
 /* The decoded value of a Const node after prepare, else NULL. */
 rt_tensor *rt_gnode_const_value(const rt_gnode *n);
 

@@ -359,6 +359,7 @@ static ms_status add_function_body(builder *b, int call_idx, pending **pend, int
         }
         if ((st = resolve_data(b, sc, ref, g->nodes[call_idx].name, &rin[i])) != MS_OK) {
             free(rin);
+            b->depth--;
             return st;
         }
     }
@@ -380,6 +381,18 @@ static ms_status add_function_body(builder *b, int call_idx, pending **pend, int
     return MS_OK;
 }
 
+/* A function-body output name that does not resolve (an op neither the
+ * model's op list nor the built-in table knows) must not fail the load when
+ * nothing runs that node (e.g. the saver function): the node keeps the
+ * message and only a plan that reaches it fails (rt_gnode_prepare). */
+static ms_status mark_broken(rt_graph *g, int idx) {
+    rt_gnode *n = &g->nodes[idx];
+    free(n->broken);
+    if ((n->broken = strdup(ms_errmsg())) == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    ms_err_clear();
+    return MS_OK;
+}
+
 ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be,
                          const kn_kernel *const *host_ops, rt_graph **out) {
     if (mg->graph_def == NULL) return ms_errf(MS_EINVAL, "MetaGraphDef has no graph_def");
@@ -392,6 +405,7 @@ ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be,
     }
     g->backend = be;
     g->host_ops = host_ops;
+    g->mg = mg;
     builder b = {.g = g, .mg = mg, .lib = mg->graph_def->library};
     scope top = {.prefix = ""};
     pending *pend = NULL;
@@ -408,7 +422,10 @@ ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be,
         st = add_node(g, mg, name, gd->node[i], gd->node[i]->op, &idx);
         if (st == MS_OK) st = push_pending(&pend, &npend, &pcap, idx, &top);
     }
-    for (int i = 0; i < npend && st == MS_OK; i++) st = resolve_node(&b, pend[i], &pend, &npend, &pcap);
+    for (int i = 0; i < npend && st == MS_OK; i++) {
+        st = resolve_node(&b, pend[i], &pend, &npend, &pcap);
+        if (st == MS_ENOTSUP) st = mark_broken(g, pend[i].node);
+    }
     free(pend);
     while (b.scopes) {
         scope *s = b.scopes;
@@ -423,6 +440,114 @@ ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be,
         return st;
     }
     *out = g;
+    return MS_OK;
+}
+
+/* ---- a library function as a graph of its own (rt_graph.h) ---- */
+
+void rt_fn_graph_free(rt_fn_graph *f) {
+    if (f == NULL) return;
+    rt_graph_free(f->g);
+    free(f->args);
+    free(f->rets);
+    free(f->ctl);
+    free(f);
+}
+
+/* The node every function argument becomes: a Placeholder, always fed. */
+static const Tensorflow__NodeDef fn_arg_def = {
+    PROTOBUF_C_MESSAGE_INIT(&tensorflow__node_def__descriptor), .name = "_Arg", .op = "Placeholder"};
+
+ms_status rt_graph_build_function(const Tensorflow__MetaGraphDef *mg, const char *fname,
+                                  kn_backend *be, const kn_kernel *const *host_ops,
+                                  rt_fn_graph **out) {
+    rt_fn_graph *f = calloc(1, sizeof(*f));
+    rt_graph *g = calloc(1, sizeof(*g));
+    if (f == NULL || g == NULL || (g->names = calloc(1, sizeof(*g->names))) == NULL) {
+        free(f);
+        free(g);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
+    f->g = g;
+    g->backend = be;
+    g->host_ops = host_ops;
+    g->mg = mg;
+    builder b = {.g = g, .mg = mg, .lib = mg->graph_def ? mg->graph_def->library : NULL};
+    const Tensorflow__FunctionDef *fd = find_function(&b, fname);
+    if (fd == NULL || fd->signature == NULL) {
+        rt_fn_graph_free(f);
+        return ms_errf(MS_EINVAL, "function '%s' is not in the library", fname);
+    }
+    const Tensorflow__OpDef *sig = fd->signature;
+    ms_status st = MS_OK;
+    f->nargs = (int)sig->n_input_arg;
+    f->nrets = (int)sig->n_output_arg;
+    f->args = calloc((size_t)f->nargs + 1, sizeof(rt_edge));
+    f->rets = calloc((size_t)f->nrets + 1, sizeof(rt_edge));
+    f->ctl = calloc(fd->n_control_ret + 1, sizeof(int));
+    if (f->args == NULL || f->rets == NULL || f->ctl == NULL) {
+        rt_fn_graph_free(f);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
+    /* Argument nodes: "\x1farg:<name>" cannot clash with a body node. */
+    for (int i = 0; i < f->nargs && st == MS_OK; i++) {
+        char *name = join("\x1f" "arg:", sig->input_arg[i]->name);
+        if (name == NULL) {
+            st = ms_errf(MS_ENOMEM, "out of memory");
+            break;
+        }
+        int idx;
+        if ((st = add_node(g, mg, name, &fn_arg_def, "Placeholder", &idx)) != MS_OK) break;
+        g->nodes[idx].nout = g->nodes[idx].kn.nout = 1;
+        f->args[i] = (rt_edge){idx, 0};
+    }
+    scope sc = {.prefix = "", .fd = fd, .args = f->args, .nargs = f->nargs};
+    pending *pend = NULL;
+    int npend = 0, pcap = 0;
+    for (size_t i = 0; i < fd->n_node_def && st == MS_OK; i++) {
+        const Tensorflow__NodeDef *bd = fd->node_def[i];
+        char *name = strdup(bd->name);
+        int idx;
+        if (name == NULL) st = ms_errf(MS_ENOMEM, "out of memory");
+        else if ((st = add_node(g, mg, name, bd, bd->op, &idx)) == MS_OK)
+            st = push_pending(&pend, &npend, &pcap, idx, &sc);
+    }
+    for (int i = 0; i < npend && st == MS_OK; i++) {
+        st = resolve_node(&b, pend[i], &pend, &npend, &pcap);
+        if (st == MS_ENOTSUP) st = mark_broken(g, pend[i].node);
+    }
+    free(pend);
+    for (int i = 0; i < f->nrets && st == MS_OK; i++) {
+        const char *ref = NULL;
+        for (size_t r = 0; r < fd->n_ret; r++)
+            if (strcmp(fd->ret[r]->key, sig->output_arg[i]->name) == 0) ref = fd->ret[r]->value;
+        if (ref == NULL)
+            st = ms_errf(MS_EINVAL, "function %s: output '%s' has no ret entry", sig->name,
+                         sig->output_arg[i]->name);
+        else
+            st = resolve_data(&b, &sc, ref, sig->name, &f->rets[i]);
+    }
+    for (size_t i = 0; i < fd->n_control_ret && st == MS_OK; i++) {
+        int idx = map_get(g->names, fd->control_ret[i]->value);
+        if (idx < 0)
+            st = ms_errf(MS_EINVAL, "function %s: control output '%s' is not a node", sig->name,
+                         fd->control_ret[i]->value);
+        else
+            f->ctl[f->nctl++] = idx;
+    }
+    while (b.scopes) {
+        scope *s = b.scopes;
+        b.scopes = s->next_alloc;
+        free((char *)s->prefix);
+        free((rt_edge *)s->args);
+        free((int *)s->caller_ctl);
+        free(s);
+    }
+    if (st != MS_OK) {
+        rt_fn_graph_free(f);
+        return ms_errwrap(st, "function %s", fname);
+    }
+    *out = f;
     return MS_OK;
 }
 
@@ -447,6 +572,7 @@ void rt_graph_free(rt_graph *g) {
         free(n->name);
         free(n->in);
         free(n->ctl);
+        free(n->broken);
     }
     free(g->nodes);
     for (struct rt_graph_mem *m = g->mem, *nx; m; m = nx) {

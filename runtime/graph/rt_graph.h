@@ -33,6 +33,9 @@ typedef struct rt_gnode {
     int prepared;
     int fused_into;                    /* absorbed into this fused node (rt_fuse.h), or -1 */
     int unfused;                       /* a fused node: its original form (unnamed twin), or -1 */
+    char *broken;                      /* owned: why this node cannot run (an output name of
+                                        * its function body did not resolve), or NULL; only a
+                                        * plan that reaches it fails, with this message */
 } rt_gnode;
 
 typedef struct rt_graph rt_graph;
@@ -43,6 +46,7 @@ struct rt_graph {
     kn_backend *backend;               /* borrowed */
     const kn_kernel *const *host_ops;  /* borrowed: NULL-terminated host op tables (rt_ops.h) */
     struct rt_graph_mem *mem;          /* owned: memory of rt_graph_alloc */
+    const Tensorflow__MetaGraphDef *mg; /* borrowed: its function library (control flow) */
 };
 
 /* How kernels read the attributes of a graph node (a TensorFlow NodeDef):
@@ -55,6 +59,22 @@ extern const kn_attr_ops rt_nodedef_attrs;
 ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be,
                          const kn_kernel *const *host_ops, rt_graph **out);
 void rt_graph_free(rt_graph *g);
+
+/* A function of mg's library as a graph of its own, for ops that run a
+ * function as a sub-plan (While, If, Case: rt_ops_control.c). Each input
+ * argument i is a Placeholder node args[i] (always fed); rets[i] is the
+ * tensor of output argument i; ctl[0..nctl-1] are the control_ret nodes (run
+ * targets). Calls inside the body are inlined as in rt_graph_build. */
+typedef struct rt_fn_graph {
+    rt_graph *g;
+    int nargs, nrets, nctl;
+    rt_edge *args, *rets;
+    int *ctl;
+} rt_fn_graph;
+ms_status rt_graph_build_function(const Tensorflow__MetaGraphDef *mg, const char *fname,
+                                  kn_backend *be, const kn_kernel *const *host_ops,
+                                  rt_fn_graph **out);
+void rt_fn_graph_free(rt_fn_graph *f);
 
 /* Zeroed memory owned by g (NodeDefs made by passes over it), freed with it;
  * NULL on OOM. */

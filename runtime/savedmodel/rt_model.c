@@ -14,6 +14,8 @@
 #include "rt_bundle.h"
 #include "rt_exec.h"
 #include "rt_fuse.h"
+#include "rt_objgraph.h"
+#include "rt_opscan.h"
 #include "rt_graph.h"
 #include "rt_ops.h"
 
@@ -40,7 +42,9 @@ struct rt_model {
 };
 
 const kn_kernel *const rt_model_host_ops[] = {rt_ops_core_kernels, rt_ops_restore_kernels,
-                                              dcm_ops_kernels, rt_ops_table_kernels, NULL};
+                                              dcm_ops_kernels, rt_ops_table_kernels,
+                                              rt_ops_control_kernels, rt_ops_tensorlist_kernels,
+                                              NULL};
 
 /* ---- reading saved_model.pb ---- */
 
@@ -286,6 +290,17 @@ static ms_status run_restore(rt_model *m) {
     return MS_OK;
 }
 
+/* TF2 variables the saver function does not restore (Keras 3 exports):
+ * through the object graph (rt_objgraph.h). */
+static ms_status restore_objgraph(rt_model *m) {
+    char prefix[4096];
+    snprintf(prefix, sizeof prefix, "%s/variables/variables", m->dir);
+    int n = 0;
+    ms_status st = rt_objgraph_restore(m->mg, m->g, prefix, &m->vars, &n);
+    if (st != MS_OK) return ms_errwrap(st, "restoring variables through the object graph");
+    return MS_OK;
+}
+
 /* Runs the init op with each asset tensor fed "<dir>/assets/<filename>", as
  * TensorFlow's loader does (table initialisers read their files that way). */
 static ms_status run_init(rt_model *m, const char *init) {
@@ -332,30 +347,80 @@ static const char *init_op_name(const Tensorflow__MetaGraphDef *mg) {
     return NULL;
 }
 
-/* Builds the plan of every signature now, so that a missing kernel shows at
- * load. serving_default must work; another signature that cannot is logged
- * and answers its error when called. */
+/* Replaces the first unsupported op's message with one that lists every
+ * unsupported op the signature needs, with its nodes (rt_opscan.h). */
+static ms_status unsupported_list(rt_model *m, const rt_feed *feeds, int nf,
+                                  const char *const *fetches, int no) {
+    const char *fnames[64];
+    for (int k = 0; k < nf; k++) fnames[k] = feeds[k].name;
+    rt_opscan *s;
+    char first[1024];
+    snprintf(first, sizeof first, "%s", ms_errmsg());
+    if (rt_opscan_named(m->g, fnames, nf, fetches, no, &s) != MS_OK)
+        return ms_errf(MS_ENOTSUP, "%s", first);
+    ms_status st = MS_ENOTSUP;
+    if (s->nunsupported > 0) {
+        char msg[1024];
+        rt_opscan_message(s, msg, sizeof msg);
+        st = ms_errf(MS_ENOTSUP, "%s", msg);
+    } else {
+        st = ms_errf(MS_ENOTSUP, "%s", first);
+    }
+    rt_opscan_free(s);
+    return st;
+}
+
+/* Plans one signature and checks that every variable it reads has a value. */
+static ms_status plan_one(rt_model *m, const Tensorflow__SignatureDef *sd) {
+    rt_feed feeds[64];
+    const char *fetches[64];
+    int nf = 0, no = 0;
+    for (size_t k = 0; k < sd->n_inputs && nf < 64; k++)
+        if (sd->inputs[k]->value &&
+            sd->inputs[k]->value->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME)
+            feeds[nf++] = (rt_feed){sd->inputs[k]->value->name, NULL};
+    for (size_t k = 0; k < sd->n_outputs && no < 64; k++)
+        if (sd->outputs[k]->value &&
+            sd->outputs[k]->value->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME)
+            fetches[no++] = sd->outputs[k]->value->name;
+    rt_plan *p;
+    ms_status st = get_plan(m, feeds, nf, fetches, no, NULL, 0, &p);
+    if (st == MS_ENOTSUP) return unsupported_list(m, feeds, nf, fetches, no);
+    if (st != MS_OK) return st;
+    /* Every variable it reads must have a value now (rt_objgraph.h). */
+    const char *fnames[64];
+    for (int k = 0; k < nf; k++) fnames[k] = feeds[k].name;
+    return rt_objgraph_check_vars(m->g, &m->vars, fnames, nf, fetches, no);
+}
+
+ms_status rt_model_plan_signature(rt_model *m, const char *key) {
+    for (size_t i = 0; i < m->mg->n_signature_def; i++)
+        if (strcmp(m->mg->signature_def[i]->key, key) == 0 && m->mg->signature_def[i]->value)
+            return plan_one(m, m->mg->signature_def[i]->value);
+    return ms_errf(MS_ENOTFOUND, "no signature '%s'", key);
+}
+
+rt_graph *rt_model_graph(rt_model *m) {
+    return m->g;
+}
+
+rt_vars *rt_model_vars(rt_model *m) {
+    return &m->vars;
+}
+
+/* Builds the plan of every signature now, so that a missing kernel or an
+ * unrestored variable shows at load. serving_default must work; another
+ * signature that cannot plan is logged and answers its error when called;
+ * one that reads a variable without a value fails the load. */
 static ms_status plan_signatures(rt_model *m) {
     const Tensorflow__MetaGraphDef *mg = m->mg;
     for (size_t i = 0; i < mg->n_signature_def; i++) {
         const char *key = mg->signature_def[i]->key;
         const Tensorflow__SignatureDef *sd = mg->signature_def[i]->value;
         if (sd == NULL || strcmp(key, "__saved_model_init_op") == 0) continue;
-        rt_feed feeds[64];
-        const char *fetches[64];
-        int nf = 0, no = 0;
-        for (size_t k = 0; k < sd->n_inputs && nf < 64; k++)
-            if (sd->inputs[k]->value &&
-                sd->inputs[k]->value->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME)
-                feeds[nf++] = (rt_feed){sd->inputs[k]->value->name, NULL};
-        for (size_t k = 0; k < sd->n_outputs && no < 64; k++)
-            if (sd->outputs[k]->value &&
-                sd->outputs[k]->value->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME)
-                fetches[no++] = sd->outputs[k]->value->name;
-        rt_plan *p;
-        ms_status st = get_plan(m, feeds, nf, fetches, no, NULL, 0, &p);
+        ms_status st = plan_one(m, sd);
         if (st == MS_OK) continue;
-        if (strcmp(key, "serving_default") == 0)
+        if (strcmp(key, "serving_default") == 0 || strstr(ms_errmsg(), "no value after restore"))
             return ms_errwrap(st, "signature '%s'", key);
         MS_WARN("%s: signature '%s' cannot run: %s", m->dir, key, ms_errmsg());
         ms_err_clear();
@@ -363,8 +428,21 @@ static ms_status plan_signatures(rt_model *m) {
     return MS_OK;
 }
 
+static ms_status load(const char *export_dir, const char *const *tags, int ntags, kn_backend *be,
+                      int plan, rt_model **out);
+
 ms_status rt_model_load(const char *export_dir, const char *const *tags, int ntags,
                         kn_backend *be, rt_model **out) {
+    return load(export_dir, tags, ntags, be, 1, out);
+}
+
+ms_status rt_model_load_unplanned(const char *export_dir, const char *const *tags, int ntags,
+                                  kn_backend *be, rt_model **out) {
+    return load(export_dir, tags, ntags, be, 0, out);
+}
+
+static ms_status load(const char *export_dir, const char *const *tags, int ntags, kn_backend *be,
+                      int plan, rt_model **out) {
     rt_model *m = calloc(1, sizeof(*m));
     if (m == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     atomic_init(&m->refs, 1);
@@ -396,6 +474,7 @@ ms_status rt_model_load(const char *export_dir, const char *const *tags, int nta
     if ((st = rt_graph_build(m->mg, be, rt_model_host_ops, &m->g)) != MS_OK) goto fail;
     if (rt_fuse_enabled() && (st = rt_fuse_graph(m->g, NULL)) != MS_OK) goto fail;
     if ((st = run_restore(m)) != MS_OK) goto fail;
+    if ((st = restore_objgraph(m)) != MS_OK) goto fail;
     const char *init = init_op_name(m->mg);
     if (init != NULL) {
         st = run_init(m, init);
@@ -404,7 +483,7 @@ ms_status rt_model_load(const char *export_dir, const char *const *tags, int nta
             goto fail;
         }
     }
-    if ((st = plan_signatures(m)) != MS_OK) goto fail;
+    if (plan && (st = plan_signatures(m)) != MS_OK) goto fail;
     *out = m;
     return MS_OK;
 fail:

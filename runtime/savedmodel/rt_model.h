@@ -16,7 +16,9 @@
 
 #include "kn_backend.h"
 #include "ms_status.h"
+#include "rt_graph.h"
 #include "rt_tensor.h"
+#include "rt_vars.h"
 #include "tf_savedmodel.pb-c.h"
 
 typedef struct rt_model rt_model;
@@ -37,6 +39,15 @@ extern const kn_kernel *const rt_model_host_ops[];
 /* Loads a model version. `be` is borrowed and must outlive the model. */
 ms_status rt_model_load(const char *export_dir, const char *const *tags, int ntags,
                         kn_backend *be, rt_model **out);
+/* The same up to (not including) planning the signatures: for tools that
+ * inspect a model that may not serve (`dcmserve check`), which then plan
+ * each signature with rt_model_plan_signature. */
+ms_status rt_model_load_unplanned(const char *export_dir, const char *const *tags, int ntags,
+                                  kn_backend *be, rt_model **out);
+/* Plans signature `key` as the load does: MS_ENOTSUP listing every
+ * unsupported op and node, MS_EINVAL naming the variables it reads that
+ * have no value. */
+ms_status rt_model_plan_signature(rt_model *m, const char *key);
 rt_model *rt_model_ref(rt_model *m);
 void rt_model_unref(rt_model *m);
 
@@ -46,6 +57,8 @@ const Tensorflow__MetaGraphDef *rt_model_meta_graph(const rt_model *m);
  * memory it holds beyond the tensors in use); for the server's metrics. */
 size_t rt_model_pool_free_bytes(const rt_model *m);
 const char *rt_model_dir(const rt_model *m);
+rt_graph *rt_model_graph(rt_model *m);
+rt_vars *rt_model_vars(rt_model *m);
 
 typedef struct rt_feed {
     const char *name;   /* tensor name: "x:0" or "x" (= "x:0") */

@@ -12,5 +12,7 @@ int cli_import_onnx(int argc, char **argv);     /* ONNX -> SavedModel */
 int cli_benchmark(int argc, char **argv);       /* in-process latency benchmark */
 int cli_make_demo_model(int argc, char **argv); /* write the bundled demo model */
 int cli_health(int argc, char **argv);          /* grpc.health.v1 Check: exit 0 if SERVING */
+int cli_check(int argc, char **argv);           /* will this SavedModel serve, and why not */
+int cli_ops(int argc, char **argv);             /* the supported ops (docs/ops.md) */
 
 #endif /* CLI_H */

@@ -3,7 +3,6 @@
  * in-process after warm-up. Prints median / p99 / mean latency, images/s and
  * the process's peak RSS; --json prints the same as one JSON line. */
 #include <cblas.h>
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include "ms_log.h"
 #include "rt_model.h"
 #include "cli.h"
+#include "cli_dirs.h"
 
 #define BENCH_MAX_IO 32
 
@@ -52,30 +52,6 @@ static double now_ms(void) {
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
-}
-
-/* DIR itself when it has saved_model.pb, else its highest numeric subdir. */
-static int resolve_dir(const char *dir, char *out, size_t cap) {
-    struct stat sb;
-    snprintf(out, cap, "%s/saved_model.pb", dir);
-    if (stat(out, &sb) == 0) {
-        snprintf(out, cap, "%s", dir);
-        return 0;
-    }
-    DIR *d = opendir(dir);
-    if (d == NULL) return -1;
-    long long best = -1;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        char *end;
-        long long v = strtoll(e->d_name, &end, 10);
-        if (e->d_name[0] == '\0' || *end != '\0' || v < 0) continue;
-        if (v > best) best = v;
-    }
-    closedir(d);
-    if (best < 0) return -1;
-    snprintf(out, cap, "%s/%lld", dir, best);
-    return 0;
 }
 
 static ms_status read_file(const char *path, uint8_t **data, size_t *len) {
@@ -262,7 +238,7 @@ int cli_benchmark(int argc, char **argv) {
         return 2;
     }
     char export_dir[4096];
-    if (resolve_dir(dir, export_dir, sizeof export_dir) != 0) {
+    if (cli_export_dir(dir, export_dir, sizeof export_dir) != 0) {
         fprintf(stderr, "benchmark: %s has no saved_model.pb and no numeric version folder\n", dir);
         return 1;
     }

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli_dirs.h"
 #include "cli_flags.h"
 #include "kn_cpu_backend.h"
 #include "ms_log.h"
@@ -35,7 +36,8 @@ static void usage(FILE *f) {
             "'k=[[1],[2]]']\n"
             "                    [--input_files 'k=a.dcm,b.dcm'] [--outdir DIR] [--overwrite]\n"
             "\n"
-            "  --dir DIR            SavedModel directory\n"
+            "  --dir DIR            SavedModel directory, or a base directory (its highest\n"
+            "                       numeric version is used)\n"
             "  --tag_set TAGS       comma-separated tag-set of the graph to load (default serve)\n"
             "  --signature_def KEY  signature to run (default serving_default)\n"
             "  --inputs SPEC        'key=file.npy' or 'key=file.npz[array]', ';'-separated\n"
@@ -720,6 +722,8 @@ int cli_run(int argc, char **argv) {
         rc = fail("cannot create the CPU backend");
         goto done;
     }
+    char export_dir[4096];
+    if (cli_export_dir(dir, export_dir, sizeof export_dir) == 0) dir = export_dir;
     if ((st = rt_model_load(dir, tags, ntags, be, &m)) != MS_OK) {
         rc = fail(ms_errmsg());
         goto done;

@@ -6,7 +6,10 @@
  *   show --dir D --tag_set T               the SignatureDef keys of graph T
  *   show --dir D --tag_set T --signature_def K   inputs/outputs of K
  *   show --dir D --all                     every graph and signature
+ *   show --dir D --tag_set T --list_ops    also the ops of graph T (graph and
+ *                                          function library), as saved_model_cli
  *
+ * D may be a base directory: its highest numeric version is shown.
  * Only reads saved_model.pb; nothing is loaded or run. dtypes print with
  * TensorFlow's enum names as stored (DT_FLOAT_REF stays DT_FLOAT_REF, as in
  * saved_model_cli).
@@ -15,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_dirs.h"
 #include "cli_flags.h"
 #include "ms_status.h"
 #include "rt_model.h"
@@ -29,11 +33,40 @@ static void usage(FILE *f) {
                "                       without it, the tag-sets are listed\n"
                "  --signature_def KEY  show the inputs and outputs of this SignatureDef;\n"
                "                       without it, the SignatureDef keys are listed\n"
-               "  --all                show every MetaGraphDef and SignatureDef\n");
+               "  --all                show every MetaGraphDef and SignatureDef\n"
+               "  --list_ops           list the ops of the MetaGraphDef (with --tag_set or --all)\n"
+               "DIR may also be a base directory; its highest numeric version is used.\n");
 }
 
 static int cmp_str(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* saved_model_cli's --list_ops line: every op of the graph and of its
+ * function library, as a (here sorted) Python set. */
+static void print_ops(const Tensorflow__MetaGraphDef *mg) {
+    const Tensorflow__GraphDef *gd = mg->graph_def;
+    size_t n = gd ? gd->n_node : 0, k = 0;
+    const Tensorflow__FunctionDefLibrary *lib = gd ? gd->library : NULL;
+    for (size_t i = 0; lib && i < lib->n_function; i++) n += lib->function[i]->n_node_def;
+    const char **ops = calloc(n + 1, sizeof(*ops));
+    if (ops == NULL) return;
+    for (size_t i = 0; gd && i < gd->n_node; i++) ops[k++] = gd->node[i]->op;
+    for (size_t i = 0; lib && i < lib->n_function; i++)
+        for (size_t j = 0; j < lib->function[i]->n_node_def; j++)
+            ops[k++] = lib->function[i]->node_def[j]->op;
+    qsort(ops, k, sizeof(*ops), cmp_str);
+    printf("The MetaGraph with tag set [");
+    size_t nt = mg->meta_info_def ? mg->meta_info_def->n_tags : 0;
+    for (size_t i = 0; i < nt; i++) printf("%s'%s'", i ? ", " : "", mg->meta_info_def->tags[i]);
+    printf("] contains the following ops: {");
+    for (size_t i = 0, first = 1; i < k; i++) {
+        if (i > 0 && strcmp(ops[i], ops[i - 1]) == 0) continue;
+        printf("%s'%s'", first ? "" : ", ", ops[i]);
+        first = 0;
+    }
+    printf("}\n");
+    free(ops);
 }
 
 /* The MetaGraphDef's tags joined with sep, sorted or in stored order. */
@@ -149,8 +182,9 @@ static int find_graph(const Tensorflow__SavedModel *sm, const char *dir, const c
 
 int cli_show(int argc, char **argv) {
     const char *dir = NULL, *tag_set = NULL, *sig_key = NULL;
-    int all = 0, help = 0;
+    int all = 0, help = 0, list_ops = 0;
     cli_flag flags[] = {
+        {"list_ops", CLI_FLAG_BOOL, NULL, &list_ops},
         {"dir", CLI_FLAG_STR, &dir, NULL},
         {"tag_set", CLI_FLAG_STR, &tag_set, NULL},
         {"signature_def", CLI_FLAG_STR, &sig_key, NULL},
@@ -171,6 +205,8 @@ int cli_show(int argc, char **argv) {
         fprintf(stderr, "dcmserve show: --signature_def needs --tag_set\n");
         return 2;
     }
+    char export_dir[4096];
+    if (cli_export_dir(dir, export_dir, sizeof export_dir) == 0) dir = export_dir;
     Tensorflow__SavedModel *sm = NULL;
     ms_status st = rt_savedmodel_read(dir, &sm);
     if (st != MS_OK) {
@@ -210,10 +246,12 @@ int cli_show(int argc, char **argv) {
                 if (sd) print_signature("  ", sd);
             }
             free(k);
+            if (list_ops) print_ops(mg);
         }
         free(order);
         free(keys);
     } else if (tag_set == NULL) {
+        if (list_ops) printf("--list_ops must be paired with a tag-set or with --all.\n");
         printf("The given SavedModel contains the following tag-sets:\n");
         size_t ng = sm->n_meta_graphs;
         char(*keys)[512] = calloc(ng + 1, sizeof(*keys));
@@ -230,6 +268,7 @@ int cli_show(int argc, char **argv) {
         free(p);
     } else {
         int idx = find_graph(sm, dir, tag_set);
+        if (idx >= 0 && list_ops) print_ops(sm->meta_graphs[idx]);
         if (idx < 0) {
             rc = 1;
         } else if (sig_key == NULL) {

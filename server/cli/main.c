@@ -19,6 +19,8 @@ static const struct {
     {"benchmark", cli_benchmark, "time a SavedModel signature in-process"},
     {"make-demo-model", cli_make_demo_model, "write the bundled demo SavedModel into a folder"},
     {"health", cli_health, "ask a running server's grpc.health service; exit 0 when SERVING"},
+    {"check", cli_check, "say whether a SavedModel serves: ops, unsupported ops, variables"},
+    {"ops", cli_ops, "print the supported TensorFlow ops (docs/ops.md)"},
 };
 
 static void usage(FILE *f) {

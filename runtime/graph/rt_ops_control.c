@@ -1,0 +1,306 @@
+/* rt_ops_control.c - host ops: functional control flow (While,
+ * StatelessWhile, If, StatelessIf, Case, StatelessCase).
+ *
+ * Their functions (cond / body, then_branch / else_branch, branches) are not
+ * inlined: at prepare each becomes a graph of its own (rt_graph_build_function)
+ * with one plan fed by its arguments and fetching its return values, built
+ * from the library of the graph being prepared (rt_preparing_graph). Nested
+ * control flow in a body is prepared the same way, up to a depth of 32. A
+ * body's unsupported op therefore fails the load, naming the body's node.
+ *
+ * While runs cond on the loop variables, and while its result is true (TF's
+ * ToBool: a scalar's value or non-zero-ness, a string's non-emptiness, a
+ * non-scalar's non-emptiness) runs body on them; the outputs are the last
+ * loop variables (the inputs for a zero-trip loop). Each iteration checks
+ * the request's cancellation. Case runs branch i for 0 <= i < N and the last
+ * branch otherwise, as TensorFlow does.
+ *
+ * TF1 control flow (Enter / Exit / Merge / Switch / NextIteration /
+ * LoopCond) is refused at prepare with one clear message. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_exec.h"
+#include "rt_ops.h"
+
+#define MAX_FUNCS 64
+#define MAX_DEPTH 32
+
+typedef struct fn_plan {
+    rt_fn_graph *fg;
+    rt_plan *plan;
+} fn_plan;
+
+typedef struct ctl_state {
+    int nfn;
+    fn_plan fn[MAX_FUNCS];
+} ctl_state;
+
+static _Thread_local int tl_depth;
+
+static const Tensorflow__AttrValue *def_attr(const kn_node *n, const char *key) {
+    const Tensorflow__NodeDef *d = n->def;
+    if (d == NULL) return NULL;
+    for (size_t i = 0; i < d->n_attr; i++)
+        if (strcmp(d->attr[i]->key, key) == 0) return d->attr[i]->value;
+    return NULL;
+}
+
+static void ctl_release(void *p) {
+    ctl_state *s = p;
+    if (s == NULL) return;
+    for (int i = 0; i < s->nfn; i++) {
+        rt_plan_free(s->fn[i].plan);
+        rt_fn_graph_free(s->fn[i].fg);
+    }
+    free(s);
+}
+
+/* Builds the graph and plan of function fname; nargs / nrets (when >= 0)
+ * must match its signature. */
+static ms_status add_fn(const kn_node *n, ctl_state *s, const char *fname, int nargs, int nrets) {
+    rt_graph *g = rt_preparing_graph();
+    if (g == NULL || g->mg == NULL)
+        return ms_errf(MS_EINVAL, "'%s' (%s) runs only inside a loaded graph", n->name, n->op);
+    if (s->nfn >= MAX_FUNCS)
+        return ms_errf(MS_ENOTSUP, "'%s' (%s): more than %d functions", n->name, n->op, MAX_FUNCS);
+    if (tl_depth >= MAX_DEPTH)
+        return ms_errf(MS_EINVAL, "'%s' (%s): control flow nested deeper than %d", n->name, n->op,
+                       MAX_DEPTH);
+    fn_plan *f = &s->fn[s->nfn];
+    ms_status st = rt_graph_build_function(g->mg, fname, g->backend, g->host_ops, &f->fg);
+    if (st != MS_OK) return ms_errwrap(st, "node '%s' (%s)", n->name, n->op);
+    s->nfn++;
+    if ((nargs >= 0 && f->fg->nargs != nargs) || (nrets >= 0 && f->fg->nrets != nrets))
+        return ms_errf(MS_EINVAL,
+                       "node '%s' (%s): function %s takes %d arguments and returns %d values; the "
+                       "node needs %d and %d",
+                       n->name, n->op, fname, f->fg->nargs, f->fg->nrets, nargs, nrets);
+    tl_depth++;
+    st = rt_plan_build(f->fg->g, f->fg->args, f->fg->nargs, f->fg->rets, f->fg->nrets, f->fg->ctl,
+                       f->fg->nctl, &f->plan);
+    tl_depth--;
+    if (st != MS_OK) return ms_errwrap(st, "node '%s' (%s), function %s", n->name, n->op, fname);
+    return MS_OK;
+}
+
+static ms_status func_name(const kn_node *n, const char *key, const char **out) {
+    const Tensorflow__AttrValue *a = def_attr(n, key);
+    if (a == NULL || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_FUNC || a->func == NULL ||
+        a->func->name == NULL)
+        return ms_errf(MS_EINVAL, "'%s' (%s) has no function attr '%s'", n->name, n->op, key);
+    *out = a->func->name;
+    return MS_OK;
+}
+
+static ms_status while_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
+    (void)cin;
+    ctl_state *s = calloc(1, sizeof(*s));
+    if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    const char *cond, *body;
+    ms_status st = func_name(n, "cond", &cond);
+    if (st == MS_OK) st = func_name(n, "body", &body);
+    if (st == MS_OK) st = add_fn(n, s, cond, n->nin, 1);
+    if (st == MS_OK) st = add_fn(n, s, body, n->nin, n->nin);
+    if (st == MS_OK && n->nout != n->nin)
+        st = ms_errf(MS_EINVAL, "'%s' (%s): %d inputs but %d outputs", n->name, n->op, n->nin,
+                     n->nout);
+    if (st != MS_OK) {
+        ctl_release(s);
+        return st;
+    }
+    *state = s;
+    return MS_OK;
+}
+
+static ms_status if_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
+    (void)cin;
+    ctl_state *s = calloc(1, sizeof(*s));
+    if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    const char *t, *e;
+    ms_status st = n->nin >= 1 ? MS_OK : ms_errf(MS_EINVAL, "'%s' (%s) has no condition input",
+                                                   n->name, n->op);
+    if (st == MS_OK) st = func_name(n, "then_branch", &t);
+    if (st == MS_OK) st = func_name(n, "else_branch", &e);
+    if (st == MS_OK) st = add_fn(n, s, t, n->nin - 1, n->nout);
+    if (st == MS_OK) st = add_fn(n, s, e, n->nin - 1, n->nout);
+    if (st != MS_OK) {
+        ctl_release(s);
+        return st;
+    }
+    *state = s;
+    return MS_OK;
+}
+
+static ms_status case_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
+    (void)cin;
+    const Tensorflow__AttrValue *a = def_attr(n, "branches");
+    if (a == NULL || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_LIST || a->list == NULL ||
+        a->list->n_func == 0)
+        return ms_errf(MS_EINVAL, "'%s' (%s) has no 'branches'", n->name, n->op);
+    if (n->nin < 1)
+        return ms_errf(MS_EINVAL, "'%s' (%s) has no branch_index input", n->name, n->op);
+    ctl_state *s = calloc(1, sizeof(*s));
+    if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    ms_status st = MS_OK;
+    for (size_t i = 0; i < a->list->n_func && st == MS_OK; i++)
+        st = add_fn(n, s, a->list->func[i]->name, n->nin - 1, n->nout);
+    if (st != MS_OK) {
+        ctl_release(s);
+        return st;
+    }
+    *state = s;
+    return MS_OK;
+}
+
+/* TensorFlow's ToBool of a predicate tensor. */
+static int to_bool(const rt_tensor *t) {
+    if (t->shape.rank != 0) return t->nelem > 0;
+    switch (t->dtype) {
+    case RT_DT_BOOL:
+    case RT_DT_UINT8:
+    case RT_DT_INT8: return *(const uint8_t *)t->data != 0;
+    case RT_DT_INT16:
+    case RT_DT_UINT16: return *(const uint16_t *)t->data != 0;
+    case RT_DT_INT32:
+    case RT_DT_UINT32: return *(const uint32_t *)t->data != 0;
+    case RT_DT_INT64:
+    case RT_DT_UINT64: return *(const uint64_t *)t->data != 0;
+    case RT_DT_FLOAT: return *(const float *)t->data != 0.0f;
+    case RT_DT_DOUBLE: return *(const double *)t->data != 0.0;
+    case RT_DT_STRING: return rt_tensor_strs(t)[0].len > 0;
+    default: return 1;
+    }
+}
+
+static rt_vars *vars_of(kn_ctx *ctx) {
+    rt_hostctx *hc = rt_hostctx_of(ctx);
+    return hc ? hc->vars : NULL;
+}
+
+static void unref_all(rt_tensor **t, int n) {
+    for (int i = 0; i < n; i++) {
+        rt_tensor_unref(t[i]);
+        t[i] = NULL;
+    }
+}
+
+static ms_status while_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                               rt_tensor **out) {
+    const ctl_state *s = st_;
+    const fn_plan *cond = &s->fn[0], *body = &s->fn[1];
+    int nv = n->nin;
+    rt_tensor **cur = calloc((size_t)nv + 1, sizeof(*cur));
+    rt_tensor **next = calloc((size_t)nv + 1, sizeof(*next));
+    if (cur == NULL || next == NULL) {
+        free(cur);
+        free(next);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < nv; i++) cur[i] = rt_tensor_ref(in[i]);
+    ms_status st = MS_OK;
+    for (int64_t iter = 0;; iter++) {
+        if (kn_ctx_cancelled(ctx)) {
+            st = ms_errf(MS_ECANCELED, "request cancelled");
+            break;
+        }
+        rt_tensor *c = NULL;
+        st = rt_plan_run(cond->plan, ctx, vars_of(ctx), cur, &c);
+        if (st != MS_OK) {
+            st = ms_errwrap(st, "node '%s' (%s), iteration %lld, cond", n->name, n->op,
+                            (long long)iter);
+            break;
+        }
+        int go = to_bool(c);
+        rt_tensor_unref(c);
+        if (!go) break;
+        st = rt_plan_run(body->plan, ctx, vars_of(ctx), cur, next);
+        if (st != MS_OK) {
+            st = ms_errwrap(st, "node '%s' (%s), iteration %lld, body", n->name, n->op,
+                            (long long)iter);
+            break;
+        }
+        unref_all(cur, nv);
+        rt_tensor **t = cur;
+        cur = next;
+        next = t;
+    }
+    if (st == MS_OK)
+        for (int i = 0; i < nv; i++) out[i] = cur[i], cur[i] = NULL;
+    unref_all(cur, nv);
+    free(cur);
+    free(next);
+    return st;
+}
+
+static ms_status run_branch(kn_ctx *ctx, const kn_node *n, const fn_plan *f, rt_tensor *const *in,
+                            rt_tensor **out) {
+    ms_status st = rt_plan_run(f->plan, ctx, vars_of(ctx), in + 1, out);
+    if (st != MS_OK) return ms_errwrap(st, "node '%s' (%s)", n->name, n->op);
+    return MS_OK;
+}
+
+static ms_status if_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                            rt_tensor **out) {
+    const ctl_state *s = st_;
+    return run_branch(ctx, n, &s->fn[to_bool(in[0]) ? 0 : 1], in, out);
+}
+
+static ms_status case_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                              rt_tensor **out) {
+    const ctl_state *s = st_;
+    const rt_tensor *b = in[0];
+    if (b->dtype != RT_DT_INT32 || b->nelem != 1)
+        return ms_errf(MS_EINVAL, "'%s' (%s): branch_index must be an int32 scalar, got %s of %lld "
+                       "elements", n->name, n->op, rt_dtype_name(b->dtype), (long long)b->nelem);
+    int32_t i = *(const int32_t *)b->data;
+    if (i < 0 || i >= s->nfn) i = s->nfn - 1;
+    return run_branch(ctx, n, &s->fn[i], in, out);
+}
+
+static ms_status tf1_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
+    (void)cin, (void)state;
+    return ms_errf(MS_ENOTSUP,
+                   "op %s (node '%s') is TF1 control flow (Enter/Exit/Merge/Switch loops), which "
+                   "dcmserve does not run; export the model with TF2 control flow (While / If "
+                   "functions, tf.compat.v1.enable_control_flow_v2())",
+                   n->op, n->name);
+}
+
+static ms_status tf1_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_tensor *const *in,
+                             rt_tensor **out) {
+    (void)ctx, (void)st, (void)in, (void)out;
+    return ms_errf(MS_ENOTSUP, "op %s (node '%s') is not supported", n->op, n->name);
+}
+
+int rt_ops_control_refused(const char *op) {
+    for (const kn_kernel *k = rt_ops_control_kernels; k->op; k++)
+        if (k->prepare == tf1_prepare && strcmp(k->op, op) == 0) return 1;
+    return 0;
+}
+
+const kn_kernel rt_ops_control_kernels[] = {
+    {.op = "While", .prepare = while_prepare, .compute = while_compute, .release = ctl_release,
+     .stateful = 1},
+    {.op = "StatelessWhile", .prepare = while_prepare, .compute = while_compute,
+     .release = ctl_release},
+    {.op = "If", .prepare = if_prepare, .compute = if_compute, .release = ctl_release,
+     .stateful = 1},
+    {.op = "StatelessIf", .prepare = if_prepare, .compute = if_compute, .release = ctl_release},
+    {.op = "Case", .prepare = case_prepare, .compute = case_compute, .release = ctl_release,
+     .stateful = 1},
+    {.op = "StatelessCase", .prepare = case_prepare, .compute = case_compute,
+     .release = ctl_release},
+    {.op = "Enter", .prepare = tf1_prepare, .compute = tf1_compute},
+    {.op = "RefEnter", .prepare = tf1_prepare, .compute = tf1_compute},
+    {.op = "Exit", .prepare = tf1_prepare, .compute = tf1_compute},
+    {.op = "RefExit", .prepare = tf1_prepare, .compute = tf1_compute},
+    {.op = "Merge", .prepare = tf1_prepare, .compute = tf1_compute},
+    {.op = "RefMerge", .prepare = tf1_prepare, .compute = tf1_compute},
+    {.op = "Switch", .prepare = tf1_prepare, .compute = tf1_compute},
+    {.op = "RefSwitch", .prepare = tf1_prepare, .compute = tf1_compute},
+    {.op = "NextIteration", .prepare = tf1_prepare, .compute = tf1_compute},
+    {.op = "RefNextIteration", .prepare = tf1_prepare, .compute = tf1_compute},
+    {.op = "LoopCond", .prepare = tf1_prepare, .compute = tf1_compute},
+    {.op = NULL},
+};

@@ -1,0 +1,222 @@
+/* rt_opscan.c - the ops a signature needs and the unsupported ones
+ * (rt_opscan.h). */
+#include "rt_opscan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_ops.h"
+
+typedef struct scanner {
+    const rt_graph *g;
+    rt_opscan *s;
+    int cap;
+    const char **seen_fn; /* functions already scanned */
+    int nseen, seen_cap;
+    ms_status st;
+} scanner;
+
+int rt_opscan_supported(const rt_graph *g, const char *op) {
+    if (rt_ops_control_refused(op)) return 0;
+    if (rt_ops_host_kernel(g->host_ops, op) != NULL) return 1;
+    return g->backend && kn_backend_kernel(g->backend, op) != NULL;
+}
+
+static rt_opuse *use_of(scanner *sc, const char *op) {
+    rt_opscan *s = sc->s;
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->ops[i].op, op) == 0) return &s->ops[i];
+    if (s->n == sc->cap) {
+        int ncap = sc->cap ? sc->cap * 2 : 32;
+        rt_opuse *n = realloc(s->ops, sizeof(*n) * (size_t)ncap);
+        if (n == NULL) return NULL;
+        s->ops = n;
+        sc->cap = ncap;
+    }
+    rt_opuse *u = &s->ops[s->n];
+    memset(u, 0, sizeof(*u));
+    if ((u->op = strdup(op)) == NULL) return NULL;
+    u->supported = rt_opscan_supported(sc->g, op);
+    if (!u->supported) s->nunsupported++;
+    s->n++;
+    return u;
+}
+
+static void record(scanner *sc, const char *op, const char *prefix, const char *name) {
+    if (sc->st != MS_OK) return;
+    rt_opuse *u = use_of(sc, op);
+    char **nn = u ? realloc(u->nodes, sizeof(char *) * (size_t)(u->nnodes + 1)) : NULL;
+    char *full = NULL;
+    if (nn != NULL) {
+        u->nodes = nn;
+        size_t len = strlen(prefix) + strlen(name) + 1;
+        if ((full = malloc(len)) != NULL) snprintf(full, len, "%s%s", prefix, name);
+    }
+    if (full == NULL) {
+        sc->st = ms_errf(MS_ENOMEM, "out of memory");
+        return;
+    }
+    u->nodes[u->nnodes++] = full;
+}
+
+static const Tensorflow__FunctionDef *find_fn(const rt_graph *g, const char *name) {
+    const Tensorflow__FunctionDefLibrary *lib =
+        g->mg && g->mg->graph_def ? g->mg->graph_def->library : NULL;
+    for (size_t i = 0; lib && i < lib->n_function; i++)
+        if (lib->function[i]->signature && strcmp(lib->function[i]->signature->name, name) == 0)
+            return lib->function[i];
+    return NULL;
+}
+
+static void scan_fn(scanner *sc, const char *owner, const char *fname, int depth);
+
+/* The functions a node runs (calls and control flow), scanned into. */
+static void scan_callees(scanner *sc, const Tensorflow__NodeDef *d, const char *owner, int depth) {
+    static const char *const keys[] = {"f", "cond", "body", "then_branch", "else_branch"};
+    for (size_t i = 0; i < d->n_attr; i++) {
+        const Tensorflow__AttrValue *a = d->attr[i]->value;
+        if (a == NULL) continue;
+        int fn_key = 0;
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            if (strcmp(d->attr[i]->key, keys[k]) == 0) fn_key = 1;
+        if (fn_key && a->value_case == TENSORFLOW__ATTR_VALUE__VALUE_FUNC && a->func)
+            scan_fn(sc, owner, a->func->name, depth + 1);
+        if (strcmp(d->attr[i]->key, "branches") == 0 &&
+            a->value_case == TENSORFLOW__ATTR_VALUE__VALUE_LIST && a->list)
+            for (size_t k = 0; k < a->list->n_func; k++)
+                scan_fn(sc, owner, a->list->func[k]->name, depth + 1);
+    }
+}
+
+static int is_call(const char *op) {
+    return strcmp(op, "PartitionedCall") == 0 || strcmp(op, "StatefulPartitionedCall") == 0;
+}
+
+static void scan_fn(scanner *sc, const char *owner, const char *fname, int depth) {
+    if (sc->st != MS_OK || depth > 32) return;
+    for (int i = 0; i < sc->nseen; i++)
+        if (strcmp(sc->seen_fn[i], fname) == 0) return;
+    if (sc->nseen == sc->seen_cap) {
+        int ncap = sc->seen_cap ? sc->seen_cap * 2 : 16;
+        const char **n = realloc(sc->seen_fn, sizeof(char *) * (size_t)ncap);
+        if (n == NULL) {
+            sc->st = ms_errf(MS_ENOMEM, "out of memory");
+            return;
+        }
+        sc->seen_fn = n;
+        sc->seen_cap = ncap;
+    }
+    sc->seen_fn[sc->nseen++] = fname;
+    const Tensorflow__FunctionDef *fd = find_fn(sc->g, fname);
+    if (fd == NULL) {
+        record(sc, "<missing function>", owner, fname);
+        return;
+    }
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "%s > %s/", owner, fname);
+    for (size_t i = 0; i < fd->n_node_def && sc->st == MS_OK; i++) {
+        const Tensorflow__NodeDef *d = fd->node_def[i];
+        if (!is_call(d->op)) record(sc, d->op, prefix, d->name);
+        scan_callees(sc, d, owner, depth);
+    }
+}
+
+static int cmp_use(const void *a, const void *b) {
+    return strcmp(((const rt_opuse *)a)->op, ((const rt_opuse *)b)->op);
+}
+
+ms_status rt_opscan_run(const rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_edge *fetches,
+                        int nfetches, const int *targets, int ntargets, rt_opscan **out) {
+    scanner sc = {.g = g};
+    sc.s = calloc(1, sizeof(*sc.s));
+    unsigned char *seen = calloc((size_t)g->n + 1, 2);
+    int *stack = malloc(sizeof(int) * ((size_t)g->n + 1));
+    if (sc.s == NULL || seen == NULL || stack == NULL) {
+        free(sc.s);
+        free(seen);
+        free(stack);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
+    unsigned char *fed = seen + g->n + 1;
+    for (int i = 0; i < nfeeds; i++) fed[feeds[i].node] = 1;
+    int sp = 0;
+    for (int i = 0; i < nfetches; i++)
+        if (!seen[fetches[i].node]) seen[fetches[i].node] = 1, stack[sp++] = fetches[i].node;
+    for (int i = 0; i < ntargets; i++)
+        if (!seen[targets[i]]) seen[targets[i]] = 1, stack[sp++] = targets[i];
+    while (sp > 0 && sc.st == MS_OK) {
+        int v = stack[--sp];
+        const rt_gnode *n = &g->nodes[v];
+        if (fed[v]) {
+            record(&sc, "Placeholder", "", n->name); /* a fed tensor: nothing upstream runs */
+            continue;
+        }
+        record(&sc, n->kn.op, "", n->name);
+        if (n->def && strcmp(n->kn.op, "IdentityN") != 0) scan_callees(&sc, n->def, n->name, 0);
+        for (int i = 0; i < n->nin; i++)
+            if (!seen[n->in[i].node]) seen[n->in[i].node] = 1, stack[sp++] = n->in[i].node;
+        for (int i = 0; i < n->nctl; i++)
+            if (!seen[n->ctl[i]]) seen[n->ctl[i]] = 1, stack[sp++] = n->ctl[i];
+    }
+    free(seen);
+    free(stack);
+    free(sc.seen_fn);
+    if (sc.st != MS_OK) {
+        rt_opscan_free(sc.s);
+        return sc.st;
+    }
+    if (sc.s->n > 1) qsort(sc.s->ops, (size_t)sc.s->n, sizeof(rt_opuse), cmp_use);
+    *out = sc.s;
+    return MS_OK;
+}
+
+ms_status rt_opscan_named(const rt_graph *g, const char *const *feeds, int nfeeds,
+                          const char *const *fetches, int nfetches, rt_opscan **out) {
+    rt_edge *e = calloc((size_t)nfeeds + (size_t)nfetches + 1, sizeof(*e));
+    if (e == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    int nf = 0, no = 0;
+    for (int i = 0; i < nfeeds; i++)
+        if (rt_graph_tensor(g, feeds[i], &e[nf]) == MS_OK) nf++;
+    for (int i = 0; i < nfetches; i++)
+        if (rt_graph_tensor(g, fetches[i], &e[nf + no]) == MS_OK) no++;
+    ms_err_clear();
+    ms_status st = rt_opscan_run(g, e, nf, e + nf, no, NULL, 0, out);
+    free(e);
+    return st;
+}
+
+void rt_opscan_free(rt_opscan *s) {
+    if (s == NULL) return;
+    for (int i = 0; i < s->n; i++) {
+        for (int k = 0; k < s->ops[i].nnodes; k++) free(s->ops[i].nodes[k]);
+        free(s->ops[i].nodes);
+        free(s->ops[i].op);
+    }
+    free(s->ops);
+    free(s);
+}
+
+void rt_opscan_message(const rt_opscan *s, char *buf, size_t n) {
+    size_t o = 0;
+    if (n == 0) return;
+    buf[0] = '\0';
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        if (o < n) o += (size_t)snprintf(buf + o, n - o, __VA_ARGS__);                            \
+    } while (0)
+    PUT("%d unsupported op%s:", s->nunsupported, s->nunsupported == 1 ? "" : "s");
+    int k = 0;
+    for (int i = 0; i < s->n; i++)
+        if (!s->ops[i].supported) PUT("%s %s", k++ ? "," : "", s->ops[i].op);
+    PUT("; nodes:");
+    k = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (s->ops[i].supported) continue;
+        PUT("%s %s", k++ ? ";" : "", s->ops[i].op);
+        for (int j = 0; j < s->ops[i].nnodes; j++)
+            PUT("%s '%s'", j ? "," : "", s->ops[i].nodes[j]);
+    }
+#undef PUT
+    if (o >= n && n > 4) memcpy(buf + n - 4, "...", 4);
+}

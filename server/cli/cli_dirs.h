@@ -1,0 +1,12 @@
+/* cli_dirs.h - model directories given to the CLI subcommands. */
+#ifndef CLI_DIRS_H
+#define CLI_DIRS_H
+
+#include <stddef.h>
+
+/* The export dir for DIR: DIR itself when it holds saved_model.pb, else its
+ * highest numeric subfolder (a base directory, as the daemon's
+ * --model_base_path). 0 on success, -1 when neither exists. */
+int cli_export_dir(const char *dir, char *out, size_t cap);
+
+#endif /* CLI_DIRS_H */

@@ -1,0 +1,199 @@
+"""it_check: `dcmserve check` on a model with unsupported ops and on one that
+serves, `show --list_ops`, `show` / `run` on a base directory, and the daemon
+serving one model while another fails its load with one message listing every
+unsupported op (GetModelStatus carries it).
+
+The model with unsupported ops is written here with the protobuf classes of
+proto/: x -> NoSuchOpA ('a') -> NoSuchOpB ('b'), plus a second NoSuchOpA
+('second_a') on x, added together (AddV2) into y.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_client import Daemon, check, float_tensor, gen_protos, tensor_values  # noqa: E402
+
+DCMSERVE = os.environ["DCMSERVE"]
+SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HP2_BASE = os.path.join(SRC, "tests", "data", "savedmodels", "saved_model_half_plus_two_cpu")
+pb = gen_protos()
+
+
+def write_bad_model(d):
+    sm = pb.sm.SavedModel(saved_model_schema_version=1)
+    mg = sm.meta_graphs.add()
+    mg.meta_info_def.tags.append("serve")
+    g = mg.graph_def
+
+    def node(name, op, inputs=()):
+        n = g.node.add(name=name, op=op)
+        n.input.extend(inputs)
+        n.attr["T"].type = pb.fw.DT_FLOAT
+        return n
+
+    x = node("x", "Placeholder")
+    x.attr["dtype"].type = pb.fw.DT_FLOAT
+    node("a", "NoSuchOpA", ["x"])
+    node("b", "NoSuchOpB", ["a"])
+    node("second_a", "NoSuchOpA", ["x"])
+    node("y", "AddV2", ["b", "second_a"])
+    sig = mg.signature_def["serving_default"]
+    sig.method_name = "tensorflow/serving/predict"
+    sig.inputs["x"].name = "x:0"
+    sig.inputs["x"].dtype = pb.fw.DT_FLOAT
+    sig.outputs["y"].name = "y:0"
+    sig.outputs["y"].dtype = pb.fw.DT_FLOAT
+    os.makedirs(d)
+    with open(os.path.join(d, "saved_model.pb"), "wb") as f:
+        f.write(sm.SerializeToString())
+
+
+def write_unrestored_model(d):
+    """x + v where the resource variable v is never restored (no variables/)."""
+    sm = pb.sm.SavedModel(saved_model_schema_version=1)
+    mg = sm.meta_graphs.add()
+    mg.meta_info_def.tags.append("serve")
+    g = mg.graph_def
+    x = g.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].type = pb.fw.DT_FLOAT
+    v = g.node.add(name="v", op="VarHandleOp")
+    v.attr["dtype"].type = pb.fw.DT_FLOAT
+    v.attr["shared_name"].s = b"dense/kernel"
+    r = g.node.add(name="r", op="ReadVariableOp", input=["v"])
+    r.attr["dtype"].type = pb.fw.DT_FLOAT
+    y = g.node.add(name="y", op="AddV2", input=["x", "r"])
+    y.attr["T"].type = pb.fw.DT_FLOAT
+    sig = mg.signature_def["serving_default"]
+    sig.method_name = "tensorflow/serving/predict"
+    sig.inputs["x"].name = "x:0"
+    sig.inputs["x"].dtype = pb.fw.DT_FLOAT
+    sig.outputs["y"].name = "y:0"
+    sig.outputs["y"].dtype = pb.fw.DT_FLOAT
+    os.makedirs(d)
+    with open(os.path.join(d, "saved_model.pb"), "wb") as f:
+        f.write(sm.SerializeToString())
+
+
+def run(*args):
+    p = subprocess.run([DCMSERVE] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    bad_base = os.path.join(tmp, "bad")
+    write_bad_model(os.path.join(bad_base, "1"))
+
+    # check: the model with unsupported ops (base dir -> version 1), text and JSON.
+    rc, out, err = run("check", bad_base)
+    check(rc == 1, "check on the bad model: rc %d, want 1\n%s%s" % (rc, out, err))
+    for want in ("does not serve", "2 unsupported ops: NoSuchOpA, NoSuchOpB", "    a\n",
+                 "    second_a\n", "    b\n", "unsupported ops (2)"):
+        check(want in out, "check output lacks %r:\n%s" % (want, out))
+    rc, out, err = run("check", "--json", bad_base)
+    check(rc == 1, "check --json: rc %d" % rc)
+    j = json.loads(out)
+    check(j["serves"] is False and "NoSuchOpA" in j["verdict"], "verdict: %r" % j["verdict"])
+    sig = {s["key"]: s for s in j["signatures"]}["serving_default"]
+    check(sig["serves"] is False, "serving_default should not serve")
+    got = {u["op"]: sorted(u["nodes"]) for u in sig["unsupported"]}
+    check(got == {"NoSuchOpA": ["a", "second_a"], "NoSuchOpB": ["b"]}, "unsupported: %r" % got)
+    check(set(sig["ops"]) == {"AddV2", "NoSuchOpA", "NoSuchOpB", "Placeholder"},
+          "ops: %r" % sig["ops"])
+
+    # check: a model that serves (base dir with version 00000123).
+    rc, out, err = run("check", "--json", HP2_BASE)
+    check(rc == 0, "check on half_plus_two: rc %d\n%s%s" % (rc, out, err))
+    j = json.loads(out)
+    check(j["serves"] is True and j["verdict"] == "serves", "verdict %r" % j["verdict"])
+    check(j["dir"].endswith("00000123"), "the base dir should resolve to 00000123: %s" % j["dir"])
+    sigs = {s["key"]: s for s in j["signatures"]}
+    sd = sigs["serving_default"]
+    check(sd["serves"] and sd["unsupported"] == [], "serving_default: %r" % sd)
+    check({v["name"] for v in sd["variables"]} == {"a", "b"} and
+          all(v["restored"] for v in sd["variables"]), "variables: %r" % sd["variables"])
+    check(sigs["classify_x_to_y"]["serves"] is False and
+          sigs["classify_x_to_y"]["unsupported"][0]["op"] == "ParseExample",
+          "classify_x_to_y needs ParseExample: %r" % sigs["classify_x_to_y"])
+    rc, out, err = run("check", HP2_BASE)
+    check(rc == 0 and out.rstrip().endswith("verdict: serves"), "text verdict:\n%s" % out)
+
+    # A resource variable the signature reads and nothing restored: the load fails naming it.
+    unres = os.path.join(tmp, "unrestored")
+    write_unrestored_model(unres)
+    rc, out, err = run("run", "--dir", unres, "--input_exprs", "x=[1.0]")
+    check(rc != 0 and "1 variable read by the signature has no value after restore" in err
+          and "'dense/kernel'" in err, "run on the unrestored model: rc %d %s" % (rc, err))
+    rc, out, err = run("check", "--json", unres)
+    j = json.loads(out)
+    v = j["signatures"][0]["variables"]
+    check(rc == 1 and v == [{"name": "dense/kernel", "restored": False, "value": ""}]
+          and "dense/kernel" in j["verdict"], "check on the unrestored model: %s" % out)
+
+    # show --list_ops (saved_model_cli's line) and show on a base directory.
+    rc, out, err = run("show", "--dir", bad_base, "--tag_set", "serve", "--list_ops")
+    check(rc == 0, "show --list_ops rc %d: %s" % (rc, err))
+    want = ("The MetaGraph with tag set ['serve'] contains the following ops: "
+            "{'AddV2', 'NoSuchOpA', 'NoSuchOpB', 'Placeholder'}")
+    check(want in out, "show --list_ops:\n%s" % out)
+    rc, out, err = run("show", "--dir", HP2_BASE, "--tag_set", "serve")
+    check(rc == 0 and 'SignatureDef key: "serving_default"' in out, "show on a base dir:\n%s%s"
+          % (out, err))
+
+    # run on a base directory: half_plus_two, y = x / 2 + 2.
+    rc, out, err = run("run", "--dir", HP2_BASE, "--signature_def", "serving_default",
+                       "--input_exprs", "x=[[1],[4]]", "--outdir", os.path.join(tmp, "o"))
+    check(rc == 0, "run on a base dir: rc %d %s" % (rc, err))
+    import numpy as np
+    y = np.load(os.path.join(tmp, "o", "y.npy"))
+    check(np.allclose(y.ravel(), [2.5, 4.0]), "run y = %r" % y)
+
+    # benchmark on the same base directory (its version folder is "00000123", not "123").
+    rc, out, err = run("benchmark", "--dir", HP2_BASE, "--iterations", "2", "--warmup", "0")
+    check(rc == 0 and "latency" in out, "benchmark on a base dir: rc %d %s%s" % (rc, out, err))
+
+    # The daemon: 'bad' fails its load with the one message, 'good' serves.
+    cfg = os.path.join(tmp, "models.config")
+    with open(cfg, "w") as f:
+        f.write('model_config_list { config { name: "bad" base_path: "%s" model_platform: '
+                '"tensorflow" } config { name: "good" base_path: "%s" model_platform: '
+                '"tensorflow" } }\n' % (bad_base, HP2_BASE))
+    d = Daemon(["--model_config_file=" + cfg])
+    try:
+        import time
+        msg = ""
+        t0 = time.time()
+        while time.time() - t0 < 60:
+            try:
+                r = d.stub.GetModelStatus(pb.tfs.GetModelStatusRequest(
+                    model_spec=pb.tfs.ModelSpec(name="bad")), timeout=5)
+            except Exception:  # not known yet
+                time.sleep(0.1)
+                continue
+            msg = r.model_version_status[0].status.error_message if r.model_version_status else ""
+            if msg:
+                break
+            time.sleep(0.1)
+        check("2 unsupported ops: NoSuchOpA, NoSuchOpB" in msg and "'second_a'" in msg
+              and "'b'" in msg, "GetModelStatus of 'bad': %r" % msg, d)
+        req = pb.tfs.PredictRequest()
+        req.model_spec.name = "good"
+        req.inputs["x"].CopyFrom(float_tensor([2.0], [1, 1]))
+        t0 = time.time()
+        while True:
+            try:
+                resp = d.stub.Predict(req, timeout=10)
+                break
+            except Exception:
+                if time.time() - t0 > 60:
+                    raise
+                time.sleep(0.1)
+        check(abs(tensor_values(resp.outputs["y"])[0] - 3.0) < 1e-6, "good: y for x=2", d)
+    finally:
+        d.stop()
+        d.close()
+
+print("it_check: ok")
