@@ -38,6 +38,20 @@ typedef struct srv_flags {
     const char *ssl_config_file;             /* --ssl_config_file (TLS: issue #11) */
     const char *monitoring_config_file;      /* --monitoring_config_file */
     int enable_batching;                     /* --enable_batching (batching: issue #13) */
+    /* hostile clients (issue #11, docs/security.md) */
+    int enable_reload_config_rpc;            /* HandleReloadConfigRequest allowed at all */
+    const char *admin_client_cn;             /* mTLS CNs allowed to call it (comma list) */
+    const char *model_base_path_prefix;      /* base paths must resolve inside this */
+    int max_num_models;                      /* models in one config; default 1000 */
+    int allow_empty_model_config;            /* a re-read may drop every model */
+    int max_connections;                     /* open gRPC connections; 0 = no limit */
+    int idle_timeout_seconds;                /* close idle connections; 0 = never */
+    int grpc_max_concurrent_streams;         /* per connection; default 128 */
+    int grpc_keepalive_time_seconds;         /* server pings an idle connection; 7200 */
+    int grpc_keepalive_timeout_seconds;      /* ... and closes it after; 20 */
+    int max_connection_age_seconds;          /* GOAWAY after this long; 0 = never */
+    int max_connection_age_grace_seconds;    /* then cut open calls after; 0 = never */
+    int64_t grpc_memory_quota_bytes;         /* gRPC core's buffers; default 1 GiB */
     ms_log_level log_level;                  /* --log_level debug|info|warn|error */
     int check_config;                        /* --check_config: validate and exit */
     int help;                                /* --help given */

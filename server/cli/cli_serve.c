@@ -13,6 +13,7 @@
 #include <string.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
@@ -92,6 +93,18 @@ static void reload_config_file(daemon_t *d, int only_if_changed) {
         return;
     }
     d->cfg_hash = h;
+    /* An empty or half-written file must not take every model down. */
+    if (srv_admin_check_config(&d->app.admin, cfg) != MS_OK) {
+        MS_ERROR("model config not reloaded, keeping the current one: %s", ms_errmsg());
+        srv_config_free(cfg);
+        return;
+    }
+    if (cfg->nmodels == 0 && !d->flags.allow_empty_model_config) {
+        MS_ERROR("model config %s lists no model; keeping the current one (a file being written? "
+                 "--allow_empty_model_config allows it)", path);
+        srv_config_free(cfg);
+        return;
+    }
     MS_INFO("model config re-read from %s: %d model(s)", path, cfg->nmodels);
     srv_manager_apply(d->app.mgr, cfg, 0);
 }
@@ -137,6 +150,17 @@ static void on_signal(uv_signal_t *h, int signum) {
     else
         begin_shutdown(d, signum);
     pthread_mutex_unlock(&d->mu);
+}
+
+/* Every connection and model file takes a descriptor: use the hard limit. */
+static void raise_nofile_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        MS_DEBUG("RLIMIT_NOFILE raised from %llu to %llu", (unsigned long long)was,
+                 (unsigned long long)rl.rlim_max);
 }
 
 /* --check_config: every base path is a readable directory holding at least
@@ -205,6 +229,7 @@ int cli_serve(int argc, char **argv) {
     }
     ms_log_set_level(d.flags.log_level);
     signal(SIGPIPE, SIG_IGN);
+    raise_nofile_limit();
 
     if (d.flags.model_config_file != NULL) {
         if (srv_config_read_file(d.flags.model_config_file, &cfg) != MS_OK) {
@@ -249,6 +274,17 @@ int cli_serve(int argc, char **argv) {
     }
     d.app.max_message_bytes = d.flags.max_message_bytes;
     d.app.reload_wait_s = 60.0;
+    d.app.admin = (srv_admin_policy){.enabled = d.flags.enable_reload_config_rpc,
+                                     .client_cns = d.flags.admin_client_cn,
+                                     .base_path_prefix = d.flags.model_base_path_prefix,
+                                     .max_models = d.flags.max_num_models};
+    d.app.allow_empty_config = d.flags.allow_empty_model_config;
+    if (srv_admin_check_config(&d.app.admin, cfg) != MS_OK) {
+        fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
+        srv_manager_free(d.app.mgr);
+        rc = 2;
+        goto out_be;
+    }
     d.app.health = srv_health_new(&d.app);
     srv_manager_set_listener(d.app.mgr, on_models_changed, &d);
 
@@ -288,6 +324,14 @@ int cli_serve(int argc, char **argv) {
                                                 : 4 * (int)(ncpu > 0 ? ncpu : 1),
         .max_message_bytes = d.flags.max_message_bytes,
         .channel_arguments = d.flags.grpc_channel_arguments,
+        .max_connections = d.flags.max_connections,
+        .idle_timeout_s = d.flags.idle_timeout_seconds,
+        .max_concurrent_streams = d.flags.grpc_max_concurrent_streams,
+        .keepalive_time_s = d.flags.grpc_keepalive_time_seconds,
+        .keepalive_timeout_s = d.flags.grpc_keepalive_timeout_seconds,
+        .max_connection_age_s = d.flags.max_connection_age_seconds,
+        .max_connection_age_grace_s = d.flags.max_connection_age_grace_seconds,
+        .memory_quota_bytes = d.flags.grpc_memory_quota_bytes,
     };
     if (srv_server_start(&so, meth, nmeth, &d.app, &d.server) != MS_OK) {
         MS_ERROR("%s", ms_errmsg());
