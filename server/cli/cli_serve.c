@@ -24,6 +24,7 @@
 #include "srv_app.h"
 #include "srv_metrics.h"
 #include "srv_rest.h"
+#include "srv_tls.h"
 #include "cli.h"
 #include "srv_config.h"
 #include "srv_flags.h"
@@ -34,6 +35,7 @@ typedef struct daemon {
     srv_flags flags;
     srv_app app;
     srv_server *server;
+    srv_tls *tls; /* --ssl_config_file, or NULL */
     kn_backend *be;
     uv_loop_t loop;
     uv_signal_t sigterm, sigint, sighup;
@@ -142,6 +144,12 @@ static void on_signal(uv_signal_t *h, int signum) {
     if (signum == SIGHUP) {
         MS_INFO("SIGHUP: re-reading the model config");
         reload_config_file(d, 0);
+        if (d->tls != NULL) {
+            if (srv_tls_reload(d->tls) != MS_OK)
+                MS_ERROR("TLS certificates not reloaded, keeping the current ones: %s", ms_errmsg());
+            else
+                MS_INFO("SIGHUP: TLS certificates re-read; new gRPC connections use them");
+        }
         return;
     }
     pthread_mutex_lock(&d->mu);
@@ -254,6 +262,11 @@ int cli_serve(int argc, char **argv) {
         return rc;
     }
     srv_flags_log_notes(&d.flags);
+    if (d.flags.ssl_config_file != NULL && srv_tls_load(d.flags.ssl_config_file, &d.tls) != MS_OK) {
+        fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
+        srv_config_free(cfg);
+        return 2;
+    }
 
     d.be = kn_cpu_backend_new(d.flags.intra_op_threads);
     if (d.be == NULL) {
@@ -333,7 +346,10 @@ int cli_serve(int argc, char **argv) {
         .max_connection_age_grace_s = d.flags.max_connection_age_grace_seconds,
         .memory_quota_bytes = d.flags.grpc_memory_quota_bytes,
     };
-    if (srv_server_start(&so, meth, nmeth, &d.app, &d.server) != MS_OK) {
+    if (d.tls != NULL) so.creds = srv_tls_grpc_credentials(d.tls);
+    ms_status sst = srv_server_start(&so, meth, nmeth, &d.app, &d.server);
+    if (so.creds != NULL) grpc_server_credentials_release(so.creds);
+    if (sst != MS_OK) {
         MS_ERROR("%s", ms_errmsg());
         fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
         uv_async_send(&d.stop_async);
@@ -343,9 +359,10 @@ int cli_serve(int argc, char **argv) {
         goto out_mgr;
     }
     MS_INFO("gRPC listening on %s:%d (TF Serving, KServe v2, grpc.health.v1; %d CQ threads, %d "
-            "workers, max message %lld bytes)",
+            "workers, max message %lld bytes; %s)",
             d.flags.bind_address, srv_server_port(d.server), so.cq_threads, so.workers,
-            (long long)so.max_message_bytes);
+            (long long)so.max_message_bytes,
+            d.tls == NULL ? "plaintext" : srv_tls_client_verify(d.tls) ? "mutual TLS" : "TLS");
     /* One machine-readable line on stdout for scripts (the port when --port=0). */
     printf("dcmserve: listening on %s:%d\n", d.flags.bind_address, srv_server_port(d.server));
     fflush(stdout);
@@ -359,7 +376,9 @@ int cli_serve(int argc, char **argv) {
                             .threads = d.flags.rest_api_num_threads,
                             .timeout_ms = d.flags.rest_api_timeout_in_ms,
                             .cors = d.flags.rest_api_enable_cors_support,
-                            .metrics_path = mpath};
+                            .metrics_path = mpath,
+                            .tls = d.tls,
+                            .max_connections = d.flags.max_connections};
         if (srv_rest_start(&d.app, &ro, &rest) != MS_OK)
             MS_ERROR("REST: %s", ms_errmsg());
         else
@@ -384,5 +403,6 @@ out_mgr:
 out_be:
     kn_backend_free(d.be);
     srv_config_free(cfg);
+    srv_tls_free(d.tls);
     return rc;
 }
