@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,7 +177,19 @@ void srv_call_peer(srv_call *c, char *buf, size_t cap) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         char host[NI_MAXHOST], serv[NI_MAXSERV];
-        if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+        int got = getpeername(fd, (struct sockaddr *)&ss, &sl) == 0;
+        if (got && ss.ss_family == AF_INET6 &&
+            IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&ss)->sin6_addr)) {
+            /* a dual-stack listener: name IPv4 clients as gRPC does */
+            struct sockaddr_in6 a6 = *(struct sockaddr_in6 *)&ss;
+            struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+            memset(&ss, 0, sizeof(ss));
+            a4->sin_family = AF_INET;
+            a4->sin_port = a6.sin6_port;
+            memcpy(&a4->sin_addr, &a6.sin6_addr.s6_addr[12], 4);
+            sl = sizeof(*a4);
+        }
+        if (got &&
             getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), serv, sizeof(serv),
                         NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
             if (ss.ss_family == AF_INET6)
