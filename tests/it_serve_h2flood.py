@@ -1,0 +1,208 @@
+"""it_serve_h2flood: HTTP/2 floods on the gRPC port, as raw frames on loopback
+(finding 4 of the hostile-clients issue).
+
+Frames are built by hand (HPACK by python3-hpack, which comes with
+python3-h2), so that the client ignores the limits the server announces, as
+an attacker would:
+  1. header-only streams: 100,000 HEADERS frames (a Predict call each, no
+     DATA, no END_STREAM) over 4 connections;
+  2. rapid reset: 50,000 streams opened and reset at once (HEADERS then
+     RST_STREAM CANCEL) over 2 connections;
+  3. zero window: connections that announce an initial window of 0 and send
+     4,000 complete Predict requests each, then never read.
+For each: the SETTINGS the server sends carry MAX_CONCURRENT_STREAMS = 128
+(the default of --grpc_max_concurrent_streams), the daemon's peak RSS
+(VmHWM in /proc/PID/status) stays below PEAK_MB (1 GiB), and a new client's Predict is
+answered during and after the flood. Before the limits, 100k header-only
+streams took the daemon to 1.5 GB and 200k resets left 2 GB resident.
+"""
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+import grpc
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_client import HPT, Daemon, Stubs, check, float_tensor, gen_protos, tensor_values  # noqa: E402
+
+try:
+    import hpack
+except ImportError:
+    print("SKIP: python3-hpack (python3-h2) not installed (scripts/install_deps.sh all)")
+    sys.exit(77)
+
+pb = gen_protos()
+PEAK_MB = 1024
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, RST_STREAM, SETTINGS, GOAWAY, WINDOW_UPDATE = 0, 1, 3, 4, 7, 8
+
+
+def frame(ftype, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", stream) + payload
+
+
+def headers_block():
+    enc = hpack.Encoder()
+    return enc.encode([(":method", "POST"), (":scheme", "http"), (":path", "/tensorflow.serving.PredictionService/Predict"),
+                       (":authority", "127.0.0.1"), ("content-type", "application/grpc"), ("te", "trailers")])
+
+
+def predict_bytes():
+    r = pb.tfs.PredictRequest(model_spec=pb.tfs.ModelSpec(name="hpt"))
+    r.inputs["x"].CopyFrom(float_tensor([1.0, 2.0, 5.0], [3, 1]))
+    m = r.SerializeToString()
+    return b"\x00" + struct.pack(">I", len(m)) + m
+
+
+def vm(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def predict_ok(d):
+    ch = grpc.insecure_channel("127.0.0.1:%d" % d.port)
+    try:
+        r = pb.tfs.PredictRequest(model_spec=pb.tfs.ModelSpec(name="hpt"))
+        r.inputs["x"].CopyFrom(float_tensor([1.0, 2.0, 5.0], [3, 1]))
+        got = tensor_values(Stubs(ch).Predict(r, timeout=30).outputs["y"])
+        check(got == [2.5, 3.0, 4.5], "Predict during a flood gave %s" % got, d)
+    finally:
+        ch.close()
+
+
+class Conn:
+    def __init__(self, port, settings=b""):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.s.sendall(PREFACE + frame(SETTINGS, 0, 0, settings))
+        self.got = b""
+        self.dead = False
+
+    def send(self, data):
+        try:
+            self.s.sendall(data)
+        except OSError:
+            self.dead = True
+
+    def drain(self):
+        """Reads what the server sent so far (so it never blocks on us)."""
+        self.s.setblocking(False)
+        try:
+            while True:
+                b = self.s.recv(1 << 20)
+                if not b:
+                    self.dead = True
+                    break
+                if len(self.got) < 1 << 16:
+                    self.got += b
+        except (BlockingIOError, OSError):
+            pass
+        self.s.setblocking(True)
+
+    def server_settings(self):
+        buf, out = self.got, {}
+        while len(buf) >= 9:
+            n = int.from_bytes(buf[:3], "big")
+            if buf[3] == SETTINGS and not buf[4] & 1:
+                p = buf[9:9 + n]
+                for i in range(0, len(p) - 5, 6):
+                    out[int.from_bytes(p[i:i + 2], "big")] = int.from_bytes(p[i + 2:i + 6], "big")
+            buf = buf[9 + n:]
+        return out
+
+    def close(self):
+        self.s.close()
+
+
+def flood(d, name, per_conn, nconn, make, settings=b"", read=True):
+    block = headers_block()
+    conns = [Conn(d.port, settings) for _ in range(nconn)]
+    stop = threading.Event()
+    probe_errors = []
+
+    def prober():
+        while not stop.is_set():
+            try:
+                predict_ok(d)
+            except Exception as e:  # noqa: BLE001
+                probe_errors.append(repr(e)[:300])
+            time.sleep(0.5)
+    t = threading.Thread(target=prober, daemon=True)
+    t.start()
+    t0 = time.monotonic()
+    for c in conns:
+        sid = 1
+        batch = []
+        for i in range(per_conn):
+            batch.append(make(sid, block))
+            sid += 2
+            if len(batch) == 500:
+                c.send(b"".join(batch))
+                batch = []
+                if read:
+                    c.drain()
+                if c.dead:
+                    break
+        if batch:
+            c.send(b"".join(batch))
+        if read:
+            c.drain()
+    time.sleep(1.0)
+    for c in conns:
+        if read:
+            c.drain()
+    peak = vm(d.proc.pid, "VmHWM")
+    rss = vm(d.proc.pid, "VmRSS")
+    settings_seen = conns[0].server_settings() if read else {}
+    dead = sum(c.dead for c in conns)
+    stop.set()
+    t.join(timeout=60)
+    for c in conns:
+        c.close()
+    check(d.proc.poll() is None, "%s: the daemon died" % name, d)
+    predict_ok(d)
+    print("it_serve_h2flood: %s: %d streams over %d connections in %.1f s; peak RSS %.0f MB, RSS %.0f MB; "
+          "%d connection(s) closed by the server; probe errors %d"
+          % (name, per_conn * nconn, nconn, time.monotonic() - t0, peak, rss, dead, len(probe_errors)))
+    check(not probe_errors, "%s: a client's Predict failed during the flood: %s" % (name, probe_errors[:3]), d)
+    check(peak < PEAK_MB, "%s: peak RSS %.0f MB >= %d MB" % (name, peak, PEAK_MB), d)
+    return settings_seen
+
+
+def main():
+    msg = predict_bytes()
+    cases = [
+        ("header-only streams", 25000, 4, lambda sid, blk: frame(HEADERS, 0x4, sid, blk), b"", True),
+        # gRPC core 1.51 has no rapid-reset defence (no GOAWAY): what bounds it
+        # is how fast the daemon drains the calls (docs/security.md).
+        ("rapid reset", 25000, 2,
+         lambda sid, blk: frame(HEADERS, 0x4, sid, blk) + frame(RST_STREAM, 0, sid, struct.pack(">I", 8)),
+         b"", True),
+        # SETTINGS_INITIAL_WINDOW_SIZE (4) = 0: the server may not send any DATA back.
+        ("zero window", 4000, 3, lambda sid, blk: frame(HEADERS, 0x4, sid, blk) + frame(DATA, 0x1, sid, msg),
+         struct.pack(">HI", 4, 0), False),
+    ]
+    for name, per_conn, nconn, make, settings, read in cases:
+        # A fresh daemon per flood: VmHWM is the process's peak.
+        d = Daemon(["--model_name=hpt", "--model_base_path=" + HPT, "--grpc_max_threads=2"])
+        try:
+            d.wait_health(1)
+            print("it_serve_h2flood: baseline RSS %.0f MB" % vm(d.proc.pid, "VmRSS"))
+            s = flood(d, name, per_conn, nconn, make, settings=settings, read=read)
+            if read:
+                check(s.get(3) == 128, "server SETTINGS: MAX_CONCURRENT_STREAMS %s, want 128 (%s)"
+                      % (s.get(3), s), d)
+            check(d.stop() == 0, "exit code", d)
+        finally:
+            d.close()
+    print("it_serve_h2flood: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
