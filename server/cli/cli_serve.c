@@ -272,6 +272,7 @@ int cli_serve(int argc, char **argv) {
     if (d.be == NULL) {
         fprintf(stderr, "dcmserve serve: cannot create the CPU backend\n");
         srv_config_free(cfg);
+        srv_tls_free(d.tls);
         return 1;
     }
     if (srv_manager_new(d.be, d.flags.file_system_poll_wait_seconds, &d.app.mgr) != MS_OK) {
@@ -374,7 +375,10 @@ int cli_serve(int argc, char **argv) {
     if (d.flags.rest_api_port > 0) {
         srv_rest_opts ro = {.port = d.flags.rest_api_port,
                             .threads = d.flags.rest_api_num_threads,
-                            .timeout_ms = d.flags.rest_api_timeout_in_ms,
+                            /* REST idles out like gRPC unless the TF Serving flag says */
+                            .timeout_ms = d.flags.rest_api_timeout_in_ms > 0
+                                              ? d.flags.rest_api_timeout_in_ms
+                                              : d.flags.idle_timeout_seconds * 1000,
                             .cors = d.flags.rest_api_enable_cors_support,
                             .metrics_path = mpath,
                             .tls = d.tls,
