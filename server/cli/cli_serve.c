@@ -348,6 +348,10 @@ int cli_serve(int argc, char **argv) {
         .memory_quota_bytes = d.flags.grpc_memory_quota_bytes,
     };
     if (d.tls != NULL) so.creds = srv_tls_grpc_credentials(d.tls);
+    if (d.tls != NULL && d.flags.max_connections > 0)
+        MS_WARN("--max_connections: with --ssl_config_file the gRPC port is gRPC's own TLS "
+                "listener, which has no connection limit; the limit applies to REST only "
+                "(docs/security.md)");
     ms_status sst = srv_server_start(&so, meth, nmeth, &d.app, &d.server);
     if (so.creds != NULL) grpc_server_credentials_release(so.creds);
     if (sst != MS_OK) {
