@@ -43,7 +43,17 @@ ms_status srv_admin_authorize(const srv_admin_policy *p, srv_call *c, char *who,
                              "clients with an admin certificate (--admin_client_cn)");
 }
 
-/* realpath of the longest existing ancestor of path, then the rest appended. */
+static int has_dotdot(const char *p) {
+    for (const char *s = p; (s = strstr(s, "..")) != NULL; s += 2) {
+        int start = s == p || s[-1] == '/';
+        int end = s[2] == '\0' || s[2] == '/';
+        if (start && end) return 1;
+    }
+    return 0;
+}
+
+/* realpath of the longest existing ancestor of path, then the rest appended;
+ * -2 when that rest has a '..' component. */
 static int resolve(const char *path, char *out) {
     char tmp[PATH_MAX];
     if (strlen(path) >= sizeof(tmp)) return -1;
@@ -66,19 +76,13 @@ static int resolve(const char *path, char *out) {
         const char *rest = path + used;
         while (*rest == '/')
             rest++;
+        /* What does not exist yet cannot be resolved: '..' there could
+         * climb anywhere once it does. */
+        if (has_dotdot(rest)) return -2;
         size_t ol = strlen(out);
         if (ol + 1 + strlen(rest) >= PATH_MAX) return -1;
         if (ol == 0 || out[ol - 1] != '/') strcat(out, "/");
         strcat(out, rest);
-    }
-    return 0;
-}
-
-static int has_dotdot(const char *p) {
-    for (const char *s = p; (s = strstr(s, "..")) != NULL; s += 2) {
-        int start = s == p || s[-1] == '/';
-        int end = s[2] == '\0' || s[2] == '/';
-        if (start && end) return 1;
     }
     return 0;
 }
@@ -96,10 +100,11 @@ ms_status srv_admin_check_config(const srv_admin_policy *p, const srv_config *cf
     size_t pl = strlen(prefix);
     for (int i = 0; i < cfg->nmodels; i++) {
         const srv_model_config *m = &cfg->models[i];
-        if (has_dotdot(m->base_path))
-            return ms_errf(MS_EINVAL, "model '%s': base_path must not contain '..' components",
-                           m->name);
-        if (resolve(m->base_path, real) != 0)
+        int r = resolve(m->base_path, real);
+        if (r == -2)
+            return ms_errf(MS_EINVAL, "model '%s': base_path has a '..' component below the part "
+                                      "that exists (--model_base_path_prefix)", m->name);
+        if (r != 0)
             return ms_errf(MS_EINVAL, "model '%s': base_path cannot be resolved", m->name);
         int inside = strncmp(real, prefix, pl) == 0 &&
                      (real[pl] == '\0' || real[pl] == '/' || (pl == 1 && prefix[0] == '/'));

@@ -34,8 +34,8 @@ ms_status srv_admin_authorize(const srv_admin_policy *p, srv_call *c, char *who,
 
 /* Checks a new model list against the policy: the number of models, and
  * every base path confined to the prefix (when set). A path that does not
- * exist yet is judged by its longest existing ancestor; a ".." component is
- * refused outright. MS_EINVAL naming the model on failure. */
+ * exist yet is judged by its longest existing ancestor, and a ".." in the
+ * part that does not exist yet is refused. MS_EINVAL naming the model on failure. */
 ms_status srv_admin_check_config(const srv_admin_policy *p, const srv_config *cfg);
 
 /* Non-zero when `cn` is one of the comma-separated names in `list`. */

@@ -42,9 +42,11 @@ START_TEST(prefix_confines) {
     ck_assert_int_eq(symlink("/etc", link), 0);
     snprintf(deep, sizeof(deep), "%s/models/not/yet/there", root);
     snprintf(dotdot, sizeof(dotdot), "%s/models/../models", root);
+    char climb[PATH_MAX];
+    snprintf(climb, sizeof(climb), "%s/models/not/../../../etc", root);
     srv_admin_policy p = {.enabled = 1, .base_path_prefix = inside};
-    const char *ok[] = {inside, deep};
-    const char *bad[] = {"/etc", link, dotdot, "/", root};
+    const char *ok[] = {inside, deep, dotdot};
+    const char *bad[] = {"/etc", link, climb, "/", root};
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         srv_config *c = one_model(ok[i]);
         ck_assert_msg(srv_admin_check_config(&p, c) == MS_OK, "%s: %s", ok[i], ms_errmsg());
