@@ -23,6 +23,7 @@ static const char *const names[MS_STATUS_COUNT] = {
     [MS_ESHUTDOWN] = "eshutdown",
     [MS_EDATALOSS] = "edataloss",
     [MS_EINTERNAL] = "einternal",
+    [MS_EPERM]     = "eperm",
     /* clang-format on */
 };
 

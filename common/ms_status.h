@@ -24,6 +24,7 @@ typedef enum ms_status {
     MS_ESHUTDOWN,  /* daemon draining */
     MS_EDATALOSS,  /* stored data corrupt: checksum mismatch, truncated file */
     MS_EINTERNAL,  /* bug: invariant broken */
+    MS_EPERM,      /* caller not allowed: admin RPC from a non-admin peer */
     MS_STATUS_COUNT
 } ms_status;
 

@@ -10,17 +10,19 @@ set -eu
 #   all      build + test-only packages (clang/fuzzing, valgrind, Python test
 #            modules, DICOM tools, kubectl for the deploy test)
 RUNTIME_PKGS="libgrpc29 libprotobuf-c1 libuv1 libcjson1 zlib1g libsnappy1v5
-libopenblas0-serial libjpeg62-turbo libcharls2 libopenjp2-7 libpng16-16 libmicrohttpd12"
+libopenblas0-serial libjpeg62-turbo libcharls2 libopenjp2-7 libpng16-16 libmicrohttpd12
+libgnutls30"
 BUILD_PKGS="build-essential cmake pkg-config git
 libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
 libuv1-dev libcjson-dev check libmicrohttpd-dev
 zlib1g-dev libsnappy-dev libopenblas-dev libopenblas-serial-dev
-libjpeg62-turbo-dev libcharls-dev libopenjp2-7-dev libpng-dev"
+libjpeg62-turbo-dev libcharls-dev libopenjp2-7-dev libpng-dev
+libgnutls28-dev"
 TEST_PKGS="clang libclang-rt-14-dev valgrind
 python3 python3-numpy python3-pydicom python3-gdcm python3-onnx
 python3-grpcio python3-protobuf python3-prometheus-client
 libgdcm-tools openjph-tools python3-yaml
-python3-grpc-tools protobuf-compiler-grpc libprotobuf-dev curl"
+python3-grpc-tools protobuf-compiler-grpc libprotobuf-dev curl python3-h2 openssl"
 # kubectl for the deploy test: Debian's kubernetes-client, unless some kubectl
 # is already installed (other packages ship /usr/bin/kubectl and conflict).
 command -v kubectl >/dev/null 2>&1 || TEST_PKGS="$TEST_PKGS kubernetes-client"

@@ -6,6 +6,7 @@
 #include <protobuf-c/protobuf-c.h>
 #include <stdatomic.h>
 
+#include "srv_admin.h"
 #include "srv_grpc.h"
 #include "srv_manager.h"
 
@@ -19,6 +20,8 @@ typedef struct srv_app {
     double reload_wait_s; /* how long HandleReloadConfigRequest waits for loads */
     struct srv_batcher *batcher; /* --enable_batching (srv_batch.h); NULL = off */
     srv_server *server;          /* set once gRPC runs: REST predictions use its queues */
+    srv_admin_policy admin; /* who may call HandleReloadConfigRequest, and limits */
+    int allow_empty_config; /* --allow_empty_model_config: a reload may drop every model */
 } srv_app;
 
 /* The method table: TF Serving PredictionService + ModelService, KServe v2,

@@ -89,8 +89,8 @@ static const flag_def defs[] = {
      "TF Serving: Google ALTS credentials",
      "ALTS exists only on Google Cloud; the flag has no effect"},
     {"ssl_config_file", F_STR, OFF(ssl_config_file), 0, 0,
-     "TF Serving: SSLConfig text proto for a TLS gRPC port",
-     "TLS not implemented yet: the gRPC port stays PLAINTEXT"},
+     "TF Serving: SSLConfig text proto (server_key, server_cert, custom_ca, client_verify): "
+     "TLS, or mutual TLS with client_verify, on the gRPC and REST ports; re-read on SIGHUP", NULL},
     {"platform_config_file", F_STR, NOSTORE, 0, 0,
      "TF Serving: PlatformConfigMap text proto",
      "dcmserve serves one platform (SavedModel, and ONNX imported with dcmserve import-onnx); the flag has no effect"},
@@ -162,6 +162,33 @@ static const flag_def defs[] = {
     {"check_config", F_BOOL, OFF(check_config), 0, 0,
      "validate the model config and that each base path has a version directory, then exit (0 = OK)",
      NULL},
+    /* hostile clients (docs/security.md) */
+    {"enable_reload_config_rpc", F_BOOL, OFF(enable_reload_config_rpc), 0, 0,
+     "answer HandleReloadConfigRequest (from loopback or --admin_client_cn clients only). Default false", NULL},
+    {"admin_client_cn", F_STR, OFF(admin_client_cn), 0, 0,
+     "comma-separated certificate CNs of mTLS clients allowed to call HandleReloadConfigRequest", NULL},
+    {"model_base_path_prefix", F_STR, OFF(model_base_path_prefix), 0, 0,
+     "every model base path must resolve (symlinks, ..) inside this folder. Default: unset", NULL},
+    {"max_num_models", F_INT, OFF(max_num_models), 1, 1000000,
+     "most models one config may list. Default 1000", NULL},
+    {"allow_empty_model_config", F_BOOL, OFF(allow_empty_model_config), 0, 0,
+     "let a re-read config or a reload drop every model (otherwise refused and logged). Default false", NULL},
+    {"max_connections", F_INT, OFF(max_connections), 0, 1000000,
+     "open gRPC connections at most; past it new ones get an HTTP/2 GOAWAY. Default 0 = only the file-descriptor limit", NULL},
+    {"idle_timeout_seconds", F_INT, OFF(idle_timeout_seconds), 0, 86400,
+     "close gRPC connections with no call for this long, and those that send no HTTP/2 preface. Default 300; 0 = never", NULL},
+    {"grpc_max_concurrent_streams", F_INT, OFF(grpc_max_concurrent_streams), 1, 100000,
+     "HTTP/2 streams open at once per gRPC connection. Default 128", NULL},
+    {"grpc_keepalive_time_seconds", F_INT, OFF(grpc_keepalive_time_seconds), 1, 86400,
+     "the server pings a connection quiet this long. Default 7200", NULL},
+    {"grpc_keepalive_timeout_seconds", F_INT, OFF(grpc_keepalive_timeout_seconds), 1, 86400,
+     "and closes it when the ping is not answered within this. Default 20", NULL},
+    {"max_connection_age_seconds", F_INT, OFF(max_connection_age_seconds), 0, 86400 * 365,
+     "send GOAWAY to a gRPC connection this old (clients reconnect). Default 0 = never", NULL},
+    {"max_connection_age_grace_seconds", F_INT, OFF(max_connection_age_grace_seconds), 0, 86400 * 365,
+     "after that GOAWAY, cut calls still open after this long. Default 0 = never", NULL},
+    {"grpc_memory_quota_bytes", F_INT64, OFF(grpc_memory_quota_bytes), 1 << 20, 1e15,
+     "memory gRPC core may use for connection buffers before it cancels streams and sends GOAWAY. Default 1073741824", NULL},
     {"help", F_BOOL, OFF(help), 0, 0, "print this help and exit", NULL},
     /* clang-format on */
 };
@@ -185,6 +212,12 @@ void srv_flags_defaults(srv_flags *f) {
     f->saved_model_tags = "serve";
     f->enable_model_warmup = 1;
     f->num_request_iterations_for_warmup = 1;
+    f->max_num_models = 1000;
+    f->idle_timeout_seconds = 300;
+    f->grpc_max_concurrent_streams = 128;
+    f->grpc_keepalive_time_seconds = 7200;
+    f->grpc_keepalive_timeout_seconds = 20;
+    f->grpc_memory_quota_bytes = (int64_t)1 << 30;
 }
 
 static const flag_def *find_def(const char *name, size_t len) {

@@ -43,6 +43,20 @@ typedef struct srv_flags {
     int enable_model_warmup;                 /* default 1 */
     int num_request_iterations_for_warmup;   /* default 1 */
     int max_queued_requests_per_model;       /* 0 = default bound */
+    /* hostile clients (issue #11, docs/security.md) */
+    int enable_reload_config_rpc;            /* HandleReloadConfigRequest allowed at all */
+    const char *admin_client_cn;             /* mTLS CNs allowed to call it (comma list) */
+    const char *model_base_path_prefix;      /* base paths must resolve inside this */
+    int max_num_models;                      /* models in one config; default 1000 */
+    int allow_empty_model_config;            /* a re-read may drop every model */
+    int max_connections;                     /* open gRPC connections; 0 = no limit */
+    int idle_timeout_seconds;                /* close idle connections; 0 = never */
+    int grpc_max_concurrent_streams;         /* per connection; default 128 */
+    int grpc_keepalive_time_seconds;         /* server pings an idle connection; 7200 */
+    int grpc_keepalive_timeout_seconds;      /* ... and closes it after; 20 */
+    int max_connection_age_seconds;          /* GOAWAY after this long; 0 = never */
+    int max_connection_age_grace_seconds;    /* then cut open calls after; 0 = never */
+    int64_t grpc_memory_quota_bytes;         /* gRPC core's buffers; default 1 GiB */
     ms_log_level log_level;                  /* --log_level debug|info|warn|error */
     const char *request_log;                 /* --request_log off|errors|all (NULL = errors) */
     const char *log_format;                  /* --log_format text|json (NULL = text) */

@@ -11,6 +11,7 @@
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
+#include <grpc/grpc_posix.h>
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
@@ -19,6 +20,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@
 #include "ms_wire.h"
 #include "srv_metrics.h"
 #include "srv_queue.h"
+#include "srv_listen.h"
 #include "srv_status.h"
 
 #define SLOTS_WORKER  8 /* outstanding request_call per CQ for inference methods */
@@ -118,6 +121,10 @@ struct srv_server {
     srv_queue_key_fn queue_key;
     atomic_int inline_busy; /* calls running on CQ threads */
     int inline_max;         /* srv_server_opts.inline_max_bytes */
+    /* plaintext: our own listener, whose connections gRPC adopts */
+    srv_listener *listener;
+    grpc_server_credentials *fd_creds;
+    grpc_resource_quota *quota;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -172,6 +179,69 @@ double srv_call_time_left(srv_call *c) {
     gpr_timespec d = gpr_convert_clock_type(c->deadline, GPR_CLOCK_MONOTONIC);
     gpr_timespec left = gpr_time_sub(d, gpr_now(GPR_CLOCK_MONOTONIC));
     return (double)left.tv_sec + left.tv_nsec / 1e9;
+}
+
+void srv_call_peer(srv_call *c, char *buf, size_t cap) {
+    char *p = grpc_call_get_peer(c->call);
+    int fd = -1;
+    if (p != NULL && sscanf(p, "fd:%d", &fd) == 1 && fd >= 0) {
+        /* Our listener handed the socket over; while the call lives, so does it. */
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        char host[NI_MAXHOST], serv[NI_MAXSERV];
+        int got = getpeername(fd, (struct sockaddr *)&ss, &sl) == 0;
+        if (got && ss.ss_family == AF_INET6 &&
+            IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&ss)->sin6_addr)) {
+            /* a dual-stack listener: name IPv4 clients as gRPC does */
+            struct sockaddr_in6 a6 = *(struct sockaddr_in6 *)&ss;
+            struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+            memset(&ss, 0, sizeof(ss));
+            a4->sin_family = AF_INET;
+            a4->sin_port = a6.sin6_port;
+            memcpy(&a4->sin_addr, &a6.sin6_addr.s6_addr[12], 4);
+            sl = sizeof(*a4);
+        }
+        if (got &&
+            getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), serv, sizeof(serv),
+                        NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+            if (ss.ss_family == AF_INET6)
+                snprintf(buf, cap, "ipv6:[%s]:%s", host, serv);
+            else if (ss.ss_family == AF_INET)
+                snprintf(buf, cap, "ipv4:%s:%s", host, serv);
+            else
+                snprintf(buf, cap, "unix:");
+            gpr_free(p);
+            return;
+        }
+    }
+    snprintf(buf, cap, "%s", p ? p : "unknown");
+    gpr_free(p);
+}
+
+int srv_call_peer_is_loopback(srv_call *c) {
+    char peer[300];
+    srv_call_peer(c, peer, sizeof(peer));
+    return strncmp(peer, "ipv4:127.", 9) == 0 || strncmp(peer, "ipv6:[::1]:", 11) == 0 ||
+           strncmp(peer, "ipv6:[::ffff:127.", 17) == 0 || strncmp(peer, "unix:", 5) == 0;
+}
+
+int srv_call_peer_cn(srv_call *c, char *buf, size_t cap) {
+    int ok = 0;
+    buf[0] = '\0';
+    grpc_auth_context *ctx = grpc_call_auth_context(c->call);
+    if (ctx == NULL) return 0;
+    if (grpc_auth_context_peer_is_authenticated(ctx)) {
+        grpc_auth_property_iterator it =
+            grpc_auth_context_find_properties_by_name(ctx, GRPC_X509_CN_PROPERTY_NAME);
+        const grpc_auth_property *p = grpc_auth_property_iterator_next(&it);
+        if (p != NULL && p->value_length < cap) {
+            memcpy(buf, p->value, p->value_length);
+            buf[p->value_length] = '\0';
+            ok = 1;
+        }
+    }
+    grpc_auth_context_release(ctx);
+    return ok;
 }
 
 /* Ask for one more incoming call of `method` on cqt. Never after shutdown
@@ -652,6 +722,27 @@ static void *cq_main(void *arg) {
 /* ------------------------------------------------------------------------ */
 
 #define MAX_CHANNEL_ARGS 16
+#define OWN_ARGS         12
+
+static void adopt_fd(void *arg, int fd) {
+    srv_server *s = arg;
+    grpc_server_add_channel_from_fd(s->server, fd, s->fd_creds);
+}
+
+static int arg_given(const grpc_arg *args, int n, const char *key) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(args[i].key, key) == 0) return 1;
+    return 0;
+}
+
+/* Appends an integer argument unless the operator gave the key. */
+static void add_int_arg(grpc_arg *args, int *n, int nuser, const char *key, int64_t v) {
+    if (arg_given(args, nuser, key)) return;
+    if (v > INT_MAX) v = INT_MAX;
+    args[*n].type = GRPC_ARG_INTEGER;
+    args[*n].key = (char *)key;
+    args[(*n)++].value.integer = (int)v;
+}
 
 /* gRPC's own log lines go to ours at debug level (every failure they tell
  * of also comes back as a status that we report in our words). */
@@ -749,7 +840,7 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
     /* Channel arguments: ours, the operator's, then SO_REUSEPORT off unless
      * the operator set it. */
     char cabuf[1024];
-    grpc_arg args[3 + MAX_CHANNEL_ARGS];
+    grpc_arg args[3 + OWN_ARGS + MAX_CHANNEL_ARGS];
     int nargs = 0;
     memset(args, 0, sizeof(args));
     args[nargs].type = GRPC_ARG_INTEGER;
@@ -766,16 +857,64 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         free(s);
         return ast;
     }
-    int reuse_given = 0;
+    int reuse_given = 0, reuseport = 0;
     for (int i = 0; i < nargs; i++)
-        if (strcmp(args[i].key, GRPC_ARG_ALLOW_REUSEPORT) == 0) reuse_given = 1;
+        if (strcmp(args[i].key, GRPC_ARG_ALLOW_REUSEPORT) == 0) {
+            reuse_given = 1;
+            reuseport = args[i].type == GRPC_ARG_INTEGER && args[i].value.integer != 0;
+        }
     if (!reuse_given) { /* gRPC's default on Linux is on: a busy port must fail */
         args[nargs].type = GRPC_ARG_INTEGER;
         args[nargs].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;
         args[nargs++].value.integer = 0;
     }
+    /* Limits against hostile clients (docs/security.md); the operator's
+     * --grpc_channel_arguments win. */
+    int nuser = nargs;
+    if (o->max_concurrent_streams > 0)
+        add_int_arg(args, &nargs, nuser, GRPC_ARG_MAX_CONCURRENT_STREAMS, o->max_concurrent_streams);
+    if (o->idle_timeout_s > 0) {
+        add_int_arg(args, &nargs, nuser, GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                    (int64_t)o->idle_timeout_s * 1000);
+        add_int_arg(args, &nargs, nuser, GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                    (int64_t)o->idle_timeout_s * 1000);
+    }
+    if (o->keepalive_time_s > 0)
+        add_int_arg(args, &nargs, nuser, GRPC_ARG_KEEPALIVE_TIME_MS,
+                    (int64_t)o->keepalive_time_s * 1000);
+    if (o->keepalive_timeout_s > 0)
+        add_int_arg(args, &nargs, nuser, GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                    (int64_t)o->keepalive_timeout_s * 1000);
+    if (o->max_connection_age_s > 0)
+        add_int_arg(args, &nargs, nuser, GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                    (int64_t)o->max_connection_age_s * 1000);
+    if (o->max_connection_age_grace_s > 0)
+        add_int_arg(args, &nargs, nuser, GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                    (int64_t)o->max_connection_age_grace_s * 1000);
     gpr_set_log_function(grpc_log_to_ms);
     grpc_init();
+    if (o->memory_quota_bytes > 0 && !arg_given(args, nuser, GRPC_ARG_RESOURCE_QUOTA)) {
+        s->quota = grpc_resource_quota_create("dcmserve");
+        grpc_resource_quota_resize(s->quota, (size_t)o->memory_quota_bytes);
+        args[nargs].type = GRPC_ARG_POINTER;
+        args[nargs].key = (char *)GRPC_ARG_RESOURCE_QUOTA;
+        args[nargs].value.pointer.p = s->quota;
+        args[nargs++].value.pointer.vtable = grpc_resource_quota_arg_vtable();
+    }
+    const char *host = o->bind_address ? o->bind_address : "0.0.0.0";
+    if (o->creds == NULL) {
+        srv_listen_opts lo = {host, o->port, reuseport, o->max_connections};
+        ms_status lst = srv_listener_open(&lo, &s->listener);
+        if (lst != MS_OK) {
+            if (s->quota) grpc_resource_quota_unref(s->quota);
+            grpc_shutdown();
+            free(s->handles);
+            free(s->workers);
+            free(s);
+            return lst;
+        }
+        s->fd_creds = grpc_insecure_server_credentials_create();
+    }
     grpc_channel_args cargs = {(size_t)nargs, args};
     s->server = grpc_server_create(&cargs, NULL);
 
@@ -791,14 +930,14 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
     grpc_server_register_completion_queue(s->server, s->ctl_cq, NULL);
 
     char addr[300];
-    const char *host = o->bind_address ? o->bind_address : "0.0.0.0";
     if (strchr(host, ':') != NULL && host[0] != '[')
         snprintf(addr, sizeof(addr), "[%s]:%d", host, o->port);
     else
         snprintf(addr, sizeof(addr), "%s:%d", host, o->port);
-    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
-    s->port = grpc_server_add_http2_port(s->server, addr, creds);
-    grpc_server_credentials_release(creds);
+    if (s->listener != NULL)
+        s->port = srv_listener_port(s->listener);
+    else
+        s->port = grpc_server_add_http2_port(s->server, addr, o->creds);
     if (s->port == 0) {
         /* Never started: destroy directly. */
         grpc_server_destroy(s->server);
@@ -816,6 +955,7 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
             GRPC_QUEUE_SHUTDOWN) {
         }
         grpc_completion_queue_destroy(s->ctl_cq);
+        if (s->quota) grpc_resource_quota_unref(s->quota);
         grpc_shutdown();
         srv_queue_free(s->queue);
         free(s->handles);
@@ -827,6 +967,7 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
                        addr);
     }
     grpc_server_start(s->server);
+    if (s->listener != NULL) srv_listener_start(s->listener, adopt_fd, s);
 
     for (int i = 0; i < s->nworkers; i++)
         pthread_create(&s->workers[i], NULL, worker_main, s);
@@ -892,6 +1033,7 @@ void srv_server_stop(srv_server *s, double grace_s) {
     if (s->stopped) return;
     s->stopped = 1;
     atomic_store(&s->draining, 1);
+    srv_listener_stop(s->listener); /* no connection is adopted after shutdown began */
     pthread_mutex_lock(&s->arm_mu);
     s->shutting_down = 1;
     pthread_mutex_unlock(&s->arm_mu);
@@ -927,6 +1069,9 @@ void srv_server_free(srv_server *s) {
     grpc_completion_queue_destroy(s->ctl_cq);
     for (int i = 0; i < s->ncq; i++)
         grpc_completion_queue_destroy(s->cqs[i].cq);
+    srv_listener_free(s->listener);
+    if (s->fd_creds) grpc_server_credentials_release(s->fd_creds);
+    if (s->quota) grpc_resource_quota_unref(s->quota);
     grpc_shutdown();
     pthread_mutex_destroy(&s->arm_mu);
     srv_queue_free(s->queue);

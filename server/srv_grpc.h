@@ -14,6 +14,7 @@
 #ifndef SRV_GRPC_H
 #define SRV_GRPC_H
 
+#include <grpc/grpc_security.h>
 #include <grpc/status.h>
 #include <protobuf-c/protobuf-c.h>
 #include <stdatomic.h>
@@ -81,6 +82,16 @@ typedef struct srv_server_opts {
      * thread (at most cq_threads - 1 at once); 0 = never (handlers that may
      * wait, e.g. for a batch, must not hold a CQ thread). */
     int inline_max_bytes;
+    /* Hostile clients (docs/security.md); 0 = gRPC's own default unless said. */
+    int max_connections;        /* plaintext port only; 0 = no limit */
+    int idle_timeout_s;         /* GRPC_ARG_MAX_CONNECTION_IDLE_MS, handshake timeout */
+    int max_concurrent_streams; /* GRPC_ARG_MAX_CONCURRENT_STREAMS */
+    int keepalive_time_s, keepalive_timeout_s;
+    int max_connection_age_s, max_connection_age_grace_s;
+    int64_t memory_quota_bytes; /* grpc_resource_quota; 0 = unlimited */
+    /* TLS credentials (borrowed; the server keeps its own reference), or NULL
+     * for plaintext on our own listener (srv_listen.h). */
+    grpc_server_credentials *creds;
 } srv_server_opts;
 
 #define SRV_QUEUE_DEFAULT_BOUND 128
@@ -123,6 +134,15 @@ struct srv_req *srv_call_req(srv_call *c);
 int srv_call_cancelled(srv_call *c);
 /* Seconds until the call's deadline (large when none). */
 double srv_call_time_left(srv_call *c);
+
+/* The client's address into buf ("ipv4:127.0.0.1:40000", "ipv6:[::1]:40000"),
+ * also for connections our own listener accepted (gRPC names those "fd:N"). */
+void srv_call_peer(srv_call *c, char *buf, size_t cap);
+/* Non-zero when the client's address is a loopback one (127/8, ::1, unix). */
+int srv_call_peer_is_loopback(srv_call *c);
+/* When the client presented a certificate that TLS verified (mTLS), copies
+ * its subject CN into buf and returns 1; otherwise buf = "" and returns 0. */
+int srv_call_peer_cn(srv_call *c, char *buf, size_t cap);
 
 /* Queues one message on a stream (takes msg->data). When a send is still in
  * progress the newest queued message replaces an older queued one (latest

@@ -260,7 +260,10 @@ static int cmp_disk(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Lists the numeric version folders of base (ascending). */
+static void free_disk(disk_version *dv, int n);
+
+/* Lists the numeric version folders of base (ascending). -1 with errno set
+ * when base cannot be listed, or listing it failed part way. */
 static int scan_base(const char *base, disk_version **out, int *n) {
     DIR *d = opendir(base);
     *out = NULL;
@@ -268,7 +271,9 @@ static int scan_base(const char *base, disk_version **out, int *n) {
     if (d == NULL) return -1;
     int cap = 0;
     struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
+    for (;;) {
+        errno = 0;
+        if ((e = readdir(d)) == NULL) break;
         int64_t v = srv_parse_version_dir(e->d_name);
         if (v < 0) continue;
         char path[4096];
@@ -288,7 +293,15 @@ static int scan_base(const char *base, disk_version **out, int *n) {
         dv->complete = dv->dir ? srv_version_dir_complete(dv->dir, &dv->sig) : 0;
         if (!dv->complete) MS_DEBUG("model folder %s not ready: %s", path, ms_errmsg());
     }
+    int rerr = errno; /* readdir's error: the listing may be partial */
     closedir(d);
+    if (rerr != 0) {
+        free_disk(*out, *n);
+        *out = NULL;
+        *n = 0;
+        errno = rerr;
+        return -1;
+    }
     if (*n > 1) qsort(*out, (size_t)*n, sizeof(disk_version), cmp_disk);
     return 0;
 }
@@ -616,10 +629,21 @@ static void scan_model(srv_manager *m, mmodel *mm) {
     pthread_mutex_unlock(&m->mu);
     if (base == NULL) return;
     if (!removed && scan_base(base, &dv, &ndv) != 0) {
+        int e = errno;
+        /* Only a base path that is gone unloads its model. Anything else
+         * (EMFILE, ENFILE, ENOMEM, EAGAIN, EINTR, EIO, EACCES...) may pass:
+         * keep what is loaded and look again at the next poll. */
+        if (e != ENOENT && e != ENOTDIR) {
+            if (!mm->warned_missing)
+                MS_WARN("model %s: base path %s cannot be read now (%s); keeping the loaded "
+                        "versions", mm->cfg.name, base, strerror(e));
+            mm->warned_missing = 1;
+            free(base);
+            return;
+        }
         have = 0;
         if (!mm->warned_missing)
-            MS_WARN("model %s: base path %s cannot be read: %s", mm->cfg.name, base,
-                    strerror(errno));
+            MS_WARN("model %s: base path %s cannot be read: %s", mm->cfg.name, base, strerror(e));
         mm->warned_missing = 1;
     } else if (!removed && ndv == 0) {
         if (!mm->warned_missing)

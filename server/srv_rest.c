@@ -32,6 +32,7 @@ struct srv_rest {
     struct MHD_Daemon *d;
     srv_app *app;
     int cors;
+    int tls_verify; /* client_verify: a verified client certificate is required */
     char metrics_path[256];
 };
 
@@ -873,6 +874,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         b = calloc(1, sizeof *b);
         if (b == NULL) return MHD_NO;
         *con_cls = b;
+        if (r->tls_verify && !srv_tls_rest_client_ok(c)) { /* mTLS (docs/security.md) */
+            char *t = strdup("{\"error\": \"a client certificate signed by the server's "
+                             "custom_ca is required\"}");
+            if (t == NULL) return MHD_NO;
+            srv_rest_reply o = {MHD_HTTP_FORBIDDEN, MS_EPERM, t, strlen(t), 0, "application/json"};
+            return send_reply(r, c, &o);
+        }
         return MHD_YES;
     }
     if (*data_size > 0) {
@@ -916,10 +924,30 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     if (o->metrics_path) snprintf(r->metrics_path, sizeof r->metrics_path, "%s", o->metrics_path);
     unsigned threads = o->threads > 0 ? (unsigned)o->threads : 4;
     unsigned timeout_s = o->timeout_ms > 0 ? (unsigned)((o->timeout_ms + 999) / 1000) : 0;
-    r->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, (uint16_t)o->port,
-                            NULL, NULL, on_request, r, MHD_OPTION_THREAD_POOL_SIZE, threads,
-                            MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
-                            on_completed, NULL, MHD_OPTION_END);
+    /* TLS and the connection limit (docs/security.md) */
+    struct MHD_OptionItem extra[6];
+    int ne = 0;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+    if (o->tls != NULL) {
+        flags |= MHD_USE_TLS;
+        extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
+                                              (void *)srv_tls_key_pem(o->tls)};
+        extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
+                                              (void *)srv_tls_cert_pem(o->tls)};
+        if (srv_tls_client_verify(o->tls)) {
+            extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
+                                                  (void *)srv_tls_ca_pem(o->tls)};
+            r->tls_verify = 1;
+        }
+    }
+    if (o->max_connections > 0)
+        extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
+                                              (intptr_t)o->max_connections, NULL};
+    extra[ne] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    r->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, r,
+                            MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+                            timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+                            MHD_OPTION_ARRAY, extra, MHD_OPTION_END);
     if (r->d == NULL) {
         free(r);
         return ms_errf(MS_EINVAL, "cannot serve REST on port %d (in use?)", o->port);

@@ -12,6 +12,7 @@
 
 #include "ms_status.h"
 #include "srv_app.h"
+#include "srv_tls.h"
 
 typedef struct srv_rest srv_rest;
 
@@ -21,6 +22,8 @@ typedef struct srv_rest_opts {
     int timeout_ms;   /* idle connection timeout; <= 0 = none */
     int cors;         /* Access-Control-Allow-Origin: * on every answer */
     const char *metrics_path; /* also serve /metrics here (NULL/"" = only /metrics) */
+    srv_tls *tls;             /* HTTPS (and client certificates) when set; borrowed */
+    int max_connections;      /* MHD_OPTION_CONNECTION_LIMIT; <= 0 = libmicrohttpd's */
 } srv_rest_opts;
 
 ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out);

@@ -16,6 +16,7 @@ static const grpc_status_code table[MS_STATUS_COUNT] = {
     [MS_ESHUTDOWN] = GRPC_STATUS_UNAVAILABLE,
     [MS_EDATALOSS] = GRPC_STATUS_DATA_LOSS,
     [MS_EINTERNAL] = GRPC_STATUS_INTERNAL,
+    [MS_EPERM]     = GRPC_STATUS_PERMISSION_DENIED,
     /* clang-format on */
 };
 

@@ -368,18 +368,43 @@ ms_status srv_tfs_reload_config(void *appv, srv_call *call, const uint8_t *req, 
                                 srv_bytes *out) {
     srv_app *app = appv;
     srv_config *cfg = NULL;
+    char who[400];
+    ms_status st = srv_admin_authorize(&app->admin, call, who, sizeof(who));
+    if (st != MS_OK) {
+        MS_WARN("ReloadConfig from %s refused: %s", who, ms_errmsg());
+        return st;
+    }
     Tensorflow__Serving__ReloadConfigRequest *rq =
         tensorflow__serving__reload_config_request__unpack(NULL, n, req);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse ReloadConfigRequest (%zu bytes)", n);
-    ms_status st = srv_config_from_proto(rq->config, &cfg);
+    /* No config set (an empty request, or bytes that parse to one): nothing
+     * to do, as TF Serving's ServerCore takes no action for an unset config. */
+    int unset = rq->config == NULL ||
+                rq->config->config_case == TENSORFLOW__SERVING__MODEL_SERVER_CONFIG__CONFIG__NOT_SET;
+    if (!unset) st = srv_config_from_proto(rq->config, &cfg);
     tensorflow__serving__reload_config_request__free_unpacked(rq, NULL);
-    if (st != MS_OK) return st;
-    int nmodels = cfg->nmodels;
-    double wait = app->reload_wait_s;
-    double left = srv_call_time_left(call);
-    if (left < wait) wait = left > 0.05 ? left - 0.05 : 0.01;
-    MS_INFO("ReloadConfig: %d model(s)", nmodels);
-    srv_manager_apply(app->mgr, cfg, wait);
+    if (st == MS_OK && !unset) st = srv_admin_check_config(&app->admin, cfg);
+    if (st == MS_OK && !unset && cfg->nmodels == 0 && !app->allow_empty_config)
+        st = ms_errf(MS_EINVAL, "the new model list is empty; refused so that serving goes on "
+                                "(start with --allow_empty_model_config to allow it)");
+    if (st != MS_OK) {
+        MS_WARN("ReloadConfig from %s refused: %s", who, ms_errmsg());
+        srv_config_free(cfg);
+        return st;
+    }
+    if (unset) {
+        MS_INFO("ReloadConfig from %s: no config set; nothing changed", who);
+    } else {
+        int nmodels = cfg->nmodels;
+        double wait = app->reload_wait_s;
+        double left = srv_call_time_left(call);
+        if (left < wait) wait = left > 0.05 ? left - 0.05 : 0.01;
+        MS_INFO("ReloadConfig from %s: %d model(s):", who, nmodels);
+        for (int i = 0; i < nmodels && i < 50; i++)
+            MS_INFO("ReloadConfig:   model %s base_path %s", cfg->models[i].name,
+                    cfg->models[i].base_path);
+        srv_manager_apply(app->mgr, cfg, wait);
+    }
 
     Tensorflow__Serving__StatusProto sp = TENSORFLOW__SERVING__STATUS_PROTO__INIT;
     Tensorflow__Serving__ReloadConfigResponse resp =

@@ -128,7 +128,7 @@ def main():
         f.write(json_config(MODELS))
 
     # --- JSON config, policies and labels; then SIGHUP and ReloadConfig ---
-    d = Daemon(["--model_config_file=" + cfg])
+    d = Daemon(["--model_config_file=" + cfg, "--enable_reload_config_rpc"])
     try:
         run_policies(d)
 

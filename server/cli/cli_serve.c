@@ -13,6 +13,7 @@
 #include <string.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
@@ -24,6 +25,7 @@
 #include "srv_batch.h"
 #include "srv_metrics.h"
 #include "srv_rest.h"
+#include "srv_tls.h"
 #include "cli.h"
 #include "srv_config.h"
 #include "srv_flags.h"
@@ -34,6 +36,7 @@ typedef struct daemon {
     srv_flags flags;
     srv_app app;
     srv_server *server;
+    srv_tls *tls; /* --ssl_config_file, or NULL */
     kn_backend *be;
     uv_loop_t loop;
     uv_signal_t sigterm, sigint, sighup;
@@ -93,6 +96,18 @@ static void reload_config_file(daemon_t *d, int only_if_changed) {
         return;
     }
     d->cfg_hash = h;
+    /* An empty or half-written file must not take every model down. */
+    if (srv_admin_check_config(&d->app.admin, cfg) != MS_OK) {
+        MS_ERROR("model config not reloaded, keeping the current one: %s", ms_errmsg());
+        srv_config_free(cfg);
+        return;
+    }
+    if (cfg->nmodels == 0 && !d->flags.allow_empty_model_config) {
+        MS_ERROR("model config %s lists no model; keeping the current one (a file being written? "
+                 "--allow_empty_model_config allows it)", path);
+        srv_config_free(cfg);
+        return;
+    }
     MS_INFO("model config re-read from %s: %d model(s)", path, cfg->nmodels);
     srv_manager_apply(d->app.mgr, cfg, 0);
 }
@@ -130,6 +145,12 @@ static void on_signal(uv_signal_t *h, int signum) {
     if (signum == SIGHUP) {
         MS_INFO("SIGHUP: re-reading the model config");
         reload_config_file(d, 0);
+        if (d->tls != NULL) {
+            if (srv_tls_reload(d->tls) != MS_OK)
+                MS_ERROR("TLS certificates not reloaded, keeping the current ones: %s", ms_errmsg());
+            else
+                MS_INFO("SIGHUP: TLS certificates re-read; new gRPC connections use them");
+        }
         return;
     }
     pthread_mutex_lock(&d->mu);
@@ -138,6 +159,17 @@ static void on_signal(uv_signal_t *h, int signum) {
     else
         begin_shutdown(d, signum);
     pthread_mutex_unlock(&d->mu);
+}
+
+/* Every connection and model file takes a descriptor: use the hard limit. */
+static void raise_nofile_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        MS_DEBUG("RLIMIT_NOFILE raised from %llu to %llu", (unsigned long long)was,
+                 (unsigned long long)rl.rlim_max);
 }
 
 /* --check_config: every base path is a readable directory holding at least
@@ -212,6 +244,7 @@ int cli_serve(int argc, char **argv) {
         srv_reqlog_set(rl);
     }
     signal(SIGPIPE, SIG_IGN);
+    raise_nofile_limit();
 
     if (d.flags.model_config_file != NULL) {
         if (srv_config_read_file(d.flags.model_config_file, &cfg) != MS_OK) {
@@ -252,11 +285,17 @@ int cli_serve(int argc, char **argv) {
                 (long long)bp.max_enqueued_batches, (long long)bp.num_batch_threads,
                 d.flags.enable_per_model_batching_parameters ? " (per-model files first)" : "");
     }
+    if (d.flags.ssl_config_file != NULL && srv_tls_load(d.flags.ssl_config_file, &d.tls) != MS_OK) {
+        fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
+        srv_config_free(cfg);
+        return 2;
+    }
 
     d.be = kn_cpu_backend_new(d.flags.intra_op_threads);
     if (d.be == NULL) {
         fprintf(stderr, "dcmserve serve: cannot create the CPU backend\n");
         srv_config_free(cfg);
+        srv_tls_free(d.tls);
         return 1;
     }
     if (srv_manager_new(d.be, d.flags.file_system_poll_wait_seconds, &d.app.mgr) != MS_OK) {
@@ -275,6 +314,17 @@ int cli_serve(int argc, char **argv) {
     srv_manager_set_warmup(d.app.mgr, d.flags.enable_model_warmup
                                           ? d.flags.num_request_iterations_for_warmup
                                           : 0);
+    d.app.admin = (srv_admin_policy){.enabled = d.flags.enable_reload_config_rpc,
+                                     .client_cns = d.flags.admin_client_cn,
+                                     .base_path_prefix = d.flags.model_base_path_prefix,
+                                     .max_models = d.flags.max_num_models};
+    d.app.allow_empty_config = d.flags.allow_empty_model_config;
+    if (srv_admin_check_config(&d.app.admin, cfg) != MS_OK) {
+        fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
+        srv_manager_free(d.app.mgr);
+        rc = 2;
+        goto out_be;
+    }
     d.app.health = srv_health_new(&d.app);
     srv_manager_set_listener(d.app.mgr, on_models_changed, &d);
 
@@ -320,13 +370,28 @@ int cli_serve(int argc, char **argv) {
          * others stay free for other models) and small calls run inline. */
         .queue_run_cap = d.app.batcher ? 0 : (int)(ncpu > 0 ? ncpu : 1),
         .inline_max_bytes = d.app.batcher ? 0 : 4096,
+        .max_connections = d.flags.max_connections,
+        .idle_timeout_s = d.flags.idle_timeout_seconds,
+        .max_concurrent_streams = d.flags.grpc_max_concurrent_streams,
+        .keepalive_time_s = d.flags.grpc_keepalive_time_seconds,
+        .keepalive_timeout_s = d.flags.grpc_keepalive_timeout_seconds,
+        .max_connection_age_s = d.flags.max_connection_age_seconds,
+        .max_connection_age_grace_s = d.flags.max_connection_age_grace_seconds,
+        .memory_quota_bytes = d.flags.grpc_memory_quota_bytes,
     };
     if (d.app.batcher != NULL) { /* issue 13: room for a full batch of waiting callers */
         int64_t need = bp.max_batch_size + 2, qb = bp.max_enqueued_batches * bp.max_batch_size;
         if (d.flags.grpc_max_threads == 0 && so.workers < need) so.workers = (int)(need < 1024 ? need : 1024);
         if (so.queue_bound == 0) so.queue_bound = (int)(qb < 1000000 ? qb : 1000000);
     }
-    if (srv_server_start(&so, meth, nmeth, &d.app, &d.server) != MS_OK) {
+    if (d.tls != NULL) so.creds = srv_tls_grpc_credentials(d.tls);
+    if (d.tls != NULL && d.flags.max_connections > 0)
+        MS_WARN("--max_connections: with --ssl_config_file the gRPC port is gRPC's own TLS "
+                "listener, which has no connection limit; the limit applies to REST only "
+                "(docs/security.md)");
+    ms_status sst = srv_server_start(&so, meth, nmeth, &d.app, &d.server);
+    if (so.creds != NULL) grpc_server_credentials_release(so.creds);
+    if (sst != MS_OK) {
         MS_ERROR("%s", ms_errmsg());
         fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
         uv_async_send(&d.stop_async);
@@ -336,9 +401,10 @@ int cli_serve(int argc, char **argv) {
         goto out_mgr;
     }
     MS_INFO("gRPC listening on %s:%d (TF Serving, KServe v2, grpc.health.v1; %d CQ threads, %d "
-            "workers, max message %lld bytes)",
+            "workers, max message %lld bytes; %s)",
             d.flags.bind_address, srv_server_port(d.server), so.cq_threads, so.workers,
-            (long long)so.max_message_bytes);
+            (long long)so.max_message_bytes,
+            d.tls == NULL ? "plaintext" : srv_tls_client_verify(d.tls) ? "mutual TLS" : "TLS");
     /* One machine-readable line on stdout for scripts (the port when --port=0). */
     printf("dcmserve: listening on %s:%d\n", d.flags.bind_address, srv_server_port(d.server));
     fflush(stdout);
@@ -351,9 +417,14 @@ int cli_serve(int argc, char **argv) {
     if (d.flags.rest_api_port > 0) {
         srv_rest_opts ro = {.port = d.flags.rest_api_port,
                             .threads = d.flags.rest_api_num_threads,
-                            .timeout_ms = d.flags.rest_api_timeout_in_ms,
+                            /* REST idles out like gRPC unless the TF Serving flag says */
+                            .timeout_ms = d.flags.rest_api_timeout_in_ms > 0
+                                              ? d.flags.rest_api_timeout_in_ms
+                                              : d.flags.idle_timeout_seconds * 1000,
                             .cors = d.flags.rest_api_enable_cors_support,
-                            .metrics_path = mpath};
+                            .metrics_path = mpath,
+                            .tls = d.tls,
+                            .max_connections = d.flags.max_connections};
         if (srv_rest_start(&d.app, &ro, &rest) != MS_OK)
             MS_ERROR("REST: %s", ms_errmsg());
         else
@@ -380,5 +451,6 @@ out_mgr:
 out_be:
     kn_backend_free(d.be);
     srv_config_free(cfg);
+    srv_tls_free(d.tls);
     return rc;
 }
