@@ -353,10 +353,10 @@ static ms_status run_unary_body(srv_call *c);
  * record (metrics + request log line). */
 static void run_unary(srv_call *c) {
     const srv_method *m = &c->s->methods[c->method];
-    char api[32], *peer = grpc_call_get_peer(c->call);
+    char api[32], peer[300];
     api_name(m->path, api, sizeof api);
+    srv_call_peer(c, peer, sizeof peer);
     srv_req_begin(&c->rec, api, peer);
-    gpr_free(peer);
     if (c->t_accept > 0) {
         c->rec.t0 = c->t_accept;
         c->rec.mark = c->t_accept;
@@ -593,10 +593,10 @@ static void enqueue(srv_server *s, srv_call *c, const srv_method *m) {
              "--max_queued_requests_per_model); retry later",
              key, srv_queue_bound(s->queue));
     MS_DEBUG("grpc: %s", msg);
-    char api[32], *peer = grpc_call_get_peer(c->call);
+    char api[32], peer[300];
     api_name(m->path, api, sizeof api);
+    srv_call_peer(c, peer, sizeof peer);
     srv_req_begin(&c->rec, api, peer);
-    gpr_free(peer);
     reply_rec(c, MS_EBUSY, GRPC_STATUS_UNAVAILABLE, msg, NULL);
 }
 

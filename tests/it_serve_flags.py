@@ -7,9 +7,9 @@ starts tensorflow_model_server, and its ports.
    logs exactly one warning line for each flag that has no effect here.
    All 48 are given: --model_name/--model_base_path next to
    --model_config_file are ignored with a warning each (as TF Serving ignores
-   them), --version=false does not exit, --ssl_config_file gets an empty
-   SSLConfig (TLS belongs to the hostile-clients work; until it lands the flag
-   warns and gRPC stays plaintext). With --request_log=all the log has exactly
+   them), --version=false does not exit, --ssl_config_file gets a real
+   SSLConfig with a server certificate made by openssl at test time, so gRPC
+   and REST are spoken over TLS. With --request_log=all the log has exactly
    one request line per request (gRPC and REST), and the Prometheus page at
    the --monitoring_config_file path parses and its counters move.
 2. A second daemon on a busy port exits non-zero with "port N is already in
@@ -23,6 +23,7 @@ Expected answers are computed from half_plus_two's definition y = 0.5 x + 2.
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -31,7 +32,10 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import grpc  # noqa: E402
+import it_serve_rest  # noqa: E402
 from it_serve_rest import call, free_port, metrics, sample  # noqa: E402
+from it_serve_tls import make_ca, make_cert, read, write_ssl_config  # noqa: E402
 from serve_client import (DCMSERVE, HPT, Daemon, check, float_tensor, gen_protos,  # noqa: E402
                           tensor_values)
 
@@ -65,7 +69,7 @@ IMPLEMENTED = {"version", "port", "rest_api_port", "monitoring_config_file", "re
                "tensorflow_intra_op_parallelism", "saved_model_tags", "grpc_channel_arguments",
                "grpc_max_threads", "enable_batching", "batching_parameters_file",
                "enable_per_model_batching_parameters", "enable_model_warmup",
-               "num_request_iterations_for_warmup"}
+               "num_request_iterations_for_warmup", "ssl_config_file"}
 
 
 def predict_ok(d):
@@ -114,10 +118,12 @@ def every_flag(tmp):
     with open(cfg, "w") as f:
         json.dump({"model_config_list": {"config": [
             {"name": "hpt", "base_path": HPT, "model_platform": "tensorflow"}]}}, f)
-    for name in ("batching.pbtxt", "platform.pbtxt", "session.pbtxt", "threadpool.pbtxt",
-                 "ssl.pbtxt"):
+    for name in ("batching.pbtxt", "platform.pbtxt", "session.pbtxt", "threadpool.pbtxt"):
         with open(os.path.join(tmp, name), "w") as f:
             f.write("\n")
+    make_ca(tmp, "ca")
+    make_cert(tmp, "ca", "server", "localhost", server=True)
+    write_ssl_config(os.path.join(tmp, "ssl.pbtxt"), tmp, "server.key", "server.crt")
     with open(os.path.join(tmp, "monitoring.pbtxt"), "w") as f:
         f.write('prometheus_config {\n  enable: true,\n  path: "/monitoring/prometheus/metrics"\n}\n')
     rest = free_port()
@@ -153,6 +159,12 @@ def every_flag(tmp):
     given = [f for f in TF_SERVING_FLAGS if f not in NOT_IN_RUN]
     check(sorted(given) == sorted(values), "test values do not match the flag list")
     d = Daemon(["--%s=%s" % (f, values[f]) for f in given] + ["--request_log=all"])
+    # TLS on both ports: gRPC and REST clients trust the test's CA.
+    d.channel.close()
+    d.channel = grpc.secure_channel("localhost:%d" % d.port,
+                                    grpc.ssl_channel_credentials(read(tmp, "ca.crt")))
+    d.stub = type(d.stub)(d.channel)
+    it_serve_rest.HTTPS_CONTEXT = ssl.create_default_context(cafile=os.path.join(tmp, "ca.crt"))
     try:
         d.wait_health(1)
         time.sleep(0.2)
@@ -187,6 +199,7 @@ def every_flag(tmp):
             check(n == want, "--%s: %d warning lines, want %d" % (f, n, want), d)
         check(d.stop() == 0, "daemon with every flag did not exit 0", d)
     finally:
+        it_serve_rest.HTTPS_CONTEXT = None
         d.close()
 
 

@@ -35,8 +35,19 @@ def free_port():
     return p
 
 
+# Set to an ssl.SSLContext to talk HTTPS to "localhost" (a daemon with
+# --ssl_config_file, as it_serve_flags starts it).
+HTTPS_CONTEXT = None
+
+
+def _conn(port):
+    if HTTPS_CONTEXT is not None:
+        return http.client.HTTPSConnection("localhost", port, context=HTTPS_CONTEXT, timeout=30)
+    return http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+
 def call(port, method, path, body=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c = _conn(port)
     if isinstance(body, (dict, list)):
         body = json.dumps(body)
     c.request(method, path, body=body, headers={"Content-Type": "application/json"})
@@ -48,7 +59,7 @@ def call(port, method, path, body=None):
 
 
 def metrics(port, path="/metrics"):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c = _conn(port)
     c.request("GET", path)
     r = c.getresponse()
     text = r.read().decode()
