@@ -17,10 +17,12 @@ static bool wire_varint(const uint8_t *p, size_t n, size_t *pos, uint64_t *out) 
 }
 
 /* Does [p, p+n) parse as a flat sequence of fields? On failure *bad_at is
- * the offset of the field that does not parse. */
-static bool wire_flat_ok(const uint8_t *p, size_t n, size_t *bad_at) {
+ * the offset of the field that does not parse. *nfields: how many. */
+static bool wire_flat_ok(const uint8_t *p, size_t n, size_t *bad_at, uint64_t *nfields) {
     size_t pos = 0;
+    *nfields = 0;
     while (pos < n) {
+        ++*nfields;
         uint64_t key, v;
         size_t at = pos;
         if (!wire_varint(p, n, &pos, &key) || (key >> 3) == 0) {
@@ -53,10 +55,20 @@ static bool wire_flat_ok(const uint8_t *p, size_t n, size_t *bad_at) {
 
 /* Depth of the deepest chain of length-delimited fields that each parse as
  * messages, found with an explicit stack of (start, end, cursor). */
-ms_status ms_wire_check(const uint8_t *buf, size_t n, int max_depth) {
+static ms_status too_many(uint64_t max_fields) {
+    return ms_errf(MS_ENOMEM,
+                   "message holds more than %llu protobuf fields (elements, map entries and "
+                   "sub-messages counted at every level; limit)",
+                   (unsigned long long)max_fields);
+}
+
+static ms_status wire_scan(const uint8_t *buf, size_t n, int max_depth, uint64_t max_fields) {
     size_t bad = 0;
-    if (!wire_flat_ok(buf, n, &bad))
+    uint64_t nf = 0, total = 0;
+    if (!wire_flat_ok(buf, n, &bad, &nf))
         return ms_errf(MS_EINVAL, "not valid protobuf wire format: expected a field key or value at byte %zu of %zu", bad, n);
+    total = nf;
+    if (max_fields && total > max_fields) return too_many(max_fields);
     struct { size_t end, pos; } st[MS_WIRE_MAX_DEPTH + 2];
     int lim = max_depth < 1 ? 1 : (max_depth > MS_WIRE_MAX_DEPTH ? MS_WIRE_MAX_DEPTH : max_depth);
     int top = 0;
@@ -79,7 +91,9 @@ ms_status ms_wire_check(const uint8_t *buf, size_t n, int max_depth) {
             size_t sub = pos;
             st[top].pos = pos + (size_t)v;
             size_t dummy;
-            if (v > 0 && wire_flat_ok(buf + sub, (size_t)v, &dummy)) {
+            if (v > 0 && wire_flat_ok(buf + sub, (size_t)v, &dummy, &nf)) {
+                total += nf;
+                if (max_fields && total > max_fields) return too_many(max_fields);
                 if (top + 1 > lim)
                     return ms_errf(MS_EINVAL, "message nesting deeper than %d levels (at byte %zu)", lim, sub);
                 top++;
@@ -90,4 +104,12 @@ ms_status ms_wire_check(const uint8_t *buf, size_t n, int max_depth) {
         }
     }
     return MS_OK;
+}
+
+ms_status ms_wire_check(const uint8_t *buf, size_t n, int max_depth) {
+    return wire_scan(buf, n, max_depth, 0);
+}
+
+ms_status ms_wire_check_request(const uint8_t *buf, size_t n) {
+    return wire_scan(buf, n, MS_WIRE_MAX_DEPTH, MS_WIRE_MAX_FIELDS);
 }

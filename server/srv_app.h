@@ -16,6 +16,7 @@ typedef struct srv_app {
     srv_health *health;  /* owned by the creator (srv_health_new/free) */
     atomic_int draining; /* SIGTERM seen: health NOT_SERVING */
     int64_t max_message_bytes;
+    int64_t max_request_memory_bytes; /* budget of one request; 0 = no limit */
     double reload_wait_s; /* how long HandleReloadConfigRequest waits for loads */
 } srv_app;
 

@@ -70,6 +70,10 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
     int nouts = 0;
     Tensorflow__Serving__PredictResponse__OutputsEntry *entries = NULL, **eptrs = NULL;
     Tensorflow__TensorProto *protos = NULL;
+    ms_budget budget;
+    ms_budget_init(&budget, (uint64_t)(app->max_request_memory_bytes > 0
+                                           ? app->max_request_memory_bytes
+                                           : 0));
 
     Tensorflow__Serving__PredictRequest *rq =
         tensorflow__serving__predict_request__unpack(NULL, n, req);
@@ -94,14 +98,14 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
             st = ms_errf(MS_EINVAL, "input \"%s\": missing TensorProto", rq->inputs[i]->key);
             goto done;
         }
-        if ((st = rt_tensor_from_proto(rq->inputs[i]->value, &t)) != MS_OK) {
+        if ((st = rt_tensor_from_request_proto(rq->inputs[i]->value, &budget, &t)) != MS_OK) {
             ms_errwrap(st, "input \"%s\"", rq->inputs[i]->key);
             goto done;
         }
         in[nin].key = rq->inputs[i]->key;
         in[nin++].tensor = t;
     }
-    rt_run_opts opts = {.cancelled = srv_call_cancel_flag(call)};
+    rt_run_opts opts = {.cancelled = srv_call_cancel_flag(call), .budget = &budget};
     st = sig_run(sv.model, sig_key, in, nin, (const char *const *)rq->output_filter,
                  (int)rq->n_output_filter, &opts, &outs, &nouts);
     if (st != MS_OK) goto done;

@@ -19,11 +19,12 @@
 
 void dcm_limits_default(dcm_limits *lim) {
     lim->max_depth = 64;
-    lim->max_inflated = (uint64_t)1 << 30;
+    lim->max_inflated = (uint64_t)256 << 20;
     lim->max_pixel_bytes = (uint64_t)1 << 30;
     lim->max_elements = 1000000;
     lim->allow_no_meta = 1;
     lim->threads = 1;
+    lim->budget = NULL;
 }
 
 /* ---- byte order helpers ---- */
@@ -519,8 +520,14 @@ static ms_status inflate_body(dcm_dataset *ds, const dcm_limits *lim, const uint
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return ms_errf(MS_ENOMEM, "zlib init failed");
     size_t cap = n * 4 + 1024, used = 0;
     if (cap > lim->max_inflated) cap = (size_t)lim->max_inflated;
+    ms_status st = ms_budget_take(lim->budget, cap, "inflating a deflated DICOM data set");
+    if (st != MS_OK) {
+        inflateEnd(&z);
+        return st;
+    }
+    ds->budget = lim->budget;
+    ds->budget_held = cap;
     uint8_t *out = malloc(cap ? cap : 1);
-    ms_status st = MS_OK;
     if (out == NULL) {
         st = ms_errf(MS_ENOMEM, "out of memory inflating the data set");
         goto done;
@@ -540,6 +547,10 @@ static ms_status inflate_body(dcm_dataset *ds, const dcm_limits *lim, const uint
                 goto done;
             }
             size_t ncap = cap * 2 > lim->max_inflated ? (size_t)lim->max_inflated : cap * 2;
+            if ((st = ms_budget_take(lim->budget, ncap - cap,
+                                     "inflating a deflated DICOM data set")) != MS_OK)
+                goto done;
+            ds->budget_held += ncap - cap;
             uint8_t *o = realloc(out, ncap);
             if (o == NULL) {
                 st = ms_errf(MS_ENOMEM, "out of memory inflating the data set");
@@ -685,6 +696,7 @@ fail:
 void dcm_dataset_free(dcm_dataset *ds) {
     if (ds == NULL) return;
     free(ds->inflated);
+    ms_budget_give(ds->budget, ds->budget_held);
     free(ds->elems);
     free(ds->frags);
     free(ds);

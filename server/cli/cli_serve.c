@@ -248,6 +248,7 @@ int cli_serve(int argc, char **argv) {
         goto out_be;
     }
     d.app.max_message_bytes = d.flags.max_message_bytes;
+    d.app.max_request_memory_bytes = d.flags.max_request_memory_bytes;
     d.app.reload_wait_s = 60.0;
     d.app.health = srv_health_new(&d.app);
     srv_manager_set_listener(d.app.mgr, on_models_changed, &d);
