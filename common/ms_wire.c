@@ -2,6 +2,8 @@
 #include "ms_wire.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 
 static bool wire_varint(const uint8_t *p, size_t n, size_t *pos, uint64_t *out) {
     uint64_t v = 0;
@@ -112,4 +114,89 @@ ms_status ms_wire_check(const uint8_t *buf, size_t n, int max_depth) {
 
 ms_status ms_wire_check_request(const uint8_t *buf, size_t n) {
     return wire_scan(buf, n, MS_WIRE_MAX_DEPTH, MS_WIRE_MAX_FIELDS);
+}
+
+/* Size of a varint's encoding. */
+static size_t varint_len(uint64_t v) {
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static size_t put_varint(uint8_t *p, uint64_t v) {
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+ms_status ms_wire_merge_field(const uint8_t *buf, size_t n, uint32_t field, uint8_t **out,
+                              size_t *out_len) {
+    *out = NULL;
+    *out_len = 0;
+    size_t pos = 0, count = 0, total = 0;
+    while (pos < n) { /* the pre-scan has checked the framing; stop quietly if not */
+        uint64_t key, v;
+        if (!wire_varint(buf, n, &pos, &key)) return MS_OK;
+        switch (key & 7) {
+        case 0: if (!wire_varint(buf, n, &pos, &v)) return MS_OK; break;
+        case 1: if (n - pos < 8) return MS_OK; pos += 8; break;
+        case 5: if (n - pos < 4) return MS_OK; pos += 4; break;
+        case 2:
+            if (!wire_varint(buf, n, &pos, &v) || v > n - pos) return MS_OK;
+            if ((key >> 3) == field) {
+                count++;
+                total += (size_t)v;
+            }
+            pos += (size_t)v;
+            break;
+        default: return MS_OK;
+        }
+    }
+    if (count < 2) return MS_OK;
+    uint64_t key = (uint64_t)field << 3 | 2;
+    uint8_t *o = malloc(n + varint_len(key) + varint_len(total) + 1);
+    if (o == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    /* The merged field first (its payloads concatenated, in order: protobuf's
+     * merge), then every other field as it was. */
+    size_t w = put_varint(o, key);
+    w += put_varint(o + w, total);
+    for (int pass = 0; pass < 2; pass++) {
+        pos = 0;
+        while (pos < n) {
+            size_t at = pos;
+            uint64_t k = 0, v = 0;
+            wire_varint(buf, n, &pos, &k);
+            switch (k & 7) {
+            case 0: wire_varint(buf, n, &pos, &v); break;
+            case 1: pos += 8; break;
+            case 5: pos += 4; break;
+            default: {
+                wire_varint(buf, n, &pos, &v);
+                size_t start = pos;
+                pos += (size_t)v;
+                if ((k >> 3) == field) {
+                    if (pass == 0) {
+                        memcpy(o + w, buf + start, (size_t)v);
+                        w += (size_t)v;
+                    }
+                    continue;
+                }
+            }
+            }
+            if (pass == 1) {
+                memcpy(o + w, buf + at, pos - at);
+                w += pos - at;
+            }
+        }
+    }
+    *out = o;
+    *out_len = w;
+    return MS_OK;
 }

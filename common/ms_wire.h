@@ -30,4 +30,13 @@ ms_status ms_wire_check(const uint8_t *buf, size_t n, int max_depth);
  * on the wire, naming the limit). */
 ms_status ms_wire_check_request(const uint8_t *buf, size_t n);
 
+/* Protobuf merges a non-repeated message field that appears more than once
+ * (the payloads are concatenated); protobuf-c 1.4 fails to unpack when such a
+ * message holds a oneof that neither copy sets (TF Serving's ModelSpec). When
+ * top-level length-delimited `field` appears more than once in buf (already
+ * pre-scanned), *out is a new buffer (free()) with one occurrence holding the
+ * concatenated payloads, followed by the other fields; otherwise *out is NULL. */
+ms_status ms_wire_merge_field(const uint8_t *buf, size_t n, uint32_t field, uint8_t **out,
+                              size_t *out_len);
+
 #endif

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "ms_log.h"
+#include "ms_wire.h"
 #include "rt_tensor_proto.h"
 #include "sig_signature.h"
 #include "srv_app.h"
@@ -35,6 +36,19 @@ static ms_status resolve(srv_app *app, const Tensorflow__Serving__ModelSpec *spe
     if (spec->version_choice_case == TENSORFLOW__SERVING__MODEL_SPEC__VERSION_CHOICE_VERSION_LABEL)
         label = spec->version_label;
     return srv_manager_get(app->mgr, spec->name, version, label, out);
+}
+
+/* Every request of these services carries model_spec as field 1; a client
+ * may send it more than once (protobuf merges the copies). protobuf-c 1.4
+ * cannot merge ModelSpec (its oneof), so the copies are merged on the wire
+ * first. protobuf-c copies what it keeps: the merged buffer is freed at once. */
+static void *unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *req, size_t n) {
+    uint8_t *m = NULL;
+    size_t mn = 0;
+    if (ms_wire_merge_field(req, n, 1, &m, &mn) != MS_OK) return NULL;
+    ProtobufCMessage *r = protobuf_c_message_unpack(desc, NULL, m ? mn : n, m ? m : req);
+    free(m);
+    return r;
 }
 
 /* Fills the ModelSpec of a response (strings borrowed from the request). */
@@ -76,7 +90,7 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
                                            : 0));
 
     Tensorflow__Serving__PredictRequest *rq =
-        tensorflow__serving__predict_request__unpack(NULL, n, req);
+        unpack(&tensorflow__serving__predict_request__descriptor, req, n);
     if (rq == NULL) {
         srv_metrics_in_flight(-1);
         srv_metrics_request(NULL, 0, "grpc", MS_EINVAL, now_s() - t0);
@@ -183,7 +197,7 @@ ms_status srv_tfs_get_model_metadata(void *appv, srv_call *call, const uint8_t *
     (void)call;
 
     Tensorflow__Serving__GetModelMetadataRequest *rq =
-        tensorflow__serving__get_model_metadata_request__unpack(NULL, n, req);
+        unpack(&tensorflow__serving__get_model_metadata_request__descriptor, req, n);
     if (rq == NULL)
         return ms_errf(MS_EINVAL, "cannot parse GetModelMetadataRequest (%zu bytes)", n);
     if (rq->n_metadata_field == 0) {
@@ -268,7 +282,7 @@ ms_status srv_tfs_classify(void *appv, srv_call *call, const uint8_t *req, size_
     (void)call;
     (void)out;
     Tensorflow__Serving__ClassificationRequest *rq =
-        tensorflow__serving__classification_request__unpack(NULL, n, req);
+        unpack(&tensorflow__serving__classification_request__descriptor, req, n);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse ClassificationRequest (%zu bytes)", n);
     ms_status st = example_api(appv, rq->model_spec, "Classify");
     tensorflow__serving__classification_request__free_unpacked(rq, NULL);
@@ -280,7 +294,7 @@ ms_status srv_tfs_regress(void *appv, srv_call *call, const uint8_t *req, size_t
     (void)call;
     (void)out;
     Tensorflow__Serving__RegressionRequest *rq =
-        tensorflow__serving__regression_request__unpack(NULL, n, req);
+        unpack(&tensorflow__serving__regression_request__descriptor, req, n);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse RegressionRequest (%zu bytes)", n);
     ms_status st = example_api(appv, rq->model_spec, "Regress");
     tensorflow__serving__regression_request__free_unpacked(rq, NULL);
@@ -298,7 +312,7 @@ ms_status srv_tfs_get_model_status(void *appv, srv_call *call, const uint8_t *re
     int nvs = 0;
     (void)call;
     Tensorflow__Serving__GetModelStatusRequest *rq =
-        tensorflow__serving__get_model_status_request__unpack(NULL, n, req);
+        unpack(&tensorflow__serving__get_model_status_request__descriptor, req, n);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse GetModelStatusRequest (%zu bytes)", n);
     ms_status st = MS_OK;
     const Tensorflow__Serving__ModelSpec *spec = rq->model_spec;

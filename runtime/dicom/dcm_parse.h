@@ -132,6 +132,11 @@ ms_status dcm_get_uint(const dcm_dataset *ds, int64_t i, uint32_t vm_index, uint
 ms_status dcm_get_int(const dcm_dataset *ds, int64_t i, uint32_t vm_index, int32_t *out);
 /* DS or IS value `vm_index` of a backslash-separated list, parsed with strtod. */
 ms_status dcm_get_number(const dcm_dataset *ds, int64_t i, uint32_t vm_index, double *out);
+
+/* Non-zero for attributes that identify a patient, a study or a person
+ * (PS3.15 Basic Profile, private groups included): error messages never
+ * quote their values. */
+int dcm_tag_identifying(uint32_t tag);
 /* Number of backslash-separated values of a string element (0 when empty). */
 uint32_t dcm_string_vm(const dcm_dataset *ds, int64_t i);
 /* Copies a trimmed string value into buf (NUL-terminated, truncated to n-1). */
