@@ -15,6 +15,7 @@
 #include "ms_log.h"
 #include "sig_signature.h"
 #include "srv_app.h"
+#include "srv_kserve.h"
 
 #define SERVER_NAME    "dcmserve"
 #define SERVER_VERSION "0.1.0"
@@ -276,9 +277,8 @@ static size_t typed_count(const Inference__InferTensorContents *ct, rt_dtype dt)
     }
 }
 
-static ms_status input_tensor(const Inference__ModelInferRequest__InferInputTensor *in,
-                              const ProtobufCBinaryData *raw, ms_budget *budget,
-                              rt_tensor **out) {
+ms_status srv_kserve_input(const Inference__ModelInferRequest__InferInputTensor *in,
+                           const ProtobufCBinaryData *raw, ms_budget *budget, rt_tensor **out) {
     rt_dtype dt = dtype_of(in->datatype);
     if (dt == RT_DT_INVALID) {
         char names[256];
@@ -627,7 +627,7 @@ ms_status srv_kserve_model_infer(void *appv, srv_call *call, const uint8_t *req,
             goto done;
         }
         rt_tensor *t = NULL;
-        st = input_tensor(it, use_raw ? &rq->raw_input_contents[i] : NULL, &budget, &t);
+        st = srv_kserve_input(it, use_raw ? &rq->raw_input_contents[i] : NULL, &budget, &t);
         if (st != MS_OK) goto done;
         in[nin].key = it->name;
         in[nin++].tensor = t;

@@ -41,11 +41,17 @@ static ms_status resolve(srv_app *app, const Tensorflow__Serving__ModelSpec *spe
 /* Every request of these services carries model_spec as field 1; a client
  * may send it more than once (protobuf merges the copies). protobuf-c 1.4
  * cannot merge ModelSpec (its oneof), so the copies are merged on the wire
- * first. protobuf-c copies what it keeps: the merged buffer is freed at once. */
+ * first. protobuf-c copies what it keeps: the merged buffer is freed at once.
+ * NULL: does not parse (the merged message is pre-scanned again). */
 static void *unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *req, size_t n) {
     uint8_t *m = NULL;
     size_t mn = 0;
     if (ms_wire_merge_field(req, n, 1, &m, &mn) != MS_OK) return NULL;
+    /* Joined payloads may parse where the parts did not: pre-scan again. */
+    if (m != NULL && ms_wire_check_request(m, mn) != MS_OK) {
+        free(m);
+        return NULL;
+    }
     ProtobufCMessage *r = protobuf_c_message_unpack(desc, NULL, m ? mn : n, m ? m : req);
     free(m);
     return r;
