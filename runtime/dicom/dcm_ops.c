@@ -95,10 +95,20 @@ static void decode_range(void *arg, int64_t b, int64_t e) {
     }
 }
 
+/* a * b, UINT64_MAX when it does not fit (hostile headers). */
+static uint64_t mul_sat(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 /* Bytes a file's decoded image takes (every frame as float32). */
 static uint64_t image_bytes(const dcm_info *in) {
     uint64_t f = in->frames ? in->frames : 1, s = in->samples ? in->samples : 1;
-    return f * in->rows * in->cols * s * sizeof(float);
+    return mul_sat(mul_sat(mul_sat(f, in->rows), mul_sat(in->cols, s)), sizeof(float));
 }
 
 /* Decodes n files in parallel; on failure returns the first error, named by
@@ -129,11 +139,14 @@ static ms_status decode_all(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t
         st = ms_errf(MS_ENOMEM, "out of memory for %lld files", (long long)n);
         goto done;
     }
-    kn_ctx_parallel_for(ctx, n, 1, parse_range, &j);
-    if (!atomic_load(&j.failed)) {
+    /* Without a budget (the CLI, tests) there is nothing to check first. */
+    if (budget != NULL) kn_ctx_parallel_for(ctx, n, 1, parse_range, &j);
+    if (budget == NULL) {
+        kn_ctx_parallel_for(ctx, n, 1, decode_range, &j);
+    } else if (!atomic_load(&j.failed)) {
         uint64_t H = 0, W = 0, C = 1;
         for (int64_t i = 0; i < n; i++) {
-            need += image_bytes(&j.info[i]);
+            need = add_sat(need, image_bytes(&j.info[i]));
             if (j.info[i].rows > H) H = j.info[i].rows;
             if (j.info[i].cols > W) W = j.info[i].cols;
             if (j.info[i].samples > C) C = j.info[i].samples;
@@ -142,10 +155,10 @@ static ms_status decode_all(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t
             H = (uint64_t)out_hw[0];
             W = (uint64_t)out_hw[1];
         }
-        uint64_t out_bytes = (uint64_t)n * H * W * C * out_px_bytes;
+        uint64_t out_bytes = mul_sat(mul_sat((uint64_t)n, mul_sat(H, W)), mul_sat(C, out_px_bytes));
         char what[160];
         snprintf(what, sizeof what, "decoding %lld DICOM file%s", (long long)n, n == 1 ? "" : "s");
-        if ((st = ms_budget_check(budget, need + out_bytes, what)) != MS_OK ||
+        if ((st = ms_budget_check(budget, add_sat(need, out_bytes), what)) != MS_OK ||
             (st = ms_budget_take(budget, need, what)) != MS_OK)
             goto done;
         *held = need;
