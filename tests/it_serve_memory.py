@@ -20,9 +20,13 @@ valid Predict still answers; the daemon's peak RSS (VmHWM in
      (daemon limit 256 MiB; sent with grpc.Compression.Gzip) RESOURCE_EXHAUSTED
 
 The peak is reset before each case (/proc/PID/clear_refs), so each case is
-held to the bound on its own. Under ASan (DCM_ASAN=1, or a build-asan binary) the shadow memory and quarantine add to RSS: the bound
-there is 2 GiB. Against the binary from before this change, cases 1, 2, 5 and
-8 get the daemon killed or fail the bound (see docs/security.md)."""
+held to the bound on its own. Under ASan (DCM_ASAN=1, or a build-asan binary) the shadow memory and the
+quarantine of freed blocks (256 MiB) add to RSS: the peak bound there is 2 GiB
+and the per-case growth is not checked (measured: up to 1.3 GiB peak, the
+deflate bombs). Against the binary from before this change, run with
+DCM_DAEMON_WRAPPER="prlimit --as=2147483648", every case fails: a wrong status
+or an out-of-memory message instead of the limit, 762 MiB of growth for
+[20000, 10000], and the gzip request kills the daemon (docs/security.md)."""
 import os
 import struct
 import sys
@@ -43,7 +47,7 @@ BOUND = 2 * GIB if ASAN else GIB
 # Growth of RSS a case may cause (peak minus RSS before it): cases refused
 # before their memory is allocated get SMALL (protobuf-c's unpack of what was
 # sent, DICOM headers); the others the limit they are held to.
-SMALL = (512 if ASAN else 64) << 20
+SMALL = 64 << 20
 
 
 def reset_peak(d):
@@ -209,7 +213,7 @@ def main():
             print("it_serve_memory: %s -> %s %r; peak RSS %.0f MiB (+%.0f MiB)"
                   % (what, code.name, msg[:160], peak / 2**20, (peak - before) / 2**20))
             check(peak < BOUND, "%s: peak RSS %d bytes, the bound is %d" % (what, peak, BOUND), d)
-            check(peak - before < grow, "%s: RSS grew by %d bytes, the bound is %d"
+            check(ASAN or peak - before < grow, "%s: RSS grew by %d bytes, the bound is %d"
                   % (what, peak - before, grow), d)
             n += 1
     finally:
