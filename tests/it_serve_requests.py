@@ -32,7 +32,11 @@ from serve_client import (DCMSERVE, HPT, SRC, Daemon, check, float_tensor,  # no
 
 pb = gen_protos()
 DEMO = os.path.join(SRC, "models", "demo_ct")
-CT_SMALL = "/usr/lib/python3/dist-packages/pydicom/data/test_files/CT_small.dcm"
+try:
+    import pydicom.data
+    CT_SMALL = os.path.join(os.path.dirname(pydicom.data.__file__), "test_files", "CT_small.dcm")
+except ImportError:
+    CT_SMALL = "CT_small.dcm (pydicom is not installed)"
 SPARSE = 2_000_000_000
 RSS_SMALL = 200 << 20
 
