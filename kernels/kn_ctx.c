@@ -231,6 +231,14 @@ rt_buf *kn_pool_get(kn_pool *p, size_t size) {
 
 ms_status kn_ctx_output(kn_ctx *ctx, int idx, rt_dtype dt, const rt_shape *shape, rt_tensor **out) {
     (void)idx;
+    if (ctx != NULL && ctx->budget != NULL && dt != RT_DT_STRING && rt_dtype_is_pod(dt)) {
+        int64_t n = rt_shape_nelem(shape);
+        size_t es = rt_dtype_size(dt);
+        if (n > 0 && (uint64_t)n <= SIZE_MAX / es) {
+            ms_status bst = ms_budget_check(ctx->budget, (uint64_t)n * es, "a node output");
+            if (bst != MS_OK) return bst;
+        }
+    }
     if (ctx == NULL || ctx->pool == NULL || dt == RT_DT_STRING || !rt_dtype_is_pod(dt))
         return rt_tensor_new(dt, shape, out);
     int64_t n = rt_shape_nelem(shape);

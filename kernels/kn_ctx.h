@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 
 #include "kn_backend.h"
+#include "ms_budget.h"
 
 /* ---- buffer pool: outputs come from here and go back when released ---- */
 typedef struct kn_pool kn_pool;
@@ -28,6 +29,8 @@ struct kn_ctx {
     kn_pool *pool;               /* NULL: plain allocations */
     int nthreads;                /* for kn_ctx_parallel_for */
     const atomic_int *cancelled; /* NULL: never cancelled */
+    ms_budget *budget;           /* NULL: unlimited; kn_ctx_output refuses an output that
+                                    would not fit (the executor takes what stays live) */
     void *host;                  /* the runner's own per-run state; kernels never look
                                     at it (the executor's host ops read rt_hostctx) */
 };

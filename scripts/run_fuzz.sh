@@ -4,7 +4,8 @@
 # Seeds: Debian's pydicom test files for the DICOM target, the tensor bundles
 # of tests/data/savedmodels (and of ../shared/testdata when it is there) for
 # the SSTable target, tests/data/onnx for the ONNX target;
-# the codec and request pre-scan (wire) targets start empty.
+# the codec and request pre-scan (wire) targets start empty; the handler target
+# starts from requests for half_plus_two (tests/fuzz/seed_handlers.py).
 # Corpora grow under BUILD_DIR/corpus.
 set -eu
 BUILD=$1
@@ -39,6 +40,9 @@ run fuzz_sstable "$BUILD/corpus/sstable" "$BUILD/seeds/sstable"
 run fuzz_onnx "$BUILD/corpus/onnx" tests/data/onnx
 mkdir -p "$BUILD/corpus/wire"
 run fuzz_wire "$BUILD/corpus/wire"
+mkdir -p "$BUILD/corpus/handlers"
+/usr/bin/python3 tests/fuzz/seed_handlers.py "$BUILD/seeds/handlers"
+run fuzz_handlers "$BUILD/corpus/handlers" "$BUILD/seeds/handlers"
 # The codec target's seeds (tests/fuzz/seed_codecs.py) need the frames that
 # check_codecs extracts; without them it starts from an empty corpus.
 run fuzz_codecs "$BUILD/corpus/codecs"

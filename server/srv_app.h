@@ -17,6 +17,7 @@ typedef struct srv_app {
     srv_health *health;  /* owned by the creator (srv_health_new/free) */
     atomic_int draining; /* SIGTERM seen: health NOT_SERVING */
     int64_t max_message_bytes;
+    int64_t max_request_memory_bytes; /* budget of one request; 0 = no limit */
     double reload_wait_s; /* how long HandleReloadConfigRequest waits for loads */
     struct srv_batcher *batcher; /* --enable_batching (srv_batch.h); NULL = off */
     srv_server *server;          /* set once gRPC runs: REST predictions use its queues */

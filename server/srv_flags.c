@@ -148,7 +148,11 @@ static const flag_def defs[] = {
     {"grpc_cq_threads", F_INT, OFF(grpc_cq_threads), 1, 64,
      "gRPC completion-queue threads (protocol work only). Default 2", NULL},
     {"max_message_bytes", F_INT64, OFF(max_message_bytes), 1, INT32_MAX,
-     "largest gRPC message received or sent. Default 2147483647 (INT32_MAX, as TF Serving)", NULL},
+     "largest gRPC message received or sent, also the inflated size of a compressed one. "
+     "Default 268435456 (256 MiB)", NULL},
+    {"max_request_memory_bytes", F_INT64, OFF(max_request_memory_bytes), 0, 1e18,
+     "memory one request may hold: its tensors, decoded DICOM, live graph outputs; past it "
+     "RESOURCE_EXHAUSTED. 0 = no limit. Default 1073741824 (1 GiB)", NULL},
     {"drain_timeout_seconds", F_DOUBLE, OFF(drain_timeout_seconds), 0, 86400,
      "on SIGTERM/SIGINT, how long in-flight calls may take before they are cancelled. Default 30", NULL},
     {"log_level", F_LOG, OFF(log_level), 0, 0,
@@ -206,7 +210,8 @@ void srv_flags_defaults(srv_flags *f) {
     f->model_name = NULL;
     f->file_system_poll_wait_seconds = 1.0;
     f->grpc_cq_threads = 2;
-    f->max_message_bytes = INT32_MAX;
+    f->max_message_bytes = 256 << 20;
+    f->max_request_memory_bytes = (int64_t)1 << 30;
     f->drain_timeout_seconds = 30.0;
     f->log_level = MS_LOG_INFO;
     f->saved_model_tags = "serve";

@@ -29,7 +29,8 @@ typedef struct srv_flags {
     double file_system_poll_wait_seconds;    /* default 1; 0 = scan once at start */
     int grpc_max_threads;                    /* inference worker threads; 0 = 4 x cores */
     int grpc_cq_threads;                     /* completion-queue threads; default 2 */
-    int64_t max_message_bytes;               /* send/receive limit; default INT32_MAX */
+    int64_t max_message_bytes;               /* send/receive limit; default 256 MiB */
+    int64_t max_request_memory_bytes;        /* per-request memory budget; default 1 GiB */
     double drain_timeout_seconds;            /* SIGTERM grace for in-flight calls; 30 */
     int intra_op_threads;                    /* --tensorflow_intra_op_parallelism; 0 = cores */
     int session_parallelism;                 /* --tensorflow_session_parallelism */

@@ -34,6 +34,7 @@
 #include "srv_metrics.h"
 #include "srv_queue.h"
 #include "srv_listen.h"
+#include "srv_inflate.h"
 #include "srv_status.h"
 
 #define SLOTS_WORKER  8 /* outstanding request_call per CQ for inference methods */
@@ -414,9 +415,14 @@ static ms_status run_unary_body(srv_call *c) {
         grpc_byte_buffer_reader_destroy(&rd);
     }
     ms_err_clear();
+    if ((st = srv_inflate_message(c->req, &flat, c->s->max_msg)) != MS_OK) {
+        grpc_slice_unref(flat);
+        reply_error_rec(c, st);
+        return st;
+    }
     /* Every request is pre-scanned before any handler unpacks it: protobuf-c
      * recurses once per nesting level, so depth is bounded here, once. */
-    st = ms_wire_check(GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat), MS_WIRE_MAX_DEPTH);
+    st = ms_wire_check_request(GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat));
     if (st != MS_OK) {
         grpc_slice_unref(flat);
         reply_error_rec(c, ms_errwrap(st, "%s: request message", m->path));
@@ -649,8 +655,9 @@ static void on_accept(srv_call *c) {
                 grpc_byte_buffer_reader_destroy(&rd);
             }
         }
-        ms_status wst =
-            ms_wire_check(GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat), MS_WIRE_MAX_DEPTH);
+        ms_status wst = srv_inflate_message(c->req, &flat, s->max_msg);
+        if (wst == MS_OK)
+            wst = ms_wire_check_request(GRPC_SLICE_START_PTR(flat), GRPC_SLICE_LENGTH(flat));
         if (wst != MS_OK) {
             grpc_slice_unref(flat);
             reply_error(c, ms_errwrap(wst, "%s: request message", m->path));
@@ -840,7 +847,7 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
     /* Channel arguments: ours, the operator's, then SO_REUSEPORT off unless
      * the operator set it. */
     char cabuf[1024];
-    grpc_arg args[3 + OWN_ARGS + MAX_CHANNEL_ARGS];
+    grpc_arg args[4 + OWN_ARGS + MAX_CHANNEL_ARGS];
     int nargs = 0;
     memset(args, 0, sizeof(args));
     args[nargs].type = GRPC_ARG_INTEGER;
@@ -857,12 +864,19 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         free(s);
         return ast;
     }
-    int reuse_given = 0, reuseport = 0;
-    for (int i = 0; i < nargs; i++)
+    int reuse_given = 0, reuseport = 0, decomp_given = 0;
+    for (int i = 0; i < nargs; i++) {
         if (strcmp(args[i].key, GRPC_ARG_ALLOW_REUSEPORT) == 0) {
             reuse_given = 1;
             reuseport = args[i].type == GRPC_ARG_INTEGER && args[i].value.integer != 0;
         }
+        if (strcmp(args[i].key, GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION) == 0) decomp_given = 1;
+    }
+    if (!decomp_given) { /* gRPC inflates unbounded: srv_inflate_message bounds it */
+        args[nargs].type = GRPC_ARG_INTEGER;
+        args[nargs].key = (char *)GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION;
+        args[nargs++].value.integer = 0;
+    }
     if (!reuse_given) { /* gRPC's default on Linux is on: a busy port must fail */
         args[nargs].type = GRPC_ARG_INTEGER;
         args[nargs].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;

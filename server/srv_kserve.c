@@ -17,6 +17,7 @@
 #include "srv_app.h"
 #include "srv_batch.h"
 #include "srv_metrics.h"
+#include "srv_kserve.h"
 
 #define SERVER_NAME    "dcmserve"
 #define SERVER_VERSION "0.1.0"
@@ -300,8 +301,28 @@ static ms_status count_check(const char *name, const char *field, size_t got, in
     return MS_OK;
 }
 
-static ms_status input_tensor(const Inference__ModelInferRequest__InferInputTensor *in,
-                              const ProtobufCBinaryData *raw, rt_tensor **out) {
+/* Typed contents count of dt's field (0 when none). */
+static size_t typed_count(const Inference__InferTensorContents *ct, rt_dtype dt) {
+    if (ct == NULL) return 0;
+    switch (dt) {
+    case RT_DT_BOOL: return ct->n_bool_contents;
+    case RT_DT_INT8:
+    case RT_DT_INT16:
+    case RT_DT_INT32: return ct->n_int_contents;
+    case RT_DT_UINT8:
+    case RT_DT_UINT16:
+    case RT_DT_UINT32: return ct->n_uint_contents;
+    case RT_DT_INT64: return ct->n_int64_contents;
+    case RT_DT_UINT64: return ct->n_uint64_contents;
+    case RT_DT_FLOAT: return ct->n_fp32_contents;
+    case RT_DT_DOUBLE: return ct->n_fp64_contents;
+    case RT_DT_STRING: return ct->n_bytes_contents;
+    default: return 0;
+    }
+}
+
+ms_status srv_kserve_input(const Inference__ModelInferRequest__InferInputTensor *in,
+                           const ProtobufCBinaryData *raw, ms_budget *budget, rt_tensor **out) {
     rt_dtype dt = dtype_of(in->datatype);
     if (dt == RT_DT_INVALID) {
         char names[256];
@@ -327,6 +348,55 @@ static ms_status input_tensor(const Inference__ModelInferRequest__InferInputTens
     int64_t nelem = rt_shape_nelem(&shape);
     if (nelem < 0) return ms_errf(MS_EINVAL, "input \"%s\": shape too large", in->name);
     const Inference__InferTensorContents *ct = in->contents;
+    /* Every count and byte length is checked against the shape before any
+     * allocation, then the bytes are taken from the request's budget. */
+    size_t esz = dt == RT_DT_STRING ? sizeof(rt_str) : rt_dtype_size(dt);
+    if ((uint64_t)nelem > (uint64_t)INT64_MAX / esz)
+        return ms_errf(MS_EINVAL, "input \"%s\": shape too large", in->name);
+    uint64_t need = (uint64_t)nelem * esz;
+    if (dt == RT_DT_STRING) {
+        /* raw: 4 length bytes per element; typed: one bytes_contents each. */
+        if (raw != NULL && (uint64_t)nelem > raw->len / 4)
+            return ms_errf(MS_EINVAL,
+                           "input \"%s\": raw BYTES contents of %zu bytes cannot hold %" PRId64
+                           " elements (4 length bytes each)",
+                           in->name, raw->len, nelem);
+        if (raw == NULL) {
+            ms_status cst = count_check(in->name, "bytes_contents", typed_count(ct, dt), nelem);
+            if (cst != MS_OK) return cst;
+        }
+        need = 2 * need + (raw ? raw->len : 0);
+        if (raw == NULL)
+            for (int64_t i = 0; i < nelem; i++) need += ct->bytes_contents[i].len;
+    } else if (raw != NULL) {
+        if (raw->len != need)
+            return ms_errf(MS_EINVAL,
+                           "input \"%s\": raw contents hold %zu bytes, shape and %s need %llu",
+                           in->name, raw->len, in->datatype, (unsigned long long)need);
+    } else if (dt == RT_DT_HALF || dt == RT_DT_BFLOAT16) {
+        return ms_errf(MS_EINVAL, "input \"%s\": %s tensors must be sent in raw_input_contents",
+                       in->name, in->datatype);
+    } else {
+        static const char *const fields[] = {
+            [RT_DT_BOOL] = "bool_contents",     [RT_DT_INT8] = "int_contents",
+            [RT_DT_INT16] = "int_contents",     [RT_DT_INT32] = "int_contents",
+            [RT_DT_UINT8] = "uint_contents",    [RT_DT_UINT16] = "uint_contents",
+            [RT_DT_UINT32] = "uint_contents",   [RT_DT_INT64] = "int64_contents",
+            [RT_DT_UINT64] = "uint64_contents", [RT_DT_FLOAT] = "fp32_contents",
+            [RT_DT_DOUBLE] = "fp64_contents",
+        };
+        const char *f = (size_t)dt < sizeof(fields) / sizeof(fields[0]) && fields[dt]
+                            ? fields[dt]
+                            : "contents";
+        ms_status cst = count_check(in->name, f, typed_count(ct, dt), nelem);
+        if (cst != MS_OK) return cst;
+    }
+    if (nelem > 0) {
+        char what[300];
+        snprintf(what, sizeof what, "input \"%s\"", in->name);
+        ms_status bst = ms_budget_take(budget, need, what);
+        if (bst != MS_OK) return bst;
+    }
 
     if (dt == RT_DT_STRING) {
         rt_str *strs = calloc((size_t)(nelem > 0 ? nelem : 1), sizeof(rt_str));
@@ -350,14 +420,7 @@ static ms_status input_tensor(const Inference__ModelInferRequest__InferInputTens
     rt_tensor *t = NULL;
     ms_status st = rt_tensor_new(dt, &shape, &t);
     if (st != MS_OK) return st;
-    size_t esz = rt_dtype_size(dt);
     if (raw != NULL) {
-        if (raw->len != (size_t)nelem * esz) {
-            rt_tensor_unref(t);
-            return ms_errf(MS_EINVAL,
-                           "input \"%s\": raw contents hold %zu bytes, shape and %s need %zu",
-                           in->name, raw->len, in->datatype, (size_t)nelem * esz);
-        }
         if (raw->len) memcpy(t->data, raw->data, raw->len);
         *out = t;
         return MS_OK;
@@ -566,6 +629,10 @@ ms_status srv_kserve_model_infer(void *appv, srv_call *call, const uint8_t *req,
     ProtobufCBinaryData *raws = NULL;
     out_mem *mem = NULL;
     int64_t version;
+    ms_budget budget;
+    ms_budget_init(&budget, (uint64_t)(app->max_request_memory_bytes > 0
+                                           ? app->max_request_memory_bytes
+                                           : 0));
 
     Inference__ModelInferRequest *rq = inference__model_infer_request__unpack(NULL, n, req);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse ModelInferRequest (%zu bytes)", n);
@@ -607,7 +674,7 @@ ms_status srv_kserve_model_infer(void *appv, srv_call *call, const uint8_t *req,
             goto done;
         }
         rt_tensor *t = NULL;
-        st = input_tensor(it, use_raw ? &rq->raw_input_contents[i] : NULL, &t);
+        st = srv_kserve_input(it, use_raw ? &rq->raw_input_contents[i] : NULL, &budget, &t);
         if (st != MS_OK) goto done;
         in[nin].key = it->name;
         in[nin++].tensor = t;
@@ -621,7 +688,7 @@ ms_status srv_kserve_model_infer(void *appv, srv_call *call, const uint8_t *req,
         filter[i] = rq->outputs[i]->name;
     if (nin > 0 && in[0].tensor->shape.rank > 0) srv_req_batch(rec, (int)in[0].tensor->shape.dim[0]);
     srv_req_phase(rec, SRV_PHASE_DECODE);
-    rt_run_opts opts = {.cancelled = srv_call_cancel_flag(call)};
+    rt_run_opts opts = {.cancelled = srv_call_cancel_flag(call), .budget = &budget};
     st = srv_batch_run(app->batcher, sv.model, rq->model_name, sv.version, sig_key, in, nin, filter,
                        (int)rq->n_outputs, &opts, &outs, &nouts);
     srv_req_phase(rec, SRV_PHASE_COMPUTE);

@@ -112,6 +112,11 @@ static int needs_variables(const char *dir) {
     snprintf(path, sizeof(path), "%s/saved_model.pb", dir);
     FILE *f = fopen(path, "rb");
     if (f == NULL) return 0;
+    struct stat sb; /* over the cap: not read; the load refuses it with the reason */
+    if (fstat(fileno(f), &sb) != 0 || (uint64_t)sb.st_size > RT_SAVED_MODEL_MAX_BYTES) {
+        fclose(f);
+        return 0;
+    }
     size_t cap = 1 << 16, len = 0;
     uint8_t *buf = malloc(cap);
     while (buf != NULL) {

@@ -567,7 +567,11 @@ static answer predict_json(srv_app *app, const target *tg, const body *b, int64_
     if (drop < 0) drop = 0;
     if (nin > 0 && in[0].tensor->shape.rank > 0) srv_req_batch(rec, (int)in[0].tensor->shape.dim[0]);
     srv_req_phase(rec, SRV_PHASE_DECODE);
-    rt_run_opts opts = {0};
+    ms_budget budget; /* --max_request_memory_bytes, as for gRPC */
+    ms_budget_init(&budget, (uint64_t)(app->max_request_memory_bytes > 0
+                                           ? app->max_request_memory_bytes
+                                           : 0));
+    rt_run_opts opts = {.budget = &budget};
     st = srv_batch_run(app->batcher, sv.model, tg->name, sv.version, sig_key, in, nin, NULL, 0,
                        &opts, &outs, &nouts);
     srv_req_phase(rec, SRV_PHASE_COMPUTE);

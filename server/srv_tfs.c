@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "ms_log.h"
+#include "ms_wire.h"
 #include "rt_tensor_proto.h"
 #include "sig_signature.h"
 #include "srv_app.h"
@@ -51,6 +52,25 @@ static ms_status resolve_spec(srv_app *app, const Tensorflow__Serving__ModelSpec
     return srv_manager_get(app->mgr, spec->name, version, label, out);
 }
 
+/* Every request of these services carries model_spec as field 1; a client
+ * may send it more than once (protobuf merges the copies). protobuf-c 1.4
+ * cannot merge ModelSpec (its oneof), so the copies are merged on the wire
+ * first. protobuf-c copies what it keeps: the merged buffer is freed at once.
+ * NULL: does not parse (the merged message is pre-scanned again). */
+static void *unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *req, size_t n) {
+    uint8_t *m = NULL;
+    size_t mn = 0;
+    if (ms_wire_merge_field(req, n, 1, &m, &mn) != MS_OK) return NULL;
+    /* Joined payloads may parse where the parts did not: pre-scan again. */
+    if (m != NULL && ms_wire_check_request(m, mn) != MS_OK) {
+        free(m);
+        return NULL;
+    }
+    ProtobufCMessage *r = protobuf_c_message_unpack(desc, NULL, m ? mn : n, m ? m : req);
+    free(m);
+    return r;
+}
+
 /* Fills the ModelSpec of a response (strings borrowed from the request). */
 static void fill_spec(Tensorflow__Serving__ModelSpec *spec, Tensorflow__Serving__Int64Value *ver,
                       const char *name, int64_t version, const char *sig) {
@@ -78,9 +98,13 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
     int nouts = 0;
     Tensorflow__Serving__PredictResponse__OutputsEntry *entries = NULL, **eptrs = NULL;
     Tensorflow__TensorProto *protos = NULL;
+    ms_budget budget;
+    ms_budget_init(&budget, (uint64_t)(app->max_request_memory_bytes > 0
+                                           ? app->max_request_memory_bytes
+                                           : 0));
 
     Tensorflow__Serving__PredictRequest *rq =
-        tensorflow__serving__predict_request__unpack(NULL, n, req);
+        unpack(&tensorflow__serving__predict_request__descriptor, req, n);
     if (rq == NULL) {
         return ms_errf(MS_EINVAL, "cannot parse PredictRequest (%zu bytes)", n);
     }
@@ -101,9 +125,7 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
             st = ms_errf(MS_EINVAL, "input \"%s\": missing TensorProto", rq->inputs[i]->key);
             goto done;
         }
-        /* DICOM bytes are read where protobuf-c unpacked them: rq outlives
-         * the inputs, the outputs and the packed response. */
-        if ((st = rt_tensor_from_proto_borrow(rq->inputs[i]->value, &t)) != MS_OK) {
+        if ((st = rt_tensor_from_request_proto(rq->inputs[i]->value, &budget, &t)) != MS_OK) {
             ms_errwrap(st, "input \"%s\"", rq->inputs[i]->key);
             goto done;
         }
@@ -112,7 +134,7 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
     }
     if (nin > 0 && in[0].tensor->shape.rank > 0) srv_req_batch(rec, (int)in[0].tensor->shape.dim[0]);
     srv_req_phase(rec, SRV_PHASE_DECODE);
-    rt_run_opts opts = {.cancelled = srv_call_cancel_flag(call)};
+    rt_run_opts opts = {.cancelled = srv_call_cancel_flag(call), .budget = &budget};
     st = srv_batch_run(app->batcher, sv.model, rq->model_spec->name, sv.version, sig_key, in, nin,
                        (const char *const *)rq->output_filter, (int)rq->n_output_filter, &opts,
                        &outs, &nouts);
@@ -193,7 +215,7 @@ ms_status srv_tfs_get_model_metadata(void *appv, srv_call *call, const uint8_t *
     (void)call;
 
     Tensorflow__Serving__GetModelMetadataRequest *rq =
-        tensorflow__serving__get_model_metadata_request__unpack(NULL, n, req);
+        unpack(&tensorflow__serving__get_model_metadata_request__descriptor, req, n);
     if (rq == NULL)
         return ms_errf(MS_EINVAL, "cannot parse GetModelMetadataRequest (%zu bytes)", n);
     if (rq->n_metadata_field == 0) {
@@ -278,7 +300,7 @@ ms_status srv_tfs_classify(void *appv, srv_call *call, const uint8_t *req, size_
     (void)call;
     (void)out;
     Tensorflow__Serving__ClassificationRequest *rq =
-        tensorflow__serving__classification_request__unpack(NULL, n, req);
+        unpack(&tensorflow__serving__classification_request__descriptor, req, n);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse ClassificationRequest (%zu bytes)", n);
     ms_status st = example_api(appv, rq->model_spec, "Classify");
     tensorflow__serving__classification_request__free_unpacked(rq, NULL);
@@ -290,7 +312,7 @@ ms_status srv_tfs_regress(void *appv, srv_call *call, const uint8_t *req, size_t
     (void)call;
     (void)out;
     Tensorflow__Serving__RegressionRequest *rq =
-        tensorflow__serving__regression_request__unpack(NULL, n, req);
+        unpack(&tensorflow__serving__regression_request__descriptor, req, n);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse RegressionRequest (%zu bytes)", n);
     ms_status st = example_api(appv, rq->model_spec, "Regress");
     tensorflow__serving__regression_request__free_unpacked(rq, NULL);
@@ -308,7 +330,7 @@ ms_status srv_tfs_get_model_status(void *appv, srv_call *call, const uint8_t *re
     int nvs = 0;
     (void)call;
     Tensorflow__Serving__GetModelStatusRequest *rq =
-        tensorflow__serving__get_model_status_request__unpack(NULL, n, req);
+        unpack(&tensorflow__serving__get_model_status_request__descriptor, req, n);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse GetModelStatusRequest (%zu bytes)", n);
     ms_status st = MS_OK;
     const Tensorflow__Serving__ModelSpec *spec = rq->model_spec;

@@ -563,6 +563,47 @@ START_TEST(bad_module_values) {
 }
 END_TEST
 
+/* Identifying attributes (PS3.15 Basic Profile) and private ones are never
+ * quoted in an error; other values may be (the slope below). */
+static void phi_elems(ut_dbuf *d) {
+    ut_dbuf_str(d, 0x0009, 0x1001, "DS", "PRIVSECRET");
+    ut_dbuf_str(d, 0x0010, 0x0010, "PN", "DOE^JANE");
+    ut_dbuf_str(d, 0x0010, 0x1030, "DS", "WEIGHTSECRET");
+    ut_dbuf_str(d, 0x0020, 0x0010, "SH", "STUDYSECRET");
+}
+
+START_TEST(phi_never_quoted) {
+    ut_dbuf d;
+    file_2x2(&d, TS_EXPLICIT, 1, 0, phi_elems);
+    dcm_dataset *ds = NULL;
+    ck_assert_int_eq(dcm_parse(d.p, d.n, NULL, &ds), MS_OK);
+    const uint32_t tags[] = {DCM_TAG(0x0009, 0x1001), DCM_TAG(0x0010, 0x0010),
+                             DCM_TAG(0x0010, 0x1030), DCM_TAG(0x0020, 0x0010)};
+    for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
+        ck_assert(dcm_tag_identifying(tags[i]));
+        double v;
+        int64_t at = dcm_find(ds, DCM_NO_PARENT, tags[i]);
+        ck_assert_int_ge(at, 0);
+        ms_err_clear();
+        ck_assert_int_eq(dcm_get_number(ds, at, 0, &v), MS_EINVAL);
+        ck_assert_msg(strstr(ms_errmsg(), "SECRET") == NULL && strstr(ms_errmsg(), "DOE") == NULL,
+                      "the message quotes an identifying value: %s", ms_errmsg());
+        ck_assert_msg(strstr(ms_errmsg(), "is not a number") != NULL, "%s", ms_errmsg());
+    }
+    ck_assert(!dcm_tag_identifying(DCM_TAG(0x0028, 0x1053)));
+    ck_assert(!dcm_tag_identifying(DCM_TAG(0x0008, 0x0060)));
+    dcm_dataset_free(ds);
+    ut_dbuf_free(&d);
+    /* A non-identifying value is still quoted. */
+    file_2x2(&d, TS_EXPLICIT, 1, 0, phi_elems);
+    uint8_t *p = memmem(d.p, d.n, "DS\x02\x00" "2 ", 6);
+    ck_assert_ptr_nonnull(p);
+    p[4] = 'x';
+    expect_einval(d.p, d.n, "'x'");
+    ut_dbuf_free(&d);
+}
+END_TEST
+
 START_TEST(deep_nesting) {
     ut_dbuf d;
     ut_dbuf_init(&d, 1, 0);
@@ -680,6 +721,7 @@ static Suite *dicom_suite(void) {
     suite_add_tcase(s, tc);
     tc = tcase_create("window");
     tcase_add_test(tc, window_values);
+    tcase_add_test(tc, phi_never_quoted);
     suite_add_tcase(s, tc);
     return s;
 }

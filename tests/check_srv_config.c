@@ -26,7 +26,8 @@ START_TEST(test_flags_defaults_match_tf_serving) {
     ck_assert_int_eq(f.rest_api_port, 0);
     ck_assert(f.file_system_poll_wait_seconds == 1.0);
     ck_assert_int_eq(f.model_config_file_poll_wait_seconds, 0);
-    ck_assert_int_eq((int)(f.max_message_bytes == INT32_MAX), 1);
+    ck_assert_int_eq((int)(f.max_message_bytes == 256 << 20), 1);
+    ck_assert_int_eq((int)(f.max_request_memory_bytes == (int64_t)1 << 30), 1);
     ck_assert_ptr_null(f.model_base_path);
 }
 END_TEST

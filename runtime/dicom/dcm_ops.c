@@ -43,19 +43,45 @@
 
 typedef struct decode_job {
     const rt_str *files;
+    dcm_info *info;
     dcm_image **imgs;
     ms_status *st;
     char (*err)[ERR_MAX];
     int64_t frame;
     int stored; /* tfio: stored values instead of HU */
     dcm_limits lim;
+    atomic_int failed; /* one file failed: the others stop early */
 } decode_job;
 
+static void job_fail(decode_job *j, int64_t i, ms_status st) {
+    j->st[i] = st;
+    /* The message is thread-local: keep it for the calling thread. */
+    snprintf(j->err[i], ERR_MAX, "%s", ms_errmsg());
+    atomic_store(&j->failed, 1);
+}
+
+/* Phase 1: parse every file (a deflated one inflates, taken from the
+ * request's budget as it grows) and read its summary. The data set is not
+ * kept: thousands of them would cost more than the check saves. */
+static void parse_range(void *arg, int64_t b, int64_t e) {
+    decode_job *j = arg;
+    for (int64_t i = b; i < e && !atomic_load(&j->failed); i++) {
+        ms_err_clear();
+        dcm_dataset *ds = NULL;
+        ms_status st = dcm_parse(j->files[i].data, (size_t)j->files[i].len, &j->lim, &ds);
+        if (st == MS_OK) st = dcm_read_info(ds, &j->info[i]);
+        dcm_dataset_free(ds);
+        if (st != MS_OK) job_fail(j, i, st);
+    }
+}
+
+/* Phase 2: parse again and decode the pixels (their bytes were taken from
+ * the budget). */
 static void decode_range(void *arg, int64_t b, int64_t e) {
     decode_job *j = arg;
-    for (int64_t i = b; i < e; i++) {
-        dcm_dataset *ds = NULL;
+    for (int64_t i = b; i < e && !atomic_load(&j->failed); i++) {
         ms_err_clear();
+        dcm_dataset *ds = NULL;
         ms_status st = dcm_parse(j->files[i].data, (size_t)j->files[i].len, &j->lim, &ds);
         if (st == MS_OK)
             st = j->stored ? dcm_decode_stored_ds(ds, &j->lim, &j->imgs[i])
@@ -67,9 +93,7 @@ static void decode_range(void *arg, int64_t b, int64_t e) {
             dcm_image_free(j->imgs[i]);
             j->imgs[i] = NULL;
         }
-        j->st[i] = st;
-        /* The message is thread-local: keep it for the calling thread. */
-        if (st != MS_OK) snprintf(j->err[i], ERR_MAX, "%s", ms_errmsg());
+        if (st != MS_OK) job_fail(j, i, st);
     }
 }
 
@@ -113,24 +137,77 @@ static void count(const rt_str *files, int64_t n, dcm_image *const *imgs, const 
     atomic_fetch_add(&g_frames, frames);
 }
 
+/* a * b, UINT64_MAX when it does not fit (hostile headers). */
+static uint64_t mul_sat(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* Bytes a file's decoded image takes (every frame as float32). */
+static uint64_t image_bytes(const dcm_info *in) {
+    uint64_t f = in->frames ? in->frames : 1, s = in->samples ? in->samples : 1;
+    return mul_sat(mul_sat(mul_sat(f, in->rows), mul_sat(in->cols, s)), sizeof(float));
+}
+
 /* Decodes n files in parallel; on failure returns the first error, named by
- * its index, and frees everything. */
+ * its index, and frees everything. Every file is parsed first and the bytes
+ * of all decoded images, plus out_px_bytes per output pixel of the largest
+ * image (the op's output; 0: none), are checked against the request's budget
+ * before any pixel is decoded; the images' bytes stay taken until
+ * free_imgs(). */
 static ms_status decode_all(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t frame, int stored,
-                            dcm_image ***out) {
+                            const int64_t *out_hw, uint64_t out_px_bytes, dcm_image ***out,
+                            uint64_t *held) {
     decode_job j = {.files = files, .frame = frame, .stored = stored};
+    ms_budget *budget = ctx ? ctx->budget : NULL;
+    *held = 0;
+    atomic_init(&j.failed, 0);
     dcm_limits_default(&j.lim);
+    j.lim.budget = budget;
     /* One file: its frames share the pool; several: one file per task. */
     if (n == 1 && ctx != NULL && ctx->nthreads > 1) j.lim.threads = (uint32_t)ctx->nthreads;
-    j.imgs = calloc((size_t)(n ? n : 1), sizeof(*j.imgs));
-    j.st = calloc((size_t)(n ? n : 1), sizeof(*j.st));
-    j.err = calloc((size_t)(n ? n : 1), sizeof(*j.err));
+    size_t m = (size_t)(n ? n : 1);
+    j.info = calloc(m, sizeof(*j.info));
+    j.imgs = calloc(m, sizeof(*j.imgs));
+    j.st = calloc(m, sizeof(*j.st));
+    j.err = calloc(m, sizeof(*j.err));
     ms_status st = MS_OK;
-    if (j.imgs == NULL || j.st == NULL || j.err == NULL) {
+    uint64_t need = 0;
+    if (j.info == NULL || j.imgs == NULL || j.st == NULL || j.err == NULL) {
         st = ms_errf(MS_ENOMEM, "out of memory for %lld files", (long long)n);
         goto done;
     }
-    kn_ctx_parallel_for(ctx, n, 1, decode_range, &j);
-    count(files, n, j.imgs, j.st);
+    /* Without a budget (the CLI, tests) there is nothing to check first. */
+    if (budget != NULL) kn_ctx_parallel_for(ctx, n, 1, parse_range, &j);
+    if (budget == NULL) {
+        kn_ctx_parallel_for(ctx, n, 1, decode_range, &j);
+        count(files, n, j.imgs, j.st);
+    } else if (!atomic_load(&j.failed)) {
+        uint64_t H = 0, W = 0, C = 1;
+        for (int64_t i = 0; i < n; i++) {
+            need = add_sat(need, image_bytes(&j.info[i]));
+            if (j.info[i].rows > H) H = j.info[i].rows;
+            if (j.info[i].cols > W) W = j.info[i].cols;
+            if (j.info[i].samples > C) C = j.info[i].samples;
+        }
+        if (out_hw != NULL && out_hw[0] > 0) {
+            H = (uint64_t)out_hw[0];
+            W = (uint64_t)out_hw[1];
+        }
+        uint64_t out_bytes = mul_sat(mul_sat((uint64_t)n, mul_sat(H, W)), mul_sat(C, out_px_bytes));
+        char what[160];
+        snprintf(what, sizeof what, "decoding %lld DICOM file%s", (long long)n, n == 1 ? "" : "s");
+        if ((st = ms_budget_check(budget, add_sat(need, out_bytes), what)) != MS_OK ||
+            (st = ms_budget_take(budget, need, what)) != MS_OK)
+            goto done;
+        *held = need;
+        kn_ctx_parallel_for(ctx, n, 1, decode_range, &j);
+        count(files, n, j.imgs, j.st);
+    }
     for (int64_t i = 0; i < n; i++)
         if (j.st[i] != MS_OK) {
             /* Every decode failure is the request's fault: bad bytes, or a
@@ -142,20 +219,25 @@ static ms_status decode_all(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t
     *out = j.imgs;
     j.imgs = NULL;
 done:
-    if (j.imgs)
+    if (j.imgs) {
         for (int64_t i = 0; i < n; i++)
             dcm_image_free(j.imgs[i]);
+        ms_budget_give(budget, *held);
+        *held = 0;
+    }
+    free(j.info);
     free(j.imgs);
     free(j.st);
     free(j.err);
     return st;
 }
 
-static void free_imgs(dcm_image **imgs, int64_t n) {
+static void free_imgs(kn_ctx *ctx, dcm_image **imgs, int64_t n, uint64_t held) {
     if (imgs == NULL) return;
     for (int64_t i = 0; i < n; i++)
         dcm_image_free(imgs[i]);
     free(imgs);
+    ms_budget_give(ctx ? ctx->budget : NULL, held);
 }
 
 /* ---- DcmDecodeHU ---- */
@@ -220,10 +302,13 @@ static ms_status hu_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tenso
                        rt_dtype_name(x->dtype));
     int64_t nf = x->nelem;
     dcm_image **imgs = NULL;
-    ms_status st = decode_all(ctx, rt_tensor_strs(x), nf, s->frame, 0, &imgs);
+    uint64_t held = 0;
+    /* Outputs: hu (C floats per pixel) and mask (one); C is not known yet. */
+    ms_status st = decode_all(ctx, rt_tensor_strs(x), nf, s->frame, 0, s->size,
+                              2 * sizeof(float), &imgs, &held);
     if (st != MS_OK) return st;
     if ((st = hu_guard(s, imgs, nf)) != MS_OK) {
-        free_imgs(imgs, nf);
+        free_imgs(ctx, imgs, nf, held);
         return st;
     }
     uint32_t H = 0, W = 0, C = 1;
@@ -288,11 +373,11 @@ static ms_status hu_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tenso
             }
     }
     free(tmp);
-    free_imgs(imgs, nf);
+    free_imgs(ctx, imgs, nf, held);
     return MS_OK;
 fail:
     free(tmp);
-    free_imgs(imgs, nf);
+    free_imgs(ctx, imgs, nf, held);
     rt_tensor_unref(out[0]);
     rt_tensor_unref(out[1]);
     out[0] = out[1] = NULL;
@@ -364,16 +449,19 @@ static ms_status tfio_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_ten
     if (x->dtype != RT_DT_STRING || x->nelem != 1)
         return ms_errf(MS_EINVAL, "%s: contents must be one DT_STRING", n->name);
     dcm_image **imgs = NULL;
-    ms_status st = decode_all(ctx, rt_tensor_strs(x), 1, 0, 1, &imgs);
+    uint64_t held = 0;
+    ms_status st = decode_all(ctx, rt_tensor_strs(x), 1, 0, 1, NULL, rt_dtype_size(s->dtype),
+                              &imgs, &held);
     if (st != MS_OK) {
-        if (s->strict) return st;
+        /* A request over its memory budget is refused even when lossy. */
+        if (s->strict || st == MS_ENOMEM) return st;
         rt_shape e = rt_shape_make(4, (int64_t[]){0, 0, 0, 0});
         return kn_ctx_output(ctx, 0, s->dtype, &e, &out[0]);
     }
     const dcm_image *im = imgs[0];
     rt_shape sh = rt_shape_make(4, (int64_t[]){im->frames, im->rows, im->cols, im->samples});
     if ((st = kn_ctx_output(ctx, 0, s->dtype, &sh, &out[0])) != MS_OK) {
-        free_imgs(imgs, 1);
+        free_imgs(ctx, imgs, 1, held);
         return st;
     }
     uint64_t cnt = (uint64_t)im->frames * im->rows * im->cols * im->samples;
@@ -410,7 +498,7 @@ static ms_status tfio_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_ten
             break;
         }
     }
-    free_imgs(imgs, 1);
+    free_imgs(ctx, imgs, 1, held);
     return MS_OK;
 }
 

@@ -19,11 +19,12 @@
 
 void dcm_limits_default(dcm_limits *lim) {
     lim->max_depth = 64;
-    lim->max_inflated = (uint64_t)1 << 30;
+    lim->max_inflated = (uint64_t)256 << 20;
     lim->max_pixel_bytes = (uint64_t)1 << 30;
     lim->max_elements = 1000000;
     lim->allow_no_meta = 1;
     lim->threads = 1;
+    lim->budget = NULL;
 }
 
 /* ---- byte order helpers ---- */
@@ -523,8 +524,14 @@ static ms_status inflate_body(dcm_dataset *ds, const dcm_limits *lim, const uint
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return ms_errf(MS_ENOMEM, "zlib init failed");
     size_t cap = n * 4 + 1024, used = 0;
     if (cap > lim->max_inflated) cap = (size_t)lim->max_inflated;
+    ms_status st = ms_budget_take(lim->budget, cap, "inflating a deflated DICOM data set");
+    if (st != MS_OK) {
+        inflateEnd(&z);
+        return st;
+    }
+    ds->budget = lim->budget;
+    ds->budget_held = cap;
     uint8_t *out = malloc(cap ? cap : 1);
-    ms_status st = MS_OK;
     if (out == NULL) {
         st = ms_errf(MS_ENOMEM, "out of memory inflating the data set");
         goto done;
@@ -544,6 +551,10 @@ static ms_status inflate_body(dcm_dataset *ds, const dcm_limits *lim, const uint
                 goto done;
             }
             size_t ncap = cap * 2 > lim->max_inflated ? (size_t)lim->max_inflated : cap * 2;
+            if ((st = ms_budget_take(lim->budget, ncap - cap,
+                                     "inflating a deflated DICOM data set")) != MS_OK)
+                goto done;
+            ds->budget_held += ncap - cap;
             uint8_t *o = realloc(out, ncap);
             if (o == NULL) {
                 st = ms_errf(MS_ENOMEM, "out of memory inflating the data set");
@@ -689,6 +700,7 @@ fail:
 void dcm_dataset_free(dcm_dataset *ds) {
     if (ds == NULL) return;
     free(ds->inflated);
+    ms_budget_give(ds->budget, ds->budget_held);
     free(ds->elems);
     free(ds->frags);
     free(ds);
@@ -769,6 +781,37 @@ static int text_token(const dcm_dataset *ds, const dcm_elem *e, uint32_t k, cons
     return 1;
 }
 
+/* Attributes PS3.15's Basic Application Level Confidentiality Profile
+ * (Table E.1-1) removes or replaces, by group and element; whole groups
+ * where the profile treats the group so (Patient 0010, Visit 0038, the
+ * procedure step groups 0032 and 0040), and private (odd) groups, which may
+ * hold anything. */
+int dcm_tag_identifying(uint32_t tag) {
+    uint16_t g = (uint16_t)(tag >> 16), e = (uint16_t)tag;
+    if (g & 1) return 1;
+    if (g == 0x0010 || g == 0x0032 || g == 0x0038 || g == 0x0040 || g == 0x4008) return 1;
+    static const uint32_t tags[] = {
+        0x00080014, 0x00080018, 0x00080020, 0x00080021, 0x00080022, 0x00080023, 0x00080024,
+        0x00080025, 0x0008002A, 0x00080030, 0x00080031, 0x00080032, 0x00080033, 0x00080034,
+        0x00080035, 0x00080050, 0x00080080, 0x00080081, 0x00080082, 0x00080090, 0x00080092,
+        0x00080094, 0x00080096, 0x0008009C, 0x0008009D, 0x00081010, 0x00081030, 0x0008103E,
+        0x00081040, 0x00081048, 0x00081049, 0x00081050, 0x00081052, 0x00081060, 0x00081062,
+        0x00081070, 0x00081072, 0x00081080, 0x00081084, 0x00081110, 0x00081111, 0x00081120,
+        0x00081140, 0x00081155, 0x00081195, 0x00082111, 0x00082112, 0x00089123, 0x00180010,
+        0x00181000, 0x00181004, 0x00181005, 0x00181007, 0x00181008, 0x00181030, 0x00181400,
+        0x0018700A, 0x00189424, 0x0020000D, 0x0020000E, 0x00200010, 0x00200052, 0x00200200,
+        0x00204000, 0x00209158, 0x00209161, 0x00209164, 0x00209221, 0x00209222, 0x00209223,
+        0x00209224, 0x30060024, 0x300600C2, 0x300A0013, 0x300E0008, 0x00880140, 0x00880200,
+        0x00880904, 0x00880906, 0x00880910, 0x00880912, 0x00282000, 0x04000100, 0x04000402,
+        0x04000403, 0x04000404, 0x04000550, 0x04000561, 0x20300020, 0x3010006E, 0x00700001,
+        0x00700084, 0x00700086, 0xFFFAFFFA, 0xFFFCFFFC, 0x01000420,
+    };
+    for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++)
+        if (tags[i] == tag) return 1;
+    (void)e;
+    return 0;
+}
+
 ms_status dcm_get_number(const dcm_dataset *ds, int64_t i, uint32_t k, double *out) {
     if (i < 0 || (uint64_t)i >= ds->nelems) return ms_errf(MS_EINVAL, "missing element");
     const dcm_elem *e = &ds->elems[i];
@@ -787,9 +830,15 @@ ms_status dcm_get_number(const dcm_dataset *ds, int64_t i, uint32_t k, double *o
         buf[n] = '\0';
         char *endp;
         double d = strtod(buf, &endp);
-        if (endp == buf || *endp != '\0' || d != d)
+        if (endp == buf || *endp != '\0' || d != d) {
+            /* Error replies may quote values, never those of identifying
+             * attributes (the reply and the log may leave the hospital). */
+            if (dcm_tag_identifying(e->tag))
+                return ms_errf(MS_EINVAL, "element " TAG_FMT ": value %u is not a number",
+                               TAG_ARGS(e->tag), k);
             return ms_errf(MS_EINVAL, "element " TAG_FMT ": '%s' is not a number", TAG_ARGS(e->tag),
                            buf);
+        }
         *out = d;
         return MS_OK;
     }

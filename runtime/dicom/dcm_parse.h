@@ -27,17 +27,20 @@
 #include <stdint.h>
 
 #include "dcm_codec.h"
+#include "ms_budget.h"
 #include "ms_status.h"
 
 /* Limits against hostile input. dcm_limits_default() fills sane values. */
 typedef struct dcm_limits {
     uint32_t max_depth;       /* sequence + item nesting levels (default 64) */
-    uint64_t max_inflated;    /* deflated data set: cap on inflated bytes (1 GiB) */
+    uint64_t max_inflated;    /* deflated data set: cap on inflated bytes (256 MiB) */
     uint64_t max_pixel_bytes; /* decoded image: frames*rows*cols*samples*4 cap (1 GiB) */
     uint32_t max_elements;    /* elements recorded in one file (1,000,000) */
     int allow_no_meta;        /* accept a bare data set without DICM (1) */
     uint32_t threads;         /* not a limit: threads decoding the frames of one
                                * encapsulated file (0 or 1: serial, the default) */
+    ms_budget *budget;        /* the request's memory budget (NULL: none): inflated bytes
+                               * are taken from it as they grow, given back on free */
 } dcm_limits;
 
 void dcm_limits_default(dcm_limits *lim);
@@ -105,6 +108,8 @@ typedef struct dcm_dataset {
     dcm_fragment *frags;
     uint32_t nfrags, cap_frags;
     int missing_seq_delim; /* tolerated: Pixel Data ran to EOF without (FFFE,E0DD) */
+    ms_budget *budget;     /* what the inflated bytes were taken from */
+    uint64_t budget_held;
 } dcm_dataset;
 
 /* Parses a Part 10 file (or bare data set) of `len` bytes. MS_EINVAL with a
@@ -127,6 +132,11 @@ ms_status dcm_get_uint(const dcm_dataset *ds, int64_t i, uint32_t vm_index, uint
 ms_status dcm_get_int(const dcm_dataset *ds, int64_t i, uint32_t vm_index, int32_t *out);
 /* DS or IS value `vm_index` of a backslash-separated list, parsed with strtod. */
 ms_status dcm_get_number(const dcm_dataset *ds, int64_t i, uint32_t vm_index, double *out);
+
+/* Non-zero for attributes that identify a patient, a study or a person
+ * (PS3.15 Basic Profile, private groups included): error messages never
+ * quote their values. */
+int dcm_tag_identifying(uint32_t tag);
 /* Number of backslash-separated values of a string element (0 when empty). */
 uint32_t dcm_string_vm(const dcm_dataset *ds, int64_t i);
 /* Copies a trimmed string value into buf (NUL-terminated, truncated to n-1). */

@@ -270,11 +270,24 @@ fail:
     return st;
 }
 
-static void release_slot(rt_tensor **slots, int *uses, int s) {
+/* Bytes a slot holds against the request's budget (0: a view of another
+ * buffer, a feed, or no budget). */
+static void release_slot(rt_tensor **slots, int *uses, uint64_t *held, ms_budget *b, int s) {
     if (--uses[s] <= 0 && slots[s]) {
         rt_tensor_unref(slots[s]);
         slots[s] = NULL;
+        ms_budget_give(b, held[s]);
+        held[s] = 0;
     }
+}
+
+/* An output counts against the budget unless it shares a buffer with one of
+ * the node's inputs (Identity, Reshape and other views). */
+static uint64_t output_bytes(const rt_tensor *t, rt_tensor *const *in, int nin) {
+    if (t == NULL || t->dtype == RT_DT_STRING || !rt_dtype_is_pod(t->dtype)) return 0;
+    for (int i = 0; i < nin; i++)
+        if (in[i] != NULL && in[i]->buf == t->buf) return 0;
+    return (uint64_t)rt_tensor_nbytes(t);
 }
 
 ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *const *feeds,
@@ -285,9 +298,11 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
     void *caller_host = ctx->host;
     rt_tensor **slots = calloc((size_t)p->nslots + 1, sizeof(*slots));
     int *uses = malloc(sizeof(int) * ((size_t)p->nslots + 1));
-    if (slots == NULL || uses == NULL) {
+    uint64_t *held = calloc((size_t)p->nslots + 1, sizeof(*held));
+    if (slots == NULL || uses == NULL || held == NULL) {
         free(slots);
         free(uses);
+        free(held);
         return ms_errf(MS_ENOMEM, "out of memory");
     }
     memcpy(uses, p->uses, sizeof(int) * (size_t)p->nslots);
@@ -344,8 +359,19 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
                 break;
             }
             slots[s] = out[i];
+            uint64_t nb = ctx->budget ? output_bytes(out[i], in, n->nin) : 0;
+            if (nb > 0) {
+                char what[300];
+                snprintf(what, sizeof what, "node '%s' (%s) output %d", n->name, n->kn.op, i);
+                if ((st = ms_budget_take(ctx->budget, nb, what)) != MS_OK) {
+                    for (int j = i + 1; j < n->nout; j++) rt_tensor_unref(out[j]);
+                    break;
+                }
+                held[s] = nb;
+            }
         }
-        for (int i = 0; i < n->nin; i++) release_slot(slots, uses, p->slot_base[n->in[i].node] + n->in[i].out);
+        for (int i = 0; i < n->nin; i++)
+            release_slot(slots, uses, held, ctx->budget, p->slot_base[n->in[i].node] + n->in[i].out);
     }
     if (st == MS_OK) {
         for (int i = 0; i < p->nfetches; i++) {
@@ -361,9 +387,13 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
             outs[i] = rt_tensor_ref(t);
         }
     }
-    for (int s = 0; s < p->nslots; s++) rt_tensor_unref(slots[s]);
+    for (int s = 0; s < p->nslots; s++) {
+        rt_tensor_unref(slots[s]);
+        ms_budget_give(ctx->budget, held[s]);
+    }
     free(slots);
     free(uses);
+    free(held);
     return st;
 }
 

@@ -13,9 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "rt_exec.h"
 #include "rt_ops.h"
+
+#define RT_ASSET_MAX_BYTES ((uint64_t)256 << 20) /* an asset (vocabulary) file read by a table op */
 
 typedef struct table {
     rt_var *keys; /* value: 1-D keys or NULL before initialisation */
@@ -387,6 +390,15 @@ static ms_status init_text_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_t
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return ms_errf(MS_ENOTFOUND, "'%s': cannot open vocabulary file '%s'", n->name, path);
+    /* An asset is read line by line; one line can be the whole file: cap it
+     * (stat first, nothing read). Real vocabularies are a few MB. */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || (uint64_t)sb.st_size > RT_ASSET_MAX_BYTES) {
+        fclose(f);
+        return ms_errf(MS_EINVAL, "'%s': vocabulary file '%s' is larger than the limit of %llu "
+                                  "bytes; not read",
+                       n->name, path, (unsigned long long)RT_ASSET_MAX_BYTES);
+    }
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;

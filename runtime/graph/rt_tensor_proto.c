@@ -72,11 +72,19 @@ static int read_varint32(const uint8_t **p, const uint8_t *end, uint32_t *v) {
 }
 
 /* TensorFlow's tensor_content for strings: varint32 length of every element,
- * then all the bytes. */
+ * then all the bytes. Every element needs at least its length byte, so n is
+ * checked against the content's size before anything is allocated. */
 static ms_status strings_from_content(const Tensorflow__TensorProto *p, const rt_shape *shape,
-                                      rt_tensor **out) {
+                                      ms_budget *budget, rt_tensor **out) {
     int64_t n = rt_shape_nelem(shape);
     const uint8_t *c = p->tensor_content.data, *end = c + p->tensor_content.len;
+    if ((uint64_t)n > p->tensor_content.len)
+        return ms_errf(MS_EINVAL,
+                       "DT_STRING tensor_content of %zu bytes cannot hold %lld elements",
+                       p->tensor_content.len, (long long)n);
+    ms_status st = ms_budget_take(budget, (uint64_t)n * 2 * sizeof(rt_str) + p->tensor_content.len,
+                                  "a DT_STRING input");
+    if (st != MS_OK) return st;
     rt_str *strs = calloc((size_t)n + 1, sizeof(*strs));
     if (strs == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     for (int64_t i = 0; i < n; i++) {
@@ -96,66 +104,116 @@ static ms_status strings_from_content(const Tensorflow__TensorProto *p, const rt
         strs[i].data = c;
         c += strs[i].len;
     }
-    ms_status st = rt_tensor_new_strings(shape, strs, out);
+    st = rt_tensor_new_strings(shape, strs, out);
     free(strs);
     return st;
 }
 
-static ms_status from_proto(const Tensorflow__TensorProto *p, int borrow, rt_tensor **out);
-
-ms_status rt_tensor_from_proto(const Tensorflow__TensorProto *p, rt_tensor **out) {
-    return from_proto(p, 0, out);
-}
-
-ms_status rt_tensor_from_proto_borrow(const Tensorflow__TensorProto *p, rt_tensor **out) {
-    return from_proto(p, 1, out);
-}
-
-static ms_status from_proto(const Tensorflow__TensorProto *p, int borrow, rt_tensor **out) {
-    rt_dtype dt = rt_dtype_base((int)p->dtype);
-    rt_shape shape;
-    char sb[160];
-    ms_status st = rt_shape_from_proto(p->tensor_shape, &shape);
+/* string_val: count values for n elements (count < n repeats the last one).
+ * The bytes of the count values are copied once; repeated elements point at
+ * the same bytes, so a broadcast costs 16 bytes per element. */
+static ms_status strings_from_vals(const Tensorflow__TensorProto *p, size_t count,
+                                   const rt_shape *shape, ms_budget *budget, rt_tensor **out) {
+    int64_t n = rt_shape_nelem(shape);
+    uint64_t total = 0;
+    for (size_t k = 0; k < count; k++) total += p->string_val[k].len;
+    ms_status st = ms_budget_take(budget, (uint64_t)n * sizeof(rt_str) + total, "a DT_STRING input");
     if (st != MS_OK) return st;
-    if (shape.rank < 0) return ms_errf(MS_EINVAL, "tensor has unknown rank");
-    for (int i = 0; i < shape.rank; i++)
-        if (shape.dim[i] < 0)
+    rt_tensor *t;
+    if ((st = rt_tensor_new(RT_DT_STRING, shape, &t)) != MS_OK) return st;
+    t->strbuf = rt_buf_alloc((size_t)total);
+    if (t->strbuf == NULL) {
+        rt_tensor_unref(t);
+        return ms_errf(MS_ENOMEM, "out of memory for %llu string bytes", (unsigned long long)total);
+    }
+    uint8_t *b = t->strbuf->data;
+    rt_str *d = rt_tensor_strs(t);
+    for (size_t k = 0; k < count; k++) {
+        if (p->string_val[k].len) memcpy(b, p->string_val[k].data, p->string_val[k].len);
+        d[k].data = b;
+        d[k].len = p->string_val[k].len;
+        b += p->string_val[k].len;
+    }
+    for (int64_t i = (int64_t)count; i < t->nelem; i++) d[i] = d[count - 1];
+    *out = t;
+    return MS_OK;
+}
+
+/* The checks every request tensor passes before any allocation: defined
+ * shape, a dtype we hold (no _REF), and a number of values or bytes that fits
+ * the shape; then the bytes are taken from the request's budget. */
+static ms_status precheck(const Tensorflow__TensorProto *p, int request, rt_dtype *dt_out,
+                          rt_shape *shape, size_t *count_out) {
+    char sb[160];
+    int code = (int)p->dtype;
+    rt_dtype dt = rt_dtype_base(code);
+    ms_status st = rt_shape_from_proto(p->tensor_shape, shape);
+    if (st != MS_OK) return st;
+    if (shape->rank < 0) return ms_errf(MS_EINVAL, "tensor has unknown rank");
+    for (int i = 0; i < shape->rank; i++)
+        if (shape->dim[i] < 0)
             return ms_errf(MS_EINVAL, "tensor shape %s is not fully defined",
-                           rt_shape_str(&shape, sb, sizeof sb));
+                           rt_shape_str(shape, sb, sizeof sb));
+    if (request && code > 100)
+        return ms_errf(MS_EINVAL,
+                       "tensor dtype %s_REF (%d) is a reference type; send the value type %s (%d)",
+                       rt_dtype_name(dt), code, rt_dtype_name(dt), (int)dt);
     if (dt != RT_DT_STRING && !rt_dtype_is_pod(dt))
-        return ms_errf(MS_ENOTSUP, "tensor dtype %s (%d) is not supported", rt_dtype_name(dt),
-                       (int)p->dtype);
+        return ms_errf(request ? MS_EINVAL : MS_ENOTSUP, "tensor dtype %s (%d) is not supported",
+                       rt_dtype_name(dt), code);
+    int64_t nelem = rt_shape_nelem(shape);
+    size_t esz = dt == RT_DT_STRING ? sizeof(rt_str) : rt_dtype_size(dt);
+    if (nelem < 0 || (esz && (uint64_t)nelem > (uint64_t)INT64_MAX / esz))
+        return ms_errf(MS_EINVAL, "tensor shape %s is too large",
+                       rt_shape_str(shape, sb, sizeof sb));
+    *dt_out = dt;
+    *count_out = 0;
+    if (nelem == 0 || p->tensor_content.len > 0) {
+        if (nelem > 0 && dt != RT_DT_STRING) {
+            uint64_t need = (uint64_t)nelem * esz;
+            if (p->tensor_content.len != need)
+                return ms_errf(MS_EINVAL,
+                               "tensor_content has %zu bytes but dtype %s and shape %s need %llu",
+                               p->tensor_content.len, rt_dtype_name(dt),
+                               rt_shape_str(shape, sb, sizeof sb), (unsigned long long)need);
+        }
+        return MS_OK;
+    }
+    size_t count = typed_count(p, dt);
+    if (count == 0 || count > (size_t)nelem)
+        return ms_errf(MS_EINVAL,
+                       "tensor of dtype %s and shape %s (%lld elements) carries %zu values",
+                       rt_dtype_name(dt), rt_shape_str(shape, sb, sizeof sb), (long long)nelem,
+                       count);
+    *count_out = count;
+    return MS_OK;
+}
+
+static ms_status from_proto(const Tensorflow__TensorProto *p, int request, ms_budget *budget,
+                            rt_tensor **out) {
+    rt_dtype dt = RT_DT_INVALID;
+    rt_shape shape;
+    size_t count = 0;
+    ms_status st = precheck(p, request, &dt, &shape, &count);
+    if (st != MS_OK) return st;
+    int64_t nelem = rt_shape_nelem(&shape);
+    if (nelem > 0 && dt == RT_DT_STRING && p->tensor_content.len > 0)
+        return strings_from_content(p, &shape, budget, out);
+    if (nelem > 0 && dt == RT_DT_STRING) return strings_from_vals(p, count, &shape, budget, out);
+    if (nelem > 0 &&
+        (st = ms_budget_take(budget, (uint64_t)nelem * rt_dtype_size(dt), "an input tensor")) !=
+            MS_OK)
+        return st;
     rt_tensor *t;
     if ((st = rt_tensor_new(dt, &shape, &t)) != MS_OK) return st;
-
     if (t->nelem == 0) {
         *out = t;
         return MS_OK;
     }
-    if (dt == RT_DT_STRING && p->tensor_content.len > 0) {
-        rt_tensor_unref(t);
-        return strings_from_content(p, &shape, out);
-    }
     if (p->tensor_content.len > 0) {
-        size_t need = rt_tensor_nbytes(t);
-        if (p->tensor_content.len != need) {
-            rt_tensor_unref(t);
-            return ms_errf(MS_EINVAL,
-                           "tensor_content has %zu bytes but dtype %s and shape %s need %zu",
-                           p->tensor_content.len, rt_dtype_name(dt),
-                           rt_shape_str(&shape, sb, sizeof sb), need);
-        }
-        if (need) memcpy(t->data, p->tensor_content.data, need);
+        memcpy(t->data, p->tensor_content.data, rt_tensor_nbytes(t));
         *out = t;
         return MS_OK;
-    }
-
-    size_t count = typed_count(p, dt);
-    if (count == 0 || count > (size_t)t->nelem) {
-        long long n = (long long)t->nelem;
-        rt_tensor_unref(t);
-        return ms_errf(MS_EINVAL, "tensor of dtype %s and shape %s (%lld elements) carries %zu values",
-                       rt_dtype_name(dt), rt_shape_str(&shape, sb, sizeof sb), n, count);
     }
     switch (dt) {
     case RT_DT_FLOAT: FILL_FROM(float, p->float_val, count, AS_IS); break;
@@ -194,38 +252,22 @@ static ms_status from_proto(const Tensorflow__TensorProto *p, int borrow, rt_ten
         }
         break;
     }
-    case RT_DT_STRING: {
-        if (borrow) { /* the bytes stay in p's string_val: no copy */
-            rt_str *s = rt_tensor_strs(t);
-            for (int64_t i = 0; i < t->nelem; i++) {
-                size_t k = (size_t)i < count ? (size_t)i : count - 1;
-                s[i].data = p->string_val[k].data;
-                s[i].len = p->string_val[k].len;
-            }
-            break;
-        }
-        rt_str *tmp = malloc(sizeof(rt_str) * (size_t)t->nelem + 1);
-        if (tmp == NULL) {
-            rt_tensor_unref(t);
-            return ms_errf(MS_ENOMEM, "out of memory");
-        }
-        for (int64_t i = 0; i < t->nelem; i++) {
-            size_t k = (size_t)i < count ? (size_t)i : count - 1;
-            tmp[i].data = p->string_val[k].data;
-            tmp[i].len = p->string_val[k].len;
-        }
-        rt_tensor_unref(t);
-        st = rt_tensor_new_strings(&shape, tmp, &t);
-        free(tmp);
-        if (st != MS_OK) return st;
-        break;
-    }
     default:
         rt_tensor_unref(t);
-        return ms_errf(MS_ENOTSUP, "tensor dtype %s is not supported", rt_dtype_name(dt));
+        return ms_errf(request ? MS_EINVAL : MS_ENOTSUP, "tensor dtype %s is not supported",
+                       rt_dtype_name(dt));
     }
     *out = t;
     return MS_OK;
+}
+
+ms_status rt_tensor_from_proto(const Tensorflow__TensorProto *p, rt_tensor **out) {
+    return from_proto(p, 0, NULL, out);
+}
+
+ms_status rt_tensor_from_request_proto(const Tensorflow__TensorProto *p, ms_budget *budget,
+                                       rt_tensor **out) {
+    return from_proto(p, 1, budget, out);
 }
 
 ms_status rt_shape_to_proto(const rt_shape *s, Tensorflow__TensorShapeProto *p) {

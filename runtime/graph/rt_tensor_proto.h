@@ -6,6 +6,7 @@
 #ifndef RT_TENSOR_PROTO_H
 #define RT_TENSOR_PROTO_H
 
+#include "ms_budget.h"
 #include "rt_tensor.h"
 #include "tf_framework.pb-c.h"
 
@@ -17,9 +18,13 @@ ms_status rt_shape_from_proto(const Tensorflow__TensorShapeProto *p, rt_shape *o
  * message when the shape is partial, the dtype unsupported or the number of
  * values does not fit the shape. */
 ms_status rt_tensor_from_proto(const Tensorflow__TensorProto *p, rt_tensor **out);
-/* The same, but a DT_STRING tensor from string_val points into p's bytes
- * (no copy): p must outlive the tensor and every tensor made from it. */
-ms_status rt_tensor_from_proto_borrow(const Tensorflow__TensorProto *p, rt_tensor **out);
+/* The same for a tensor from a client: every count and byte length is
+ * checked against the shape before anything is allocated, the bytes are
+ * taken from `budget` first (MS_ENOMEM naming --max_request_memory_bytes;
+ * NULL = unlimited), _REF dtypes and dtypes we do not hold are MS_EINVAL.
+ * Broadcast string_val elements share their bytes. */
+ms_status rt_tensor_from_request_proto(const Tensorflow__TensorProto *p, ms_budget *budget,
+                                       rt_tensor **out);
 
 /* Fills *p (already initialised with TENSORFLOW__TENSOR_PROTO__INIT) from t.
  * use_content != 0 writes tensor_content for POD dtypes; otherwise the typed

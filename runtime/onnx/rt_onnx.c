@@ -16,6 +16,7 @@
 #include "ms_log.h"
 #include "ms_wire.h"
 #include "rt_bundle.h"
+#include "rt_model.h"
 #include "rt_onnx_int.h"
 #include "tf_savedmodel.pb-c.h"
 
@@ -26,6 +27,13 @@
 static ms_status read_whole(const char *path, uint8_t **data, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (f == NULL) return ms_errf(MS_ENOTFOUND, "cannot open %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) &&
+        (uint64_t)sb.st_size > RT_SAVED_MODEL_MAX_BYTES) {
+        fclose(f);
+        return ms_errf(MS_EINVAL, "%s: %lld bytes is larger than the limit of %llu bytes; not read",
+                       path, (long long)sb.st_size, (unsigned long long)RT_SAVED_MODEL_MAX_BYTES);
+    }
     uint8_t *buf = NULL;
     size_t n = 0, cap = 0;
     for (;;) {

@@ -324,6 +324,17 @@ static ms_status read_external(rt__ox_conv *cv, const Onnx__TensorProto *t, size
     if (f == NULL)
         return ms_errf(MS_ENOTFOUND, "initializer \"%s\": cannot open external data %s: %s", tn,
                        path, strerror(errno));
+    /* The size comes from the initializer's dims: check the file holds it
+     * before allocating. */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || off < 0 || (uint64_t)sb.st_size < (uint64_t)off ||
+        (uint64_t)sb.st_size - (uint64_t)off < want) {
+        fclose(f);
+        return ms_errf(MS_EINVAL,
+                       "initializer \"%s\": external data %s too short (%zu bytes at "
+                       "offset %lld)",
+                       tn, path, want, (long long)off);
+    }
     uint8_t *buf = rt__ox_alloc(cv, want ? want : 1);
     int ok = off >= 0 && fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(buf, 1, want, f) == want;
     fclose(f);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ms_wire.h"
 #include "rt_coding.h"
 #include "rt_crc32c.h"
 #include "rt_sstable.h"
@@ -114,7 +115,17 @@ static int pread_full(int fd, void *buf, size_t n, uint64_t off) {
 
 /* ---- reader ---- */
 
+/* Index values come from a file: pre-scanned like every protobuf from outside
+ * before protobuf-c unpacks them (nesting, framing). */
+static ms_status prescan(const char *iname, const char *what, const rt_slice *v) {
+    if (ms_wire_check(v->data, v->len, MS_WIRE_MAX_DEPTH) == MS_OK) return MS_OK;
+    char why[256];
+    snprintf(why, sizeof why, "%s", ms_errmsg());
+    return ms_errf(MS_EDATALOSS, "%s: %s does not parse: %s", iname, what, why);
+}
+
 static ms_status parse_header(const char *iname, const rt_slice *v, rt_bundle *b) {
+    if (prescan(iname, "header entry", v) != MS_OK) return MS_EDATALOSS;
     Tensorflow__BundleHeaderProto *h =
         tensorflow__bundle_header_proto__unpack(NULL, v->len, v->data);
     if (h == NULL)
@@ -150,6 +161,7 @@ static ms_status parse_entry(const char *iname, const rt_slice *k, const rt_slic
     e->key = strndup((const char *)k->data, k->len);
     if (e->key == NULL)
         return ms_errf(MS_ENOMEM, "%s: out of memory", iname);
+    if (prescan(iname, "an entry", v) != MS_OK) return MS_EDATALOSS;
     Tensorflow__BundleEntryProto *p = tensorflow__bundle_entry_proto__unpack(NULL, v->len, v->data);
     if (p == NULL)
         return ms_errf(MS_EDATALOSS, "%s: entry of '%s' does not parse", iname, e->key);

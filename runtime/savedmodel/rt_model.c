@@ -19,7 +19,7 @@
 #include "rt_graph.h"
 #include "rt_ops.h"
 
-#define SAVED_MODEL_MAX_BYTES ((size_t)1 << 31)
+#define SAVED_MODEL_MAX_BYTES RT_SAVED_MODEL_MAX_BYTES
 
 typedef struct plan_entry {
     char *key;
@@ -60,8 +60,8 @@ static ms_status read_file(const char *path, uint8_t **data, size_t *len) {
     }
     if ((size_t)sb.st_size > SAVED_MODEL_MAX_BYTES) {
         fclose(f);
-        return ms_errf(MS_EINVAL, "%s: %lld bytes is larger than the 2 GiB protobuf limit", path,
-                       (long long)sb.st_size);
+        return ms_errf(MS_EINVAL, "%s: %lld bytes is larger than the limit of %llu bytes; not read",
+                       path, (long long)sb.st_size, (unsigned long long)SAVED_MODEL_MAX_BYTES);
     }
     size_t n = (size_t)sb.st_size;
     uint8_t *buf = malloc(n ? n : 1);
@@ -237,6 +237,7 @@ ms_status rt_model_run(rt_model *m, const rt_feed *feeds, int nfeeds, const char
         .pool = m->pool,
         .nthreads = m->be ? m->be->intra_op_threads : 1,
         .cancelled = opts ? opts->cancelled : NULL,
+        .budget = opts ? opts->budget : NULL,
     };
     int stateful = rt_plan_stateful(plan);
     if (stateful) pthread_mutex_lock(&m->state_mu);

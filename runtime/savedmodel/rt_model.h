@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "kn_backend.h"
+#include "ms_budget.h"
 #include "ms_status.h"
 #include "rt_graph.h"
 #include "rt_tensor.h"
@@ -65,8 +66,14 @@ typedef struct rt_feed {
     rt_tensor *tensor;  /* borrowed */
 } rt_feed;
 
+/* Largest saved_model.pb (and ONNX file) read: checked with stat before a
+ * byte is read. Real models' graphs are a few MB; weights live in variables/. */
+#define RT_SAVED_MODEL_MAX_BYTES ((size_t)1 << 30)
+
 typedef struct rt_run_opts {
     const atomic_int *cancelled;   /* optional: non-zero stops the run (MS_ECANCELED) */
+    ms_budget *budget;             /* optional: the request's memory budget; outputs that stay
+                                      live are taken from it, one that would not fit is refused */
 } rt_run_opts;
 
 /* Runs the part of the graph that `fetches` (tensor names) and `targets`

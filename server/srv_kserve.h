@@ -1,0 +1,17 @@
+/* srv_kserve.h - the KServe v2 input conversion, shared by the handler and
+ * its fuzz target (tests/fuzz/fuzz_handlers.c). */
+#ifndef SRV_KSERVE_H
+#define SRV_KSERVE_H
+
+#include "kserve.pb-c.h"
+#include "ms_budget.h"
+#include "rt_tensor.h"
+
+/* One ModelInferRequest input to a tensor: typed contents, or raw (BYTES:
+ * 4-byte little-endian length + bytes per element) when raw is not NULL.
+ * Every count and byte length is checked against datatype and shape before
+ * anything is allocated; the bytes are then taken from budget (NULL: none). */
+ms_status srv_kserve_input(const Inference__ModelInferRequest__InferInputTensor *in,
+                           const ProtobufCBinaryData *raw, ms_budget *budget, rt_tensor **out);
+
+#endif /* SRV_KSERVE_H */
