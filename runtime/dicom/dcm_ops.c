@@ -124,13 +124,14 @@ static int err_reason(ms_status st) {
 }
 
 /* Counts one decode_all: every file's bytes, the frames of those decoded,
- * each refused file by reason. */
+ * each refused file by reason (a file not decoded because another one failed
+ * its parse counts as neither). */
 static void count(const rt_str *files, int64_t n, dcm_image *const *imgs, const ms_status *st) {
     uint64_t bytes = 0, frames = 0;
     for (int64_t i = 0; i < n; i++) {
         bytes += files[i].len;
-        if (st[i] == MS_OK && imgs[i] != NULL) frames += imgs[i]->frames;
-        else atomic_fetch_add(&g_errors[err_reason(st[i])], 1);
+        if (st[i] != MS_OK) atomic_fetch_add(&g_errors[err_reason(st[i])], 1);
+        else if (imgs[i] != NULL) frames += imgs[i]->frames;
     }
     atomic_fetch_add(&g_files, (uint64_t)n);
     atomic_fetch_add(&g_bytes, bytes);
@@ -185,7 +186,6 @@ static ms_status decode_all(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t
     if (budget != NULL) kn_ctx_parallel_for(ctx, n, 1, parse_range, &j);
     if (budget == NULL) {
         kn_ctx_parallel_for(ctx, n, 1, decode_range, &j);
-        count(files, n, j.imgs, j.st);
     } else if (!atomic_load(&j.failed)) {
         uint64_t H = 0, W = 0, C = 1;
         for (int64_t i = 0; i < n; i++) {
@@ -206,8 +206,8 @@ static ms_status decode_all(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t
             goto done;
         *held = need;
         kn_ctx_parallel_for(ctx, n, 1, decode_range, &j);
-        count(files, n, j.imgs, j.st);
     }
+    count(files, n, j.imgs, j.st);
     for (int64_t i = 0; i < n; i++)
         if (j.st[i] != MS_OK) {
             /* Every decode failure is the request's fault: bad bytes, or a
