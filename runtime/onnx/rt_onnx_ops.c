@@ -170,6 +170,10 @@ static float *hwio(rt__ox_conv *cv, const rt__ox_value *W, int64_t m0, int64_t m
 }
 
 static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    {
+        rt__ox_value *X5 = rt__ox_in(cv, n, 0);
+        if (X5 != NULL && X5->rank == 5) return rt__ox_op3_conv(cv, n);
+    }
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
@@ -253,6 +257,10 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 }
 
 static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    {
+        rt__ox_value *X5 = rt__ox_in(cv, n, 0);
+        if (X5 != NULL && X5->rank == 5) return rt__ox_op3_conv_transpose(cv, n);
+    }
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
@@ -490,6 +498,10 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
  * ====================================================================== */
 
 static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    {
+        rt__ox_value *X5 = rt__ox_in(cv, n, 0);
+        if (X5 != NULL && X5->rank == 5) return rt__ox_op3_pool(cv, n);
+    }
     int is_max = strcmp(n->op_type, "MaxPool") == 0;
     rt__ox_value *X = NULL;
     const char *x, *h = rt__ox_hint_of(n);
@@ -650,6 +662,7 @@ static ms_status op_unary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *op = NULL;
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (strcmp(map[i][0], n->op_type) == 0) op = map[i][1];
+    if (strcmp(op, "Relu") == 0 && rt__ox_op3_unary(cv, n, op)) return MS_OK;
     Tensorflow__NodeDef *nd = rt__tf_node(cv, op, rt__ox_hint_of(n));
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", X->dt);
