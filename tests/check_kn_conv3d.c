@@ -260,6 +260,18 @@ START_TEST(conv3d_hand) {
     TU_CHECK_F32(y, S(1, 2, 2, 2, 1), 0, 36, 20, 22, 12, 26, 14, 15, 8);
     rt_tensor_unref(y);
     tu_node_free(d);
+    /* NCDHW goes to kn_cpu_nn.c's reference kernel (one channel: same memory). */
+    rt_tensor_unref(x);
+    x = tu_iota_f32(S(1, 1, 2, 2, 2), 1, 1);
+    in[0] = x;
+    d = tu_node_new("Conv3D", "c3");
+    tu_attr_ints(d, "strides", 1, 1, 1, 1, 1);
+    tu_attr_s(d, "padding", "SAME");
+    tu_attr_s(d, "data_format", "NCDHW");
+    y = run_ok(d, in, 2, 2);
+    TU_CHECK_F32(y, S(1, 1, 2, 2, 2), 0, 36, 20, 22, 12, 26, 14, 15, 8);
+    rt_tensor_unref(y);
+    tu_node_free(d);
     tu_unref(in, 2);
 }
 END_TEST
@@ -279,9 +291,9 @@ START_TEST(conv3d_errors) {
     d = tu_node_new("Conv3D", "c3");
     tu_attr_ints(d, "strides", 1, 2, 2, 2, 1);
     tu_attr_s(d, "padding", "SAME");
-    tu_attr_s(d, "data_format", "NCDHW");
+    tu_attr_s(d, "data_format", "NCHW");
     in[1] = f;
-    ck_assert_int_eq(run_k(d, in, 2, 0, &out), MS_ENOTSUP);
+    ck_assert_int_eq(run_k(d, in, 2, 0, &out), MS_EINVAL);
     tu_node_free(d);
     d = tu_node_new("Conv3D", "c3");
     tu_attr_ints(d, "strides", 2, 1, 1, 1, 1);

@@ -10,6 +10,10 @@
  * a time, col[voxels, KD*KH*KW*IC] = dy[voxels, OC] * f^T[OC, KD*KH*KW*IC] on
  * the same GEMM and scatters the columns into dx (col2im).
  *
+ * The table is searched right after kn_cpu_fast.c's, before the reference
+ * Conv3D / MaxPool3D / AvgPool3D of kn_cpu_nn.c, which still run NCDHW and
+ * non-float cases (delegated from here).
+ *
  * Window arithmetic is TensorFlow's (kn__window_dim): VALID and SAME, the
  * smaller half of SAME padding before. AvgPool3D's SAME windows average over
  * the voxels inside the input only, as TensorFlow does.
@@ -149,13 +153,30 @@ typedef struct c3_state {
     kn_gemm_packed pk; /* constant filter packed as B, or data NULL */
     rt_shape pk_shape;
     int pk_isa;
+    const kn_kernel *ref; /* kn_cpu_nn.c's kernel of the op (NCDHW, other dtypes), or NULL */
+    void *ref_state;
 } c3_state;
 
 static void c3_release(void *state) {
     c3_state *s = state;
     if (s == NULL) return;
     kn__gemm_packed_free(&s->pk);
+    if (s->ref && s->ref->release) s->ref->release(s->ref_state);
     free(s);
+}
+
+/* Conv3D, MaxPool3D and AvgPool3D have reference kernels in kn_cpu_nn.c
+ * (vol2col + BLAS, NCDHW through transposes, any float dtype): they run
+ * what these kernels do not (NCDHW, non-float). */
+static ms_status ref_prepare(const kn_node *node, rt_tensor *const *const_in, c3_state *s) {
+    for (const kn_kernel *k = kn_cpu_nn_kernels; k->op; k++)
+        if (strcmp(k->op, node->op) == 0) s->ref = k;
+    if (s->ref == NULL) return MS_OK;
+    return s->ref->prepare ? s->ref->prepare(node, const_in, &s->ref_state) : MS_OK;
+}
+
+static int use_ref(const c3_state *s, const kn_node *node) {
+    return s->ref != NULL && kn_attr_s_eq(node, "data_format", "NCDHW", NULL);
 }
 
 static ms_status pack_filter(const rt_tensor *f, kn_gemm_packed *out) {
@@ -168,7 +189,12 @@ static ms_status pack_filter(const rt_tensor *f, kn_gemm_packed *out) {
 static ms_status conv3d_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
     c3_state *s = calloc(1, sizeof(*s));
     if (s == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
-    ms_status st = c3_parse(node, 0, &s->a);
+    ms_status st = ref_prepare(node, const_in, s);
+    if (st == MS_OK && use_ref(s, node)) {
+        *state = s;
+        return MS_OK;
+    }
+    if (st == MS_OK) st = c3_parse(node, 0, &s->a);
     const rt_tensor *f = const_in && node->nin > 1 ? const_in[1] : NULL;
     if (st == MS_OK && f && f->dtype == RT_DT_FLOAT && f->shape.rank == 5 && f->nelem > 0) {
         s->pk_shape = f->shape;
@@ -245,6 +271,8 @@ static ms_status conv3d_compute(kn_ctx *ctx, const kn_node *node, void *state,
     ms_status st = kn__need_inputs(node, in, 2 + s->a.bias);
     if (st != MS_OK) return st;
     const rt_tensor *x = in[0], *f = in[1];
+    if (s->ref && (use_ref(s, node) || x->dtype != RT_DT_FLOAT))
+        return s->ref->compute(ctx, node, s->ref_state, in, out);
     if (x->dtype != RT_DT_FLOAT || f->dtype != RT_DT_FLOAT)
         return kn__errf(MS_ENOTSUP, node, "only float is supported, got %s and %s",
                         rt_dtype_name(x->dtype), rt_dtype_name(f->dtype));
@@ -344,10 +372,14 @@ static void pool3_rows(void *arg, int64_t b, int64_t e) {
 }
 
 static ms_status pool3_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
-    (void)const_in;
     c3_state *s = calloc(1, sizeof(*s));
     if (s == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
-    ms_status st = c3_parse(node, 1, &s->a);
+    ms_status st = ref_prepare(node, const_in, s);
+    if (st == MS_OK && use_ref(s, node)) {
+        *state = s;
+        return MS_OK;
+    }
+    if (st == MS_OK) st = c3_parse(node, 1, &s->a);
     if (st == MS_OK && (s->a.dil[0] != 1 || s->a.dil[1] != 1 || s->a.dil[2] != 1))
         st = KN_EINVAL(node, "pools have no dilations");
     if (st != MS_OK) {
@@ -364,6 +396,8 @@ static ms_status pool3_compute(kn_ctx *ctx, const kn_node *node, void *state, rt
     ms_status st = kn__need_inputs(node, in, 1);
     if (st != MS_OK) return st;
     const rt_tensor *x = in[0];
+    if (s->ref && (use_ref(s, node) || x->dtype != RT_DT_FLOAT))
+        return s->ref->compute(ctx, node, s->ref_state, in, out);
     if (x->dtype != RT_DT_FLOAT)
         return kn__errf(MS_ENOTSUP, node, "only float is supported, got %s",
                         rt_dtype_name(x->dtype));
