@@ -459,7 +459,15 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (!S->f || !B->f) return rt__ox_err(cv, MS_ENOTSUP, "scale and B must be constants");
     if (X->rank < 3) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be >= 3");
     int r = X->rank, last = r == 4 && cv->nhwc;
-    st = last ? rt__ox_need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
+    /* A 3-D op's NDHWC result (rt_onnx_3d.c) is normalised channels-last. */
+    int ndhwc = r == 5 && X->tf_alt != NULL && !X->nhwc && X->dt == RT_DT_FLOAT;
+    if (ndhwc) {
+        last = 1;
+        x = X->tf_alt;
+        st = MS_OK;
+    } else {
+        st = last ? rt__ox_need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
+    }
     if (st != MS_OK) return st;
     int64_t axes[OX_MAXR];
     for (int i = 2; i < r; i++)
@@ -488,8 +496,11 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *nrm =
         rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/normalized", h), d, rs, RT_DT_FLOAT);
     const char *y = channel_affine(cv, h, nrm, r, rt__ox_nelem(S), S->f, B->f, last);
-    rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, y);
-    o->nhwc = last;
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, ndhwc ? NULL : y);
+    if (ndhwc)
+        o->tf_alt = y; /* ONNX order made by rt__ox_tf when needed */
+    else
+        o->nhwc = last;
     return MS_OK;
 }
 
