@@ -471,6 +471,47 @@ static void dc3_release(void *state) {
     free(s);
 }
 
+typedef struct dc3_job {
+    const c3_geo *g;
+    const c3_attrs *a;
+    const float *col;
+    float *dx;
+    int64_t m0, L, IC;
+} dc3_job;
+
+/* col2im of rows [b, e) of a block: voxel p, tap (kd, kh, kw) adds IC values
+ * at its input position. */
+static void dc3_scatter(void *arg, int64_t b, int64_t e) {
+    const dc3_job *j = arg;
+    const c3_geo *g = j->g;
+    const c3_attrs *a = j->a;
+    const int64_t IC = j->IC;
+    for (int64_t r = b; r < e; r++) {
+        int64_t p = j->m0 + r;
+        int64_t ow = p % g->OW, q = p / g->OW, oh = q % g->OH;
+        q /= g->OH;
+        int64_t od = q % g->OD, n = q / g->OD;
+        float *dxn = j->dx + n * g->D * g->H * g->W * IC;
+        const float *cr = j->col + r * j->L;
+        for (int64_t kd = 0; kd < g->KD; kd++) {
+            int64_t id = od * a->s[0] - g->pd + kd * a->dil[0];
+            if (id < 0 || id >= g->D) continue;
+            for (int64_t kh = 0; kh < g->KH; kh++) {
+                int64_t ih = oh * a->s[1] - g->ph + kh * a->dil[1];
+                if (ih < 0 || ih >= g->H) continue;
+                for (int64_t kw = 0; kw < g->KW; kw++) {
+                    int64_t iw = ow * a->s[2] - g->pw + kw * a->dil[2];
+                    if (iw < 0 || iw >= g->W) continue;
+                    float *d = dxn + ((id * g->H + ih) * g->W + iw) * IC;
+                    const float *c = cr + ((kd * g->KH + kh) * g->KW + kw) * IC;
+                    for (int64_t i = 0; i < IC; i++)
+                        d[i] += c[i];
+                }
+            }
+        }
+    }
+}
+
 static ms_status dc3_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                              rt_tensor **out) {
     dc3_state *s = state;
@@ -523,31 +564,18 @@ static ms_status dc3_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
         kn_gemm_mat am = {.p = dyp + m0 * OC, .sl = OC, .sk = 1};
         kn_gemm_opnd A = {.pack = kn__gemm_pack_mat, .arg = &am};
         if ((st = kn__sgemm(ctx, mb, L, OC, &A, &B, col, L, NULL)) != MS_OK) break;
-        /* col2im: voxel p, tap (kd, kh, kw) adds IC values at its input position. */
-        for (int64_t r = 0; r < mb; r++) {
-            int64_t p = m0 + r;
-            int64_t ow = p % g.OW, q = p / g.OW, oh = q % g.OH;
-            q /= g.OH;
-            int64_t od = q % g.OD, n = q / g.OD;
-            float *dxn = dx + n * g.D * g.H * g.W * IC;
-            const float *cr = col + r * L;
-            for (int64_t kd = 0; kd < g.KD; kd++) {
-                int64_t id = od * s->a.s[0] - g.pd + kd * s->a.dil[0];
-                if (id < 0 || id >= g.D) continue;
-                for (int64_t kh = 0; kh < g.KH; kh++) {
-                    int64_t ih = oh * s->a.s[1] - g.ph + kh * s->a.dil[1];
-                    if (ih < 0 || ih >= g.H) continue;
-                    for (int64_t kw = 0; kw < g.KW; kw++) {
-                        int64_t iw = ow * s->a.s[2] - g.pw + kw * s->a.dil[2];
-                        if (iw < 0 || iw >= g.W) continue;
-                        float *d = dxn + ((id * g.H + ih) * g.W + iw) * IC;
-                        const float *c = cr + ((kd * g.KH + kh) * g.KW + kw) * IC;
-                        for (int64_t i = 0; i < IC; i++)
-                            d[i] += c[i];
-                    }
-                }
-            }
+        dc3_job j = {.g = &g, .a = &s->a, .col = col, .dx = dx, .m0 = m0, .L = L, .IC = IC};
+        /* Windows that do not overlap (stride >= dilated window on every
+         * axis) write disjoint voxels: the rows scatter in parallel. */
+        int disjoint = 1;
+        for (int a = 0; a < 3; a++) {
+            int64_t k = a == 0 ? g.KD : a == 1 ? g.KH : g.KW;
+            if (s->a.s[a] < (k - 1) * s->a.dil[a] + 1) disjoint = 0;
         }
+        if (disjoint)
+            kn_ctx_parallel_for(ctx, mb, 64, dc3_scatter, &j);
+        else
+            dc3_scatter(&j, 0, mb);
     }
     free(col);
     if (st != MS_OK) return kn__errf(st, node, "out of memory");
