@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "kn_cpu.h"
+#include "kn_cpu_conv.h"
 #include "kn_cpu_gemm.h"
 #include "kn_cpu_util.h"
 
@@ -155,12 +156,18 @@ typedef struct c3_state {
     int pk_isa;
     const kn_kernel *ref; /* kn_cpu_nn.c's kernel of the op (NCDHW, other dtypes), or NULL */
     void *ref_state;
+    kn_gemm_packed *dpk; /* [KD]: each depth slice of a constant filter packed for the
+                            direct 2-D kernel (kn__dconv_run), or NULL */
+    int64_t nd;
 } c3_state;
 
 static void c3_release(void *state) {
     c3_state *s = state;
     if (s == NULL) return;
     kn__gemm_packed_free(&s->pk);
+    for (int64_t i = 0; i < s->nd && s->dpk; i++)
+        kn__gemm_packed_free(&s->dpk[i]);
+    free(s->dpk);
     if (s->ref && s->ref->release) s->ref->release(s->ref_state);
     free(s);
 }
@@ -200,6 +207,22 @@ static ms_status conv3d_prepare(const kn_node *node, rt_tensor *const *const_in,
         s->pk_shape = f->shape;
         s->pk_isa = kn__gemm_isa();
         st = pack_filter(f, &s->pk);
+        /* Each depth slice [KH, KW, C, OC] of the DHWIO filter is an HWIO
+         * 2-D filter: packed for the direct kernel when the CPU has one. */
+        const int64_t *d = f->shape.dim;
+        if (st == MS_OK && getenv("DCMSERVE_NO_DCONV3D") == NULL &&
+            (s->pk_isa == KN_GEMM_ISA_AVX512 || s->pk_isa == KN_GEMM_ISA_AVX2)) {
+            s->dpk = calloc((size_t)d[0], sizeof(*s->dpk));
+            if (s->dpk == NULL) st = ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+            s->nd = d[0];
+            for (int64_t kd = 0; kd < d[0] && st == MS_OK; kd++) {
+                rt_tensor sl = {.dtype = RT_DT_FLOAT,
+                                .shape = {.rank = 4, .dim = {d[1], d[2], d[3], d[4]}},
+                                .nelem = d[1] * d[2] * d[3] * d[4]};
+                sl.data = (float *)f->data + kd * sl.nelem;
+                st = kn__conv_pack_filter(0, &sl, &s->dpk[kd]);
+            }
+        }
     }
     if (st != MS_OK) {
         c3_release(s);
@@ -265,6 +288,53 @@ static void pack_im3(const void *arg, int64_t l0, int nl, int64_t k0, int64_t nk
             dst[k * R + r] = 0;
 }
 
+/* Conv3D as a sum of 2-D convolutions on the direct kernel of
+ * kn_cpu_dconv.c: output depth slice od = sum over the taps kd that land
+ * inside the input of Conv2D(input slice id, filter slice kd). The first
+ * valid tap stores, the next ones add the slice so far through the
+ * epilogue's residual addend (read, then written, element by element), the
+ * last one also applies bias and activation. */
+static ms_status conv3d_direct(kn_ctx *ctx, const c3_state *s, const c3_geo *g, const float *x,
+                               float *y, const float *bias) {
+    const c3_attrs *a = &s->a;
+    kn_conv_attrs a2 = {.nchw = 0, .padding = KN_PAD_EXPLICIT, .sh = a->s[1], .sw = a->s[2],
+                        .dh = a->dil[1], .dw = a->dil[2]};
+    kn_conv_geo g2 = {.N = 1, .H = g->H, .W = g->W, .C = g->C, .KH = g->KH, .KW = g->KW,
+                      .OH = g->OH, .OW = g->OW, .OC = g->OC, .pt = g->ph, .pl = g->pw};
+    for (int64_t kd = 0; kd < g->KD; kd++)
+        if (!kn__dconv_ok(&a2, &g2, &s->dpk[kd])) return MS_ENOTSUP; /* the GEMM path */
+    const int64_t xs = g->H * g->W * g->C, ys = g->OH * g->OW * g->OC;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t od = 0; od < g->OD; od++) {
+            float *yo = y + (n * g->OD + od) * ys;
+            int64_t first = -1, last = -1;
+            for (int64_t kd = 0; kd < g->KD; kd++) {
+                int64_t id = od * a->s[0] - g->pd + kd * a->dil[0];
+                if (id < 0 || id >= g->D) continue;
+                if (first < 0) first = kd;
+                last = kd;
+            }
+            if (first < 0) { /* every tap in the padding: act(bias) */
+                kn_gemm_epi e = {.bias = bias, .act = a->act, .alpha = a->alpha};
+                memset(yo, 0, (size_t)ys * sizeof(float));
+                kn__gemm_epilogue(&e, yo, g->OC, 0, g->OH * g->OW, 0, g->OC);
+                continue;
+            }
+            for (int64_t kd = first; kd <= last; kd++) {
+                int64_t id = od * a->s[0] - g->pd + kd * a->dil[0];
+                if (id < 0 || id >= g->D) continue;
+                kn_gemm_epi e = {0};
+                if (kd > first) e.add = yo, e.ybase = yo;
+                if (kd == last) e.bias = bias, e.act = a->act, e.alpha = a->alpha;
+                const kn_gemm_epi *ep = e.add || e.bias || e.act != KN_ACT_NONE ? &e : NULL;
+                ms_status st = kn__dconv_run(ctx, &a2, &g2, x + (n * g->D + id) * xs, &s->dpk[kd],
+                                             yo, ep);
+                if (st != MS_OK) return st;
+            }
+        }
+    return MS_OK;
+}
+
 static ms_status conv3d_compute(kn_ctx *ctx, const kn_node *node, void *state,
                                 rt_tensor *const *in, rt_tensor **out) {
     c3_state *s = state;
@@ -301,6 +371,11 @@ static ms_status conv3d_compute(kn_ctx *ctx, const kn_node *node, void *state,
     if (M == 0 || g.OC == 0) return MS_OK;
     kn_gemm_epi epi = {.bias = bias, .act = s->a.act, .alpha = s->a.alpha};
     const kn_gemm_epi *ep = bias || s->a.act != KN_ACT_NONE ? &epi : NULL;
+    if (s->dpk && rt_shape_equal(&s->pk_shape, &f->shape) && s->pk_isa == (int)kn__gemm_isa()) {
+        st = conv3d_direct(ctx, s, &g, x->data, out[0]->data, bias);
+        if (st == MS_OK) return MS_OK;
+        if (st != MS_ENOTSUP) return kn__errf(st, node, "out of memory");
+    }
     im3_src src = {.a = &s->a, .g = &g, .x = x->data};
     kn_gemm_opnd A = {.pack = pack_im3, .arg = &src};
     kn_gemm_mat xm = {.p = x->data, .sl = g.C, .sk = 1};
