@@ -4,8 +4,9 @@
  * random inputs: strides > 1, SAME padding (smaller half before), dilations,
  * 1x1x1 windows, channel counts that are no multiple of the vector width, an
  * empty batch; the filter both constant (packed at prepare) and a run-time
- * input; once per GEMM family the CPU supports. Plus hand-computed values
- * and the error paths.
+ * input (a constant filter on AVX-512 / AVX2 takes the slice-wise direct
+ * path, a fed one the implicit GEMM); once per GEMM family the CPU supports.
+ * Plus hand-computed values, NCDHW through the reference, and error paths.
  */
 #include <check.h>
 #include <math.h>
