@@ -188,7 +188,8 @@ static void fuzz_table(const kn_kernel *table, unsigned seed, int rounds) {
             rt_tensor *in[5] = {0}, *outs[6] = {0};
             in[0] = rand_tensor(&seed);
             /* nn ops: mostly float images or volumes */
-            while ((table == kn_cpu_nn_kernels || table == kn_cpu_fast_kernels) &&
+            while ((table == kn_cpu_nn_kernels || table == kn_cpu_fast_kernels ||
+                    table == kn_cpu_conv3d_kernels) &&
                    rnd(&seed) % 10 < 8 &&
                    (in[0]->dtype != RT_DT_FLOAT || in[0]->shape.rank < 4)) {
                 rt_tensor_unref(in[0]);
@@ -241,6 +242,12 @@ START_TEST(fuzz_fast) {
 }
 END_TEST
 
+/* The 3-D kernels (kn_cpu_conv3d.c). */
+START_TEST(fuzz_conv3d) {
+    fuzz_table(kn_cpu_conv3d_kernels, 6u, 300);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kn_robust");
     TCase *tc = tcase_create("fuzz");
@@ -250,6 +257,7 @@ int main(void) {
     tcase_add_test(tc, fuzz_reduce);
     tcase_add_test(tc, fuzz_nn);
     tcase_add_test(tc, fuzz_fast);
+    tcase_add_test(tc, fuzz_conv3d);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -132,6 +132,17 @@ START_TEST(test_opset9_upsample_matches_ort) {
 }
 END_TEST
 
+/* The 3-D U-Net (rank-5 Conv, ConvTranspose, MaxPool, AveragePool, Resize,
+ * InstanceNormalization, Concat, Add) at 1 and 2 threads; also with the
+ * NCHW option, which leaves 3-D ops channels-last. */
+START_TEST(test_unet3d_matches_ort) {
+    const char *outs[] = {"logits"};
+    run_model("unet3d", "volume", outs, 1, 1, 0);
+    run_model("unet3d", "volume", outs, 1, 2, 0);
+    run_model("unet3d", "volume", outs, 1, 1, 1);
+}
+END_TEST
+
 START_TEST(test_two_threads_match_ort) {
     const char *outs[] = {"mask", "foreground"};
     run_model("unet", "image", outs, 2, 2, 0);
@@ -434,6 +445,7 @@ static Suite *onnx_suite(void) {
     tcase_add_test(tc, test_misc_ops_match_ort);
     tcase_add_test(tc, test_opset9_upsample_matches_ort);
     tcase_add_test(tc, test_two_threads_match_ort);
+    tcase_add_test(tc, test_unet3d_matches_ort);
     tcase_add_test(tc, test_nchw_graphs_match_ort);
     tcase_add_test(tc, test_dicom_input_matches_pydicom_ort);
     suite_add_tcase(s, tc);

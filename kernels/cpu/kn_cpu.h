@@ -16,5 +16,6 @@ extern const kn_kernel kn_cpu_nn_kernels[];          /* Conv2D, pools, BatchNorm
 extern const kn_kernel kn_cpu_index_kernels[];       /* TopKV2, OneHot, Bucketize, GatherNd, ... */
 extern const kn_kernel kn_cpu_reverse_kernels[];     /* ReverseV2, Reverse */
 extern const kn_kernel kn_cpu_image_kernels[];       /* DICOM window/normalise/layout/resize */
+extern const kn_kernel kn_cpu_conv3d_kernels[];      /* Conv3D, 3-D pools, Conv3DBackpropInputV2 */
 
 #endif /* KN_CPU_H */

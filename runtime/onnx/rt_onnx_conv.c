@@ -169,6 +169,12 @@ ms_status rt__ox_tf(rt__ox_conv *cv, rt__ox_value *v, const char **out) {
         *out = v->tf_alt;
         return MS_OK;
     }
+    if (v->tf == NULL && v->rank == 5 && v->tf_alt != NULL) {
+        /* A 3-D op's NDHWC result (rt_onnx_3d.c), needed in ONNX order. */
+        static const int64_t to_ncdhw[5] = {0, 4, 1, 2, 3};
+        v->tf = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_ncdhw", v->name), v->tf_alt, v->dt,
+                                 5, to_ncdhw);
+    }
     if (v->tf == NULL) {
         if (v->f) {
             v->tf = rt__tf_const_f32(cv, v->name, v->rank, v->dim, v->f);

@@ -109,6 +109,7 @@ static int64_t out_channels(fz *f, const Tensorflow__NodeDef *op) {
     if (op->n_input < 2) return -1;
     int r = const_dims(find_node(f, op->input[1]), d);
     if (strcmp(op->op, "Conv2D") == 0) return r == 4 ? d[3] : -1;
+    if (strcmp(op->op, "Conv3D") == 0) return r == 5 ? d[4] : -1;
     if (strcmp(op->op, "DepthwiseConv2dNative") == 0) return r == 4 ? d[2] * d[3] : -1;
     if (r != 2) return -1;
     const Tensorflow__AttrValue *tb = get_attr(op, "transpose_b");
@@ -119,6 +120,7 @@ static const char *fused_name(const char *op) {
     if (strcmp(op, "Conv2D") == 0) return "_FusedConv2D";
     if (strcmp(op, "DepthwiseConv2dNative") == 0) return "_FusedDepthwiseConv2dNative";
     if (strcmp(op, "MatMul") == 0) return "_FusedMatMul";
+    if (strcmp(op, "Conv3D") == 0) return "_FusedConv3D";
     return NULL;
 }
 

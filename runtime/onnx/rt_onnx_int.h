@@ -206,4 +206,14 @@ ms_status rt__ox_op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_cast(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n);
 
+/* Rank-5 (3-D) handlers in rt_onnx_3d.c, called by the rank-4 handlers of
+ * the same ONNX ops when input 0 has rank 5. The int ones return 0 when they
+ * do not apply (nothing emitted). */
+ms_status rt__ox_op3_conv(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op3_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op3_pool(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op3_resize(rt__ox_conv *cv, const Onnx__NodeProto *n);
+int rt__ox_op3_unary(rt__ox_conv *cv, const Onnx__NodeProto *n, const char *tf_op);
+int rt__ox_op3_concat(rt__ox_conv *cv, const Onnx__NodeProto *n);
+
 #endif /* RT_ONNX_INT_H */

@@ -170,6 +170,10 @@ static float *hwio(rt__ox_conv *cv, const rt__ox_value *W, int64_t m0, int64_t m
 }
 
 static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    {
+        rt__ox_value *X5 = rt__ox_in(cv, n, 0);
+        if (X5 != NULL && X5->rank == 5) return rt__ox_op3_conv(cv, n);
+    }
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
@@ -253,6 +257,10 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 }
 
 static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    {
+        rt__ox_value *X5 = rt__ox_in(cv, n, 0);
+        if (X5 != NULL && X5->rank == 5) return rt__ox_op3_conv_transpose(cv, n);
+    }
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
@@ -451,7 +459,15 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (!S->f || !B->f) return rt__ox_err(cv, MS_ENOTSUP, "scale and B must be constants");
     if (X->rank < 3) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be >= 3");
     int r = X->rank, last = r == 4 && cv->nhwc;
-    st = last ? rt__ox_need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
+    /* A 3-D op's NDHWC result (rt_onnx_3d.c) is normalised channels-last. */
+    int ndhwc = r == 5 && X->tf_alt != NULL && !X->nhwc && X->dt == RT_DT_FLOAT;
+    if (ndhwc) {
+        last = 1;
+        x = X->tf_alt;
+        st = MS_OK;
+    } else {
+        st = last ? rt__ox_need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
+    }
     if (st != MS_OK) return st;
     int64_t axes[OX_MAXR];
     for (int i = 2; i < r; i++)
@@ -480,8 +496,11 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *nrm =
         rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/normalized", h), d, rs, RT_DT_FLOAT);
     const char *y = channel_affine(cv, h, nrm, r, rt__ox_nelem(S), S->f, B->f, last);
-    rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, y);
-    o->nhwc = last;
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, ndhwc ? NULL : y);
+    if (ndhwc)
+        o->tf_alt = y; /* ONNX order made by rt__ox_tf when needed */
+    else
+        o->nhwc = last;
     return MS_OK;
 }
 
@@ -490,6 +509,10 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
  * ====================================================================== */
 
 static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    {
+        rt__ox_value *X5 = rt__ox_in(cv, n, 0);
+        if (X5 != NULL && X5->rank == 5) return rt__ox_op3_pool(cv, n);
+    }
     int is_max = strcmp(n->op_type, "MaxPool") == 0;
     rt__ox_value *X = NULL;
     const char *x, *h = rt__ox_hint_of(n);
@@ -650,6 +673,7 @@ static ms_status op_unary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *op = NULL;
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (strcmp(map[i][0], n->op_type) == 0) op = map[i][1];
+    if (strcmp(op, "Relu") == 0 && rt__ox_op3_unary(cv, n, op)) return MS_OK;
     Tensorflow__NodeDef *nd = rt__tf_node(cv, op, rt__ox_hint_of(n));
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", X->dt);

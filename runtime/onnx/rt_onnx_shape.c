@@ -193,6 +193,7 @@ ms_status rt__ox_op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *v[64];
     ms_status st;
     if (ni < 1 || ni > 64) return rt__ox_err(cv, MS_ENOTSUP, "1 to 64 inputs are supported");
+    if (rt__ox_op3_concat(cv, n)) return MS_OK;
     int all_known = 1;
     for (int i = 0; i < ni; i++) {
         if ((st = rt__ox_need(cv, n, i, &v[i], NULL)) != MS_OK) return st;
@@ -476,6 +477,7 @@ ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *h = rt__ox_hint_of(n);
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if (X->rank == 5 && !upsample) return rt__ox_op3_resize(cv, n);
     if (!rt__ox_need_rank(cv, X, 4, &st)) return st;
     if (X->dim[2] < 0 || X->dim[3] < 0)
         return rt__ox_err(cv, MS_ENOTSUP, "resizing needs static spatial dims");

@@ -328,6 +328,74 @@ def dicom_seg(size, seed=7):
                    13, "dicom_seg")
 
 
+# ---------------------------------------------------------------------------
+# 3-D U-Net on a (1, 1, D, H, W) volume: Conv (3x3x3, 1x1x1, a strided one
+# with asymmetric pads), InstanceNormalization, Relu, MaxPool, AveragePool,
+# ConvTranspose (2x2x2 / 2), Resize (nearest x2), channel Concat skips.
+# Opset 13. widths = channels of the three levels.
+def conv3(b, x, cin, cout, k, stride=1, pads=None):
+    if pads is None:
+        pads = [k // 2] * 6
+    w = b.weight((cout, cin, k, k, k), cin * k * k * k)
+    bias = b.const((b.rng.standard_normal(cout) * 0.1).astype(np.float32), "b")
+    return b.op("Conv", [x, w, bias], kernel_shape=[k] * 3, strides=[stride] * 3, pads=pads)
+
+
+def inorm3(b, x, c):
+    g = b.const((1.0 + 0.1 * b.rng.standard_normal(c)).astype(np.float32), "gamma")
+    be = b.const((0.1 * b.rng.standard_normal(c)).astype(np.float32), "beta")
+    return b.op("InstanceNormalization", [x, g, be], epsilon=1e-5)
+
+
+def unet3d(shape, widths, seed=9, small=False):
+    b = Builder(seed)
+    w1, w2, w3 = widths
+    e1 = b.op("Relu", [conv3(b, "volume", 1, w1, 3)])
+    e1 = b.op("Relu", [inorm3(b, conv3(b, e1, w1, w1, 3), w1)])
+    h = b.op("MaxPool", [e1], kernel_shape=[2, 2, 2], strides=[2, 2, 2])
+    e2 = b.op("Relu", [conv3(b, h, w1, w2, 3)])
+    e2 = b.op("Relu", [conv3(b, e2, w2, w2, 3)])
+    if small:
+        # Strided conv with asymmetric pads (an explicit Pad) next to the pool.
+        s = b.op("Relu", [conv3(b, e2, w2, w2, 3, stride=2, pads=[1, 1, 1, 0, 0, 0])])
+    h = b.op("AveragePool", [e2], kernel_shape=[2, 2, 2], strides=[2, 2, 2])
+    if small:
+        h = b.op("Add", [h, s])
+    m = b.op("Relu", [conv3(b, h, w2, w3, 3)])
+    m = b.op("Relu", [conv3(b, m, w3, w3, 3)])
+    wt = b.weight((w3, w2, 2, 2, 2), w3 * 8)
+    bt = b.const((b.rng.standard_normal(w2) * 0.1).astype(np.float32), "b")
+    u2 = b.op("ConvTranspose", [m, wt, bt], kernel_shape=[2, 2, 2], strides=[2, 2, 2])
+    d2 = b.op("Concat", [u2, e2], axis=1)
+    d2 = b.op("Relu", [conv3(b, d2, 2 * w2, w2, 3)])
+    u1 = b.op("Resize", [d2, b.const(np.zeros(0, np.float32), "roi"),
+                         b.const(np.array([1, 1, 2, 2, 2], np.float32), "scales")],
+              mode="nearest")
+    u1 = conv3(b, u1, w2, w1, 1)
+    d1 = b.op("Concat", [u1, e1], axis=1)
+    d1 = b.op("Relu", [conv3(b, d1, 2 * w1, w1, 3)])
+    w = b.weight((2, w1, 1, 1, 1), w1)
+    bias = b.const((b.rng.standard_normal(2) * 0.1).astype(np.float32), "b")
+    b.nodes.append(helper.make_node("Conv", [d1, w, bias], ["logits"], name="head",
+                                    kernel_shape=[1, 1, 1]))
+    n, _, d, hh, ww = shape
+    return b.model([tinfo("volume", [n, 1, d, hh, ww])], [tinfo("logits", [n, 2, d, hh, ww])],
+                   13, "unet3d")
+
+
+def write_3d_test(out):
+    os.makedirs(out, exist_ok=True)
+    shape = (1, 1, 8, 12, 16)
+    m = unet3d(shape, (4, 8, 16), small=True)
+    path = os.path.join(out, "unet3d.onnx")
+    onnx.save_model(m, path)
+    x = np.random.default_rng(101).standard_normal(shape).astype(np.float32)
+    np.save(os.path.join(out, "unet3d.in.volume.npy"), x)
+    for oname, arr in ort_run(path, [("volume", x)]):
+        np.save(os.path.join(out, "unet3d.out.%s.npy" % oname), arr)
+    print("wrote", path)
+
+
 def write_ct(path, size):
     """A deterministic synthetic CT slice: body-like ellipse, bone ring, noise."""
     import pydicom
@@ -435,6 +503,7 @@ def write_test_set(out):
         for oname, arr in ort_run(path, [(m.graph.input[0].name, x)]):
             np.save(os.path.join(out, "%s.out.%s.npy" % (name, oname)), arr)
         print("wrote", path)
+    write_3d_test(out)
     onnx.save_model(unsupported(), os.path.join(out, "unsupported.onnx"))
     # DICOM in front: reference = pydicom preprocessing + ONNX Runtime.
     path = os.path.join(out, "dicom_seg.onnx")
@@ -452,6 +521,8 @@ def write_bench_set(out):
     for size in (256, 512):
         onnx.save_model(resnet(size, 32, [2, 2, 2]), os.path.join(out, "resnet%d.onnx" % size))
     onnx.save_model(unet(256, 16), os.path.join(out, "unet256.onnx"))
+    onnx.save_model(unet3d((1, 1, 64, 128, 128), (16, 32, 64)),
+                    os.path.join(out, "unet3d_64x128x128.onnx"))
     print("wrote benchmark models to", out)
 
 
@@ -459,9 +530,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", help="test models + ORT references go here")
     ap.add_argument("--bench", help="benchmark models go here")
+    ap.add_argument("--only3d", action="store_true",
+                    help="only the 3-D models (unet3d test model / 3-D U-Net benchmark)")
     a = ap.parse_args()
     if not a.out and not a.bench:
         ap.error("give --out and/or --bench")
+    if a.only3d:
+        if a.out:
+            write_3d_test(a.out)
+        if a.bench:
+            os.makedirs(a.bench, exist_ok=True)
+            onnx.save_model(unet3d((1, 1, 64, 128, 128), (16, 32, 64)),
+                            os.path.join(a.bench, "unet3d_64x128x128.onnx"))
+        return
     if a.out:
         write_test_set(a.out)
     if a.bench:
