@@ -16,5 +16,7 @@ extern const kn_kernel kn_cpu_nn_kernels[];          /* Conv2D, pools, BatchNorm
 extern const kn_kernel kn_cpu_index_kernels[];       /* TopKV2, OneHot, Bucketize, GatherNd, ... */
 extern const kn_kernel kn_cpu_reverse_kernels[];     /* ReverseV2, Reverse */
 extern const kn_kernel kn_cpu_image_kernels[];       /* DICOM window/normalise/layout/resize */
+extern const kn_kernel kn_cpu_random_kernels[];      /* stateless Philox random ops */
+extern const kn_kernel kn_cpu_imgproj_kernels[];     /* ImageProjectiveTransformV2/V3 */
 
 #endif /* KN_CPU_H */

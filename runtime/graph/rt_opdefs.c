@@ -78,6 +78,8 @@ static const opdef_entry builtin[] = {
     {"TensorArrayWriteV3", {"flow_out"}, 0}, {"TensorArrayGatherV3", {"value"}, 0},
     {"TensorArrayScatterV3", {"flow_out"}, 0}, {"TensorArraySizeV3", {"size"}, 0},
     {"TensorArrayCloseV3", {NULL}, 1},
+    /* Stateless random (Philox). */
+    {"StatelessRandomGetKeyCounter", {"key", "counter"}, 0},
     /* Element-wise ops whose output arg is not "output". */
     {"Log", {"y"}, 0}, {"Log1p", {"y"}, 0}, {"Reciprocal", {"y"}, 0}, {"Sin", {"y"}, 0},
     {"Cos", {"y"}, 0}, {"Erf", {"y"}, 0}, {"Sign", {"y"}, 0}, {"Round", {"y"}, 0},
