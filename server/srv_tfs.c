@@ -243,45 +243,7 @@ done:
     return st;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Classify / Regress                                                        */
-/* ------------------------------------------------------------------------ */
-
-static ms_status example_api(srv_app *app, const Tensorflow__Serving__ModelSpec *spec,
-                             const char *what) {
-    srv_servable sv = {0};
-    ms_status st = resolve(app, spec, &sv);
-    if (st != MS_OK) return st;
-    srv_servable_release(&sv);
-    return ms_errf(MS_ENOTSUP,
-                   "%s is not implemented yet (it needs tf.Example parsing); call Predict with the "
-                   "signature's inputs instead",
-                   what);
-}
-
-ms_status srv_tfs_classify(void *appv, srv_call *call, const uint8_t *req, size_t n,
-                           srv_bytes *out) {
-    (void)call;
-    (void)out;
-    Tensorflow__Serving__ClassificationRequest *rq =
-        tensorflow__serving__classification_request__unpack(NULL, n, req);
-    if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse ClassificationRequest (%zu bytes)", n);
-    ms_status st = example_api(appv, rq->model_spec, "Classify");
-    tensorflow__serving__classification_request__free_unpacked(rq, NULL);
-    return st;
-}
-
-ms_status srv_tfs_regress(void *appv, srv_call *call, const uint8_t *req, size_t n,
-                          srv_bytes *out) {
-    (void)call;
-    (void)out;
-    Tensorflow__Serving__RegressionRequest *rq =
-        tensorflow__serving__regression_request__unpack(NULL, n, req);
-    if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse RegressionRequest (%zu bytes)", n);
-    ms_status st = example_api(appv, rq->model_spec, "Regress");
-    tensorflow__serving__regression_request__free_unpacked(rq, NULL);
-    return st;
-}
+/* Classify / Regress: srv_classify.c. */
 
 /* ------------------------------------------------------------------------ */
 /* ModelService                                                              */

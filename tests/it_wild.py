@@ -235,6 +235,24 @@ for name, inputs, expected in served:
                 if got.size == 6:
                     close(name + "/scores Predict", got.reshape(2, 3).astype(np.float64),
                           -np.sort(-iris_pred, axis=1).astype(np.float64))
+                # TF Serving's Classify API on the same examples.
+                creq = pb.tfs.ClassificationRequest()
+                creq.model_spec.name = name
+                for b in iris_examples:
+                    creq.input.example_list.examples.add().ParseFromString(b)
+                cres = d.stub.Classify(creq, timeout=120)
+                rows = [[(c.label.encode(), c.score) for c in cl.classes]
+                        for cl in cres.result.classifications]
+                check(len(rows) == 2 and all(len(r) == 3 for r in rows),
+                      "%s: Classify gave %r" % (name, rows))
+                if len(rows) == 2 and all(len(r) == 3 for r in rows):
+                    order = np.argsort(-iris_pred, axis=1, kind="stable")
+                    check([[lab for lab, _ in r] for r in rows]
+                          == [[IRIS_LABELS[j] for j in o] for o in order],
+                          "%s: Classify labels %r" % (name, rows))
+                    close(name + "/Classify scores",
+                          np.asarray([[sc for _, sc in r] for r in rows], dtype=np.float64),
+                          -np.sort(-iris_pred, axis=1).astype(np.float64))
         except Exception as e:  # a failed RPC is a failure of this model, not of the test
             check(False, "%s: Predict failed: %s\n%s" % (name, e, d.log_tail()))
         finally:
