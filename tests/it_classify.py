@@ -95,4 +95,30 @@ try:
 finally:
     d.stop()
     d.close()
+# dcmserve run --input_examples (saved_model_cli's flag; JSON here): the same
+# examples through regress_x_to_y give the same values; 3 (an int) makes an
+# int64_list, which the float feature x refuses by name.
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+
+DCMSERVE = os.environ["DCMSERVE"]
+with tempfile.TemporaryDirectory() as out:
+    js = "[" + ",".join('{"x":[%r],"note":["a,b"]}' % float(v) for v in XS) + "]"
+    p = subprocess.run([DCMSERVE, "run", "--dir", os.path.join(HP2_BASE, "00000123"),
+                        "--signature_def", "regress_x_to_y", "--outdir", out,
+                        "--input_examples", "inputs=" + js],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    check(p.returncode == 0, "run --input_examples: %s" % p.stderr)
+    if p.returncode == 0:
+        got = np.load(os.path.join(out, "outputs.npy")).ravel()
+        check(np.allclose(got, ref, rtol=1e-6), "run --input_examples: %r vs %r" % (got, ref))
+    p = subprocess.run([DCMSERVE, "run", "--dir", os.path.join(HP2_BASE, "00000123"),
+                        "--signature_def", "regress_x_to_y", "--input_examples", 'inputs=[{"x":[3]}]'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    check(p.returncode != 0 and "Key: x" in p.stderr and "Expected type: float" in p.stderr,
+          "int feature for a float key: rc %d %s" % (p.returncode, p.stderr))
+    p = subprocess.run([DCMSERVE, "run", "--dir", os.path.join(HP2_BASE, "00000123"),
+                        "--signature_def", "regress_x_to_y", "--input_examples", 'inputs={"x":1}'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    check(p.returncode != 0 and "JSON list of objects" in p.stderr, "not a list: %s" % p.stderr)
 print("it_classify: ok")
