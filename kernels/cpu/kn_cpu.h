@@ -18,5 +18,6 @@ extern const kn_kernel kn_cpu_reverse_kernels[];     /* ReverseV2, Reverse */
 extern const kn_kernel kn_cpu_image_kernels[];       /* DICOM window/normalise/layout/resize */
 extern const kn_kernel kn_cpu_random_kernels[];      /* stateless Philox random ops */
 extern const kn_kernel kn_cpu_imgproj_kernels[];     /* ImageProjectiveTransformV2/V3 */
+extern const kn_kernel kn_cpu_segment_kernels[];     /* SparseSegment*, TensorScatterUpdate */
 
 #endif /* KN_CPU_H */
