@@ -44,6 +44,10 @@ void srv_health_close_watchers(srv_health *h);
 int srv_health_status(srv_app *app, const char *service);
 
 /* ---- handlers (srv_tfs.c, srv_kserve.c, srv_health.c) ---- */
+/* Unpacks a TF Serving request whose field 1 is model_spec, merging repeated
+ * model_spec copies on the wire first as protobuf does (srv_tfs.c); NULL when
+ * it does not parse. */
+void *srv_tfs_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *req, size_t n);
 ms_status srv_tfs_predict(void *app, srv_call *c, const uint8_t *req, size_t n, srv_bytes *out);
 ms_status srv_tfs_get_model_metadata(void *app, srv_call *c, const uint8_t *req, size_t n,
                                      srv_bytes *out);

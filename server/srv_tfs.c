@@ -57,7 +57,7 @@ static ms_status resolve_spec(srv_app *app, const Tensorflow__Serving__ModelSpec
  * cannot merge ModelSpec (its oneof), so the copies are merged on the wire
  * first. protobuf-c copies what it keeps: the merged buffer is freed at once.
  * NULL: does not parse (the merged message is pre-scanned again). */
-static void *unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *req, size_t n) {
+void *srv_tfs_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *req, size_t n) {
     uint8_t *m = NULL;
     size_t mn = 0;
     if (ms_wire_merge_field(req, n, 1, &m, &mn) != MS_OK) return NULL;
@@ -104,7 +104,7 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
                                            : 0));
 
     Tensorflow__Serving__PredictRequest *rq =
-        unpack(&tensorflow__serving__predict_request__descriptor, req, n);
+        srv_tfs_unpack(&tensorflow__serving__predict_request__descriptor, req, n);
     if (rq == NULL) {
         return ms_errf(MS_EINVAL, "cannot parse PredictRequest (%zu bytes)", n);
     }
@@ -215,7 +215,7 @@ ms_status srv_tfs_get_model_metadata(void *appv, srv_call *call, const uint8_t *
     (void)call;
 
     Tensorflow__Serving__GetModelMetadataRequest *rq =
-        unpack(&tensorflow__serving__get_model_metadata_request__descriptor, req, n);
+        srv_tfs_unpack(&tensorflow__serving__get_model_metadata_request__descriptor, req, n);
     if (rq == NULL)
         return ms_errf(MS_EINVAL, "cannot parse GetModelMetadataRequest (%zu bytes)", n);
     if (rq->n_metadata_field == 0) {
@@ -279,45 +279,7 @@ done:
     return st;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Classify / Regress                                                        */
-/* ------------------------------------------------------------------------ */
-
-static ms_status example_api(srv_app *app, const Tensorflow__Serving__ModelSpec *spec,
-                             const char *what) {
-    srv_servable sv = {0};
-    ms_status st = resolve(app, NULL, spec, &sv);
-    if (st != MS_OK) return st;
-    srv_servable_release(&sv);
-    return ms_errf(MS_ENOTSUP,
-                   "%s is not implemented yet (it needs tf.Example parsing); call Predict with the "
-                   "signature's inputs instead",
-                   what);
-}
-
-ms_status srv_tfs_classify(void *appv, srv_call *call, const uint8_t *req, size_t n,
-                           srv_bytes *out) {
-    (void)call;
-    (void)out;
-    Tensorflow__Serving__ClassificationRequest *rq =
-        unpack(&tensorflow__serving__classification_request__descriptor, req, n);
-    if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse ClassificationRequest (%zu bytes)", n);
-    ms_status st = example_api(appv, rq->model_spec, "Classify");
-    tensorflow__serving__classification_request__free_unpacked(rq, NULL);
-    return st;
-}
-
-ms_status srv_tfs_regress(void *appv, srv_call *call, const uint8_t *req, size_t n,
-                          srv_bytes *out) {
-    (void)call;
-    (void)out;
-    Tensorflow__Serving__RegressionRequest *rq =
-        unpack(&tensorflow__serving__regression_request__descriptor, req, n);
-    if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse RegressionRequest (%zu bytes)", n);
-    ms_status st = example_api(appv, rq->model_spec, "Regress");
-    tensorflow__serving__regression_request__free_unpacked(rq, NULL);
-    return st;
-}
+/* Classify / Regress: srv_classify.c. */
 
 /* ------------------------------------------------------------------------ */
 /* ModelService                                                              */
@@ -330,7 +292,7 @@ ms_status srv_tfs_get_model_status(void *appv, srv_call *call, const uint8_t *re
     int nvs = 0;
     (void)call;
     Tensorflow__Serving__GetModelStatusRequest *rq =
-        unpack(&tensorflow__serving__get_model_status_request__descriptor, req, n);
+        srv_tfs_unpack(&tensorflow__serving__get_model_status_request__descriptor, req, n);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse GetModelStatusRequest (%zu bytes)", n);
     ms_status st = MS_OK;
     const Tensorflow__Serving__ModelSpec *spec = rq->model_spec;

@@ -159,18 +159,33 @@ START_TEST(test_counter_sequence) {
 END_TEST
 
 START_TEST(test_unsupported_signature_says_op) {
-    /* classify_x_to_y parses tf.Example: not supported, but the model loads
-     * and the signature's run names the op and node. */
+    /* classify_x_to_y parses tf.Example (ParseExample): an Example
+     * {features {feature {key "x" value {float_list {value 3}}}}}, written
+     * out byte by byte, gives 0.5 * 3 + 2; an empty string lacks the
+     * required feature x and the error names the op. */
     rt_model *m = load("saved_model_half_plus_two_cpu/00000123");
+    static const uint8_t ex[] = {0x0a, 0x0f, 0x0a, 0x0d, 0x0a, 0x01, 'x',  0x12, 0x08,
+                                 0x12, 0x06, 0x0a, 0x04, 0x00, 0x00, 0x40, 0x40};
     rt_shape s = {1, {1}};
-    rt_tensor *ex;
-    ck_assert_int_eq(rt_tensor_new(RT_DT_STRING, &s, &ex), MS_OK);
-    rt_feed f = {sig_name(m, "classify_x_to_y", "inputs", 0), ex};
+    rt_str str = {ex, sizeof ex};
+    rt_tensor *good;
+    ck_assert_int_eq(rt_tensor_new_strings(&s, &str, &good), MS_OK);
+    rt_feed f = {sig_name(m, "classify_x_to_y", "inputs", 0), good};
     const char *fetch = sig_name(m, "classify_x_to_y", "scores", 1);
     rt_tensor *out = NULL;
-    ck_assert_int_eq(rt_model_run(m, &f, 1, &fetch, 1, NULL, 0, NULL, &out), MS_ENOTSUP);
+    ck_assert_msg(rt_model_run(m, &f, 1, &fetch, 1, NULL, 0, NULL, &out) == MS_OK, "%s",
+                  ms_errmsg());
+    ck_assert(out->nelem == 1 && rt_tensor_f32(out)[0] == 3.5f);
+    rt_tensor_unref(out);
+    rt_tensor_unref(good);
+    rt_tensor *ex0;
+    ck_assert_int_eq(rt_tensor_new(RT_DT_STRING, &s, &ex0), MS_OK);
+    f.tensor = ex0;
+    out = NULL;
+    ck_assert_int_eq(rt_model_run(m, &f, 1, &fetch, 1, NULL, 0, NULL, &out), MS_EINVAL);
     ck_assert_ptr_nonnull(strstr(ms_errmsg(), "ParseExample"));
-    rt_tensor_unref(ex);
+    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "is required but could not be found"));
+    rt_tensor_unref(ex0);
     rt_model_unref(m);
 }
 END_TEST

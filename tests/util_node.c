@@ -29,6 +29,8 @@ static void attr_value_free(Tensorflow__AttrValue *v) {
     if (v->value_case == TENSORFLOW__ATTR_VALUE__VALUE_LIST && v->list) {
         free(v->list->i);
         free(v->list->f);
+        free(v->list->type);
+        free(v->list->shape); /* pointers and shapes in one block */
         free(v->list);
     }
     if (v->value_case == TENSORFLOW__ATTR_VALUE__VALUE_SHAPE) free(v->shape); /* one block */
@@ -114,6 +116,44 @@ void tu_attr_ilist(Tensorflow__NodeDef *d, const char *key, int n, const int64_t
     l->i = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     ck_assert_ptr_nonnull(l->i);
     if (n > 0) memcpy(l->i, vals, (size_t)n * sizeof(int64_t));
+}
+
+void tu_attr_typelist(Tensorflow__NodeDef *d, const char *key, int n, const rt_dtype *vals) {
+    Tensorflow__AttrValue__ListValue *l = add_list_attr(d, key);
+    l->n_type = (size_t)n;
+    l->type = malloc((size_t)(n > 0 ? n : 1) * sizeof(*l->type));
+    ck_assert_ptr_nonnull(l->type);
+    for (int i = 0; i < n; i++) l->type[i] = (Tensorflow__DataType)vals[i];
+}
+
+void tu_attr_shapelist(Tensorflow__NodeDef *d, const char *key, int n, const int *ranks,
+                       const int64_t *dims) {
+    Tensorflow__AttrValue__ListValue *l = add_list_attr(d, key);
+    int total = 0;
+    for (int i = 0; i < n; i++) total += ranks[i];
+    size_t bytes = (size_t)n * (sizeof(Tensorflow__TensorShapeProto *) +
+                                sizeof(Tensorflow__TensorShapeProto)) +
+                   (size_t)total * (sizeof(Tensorflow__TensorShapeProto__Dim *) +
+                                    sizeof(Tensorflow__TensorShapeProto__Dim)) + 1;
+    char *blk = calloc(1, bytes);
+    ck_assert_ptr_nonnull(blk);
+    Tensorflow__TensorShapeProto **sp = (Tensorflow__TensorShapeProto **)blk;
+    Tensorflow__TensorShapeProto *shp = (Tensorflow__TensorShapeProto *)(sp + n);
+    Tensorflow__TensorShapeProto__Dim **dp = (Tensorflow__TensorShapeProto__Dim **)(shp + n);
+    Tensorflow__TensorShapeProto__Dim *dm = (Tensorflow__TensorShapeProto__Dim *)(dp + total);
+    for (int i = 0, k = 0; i < n; i++) {
+        tensorflow__tensor_shape_proto__init(&shp[i]);
+        shp[i].n_dim = (size_t)ranks[i];
+        shp[i].dim = dp + k;
+        for (int j = 0; j < ranks[i]; j++, k++) {
+            tensorflow__tensor_shape_proto__dim__init(&dm[k]);
+            dm[k].size = dims[k];
+            dp[k] = &dm[k];
+        }
+        sp[i] = &shp[i];
+    }
+    l->n_shape = (size_t)n;
+    l->shape = sp;
 }
 
 void tu_attr_flist(Tensorflow__NodeDef *d, const char *key, int n, const float *vals) {

@@ -27,6 +27,10 @@ void tu_attr_type(Tensorflow__NodeDef *d, const char *key, rt_dtype v);
 void tu_attr_s(Tensorflow__NodeDef *d, const char *key, const char *v);
 void tu_attr_ilist(Tensorflow__NodeDef *d, const char *key, int n, const int64_t *v);
 void tu_attr_flist(Tensorflow__NodeDef *d, const char *key, int n, const float *v);
+void tu_attr_typelist(Tensorflow__NodeDef *d, const char *key, int n, const rt_dtype *v);
+/* list(shape): n shapes, shape i of ranks[i] dims, all dims concatenated in dims. */
+void tu_attr_shapelist(Tensorflow__NodeDef *d, const char *key, int n, const int *ranks,
+                       const int64_t *dims);
 /* Shape attr of `rank` dims (-1 = unknown dim); rank -1 = unknown rank. */
 void tu_attr_shape(Tensorflow__NodeDef *d, const char *key, int rank, const int64_t *dims);
 /* tu_attr_ints(d, "strides", 1, 2, 2, 1) */

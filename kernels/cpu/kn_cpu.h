@@ -17,5 +17,8 @@ extern const kn_kernel kn_cpu_index_kernels[];       /* TopKV2, OneHot, Bucketiz
 extern const kn_kernel kn_cpu_reverse_kernels[];     /* ReverseV2, Reverse */
 extern const kn_kernel kn_cpu_image_kernels[];       /* DICOM window/normalise/layout/resize */
 extern const kn_kernel kn_cpu_conv3d_kernels[];      /* Conv3D, 3-D pools, Conv3DBackpropInputV2 */
+extern const kn_kernel kn_cpu_random_kernels[];      /* stateless Philox random ops */
+extern const kn_kernel kn_cpu_imgproj_kernels[];     /* ImageProjectiveTransformV2/V3 */
+extern const kn_kernel kn_cpu_segment_kernels[];     /* SparseSegment*, TensorScatterUpdate */
 
 #endif /* KN_CPU_H */

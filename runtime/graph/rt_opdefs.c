@@ -80,6 +80,16 @@ static const opdef_entry builtin[] = {
     {"TensorArrayWriteV3", {"flow_out"}, 0}, {"TensorArrayGatherV3", {"value"}, 0},
     {"TensorArrayScatterV3", {"flow_out"}, 0}, {"TensorArraySizeV3", {"size"}, 0},
     {"TensorArrayCloseV3", {NULL}, 1},
+    /* Stateless random (Philox). */
+    {"StatelessRandomGetKeyCounter", {"key", "counter"}, 0},
+    /* tf.Example parsing. */
+    {"ParseExample", {"sparse_indices*Nsparse", "sparse_values+sparse_types",
+                      "sparse_shapes*Nsparse", "dense_values+Tdense"}, 0},
+    {"ParseExampleV2", {"sparse_indices*num_sparse", "sparse_values+sparse_types",
+                        "sparse_shapes*num_sparse", "dense_values+Tdense",
+                        "ragged_values+ragged_value_types", "ragged_row_splits+ragged_split_types"}, 0},
+    {"ParseSingleExample", {"sparse_indices*num_sparse", "sparse_values+sparse_types",
+                            "sparse_shapes*num_sparse", "dense_values+Tdense"}, 0},
     /* Element-wise ops whose output arg is not "output". */
     {"Log", {"y"}, 0}, {"Log1p", {"y"}, 0}, {"Reciprocal", {"y"}, 0}, {"Sin", {"y"}, 0},
     {"Cos", {"y"}, 0}, {"Erf", {"y"}, 0}, {"Sign", {"y"}, 0}, {"Round", {"y"}, 0},

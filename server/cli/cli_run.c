@@ -27,6 +27,7 @@
 #include "rt_npy.h"
 #include "sig_signature.h"
 #include "cli.h"
+#include "cli_examples.h"
 #include "cli_npformat.h"
 
 static void usage(FILE *f) {
@@ -45,6 +46,8 @@ static void usage(FILE *f) {
             "False,\n"
             "                       quoted strings; typed by the signature input's dtype\n"
             "  --input_files SPEC   'key=f1,f2,...': a DT_STRING input of the files' bytes\n"
+            "  --input_examples SPEC 'key=[{\"x\":[1.0,2.0]},...]', ';'-separated: a DT_STRING\n"
+            "                       input of serialized tf.Examples (JSON list of objects)\n"
             "  --outdir DIR         also save each output as DIR/<output_key>.npy\n"
             "  --overwrite          replace existing files in --outdir\n"
             "  --log_level LEVEL    debug, info, warn, error (default) or off\n");
@@ -544,6 +547,28 @@ static ms_status load_expr_inputs(char *spec, const char *sig, const Tensorflow_
     return MS_OK;
 }
 
+/* ---- --input_examples ---- */
+
+static ms_status load_example_inputs(char *spec, const char *sig,
+                                     const Tensorflow__SignatureDef *sd, run_inputs *in) {
+    char *save = NULL;
+    for (char *item = strtok_r(spec, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
+        if (item[strspn(item, " ")] == '\0') continue;
+        char *key, *json;
+        ms_status st = split_kv("--input_examples", item, &key, &json);
+        if (st != MS_OK) return st;
+        const Tensorflow__TensorInfo *ti = need_input("--input_examples", sig, sd, key);
+        if (ti == NULL) return MS_EINVAL;
+        if (rt_dtype_base((int)ti->dtype) != RT_DT_STRING)
+            return ms_errf(MS_EINVAL, "--input_examples %s: the signature input is not DT_STRING",
+                           key);
+        rt_tensor *t = NULL;
+        if ((st = cli_examples_tensor(key, json, &t)) != MS_OK) return st;
+        if ((st = inputs_add(in, key, t)) != MS_OK) return st;
+    }
+    return MS_OK;
+}
+
 /* ---- --input_files ---- */
 
 static ms_status slurp(const char *path, uint8_t **out, size_t *n) {
@@ -662,7 +687,7 @@ static int fail(const char *what) {
 
 int cli_run(int argc, char **argv) {
     const char *dir = NULL, *tag_set = "serve", *sig_arg = NULL, *inputs = NULL, *exprs = NULL,
-               *files = NULL, *outdir = NULL, *log_level = "error";
+               *files = NULL, *outdir = NULL, *log_level = "error", *examples = NULL;
     int overwrite = 0, help = 0;
     cli_flag flags[] = {
         {"dir", CLI_FLAG_STR, &dir, NULL},
@@ -671,6 +696,7 @@ int cli_run(int argc, char **argv) {
         {"inputs", CLI_FLAG_STR, &inputs, NULL},
         {"input_exprs", CLI_FLAG_STR, &exprs, NULL},
         {"input_files", CLI_FLAG_STR, &files, NULL},
+        {"input_examples", CLI_FLAG_STR, &examples, NULL},
         {"outdir", CLI_FLAG_STR, &outdir, NULL},
         {"overwrite", CLI_FLAG_BOOL, NULL, &overwrite},
         {"log_level", CLI_FLAG_STR, &log_level, NULL},
@@ -733,8 +759,8 @@ int cli_run(int argc, char **argv) {
         rc = fail(ms_errmsg());
         goto done;
     }
-    const char *specs[3] = {inputs, exprs, files};
-    for (int k = 0; k < 3; k++) {
+    const char *specs[4] = {inputs, exprs, files, examples};
+    for (int k = 0; k < 4; k++) {
         if (specs[k] == NULL) continue;
         free(spec);
         spec = strdup(specs[k]);
@@ -744,7 +770,8 @@ int cli_run(int argc, char **argv) {
         }
         st = k == 0   ? load_npy_inputs(spec, &in)
              : k == 1 ? load_expr_inputs(spec, sig, sd, &in)
-                      : load_file_inputs(spec, sig, sd, &in);
+             : k == 2 ? load_file_inputs(spec, sig, sd, &in)
+                      : load_example_inputs(spec, sig, sd, &in);
         if (st != MS_OK) {
             rc = fail(ms_errmsg());
             goto done;
