@@ -11,5 +11,6 @@ int cli_dicom(int argc, char **argv);           /* inspect / convert one DICOM f
 int cli_import_onnx(int argc, char **argv);     /* ONNX -> SavedModel */
 int cli_benchmark(int argc, char **argv);       /* in-process latency benchmark */
 int cli_make_demo_model(int argc, char **argv); /* write the bundled demo model */
+int cli_info(int argc, char **argv);            /* version, build, CPU and GPU report */
 
 #endif /* CLI_H */

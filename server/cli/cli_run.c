@@ -26,6 +26,7 @@
 #include "rt_npy.h"
 #include "sig_signature.h"
 #include "cli.h"
+#include "cli_device.h"
 #include "cli_npformat.h"
 
 static void usage(FILE *f) {
@@ -45,7 +46,8 @@ static void usage(FILE *f) {
             "  --input_files SPEC   'key=f1,f2,...': a DT_STRING input of the files' bytes\n"
             "  --outdir DIR         also save each output as DIR/<output_key>.npy\n"
             "  --overwrite          replace existing files in --outdir\n"
-            "  --log_level LEVEL    debug, info, warn, error (default) or off\n");
+            "  --log_level LEVEL    debug, info, warn, error (default) or off\n"
+            "  --device DEV         auto (default), cpu, cuda or cuda:N (docs/gpu.md)\n");
 }
 
 /* ---- input list ---- */
@@ -660,7 +662,7 @@ static int fail(const char *what) {
 
 int cli_run(int argc, char **argv) {
     const char *dir = NULL, *tag_set = "serve", *sig_arg = NULL, *inputs = NULL, *exprs = NULL,
-               *files = NULL, *outdir = NULL, *log_level = "error";
+               *files = NULL, *outdir = NULL, *log_level = "error", *device = NULL;
     int overwrite = 0, help = 0;
     cli_flag flags[] = {
         {"dir", CLI_FLAG_STR, &dir, NULL},
@@ -672,6 +674,7 @@ int cli_run(int argc, char **argv) {
         {"outdir", CLI_FLAG_STR, &outdir, NULL},
         {"overwrite", CLI_FLAG_BOOL, NULL, &overwrite},
         {"log_level", CLI_FLAG_STR, &log_level, NULL},
+        {"device", CLI_FLAG_STR, &device, NULL},
         {"help", CLI_FLAG_BOOL, NULL, &help},
         {NULL, 0, NULL, NULL},
     };
@@ -694,6 +697,8 @@ int cli_run(int argc, char **argv) {
         return 2;
     }
     ms_log_set_level(lvl);
+    int gpu = -1, drc = cli_device_choose("run", device, 0, &gpu);
+    if (drc != 0) return drc;
 
     char tagbuf[1024];
     const char *tags[64];

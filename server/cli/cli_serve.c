@@ -24,6 +24,7 @@
 #include "srv_metrics.h"
 #include "srv_rest.h"
 #include "cli.h"
+#include "cli_device.h"
 #include "srv_config.h"
 #include "srv_flags.h"
 #include "srv_grpc.h"
@@ -229,6 +230,12 @@ int cli_serve(int argc, char **argv) {
         return rc;
     }
     srv_flags_log_notes(&d.flags);
+    int gpu = -1;
+    if ((rc = cli_device_choose("serve", d.flags.device, d.flags.gpu_memory_fraction, &gpu)) != 0) {
+        srv_config_free(cfg);
+        return rc;
+    }
+    rc = 1;
 
     d.be = kn_cpu_backend_new(d.flags.intra_op_threads);
     if (d.be == NULL) {

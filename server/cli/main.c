@@ -18,6 +18,7 @@ static const struct {
     {"import-onnx", cli_import_onnx, "convert an ONNX model into a SavedModel directory"},
     {"benchmark", cli_benchmark, "time a SavedModel signature in-process"},
     {"make-demo-model", cli_make_demo_model, "write the bundled demo SavedModel into a folder"},
+    {"info", cli_info, "version, build options, CPU features, GPUs (or why none is usable)"},
 };
 
 static void usage(FILE *f) {
