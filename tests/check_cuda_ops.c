@@ -1,0 +1,304 @@
+/* check_cuda_ops.c - the CUDA kernels against the CPU path (ctest label
+ * `gpu`). Without a CUDA build or a usable GPU it prints one line and exits
+ * 77 (skipped); bench/gpu/run.sh runs it on a GPU machine.
+ *
+ *   dicom_fused_bitexact  the fused DICOM kernel vs dcm_decode_hu ->
+ *                         dcm_resize_bilinear -> dcm_window on the CPU, for
+ *                         uint8 / uint16 / int16 stored pixels with bits above
+ *                         BitsStored set, with and without resize, NHWC x3 and
+ *                         NCHW x1: bit for bit (memcmp)
+ *   binary / bias_act / softmax  vs the CPU backend's AddV2, Sub, Mul,
+ *                         RealDiv, Maximum, Minimum, BiasAdd + Relu / Relu6 /
+ *                         Sigmoid / Tanh, Softmax: exact where the CPU is one
+ *                         IEEE operation, else 1e-5 relative
+ *   arena_memory          an arena's cudaMalloc shows in cudaMemGetInfo and
+ *                         comes back when it is freed; the
+ *                         --per_process_gpu_memory_fraction cap refuses an
+ *                         arena over it
+ * Check runs without fork here (CUDA is initialised in the parent). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_cuda_probe.h"
+
+#ifndef DCMSERVE_HAVE_CUDA
+int main(void) {
+    printf("cuda_ops: skipped: this build has no CUDA backend (DCMSERVE_CUDA=OFF or no nvcc)\n");
+    return 77;
+}
+#else
+
+#include "dcm_pixel.h"
+#include "kn_cuda_dicom.cuh"
+#include "kn_cuda_elementwise.cuh"
+#include "kn_cuda_mem.h"
+#include "kn_cuda_rt.cuh"
+#include "util_dicom.h"
+#include "util_node.h"
+
+#define TS_EXPLICIT "1.2.840.10008.1.2.1"
+#define MIB ((uint64_t)1 << 20)
+
+static kn_cuda_arena *g_arena;
+static uint64_t g_total;
+
+static void *dev_put(const void *src, size_t bytes) {
+    void *d = kn_cuda_arena_alloc(g_arena, bytes);
+    ck_assert_ptr_nonnull(d);
+    if (src) ck_assert_msg(kn_cuda_h2d(d, src, bytes, NULL, "h2d") == MS_OK, "%s", ms_errmsg());
+    return d;
+}
+
+static void dev_get(void *dst, const void *d, size_t bytes) {
+    ck_assert_msg(kn_cuda_d2h(dst, d, bytes, NULL, "d2h") == MS_OK, "%s", ms_errmsg());
+    ck_assert_msg(kn_cuda_stream_sync(NULL, "sync") == MS_OK, "%s", ms_errmsg());
+}
+
+static uint32_t g_seed = 12345;
+static uint32_t rnd(void) {
+    g_seed = g_seed * 1664525u + 1013904223u;
+    return g_seed >> 8;
+}
+
+/* ---- the fused DICOM kernel ---- */
+typedef struct dcase {
+    uint16_t ba, bs, pr;
+    const char *slope, *icpt;
+} dcase;
+
+START_TEST(test_dicom_fused_bitexact) {
+    const dcase cases[] = {
+        {16, 12, 0, "1", "-1024"},
+        {16, 16, 1, "1.5", "-1024.25"},
+        {16, 12, 1, "2", "0"},
+        {8, 8, 0, "0.75", "3"},
+    };
+    const uint32_t rows = 37, cols = 29;
+    const uint32_t outs[2][2] = {{37, 29}, {20, 48}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const dcase *k = &cases[c];
+        const size_t elt = k->ba / 8, bytes = (size_t)rows * cols * elt;
+        uint8_t *raw = malloc(bytes + 1);
+        for (size_t i = 0; i < bytes; i++) raw[i] = (uint8_t)rnd(); /* high bits set too */
+        ut_dbuf d;
+        ut_dbuf_init(&d, 1, 0);
+        ut_dbuf_meta(&d, TS_EXPLICIT);
+        ut_dbuf_str(&d, 0x0008, 0x0060, "CS", "CT");
+        ut_dbuf_image(&d, (uint16_t)rows, (uint16_t)cols, k->ba, k->bs, k->pr, "MONOCHROME2");
+        ut_dbuf_str(&d, 0x0028, 0x1052, "DS", k->icpt);
+        ut_dbuf_str(&d, 0x0028, 0x1053, "DS", k->slope);
+        size_t padded = (bytes + 1) & ~(size_t)1;
+        ut_dbuf_hdr(&d, 0x7FE0, 0x0010, k->ba == 8 ? "OB" : "OW", (uint32_t)padded);
+        raw[bytes] = 0;
+        ut_dbuf_bytes(&d, raw, padded);
+        dcm_image *img = NULL;
+        ck_assert_msg(dcm_decode_hu(d.p, d.n, NULL, &img) == MS_OK, "%s", ms_errmsg());
+        ut_dbuf_free(&d);
+        const double L = 40, W = 400;
+        void *draw = dev_put(raw, bytes);
+        for (int o = 0; o < 2; o++) {
+            const uint32_t oh = outs[o][0], ow = outs[o][1];
+            const size_t np = (size_t)oh * ow;
+            float *want = malloc(np * sizeof(float));
+            if (oh == rows && ow == cols)
+                memcpy(want, img->data, np * sizeof(float));
+            else
+                dcm_resize_bilinear(img->data, rows, cols, 1, want, oh, ow);
+            ck_assert_int_eq(dcm_window(want, want, np, L, W), MS_OK);
+            for (int layout = 0; layout < 2; layout++) {
+                kn_cuda_dicom_params p = {
+                    .pix = k->ba == 8 ? KN_CUDA_PIX_U8 : (k->pr ? KN_CUDA_PIX_S16 : KN_CUDA_PIX_U16),
+                    .bits_stored = k->bs,
+                    .slope = (float)img->info.slope,
+                    .intercept = (float)img->info.intercept,
+                    .window = 1,
+                    .lo = (float)(L - W / 2.0),
+                    .hi = (float)(L + W / 2.0),
+                    .ih = rows, .iw = cols, .oh = oh, .ow = ow,
+                    .channels = layout ? 1 : 3,
+                    .nchw = layout,
+                };
+                if (img->info.rescale_source == DCM_RESCALE_NONE) p.slope = 1, p.intercept = 0;
+                float *dout = dev_put(NULL, np * p.channels * sizeof(float));
+                ck_assert_msg(kn_cuda_dicom_fused(draw, 1, &p, dout, NULL) == MS_OK, "%s",
+                              ms_errmsg());
+                float *got = malloc(np * p.channels * sizeof(float));
+                dev_get(got, dout, np * p.channels * sizeof(float));
+                for (size_t i = 0; i < np; i++)
+                    for (uint32_t ch = 0; ch < p.channels; ch++) {
+                        float g = got[i * p.channels + ch];
+                        ck_assert_msg(memcmp(&g, &want[i], 4) == 0,
+                                      "case %zu out %ux%u layout %d pixel %zu ch %u: gpu %.9g cpu %.9g",
+                                      c, oh, ow, layout, i, ch, (double)g, (double)want[i]);
+                    }
+                free(got);
+            }
+            free(want);
+        }
+        dcm_image_free(img);
+        free(raw);
+        kn_cuda_arena_reset(g_arena);
+    }
+}
+END_TEST
+
+/* ---- elementwise against the CPU backend ---- */
+static rt_tensor *rand_t(rt_shape s, float lo, float hi) {
+    rt_tensor *t = tu_iota_f32(s, 0, 0);
+    float *f = rt_tensor_f32(t);
+    for (int64_t i = 0; i < t->nelem; i++) f[i] = lo + (hi - lo) * (float)(rnd() % 65536) / 65536.f;
+    return t;
+}
+
+static rt_tensor *gpu_out(rt_shape s, const float *dev) {
+    rt_tensor *t = tu_iota_f32(s, 0, 0);
+    dev_get(rt_tensor_f32(t), dev, (size_t)t->nelem * sizeof(float));
+    return t;
+}
+
+START_TEST(test_binary) {
+    static const struct {
+        const char *op;
+        kn_cuda_binop k;
+        float tol;
+    } ops[] = {{"AddV2", KN_CUDA_ADD, 0}, {"Sub", KN_CUDA_SUB, 0}, {"Mul", KN_CUDA_MUL, 0},
+               {"RealDiv", KN_CUDA_DIV, 1e-6f}, {"Maximum", KN_CUDA_MAX, 0},
+               {"Minimum", KN_CUDA_MIN, 0}};
+    rt_tensor *a = rand_t(TU_SHAPE(7, 333), -5, 5), *b = rand_t(TU_SHAPE(333), 0.5f, 3);
+    float *da = dev_put(rt_tensor_f32(a), 7 * 333 * 4), *db = dev_put(rt_tensor_f32(b), 333 * 4);
+    float *dout = dev_put(NULL, 7 * 333 * 4);
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        Tensorflow__NodeDef *def = tu_node_new(ops[i].op, "n");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        rt_tensor *in[2] = {a, b};
+        rt_tensor *want = tu_run1(def, in, 2);
+        ck_assert_msg(kn_cuda_binary(ops[i].k, da, db, 333, dout, 7 * 333, NULL) == MS_OK, "%s",
+                      ms_errmsg());
+        rt_tensor *got = gpu_out(TU_SHAPE(7, 333), dout);
+        tu_check_f32(got, TU_SHAPE(7, 333), rt_tensor_f32(want), 7 * 333, ops[i].tol);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+    }
+    tu_unref(&a, 1);
+    tu_unref(&b, 1);
+    kn_cuda_arena_reset(g_arena);
+}
+END_TEST
+
+START_TEST(test_bias_act) {
+    static const struct {
+        const char *op;
+        kn_cuda_act act;
+        float tol;
+    } acts[] = {{"Relu", KN_CUDA_ACT_RELU, 0}, {"Relu6", KN_CUDA_ACT_RELU6, 0},
+                {"Sigmoid", KN_CUDA_ACT_SIGMOID, 1e-5f}, {"Tanh", KN_CUDA_ACT_TANH, 1e-5f}};
+    rt_tensor *x = rand_t(TU_SHAPE(9, 130), -8, 8), *bias = rand_t(TU_SHAPE(130), -2, 2);
+    float *dx = dev_put(rt_tensor_f32(x), 9 * 130 * 4), *db = dev_put(rt_tensor_f32(bias), 130 * 4);
+    float *dout = dev_put(NULL, 9 * 130 * 4);
+    Tensorflow__NodeDef *def = tu_node_new("BiasAdd", "b");
+    tu_attr_type(def, "T", RT_DT_FLOAT);
+    rt_tensor *in[2] = {x, bias};
+    rt_tensor *biased = tu_run1(def, in, 2);
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+        Tensorflow__NodeDef *ad = tu_node_new(acts[i].op, "a");
+        tu_attr_type(ad, "T", RT_DT_FLOAT);
+        rt_tensor *want = tu_run1(ad, &biased, 1);
+        ck_assert_msg(kn_cuda_bias_act(dx, db, acts[i].act, dout, 9, 130, NULL) == MS_OK, "%s",
+                      ms_errmsg());
+        rt_tensor *got = gpu_out(TU_SHAPE(9, 130), dout);
+        tu_check_f32(got, TU_SHAPE(9, 130), rt_tensor_f32(want), 9 * 130, acts[i].tol);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+    }
+    tu_unref(&biased, 1);
+    tu_unref(&x, 1);
+    tu_unref(&bias, 1);
+    kn_cuda_arena_reset(g_arena);
+}
+END_TEST
+
+START_TEST(test_softmax) {
+    const int64_t shapes[3][2] = {{5, 1000}, {64, 3}, {1, 70000}};
+    for (int s = 0; s < 3; s++) {
+        int64_t r = shapes[s][0], c = shapes[s][1];
+        rt_shape sh = TU_SHAPE(r, c);
+        rt_tensor *x = rand_t(sh, -20, 20);
+        float *dx = dev_put(rt_tensor_f32(x), (size_t)(r * c) * 4);
+        float *dout = dev_put(NULL, (size_t)(r * c) * 4);
+        Tensorflow__NodeDef *def = tu_node_new("Softmax", "s");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        rt_tensor *want = tu_run1(def, &x, 1);
+        ck_assert_msg(kn_cuda_softmax(dx, dout, r, c, NULL) == MS_OK, "%s", ms_errmsg());
+        rt_tensor *got = gpu_out(sh, dout);
+        tu_check_f32(got, sh, rt_tensor_f32(want), (int)(r * c), 1e-5f);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&x, 1);
+        kn_cuda_arena_reset(g_arena);
+    }
+}
+END_TEST
+
+START_TEST(test_arena_memory) {
+    uint64_t f0, f1, f2, t;
+    ck_assert_int_eq(kn_cuda_mem_info(&f0, &t), MS_OK);
+    kn_cuda_arena *a = NULL;
+    ck_assert_msg(kn_cuda_arena_new("model t version 1", 1024 * MIB, &a) == MS_OK, "%s",
+                  ms_errmsg());
+    ck_assert_int_eq(kn_cuda_mem_info(&f1, &t), MS_OK);
+    ck_assert_msg(f0 - f1 >= 1000 * MIB, "free %llu -> %llu MiB after a 1 GiB arena",
+                  (unsigned long long)(f0 >> 20), (unsigned long long)(f1 >> 20));
+    kn_cuda_arena_free(a);
+    ck_assert_int_eq(kn_cuda_mem_info(&f2, &t), MS_OK);
+    ck_assert_msg(f2 + 64 * MIB >= f0, "free %llu MiB before, %llu MiB after unload",
+                  (unsigned long long)(f0 >> 20), (unsigned long long)(f2 >> 20));
+    /* the cap: 10 % of the device, arena of 20 % refused, the daemon's message */
+    kn_cuda_budget_set(0.1, g_total);
+    uint64_t held = kn_cuda_budget_held();
+    ck_assert_int_eq(kn_cuda_arena_new("model big version 1", g_total / 5, &a), MS_ENOMEM);
+    ck_assert_msg(strstr(ms_errmsg(), "--per_process_gpu_memory_fraction=0.1") != NULL, "%s",
+                  ms_errmsg());
+    ck_assert_uint_eq(kn_cuda_budget_held(), held);
+    kn_cuda_budget_set(0, g_total);
+    ck_assert_int_eq(kn_cuda_sticky(), 0);
+}
+END_TEST
+
+int main(void) {
+    kn_cuda_report r;
+    kn_cuda_probe(NULL, &r);
+    kn_device_spec spec = {KN_DEVICE_AUTO, -1};
+    int gpu = -1;
+    char why[768];
+    kn_device_select(&spec, &r, &gpu, why, sizeof why);
+    if (gpu < 0) {
+        printf("cuda_ops: skipped: no usable GPU: %s\n", r.reason);
+        return 77;
+    }
+    printf("cuda_ops: %s\n", why);
+    /* CUDA is initialised in this process: no fork per test. */
+    setenv("CK_FORK", "no", 1);
+    if (kn_cuda_set_device(gpu) != MS_OK) {
+        printf("cuda_ops: %s\n", ms_errmsg());
+        return 1;
+    }
+    g_total = r.gpu[gpu].total_bytes;
+    kn_cuda_budget_set(0, g_total);
+    if (kn_cuda_arena_new("cuda_ops", 256 * MIB, &g_arena) != MS_OK) {
+        printf("cuda_ops: %s\n", ms_errmsg());
+        return 1;
+    }
+    const tu_case cases[] = {
+        {"dicom_fused_bitexact", test_dicom_fused_bitexact},
+        {"binary", test_binary},
+        {"bias_act", test_bias_act},
+        {"softmax", test_softmax},
+        {"arena_memory", test_arena_memory},
+    };
+    int rc = tu_suite_main("cuda_ops", cases, sizeof(cases) / sizeof(cases[0]));
+    kn_cuda_arena_free(g_arena);
+    return rc;
+}
+#endif
