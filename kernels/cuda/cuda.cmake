@@ -68,3 +68,9 @@ if(DCM_CUDA_ON)
   target_compile_options(dcm_kernels_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings -Xcompiler=-Wall,-Wextra -lineinfo>)
 endif()
+
+# The fused DICOM kernel's bandwidth benchmark (bench/gpu/run.sh runs it).
+if(DCM_CUDA_ON)
+  add_executable(bench_gpu_dicom ${CMAKE_SOURCE_DIR}/bench/gpu/bench_gpu_dicom.c)
+  target_link_libraries(bench_gpu_dicom dcm_kernels_cuda)
+endif()
