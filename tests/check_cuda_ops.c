@@ -11,6 +11,8 @@
  *                         RealDiv, Maximum, Minimum, BiasAdd + Relu / Relu6 /
  *                         Sigmoid / Tanh, Softmax: exact where the CPU is one
  *                         IEEE operation, else 1e-5 relative
+ *   matmul                cuBLASLt MatMul with the bias / bias+ReLU epilogue vs the CPU
+ *                         backend's MatMul -> BiasAdd -> Relu: 1e-5 relative
  *   arena_memory          an arena's cudaMalloc shows in cudaMemGetInfo and
  *                         comes back when it is freed; the
  *                         --per_process_gpu_memory_fraction cap refuses an
@@ -33,6 +35,7 @@ int main(void) {
 #include "dcm_pixel.h"
 #include "kn_cuda_dicom.cuh"
 #include "kn_cuda_elementwise.cuh"
+#include "kn_cuda_gemm.cuh"
 #include "kn_cuda_mem.h"
 #include "kn_cuda_rt.cuh"
 #include "util_dicom.h"
@@ -241,6 +244,58 @@ START_TEST(test_softmax) {
 }
 END_TEST
 
+START_TEST(test_matmul) {
+    const int64_t shapes[3][3] = {{33, 65, 257}, {1, 1000, 512}, {128, 16, 3}};
+    for (int s = 0; s < 3; s++) {
+        const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        rt_tensor *x = rand_t(TU_SHAPE(m, k), -1, 1), *w = rand_t(TU_SHAPE(k, n), -1, 1);
+        rt_tensor *b = rand_t(TU_SHAPE(n), -1, 1);
+        Tensorflow__NodeDef *mm = tu_node_new("MatMul", "mm");
+        tu_attr_type(mm, "T", RT_DT_FLOAT);
+        rt_tensor *in[2] = {x, w};
+        rt_tensor *prod = tu_run1(mm, in, 2);
+        Tensorflow__NodeDef *ba = tu_node_new("BiasAdd", "b");
+        tu_attr_type(ba, "T", RT_DT_FLOAT);
+        rt_tensor *bin[2] = {prod, b};
+        rt_tensor *biased = tu_run1(ba, bin, 2);
+        Tensorflow__NodeDef *re = tu_node_new("Relu", "r");
+        tu_attr_type(re, "T", RT_DT_FLOAT);
+        rt_tensor *relu = tu_run1(re, &biased, 1);
+        float *dx = dev_put(rt_tensor_f32(x), (size_t)(m * k) * 4);
+        float *dw = dev_put(rt_tensor_f32(w), (size_t)(k * n) * 4);
+        float *db = dev_put(rt_tensor_f32(b), (size_t)n * 4);
+        float *dy = dev_put(NULL, (size_t)(m * n) * 4);
+        const struct {
+            int bias;
+            kn_cuda_act act;
+            rt_tensor *want;
+        } v[3] = {{0, KN_CUDA_ACT_NONE, prod}, {1, KN_CUDA_ACT_NONE, biased}, {1, KN_CUDA_ACT_RELU, relu}};
+        for (int i = 0; i < 3; i++) {
+            kn_cuda_gemm *g = NULL;
+            ck_assert_msg(kn_cuda_gemm_plan(m, n, k, v[i].bias, v[i].act, &g) == MS_OK, "%s",
+                          ms_errmsg());
+            void *ws = kn_cuda_gemm_workspace(g) ? dev_put(NULL, kn_cuda_gemm_workspace(g)) : NULL;
+            ck_assert_msg(kn_cuda_gemm_run(g, dx, dw, v[i].bias ? db : NULL, dy, ws, NULL) == MS_OK,
+                          "%s", ms_errmsg());
+            rt_tensor *got = gpu_out(TU_SHAPE(m, n), dy);
+            tu_check_f32(got, TU_SHAPE(m, n), rt_tensor_f32(v[i].want), (int)(m * n), 1e-5f);
+            tu_unref(&got, 1);
+            kn_cuda_gemm_free(g);
+        }
+        tu_unref(&relu, 1);
+        tu_unref(&biased, 1);
+        tu_unref(&prod, 1);
+        tu_unref(&x, 1);
+        tu_unref(&w, 1);
+        tu_unref(&b, 1);
+        kn_cuda_arena_reset(g_arena);
+    }
+    kn_cuda_gemm *g = NULL;
+    ck_assert_int_eq(kn_cuda_gemm_plan(4, 4, 4, 1, KN_CUDA_ACT_TANH, &g), MS_ENOTSUP);
+    ck_assert_int_eq(kn_cuda_gemm_plan(0, 4, 4, 1, KN_CUDA_ACT_NONE, &g), MS_EINVAL);
+}
+END_TEST
+
 START_TEST(test_arena_memory) {
     uint64_t f0, f1, f2, t;
     ck_assert_int_eq(kn_cuda_mem_info(&f0, &t), MS_OK);
@@ -295,6 +350,7 @@ int main(void) {
         {"binary", test_binary},
         {"bias_act", test_bias_act},
         {"softmax", test_softmax},
+        {"matmul", test_matmul},
         {"arena_memory", test_arena_memory},
     };
     int rc = tu_suite_main("cuda_ops", cases, sizeof(cases) / sizeof(cases[0]));

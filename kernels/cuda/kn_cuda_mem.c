@@ -2,6 +2,7 @@
 #include "kn_cuda_mem.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_cap;   /* 0 = none */
@@ -54,3 +55,9 @@ uint64_t kn_cuda_budget_held(void) {
     pthread_mutex_unlock(&g_mu);
     return h;
 }
+
+static atomic_int g_sticky;
+
+int kn_cuda_sticky(void) { return atomic_load(&g_sticky); }
+
+void kn_cuda_set_sticky(void) { atomic_store(&g_sticky, 1); }

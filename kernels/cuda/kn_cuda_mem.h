@@ -25,4 +25,11 @@ void kn_cuda_budget_give(uint64_t bytes);
 /* Bytes held now. */
 uint64_t kn_cuda_budget_held(void);
 
+/* A sticky device error (illegal address, launch failure, ECC ...) leaves
+ * the CUDA context unusable until the process restarts: kn_cuda_rt.cu sets
+ * the flag, the health service answers NOT_SERVING once it is set (so that
+ * Kubernetes restarts the pod). 0 in a build without CUDA. */
+int kn_cuda_sticky(void);
+void kn_cuda_set_sticky(void);
+
 #endif /* KN_CUDA_MEM_H */

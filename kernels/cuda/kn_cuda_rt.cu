@@ -4,15 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <atomic>
-
 #include "kn_cuda_rt.cuh"
 
 extern "C" {
 #include "kn_cuda_mem.h"
 }
-
-static std::atomic<int> g_sticky{0};
 
 /* Errors after which the context is unusable (CUDA docs: "sticky"). */
 static bool is_sticky(cudaError_t e) {
@@ -33,7 +29,7 @@ static bool is_sticky(cudaError_t e) {
 }
 
 static ms_status fail(cudaError_t e, const char *op) {
-    if (is_sticky(e)) g_sticky.store(1);
+    if (is_sticky(e)) kn_cuda_set_sticky();
     ms_status code = e == cudaErrorMemoryAllocation ? MS_ENOMEM : MS_EDEVICE;
     return ms_errf(code, "%s: %s: %s%s", op ? op : "cuda", cudaGetErrorName(e),
                    cudaGetErrorString(e),
@@ -45,8 +41,6 @@ static ms_status fail(cudaError_t e, const char *op) {
         cudaError_t e_ = (call);                                                                   \
         if (e_ != cudaSuccess) return fail(e_, op);                                                \
     } while (0)
-
-extern "C" int kn_cuda_sticky(void) { return g_sticky.load(); }
 
 extern "C" ms_status kn_cuda_set_device(int dev) {
     CK(cudaSetDevice(dev), "cudaSetDevice");
@@ -112,7 +106,7 @@ extern "C" void kn_cuda_arena_free(kn_cuda_arena *a) {
     /* cudaFree synchronises the device; an error here cannot be acted on
      * beyond marking a sticky failure. */
     cudaError_t e = cudaFree(a->base);
-    if (e != cudaSuccess && is_sticky(e)) g_sticky.store(1);
+    if (e != cudaSuccess && is_sticky(e)) kn_cuda_set_sticky();
     kn_cuda_budget_give(a->size);
     free(a);
 }

@@ -5,8 +5,8 @@
  * Every function checks its CUDA call and returns MS_OK, or MS_EDEVICE (or
  * MS_ENOMEM for allocation failures) with the message "<op>: <cudaError
  * name>: <cuda error string>", so a failed request names the op and the
- * error. kn_cuda_sticky() reports a sticky device error (the context is
- * lost: the process must restart; health goes NOT_SERVING).
+ * error. A sticky device error (the context is lost) sets kn_cuda_sticky()
+ * (kn_cuda_mem.h): the process must restart; health goes NOT_SERVING.
  *
  * Memory: one arena per model version, sized at load from the plan and
  * charged against the process budget of kn_cuda_mem.h (the
@@ -28,8 +28,7 @@ extern "C" {
 ms_status kn_cuda_set_device(int dev);
 /* cudaMemGetInfo of the current device. */
 ms_status kn_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes);
-/* Non-zero once a sticky error (illegal address, launch failure, ...) was seen. */
-int kn_cuda_sticky(void);
+/* Sticky errors: kn_cuda_sticky() in kn_cuda_mem.h. */
 
 typedef struct kn_cuda_arena kn_cuda_arena;
 /* Reserves `bytes` in the process budget (MS_ENOMEM with the cap explained
