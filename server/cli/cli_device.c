@@ -2,6 +2,7 @@
 #include "cli_device.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "kn_cuda_mem.h"
 #include "kn_cuda_probe.h"
@@ -16,7 +17,7 @@ int cli_device_choose(const char *cmd, const char *device, double gpu_memory_fra
     }
     kn_cuda_report r;
     if (spec.kind == KN_DEVICE_CPU)
-        kn_cuda_probe(&(kn_cuda_probe_opts){.skip_context = 1}, &r);
+        memset(&r, 0, sizeof r); /* --device=cpu: the GPU and its driver are not touched */
     else
         kn_cuda_probe(NULL, &r);
     char why[768];
