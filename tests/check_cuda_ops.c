@@ -13,6 +13,9 @@
  *                         IEEE operation, else 1e-5 relative
  *   matmul                cuBLASLt MatMul with the bias / bias+ReLU epilogue vs the CPU
  *                         backend's MatMul -> BiasAdd -> Relu: 1e-5 relative
+ *   conv                  cuDNN Conv2D (SAME / VALID, stride 2, dilation 2) and
+ *                         DepthwiseConv2dNative (multiplier 2) vs the CPU
+ *                         backend: 1e-5 relative; asymmetric SAME refused
  *   arena_memory          an arena's cudaMalloc shows in cudaMemGetInfo and
  *                         comes back when it is freed; the
  *                         --per_process_gpu_memory_fraction cap refuses an
@@ -34,6 +37,7 @@ int main(void) {
 
 #include "dcm_pixel.h"
 #include "kn_cuda_dicom.cuh"
+#include "kn_cuda_conv.cuh"
 #include "kn_cuda_elementwise.cuh"
 #include "kn_cuda_gemm.cuh"
 #include "kn_cuda_mem.h"
@@ -296,6 +300,80 @@ START_TEST(test_matmul) {
 }
 END_TEST
 
+typedef struct conv_case {
+    const char *op;
+    int h, w, c, k, oc, stride, dil;
+    const char *pad;
+} conv_case;
+
+START_TEST(test_conv) {
+    const conv_case cases[] = {
+        {"Conv2D", 17, 15, 5, 3, 7, 1, 1, "SAME"},
+        {"Conv2D", 17, 15, 5, 3, 7, 2, 1, "VALID"},
+        {"Conv2D", 20, 20, 4, 3, 8, 1, 2, "VALID"},
+        {"Conv2D", 9, 9, 16, 1, 32, 1, 1, "VALID"},
+        {"DepthwiseConv2dNative", 16, 16, 6, 3, 12, 1, 1, "SAME"},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const conv_case *k = &cases[ci];
+        const int n = 2, dw = strcmp(k->op, "Conv2D") != 0, m = dw ? k->oc / k->c : k->oc;
+        rt_tensor *x = rand_t(TU_SHAPE(n, k->h, k->w, k->c), -1, 1);
+        rt_tensor *f = rand_t(TU_SHAPE(k->k, k->k, k->c, m), -1, 1);
+        Tensorflow__NodeDef *def = tu_node_new(k->op, "conv");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        tu_attr_ints(def, "strides", 1, k->stride, k->stride, 1);
+        tu_attr_ints(def, "dilations", 1, k->dil, k->dil, 1);
+        tu_attr_s(def, "padding", k->pad);
+        tu_attr_s(def, "data_format", "NHWC");
+        rt_tensor *in[2] = {x, f};
+        rt_tensor *want = tu_run1(def, in, 2);
+        /* TensorFlow's SAME: out = ceil(in / stride), the extra pad at the bottom/right */
+        int pt = 0, pb = 0, pl = 0, pr = 0;
+        if (strcmp(k->pad, "SAME") == 0) {
+            int ekh = (k->k - 1) * k->dil + 1;
+            int oh = (k->h + k->stride - 1) / k->stride, ow = (k->w + k->stride - 1) / k->stride;
+            int th = (oh - 1) * k->stride + ekh - k->h, tw = (ow - 1) * k->stride + ekh - k->w;
+            th = th > 0 ? th : 0;
+            tw = tw > 0 ? tw : 0;
+            pt = th / 2, pb = th - pt, pl = tw / 2, pr = tw - pl;
+        }
+        kn_cuda_conv_shape sh = {.n = n, .h = k->h, .w = k->w, .c = k->c, .kh = k->k, .kw = k->k,
+                                 .oc = k->oc, .groups = dw ? k->c : 1, .sh = k->stride,
+                                 .sw = k->stride, .dh = k->dil, .dw = k->dil, .pad_top = pt,
+                                 .pad_bottom = pb, .pad_left = pl, .pad_right = pr};
+        kn_cuda_conv *p = NULL;
+        ck_assert_msg(kn_cuda_conv_plan(&sh, &p) == MS_OK, "case %zu: %s", ci, ms_errmsg());
+        int oh, ow;
+        kn_cuda_conv_out_hw(p, &oh, &ow);
+        ck_assert_int_eq(oh, (int)want->shape.dim[1]);
+        ck_assert_int_eq(ow, (int)want->shape.dim[2]);
+        size_t fn = (size_t)k->k * k->k * k->c * m;
+        float *ohwi = malloc(fn * sizeof(float));
+        kn_cuda_conv_filter_from_tf(rt_tensor_f32(f), k->k, k->k, k->c, m, dw, ohwi);
+        float *dx = dev_put(rt_tensor_f32(x), (size_t)x->nelem * 4);
+        float *dfw = dev_put(ohwi, fn * 4);
+        float *dy = dev_put(NULL, (size_t)want->nelem * 4);
+        void *ws = kn_cuda_conv_workspace(p) ? dev_put(NULL, kn_cuda_conv_workspace(p)) : NULL;
+        ck_assert_msg(kn_cuda_conv_run(p, dx, dfw, dy, ws, NULL) == MS_OK, "%s", ms_errmsg());
+        rt_tensor *got = gpu_out(want->shape, dy);
+        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 1e-5f);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&x, 1);
+        tu_unref(&f, 1);
+        free(ohwi);
+        kn_cuda_conv_free(p);
+        kn_cuda_arena_reset(g_arena);
+    }
+    kn_cuda_conv_shape asym = {.n = 1, .h = 8, .w = 8, .c = 1, .kh = 3, .kw = 3, .oc = 1,
+                               .groups = 1, .sh = 2, .sw = 2, .dh = 1, .dw = 1, .pad_top = 0,
+                               .pad_bottom = 1, .pad_left = 0, .pad_right = 1};
+    kn_cuda_conv *p = NULL;
+    ck_assert_int_eq(kn_cuda_conv_plan(&asym, &p), MS_ENOTSUP);
+    ck_assert_msg(strstr(ms_errmsg(), "asymmetric") != NULL, "%s", ms_errmsg());
+}
+END_TEST
+
 START_TEST(test_arena_memory) {
     uint64_t f0, f1, f2, t;
     ck_assert_int_eq(kn_cuda_mem_info(&f0, &t), MS_OK);
@@ -351,6 +429,7 @@ int main(void) {
         {"bias_act", test_bias_act},
         {"softmax", test_softmax},
         {"matmul", test_matmul},
+        {"conv", test_conv},
         {"arena_memory", test_arena_memory},
     };
     int rc = tu_suite_main("cuda_ops", cases, sizeof(cases) / sizeof(cases[0]));

@@ -2,7 +2,10 @@
  * --device parsing, the GPU diagnosis (kernels/cuda/kn_cuda_probe.c) driven
  * through its real inputs (a device folder, driver library names), the
  * device choice over reports, and the --per_process_gpu_memory_fraction
- * budget (kn_cuda_mem.c). */
+ * budget (kn_cuda_mem.c); in a CUDA build also the host-side filter
+ * conversion for cuDNN (TensorFlow HWIO / depthwise -> KRSC), checked by a
+ * direct grouped convolution over the converted filter, as cuDNN defines
+ * it, against the CPU backend's Conv2D / DepthwiseConv2dNative. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +13,9 @@
 #include <unistd.h>
 
 #include "kn_cuda_mem.h"
+#ifdef DCMSERVE_HAVE_CUDA
+#include "kn_cuda_conv.cuh"
+#endif
 #include "kn_cuda_probe.h"
 #include "util_node.h"
 
@@ -191,6 +197,56 @@ START_TEST(test_version_str) {
 }
 END_TEST
 
+#ifdef DCMSERVE_HAVE_CUDA
+/* y[n,oy,ox,o] = sum over ky, kx and the group's input channels i of
+ * x[n, oy*s + ky - pad, ox*s + kx - pad, g*cpg + i] * w[o, ky, kx, i] (OHWI). */
+static void grouped_conv(const float *x, int n, int h, int w, int c, const float *ohwi, int k,
+                         int oc, int groups, int s, int pad, int oh, int ow, float *y) {
+    const int cpg = c / groups, opg = oc / groups;
+    for (int b = 0; b < n; b++)
+        for (int oy = 0; oy < oh; oy++)
+            for (int ox = 0; ox < ow; ox++)
+                for (int o = 0; o < oc; o++) {
+                    double acc = 0;
+                    const int g = o / opg;
+                    for (int ky = 0; ky < k; ky++)
+                        for (int kx = 0; kx < k; kx++) {
+                            int iy = oy * s + ky - pad, ix = ox * s + kx - pad;
+                            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                            for (int i = 0; i < cpg; i++)
+                                acc += (double)x[(((size_t)b * h + iy) * w + ix) * c + g * cpg + i] *
+                                       ohwi[(((size_t)o * k + ky) * k + kx) * cpg + i];
+                        }
+                    y[(((size_t)b * oh + oy) * ow + ox) * oc + o] = (float)acc;
+                }
+}
+
+START_TEST(test_conv_filter_layout) {
+    for (int dw = 0; dw < 2; dw++) {
+        const int n = 2, h = 9, w = 7, c = 4, k = 3, m = dw ? 3 : 6, oc = dw ? c * m : m;
+        rt_tensor *x = tu_iota_f32(TU_SHAPE(n, h, w, c), -1.f, 0.013f);
+        rt_tensor *f = tu_iota_f32(TU_SHAPE(k, k, c, m), 0.7f, -0.011f);
+        Tensorflow__NodeDef *def = tu_node_new(dw ? "DepthwiseConv2dNative" : "Conv2D", "c");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        tu_attr_ints(def, "strides", 1, 1, 1, 1);
+        tu_attr_s(def, "padding", "SAME");
+        rt_tensor *in[2] = {x, f};
+        rt_tensor *want = tu_run1(def, in, 2);
+        float *ohwi = malloc(sizeof(float) * (size_t)(k * k * c * m));
+        kn_cuda_conv_filter_from_tf(rt_tensor_f32(f), k, k, c, m, dw, ohwi);
+        float *y = malloc(sizeof(float) * (size_t)want->nelem);
+        grouped_conv(rt_tensor_f32(x), n, h, w, c, ohwi, k, oc, dw ? c : 1, 1, 1, h, w, y);
+        tu_check_f32(want, TU_SHAPE(n, h, w, oc), y, (int)want->nelem, 1e-5f);
+        free(y);
+        free(ohwi);
+        tu_unref(&want, 1);
+        tu_unref(&x, 1);
+        tu_unref(&f, 1);
+    }
+}
+END_TEST
+#endif
+
 int main(void) {
     const tu_case cases[] = {
         {"parse", test_parse},
@@ -199,6 +255,9 @@ int main(void) {
         {"select", test_select},
         {"budget", test_budget},
         {"version_str", test_version_str},
+#ifdef DCMSERVE_HAVE_CUDA
+        {"conv_filter_layout", test_conv_filter_layout},
+#endif
     };
     return tu_suite_main("kn_cuda_probe", cases, sizeof(cases) / sizeof(cases[0]));
 }
