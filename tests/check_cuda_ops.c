@@ -16,6 +16,8 @@
  *   conv                  cuDNN Conv2D (SAME / VALID, stride 2, dilation 2) and
  *                         DepthwiseConv2dNative (multiplier 2) vs the CPU
  *                         backend: 1e-5 relative; asymmetric SAME refused
+ *   pool_mean_concat      MaxPool (exact), AvgPool, Mean over H, W (1e-5) and
+ *                         ConcatV2 on the last and a middle axis (exact)
  *   arena_memory          an arena's cudaMalloc shows in cudaMemGetInfo and
  *                         comes back when it is freed; the
  *                         --per_process_gpu_memory_fraction cap refuses an
@@ -40,6 +42,7 @@ int main(void) {
 #include "kn_cuda_conv.cuh"
 #include "kn_cuda_elementwise.cuh"
 #include "kn_cuda_gemm.cuh"
+#include "kn_cuda_nn.cuh"
 #include "kn_cuda_mem.h"
 #include "kn_cuda_rt.cuh"
 #include "util_dicom.h"
@@ -374,6 +377,91 @@ START_TEST(test_conv) {
 }
 END_TEST
 
+static void same_pad(int in, int k, int s, int *out, int *before) {
+    *out = (in + s - 1) / s;
+    int total = (*out - 1) * s + k - in;
+    *before = total > 0 ? total / 2 : 0;
+}
+
+START_TEST(test_pool_mean_concat) {
+    const int n = 2, h = 15, w = 12, c = 6;
+    rt_tensor *x = rand_t(TU_SHAPE(n, h, w, c), -3, 3);
+    float *dx = dev_put(rt_tensor_f32(x), (size_t)x->nelem * 4);
+    for (int avg = 0; avg < 2; avg++)
+        for (int same = 0; same < 2; same++) {
+            Tensorflow__NodeDef *def = tu_node_new(avg ? "AvgPool" : "MaxPool", "p");
+            tu_attr_type(def, "T", RT_DT_FLOAT);
+            tu_attr_ints(def, "ksize", 1, 3, 3, 1);
+            tu_attr_ints(def, "strides", 1, 2, 2, 1);
+            tu_attr_s(def, "padding", same ? "SAME" : "VALID");
+            rt_tensor *want = tu_run1(def, &x, 1);
+            kn_cuda_pool_shape ps = {.n = n, .h = h, .w = w, .c = c, .kh = 3, .kw = 3, .sh = 2,
+                                     .sw = 2};
+            if (same) {
+                same_pad(h, 3, 2, &ps.oh, &ps.pad_top);
+                same_pad(w, 3, 2, &ps.ow, &ps.pad_left);
+            } else {
+                ps.oh = (h - 3) / 2 + 1;
+                ps.ow = (w - 3) / 2 + 1;
+            }
+            ck_assert_int_eq(ps.oh, (int)want->shape.dim[1]);
+            ck_assert_int_eq(ps.ow, (int)want->shape.dim[2]);
+            float *dy = dev_put(NULL, (size_t)want->nelem * 4);
+            ck_assert_int_eq(avg ? kn_cuda_avgpool(&ps, dx, dy, NULL) : kn_cuda_maxpool(&ps, dx, dy, NULL),
+                             MS_OK);
+            rt_tensor *got = gpu_out(want->shape, dy);
+            tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, avg ? 1e-5f : 0);
+            tu_unref(&got, 1);
+            tu_unref(&want, 1);
+        }
+    /* Mean over H, W */
+    {
+        Tensorflow__NodeDef *def = tu_node_new("Mean", "m");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        tu_attr_type(def, "Tidx", RT_DT_INT32);
+        rt_tensor *axes = TU_I32(TU_SHAPE(2), 1, 2);
+        rt_tensor *in[2] = {x, axes};
+        rt_tensor *want = tu_run1(def, in, 2);
+        float *dy = dev_put(NULL, (size_t)(n * c) * 4);
+        ck_assert_int_eq(kn_cuda_spatial_mean(dx, n, h * w, c, dy, NULL), MS_OK);
+        rt_tensor *got = gpu_out(TU_SHAPE(n, c), dy);
+        tu_check_f32(got, TU_SHAPE(n, c), rt_tensor_f32(want), n * c, 1e-5f);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&axes, 1);
+    }
+    /* ConcatV2 of x (.., 6) and z (.., 4) on the last axis, and on axis 1 */
+    for (int ax = 0; ax < 2; ax++) {
+        rt_tensor *z = ax ? rand_t(TU_SHAPE(n, 4, w, c), -1, 1) : rand_t(TU_SHAPE(n, h, w, 4), -1, 1);
+        float *dz = dev_put(rt_tensor_f32(z), (size_t)z->nelem * 4);
+        Tensorflow__NodeDef *def = tu_node_new("ConcatV2", "cc");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        tu_attr_i(def, "N", 2);
+        tu_attr_type(def, "Tidx", RT_DT_INT32);
+        rt_tensor *axis = ax ? TU_I32(TU_SCALAR, 1) : TU_I32(TU_SCALAR, 3);
+        rt_tensor *in[3] = {x, z, axis};
+        rt_tensor *want = tu_run1(def, in, 3);
+        const float *srcs[2] = {dx, dz};
+        int64_t inner[2], outer;
+        if (ax) {
+            inner[0] = (int64_t)h * w * c, inner[1] = (int64_t)4 * w * c, outer = n;
+        } else {
+            inner[0] = c, inner[1] = 4, outer = (int64_t)n * h * w;
+        }
+        float *dy = dev_put(NULL, (size_t)want->nelem * 4);
+        ck_assert_int_eq(kn_cuda_concat(srcs, inner, 2, outer, dy, NULL), MS_OK);
+        rt_tensor *got = gpu_out(want->shape, dy);
+        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 0);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&axis, 1);
+        tu_unref(&z, 1);
+    }
+    tu_unref(&x, 1);
+    kn_cuda_arena_reset(g_arena);
+}
+END_TEST
+
 START_TEST(test_arena_memory) {
     uint64_t f0, f1, f2, t;
     ck_assert_int_eq(kn_cuda_mem_info(&f0, &t), MS_OK);
@@ -430,6 +518,7 @@ int main(void) {
         {"softmax", test_softmax},
         {"matmul", test_matmul},
         {"conv", test_conv},
+        {"pool_mean_concat", test_pool_mean_concat},
         {"arena_memory", test_arena_memory},
     };
     int rc = tu_suite_main("cuda_ops", cases, sizeof(cases) / sizeof(cases[0]));

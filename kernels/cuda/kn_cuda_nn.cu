@@ -1,0 +1,134 @@
+/* kn_cuda_nn.cu - pooling, spatial mean, concat (kn_cuda_nn.cuh). */
+#include <cuda_runtime.h>
+
+#include <float.h>
+
+#include "kn_cuda_nn.cuh"
+#include "kn_cuda_rt.cuh"
+
+static const int kThreads = 256;
+
+static unsigned grid_for(int64_t n) {
+    int64_t b = (n + kThreads - 1) / kThreads;
+    if (b > 65535ll * 16) b = 65535ll * 16;
+    return (unsigned)(b < 1 ? 1 : b);
+}
+
+template <bool kMax>
+__global__ void pool_kernel(kn_cuda_pool_shape s, const float *__restrict__ x, float *__restrict__ y) {
+    const int64_t total = (int64_t)s.n * s.oh * s.ow * s.c;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int ch = (int)(t % s.c);
+        int64_t r = t / s.c;
+        const int ox = (int)(r % s.ow);
+        r /= s.ow;
+        const int oy = (int)(r % s.oh);
+        const int b = (int)(r / s.oh);
+        const int y0 = oy * s.sh - s.pad_top, x0 = ox * s.sw - s.pad_left;
+        float acc = kMax ? -FLT_MAX : 0.f;
+        bool any = false;
+        int count = 0;
+        for (int ky = 0; ky < s.kh; ky++) {
+            const int iy = y0 + ky;
+            if (iy < 0 || iy >= s.h) continue;
+            for (int kx = 0; kx < s.kw; kx++) {
+                const int ix = x0 + kx;
+                if (ix < 0 || ix >= s.w) continue;
+                const float v = x[(((int64_t)b * s.h + iy) * s.w + ix) * s.c + ch];
+                if (kMax) {
+                    if (!any || v > acc || v != v) acc = v; /* NaN propagates */
+                } else {
+                    acc = __fadd_rn(acc, v);
+                }
+                any = true;
+                count++;
+            }
+        }
+        y[t] = kMax ? acc : (count ? __fdiv_rn(acc, (float)count) : 0.f);
+    }
+}
+
+static ms_status check_pool(const kn_cuda_pool_shape *s, const char *op) {
+    if (s->n <= 0 || s->h <= 0 || s->w <= 0 || s->c <= 0 || s->kh <= 0 || s->kw <= 0 ||
+        s->sh <= 0 || s->sw <= 0 || s->oh <= 0 || s->ow <= 0 || s->pad_top < 0 || s->pad_left < 0)
+        return ms_errf(MS_EINVAL, "%s (cuda): bad shape", op);
+    return MS_OK;
+}
+
+extern "C" ms_status kn_cuda_maxpool(const kn_cuda_pool_shape *s, const float *x, float *y,
+                                     void *stream) {
+    ms_status st = check_pool(s, "MaxPool");
+    if (st != MS_OK) return st;
+    pool_kernel<true><<<grid_for((int64_t)s->n * s->oh * s->ow * s->c), kThreads, 0,
+                        (cudaStream_t)stream>>>(*s, x, y);
+    return kn_cuda_check_launch("MaxPool (cuda)");
+}
+
+extern "C" ms_status kn_cuda_avgpool(const kn_cuda_pool_shape *s, const float *x, float *y,
+                                     void *stream) {
+    ms_status st = check_pool(s, "AvgPool");
+    if (st != MS_OK) return st;
+    pool_kernel<false><<<grid_for((int64_t)s->n * s->oh * s->ow * s->c), kThreads, 0,
+                         (cudaStream_t)stream>>>(*s, x, y);
+    return kn_cuda_check_launch("AvgPool (cuda)");
+}
+
+/* One thread per (n, c): walks the plane in row order (coalesced across c). */
+__global__ void mean_kernel(const float *__restrict__ x, int n, int hw, int c,
+                            float *__restrict__ y) {
+    const int64_t total = (int64_t)n * c;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t b = t / c, ch = t % c;
+        const float *p = x + b * (int64_t)hw * c + ch;
+        float acc = 0.f;
+        for (int i = 0; i < hw; i++) acc = __fadd_rn(acc, p[(int64_t)i * c]);
+        y[t] = __fdiv_rn(acc, (float)hw);
+    }
+}
+
+extern "C" ms_status kn_cuda_spatial_mean(const float *x, int n, int hw, int c, float *y,
+                                          void *stream) {
+    if (n <= 0 || hw <= 0 || c <= 0)
+        return ms_errf(MS_EINVAL, "Mean (cuda): bad shape %dx%dx%d", n, hw, c);
+    mean_kernel<<<grid_for((int64_t)n * c), kThreads, 0, (cudaStream_t)stream>>>(x, n, hw, c, y);
+    return kn_cuda_check_launch("Mean (cuda)");
+}
+
+struct concat_args {
+    const float *src[64];
+    int64_t inner[64];
+    int64_t start[65];
+    int k;
+};
+
+__global__ void concat_kernel(concat_args a, int64_t outer, float *__restrict__ y) {
+    const int64_t row = a.start[a.k], total = outer * row;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t o = t / row, j = t % row;
+        int i = 0;
+        while (i + 1 < a.k && j >= a.start[i + 1]) i++;
+        y[t] = a.src[i][o * a.inner[i] + (j - a.start[i])];
+    }
+}
+
+extern "C" ms_status kn_cuda_concat(const float *const *srcs, const int64_t *inner, int k,
+                                    int64_t outer, float *y, void *stream) {
+    if (k < 1 || k > 64 || outer < 0)
+        return ms_errf(MS_EINVAL, "ConcatV2 (cuda): %d inputs (1..64), outer %lld", k,
+                       (long long)outer);
+    concat_args a;
+    a.k = k;
+    a.start[0] = 0;
+    for (int i = 0; i < k; i++) {
+        if (inner[i] < 0) return ms_errf(MS_EINVAL, "ConcatV2 (cuda): input %d has size %lld", i, (long long)inner[i]);
+        a.src[i] = srcs[i];
+        a.inner[i] = inner[i];
+        a.start[i + 1] = a.start[i] + inner[i];
+    }
+    if (outer == 0 || a.start[k] == 0) return MS_OK;
+    concat_kernel<<<grid_for(outer * a.start[k]), kThreads, 0, (cudaStream_t)stream>>>(a, outer, y);
+    return kn_cuda_check_launch("ConcatV2 (cuda)");
+}
