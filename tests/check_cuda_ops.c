@@ -18,12 +18,16 @@
  *                         backend: 1e-5 relative; asymmetric SAME refused
  *   pool_mean_concat      MaxPool (exact), AvgPool, Mean over H, W (1e-5) and
  *                         ConcatV2 on the last and a middle axis (exact)
+ *   batch_norm_resize     FusedBatchNormV3 (inference; + ReLU) and ResizeBilinear
+ *                         (legacy, align_corners, half_pixel_centers; up and
+ *                         down) against the CPU backend: bit for bit
  *   arena_memory          an arena's cudaMalloc shows in cudaMemGetInfo and
  *                         comes back when it is freed; the
  *                         --per_process_gpu_memory_fraction cap refuses an
  *                         arena over it
  * Check runs without fork here (CUDA is initialised in the parent). */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -462,6 +466,74 @@ START_TEST(test_pool_mean_concat) {
 }
 END_TEST
 
+START_TEST(test_batch_norm_resize) {
+    const int n = 2, h = 13, w = 11, c = 5;
+    rt_tensor *x = rand_t(TU_SHAPE(n, h, w, c), -4, 4);
+    float *dx = dev_put(rt_tensor_f32(x), (size_t)x->nelem * 4);
+    /* FusedBatchNormV3, then Relu */
+    rt_tensor *scale = rand_t(TU_SHAPE(c), 0.5f, 2), *offset = rand_t(TU_SHAPE(c), -1, 1);
+    rt_tensor *mean = rand_t(TU_SHAPE(c), -1, 1), *var = rand_t(TU_SHAPE(c), 0.1f, 3);
+    Tensorflow__NodeDef *d = tu_node_new("FusedBatchNormV3", "bn");
+    tu_attr_b(d, "is_training", 0);
+    tu_attr_f(d, "epsilon", 0.001f);
+    rt_tensor *in[5] = {x, scale, offset, mean, var}, *o[6] = {0};
+    ck_assert_int_eq(tu_run(d, in, 5, o, 6), MS_OK);
+    tu_node_free(d);
+    Tensorflow__NodeDef *re = tu_node_new("Relu", "r");
+    tu_attr_type(re, "T", RT_DT_FLOAT);
+    rt_tensor *relu = tu_run1(re, &o[0], 1);
+    /* the CPU kernel's coefficients, in its expression order */
+    float mul[5], add[5];
+    const float *sc = rt_tensor_f32(scale), *of = rt_tensor_f32(offset), *mu = rt_tensor_f32(mean),
+                *va = rt_tensor_f32(var);
+    for (int k = 0; k < c; k++) {
+        float inv = 1.0f / sqrtf(va[k] + 0.001f);
+        mul[k] = sc[k] * inv;
+        add[k] = of[k] - mu[k] * sc[k] * inv;
+    }
+    float *dmul = dev_put(mul, sizeof mul), *dadd = dev_put(add, sizeof add);
+    float *dy = dev_put(NULL, (size_t)x->nelem * 4);
+    for (int act = 0; act < 2; act++) {
+        ck_assert_int_eq(kn_cuda_channel_affine(dx, dmul, dadd, act ? KN_CUDA_ACT_RELU : KN_CUDA_ACT_NONE,
+                                                dy, (int64_t)n * h * w, c, NULL),
+                         MS_OK);
+        rt_tensor *got = gpu_out(x->shape, dy);
+        tu_check_f32(got, x->shape, rt_tensor_f32(act ? relu : o[0]), (int)x->nelem, 0);
+        tu_unref(&got, 1);
+    }
+    tu_unref(o, 6);
+    tu_unref(&relu, 1);
+    tu_unref(&scale, 1);
+    tu_unref(&offset, 1);
+    tu_unref(&mean, 1);
+    tu_unref(&var, 1);
+    /* ResizeBilinear */
+    const int sizes[2][2] = {{29, 17}, {6, 4}};
+    const int modes[3][2] = {{0, 0}, {1, 0}, {0, 1}};
+    for (int si = 0; si < 2; si++)
+        for (int mi = 0; mi < 3; mi++) {
+            int oh = sizes[si][0], ow = sizes[si][1];
+            Tensorflow__NodeDef *rd = tu_node_new("ResizeBilinear", "rs");
+            tu_attr_b(rd, "align_corners", modes[mi][0]);
+            tu_attr_b(rd, "half_pixel_centers", modes[mi][1]);
+            rt_tensor *sz = TU_I32(TU_SHAPE(2), oh, ow);
+            rt_tensor *rin[2] = {x, sz};
+            rt_tensor *want = tu_run1(rd, rin, 2);
+            float *dr = dev_put(NULL, (size_t)want->nelem * 4);
+            ck_assert_int_eq(kn_cuda_resize_bilinear(dx, n, h, w, c, oh, ow, modes[mi][0],
+                                                     modes[mi][1], dr, NULL),
+                             MS_OK);
+            rt_tensor *got = gpu_out(want->shape, dr);
+            tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 0);
+            tu_unref(&got, 1);
+            tu_unref(&want, 1);
+            tu_unref(&sz, 1);
+        }
+    tu_unref(&x, 1);
+    kn_cuda_arena_reset(g_arena);
+}
+END_TEST
+
 START_TEST(test_arena_memory) {
     uint64_t f0, f1, f2, t;
     ck_assert_int_eq(kn_cuda_mem_info(&f0, &t), MS_OK);
@@ -519,6 +591,7 @@ int main(void) {
         {"matmul", test_matmul},
         {"conv", test_conv},
         {"pool_mean_concat", test_pool_mean_concat},
+        {"batch_norm_resize", test_batch_norm_resize},
         {"arena_memory", test_arena_memory},
     };
     int rc = tu_suite_main("cuda_ops", cases, sizeof(cases) / sizeof(cases[0]));

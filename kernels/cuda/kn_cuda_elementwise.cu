@@ -56,6 +56,17 @@ __global__ void bias_act_kernel(const float *__restrict__ x, const float *__rest
     }
 }
 
+__global__ void affine_kernel(const float *__restrict__ x, const float *__restrict__ mul,
+                              const float *__restrict__ add, kn_cuda_act act,
+                              float *__restrict__ out, int64_t rows, int64_t cols) {
+    const int64_t n = rows * cols;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t c = i % cols;
+        out[i] = act_of(act, __fadd_rn(__fmul_rn(x[i], mul[c]), add[c]));
+    }
+}
+
 /* One block per row: max, then sum of exp, then scale. */
 __global__ void softmax_kernel(const float *__restrict__ x, float *__restrict__ out,
                                int64_t rows, int64_t cols) {
@@ -121,4 +132,16 @@ extern "C" ms_status kn_cuda_softmax(const float *x, float *out, int64_t rows, i
     unsigned blocks = rows > 65535ll * 16 ? 65535u * 16u : (unsigned)rows;
     softmax_kernel<<<blocks, kThreads, 0, (cudaStream_t)stream>>>(x, out, rows, cols);
     return kn_cuda_check_launch("Softmax (cuda)");
+}
+
+extern "C" ms_status kn_cuda_channel_affine(const float *x, const float *mul, const float *add,
+                                            kn_cuda_act act, float *out, int64_t rows,
+                                            int64_t cols, void *stream) {
+    if (rows < 0 || cols <= 0 || mul == NULL || add == NULL || (unsigned)act > KN_CUDA_ACT_TANH)
+        return ms_errf(MS_EINVAL, "cuda batch-norm: bad shape %lldx%lld or coefficients",
+                       (long long)rows, (long long)cols);
+    if (rows == 0) return MS_OK;
+    affine_kernel<<<grid_for(rows * cols), kThreads, 0, (cudaStream_t)stream>>>(x, mul, add, act,
+                                                                               out, rows, cols);
+    return kn_cuda_check_launch("FusedBatchNorm (cuda)");
 }

@@ -32,6 +32,13 @@ ms_status kn_cuda_binary(kn_cuda_binop op, const float *a, const float *b, int64
 /* out[r, c] = act(x[r, c] + bias[c]) over rows x cols (bias may be NULL). */
 ms_status kn_cuda_bias_act(const float *x, const float *bias, kn_cuda_act act, float *out,
                            int64_t rows, int64_t cols, void *stream);
+/* out[r, c] = act(x[r, c] * mul[c] + add[c]): inference batch-norm with the
+ * per-channel coefficients the CPU computes (kernels/cpu FusedBatchNorm:
+ * mul = scale / sqrtf(var + eps), add = offset - mean * scale / ...), two
+ * roundings, no FMA: bit-identical to the CPU for act NONE / RELU / RELU6. */
+ms_status kn_cuda_channel_affine(const float *x, const float *mul, const float *add,
+                                 kn_cuda_act act, float *out, int64_t rows, int64_t cols,
+                                 void *stream);
 /* Softmax over the last dimension: rows x cols. */
 ms_status kn_cuda_softmax(const float *x, float *out, int64_t rows, int64_t cols, void *stream);
 

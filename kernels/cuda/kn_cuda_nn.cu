@@ -132,3 +132,59 @@ extern "C" ms_status kn_cuda_concat(const float *const *srcs, const int64_t *inn
     concat_kernel<<<grid_for(outer * a.start[k]), kThreads, 0, (cudaStream_t)stream>>>(a, outer, y);
     return kn_cuda_check_launch("ConcatV2 (cuda)");
 }
+
+/* kernels/cpu/kn_cpu_nn.c: bilinear_weights, then bilinear_f32_rows. */
+__device__ __forceinline__ void lerp_at(int64_t i, int64_t in, float scale, int half_pixel,
+                                        int64_t *lo, int64_t *hi, float *lerp) {
+    float v = half_pixel ? __fsub_rn(__fmul_rn(__fadd_rn((float)i, 0.5f), scale), 0.5f)
+                         : __fmul_rn((float)i, scale);
+    float fl = floorf(v);
+    int64_t l = (int64_t)fl, h = (int64_t)ceilf(v);
+    l = l > 0 ? l : 0;
+    h = h < in - 1 ? h : in - 1;
+    if (l > in - 1) l = in - 1;
+    if (h < 0) h = 0;
+    *lo = l;
+    *hi = h;
+    *lerp = __fsub_rn(v, fl);
+}
+
+__global__ void resize_kernel(const float *__restrict__ x, int n, int h, int w, int c, int oh,
+                              int ow, float hs, float ws, int half_pixel, float *__restrict__ y) {
+    const int64_t total = (int64_t)n * oh * ow * c;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t ch = t % c;
+        int64_t r = t / c;
+        const int64_t ox = r % ow;
+        r /= ow;
+        const int64_t oy = r % oh, b = r / oh;
+        int64_t ylo, yhi, xlo, xhi;
+        float ly, lx;
+        lerp_at(oy, h, hs, half_pixel, &ylo, &yhi, &ly);
+        lerp_at(ox, w, ws, half_pixel, &xlo, &xhi, &lx);
+        const float *top = x + (b * h + ylo) * (int64_t)w * c;
+        const float *bot = x + (b * h + yhi) * (int64_t)w * c;
+        const float tl = top[xlo * c + ch], tr = top[xhi * c + ch];
+        const float bl = bot[xlo * c + ch], br = bot[xhi * c + ch];
+        const float tt = __fadd_rn(tl, __fmul_rn(__fsub_rn(tr, tl), lx));
+        const float bo = __fadd_rn(bl, __fmul_rn(__fsub_rn(br, bl), lx));
+        y[t] = __fadd_rn(tt, __fmul_rn(__fsub_rn(bo, tt), ly));
+    }
+}
+
+static float resize_scale(int64_t in, int64_t out, int align) {
+    return (align && out > 1) ? (float)(in - 1) / (float)(out - 1) : (float)in / (float)out;
+}
+
+extern "C" ms_status kn_cuda_resize_bilinear(const float *x, int n, int h, int w, int c, int oh,
+                                             int ow, int align_corners, int half_pixel, float *y,
+                                             void *stream) {
+    if (n <= 0 || h <= 0 || w <= 0 || c <= 0 || oh <= 0 || ow <= 0 || (align_corners && half_pixel))
+        return ms_errf(MS_EINVAL, "ResizeBilinear (cuda): bad shape or align_corners with "
+                                  "half_pixel_centers");
+    resize_kernel<<<grid_for((int64_t)n * oh * ow * c), kThreads, 0, (cudaStream_t)stream>>>(
+        x, n, h, w, c, oh, ow, resize_scale(h, oh, align_corners), resize_scale(w, ow, align_corners),
+        half_pixel, y);
+    return kn_cuda_check_launch("ResizeBilinear (cuda)");
+}

@@ -7,7 +7,8 @@
  *             positions (TensorFlow's SAME semantics): 1e-5 relative
  *   Mean      over H and W (global average pooling): sum in row order, one
  *             division: 1e-5 relative
- *   Concat    along any axis (outer x inner blocks): a copy, exact */
+ *   Concat    along any axis (outer x inner blocks): a copy, exact
+ *   ResizeBilinear  the CPU kernel's expressions: exact */
 #ifndef KN_CUDA_NN_CUH
 #define KN_CUDA_NN_CUH
 
@@ -35,6 +36,12 @@ ms_status kn_cuda_spatial_mean(const float *x, int n, int hw, int c, float *y, v
  * device pointers (k <= 64). */
 ms_status kn_cuda_concat(const float *const *srcs, const int64_t *inner, int k, int64_t outer,
                          float *y, void *stream);
+
+/* ResizeBilinear of x (n, h, w, c) to (n, oh, ow, c) with TensorFlow's
+ * align_corners / half_pixel_centers, the CPU kernel's float32 expressions
+ * in its order (kernels/cpu/kn_cpu_nn.c): bit-identical. */
+ms_status kn_cuda_resize_bilinear(const float *x, int n, int h, int w, int c, int oh, int ow,
+                                  int align_corners, int half_pixel, float *y, void *stream);
 
 #ifdef __cplusplus
 }
