@@ -21,6 +21,8 @@
  *   batch_norm_resize     FusedBatchNormV3 (inference; + ReLU) and ResizeBilinear
  *                         (legacy, align_corners, half_pixel_centers; up and
  *                         down) against the CPU backend: bit for bit
+ *   transpose_pad         Transpose (rank 4 and 5) and Pad / PadV2 on H, W
+ *                         against the CPU backend: bit for bit
  *   arena_memory          an arena's cudaMalloc shows in cudaMemGetInfo and
  *                         comes back when it is freed; the
  *                         --per_process_gpu_memory_fraction cap refuses an
@@ -534,6 +536,49 @@ START_TEST(test_batch_norm_resize) {
 }
 END_TEST
 
+START_TEST(test_transpose_pad) {
+    rt_tensor *x = rand_t(TU_SHAPE(2, 5, 7, 3), -2, 2);
+    float *dx = dev_put(rt_tensor_f32(x), (size_t)x->nelem * 4);
+    float *dy = dev_put(NULL, (size_t)x->nelem * 4 * 4);
+    const int perms[3][4] = {{0, 3, 1, 2}, {0, 2, 3, 1}, {3, 2, 1, 0}};
+    for (int p = 0; p < 3; p++) {
+        Tensorflow__NodeDef *d = tu_node_new("Transpose", "t");
+        tu_attr_type(d, "T", RT_DT_FLOAT);
+        tu_attr_type(d, "Tperm", RT_DT_INT32);
+        rt_tensor *perm = TU_I32(TU_SHAPE(4), perms[p][0], perms[p][1], perms[p][2], perms[p][3]);
+        rt_tensor *in[2] = {x, perm};
+        rt_tensor *want = tu_run1(d, in, 2);
+        ck_assert_int_eq(kn_cuda_transpose(dx, 4, x->shape.dim, perms[p], dy, NULL), MS_OK);
+        rt_tensor *got = gpu_out(want->shape, dy);
+        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 0);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&perm, 1);
+    }
+    const int bad[4] = {0, 1, 1, 2};
+    ck_assert_int_eq(kn_cuda_transpose(dx, 4, x->shape.dim, bad, dy, NULL), MS_EINVAL);
+    for (int v2 = 0; v2 < 2; v2++) {
+        Tensorflow__NodeDef *d = tu_node_new(v2 ? "PadV2" : "Pad", "p");
+        tu_attr_type(d, "T", RT_DT_FLOAT);
+        tu_attr_type(d, "Tpaddings", RT_DT_INT32);
+        rt_tensor *pads = TU_I32(TU_SHAPE(4, 2), 0, 0, 0, 1, 2, 3, 0, 0);
+        rt_tensor *cv = TU_F32(TU_SCALAR, -7.5f);
+        rt_tensor *in[3] = {x, pads, cv};
+        rt_tensor *want = tu_run1(d, in, v2 ? 3 : 2);
+        ck_assert_int_eq(kn_cuda_pad_nhwc(dx, 2, 5, 7, 3, 0, 1, 2, 3, v2 ? -7.5f : 0.f, dy, NULL),
+                         MS_OK);
+        rt_tensor *got = gpu_out(want->shape, dy);
+        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 0);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&pads, 1);
+        tu_unref(&cv, 1);
+    }
+    tu_unref(&x, 1);
+    kn_cuda_arena_reset(g_arena);
+}
+END_TEST
+
 START_TEST(test_arena_memory) {
     uint64_t f0, f1, f2, t;
     ck_assert_int_eq(kn_cuda_mem_info(&f0, &t), MS_OK);
@@ -592,6 +637,7 @@ int main(void) {
         {"conv", test_conv},
         {"pool_mean_concat", test_pool_mean_concat},
         {"batch_norm_resize", test_batch_norm_resize},
+        {"transpose_pad", test_transpose_pad},
         {"arena_memory", test_arena_memory},
     };
     int rc = tu_suite_main("cuda_ops", cases, sizeof(cases) / sizeof(cases[0]));

@@ -188,3 +188,84 @@ extern "C" ms_status kn_cuda_resize_bilinear(const float *x, int n, int h, int w
         half_pixel, y);
     return kn_cuda_check_launch("ResizeBilinear (cuda)");
 }
+
+struct transpose_args {
+    int rank;
+    int64_t ystride[8]; /* strides of y's dimensions */
+    int64_t xstride[8]; /* stride in x of y's dimension i (x's dimension perm[i]) */
+    int64_t ydim[8];
+};
+
+__global__ void transpose_kernel(transpose_args a, int64_t total, const float *__restrict__ x,
+                                 float *__restrict__ y) {
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = t, src = 0;
+        for (int i = 0; i < a.rank; i++) {
+            const int64_t idx = r / a.ystride[i];
+            r -= idx * a.ystride[i];
+            src += idx * a.xstride[i];
+        }
+        y[t] = x[src];
+    }
+}
+
+extern "C" ms_status kn_cuda_transpose(const float *x, int rank, const int64_t *dims,
+                                       const int *perm, float *y, void *stream) {
+    if (rank < 1 || rank > 8) return ms_errf(MS_EINVAL, "Transpose (cuda): rank %d (1..8)", rank);
+    transpose_args a;
+    int64_t xs[8], total = 1;
+    unsigned seen = 0;
+    for (int i = rank - 1; i >= 0; i--) {
+        if (dims[i] < 0) return ms_errf(MS_EINVAL, "Transpose (cuda): dimension %d is %lld", i, (long long)dims[i]);
+        xs[i] = total;
+        total *= dims[i];
+    }
+    a.rank = rank;
+    for (int i = 0; i < rank; i++) {
+        if (perm[i] < 0 || perm[i] >= rank || (seen & (1u << perm[i])))
+            return ms_errf(MS_EINVAL, "Transpose (cuda): perm is not a permutation of 0..%d", rank - 1);
+        seen |= 1u << perm[i];
+        a.ydim[i] = dims[perm[i]];
+        a.xstride[i] = xs[perm[i]];
+    }
+    int64_t st = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        a.ystride[i] = st;
+        st *= a.ydim[i];
+    }
+    if (total == 0) return MS_OK;
+    transpose_kernel<<<grid_for(total), kThreads, 0, (cudaStream_t)stream>>>(a, total, x, y);
+    return kn_cuda_check_launch("Transpose (cuda)");
+}
+
+__global__ void pad_kernel(const float *__restrict__ x, int n, int h, int w, int c, int top,
+                           int left, int oh, int ow, float value, float *__restrict__ y) {
+    const int64_t total = (int64_t)n * oh * ow * c;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t ch = t % c;
+        int64_t r = t / c;
+        const int ox = (int)(r % ow);
+        r /= ow;
+        const int oy = (int)(r % oh);
+        const int64_t b = r / oh;
+        const int iy = oy - top, ix = ox - left;
+        y[t] = (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                   ? x[((b * h + iy) * (int64_t)w + ix) * c + ch]
+                   : value;
+    }
+}
+
+extern "C" ms_status kn_cuda_pad_nhwc(const float *x, int n, int h, int w, int c, int top,
+                                      int bottom, int left, int right, float value, float *y,
+                                      void *stream) {
+    if (n < 0 || h < 0 || w < 0 || c < 0 || top < 0 || bottom < 0 || left < 0 || right < 0)
+        return ms_errf(MS_EINVAL, "Pad (cuda): bad shape or padding");
+    const int oh = h + top + bottom, ow = w + left + right;
+    const int64_t total = (int64_t)n * oh * ow * c;
+    if (total == 0) return MS_OK;
+    pad_kernel<<<grid_for(total), kThreads, 0, (cudaStream_t)stream>>>(x, n, h, w, c, top, left, oh,
+                                                                      ow, value, y);
+    return kn_cuda_check_launch("Pad (cuda)");
+}

@@ -8,7 +8,8 @@
  *   Mean      over H and W (global average pooling): sum in row order, one
  *             division: 1e-5 relative
  *   Concat    along any axis (outer x inner blocks): a copy, exact
- *   ResizeBilinear  the CPU kernel's expressions: exact */
+ *   ResizeBilinear  the CPU kernel's expressions: exact
+ *   Transpose, Pad  copies: exact */
 #ifndef KN_CUDA_NN_CUH
 #define KN_CUDA_NN_CUH
 
@@ -42,6 +43,16 @@ ms_status kn_cuda_concat(const float *const *srcs, const int64_t *inner, int k, 
  * in its order (kernels/cpu/kn_cpu_nn.c): bit-identical. */
 ms_status kn_cuda_resize_bilinear(const float *x, int n, int h, int w, int c, int oh, int ow,
                                   int align_corners, int half_pixel, float *y, void *stream);
+
+/* Transpose of a tensor of rank <= 8: y's dimension i is x's dimension
+ * perm[i] (TensorFlow's Transpose). A copy: exact. */
+ms_status kn_cuda_transpose(const float *x, int rank, const int64_t *dims, const int *perm,
+                            float *y, void *stream);
+/* Zero (or `value`) padding of NHWC: y is (n, h + top + bottom, w + left +
+ * right, c) (TensorFlow's Pad / PadV2 on the spatial axes; also the explicit
+ * padding before a cuDNN convolution whose SAME padding is uneven). */
+ms_status kn_cuda_pad_nhwc(const float *x, int n, int h, int w, int c, int top, int bottom,
+                           int left, int right, float value, float *y, void *stream);
 
 #ifdef __cplusplus
 }
