@@ -23,6 +23,7 @@
 #include "rt_graph.h"
 #include "rt_graphbuild.h"
 #include "rt_model.h"
+#include "util_bundle.h"
 
 #define TESTDEV_MEM 7
 
@@ -93,10 +94,10 @@ static void dev_release(void *state) {
 static ms_status dev_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                              rt_tensor **out) {
     dev_state *s = state;
-    rt_tensor *hin[8] = {0}, *hout[8] = {0};
+    rt_tensor *hin[64] = {0}, *hout[64] = {0};
     ms_status st = MS_OK;
-    ck_assert_int_le(node->nin, 8);
-    ck_assert_int_le(node->nout, 8);
+    ck_assert_int_le(node->nin, 64);
+    ck_assert_int_le(node->nout, 64);
     n_dev_runs++;
     for (int i = 0; i < node->nin && st == MS_OK; i++) {
         if (in[i]->buf->device != TESTDEV_MEM)
@@ -106,7 +107,7 @@ static ms_status dev_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
     }
     if (st == MS_OK) st = s->k->compute(ctx, node, s->st, hin, hout);
     for (int i = 0; i < node->nout && st == MS_OK; i++) st = recode(hout[i], 1, &out[i]);
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 64; i++) {
         rt_tensor_unref(hin[i]);
         rt_tensor_unref(hout[i]);
     }
@@ -137,6 +138,28 @@ static kn_backend testdev = {
     .iface = {.name = dev_name, .kernel = dev_kernel, .to_device = dev_to_device,
               .to_host = dev_to_host},
     .intra_op_threads = 1,
+};
+
+/* A device backend with every op of the CPU backend but the string parsers. */
+static kn_kernel all_table[256];
+static int all_n;
+
+static const kn_kernel *all_kernel(kn_backend *b, const char *op) {
+    (void)b;
+    const kn_kernel *k = kn_backend_kernel(cpu, op);
+    if (k == NULL || strncmp(op, "Parse", 5) == 0) return NULL;
+    for (int i = 0; i < all_n; i++)
+        if (strcmp(all_table[i].op, op) == 0) return &all_table[i];
+    ck_assert_int_lt(all_n, 256);
+    all_table[all_n] = (kn_kernel){.op = k->op, .prepare = dev_prepare, .compute = dev_compute,
+                                   .release = dev_release, .stateful = k->stateful};
+    return &all_table[all_n++];
+}
+
+static kn_backend alldev = {
+    .api_version = KN_BACKEND_API_VERSION,
+    .iface = {.name = dev_name, .kernel = all_kernel, .to_device = dev_to_device,
+              .to_host = dev_to_host},
 };
 
 /* A device backend that has none of the graph's ops. */
@@ -339,6 +362,67 @@ START_TEST(copy_failure_fails_the_request) {
 }
 END_TEST
 
+/* Real SavedModels loaded with the device: Predict gives the same bytes as
+ * the CPU load (the _gpu model pins its nodes to /device:GPU:0: hints). */
+static const char *const models[] = {"saved_model_half_plus_two_cpu/00000123",
+                                     "saved_model_half_plus_two_gpu/00000123",
+                                     "saved_model_half_plus_two_tf2_cpu/00000123",
+                                     "matrix_half_plus_two/1"};
+
+static const char *sig_tensor(const rt_model *m, const char *key, int output) {
+    const Tensorflow__MetaGraphDef *mg = rt_model_meta_graph(m);
+    for (size_t i = 0; i < mg->n_signature_def; i++) {
+        if (strcmp(mg->signature_def[i]->key, "serving_default") != 0) continue;
+        const Tensorflow__SignatureDef *sd = mg->signature_def[i]->value;
+        size_t n = output ? sd->n_outputs : sd->n_inputs;
+        Tensorflow__SignatureDef__InputsEntry **e =
+            output ? (Tensorflow__SignatureDef__InputsEntry **)sd->outputs : sd->inputs;
+        for (size_t k = 0; k < n; k++)
+            if (key == NULL || strcmp(e[k]->key, key) == 0) return e[k]->value->name;
+    }
+    return NULL;
+}
+
+START_TEST(real_models_match_cpu) {
+    char rel[256], dir[1024];
+    snprintf(rel, sizeof rel, "savedmodels/%s", models[_i]);
+    if (ut_data_path(rel, dir, sizeof dir) == NULL) {
+        printf("exec_device: skipped %s: not found\n", rel);
+        return;
+    }
+    const char *serve[] = {"serve"};
+    rt_model *m0 = NULL, *m1 = NULL;
+    ms_status st = rt_model_load(dir, serve, 1, cpu, &m0);
+    ck_assert_msg(st == MS_OK, "%s: %s", models[_i], ms_errmsg());
+    st = rt_model_load_on(dir, serve, 1, cpu, &alldev, &m1);
+    ck_assert_msg(st == MS_OK, "%s on testdev: %s", models[_i], ms_errmsg());
+    const char *in = sig_tensor(m0, NULL, 0), *out = sig_tensor(m0, NULL, 1);
+    ck_assert_ptr_nonnull(in);
+    ck_assert_ptr_nonnull(out);
+    rt_tensor *x = iota((rt_shape){.rank = 2, .dim = {3, 1}}, 1.0f, 2.0f);
+    if (strstr(models[_i], "matrix")) {
+        rt_tensor_unref(x);
+        x = iota((rt_shape){.rank = 2, .dim = {2, 2}}, 1.0f, 2.0f);
+    }
+    rt_feed f = {in, x};
+    rt_tensor *want = NULL, *got = NULL;
+    st = rt_model_run(m0, &f, 1, &out, 1, NULL, 0, NULL, &want);
+    ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
+    int runs = n_dev_runs;
+    st = rt_model_run(m1, &f, 1, &out, 1, NULL, 0, NULL, &got);
+    ck_assert_msg(st == MS_OK, "%s on testdev: %s", models[_i], ms_errmsg());
+    ck_assert_msg(n_dev_runs > runs, "no node ran on the device");
+    ck_assert_int_eq(got->buf->device, 0);
+    ck_assert_msg(rt_tensor_equal(got, want), "%s: device run differs from the CPU run",
+                  models[_i]);
+    rt_tensor_unref(want);
+    rt_tensor_unref(got);
+    rt_tensor_unref(x);
+    rt_model_unref(m0);
+    rt_model_unref(m1);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("exec_device");
     TCase *tc = tcase_create("placement");
@@ -346,6 +430,7 @@ int main(void) {
     tcase_add_test(tc, mixed_plan_matches_cpu);
     tcase_add_test(tc, no_device_op_is_the_host_plan);
     tcase_add_test(tc, copy_failure_fails_the_request);
+    tcase_add_loop_test(tc, real_models_match_cpu, 0, (int)(sizeof models / sizeof models[0]));
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

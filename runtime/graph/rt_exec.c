@@ -137,7 +137,10 @@ static ms_status plan_place(rt_plan *p, rt_graph *g, const int *remap) {
         const rt_gnode *n = &g->nodes[p->order[k]];
         pn[k].op = n->kn.op;
         pn[k].device = n->def ? n->def->device : NULL;
-        pn[k].host_only = rt_ops_host_kernel(g->host_ops, n->kn.op) != NULL;
+        /* Const stays on the host: its value is what the consumers' prepare
+         * reads (rt_gnode_const_value), device kernels included. */
+        pn[k].host_only = rt_ops_host_kernel(g->host_ops, n->kn.op) != NULL ||
+                          strcmp(n->kn.op, "Const") == 0;
         pn[k].nin = n->nin;
         pn[k].in = pin + at;
         for (int i = 0; i < n->nin; i++, at++) {

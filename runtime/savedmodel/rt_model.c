@@ -365,6 +365,11 @@ static ms_status plan_signatures(rt_model *m) {
 
 ms_status rt_model_load(const char *export_dir, const char *const *tags, int ntags,
                         kn_backend *be, rt_model **out) {
+    return rt_model_load_on(export_dir, tags, ntags, be, NULL, out);
+}
+
+ms_status rt_model_load_on(const char *export_dir, const char *const *tags, int ntags,
+                           kn_backend *be, kn_backend *device, rt_model **out) {
     rt_model *m = calloc(1, sizeof(*m));
     if (m == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     atomic_init(&m->refs, 1);
@@ -394,6 +399,7 @@ ms_status rt_model_load(const char *export_dir, const char *const *tags, int nta
     }
     m->mg = m->sm->meta_graphs[mgi];
     if ((st = rt_graph_build(m->mg, be, rt_model_host_ops, &m->g)) != MS_OK) goto fail;
+    m->g->device = device;
     if (rt_fuse_enabled() && (st = rt_fuse_graph(m->g, NULL)) != MS_OK) goto fail;
     if ((st = run_restore(m)) != MS_OK) goto fail;
     const char *init = init_op_name(m->mg);

@@ -37,6 +37,11 @@ extern const kn_kernel *const rt_model_host_ops[];
 /* Loads a model version. `be` is borrowed and must outlive the model. */
 ms_status rt_model_load(const char *export_dir, const char *const *tags, int ntags,
                         kn_backend *be, rt_model **out);
+/* The same with a device backend (borrowed, may be NULL = rt_model_load):
+ * every plan of the model places its nodes between `device` and the host
+ * (rt_graph.h, kn_place.h). */
+ms_status rt_model_load_on(const char *export_dir, const char *const *tags, int ntags,
+                           kn_backend *be, kn_backend *device, rt_model **out);
 rt_model *rt_model_ref(rt_model *m);
 void rt_model_unref(rt_model *m);
 
