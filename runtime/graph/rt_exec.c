@@ -63,6 +63,9 @@ typedef struct rt_plan_copy {
     int src, dst;
     int to_device;
     int at;
+    int const_node;     /* a Const's value to the device: its node, copied once at
+                         * build into `value`; else -1 */
+    rt_tensor *value;   /* owned: that copy, handed to every run */
 } rt_plan_copy;
 
 struct rt_plan {
@@ -101,6 +104,7 @@ void rt_plan_free(rt_plan *p) {
     free(p->fed);
     free(p->in_off);
     free(p->in_slot);
+    for (int c = 0; c < p->ncopies; c++) rt_tensor_unref(p->copies[c].value);
     free(p->copies);
     free(p);
 }
@@ -195,11 +199,14 @@ static ms_status plan_place(rt_plan *p, rt_graph *g, const int *remap) {
 #define SLOT_OF(e_) ((e_).node < 0 ? p->feed_slot[(e_).out] : p->slot_base[p->order[(e_).node]] + (e_).out)
     for (int c = 0; c < pl.ncopies; c++) {
         const kn_place_copy *cp = &pl.copies[c];
+        int from_const = cp->node >= 0 && cp->to == KN_SIDE_DEVICE &&
+                         strcmp(pn[cp->node].op, "Const") == 0;
         p->copies[c] = (rt_plan_copy){.src = SLOT_OF(((kn_place_in){cp->node, cp->out})),
                                       .dst = p->nslots + c,
                                       .to_device = cp->to == KN_SIDE_DEVICE,
-                                      .at = cp->first_consumer};
-        uses[p->copies[c].src]++;
+                                      .at = cp->first_consumer,
+                                      .const_node = from_const ? p->order[cp->node] : -1};
+        if (!from_const) uses[p->copies[c].src]++; /* a Const's copy is made once, at build */
     }
     for (int k = 0, at = 0; k < p->n; k++) {
         p->in_off[k] = at;
@@ -403,6 +410,21 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
         if ((st = rt_gnode_prepare(g, p->order[i])) != MS_OK) goto fail;
         if (g->nodes[p->order[i]].kernel->stateful) p->stateful = 1;
     }
+    /* constants go to the device once, here, not per request */
+    for (int c = 0; c < p->ncopies; c++) {
+        rt_plan_copy *cp = &p->copies[c];
+        if (cp->const_node < 0) continue;
+        rt_tensor *v = rt_gnode_const_value(&g->nodes[cp->const_node]);
+        if (v == NULL) {
+            st = ms_errf(MS_EINTERNAL, "Const '%s' has no value", g->nodes[cp->const_node].name);
+            goto fail;
+        }
+        if ((st = kn_backend_to_device(p->device, v, &cp->value)) != MS_OK) {
+            st = ms_errwrap(st, "copy of Const '%s' to the device (%s)",
+                            g->nodes[cp->const_node].name, kn_backend_name(p->device));
+            goto fail;
+        }
+    }
     free(need);
     free(stack);
     free(indeg);
@@ -432,6 +454,10 @@ static void release_slot(rt_tensor **slots, int *uses, int s) {
 static ms_status run_copies(const rt_plan *p, int *next, int k, rt_tensor **slots, int *uses) {
     for (; *next < p->ncopies && p->copies[*next].at == k; (*next)++) {
         const rt_plan_copy *c = &p->copies[*next];
+        if (c->value != NULL) { /* a constant, on the device since the build */
+            slots[c->dst] = rt_tensor_ref(c->value);
+            continue;
+        }
         if (slots[c->src] == NULL)
             return ms_errf(MS_EINTERNAL, "copy to the %s: its source was not computed",
                            c->to_device ? "device" : "host");
