@@ -21,6 +21,20 @@ void kn_backend_free(kn_backend *b) {
     if (b != NULL && b->iface.free) b->iface.free(b);
 }
 
+ms_status kn_backend_to_device(kn_backend *b, rt_tensor *host, rt_tensor **out) {
+    if (b == NULL || b->iface.to_device == NULL)
+        return ms_errf(MS_ENOTSUP, "backend %s cannot copy to its device",
+                       b ? kn_backend_name(b) : "(none)");
+    return b->iface.to_device(b, host, out);
+}
+
+ms_status kn_backend_to_host(kn_backend *b, rt_tensor *dev, rt_tensor **out) {
+    if (b == NULL || b->iface.to_host == NULL)
+        return ms_errf(MS_ENOTSUP, "backend %s cannot copy to the host",
+                       b ? kn_backend_name(b) : "(none)");
+    return b->iface.to_host(b, dev, out);
+}
+
 /* ---- node attributes ---- */
 
 int kn_attr_has(const kn_node *n, const char *key) {

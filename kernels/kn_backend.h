@@ -79,6 +79,12 @@ struct kn_backend_i {
     /* Optional: wait for queued device work. */
     ms_status (*sync)(kn_backend *b);
     void (*free)(kn_backend *b);
+    /* Optional, for a device backend (memory other than the host's): a new
+     * tensor in the device's memory holding the host tensor's values, and
+     * back. The executor calls them for the copies its placement inserted
+     * (kn_place.h), never per node otherwise. */
+    ms_status (*to_device)(kn_backend *b, rt_tensor *host, rt_tensor **out);
+    ms_status (*to_host)(kn_backend *b, rt_tensor *dev, rt_tensor **out);
 };
 
 struct kn_backend {
@@ -93,6 +99,9 @@ const char *kn_backend_name(kn_backend *b);
 const kn_kernel *kn_backend_kernel(kn_backend *b, const char *op);
 ms_status kn_backend_sync(kn_backend *b);
 void kn_backend_free(kn_backend *b);
+/* MS_ENOTSUP when the backend has no such slot. */
+ms_status kn_backend_to_device(kn_backend *b, rt_tensor *host, rt_tensor **out);
+ms_status kn_backend_to_host(kn_backend *b, rt_tensor *dev, rt_tensor **out);
 
 /* ---- services a kernel's context gives it (kn_ctx.c) ---- */
 

@@ -94,9 +94,10 @@ static const flag_def defs[] = {
     {"platform_config_file", F_STR, NOSTORE, 0, 0,
      "TF Serving: PlatformConfigMap text proto",
      "dcmserve serves one platform (SavedModel, and ONNX imported with dcmserve import-onnx); the flag has no effect"},
-    {"per_process_gpu_memory_fraction", F_DOUBLE, NOSTORE, 0, 1,
-     "TF Serving: share of GPU memory to take",
-     "dcmserve runs on the CPU only; the flag has no effect"},
+    {"per_process_gpu_memory_fraction", F_DOUBLE, OFF(gpu_memory_fraction), 0, 1,
+     "share of the GPU's memory the model arenas may hold together, a hard cap: a load over it "
+     "is refused (0 = no cap). Default 0",
+     "the CUDA backend runs no graph op yet (docs/gpu.md): models load on the CPU and the cap is not charged"},
     {"saved_model_tags", F_STR, OFF(saved_model_tags), 0, 0,
      "tags of the MetaGraph to load. Default \"serve\"", NULL},
     {"grpc_channel_arguments", F_STR, OFF(grpc_channel_arguments), 0, 0,
@@ -193,6 +194,9 @@ static const flag_def defs[] = {
      "after that GOAWAY, cut calls still open after this long. Default 0 = never", NULL},
     {"grpc_memory_quota_bytes", F_INT64, OFF(grpc_memory_quota_bytes), 1 << 20, 1e15,
      "memory gRPC core may use for connection buffers before it cancels streams and sends GOAWAY. Default 1073741824", NULL},
+    {"device", F_STR, OFF(device), 0, 0,
+     "auto, cpu, cuda or cuda:N. auto: the first usable GPU, else the CPU (logged with the reason); "
+     "cuda without a usable GPU refuses to start, saying why. Default auto", NULL},
     {"help", F_BOOL, OFF(help), 0, 0, "print this help and exit", NULL},
     /* clang-format on */
 };

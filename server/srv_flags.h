@@ -65,6 +65,8 @@ typedef struct srv_flags {
     int check_config;                        /* --check_config: validate and exit */
     int help;                                /* --help given */
     int version;                             /* --version given */
+    const char *device;                      /* --device auto|cpu|cuda[:N]; NULL = auto */
+    double gpu_memory_fraction;              /* --per_process_gpu_memory_fraction; 0 = no cap */
     /* Flags given that are accepted without (full) effect: indices into the
      * flag table, each logged once by srv_flags_log_notes. */
     int noted[SRV_FLAGS_MAX_NOTED];

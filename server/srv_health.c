@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "health.pb-c.h"
+#include "kn_cuda_mem.h"
 #include "ms_log.h"
 #include "srv_app.h"
 
@@ -61,7 +62,8 @@ int srv_health_status(srv_app *app, const char *service) {
         "ModelService",
         "grpc.health.v1.Health",
     };
-    int draining = atomic_load(&app->draining);
+    /* A sticky CUDA error counts as draining: the process must restart. */
+    int draining = atomic_load(&app->draining) || kn_cuda_sticky();
     const int ns = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
     const int sv = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kn_cuda_mem.h"
 #include "kserve.pb-c.h"
 #include "ms_log.h"
 #include "sig_signature.h"
@@ -126,7 +127,9 @@ ms_status srv_kserve_server_ready(void *appv, srv_call *c, const uint8_t *req, s
     (void)c;
     (void)req;
     (void)n;
-    return pack_bool(!atomic_load(&app->draining) && srv_manager_ready(app->mgr), 1, out);
+    /* A sticky CUDA error counts as draining (as for grpc.health). */
+    return pack_bool(!atomic_load(&app->draining) && !kn_cuda_sticky() && srv_manager_ready(app->mgr),
+                     1, out);
 }
 
 ms_status srv_kserve_model_ready(void *appv, srv_call *c, const uint8_t *req, size_t n,

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kn_cuda_mem.h"
 #include "ms_log.h"
 #include "rt_model.h"
 #include "sig_signature.h"
@@ -639,7 +640,7 @@ static int kserve_health(srv_app *app, const char *url, answer *a) {
         key = "live";
         ok = 1;
     } else if (strcmp(url, "/v2/health/ready") == 0) {
-        ok = !atomic_load(&app->draining) && srv_manager_ready(app->mgr);
+        ok = !atomic_load(&app->draining) && !kn_cuda_sticky() && srv_manager_ready(app->mgr);
     } else if (strncmp(url, "/v2/models/", 11) == 0) {
         size_t len = strlen(url);
         if (len < 17 || strcmp(url + len - 6, "/ready") != 0) return -1;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kn_place.h"
 #include "ms_log.h"
 #include "rt_ops.h"
 
@@ -68,6 +69,18 @@ static inline int run_as(const int *remap, int v) {
     return remap ? remap[v] : v;
 }
 
+/* A copy step of a placed plan: slot src copied to slot dst, to the device
+ * or back to the host, made before the node at plan position `at` runs
+ * (at == n: after the last node, for the fetches). */
+typedef struct rt_plan_copy {
+    int src, dst;
+    int to_device;
+    int at;
+    int const_node;     /* a Const's value to the device: its node, copied once at
+                         * build into `value`; else -1 */
+    rt_tensor *value;   /* owned: that copy, handed to every run */
+} rt_plan_copy;
+
 struct rt_plan {
     rt_graph *g;            /* borrowed */
     int n;
@@ -81,6 +94,13 @@ struct rt_plan {
     int *fetch_slot;
     unsigned char *fed;     /* per slot: supplied by a feed */
     int stateful;
+    /* Set only when some node runs on the graph's device backend
+     * (g->device); otherwise NULL / 0 and the plan is the host plan. */
+    kn_backend *device;     /* borrowed */
+    int *in_off;            /* per plan position: first entry of in_slot */
+    int *in_slot;           /* the slot each input of each node reads */
+    int ncopies;
+    rt_plan_copy *copies;   /* in run order (by at) */
 };
 
 int rt_plan_stateful(const rt_plan *p) {
@@ -95,7 +115,156 @@ void rt_plan_free(rt_plan *p) {
     free(p->feed_slot);
     free(p->fetch_slot);
     free(p->fed);
+    free(p->in_off);
+    free(p->in_slot);
+    for (int c = 0; c < p->ncopies; c++) rt_tensor_unref(p->copies[c].value);
+    free(p->copies);
     free(p);
+}
+
+/* The feed whose slot is s (s is fed). */
+static int feed_of(const rt_plan *p, int s) {
+    for (int f = 0; f < p->nfeeds; f++)
+        if (p->feed_slot[f] == s) return f;
+    return -1;
+}
+
+/* Places the plan's nodes between g->device and the host (kn_place.h),
+ * binds the device's nodes to its kernels, and turns the placement's
+ * copies into copy steps with slots of their own: every input then reads
+ * a tensor on its node's side, every fetch a tensor on the host. Runs
+ * after ordering, before the nodes are prepared. */
+static ms_status plan_place(rt_plan *p, rt_graph *g, const int *remap) {
+    ms_status st = MS_OK;
+    int total_in = 0;
+    for (int k = 0; k < p->n; k++) total_in += g->nodes[p->order[k]].nin;
+    int *pos = malloc(sizeof(int) * ((size_t)g->n + 1));
+    kn_place_node *pn = calloc((size_t)p->n + 1, sizeof(*pn));
+    kn_place_in *pin = calloc((size_t)total_in + 1, sizeof(*pin));
+    kn_place_in *pf = calloc((size_t)p->nfetches + 1, sizeof(*pf));
+    kn_placement pl = {0};
+    if (!pos || !pn || !pin || !pf) goto oom;
+    for (int v = 0; v < g->n; v++) pos[v] = -1;
+    for (int k = 0; k < p->n; k++) pos[p->order[k]] = k;
+    /* where the tensor in slot s is made: (plan position, output) or (-1, feed) */
+#define PLACE_IN(s_, v_, o_)                                                                       \
+    (p->fed[s_] ? (kn_place_in){-1, feed_of(p, (s_))}                                              \
+                : (kn_place_in){pos[run_as(remap, (v_))], (o_)})
+    for (int k = 0, at = 0; k < p->n; k++) {
+        const rt_gnode *n = &g->nodes[p->order[k]];
+        pn[k].op = n->kn.op;
+        pn[k].device = n->def ? n->def->device : NULL;
+        /* Const stays on the host: its value is what the consumers' prepare
+         * reads (rt_gnode_const_value), device kernels included. */
+        pn[k].host_only = rt_ops_host_kernel(g->host_ops, n->kn.op) != NULL ||
+                          strcmp(n->kn.op, "Const") == 0;
+        pn[k].nin = n->nin;
+        pn[k].in = pin + at;
+        for (int i = 0; i < n->nin; i++, at++) {
+            int s = p->slot_base[n->in[i].node] + n->in[i].out;
+            pin[at] = PLACE_IN(s, n->in[i].node, n->in[i].out);
+        }
+    }
+    for (int f = 0; f < p->nfetches; f++) {
+        int s = p->fetch_slot[f];
+        /* the fetched node: the one whose slots hold s */
+        int v = -1;
+        for (int k = 0; k < p->n && v < 0; k++) {
+            int b = p->slot_base[p->order[k]], no = g->nodes[p->order[k]].nout;
+            if (s >= b && s < b + (no > 0 ? no : 1)) v = p->order[k];
+        }
+        if (p->fed[s] || v < 0)
+            pf[f] = (kn_place_in){-1, p->fed[s] ? feed_of(p, s) : 0};
+        else
+            pf[f] = (kn_place_in){pos[v], s - p->slot_base[v]};
+    }
+#undef PLACE_IN
+    if ((st = kn_place(pn, p->n, pf, p->nfetches, g->device, &pl)) != MS_OK) goto done;
+    char line[1024];
+    kn_placement_summary(&pl, pn, kn_backend_name(g->device), line, sizeof line);
+    MS_INFO("placement: %s", line);
+    if (pl.ndevice == 0) goto done; /* the host plan, unchanged */
+
+    for (int k = 0; k < p->n; k++) {
+        rt_gnode *n = &g->nodes[p->order[k]];
+        if (pl.side[k] != KN_SIDE_DEVICE) continue;
+        const kn_kernel *dk = kn_backend_kernel(g->device, n->kn.op);
+        if (n->kernel == NULL) n->kernel = dk;
+        if (n->kernel != dk) {
+            st = ms_errf(MS_EINTERNAL, "node '%s' (%s) is bound to another backend than %s",
+                         n->name, n->kn.op, kn_backend_name(g->device));
+            goto done;
+        }
+    }
+    int nslots = p->nslots + pl.ncopies;
+    p->copies = calloc((size_t)pl.ncopies + 1, sizeof(*p->copies));
+    p->in_off = calloc((size_t)p->n + 1, sizeof(int));
+    p->in_slot = calloc((size_t)total_in + 1, sizeof(int));
+    int *uses = calloc((size_t)nslots + 1, sizeof(int));
+    unsigned char *fed = realloc(p->fed, (size_t)nslots + 1);
+    if (fed) p->fed = fed;
+    if (!p->copies || !p->in_off || !p->in_slot || !uses || !fed) {
+        free(uses);
+        goto oom;
+    }
+    memset(p->fed + p->nslots, 0, (size_t)pl.ncopies + 1);
+    /* the slot of (plan position or -1, output or feed) */
+#define SLOT_OF(e_) ((e_).node < 0 ? p->feed_slot[(e_).out] : p->slot_base[p->order[(e_).node]] + (e_).out)
+    for (int c = 0; c < pl.ncopies; c++) {
+        const kn_place_copy *cp = &pl.copies[c];
+        int from_const = cp->node >= 0 && cp->to == KN_SIDE_DEVICE &&
+                         strcmp(pn[cp->node].op, "Const") == 0;
+        p->copies[c] = (rt_plan_copy){.src = SLOT_OF(((kn_place_in){cp->node, cp->out})),
+                                      .dst = p->nslots + c,
+                                      .to_device = cp->to == KN_SIDE_DEVICE,
+                                      .at = cp->first_consumer,
+                                      .const_node = from_const ? p->order[cp->node] : -1};
+        if (!from_const) uses[p->copies[c].src]++; /* a Const's copy is made once, at build */
+    }
+    for (int k = 0, at = 0; k < p->n; k++) {
+        p->in_off[k] = at;
+        for (int i = 0; i < pn[k].nin; i++, at++) {
+            kn_place_in e = pin[at];
+            kn_side from = e.node < 0 ? KN_SIDE_HOST : pl.side[e.node];
+            int s = SLOT_OF(e);
+            if (from != pl.side[k])
+                for (int c = 0; c < pl.ncopies; c++)
+                    if (pl.copies[c].node == e.node && pl.copies[c].out == e.out &&
+                        pl.copies[c].to == pl.side[k]) {
+                        s = p->copies[c].dst;
+                        break;
+                    }
+            p->in_slot[at] = s;
+            uses[s]++;
+        }
+    }
+    for (int f = 0; f < p->nfetches; f++) {
+        kn_place_in e = pf[f];
+        if (e.node >= 0 && pl.side[e.node] == KN_SIDE_DEVICE)
+            for (int c = 0; c < pl.ncopies; c++)
+                if (pl.copies[c].node == e.node && pl.copies[c].out == e.out &&
+                    pl.copies[c].to == KN_SIDE_HOST) {
+                    p->fetch_slot[f] = p->copies[c].dst;
+                    break;
+                }
+        uses[p->fetch_slot[f]]++;
+    }
+#undef SLOT_OF
+    free(p->uses);
+    p->uses = uses;
+    p->nslots = nslots;
+    p->ncopies = pl.ncopies;
+    p->device = g->device;
+    goto done;
+oom:
+    st = ms_errf(MS_ENOMEM, "out of memory placing an execution plan");
+done:
+    kn_placement_free(&pl);
+    free(pos);
+    free(pn);
+    free(pin);
+    free(pf);
+    return st;
 }
 
 ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_edge *fetches,
@@ -249,9 +418,25 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
         st = ms_errf(MS_EINVAL, "graph has a cycle among the %d nodes needed", total - p->n);
         goto fail;
     }
+    if (g->device != NULL && (st = plan_place(p, g, remap)) != MS_OK) goto fail;
     for (int i = 0; i < p->n; i++) {
         if ((st = rt_gnode_prepare(g, p->order[i])) != MS_OK) goto fail;
         if (g->nodes[p->order[i]].kernel->stateful) p->stateful = 1;
+    }
+    /* constants go to the device once, here, not per request */
+    for (int c = 0; c < p->ncopies; c++) {
+        rt_plan_copy *cp = &p->copies[c];
+        if (cp->const_node < 0) continue;
+        rt_tensor *v = rt_gnode_const_value(&g->nodes[cp->const_node]);
+        if (v == NULL) {
+            st = ms_errf(MS_EINTERNAL, "Const '%s' has no value", g->nodes[cp->const_node].name);
+            goto fail;
+        }
+        if ((st = kn_backend_to_device(p->device, v, &cp->value)) != MS_OK) {
+            st = ms_errwrap(st, "copy of Const '%s' to the device (%s)",
+                            g->nodes[cp->const_node].name, kn_backend_name(p->device));
+            goto fail;
+        }
     }
     free(need);
     free(stack);
@@ -290,6 +475,29 @@ static uint64_t output_bytes(const rt_tensor *t, rt_tensor *const *in, int nin) 
     return (uint64_t)rt_tensor_nbytes(t);
 }
 
+/* The copy steps of a placed plan due at position k, through the device
+ * backend's table. */
+static ms_status run_copies(const rt_plan *p, int *next, int k, rt_tensor **slots, int *uses,
+                             uint64_t *held, ms_budget *b) {
+    for (; *next < p->ncopies && p->copies[*next].at == k; (*next)++) {
+        const rt_plan_copy *c = &p->copies[*next];
+        if (c->value != NULL) { /* a constant, on the device since the build */
+            slots[c->dst] = rt_tensor_ref(c->value);
+            continue;
+        }
+        if (slots[c->src] == NULL)
+            return ms_errf(MS_EINTERNAL, "copy to the %s: its source was not computed",
+                           c->to_device ? "device" : "host");
+        ms_status st = c->to_device ? kn_backend_to_device(p->device, slots[c->src], &slots[c->dst])
+                                    : kn_backend_to_host(p->device, slots[c->src], &slots[c->dst]);
+        if (st != MS_OK)
+            return ms_errwrap(st, "copy to the %s (%s)", c->to_device ? "device" : "host",
+                              kn_backend_name(p->device));
+        release_slot(slots, uses, held, b, c->src);
+    }
+    return MS_OK;
+}
+
 ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *const *feeds,
                       rt_tensor **outs) {
     rt_graph *g = p->g;
@@ -312,6 +520,7 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
     }
     rt_tensor *in[256];
     rt_tensor *out[256];
+    int next_copy = 0;
     for (int k = 0; k < p->n && st == MS_OK; k++) {
         int v = p->order[k];
         rt_gnode *n = &g->nodes[v];
@@ -323,8 +532,11 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
             st = ms_errf(MS_ENOTSUP, "node '%s' has more than 256 inputs or outputs", n->name);
             break;
         }
+        if (p->ncopies && (st = run_copies(p, &next_copy, k, slots, uses, held, ctx->budget)) != MS_OK)
+            break;
+        const int *in_slot = p->in_slot ? p->in_slot + p->in_off[k] : NULL;
         for (int i = 0; i < n->nin; i++) {
-            in[i] = slots[p->slot_base[n->in[i].node] + n->in[i].out];
+            in[i] = slots[in_slot ? in_slot[i] : p->slot_base[n->in[i].node] + n->in[i].out];
             if (in[i] == NULL) {
                 st = ms_errf(MS_EINTERNAL, "node '%s': input %d (from '%s:%d') was not computed",
                              n->name, i, g->nodes[n->in[i].node].name, n->in[i].out);
@@ -371,8 +583,11 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
             }
         }
         for (int i = 0; i < n->nin; i++)
-            release_slot(slots, uses, held, ctx->budget, p->slot_base[n->in[i].node] + n->in[i].out);
+            release_slot(slots, uses, held, ctx->budget,
+                         in_slot ? in_slot[i] : p->slot_base[n->in[i].node] + n->in[i].out);
     }
+    if (st == MS_OK && p->ncopies)
+        st = run_copies(p, &next_copy, p->n, slots, uses, held, ctx->budget);
     if (st == MS_OK) {
         for (int i = 0; i < p->nfetches; i++) {
             rt_tensor *t = slots[p->fetch_slot[i]];

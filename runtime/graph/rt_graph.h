@@ -44,6 +44,11 @@ struct rt_graph {
     int n, cap;
     struct rt_name_map *names;         /* name -> index */
     kn_backend *backend;               /* borrowed */
+    /* Borrowed; NULL (the default): every node on the host backend. Set it
+     * before the first plan is built: each plan then places its nodes
+     * between this device backend and the host (kn_place.h), binding a node
+     * to the device's kernel when the device has its op. */
+    kn_backend *device;
     const kn_kernel *const *host_ops;  /* borrowed: NULL-terminated host op tables (rt_ops.h) */
     struct rt_graph_mem *mem;          /* owned: memory of rt_graph_alloc */
     const Tensorflow__MetaGraphDef *mg; /* borrowed: its function library (control flow) */

@@ -430,20 +430,25 @@ static ms_status plan_signatures(rt_model *m) {
 }
 
 static ms_status load(const char *export_dir, const char *const *tags, int ntags, kn_backend *be,
-                      int plan, rt_model **out);
+                      kn_backend *device, int plan, rt_model **out);
 
 ms_status rt_model_load(const char *export_dir, const char *const *tags, int ntags,
                         kn_backend *be, rt_model **out) {
-    return load(export_dir, tags, ntags, be, 1, out);
+    return load(export_dir, tags, ntags, be, NULL, 1, out);
 }
 
 ms_status rt_model_load_unplanned(const char *export_dir, const char *const *tags, int ntags,
                                   kn_backend *be, rt_model **out) {
-    return load(export_dir, tags, ntags, be, 0, out);
+    return load(export_dir, tags, ntags, be, NULL, 0, out);
+}
+
+ms_status rt_model_load_on(const char *export_dir, const char *const *tags, int ntags,
+                           kn_backend *be, kn_backend *device, rt_model **out) {
+    return load(export_dir, tags, ntags, be, device, 1, out);
 }
 
 static ms_status load(const char *export_dir, const char *const *tags, int ntags, kn_backend *be,
-                      int plan, rt_model **out) {
+                      kn_backend *device, int plan, rt_model **out) {
     rt_model *m = calloc(1, sizeof(*m));
     if (m == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     atomic_init(&m->refs, 1);
@@ -473,6 +478,7 @@ static ms_status load(const char *export_dir, const char *const *tags, int ntags
     }
     m->mg = m->sm->meta_graphs[mgi];
     if ((st = rt_graph_build(m->mg, be, rt_model_host_ops, &m->g)) != MS_OK) goto fail;
+    m->g->device = device;
     if (rt_fuse_enabled() && (st = rt_fuse_graph(m->g, NULL)) != MS_OK) goto fail;
     if ((st = run_restore(m)) != MS_OK) goto fail;
     if ((st = restore_objgraph(m)) != MS_OK) goto fail;

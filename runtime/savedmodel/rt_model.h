@@ -49,6 +49,11 @@ ms_status rt_model_load_unplanned(const char *export_dir, const char *const *tag
  * unsupported op and node, MS_EINVAL naming the variables it reads that
  * have no value. */
 ms_status rt_model_plan_signature(rt_model *m, const char *key);
+/* The same with a device backend (borrowed, may be NULL = rt_model_load):
+ * every plan of the model places its nodes between `device` and the host
+ * (rt_graph.h, kn_place.h). */
+ms_status rt_model_load_on(const char *export_dir, const char *const *tags, int ntags,
+                           kn_backend *be, kn_backend *device, rt_model **out);
 rt_model *rt_model_ref(rt_model *m);
 void rt_model_unref(rt_model *m);
 

@@ -14,5 +14,6 @@ int cli_make_demo_model(int argc, char **argv); /* write the bundled demo model 
 int cli_health(int argc, char **argv);          /* grpc.health.v1 Check: exit 0 if SERVING */
 int cli_check(int argc, char **argv);           /* will this SavedModel serve, and why not */
 int cli_ops(int argc, char **argv);             /* the supported ops (docs/ops.md) */
+int cli_info(int argc, char **argv);            /* version, build, CPU and GPU report */
 
 #endif /* CLI_H */

@@ -19,6 +19,7 @@
 #include "rt_model.h"
 #include "cli.h"
 #include "cli_dirs.h"
+#include "cli_device.h"
 
 #define BENCH_MAX_IO 32
 
@@ -40,7 +41,8 @@ static void usage(FILE *f) {
                "  --input_files K=F    feed input K from file F: raw bytes for DT_STRING\n"
                "                       inputs (e.g. a DICOM file, repeated N times)\n"
                "  --json               one JSON line: median_ms, p99_ms, mean_ms,\n"
-               "                       images_per_s, peak_rss_mb, ...\n");
+               "                       images_per_s, peak_rss_mb, ...\n"
+               "  --device DEV         auto (default), cpu, cuda or cuda:N (docs/gpu.md)\n");
 }
 
 static double now_ms(void) {
@@ -168,12 +170,14 @@ int cli_benchmark(int argc, char **argv) {
         {"input_files", required_argument, NULL, 'f'},
         {"json", no_argument, NULL, 'j'},
         {"log_level", required_argument, NULL, 'L'},
+        {"device", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *dir = NULL, *sig_key = "serving_default", *files = NULL;
     long batch = 1, threads = 0, iters = 50, warmup = 5;
     int json = 0;
+    const char *device = NULL;
     optind = 1;
     opterr = 0;
     int c;
@@ -191,6 +195,9 @@ int cli_benchmark(int argc, char **argv) {
             break;
         case 'j':
             json = 1;
+            break;
+        case 'D':
+            device = optarg;
             break;
         case 'b':
             batch = strtol(optarg, &end, 10);
@@ -243,6 +250,8 @@ int cli_benchmark(int argc, char **argv) {
         return 1;
     }
 
+    int gpu = -1, drc = cli_device_choose("benchmark", device, 0, &gpu);
+    if (drc != 0) return drc;
     kn_backend *be = kn_cpu_backend_new((int)threads);
     if (be == NULL) {
         fprintf(stderr, "benchmark: out of memory\n");

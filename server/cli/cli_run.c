@@ -28,6 +28,7 @@
 #include "sig_signature.h"
 #include "cli.h"
 #include "cli_examples.h"
+#include "cli_device.h"
 #include "cli_npformat.h"
 
 static void usage(FILE *f) {
@@ -50,7 +51,8 @@ static void usage(FILE *f) {
             "                       input of serialized tf.Examples (JSON list of objects)\n"
             "  --outdir DIR         also save each output as DIR/<output_key>.npy\n"
             "  --overwrite          replace existing files in --outdir\n"
-            "  --log_level LEVEL    debug, info, warn, error (default) or off\n");
+            "  --log_level LEVEL    debug, info, warn, error (default) or off\n"
+            "  --device DEV         auto (default), cpu, cuda or cuda:N (docs/gpu.md)\n");
 }
 
 /* ---- input list ---- */
@@ -687,7 +689,8 @@ static int fail(const char *what) {
 
 int cli_run(int argc, char **argv) {
     const char *dir = NULL, *tag_set = "serve", *sig_arg = NULL, *inputs = NULL, *exprs = NULL,
-               *files = NULL, *outdir = NULL, *log_level = "error", *examples = NULL;
+               *files = NULL, *outdir = NULL, *log_level = "error", *examples = NULL,
+               *device = NULL;
     int overwrite = 0, help = 0;
     cli_flag flags[] = {
         {"dir", CLI_FLAG_STR, &dir, NULL},
@@ -700,6 +703,7 @@ int cli_run(int argc, char **argv) {
         {"outdir", CLI_FLAG_STR, &outdir, NULL},
         {"overwrite", CLI_FLAG_BOOL, NULL, &overwrite},
         {"log_level", CLI_FLAG_STR, &log_level, NULL},
+        {"device", CLI_FLAG_STR, &device, NULL},
         {"help", CLI_FLAG_BOOL, NULL, &help},
         {NULL, 0, NULL, NULL},
     };
@@ -722,6 +726,8 @@ int cli_run(int argc, char **argv) {
         return 2;
     }
     ms_log_set_level(lvl);
+    int gpu = -1, drc = cli_device_choose("run", device, 0, &gpu);
+    if (drc != 0) return drc;
 
     char tagbuf[1024];
     const char *tags[64];

@@ -27,6 +27,7 @@
 #include "srv_rest.h"
 #include "srv_tls.h"
 #include "cli.h"
+#include "cli_device.h"
 #include "srv_config.h"
 #include "srv_flags.h"
 #include "srv_grpc.h"
@@ -269,6 +270,12 @@ int cli_serve(int argc, char **argv) {
         return rc;
     }
     srv_flags_log_notes(&d.flags);
+    int gpu = -1;
+    if ((rc = cli_device_choose("serve", d.flags.device, d.flags.gpu_memory_fraction, &gpu)) != 0) {
+        srv_config_free(cfg);
+        return rc;
+    }
+    rc = 1;
     srv_batch_params bp;
     srv_batch_params_defaults(&bp);
     if (d.flags.enable_batching) { /* issue 13: dynamic batching (srv_batch.c) */

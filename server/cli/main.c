@@ -21,6 +21,7 @@ static const struct {
     {"health", cli_health, "ask a running server's grpc.health service; exit 0 when SERVING"},
     {"check", cli_check, "say whether a SavedModel serves: ops, unsupported ops, variables"},
     {"ops", cli_ops, "print the supported TensorFlow ops (docs/ops.md)"},
+    {"info", cli_info, "version, build options, CPU features, GPUs (or why none is usable)"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,87 @@
+#!/bin/sh
+# run.sh - the GPU checks of issue 15 in one go, for a lent GPU machine
+# (docs/gpu.md, docs/benchmarks_gpu.md). Prints:
+#   1. nvidia-smi and `dcmserve info` (driver, runtime, cuBLAS, cuDNN, memory);
+#   2. the gpu-labelled tests (each CUDA kernel and the fused DICOM kernel
+#      against the CPU path; exit 77 = skipped), one line each;
+#   3. the fused DICOM kernel's achieved bandwidth (bench_gpu_dicom);
+#   4. `dcmserve benchmark --device=$DEVICE` of the imported CT classifier and
+#      segmenter and demo_ct, DICOM bytes in (a 512x512 CT file), batch
+#      1/8/32/128: median / p99 ms and images/s, as a markdown table.
+#
+# Prepare here:  make && sh bench/gpu/pack.sh      (writes build/gpu_pack/)
+# Run there:     device run, carry ["build/gpu_pack"], command
+#                "sh bench/gpu/run.sh build/gpu_pack/dcmserve_gpu.tar.xz"
+# env: DEVICE (default cuda; cpu for a dry run anywhere), ITERS (default 30),
+#      BATCHES (default "1 8 32 128").
+set -u
+pack=${1:-build/gpu_pack/dcmserve_gpu.tar.xz}
+DEVICE=${DEVICE:-cuda}
+ITERS=${ITERS:-30}
+BATCHES=${BATCHES:-1 8 32 128}
+dir=$(mktemp -d /tmp/dcmgpu.XXXXXX)
+tar -C "$dir" -xJf "$pack" || { echo "run.sh: cannot unpack $pack"; exit 1; }
+# cuDNN / cuBLAS of the machine: system paths, else a Python environment's
+# NVIDIA wheels (site-packages/nvidia/*/lib).
+extra=""
+for lib in libcudnn.so.9 libcublas.so.13 libcublasLt.so.13; do
+    ldconfig -p 2>/dev/null | grep -q "$lib" && continue
+    f=$(find / -xdev -name "$lib" -not -path '*/proc/*' 2>/dev/null | head -1)
+    [ -n "$f" ] && extra="$extra:$(dirname "$f")"
+done
+export LD_LIBRARY_PATH="$dir/lib$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+bin="$dir/bin"
+
+echo "## machine"
+echo '```'
+nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv 2>&1 || echo "no nvidia-smi"
+"$bin/dcmserve" info
+echo '```'
+
+echo "## gpu tests"
+fail=0
+for t in $(cat "$bin/gpu_tests.txt"); do
+    "$bin/check_$t" > "$dir/$t.log" 2>&1
+    rc=$?
+    case $rc in
+    0) echo "- $t: passed: $(grep '%' "$dir/$t.log" | tail -1)" ;;
+    77) echo "- $t: SKIPPED: $(head -1 "$dir/$t.log")" ;;
+    *) echo "- $t: FAILED (rc $rc)"; sed 's/^/    /' "$dir/$t.log" | tail -40; fail=1 ;;
+    esac
+done
+
+echo "## fused DICOM kernel bandwidth"
+"$bin/bench_gpu_dicom" 128 200
+
+echo "## models, DICOM bytes in (--device=$DEVICE)"
+res="$dir/bench.jsonl"
+: > "$res"
+for m in ct_classifier ct_segmenter demo_ct; do
+    key=image
+    [ "$m" = demo_ct ] && key=dicom
+    for b in $BATCHES; do
+        o=$("$bin/dcmserve" benchmark --device="$DEVICE" --dir "$dir/models/$m" --batch "$b" \
+            --iterations "$ITERS" --warmup 3 --input_files "$key=$dir/data/ct_512.dcm" --json \
+            --log_level warn 2>"$dir/bench_err.log")
+        if [ -z "$o" ]; then
+            echo "- $m batch $b: no result: $(tail -2 "$dir/bench_err.log" | tr '\n' ' ')"
+            continue
+        fi
+        echo "{\"model\": \"$m\", \"r\": $o}" >> "$res"
+    done
+done
+python3 - "$res" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print("| model | batch | median ms | p99 ms | images/s |")
+print("|---|---|---|---|---|")
+for r in rows:
+    x = r["r"]
+    print("| %s | %s | %.3f | %.3f | %.0f |" % (r["model"], x.get("batch"), x.get("median_ms", 0),
+                                             x.get("p99_ms", 0), x.get("images_per_s", 0)))
+PY
+echo "## log lines of the device choice"
+"$bin/dcmserve" benchmark --device="$DEVICE" --dir "$dir/models/demo_ct" --iterations 1 --warmup 0 \
+    --input_files "dicom=$dir/data/ct_512.dcm" --log_level info 2>&1 | grep -i "device\|cuda" | head -5
+rm -rf "$dir"
+exit $fail

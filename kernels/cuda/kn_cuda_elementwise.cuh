@@ -1,0 +1,49 @@
+/* kn_cuda_elementwise.cuh - own CUDA kernels for elementwise ops, bias +
+ * activation and softmax (kn_cuda_elementwise.cu). FP32, contiguous tensors.
+ * Every launcher checks its arguments, launches on `stream` and returns the
+ * launch error named after the op (MS_EDEVICE). Arithmetic is the CPU
+ * backend's float32 expression without contraction (no FMA), so Add / Sub /
+ * Mul / Div / Maximum / Minimum / BiasAdd / Relu / Relu6 are bit-identical to
+ * kernels/cpu; Sigmoid, Tanh and Softmax use CUDA's expf / tanhf (within
+ * 2 ulp; the gpu tests check 1e-5 relative). */
+#ifndef KN_CUDA_ELEMENTWISE_CUH
+#define KN_CUDA_ELEMENTWISE_CUH
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "ms_status.h"
+
+typedef enum kn_cuda_binop {
+    KN_CUDA_ADD, KN_CUDA_SUB, KN_CUDA_MUL, KN_CUDA_DIV, KN_CUDA_MAX, KN_CUDA_MIN
+} kn_cuda_binop;
+
+typedef enum kn_cuda_act {
+    KN_CUDA_ACT_NONE, KN_CUDA_ACT_RELU, KN_CUDA_ACT_RELU6, KN_CUDA_ACT_SIGMOID, KN_CUDA_ACT_TANH
+} kn_cuda_act;
+
+/* out[i] = a[i] op b[i % nb] for i < n (nb divides n: same shape, or b
+ * broadcast over the leading dimensions). */
+ms_status kn_cuda_binary(kn_cuda_binop op, const float *a, const float *b, int64_t nb, float *out,
+                         int64_t n, void *stream);
+/* out[r, c] = act(x[r, c] + bias[c]) over rows x cols (bias may be NULL). */
+ms_status kn_cuda_bias_act(const float *x, const float *bias, kn_cuda_act act, float *out,
+                           int64_t rows, int64_t cols, void *stream);
+/* out[r, c] = act(x[r, c] * mul[c] + add[c]): inference batch-norm with the
+ * per-channel coefficients the CPU computes (kernels/cpu FusedBatchNorm:
+ * mul = scale / sqrtf(var + eps), add = offset - mean * scale / ...), two
+ * roundings, no FMA: bit-identical to the CPU for act NONE / RELU / RELU6. */
+ms_status kn_cuda_channel_affine(const float *x, const float *mul, const float *add,
+                                 kn_cuda_act act, float *out, int64_t rows, int64_t cols,
+                                 void *stream);
+/* Softmax over the last dimension: rows x cols. */
+ms_status kn_cuda_softmax(const float *x, float *out, int64_t rows, int64_t cols, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KN_CUDA_ELEMENTWISE_CUH */

@@ -1,0 +1,172 @@
+/* kn_cuda_gemm.cu - cuBLASLt GEMM with fused epilogue (kn_cuda_gemm.cuh).
+ *
+ * Row-major Y = X . W is computed as the column-major product
+ * Y^T (N x M) = W^T (N x K) . X^T (K x M): the row-major buffers are those
+ * column-major matrices already, so no transpose is needed, and the bias
+ * (one value per row of the column-major result, i.e. per output feature)
+ * is cuBLASLt's bias vector. */
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "kn_cuda_gemm.cuh"
+
+/* ---- cuBLASLt by dlopen ---- */
+struct lt_api {
+    decltype(&cublasLtCreate) create;
+    decltype(&cublasLtMatmulDescCreate) desc_create;
+    decltype(&cublasLtMatmulDescDestroy) desc_destroy;
+    decltype(&cublasLtMatmulDescSetAttribute) desc_set;
+    decltype(&cublasLtMatrixLayoutCreate) layout_create;
+    decltype(&cublasLtMatrixLayoutDestroy) layout_destroy;
+    decltype(&cublasLtMatmulPreferenceCreate) pref_create;
+    decltype(&cublasLtMatmulPreferenceDestroy) pref_destroy;
+    decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set;
+    decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic;
+    decltype(&cublasLtMatmul) matmul;
+    cublasLtHandle_t handle;
+};
+
+static lt_api g_lt;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static char g_err[384];
+
+template <typename T> static bool sym(void *h, T *fn, const char *name) {
+    *fn = (T)dlsym(h, name);
+    if (*fn == NULL) snprintf(g_err, sizeof g_err, "libcublasLt.so.13 lacks %s", name);
+    return *fn != NULL;
+}
+
+static void lt_load(void) {
+    void *h = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        const char *e = dlerror();
+        snprintf(g_err, sizeof g_err, "cuBLASLt not loadable: %s", e ? e : "dlopen failed");
+        return;
+    }
+    lt_api a = {};
+    if (!sym(h, &a.create, "cublasLtCreate") || !sym(h, &a.desc_create, "cublasLtMatmulDescCreate") ||
+        !sym(h, &a.desc_destroy, "cublasLtMatmulDescDestroy") ||
+        !sym(h, &a.desc_set, "cublasLtMatmulDescSetAttribute") ||
+        !sym(h, &a.layout_create, "cublasLtMatrixLayoutCreate") ||
+        !sym(h, &a.layout_destroy, "cublasLtMatrixLayoutDestroy") ||
+        !sym(h, &a.pref_create, "cublasLtMatmulPreferenceCreate") ||
+        !sym(h, &a.pref_destroy, "cublasLtMatmulPreferenceDestroy") ||
+        !sym(h, &a.pref_set, "cublasLtMatmulPreferenceSetAttribute") ||
+        !sym(h, &a.heuristic, "cublasLtMatmulAlgoGetHeuristic") || !sym(h, &a.matmul, "cublasLtMatmul"))
+        return;
+    cublasStatus_t s = a.create(&a.handle);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        snprintf(g_err, sizeof g_err, "cublasLtCreate: status %d", (int)s);
+        return;
+    }
+    g_lt = a;
+}
+
+struct kn_cuda_gemm {
+    int64_t m, n, k;
+    int has_bias;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+    uint64_t workspace;
+};
+
+#define LT(call, what)                                                                             \
+    do {                                                                                           \
+        cublasStatus_t s_ = (call);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
+            st = ms_errf(MS_EDEVICE, "MatMul (cuBLASLt) %lldx%lldx%lld: %s: status %d",           \
+                         (long long)m, (long long)n, (long long)k, what, (int)s_);                 \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+extern "C" ms_status kn_cuda_gemm_plan(int64_t m, int64_t n, int64_t k, int has_bias,
+                                       kn_cuda_act act, kn_cuda_gemm **out) {
+    *out = NULL;
+    if (m <= 0 || n <= 0 || k <= 0 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+        return ms_errf(MS_EINVAL, "MatMul (cuBLASLt): bad shape %lldx%lldx%lld", (long long)m,
+                       (long long)n, (long long)k);
+    if (act != KN_CUDA_ACT_NONE && act != KN_CUDA_ACT_RELU)
+        return ms_errf(MS_ENOTSUP, "MatMul (cuBLASLt): activation %d is not fused", (int)act);
+    pthread_once(&g_once, lt_load);
+    if (g_lt.matmul == NULL) return ms_errf(MS_EDEVICE, "MatMul (cuBLASLt): %s", g_err);
+    ms_status st = MS_OK;
+    kn_cuda_gemm *g = (kn_cuda_gemm *)calloc(1, sizeof(*g));
+    if (g == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    g->m = m, g->n = n, g->k = k, g->has_bias = has_bias;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res = {};
+    int found = 0;
+    uint64_t max_ws = 32u << 20;
+    cublasLtEpilogue_t epi = has_bias ? (act == KN_CUDA_ACT_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                                                 : CUBLASLT_EPILOGUE_BIAS)
+                                      : (act == KN_CUDA_ACT_RELU ? CUBLASLT_EPILOGUE_RELU
+                                                                 : CUBLASLT_EPILOGUE_DEFAULT);
+    cudaDataType_t bias_t = CUDA_R_32F;
+    LT(g_lt.desc_create(&g->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    LT(g_lt.desc_set(g->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "epilogue");
+    if (has_bias)
+        LT(g_lt.desc_set(g->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_t, sizeof bias_t),
+           "bias type");
+    /* column-major: A = W^T (n x k, ld n), B = X^T (k x m, ld k), C = Y^T (n x m, ld n) */
+    LT(g_lt.layout_create(&g->la, CUDA_R_32F, (uint64_t)n, (uint64_t)k, n), "layout A");
+    LT(g_lt.layout_create(&g->lb, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k), "layout B");
+    LT(g_lt.layout_create(&g->lc, CUDA_R_32F, (uint64_t)n, (uint64_t)m, n), "layout C");
+    LT(g_lt.pref_create(&pref), "preference");
+    LT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws),
+       "workspace preference");
+    LT(g_lt.heuristic(g_lt.handle, g->desc, g->la, g->lb, g->lc, g->lc, pref, 1, &res, &found),
+       "cublasLtMatmulAlgoGetHeuristic");
+    if (found < 1) {
+        st = ms_errf(MS_ENOTSUP, "MatMul (cuBLASLt) %lldx%lldx%lld: no algorithm", (long long)m,
+                     (long long)n, (long long)k);
+        goto fail;
+    }
+    g->algo = res.algo;
+    g->workspace = res.workspaceSize;
+    g_lt.pref_destroy(pref);
+    *out = g;
+    return MS_OK;
+fail:
+    if (pref) g_lt.pref_destroy(pref);
+    kn_cuda_gemm_free(g);
+    return st;
+}
+
+extern "C" uint64_t kn_cuda_gemm_workspace(const kn_cuda_gemm *g) { return g->workspace; }
+
+extern "C" ms_status kn_cuda_gemm_run(const kn_cuda_gemm *g, const float *x, const float *w,
+                                      const float *bias, float *y, void *workspace, void *stream) {
+    const int64_t m = g->m, n = g->n, k = g->k;
+    ms_status st = MS_OK;
+    const float one = 1.f, zero = 0.f;
+    if (g->has_bias) {
+        if (bias == NULL) return ms_errf(MS_EINVAL, "MatMul (cuBLASLt): the plan needs a bias");
+        /* the pointer is part of the descriptor: plans are per node, runs
+         * of one plan are serialised by its caller */
+        LT(g_lt.desc_set(g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+           "bias pointer");
+    }
+    if (g->workspace > 0 && workspace == NULL)
+        return ms_errf(MS_EINVAL, "MatMul (cuBLASLt): the plan needs %llu bytes of workspace",
+                       (unsigned long long)g->workspace);
+    LT(g_lt.matmul(g_lt.handle, g->desc, &one, w, g->la, x, g->lb, &zero, y, g->lc, y, g->lc,
+                   &g->algo, workspace, g->workspace, (cudaStream_t)stream),
+       "cublasLtMatmul");
+    return MS_OK;
+fail:
+    return st;
+}
+
+extern "C" void kn_cuda_gemm_free(kn_cuda_gemm *g) {
+    if (g == NULL) return;
+    if (g->lc) g_lt.layout_destroy(g->lc);
+    if (g->lb) g_lt.layout_destroy(g->lb);
+    if (g->la) g_lt.layout_destroy(g->la);
+    if (g->desc) g_lt.desc_destroy(g->desc);
+    free(g);
+}

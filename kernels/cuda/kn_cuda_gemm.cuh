@@ -1,0 +1,41 @@
+/* kn_cuda_gemm.cuh - MatMul / Dense on the GPU through cuBLASLt with the
+ * bias + activation epilogue fused (kn_cuda_gemm.cu).
+ *
+ *   Y[M, N] = act(X[M, K] . W[K, N] + bias[N])      row-major FP32
+ *
+ * cuBLASLt is opened with dlopen (libcublasLt.so.13) at the first plan, so a
+ * binary without it still starts. A plan is made once per shape at load /
+ * warm-up (the algorithm from cuBLASLt's heuristic is kept in it), then run
+ * per request on the caller's stream with the caller's workspace. Compute is
+ * CUBLAS_COMPUTE_32F (no TF32): results differ from the CPU's only by the
+ * summation order (checked to 1e-5 relative by check_cuda_ops). */
+#ifndef KN_CUDA_GEMM_CUH
+#define KN_CUDA_GEMM_CUH
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "kn_cuda_elementwise.cuh"
+#include "ms_status.h"
+
+typedef struct kn_cuda_gemm kn_cuda_gemm;
+
+/* act: NONE or RELU are fused into cuBLASLt's epilogue; others fail with
+ * MS_ENOTSUP (run kn_cuda_bias_act after a plain GEMM instead). has_bias:
+ * the plan adds bias[N]. */
+ms_status kn_cuda_gemm_plan(int64_t m, int64_t n, int64_t k, int has_bias, kn_cuda_act act,
+                            kn_cuda_gemm **out);
+/* Workspace bytes the plan's algorithm needs (device memory, from the arena). */
+uint64_t kn_cuda_gemm_workspace(const kn_cuda_gemm *g);
+ms_status kn_cuda_gemm_run(const kn_cuda_gemm *g, const float *x, const float *w,
+                           const float *bias, float *y, void *workspace, void *stream);
+void kn_cuda_gemm_free(kn_cuda_gemm *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KN_CUDA_GEMM_CUH */

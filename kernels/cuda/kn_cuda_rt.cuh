@@ -1,0 +1,67 @@
+/* kn_cuda_rt.cuh - device memory, pinned host memory and streams for the
+ * CUDA backend (kn_cuda_rt.cu). A C interface: host code of kernels/cuda and
+ * the gpu tests include it; nothing outside kernels/cuda and tests does.
+ *
+ * Every function checks its CUDA call and returns MS_OK, or MS_EDEVICE (or
+ * MS_ENOMEM for allocation failures) with the message "<op>: <cudaError
+ * name>: <cuda error string>", so a failed request names the op and the
+ * error. A sticky device error (the context is lost) sets kn_cuda_sticky()
+ * (kn_cuda_mem.h): the process must restart; health goes NOT_SERVING.
+ *
+ * Memory: one arena per model version, sized at load from the plan and
+ * charged against the process budget of kn_cuda_mem.h (the
+ * --per_process_gpu_memory_fraction cap); requests bump-allocate from it and
+ * never call cudaMalloc. Freeing the arena returns the memory at once. */
+#ifndef KN_CUDA_RT_CUH
+#define KN_CUDA_RT_CUH
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "ms_status.h"
+
+/* Selects the device for the calling thread. */
+ms_status kn_cuda_set_device(int dev);
+/* cudaMemGetInfo of the current device. */
+ms_status kn_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes);
+/* Sticky errors: kn_cuda_sticky() in kn_cuda_mem.h. */
+
+typedef struct kn_cuda_arena kn_cuda_arena;
+/* Reserves `bytes` in the process budget (MS_ENOMEM with the cap explained
+ * when over it), then one cudaMalloc of that size. `what` names the owner in
+ * messages ("model m version 3"). */
+ms_status kn_cuda_arena_new(const char *what, uint64_t bytes, kn_cuda_arena **out);
+/* 256-byte aligned bump allocation; NULL when the arena is full. */
+void *kn_cuda_arena_alloc(kn_cuda_arena *a, uint64_t bytes);
+/* Forgets every allocation (between requests). */
+void kn_cuda_arena_reset(kn_cuda_arena *a);
+uint64_t kn_cuda_arena_size(const kn_cuda_arena *a);
+/* cudaFree and returns the bytes to the budget. NULL-safe. */
+void kn_cuda_arena_free(kn_cuda_arena *a);
+
+/* Pinned (page-locked) host memory for staging copies. */
+ms_status kn_cuda_host_alloc(size_t bytes, void **out);
+void kn_cuda_host_free(void *p);
+
+/* One stream per inference worker. */
+ms_status kn_cuda_stream_new(void **out);
+void kn_cuda_stream_free(void *s);
+ms_status kn_cuda_stream_sync(void *s, const char *op);
+
+/* Asynchronous copies on stream s (pinned host memory for true overlap). */
+ms_status kn_cuda_h2d(void *dst, const void *src, size_t bytes, void *s, const char *op);
+ms_status kn_cuda_d2h(void *dst, const void *src, size_t bytes, void *s, const char *op);
+
+/* For the kernels' launchers: MS_OK, or the error of the last launch
+ * (cudaGetLastError) named after `op`. */
+ms_status kn_cuda_check_launch(const char *op);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KN_CUDA_RT_CUH */

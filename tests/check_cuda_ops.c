@@ -1,0 +1,647 @@
+/* check_cuda_ops.c - the CUDA kernels against the CPU path (ctest label
+ * `gpu`). Without a CUDA build or a usable GPU it prints one line and exits
+ * 77 (skipped); bench/gpu/run.sh runs it on a GPU machine.
+ *
+ *   dicom_fused_bitexact  the fused DICOM kernel vs dcm_decode_hu ->
+ *                         dcm_resize_bilinear -> dcm_window on the CPU, for
+ *                         uint8 / uint16 / int16 stored pixels with bits above
+ *                         BitsStored set, with and without resize, NHWC x3 and
+ *                         NCHW x1: bit for bit (memcmp)
+ *   binary / bias_act / softmax  vs the CPU backend's AddV2, Sub, Mul,
+ *                         RealDiv, Maximum, Minimum, BiasAdd + Relu / Relu6 /
+ *                         Sigmoid / Tanh, Softmax: exact where the CPU is one
+ *                         IEEE operation, else 1e-5 relative
+ *   matmul                cuBLASLt MatMul with the bias / bias+ReLU epilogue vs the CPU
+ *                         backend's MatMul -> BiasAdd -> Relu: 1e-5 relative
+ *   conv                  cuDNN Conv2D (SAME / VALID, stride 2, dilation 2) and
+ *                         DepthwiseConv2dNative (multiplier 2) vs the CPU
+ *                         backend: 1e-5 relative; asymmetric SAME refused
+ *   pool_mean_concat      MaxPool (exact), AvgPool, Mean over H, W (1e-5) and
+ *                         ConcatV2 on the last and a middle axis (exact)
+ *   batch_norm_resize     FusedBatchNormV3 (inference; + ReLU) and ResizeBilinear
+ *                         (legacy, align_corners, half_pixel_centers; up and
+ *                         down) against the CPU backend: bit for bit
+ *   transpose_pad         Transpose (rank 4 and 5) and Pad / PadV2 on H, W
+ *                         against the CPU backend: bit for bit
+ *   arena_memory          an arena's cudaMalloc shows in cudaMemGetInfo and
+ *                         comes back when it is freed; the
+ *                         --per_process_gpu_memory_fraction cap refuses an
+ *                         arena over it
+ * Check runs without fork here (CUDA is initialised in the parent). */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_cuda_probe.h"
+
+#ifndef DCMSERVE_HAVE_CUDA
+int main(void) {
+    printf("cuda_ops: skipped: this build has no CUDA backend (DCMSERVE_CUDA=OFF or no nvcc)\n");
+    return 77;
+}
+#else
+
+#include "dcm_pixel.h"
+#include "kn_cuda_dicom.cuh"
+#include "kn_cuda_conv.cuh"
+#include "kn_cuda_elementwise.cuh"
+#include "kn_cuda_gemm.cuh"
+#include "kn_cuda_nn.cuh"
+#include "kn_cuda_mem.h"
+#include "kn_cuda_rt.cuh"
+#include "util_dicom.h"
+#include "util_node.h"
+
+#define TS_EXPLICIT "1.2.840.10008.1.2.1"
+#define MIB ((uint64_t)1 << 20)
+
+static kn_cuda_arena *g_arena;
+static uint64_t g_total;
+
+static void *dev_put(const void *src, size_t bytes) {
+    void *d = kn_cuda_arena_alloc(g_arena, bytes);
+    ck_assert_ptr_nonnull(d);
+    if (src) ck_assert_msg(kn_cuda_h2d(d, src, bytes, NULL, "h2d") == MS_OK, "%s", ms_errmsg());
+    return d;
+}
+
+static void dev_get(void *dst, const void *d, size_t bytes) {
+    ck_assert_msg(kn_cuda_d2h(dst, d, bytes, NULL, "d2h") == MS_OK, "%s", ms_errmsg());
+    ck_assert_msg(kn_cuda_stream_sync(NULL, "sync") == MS_OK, "%s", ms_errmsg());
+}
+
+static uint32_t g_seed = 12345;
+static uint32_t rnd(void) {
+    g_seed = g_seed * 1664525u + 1013904223u;
+    return g_seed >> 8;
+}
+
+/* ---- the fused DICOM kernel ---- */
+typedef struct dcase {
+    uint16_t ba, bs, pr;
+    const char *slope, *icpt;
+} dcase;
+
+START_TEST(test_dicom_fused_bitexact) {
+    const dcase cases[] = {
+        {16, 12, 0, "1", "-1024"},
+        {16, 16, 1, "1.5", "-1024.25"},
+        {16, 12, 1, "2", "0"},
+        {8, 8, 0, "0.75", "3"},
+    };
+    const uint32_t rows = 37, cols = 29;
+    const uint32_t outs[2][2] = {{37, 29}, {20, 48}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const dcase *k = &cases[c];
+        const size_t elt = k->ba / 8, bytes = (size_t)rows * cols * elt;
+        uint8_t *raw = malloc(bytes + 1);
+        for (size_t i = 0; i < bytes; i++) raw[i] = (uint8_t)rnd(); /* high bits set too */
+        ut_dbuf d;
+        ut_dbuf_init(&d, 1, 0);
+        ut_dbuf_meta(&d, TS_EXPLICIT);
+        ut_dbuf_str(&d, 0x0008, 0x0060, "CS", "CT");
+        ut_dbuf_image(&d, (uint16_t)rows, (uint16_t)cols, k->ba, k->bs, k->pr, "MONOCHROME2");
+        ut_dbuf_str(&d, 0x0028, 0x1052, "DS", k->icpt);
+        ut_dbuf_str(&d, 0x0028, 0x1053, "DS", k->slope);
+        size_t padded = (bytes + 1) & ~(size_t)1;
+        ut_dbuf_hdr(&d, 0x7FE0, 0x0010, k->ba == 8 ? "OB" : "OW", (uint32_t)padded);
+        raw[bytes] = 0;
+        ut_dbuf_bytes(&d, raw, padded);
+        dcm_image *img = NULL;
+        ck_assert_msg(dcm_decode_hu(d.p, d.n, NULL, &img) == MS_OK, "%s", ms_errmsg());
+        ut_dbuf_free(&d);
+        const double L = 40, W = 400;
+        void *draw = dev_put(raw, bytes);
+        for (int o = 0; o < 2; o++) {
+            const uint32_t oh = outs[o][0], ow = outs[o][1];
+            const size_t np = (size_t)oh * ow;
+            float *want = malloc(np * sizeof(float));
+            if (oh == rows && ow == cols)
+                memcpy(want, img->data, np * sizeof(float));
+            else
+                dcm_resize_bilinear(img->data, rows, cols, 1, want, oh, ow);
+            ck_assert_int_eq(dcm_window(want, want, np, L, W), MS_OK);
+            for (int layout = 0; layout < 2; layout++) {
+                kn_cuda_dicom_params p = {
+                    .pix = k->ba == 8 ? KN_CUDA_PIX_U8 : (k->pr ? KN_CUDA_PIX_S16 : KN_CUDA_PIX_U16),
+                    .bits_stored = k->bs,
+                    .slope = (float)img->info.slope,
+                    .intercept = (float)img->info.intercept,
+                    .window = 1,
+                    .lo = (float)(L - W / 2.0),
+                    .hi = (float)(L + W / 2.0),
+                    .ih = rows, .iw = cols, .oh = oh, .ow = ow,
+                    .channels = layout ? 1 : 3,
+                    .nchw = layout,
+                };
+                if (img->info.rescale_source == DCM_RESCALE_NONE) p.slope = 1, p.intercept = 0;
+                float *dout = dev_put(NULL, np * p.channels * sizeof(float));
+                ck_assert_msg(kn_cuda_dicom_fused(draw, 1, &p, dout, NULL) == MS_OK, "%s",
+                              ms_errmsg());
+                float *got = malloc(np * p.channels * sizeof(float));
+                dev_get(got, dout, np * p.channels * sizeof(float));
+                for (size_t i = 0; i < np; i++)
+                    for (uint32_t ch = 0; ch < p.channels; ch++) {
+                        float g = got[i * p.channels + ch];
+                        ck_assert_msg(memcmp(&g, &want[i], 4) == 0,
+                                      "case %zu out %ux%u layout %d pixel %zu ch %u: gpu %.9g cpu %.9g",
+                                      c, oh, ow, layout, i, ch, (double)g, (double)want[i]);
+                    }
+                free(got);
+            }
+            free(want);
+        }
+        dcm_image_free(img);
+        free(raw);
+        kn_cuda_arena_reset(g_arena);
+    }
+}
+END_TEST
+
+/* ---- elementwise against the CPU backend ---- */
+static rt_tensor *rand_t(rt_shape s, float lo, float hi) {
+    rt_tensor *t = tu_iota_f32(s, 0, 0);
+    float *f = rt_tensor_f32(t);
+    for (int64_t i = 0; i < t->nelem; i++) f[i] = lo + (hi - lo) * (float)(rnd() % 65536) / 65536.f;
+    return t;
+}
+
+static rt_tensor *gpu_out(rt_shape s, const float *dev) {
+    rt_tensor *t = tu_iota_f32(s, 0, 0);
+    dev_get(rt_tensor_f32(t), dev, (size_t)t->nelem * sizeof(float));
+    return t;
+}
+
+START_TEST(test_binary) {
+    static const struct {
+        const char *op;
+        kn_cuda_binop k;
+        float tol;
+    } ops[] = {{"AddV2", KN_CUDA_ADD, 0}, {"Sub", KN_CUDA_SUB, 0}, {"Mul", KN_CUDA_MUL, 0},
+               {"RealDiv", KN_CUDA_DIV, 1e-6f}, {"Maximum", KN_CUDA_MAX, 0},
+               {"Minimum", KN_CUDA_MIN, 0}};
+    rt_tensor *a = rand_t(TU_SHAPE(7, 333), -5, 5), *b = rand_t(TU_SHAPE(333), 0.5f, 3);
+    float *da = dev_put(rt_tensor_f32(a), 7 * 333 * 4), *db = dev_put(rt_tensor_f32(b), 333 * 4);
+    float *dout = dev_put(NULL, 7 * 333 * 4);
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        Tensorflow__NodeDef *def = tu_node_new(ops[i].op, "n");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        rt_tensor *in[2] = {a, b};
+        rt_tensor *want = tu_run1(def, in, 2);
+        ck_assert_msg(kn_cuda_binary(ops[i].k, da, db, 333, dout, 7 * 333, NULL) == MS_OK, "%s",
+                      ms_errmsg());
+        rt_tensor *got = gpu_out(TU_SHAPE(7, 333), dout);
+        tu_check_f32(got, TU_SHAPE(7, 333), rt_tensor_f32(want), 7 * 333, ops[i].tol);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+    }
+    tu_unref(&a, 1);
+    tu_unref(&b, 1);
+    kn_cuda_arena_reset(g_arena);
+}
+END_TEST
+
+START_TEST(test_bias_act) {
+    static const struct {
+        const char *op;
+        kn_cuda_act act;
+        float tol;
+    } acts[] = {{"Relu", KN_CUDA_ACT_RELU, 0}, {"Relu6", KN_CUDA_ACT_RELU6, 0},
+                {"Sigmoid", KN_CUDA_ACT_SIGMOID, 1e-5f}, {"Tanh", KN_CUDA_ACT_TANH, 1e-5f}};
+    rt_tensor *x = rand_t(TU_SHAPE(9, 130), -8, 8), *bias = rand_t(TU_SHAPE(130), -2, 2);
+    float *dx = dev_put(rt_tensor_f32(x), 9 * 130 * 4), *db = dev_put(rt_tensor_f32(bias), 130 * 4);
+    float *dout = dev_put(NULL, 9 * 130 * 4);
+    Tensorflow__NodeDef *def = tu_node_new("BiasAdd", "b");
+    tu_attr_type(def, "T", RT_DT_FLOAT);
+    rt_tensor *in[2] = {x, bias};
+    rt_tensor *biased = tu_run1(def, in, 2);
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+        Tensorflow__NodeDef *ad = tu_node_new(acts[i].op, "a");
+        tu_attr_type(ad, "T", RT_DT_FLOAT);
+        rt_tensor *want = tu_run1(ad, &biased, 1);
+        ck_assert_msg(kn_cuda_bias_act(dx, db, acts[i].act, dout, 9, 130, NULL) == MS_OK, "%s",
+                      ms_errmsg());
+        rt_tensor *got = gpu_out(TU_SHAPE(9, 130), dout);
+        tu_check_f32(got, TU_SHAPE(9, 130), rt_tensor_f32(want), 9 * 130, acts[i].tol);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+    }
+    tu_unref(&biased, 1);
+    tu_unref(&x, 1);
+    tu_unref(&bias, 1);
+    kn_cuda_arena_reset(g_arena);
+}
+END_TEST
+
+START_TEST(test_softmax) {
+    const int64_t shapes[3][2] = {{5, 1000}, {64, 3}, {1, 70000}};
+    for (int s = 0; s < 3; s++) {
+        int64_t r = shapes[s][0], c = shapes[s][1];
+        rt_shape sh = TU_SHAPE(r, c);
+        rt_tensor *x = rand_t(sh, -20, 20);
+        float *dx = dev_put(rt_tensor_f32(x), (size_t)(r * c) * 4);
+        float *dout = dev_put(NULL, (size_t)(r * c) * 4);
+        Tensorflow__NodeDef *def = tu_node_new("Softmax", "s");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        rt_tensor *want = tu_run1(def, &x, 1);
+        ck_assert_msg(kn_cuda_softmax(dx, dout, r, c, NULL) == MS_OK, "%s", ms_errmsg());
+        rt_tensor *got = gpu_out(sh, dout);
+        tu_check_f32(got, sh, rt_tensor_f32(want), (int)(r * c), 1e-5f);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&x, 1);
+        kn_cuda_arena_reset(g_arena);
+    }
+}
+END_TEST
+
+START_TEST(test_matmul) {
+    const int64_t shapes[3][3] = {{33, 65, 257}, {1, 1000, 512}, {128, 16, 3}};
+    for (int s = 0; s < 3; s++) {
+        const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        rt_tensor *x = rand_t(TU_SHAPE(m, k), -1, 1), *w = rand_t(TU_SHAPE(k, n), -1, 1);
+        rt_tensor *b = rand_t(TU_SHAPE(n), -1, 1);
+        Tensorflow__NodeDef *mm = tu_node_new("MatMul", "mm");
+        tu_attr_type(mm, "T", RT_DT_FLOAT);
+        rt_tensor *in[2] = {x, w};
+        rt_tensor *prod = tu_run1(mm, in, 2);
+        Tensorflow__NodeDef *ba = tu_node_new("BiasAdd", "b");
+        tu_attr_type(ba, "T", RT_DT_FLOAT);
+        rt_tensor *bin[2] = {prod, b};
+        rt_tensor *biased = tu_run1(ba, bin, 2);
+        Tensorflow__NodeDef *re = tu_node_new("Relu", "r");
+        tu_attr_type(re, "T", RT_DT_FLOAT);
+        rt_tensor *relu = tu_run1(re, &biased, 1);
+        float *dx = dev_put(rt_tensor_f32(x), (size_t)(m * k) * 4);
+        float *dw = dev_put(rt_tensor_f32(w), (size_t)(k * n) * 4);
+        float *db = dev_put(rt_tensor_f32(b), (size_t)n * 4);
+        float *dy = dev_put(NULL, (size_t)(m * n) * 4);
+        const struct {
+            int bias;
+            kn_cuda_act act;
+            rt_tensor *want;
+        } v[3] = {{0, KN_CUDA_ACT_NONE, prod}, {1, KN_CUDA_ACT_NONE, biased}, {1, KN_CUDA_ACT_RELU, relu}};
+        for (int i = 0; i < 3; i++) {
+            kn_cuda_gemm *g = NULL;
+            ck_assert_msg(kn_cuda_gemm_plan(m, n, k, v[i].bias, v[i].act, &g) == MS_OK, "%s",
+                          ms_errmsg());
+            void *ws = kn_cuda_gemm_workspace(g) ? dev_put(NULL, kn_cuda_gemm_workspace(g)) : NULL;
+            ck_assert_msg(kn_cuda_gemm_run(g, dx, dw, v[i].bias ? db : NULL, dy, ws, NULL) == MS_OK,
+                          "%s", ms_errmsg());
+            rt_tensor *got = gpu_out(TU_SHAPE(m, n), dy);
+            tu_check_f32(got, TU_SHAPE(m, n), rt_tensor_f32(v[i].want), (int)(m * n), 1e-5f);
+            tu_unref(&got, 1);
+            kn_cuda_gemm_free(g);
+        }
+        tu_unref(&relu, 1);
+        tu_unref(&biased, 1);
+        tu_unref(&prod, 1);
+        tu_unref(&x, 1);
+        tu_unref(&w, 1);
+        tu_unref(&b, 1);
+        kn_cuda_arena_reset(g_arena);
+    }
+    kn_cuda_gemm *g = NULL;
+    ck_assert_int_eq(kn_cuda_gemm_plan(4, 4, 4, 1, KN_CUDA_ACT_TANH, &g), MS_ENOTSUP);
+    ck_assert_int_eq(kn_cuda_gemm_plan(0, 4, 4, 1, KN_CUDA_ACT_NONE, &g), MS_EINVAL);
+}
+END_TEST
+
+typedef struct conv_case {
+    const char *op;
+    int h, w, c, k, oc, stride, dil;
+    const char *pad;
+} conv_case;
+
+START_TEST(test_conv) {
+    const conv_case cases[] = {
+        {"Conv2D", 17, 15, 5, 3, 7, 1, 1, "SAME"},
+        {"Conv2D", 17, 15, 5, 3, 7, 2, 1, "VALID"},
+        {"Conv2D", 20, 20, 4, 3, 8, 1, 2, "VALID"},
+        {"Conv2D", 9, 9, 16, 1, 32, 1, 1, "VALID"},
+        {"DepthwiseConv2dNative", 16, 16, 6, 3, 12, 1, 1, "SAME"},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const conv_case *k = &cases[ci];
+        const int n = 2, dw = strcmp(k->op, "Conv2D") != 0, m = dw ? k->oc / k->c : k->oc;
+        rt_tensor *x = rand_t(TU_SHAPE(n, k->h, k->w, k->c), -1, 1);
+        rt_tensor *f = rand_t(TU_SHAPE(k->k, k->k, k->c, m), -1, 1);
+        Tensorflow__NodeDef *def = tu_node_new(k->op, "conv");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        tu_attr_ints(def, "strides", 1, k->stride, k->stride, 1);
+        tu_attr_ints(def, "dilations", 1, k->dil, k->dil, 1);
+        tu_attr_s(def, "padding", k->pad);
+        tu_attr_s(def, "data_format", "NHWC");
+        rt_tensor *in[2] = {x, f};
+        rt_tensor *want = tu_run1(def, in, 2);
+        /* TensorFlow's SAME: out = ceil(in / stride), the extra pad at the bottom/right */
+        int pt = 0, pb = 0, pl = 0, pr = 0;
+        if (strcmp(k->pad, "SAME") == 0) {
+            int ekh = (k->k - 1) * k->dil + 1;
+            int oh = (k->h + k->stride - 1) / k->stride, ow = (k->w + k->stride - 1) / k->stride;
+            int th = (oh - 1) * k->stride + ekh - k->h, tw = (ow - 1) * k->stride + ekh - k->w;
+            th = th > 0 ? th : 0;
+            tw = tw > 0 ? tw : 0;
+            pt = th / 2, pb = th - pt, pl = tw / 2, pr = tw - pl;
+        }
+        kn_cuda_conv_shape sh = {.n = n, .h = k->h, .w = k->w, .c = k->c, .kh = k->k, .kw = k->k,
+                                 .oc = k->oc, .groups = dw ? k->c : 1, .sh = k->stride,
+                                 .sw = k->stride, .dh = k->dil, .dw = k->dil, .pad_top = pt,
+                                 .pad_bottom = pb, .pad_left = pl, .pad_right = pr};
+        kn_cuda_conv *p = NULL;
+        ck_assert_msg(kn_cuda_conv_plan(&sh, &p) == MS_OK, "case %zu: %s", ci, ms_errmsg());
+        int oh, ow;
+        kn_cuda_conv_out_hw(p, &oh, &ow);
+        ck_assert_int_eq(oh, (int)want->shape.dim[1]);
+        ck_assert_int_eq(ow, (int)want->shape.dim[2]);
+        size_t fn = (size_t)k->k * k->k * k->c * m;
+        float *ohwi = malloc(fn * sizeof(float));
+        kn_cuda_conv_filter_from_tf(rt_tensor_f32(f), k->k, k->k, k->c, m, dw, ohwi);
+        float *dx = dev_put(rt_tensor_f32(x), (size_t)x->nelem * 4);
+        float *dfw = dev_put(ohwi, fn * 4);
+        float *dy = dev_put(NULL, (size_t)want->nelem * 4);
+        void *ws = kn_cuda_conv_workspace(p) ? dev_put(NULL, kn_cuda_conv_workspace(p)) : NULL;
+        ck_assert_msg(kn_cuda_conv_run(p, dx, dfw, dy, ws, NULL) == MS_OK, "%s", ms_errmsg());
+        rt_tensor *got = gpu_out(want->shape, dy);
+        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 1e-5f);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&x, 1);
+        tu_unref(&f, 1);
+        free(ohwi);
+        kn_cuda_conv_free(p);
+        kn_cuda_arena_reset(g_arena);
+    }
+    kn_cuda_conv_shape asym = {.n = 1, .h = 8, .w = 8, .c = 1, .kh = 3, .kw = 3, .oc = 1,
+                               .groups = 1, .sh = 2, .sw = 2, .dh = 1, .dw = 1, .pad_top = 0,
+                               .pad_bottom = 1, .pad_left = 0, .pad_right = 1};
+    kn_cuda_conv *p = NULL;
+    ck_assert_int_eq(kn_cuda_conv_plan(&asym, &p), MS_ENOTSUP);
+    ck_assert_msg(strstr(ms_errmsg(), "asymmetric") != NULL, "%s", ms_errmsg());
+}
+END_TEST
+
+static void same_pad(int in, int k, int s, int *out, int *before) {
+    *out = (in + s - 1) / s;
+    int total = (*out - 1) * s + k - in;
+    *before = total > 0 ? total / 2 : 0;
+}
+
+START_TEST(test_pool_mean_concat) {
+    const int n = 2, h = 15, w = 12, c = 6;
+    rt_tensor *x = rand_t(TU_SHAPE(n, h, w, c), -3, 3);
+    float *dx = dev_put(rt_tensor_f32(x), (size_t)x->nelem * 4);
+    for (int avg = 0; avg < 2; avg++)
+        for (int same = 0; same < 2; same++) {
+            Tensorflow__NodeDef *def = tu_node_new(avg ? "AvgPool" : "MaxPool", "p");
+            tu_attr_type(def, "T", RT_DT_FLOAT);
+            tu_attr_ints(def, "ksize", 1, 3, 3, 1);
+            tu_attr_ints(def, "strides", 1, 2, 2, 1);
+            tu_attr_s(def, "padding", same ? "SAME" : "VALID");
+            rt_tensor *want = tu_run1(def, &x, 1);
+            kn_cuda_pool_shape ps = {.n = n, .h = h, .w = w, .c = c, .kh = 3, .kw = 3, .sh = 2,
+                                     .sw = 2};
+            if (same) {
+                same_pad(h, 3, 2, &ps.oh, &ps.pad_top);
+                same_pad(w, 3, 2, &ps.ow, &ps.pad_left);
+            } else {
+                ps.oh = (h - 3) / 2 + 1;
+                ps.ow = (w - 3) / 2 + 1;
+            }
+            ck_assert_int_eq(ps.oh, (int)want->shape.dim[1]);
+            ck_assert_int_eq(ps.ow, (int)want->shape.dim[2]);
+            float *dy = dev_put(NULL, (size_t)want->nelem * 4);
+            ck_assert_int_eq(avg ? kn_cuda_avgpool(&ps, dx, dy, NULL) : kn_cuda_maxpool(&ps, dx, dy, NULL),
+                             MS_OK);
+            rt_tensor *got = gpu_out(want->shape, dy);
+            tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, avg ? 1e-5f : 0);
+            tu_unref(&got, 1);
+            tu_unref(&want, 1);
+        }
+    /* Mean over H, W */
+    {
+        Tensorflow__NodeDef *def = tu_node_new("Mean", "m");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        tu_attr_type(def, "Tidx", RT_DT_INT32);
+        rt_tensor *axes = TU_I32(TU_SHAPE(2), 1, 2);
+        rt_tensor *in[2] = {x, axes};
+        rt_tensor *want = tu_run1(def, in, 2);
+        float *dy = dev_put(NULL, (size_t)(n * c) * 4);
+        ck_assert_int_eq(kn_cuda_spatial_mean(dx, n, h * w, c, dy, NULL), MS_OK);
+        rt_tensor *got = gpu_out(TU_SHAPE(n, c), dy);
+        tu_check_f32(got, TU_SHAPE(n, c), rt_tensor_f32(want), n * c, 1e-5f);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&axes, 1);
+    }
+    /* ConcatV2 of x (.., 6) and z (.., 4) on the last axis, and on axis 1 */
+    for (int ax = 0; ax < 2; ax++) {
+        rt_tensor *z = ax ? rand_t(TU_SHAPE(n, 4, w, c), -1, 1) : rand_t(TU_SHAPE(n, h, w, 4), -1, 1);
+        float *dz = dev_put(rt_tensor_f32(z), (size_t)z->nelem * 4);
+        Tensorflow__NodeDef *def = tu_node_new("ConcatV2", "cc");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        tu_attr_i(def, "N", 2);
+        tu_attr_type(def, "Tidx", RT_DT_INT32);
+        rt_tensor *axis = ax ? TU_I32(TU_SCALAR, 1) : TU_I32(TU_SCALAR, 3);
+        rt_tensor *in[3] = {x, z, axis};
+        rt_tensor *want = tu_run1(def, in, 3);
+        const float *srcs[2] = {dx, dz};
+        int64_t inner[2], outer;
+        if (ax) {
+            inner[0] = (int64_t)h * w * c, inner[1] = (int64_t)4 * w * c, outer = n;
+        } else {
+            inner[0] = c, inner[1] = 4, outer = (int64_t)n * h * w;
+        }
+        float *dy = dev_put(NULL, (size_t)want->nelem * 4);
+        ck_assert_int_eq(kn_cuda_concat(srcs, inner, 2, outer, dy, NULL), MS_OK);
+        rt_tensor *got = gpu_out(want->shape, dy);
+        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 0);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&axis, 1);
+        tu_unref(&z, 1);
+    }
+    tu_unref(&x, 1);
+    kn_cuda_arena_reset(g_arena);
+}
+END_TEST
+
+START_TEST(test_batch_norm_resize) {
+    const int n = 2, h = 13, w = 11, c = 5;
+    rt_tensor *x = rand_t(TU_SHAPE(n, h, w, c), -4, 4);
+    float *dx = dev_put(rt_tensor_f32(x), (size_t)x->nelem * 4);
+    /* FusedBatchNormV3, then Relu */
+    rt_tensor *scale = rand_t(TU_SHAPE(c), 0.5f, 2), *offset = rand_t(TU_SHAPE(c), -1, 1);
+    rt_tensor *mean = rand_t(TU_SHAPE(c), -1, 1), *var = rand_t(TU_SHAPE(c), 0.1f, 3);
+    Tensorflow__NodeDef *d = tu_node_new("FusedBatchNormV3", "bn");
+    tu_attr_b(d, "is_training", 0);
+    tu_attr_f(d, "epsilon", 0.001f);
+    rt_tensor *in[5] = {x, scale, offset, mean, var}, *o[6] = {0};
+    ck_assert_int_eq(tu_run(d, in, 5, o, 6), MS_OK);
+    tu_node_free(d);
+    Tensorflow__NodeDef *re = tu_node_new("Relu", "r");
+    tu_attr_type(re, "T", RT_DT_FLOAT);
+    rt_tensor *relu = tu_run1(re, &o[0], 1);
+    /* the CPU kernel's coefficients, in its expression order */
+    float mul[5], add[5];
+    const float *sc = rt_tensor_f32(scale), *of = rt_tensor_f32(offset), *mu = rt_tensor_f32(mean),
+                *va = rt_tensor_f32(var);
+    for (int k = 0; k < c; k++) {
+        float inv = 1.0f / sqrtf(va[k] + 0.001f);
+        mul[k] = sc[k] * inv;
+        add[k] = of[k] - mu[k] * sc[k] * inv;
+    }
+    float *dmul = dev_put(mul, sizeof mul), *dadd = dev_put(add, sizeof add);
+    float *dy = dev_put(NULL, (size_t)x->nelem * 4);
+    for (int act = 0; act < 2; act++) {
+        ck_assert_int_eq(kn_cuda_channel_affine(dx, dmul, dadd, act ? KN_CUDA_ACT_RELU : KN_CUDA_ACT_NONE,
+                                                dy, (int64_t)n * h * w, c, NULL),
+                         MS_OK);
+        rt_tensor *got = gpu_out(x->shape, dy);
+        tu_check_f32(got, x->shape, rt_tensor_f32(act ? relu : o[0]), (int)x->nelem, 0);
+        tu_unref(&got, 1);
+    }
+    tu_unref(o, 6);
+    tu_unref(&relu, 1);
+    tu_unref(&scale, 1);
+    tu_unref(&offset, 1);
+    tu_unref(&mean, 1);
+    tu_unref(&var, 1);
+    /* ResizeBilinear */
+    const int sizes[2][2] = {{29, 17}, {6, 4}};
+    const int modes[3][2] = {{0, 0}, {1, 0}, {0, 1}};
+    for (int si = 0; si < 2; si++)
+        for (int mi = 0; mi < 3; mi++) {
+            int oh = sizes[si][0], ow = sizes[si][1];
+            Tensorflow__NodeDef *rd = tu_node_new("ResizeBilinear", "rs");
+            tu_attr_b(rd, "align_corners", modes[mi][0]);
+            tu_attr_b(rd, "half_pixel_centers", modes[mi][1]);
+            rt_tensor *sz = TU_I32(TU_SHAPE(2), oh, ow);
+            rt_tensor *rin[2] = {x, sz};
+            rt_tensor *want = tu_run1(rd, rin, 2);
+            float *dr = dev_put(NULL, (size_t)want->nelem * 4);
+            ck_assert_int_eq(kn_cuda_resize_bilinear(dx, n, h, w, c, oh, ow, modes[mi][0],
+                                                     modes[mi][1], dr, NULL),
+                             MS_OK);
+            rt_tensor *got = gpu_out(want->shape, dr);
+            tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 0);
+            tu_unref(&got, 1);
+            tu_unref(&want, 1);
+            tu_unref(&sz, 1);
+        }
+    tu_unref(&x, 1);
+    kn_cuda_arena_reset(g_arena);
+}
+END_TEST
+
+START_TEST(test_transpose_pad) {
+    rt_tensor *x = rand_t(TU_SHAPE(2, 5, 7, 3), -2, 2);
+    float *dx = dev_put(rt_tensor_f32(x), (size_t)x->nelem * 4);
+    float *dy = dev_put(NULL, (size_t)x->nelem * 4 * 4);
+    const int perms[3][4] = {{0, 3, 1, 2}, {0, 2, 3, 1}, {3, 2, 1, 0}};
+    for (int p = 0; p < 3; p++) {
+        Tensorflow__NodeDef *d = tu_node_new("Transpose", "t");
+        tu_attr_type(d, "T", RT_DT_FLOAT);
+        tu_attr_type(d, "Tperm", RT_DT_INT32);
+        rt_tensor *perm = TU_I32(TU_SHAPE(4), perms[p][0], perms[p][1], perms[p][2], perms[p][3]);
+        rt_tensor *in[2] = {x, perm};
+        rt_tensor *want = tu_run1(d, in, 2);
+        ck_assert_int_eq(kn_cuda_transpose(dx, 4, x->shape.dim, perms[p], dy, NULL), MS_OK);
+        rt_tensor *got = gpu_out(want->shape, dy);
+        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 0);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&perm, 1);
+    }
+    const int bad[4] = {0, 1, 1, 2};
+    ck_assert_int_eq(kn_cuda_transpose(dx, 4, x->shape.dim, bad, dy, NULL), MS_EINVAL);
+    for (int v2 = 0; v2 < 2; v2++) {
+        Tensorflow__NodeDef *d = tu_node_new(v2 ? "PadV2" : "Pad", "p");
+        tu_attr_type(d, "T", RT_DT_FLOAT);
+        tu_attr_type(d, "Tpaddings", RT_DT_INT32);
+        rt_tensor *pads = TU_I32(TU_SHAPE(4, 2), 0, 0, 0, 1, 2, 3, 0, 0);
+        rt_tensor *cv = TU_F32(TU_SCALAR, -7.5f);
+        rt_tensor *in[3] = {x, pads, cv};
+        rt_tensor *want = tu_run1(d, in, v2 ? 3 : 2);
+        ck_assert_int_eq(kn_cuda_pad_nhwc(dx, 2, 5, 7, 3, 0, 1, 2, 3, v2 ? -7.5f : 0.f, dy, NULL),
+                         MS_OK);
+        rt_tensor *got = gpu_out(want->shape, dy);
+        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 0);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&pads, 1);
+        tu_unref(&cv, 1);
+    }
+    tu_unref(&x, 1);
+    kn_cuda_arena_reset(g_arena);
+}
+END_TEST
+
+START_TEST(test_arena_memory) {
+    uint64_t f0, f1, f2, t;
+    ck_assert_int_eq(kn_cuda_mem_info(&f0, &t), MS_OK);
+    kn_cuda_arena *a = NULL;
+    ck_assert_msg(kn_cuda_arena_new("model t version 1", 1024 * MIB, &a) == MS_OK, "%s",
+                  ms_errmsg());
+    ck_assert_int_eq(kn_cuda_mem_info(&f1, &t), MS_OK);
+    ck_assert_msg(f0 - f1 >= 1000 * MIB, "free %llu -> %llu MiB after a 1 GiB arena",
+                  (unsigned long long)(f0 >> 20), (unsigned long long)(f1 >> 20));
+    kn_cuda_arena_free(a);
+    ck_assert_int_eq(kn_cuda_mem_info(&f2, &t), MS_OK);
+    ck_assert_msg(f2 + 64 * MIB >= f0, "free %llu MiB before, %llu MiB after unload",
+                  (unsigned long long)(f0 >> 20), (unsigned long long)(f2 >> 20));
+    /* the cap: 10 % of the device, arena of 20 % refused, the daemon's message */
+    kn_cuda_budget_set(0.1, g_total);
+    uint64_t held = kn_cuda_budget_held();
+    ck_assert_int_eq(kn_cuda_arena_new("model big version 1", g_total / 5, &a), MS_ENOMEM);
+    ck_assert_msg(strstr(ms_errmsg(), "--per_process_gpu_memory_fraction=0.1") != NULL, "%s",
+                  ms_errmsg());
+    ck_assert_uint_eq(kn_cuda_budget_held(), held);
+    kn_cuda_budget_set(0, g_total);
+    ck_assert_int_eq(kn_cuda_sticky(), 0);
+}
+END_TEST
+
+int main(void) {
+    kn_cuda_report r;
+    kn_cuda_probe(NULL, &r);
+    kn_device_spec spec = {KN_DEVICE_AUTO, -1};
+    int gpu = -1;
+    char why[768];
+    kn_device_select(&spec, &r, &gpu, why, sizeof why);
+    if (gpu < 0) {
+        printf("cuda_ops: skipped: no usable GPU: %s\n", r.reason);
+        return 77;
+    }
+    printf("cuda_ops: %s\n", why);
+    /* CUDA is initialised in this process: no fork per test. */
+    setenv("CK_FORK", "no", 1);
+    if (kn_cuda_set_device(gpu) != MS_OK) {
+        printf("cuda_ops: %s\n", ms_errmsg());
+        return 1;
+    }
+    g_total = r.gpu[gpu].total_bytes;
+    kn_cuda_budget_set(0, g_total);
+    if (kn_cuda_arena_new("cuda_ops", 256 * MIB, &g_arena) != MS_OK) {
+        printf("cuda_ops: %s\n", ms_errmsg());
+        return 1;
+    }
+    const tu_case cases[] = {
+        {"dicom_fused_bitexact", test_dicom_fused_bitexact},
+        {"binary", test_binary},
+        {"bias_act", test_bias_act},
+        {"softmax", test_softmax},
+        {"matmul", test_matmul},
+        {"conv", test_conv},
+        {"pool_mean_concat", test_pool_mean_concat},
+        {"batch_norm_resize", test_batch_norm_resize},
+        {"transpose_pad", test_transpose_pad},
+        {"arena_memory", test_arena_memory},
+    };
+    int rc = tu_suite_main("cuda_ops", cases, sizeof(cases) / sizeof(cases[0]));
+    kn_cuda_arena_free(g_arena);
+    return rc;
+}
+#endif
