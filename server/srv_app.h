@@ -48,6 +48,10 @@ int srv_health_status(srv_app *app, const char *service);
  * model_spec copies on the wire first as protobuf does (srv_tfs.c); NULL when
  * it does not parse. */
 void *srv_tfs_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *req, size_t n);
+/* Finds the servable a ModelSpec names (version or label) and names the model
+ * and version in the call's request record (srv_tfs.c). */
+ms_status srv_tfs_resolve(srv_app *app, srv_call *call, const struct Tensorflow__Serving__ModelSpec *spec,
+                          srv_servable *out);
 ms_status srv_tfs_predict(void *app, srv_call *c, const uint8_t *req, size_t n, srv_bytes *out);
 ms_status srv_tfs_get_model_metadata(void *app, srv_call *c, const uint8_t *req, size_t n,
                                      srv_bytes *out);

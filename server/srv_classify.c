@@ -24,20 +24,6 @@
 #define CLASSIFY_METHOD "tensorflow/serving/classify"
 #define REGRESS_METHOD "tensorflow/serving/regress"
 
-static ms_status resolve(srv_app *app, const Tensorflow__Serving__ModelSpec *spec,
-                         srv_servable *out) {
-    if (spec == NULL || spec->name == NULL || spec->name[0] == '\0')
-        return ms_errf(MS_EINVAL, "Missing ModelSpec: model_spec.name must be set");
-    int64_t version = 0;
-    const char *label = NULL;
-    if (spec->version_choice_case == TENSORFLOW__SERVING__MODEL_SPEC__VERSION_CHOICE_VERSION &&
-        spec->version != NULL)
-        version = spec->version->value;
-    if (spec->version_choice_case == TENSORFLOW__SERVING__MODEL_SPEC__VERSION_CHOICE_VERSION_LABEL)
-        label = spec->version_label;
-    return srv_manager_get(app->mgr, spec->name, version, label, out);
-}
-
 /* The serialized examples of an Input as a DT_STRING [n] tensor. */
 static ms_status input_tensor(const Tensorflow__Serving__Input *input, rt_tensor **out) {
     Tensorflow__Serving__Example **ex = NULL;
@@ -85,7 +71,7 @@ static ms_status run_examples(srv_app *app, srv_call *call,
                               const Tensorflow__Serving__Input *input, const char *method,
                               srv_servable *sv, const char **sig_key_out, sig_output **outs,
                               int *nouts) {
-    ms_status st = resolve(app, spec, sv);
+    ms_status st = srv_tfs_resolve(app, call, spec, sv);
     if (st != MS_OK) return st;
     const char *key = spec->signature_name && spec->signature_name[0] ? spec->signature_name
                                                                        : SIG_DEFAULT_KEY;

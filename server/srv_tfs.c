@@ -29,8 +29,8 @@ static ms_status resolve_spec(srv_app *app, const Tensorflow__Serving__ModelSpec
                               srv_servable *out);
 
 /* resolve_spec, and names the model (and version found) in the call's record. */
-static ms_status resolve(srv_app *app, srv_call *call, const Tensorflow__Serving__ModelSpec *spec,
-                         srv_servable *out) {
+ms_status srv_tfs_resolve(srv_app *app, srv_call *call, const Tensorflow__Serving__ModelSpec *spec,
+                          srv_servable *out) {
     srv_req *rec = srv_call_req(call);
     if (spec) srv_req_model(rec, spec->name, 0, spec->signature_name);
     ms_status st = resolve_spec(app, spec, out);
@@ -108,7 +108,7 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
     if (rq == NULL) {
         return ms_errf(MS_EINVAL, "cannot parse PredictRequest (%zu bytes)", n);
     }
-    if ((st = resolve(app, call, rq->model_spec, &sv)) != MS_OK) goto done;
+    if ((st = srv_tfs_resolve(app, call, rq->model_spec, &sv)) != MS_OK) goto done;
     const char *sig_key = rq->model_spec->signature_name && rq->model_spec->signature_name[0]
                               ? rq->model_spec->signature_name
                               : SIG_DEFAULT_KEY;
@@ -227,7 +227,7 @@ ms_status srv_tfs_get_model_metadata(void *appv, srv_call *call, const uint8_t *
             st = ms_errf(MS_EINVAL, "Metadata field %s is not supported", rq->metadata_field[i]);
             goto done;
         }
-    if ((st = resolve(app, call, rq->model_spec, &sv)) != MS_OK) goto done;
+    if ((st = srv_tfs_resolve(app, call, rq->model_spec, &sv)) != MS_OK) goto done;
 
     const Tensorflow__MetaGraphDef *mg = rt_model_meta_graph(sv.model);
     size_t ns = mg ? mg->n_signature_def : 0;
