@@ -4,6 +4,9 @@
  * GET  /v1/models/{m}[/versions/{v}|/labels/{l}]/metadata  signature_def
  * POST /v1/models/{m}[/versions/{v}|/labels/{l}]:predict   row "instances"
  *      or columnar "inputs", {"b64": "..."} for DT_STRING, "signature_name"
+ * POST /v1/models/{m}[/versions/{v}|/labels/{l}]:classify and :regress
+ *      "examples" (+ "context") of {feature: value} -> the gRPC Classify /
+ *      Regress handlers (srv_classify.c) -> {"results": [...]}
  * Errors are {"error": "..."} with TF Serving's codes: 400 bad input or
  * JSON, 404 unknown model/version, 413 body over max_message_bytes, 500
  * otherwise. Tensors are built with the signature's dtype and the shape of
