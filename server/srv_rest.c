@@ -4,11 +4,15 @@
  * GET  /v1/models/{m}[/versions/{v}|/labels/{l}]/metadata  signature_def
  * POST /v1/models/{m}[/versions/{v}|/labels/{l}]:predict   row "instances"
  *      or columnar "inputs", {"b64": "..."} for DT_STRING, "signature_name"
+ * POST /v1/models/{m}[/versions/{v}|/labels/{l}]:classify and :regress
+ *      "examples" (+ "context") of {feature: value} -> the gRPC Classify /
+ *      Regress handlers (srv_classify.c) -> {"results": [...]}
  * Errors are {"error": "..."} with TF Serving's codes: 400 bad input or
  * JSON, 404 unknown model/version, 413 body over max_message_bytes, 500
  * otherwise. Tensors are built with the signature's dtype and the shape of
  * the nested lists; sig_run validates everything else. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -28,6 +32,7 @@
 #include "srv_b64.h"
 #include "srv_rest.h"
 #include "srv_status.h"
+#include "tf_serving.pb-c.h"
 
 struct srv_rest {
     struct MHD_Daemon *d;
@@ -748,18 +753,396 @@ static ms_status status_of(int code) {
     }
 }
 
-/* :classify / :regress: the model is resolved (404 lists what exists), then
- * 501 until tf.Example parsing lands, as the gRPC Classify / Regress. */
-static answer do_example_api(srv_app *app, const target *tg, const char *what) {
-    srv_servable sv = {0};
-    ms_status st = srv_manager_get(app->mgr, tg->name, tg->version,
-                                   tg->label[0] ? tg->label : NULL, &sv);
-    if (st != MS_OK) return status_error(st);
-    srv_servable_release(&sv);
-    char msg[200];
-    snprintf(msg, sizeof msg, "%s is not implemented yet (it needs tf.Example parsing); use "
-                              ":predict with the signature's inputs instead", what);
-    return error_answer(501, msg);
+/* ---- :classify / :regress (tf.Example from JSON) ------------------------ */
+
+/* All of one request's protobuf-c pieces; freed together. */
+typedef struct ex_arena {
+    void **p;
+    size_t n, cap;
+} ex_arena;
+
+static void *ex_alloc(ex_arena *a, size_t size) {
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 64;
+        void **p = realloc(a->p, cap * sizeof(void *));
+        if (p == NULL) return NULL;
+        a->p = p;
+        a->cap = cap;
+    }
+    void *m = calloc(1, size ? size : 1);
+    if (m) a->p[a->n++] = m;
+    return m;
+}
+
+static void ex_arena_free(ex_arena *a) {
+    for (size_t i = 0; i < a->n; i++) free(a->p[i]);
+    free(a->p);
+}
+
+/* cJSON keeps no trace of how a number was written, but TF Serving tells
+ * 1 (int64_list) from 1.0 (float_list). The body's number tokens are read in
+ * text order (which is cJSON's document order) and each number node's
+ * valueint becomes its token's index (valueint is not used otherwise). */
+typedef struct num_tok {
+    int is_int;
+    int range_ok;
+    int64_t v;
+} num_tok;
+
+static size_t scan_numbers(const char *s, size_t n, num_tok *out) {
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        char ch = s[i];
+        if (ch == '"') {
+            for (i++; i < n && s[i] != '"'; i++)
+                if (s[i] == '\\') i++;
+            i++;
+        } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
+            size_t j = i;
+            int is_int = 1;
+            while (j < n && strchr("+-0123456789.eE", s[j]) && s[j]) {
+                if (s[j] == '.' || s[j] == 'e' || s[j] == 'E') is_int = 0;
+                j++;
+            }
+            if (out) {
+                char buf[32];
+                size_t len = j - i;
+                out[k] = (num_tok){is_int, 0, 0};
+                if (is_int && len < sizeof buf) {
+                    memcpy(buf, s + i, len);
+                    buf[len] = 0;
+                    errno = 0;
+                    char *end;
+                    long long v = strtoll(buf, &end, 10);
+                    out[k].range_ok = errno == 0 && *end == 0;
+                    out[k].v = v;
+                }
+            }
+            k++;
+            i = j;
+        } else {
+            i++;
+        }
+    }
+    return k;
+}
+
+static int number_index(cJSON *j, int idx) {
+    for (; j; j = j->next) {
+        if (cJSON_IsNumber(j)) j->valueint = idx++;
+        if (j->child) idx = number_index(j->child, idx);
+    }
+    return idx;
+}
+
+typedef struct ex_ctx {
+    ex_arena ar;
+    const num_tok *toks;
+    size_t ntoks;
+    char err[256];
+} ex_ctx;
+
+enum { FV_NONE, FV_INT, FV_FLOAT, FV_BYTES };
+
+static int value_kind(const ex_ctx *x, const cJSON *v) {
+    if (cJSON_IsNumber(v)) {
+        size_t i = (size_t)v->valueint;
+        return i < x->ntoks && x->toks[i].is_int ? FV_INT : FV_FLOAT;
+    }
+    if (cJSON_IsString(v) || (is_b64(v) && cJSON_IsString(v->child))) return FV_BYTES;
+    return FV_NONE;
+}
+
+/* One feature value (a value, or a list of values of one kind). */
+static Tensorflow__Serving__Feature *json_feature(ex_ctx *x, const char *name, const cJSON *v) {
+    const cJSON *first = cJSON_IsArray(v) ? v->child : v;
+    size_t n = cJSON_IsArray(v) ? (size_t)cJSON_GetArraySize(v) : 1;
+    Tensorflow__Serving__Feature *f = ex_alloc(&x->ar, sizeof *f);
+    if (f == NULL) return NULL;
+    Tensorflow__Serving__Feature f0 = TENSORFLOW__SERVING__FEATURE__INIT;
+    *f = f0;
+    int kind = first ? value_kind(x, first) : FV_FLOAT;
+    if (kind == FV_NONE) {
+        snprintf(x->err, sizeof x->err, "Feature '%.100s': expected a number, a string, "
+                 "{\"b64\": ...} or a list of them", name);
+        return NULL;
+    }
+    size_t i = 0;
+    if (kind == FV_INT) {
+        Tensorflow__Serving__Feature__Int64List l0 = TENSORFLOW__SERVING__FEATURE__INT64_LIST__INIT;
+        Tensorflow__Serving__Feature__Int64List *l = ex_alloc(&x->ar, sizeof *l);
+        int64_t *vals = ex_alloc(&x->ar, n * sizeof(int64_t));
+        if (l == NULL || vals == NULL) return NULL;
+        *l = l0;
+        l->value = vals;
+        f->kind_case = TENSORFLOW__SERVING__FEATURE__KIND_INT64_LIST;
+        f->int64_list = l;
+    } else if (kind == FV_FLOAT) {
+        Tensorflow__Serving__Feature__FloatList l0 = TENSORFLOW__SERVING__FEATURE__FLOAT_LIST__INIT;
+        Tensorflow__Serving__Feature__FloatList *l = ex_alloc(&x->ar, sizeof *l);
+        float *vals = ex_alloc(&x->ar, n * sizeof(float));
+        if (l == NULL || vals == NULL) return NULL;
+        *l = l0;
+        l->value = vals;
+        f->kind_case = TENSORFLOW__SERVING__FEATURE__KIND_FLOAT_LIST;
+        f->float_list = l;
+    } else {
+        Tensorflow__Serving__Feature__BytesList l0 = TENSORFLOW__SERVING__FEATURE__BYTES_LIST__INIT;
+        Tensorflow__Serving__Feature__BytesList *l = ex_alloc(&x->ar, sizeof *l);
+        ProtobufCBinaryData *vals = ex_alloc(&x->ar, n * sizeof(ProtobufCBinaryData));
+        if (l == NULL || vals == NULL) return NULL;
+        *l = l0;
+        l->value = vals;
+        f->kind_case = TENSORFLOW__SERVING__FEATURE__KIND_BYTES_LIST;
+        f->bytes_list = l;
+    }
+    for (const cJSON *e = first; e && i < n; e = cJSON_IsArray(v) ? e->next : NULL, i++) {
+        if (value_kind(x, e) != kind) {
+            snprintf(x->err, sizeof x->err, "Feature '%.100s' has mixed types (a list holds "
+                     "one of: integers, floats, strings)", name);
+            return NULL;
+        }
+        if (kind == FV_INT) {
+            const num_tok *t = &x->toks[e->valueint];
+            if (!t->range_ok) {
+                snprintf(x->err, sizeof x->err, "Feature '%.100s': integer out of int64 range",
+                         name);
+                return NULL;
+            }
+            f->int64_list->value[i] = t->v;
+        } else if (kind == FV_FLOAT) {
+            f->float_list->value[i] = (float)e->valuedouble;
+        } else if (cJSON_IsString(e)) {
+            f->bytes_list->value[i] =
+                (ProtobufCBinaryData){strlen(e->valuestring), (uint8_t *)e->valuestring};
+        } else {
+            size_t len = 0;
+            uint8_t *raw = srv_b64_decode(e->child->valuestring, &len);
+            if (raw == NULL) {
+                snprintf(x->err, sizeof x->err, "Feature '%.100s': \"b64\" is not base64", name);
+                return NULL;
+            }
+            uint8_t *copy = ex_alloc(&x->ar, len);
+            if (copy == NULL) {
+                free(raw);
+                return NULL;
+            }
+            memcpy(copy, raw, len);
+            free(raw);
+            f->bytes_list->value[i] = (ProtobufCBinaryData){len, copy};
+        }
+    }
+    if (kind == FV_INT) f->int64_list->n_value = n;
+    else if (kind == FV_FLOAT) f->float_list->n_value = n;
+    else f->bytes_list->n_value = n;
+    return f;
+}
+
+/* {feature: value, ...} -> Example. */
+static Tensorflow__Serving__Example *json_example(ex_ctx *x, const cJSON *o) {
+    if (!cJSON_IsObject(o)) {
+        snprintf(x->err, sizeof x->err, "an example must be a JSON object {feature: value, ...}");
+        return NULL;
+    }
+    size_t n = (size_t)cJSON_GetArraySize(o);
+    Tensorflow__Serving__Example *e = ex_alloc(&x->ar, sizeof *e);
+    Tensorflow__Serving__Features *fs = ex_alloc(&x->ar, sizeof *fs);
+    Tensorflow__Serving__Features__FeatureEntry **ents = ex_alloc(&x->ar, n * sizeof(void *));
+    if (e == NULL || fs == NULL || ents == NULL) return NULL;
+    Tensorflow__Serving__Example e0 = TENSORFLOW__SERVING__EXAMPLE__INIT;
+    Tensorflow__Serving__Features fs0 = TENSORFLOW__SERVING__FEATURES__INIT;
+    *e = e0;
+    *fs = fs0;
+    e->features = fs;
+    fs->feature = ents;
+    for (const cJSON *c = o->child; c; c = c->next) {
+        Tensorflow__Serving__Features__FeatureEntry *en = ex_alloc(&x->ar, sizeof *en);
+        if (en == NULL) return NULL;
+        Tensorflow__Serving__Features__FeatureEntry en0 =
+            TENSORFLOW__SERVING__FEATURES__FEATURE_ENTRY__INIT;
+        *en = en0;
+        en->key = c->string;
+        if ((en->value = json_feature(x, c->string, c)) == NULL) return NULL;
+        ents[fs->n_feature++] = en;
+    }
+    return e;
+}
+
+typedef struct example_job {
+    srv_app *app;
+    const target *tg;
+    const body *b;
+    int regress;
+    int64_t *version;
+    ms_status *st;
+    answer a;
+} example_job;
+
+static answer example_bad(ms_status *st, const char *msg) {
+    *st = MS_EINVAL;
+    return error_answer(MHD_HTTP_BAD_REQUEST, msg);
+}
+
+/* The JSON body as a Classification/RegressionRequest, the gRPC handler, its
+ * answer as TF Serving's JSON. */
+static answer example_json(srv_app *app, const target *tg, const body *b, int regress,
+                           int64_t *version, ms_status *status) {
+    const char *data = b->data ? b->data : "";
+    cJSON *req = cJSON_ParseWithLength(data, b->len);
+    ex_ctx x = {0};
+    answer a = {0};
+    srv_bytes out = {0};
+    if (req == NULL || !cJSON_IsObject(req)) {
+        a = example_bad(status, "JSON Parse error: the body must be a JSON object with "
+                                "\"examples\"");
+        goto done;
+    }
+    x.ntoks = scan_numbers(data, b->len, NULL);
+    num_tok *toks = x.ntoks ? calloc(x.ntoks, sizeof(num_tok)) : NULL;
+    if (x.ntoks && toks == NULL) {
+        *status = MS_ENOMEM;
+        a = error_answer(500, "out of memory");
+        goto done;
+    }
+    scan_numbers(data, b->len, toks);
+    x.toks = toks;
+    if ((size_t)number_index(req, 0) > x.ntoks) {
+        a = example_bad(status, "JSON Parse error: cannot read the numbers of the body");
+        goto done;
+    }
+    const cJSON *exs = cJSON_GetObjectItemCaseSensitive(req, "examples");
+    const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(req, "context");
+    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(req, "signature_name");
+    if (!cJSON_IsArray(exs)) {
+        a = example_bad(status, "Missing 'examples' key (a list of {feature: value} objects)");
+        goto done;
+    }
+    if (sig && !cJSON_IsString(sig)) {
+        a = example_bad(status, "'signature_name' must be a string");
+        goto done;
+    }
+    size_t n = (size_t)cJSON_GetArraySize(exs);
+    Tensorflow__Serving__Example **list = ex_alloc(&x.ar, n * sizeof(void *));
+    Tensorflow__Serving__Example *cex = NULL;
+    if (list == NULL) goto oom;
+    size_t i = 0;
+    for (const cJSON *e = exs->child; e; e = e->next) {
+        if ((list[i++] = json_example(&x, e)) == NULL) goto bad;
+    }
+    if (ctx && (cex = json_example(&x, ctx)) == NULL) goto bad;
+    Tensorflow__Serving__ModelSpec spec = TENSORFLOW__SERVING__MODEL_SPEC__INIT;
+    Tensorflow__Serving__Int64Value ver = TENSORFLOW__SERVING__INT64_VALUE__INIT;
+    spec.name = (char *)tg->name;
+    if (tg->version > 0) {
+        ver.value = tg->version;
+        spec.version_choice_case = TENSORFLOW__SERVING__MODEL_SPEC__VERSION_CHOICE_VERSION;
+        spec.version = &ver;
+    } else if (tg->label[0]) {
+        spec.version_choice_case = TENSORFLOW__SERVING__MODEL_SPEC__VERSION_CHOICE_VERSION_LABEL;
+        spec.version_label = (char *)tg->label;
+    }
+    if (sig) spec.signature_name = sig->valuestring;
+    Tensorflow__Serving__ExampleList el = TENSORFLOW__SERVING__EXAMPLE_LIST__INIT;
+    Tensorflow__Serving__ExampleListWithContext elc =
+        TENSORFLOW__SERVING__EXAMPLE_LIST_WITH_CONTEXT__INIT;
+    Tensorflow__Serving__Input in = TENSORFLOW__SERVING__INPUT__INIT;
+    if (cex) {
+        elc.n_examples = n;
+        elc.examples = list;
+        elc.context = cex;
+        in.kind_case = TENSORFLOW__SERVING__INPUT__KIND_EXAMPLE_LIST_WITH_CONTEXT;
+        in.example_list_with_context = &elc;
+    } else {
+        el.n_examples = n;
+        el.examples = list;
+        in.kind_case = TENSORFLOW__SERVING__INPUT__KIND_EXAMPLE_LIST;
+        in.example_list = &el;
+    }
+    Tensorflow__Serving__ClassificationRequest crq =
+        TENSORFLOW__SERVING__CLASSIFICATION_REQUEST__INIT;
+    Tensorflow__Serving__RegressionRequest rrq = TENSORFLOW__SERVING__REGRESSION_REQUEST__INIT;
+    crq.model_spec = rrq.model_spec = &spec;
+    crq.input = rrq.input = &in;
+    srv_bytes wire = {0};
+    ms_status st = srv_pack(regress ? &rrq.base : &crq.base, &wire);
+    if (st == MS_OK)
+        st = regress ? srv_tfs_regress(app, NULL, wire.data, wire.len, &out)
+                     : srv_tfs_classify(app, NULL, wire.data, wire.len, &out);
+    free(wire.data);
+    if (st != MS_OK) {
+        *status = st;
+        a = status_error(st);
+        goto done;
+    }
+    cJSON *res = cJSON_CreateArray();
+    a = (answer){MHD_HTTP_OK, cJSON_CreateObject()};
+    if (res == NULL || a.json == NULL) {
+        cJSON_Delete(res);
+        goto oom;
+    }
+    cJSON_AddItemToObject(a.json, "results", res);
+    if (regress) {
+        Tensorflow__Serving__RegressionResponse *rr =
+            tensorflow__serving__regression_response__unpack(NULL, out.len, out.data);
+        if (rr == NULL) goto oom;
+        if (rr->model_spec && rr->model_spec->version) *version = rr->model_spec->version->value;
+        for (size_t k = 0; rr->result && k < rr->result->n_regressions; k++)
+            cJSON_AddItemToArray(res, cJSON_CreateNumber(rr->result->regressions[k]->value));
+        tensorflow__serving__regression_response__free_unpacked(rr, NULL);
+    } else {
+        Tensorflow__Serving__ClassificationResponse *cr =
+            tensorflow__serving__classification_response__unpack(NULL, out.len, out.data);
+        if (cr == NULL) goto oom;
+        if (cr->model_spec && cr->model_spec->version) *version = cr->model_spec->version->value;
+        for (size_t k = 0; cr->result && k < cr->result->n_classifications; k++) {
+            const Tensorflow__Serving__Classifications *c = cr->result->classifications[k];
+            cJSON *row = cJSON_CreateArray();
+            for (size_t j = 0; row && j < c->n_classes; j++) {
+                cJSON *pair = cJSON_CreateArray();
+                cJSON_AddItemToArray(pair, cJSON_CreateString(c->classes[j]->label));
+                cJSON_AddItemToArray(pair, cJSON_CreateNumber(c->classes[j]->score));
+                cJSON_AddItemToArray(row, pair);
+            }
+            cJSON_AddItemToArray(res, row);
+        }
+        tensorflow__serving__classification_response__free_unpacked(cr, NULL);
+    }
+    *status = MS_OK;
+    goto done;
+bad:
+    if (x.err[0]) {
+        a = example_bad(status, x.err);
+        goto done;
+    }
+oom:
+    cJSON_Delete(a.json);
+    *status = MS_ENOMEM;
+    a = error_answer(500, "out of memory");
+done:
+    free(out.data);
+    free((void *)x.toks);
+    ex_arena_free(&x.ar);
+    cJSON_Delete(req);
+    return a;
+}
+
+static void example_job_run(void *arg) {
+    example_job *j = arg;
+    j->a = example_json(j->app, j->tg, j->b, j->regress, j->version, j->st);
+}
+
+/* :classify / :regress on a gRPC worker through the model's queue, as
+ * :predict. */
+static answer do_example_api(srv_app *app, const target *tg, const body *b, int regress,
+                             int64_t *version, ms_status *st) {
+    example_job j = {app, tg, b, regress, version, st, {0, NULL}};
+    ms_status qst = app->server ? srv_server_run_job(app->server, tg->name, example_job_run, &j)
+                                : (example_job_run(&j), MS_OK);
+    if (qst != MS_OK) {
+        *st = qst;
+        return status_error(qst);
+    }
+    return j.a;
 }
 
 static const char *rest_api_name(const char *url, const char *method, int kind) {
@@ -823,17 +1206,16 @@ static srv_rest_reply route(srv_rest *r, struct MHD_Connection *c, const char *u
                                      wants_post ? "use POST for :predict, :classify and :regress"
                                                 : "use GET for status and metadata"),
                         MS_EINVAL);
-    if (kind == K_PREDICT) {
+    if (kind == K_PREDICT || kind == K_CLASSIFY || kind == K_REGRESS) {
         int64_t version = 0;
         ms_status st = MS_OK;
-        answer a = do_predict(r->app, tg, b, &version, &st, rec);
+        answer a = kind == K_PREDICT ? do_predict(r->app, tg, b, &version, &st, rec)
+                                     : do_example_api(r->app, tg, b, kind == K_REGRESS, &version,
+                                                      &st);
         srv_req_model(rec, NULL, version, NULL);
         return to_reply(a, st);
     }
-    answer a = kind == K_STATUS     ? do_status(r->app, tg)
-               : kind == K_METADATA ? do_metadata(r->app, tg)
-               : kind == K_CLASSIFY ? do_example_api(r->app, tg, "Classify")
-                                    : do_example_api(r->app, tg, "Regress");
+    answer a = kind == K_STATUS ? do_status(r->app, tg) : do_metadata(r->app, tg);
     return to_reply(a, status_of(a.code));
 }
 
