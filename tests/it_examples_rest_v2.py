@@ -7,11 +7,8 @@
    "dicom" binary_data_size bytes of (4-byte little-endian length, element)
    pairs, which must be the files' exact bytes.
 2. Against the real daemon serving the demo model, the reply's values are
-   checked against pydicom + numpy. dcmserve's KServe v2 REST inference is
-   being added (issue 12); while server/srv_rest*.c has no /infer route this
-   part is skipped (exit 77) after part 1 passed.
+   checked against pydicom + numpy.
 """
-import glob
 import http.server
 import json
 import os
@@ -22,7 +19,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import SKIP_RC, Daemon, check  # noqa: E402
+from serve_client import Daemon, check  # noqa: E402
 from it_demo_model import FILES, compare, reference  # noqa: E402
 
 SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -94,20 +91,9 @@ def flat(x):
     return [v for e in x for v in flat(e)] if isinstance(x, list) else [x]
 
 
-def daemon_has_v2_infer():
-    for p in glob.glob(os.path.join(SRC, "server", "srv_rest*.c")):
-        with open(p) as f:
-            if "/infer" in f.read():
-                return True
-    return False
-
-
 def main():
     check_request_encoding()
     print("infer_v2_binary.sh: the request follows the binary tensor data extension")
-    if not daemon_has_v2_infer():
-        print("SKIP: dcmserve serves no KServe v2 REST /infer yet (server/srv_rest.c)")
-        return SKIP_RC
     refs = [reference(p) for p in FILES]
     rest = free_port()
     d = Daemon(["--model_name=demo_ct", "--model_base_path=" + MODEL_BASE,
