@@ -460,6 +460,28 @@ static ms_status concat_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_ten
 }
 
 
+/* Stacks the elements indices[k] (checked in range) of l into out[0], of
+ * element shape s; unset elements are zeros. Gather of TensorList and of
+ * TensorArrayV3. */
+static ms_status gather_items(kn_ctx *ctx, const kn_node *n, const tlist *l, const rt_tensor *ix,
+                              rt_shape s, rt_tensor **out) {
+    ms_status st;
+    if (!shape_known(&s) || s.rank + 1 > RT_MAX_RANK)
+        return ms_errf(MS_EINVAL, "'%s' (%s): the element shape is not fully known", n->name, n->op);
+    rt_shape os = {.rank = s.rank + 1, .dim = {ix->nelem}};
+    for (int d = 0; d < s.rank; d++) os.dim[d + 1] = s.dim[d];
+    if ((st = kn_ctx_output(ctx, 0, l->dt, &os, &out[0])) != MS_OK) return st;
+    size_t per = (size_t)rt_shape_nelem(&s) * rt_dtype_size(l->dt);
+    char *dst = out[0]->data;
+    for (int64_t k = 0; k < ix->nelem; k++, dst += per) {
+        int64_t i = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[k]
+                                             : ((const int64_t *)ix->data)[k];
+        if (l->items[i]) memcpy(dst, l->items[i]->data, per);
+        else memset(dst, 0, per);
+    }
+    return MS_OK;
+}
+
 /* TensorListGather(handle, indices, element_shape) -> values [len(indices), elem...]. */
 static ms_status gather_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
                                 rt_tensor **out) {
@@ -479,20 +501,7 @@ static ms_status gather_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_ten
             return ms_errf(MS_EINVAL, "'%s' (%s): index %lld is out of range for a list of %d",
                            n->name, n->op, (long long)i, l->n);
     }
-    if (!shape_known(&s) || s.rank + 1 > RT_MAX_RANK)
-        return ms_errf(MS_EINVAL, "'%s' (%s): the element shape is not fully known", n->name, n->op);
-    rt_shape os = {.rank = s.rank + 1, .dim = {ix->nelem}};
-    for (int d = 0; d < s.rank; d++) os.dim[d + 1] = s.dim[d];
-    if ((st = kn_ctx_output(ctx, 0, l->dt, &os, &out[0])) != MS_OK) return st;
-    size_t per = (size_t)rt_shape_nelem(&s) * rt_dtype_size(l->dt);
-    char *dst = out[0]->data;
-    for (int64_t k = 0; k < ix->nelem; k++, dst += per) {
-        int64_t i = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[k]
-                                             : ((const int64_t *)ix->data)[k];
-        if (l->items[i]) memcpy(dst, l->items[i]->data, per);
-        else memset(dst, 0, per);
-    }
-    return MS_OK;
+    return gather_items(ctx, n, l, ix, s, out);
 }
 
 /* TensorListScatterIntoExistingList(handle, tensor, indices): a new list with
@@ -737,20 +746,7 @@ static ms_status ta_gather_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_
             return ms_errf(MS_EINVAL, "'%s' (%s): elements differ in shape", n->name, n->op);
         s = m;
     }
-    if (!shape_known(&s) || s.rank + 1 > RT_MAX_RANK)
-        return ms_errf(MS_EINVAL, "'%s' (%s): the element shape is not fully known", n->name, n->op);
-    rt_shape os = {.rank = s.rank + 1, .dim = {ix->nelem}};
-    for (int d = 0; d < s.rank; d++) os.dim[d + 1] = s.dim[d];
-    if ((st = kn_ctx_output(ctx, 0, a->dt, &os, &out[0])) != MS_OK) return st;
-    size_t per = (size_t)rt_shape_nelem(&s) * rt_dtype_size(a->dt);
-    char *dst = out[0]->data;
-    for (int64_t k = 0; k < ix->nelem; k++, dst += per) {
-        int64_t i = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[k]
-                                             : ((const int64_t *)ix->data)[k];
-        if (a->items[i]) memcpy(dst, a->items[i]->data, per);
-        else memset(dst, 0, per);
-    }
-    return MS_OK;
+    return gather_items(ctx, n, a, ix, s, out);
 }
 
 /* Scatter(handle, indices, value, flow): value[k] goes to element indices[k]. */
