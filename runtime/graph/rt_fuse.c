@@ -624,6 +624,44 @@ static void drop_ctl(rt_graph *g, int u, int target) {
     }
 }
 
+/* Node v's original form moves to a new twin node of the same name (kept
+ * for the unfused path, L->unfused); v becomes the fused node `def` with
+ * one output, taking ownership of in / ctl. MS_ENOMEM leaves v unchanged. */
+static ms_status install_fused(rt_graph *g, int v, Tensorflow__NodeDef *def, rt_edge *in, int nin,
+                               int *ctl, int nctl) {
+    char *twin_name = strdup(g->nodes[v].name);
+    if (twin_name == NULL) return MS_ENOMEM;
+    if (g->n == g->cap) {
+        int ncap = g->cap ? g->cap * 2 : 64;
+        rt_gnode *nn = realloc(g->nodes, sizeof(*nn) * (size_t)ncap);
+        if (nn == NULL) {
+            free(twin_name);
+            return MS_ENOMEM;
+        }
+        g->nodes = nn;
+        g->cap = ncap;
+    }
+    int u = g->n++;
+    rt_gnode *L = &g->nodes[v], *U = &g->nodes[u];
+    *U = *L;
+    U->name = twin_name;
+    U->kn.name = twin_name;
+    U->fused_into = -1;
+    U->unfused = -1;
+    L->def = def;
+    L->kn.def = def;
+    L->kn.op = def->op;
+    L->in = in;
+    L->nin = nin;
+    L->kn.nin = nin;
+    L->ctl = ctl;
+    L->nctl = nctl;
+    L->nout = 1;
+    L->kn.nout = 1;
+    L->unfused = u;
+    return MS_OK;
+}
+
 static ms_status rewrite(fz *f, const fz_chain *c) {
     rt_graph *g = f->g;
     const int conv = c->node[0], last = c->node[c->nn - 1];
@@ -718,36 +756,7 @@ static ms_status rewrite(fz *f, const fz_chain *c) {
 
     /* The last node's original form moves to a new, unnamed twin; the last
      * node becomes the fused one. */
-    char *twin_name = strdup(g->nodes[last].name);
-    if (twin_name == NULL) goto oom;
-    if (g->n == g->cap) {
-        int ncap = g->cap ? g->cap * 2 : 64;
-        rt_gnode *nn = realloc(g->nodes, sizeof(*nn) * (size_t)ncap);
-        if (nn == NULL) {
-            free(twin_name);
-            goto oom;
-        }
-        g->nodes = nn;
-        g->cap = ncap;
-    }
-    int u = g->n++;
-    rt_gnode *L = &g->nodes[last], *U = &g->nodes[u];
-    *U = *L;
-    U->name = twin_name;
-    U->kn.name = twin_name;
-    U->fused_into = -1;
-    U->unfused = -1;
-    L->def = d;
-    L->kn.def = d;
-    L->kn.op = d->op;
-    L->in = in;
-    L->nin = nin;
-    L->kn.nin = nin;
-    L->ctl = ctl;
-    L->nctl = nctl;
-    L->nout = 1;
-    L->kn.nout = 1;
-    L->unfused = u;
+    if (install_fused(g, last, d, in, nin, ctl, nctl) != MS_OK) goto oom;
     for (int i = 0; i < c->nn - 1; i++) {
         int v = c->node[i];
         g->nodes[v].fused_into = last;
@@ -829,36 +838,7 @@ static ms_status rewrite_dicom(fz *f, int d, int v) {
     e->value->b = w->nin == 2;
     nd->attr[nd->n_attr++] = e;
 
-    char *twin_name = strdup(w->name);
-    if (twin_name == NULL) goto oom;
-    if (g->n == g->cap) {
-        int ncap = g->cap ? g->cap * 2 : 64;
-        rt_gnode *nn = realloc(g->nodes, sizeof(*nn) * (size_t)ncap);
-        if (nn == NULL) {
-            free(twin_name);
-            goto oom;
-        }
-        g->nodes = nn;
-        g->cap = ncap;
-    }
-    int u = g->n++;
-    rt_gnode *L = &g->nodes[v], *U = &g->nodes[u];
-    *U = *L;
-    U->name = twin_name;
-    U->kn.name = twin_name;
-    U->fused_into = -1;
-    U->unfused = -1;
-    L->def = nd;
-    L->kn.def = nd;
-    L->kn.op = nd->op;
-    L->in = in;
-    L->nin = 1;
-    L->kn.nin = 1;
-    L->ctl = ctl;
-    L->nctl = nctl;
-    L->nout = 1;
-    L->kn.nout = 1;
-    L->unfused = u;
+    if (install_fused(g, v, nd, in, 1, ctl, nctl) != MS_OK) goto oom;
     g->nodes[d].fused_into = v;
     return MS_OK;
 oom:
