@@ -1,5 +1,6 @@
 /* kn_backend.c - NULL-safe wrappers over a backend's function table and over
  * a node's attribute table. */
+#include <math.h>
 #include <string.h>
 
 #include "kn_backend.h"
@@ -78,6 +79,32 @@ int kn_attr_flist(const kn_node *n, const char *key, float *out, int max) {
 
 int kn_attr_slist(const kn_node *n, const char *key, const char **out, size_t *lens, int max) {
     return n->attrs ? n->attrs->slist(n, key, out, lens, max) : -1;
+}
+
+ms_status kn_window_attrs(const kn_node *n, kn_window *win) {
+    memset(win, 0, sizeof(*win));
+    if (!kn_attr_has(n, "center") || !kn_attr_has(n, "width"))
+        return ms_errf(MS_EINVAL, "%s: %s needs attrs center and width", n->name, n->op);
+    double c = kn_attr_f(n, "center", 0.f), w = kn_attr_f(n, "width", 0.f);
+    if (!(w > 0) || !isfinite(c) || !isfinite(w))
+        return ms_errf(MS_EINVAL, "%s: window width must be > 0 (center %g, width %g)", n->name, c,
+                       w);
+    win->lo = (float)(c - w / 2.0);
+    win->hi = (float)(c + w / 2.0);
+    win->range = win->hi - win->lo;
+    if (kn_attr_s_eq(n, "data_format", "NCHW", "NHWC"))
+        win->nchw = 1;
+    else if (!kn_attr_s_eq(n, "data_format", "NHWC", "NHWC"))
+        return ms_errf(MS_EINVAL, "%s: data_format must be NHWC or NCHW", n->name);
+    int64_t sz[2];
+    int k = kn_attr_ilist(n, "size", sz, 2);
+    if (k == 2 && sz[0] > 0 && sz[1] > 0 && sz[0] <= 65535 && sz[1] <= 65535) {
+        win->size[0] = sz[0];
+        win->size[1] = sz[1];
+    } else if (k > 0) {
+        return ms_errf(MS_EINVAL, "%s: size wants [height, width] in 1..65535", n->name);
+    }
+    return MS_OK;
 }
 
 int kn_attr_typelist(const kn_node *n, const char *key, rt_dtype *out, int max) {

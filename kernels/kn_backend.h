@@ -137,6 +137,17 @@ int kn_attr_flist(const kn_node *n, const char *key, float *out, int max);
  * (not NUL-terminated in general). */
 int kn_attr_slist(const kn_node *n, const char *key, const char **out, size_t *lens, int max);
 int kn_attr_typelist(const kn_node *n, const char *key, rt_dtype *out, int max);
+
+/* The window of DcmWindow and of the fused DcmDecodeWindow, from the attrs
+ * center, width (> 0), data_format (NHWC | NCHW) and size ([h, w] or absent =
+ * {0, 0}): lo = center - width / 2, hi = center + width / 2 in double, then
+ * float. One parser so the fused pass keeps the unfused op's exact numbers. */
+typedef struct kn_window {
+    float lo, hi, range;
+    int nchw;
+    int64_t size[2];
+} kn_window;
+ms_status kn_window_attrs(const kn_node *n, kn_window *w);
 /* Shape attr; MS_ENOTFOUND when absent. rank -1 = unknown rank. */
 ms_status kn_attr_shape(const kn_node *n, const char *key, rt_shape *out);
 /* Tensor attr (Const's "value"), decoded into a new tensor. */

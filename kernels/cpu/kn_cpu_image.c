@@ -22,40 +22,16 @@
 #include "kn_cpu.h"
 #include "kn_cpu_util.h"
 
-typedef struct win_state {
-    float lo, hi, range;
-    int nchw;
-    int64_t size[2];
-} win_state;
+typedef kn_window win_state;
 
 static ms_status win_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
     (void)cin;
-    if (!kn_attr_has(n, "center") || !kn_attr_has(n, "width"))
-        return ms_errf(MS_EINVAL, "%s: DcmWindow needs attrs center and width", n->name);
-    double c = kn_attr_f(n, "center", 0.f), w = kn_attr_f(n, "width", 0.f);
-    if (!(w > 0) || !isfinite(c) || !isfinite(w))
-        return ms_errf(MS_EINVAL, "%s: window width must be > 0 (center %g, width %g)", n->name, c,
-                       w);
-    win_state *s = calloc(1, sizeof(*s));
+    win_state w;
+    ms_status st = kn_window_attrs(n, &w);
+    if (st != MS_OK) return st;
+    win_state *s = malloc(sizeof(*s));
     if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
-    s->lo = (float)(c - w / 2.0);
-    s->hi = (float)(c + w / 2.0);
-    s->range = s->hi - s->lo;
-    if (kn_attr_s_eq(n, "data_format", "NCHW", "NHWC"))
-        s->nchw = 1;
-    else if (!kn_attr_s_eq(n, "data_format", "NHWC", "NHWC")) {
-        free(s);
-        return ms_errf(MS_EINVAL, "%s: data_format must be NHWC or NCHW", n->name);
-    }
-    int64_t sz[2];
-    int k = kn_attr_ilist(n, "size", sz, 2);
-    if (k == 2 && sz[0] > 0 && sz[1] > 0 && sz[0] <= 65535 && sz[1] <= 65535) {
-        s->size[0] = sz[0];
-        s->size[1] = sz[1];
-    } else if (k > 0) {
-        free(s);
-        return ms_errf(MS_EINVAL, "%s: size wants [height, width] in 1..65535", n->name);
-    }
+    *s = w;
     *state = s;
     return MS_OK;
 }

@@ -57,40 +57,24 @@ typedef struct fw_state {
 
 ms_status dcm_fused_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
     (void)cin;
-    if (!kn_attr_has(n, "center") || !kn_attr_has(n, "width"))
-        return ms_errf(MS_EINVAL, "%s: DcmDecodeWindow needs attrs center and width", n->name);
-    double c = kn_attr_f(n, "center", 0.f), w = kn_attr_f(n, "width", 0.f);
-    if (!(w > 0) || !isfinite(c) || !isfinite(w))
-        return ms_errf(MS_EINVAL, "%s: window width must be > 0 (center %g, width %g)", n->name, c,
-                       w);
+    kn_window w; /* the window exactly as DcmWindow reads it */
+    ms_status st = kn_window_attrs(n, &w);
+    if (st != MS_OK) return st;
     fw_state *s = calloc(1, sizeof(*s));
     if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
-    ms_status st = dcm_guard_prepare(n, &s->guard);
-    if (st != MS_OK) {
+    if ((st = dcm_guard_prepare(n, &s->guard)) != MS_OK) {
         free(s);
         return st;
     }
     s->frame = kn_attr_i(n, "frame", 0);
     s->pad = kn_attr_f(n, "pad_value", 0.f);
-    s->lo = (float)(c - w / 2.0);
-    s->hi = (float)(c + w / 2.0);
-    s->range = s->hi - s->lo;
+    s->lo = w.lo;
+    s->hi = w.hi;
+    s->range = w.range;
+    s->nchw = w.nchw;
+    s->size[0] = w.size[0];
+    s->size[1] = w.size[1];
     s->masked = kn_attr_b(n, "masked", 0);
-    if (kn_attr_s_eq(n, "data_format", "NCHW", "NHWC"))
-        s->nchw = 1;
-    else if (!kn_attr_s_eq(n, "data_format", "NHWC", "NHWC")) {
-        free(s);
-        return ms_errf(MS_EINVAL, "%s: data_format must be NHWC or NCHW", n->name);
-    }
-    int64_t sz[2];
-    int k = kn_attr_ilist(n, "size", sz, 2);
-    if (k == 2 && sz[0] > 0 && sz[1] > 0 && sz[0] <= 65535 && sz[1] <= 65535) {
-        s->size[0] = sz[0];
-        s->size[1] = sz[1];
-    } else if (k > 0) {
-        free(s);
-        return ms_errf(MS_EINVAL, "%s: size wants [height, width] in 1..65535", n->name);
-    }
     if (s->frame < 0) {
         long long f = (long long)s->frame;
         free(s);
