@@ -12,6 +12,7 @@ static const srv_method g_methods[] = {
     {"/tensorflow.serving.PredictionService/GetModelMetadata", srv_tfs_get_model_metadata, NULL, NULL, 0, 0},
     {"/tensorflow.serving.PredictionService/Classify", srv_tfs_classify, NULL, NULL, 0, 0},
     {"/tensorflow.serving.PredictionService/Regress", srv_tfs_regress, NULL, NULL, 0, 0},
+    {"/tensorflow.serving.PredictionService/MultiInference", srv_tfs_multi_inference, NULL, NULL, 0, 0},
     {"/tensorflow.serving.ModelService/GetModelStatus", srv_tfs_get_model_status, NULL, NULL, 0, 0},
     /* Waits for loads: on a worker so that CQ threads stay free. */
     {"/tensorflow.serving.ModelService/HandleReloadConfigRequest", srv_tfs_reload_config, NULL, NULL, 1, 0},

@@ -57,6 +57,9 @@ ms_status srv_tfs_get_model_metadata(void *app, srv_call *c, const uint8_t *req,
                                      srv_bytes *out);
 ms_status srv_tfs_classify(void *app, srv_call *c, const uint8_t *req, size_t n, srv_bytes *out);
 ms_status srv_tfs_regress(void *app, srv_call *c, const uint8_t *req, size_t n, srv_bytes *out);
+/* MultiInference: classify / regress tasks over one model and one Input (srv_classify.c). */
+ms_status srv_tfs_multi_inference(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                  srv_bytes *out);
 ms_status srv_tfs_get_model_status(void *app, srv_call *c, const uint8_t *req, size_t n,
                                    srv_bytes *out);
 ms_status srv_tfs_reload_config(void *app, srv_call *c, const uint8_t *req, size_t n,

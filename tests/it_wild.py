@@ -253,6 +253,18 @@ for name, inputs, expected in served:
                     close(name + "/Classify scores",
                           np.asarray([[sc for _, sc in r] for r in rows], dtype=np.float64),
                           -np.sort(-iris_pred, axis=1).astype(np.float64))
+                # MultiInference with one classify task: the same answer as Classify.
+                mreq = pb.tfs.MultiInferenceRequest()
+                task = mreq.tasks.add()
+                task.model_spec.name = name
+                task.method_name = "tensorflow/serving/classify"
+                mreq.input.CopyFrom(creq.input)
+                mres = d.stub.MultiInference(mreq, timeout=120)
+                mrows = [[(c.label.encode(), c.score) for c in cl.classes]
+                         for r in mres.results for cl in r.classification_result.classifications]
+                check(len(mres.results) == 1 and mrows == rows and
+                      mres.results[0].model_spec.signature_name == "serving_default",
+                      "%s: MultiInference gave %r, Classify %r" % (name, mrows, rows))
         except Exception as e:  # a failed RPC is a failure of this model, not of the test
             check(False, "%s: Predict failed: %s\n%s" % (name, e, d.log_tail()))
         finally:

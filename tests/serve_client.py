@@ -82,6 +82,8 @@ class Stubs:
             ("/tensorflow.serving.PredictionService/Classify", "Classify", t.ClassificationRequest,
              t.ClassificationResponse),
             ("/tensorflow.serving.PredictionService/Regress", "Regress", t.RegressionRequest, t.RegressionResponse),
+            ("/tensorflow.serving.PredictionService/MultiInference", "MultiInference", t.MultiInferenceRequest,
+             t.MultiInferenceResponse),
             ("/tensorflow.serving.ModelService/GetModelStatus", "GetModelStatus", t.GetModelStatusRequest,
              t.GetModelStatusResponse),
             ("/tensorflow.serving.ModelService/HandleReloadConfigRequest", "HandleReloadConfigRequest",
