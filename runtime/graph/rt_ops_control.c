@@ -15,13 +15,21 @@
  * the request's cancellation. Case runs branch i for 0 <= i < N and the last
  * branch otherwise, as TensorFlow does.
  *
- * TF1 control flow (Enter / Exit / Merge / Switch / NextIteration /
- * LoopCond) is refused at prepare with one clear message. */
+ * TF1 while loops: the loader's pass turns each frame into one
+ * _TF1WhileLoop node (rt_tf1loop.c); here it builds two plans over its own
+ * graph, cond (fed at the Merges and the invariant Enters, fetching the
+ * LoopCond's input) and body (fed at the Merges, the Switches' body outputs
+ * and the invariant Enters, fetching the NextIterations' inputs), and runs
+ * them as While runs its functions. Exit forwards the loop's output. TF1
+ * cond (Switch / Merge outside a while loop) is refused at prepare with one
+ * clear message, as are Enter / NextIteration / LoopCond reached outside a
+ * converted frame. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "rt_exec.h"
 #include "rt_ops.h"
+#include "rt_tf1loop.h"
 
 #define MAX_FUNCS 64
 #define MAX_DEPTH 32
@@ -258,13 +266,164 @@ static ms_status case_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tenso
     return run_branch(ctx, n, &s->fn[i], in, out);
 }
 
+/* ---- TF1 while loops (rt_tf1loop.h) ---- */
+
+typedef struct tf1_state {
+    rt_plan *cond, *body;
+    int nvars, ninv;
+} tf1_state;
+
+static void tf1_release(void *p) {
+    tf1_state *s = p;
+    if (s == NULL) return;
+    rt_plan_free(s->cond);
+    rt_plan_free(s->body);
+    free(s);
+}
+
+static ms_status tf1_loop_plans(const kn_node *n, rt_graph *g, const rt_tf1_frame *f,
+                                tf1_state *s) {
+    int nv = f->nvars, ni = f->ninv;
+    rt_edge *feeds = calloc((size_t)(2 * nv + ni) + 1, sizeof(*feeds));
+    if (feeds == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    /* cond: [Merge_i:0..., invariant Enter_j:0...] -> LoopCond's input */
+    for (int i = 0; i < nv; i++) feeds[i] = (rt_edge){f->merge[i], 0};
+    for (int j = 0; j < ni; j++) feeds[nv + j] = (rt_edge){f->inv[j], 0};
+    tl_depth++;
+    ms_status st = rt_plan_build(g, feeds, nv + ni, &f->pred, 1, NULL, 0, &s->cond);
+    if (st != MS_OK) {
+        tl_depth--;
+        free(feeds);
+        return ms_errwrap(st, "node '%s' (TF1 while loop '%s'), its condition", n->name, f->name);
+    }
+    /* body: [Merge_i:0..., Switch_i:1..., invariant Enter_j:0...] -> NextIteration inputs */
+    for (int i = 0; i < nv; i++) feeds[nv + i] = (rt_edge){f->sw[i], 1};
+    for (int j = 0; j < ni; j++) feeds[2 * nv + j] = (rt_edge){f->inv[j], 0};
+    st = rt_plan_build(g, feeds, 2 * nv + ni, f->next_in, nv, NULL, 0, &s->body);
+    tl_depth--;
+    free(feeds);
+    if (st != MS_OK)
+        return ms_errwrap(st, "node '%s' (TF1 while loop '%s'), its body", n->name, f->name);
+    return MS_OK;
+}
+
+static ms_status tf1_loop_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
+    (void)cin;
+    rt_graph *g = rt_preparing_graph();
+    size_t len = 0;
+    const Tensorflow__AttrValue *a = def_attr(n, "frame_name");
+    if (g == NULL || a == NULL || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_S)
+        return ms_errf(MS_EINVAL, "'%s' (%s) runs only as a converted TF1 loop of a graph",
+                       n->name, n->op);
+    if (tl_depth >= MAX_DEPTH)
+        return ms_errf(MS_EINVAL, "'%s' (%s): control flow nested deeper than %d", n->name, n->op,
+                       MAX_DEPTH);
+    len = a->s.len;
+    char *name = malloc(len + 1);
+    tf1_state *s = calloc(1, sizeof(*s));
+    if (name == NULL || s == NULL) {
+        free(name);
+        free(s);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
+    memcpy(name, a->s.data, len);
+    name[len] = '\0';
+    rt_tf1_frame f;
+    ms_status st = rt__tf1_frame_find(g, name, &f);
+    free(name);
+    if (st != MS_OK) {
+        free(s);
+        return st;
+    }
+    s->nvars = f.nvars;
+    s->ninv = f.ninv;
+    if (n->nin != f.nvars + f.ninv || n->nout != f.nvars)
+        st = ms_errf(MS_EINTERNAL, "'%s' (%s): %d inputs and %d outputs for %d loop variables and "
+                     "%d invariants", n->name, n->op, n->nin, n->nout, f.nvars, f.ninv);
+    if (st == MS_OK) st = tf1_loop_plans(n, g, &f, s);
+    rt__tf1_frame_free(&f);
+    if (st != MS_OK) {
+        tf1_release(s);
+        return st;
+    }
+    *state = s;
+    return MS_OK;
+}
+
+static ms_status tf1_loop_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                  rt_tensor **out) {
+    const tf1_state *s = st_;
+    int nv = s->nvars, ni = s->ninv;
+    /* cond feeds [cur, inv]; body feeds [cur, cur, inv] */
+    rt_tensor **cf = calloc((size_t)(nv + ni) + 1, sizeof(*cf));
+    rt_tensor **bf = calloc((size_t)(2 * nv + ni) + 1, sizeof(*bf));
+    rt_tensor **next = calloc((size_t)nv + 1, sizeof(*next));
+    rt_tensor **cur = calloc((size_t)nv + 1, sizeof(*cur));
+    ms_status st = MS_OK;
+    if (!cf || !bf || !next || !cur) {
+        st = ms_errf(MS_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < nv; i++) cur[i] = rt_tensor_ref(in[i]);
+    for (int j = 0; j < ni; j++) cf[nv + j] = bf[2 * nv + j] = in[nv + j];
+    for (int64_t iter = 0;; iter++) {
+        if (kn_ctx_cancelled(ctx)) {
+            st = ms_errf(MS_ECANCELED, "request cancelled");
+            break;
+        }
+        for (int i = 0; i < nv; i++) cf[i] = bf[i] = bf[nv + i] = cur[i];
+        rt_tensor *c = NULL;
+        st = rt_plan_run(s->cond, ctx, vars_of(ctx), cf, &c);
+        if (st != MS_OK) {
+            st = ms_errwrap(st, "node '%s' (TF1 while loop), iteration %lld, condition", n->name,
+                            (long long)iter);
+            break;
+        }
+        int go = to_bool(c);
+        rt_tensor_unref(c);
+        if (!go) break;
+        st = rt_plan_run(s->body, ctx, vars_of(ctx), bf, next);
+        if (st != MS_OK) {
+            st = ms_errwrap(st, "node '%s' (TF1 while loop), iteration %lld, body", n->name,
+                            (long long)iter);
+            break;
+        }
+        unref_all(cur, nv);
+        rt_tensor **t = cur;
+        cur = next;
+        next = t;
+    }
+    if (st == MS_OK)
+        for (int i = 0; i < nv; i++) out[i] = cur[i], cur[i] = NULL;
+done:
+    if (cur) unref_all(cur, nv);
+    free(cf);
+    free(bf);
+    free(next);
+    free(cur);
+    return st;
+}
+
+static ms_status tf1_exit_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_tensor *const *in,
+                                  rt_tensor **out) {
+    (void)ctx, (void)st;
+    if (n->nin != 1) return ms_errf(MS_EINVAL, "'%s' (%s) has no input", n->name, n->op);
+    out[0] = rt_tensor_ref(in[0]);
+    return MS_OK;
+}
+
 static ms_status tf1_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
     (void)cin, (void)state;
+    if (strstr(n->op, "Switch") || strstr(n->op, "Merge"))
+        return ms_errf(MS_ENOTSUP,
+                       "op %s (node '%s') is TF1 cond (Switch / Merge outside a while loop), which "
+                       "dcmserve does not run; export the model with TF2 control flow (If "
+                       "functions, tf.compat.v1.enable_control_flow_v2())",
+                       n->op, n->name);
     return ms_errf(MS_ENOTSUP,
-                   "op %s (node '%s') is TF1 control flow (Enter/Exit/Merge/Switch loops), which "
-                   "dcmserve does not run; export the model with TF2 control flow (While / If "
-                   "functions, tf.compat.v1.enable_control_flow_v2())",
-                   n->op, n->name);
+                   "op %s (node '%s') is TF1 control flow outside a while loop dcmserve could "
+                   "convert (a frame of Enter / Merge / Switch / LoopCond / NextIteration / Exit "
+                   "nodes)", n->op, n->name);
 }
 
 static ms_status tf1_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_tensor *const *in,
@@ -274,9 +433,11 @@ static ms_status tf1_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_tensor 
 }
 
 int rt_ops_control_refused(const char *op) {
-    for (const kn_kernel *k = rt_ops_control_kernels; k->op; k++)
-        if (k->prepare == tf1_prepare && strcmp(k->op, op) == 0) return 1;
-    return 0;
+    /* Enter / Exit / NextIteration / LoopCond run as parts of a converted
+     * loop; Switch / Merge inside one are never run, outside one they are TF1
+     * cond. rt_opscan does not list a converted frame's Merge / Switch. */
+    return strcmp(op, "Switch") == 0 || strcmp(op, "RefSwitch") == 0 ||
+           strcmp(op, "Merge") == 0 || strcmp(op, "RefMerge") == 0;
 }
 
 const kn_kernel rt_ops_control_kernels[] = {
@@ -291,10 +452,12 @@ const kn_kernel rt_ops_control_kernels[] = {
      .stateful = 1},
     {.op = "StatelessCase", .prepare = case_prepare, .compute = case_compute,
      .release = ctl_release},
+    {.op = RT_TF1_LOOP_OP, .prepare = tf1_loop_prepare, .compute = tf1_loop_compute,
+     .release = tf1_release, .stateful = 1},
     {.op = "Enter", .prepare = tf1_prepare, .compute = tf1_compute},
     {.op = "RefEnter", .prepare = tf1_prepare, .compute = tf1_compute},
-    {.op = "Exit", .prepare = tf1_prepare, .compute = tf1_compute},
-    {.op = "RefExit", .prepare = tf1_prepare, .compute = tf1_compute},
+    {.op = "Exit", .compute = tf1_exit_compute},
+    {.op = "RefExit", .compute = tf1_exit_compute},
     {.op = "Merge", .prepare = tf1_prepare, .compute = tf1_compute},
     {.op = "RefMerge", .prepare = tf1_prepare, .compute = tf1_compute},
     {.op = "Switch", .prepare = tf1_prepare, .compute = tf1_compute},

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rt_ops.h"
+#include "rt_tf1loop.h"
 
 typedef struct scanner {
     const rt_graph *g;
@@ -122,6 +123,51 @@ static void scan_fn(scanner *sc, const char *owner, const char *fname, int depth
     }
 }
 
+/* A converted TF1 while loop (rt_tf1loop.h): its Enter nodes are listed and
+ * the scan goes on into its condition and body from the LoopCond and the
+ * NextIterations; its Merge / Switch machinery is not listed (never run).
+ * The loop's own inputs are the Enters' inputs. */
+static void enter_frame(scanner *sc, const rt_graph *g, const rt_gnode *n, unsigned char *seen,
+                        int *stack, int *sp) {
+    const Tensorflow__AttrValue *a = NULL;
+    const Tensorflow__NodeDef *d = n->def;
+    for (size_t i = 0; d && i < d->n_attr; i++)
+        if (strcmp(d->attr[i]->key, "frame_name") == 0) a = d->attr[i]->value;
+    char name[512];
+    size_t len = a && a->value_case == TENSORFLOW__ATTR_VALUE__VALUE_S ? a->s.len : 0;
+    if (len >= sizeof name) len = sizeof name - 1;
+    if (len) memcpy(name, a->s.data, len);
+    name[len] = '\0';
+    rt_tf1_frame f;
+    if (rt__tf1_frame_find(g, name, &f) != MS_OK) {
+        ms_err_clear();
+        record(sc, n->kn.op, "", n->name);
+        return;
+    }
+#define PUSH(v_)                                                                                   \
+    do {                                                                                           \
+        int v__ = (v_);                                                                            \
+        if (!seen[v__]) seen[v__] = 1, stack[(*sp)++] = v__;                                       \
+    } while (0)
+    for (int i = 0; i < f.nvars; i++) {
+        seen[f.merge[i]] = seen[f.sw[i]] = 1;
+        if (!seen[f.enter[i]]) record(sc, g->nodes[f.enter[i]].kn.op, "", g->nodes[f.enter[i]].name);
+        seen[f.enter[i]] = 1;
+    }
+    for (int j = 0; j < f.ninv; j++) {
+        if (!seen[f.inv[j]]) record(sc, g->nodes[f.inv[j]].kn.op, "", g->nodes[f.inv[j]].name);
+        seen[f.inv[j]] = 1;
+    }
+    for (int i = 0; i < f.nvars; i++) {
+        for (int k = 0; k < g->nodes[f.merge[i]].nin; k++) PUSH(g->nodes[f.merge[i]].in[k].node);
+        PUSH(g->nodes[f.sw[i]].in[1].node); /* the LoopCond */
+    }
+    for (int i = 0; i < n->nin; i++) PUSH(n->in[i].node);
+    for (int i = 0; i < n->nctl; i++) PUSH(n->ctl[i]);
+#undef PUSH
+    rt__tf1_frame_free(&f);
+}
+
 static int cmp_use(const void *a, const void *b) {
     return strcmp(((const rt_opuse *)a)->op, ((const rt_opuse *)b)->op);
 }
@@ -150,6 +196,10 @@ ms_status rt_opscan_run(const rt_graph *g, const rt_edge *feeds, int nfeeds, con
         const rt_gnode *n = &g->nodes[v];
         if (fed[v]) {
             record(&sc, "Placeholder", "", n->name); /* a fed tensor: nothing upstream runs */
+            continue;
+        }
+        if (strcmp(n->kn.op, RT_TF1_LOOP_OP) == 0) {
+            enter_frame(&sc, g, n, seen, stack, &sp);
             continue;
         }
         record(&sc, n->kn.op, "", n->name);

@@ -18,6 +18,7 @@
 #include "rt_opscan.h"
 #include "rt_graph.h"
 #include "rt_ops.h"
+#include "rt_tf1loop.h"
 
 #define SAVED_MODEL_MAX_BYTES RT_SAVED_MODEL_MAX_BYTES
 
@@ -478,6 +479,7 @@ static ms_status load(const char *export_dir, const char *const *tags, int ntags
     }
     m->mg = m->sm->meta_graphs[mgi];
     if ((st = rt_graph_build(m->mg, be, rt_model_host_ops, &m->g)) != MS_OK) goto fail;
+    if ((st = rt_tf1_loops_convert(m->g)) != MS_OK) goto fail;
     m->g->device = device;
     if (rt_fuse_enabled() && (st = rt_fuse_graph(m->g, NULL)) != MS_OK) goto fail;
     if ((st = run_restore(m)) != MS_OK) goto fail;
