@@ -10,6 +10,7 @@
 
 #include "kn_cpu_backend.h"
 #include "rt_exec.h"
+#include "rt_graphbuild.h"
 #include "rt_graph.h"
 #include "rt_model.h"
 #include "rt_opscan.h"
@@ -408,12 +409,121 @@ START_TEST(test_opscan) {
 }
 END_TEST
 
+/* ---- a TF1 RNN-style SavedModel, loaded as the daemon loads it ---- */
+
+static Tensorflow__NodeDef *gb_op(rt_gb *g, const char *op, const char *name,
+                                  const char *const *in, rt_dtype t) {
+    Tensorflow__NodeDef *d = rt_gb_node(g, op, name);
+    for (int i = 0; in && in[i]; i++) rt_gb_input(g, d, in[i]);
+    if (t != RT_DT_INVALID) rt_gb_attr_type(g, d, "T", t);
+    return d;
+}
+
+static void gb_enter(rt_gb *g, const char *name, const char *x, int constant, rt_dtype t) {
+    Tensorflow__NodeDef *d = gb_op(g, "Enter", name, IN(x), t);
+    rt_gb_attr_str(g, d, "frame_name", "rnn/while/while_context");
+    rt_gb_attr_b(g, d, "is_constant", constant);
+    rt_gb_attr_i(g, d, "parallel_iterations", 32);
+}
+
+static void gb_loop_var(rt_gb *g, const char *v, const char *init, const char *next, rt_dtype t) {
+    char e[64], m[64], s[64], s1[80], id[64], ni[64], x[64];
+    snprintf(e, sizeof e, "rnn/while/Enter_%s", v);
+    snprintf(m, sizeof m, "rnn/while/Merge_%s", v);
+    snprintf(s, sizeof s, "rnn/while/Switch_%s", v);
+    snprintf(s1, sizeof s1, "%s:1", s);
+    snprintf(id, sizeof id, "rnn/while/Identity_%s", v);
+    snprintf(ni, sizeof ni, "rnn/while/NextIteration_%s", v);
+    snprintf(x, sizeof x, "rnn/while/Exit_%s", v);
+    gb_enter(g, e, init, 0, t);
+    rt_gb_attr_i(g, gb_op(g, "Merge", m, IN(e, ni), t), "N", 2);
+    gb_op(g, "Switch", s, IN(m, "rnn/while/LoopCond"), t);
+    gb_op(g, "Identity", id, IN(s1), t);
+    gb_op(g, "NextIteration", ni, IN(next), t);
+    gb_op(g, "Exit", x, IN(s), t);
+}
+
+/* h <- relu(h W + b), `steps` times, W and b TF1 variables read inside the
+ * loop through invariant Enters, restored by the saver graph; the loader's
+ * fusion pass runs over the converted graph (its MatMul / BiasAdd / Relu
+ * chain is what it fuses). */
+START_TEST(test_savedmodel) {
+    char tmpl[] = "/tmp/check_tf1loop_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(tmpl));
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/1", tmpl);
+    rt_gb *g = NULL;
+    ck_assert_int_eq(rt_gb_new(&g), MS_OK);
+    rt_shape hs = TU_SHAPE(1, 2), sc = TU_SCALAR;
+    rt_gb_placeholder(g, "h0", RT_DT_FLOAT, &hs);
+    rt_gb_placeholder(g, "steps", RT_DT_INT32, &sc);
+    rt_tensor *w = TU_F32(TU_SHAPE(2, 2), 0.5f, -1.0f, 0.25f, 2.0f);
+    rt_tensor *bias = TU_F32(TU_SHAPE(2), 0.1f, -0.3f);
+    rt_tensor *zero = TU_I32(TU_SCALAR, 0), *one = TU_I32(TU_SCALAR, 1);
+    rt_gb_variable(g, "W", w);
+    rt_gb_variable(g, "b", bias);
+    rt_gb_const(g, "rnn/i0", zero);
+    gb_enter(g, "rnn/while/Enter_W", "W/read", 1, RT_DT_FLOAT);
+    gb_enter(g, "rnn/while/Enter_bias", "b/read", 1, RT_DT_FLOAT);
+    gb_enter(g, "rnn/while/Enter_steps", "steps", 1, RT_DT_INT32);
+    gb_loop_var(g, "i", "rnn/i0", "rnn/while/add", RT_DT_INT32);
+    gb_loop_var(g, "h", "h0", "rnn/while/relu", RT_DT_FLOAT);
+    gb_op(g, "Less", "rnn/while/Less", IN("rnn/while/Merge_i", "rnn/while/Enter_steps"),
+          RT_DT_INT32);
+    gb_op(g, "LoopCond", "rnn/while/LoopCond", IN("rnn/while/Less"), RT_DT_INVALID);
+    Tensorflow__NodeDef *c1 = rt_gb_const(g, "rnn/while/one", one);
+    rt_gb_control_input(g, c1, "rnn/while/Identity_i");
+    gb_op(g, "AddV2", "rnn/while/add", IN("rnn/while/Identity_i", "rnn/while/one"), RT_DT_INT32);
+    rt_gb_matmul(g, "rnn/while/mm", "rnn/while/Identity_h", "rnn/while/Enter_W", 0, 0,
+                 RT_DT_FLOAT);
+    gb_op(g, "BiasAdd", "rnn/while/ba", IN("rnn/while/mm", "rnn/while/Enter_bias"), RT_DT_FLOAT);
+    gb_op(g, "Relu", "rnn/while/relu", IN("rnn/while/ba"), RT_DT_FLOAT);
+    gb_op(g, "Identity", "y", IN("rnn/while/Exit_h"), RT_DT_FLOAT);
+    Tensorflow__SignatureDef *sig = rt_gb_signature(g, "serving_default", RT_GB_PREDICT);
+    rt_gb_sig_input(g, sig, "h0", "h0:0", RT_DT_FLOAT, &hs);
+    rt_gb_sig_input(g, sig, "steps", "steps:0", RT_DT_INT32, &sc);
+    rt_gb_sig_output(g, sig, "y", "y:0", RT_DT_FLOAT, &hs);
+    ck_assert_msg(rt_savedmodel_write(dir, g) == MS_OK, "%s", ms_errmsg());
+    rt_gb_free(g);
+
+    kn_backend *be = kn_cpu_backend_new(1);
+    rt_model *m = NULL;
+    const char *tags[] = {"serve"};
+    ck_assert_msg(rt_model_load(dir, tags, 1, be, &m) == MS_OK, "load: %s", ms_errmsg());
+    /* By hand: h0 = [1, -2]; h W = [0, -5], + b = [0.1, -5.3], relu [0.1, 0];
+     * then [0.05, -0.1] + b -> [0.15, 0]; then [0.075, -0.15] + b -> [0.175, 0]. */
+    const struct { int steps; float y0, y1; } want[] = {
+        {0, 1.0f, -2.0f}, {1, 0.1f, 0.0f}, {3, 0.175f, 0.0f}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        rt_tensor *h0 = TU_F32(TU_SHAPE(1, 2), 1.0f, -2.0f), *st = TU_I32(TU_SCALAR, want[k].steps);
+        rt_feed f[2] = {{"h0:0", h0}, {"steps:0", st}};
+        const char *fetch = "y:0";
+        rt_tensor *y = NULL;
+        ck_assert_msg(rt_model_run(m, f, 2, &fetch, 1, NULL, 0, NULL, &y) == MS_OK, "run: %s",
+                      ms_errmsg());
+        TU_CHECK_F32(y, TU_SHAPE(1, 2), 1e-6, want[k].y0, want[k].y1);
+        rt_tensor_unref(y);
+        rt_tensor_unref(h0);
+        rt_tensor_unref(st);
+    }
+    rt_model_unref(m);
+    kn_backend_free(be);
+    rt_tensor_unref(w);
+    rt_tensor_unref(bias);
+    rt_tensor_unref(zero);
+    rt_tensor_unref(one);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"counter", test_counter},   {"zero_trip", test_zero_trip},
         {"nested", test_nested},     {"tensor_array_loop", test_tensor_array_loop},
         {"bad_frame", test_bad_frame}, {"refused", test_refused},
-        {"opscan", test_opscan},
+        {"opscan", test_opscan},     {"savedmodel", test_savedmodel},
     };
     return tu_suite_main("tf1loop", cases, sizeof cases / sizeof cases[0]);
 }
