@@ -20,10 +20,11 @@
  * graph, cond (fed at the Merges and the invariant Enters, fetching the
  * LoopCond's input) and body (fed at the Merges, the Switches' body outputs
  * and the invariant Enters, fetching the NextIterations' inputs), and runs
- * them as While runs its functions. Exit forwards the loop's output. TF1
- * cond (Switch / Merge outside a while loop) is refused at prepare with one
- * clear message, as are Enter / NextIteration / LoopCond reached outside a
- * converted frame. */
+ * them as While runs its functions. Exit forwards the loop's output. A TF1
+ * cond's Merge becomes a _TF1Cond node (rt_tf1loop.c) that runs the live
+ * branch as a plan fed at its Switches. Switch / Merge that were not
+ * converted are refused at prepare with one clear message, as are Enter /
+ * NextIteration / LoopCond reached outside a converted frame. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -404,6 +405,84 @@ done:
     return st;
 }
 
+/* A converted TF1 cond (rt_tf1loop.h): two plans over the graph, fed at
+ * the Switches' output 1 (true) or 0 (false), each fetching its branch's
+ * result; outputs the result and Merge's value_index. */
+typedef struct cond_state {
+    rt_plan *plan[2]; /* [0] false, [1] true */
+    int index[2];     /* value_index of each */
+} cond_state;
+
+static void cond_release(void *p) {
+    cond_state *s = p;
+    if (s == NULL) return;
+    rt_plan_free(s->plan[0]);
+    rt_plan_free(s->plan[1]);
+    free(s);
+}
+
+static ms_status tf1_cond_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
+    (void)cin;
+    rt_graph *g = rt_preparing_graph();
+    if (g == NULL) return ms_errf(MS_EINVAL, "'%s' (%s) runs only inside a graph", n->name, n->op);
+    int idx = rt_graph_find(g, n->name);
+    if (idx < 0) return ms_errf(MS_EINTERNAL, "'%s' (%s) is not in its graph", n->name, n->op);
+    if (tl_depth >= MAX_DEPTH)
+        return ms_errf(MS_EINVAL, "'%s' (%s): control flow nested deeper than %d", n->name, n->op,
+                       MAX_DEPTH);
+    rt_tf1_cond c;
+    ms_status st = rt__tf1_cond_find(g, &g->nodes[idx], &c);
+    if (st != MS_OK) return st;
+    cond_state *s = calloc(1, sizeof(*s));
+    rt_edge *feeds = calloc((size_t)c.nsw + 1, sizeof(*feeds));
+    if (s == NULL || feeds == NULL || n->nin != c.nsw + 1 || n->nout != 2) {
+        st = s && feeds ? ms_errf(MS_EINTERNAL, "'%s' (%s): %d inputs for %d Switches", n->name,
+                                  n->op, n->nin, c.nsw)
+                        : ms_errf(MS_ENOMEM, "out of memory");
+        goto done;
+    }
+    s->index[1] = c.then_index;
+    s->index[0] = 1 - c.then_index;
+    for (int b = 0; b < 2 && st == MS_OK; b++) {
+        for (int j = 0; j < c.nsw; j++) feeds[j] = (rt_edge){c.sw[j], b};
+        tl_depth++;
+        st = rt_plan_build(g, feeds, c.nsw, b ? &c.then_out : &c.else_out, 1, NULL, 0,
+                           &s->plan[b]);
+        tl_depth--;
+        if (st != MS_OK)
+            st = ms_errwrap(st, "node '%s' (TF1 cond), its %s branch", n->name,
+                            b ? "true" : "false");
+    }
+done:
+    free(feeds);
+    free(c.sw);
+    if (st != MS_OK) {
+        cond_release(s);
+        return st;
+    }
+    *state = s;
+    return MS_OK;
+}
+
+static ms_status tf1_cond_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                  rt_tensor **out) {
+    const cond_state *s = st_;
+    int b = to_bool(in[0]);
+    rt_tensor *r = NULL, *vi = NULL;
+    ms_status st = rt_plan_run(s->plan[b], ctx, vars_of(ctx), in + 1, &r);
+    if (st != MS_OK)
+        return ms_errwrap(st, "node '%s' (TF1 cond), its %s branch", n->name, b ? "true" : "false");
+    rt_shape sc = {.rank = 0};
+    if ((st = rt_tensor_new(RT_DT_INT32, &sc, &vi)) != MS_OK) {
+        rt_tensor_unref(r);
+        return st;
+    }
+    *(int32_t *)vi->data = s->index[b];
+    out[0] = r;
+    out[1] = vi;
+    return MS_OK;
+}
+
 static ms_status tf1_exit_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_tensor *const *in,
                                   rt_tensor **out) {
     (void)ctx, (void)st;
@@ -416,9 +495,10 @@ static ms_status tf1_prepare(const kn_node *n, rt_tensor *const *cin, void **sta
     (void)cin, (void)state;
     if (strstr(n->op, "Switch") || strstr(n->op, "Merge"))
         return ms_errf(MS_ENOTSUP,
-                       "op %s (node '%s') is TF1 cond (Switch / Merge outside a while loop), which "
-                       "dcmserve does not run; export the model with TF2 control flow (If "
-                       "functions, tf.compat.v1.enable_control_flow_v2())",
+                       "op %s (node '%s') is part of a TF1 cond dcmserve could not convert (each "
+                       "branch must read the tensors it takes from outside through Switch nodes of "
+                       "one predicate, as tf.cond builds them); export the model with TF2 control "
+                       "flow (If functions, tf.compat.v1.enable_control_flow_v2())",
                        n->op, n->name);
     return ms_errf(MS_ENOTSUP,
                    "op %s (node '%s') is TF1 control flow outside a while loop dcmserve could "
@@ -434,8 +514,9 @@ static ms_status tf1_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_tensor 
 
 int rt_ops_control_refused(const char *op) {
     /* Enter / Exit / NextIteration / LoopCond run as parts of a converted
-     * loop; Switch / Merge inside one are never run, outside one they are TF1
-     * cond. rt_opscan does not list a converted frame's Merge / Switch. */
+     * loop; Switch / Merge never run themselves: those of a converted loop or
+     * cond are parts of its node (rt_opscan does not list them), the others
+     * are refused. */
     return strcmp(op, "Switch") == 0 || strcmp(op, "RefSwitch") == 0 ||
            strcmp(op, "Merge") == 0 || strcmp(op, "RefMerge") == 0;
 }
@@ -454,6 +535,8 @@ const kn_kernel rt_ops_control_kernels[] = {
      .release = ctl_release},
     {.op = RT_TF1_LOOP_OP, .prepare = tf1_loop_prepare, .compute = tf1_loop_compute,
      .release = tf1_release, .stateful = 1},
+    {.op = RT_TF1_COND_OP, .prepare = tf1_cond_prepare, .compute = tf1_cond_compute,
+     .release = cond_release, .stateful = 1},
     {.op = "Enter", .prepare = tf1_prepare, .compute = tf1_compute},
     {.op = "RefEnter", .prepare = tf1_prepare, .compute = tf1_compute},
     {.op = "Exit", .compute = tf1_exit_compute},

@@ -168,6 +168,25 @@ static void enter_frame(scanner *sc, const rt_graph *g, const rt_gnode *n, unsig
     rt__tf1_frame_free(&f);
 }
 
+/* A converted TF1 cond: the scan goes on into both branches from their
+ * results; its Switches are not listed (never run). */
+static void enter_cond(scanner *sc, const rt_graph *g, const rt_gnode *n, unsigned char *seen,
+                       int *stack, int *sp) {
+    rt_tf1_cond c;
+    if (rt__tf1_cond_find(g, n, &c) != MS_OK) {
+        ms_err_clear();
+        record(sc, n->kn.op, "", n->name);
+        return;
+    }
+    for (int j = 0; j < c.nsw; j++) seen[c.sw[j]] = 1;
+    int roots[2] = {c.then_out.node, c.else_out.node};
+    for (int i = 0; i < 2; i++)
+        if (!seen[roots[i]]) seen[roots[i]] = 1, stack[(*sp)++] = roots[i];
+    for (int i = 0; i < n->nin; i++)
+        if (!seen[n->in[i].node]) seen[n->in[i].node] = 1, stack[(*sp)++] = n->in[i].node;
+    free(c.sw);
+}
+
 static int cmp_use(const void *a, const void *b) {
     return strcmp(((const rt_opuse *)a)->op, ((const rt_opuse *)b)->op);
 }
@@ -200,6 +219,10 @@ ms_status rt_opscan_run(const rt_graph *g, const rt_edge *feeds, int nfeeds, con
         }
         if (strcmp(n->kn.op, RT_TF1_LOOP_OP) == 0) {
             enter_frame(&sc, g, n, seen, stack, &sp);
+            continue;
+        }
+        if (strcmp(n->kn.op, RT_TF1_COND_OP) == 0) {
+            enter_cond(&sc, g, n, seen, stack, &sp);
             continue;
         }
         record(&sc, n->kn.op, "", n->name);

@@ -13,6 +13,7 @@
  * functions out. A nested frame's node lies inside its outer frame's body. */
 #include "rt_tf1loop.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,6 +189,8 @@ done:
     return st;
 }
 
+static ms_status convert_conds(rt_graph *g);
+
 /* ---- the pass ---- */
 
 static int add_node(rt_graph *g) {
@@ -344,5 +347,286 @@ ms_status rt_tf1_loops_convert(rt_graph *g) {
         }
         free(name);
     }
+    if (st == MS_OK) st = convert_conds(g);
     return st;
+}
+
+/* ================= TF1 cond (Switch / Merge outside loops) =================
+ *
+ * tf.cond in TF1: every tensor a branch reads from outside comes through a
+ * Switch(x, pred) (output 1 into the true branch, output 0 into the false
+ * one; constants hang on a pivot Identity of Switch(pred, pred) by a control
+ * edge), and a Merge takes the value of the branch that ran. Each such Merge
+ * becomes a RT_TF1_COND_OP node in place (same name, same two outputs) whose
+ * inputs are pred and the data inputs of the branches' Switches; its kernel
+ * runs the live branch as a plan over the same graph fed at those Switches.
+ * Branches are found by walking back from each Merge input to Switch nodes;
+ * an inner cond's Merge is converted before the outer one (its walk would
+ * otherwise meet a Merge). */
+
+#define COND_MAX_SW 4096
+
+typedef struct cwalk {
+    int *sw, *out;      /* Switch nodes met and the output each was read at */
+    int nsw;
+    unsigned char *seen;
+    int *stack;
+} cwalk;
+
+static int is_loop_merge(const rt_graph *g, const rt_gnode *m) {
+    for (int i = 0; i < m->nin; i++) {
+        const rt_gnode *x = &g->nodes[m->in[i].node];
+        if (is_op(x, "Enter") || is_op(x, "NextIteration")) return 1;
+    }
+    return 0;
+}
+
+/* Walks back from edge e to Switch nodes. Returns 1 when done, 0 when it
+ * met an unconverted Merge (convert that first), -1 on a shape it cannot
+ * convert (a loop node, too many Switches). */
+static int walk_branch(const rt_graph *g, rt_edge e, cwalk *w) {
+    memset(w->seen, 0, (size_t)g->n);
+    w->nsw = 0;
+    int sp = 0;
+#define MEET_SWITCH(node_, out_)                                                                   \
+    do {                                                                                           \
+        if (w->nsw >= COND_MAX_SW) return -1;                                                      \
+        w->sw[w->nsw] = (node_), w->out[w->nsw] = (out_), w->nsw++;                                \
+    } while (0)
+    if (is_op(&g->nodes[e.node], "Switch")) {
+        MEET_SWITCH(e.node, e.out);
+        return 1;
+    }
+    w->seen[e.node] = 1;
+    w->stack[sp++] = e.node;
+    while (sp > 0) {
+        const rt_gnode *n = &g->nodes[w->stack[--sp]];
+        if (is_op(n, "Merge")) return 0;
+        /* a graph input inside a branch: the walk left the cond (no Switch on that path) */
+        if (is_op(n, "Enter") || is_op(n, "NextIteration") || is_op(n, "LoopCond") ||
+            strncmp(n->kn.op, "Placeholder", 11) == 0)
+            return -1;
+        for (int i = 0; i < n->nin + n->nctl; i++) {
+            int v = i < n->nin ? n->in[i].node : n->ctl[i - n->nin];
+            if (is_op(&g->nodes[v], "Switch")) {
+                if (i < n->nin) MEET_SWITCH(v, n->in[i].out);
+                continue;
+            }
+            if (!w->seen[v]) w->seen[v] = 1, w->stack[sp++] = v;
+        }
+    }
+#undef MEET_SWITCH
+    return 1;
+}
+
+/* The tensor under a chain of Identity nodes (tf.cond switches its data on
+ * Identity(pred), its pivot on pred itself). */
+static rt_edge canonical(const rt_graph *g, rt_edge e) {
+    for (int k = 0; k < 64 && strcmp(g->nodes[e.node].kn.op, "Identity") == 0 &&
+                    g->nodes[e.node].nin == 1;
+         k++)
+        e = g->nodes[e.node].in[0];
+    return e;
+}
+
+/* "node:out" in graph memory. */
+static char *tensor_name(rt_graph *g, rt_edge e) {
+    const char *nm = g->nodes[e.node].name;
+    size_t len = strlen(nm) + 16;
+    char *s = rt_graph_alloc(g, len);
+    if (s != NULL) snprintf(s, len, "%s:%d", nm, e.out);
+    return s;
+}
+
+static Tensorflow__AttrValue *def_add_attr(rt_graph *g, Tensorflow__NodeDef *d, int cap,
+                                           const char *key) {
+    if ((int)d->n_attr >= cap) return NULL;
+    Tensorflow__NodeDef__AttrEntry *e = rt_graph_alloc(g, sizeof(*e));
+    Tensorflow__AttrValue *v = rt_graph_alloc(g, sizeof(*v));
+    if (e == NULL || v == NULL) return NULL;
+    tensorflow__node_def__attr_entry__init(e);
+    tensorflow__attr_value__init(v);
+    e->key = (char *)key;
+    e->value = v;
+    d->attr[d->n_attr++] = e;
+    return v;
+}
+
+static void set_s(Tensorflow__AttrValue *v, char *s) {
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_S;
+    v->s.data = (uint8_t *)s;
+    v->s.len = strlen(s);
+}
+
+/* Converts Merge m whose branch k read Switch outputs side[k] (0 / 1). */
+static ms_status convert_cond(rt_graph *g, int mi, const rt_edge br[2], int then_k,
+                              const int *sw, int nsw, rt_edge pred) {
+    rt_gnode *m = &g->nodes[mi];
+    Tensorflow__NodeDef *d = rt_graph_alloc(g, sizeof(*d));
+    Tensorflow__NodeDef__AttrEntry **ap = rt_graph_alloc(g, sizeof(*ap) * 4);
+    rt_edge *in = malloc(sizeof(*in) * ((size_t)nsw + 2));
+    if (!d || !ap || !in) goto oom;
+    tensorflow__node_def__init(d);
+    d->name = m->name;
+    d->op = (char *)RT_TF1_COND_OP;
+    d->attr = ap;
+    Tensorflow__AttrValue *a_then = def_add_attr(g, d, 4, "then_tensor");
+    Tensorflow__AttrValue *a_else = def_add_attr(g, d, 4, "else_tensor");
+    Tensorflow__AttrValue *a_idx = def_add_attr(g, d, 4, "then_index");
+    Tensorflow__AttrValue *a_sw = def_add_attr(g, d, 4, "switches");
+    Tensorflow__AttrValue__ListValue *lv = rt_graph_alloc(g, sizeof(*lv));
+    char *t_then = tensor_name(g, br[then_k]), *t_else = tensor_name(g, br[1 - then_k]);
+    if (!a_then || !a_else || !a_idx || !a_sw || !lv || !t_then || !t_else) goto oom;
+    set_s(a_then, t_then);
+    set_s(a_else, t_else);
+    a_idx->value_case = TENSORFLOW__ATTR_VALUE__VALUE_I;
+    a_idx->i = then_k;
+    tensorflow__attr_value__list_value__init(lv);
+    ProtobufCBinaryData *bs = rt_graph_alloc(g, sizeof(*bs) * ((size_t)nsw + 1));
+    if (bs == NULL) goto oom;
+    in[0] = pred;
+    for (int j = 0; j < nsw; j++) {
+        bs[j].data = (uint8_t *)g->nodes[sw[j]].name;
+        bs[j].len = strlen(g->nodes[sw[j]].name);
+        in[1 + j] = g->nodes[sw[j]].in[0];
+    }
+    lv->s = bs;
+    lv->n_s = (size_t)nsw;
+    a_sw->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+    a_sw->list = lv;
+    free(m->in);
+    m->in = in;
+    m->nin = 1 + nsw;
+    m->nctl = 0; /* a Merge's control inputs lie in its branches */
+    m->def = d;
+    m->kn.def = d;
+    m->kn.op = RT_TF1_COND_OP;
+    m->kn.nin = m->nin;
+    /* Control inputs on the Switches hold whenever the branch runs. */
+    for (int u = 0; u < g->n; u++) {
+        rt_gnode *x = &g->nodes[u];
+        int w = 0;
+        for (int k = 0; k < x->nctl; k++) {
+            int drop = 0;
+            for (int j = 0; j < nsw && !drop; j++) drop = x->ctl[k] == sw[j];
+            if (!drop) x->ctl[w++] = x->ctl[k];
+        }
+        x->nctl = w;
+    }
+    return MS_OK;
+oom:
+    free(in);
+    return ms_errf(MS_ENOMEM, "out of memory converting TF1 cond '%s'", m->name);
+}
+
+/* Tries Merge mi: 1 converted, 0 not yet (an inner Merge first), -1 not a
+ * convertible cond (left as it is: its kernel refuses it). */
+static int try_cond(rt_graph *g, int mi, cwalk *w, ms_status *st) {
+    const rt_gnode *m = &g->nodes[mi];
+    int side[2], nsw = 0;
+    int *sw = malloc(sizeof(int) * 2 * COND_MAX_SW);
+    rt_edge pred = {-1, 0}, cpred = {-1, 0};
+    if (sw == NULL) {
+        *st = ms_errf(MS_ENOMEM, "out of memory");
+        return -1;
+    }
+    int r = 1;
+    for (int k = 0; k < 2 && r == 1; k++) {
+        r = walk_branch(g, m->in[k], w);
+        if (r != 1) break;
+        side[k] = -1;
+        for (int j = 0; j < w->nsw && r == 1; j++) {
+            const rt_gnode *s = &g->nodes[w->sw[j]];
+            if (s->nin != 2 || is_op(&g->nodes[s->in[1].node], "LoopCond")) r = -1;
+            else if (pred.node < 0) pred = s->in[1], cpred = canonical(g, pred);
+            else {
+                rt_edge c = canonical(g, s->in[1]);
+                if (c.node != cpred.node || c.out != cpred.out) r = -1;
+            }
+            if (side[k] < 0) side[k] = w->out[j];
+            else if (side[k] != w->out[j]) r = -1;
+            int have = 0;
+            for (int q = 0; q < nsw && !have; q++) have = sw[q] == w->sw[j];
+            if (!have && r == 1) sw[nsw++] = w->sw[j];
+        }
+        if (r == 1 && (side[k] < 0 || side[k] > 1)) r = -1;
+    }
+    if (r == 1 && side[0] == side[1]) r = -1;
+    if (r == 1) {
+        rt_edge br[2] = {m->in[0], m->in[1]};
+        *st = convert_cond(g, mi, br, side[0] == 1 ? 0 : 1, sw, nsw, pred);
+        if (*st != MS_OK) r = -1;
+    }
+    free(sw);
+    return r;
+}
+
+static ms_status convert_conds(rt_graph *g) {
+    cwalk w = {0};
+    w.sw = malloc(sizeof(int) * COND_MAX_SW);
+    w.out = malloc(sizeof(int) * COND_MAX_SW);
+    w.seen = malloc((size_t)g->n + 1);
+    w.stack = malloc(sizeof(int) * ((size_t)g->n + 1));
+    unsigned char *done = calloc((size_t)g->n + 1, 1);
+    ms_status st = MS_OK;
+    if (!w.sw || !w.out || !w.seen || !w.stack || !done) {
+        st = ms_errf(MS_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* Inner conds first: repeat while a pass converts something. */
+    for (int progress = 1; progress && st == MS_OK;) {
+        progress = 0;
+        for (int v = 0; v < g->n && st == MS_OK; v++) {
+            const rt_gnode *m = &g->nodes[v];
+            if (done[v] || !is_op(m, "Merge") || m->nin != 2 || is_loop_merge(g, m)) continue;
+            int r = try_cond(g, v, &w, &st);
+            if (r != 0) done[v] = 1;
+            if (r == 1) progress = 1;
+        }
+    }
+out:
+    free(w.sw);
+    free(w.out);
+    free(w.seen);
+    free(w.stack);
+    free(done);
+    return st;
+}
+
+ms_status rt__tf1_cond_find(const rt_graph *g, const rt_gnode *n, rt_tf1_cond *c) {
+    memset(c, 0, sizeof(*c));
+    const Tensorflow__AttrValue *t = nattr(n, "then_tensor"), *e = nattr(n, "else_tensor");
+    const Tensorflow__AttrValue *k = nattr(n, "then_index"), *s = nattr(n, "switches");
+    if (!t || !e || !k || !s || t->value_case != TENSORFLOW__ATTR_VALUE__VALUE_S ||
+        e->value_case != TENSORFLOW__ATTR_VALUE__VALUE_S ||
+        s->value_case != TENSORFLOW__ATTR_VALUE__VALUE_LIST || s->list == NULL)
+        return ms_errf(MS_EINVAL, "'%s' (%s) is not a converted TF1 cond", n->name, n->kn.op);
+    char buf[512];
+    ms_status st = MS_OK;
+    for (int b = 0; b < 2 && st == MS_OK; b++) {
+        const ProtobufCBinaryData *v = b == 0 ? &t->s : &e->s;
+        if (v->len >= sizeof buf) return ms_errf(MS_EINVAL, "'%s': tensor name too long", n->name);
+        memcpy(buf, v->data, v->len);
+        buf[v->len] = '\0';
+        st = rt_graph_tensor(g, buf, b == 0 ? &c->then_out : &c->else_out);
+    }
+    if (st != MS_OK) return st;
+    c->then_index = (int)k->i;
+    c->nsw = (int)s->list->n_s;
+    c->sw = calloc((size_t)c->nsw + 1, sizeof(int));
+    if (c->sw == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    for (int j = 0; j < c->nsw; j++) {
+        const ProtobufCBinaryData *v = &s->list->s[j];
+        if (v->len >= sizeof buf) {
+            free(c->sw);
+            return ms_errf(MS_EINVAL, "'%s': node name too long", n->name);
+        }
+        memcpy(buf, v->data, v->len);
+        buf[v->len] = '\0';
+        if ((c->sw[j] = rt_graph_find(g, buf)) < 0) {
+            free(c->sw);
+            return ms_errf(MS_EINVAL, "'%s': no Switch '%s'", n->name, buf);
+        }
+    }
+    return MS_OK;
 }

@@ -7,8 +7,10 @@
 
 #include "rt_graph.h"
 
-/* The op of the node that stands for one TF1 while frame. */
+/* The op of the node that stands for one TF1 while frame, and of a TF1
+ * cond's Merge once converted. */
 #define RT_TF1_LOOP_OP "_TF1WhileLoop"
+#define RT_TF1_COND_OP "_TF1Cond"
 
 /* One while frame of a graph, by node index. Loop variable i: its Enter,
  * Merge (its value at the start of an iteration), Switch (output 1: into
@@ -40,7 +42,23 @@ void rt__tf1_frame_free(rt_tf1_frame *f);
  * the frame's Enter / Merge / Switch nodes are dropped (they hold whenever
  * an iteration runs), so that no plan meets the frame's cycle. A frame of
  * another shape is not converted: its Exit and Enter nodes keep the reason
- * (rt_gnode.broken) and fail only a plan that reaches them. MS_ENOMEM only. */
+ * (rt_gnode.broken) and fail only a plan that reaches them. Then every TF1
+ * cond Merge outside a loop whose two inputs come, walking back, from
+ * Switch outputs 1 and 0 of one predicate becomes a RT_TF1_COND_OP node of
+ * the same name and outputs (attrs then_tensor, else_tensor, then_index,
+ * switches; inputs pred and the Switches' data inputs); other Merges stay
+ * (refused at prepare). MS_ENOMEM only. */
 ms_status rt_tf1_loops_convert(rt_graph *g);
+
+/* A converted cond, from its node's attrs: the branch results, which Merge
+ * input the true branch was (value_index), and the Switches its branches
+ * are fed at. Free sw. */
+typedef struct rt_tf1_cond {
+    rt_edge then_out, else_out;
+    int then_index;
+    int nsw;
+    int *sw; /* owned */
+} rt_tf1_cond;
+ms_status rt__tf1_cond_find(const rt_graph *g, const rt_gnode *n, rt_tf1_cond *out);
 
 #endif /* RT_TF1LOOP_H */

@@ -90,8 +90,10 @@ int cli_ops(int argc, char **argv) {
     printf("\n## Recognised and refused\n\n"
            "TF1 while loops run: each frame of `Enter` / `Merge` / `Switch` / `LoopCond` /\n"
            "`NextIteration` / `Exit` nodes becomes one node at load (`runtime/graph/rt_tf1loop.c`),\n"
-           "so `Merge` and `Switch` never run inside a loop. Outside a loop they are TF1 cond,\n"
-           "refused with one clear message; export the model with TF2 control flow (`If`):\n\n");
+           "and so does each TF1 cond's `Merge` whose branches read outside tensors through\n"
+           "`Switch` nodes of one predicate (`_TF1Cond`); `Merge` and `Switch` never run\n"
+           "themselves. Any other `Merge` / `Switch` is refused with one clear message; export\n"
+           "the model with TF2 control flow (`If`):\n\n");
     for (int i = 0, k = 0; i < n; i++)
         if (rows[i].refused) printf("%s`%s`", k++ ? ", " : "", rows[i].op);
     printf("\n");
