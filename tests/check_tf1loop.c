@@ -53,6 +53,20 @@ static void attr_int(Tensorflow__NodeDef *d, const char *key, int64_t i) {
     v->i = i;
 }
 
+/* A shape attr of one dim, in the test's arena. */
+static void attr_shape1(Tensorflow__NodeDef *d, const char *key, int64_t dim) {
+    Tensorflow__AttrValue *v = attr(d, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_SHAPE;
+    v->shape = A(sizeof(*v->shape));
+    tensorflow__tensor_shape_proto__init(v->shape);
+    Tensorflow__TensorShapeProto__Dim **dims = A(sizeof(*dims));
+    dims[0] = A(sizeof(**dims));
+    tensorflow__tensor_shape_proto__dim__init(dims[0]);
+    dims[0]->size = dim;
+    v->shape->dim = dims;
+    v->shape->n_dim = 1;
+}
+
 static void ph(mgb *b, const char *name, rt_dtype dt) {
     attr_type(add(b, name, "Placeholder", NULL), "dtype", dt);
 }
@@ -264,7 +278,7 @@ START_TEST(test_tensor_array_loop) {
         attr_type(d, "dtype", RT_DT_FLOAT);
         d = add(&b, "ta_out", "TensorArrayV3", IN("t"));
         attr_type(d, "dtype", RT_DT_FLOAT);
-        tu_attr_shape(d, "element_shape", 1, (const int64_t[]){2});
+        attr_shape1(d, "element_shape", 2);
         d = add(&b, "scatter", "TensorArrayScatterV3", IN("ta_in", "range", "x", "ta_in:1"));
         attr_type(d, "T", RT_DT_FLOAT);
         enter(&b, "r/Enter_in", "ta_in", "r/while_context", 1, RT_DT_RESOURCE);
@@ -285,7 +299,7 @@ START_TEST(test_tensor_array_loop) {
         op2(&b, "r/inc", "AddV2", "r/Identity_time", "r/one", RT_DT_INT32);
         d = add(&b, "gather", "TensorArrayGatherV3", IN("ta_out", "range", "r/Exit_flow"));
         attr_type(d, "dtype", RT_DT_FLOAT);
-        tu_attr_shape(d, "element_shape", 1, (const int64_t[]){2});
+        attr_shape1(d, "element_shape", 2);
 
         float xv[6] = {1, -2, 3, 0.5f, -4, 10}, want[6];
         for (int i = 0; i < 2 * t; i++) want[i] = xv[i] * xv[i];
