@@ -6,8 +6,8 @@ y2 = 0.5 x + 3 (the model's definition) checks that both are right. Covers
 example_list and example_list_with_context, the results' order and
 model_spec, and TF Serving's errors: no task, an empty or a different model
 name, a different version, a duplicate signature, an unknown signature, an
-unknown method_name (UNIMPLEMENTED), a predict signature, an empty Input; the
-daemon keeps serving afterwards."""
+unknown method_name (UNIMPLEMENTED), a predict signature, an empty Input,
+bytes that do not parse; the daemon keeps serving afterwards."""
 import os
 import sys
 
@@ -153,6 +153,18 @@ try:
     expect_error(s.MultiInference, mi, IA, "model_spec.name must be set", d)
     mi = one("regress_x_to_y", REGRESS, name="absent")
     expect_error(s.MultiInference, mi, grpc.StatusCode.NOT_FOUND, "absent", d)
+    # Bytes that are no MultiInferenceRequest: a clear INVALID_ARGUMENT.
+    raw = d.channel.unary_unary("/tensorflow.serving.PredictionService/MultiInference")
+    # a length past the end; a truncated Input; tasks (a message) sent as a varint
+    for junk in (b"\x0a\xff\xff\xff\xff\x0f", b"\x12\x05\x0a\x03\x0a\x01", b"\x08\x01"):
+        try:
+            raw(junk, timeout=10)
+            check(False, "junk %r was answered" % junk, d)
+        except grpc.RpcError as e:
+            print("junk %r: %s %s" % (junk, e.code(), e.details()), flush=True)
+            check(e.code() == IA and ("not valid protobuf wire format" in e.details() or
+                                      "cannot parse MultiInferenceRequest" in e.details()),
+                  "junk %r: %s %s" % (junk, e.code(), e.details()), d)
     # A version named the same way in every task is fine.
     mi = one("regress_x_to_y", REGRESS)
     mi.tasks[0].model_spec.version.value = 123
