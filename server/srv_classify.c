@@ -187,7 +187,8 @@ static ms_status run_tasks(srv_call *call, rt_model *m, ex_task *tasks, int ntas
     rt_run_opts opts = {.cancelled = srv_call_cancel_flag(call)};
     st = rt_model_run(m, &feed, 1, fetches, nf, NULL, 0, &opts, r);
     if (st != MS_OK) {
-        st = ms_errwrap(st, "signature \"%s\"", tasks[0].key);
+        st = ntasks == 1 ? ms_errwrap(st, "signature \"%s\"", tasks[0].key)
+                         : ms_errwrap(st, "MultiInference over %d signatures", ntasks);
         free(r);
         goto done;
     }
