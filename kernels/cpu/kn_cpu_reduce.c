@@ -730,6 +730,12 @@ static const struct {
     {"Square", MR_SQUARE, 1},    {"Cast", MR_ALIAS, 1},
 };
 
+/* v is an integer of magnitude <= 2^22 (see mr_tasks for the test). */
+static inline __attribute__((always_inline)) int mr_small_int(float v) {
+    const float w = (v + 12582912.f) - 12582912.f;
+    return fabsf(v) <= 4194304.f && w == v;
+}
+
 typedef struct mr_ins {
     int code, dst, a, b; /* registers */
 } mr_ins;
@@ -738,6 +744,7 @@ typedef struct mr_state {
     int nin, nconst, nins, nout, nreg;
     rt_dtype tin[MR_MAXIN];
     float cval[MR_MAXV];
+    int cint[MR_MAXV]; /* const k is an integer of magnitude <= 2^22 */
     mr_ins ins[MR_MAXV];
     int oreg[MR_MAXOUT];
     int mean[MR_MAXOUT];
@@ -770,6 +777,8 @@ static ms_status mapreduce_prepare(const kn_node *n, rt_tensor *const *cin, void
     }
     s->nin = nt;
     s->nconst = nc;
+    for (int k = 0; k < nc; k++)
+        s->cint[k] = mr_small_int(s->cval[k]);
     s->nout = nr;
     /* value -> register: inputs and consts first, then one per op but Cast,
      * which is its argument's register. */
@@ -827,16 +836,15 @@ typedef struct mr_job {
 } mr_job;
 
 /* Evaluates the program over elements [p, p + len) into regs (len <= MR_B);
- * consts and scalar inputs are already in their registers. */
-#define MR_EVAL(s, j, regs, p, len)                                                                \
+ * consts and scalar inputs are already in their registers. src[r] is where
+ * register r's values are read: regs, or a float input in place. */
+#define MR_EVAL(s, j, regs, src, p, len)                                                           \
     do {                                                                                           \
         for (int i_ = 0; i_ < (s)->nin; i_++) {                                                    \
             if ((j)->is_scalar[i_]) continue;                                                      \
             float *d_ = (regs) + (size_t)i_ * MR_B;                                                \
             if ((j)->fin[i_]) {                                                                    \
-                const float *x_ = (j)->fin[i_] + (p);                                              \
-                for (int64_t e_ = 0; e_ < (len); e_++)                                             \
-                    d_[e_] = x_[e_];                                                               \
+                (src)[i_] = (j)->fin[i_] + (p); /* read in place */                                \
             } else {                                                                               \
                 const uint8_t *x_ = (j)->bin[i_] + (p);                                            \
                 for (int64_t e_ = 0; e_ < (len); e_++)                                             \
@@ -846,8 +854,8 @@ typedef struct mr_job {
         for (int k_ = 0; k_ < (s)->nins; k_++) {                                                   \
             const mr_ins *q_ = &(s)->ins[k_];                                                      \
             float *o_ = (regs) + (size_t)q_->dst * MR_B;                                           \
-            const float *a_ = (regs) + (size_t)q_->a * MR_B;                                       \
-            const float *b_ = (regs) + (size_t)q_->b * MR_B;                                       \
+            const float *a_ = (src)[q_->a];                                                        \
+            const float *b_ = (src)[q_->b];                                                        \
             switch (q_->code) {                                                                    \
                 MR_CASE(MR_ADD, x + y)                                                             \
                 MR_CASE(MR_SUB, x - y)                                                             \
@@ -881,9 +889,12 @@ typedef struct mr_job {
     case code:                                                                                     \
         MR_CASE_BODY(EXPR)
 
-/* Fills the registers of consts and one-element inputs. */
-#define MR_FILL(s, j, regs)                                                                        \
+/* Fills the registers of consts and one-element inputs; points src[] at
+ * the registers. */
+#define MR_FILL(s, j, regs, src)                                                                   \
     do {                                                                                           \
+        for (int r_ = 0; r_ < (s)->nreg; r_++)                                                     \
+            (src)[r_] = (regs) + (size_t)r_ * MR_B;                                                \
         for (int i_ = 0; i_ < (s)->nin + (s)->nconst; i_++) {                                      \
             float v_;                                                                              \
             if (i_ < (s)->nin) {                                                                   \
@@ -904,7 +915,8 @@ KN_VEC_DEFINE(mr_tasks, (void *arg, int64_t b, int64_t e), (arg, b, e), {
     const mr_job *j = arg;
     const mr_state *s = j->s;
     float regs[MR_MAXV * MR_B];
-    MR_FILL(s, j, regs);
+    const float *src[MR_MAXV];
+    MR_FILL(s, j, regs, src);
     for (int64_t t = b; t < e; t++) {
         const int64_t o = t / j->nchunk, c = t % j->nchunk;
         const int64_t lo = o * j->inner + c * MR_CHUNK;
@@ -916,9 +928,85 @@ KN_VEC_DEFINE(mr_tasks, (void *arg, int64_t b, int64_t e), (arg, b, e), {
             isum[q] = 0, bad[q] = 0;
         for (int64_t p = lo; p < hi; p += MR_B) {
             const int64_t len_ = hi - p < MR_B ? hi - p : MR_B;
-            MR_EVAL(s, j, regs, p, len_);
+            MR_EVAL(s, j, regs, src, p, len_);
+            /* Which values are integers of magnitude <= 2^22 throughout
+             * this block: the inputs are checked, the ops' bounds follow
+             * (then every op computes exactly, and its result is an
+             * integer within its bound). Such an output needs no check. */
+            double bnd[MR_MAXV];
+            int isint[MR_MAXV];
+            for (int i = 0; i < s->nin; i++) {
+                if (j->is_scalar[i] || j->bin[i]) {
+                    const float v = j->is_scalar[i] ? j->scalar[i] : 1.f;
+                    isint[i] = mr_small_int(v);
+                    bnd[i] = fabsf(v);
+                    continue;
+                }
+                const float *x = src[i];
+                int nb = 0;
+                uint32_t mx = 0;
+                for (int64_t e_ = 0; e_ < len_; e_++) {
+                    const float v = x[e_], w = (v + 12582912.f) - 12582912.f;
+                    nb += 1 - ((fabsf(v) <= 4194304.f) & (w == v));
+                    uint32_t u;
+                    memcpy(&u, &v, sizeof u);
+                    u &= 0x7FFFFFFFu; /* |v|: bit patterns order as values */
+                    mx = u > mx ? u : mx;
+                }
+                float m;
+                memcpy(&m, &mx, sizeof m);
+                isint[i] = nb == 0;
+                bnd[i] = m;
+            }
+            for (int k = 0; k < s->nconst; k++) {
+                isint[s->nin + k] = s->cint[k];
+                bnd[s->nin + k] = fabsf(s->cval[k]);
+            }
+            for (int k = 0; k < s->nins; k++) {
+                const mr_ins *q = &s->ins[k];
+                const double ba = bnd[q->a], bb = bnd[q->b];
+                int in = isint[q->a] && isint[q->b];
+                double bo;
+                switch (q->code) {
+                case MR_ADD:
+                case MR_SUB:
+                    bo = ba + bb;
+                    break;
+                case MR_MUL:
+                    bo = ba * bb;
+                    break;
+                case MR_DIV:
+                    bo = 0, in = 0;
+                    break;
+                case MR_MAX:
+                case MR_MIN:
+                    bo = ba > bb ? ba : bb;
+                    break;
+                case MR_SQDIFF:
+                    bo = (ba + bb) * (ba + bb);
+                    break;
+                case MR_NEG:
+                case MR_ABS:
+                    bo = ba;
+                    break;
+                case MR_SQUARE:
+                    bo = ba * ba;
+                    break;
+                default: /* comparisons and logic: 0 or 1 */
+                    bo = 1, in = 1;
+                }
+                isint[q->dst] = in && bo <= 4194304.0;
+                bnd[q->dst] = bo;
+            }
             for (int q = 0; q < s->nout; q++) {
-                const float *r = regs + (size_t)s->oreg[q] * MR_B;
+                const float *r = src[s->oreg[q]];
+                int32_t bs = 0; /* a block: < 2^8 * 2^22 */
+                if (isint[s->oreg[q]]) {
+                    for (int64_t i = 0; i < len_; i++)
+                        bs += (int32_t)r[i];
+                    isum[q] += bs;
+                    continue;
+                }
                 /* Values that are not integers of magnitude <= 2^22
                  * (NaN, inf included) break the exactness rule: for
                  * |v| <= 2^22, v + 1.5 * 2^23 lies where floats are one
@@ -927,7 +1015,6 @@ KN_VEC_DEFINE(mr_tasks, (void *arg, int64_t b, int64_t e), (arg, b, e), {
                  * are summed exactly in int32 (a block: < 2^31) then int64;
                  * a bad value adds 0 and marks the output. */
                 int nb = 0;
-                int32_t bs = 0;
                 for (int64_t i = 0; i < len_; i++) {
                     const float v = r[i], w = (v + 12582912.f) - 12582912.f;
                     const int ok = (fabsf(v) <= 4194304.f) & (w == v);
@@ -955,13 +1042,14 @@ static double mr_sequential(const mr_job *j, int64_t o, int q) {
     const mr_state *s = j->s;
     float *regs = malloc(sizeof(float) * MR_MAXV * MR_B);
     if (regs == NULL) return NAN;
-    MR_FILL(s, j, regs);
+    const float *src[MR_MAXV];
+    MR_FILL(s, j, regs, src);
     double a = 0;
     const int64_t lo = o * j->inner, hi = lo + j->inner;
     for (int64_t p = lo; p < hi; p += MR_B) {
         const int64_t len_ = hi - p < MR_B ? hi - p : MR_B;
-        MR_EVAL(s, j, regs, p, len_);
-        const float *r = regs + (size_t)s->oreg[q] * MR_B;
+        MR_EVAL(s, j, regs, src, p, len_);
+        const float *r = src[s->oreg[q]];
         for (int64_t i = 0; i < len_; i++)
             a += (double)r[i];
     }
@@ -984,10 +1072,11 @@ static ms_status mr_general(const mr_job *j, const rt_shape *full, const int *re
     int64_t total = 1;
     for (int d = 0; d < full->rank; d++)
         total *= full->dim[d];
-    MR_FILL(s, j, regs);
+    const float *src[MR_MAXV];
+    MR_FILL(s, j, regs, src);
     for (int64_t p = 0; p < total; p += MR_B) {
         const int64_t len_ = total - p < MR_B ? total - p : MR_B;
-        MR_EVAL(s, j, regs, p, len_);
+        MR_EVAL(s, j, regs, src, p, len_);
         for (int64_t i = 0; i < len_; i++) {
             int64_t r = p + i, oi = 0;
             for (int d = full->rank - 1; d >= 0; d--) {
@@ -995,7 +1084,7 @@ static ms_status mr_general(const mr_job *j, const rt_shape *full, const int *re
                 r /= full->dim[d];
             }
             for (int q = 0; q < s->nout; q++)
-                acc[q * nouts + oi] += (double)regs[(size_t)s->oreg[q] * MR_B + i];
+                acc[q * nouts + oi] += (double)src[s->oreg[q]][i];
         }
     }
     free(regs);
