@@ -138,6 +138,50 @@ static void red_chunk(void *arg, int64_t b, int64_t e) {
     }
 }
 
+/* The plan of a reduction of a tensor of shape sh over the dims where
+ * red[d]: drop size-1 dims, merge neighbours of the same kind. */
+static void red_plan_make(const rt_shape *sh, const int *red, red_plan *p) {
+    const int rank = sh->rank;
+    memset(p, 0, sizeof(*p));
+    p->count = 1;
+    for (int d = 0; d < rank; d++) {
+        if (red[d]) p->count *= sh->dim[d];
+        if (sh->dim[d] == 1) continue;
+        if (p->rank > 0 && p->red[p->rank - 1] == red[d]) {
+            p->dim[p->rank - 1] *= sh->dim[d];
+            continue;
+        }
+        p->dim[p->rank] = sh->dim[d];
+        p->red[p->rank] = red[d];
+        p->rank++;
+    }
+    if (p->rank == 0) {
+        p->rank = 1;
+        p->dim[0] = 1;
+        p->red[0] = 0;
+    }
+    p->nout = 1;
+    for (int d = p->rank - 1; d >= 0; d--) {
+        p->ostride[d] = p->red[d] ? 0 : p->nout;
+        if (!p->red[d]) p->nout *= p->dim[d];
+    }
+}
+
+/* Sums (op) of in (dtype dt) into acc (p->nout doubles or int64, already
+ * initialised), in parallel over dim 0 when it is kept. */
+static void red_run(kn_ctx *ctx, const red_plan *p, int op, const void *in, void *acc, rt_dtype dt,
+                    int64_t total) {
+    if (total <= 0 || p->nout <= 0) return;
+    red_job job = {.p = p, .op = op, .in = in, .acc = acc, .dt = dt};
+    if (p->rank > 1 && !p->red[0]) {
+        int64_t per = total / p->dim[0];
+        int64_t chunk = 65536 / (per > 0 ? per : 1);
+        kn_ctx_parallel_for(ctx, p->dim[0], chunk > 0 ? chunk : 1, red_chunk, &job);
+    } else {
+        red_chunk(&job, 0, p->dim[0]);
+    }
+}
+
 static ms_status reduce_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                                 rt_tensor **out) {
     (void)state;
@@ -171,29 +215,8 @@ static ms_status reduce_compute(kn_ctx *ctx, const kn_node *node, void *state, r
         else if (keep)
             os.dim[os.rank++] = 1;
     }
-    /* Collapse: drop size-1 dims, merge neighbours of the same kind. */
-    red_plan p = {.rank = 0, .count = 1};
-    for (int d = 0; d < rank; d++) {
-        if (red[d]) p.count *= x->shape.dim[d];
-        if (x->shape.dim[d] == 1) continue;
-        if (p.rank > 0 && p.red[p.rank - 1] == red[d]) {
-            p.dim[p.rank - 1] *= x->shape.dim[d];
-            continue;
-        }
-        p.dim[p.rank] = x->shape.dim[d];
-        p.red[p.rank] = red[d];
-        p.rank++;
-    }
-    if (p.rank == 0) {
-        p.rank = 1;
-        p.dim[0] = 1;
-        p.red[0] = 0;
-    }
-    p.nout = 1;
-    for (int d = p.rank - 1; d >= 0; d--) {
-        p.ostride[d] = p.red[d] ? 0 : p.nout;
-        if (!p.red[d]) p.nout *= p.dim[d];
-    }
+    red_plan p;
+    red_plan_make(&x->shape, red, &p);
     if ((st = kn__output(ctx, node, 0, dt, &os, &out[0])) != MS_OK) return st;
     int isf = dt == RT_DT_FLOAT || dt == RT_DT_DOUBLE;
     size_t asz = sizeof(double) > sizeof(int64_t) ? sizeof(double) : sizeof(int64_t);
@@ -212,17 +235,7 @@ static ms_status reduce_compute(kn_ctx *ctx, const kn_node *node, void *state, r
             ((int64_t *)acc)[i] = op == RED_PROD ? 1 : op == RED_MAX ? lo : op == RED_MIN ? hi : 0;
         }
     }
-    int64_t total = x->nelem;
-    if (total > 0 && p.nout > 0) {
-        red_job job = {.p = &p, .op = op, .in = x->data, .acc = acc, .dt = dt};
-        if (p.rank > 1 && !p.red[0]) {
-            int64_t per = total / p.dim[0];
-            int64_t chunk = 65536 / (per > 0 ? per : 1);
-            kn_ctx_parallel_for(ctx, p.dim[0], chunk > 0 ? chunk : 1, red_chunk, &job);
-        } else {
-            red_chunk(&job, 0, p.dim[0]);
-        }
-    }
+    red_run(ctx, &p, op, x->data, acc, dt, x->nelem);
     for (int64_t i = 0; i < p.nout; i++) {
         if (isf) {
             double v = ((double *)acc)[i];
@@ -707,8 +720,10 @@ static ms_status arg_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
  * magnitude <= 2^22 and there are at most 2^29 of them: every partial sum,
  * in any order, is then an integer of magnitude <= 2^51, exactly
  * representable, so no addition rounds. The pass checks that for every
- * value; an output element where it fails is summed again sequentially, in
- * reduce_compute's order. */
+ * value (or proves it from the inputs, see mr_tasks); an output where it
+ * fails anywhere is computed again in full and reduced by reduce_compute's
+ * own loops (mr_reference), as are reductions over axes that are not a
+ * suffix of the shape. */
 
 enum {
     MR_ADD, MR_SUB, MR_MUL, MR_DIV, MR_MAX, MR_MIN, MR_SQDIFF,
@@ -1036,58 +1051,52 @@ static void mr_task_chunk(void *arg, int64_t b, int64_t e) {
     mr_tasks(arg, b, e);
 }
 
-/* reduce_compute's order for output element o of output q (contiguous
- * elements): one sequential double sum. */
-static double mr_sequential(const mr_job *j, int64_t o, int q) {
+/* Output q of the program over every element, into buf. */
+typedef struct mr_mat {
+    const mr_job *j;
+    int q;
+    float *buf;
+    int64_t total;
+} mr_mat;
+
+/* Blocks [b, e) of MR_B elements. */
+KN_VEC_DEFINE(mr_materialize, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const mr_mat *m = arg;
+    const mr_job *j = m->j;
     const mr_state *s = j->s;
-    float *regs = malloc(sizeof(float) * MR_MAXV * MR_B);
-    if (regs == NULL) return NAN;
+    float regs[MR_MAXV * MR_B];
     const float *src[MR_MAXV];
     MR_FILL(s, j, regs, src);
-    double a = 0;
-    const int64_t lo = o * j->inner, hi = lo + j->inner;
-    for (int64_t p = lo; p < hi; p += MR_B) {
-        const int64_t len_ = hi - p < MR_B ? hi - p : MR_B;
+    for (int64_t blk = b; blk < e; blk++) {
+        const int64_t p = blk * MR_B;
+        const int64_t len_ = m->total - p < MR_B ? m->total - p : MR_B;
         MR_EVAL(s, j, regs, src, p, len_);
-        const float *r = src[s->oreg[q]];
+        const float *r = src[s->oreg[m->q]];
+        float *o = m->buf + p;
         for (int64_t i = 0; i < len_; i++)
-            a += (double)r[i];
+            o[i] = r[i];
     }
-    free(regs);
-    return a;
+})
+
+static void mr_mat_chunk(void *arg, int64_t b, int64_t e) {
+    mr_materialize(arg, b, e);
 }
 
-/* Any other set of reduced axes: every element in memory order into its
- * output element (acc[q][out index]), as reduce_compute accumulates. */
-static ms_status mr_general(const mr_job *j, const rt_shape *full, const int *red, double *acc,
-                            int64_t nouts) {
-    const mr_state *s = j->s;
-    float *regs = malloc(sizeof(float) * MR_MAXV * MR_B);
-    if (regs == NULL) return ms_errf(MS_ENOMEM, "out of memory");
-    int64_t ostride[RT_MAX_RANK], m = 1;
-    for (int d = full->rank - 1; d >= 0; d--) {
-        ostride[d] = red[d] ? 0 : m;
-        if (!red[d]) m *= full->dim[d];
-    }
-    int64_t total = 1;
-    for (int d = 0; d < full->rank; d++)
-        total *= full->dim[d];
-    const float *src[MR_MAXV];
-    MR_FILL(s, j, regs, src);
-    for (int64_t p = 0; p < total; p += MR_B) {
-        const int64_t len_ = total - p < MR_B ? total - p : MR_B;
-        MR_EVAL(s, j, regs, src, p, len_);
-        for (int64_t i = 0; i < len_; i++) {
-            int64_t r = p + i, oi = 0;
-            for (int d = full->rank - 1; d >= 0; d--) {
-                oi += (r % full->dim[d]) * ostride[d];
-                r /= full->dim[d];
-            }
-            for (int q = 0; q < s->nout; q++)
-                acc[q * nouts + oi] += (double)src[s->oreg[q]][i];
-        }
-    }
-    free(regs);
+/* Output q exactly as the unfused graph computes it: its expression in
+ * full, then reduce_compute's own plan and loops (its summation order) into
+ * acc[0 .. nouts), which this zeroes first. */
+static ms_status mr_reference(kn_ctx *ctx, const mr_job *j, int q, const rt_shape *full,
+                              const int *red, double *acc, int64_t total) {
+    float *buf = malloc(sizeof(float) * (size_t)(total > 0 ? total : 1));
+    if (buf == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    mr_mat m = {.j = j, .q = q, .buf = buf, .total = total};
+    kn_ctx_parallel_for(ctx, (total + MR_B - 1) / MR_B, 16, mr_mat_chunk, &m);
+    red_plan p;
+    red_plan_make(full, red, &p);
+    for (int64_t i = 0; i < p.nout; i++)
+        acc[i] = 0;
+    red_run(ctx, &p, RED_SUM, buf, acc, RT_DT_FLOAT, total);
+    free(buf);
     return MS_OK;
 }
 
@@ -1198,7 +1207,9 @@ static ms_status mapreduce_compute(kn_ctx *ctx, const kn_node *node, void *state
     if ((acc = calloc((size_t)s->nout * (size_t)(nouts > 0 ? nouts : 1), sizeof(double))) == NULL)
         goto oom;
     if (total > 0 && !suffix) {
-        if ((st = mr_general(&j, &full, red, acc, nouts)) != MS_OK) goto done;
+        for (int q = 0; q < s->nout && st == MS_OK; q++)
+            st = mr_reference(ctx, &j, q, &full, red, acc + q * nouts, total);
+        if (st != MS_OK) goto done;
     } else if (total > 0) {
         j.inner = count;
         j.nchunk = (count + MR_CHUNK - 1) / MR_CHUNK;
@@ -1207,17 +1218,20 @@ static ms_status mapreduce_compute(kn_ctx *ctx, const kn_node *node, void *state
         j.bad = malloc((size_t)(ntask * s->nout));
         if (j.part == NULL || j.bad == NULL) goto oom;
         kn_ctx_parallel_for(ctx, ntask, 1, mr_task_chunk, &j);
-        for (int64_t o = 0; o < nouts; o++)
-            for (int q = 0; q < s->nout; q++) {
-                int bad = count > ((int64_t)1 << 29);
+        for (int q = 0; q < s->nout && st == MS_OK; q++) {
+            int bad = count > ((int64_t)1 << 29);
+            for (int64_t o = 0; o < nouts; o++) {
                 double sum = 0;
                 for (int64_t c = 0; c < j.nchunk; c++) {
                     int64_t t = (o * j.nchunk + c) * s->nout + q;
                     bad |= j.bad[t];
                     sum += j.part[t];
                 }
-                acc[q * nouts + o] = bad ? mr_sequential(&j, o, q) : sum;
+                acc[q * nouts + o] = sum;
             }
+            if (bad) st = mr_reference(ctx, &j, q, &full, red, acc + q * nouts, total);
+        }
+        if (st != MS_OK) goto done;
     }
     for (int q = 0; q < s->nout; q++) {
         float *y = rt_tensor_f32(out[q]);
