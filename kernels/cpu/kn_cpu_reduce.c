@@ -1087,8 +1087,12 @@ static void mr_mat_chunk(void *arg, int64_t b, int64_t e) {
  * acc[0 .. nouts), which this zeroes first. */
 static ms_status mr_reference(kn_ctx *ctx, const mr_job *j, int q, const rt_shape *full,
                               const int *red, double *acc, int64_t total) {
-    float *buf = malloc(sizeof(float) * (size_t)(total > 0 ? total : 1));
-    if (buf == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    /* A scratch tensor from the model's buffer pool (kn_ctx_output ignores
+     * the index), so that a steady stream of requests reuses it. */
+    rt_tensor *scratch = NULL;
+    ms_status st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, full, &scratch);
+    if (st != MS_OK) return st;
+    float *buf = rt_tensor_f32(scratch);
     mr_mat m = {.j = j, .q = q, .buf = buf, .total = total};
     kn_ctx_parallel_for(ctx, (total + MR_B - 1) / MR_B, 16, mr_mat_chunk, &m);
     red_plan p;
@@ -1096,7 +1100,7 @@ static ms_status mr_reference(kn_ctx *ctx, const mr_job *j, int q, const rt_shap
     for (int64_t i = 0; i < p.nout; i++)
         acc[i] = 0;
     red_run(ctx, &p, RED_SUM, buf, acc, RT_DT_FLOAT, total);
-    free(buf);
+    rt_tensor_unref(scratch);
     return MS_OK;
 }
 
