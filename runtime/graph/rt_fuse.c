@@ -6,7 +6,10 @@
  * static shapes (with symbols for unknown sizes, so that a dynamic batch
  * dimension still compares equal to itself), then walks from every conv /
  * matmul forward along sole consumers. Decisions are taken on the graph as it
- * was before the pass, so one fusion cannot change what another sees.
+ * was before the pass, so one fusion cannot change what another sees. The
+ * DICOM rule pairs DcmWindow with its DcmDecodeHU; the map-reduce rule walks
+ * back from every float Sum / Mean through elementwise ops used only inside
+ * its expression (all reductions are matched before any is rewritten).
  */
 #include "rt_fuse.h"
 
