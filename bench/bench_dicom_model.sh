@@ -8,7 +8,8 @@
 #  2. a CT classifier (ResNet-style, 256x256, made by tests/tools/
 #     gen_onnx_models.py) imported with DICOM in front vs the same ONNX file
 #     imported plain and fed floats: the difference is the DICOM cost;
-#  3. the demo model (models/demo_ct) on the 512x512 CT;
+#  3. the demo model (models/demo_ct) on the 512x512 CT, fused (its Sums
+#     become one _FusedMapReduce pass) and unfused;
 #  4. one JPEG 2000 lossless 512x512 frame (the CT re-encoded by GDCM):
 #     ours at 1 and 2 threads vs pydicom + GDCM, wall-clock medians;
 #  5. end to end over gRPC, sequential: dcmserve-bench against the daemon
@@ -77,6 +78,9 @@ row "difference (DICOM cost)" "$(echo "$C1 - $F1" | bc -l | sed 's/^\./0./;s/^-\
     "$(echo "$C2 - $F2" | bc -l | sed 's/^\./0./;s/^-\./-0./')"
 row "demo model, 512² CT" "$(med "$SRC/models/demo_ct" 1 "$ITERS" --input_files "dicom=$TMP/ct_512.dcm")" \
     "$(med "$SRC/models/demo_ct" 2 "$ITERS" --input_files "dicom=$TMP/ct_512.dcm")"
+row "demo model, 512² CT (unfused, DCMSERVE_GRAPH_FUSION=0)" \
+    "$(DCMSERVE_GRAPH_FUSION=0 med "$SRC/models/demo_ct" 1 "$ITERS" --input_files "dicom=$TMP/ct_512.dcm")" \
+    "$(DCMSERVE_GRAPH_FUSION=0 med "$SRC/models/demo_ct" 2 "$ITERS" --input_files "dicom=$TMP/ct_512.dcm")"
 J="image=$TMP/ct_512_j2k.dcm"
 row "JPEG 2000 lossless 512² → windowed 512²" "$(med "$TMP/ident512" 1 60 --input_files "$J")" \
     "$(med "$TMP/ident512" 2 60 --input_files "$J")"

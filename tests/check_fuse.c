@@ -2,7 +2,8 @@
  * built with the graph builder are loaded with the pass on and off
  * (DCMSERVE_GRAPH_FUSION) and run; the fused graph must have the expected
  * fused node under the last node's name and compute the same values as the
- * unfused one. Chains that must not fuse are checked too. */
+ * unfused one. Chains that must not fuse are checked too. Sums over
+ * elementwise expressions (pattern 4) must give the same bits as unfused. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -794,6 +795,256 @@ START_TEST(dicom_hu_used_elsewhere) {
 }
 END_TEST
 
+/* ---- pattern 4: elementwise -> Sum / Mean ==> _FusedMapReduce ---- */
+
+static void cst_f(const char *name, float v) {
+    rt_shape s = {.rank = 0};
+    rt_tensor *t = NULL;
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &s, &t), MS_OK);
+    rt_tensor_f32(t)[0] = v;
+    rt_gb_const(gb, name, t);
+    rt_tensor_unref(t);
+}
+
+static void cst_axes(const char *name, const int32_t *v, int n) {
+    rt_shape s = SHAPE(n);
+    rt_tensor *t = NULL;
+    ck_assert_int_eq(rt_tensor_new(RT_DT_INT32, &s, &t), MS_OK);
+    memcpy(t->data, v, sizeof(int32_t) * (size_t)n);
+    rt_gb_const(gb, name, t);
+    rt_tensor_unref(t);
+}
+
+static void reduce_node(const char *op, const char *name, const char *x, const char *axes,
+                        int keep) {
+    Tensorflow__NodeDef *n = rt_gb_node(gb, op, name);
+    rt_gb_input(gb, n, x);
+    rt_gb_input(gb, n, axes);
+    rt_gb_attr_type(gb, n, "T", RT_DT_FLOAT);
+    rt_gb_attr_type(gb, n, "Tidx", RT_DT_INT32);
+    rt_gb_attr_b(gb, n, "keep_dims", keep);
+}
+
+static void cast_bool(const char *name, const char *x) {
+    Tensorflow__NodeDef *n = rt_gb_node(gb, "Cast", name);
+    rt_gb_input(gb, n, x);
+    rt_gb_attr_type(gb, n, "SrcT", RT_DT_BOOL);
+    rt_gb_attr_type(gb, n, "DstT", RT_DT_FLOAT);
+    rt_gb_attr_b(gb, n, "Truncate", 0);
+}
+
+static void logical(const char *op, const char *name, const char *a, const char *b) {
+    Tensorflow__NodeDef *n = rt_gb_node(gb, op, name);
+    rt_gb_input(gb, n, a);
+    rt_gb_input(gb, n, b);
+}
+
+/* The demo model's statistics over x and mask m (both placeholders of
+ * unknown shape): counts of two bins, a masked sum, a Mean with keep_dims
+ * over `axes`, and a SquaredDifference sum; with `extra`, an Identity also
+ * reads "in_bin" (so that count stays unfused). */
+static const Tensorflow__MetaGraphDef *stats_graph(const int32_t *axes, int naxes, int extra) {
+    rt_shape any = {.rank = -1};
+    rt_gb_placeholder(gb, "x", RT_DT_FLOAT, &any);
+    rt_gb_placeholder(gb, "m", RT_DT_FLOAT, &any);
+    cst_axes("axes", axes, naxes);
+    cst_f("lo", -0.25f);
+    cst_f("hi", 0.5f);
+    rt_gb_binary(gb, "Less", "lt_lo", "x", "lo", RT_DT_FLOAT);
+    rt_gb_binary(gb, "GreaterEqual", "ge_lo", "x", "lo", RT_DT_FLOAT);
+    rt_gb_binary(gb, "Less", "lt_hi", "x", "hi", RT_DT_FLOAT);
+    logical("LogicalAnd", "in_bin", "ge_lo", "lt_hi");
+    cast_bool("lt_lo/f", "lt_lo");
+    cast_bool("in_bin/f", "in_bin");
+    rt_gb_binary(gb, "Mul", "lt_lo/m", "lt_lo/f", "m", RT_DT_FLOAT);
+    rt_gb_binary(gb, "Mul", "in_bin/m", "in_bin/f", "m", RT_DT_FLOAT);
+    reduce_node("Sum", "count_lo", "lt_lo/m", "axes", 0);
+    reduce_node("Sum", "count_bin", "in_bin/m", "axes", 0);
+    rt_gb_binary(gb, "Mul", "xm", "x", "m", RT_DT_FLOAT);
+    reduce_node("Sum", "sum_x", "xm", "axes", 0);
+    rt_gb_binary(gb, "SquaredDifference", "sq", "x", "hi", RT_DT_FLOAT);
+    reduce_node("Sum", "sum_sq", "sq", "axes", 0);
+    rt_gb_unary(gb, "Neg", "negx", "x", RT_DT_FLOAT);
+    reduce_node("Mean", "mean_neg", "negx", "axes", 1);
+    if (extra) cast_bool("in_bin_copy", "in_bin");
+    return meta();
+}
+
+static const char *const stats_outputs[] = {"count_lo", "count_bin", "sum_x", "sum_sq",
+                                            "mean_neg"};
+
+/* Fetches every stats output with fusion off and on: same shapes, same bits. */
+static void stats_same_bits(const Tensorflow__MetaGraphDef *mg, const feeds *f) {
+    rt_graph *g0 = load(mg, 0), *g1 = load(mg, 1);
+    for (size_t i = 0; i < sizeof(stats_outputs) / sizeof(stats_outputs[0]); i++) {
+        rt_tensor *want = run(g0, f, stats_outputs[i]), *got = run(g1, f, stats_outputs[i]);
+        ck_assert_msg(rt_shape_equal(&got->shape, &want->shape), "%s: shapes differ",
+                      stats_outputs[i]);
+        ck_assert_msg(memcmp(got->data, want->data, (size_t)want->nelem * sizeof(float)) == 0,
+                      "%s: fused sum differs from the unfused graph (first %.9g vs %.9g)",
+                      stats_outputs[i], rt_tensor_f32(got)[0], rt_tensor_f32(want)[0]);
+        rt_tensor_unref(want);
+        rt_tensor_unref(got);
+    }
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+}
+
+/* x: integers (HU-like) when `integers`, else values whose double sum
+ * depends on the order; m: 0 / 1. */
+static rt_tensor *stats_x(rt_shape s, int integers) {
+    rt_tensor *t = rnd(s);
+    float *v = t->data;
+    for (int64_t i = 0; i < t->nelem; i++)
+        v[i] = integers ? (float)(int)(v[i] * 1500.f) / 1000.f * 1000.f
+                        : v[i] * (i % 7 == 0 ? 3.0e6f : 1.0f) + 1e-3f;
+    return t;
+}
+
+static rt_tensor *stats_m(rt_shape s) {
+    rt_tensor *t = rnd(s);
+    float *v = t->data;
+    for (int64_t i = 0; i < t->nelem; i++)
+        v[i] = v[i] > -0.8f ? 1.f : 0.f;
+    return t;
+}
+
+START_TEST(map_reduce_grouped) {
+    const int32_t ax[] = {1, 2, 3};
+    const Tensorflow__MetaGraphDef *mg = stats_graph(ax, 3, 0);
+    rt_graph *g = load(mg, 1);
+    /* Every reduction became Identity of a _FusedMapReduce output; the
+     * three over x and m share one node (one pass), sum_sq (over x only)
+     * and mean_neg (keep_dims) have their own. */
+    int group[5], seen = 0;
+    for (int i = 0; i < 5; i++) {
+        const rt_gnode *n = node(g, stats_outputs[i]);
+        ck_assert_str_eq(n->kn.op, "Identity");
+        ck_assert_int_eq(n->nin, 1);
+        ck_assert_str_eq(g->nodes[n->in[0].node].kn.op, "_FusedMapReduce");
+        group[i] = n->in[0].node;
+        if (i < 3) {
+            ck_assert(n->in[0].out >= 0 && n->in[0].out < 3 && !(seen & (1 << n->in[0].out)));
+            seen |= 1 << n->in[0].out;
+        }
+    }
+    ck_assert(group[1] == group[0] && group[2] == group[0]);
+    ck_assert(group[3] != group[0] && group[4] != group[0] && group[3] != group[4]);
+    ck_assert_int_eq(g->nodes[group[0]].nout, 3);
+    ck_assert_int_eq(g->nodes[group[0]].nin, 2); /* x and m */
+    ck_assert_int_eq(g->nodes[group[3]].nin, 1);
+    ck_assert_int_eq(node(g, "in_bin")->fused_into, rt_graph_find(g, "count_bin"));
+    rt_graph_free(g);
+    /* Integer values (the exact lane sums) over several chunks per output
+     * element, and order-sensitive values (the sequential sums). */
+    for (int integers = 1; integers >= 0; integers--) {
+        feeds f = {0};
+        add_feed(&f, "x", stats_x(SHAPE(2, 190, 200, 1), integers));
+        add_feed(&f, "m", stats_m(SHAPE(2, 190, 200, 1)));
+        stats_same_bits(mg, &f);
+        free_feeds(&f);
+    }
+}
+END_TEST
+
+START_TEST(map_reduce_broadcast_mask) {
+    /* Colour x (N, H, W, 3) against a grey mask (N, H, W, 1), as DcmDecodeHU
+     * gives for a batch with a colour file; and a scalar mask. */
+    const int32_t ax[] = {1, 2, 3};
+    const Tensorflow__MetaGraphDef *mg = stats_graph(ax, 3, 0);
+    feeds f = {0};
+    add_feed(&f, "x", stats_x(SHAPE(3, 7, 9, 3), 1));
+    add_feed(&f, "m", stats_m(SHAPE(3, 7, 9, 1)));
+    stats_same_bits(mg, &f);
+    free_feeds(&f);
+    feeds f2 = {0};
+    add_feed(&f2, "x", stats_x(SHAPE(3, 7, 9, 3), 0));
+    rt_shape s0 = {.rank = 0};
+    add_feed(&f2, "m", stats_m(s0));
+    stats_same_bits(mg, &f2);
+    free_feeds(&f2);
+}
+END_TEST
+
+START_TEST(map_reduce_other_axes) {
+    /* Axis 0 and a negative axis: not a suffix of the shape. */
+    const int32_t ax[] = {0, -2};
+    const Tensorflow__MetaGraphDef *mg = stats_graph(ax, 2, 0);
+    rt_graph *g = load(mg, 1);
+    ck_assert_str_eq(node(g, "sum_x")->kn.op, "Identity");
+    rt_graph_free(g);
+    for (int integers = 1; integers >= 0; integers--) {
+        feeds f = {0};
+        add_feed(&f, "x", stats_x(SHAPE(4, 5, 6, 2), integers));
+        add_feed(&f, "m", stats_m(SHAPE(4, 5, 6, 2)));
+        stats_same_bits(mg, &f);
+        free_feeds(&f);
+    }
+    /* An axis out of range fails the run, fused as unfused. */
+    feeds f = {0};
+    add_feed(&f, "x", stats_x(SHAPE(5), 1));
+    add_feed(&f, "m", stats_m(SHAPE(5)));
+    rt_graph *g1 = load(mg, 1);
+    rt_edge fe[2], fo;
+    ck_assert_int_eq(rt_graph_tensor(g1, "x", &fe[0]), MS_OK);
+    ck_assert_int_eq(rt_graph_tensor(g1, "m", &fe[1]), MS_OK);
+    ck_assert_int_eq(rt_graph_tensor(g1, "sum_x", &fo), MS_OK);
+    rt_plan *p = NULL;
+    ck_assert_int_eq(rt_plan_build(g1, fe, 2, &fo, 1, NULL, 0, &p), MS_OK);
+    kn_ctx ctx = {.nthreads = 1};
+    rt_tensor *out = NULL;
+    ck_assert_int_eq(rt_plan_run(p, &ctx, NULL, f.val, &out), MS_EINVAL);
+    ck_assert_msg(strstr(ms_errmsg(), "out of range") != NULL, "%s", ms_errmsg());
+    rt_plan_free(p);
+    rt_graph_free(g1);
+    free_feeds(&f);
+}
+END_TEST
+
+START_TEST(map_reduce_shared_intermediate) {
+    /* in_bin has a consumer outside count_bin's expression: count_bin's
+     * expression is then only Mul(Cast(in_bin), m) with in_bin an input. */
+    const int32_t ax[] = {1, 2, 3};
+    const Tensorflow__MetaGraphDef *mg = stats_graph(ax, 3, 1);
+    rt_graph *g = load(mg, 1);
+    ck_assert_int_eq(node(g, "in_bin")->fused_into, -1);
+    ck_assert_int_eq(node(g, "ge_lo")->fused_into, -1);
+    const rt_gnode *n = node(g, "count_bin");
+    ck_assert_str_eq(n->kn.op, "Identity");
+    ck_assert_int_eq(g->nodes[n->in[0].node].nin, 2); /* in_bin and m */
+    rt_graph_free(g);
+    feeds f = {0};
+    add_feed(&f, "x", stats_x(SHAPE(2, 10, 11, 1), 1));
+    add_feed(&f, "m", stats_m(SHAPE(2, 10, 11, 1)));
+    stats_same_bits(mg, &f);
+    free_feeds(&f);
+}
+END_TEST
+
+START_TEST(map_reduce_feed_absorbed) {
+    /* Feeding an absorbed tensor: the sum over it uses the fed value. */
+    const int32_t ax[] = {1, 2, 3};
+    const Tensorflow__MetaGraphDef *mg = stats_graph(ax, 3, 0);
+    feeds f = {0};
+    add_feed(&f, "x", stats_x(SHAPE(2, 4, 5, 1), 1));
+    add_feed(&f, "m", stats_m(SHAPE(2, 4, 5, 1)));
+    add_feed(&f, "xm", stats_x(SHAPE(2, 4, 5, 1), 0));
+    stats_same_bits(mg, &f);
+    rt_graph *g = load(mg, 1);
+    rt_tensor *s = run(g, &f, "sum_x");
+    const float *xm = f.val[2]->data;
+    for (int b = 0; b < 2; b++) {
+        double want = 0;
+        for (int i = 0; i < 20; i++)
+            want += xm[b * 20 + i];
+        ck_assert_float_eq(rt_tensor_f32(s)[b], (float)want);
+    }
+    rt_tensor_unref(s);
+    rt_graph_free(g);
+    free_feeds(&f);
+}
+END_TEST
+
 static Suite *fuse_suite(void) {
     Suite *s = suite_create("fuse");
     struct {
@@ -822,6 +1073,11 @@ static Suite *fuse_suite(void) {
         {"env_switch", env_switch},
         {"dicom_decode_window", dicom_decode_window},
         {"dicom_hu_used_elsewhere", dicom_hu_used_elsewhere},
+        {"map_reduce_grouped", map_reduce_grouped},
+        {"map_reduce_broadcast_mask", map_reduce_broadcast_mask},
+        {"map_reduce_other_axes", map_reduce_other_axes},
+        {"map_reduce_shared_intermediate", map_reduce_shared_intermediate},
+        {"map_reduce_feed_absorbed", map_reduce_feed_absorbed},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

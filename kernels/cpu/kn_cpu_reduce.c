@@ -138,6 +138,50 @@ static void red_chunk(void *arg, int64_t b, int64_t e) {
     }
 }
 
+/* The plan of a reduction of a tensor of shape sh over the dims where
+ * red[d]: drop size-1 dims, merge neighbours of the same kind. */
+static void red_plan_make(const rt_shape *sh, const int *red, red_plan *p) {
+    const int rank = sh->rank;
+    memset(p, 0, sizeof(*p));
+    p->count = 1;
+    for (int d = 0; d < rank; d++) {
+        if (red[d]) p->count *= sh->dim[d];
+        if (sh->dim[d] == 1) continue;
+        if (p->rank > 0 && p->red[p->rank - 1] == red[d]) {
+            p->dim[p->rank - 1] *= sh->dim[d];
+            continue;
+        }
+        p->dim[p->rank] = sh->dim[d];
+        p->red[p->rank] = red[d];
+        p->rank++;
+    }
+    if (p->rank == 0) {
+        p->rank = 1;
+        p->dim[0] = 1;
+        p->red[0] = 0;
+    }
+    p->nout = 1;
+    for (int d = p->rank - 1; d >= 0; d--) {
+        p->ostride[d] = p->red[d] ? 0 : p->nout;
+        if (!p->red[d]) p->nout *= p->dim[d];
+    }
+}
+
+/* Sums (op) of in (dtype dt) into acc (p->nout doubles or int64, already
+ * initialised), in parallel over dim 0 when it is kept. */
+static void red_run(kn_ctx *ctx, const red_plan *p, int op, const void *in, void *acc, rt_dtype dt,
+                    int64_t total) {
+    if (total <= 0 || p->nout <= 0) return;
+    red_job job = {.p = p, .op = op, .in = in, .acc = acc, .dt = dt};
+    if (p->rank > 1 && !p->red[0]) {
+        int64_t per = total / p->dim[0];
+        int64_t chunk = 65536 / (per > 0 ? per : 1);
+        kn_ctx_parallel_for(ctx, p->dim[0], chunk > 0 ? chunk : 1, red_chunk, &job);
+    } else {
+        red_chunk(&job, 0, p->dim[0]);
+    }
+}
+
 static ms_status reduce_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                                 rt_tensor **out) {
     (void)state;
@@ -171,29 +215,8 @@ static ms_status reduce_compute(kn_ctx *ctx, const kn_node *node, void *state, r
         else if (keep)
             os.dim[os.rank++] = 1;
     }
-    /* Collapse: drop size-1 dims, merge neighbours of the same kind. */
-    red_plan p = {.rank = 0, .count = 1};
-    for (int d = 0; d < rank; d++) {
-        if (red[d]) p.count *= x->shape.dim[d];
-        if (x->shape.dim[d] == 1) continue;
-        if (p.rank > 0 && p.red[p.rank - 1] == red[d]) {
-            p.dim[p.rank - 1] *= x->shape.dim[d];
-            continue;
-        }
-        p.dim[p.rank] = x->shape.dim[d];
-        p.red[p.rank] = red[d];
-        p.rank++;
-    }
-    if (p.rank == 0) {
-        p.rank = 1;
-        p.dim[0] = 1;
-        p.red[0] = 0;
-    }
-    p.nout = 1;
-    for (int d = p.rank - 1; d >= 0; d--) {
-        p.ostride[d] = p.red[d] ? 0 : p.nout;
-        if (!p.red[d]) p.nout *= p.dim[d];
-    }
+    red_plan p;
+    red_plan_make(&x->shape, red, &p);
     if ((st = kn__output(ctx, node, 0, dt, &os, &out[0])) != MS_OK) return st;
     int isf = dt == RT_DT_FLOAT || dt == RT_DT_DOUBLE;
     size_t asz = sizeof(double) > sizeof(int64_t) ? sizeof(double) : sizeof(int64_t);
@@ -212,17 +235,7 @@ static ms_status reduce_compute(kn_ctx *ctx, const kn_node *node, void *state, r
             ((int64_t *)acc)[i] = op == RED_PROD ? 1 : op == RED_MAX ? lo : op == RED_MIN ? hi : 0;
         }
     }
-    int64_t total = x->nelem;
-    if (total > 0 && p.nout > 0) {
-        red_job job = {.p = &p, .op = op, .in = x->data, .acc = acc, .dt = dt};
-        if (p.rank > 1 && !p.red[0]) {
-            int64_t per = total / p.dim[0];
-            int64_t chunk = 65536 / (per > 0 ? per : 1);
-            kn_ctx_parallel_for(ctx, p.dim[0], chunk > 0 ? chunk : 1, red_chunk, &job);
-        } else {
-            red_chunk(&job, 0, p.dim[0]);
-        }
-    }
+    red_run(ctx, &p, op, x->data, acc, dt, x->nelem);
     for (int64_t i = 0; i < p.nout; i++) {
         if (isf) {
             double v = ((double *)acc)[i];
@@ -683,9 +696,579 @@ static ms_status arg_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
 }
 
 /* ====================================================================== */
+/* _FusedMapReduce: an elementwise expression -> Sum / Mean (rt_fuse.c)   */
+/* ====================================================================== */
+
+/* The node (made by the load-time fusion pass, rt_fuse.h rule 4) evaluates
+ * a small program of elementwise ops over its inputs (the leaves, numpy
+ * broadcast to one shape) block by block in registers, and reduces several
+ * results over the same axes in the same pass, without intermediate tensors.
+ *
+ * Attrs: Tleaves list(type) (DT_FLOAT | DT_BOOL per input); consts
+ * list(float); ops list(string) (TensorFlow op names); args list(int), two
+ * per op (-1: none); outputs list(int); reductions list(string) ("Sum" |
+ * "Mean" per output); axes list(int); keep_dims bool. Values are numbered:
+ * inputs, then consts, then one per op. A bool is held as 0.0f / 1.0f, so
+ * Cast(bool -> float) is the value itself.
+ *
+ * Every op is computed with the expression of its own kernel
+ * (kn_cpu_elementwise.c), so each element is bit-identical to the unfused
+ * graph. Sums accumulate in double as reduce_compute does. Its order is
+ * sequential (memory order per output element); the fused pass sums exact
+ * integers (int32 per block of MR_B values, int64 per chunk) in parallel
+ * chunks instead, which gives the same double exactly when every value summed into an output is an integer of
+ * magnitude <= 2^22 and there are at most 2^29 of them: every partial sum,
+ * in any order, is then an integer of magnitude <= 2^51, exactly
+ * representable, so no addition rounds. The pass checks that for every
+ * value (or proves it from the inputs, see mr_tasks); an output where it
+ * fails anywhere is computed again in full and reduced by reduce_compute's
+ * own loops (mr_reference), as are reductions over axes that are not a
+ * suffix of the shape. */
+
+enum {
+    MR_ADD, MR_SUB, MR_MUL, MR_DIV, MR_MAX, MR_MIN, MR_SQDIFF,
+    MR_LT, MR_LE, MR_GT, MR_GE, MR_AND, MR_OR,
+    MR_NOT, MR_NEG, MR_ABS, MR_SQUARE, MR_ALIAS,
+};
+enum { MR_B = 256, MR_MAXV = 64, MR_MAXIN = 8, MR_MAXOUT = 16, MR_CHUNK = 32768 };
+
+static const struct {
+    const char *name;
+    int code, nargs;
+} mr_names[] = {
+    {"Add", MR_ADD, 2},          {"AddV2", MR_ADD, 2},      {"Sub", MR_SUB, 2},
+    {"Mul", MR_MUL, 2},          {"RealDiv", MR_DIV, 2},    {"Maximum", MR_MAX, 2},
+    {"Minimum", MR_MIN, 2},      {"SquaredDifference", MR_SQDIFF, 2},
+    {"Less", MR_LT, 2},          {"LessEqual", MR_LE, 2},   {"Greater", MR_GT, 2},
+    {"GreaterEqual", MR_GE, 2},  {"LogicalAnd", MR_AND, 2}, {"LogicalOr", MR_OR, 2},
+    {"LogicalNot", MR_NOT, 1},   {"Neg", MR_NEG, 1},        {"Abs", MR_ABS, 1},
+    {"Square", MR_SQUARE, 1},    {"Cast", MR_ALIAS, 1},
+};
+
+/* v is an integer of magnitude <= 2^22 (see mr_tasks for the test). */
+static inline __attribute__((always_inline)) int mr_small_int(float v) {
+    const float w = (v + 12582912.f) - 12582912.f;
+    return fabsf(v) <= 4194304.f && w == v;
+}
+
+typedef struct mr_ins {
+    int code, dst, a, b; /* registers */
+} mr_ins;
+
+typedef struct mr_state {
+    int nin, nconst, nins, nout, nreg;
+    rt_dtype tin[MR_MAXIN];
+    float cval[MR_MAXV];
+    int cint[MR_MAXV]; /* const k is an integer of magnitude <= 2^22 */
+    mr_ins ins[MR_MAXV];
+    int oreg[MR_MAXOUT];
+    int mean[MR_MAXOUT];
+    int64_t axes[RT_MAX_RANK];
+    int naxes, keep;
+} mr_state;
+
+static ms_status mapreduce_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
+    (void)cin;
+    mr_state *s = calloc(1, sizeof(*s));
+    if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    const char *ops[MR_MAXV], *reds[MR_MAXOUT];
+    size_t olen[MR_MAXV], rlen[MR_MAXOUT];
+    int64_t args[2 * MR_MAXV], outs[MR_MAXOUT];
+    int nt = kn_attr_typelist(n, "Tleaves", s->tin, MR_MAXIN);
+    int nc = kn_attr_flist(n, "consts", s->cval, MR_MAXV);
+    int no = kn_attr_slist(n, "ops", ops, olen, MR_MAXV);
+    int na = kn_attr_ilist(n, "args", args, 2 * MR_MAXV);
+    int nr = kn_attr_ilist(n, "outputs", outs, MR_MAXOUT);
+    int nred = kn_attr_slist(n, "reductions", reds, rlen, MR_MAXOUT);
+    s->naxes = kn_attr_ilist(n, "axes", s->axes, RT_MAX_RANK);
+    s->keep = kn_attr_b(n, "keep_dims", 0);
+    if (nc < 0) nc = 0;
+    ms_status st = MS_OK;
+    if (nt < 0 || nt > MR_MAXIN || nt != n->nin || no < 1 || no > MR_MAXV || na != 2 * no ||
+        nr < 1 || nr > MR_MAXOUT || nred != nr || nc + nt + no > MR_MAXV || s->naxes < 0 ||
+        s->naxes > RT_MAX_RANK) {
+        st = KN_EINVAL(n, "malformed map-reduce program");
+        goto fail;
+    }
+    s->nin = nt;
+    s->nconst = nc;
+    for (int k = 0; k < nc; k++)
+        s->cint[k] = mr_small_int(s->cval[k]);
+    s->nout = nr;
+    /* value -> register: inputs and consts first, then one per op but Cast,
+     * which is its argument's register. */
+    int reg[MR_MAXV];
+    int nv = nt + nc;
+    for (int v = 0; v < nv; v++)
+        reg[v] = v;
+    for (int i = 0; i < nt; i++)
+        if (s->tin[i] != RT_DT_FLOAT && s->tin[i] != RT_DT_BOOL) {
+            st = KN_EINVAL(n, "map-reduce input %d has dtype %s", i, rt_dtype_name(s->tin[i]));
+            goto fail;
+        }
+    s->nreg = nv;
+    for (int i = 0; i < no; i++) {
+        int code = -1, ar = 0;
+        for (size_t k = 0; k < sizeof(mr_names) / sizeof(mr_names[0]); k++)
+            if (olen[i] == strlen(mr_names[k].name) && memcmp(ops[i], mr_names[k].name, olen[i]) == 0)
+                code = mr_names[k].code, ar = mr_names[k].nargs;
+        int64_t a = args[2 * i], b = args[2 * i + 1];
+        if (code < 0 || a < 0 || a >= nv || (ar == 2 && (b < 0 || b >= nv)) || (ar == 1 && b != -1)) {
+            st = KN_EINVAL(n, "malformed map-reduce op %d", i);
+            goto fail;
+        }
+        if (code == MR_ALIAS) {
+            reg[nv++] = reg[a];
+            continue;
+        }
+        s->ins[s->nins++] = (mr_ins){code, s->nreg, reg[a], ar == 2 ? reg[b] : reg[a]};
+        reg[nv++] = s->nreg++;
+    }
+    for (int j = 0; j < nr; j++) {
+        if (outs[j] < 0 || outs[j] >= nv) {
+            st = KN_EINVAL(n, "malformed map-reduce output %d", j);
+            goto fail;
+        }
+        s->oreg[j] = reg[outs[j]];
+        s->mean[j] = rlen[j] == 4 && memcmp(reds[j], "Mean", 4) == 0;
+    }
+    *state = s;
+    return MS_OK;
+fail:
+    free(s);
+    return st;
+}
+
+typedef struct mr_job {
+    const mr_state *s;
+    const float *fin[MR_MAXIN];   /* float inputs, full size (or NULL) */
+    const uint8_t *bin[MR_MAXIN]; /* bool inputs, full size (or NULL) */
+    float scalar[MR_MAXIN];       /* one-element inputs */
+    int is_scalar[MR_MAXIN];
+    int64_t inner, nchunk; /* elements per output element; chunks per output element */
+    double *part;          /* per task and output: the lane sum */
+    unsigned char *bad;    /* per task and output: some value broke the exactness rule */
+} mr_job;
+
+/* Evaluates the program over elements [p, p + len) into regs (len <= MR_B);
+ * consts and scalar inputs are already in their registers. src[r] is where
+ * register r's values are read: regs, or a float input in place. */
+#define MR_EVAL(s, j, regs, src, p, len)                                                           \
+    do {                                                                                           \
+        for (int i_ = 0; i_ < (s)->nin; i_++) {                                                    \
+            if ((j)->is_scalar[i_]) continue;                                                      \
+            float *d_ = (regs) + (size_t)i_ * MR_B;                                                \
+            if ((j)->fin[i_]) {                                                                    \
+                (src)[i_] = (j)->fin[i_] + (p); /* read in place */                                \
+            } else {                                                                               \
+                const uint8_t *x_ = (j)->bin[i_] + (p);                                            \
+                for (int64_t e_ = 0; e_ < (len); e_++)                                             \
+                    d_[e_] = x_[e_] != 0 ? 1.f : 0.f;                                              \
+            }                                                                                      \
+        }                                                                                          \
+        for (int k_ = 0; k_ < (s)->nins; k_++) {                                                   \
+            const mr_ins *q_ = &(s)->ins[k_];                                                      \
+            float *o_ = (regs) + (size_t)q_->dst * MR_B;                                           \
+            const float *a_ = (src)[q_->a];                                                        \
+            const float *b_ = (src)[q_->b];                                                        \
+            switch (q_->code) {                                                                    \
+                MR_CASE(MR_ADD, x + y)                                                             \
+                MR_CASE(MR_SUB, x - y)                                                             \
+                MR_CASE(MR_MUL, x * y)                                                             \
+                MR_CASE(MR_DIV, x / y)                                                             \
+                MR_CASE(MR_MAX, (x > y || x != x) ? x : y)                                         \
+                MR_CASE(MR_MIN, (x < y || x != x) ? x : y)                                         \
+                MR_CASE(MR_SQDIFF, (x - y) * (x - y))                                              \
+                MR_CASE(MR_LT, x < y ? 1.f : 0.f)                                                  \
+                MR_CASE(MR_LE, x <= y ? 1.f : 0.f)                                                 \
+                MR_CASE(MR_GT, x > y ? 1.f : 0.f)                                                  \
+                MR_CASE(MR_GE, x >= y ? 1.f : 0.f)                                                 \
+                MR_CASE(MR_AND, (x != 0.f && y != 0.f) ? 1.f : 0.f)                                \
+                MR_CASE(MR_OR, (x != 0.f || y != 0.f) ? 1.f : 0.f)                                 \
+                MR_CASE(MR_NOT, x == 0.f ? 1.f : 0.f)                                              \
+                MR_CASE(MR_NEG, -x)                                                                \
+                MR_CASE(MR_ABS, fabsf(x))                                                          \
+            default:                                                                               \
+                MR_CASE_BODY(x * x)                                                                \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+#define MR_CASE_BODY(EXPR)                                                                         \
+    for (int64_t e_ = 0; e_ < len_; e_++) {                                                        \
+        float x = a_[e_], y = b_[e_];                                                              \
+        (void)y;                                                                                   \
+        o_[e_] = (EXPR);                                                                           \
+    }                                                                                              \
+    break;
+#define MR_CASE(code, EXPR)                                                                        \
+    case code:                                                                                     \
+        MR_CASE_BODY(EXPR)
+
+/* Fills the registers of consts and one-element inputs; points src[] at
+ * the registers. */
+#define MR_FILL(s, j, regs, src)                                                                   \
+    do {                                                                                           \
+        for (int r_ = 0; r_ < (s)->nreg; r_++)                                                     \
+            (src)[r_] = (regs) + (size_t)r_ * MR_B;                                                \
+        for (int i_ = 0; i_ < (s)->nin + (s)->nconst; i_++) {                                      \
+            float v_;                                                                              \
+            if (i_ < (s)->nin) {                                                                   \
+                if (!(j)->is_scalar[i_]) continue;                                                 \
+                v_ = (j)->scalar[i_];                                                              \
+            } else {                                                                               \
+                v_ = (s)->cval[i_ - (s)->nin];                                                     \
+            }                                                                                      \
+            float *d_ = (regs) + (size_t)i_ * MR_B;                                                \
+            for (int e_ = 0; e_ < MR_B; e_++)                                                      \
+                d_[e_] = v_;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+/* Tasks [b, e): task t is chunk t % nchunk of output element t / nchunk;
+ * each sums its chunk of every output (as exact integers). */
+KN_VEC_DEFINE(mr_tasks, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const mr_job *j = arg;
+    const mr_state *s = j->s;
+    float regs[MR_MAXV * MR_B];
+    const float *src[MR_MAXV];
+    MR_FILL(s, j, regs, src);
+    for (int64_t t = b; t < e; t++) {
+        const int64_t o = t / j->nchunk, c = t % j->nchunk;
+        const int64_t lo = o * j->inner + c * MR_CHUNK;
+        int64_t hi = lo + MR_CHUNK;
+        if (hi > (o + 1) * j->inner) hi = (o + 1) * j->inner;
+        int64_t isum[MR_MAXOUT];
+        int bad[MR_MAXOUT];
+        for (int q = 0; q < s->nout; q++)
+            isum[q] = 0, bad[q] = 0;
+        for (int64_t p = lo; p < hi; p += MR_B) {
+            const int64_t len_ = hi - p < MR_B ? hi - p : MR_B;
+            MR_EVAL(s, j, regs, src, p, len_);
+            /* Which values are integers of magnitude <= 2^22 throughout
+             * this block: the inputs are checked, the ops' bounds follow
+             * (then every op computes exactly, and its result is an
+             * integer within its bound). Such an output needs no check. */
+            double bnd[MR_MAXV];
+            int isint[MR_MAXV];
+            for (int i = 0; i < s->nin; i++) {
+                if (j->is_scalar[i] || j->bin[i]) {
+                    const float v = j->is_scalar[i] ? j->scalar[i] : 1.f;
+                    isint[i] = mr_small_int(v);
+                    bnd[i] = fabsf(v);
+                    continue;
+                }
+                const float *x = src[i];
+                int nb = 0;
+                uint32_t mx = 0;
+                for (int64_t e_ = 0; e_ < len_; e_++) {
+                    const float v = x[e_], w = (v + 12582912.f) - 12582912.f;
+                    nb += 1 - ((fabsf(v) <= 4194304.f) & (w == v));
+                    uint32_t u;
+                    memcpy(&u, &v, sizeof u);
+                    u &= 0x7FFFFFFFu; /* |v|: bit patterns order as values */
+                    mx = u > mx ? u : mx;
+                }
+                float m;
+                memcpy(&m, &mx, sizeof m);
+                isint[i] = nb == 0;
+                bnd[i] = m;
+            }
+            for (int k = 0; k < s->nconst; k++) {
+                isint[s->nin + k] = s->cint[k];
+                bnd[s->nin + k] = fabsf(s->cval[k]);
+            }
+            for (int k = 0; k < s->nins; k++) {
+                const mr_ins *q = &s->ins[k];
+                const double ba = bnd[q->a], bb = bnd[q->b];
+                int in = isint[q->a] && isint[q->b];
+                double bo;
+                switch (q->code) {
+                case MR_ADD:
+                case MR_SUB:
+                    bo = ba + bb;
+                    break;
+                case MR_MUL:
+                    bo = ba * bb;
+                    break;
+                case MR_DIV:
+                    bo = 0, in = 0;
+                    break;
+                case MR_MAX:
+                case MR_MIN:
+                    bo = ba > bb ? ba : bb;
+                    break;
+                case MR_SQDIFF:
+                    bo = (ba + bb) * (ba + bb);
+                    break;
+                case MR_NEG:
+                case MR_ABS:
+                    bo = ba;
+                    break;
+                case MR_SQUARE:
+                    bo = ba * ba;
+                    break;
+                default: /* comparisons and logic: 0 or 1 */
+                    bo = 1, in = 1;
+                }
+                isint[q->dst] = in && bo <= 4194304.0;
+                bnd[q->dst] = bo;
+            }
+            for (int q = 0; q < s->nout; q++) {
+                const float *r = src[s->oreg[q]];
+                int32_t bs = 0; /* a block: < 2^8 * 2^22 */
+                if (isint[s->oreg[q]]) {
+                    for (int64_t i = 0; i < len_; i++)
+                        bs += (int32_t)r[i];
+                    isum[q] += bs;
+                    continue;
+                }
+                /* Values that are not integers of magnitude <= 2^22
+                 * (NaN, inf included) break the exactness rule: for
+                 * |v| <= 2^22, v + 1.5 * 2^23 lies where floats are one
+                 * apart, so (v + 1.5 * 2^23) - 1.5 * 2^23 is v rounded to an
+                 * integer, equal to v exactly when v is one. The integers
+                 * are summed exactly in int32 (a block: < 2^31) then int64;
+                 * a bad value adds 0 and marks the output. */
+                int nb = 0;
+                for (int64_t i = 0; i < len_; i++) {
+                    const float v = r[i], w = (v + 12582912.f) - 12582912.f;
+                    const int ok = (fabsf(v) <= 4194304.f) & (w == v);
+                    nb += 1 - ok;
+                    bs += (int32_t)(ok ? v : 0.f);
+                }
+                bad[q] |= nb != 0;
+                isum[q] += bs;
+            }
+        }
+        for (int q = 0; q < s->nout; q++) {
+            j->part[t * s->nout + q] = (double)isum[q];
+            j->bad[t * s->nout + q] = (unsigned char)bad[q];
+        }
+    }
+})
+
+static void mr_task_chunk(void *arg, int64_t b, int64_t e) {
+    mr_tasks(arg, b, e);
+}
+
+/* Output q of the program over every element, into buf. */
+typedef struct mr_mat {
+    const mr_job *j;
+    int q;
+    float *buf;
+    int64_t total;
+} mr_mat;
+
+/* Blocks [b, e) of MR_B elements. */
+KN_VEC_DEFINE(mr_materialize, (void *arg, int64_t b, int64_t e), (arg, b, e), {
+    const mr_mat *m = arg;
+    const mr_job *j = m->j;
+    const mr_state *s = j->s;
+    float regs[MR_MAXV * MR_B];
+    const float *src[MR_MAXV];
+    MR_FILL(s, j, regs, src);
+    for (int64_t blk = b; blk < e; blk++) {
+        const int64_t p = blk * MR_B;
+        const int64_t len_ = m->total - p < MR_B ? m->total - p : MR_B;
+        MR_EVAL(s, j, regs, src, p, len_);
+        const float *r = src[s->oreg[m->q]];
+        float *o = m->buf + p;
+        for (int64_t i = 0; i < len_; i++)
+            o[i] = r[i];
+    }
+})
+
+static void mr_mat_chunk(void *arg, int64_t b, int64_t e) {
+    mr_materialize(arg, b, e);
+}
+
+/* Output q exactly as the unfused graph computes it: its expression in
+ * full, then reduce_compute's own plan and loops (its summation order) into
+ * acc[0 .. nouts), which this zeroes first. */
+static ms_status mr_reference(kn_ctx *ctx, const mr_job *j, int q, const rt_shape *full,
+                              const int *red, double *acc, int64_t total) {
+    /* A scratch tensor from the model's buffer pool (kn_ctx_output ignores
+     * the index), so that a steady stream of requests reuses it. */
+    rt_tensor *scratch = NULL;
+    ms_status st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, full, &scratch);
+    if (st != MS_OK) return st;
+    float *buf = rt_tensor_f32(scratch);
+    mr_mat m = {.j = j, .q = q, .buf = buf, .total = total};
+    kn_ctx_parallel_for(ctx, (total + MR_B - 1) / MR_B, 16, mr_mat_chunk, &m);
+    red_plan p;
+    red_plan_make(full, red, &p);
+    for (int64_t i = 0; i < p.nout; i++)
+        acc[i] = 0;
+    red_run(ctx, &p, RED_SUM, buf, acc, RT_DT_FLOAT, total);
+    rt_tensor_unref(scratch);
+    return MS_OK;
+}
+
+/* Copies input t, numpy-broadcast to `full`, into a new buffer of esize-byte
+ * elements. */
+static void *mr_expand(const rt_tensor *t, const rt_shape *full, size_t esize) {
+    int64_t total = 1;
+    for (int d = 0; d < full->rank; d++)
+        total *= full->dim[d];
+    uint8_t *o = malloc((size_t)(total > 0 ? total : 1) * esize);
+    if (o == NULL) return NULL;
+    int64_t st[RT_MAX_RANK], m = 1;
+    const int off = full->rank - t->shape.rank;
+    for (int d = full->rank - 1; d >= 0; d--) {
+        int64_t td = d >= off ? t->shape.dim[d - off] : 1;
+        st[d] = td == 1 ? 0 : m;
+        m *= td;
+    }
+    const uint8_t *src = t->data;
+    for (int64_t i = 0; i < total; i++) {
+        int64_t r = i, si = 0;
+        for (int d = full->rank - 1; d >= 0; d--) {
+            si += (r % full->dim[d]) * st[d];
+            r /= full->dim[d];
+        }
+        memcpy(o + (size_t)i * esize, src + (size_t)si * esize, esize);
+    }
+    return o;
+}
+
+static ms_status mapreduce_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                   rt_tensor *const *in, rt_tensor **out) {
+    const mr_state *s = state;
+    if (s == NULL) return kn__errf(MS_EINTERNAL, node, "not prepared");
+    ms_status st = kn__need_inputs(node, in, s->nin);
+    if (st != MS_OK) return st;
+    /* The broadcast shape of every input. */
+    rt_shape full = {.rank = 0};
+    for (int i = 0; i < s->nin; i++) {
+        if (in[i]->dtype != s->tin[i])
+            return KN_EINVAL(node, "input %d has dtype %s, expected %s", i,
+                             rt_dtype_name(in[i]->dtype), rt_dtype_name(s->tin[i]));
+        const rt_shape *a = &in[i]->shape;
+        rt_shape r = {.rank = a->rank > full.rank ? a->rank : full.rank};
+        for (int d = 0; d < r.rank; d++) {
+            int ia = d - (r.rank - a->rank), ib = d - (r.rank - full.rank);
+            int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? full.dim[ib] : 1;
+            if (da != db && da != 1 && db != 1)
+                return KN_EINVAL(node, "incompatible shapes %s and %s", kn__shp(a),
+                                 kn__shp(&full));
+            r.dim[d] = da == 1 ? db : da;
+        }
+        full = r;
+    }
+    int red[RT_MAX_RANK] = {0};
+    for (int i = 0; i < s->naxes; i++) {
+        int a = kn__axis(s->axes[i], full.rank);
+        if (a < 0)
+            return KN_EINVAL(node, "reduction index %lld out of range for input %s",
+                             (long long)s->axes[i], kn__shp(&full));
+        red[a] = 1;
+    }
+    rt_shape os = {.rank = 0};
+    int64_t total = 1, count = 1, nouts = 1;
+    for (int d = 0; d < full.rank; d++) {
+        total *= full.dim[d];
+        if (red[d]) count *= full.dim[d];
+        if (!red[d]) {
+            os.dim[os.rank++] = full.dim[d];
+            nouts *= full.dim[d];
+        } else if (s->keep) {
+            os.dim[os.rank++] = 1;
+        }
+    }
+    mr_job j = {.s = s};
+    void *tmp[MR_MAXIN] = {NULL};
+    double *acc = NULL;
+    for (int q = 0; q < s->nout; q++)
+        out[q] = NULL;
+    for (int q = 0; q < s->nout; q++)
+        if ((st = kn__output(ctx, node, q, RT_DT_FLOAT, &os, &out[q])) != MS_OK) goto done;
+    for (int i = 0; i < s->nin; i++) {
+        const rt_tensor *t = in[i];
+        if (t->nelem == 1 && total > 0) {
+            j.is_scalar[i] = 1;
+            j.scalar[i] = t->dtype == RT_DT_FLOAT ? rt_tensor_f32(t)[0]
+                                                  : (((const uint8_t *)t->data)[0] != 0 ? 1.f : 0.f);
+            continue;
+        }
+        const void *data = t->data;
+        if (t->nelem != total || t->shape.rank != full.rank) {
+            if ((tmp[i] = mr_expand(t, &full, rt_dtype_size(t->dtype))) == NULL) goto oom;
+            data = tmp[i];
+        }
+        if (t->dtype == RT_DT_FLOAT)
+            j.fin[i] = data;
+        else
+            j.bin[i] = data;
+    }
+    /* Reduced axes are a suffix when no kept dim of size > 1 follows a
+     * reduced one: each output element then sums `count` contiguous
+     * elements. */
+    int suffix = 1, seen = 0;
+    for (int d = 0; d < full.rank; d++) {
+        if (red[d]) seen = 1;
+        else if (seen && full.dim[d] != 1) suffix = 0;
+    }
+    if ((acc = calloc((size_t)s->nout * (size_t)(nouts > 0 ? nouts : 1), sizeof(double))) == NULL)
+        goto oom;
+    if (total > 0 && !suffix) {
+        for (int q = 0; q < s->nout && st == MS_OK; q++)
+            st = mr_reference(ctx, &j, q, &full, red, acc + q * nouts, total);
+        if (st != MS_OK) goto done;
+    } else if (total > 0) {
+        j.inner = count;
+        j.nchunk = (count + MR_CHUNK - 1) / MR_CHUNK;
+        int64_t ntask = nouts * j.nchunk;
+        j.part = malloc(sizeof(double) * (size_t)(ntask * s->nout));
+        j.bad = malloc((size_t)(ntask * s->nout));
+        if (j.part == NULL || j.bad == NULL) goto oom;
+        /* Below about a million elements the pool's hand-off costs more
+         * than a second thread saves (a 512x512 image takes ~0.1 ms). */
+        kn_ctx_parallel_for(ctx, ntask, total < ((int64_t)1 << 20) ? ntask : 1, mr_task_chunk, &j);
+        for (int q = 0; q < s->nout && st == MS_OK; q++) {
+            int bad = count > ((int64_t)1 << 29);
+            for (int64_t o = 0; o < nouts; o++) {
+                double sum = 0;
+                for (int64_t c = 0; c < j.nchunk; c++) {
+                    int64_t t = (o * j.nchunk + c) * s->nout + q;
+                    bad |= j.bad[t];
+                    sum += j.part[t];
+                }
+                acc[q * nouts + o] = sum;
+            }
+            if (bad) st = mr_reference(ctx, &j, q, &full, red, acc + q * nouts, total);
+        }
+        if (st != MS_OK) goto done;
+    }
+    for (int q = 0; q < s->nout; q++) {
+        float *y = rt_tensor_f32(out[q]);
+        for (int64_t o = 0; o < nouts; o++) {
+            double v = acc[q * nouts + o];
+            if (s->mean[q]) v /= (double)count;
+            y[o] = (float)v;
+        }
+    }
+    goto done;
+oom:
+    st = ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
+done:
+    for (int i = 0; i < s->nin; i++)
+        free(tmp[i]);
+    free(acc);
+    free(j.part);
+    free(j.bad);
+    if (st != MS_OK)
+        for (int q = 0; q < s->nout; q++) {
+            rt_tensor_unref(out[q]);
+            out[q] = NULL;
+        }
+    return st;
+}
+
+/* ====================================================================== */
 
 const kn_kernel kn_cpu_reduce_kernels[] = {
     {.op = "Sum", .compute = reduce_compute},
+    {.op = "_FusedMapReduce", .prepare = mapreduce_prepare, .compute = mapreduce_compute, .release = free},
     {.op = "Mean", .compute = reduce_compute},
     {.op = "Max", .compute = reduce_compute},
     {.op = "Min", .compute = reduce_compute},

@@ -242,6 +242,18 @@ static void free_imgs(kn_ctx *ctx, dcm_image **imgs, int64_t n, uint64_t held) {
 
 /* ---- DcmDecodeHU ---- */
 
+/* p[0..n) = v: a few stores, then doubling copies (memcpy is vectorised). */
+static void fill_f32(float *p, uint64_t n, float v) {
+    uint64_t k = n < 16 ? n : 16;
+    for (uint64_t i = 0; i < k; i++)
+        p[i] = v;
+    while (k < n) {
+        uint64_t c = k < n - k ? k : n - k;
+        memcpy(p + k, p, (size_t)c * sizeof(float));
+        k += c;
+    }
+}
+
 typedef struct hu_state {
     int64_t frame;
     int64_t size[2]; /* 0 = no resize */
@@ -347,6 +359,12 @@ static ms_status hu_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tenso
         }
         float *dst = hu + (uint64_t)i * plane * C;
         float *dm = mask + (uint64_t)i * plane;
+        if (C == 1 && c == 1 && h == H && w == W) {
+            /* Grey, no padding: one copy, the mask all ones. */
+            memcpy(dst, src, (size_t)plane * sizeof(float));
+            fill_f32(dm, plane, 1.f);
+            continue;
+        }
         if (C == 1 && c == 1) {
             /* Grey: whole rows, then the padding. */
             for (uint32_t y = 0; y < H; y++) {

@@ -250,6 +250,10 @@ static void ybr_to_rgb(int32_t y, int32_t cb, int32_t cr, int32_t rgb[3]) {
     }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* AVX-512 / AVX2 clones: 16 / 8 lanes per conversion where the CPU has them. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 static void hu_u16(const uint8_t *restrict raw, uint64_t n, uint32_t mask, float sl, float ic,
                    float *restrict out) {
     for (uint64_t i = 0; i < n; i++) {
@@ -260,6 +264,10 @@ static void hu_u16(const uint8_t *restrict raw, uint64_t n, uint32_t mask, float
     }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* AVX-512 / AVX2 clones: 16 / 8 lanes per conversion where the CPU has them. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 static void hu_s16(const uint8_t *restrict raw, uint64_t n, uint32_t mask, uint32_t sign, float sl,
                    float ic, float *restrict out) {
     for (uint64_t i = 0; i < n; i++) {

@@ -6,7 +6,10 @@
  * static shapes (with symbols for unknown sizes, so that a dynamic batch
  * dimension still compares equal to itself), then walks from every conv /
  * matmul forward along sole consumers. Decisions are taken on the graph as it
- * was before the pass, so one fusion cannot change what another sees.
+ * was before the pass, so one fusion cannot change what another sees. The
+ * DICOM rule pairs DcmWindow with its DcmDecodeHU; the map-reduce rule walks
+ * back from every float Sum / Mean through elementwise ops used only inside
+ * its expression (all reductions are matched before any is rewritten).
  */
 #include "rt_fuse.h"
 
@@ -847,6 +850,505 @@ oom:
     return ms_errf(MS_ENOMEM, "out of memory fusing the graph");
 }
 
+/* ================= elementwise -> Sum / Mean: _FusedMapReduce ================= */
+
+/* The ops a map-reduce program may hold (float32 values; bool as 0 / 1). */
+typedef struct mr_opinfo {
+    const char *op;
+    int nargs;
+    int out_bool, in_bool; /* output / inputs are DT_BOOL */
+    int typed;             /* has a T attr that must be DT_FLOAT */
+} mr_opinfo;
+
+static const mr_opinfo mr_ops[] = {
+    {"Add", 2, 0, 0, 1},          {"AddV2", 2, 0, 0, 1},     {"Sub", 2, 0, 0, 1},
+    {"Mul", 2, 0, 0, 1},          {"RealDiv", 2, 0, 0, 1},   {"Maximum", 2, 0, 0, 1},
+    {"Minimum", 2, 0, 0, 1},      {"SquaredDifference", 2, 0, 0, 1},
+    {"Less", 2, 1, 0, 1},         {"LessEqual", 2, 1, 0, 1}, {"Greater", 2, 1, 0, 1},
+    {"GreaterEqual", 2, 1, 0, 1}, {"LogicalAnd", 2, 1, 1, 0}, {"LogicalOr", 2, 1, 1, 0},
+    {"LogicalNot", 1, 1, 1, 0},   {"Neg", 1, 0, 0, 1},       {"Abs", 1, 0, 0, 1},
+    {"Square", 1, 0, 0, 1},       {"Cast", 1, 0, 1, 0},
+};
+
+enum { MR_MAXV = 64, MR_MAXIN = 8, MR_MAXOUT = 16, MR_MAXAX = 8 };
+
+/* Node u as a program op producing a value of kind `want_bool`: its row, or
+ * NULL. Pure, unfused, without control inputs, output 0 only. */
+static const mr_opinfo *mr_op_of(const fz *f, int u, int want_bool) {
+    const rt_gnode *x = &f->g->nodes[u];
+    if (!usable(f, u) || x->nctl != 0 || x->nout != 1) return NULL;
+    for (size_t i = 0; i < sizeof(mr_ops) / sizeof(mr_ops[0]); i++) {
+        const mr_opinfo *o = &mr_ops[i];
+        if (!op_is(x, o->op)) continue;
+        if (x->nin != o->nargs || o->out_bool != want_bool) return NULL;
+        kn_node k = kn_of(x);
+        if (o->typed && kn_attr_type(&k, "T", RT_DT_INVALID) != RT_DT_FLOAT) return NULL;
+        if (op_is(x, "Cast") && (kn_attr_type(&k, "SrcT", RT_DT_INVALID) != RT_DT_BOOL ||
+                                 kn_attr_type(&k, "DstT", RT_DT_INVALID) != RT_DT_FLOAT))
+            return NULL;
+        return o;
+    }
+    return NULL;
+}
+
+/* A scalar (rank 0) float Const feeding edge e: 1 and its value. */
+static int mr_const(const fz *f, rt_edge e, float *v) {
+    const rt_gnode *c = &f->g->nodes[e.node];
+    if (!op_is(c, "Const") || e.out != 0 || c->nctl != 0) return 0;
+    kn_node k = kn_of(c);
+    rt_tensor *t = NULL;
+    if (kn_attr_tensor(&k, "value", &t) != MS_OK) {
+        ms_err_clear();
+        return 0;
+    }
+    int ok = t->dtype == RT_DT_FLOAT && t->shape.rank == 0 && t->nelem == 1;
+    if (ok) *v = rt_tensor_f32(t)[0];
+    rt_tensor_unref(t);
+    return ok;
+}
+
+/* One Sum / Mean and the part of the graph it absorbs. */
+typedef struct mr_sum {
+    int node;
+    int nleaf;
+    rt_edge leaf[MR_MAXIN];
+    int leaf_bool[MR_MAXIN];
+    int64_t axes[MR_MAXAX];
+    int naxes, keep, mean;
+    int group; /* index of its group, -1: none */
+} mr_sum;
+
+/* The program being built for one group. */
+typedef struct mr_prog {
+    int nleaf;
+    rt_edge leaf[MR_MAXIN];
+    int leaf_bool[MR_MAXIN];
+    int nconst;
+    float cval[MR_MAXV];
+    int nops;
+    const char *op[MR_MAXV];
+    int64_t args[2 * MR_MAXV];
+    int node_of_op[MR_MAXV];
+    int nout;
+    int64_t out[MR_MAXOUT];
+    int sum[MR_MAXOUT];
+} mr_prog;
+
+/* Marks in cand[] the nodes reachable from edge e through program ops. */
+static void mr_mark(const fz *f, rt_edge e, int want_bool, unsigned char *cand, int depth) {
+    const mr_opinfo *o;
+    if (depth > MR_MAXV || e.out != 0 || cand[e.node] || !(o = mr_op_of(f, e.node, want_bool)))
+        return;
+    cand[e.node] = 1;
+    const rt_gnode *x = &f->g->nodes[e.node];
+    for (int i = 0; i < x->nin; i++)
+        mr_mark(f, x->in[i], o->in_bool, cand, depth + 1);
+}
+
+/* Drops from cand[] every node with a consumer outside cand[] and sum (or a
+ * control consumer), until none is left: what remains is used only inside
+ * the expression of sum. */
+static void mr_prune(const fz *f, int sum, unsigned char *cand, const int *list, int n) {
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < n; i++) {
+            int u = list[i];
+            if (!cand[u]) continue;
+            for (int k = f->ustart[u]; k < f->ustart[u + 1]; k++) {
+                const fz_use *w = &f->use[k];
+                if (w->ctl || (w->node != sum && !cand[w->node])) {
+                    cand[u] = 0;
+                    changed = 1;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/* Value index of edge e in program p (emitting ops for cand nodes, leaves
+ * and consts otherwise), or -1 when the program is full. val[] memoises the
+ * value of each node's output 0. */
+static int mr_emit(const fz *f, mr_prog *p, rt_edge e, int want_bool, const unsigned char *cand,
+                   int *val, int base_const, int base_op) {
+    if (e.out == 0 && cand[e.node]) {
+        if (val[e.node] >= 0) return val[e.node];
+        const rt_gnode *x = &f->g->nodes[e.node];
+        const mr_opinfo *o = mr_op_of(f, e.node, want_bool);
+        int a[2] = {-1, -1};
+        for (int i = 0; i < x->nin; i++)
+            if ((a[i] = mr_emit(f, p, x->in[i], o->in_bool, cand, val, base_const, base_op)) < 0)
+                return -1;
+        if (p->nops >= MR_MAXV) return -1;
+        int k = p->nops++;
+        p->op[k] = o->op;
+        p->args[2 * k] = a[0];
+        p->args[2 * k + 1] = a[1];
+        p->node_of_op[k] = e.node;
+        return val[e.node] = base_op + k;
+    }
+    float c;
+    if (!want_bool && mr_const(f, e, &c)) {
+        for (int i = 0; i < p->nconst; i++)
+            if (memcmp(&p->cval[i], &c, sizeof c) == 0) return base_const + i;
+        if (p->nconst >= MR_MAXV) return -1;
+        p->cval[p->nconst] = c;
+        return base_const + p->nconst++;
+    }
+    for (int i = 0; i < p->nleaf; i++)
+        if (p->leaf[i].node == e.node && p->leaf[i].out == e.out && p->leaf_bool[i] == want_bool)
+            return i;
+    if (p->nleaf >= MR_MAXIN) return -1;
+    p->leaf[p->nleaf] = e;
+    p->leaf_bool[p->nleaf] = want_bool;
+    return p->nleaf++;
+}
+
+/* Sum / Mean node v with an absorbable expression: fills s (leaves in
+ * first-use order, axes) and marks the absorbed nodes in cand[]; 0 when v
+ * does not qualify. */
+static int mr_match_sum(const fz *f, int v, mr_sum *s, unsigned char *cand, int *list,
+                        int *val) {
+    const rt_gnode *x = &f->g->nodes[v];
+    memset(s, 0, sizeof(*s));
+    s->group = -1;
+    if (!usable(f, v) || !(op_is(x, "Sum") || op_is(x, "Mean")) || x->nin != 2 || !is_float(x) ||
+        x->in[0].out != 0)
+        return 0;
+    kn_node k = kn_of(x);
+    rt_tensor *ax = const_int_input((fz *)f, x, 1);
+    if (ax == NULL) return 0;
+    int ok = ax->shape.rank <= 1 && ax->nelem <= MR_MAXAX;
+    for (int64_t i = 0; ok && i < ax->nelem; i++)
+        s->axes[s->naxes++] = int_at(ax, i);
+    rt_tensor_unref(ax);
+    if (!ok) return 0;
+    s->node = v;
+    s->keep = kn_attr_b(&k, "keep_dims", 0);
+    s->mean = op_is(x, "Mean");
+    mr_mark(f, x->in[0], 0, cand, 0);
+    int n = 0;
+    for (int u = 0; u < f->n0; u++)
+        if (cand[u]) list[n++] = u;
+    mr_prune(f, v, cand, list, n);
+    if (!cand[x->in[0].node]) {
+        for (int i = 0; i < n; i++)
+            cand[list[i]] = 0;
+        return 0;
+    }
+    /* The leaves, from a trial emission. */
+    mr_prog *p = calloc(1, sizeof(*p));
+    if (p == NULL) return 0;
+    int r = mr_emit(f, p, x->in[0], 0, cand, val, MR_MAXIN, 2 * MR_MAXV);
+    for (int i = 0; i < n; i++)
+        val[list[i]] = -1;
+    if (r >= 0 && p->nleaf > 0) {
+        s->nleaf = p->nleaf;
+        memcpy(s->leaf, p->leaf, sizeof(s->leaf));
+        memcpy(s->leaf_bool, p->leaf_bool, sizeof(s->leaf_bool));
+    }
+    free(p);
+    if (r < 0 || s->nleaf == 0) {
+        for (int i = 0; i < n; i++)
+            cand[list[i]] = 0;
+        return 0;
+    }
+    return 1;
+}
+
+/* Same leaves (as a set), axes and keep_dims: one pass can compute both. */
+static int mr_same_group(const mr_sum *a, const mr_sum *b) {
+    if (a->nleaf != b->nleaf || a->naxes != b->naxes || a->keep != b->keep) return 0;
+    for (int i = 0; i < a->naxes; i++)
+        if (a->axes[i] != b->axes[i]) return 0;
+    for (int i = 0; i < a->nleaf; i++) {
+        int found = 0;
+        for (int j = 0; j < b->nleaf && !found; j++)
+            found = a->leaf[i].node == b->leaf[j].node && a->leaf[i].out == b->leaf[j].out &&
+                    a->leaf_bool[i] == b->leaf_bool[j];
+        if (!found) return 0;
+    }
+    return 1;
+}
+
+static Tensorflow__AttrValue__ListValue *attr_list(rt_graph *g, Tensorflow__NodeDef *d,
+                                                   const char *key) {
+    Tensorflow__NodeDef__AttrEntry *e = new_attr(g, key);
+    if (e == NULL) return NULL;
+    e->value->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+    e->value->list = rt_graph_alloc(g, sizeof(*e->value->list));
+    if (e->value->list == NULL) return NULL;
+    tensorflow__attr_value__list_value__init(e->value->list);
+    d->attr[d->n_attr++] = e;
+    return e->value->list;
+}
+
+static int attr_ilist(rt_graph *g, Tensorflow__NodeDef *d, const char *key, const int64_t *v,
+                      int n) {
+    Tensorflow__AttrValue__ListValue *l = attr_list(g, d, key);
+    if (l == NULL || (l->i = rt_graph_alloc(g, sizeof(int64_t) * ((size_t)n + 1))) == NULL)
+        return 0;
+    memcpy(l->i, v, sizeof(int64_t) * (size_t)n);
+    l->n_i = (size_t)n;
+    return 1;
+}
+
+static int attr_slist(rt_graph *g, Tensorflow__NodeDef *d, const char *key,
+                      const char *const *v, int n) {
+    Tensorflow__AttrValue__ListValue *l = attr_list(g, d, key);
+    if (l == NULL || (l->s = rt_graph_alloc(g, sizeof(ProtobufCBinaryData) * ((size_t)n + 1))) ==
+                         NULL)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        char *s = gstrdup(g, v[i]);
+        if (s == NULL) return 0;
+        l->s[i] = (ProtobufCBinaryData){strlen(s), (uint8_t *)s};
+    }
+    l->n_s = (size_t)n;
+    return 1;
+}
+
+/* Emits the group's program from its sums (rt_fuse.h rule 4) and rewrites
+ * the graph: a new unnamed _FusedMapReduce node with one output per sum;
+ * each sum becomes Identity(that output), its original form kept as its
+ * unfused twin, and the absorbed nodes point at it (fused_into). */
+static ms_status mr_rewrite(fz *f, const mr_sum *sums, const int *members, int nm,
+                            unsigned char *cand, int *list, int *val) {
+    rt_graph *g = f->g;
+    mr_prog *p = calloc(1, sizeof(*p));
+    if (p == NULL) return ms_errf(MS_ENOMEM, "out of memory fusing the graph");
+    ms_status st = MS_OK;
+    /* Leaves first (value numbers: leaves, consts, ops), in the first sum's
+     * order; consts and ops are numbered once all are known, so emit with
+     * provisional bases and renumber. */
+    p->nleaf = sums[members[0]].nleaf;
+    memcpy(p->leaf, sums[members[0]].leaf, sizeof(p->leaf));
+    memcpy(p->leaf_bool, sums[members[0]].leaf_bool, sizeof(p->leaf_bool));
+    const int CB = MR_MAXIN, OB = MR_MAXIN + MR_MAXV;
+    int ok = 1;
+    for (int m = 0; m < nm && ok; m++) {
+        const mr_sum *s = &sums[members[m]];
+        const rt_gnode *x = &g->nodes[s->node];
+        mr_mark(f, x->in[0], 0, cand, 0);
+        int n = 0;
+        for (int u = 0; u < f->n0; u++)
+            if (cand[u]) list[n++] = u;
+        mr_prune(f, s->node, cand, list, n);
+        int r = mr_emit(f, p, x->in[0], 0, cand, val, CB, OB);
+        ok = r >= 0 && p->nleaf == s->nleaf && p->nout < MR_MAXOUT &&
+             p->nleaf + p->nconst + p->nops <= MR_MAXV;
+        if (ok) {
+            p->out[p->nout] = r;
+            p->sum[p->nout++] = s->node;
+        }
+        for (int i = 0; i < n; i++)
+            cand[list[i]] = 0;
+    }
+    if (!ok) { /* a program limit: leave the group unfused */
+        for (int u = 0; u < f->n0; u++)
+            val[u] = -1;
+        free(p);
+        return MS_OK;
+    }
+    /* Final numbering: leaves [0, nleaf), consts, then ops. */
+    const int cb = p->nleaf, ob = p->nleaf + p->nconst;
+#define MR_RENUM(v) ((v) < 0 ? (v) : (v) >= OB ? (v)-OB + ob : (v) >= CB ? (v)-CB + cb : (v))
+    for (int i = 0; i < 2 * p->nops; i++)
+        p->args[i] = MR_RENUM(p->args[i]);
+    for (int i = 0; i < p->nout; i++)
+        p->out[i] = MR_RENUM(p->out[i]);
+#undef MR_RENUM
+
+    /* The group node's NodeDef. */
+    const rt_gnode *s0 = &g->nodes[p->sum[0]];
+    Tensorflow__NodeDef *d = rt_graph_alloc(g, sizeof(*d));
+    size_t nlen = strlen(s0->name) + 16;
+    char *gname = malloc(nlen);
+    rt_edge *gin = calloc((size_t)p->nleaf, sizeof(*gin));
+    if (d == NULL || gname == NULL || gin == NULL) goto oom;
+    snprintf(gname, nlen, "%s/_map_reduce", s0->name);
+    tensorflow__node_def__init(d);
+    d->name = gstrdup(g, gname);
+    d->op = gstrdup(g, "_FusedMapReduce");
+    d->device = s0->def->device;
+    d->input = rt_graph_alloc(g, sizeof(char *) * ((size_t)p->nleaf + 1));
+    d->attr = rt_graph_alloc(g, sizeof(*d->attr) * 12);
+    if (d->name == NULL || d->op == NULL || d->input == NULL || d->attr == NULL) goto oom;
+    for (int i = 0; i < p->nleaf; i++) {
+        gin[i] = p->leaf[i];
+        if ((d->input[d->n_input++] = edge_str(g, p->leaf[i])) == NULL) goto oom;
+    }
+    Tensorflow__AttrValue__ListValue *l = attr_list(g, d, "Tleaves");
+    if (l == NULL || (l->type = rt_graph_alloc(g, sizeof(*l->type) * (size_t)p->nleaf)) == NULL)
+        goto oom;
+    for (int i = 0; i < p->nleaf; i++)
+        l->type[i] = (Tensorflow__DataType)(p->leaf_bool[i] ? RT_DT_BOOL : RT_DT_FLOAT);
+    l->n_type = (size_t)p->nleaf;
+    if ((l = attr_list(g, d, "consts")) == NULL ||
+        (l->f = rt_graph_alloc(g, sizeof(float) * ((size_t)p->nconst + 1))) == NULL)
+        goto oom;
+    memcpy(l->f, p->cval, sizeof(float) * (size_t)p->nconst);
+    l->n_f = (size_t)p->nconst;
+    const char *reds[MR_MAXOUT];
+    for (int i = 0; i < p->nout; i++)
+        reds[i] = op_is(&g->nodes[p->sum[i]], "Mean") ? "Mean" : "Sum";
+    const mr_sum *sm = &sums[members[0]];
+    if (!attr_slist(g, d, "ops", p->op, p->nops) ||
+        !attr_ilist(g, d, "args", p->args, 2 * p->nops) ||
+        !attr_ilist(g, d, "outputs", p->out, p->nout) ||
+        !attr_slist(g, d, "reductions", reds, p->nout) ||
+        !attr_ilist(g, d, "axes", sm->axes, sm->naxes))
+        goto oom;
+    Tensorflow__NodeDef__AttrEntry *e = new_attr(g, "keep_dims");
+    if (e == NULL) goto oom;
+    e->value->value_case = TENSORFLOW__ATTR_VALUE__VALUE_B;
+    e->value->b = sm->keep;
+    d->attr[d->n_attr++] = e;
+
+    /* The group node, appended (unnamed in the name map). */
+    if (g->n == g->cap) {
+        int ncap = g->cap ? g->cap * 2 : 64;
+        rt_gnode *nn = realloc(g->nodes, sizeof(*nn) * (size_t)ncap);
+        if (nn == NULL) goto oom;
+        g->nodes = nn;
+        g->cap = ncap;
+    }
+    const int gv = g->n++;
+    rt_gnode *G = &g->nodes[gv];
+    memset(G, 0, sizeof(*G));
+    G->name = gname;
+    G->def = d;
+    G->kn.name = gname;
+    G->kn.op = d->op;
+    G->kn.def = d;
+    G->kn.attrs = &rt_nodedef_attrs;
+    G->in = gin;
+    G->nin = p->nleaf;
+    G->kn.nin = p->nleaf;
+    G->nout = p->nout;
+    G->kn.nout = p->nout;
+    G->fused_into = -1;
+    G->unfused = -1;
+    gname = NULL;
+    gin = NULL;
+
+    /* Each sum: Identity of its output of the group node. */
+    for (int q = 0; q < p->nout; q++) {
+        const int v = p->sum[q];
+        const rt_gnode *x = &g->nodes[v];
+        Tensorflow__NodeDef *id = rt_graph_alloc(g, sizeof(*id));
+        rt_edge *in = calloc(1, sizeof(*in));
+        int *ctl = calloc((size_t)x->nctl + 1, sizeof(int));
+        if (id == NULL || in == NULL || ctl == NULL) {
+            free(in);
+            free(ctl);
+            goto oom_late;
+        }
+        in[0] = (rt_edge){gv, q};
+        memcpy(ctl, x->ctl, sizeof(int) * (size_t)x->nctl);
+        tensorflow__node_def__init(id);
+        id->name = x->name;
+        id->op = gstrdup(g, "Identity");
+        id->device = x->def->device;
+        id->input = rt_graph_alloc(g, sizeof(char *) * ((size_t)x->nctl + 2));
+        id->attr = rt_graph_alloc(g, sizeof(*id->attr) * 2);
+        char *src = rt_graph_alloc(g, strlen(g->nodes[gv].name) + 16);
+        if (id->op == NULL || id->input == NULL || id->attr == NULL || src == NULL) {
+            free(in);
+            free(ctl);
+            goto oom_late;
+        }
+        sprintf(src, "%s:%d", g->nodes[gv].name, q);
+        id->input[id->n_input++] = src;
+        for (int i = 0; i < x->nctl; i++) {
+            const char *nm = g->nodes[x->ctl[i]].name;
+            char *cs = rt_graph_alloc(g, strlen(nm) + 2);
+            if (cs == NULL) {
+                free(in);
+                free(ctl);
+                goto oom_late;
+            }
+            cs[0] = '^';
+            strcpy(cs + 1, nm);
+            id->input[id->n_input++] = cs;
+        }
+        for (size_t i = 0; i < x->def->n_attr; i++)
+            if (strcmp(x->def->attr[i]->key, "T") == 0) id->attr[id->n_attr++] = x->def->attr[i];
+        int nctl = x->nctl;
+        if (install_fused(g, v, id, in, 1, ctl, nctl) != MS_OK) {
+            free(in);
+            free(ctl);
+            goto oom_late;
+        }
+    }
+    for (int k = 0; k < p->nops; k++) {
+        int owner = -1;
+        /* The sum whose expression holds op k: its output is computed from
+         * it, so the first output at or after k's emission owns it. */
+        for (int q = 0; q < p->nout && owner < 0; q++)
+            if (p->out[q] >= ob + k) owner = p->sum[q];
+        g->nodes[p->node_of_op[k]].fused_into = owner >= 0 ? owner : p->sum[p->nout - 1];
+    }
+    for (int u = 0; u < f->n0; u++)
+        val[u] = -1;
+    free(p);
+    return MS_OK;
+oom:
+    free(gname);
+    free(gin);
+oom_late:
+    free(p);
+    st = ms_errf(MS_ENOMEM, "out of memory fusing the graph");
+    return st;
+}
+
+/* Rule 4: finds the Sum / Mean nodes over absorbable expressions, groups
+ * them and rewrites each group; *count += groups fused. */
+static ms_status fuse_map_reduce(fz *f, int *count) {
+    const int n = f->n0;
+    unsigned char *cand = calloc((size_t)n + 1, 1);
+    int *list = calloc((size_t)n + 1, sizeof(int));
+    int *val = malloc(sizeof(int) * ((size_t)n + 1));
+    mr_sum *sums = calloc((size_t)n + 1, sizeof(*sums));
+    int *members = calloc((size_t)n + 1, sizeof(int));
+    ms_status st = MS_OK;
+    if (!cand || !list || !val || !sums || !members) {
+        st = ms_errf(MS_ENOMEM, "out of memory fusing the graph");
+        goto done;
+    }
+    for (int u = 0; u < n; u++)
+        val[u] = -1;
+    int ns = 0;
+    for (int i = 0; i < n; i++) {
+        int v = f->order[i];
+        if (!f->topo[v]) break;
+        if (mr_match_sum(f, v, &sums[ns], cand, list, val)) ns++;
+        memset(cand, 0, (size_t)n);
+    }
+    int ngroups = 0;
+    for (int a = 0; a < ns; a++) {
+        if (sums[a].group >= 0) continue;
+        int nm = 0;
+        sums[a].group = ngroups++;
+        members[nm++] = a;
+        for (int b = a + 1; b < ns && nm < MR_MAXOUT; b++)
+            if (sums[b].group < 0 && mr_same_group(&sums[a], &sums[b])) {
+                sums[b].group = sums[a].group;
+                members[nm++] = b;
+            }
+        int before = f->g->n;
+        if ((st = mr_rewrite(f, sums, members, nm, cand, list, val)) != MS_OK) break;
+        if (f->g->n > before) (*count)++;
+    }
+done:
+    free(cand);
+    free(list);
+    free(val);
+    free(sums);
+    free(members);
+    return st;
+}
+
 ms_status rt_fuse_graph(rt_graph *g, int *nfused) {
     fz f = {.g = g, .n0 = g->n, .next_sym = -2};
     int count = 0;
@@ -861,6 +1363,7 @@ ms_status rt_fuse_graph(rt_graph *g, int *nfused) {
         int d = match_dicom(&f, v);
         if (d >= 0 && (st = rewrite_dicom(&f, d, v)) == MS_OK) count++;
     }
+    if (st == MS_OK) st = fuse_map_reduce(&f, &count);
     free(f.ustart);
     free(f.use);
     free(f.topo);

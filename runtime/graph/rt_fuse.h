@@ -2,7 +2,7 @@
  * grappler pass of that name). Runtime-internal.
  *
  * rt_graph_build runs rt_fuse_graph once, after function inlining and before
- * any kernel is bound or prepared. It rewrites two patterns of float nodes
+ * any kernel is bound or prepared. It rewrites these patterns of float nodes
  * into the fused ops the CPU kernels run in one pass over memory:
  *
  *  1. Conv2D | DepthwiseConv2dNative | MatMul -> BiasAdd [-> act]
@@ -18,6 +18,22 @@
  *     being the decode's only uses
  *       ==> DcmDecodeWindow (runtime/dicom/dcm_fused.c): the decode's attrs,
  *           the window's, masked = (DcmWindow had the mask); input contents
+ *
+ *  4. Sum | Mean (float, Const axes) over an expression of elementwise ops
+ *     (Add/AddV2, Sub, Mul, RealDiv, Maximum, Minimum, SquaredDifference,
+ *     Less/LessEqual/Greater/GreaterEqual, LogicalAnd/Or/Not, Neg, Abs,
+ *     Square, Cast bool -> float) whose nodes are used only inside that
+ *     expression (no control edges), over at most 8 input tensors and scalar
+ *     float Consts
+ *       ==> _FusedMapReduce (kernels/cpu/kn_cpu_reduce.c), a new node (not in
+ *           the name map) with one output per reduction: reductions with the
+ *           same inputs (as a set), axes and keep_dims share one node, so one
+ *           pass over the inputs computes them all. Each Sum / Mean becomes
+ *           Identity(its output) and keeps its original form as its twin; the
+ *           absorbed nodes point at it (fused_into). The program is in attrs
+ *           (Tleaves, consts, ops, args, outputs, reductions, axes,
+ *           keep_dims); results are bit-identical to the unfused ops (the
+ *           kernel's header says how the sums keep reduce_compute's double).
  *
  * act is Relu, Relu6, LeakyRelu (alpha -> leakyrelu_alpha), Elu, Sigmoid or
  * Tanh. A chain is fused only when each intermediate tensor has exactly one
