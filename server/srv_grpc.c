@@ -41,9 +41,6 @@
 #define SLOTS_INLINE  2 /* ... for the others */
 #define SLOTS_GENERIC 4 /* ... for unknown methods */
 #define MAX_CQ        64
-/* A call runs inline on its CQ thread only when its model/signature's
- * measured average run is at most this (seconds). */
-#define INLINE_MAX_COST_S 0.0005
 
 typedef enum { TAG_ACCEPT, TAG_CLOSE, TAG_SEND } tag_kind;
 
@@ -127,6 +124,7 @@ struct srv_server {
     srv_queue_key_fn queue_key;
     atomic_int inline_busy; /* calls running on CQ threads */
     int inline_max;         /* srv_server_opts.inline_max_bytes */
+    double inline_cost_s;   /* srv_server_opts.inline_max_micros, in seconds */
     /* plaintext: our own listener, whose connections gRPC adopts */
     srv_listener *listener;
     grpc_server_credentials *fd_creds;
@@ -605,17 +603,17 @@ static void enqueue(srv_server *s, srv_call *c, const srv_method *m) {
     char key[SRV_QUEUE_KEY_MAX], msg[SRV_QUEUE_KEY_MAX + 160];
     call_key(c, m, key, sizeof key);
     /* A small call to a model/signature whose runs are cheap (measured: its
-     * average run is at most INLINE_MAX_COST_S) and that has nothing waiting
+     * average run is at most --grpc_inline_max_micros) and that has nothing waiting
      * runs here on the CQ thread, without a hop to a worker and its wake-up.
      * With several CQ threads one stays free for the protocol (at most
      * ncq - 1 calls run inline at once); with one, the protocol waits at
      * most about one cheap run. A model never timed yet goes to a worker,
      * which times it. */
-    if (key[0] != '\0' && req_bytes(c) <= (size_t)s->inline_max) {
+    if (key[0] != '\0' && s->inline_max >= 0 && req_bytes(c) <= (size_t)s->inline_max) {
         srv_qkey *tok = NULL;
         int most = s->ncq > 1 ? s->ncq - 1 : 1;
         if (atomic_fetch_add(&s->inline_busy, 1) < most &&
-            (tok = srv_queue_try_run_cheap(s->queue, key, INLINE_MAX_COST_S)) != NULL) {
+            (tok = srv_queue_try_run_cheap(s->queue, key, s->inline_cost_s)) != NULL) {
             double t0 = srv_req_now();
             run_unary(c);
             srv_queue_done_timed(s->queue, tok, srv_req_now() - t0);
@@ -862,7 +860,8 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
     if (o->queue_run_cap > 0 && o->queue_run_cap < cap) cap = o->queue_run_cap;
     s->queue =
         srv_queue_new(o->queue_bound > 0 ? o->queue_bound : SRV_QUEUE_DEFAULT_BOUND, cap);
-    s->inline_max = o->inline_max_bytes;
+    s->inline_max = o->inline_max_micros > 0 ? o->inline_max_bytes : -1;
+    s->inline_cost_s = o->inline_max_micros / 1e6;
     s->queue_key = o->queue_key;
     s->handles = calloc((size_t)(nmethods > 0 ? nmethods : 1), sizeof(void *));
     s->api = calloc((size_t)(nmethods > 0 ? nmethods : 1), sizeof(*s->api));
