@@ -8,11 +8,15 @@
 #    classifier is saturated (32 in flight, demo_ct-style heavy neighbour);
 # 3. resident memory of the daemon over RSS_CALLS small requests (default
 #    1,000,000; 0 = skip), sampled after every 10 s chunk.
+# TABLE=0 skips part 1; SERVE_FLAGS adds daemon flags to every start (for
+# example SERVE_FLAGS=--grpc_cq_threads=2).
 # Usage: bench/serve_batching.sh [BUILD_DIR] [SECONDS]  (repo root, after the build)
 set -eu
 BUILD=${1:-build}
 SECS=${2:-5}
 RSS_CALLS=${RSS_CALLS:-1000000}
+TABLE=${TABLE:-1}
+SERVE_FLAGS=${SERVE_FLAGS:-}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BENCH="$BUILD/dcmserve-bench"
 TMP=$(mktemp -d)
@@ -43,10 +47,10 @@ CFG
 
 start() { # extra daemon flags...
     "$BUILD/dcmserve" serve --port=0 --bind_address=127.0.0.1 --model_config_file="$TMP/models.json" \
-        "$@" > "$TMP/serve.out" 2> "$TMP/serve.log" &
+        $SERVE_FLAGS "$@" > "$TMP/serve.out" 2> "$TMP/serve.log" &
     PID=$!
     i=0
-    until [ "$(wc -l < "$TMP/serve.out")" -ge 1 ] && head -n 1 "$TMP/serve.out" | grep -q "listening on"; do
+    until [ "$(wc -l 2>/dev/null < "$TMP/serve.out" || echo 0)" -ge 1 ] && head -n 1 "$TMP/serve.out" | grep -q "listening on"; do
         i=$((i + 1)); [ $i -lt 300 ] || { echo "daemon did not start" >&2; cat "$TMP/serve.log" >&2; exit 1; }
         sleep 0.1
     done
@@ -74,6 +78,7 @@ print("| %s | %s | %s | %s | %.0f | %d | %d | %s |" % (b, m, i, c, r["calls_per_
 }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "$TABLE" != 0 ]; then
 echo "| batching | model | input | in flight | calls/s | p50 us | p99 us | errors |"
 echo "|---|---|---|---|---|---|---|---|"
 for mode in off on; do
@@ -89,6 +94,7 @@ for mode in off on; do
     stop
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
 
 echo
 echo "isolation (batching off): half_plus_two at 1 in flight, alone and beside ct_cls at 32 in flight"

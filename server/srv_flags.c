@@ -147,7 +147,9 @@ static const flag_def defs[] = {
     {"bind_address", F_STR, OFF(bind_address), 0, 0,
      "address the gRPC port binds to. Default 0.0.0.0", NULL},
     {"grpc_cq_threads", F_INT, OFF(grpc_cq_threads), 1, 64,
-     "gRPC completion-queue threads (protocol work only). Default 2", NULL},
+     "gRPC completion-queue threads (protocol work, cheap calls inline). Default 1", NULL},
+    {"grpc_inline_max_micros", F_INT, OFF(grpc_inline_max_micros), 0, 1000000,
+     "run a small inference call on the CQ thread when its model/signature's runs average at most this many microseconds; 0 = never. Default 500", NULL},
     {"max_message_bytes", F_INT64, OFF(max_message_bytes), 1, INT32_MAX,
      "largest gRPC message received or sent, also the inflated size of a compressed one. "
      "Default 268435456 (256 MiB)", NULL},
@@ -213,7 +215,8 @@ void srv_flags_defaults(srv_flags *f) {
     f->bind_address = "0.0.0.0";
     f->model_name = NULL;
     f->file_system_poll_wait_seconds = 1.0;
-    f->grpc_cq_threads = 2;
+    f->grpc_cq_threads = 1;
+    f->grpc_inline_max_micros = 500;
     f->max_message_bytes = 256 << 20;
     f->max_request_memory_bytes = (int64_t)1 << 30;
     f->drain_timeout_seconds = 30.0;

@@ -28,7 +28,8 @@ typedef struct srv_flags {
     int model_config_file_poll_wait_seconds; /* 0 = read once (SIGHUP re-reads) */
     double file_system_poll_wait_seconds;    /* default 1; 0 = scan once at start */
     int grpc_max_threads;                    /* inference worker threads; 0 = 4 x cores */
-    int grpc_cq_threads;                     /* completion-queue threads; default 2 */
+    int grpc_cq_threads;                     /* completion-queue threads; default 1 */
+    int grpc_inline_max_micros;              /* inline a call whose model's runs average <= this */
     int64_t max_message_bytes;               /* send/receive limit; default 256 MiB */
     int64_t max_request_memory_bytes;        /* per-request memory budget; default 1 GiB */
     double drain_timeout_seconds;            /* SIGTERM grace for in-flight calls; 30 */

@@ -68,6 +68,7 @@ struct srv_call {
     atomic_int refs;
     atomic_int cancelled;
     int close_cancelled; /* written by the core for RECV_CLOSE_ON_SERVER */
+    int close_posted;    /* RECV_CLOSE_ON_SERVER posted alone (else it rides on the reply) */
     srv_tag accept_tag, close_tag, send_tag;
     grpc_byte_buffer *resp_bb;
     grpc_slice status_slice;
@@ -101,6 +102,7 @@ struct srv_server {
     grpc_server *server;
     const srv_method *methods;
     void **handles; /* grpc registered-method handles */
+    char (*api)[32]; /* api label of each method (api_name), made once */
     int nmethods;
     void *app;
     int port;
@@ -122,6 +124,7 @@ struct srv_server {
     srv_queue_key_fn queue_key;
     atomic_int inline_busy; /* calls running on CQ threads */
     int inline_max;         /* srv_server_opts.inline_max_bytes */
+    double inline_cost_s;   /* srv_server_opts.inline_max_micros, in seconds */
     /* plaintext: our own listener, whose connections gRPC adopts */
     srv_listener *listener;
     grpc_server_credentials *fd_creds;
@@ -268,7 +271,7 @@ static void arm(srv_server *s, cq_thread *cqt, int method) {
 /* Sends the unary answer; consumes the owner reference (released when the
  * batch completes) and resp->data. */
 static void reply(srv_call *c, grpc_status_code code, const char *msg, srv_bytes *resp) {
-    grpc_op ops[3];
+    grpc_op ops[4];
     size_t n = 0;
 
     if (resp != NULL && resp->data != NULL && code == GRPC_STATUS_OK) {
@@ -306,6 +309,10 @@ static void reply(srv_call *c, grpc_status_code code, const char *msg, srv_bytes
         ops[n].data.send_status_from_server.status_details = &c->status_slice;
     }
     n++;
+    if (!c->close_posted) { /* a call nobody needed to watch for cancellation while it ran */
+        ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        ops[n++].data.recv_close_on_server.cancelled = &c->close_cancelled;
+    }
     grpc_call_error err = grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL);
     if (err != GRPC_CALL_OK) {
         MS_WARN("grpc: start_batch for reply failed: %d", (int)err);
@@ -350,14 +357,15 @@ static void api_name(const char *path, char *out, size_t n) {
 
 static ms_status run_unary_body(srv_call *c);
 
+/* The record's peer, looked up only when a request log line is written. */
+static void rec_peer(void *arg, char *buf, size_t cap) {
+    srv_call_peer(arg, buf, cap);
+}
+
 /* Times the call into c->req: the queue phase, then the handler, then one
  * record (metrics + request log line). */
 static void run_unary(srv_call *c) {
-    const srv_method *m = &c->s->methods[c->method];
-    char api[32], peer[300];
-    api_name(m->path, api, sizeof api);
-    srv_call_peer(c, peer, sizeof peer);
-    srv_req_begin(&c->rec, api, peer);
+    srv_req_begin_lazy(&c->rec, c->s->api[c->method], rec_peer, c);
     if (c->t_accept > 0) {
         c->rec.t0 = c->t_accept;
         c->rec.mark = c->t_accept;
@@ -527,8 +535,24 @@ static void *worker_main(void *arg) {
             srv_queue_done(s->queue, tok);
             continue;
         }
+        double t0 = srv_req_now();
         run_unary(c);
-        srv_queue_done(s->queue, tok);
+        srv_queue_done_timed(s->queue, tok, srv_req_now() - t0);
+    }
+}
+
+/* Listens for cancellation from now on (client cancel, deadline, shutdown):
+ * sets c->cancelled, which a running handler polls. */
+static void post_close(srv_call *c) {
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op.data.recv_close_on_server.cancelled = &c->close_cancelled;
+    c->close_posted = 1;
+    atomic_fetch_add(&c->refs, 1);
+    if (grpc_call_start_batch(c->call, &op, 1, &c->close_tag, NULL) != GRPC_CALL_OK) {
+        atomic_fetch_sub(&c->refs, 1);
+        c->close_posted = 0;
     }
 }
 
@@ -578,19 +602,27 @@ static size_t req_bytes(const srv_call *c) {
 static void enqueue(srv_server *s, srv_call *c, const srv_method *m) {
     char key[SRV_QUEUE_KEY_MAX], msg[SRV_QUEUE_KEY_MAX + 160];
     call_key(c, m, key, sizeof key);
-    /* A small call whose model has nothing waiting runs here on the CQ
-     * thread, without a hop to a worker, while another CQ thread is free
-     * for the protocol (at most ncq - 1 calls run inline at once). */
-    if (key[0] != '\0' && req_bytes(c) <= (size_t)s->inline_max) {
+    /* A small call to a model/signature whose runs are cheap (measured: its
+     * average run is at most --grpc_inline_max_micros) and that has nothing waiting
+     * runs here on the CQ thread, without a hop to a worker and its wake-up.
+     * With several CQ threads one stays free for the protocol (at most
+     * ncq - 1 calls run inline at once); with one, the protocol waits at
+     * most about one cheap run. A model never timed yet goes to a worker,
+     * which times it. */
+    if (key[0] != '\0' && s->inline_max >= 0 && req_bytes(c) <= (size_t)s->inline_max) {
         srv_qkey *tok = NULL;
-        if (atomic_fetch_add(&s->inline_busy, 1) < s->ncq - 1 &&
-            (tok = srv_queue_try_run(s->queue, key)) != NULL) {
+        int most = s->ncq > 1 ? s->ncq - 1 : 1;
+        if (atomic_fetch_add(&s->inline_busy, 1) < most &&
+            (tok = srv_queue_try_run_cheap(s->queue, key, s->inline_cost_s)) != NULL) {
+            double t0 = srv_req_now();
             run_unary(c);
-            srv_queue_done(s->queue, tok);
+            srv_queue_done_timed(s->queue, tok, srv_req_now() - t0);
         }
         atomic_fetch_sub(&s->inline_busy, 1);
         if (tok != NULL) return;
     }
+    /* Queued: from now on a cancelled call is noticed (before and while it runs). */
+    post_close(c);
     if (srv_queue_push(s->queue, key, c) == 0) return;
     char *nl = strchr(key, '\n');
     if (nl) *nl = '\0';
@@ -599,10 +631,7 @@ static void enqueue(srv_server *s, srv_call *c, const srv_method *m) {
              "--max_queued_requests_per_model); retry later",
              key, srv_queue_bound(s->queue));
     MS_DEBUG("grpc: %s", msg);
-    char api[32], peer[300];
-    api_name(m->path, api, sizeof api);
-    srv_call_peer(c, peer, sizeof peer);
-    srv_req_begin(&c->rec, api, peer);
+    srv_req_begin_lazy(&c->rec, s->api[c->method], rec_peer, c);
     reply_rec(c, MS_EBUSY, GRPC_STATUS_UNAVAILABLE, msg, NULL);
 }
 
@@ -618,19 +647,18 @@ static int64_t mono_ms(void) {
 
 static void on_accept(srv_call *c) {
     srv_server *s = c->s;
-    grpc_op op;
 
     atomic_store(&s->last_accept_ms, mono_ms());
 
     arm(s, c->cqt, c->method); /* keep the number of open slots constant */
 
-    /* Listen for cancellation from now on (client cancel, deadline, shutdown). */
-    memset(&op, 0, sizeof(op));
-    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-    op.data.recv_close_on_server.cancelled = &c->close_cancelled;
-    atomic_fetch_add(&c->refs, 1);
-    if (grpc_call_start_batch(c->call, &op, 1, &c->close_tag, NULL) != GRPC_CALL_OK)
-        atomic_fetch_sub(&c->refs, 1);
+    /* Inference calls are watched for cancellation once they are queued
+     * (enqueue); one that runs inline, cheap by measure, never looks, and its
+     * RECV_CLOSE_ON_SERVER goes with the reply: one batch and one completion
+     * fewer. Every other call is watched from now on. */
+    int worker_unary = c->method >= 0 && s->methods[c->method].on_worker &&
+                       s->methods[c->method].stream_start == NULL;
+    if (!worker_unary) post_close(c);
 
     if (c->method < 0) {
         char *path = grpc_slice_to_c_string(c->details.method);
@@ -832,13 +860,18 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
     if (o->queue_run_cap > 0 && o->queue_run_cap < cap) cap = o->queue_run_cap;
     s->queue =
         srv_queue_new(o->queue_bound > 0 ? o->queue_bound : SRV_QUEUE_DEFAULT_BOUND, cap);
-    s->inline_max = o->inline_max_bytes;
+    s->inline_max = o->inline_max_micros > 0 ? o->inline_max_bytes : -1;
+    s->inline_cost_s = o->inline_max_micros / 1e6;
     s->queue_key = o->queue_key;
     s->handles = calloc((size_t)(nmethods > 0 ? nmethods : 1), sizeof(void *));
+    s->api = calloc((size_t)(nmethods > 0 ? nmethods : 1), sizeof(*s->api));
+    for (int i = 0; s->api != NULL && i < nmethods; i++)
+        api_name(methods[i].path, s->api[i], sizeof s->api[i]);
     s->workers = calloc((size_t)s->nworkers, sizeof(pthread_t));
-    if (s->handles == NULL || s->workers == NULL || s->queue == NULL) {
+    if (s->handles == NULL || s->workers == NULL || s->queue == NULL || s->api == NULL) {
         srv_queue_free(s->queue);
         free(s->handles);
+        free(s->api);
         free(s->workers);
         free(s);
         return ms_errf(MS_ENOMEM, "out of memory");
@@ -860,6 +893,7 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
     if (ast != MS_OK) {
         srv_queue_free(s->queue);
         free(s->handles);
+        free(s->api);
         free(s->workers);
         free(s);
         return ast;
@@ -923,6 +957,7 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
             if (s->quota) grpc_resource_quota_unref(s->quota);
             grpc_shutdown();
             free(s->handles);
+            free(s->api);
             free(s->workers);
             free(s);
             return lst;
@@ -973,6 +1008,7 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         grpc_shutdown();
         srv_queue_free(s->queue);
         free(s->handles);
+        free(s->api);
         free(s->workers);
         free(s);
         if (port_in_use(host, o->port))
@@ -1090,6 +1126,7 @@ void srv_server_free(srv_server *s) {
     pthread_mutex_destroy(&s->arm_mu);
     srv_queue_free(s->queue);
     free(s->handles);
+    free(s->api);
     free(s->workers);
     free(s);
 }

@@ -210,21 +210,36 @@ int srv_reqlog_parse(const char *s, int *mode) {
     return 0;
 }
 
+/* Copies src into dst[cap], cut to fit (snprintf "%s" without the formatter:
+ * these run several times per request). */
+static void copy_str(char *dst, size_t cap, const char *src) {
+    size_t n = strnlen(src, cap - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 void srv_req_begin(srv_req *r, const char *api, const char *peer) {
     memset(r, 0, sizeof *r);
-    snprintf(r->api, sizeof r->api, "%s", api);
-    snprintf(r->peer, sizeof r->peer, "%s", peer ? peer : "");
+    copy_str(r->api, sizeof r->api, api);
+    copy_str(r->peer, sizeof r->peer, peer ? peer : "");
     r->t0 = r->mark = srv_req_now();
     for (int p = 0; p < SRV_NPHASES; p++)
         r->phase[p] = -1;
     srv_metrics_in_flight(1);
 }
 
+void srv_req_begin_lazy(srv_req *r, const char *api,
+                        void (*fn)(void *arg, char *buf, size_t cap), void *arg) {
+    srv_req_begin(r, api, NULL);
+    r->peer_fn = fn;
+    r->peer_arg = arg;
+}
+
 void srv_req_model(srv_req *r, const char *model, int64_t version, const char *signature) {
     if (r == NULL) return;
-    if (model) snprintf(r->model, sizeof r->model, "%s", model);
+    if (model) copy_str(r->model, sizeof r->model, model);
     if (version) r->version = version;
-    if (signature) snprintf(r->signature, sizeof r->signature, "%s", signature);
+    if (signature) copy_str(r->signature, sizeof r->signature, signature);
 }
 
 void srv_req_batch(srv_req *r, int batch) {
@@ -251,6 +266,7 @@ void srv_req_end(srv_req *r, ms_status st) {
     pthread_mutex_unlock(&mu);
     int mode = atomic_load(&reqlog_mode);
     if (mode == 0 || (mode == 1 && st == MS_OK)) return;
+    if (r->peer[0] == '\0' && r->peer_fn != NULL) r->peer_fn(r->peer_arg, r->peer, sizeof r->peer);
     ms_log_field f[] = {
         {"peer", r->peer, 0},
         {"api", r->api, 0},

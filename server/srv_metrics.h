@@ -37,11 +37,19 @@ typedef struct srv_req {
     double mark;        /* end of the last phase marked */
     double phase[SRV_NPHASES]; /* seconds; < 0 = not measured */
     size_t bytes_in, bytes_out;
+    /* When set and peer is empty: writes the peer into buf, called only
+     * when a log line is written (the lookup costs a system call). */
+    void (*peer_fn)(void *arg, char *buf, size_t cap);
+    void *peer_arg;
 } srv_req;
 
 double srv_req_now(void); /* monotonic seconds */
 /* Starts a record: api, peer (may be NULL), t0 = now. In-flight +1. */
 void srv_req_begin(srv_req *r, const char *api, const char *peer);
+/* srv_req_begin with the peer looked up by fn(arg, ...) only if srv_req_end
+ * writes a log line (arg must stay valid until then). */
+void srv_req_begin_lazy(srv_req *r, const char *api,
+                        void (*fn)(void *arg, char *buf, size_t cap), void *arg);
 /* What was served (any may be NULL/0; NULL r is ignored). */
 void srv_req_model(srv_req *r, const char *model, int64_t version, const char *signature);
 void srv_req_batch(srv_req *r, int batch);

@@ -6,11 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Idle keys kept (with their cost) while no more than this many keys live;
+ * beyond it an idle key is dropped, so random model names cannot grow the
+ * table beyond the calls in flight plus this. */
+#define KEEP_IDLE 16
+
 struct srv_qkey {
     char key[SRV_QUEUE_KEY_MAX];
     void **ring; /* bound slots */
     int head, n;
     int running;
+    double cost_s; /* moving average of one run, seconds; < 0 = none measured yet */
 };
 
 struct srv_queue {
@@ -56,10 +62,42 @@ int srv_queue_bound(const srv_queue *q) {
 /* Drops key i when it has nothing queued or running. Under mu. */
 static void key_maybe_drop(srv_queue *q, int i) {
     srv_qkey *k = q->keys[i];
-    if (k->n > 0 || k->running > 0) return;
+    if (k->n > 0 || k->running > 0 || (q->nkeys <= KEEP_IDLE && !q->stop)) return;
     key_free(k);
     q->keys[i] = q->keys[--q->nkeys];
     if (q->cursor > q->nkeys) q->cursor = 0;
+}
+
+/* A new key with its ring (cost unknown); NULL when out of memory. */
+static srv_qkey *key_new(const srv_queue *q, const char *key) {
+    srv_qkey *k = calloc(1, sizeof(*k));
+    if (k == NULL) return NULL;
+    k->ring = calloc((size_t)q->bound, sizeof(void *));
+    if (k->ring == NULL) {
+        free(k);
+        return NULL;
+    }
+    size_t len = strnlen(key, sizeof(k->key) - 1);
+    memcpy(k->key, key, len);
+    k->key[len] = '\0';
+    k->cost_s = -1;
+    return k;
+}
+
+srv_qkey *srv_queue_try_run_cheap(srv_queue *q, const char *key, double max_cost_s) {
+    srv_qkey *k = NULL;
+    pthread_mutex_lock(&q->mu);
+    for (int i = 0; i < q->nkeys; i++)
+        if (strcmp(q->keys[i]->key, key) == 0) {
+            k = q->keys[i];
+            break;
+        }
+    if (k != NULL && (k->n > 0 || k->running >= q->run_cap || q->stop || k->cost_s < 0 ||
+                      k->cost_s > max_cost_s))
+        k = NULL;
+    if (k != NULL) k->running++;
+    pthread_mutex_unlock(&q->mu);
+    return k;
 }
 
 srv_qkey *srv_queue_try_run(srv_queue *q, const char *key) {
@@ -76,15 +114,8 @@ srv_qkey *srv_queue_try_run(srv_queue *q, const char *key) {
             q->keys = calloc(8, sizeof(*q->keys));
             q->capkeys = q->keys ? 8 : 0;
         }
-        k = q->capkeys ? calloc(1, sizeof(*k)) : NULL;
-        if (k != NULL && (k->ring = calloc((size_t)q->bound, sizeof(void *))) == NULL) {
-            free(k);
-            k = NULL;
-        }
-        if (k != NULL) {
-            snprintf(k->key, sizeof(k->key), "%s", key);
-            q->keys[q->nkeys++] = k;
-        }
+        k = q->capkeys ? key_new(q, key) : NULL;
+        if (k != NULL) q->keys[q->nkeys++] = k;
     } else if (k != NULL && (k->n > 0 || k->running >= q->run_cap || q->stop)) {
         k = NULL;
     }
@@ -111,17 +142,7 @@ int srv_queue_push(srv_queue *q, const char *key, void *item) {
             q->keys = nk;
             q->capkeys = nc;
         }
-        k = calloc(1, sizeof(*k));
-        if (k == NULL) goto out;
-        k->ring = calloc((size_t)q->bound, sizeof(void *));
-        if (k->ring == NULL) {
-            free(k);
-            goto out;
-        }
-        size_t len = strlen(key);
-        if (len >= sizeof(k->key)) len = sizeof(k->key) - 1;
-        memcpy(k->key, key, len);
-        k->key[len] = '\0';
+        if ((k = key_new(q, key)) == NULL) goto out;
         q->keys[q->nkeys++] = k;
     }
     if (k->n >= q->bound) goto out;
@@ -162,9 +183,15 @@ void *srv_queue_pop(srv_queue *q, srv_qkey **token) {
 }
 
 void srv_queue_done(srv_queue *q, srv_qkey *token) {
+    srv_queue_done_timed(q, token, -1);
+}
+
+void srv_queue_done_timed(srv_queue *q, srv_qkey *token, double seconds) {
     if (token == NULL) return;
     pthread_mutex_lock(&q->mu);
     token->running--;
+    if (seconds >= 0) /* 1/8 weight to the newest run; the first run sets it */
+        token->cost_s = token->cost_s < 0 ? seconds : token->cost_s + (seconds - token->cost_s) / 8;
     int waiting = token->n > 0;
     for (int i = 0; i < q->nkeys; i++)
         if (q->keys[i] == token) {

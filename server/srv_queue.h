@@ -8,8 +8,10 @@
  * with a deep queue cannot delay another model's requests by more than one
  * turn; one key never runs on more than `run_cap` workers at a time, so a
  * saturating model always leaves a worker for the others. Keys live while
- * they have queued or running items (a client naming random models cannot
- * grow the table beyond the calls in flight). */
+ * they have queued or running items, and up to 16 idle keys stay (with the
+ * measured cost of a run, which decides what may run inline) while no more
+ * than 16 keys live (a client naming random models cannot grow the table
+ * beyond the calls in flight plus 16). */
 #ifndef SRV_QUEUE_H
 #define SRV_QUEUE_H
 
@@ -33,10 +35,17 @@ int srv_queue_push(srv_queue *q, const char *key, void *item);
  * stopped and empty. *token is handed back to srv_queue_done after the run. */
 void *srv_queue_pop(srv_queue *q, srv_qkey **token);
 void srv_queue_done(srv_queue *q, srv_qkey *token);
+/* srv_queue_done, and `seconds` (>= 0) is how long the run took: it feeds
+ * the key's moving average cost that srv_queue_try_run_cheap reads. */
+void srv_queue_done_timed(srv_queue *q, srv_qkey *token, double seconds);
 /* Takes a run slot of key without queueing, when nothing of that key is
  * waiting and it is under run_cap (the caller runs the item itself, then
  * calls srv_queue_done). NULL when it would have to wait. */
 srv_qkey *srv_queue_try_run(srv_queue *q, const char *key);
+/* srv_queue_try_run for a key already known whose measured average run is
+ * at most max_cost_s (a key never timed, or one slower, gets NULL: its
+ * calls go through the queue, where they are timed). */
+srv_qkey *srv_queue_try_run_cheap(srv_queue *q, const char *key, double max_cost_s);
 /* Wakes every worker; pops return NULL once nothing is queued. */
 void srv_queue_stop(srv_queue *q);
 

@@ -79,6 +79,34 @@ START_TEST(test_queue_run_cap) {
 }
 END_TEST
 
+/* Inline runs (srv_queue_try_run_cheap): only for a key already timed whose
+ * moving average is within the limit, with nothing of it waiting. */
+START_TEST(test_queue_try_run_cheap) {
+    srv_queue *q = srv_queue_new(8, 2);
+    int item = 0;
+    ck_assert_ptr_null(srv_queue_try_run_cheap(q, "m\n", 0.001)); /* never seen */
+    ck_assert_int_eq(srv_queue_push(q, "m\n", &item), 0);
+    srv_qkey *t = NULL;
+    ck_assert_ptr_eq(srv_queue_pop(q, &t), &item);
+    ck_assert_ptr_null(srv_queue_try_run_cheap(q, "m\n", 0.001)); /* running, never timed */
+    srv_queue_done_timed(q, t, 0.0001);                             /* first run: 100 us */
+    srv_qkey *c = srv_queue_try_run_cheap(q, "m\n", 0.001);        /* idle key kept, cheap */
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_null(srv_queue_try_run_cheap(q, "m\n", 0.00005)); /* over a lower limit */
+    /* One 8.1 ms run: the average becomes 100 us + (8.1 ms - 100 us) / 8 = 1.1 ms. */
+    srv_queue_done_timed(q, c, 0.0081);
+    ck_assert_ptr_null(srv_queue_try_run_cheap(q, "m\n", 0.001));
+    srv_qkey *c2 = srv_queue_try_run_cheap(q, "m\n", 0.0012);
+    ck_assert_ptr_nonnull(c2);
+    srv_queue_done(q, c2); /* untimed: the average stays */
+    ck_assert_int_eq(srv_queue_push(q, "m\n", &item), 0);
+    ck_assert_ptr_null(srv_queue_try_run_cheap(q, "m\n", 1.0)); /* one waiting: no overtaking */
+    ck_assert_ptr_eq(srv_queue_pop(q, &t), &item);
+    srv_queue_done(q, t);
+    srv_queue_free(q);
+}
+END_TEST
+
 START_TEST(test_queue_key) {
     Tensorflow__Serving__PredictRequest rq = TENSORFLOW__SERVING__PREDICT_REQUEST__INIT;
     Tensorflow__Serving__ModelSpec spec = TENSORFLOW__SERVING__MODEL_SPEC__INIT;
@@ -158,6 +186,7 @@ int main(void) {
     const tu_case cases[] = {
         {"queue_bound", test_queue_bound},         {"queue_round_robin", test_queue_round_robin},
         {"queue_run_cap", test_queue_run_cap},     {"queue_key", test_queue_key},
+        {"queue_try_run_cheap", test_queue_try_run_cheap},
         {"batching_params", test_batching_params},
     };
     return tu_suite_main("srv_throughput", cases, sizeof(cases) / sizeof(cases[0]));

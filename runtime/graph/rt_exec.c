@@ -504,14 +504,26 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
     ms_status st = MS_OK;
     rt_hostctx host = {.graph = g, .vars = vars};
     void *caller_host = ctx->host;
-    rt_tensor **slots = calloc((size_t)p->nslots + 1, sizeof(*slots));
-    int *uses = malloc(sizeof(int) * ((size_t)p->nslots + 1));
-    uint64_t *held = calloc((size_t)p->nslots + 1, sizeof(*held));
+    /* Small plans keep their per-run state on the stack (no allocation per call). */
+    enum { SMALL_SLOTS = 64 };
+    rt_tensor *slots_s[SMALL_SLOTS];
+    int uses_s[SMALL_SLOTS];
+    uint64_t held_s[SMALL_SLOTS];
+    int small = p->nslots + 1 <= SMALL_SLOTS;
+    rt_tensor **slots = small ? slots_s : calloc((size_t)p->nslots + 1, sizeof(*slots));
+    int *uses = small ? uses_s : malloc(sizeof(int) * ((size_t)p->nslots + 1));
+    uint64_t *held = small ? held_s : calloc((size_t)p->nslots + 1, sizeof(*held));
     if (slots == NULL || uses == NULL || held == NULL) {
-        free(slots);
-        free(uses);
-        free(held);
+        if (!small) {
+            free(slots);
+            free(uses);
+            free(held);
+        }
         return ms_errf(MS_ENOMEM, "out of memory");
+    }
+    if (small) {
+        memset(slots_s, 0, sizeof(slots_s[0]) * ((size_t)p->nslots + 1));
+        memset(held_s, 0, sizeof(held_s[0]) * ((size_t)p->nslots + 1));
     }
     memcpy(uses, p->uses, sizeof(int) * (size_t)p->nslots);
     for (int i = 0; i < p->nfeeds; i++) {
@@ -572,10 +584,14 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
             }
             slots[s] = out[i];
             uint64_t nb = ctx->budget ? output_bytes(out[i], in, n->nin) : 0;
-            if (nb > 0) {
+            /* The node is named only when the budget refuses (no formatting per run). */
+            if (nb > 0 && ms_budget_take(ctx->budget, nb, NULL) != MS_OK) {
                 char what[300];
                 snprintf(what, sizeof what, "node '%s' (%s) output %d", n->name, n->kn.op, i);
-                if ((st = ms_budget_take(ctx->budget, nb, what)) != MS_OK) {
+                st = ms_budget_take(ctx->budget, nb, what);
+            }
+            if (nb > 0) {
+                if (st != MS_OK) {
                     for (int j = i + 1; j < n->nout; j++) rt_tensor_unref(out[j]);
                     break;
                 }
@@ -606,9 +622,11 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
         rt_tensor_unref(slots[s]);
         ms_budget_give(ctx->budget, held[s]);
     }
-    free(slots);
-    free(uses);
-    free(held);
+    if (!small) {
+        free(slots);
+        free(uses);
+        free(held);
+    }
     return st;
 }
 

@@ -168,11 +168,20 @@ static ms_status get_plan(rt_model *m, const rt_feed *feeds, int nfeeds, const c
     char *key = malloc(klen);
     if (key == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     size_t o = 0;
-    for (int i = 0; i < nfeeds; i++) o += (size_t)sprintf(key + o, "%s,", feeds[i].name);
+    /* Looked up on every run: the key is built without the formatter. */
+#define PUT_NAME(str)                  \
+    do {                               \
+        size_t l_ = strlen(str);       \
+        memcpy(key + o, (str), l_);    \
+        o += l_;                       \
+        key[o++] = ',';                \
+    } while (0)
+    for (int i = 0; i < nfeeds; i++) PUT_NAME(feeds[i].name);
     key[o++] = '|';
-    for (int i = 0; i < nfetches; i++) o += (size_t)sprintf(key + o, "%s,", fetches[i]);
+    for (int i = 0; i < nfetches; i++) PUT_NAME(fetches[i]);
     key[o++] = '|';
-    for (int i = 0; i < ntargets; i++) o += (size_t)sprintf(key + o, "%s,", targets[i]);
+    for (int i = 0; i < ntargets; i++) PUT_NAME(targets[i]);
+#undef PUT_NAME
     key[o] = '\0';
 
     pthread_mutex_lock(&m->plan_mu);

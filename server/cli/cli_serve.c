@@ -378,6 +378,7 @@ int cli_serve(int argc, char **argv) {
          * others stay free for other models) and small calls run inline. */
         .queue_run_cap = d.app.batcher ? 0 : (int)(ncpu > 0 ? ncpu : 1),
         .inline_max_bytes = d.app.batcher ? 0 : 4096,
+        .inline_max_micros = d.flags.grpc_inline_max_micros,
         .max_connections = d.flags.max_connections,
         .idle_timeout_s = d.flags.idle_timeout_seconds,
         .max_concurrent_streams = d.flags.grpc_max_concurrent_streams,
