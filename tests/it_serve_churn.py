@@ -3,7 +3,9 @@
 30,000 short connections (HTTP/2 preface + SETTINGS, read the server's
 SETTINGS, close) against the plaintext gRPC port: without the accept loop's
 malloc_trim (server/srv_listen.c) glibc's arenas kept the freed memory and
-RSS grew by 2-4 MB over such a run (docs/reliability.md: 30,000 connections
+RSS grew (measured with this test: +8.4 MB with the earlier
+grpc_server_add_channel_from_fd adoption, +1.8 MB with gRPC's external
+handler but no trim, +0.3 MB with both) (docs/reliability.md: 30,000 connections
 left 7.9 MB in the arenas, 0.96 MB of it in use). The daemon's RSS
 (/proc/PID/status VmRSS) is read after 5,000 warm-up connections and again
 after 25,000 more, each time once the listener's trim period (10 s) has
