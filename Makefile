@@ -38,11 +38,13 @@ test-asan: deps
 
 # Builds the libFuzzer targets (clang, ASan+UBSan) and runs each for
 # FUZZ_SECONDS, seeded with Debian's pydicom test files. CI runs it briefly.
+# FUZZ_TARGETS="fuzz_wire fuzz_dicom" runs only those.
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DMS_FUZZ=ON -DMS_SANITIZE=ON >/dev/null
-	@cmake --build build-fuzz -j $(JOBS) --target fuzz_dicom fuzz_sstable fuzz_onnx fuzz_codecs fuzz_wire fuzz_handlers
-	@sh scripts/run_fuzz.sh build-fuzz $(FUZZ_SECONDS)
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_dicom fuzz_sstable fuzz_onnx fuzz_codecs fuzz_wire fuzz_handlers \
+	  fuzz_example fuzz_rest_examples
+	@sh scripts/run_fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -1,15 +1,19 @@
 #!/bin/sh
 # Runs every built libFuzzer target for a bounded time. Usage:
-#   scripts/run_fuzz.sh BUILD_DIR SECONDS
+#   scripts/run_fuzz.sh BUILD_DIR SECONDS [TARGET...]
+# (with TARGETs, only those run: e.g. two shells each running half of them)
 # Seeds: Debian's pydicom test files for the DICOM target, the tensor bundles
 # of tests/data/savedmodels (and of ../shared/testdata when it is there) for
 # the SSTable target, tests/data/onnx for the ONNX target;
 # the codec and request pre-scan (wire) targets start empty; the handler target
-# starts from requests for half_plus_two (tests/fuzz/seed_handlers.py).
+# starts from requests for half_plus_two (tests/fuzz/seed_handlers.py); the
+# tf.Example and REST :classify/:regress targets from tests/fuzz/seed_examples.py.
 # Corpora grow under BUILD_DIR/corpus.
 set -eu
 BUILD=$1
 SECS=$2
+shift 2
+ONLY=" $* "
 cd "$(dirname "$0")/.."
 PYDICOM_DATA=$(/usr/bin/python3 -c 'import os, pydicom.data; print(os.path.join(os.path.dirname(pydicom.data.__file__), "test_files"))')
 mkdir -p "$BUILD/corpus/dicom" "$BUILD/corpus/sstable" "$BUILD/seeds/sstable" "$BUILD/corpus/onnx" \
@@ -23,6 +27,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 run() {
     name=$1
     shift
+    if [ "$ONLY" != "  " ] && [ "${ONLY#* $name }" = "$ONLY" ]; then return 0; fi
     echo "$name: $SECS s"
     log="$BUILD/$name.log"
     rc=0
@@ -46,3 +51,7 @@ run fuzz_handlers "$BUILD/corpus/handlers" "$BUILD/seeds/handlers"
 # The codec target's seeds (tests/fuzz/seed_codecs.py) need the frames that
 # check_codecs extracts; without them it starts from an empty corpus.
 run fuzz_codecs "$BUILD/corpus/codecs"
+/usr/bin/python3 tests/fuzz/seed_examples.py "$BUILD/seeds"
+mkdir -p "$BUILD/corpus/example" "$BUILD/corpus/rest_examples"
+run fuzz_example "$BUILD/corpus/example" "$BUILD/seeds/example"
+run fuzz_rest_examples "$BUILD/corpus/rest_examples" "$BUILD/seeds/rest_examples"

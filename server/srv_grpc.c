@@ -125,8 +125,9 @@ struct srv_server {
     atomic_int inline_busy; /* calls running on CQ threads */
     int inline_max;         /* srv_server_opts.inline_max_bytes */
     double inline_cost_s;   /* srv_server_opts.inline_max_micros, in seconds */
-    /* plaintext: our own listener, whose connections gRPC adopts */
+    /* our own listener, whose connections gRPC adopts (srv_listen.h) */
     srv_listener *listener;
+    int external; /* through gRPC's external-connection handler */
     grpc_server_credentials *fd_creds;
     grpc_resource_quota *quota;
 };
@@ -950,8 +951,9 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         args[nargs++].value.pointer.vtable = grpc_resource_quota_arg_vtable();
     }
     const char *host = o->bind_address ? o->bind_address : "0.0.0.0";
-    if (o->creds == NULL) {
-        srv_listen_opts lo = {host, o->port, reuseport, o->max_connections};
+    /* TLS goes through our listener only with gRPC's external handler */
+    if (o->creds == NULL || srv_listener_grpc_supported()) {
+        srv_listen_opts lo = {host, o->port, reuseport, o->max_connections, o->creds != NULL};
         ms_status lst = srv_listener_open(&lo, &s->listener);
         if (lst != MS_OK) {
             if (s->quota) grpc_resource_quota_unref(s->quota);
@@ -962,7 +964,8 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
             free(s);
             return lst;
         }
-        s->fd_creds = grpc_insecure_server_credentials_create();
+        if (o->creds == NULL) s->fd_creds = grpc_insecure_server_credentials_create();
+        if (srv_listener_grpc_supported()) srv_listener_grpc_arg(s->listener, &args[nargs++]);
     }
     grpc_channel_args cargs = {(size_t)nargs, args};
     s->server = grpc_server_create(&cargs, NULL);
@@ -983,9 +986,12 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         snprintf(addr, sizeof(addr), "[%s]:%d", host, o->port);
     else
         snprintf(addr, sizeof(addr), "%s:%d", host, o->port);
-    if (s->listener != NULL)
-        s->port = srv_listener_port(s->listener);
-    else
+    if (s->listener != NULL) {
+        s->external = srv_listener_grpc_attach(s->listener, s->server,
+                                               o->creds ? o->creds : s->fd_creds);
+        /* without the handler: adopted with channel_from_fd (plaintext only) */
+        s->port = s->external || o->creds == NULL ? srv_listener_port(s->listener) : 0;
+    } else
         s->port = grpc_server_add_http2_port(s->server, addr, o->creds);
     if (s->port == 0) {
         /* Never started: destroy directly. */
@@ -1010,14 +1016,25 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         free(s->handles);
         free(s->api);
         free(s->workers);
+        int ours = s->listener != NULL;
+        srv_listener_free(s->listener);
+        if (s->fd_creds) grpc_server_credentials_release(s->fd_creds);
         free(s);
+        if (ours) /* bound, but gRPC did not take the TLS connections */
+            return ms_errf(MS_EINTERNAL, "gRPC %s did not hand over its external-connection "
+                           "handler for the TLS port %s", grpc_version_string(), addr);
         if (port_in_use(host, o->port))
             return ms_errf(MS_EINVAL, "port %d is already in use (gRPC, %s)", o->port, addr);
         return ms_errf(MS_EINVAL, "cannot bind gRPC port %s (bad address or not permitted)",
                        addr);
     }
     grpc_server_start(s->server);
-    if (s->listener != NULL) srv_listener_start(s->listener, adopt_fd, s);
+    if (s->listener != NULL) {
+        if (s->external)
+            srv_listener_start(s->listener, srv_listener_grpc_adopt, s->listener);
+        else
+            srv_listener_start(s->listener, adopt_fd, s);
+    }
 
     for (int i = 0; i < s->nworkers; i++)
         pthread_create(&s->workers[i], NULL, worker_main, s);

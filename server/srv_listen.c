@@ -3,6 +3,7 @@
 #include "srv_listen.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -18,9 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+
 #include "ms_log.h"
 
 #define LINGER_MAX 64 /* refused sockets kept half-closed so the GOAWAY arrives */
+#define TRIM_EVERY_MS 10000 /* malloc_trim after connections came and went */
 
 typedef struct tracked {
     int fd;
@@ -36,6 +41,7 @@ struct srv_listener {
     int fd;
     int port;
     int max_conn;
+    int tls;
     pthread_t tid;
     int started;
     atomic_int stop;
@@ -46,8 +52,11 @@ struct srv_listener {
     int nconns, cap;
     lingering linger[LINGER_MAX];
     int nlinger;
-    int64_t last_warn_ms, last_refuse_ms;
-    long refused, exhausted;
+    int64_t last_warn_ms, last_refuse_ms, last_trim_ms;
+    long refused, exhausted, since_trim;
+    /* gRPC's external-connection handler (srv_listener_grpc_attach), or NULL */
+    void *grpc_handler;
+    char grpc_key[48];
 };
 
 static int64_t now_ms(void) {
@@ -138,6 +147,7 @@ ms_status srv_listener_open(const srv_listen_opts *o, srv_listener **out) {
     l->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                              : ((struct sockaddr_in *)&ss)->sin_port);
     l->max_conn = o->max_connections > 0 ? o->max_connections : 0;
+    l->tls = o->tls;
     pthread_mutex_init(&l->mu, NULL);
     *out = l;
     return MS_OK;
@@ -184,7 +194,8 @@ static void track(srv_listener *l, int fd) {
 }
 
 /* HTTP/2 server preface (an empty SETTINGS frame), then GOAWAY with last
- * stream 0, ENHANCE_YOUR_CALM and a reason; then half-close. */
+ * stream 0, ENHANCE_YOUR_CALM and a reason; then half-close. On a TLS port
+ * only the half-close (a TLS client cannot read plaintext frames). */
 static void refuse(srv_listener *l, int fd) {
     static const char why[] = "too many connections (--max_connections)";
     unsigned char buf[9 + 9 + 8 + sizeof(why)];
@@ -206,8 +217,10 @@ static void refuse(srv_listener *l, int fd) {
     n += 4;
     memcpy(buf + n, why, sizeof(why) - 1);
     n += sizeof(why) - 1;
-    ssize_t w = send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)w;
+    if (!l->tls) {
+        ssize_t w = send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w;
+    }
     shutdown(fd, SHUT_WR);
     l->refused++;
     if (l->nlinger == LINGER_MAX) {
@@ -236,12 +249,27 @@ static void reap_lingering(srv_listener *l, int all) {
     l->nlinger = k;
 }
 
+/* Connection churn leaves glibc's arenas holding free memory that is never
+ * given back: after 30,000 preface-only connections malloc_stats() counted
+ * 7.9 MB in the arenas and 0.96 MB of it in use (docs/reliability.md).
+ * malloc_trim returns the free pages; it runs on this thread at most every
+ * TRIM_EVERY_MS, and only after connections were accepted. */
+static void trim_if_due(srv_listener *l) {
+    int64_t t = now_ms();
+    if (l->since_trim == 0 || t - l->last_trim_ms < TRIM_EVERY_MS) return;
+    l->last_trim_ms = t;
+    l->since_trim = 0;
+    malloc_trim(0);
+}
+
 static void *accept_main(void *arg) {
     srv_listener *l = arg;
+    l->last_trim_ms = now_ms();
     while (!atomic_load(&l->stop)) {
         struct pollfd p = {l->fd, POLLIN, 0};
         int pr = poll(&p, 1, l->nlinger > 0 ? 100 : 250);
         reap_lingering(l, 0);
+        trim_if_due(l);
         if (pr <= 0) continue;
         int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
@@ -261,6 +289,7 @@ static void *accept_main(void *arg) {
             continue;
         }
         int one = 1;
+        l->since_trim++;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (l->max_conn > 0) {
             pthread_mutex_lock(&l->mu);
@@ -303,3 +332,66 @@ void srv_listener_free(srv_listener *l) {
     free(l->conns);
     free(l);
 }
+
+/* ---- handing connections to gRPC's own chttp2 listener ------------------
+ *
+ * gRPC core routes a port named "external:<key>" to a chttp2 listener
+ * without a socket of its own (what gRPC C++'s ExternalConnectionAcceptor
+ * uses): at grpc_server_add_http2_port it writes a handler object into the
+ * pointer channel argument of the same name, and each fd given to that
+ * handler goes through the same path as a connection gRPC accepted itself:
+ * the peer address, the handshakers (TLS with TLS credentials), the
+ * handshake timeout, then the transport. Unlike grpc_server_add_channel_from_fd
+ * it takes any credentials. The handler is the C++ class
+ * grpc_core::TcpServerFdHandler (src/core/lib/iomgr/tcp_server.h):
+ *
+ *   virtual ~TcpServerFdHandler();   // vtable slots 0, 1 (Itanium C++ ABI)
+ *   virtual void Handle(int listener_fd, int fd, grpc_byte_buffer *pending);  // slot 2
+ *
+ * which C calls through its vtable. gRPC owns the object (its TCP server
+ * deletes it at shutdown). That layout is checked against gRPC core
+ * 29 (gRPC 1.51, Debian 12) only; with any other gRPC, attach declines and
+ * the caller falls back (grpc_server_add_channel_from_fd for plaintext, gRPC's
+ * own listener for TLS). */
+
+typedef void (*fd_handle_fn)(void *self, int listener_fd, int fd, void *pending);
+
+static void *arg_copy(void *p) {
+    return p;
+}
+static void arg_destroy(void *p) {
+    (void)p;
+}
+static int arg_cmp(void *a, void *b) {
+    return (a > b) - (a < b);
+}
+static const grpc_arg_pointer_vtable g_slot_vtable = {arg_copy, arg_destroy, arg_cmp};
+
+int srv_listener_grpc_supported(void) {
+    const char *v = grpc_version_string();
+    return v != NULL && strncmp(v, "29.", 3) == 0;
+}
+
+void srv_listener_grpc_arg(srv_listener *l, grpc_arg *arg) {
+    snprintf(l->grpc_key, sizeof(l->grpc_key), "external:dcmserve-%d", l->port);
+    l->grpc_handler = NULL;
+    arg->type = GRPC_ARG_POINTER;
+    arg->key = l->grpc_key;
+    arg->value.pointer.p = &l->grpc_handler;
+    arg->value.pointer.vtable = &g_slot_vtable;
+}
+
+int srv_listener_grpc_attach(srv_listener *l, grpc_server *server,
+                             grpc_server_credentials *creds) {
+    if (!srv_listener_grpc_supported() || l->grpc_key[0] == '\0') return 0;
+    (void)grpc_server_add_http2_port(server, l->grpc_key, creds); /* port 0 for external */
+    return l->grpc_handler != NULL;
+}
+
+void srv_listener_grpc_adopt(void *arg, int fd) {
+    srv_listener *l = arg;
+    void **vtbl = *(void ***)l->grpc_handler;
+    fd_handle_fn handle = (fd_handle_fn)vtbl[2];
+    handle(l->grpc_handler, l->fd, fd, NULL);
+}
+

@@ -1316,12 +1316,17 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     int ne = 0;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
     if (o->tls != NULL) {
+        /* The key and chain come from a callback on every handshake, so that
+         * SIGHUP (srv_tls_reload) applies to new connections. */
+        gnutls_certificate_retrieve_function2 *cb = NULL;
+        ms_status tst = srv_tls_rest_callback(o->tls, &cb);
+        if (tst != MS_OK) {
+            free(r);
+            return tst;
+        }
         flags |= MHD_USE_TLS;
-        extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
-                                              (void *)srv_tls_key_pem(o->tls)};
-        extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
-                                              (void *)srv_tls_cert_pem(o->tls)};
-        if (srv_tls_client_verify(o->tls)) {
+        extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)cb};
+        if (srv_tls_client_verify(o->tls)) { /* asks for a client certificate */
             extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
                                                   (void *)srv_tls_ca_pem(o->tls)};
             r->tls_verify = 1;

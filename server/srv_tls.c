@@ -3,6 +3,7 @@
 #include "srv_tls.h"
 
 #include <ctype.h>
+#include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <microhttpd.h>
@@ -20,13 +21,30 @@ typedef struct tls_fields {
     int client_verify;
 } tls_fields;
 
+#define REST_CHAIN_MAX 16 /* certificates in server_cert */
+
+/* REST's key and certificate chain in GnuTLS form, one per (re)load. A
+ * handshake may still use an older one, so all are kept until srv_tls_free
+ * (one per SIGHUP that changed them: a few KB each). */
+typedef struct rest_cred {
+    gnutls_pcert_st chain[REST_CHAIN_MAX];
+    unsigned nchain;
+    gnutls_privkey_t key;
+    gnutls_x509_trust_list_t trust; /* custom_ca, for client_verify; NULL without */
+    struct rest_cred *older;
+} rest_cred;
+
 struct srv_tls {
     char *path;
     pthread_mutex_t mu;
     tls_fields cur;  /* what the fetcher hands out next */
-    tls_fields first; /* kept for REST for the server's life */
+    tls_fields first; /* the PEM strings of the first load */
     int changed;     /* the fetcher has not handed out cur yet */
+    rest_cred *rest; /* REST's current credentials (srv_tls_rest_callback), or NULL */
 };
+
+/* The REST server's TLS object, for the GnuTLS callbacks (one per process). */
+static srv_tls *g_rest_tls;
 
 static void fields_clear(tls_fields *f) {
     free(f->key);
@@ -229,12 +247,111 @@ ms_status srv_tls_load(const char *path, srv_tls **out) {
     return MS_OK;
 }
 
+static void rest_cred_free(rest_cred *c) {
+    while (c != NULL) {
+        rest_cred *o = c->older;
+        for (unsigned i = 0; i < c->nchain; i++)
+            gnutls_pcert_deinit(&c->chain[i]);
+        if (c->key) gnutls_privkey_deinit(c->key);
+        if (c->trust) gnutls_x509_trust_list_deinit(c->trust, 1);
+        free(c);
+        c = o;
+    }
+}
+
+static gnutls_datum_t pem_datum(const char *pem) {
+    return (gnutls_datum_t){(unsigned char *)pem, (unsigned)strlen(pem)};
+}
+
+/* GnuTLS's form of the key, the certificate chain and the client CA;
+ * MS_EINVAL naming the field GnuTLS cannot read. */
+static ms_status rest_cred_new(const tls_fields *f, rest_cred **out) {
+    rest_cred *c = calloc(1, sizeof(*c));
+    if (c == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    gnutls_datum_t cert = pem_datum(f->cert), key = pem_datum(f->key);
+    unsigned n = REST_CHAIN_MAX;
+    int rc = gnutls_pcert_list_import_x509_raw(c->chain, &n, &cert, GNUTLS_X509_FMT_PEM, 0);
+    if (rc < 0 || n == 0) {
+        rest_cred_free(c);
+        return ms_errf(MS_EINVAL, "server_cert: %s (REST, GnuTLS)",
+                       rc < 0 ? gnutls_strerror(rc) : "no certificate");
+    }
+    c->nchain = n;
+    if ((rc = gnutls_privkey_init(&c->key)) < 0 ||
+        (rc = gnutls_privkey_import_x509_raw(c->key, &key, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
+        rest_cred_free(c);
+        return ms_errf(MS_EINVAL, "server_key: %s (REST, GnuTLS)", gnutls_strerror(rc));
+    }
+    if (f->client_verify && (f->ca == NULL || !f->ca[0])) {
+        rest_cred_free(c);
+        return ms_errf(MS_EINVAL, "custom_ca is missing (client_verify stays on until restart)");
+    }
+    if (f->client_verify) {
+        gnutls_datum_t ca = pem_datum(f->ca);
+        if ((rc = gnutls_x509_trust_list_init(&c->trust, 0)) < 0 ||
+            (rc = gnutls_x509_trust_list_add_trust_mem(c->trust, &ca, NULL, GNUTLS_X509_FMT_PEM,
+                                                        0, 0)) <= 0) {
+            rest_cred_free(c);
+            return ms_errf(MS_EINVAL, "custom_ca: %s (REST, GnuTLS)",
+                           rc < 0 ? gnutls_strerror(rc) : "no certificate");
+        }
+    }
+    *out = c;
+    return MS_OK;
+}
+
+/* gnutls_certificate_retrieve_function2: every REST handshake takes the
+ * current key and chain, so a reload applies to the next connection. */
+static int rest_retrieve(gnutls_session_t s, const gnutls_datum_t *req_ca_dn, int nreqs,
+                         const gnutls_pk_algorithm_t *algos, int nalgos, gnutls_pcert_st **chain,
+                         unsigned int *nchain, gnutls_privkey_t *key) {
+    (void)s, (void)req_ca_dn, (void)nreqs, (void)algos, (void)nalgos;
+    srv_tls *t = g_rest_tls;
+    if (t == NULL) return -1;
+    pthread_mutex_lock(&t->mu);
+    rest_cred *c = t->rest;
+    if (c != NULL) {
+        *chain = c->chain;
+        *nchain = c->nchain;
+        *key = c->key;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return c != NULL ? 0 : -1;
+}
+
+ms_status srv_tls_rest_callback(srv_tls *t, gnutls_certificate_retrieve_function2 **cb) {
+    pthread_mutex_lock(&t->mu);
+    ms_status st = t->rest != NULL ? MS_OK : rest_cred_new(&t->cur, &t->rest);
+    pthread_mutex_unlock(&t->mu);
+    if (st != MS_OK) return ms_errwrap(st, "--ssl_config_file");
+    g_rest_tls = t;
+    *cb = rest_retrieve;
+    return MS_OK;
+}
+
 ms_status srv_tls_reload(srv_tls *t) {
     if (t->path == NULL) return MS_OK;
     tls_fields f;
     ms_status st = read_fields(t->path, &f);
     if (st != MS_OK) return st;
     pthread_mutex_lock(&t->mu);
+    /* GnuTLS must read the new key and chain (REST uses them; without REST
+     * this still keeps an unreadable key from reaching gRPC's handshakes). */
+    rest_cred *rc = NULL;
+    tls_fields g = f;
+    g.client_verify = t->cur.client_verify;
+    st = rest_cred_new(&g, &rc);
+    if (st != MS_OK) {
+        pthread_mutex_unlock(&t->mu);
+        fields_clear(&f);
+        return ms_errwrap(st, "--ssl_config_file %s", t->path);
+    }
+    if (t->rest != NULL) {
+        rc->older = t->rest;
+        t->rest = rc;
+    } else {
+        rest_cred_free(rc);
+    }
     if (f.client_verify != t->cur.client_verify)
         MS_WARN("--ssl_config_file: client_verify changes only at restart; the new value is "
                 "ignored");
@@ -289,19 +406,42 @@ const char *srv_tls_ca_pem(const srv_tls *t) {
     return t->first.ca;
 }
 
+/* Verified against the current custom_ca (the one of the last reload), not
+ * the one libmicrohttpd was started with. */
 int srv_tls_rest_client_ok(void *conn) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-    if (ci == NULL || ci->tls_session == NULL) return 0;
+    srv_tls *t = g_rest_tls;
+    if (ci == NULL || ci->tls_session == NULL || t == NULL) return 0;
     gnutls_session_t s = (gnutls_session_t)ci->tls_session;
-    unsigned int n = 0, status = 0;
-    if (gnutls_certificate_get_peers(s, &n) == NULL || n == 0) return 0;
-    if (gnutls_certificate_verify_peers2(s, &status) != 0) return 0;
+    unsigned int n = 0, status = 1;
+    const gnutls_datum_t *peers = gnutls_certificate_get_peers(s, &n);
+    if (peers == NULL || n == 0) return 0;
+    if (n > REST_CHAIN_MAX) n = REST_CHAIN_MAX;
+    gnutls_x509_crt_t crts[REST_CHAIN_MAX];
+    unsigned ok = 0;
+    for (; ok < n; ok++)
+        if (gnutls_x509_crt_init(&crts[ok]) < 0) break;
+        else if (gnutls_x509_crt_import(crts[ok], &peers[ok], GNUTLS_X509_FMT_DER) < 0) {
+            gnutls_x509_crt_deinit(crts[ok]);
+            break;
+        }
+    if (ok == n) {
+        pthread_mutex_lock(&t->mu);
+        if (t->rest != NULL && t->rest->trust != NULL &&
+            gnutls_x509_trust_list_verify_crt(t->rest->trust, crts, n, 0, &status, NULL) < 0)
+            status = 1;
+        pthread_mutex_unlock(&t->mu);
+    }
+    for (unsigned i = 0; i < ok; i++)
+        gnutls_x509_crt_deinit(crts[i]);
     return status == 0;
 }
 
 void srv_tls_free(srv_tls *t) {
     if (t == NULL) return;
+    if (g_rest_tls == t) g_rest_tls = NULL;
+    rest_cred_free(t->rest);
     fields_clear(&t->cur);
     fields_clear(&t->first);
     pthread_mutex_destroy(&t->mu);

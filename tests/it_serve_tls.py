@@ -8,10 +8,17 @@ SSLConfig text format), on the gRPC and REST ports, with certificates made by
    CA succeeds; one from another CA fails; no client certificate fails
    (gRPC: the handshake; REST: the handshake or 403).
 3. SIGHUP re-reads the certificates: after the file names a server
-   certificate from a second CA, new gRPC connections trusting that CA
-   succeed and those trusting only the first fail.
+   certificate from a second CA, new gRPC and REST connections trusting that
+   CA succeed and those trusting only the first fail; a broken file or a key
+   GnuTLS cannot read keeps the old ones on both. With mTLS, after SIGHUP
+   names another custom_ca, client certificates of the new CA pass and those
+   of the old one fail (gRPC and REST).
 4. The admin RPC over mTLS from a non-loopback address (when the machine has
    one): refused without a certificate CN in --admin_client_cn, allowed with.
+5. --max_connections applies to the TLS port (connections go through our
+   listener, srv_listen.c, into gRPC's TLS handshake): with 4 TCP connections
+   open, a 5th is closed and a TLS Predict fails UNAVAILABLE; once two close,
+   Predict is answered again.
 Expected answers come from half_plus_two's definition y = 0.5 x + 2.
 """
 import http.client
@@ -202,6 +209,10 @@ def main():
         check(np.allclose(got, Y), "after SIGHUP, Predict via the new CA gave %s" % got, dm)
         check(fails(lambda: grpc_predict(dm.port, d, "ca1")) is not None,
               "after SIGHUP, a client trusting only the old CA was still answered", dm)
+        got = rest_predict(rest, d, "ca2")
+        check(np.allclose(got, Y), "after SIGHUP, REST via the new CA gave %s" % got, dm)
+        check(fails(lambda: rest_predict(rest, d, "ca1")) is not None,
+              "after SIGHUP, a REST client trusting only the old CA was still answered", dm)
         # A broken file on SIGHUP keeps the current certificates.
         with open(cfg, "w") as f:
             f.write("server_key: \"\"\n")
@@ -212,6 +223,18 @@ def main():
             time.sleep(0.1)
         got = grpc_predict(dm.port, d, "ca2")
         check(np.allclose(got, Y), "after a broken SIGHUP, Predict gave %s" % got, dm)
+        got = rest_predict(rest, d, "ca2")
+        check(np.allclose(got, Y), "after a broken SIGHUP, REST gave %s" % got, dm)
+        # A key GnuTLS cannot read fails the whole reload (gRPC and REST keep theirs).
+        write_ssl_config(cfg, d, "server1.crt", "server1.crt")
+        n_err = dm.log().count("TLS certificates not reloaded")
+        dm.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while dm.log().count("TLS certificates not reloaded") <= n_err:
+            check(time.monotonic() < deadline, "SIGHUP with a bad key: no error logged", dm)
+            time.sleep(0.1)
+        check(np.allclose(rest_predict(rest, d, "ca2"), Y), "REST after a bad key", dm)
+        check(np.allclose(grpc_predict(dm.port, d, "ca2"), Y), "gRPC after a bad key", dm)
         check(dm.stop() == 0, "TLS daemon exit code", dm)
     finally:
         dm.close()
@@ -245,8 +268,79 @@ def main():
         check(e is not None, "REST: a client certificate from another CA was accepted", dm)
         e = fails(lambda: rest_predict(rest, d, "ca1"))
         check(e is not None, "REST: a client without a certificate was answered", dm)
+        # SIGHUP with custom_ca now ca2: client certificates of ca2 pass, of ca1 fail.
+        write_ssl_config(cfg, d, "server1.key", "server1.crt", ca="ca2.crt", verify=True)
+        dm.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "TLS certificates re-read" not in dm.log():
+            check(time.monotonic() < deadline, "mTLS SIGHUP: certificates not re-read", dm)
+            time.sleep(0.1)
+        got = rest_predict(rest, d, "ca1", client="client2")
+        check(np.allclose(got, Y), "after SIGHUP, mTLS REST with the new CA's client gave %s" % got,
+              dm)
+        e = fails(lambda: rest_predict(rest, d, "ca1", client="client1"))
+        check(e is not None, "after SIGHUP, REST accepted a client of the old CA", dm)
+        got = grpc_predict(dm.port, d, "ca1", client="client2")
+        check(np.allclose(got, Y), "after SIGHUP, mTLS gRPC with the new CA's client gave %s" % got,
+              dm)
+        e = fails(lambda: grpc_predict(dm.port, d, "ca1", client="client1"))
+        check(e is not None, "after SIGHUP, gRPC accepted a client of the old CA", dm)
         check(dm.stop() == 0, "mTLS daemon exit code", dm)
     finally:
+        dm.close()
+
+    # --- 5. --max_connections on the TLS port (our listener feeds gRPC's TLS) ---
+    write_ssl_config(cfg, d, "server1.key", "server1.crt")
+    dm = Daemon(["--model_name=hpt", "--model_base_path=" + HPT, "--ssl_config_file=" + cfg,
+                 "--max_connections=4"])
+    socks = []
+    try:
+        dm.channel.close()  # a plaintext channel to the TLS port would hold a connection
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                got = grpc_predict(dm.port, d, "ca1")
+                break
+            except grpc.RpcError as e:
+                if time.monotonic() > deadline:
+                    raise AssertionError("TLS Predict never answered: %s\n%s" % (e, dm.log_tail()))
+                time.sleep(0.2)
+        check(np.allclose(got, Y), "TLS Predict (limit 4) gave %s" % got, dm)
+        time.sleep(0.5)  # the Predict channel is closed and counted out
+        for _ in range(4):  # TCP connections that never start the handshake
+            socks.append(socket.create_connection(("127.0.0.1", dm.port), timeout=5))
+        time.sleep(0.5)
+        e = fails(lambda: grpc_predict(dm.port, d, "ca1"))
+        check(isinstance(e, grpc.RpcError) and e.code() == grpc.StatusCode.UNAVAILABLE,
+              "connection 5 on the TLS port: want UNAVAILABLE, got %r" % (e,), dm)
+        extra = socket.create_connection(("127.0.0.1", dm.port), timeout=5)
+        try:
+            closed = extra.recv(100) == b""
+        except ConnectionError:
+            closed = True
+        except socket.timeout:
+            closed = False
+        extra.close()
+        check(closed, "connection 5 on the TLS port was not closed", dm)
+        check("--max_connections" in dm.log(), "TLS refusal not logged", dm)
+        check("gRPC's own TLS listener" not in dm.log(),
+              "the daemon says the limit does not apply to TLS", dm)
+        for x in socks[:2]:
+            x.close()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                got = grpc_predict(dm.port, d, "ca1")
+                break
+            except grpc.RpcError as e:
+                check(time.monotonic() < deadline,
+                      "no TLS answer below the limit again: %s" % e, dm)
+                time.sleep(0.2)
+        check(np.allclose(got, Y), "TLS Predict below the limit gave %s" % got, dm)
+        check(dm.stop() == 0, "TLS (limit) daemon exit code", dm)
+    finally:
+        for x in socks:
+            x.close()
         dm.close()
 
     # --- 4. the admin RPC from a non-loopback address, over mTLS ---
@@ -254,6 +348,8 @@ def main():
         print("it_serve_tls: no non-loopback address here; admin CN check over the network skipped")
     else:
         env = dict(os.environ)
+        # sections 2 and 5 rewrote the file: back to mTLS with ca1
+        write_ssl_config(cfg, d, "server1.key", "server1.crt", ca="ca1.crt", verify=True)
         cmd_args = args + ["--bind_address=0.0.0.0"]
         # Daemon() adds --bind_address=127.0.0.1 first; the later flag wins.
         dm = Daemon(cmd_args, env=env)

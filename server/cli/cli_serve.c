@@ -25,6 +25,7 @@
 #include "srv_batch.h"
 #include "srv_metrics.h"
 #include "srv_rest.h"
+#include "srv_listen.h"
 #include "srv_tls.h"
 #include "cli.h"
 #include "cli_device.h"
@@ -394,10 +395,10 @@ int cli_serve(int argc, char **argv) {
         if (so.queue_bound == 0) so.queue_bound = (int)(qb < 1000000 ? qb : 1000000);
     }
     if (d.tls != NULL) so.creds = srv_tls_grpc_credentials(d.tls);
-    if (d.tls != NULL && d.flags.max_connections > 0)
-        MS_WARN("--max_connections: with --ssl_config_file the gRPC port is gRPC's own TLS "
-                "listener, which has no connection limit; the limit applies to REST only "
-                "(docs/security.md)");
+    if (d.tls != NULL && d.flags.max_connections > 0 && !srv_listener_grpc_supported())
+        MS_WARN("--max_connections: with --ssl_config_file and gRPC %s the gRPC port is gRPC's "
+                "own TLS listener, which has no connection limit; the limit applies to REST only "
+                "(docs/security.md)", grpc_version_string());
     ms_status sst = srv_server_start(&so, meth, nmeth, &d.app, &d.server);
     if (so.creds != NULL) grpc_server_credentials_release(so.creds);
     if (sst != MS_OK) {
