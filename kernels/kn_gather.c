@@ -45,8 +45,7 @@ static int64_t prod(const rt_shape *s, int from, int to) {
 }
 
 static int64_t idx_get(const rt_tensor *t, int64_t i) {
-    return t->dtype == RT_DT_INT64 ? ((const int64_t *)t->data)[i]
-                                   : ((const int32_t *)t->data)[i];
+    return t->dtype == RT_DT_INT64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
 }
 
 static ms_status new_out(kn_ctx *ctx, const kn_node *n, rt_dtype dt, const rt_shape *s,
@@ -68,9 +67,8 @@ static ms_status check_types(const kn_node *n, const rt_tensor *p, const rt_tens
     return MS_OK;
 }
 
-ms_status kn_gather_axis(kn_ctx *ctx, const kn_node *node, const rt_tensor *p,
-                         const rt_tensor *ix, int64_t axis, int64_t batch_dims,
-                         rt_tensor **out) {
+ms_status kn_gather_axis(kn_ctx *ctx, const kn_node *node, const rt_tensor *p, const rt_tensor *ix,
+                         int64_t axis, int64_t batch_dims, rt_tensor **out) {
     size_t es;
     ms_status st = check_types(node, p, ix, &es);
     if (st != MS_OK) return st;
@@ -130,8 +128,7 @@ ms_status kn_gather_nd(kn_ctx *ctx, const kn_node *node, const rt_tensor *p, con
                     "index innermost dimension length must be <= params rank; saw: %lld vs. %d",
                     (long long)depth, p->shape.rank);
     rt_shape os = {.rank = ix->shape.rank - 1 + p->shape.rank - (int)depth};
-    if (os.rank > RT_MAX_RANK)
-        return gerr(MS_EINVAL, node, "output rank %d is too large", os.rank);
+    if (os.rank > RT_MAX_RANK) return gerr(MS_EINVAL, node, "output rank %d is too large", os.rank);
     int r = 0;
     for (int d = 0; d < ix->shape.rank - 1; d++) os.dim[r++] = ix->shape.dim[d];
     int64_t slice = 1;
@@ -169,8 +166,9 @@ ms_status kn_gather_nd(kn_ctx *ctx, const kn_node *node, const rt_tensor *p, con
                                           (long long)idx_get(ix, i * depth + e));
                 rt_tensor_unref(*out);
                 *out = NULL;
-                return gerr(MS_EINVAL, node, "indices[%s] = [%s] does not index into param shape %s",
-                            where, ixs, shp(&p->shape));
+                return gerr(MS_EINVAL, node,
+                            "indices[%s] = [%s] does not index into param shape %s", where, ixs,
+                            shp(&p->shape));
             }
             off = off * p->shape.dim[d] + v;
         }

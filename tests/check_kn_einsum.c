@@ -204,7 +204,8 @@ START_TEST(test_einsum_double_and_errors) {
     tu_check_shape(o, RT_DT_FLOAT, TU_SHAPE(0, 2));
     rt_tensor_unref(o);
     tu_unref(z, 2);
-    rt_tensor *bad[2] = {TU_F32(TU_SHAPE(2, 3), 1, 2, 3, 4, 5, 6), TU_F32(TU_SHAPE(2, 2), 1, 2, 3, 4)};
+    rt_tensor *bad[2] = {TU_F32(TU_SHAPE(2, 3), 1, 2, 3, 4, 5, 6),
+                         TU_F32(TU_SHAPE(2, 2), 1, 2, 3, 4)};
     tu_run_fail(eq_node("mismatch", "ij,jk->ik"), bad, 2, 1, MS_EINVAL, "label 'j'");
     tu_run_fail(eq_node("rank", "ijk,jk->ik"), bad, 2, 1, MS_EINVAL, "rank 2");
     tu_run_fail(eq_node("char", "i#,jk->ik"), bad, 2, 1, MS_EINVAL, "invalid character");

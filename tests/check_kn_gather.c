@@ -76,8 +76,9 @@ START_TEST(test_resource_gather) {
     rt_vars vars;
     rt_vars_init(&vars);
     /* an embedding table of 4 rows of 2: rows 3, 0, 3 */
-    rt_tensor *in[2] = {handle_to(&vars, "emb", TU_F32(TU_SHAPE(4, 2), 0, 1, 10, 11, 20, 21, 30, 31)),
-                        TU_I32(TU_SHAPE(3), 3, 0, 3)};
+    rt_tensor *in[2] = {
+        handle_to(&vars, "emb", TU_F32(TU_SHAPE(4, 2), 0, 1, 10, 11, 20, 21, 30, 31)),
+        TU_I32(TU_SHAPE(3), 3, 0, 3)};
     rt_tensor *o = tu_run1(rg_node("ResourceGather", "rg", 0), in, 2);
     TU_CHECK_F32(o, TU_SHAPE(3, 2), 0, 30, 31, 0, 1, 30, 31);
     rt_tensor_unref(o);

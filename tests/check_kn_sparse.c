@@ -75,9 +75,8 @@ START_TEST(test_fill_empty_rows) {
     tu_unref(in, 4);
     /* no entries at all: every row gets the default; strings are copied */
     const char *dflt[] = {"oov"};
-    rt_tensor *e[4] = {tu_t(RT_DT_INT64, TU_SHAPE(0, 2), NULL, 0),
-                       tu_strings(TU_SHAPE(0), NULL, 0), TU_I64(TU_SHAPE(2), 2, 3),
-                       tu_strings(TU_SCALAR, dflt, 1)};
+    rt_tensor *e[4] = {tu_t(RT_DT_INT64, TU_SHAPE(0, 2), NULL, 0), tu_strings(TU_SHAPE(0), NULL, 0),
+                       TU_I64(TU_SHAPE(2), 2, 3), tu_strings(TU_SCALAR, dflt, 1)};
     ck_assert_int_eq(tu_run(tu_node_new("SparseFillEmptyRows", "fe_empty"), e, 4, o, 4), MS_OK);
     TU_CHECK_INT(o[0], RT_DT_INT64, TU_SHAPE(2, 2), 0, 0, 1, 0);
     tu_check_shape(o[1], RT_DT_STRING, TU_SHAPE(2));
@@ -200,8 +199,7 @@ START_TEST(test_hash_bucket_docs) {
     tu_run_fail(hash_node("StringToHashBucketFast", "hf_zero", 0), &a, 1, 1, MS_EINVAL,
                 "num_buckets");
     rt_tensor *num = TU_F32(TU_SHAPE(1), 1);
-    tu_run_fail(hash_node("StringToHashBucketFast", "hf_num", 3), &num, 1, 1, MS_EINVAL,
-                "string");
+    tu_run_fail(hash_node("StringToHashBucketFast", "hf_num", 3), &num, 1, 1, MS_EINVAL, "string");
     rt_tensor_unref(num);
     /* an empty batch */
     rt_tensor *e = tu_strings(TU_SHAPE(0), NULL, 0);

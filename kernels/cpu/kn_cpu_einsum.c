@@ -31,10 +31,10 @@
 #include "kn_cpu_gemm.h"
 #include "kn_cpu_util.h"
 
-#define EQ_MAX_TERM 16   /* labels of one term, the ellipsis counting one */
-#define EQ_NLAB     (52 + RT_MAX_RANK) /* letters, then ellipsis axes */
-#define EQ_ELL      (-1) /* the ellipsis in a parsed term */
-#define ELL_BASE    52
+#define EQ_MAX_TERM 16             /* labels of one term, the ellipsis counting one */
+#define EQ_NLAB (52 + RT_MAX_RANK) /* letters, then ellipsis axes */
+#define EQ_ELL (-1)                /* the ellipsis in a parsed term */
+#define ELL_BASE 52
 
 typedef struct eq_term {
     int n;
@@ -100,7 +100,8 @@ static ms_status einsum_parse(const kn_node *node, einsum_state *s) {
     if (ncomma > 1) return KN_EINVAL(node, "Einsum takes 1 or 2 inputs; the equation names more");
     s->nin = ncomma + 1;
     ms_status st = parse_term(node, eq, comma, &s->in[0]);
-    if (st == MS_OK && s->nin == 2) st = parse_term(node, eq + comma + 1, arrow - comma - 1, &s->in[1]);
+    if (st == MS_OK && s->nin == 2)
+        st = parse_term(node, eq + comma + 1, arrow - comma - 1, &s->in[1]);
     if (st != MS_OK) return st;
     s->explicit_out = arrow < len;
     if (s->explicit_out) {
@@ -215,9 +216,9 @@ typedef struct opnd {
 
 /* Lays out input v (of x) as [B, L, K] (or uses it in place as [B, L, K] /
  * [B, K, L]), summing over the labels in `sum`. */
-static ms_status make_opnd(const kn_node *node, const rt_tensor *x, const lview *v,
-                           const group *gb, const group *gl, const group *gk, const group *sum,
-                           const int64_t *size, opnd *o) {
+static ms_status make_opnd(const kn_node *node, const rt_tensor *x, const lview *v, const group *gb,
+                           const group *gl, const group *gk, const group *sum, const int64_t *size,
+                           opnd *o) {
     int dbl = x->dtype == RT_DT_DOUBLE;
     int64_t dim[3 * RT_MAX_RANK], st[3 * RT_MAX_RANK], rdim[RT_MAX_RANK], rst[RT_MAX_RANK];
     int nd = 0;
@@ -262,8 +263,8 @@ static int64_t group_size(const group *g, const int64_t *size) {
     return p;
 }
 
-static ms_status einsum_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                                rt_tensor *const *in, rt_tensor **out) {
+static ms_status einsum_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
     void *own_state = NULL;
     ms_status st;
     if (state == NULL) {
@@ -329,8 +330,8 @@ static ms_status einsum_compute(kn_ctx *ctx, const kn_node *node, void *state,
                         st = KN_EINVAL(node, "ellipsis axes of shapes %s and %s do not broadcast",
                                        kn__shp(&in[0]->shape), kn__shp(&in[s->nin - 1]->shape));
                     else
-                        st = KN_EINVAL(node, "label '%c' has sizes %lld and %lld",
-                                       label_char(lab), (long long)size[lab], (long long)d);
+                        st = KN_EINVAL(node, "label '%c' has sizes %lld and %lld", label_char(lab),
+                                       (long long)size[lab], (long long)d);
                     goto done;
                 }
                 /* the view: repeated labels add their strides (the diagonal) */

@@ -31,8 +31,7 @@ static int is_idx(rt_dtype dt) {
 }
 
 static int64_t idx_get(const rt_tensor *t, int64_t i) {
-    return t->dtype == RT_DT_INT64 ? ((const int64_t *)t->data)[i]
-                                   : ((const int32_t *)t->data)[i];
+    return t->dtype == RT_DT_INT64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
 }
 
 /* Copies element si of src into element di of dst (same dtype; strings by
@@ -53,7 +52,8 @@ static ms_status values_output(kn_ctx *ctx, const kn_node *node, int idx, rt_dty
                                const rt_shape *shape, rt_tensor **out) {
     if (dt != RT_DT_STRING) return kn__output(ctx, node, idx, dt, shape, out);
     ms_status st = rt_tensor_new(RT_DT_STRING, shape, out);
-    if (st != MS_OK) return kn__errf(st, node, "output %d %s: %s", idx, kn__shp(shape), ms_errmsg());
+    if (st != MS_OK)
+        return kn__errf(st, node, "output %d %s: %s", idx, kn__shp(shape), ms_errmsg());
     return MS_OK;
 }
 
@@ -94,15 +94,17 @@ static ms_status sparse_reshape_compute(kn_ctx *ctx, const kn_node *node, void *
     const int64_t *is = ish->data, *ns = nsh->data, *ip = ix->data;
     int64_t dense = 1, product = 1, unknown = -1;
     for (int64_t d = 0; d < rin; d++) {
-        if (is[d] < 0) return KN_EINVAL(node, "input_shape[%lld] = %lld is negative", (long long)d,
-                                        (long long)is[d]);
+        if (is[d] < 0)
+            return KN_EINVAL(node, "input_shape[%lld] = %lld is negative", (long long)d,
+                             (long long)is[d]);
         dense *= is[d];
     }
     for (int64_t d = 0; d < rout; d++) {
         if (ns[d] == -1) {
             if (unknown != -1)
-                return KN_EINVAL(node, "only one output dimension may be -1, not both %lld and "
-                                       "%lld",
+                return KN_EINVAL(node,
+                                 "only one output dimension may be -1, not both %lld and "
+                                 "%lld",
                                  (long long)unknown, (long long)d);
             unknown = d;
         } else if (ns[d] < 0) {
@@ -122,13 +124,15 @@ static ms_status sparse_reshape_compute(kn_ctx *ctx, const kn_node *node, void *
             return KN_EINVAL(node, "reshape cannot infer the missing input size for an empty "
                                    "tensor unless all specified input sizes are non-zero");
         if (dense % product != 0)
-            return KN_EINVAL(node, "Input to reshape is a SparseTensor with %lld dense values, "
-                                   "but the requested shape requires a multiple of %lld",
+            return KN_EINVAL(node,
+                             "Input to reshape is a SparseTensor with %lld dense values, "
+                             "but the requested shape requires a multiple of %lld",
                              (long long)dense, (long long)product);
         os[unknown] = dense / product;
     } else if (product != dense) {
-        return KN_EINVAL(node, "Input to reshape is a tensor with %lld dense values, but the "
-                               "requested shape has %lld",
+        return KN_EINVAL(node,
+                         "Input to reshape is a tensor with %lld dense values, but the "
+                         "requested shape has %lld",
                          (long long)dense, (long long)product);
     }
     if ((st = kn__output(ctx, node, 0, RT_DT_INT64, &ois, &out[0])) != MS_OK) return st;
@@ -168,8 +172,9 @@ static ms_status fill_empty_rows_compute(kn_ctx *ctx, const kn_node *node, void 
         return KN_EINVAL(node, "values must be a vector of %lld elements, got shape %s",
                          (long long)ix->shape.dim[0], kn__shp(&val->shape));
     if (dsh->shape.rank != 1 || dsh->nelem != ix->shape.dim[1] || dsh->nelem < 1)
-        return KN_EINVAL(node, "dense_shape must be a vector of the indices' %lld columns, got "
-                               "shape %s",
+        return KN_EINVAL(node,
+                         "dense_shape must be a vector of the indices' %lld columns, got "
+                         "shape %s",
                          (long long)ix->shape.dim[1], kn__shp(&dsh->shape));
     if (dflt->nelem != 1 || dflt->shape.rank != 0)
         return KN_EINVAL(node, "default_value must be a scalar, got shape %s",
@@ -185,7 +190,8 @@ static ms_status fill_empty_rows_compute(kn_ctx *ctx, const kn_node *node, void 
     if (rows < 0) return KN_EINVAL(node, "dense_shape[0] = %lld is negative", (long long)rows);
     const int64_t *ip = ix->data;
     int64_t *cnt = calloc((size_t)rows + 1, sizeof(int64_t));
-    if (cnt == NULL) return kn__errf(MS_ENOMEM, node, "out of memory for %lld rows", (long long)rows);
+    if (cnt == NULL)
+        return kn__errf(MS_ENOMEM, node, "out of memory for %lld rows", (long long)rows);
     for (int64_t i = 0; i < n; i++) {
         int64_t row = ip[i * r];
         if (row < 0 || row >= rows) {
@@ -203,8 +209,7 @@ static ms_status fill_empty_rows_compute(kn_ctx *ctx, const kn_node *node, void 
     rt_shape ers = {.rank = 1, .dim = {rows}}, rms = {.rank = 1, .dim = {n}};
     if ((st = kn__output(ctx, node, 0, RT_DT_INT64, &ois, &out[0])) != MS_OK ||
         (st = values_output(ctx, node, 1, val->dtype, &ovs, &out[1])) != MS_OK ||
-        (node->nout > 2 &&
-         (st = kn__output(ctx, node, 2, RT_DT_BOOL, &ers, &out[2])) != MS_OK) ||
+        (node->nout > 2 && (st = kn__output(ctx, node, 2, RT_DT_BOOL, &ers, &out[2])) != MS_OK) ||
         (node->nout > 3 && (st = kn__output(ctx, node, 3, RT_DT_INT64, &rms, &out[3])) != MS_OK)) {
         free(cnt);
         return st;
@@ -265,7 +270,8 @@ static ms_status ragged_prepare(const kn_node *node, rt_tensor *const *const_in,
     size_t lens[RP_MAX + 2];
     int n = kn_attr_slist(node, "row_partition_types", names, lens, RP_MAX + 2);
     if (n < 1) return KN_EINVAL(node, "row_partition_types must name at least one partition");
-    if (n > RP_MAX + 1) return KN_EINVAL(node, "%d row partitions, at most %d supported", n, RP_MAX);
+    if (n > RP_MAX + 1)
+        return KN_EINVAL(node, "%d row partitions, at most %d supported", n, RP_MAX);
     ragged_state *s = calloc(1, sizeof(*s));
     if (s == NULL) return kn__errf(MS_ENOMEM, node, "out of memory");
     s->n = n;
@@ -278,8 +284,9 @@ static ms_status ragged_prepare(const kn_node *node, rt_tensor *const *const_in,
             s->type[i] = RP_ROW_SPLITS;
         else {
             free(s);
-            return KN_EINVAL(node, "row_partition_types[%d] '%.*s' is not FIRST_DIM_SIZE, "
-                                   "VALUE_ROWIDS or ROW_SPLITS",
+            return KN_EINVAL(node,
+                             "row_partition_types[%d] '%.*s' is not FIRST_DIM_SIZE, "
+                             "VALUE_ROWIDS or ROW_SPLITS",
                              i, (int)(lens[i] > 40 ? 40 : lens[i]), names[i]);
         }
     }
@@ -293,8 +300,9 @@ static ms_status ragged_prepare(const kn_node *node, rt_tensor *const *const_in,
     }
     if (!ok) {
         free(s);
-        return kn__errf(MS_ENOTSUP, node, "row_partition_types must be [FIRST_DIM_SIZE, "
-                                          "VALUE_ROWIDS...] or [ROW_SPLITS...]");
+        return kn__errf(MS_ENOTSUP, node,
+                        "row_partition_types must be [FIRST_DIM_SIZE, "
+                        "VALUE_ROWIDS...] or [ROW_SPLITS...]");
     }
     *state = s;
     return MS_OK;
@@ -304,8 +312,8 @@ static void ragged_release(void *state) {
     free(state);
 }
 
-static ms_status ragged_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                                rt_tensor *const *in, rt_tensor **out) {
+static ms_status ragged_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
     void *own = NULL;
     ms_status st;
     if (state == NULL) {
@@ -324,8 +332,8 @@ static ms_status ragged_compute(kn_ctx *ctx, const kn_node *node, void *state,
         goto done;
     }
     if (!rt_dtype_is_pod(val->dtype) && val->dtype != RT_DT_STRING) {
-        st = kn__errf(MS_ENOTSUP, node, "values of %s are not supported",
-                      rt_dtype_name(val->dtype));
+        st =
+            kn__errf(MS_ENOTSUP, node, "values of %s are not supported", rt_dtype_name(val->dtype));
         goto done;
     }
     if (dflt->dtype != val->dtype) {
@@ -340,8 +348,8 @@ static ms_status ragged_compute(kn_ctx *ctx, const kn_node *node, void *state,
     }
     for (int k = 0; k < ragged; k++)
         if (!is_idx(parts[k]->dtype) || parts[k]->shape.rank != 1) {
-            st = KN_EINVAL(node, "row partition %d must be an int32 or int64 vector, got %s %s",
-                           k, rt_dtype_name(parts[k]->dtype), kn__shp(&parts[k]->shape));
+            st = KN_EINVAL(node, "row partition %d must be an int32 or int64 vector, got %s %s", k,
+                           rt_dtype_name(parts[k]->dtype), kn__shp(&parts[k]->shape));
             goto done;
         }
     /* rows of the top level */
@@ -385,15 +393,16 @@ static ms_status ragged_compute(kn_ctx *ctx, const kn_node *node, void *state,
     int64_t parents = nrows, maxlen[RT_MAX_RANK] = {0};
     for (int k = 0; k < ragged; k++) {
         const rt_tensor *p = parts[k];
-        int64_t children = k + 1 < ragged ? (s->type[first + k + 1] == RP_ROW_SPLITS
-                                                 ? parts[k + 1]->nelem - 1
-                                                 : parts[k + 1]->nelem)
-                                          : val->shape.dim[0];
+        int64_t children = k + 1 < ragged
+                               ? (s->type[first + k + 1] == RP_ROW_SPLITS ? parts[k + 1]->nelem - 1
+                                                                          : parts[k + 1]->nelem)
+                               : val->shape.dim[0];
         if (s->type[first + k] == RP_ROW_SPLITS) {
             if (p->nelem != parents + 1 || idx_get(p, 0) != 0 ||
                 idx_get(p, p->nelem - 1) != children) {
-                st = KN_EINVAL(node, "row_splits %d (%lld entries) must start at 0, have %lld "
-                                     "entries and end at %lld",
+                st = KN_EINVAL(node,
+                               "row_splits %d (%lld entries) must start at 0, have %lld "
+                               "entries and end at %lld",
                                k, (long long)p->nelem, (long long)(parents + 1),
                                (long long)children);
                 goto done;
@@ -417,8 +426,9 @@ static ms_status ragged_compute(kn_ctx *ctx, const kn_node *node, void *state,
             for (int64_t i = 0; i < children; i++) {
                 int64_t r = idx_get(p, i);
                 if (r < 0 || r >= parents || (i > 0 && r < idx_get(p, i - 1))) {
-                    st = KN_EINVAL(node, "value_rowids %d [%lld] = %lld is not a sorted row in "
-                                         "[0, %lld)",
+                    st = KN_EINVAL(node,
+                                   "value_rowids %d [%lld] = %lld is not a sorted row in "
+                                   "[0, %lld)",
                                    k, (long long)i, (long long)r, (long long)parents);
                     goto done;
                 }
@@ -485,10 +495,10 @@ static ms_status ragged_compute(kn_ctx *ctx, const kn_node *node, void *state,
     parents = nrows;
     for (int k = 0; k < ragged; k++) {
         const rt_tensor *p = parts[k];
-        int64_t children = k + 1 < ragged ? (s->type[first + k + 1] == RP_ROW_SPLITS
-                                                 ? parts[k + 1]->nelem - 1
-                                                 : parts[k + 1]->nelem)
-                                          : val->shape.dim[0];
+        int64_t children = k + 1 < ragged
+                               ? (s->type[first + k + 1] == RP_ROW_SPLITS ? parts[k + 1]->nelem - 1
+                                                                          : parts[k + 1]->nelem)
+                               : val->shape.dim[0];
         int64_t w = os.dim[k + 1];
         npos = malloc((size_t)(children > 0 ? children : 1) * sizeof(int64_t));
         if (npos == NULL) {
@@ -516,7 +526,8 @@ static ms_status ragged_compute(kn_ctx *ctx, const kn_node *node, void *state,
     }
     for (int64_t i = 0; i < val->shape.dim[0]; i++) {
         if (pos[i] < 0) continue;
-        for (int64_t e = 0; e < inner; e++) elem_copy(out[0], pos[i] * inner + e, val, i * inner + e);
+        for (int64_t e = 0; e < inner; e++)
+            elem_copy(out[0], pos[i] * inner + e, val, i * inner + e);
     }
     st = finish_strings(node, &out[0]);
 done:
