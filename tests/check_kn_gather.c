@@ -6,7 +6,12 @@
  * VarHandleOp makes. */
 #include <check.h>
 
+#include "kn_cpu_backend.h"
+#include "rt_exec.h"
+#include "rt_graph.h"
+#include "rt_model.h"
 #include "rt_vars.h"
+#include "util_fn.h"
 #include "util_node.h"
 
 START_TEST(test_gather_batch_dims) {
@@ -137,10 +142,69 @@ START_TEST(test_resource_gather) {
 }
 END_TEST
 
+/* A Keras-embedding-like graph through the real graph builder, planner and
+ * executor with the loader's host ops: VarHandleOp "emb", an init target
+ * AssignVariableOp(emb, reshape(table, [3, 2])), then
+ * Einsum("bd,d->b", ResourceGather(emb, ids), w): rows [0, 1], [10, 11],
+ * [20, 21] dotted with w = [1, 2] give 2, 32, 62. */
+START_TEST(test_gather_graph) {
+    mgb b;
+    mgb_init(&b);
+    float table[6] = {0, 1, 10, 11, 20, 21}, w[2] = {1, 2};
+    int32_t shp[2] = {3, 2};
+    attr_const(top(&b, node("table", "Const", NULL)), RT_DT_FLOAT, 6, table);
+    attr_const(top(&b, node("shp", "Const", NULL)), RT_DT_INT32, 2, shp);
+    attr_const(top(&b, node("w", "Const", NULL)), RT_DT_FLOAT, 2, w);
+    attr_type(top(&b, node("tab2", "Reshape", IN("table", "shp"))), "T", RT_DT_FLOAT);
+    Tensorflow__NodeDef *v = top(&b, node("emb", "VarHandleOp", NULL));
+    attr_type(v, "dtype", RT_DT_FLOAT);
+    attr_type(top(&b, node("init", "AssignVariableOp", IN("emb", "tab2"))), "dtype", RT_DT_FLOAT);
+    placeholder(&b, "ids", RT_DT_INT32);
+    attr_type(top(&b, node("rg", "ResourceGather", IN("emb", "ids"))), "dtype", RT_DT_FLOAT);
+    Tensorflow__NodeDef *e = top(&b, node("es", "Einsum", IN("rg", "w")));
+    Tensorflow__AttrValue *eq = attr(e, "equation");
+    eq->value_case = TENSORFLOW__ATTR_VALUE__VALUE_S;
+    eq->s.data = (uint8_t *)S("bd,d->b");
+    eq->s.len = 7;
+    attr_type(e, "T", RT_DT_FLOAT);
+    kn_backend *be = kn_cpu_backend_new(1);
+    rt_graph *g;
+    ck_assert_msg(rt_graph_build(&b.mg, be, rt_model_host_ops, &g) == MS_OK, "%s", ms_errmsg());
+    rt_vars vars;
+    rt_vars_init(&vars);
+    kn_ctx ctx = {.nthreads = 1};
+    int init = rt_graph_find(g, "init");
+    ck_assert_int_ge(init, 0);
+    rt_plan *pi = NULL, *pr = NULL;
+    ck_assert_msg(rt_plan_build(g, NULL, 0, NULL, 0, &init, 1, &pi) == MS_OK, "%s", ms_errmsg());
+    ck_assert_msg(rt_plan_run(pi, &ctx, &vars, NULL, NULL) == MS_OK, "%s", ms_errmsg());
+    rt_edge f, o;
+    ck_assert_int_eq(rt_graph_tensor(g, "ids", &f), MS_OK);
+    ck_assert_int_eq(rt_graph_tensor(g, "es:0", &o), MS_OK);
+    ck_assert_msg(rt_plan_build(g, &f, 1, &o, 1, NULL, 0, &pr) == MS_OK, "%s", ms_errmsg());
+    rt_tensor *ids = TU_I32(TU_SHAPE(4), 2, 0, 1, 2), *out = NULL;
+    ck_assert_msg(rt_plan_run(pr, &ctx, &vars, &ids, &out) == MS_OK, "%s", ms_errmsg());
+    TU_CHECK_F32(out, TU_SHAPE(4), 0, 62, 2, 32, 62);
+    rt_tensor_unref(out);
+    out = NULL;
+    ((int32_t *)ids->data)[3] = 3;
+    ck_assert_int_eq(rt_plan_run(pr, &ctx, &vars, &ids, &out), MS_EINVAL);
+    ck_assert_msg(strstr(ms_errmsg(), "indices[3] = 3 is not in [0, 3)") != NULL, "%s", ms_errmsg());
+    rt_tensor_unref(ids);
+    rt_plan_free(pr);
+    rt_plan_free(pi);
+    rt_vars_destroy(&vars);
+    rt_graph_free(g);
+    kn_backend_free(be);
+    arena_free();
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"gather_batch_dims", test_gather_batch_dims},
         {"resource_gather", test_resource_gather},
+        {"gather_graph", test_gather_graph},
     };
     return tu_suite_main("kn_gather", cases, sizeof(cases) / sizeof(cases[0]));
 }
