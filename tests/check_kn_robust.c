@@ -1,5 +1,5 @@
 /* check_kn_robust.c - every CPU kernel of the elementwise, shape, reduce, nn,
- * fast, conv3d, einsum, sparse and math tables, fed random small inputs
+ * fast, conv3d, einsum, sparse, math and space tables, fed random small inputs
  * (shapes, dtypes, index values, attrs), must either succeed with all outputs
  * set or fail with a message naming the node: never crash, never leak (run it
  * under the ASan build). */
@@ -267,6 +267,7 @@ START_TEST(fuzz_issue10) {
     fuzz_table(kn_cpu_einsum_kernels, 7u, 300);
     fuzz_table(kn_cpu_sparse_kernels, 8u, 300);
     fuzz_table(kn_cpu_math_kernels, 9u, 100);
+    fuzz_table(kn_cpu_space_kernels, 10u, 300);
 }
 END_TEST
 
