@@ -20,7 +20,8 @@
  * models, else gathered into that layout once; each batch is one call of the
  * packed SGEMM (kn_cpu_gemm.c) parallel over the intra-op pool, and the
  * result is written in the output's label order (in place when that is B,
- * M, N). Doubles go through BLAS dgemm.
+ * M, N, or B, N, M with the inputs' roles swapped). Doubles go through BLAS
+ * dgemm.
  */
 #include <cblas.h>
 #include <stdint.h>
@@ -153,10 +154,51 @@ static int view_has(const lview *v, int lab) {
     return 0;
 }
 
+/* dst (contiguous over dim[0..nd-1]) = src strided by st (elements): one
+ * tight loop per row of the last dim (the layout copies of the GEMM
+ * operands and of a permuted result). */
+static void strided_copy(const void *src, int dbl, int nd, const int64_t *dim, const int64_t *st,
+                         void *dst) {
+    if (nd == 0) {
+        if (dbl)
+            *(double *)dst = *(const double *)src;
+        else
+            *(float *)dst = *(const float *)src;
+        return;
+    }
+    int64_t last = dim[nd - 1], ls = st[nd - 1], rows = 1;
+    for (int d = 0; d < nd - 1; d++) rows *= dim[d];
+    int64_t idx[RT_MAX_RANK] = {0}, off = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        if (dbl) {
+            const double *sp = (const double *)src + off;
+            double *dp = (double *)dst + r * last;
+            for (int64_t i = 0; i < last; i++) dp[i] = sp[i * ls];
+        } else {
+            const float *sp = (const float *)src + off;
+            float *dp = (float *)dst + r * last;
+            if (ls == 1)
+                memcpy(dp, sp, (size_t)last * sizeof(float));
+            else
+                for (int64_t i = 0; i < last; i++) dp[i] = sp[i * ls];
+        }
+        for (int d = nd - 2; d >= 0; d--) {
+            off += st[d];
+            if (++idx[d] < dim[d]) break;
+            off -= st[d] * dim[d];
+            idx[d] = 0;
+        }
+    }
+}
+
 /* dst (contiguous over dim[0..nd-1]) = sum over rdim of src, src strided by
  * st / rst (elements). Sums in double. */
 static void strided_sum(const void *src, int dbl, int nd, const int64_t *dim, const int64_t *st,
                         int nr, const int64_t *rdim, const int64_t *rst, void *dst) {
+    if (nr == 0) {
+        strided_copy(src, dbl, nd, dim, st, dst);
+        return;
+    }
     int64_t total = 1, rtotal = 1;
     for (int d = 0; d < nd; d++) total *= dim[d];
     for (int d = 0; d < nr; d++) rtotal *= rdim[d];
@@ -255,6 +297,16 @@ static ms_status make_opnd(const kn_node *node, const rt_tensor *x, const lview 
     strided_sum(x->data, dbl, nd, dim, st, sum->n, rdim, rst, o->own);
     o->data = o->own;
     return MS_OK;
+}
+
+/* Whether the output's labels are those of g1, g2, g3 in that order. */
+static int in_order(const group *out, const group *g1, const group *g2, const group *g3) {
+    const group *seq[3] = {g1, g2, g3};
+    int p = 0;
+    for (int g = 0; g < 3; g++)
+        for (int i = 0; i < seq[g]->n; i++)
+            if (out->lab[p++] != seq[g]->lab[i]) return 0;
+    return 1;
 }
 
 static int64_t group_size(const group *g, const int64_t *size) {
@@ -418,19 +470,26 @@ static ms_status einsum_compute(kn_ctx *ctx, const kn_node *node, void *state, r
         int lab = v[1].lab[k];
         if (!in_out[lab] && !view_has(&v[0], lab)) sb.lab[sb.n++] = lab;
     }
+    /* The result is [B, M, N]: in place when the output has that order; when
+     * it is B, N, M the inputs swap roles (C^T = B^T A^T) so that it is, as
+     * for Keras' attention scores "aecd,abcd->acbe"; otherwise one
+     * permutation at the end. */
+    int direct = in_order(&og, &gb, &gm, &gn), swap = 0;
+    if (!direct && in_order(&og, &gb, &gn, &gm)) {
+        group t = gm;
+        gm = gn;
+        gn = t;
+        t = sa;
+        sa = sb;
+        sb = t;
+        swap = direct = 1;
+    }
     int64_t B = group_size(&gb, size), M = group_size(&gm, size), N = group_size(&gn, size);
     int64_t K = group_size(&gk, size);
-    if ((st = make_opnd(node, in[0], &v[0], &gb, &gm, &gk, &sa, size, &oa)) != MS_OK) goto done;
-    if ((st = make_opnd(node, in[1], &v[1], &gb, &gn, &gk, &sb, size, &ob)) != MS_OK) goto done;
-    /* the result in B, M, N order: in place when the output has that order */
-    int direct = 1;
-    {
-        int p = 0;
-        const group *seq[3] = {&gb, &gm, &gn};
-        for (int g = 0; g < 3 && direct; g++)
-            for (int i = 0; i < seq[g]->n; i++)
-                if (og.lab[p++] != seq[g]->lab[i]) direct = 0;
-    }
+    if ((st = make_opnd(node, in[swap], &v[swap], &gb, &gm, &gk, &sa, size, &oa)) != MS_OK)
+        goto done;
+    if ((st = make_opnd(node, in[!swap], &v[!swap], &gb, &gn, &gk, &sb, size, &ob)) != MS_OK)
+        goto done;
     void *C = out[0]->data;
     if (!direct) {
         if ((cbuf = malloc((size_t)(B * M * N) * es)) == NULL) {
