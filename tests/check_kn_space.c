@@ -1,6 +1,7 @@
 /* check_kn_space.c - SpaceToBatchND / BatchToSpaceND (kernels/cpu/
  * kn_cpu_space.c) on the examples of TensorFlow's tf.space_to_batch_nd /
- * tf.batch_to_space documentation (each BatchToSpaceND example is the
+ * tf.batch_to_space documentation, and ExtractImagePatches on those of
+ * tf.image.extract_patches (each BatchToSpaceND example is the
  * inverse of a SpaceToBatchND one there). */
 #include <check.h>
 
@@ -52,9 +53,55 @@ START_TEST(test_space_batch_docs) {
 }
 END_TEST
 
+static rt_tensor *patches(rt_tensor *x, int64_t rate, const char *pad) {
+    Tensorflow__NodeDef *d = tu_node_new("ExtractImagePatches", "patches");
+    tu_attr_ints(d, "ksizes", 1, 3, 3, 1);
+    tu_attr_ints(d, "strides", 1, 5, 5, 1);
+    tu_attr_ints(d, "rates", 1, rate, rate, 1);
+    tu_attr_s(d, "padding", pad);
+    return tu_run1(d, &x, 1);
+}
+
+START_TEST(test_extract_patches) {
+    /* tf.image.extract_patches' examples: a 10 x 10 image of 1..100, 3 x 3
+     * patches every 5 pixels, rates 1 and 2 */
+    rt_tensor *x = tu_iota_f32(TU_SHAPE(1, 10, 10, 1), 1, 1);
+    rt_tensor *o = patches(x, 1, "VALID");
+    TU_CHECK_F32(o, TU_SHAPE(1, 2, 2, 9), 0, 1, 2, 3, 11, 12, 13, 21, 22, 23, 6, 7, 8, 16, 17, 18,
+                 26, 27, 28, 51, 52, 53, 61, 62, 63, 71, 72, 73, 56, 57, 58, 66, 67, 68, 76, 77,
+                 78);
+    rt_tensor_unref(o);
+    o = patches(x, 2, "VALID");
+    TU_CHECK_F32(o, TU_SHAPE(1, 2, 2, 9), 0, 1, 3, 5, 21, 23, 25, 41, 43, 45, 6, 8, 10, 26, 28, 30,
+                 46, 48, 50, 51, 53, 55, 71, 73, 75, 91, 93, 95, 56, 58, 60, 76, 78, 80, 96, 98,
+                 100);
+    rt_tensor_unref(o);
+    /* SAME pads: output 2 x 2 (ceil(10 / 5)), padding (5 + 3 - 10) / 2 = 0
+     * before, so the same patches as VALID here */
+    o = patches(x, 1, "SAME");
+    tu_check_shape(o, RT_DT_FLOAT, TU_SHAPE(1, 2, 2, 9));
+    ck_assert_float_eq(((float *)o->data)[0], 1);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+    /* a 2 x 2 image, one 3 x 3 SAME patch with stride 2: total padding
+     * (1 - 1) * 2 + 3 - 2 = 1, none before and 1 after (TensorFlow's SAME) */
+    x = TU_F32(TU_SHAPE(1, 2, 2, 1), 1, 2, 3, 4);
+    Tensorflow__NodeDef *d = tu_node_new("ExtractImagePatches", "p_same");
+    tu_attr_ints(d, "ksizes", 1, 3, 3, 1);
+    tu_attr_ints(d, "strides", 1, 2, 2, 1);
+    tu_attr_ints(d, "rates", 1, 1, 1, 1);
+    tu_attr_s(d, "padding", "SAME");
+    o = tu_run1(d, &x, 1);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 1, 9), 0, 1, 2, 0, 3, 4, 0, 0, 0, 0);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"space_batch_docs", test_space_batch_docs},
+        {"extract_patches", test_extract_patches},
     };
     return tu_suite_main("kn_space", cases, sizeof(cases) / sizeof(cases[0]));
 }

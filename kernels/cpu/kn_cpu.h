@@ -24,6 +24,6 @@ extern const kn_kernel kn_cpu_hash_kernels[];        /* StringToHashBucketFast/S
 extern const kn_kernel kn_cpu_sparse_kernels[];      /* SparseReshape, SparseFillEmptyRows, ... */
 extern const kn_kernel kn_cpu_einsum_kernels[];      /* Einsum */
 extern const kn_kernel kn_cpu_math_kernels[];        /* Erfc, Log1p, Cumsum, ClipByValue, ... */
-extern const kn_kernel kn_cpu_space_kernels[];       /* SpaceToBatchND, BatchToSpaceND */
+extern const kn_kernel kn_cpu_space_kernels[];       /* SpaceToBatchND, BatchToSpaceND, ExtractImagePatches */
 
 #endif /* KN_CPU_H */

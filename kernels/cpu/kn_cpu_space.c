@@ -118,8 +118,55 @@ static ms_status space_compute(kn_ctx *ctx, const kn_node *node, void *state, rt
     return MS_OK;
 }
 
+/* ExtractImagePatches (NHWC): out[n, r, c, (i * kc + j) * C + ch] =
+ * x[n, r * sr + i * rr - pad_top, c * sc + j * rc - pad_left, ch], zero
+ * outside; ksizes / strides / rates are [1, h, w, 1]; padding SAME / VALID
+ * as for convolutions. */
+static ms_status patches_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                 rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0];
+    if (!rt_dtype_is_pod(x->dtype))
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
+    if (x->shape.rank != 4) return KN_EINVAL(node, "input must be 4-D, got %s", kn__shp(&x->shape));
+    int64_t kh, kw, sh, sw, rh, rw, ep[4];
+    int padding;
+    if ((st = kn__attr_hw(node, "ksizes", 0, 0, &kh, &kw)) != MS_OK ||
+        (st = kn__attr_hw(node, "strides", 0, 1, &sh, &sw)) != MS_OK ||
+        (st = kn__attr_hw(node, "rates", 0, 1, &rh, &rw)) != MS_OK ||
+        (st = kn__parse_padding(node, 0, &padding, ep)) != MS_OK)
+        return st;
+    if (padding == KN_PAD_EXPLICIT) return KN_EINVAL(node, "padding must be SAME or VALID");
+    if (kh < 1 || kw < 1) return KN_EINVAL(node, "ksizes must be >= 1");
+    int64_t N = x->shape.dim[0], H = x->shape.dim[1], W = x->shape.dim[2], C = x->shape.dim[3];
+    int64_t oh, ow, pt, pl;
+    if ((st = kn__window_dim(node, "rows", H, kh, rh, sh, padding, 0, 0, &oh, &pt)) != MS_OK ||
+        (st = kn__window_dim(node, "cols", W, kw, rw, sw, padding, 0, 0, &ow, &pl)) != MS_OK)
+        return st;
+    rt_shape os = {.rank = 4, .dim = {N, oh, ow, kh * kw * C}};
+    if ((st = kn__output(ctx, node, 0, x->dtype, &os, &out[0])) != MS_OK) return st;
+    size_t es = rt_dtype_size(x->dtype), cb = (size_t)C * es;
+    const uint8_t *src = x->data;
+    uint8_t *dst = out[0]->data;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t r = 0; r < oh; r++)
+            for (int64_t c = 0; c < ow; c++)
+                for (int64_t i = 0; i < kh; i++)
+                    for (int64_t j = 0; j < kw; j++, dst += cb) {
+                        int64_t y = r * sh + i * rh - pt, xx = c * sw + j * rw - pl;
+                        if (y < 0 || y >= H || xx < 0 || xx >= W)
+                            memset(dst, 0, cb);
+                        else
+                            memcpy(dst, src + (size_t)(((n * H + y) * W + xx) * C) * es, cb);
+                    }
+    return MS_OK;
+}
+
 /* clang-format off */
 const kn_kernel kn_cpu_space_kernels[] = {
+    {.op = "ExtractImagePatches", .compute = patches_compute},
     {.op = "SpaceToBatchND", .compute = space_compute},
     {.op = "BatchToSpaceND", .compute = space_compute},
     {.op = NULL},
