@@ -1,7 +1,8 @@
-/* check_kn_robust.c - every CPU kernel of the elementwise, shape, reduce and
- * nn tables, fed random small inputs (shapes, dtypes, index values, attrs),
- * must either succeed with all outputs set or fail with a message naming the
- * node: never crash, never leak (run it under the ASan build). */
+/* check_kn_robust.c - every CPU kernel of the elementwise, shape, reduce, nn,
+ * fast, conv3d, einsum, sparse, math and space tables, fed random small inputs
+ * (shapes, dtypes, index values, attrs), must either succeed with all outputs
+ * set or fail with a message naming the node: never crash, never leak (run it
+ * under the ASan build). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +200,19 @@ static void fuzz_table(const kn_kernel *table, unsigned seed, int rounds) {
                 in[i] = related(k->op, i, in[0], &seed);
             Tensorflow__NodeDef *d = tu_node_new(k->op, "fuzz_node");
             rand_attrs(d, nout, in[0]->shape.rank, &seed);
+            if (strcmp(k->op, "Einsum") == 0) {
+                static const char *const eqs[] = {"ij,jk->ik", "...ij,...jk", "ii->i", "ij->",
+                                                  "bij,bkj->bik", "a,a->", "ab...,b->...a",
+                                                  "ijk", "i,j->ij", "aa,ab->b", "x"};
+                tu_attr_s(d, "equation", eqs[rnd(&seed) % (sizeof(eqs) / sizeof(eqs[0]))]);
+            }
+            if (strcmp(k->op, "RaggedTensorToTensor") == 0) {
+                static const char *const rp[][3] = {{"ROW_SPLITS", "ROW_SPLITS", "ROW_SPLITS"},
+                                                    {"FIRST_DIM_SIZE", "VALUE_ROWIDS",
+                                                     "VALUE_ROWIDS"}};
+                int which = (int)(rnd(&seed) % 2), n = 1 + which + (int)(rnd(&seed) % 2);
+                tu_attr_slist(d, "row_partition_types", n, rp[which]);
+            }
             ms_status st = tu_run(d, in, nin, outs, nout);
             if (st == MS_OK) {
                 ok++;
@@ -248,6 +262,15 @@ START_TEST(fuzz_conv3d) {
 }
 END_TEST
 
+/* The kernels of issue 10's ops (Einsum, sparse / ragged, math). */
+START_TEST(fuzz_issue10) {
+    fuzz_table(kn_cpu_einsum_kernels, 7u, 300);
+    fuzz_table(kn_cpu_sparse_kernels, 8u, 300);
+    fuzz_table(kn_cpu_math_kernels, 9u, 100);
+    fuzz_table(kn_cpu_space_kernels, 10u, 300);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kn_robust");
     TCase *tc = tcase_create("fuzz");
@@ -258,6 +281,7 @@ int main(void) {
     tcase_add_test(tc, fuzz_nn);
     tcase_add_test(tc, fuzz_fast);
     tcase_add_test(tc, fuzz_conv3d);
+    tcase_add_test(tc, fuzz_issue10);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -31,6 +31,7 @@ static void attr_value_free(Tensorflow__AttrValue *v) {
         free(v->list->f);
         free(v->list->type);
         free(v->list->shape); /* pointers and shapes in one block */
+        free(v->list->s);     /* ProtobufCBinaryData and bytes in one block */
         free(v->list);
     }
     if (v->value_case == TENSORFLOW__ATTR_VALUE__VALUE_SHAPE) free(v->shape); /* one block */
@@ -118,6 +119,24 @@ void tu_attr_ilist(Tensorflow__NodeDef *d, const char *key, int n, const int64_t
     if (n > 0) memcpy(l->i, vals, (size_t)n * sizeof(int64_t));
 }
 
+void tu_attr_slist(Tensorflow__NodeDef *d, const char *key, int n, const char *const *vals) {
+    Tensorflow__AttrValue__ListValue *l = add_list_attr(d, key);
+    size_t bytes = (size_t)n * sizeof(ProtobufCBinaryData) + 1;
+    for (int i = 0; i < n; i++) bytes += strlen(vals[i]) + 1;
+    char *blk = calloc(1, bytes);
+    ck_assert_ptr_nonnull(blk);
+    l->s = (ProtobufCBinaryData *)(void *)blk;
+    l->n_s = (size_t)n;
+    char *p = blk + (size_t)n * sizeof(ProtobufCBinaryData);
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(vals[i]);
+        memcpy(p, vals[i], len + 1);
+        l->s[i].data = (uint8_t *)p;
+        l->s[i].len = len;
+        p += len + 1;
+    }
+}
+
 void tu_attr_typelist(Tensorflow__NodeDef *d, const char *key, int n, const rt_dtype *vals) {
     Tensorflow__AttrValue__ListValue *l = add_list_attr(d, key);
     l->n_type = (size_t)n;
@@ -202,6 +221,16 @@ rt_tensor *tu_iota_f32(rt_shape s, float start, float step) {
     ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &s, &t), MS_OK);
     for (int64_t i = 0; i < t->nelem; i++)
         rt_tensor_f32(t)[i] = start + (float)i * step;
+    return t;
+}
+
+rt_tensor *tu_strings(rt_shape s, const char *const *strs, int n) {
+    ck_assert_int_eq(rt_shape_nelem(&s), n);
+    rt_str v[64];
+    ck_assert_int_le(n, 64);
+    for (int i = 0; i < n; i++) v[i] = (rt_str){(const uint8_t *)strs[i], strlen(strs[i])};
+    rt_tensor *t = NULL;
+    ck_assert_int_eq(rt_tensor_new_strings(&s, v, &t), MS_OK);
     return t;
 }
 

@@ -28,6 +28,8 @@ void tu_attr_s(Tensorflow__NodeDef *d, const char *key, const char *v);
 void tu_attr_ilist(Tensorflow__NodeDef *d, const char *key, int n, const int64_t *v);
 void tu_attr_flist(Tensorflow__NodeDef *d, const char *key, int n, const float *v);
 void tu_attr_typelist(Tensorflow__NodeDef *d, const char *key, int n, const rt_dtype *v);
+/* list(string): n NUL-terminated strings. */
+void tu_attr_slist(Tensorflow__NodeDef *d, const char *key, int n, const char *const *v);
 /* list(shape): n shapes, shape i of ranks[i] dims, all dims concatenated in dims. */
 void tu_attr_shapelist(Tensorflow__NodeDef *d, const char *key, int n, const int *ranks,
                        const int64_t *dims);
@@ -57,6 +59,8 @@ rt_tensor *tu_t(rt_dtype dt, rt_shape s, const void *vals, int nvals);
 /* Float tensor whose element i is start + i * step. */
 rt_tensor *tu_iota_f32(rt_shape s, float start, float step);
 void tu_unref(rt_tensor **t, int n);
+/* DT_STRING tensor of shape s holding copies of the n NUL-terminated strs. */
+rt_tensor *tu_strings(rt_shape s, const char *const *strs, int n);
 
 /* ---- running ---- */
 /* Runs def on a CPU backend with 2 intra-op threads; outs[0..nout-1] set on

@@ -13,6 +13,8 @@ static const kn_kernel *const groups[] = {
     kn_cpu_reduce_kernels, kn_cpu_nn_kernels, kn_cpu_image_kernels, kn_cpu_index_kernels,
     kn_cpu_reverse_kernels,
     kn_cpu_random_kernels, kn_cpu_imgproj_kernels, kn_cpu_segment_kernels,
+    kn_cpu_hash_kernels, kn_cpu_sparse_kernels, kn_cpu_einsum_kernels, kn_cpu_math_kernels,
+    kn_cpu_space_kernels,
 };
 
 const kn_kernel *const *kn_cpu_kernel_tables(size_t *n) {

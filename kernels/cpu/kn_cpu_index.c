@@ -16,6 +16,7 @@
 
 #include "kn_cpu.h"
 #include "kn_cpu_util.h"
+#include "kn_gather.h"
 
 /* Reads element i of a numeric tensor as double (for sorting and binning). */
 static int num_get(const rt_tensor *t, int64_t i, double *v) {
@@ -241,75 +242,14 @@ static ms_status bucketize_compute(kn_ctx *ctx, const kn_node *node, void *state
     return MS_OK;
 }
 
-/* ---- GatherNd ---- */
+/* ---- GatherNd (kernels/kn_gather.c) ---- */
 
 static ms_status gathernd_compute(kn_ctx *ctx, const kn_node *node, void *state,
                                   rt_tensor *const *in, rt_tensor **out) {
     (void)state;
     ms_status st = kn__need_inputs(node, in, 2);
     if (st != MS_OK) return st;
-    const rt_tensor *p = in[0], *ix = in[1];
-    if (!rt_dtype_is_pod(p->dtype))
-        return KN_EINVAL(node, "params of %s are not supported", rt_dtype_name(p->dtype));
-    if (!is_idx(ix->dtype))
-        return KN_EINVAL(node, "indices must be int32 or int64, got %s", rt_dtype_name(ix->dtype));
-    if (ix->shape.rank < 1)
-        return KN_EINVAL(node, "indices must be at least a vector, got shape %s",
-                         tf_shp(&ix->shape));
-    int64_t depth = ix->shape.dim[ix->shape.rank - 1];
-    if (depth > p->shape.rank)
-        return KN_EINVAL(node,
-                         "index innermost dimension length must be <= params rank; saw: %lld vs. "
-                         "%d",
-                         (long long)depth, p->shape.rank);
-    rt_shape os = {.rank = ix->shape.rank - 1 + p->shape.rank - (int)depth};
-    if (os.rank > RT_MAX_RANK) return KN_EINVAL(node, "output rank %d is too large", os.rank);
-    int r = 0;
-    for (int d = 0; d < ix->shape.rank - 1; d++) os.dim[r++] = ix->shape.dim[d];
-    int64_t slice = 1;
-    for (int d = (int)depth; d < p->shape.rank; d++) {
-        os.dim[r++] = p->shape.dim[d];
-        slice *= p->shape.dim[d];
-    }
-    int64_t nidx = 1; /* index tuples: all of indices' dims but the last */
-    for (int d = 0; d < ix->shape.rank - 1; d++) nidx *= ix->shape.dim[d];
-    if (p->nelem == 0 && nidx > 0 && slice > 0 && depth > 0)
-        return KN_EINVAL(node, "Requested more than 0 entries, but params is empty. Params "
-                               "shape: %s",
-                         tf_shp(&p->shape));
-    if ((st = kn__output(ctx, node, 0, p->dtype, &os, &out[0])) != MS_OK) return st;
-    size_t es = rt_dtype_size(p->dtype);
-    for (int64_t i = 0; i < nidx; i++) {
-        int64_t off = 0;
-        for (int64_t d = 0; d < depth; d++) {
-            int64_t v = idx_get(ix, i * depth + d);
-            if (v < 0 || v >= p->shape.dim[d]) {
-                char where[RT_MAX_RANK * 21 + 8], ixs[RT_MAX_RANK * 21 + 8];
-                size_t n = 0, m = 0;
-                int64_t rem = i;
-                int lead = ix->shape.rank - 1;
-                int64_t coord[RT_MAX_RANK] = {0};
-                for (int e = lead - 1; e >= 0; e--) {
-                    coord[e] = ix->shape.dim[e] ? rem % ix->shape.dim[e] : 0;
-                    rem = ix->shape.dim[e] ? rem / ix->shape.dim[e] : 0;
-                }
-                for (int e = 0; e < lead; e++)
-                    n += (size_t)snprintf(where + n, sizeof(where) - n, "%s%lld", e ? "," : "",
-                                          (long long)coord[e]);
-                where[n] = '\0';
-                for (int64_t e = 0; e < depth && m < sizeof(ixs) - 24; e++)
-                    m += (size_t)snprintf(ixs + m, sizeof(ixs) - m, "%s%lld", e ? "," : "",
-                                          (long long)idx_get(ix, i * depth + e));
-                ixs[m] = '\0';
-                return KN_EINVAL(node, "indices[%s] = [%s] does not index into param shape %s",
-                                 where, ixs, tf_shp(&p->shape));
-            }
-            off = off * p->shape.dim[d] + v;
-        }
-        kn__copy((uint8_t *)out[0]->data + (size_t)(i * slice) * es,
-                 (const uint8_t *)p->data + (size_t)(off * slice) * es, slice, es);
-    }
-    return MS_OK;
+    return kn_gather_nd(ctx, node, in[0], in[1], &out[0]);
 }
 
 /* ---- BroadcastTo ---- */

@@ -1277,6 +1277,7 @@ const kn_kernel kn_cpu_reduce_kernels[] = {
     {.op = "MatMul", .compute = matmul_compute},
     {.op = "BatchMatMul", .compute = batch_matmul_compute},
     {.op = "BatchMatMulV2", .compute = batch_matmul_compute},
+    {.op = "BatchMatMulV3", .compute = batch_matmul_compute},
     {.op = "LogSoftmax", .compute = softmax_compute},
     {.op = "BiasAdd", .prepare = bias_prepare, .compute = bias_compute},
     {.op = "BiasAddV1", .compute = bias_compute},

@@ -12,6 +12,7 @@
 
 #include "kn_cpu.h"
 #include "kn_cpu_util.h"
+#include "kn_gather.h"
 
 static ms_status pod_size(const kn_node *n, rt_dtype dt, size_t *es) {
     *es = rt_dtype_size(dt);
@@ -895,62 +896,17 @@ static ms_status fill_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
 /* GatherV2, Range                                                        */
 /* ====================================================================== */
 
-static ms_status gather_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
-    (void)const_in;
-    (void)state;
-    if (kn_attr_i(node, "batch_dims", 0) != 0)
-        return kn__errf(MS_ENOTSUP, node, "batch_dims other than 0 is not supported");
-    return MS_OK;
-}
-
-/* GatherV2(params, indices, axis); Gather(params, indices) uses axis 0. */
+/* GatherV2(params, indices, axis) with batch_dims; Gather(params, indices)
+ * uses axis 0, batch_dims 0 (kernels/kn_gather.c). */
 static ms_status gather_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                                 rt_tensor **out) {
-    ms_status st = gather_prepare(node, NULL, &state);
+    (void)state;
+    int v2 = strcmp(node->op, "Gather") != 0;
+    ms_status st = kn__need_inputs(node, in, v2 ? 3 : 2);
     if (st != MS_OK) return st;
-    int v2 = strcmp(node->op, "GatherV2") == 0;
-    if ((st = kn__need_inputs(node, in, v2 ? 3 : 2)) != MS_OK) return st;
-    const rt_tensor *p = in[0], *ix = in[1];
-    int64_t axis = 0;
+    int64_t axis = 0, bd = v2 ? kn_attr_i(node, "batch_dims", 0) : 0;
     if (v2 && (st = kn__read_int1(node, in[2], "axis", &axis)) != MS_OK) return st;
-    int a = kn__axis(axis, p->shape.rank);
-    if (a < 0)
-        return KN_EINVAL(node, "axis %lld out of range for params %s", (long long)axis,
-                         kn__shp(&p->shape));
-    if (ix->dtype != RT_DT_INT32 && ix->dtype != RT_DT_INT64)
-        return KN_EINVAL(node, "indices must be int32 or int64, got %s", rt_dtype_name(ix->dtype));
-    size_t es;
-    if ((st = pod_size(node, p->dtype, &es)) != MS_OK) return st;
-    if (p->shape.rank - 1 + ix->shape.rank > RT_MAX_RANK)
-        return KN_EINVAL(node, "result rank is too large");
-    rt_shape os = {.rank = 0};
-    for (int d = 0; d < a; d++)
-        os.dim[os.rank++] = p->shape.dim[d];
-    for (int d = 0; d < ix->shape.rank; d++)
-        os.dim[os.rank++] = ix->shape.dim[d];
-    for (int d = a + 1; d < p->shape.rank; d++)
-        os.dim[os.rank++] = p->shape.dim[d];
-    int64_t n = p->shape.dim[a], outer = prod(&p->shape, 0, a);
-    int64_t inner = prod(&p->shape, a + 1, p->shape.rank);
-    for (int64_t i = 0; i < ix->nelem; i++) {
-        int64_t v = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[i]
-                                             : ((const int64_t *)ix->data)[i];
-        if (v < 0 || v >= n)
-            return KN_EINVAL(node, "indices[%lld] = %lld is not in [0, %lld)", (long long)i,
-                             (long long)v, (long long)n);
-    }
-    if ((st = kn__output(ctx, node, 0, p->dtype, &os, &out[0])) != MS_OK) return st;
-    if (out[0]->nelem == 0) return MS_OK;
-    uint8_t *dst = out[0]->data;
-    const uint8_t *src = p->data;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < ix->nelem; i++) {
-            int64_t v = ix->dtype == RT_DT_INT32 ? ((const int32_t *)ix->data)[i]
-                                                 : ((const int64_t *)ix->data)[i];
-            kn__copy(dst, src + (size_t)((o * n + v) * inner) * es, inner, es);
-            dst += (size_t)inner * es;
-        }
-    return MS_OK;
+    return kn_gather_axis(ctx, node, in[0], in[1], axis, bd, &out[0]);
 }
 
 static ms_status range_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
@@ -1041,7 +997,7 @@ const kn_kernel kn_cpu_shape_kernels[] = {
     {.op = "Tile", .compute = tile_compute},
     {.op = "Shape", .prepare = shape_prepare, .compute = shape_compute},
     {.op = "Fill", .compute = fill_compute},
-    {.op = "GatherV2", .prepare = gather_prepare, .compute = gather_compute},
+    {.op = "GatherV2", .compute = gather_compute},
     {.op = "Gather", .compute = gather_compute},
     {.op = "Range", .compute = range_compute},
     {.op = NULL},

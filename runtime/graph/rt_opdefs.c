@@ -104,6 +104,11 @@ static const opdef_entry builtin[] = {
     /* Lookup tables (rt_ops_table.c). */
     {"HashTableV2", {"table_handle"}, 0}, {"MutableHashTableV2", {"table_handle"}, 0},
     {"LookupTableFindV2", {"values"}, 0}, {"LookupTableSizeV2", {"size"}, 0},
+    /* Sparse and ragged tensors (kn_cpu_sparse.c). */
+    {"SparseReshape", {"output_indices", "output_shape"}, 0},
+    {"SparseFillEmptyRows", {"output_indices", "output_values", "empty_row_indicator",
+                             "reverse_index_map"}, 0},
+    {"RaggedTensorToTensor", {"result"}, 0},
 };
 /* clang-format on */
 

@@ -16,6 +16,7 @@ extern const kn_kernel rt_ops_table_kernels[];  /* lookup tables (rt_ops_table.c
 extern const kn_kernel rt_ops_control_kernels[];    /* While, If, Case (rt_ops_control.c) */
 extern const kn_kernel rt_ops_tensorlist_kernels[]; /* TensorList* (rt_ops_tensorlist.c) */
 extern const kn_kernel rt_ops_example_kernels[];    /* ParseExample* (rt_example.c) */
+extern const kn_kernel rt_ops_resource_kernels[];   /* ResourceGather(Nd) (rt_ops_resource.c) */
 
 /* Whether op is refused by name (TF1 Enter/Exit/Merge/Switch loops: their
  * kernels only fail with a clear message). rt_ops_control.c. */
