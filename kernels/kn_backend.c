@@ -1,6 +1,8 @@
 /* kn_backend.c - NULL-safe wrappers over a backend's function table and over
  * a node's attribute table. */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kn_backend.h"
@@ -119,4 +121,14 @@ ms_status kn_attr_shape(const kn_node *n, const char *key, rt_shape *out) {
 ms_status kn_attr_tensor(const kn_node *n, const char *key, rt_tensor **out) {
     if (n->attrs == NULL) return ms_errf(MS_EINVAL, "node '%s': no tensor attr '%s'", n->name, key);
     return n->attrs->tensor(n, key, out);
+}
+
+ms_status kn__errf(ms_status code, const kn_node *n, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return ms_errf(code, "node '%s' (%s): %s", n && n->name ? n->name : "?",
+                   n && n->op ? n->op : "?", msg);
 }

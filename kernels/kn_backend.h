@@ -153,4 +153,9 @@ ms_status kn_attr_shape(const kn_node *n, const char *key, rt_shape *out);
 /* Tensor attr (Const's "value"), decoded into a new tensor. */
 ms_status kn_attr_tensor(const kn_node *n, const char *key, rt_tensor **out);
 
+/* Sets the message "node '<name>' (<op>): <fmt...>" and returns `code`: the
+ * node-named error of every kernel (CPU, CUDA and the shared gathers). */
+ms_status kn__errf(ms_status code, const kn_node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif /* KN_BACKEND_H */

@@ -4,24 +4,10 @@
  * an out-of-range index is INVALID_ARGUMENT naming it. */
 #include "kn_gather.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "kn_ctx.h"
-
-static ms_status gerr(ms_status code, const kn_node *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static ms_status gerr(ms_status code, const kn_node *n, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return ms_errf(code, "node '%s' (%s): %s", n && n->name ? n->name : "?",
-                   n && n->op ? n->op : "?", msg);
-}
 
 /* "[2,3]" as TensorFlow prints shapes; two rotating per-thread buffers. */
 static const char *shp(const rt_shape *s) {
@@ -60,9 +46,9 @@ static ms_status check_types(const kn_node *n, const rt_tensor *p, const rt_tens
                              size_t *es) {
     *es = rt_dtype_size(p->dtype);
     if (*es == 0 || !rt_dtype_is_pod(p->dtype))
-        return gerr(MS_ENOTSUP, n, "params of %s are not supported", rt_dtype_name(p->dtype));
+        return kn__errf(MS_ENOTSUP, n, "params of %s are not supported", rt_dtype_name(p->dtype));
     if (ix->dtype != RT_DT_INT32 && ix->dtype != RT_DT_INT64)
-        return gerr(MS_EINVAL, n, "indices must be int32 or int64, got %s",
+        return kn__errf(MS_EINVAL, n, "indices must be int32 or int64, got %s",
                     rt_dtype_name(ix->dtype));
     return MS_OK;
 }
@@ -74,19 +60,19 @@ ms_status kn_gather_axis(kn_ctx *ctx, const kn_node *node, const rt_tensor *p, c
     if (st != MS_OK) return st;
     int64_t bd = batch_dims < 0 ? batch_dims + ix->shape.rank : batch_dims;
     if (bd < 0 || bd > ix->shape.rank)
-        return gerr(MS_EINVAL, node, "batch_dims %lld is not in [-%d, %d] for indices %s",
+        return kn__errf(MS_EINVAL, node, "batch_dims %lld is not in [-%d, %d] for indices %s",
                     (long long)batch_dims, ix->shape.rank, ix->shape.rank, shp(&ix->shape));
     if (axis < 0) axis += p->shape.rank;
     if (axis < bd || axis >= p->shape.rank)
-        return gerr(MS_EINVAL, node, "axis %lld is out of range for params %s and batch_dims %lld",
+        return kn__errf(MS_EINVAL, node, "axis %lld is out of range for params %s and batch_dims %lld",
                     (long long)axis, shp(&p->shape), (long long)bd);
     int a = (int)axis, b = (int)bd;
     for (int d = 0; d < b; d++)
         if (p->shape.dim[d] != ix->shape.dim[d])
-            return gerr(MS_EINVAL, node, "params %s and indices %s differ in batch dimension %d",
+            return kn__errf(MS_EINVAL, node, "params %s and indices %s differ in batch dimension %d",
                         shp(&p->shape), shp(&ix->shape), d);
     if (p->shape.rank - 1 + ix->shape.rank - b > RT_MAX_RANK)
-        return gerr(MS_EINVAL, node, "result rank is too large");
+        return kn__errf(MS_EINVAL, node, "result rank is too large");
     rt_shape os = {.rank = 0};
     for (int d = 0; d < a; d++) os.dim[os.rank++] = p->shape.dim[d];
     for (int d = b; d < ix->shape.rank; d++) os.dim[os.rank++] = ix->shape.dim[d];
@@ -97,7 +83,7 @@ ms_status kn_gather_axis(kn_ctx *ctx, const kn_node *node, const rt_tensor *p, c
     for (int64_t i = 0; i < ix->nelem; i++) {
         int64_t v = idx_get(ix, i);
         if (v < 0 || v >= n)
-            return gerr(MS_EINVAL, node, "indices[%lld] = %lld is not in [0, %lld)", (long long)i,
+            return kn__errf(MS_EINVAL, node, "indices[%lld] = %lld is not in [0, %lld)", (long long)i,
                         (long long)v, (long long)n);
     }
     if ((st = new_out(ctx, node, p->dtype, &os, out)) != MS_OK) return st;
@@ -120,15 +106,15 @@ ms_status kn_gather_nd(kn_ctx *ctx, const kn_node *node, const rt_tensor *p, con
     ms_status st = check_types(node, p, ix, &es);
     if (st != MS_OK) return st;
     if (ix->shape.rank < 1)
-        return gerr(MS_EINVAL, node, "indices must be at least a vector, got shape %s",
+        return kn__errf(MS_EINVAL, node, "indices must be at least a vector, got shape %s",
                     shp(&ix->shape));
     int64_t depth = ix->shape.dim[ix->shape.rank - 1];
     if (depth > p->shape.rank)
-        return gerr(MS_EINVAL, node,
+        return kn__errf(MS_EINVAL, node,
                     "index innermost dimension length must be <= params rank; saw: %lld vs. %d",
                     (long long)depth, p->shape.rank);
     rt_shape os = {.rank = ix->shape.rank - 1 + p->shape.rank - (int)depth};
-    if (os.rank > RT_MAX_RANK) return gerr(MS_EINVAL, node, "output rank %d is too large", os.rank);
+    if (os.rank > RT_MAX_RANK) return kn__errf(MS_EINVAL, node, "output rank %d is too large", os.rank);
     int r = 0;
     for (int d = 0; d < ix->shape.rank - 1; d++) os.dim[r++] = ix->shape.dim[d];
     int64_t slice = 1;
@@ -138,7 +124,7 @@ ms_status kn_gather_nd(kn_ctx *ctx, const kn_node *node, const rt_tensor *p, con
     }
     int64_t nidx = prod(&ix->shape, 0, ix->shape.rank - 1); /* index tuples */
     if (p->nelem == 0 && nidx > 0 && slice > 0 && depth > 0)
-        return gerr(MS_EINVAL, node,
+        return kn__errf(MS_EINVAL, node,
                     "Requested more than 0 entries, but params is empty. Params shape: %s",
                     shp(&p->shape));
     if ((st = new_out(ctx, node, p->dtype, &os, out)) != MS_OK) return st;
@@ -166,7 +152,7 @@ ms_status kn_gather_nd(kn_ctx *ctx, const kn_node *node, const rt_tensor *p, con
                                           (long long)idx_get(ix, i * depth + e));
                 rt_tensor_unref(*out);
                 *out = NULL;
-                return gerr(MS_EINVAL, node,
+                return kn__errf(MS_EINVAL, node,
                             "indices[%s] = [%s] does not index into param shape %s", where, ixs,
                             shp(&p->shape));
             }

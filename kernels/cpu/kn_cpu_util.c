@@ -10,16 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-ms_status kn__errf(ms_status code, const kn_node *n, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    return ms_errf(code, "node '%s' (%s): %s", n && n->name ? n->name : "?",
-                   n && n->op ? n->op : "?", msg);
-}
-
 ms_status kn__output(kn_ctx *ctx, const kn_node *n, int idx, rt_dtype dt, const rt_shape *shape,
                      rt_tensor **out) {
     ms_status st = kn_ctx_output(ctx, idx, dt, shape, out);

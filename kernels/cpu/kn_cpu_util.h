@@ -13,9 +13,7 @@
 
 #include "kn_backend.h"
 
-/* Sets the message "<node name> (<op>): <fmt...>" and returns `code`. */
-ms_status kn__errf(ms_status code, const kn_node *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* kn__errf (node-named errors) is declared in kn_backend.h. */
 #define KN_EINVAL(node, ...) kn__errf(MS_EINVAL, (node), __VA_ARGS__)
 
 /* kn_ctx_output, with the node named in the message when it fails (too
