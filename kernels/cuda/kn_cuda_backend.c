@@ -127,12 +127,16 @@ _Static_assert(KN_CUDA_ACT_RELU == 1 && KN_CUDA_ACT_RELU6 == 2 && KN_CUDA_ACT_SI
 
 typedef struct worker worker;
 
-/* One cudaMalloc (a kn_cuda_arena of exactly its size), reused. */
+/* One cudaMalloc (a kn_cuda_arena of exactly its size), reused by any
+ * worker: released, it records an event on the stream of the worker that
+ * used it last; a worker that takes it from the cache makes its own stream
+ * wait for that event first (nothing waits on the host). */
 typedef struct dblock {
     kn_cuda_arena *a;
     void *ptr;
     uint64_t size;
-    worker *w;           /* whose stream used it: it goes back to that worker's cache */
+    void *ev;            /* recorded when the block went back to the cache */
+    worker *w;           /* whose stream used it last */
     struct dblock *next; /* in the cache */
 } dblock;
 
@@ -141,8 +145,6 @@ struct worker {
     void *stream;
     void *pinned;
     size_t pinned_size;
-    pthread_mutex_t mu; /* the cache: blocks come back from any thread */
-    dblock *cache;
     worker *next;
 };
 
@@ -154,6 +156,8 @@ typedef struct cuda_be {
     uint64_t gen;
     pthread_mutex_t mu; /* the worker list */
     worker *workers;
+    pthread_mutex_t cache_mu; /* blocks come back from any thread */
+    dblock *cache;
 } cuda_be;
 
 static pthread_mutex_t g_be_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -178,7 +182,6 @@ static ms_status get_worker(cuda_be *be, worker **out) {
         return st;
     }
     w->gen = be->gen;
-    pthread_mutex_init(&w->mu, NULL);
     pthread_mutex_lock(&be->mu);
     w->next = be->workers;
     be->workers = w;
@@ -189,51 +192,66 @@ static ms_status get_worker(cuda_be *be, worker **out) {
     return MS_OK;
 }
 
-/* Frees every cached (idle) block of every worker; cudaFree waits for the
- * device, so work still queued on a block is done first. */
+static void block_free(dblock *d) {
+    kn_cuda_event_free(d->ev);
+    kn_cuda_arena_free(d->a); /* cudaFree waits for the device */
+    free(d);
+}
+
+/* Frees every cached (idle) block; cudaFree waits for the device, so work
+ * still queued on a block is done first. */
 static void trim_caches(cuda_be *be) {
-    pthread_mutex_lock(&be->mu);
-    for (worker *w = be->workers; w; w = w->next) {
-        pthread_mutex_lock(&w->mu);
-        dblock *d = w->cache;
-        w->cache = NULL;
-        pthread_mutex_unlock(&w->mu);
-        while (d) {
-            dblock *nx = d->next;
-            kn_cuda_arena_free(d->a);
-            free(d);
-            d = nx;
-        }
+    pthread_mutex_lock(&be->cache_mu);
+    dblock *d = be->cache;
+    be->cache = NULL;
+    pthread_mutex_unlock(&be->cache_mu);
+    while (d) {
+        dblock *nx = d->next;
+        block_free(d);
+        d = nx;
     }
-    pthread_mutex_unlock(&be->mu);
 }
 
 /* A device block of at least `bytes` for worker w: the best cached fit
  * (up to twice the size), else one new cudaMalloc charged to the budget. */
 static ms_status block_get(cuda_be *be, worker *w, uint64_t bytes, const char *what, dblock **out) {
     if (bytes == 0) bytes = 256;
-    pthread_mutex_lock(&w->mu);
+    pthread_mutex_lock(&be->cache_mu);
     dblock **best = NULL;
-    for (dblock **p = &w->cache; *p; p = &(*p)->next)
+    for (dblock **p = &be->cache; *p; p = &(*p)->next)
         if ((*p)->size >= bytes && (*p)->size / 2 <= bytes && (best == NULL || (*p)->size < (*best)->size))
             best = p;
+    dblock *d = NULL;
     if (best != NULL) {
-        dblock *d = *best;
+        d = *best;
         *best = d->next;
-        pthread_mutex_unlock(&w->mu);
         d->next = NULL;
+    }
+    pthread_mutex_unlock(&be->cache_mu);
+    ms_status st = MS_OK;
+    if (d != NULL) {
+        /* another stream may still read or write it: order after that work */
+        if (d->w != w && (st = kn_cuda_stream_wait_event(w->stream, d->ev, "a cached GPU block")) != MS_OK) {
+            block_free(d);
+            return st;
+        }
+        d->w = w;
         *out = d;
         return MS_OK;
     }
-    pthread_mutex_unlock(&w->mu);
-    dblock *d = calloc(1, sizeof(*d));
+    d = calloc(1, sizeof(*d));
     if (d == NULL) return ms_errf(MS_ENOMEM, "out of memory");
-    ms_status st = kn_cuda_arena_new(what, bytes, &d->a);
+    if ((st = kn_cuda_event_new(&d->ev)) != MS_OK) {
+        free(d);
+        return st;
+    }
+    st = kn_cuda_arena_new(what, bytes, &d->a);
     if (st == MS_ENOMEM) { /* the cap or the device is full: give the idle blocks back, once */
         trim_caches(be);
         st = kn_cuda_arena_new(what, bytes, &d->a);
     }
     if (st != MS_OK) {
+        kn_cuda_event_free(d->ev);
         free(d);
         return st;
     }
@@ -244,13 +262,19 @@ static ms_status block_get(cuda_be *be, worker *w, uint64_t bytes, const char *w
     return MS_OK;
 }
 
+/* Back to the cache, from any thread: the event marks the end of the work
+ * its last worker's stream has queued on it. */
 static void block_put(dblock *d) {
     if (d == NULL) return;
-    worker *w = d->w;
-    pthread_mutex_lock(&w->mu);
-    d->next = w->cache;
-    w->cache = d;
-    pthread_mutex_unlock(&w->mu);
+    cuda_be *be = g_be;
+    if (be == NULL || kn_cuda_event_record(d->ev, d->w->stream, "a released GPU block") != MS_OK) {
+        block_free(d);
+        return;
+    }
+    pthread_mutex_lock(&be->cache_mu);
+    d->next = be->cache;
+    be->cache = d;
+    pthread_mutex_unlock(&be->cache_mu);
 }
 
 static void block_buf_release(rt_buf *b) {
@@ -379,19 +403,19 @@ static const kn_kernel *be_kernel(kn_backend *b, const char *op);
 /* After every model on it is freed: the device tensors' blocks are back. */
 static void be_free(kn_backend *b) {
     cuda_be *be = b->ctx;
+    pthread_mutex_lock(&g_be_mu);
+    if (g_be == be) g_be = NULL; /* a block released from now on is freed, not cached */
+    pthread_mutex_unlock(&g_be_mu);
     trim_caches(be);
     for (worker *w = be->workers; w;) {
         worker *nx = w->next;
         kn_cuda_stream_free(w->stream);
         kn_cuda_host_free(w->pinned);
-        pthread_mutex_destroy(&w->mu);
         free(w);
         w = nx;
     }
-    pthread_mutex_lock(&g_be_mu);
-    if (g_be == be) g_be = NULL;
-    pthread_mutex_unlock(&g_be_mu);
     pthread_mutex_destroy(&be->mu);
+    pthread_mutex_destroy(&be->cache_mu);
     free(be);
 }
 
@@ -417,6 +441,7 @@ ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
     be->gen = ++g_gen;
     snprintf(be->name, sizeof be->name, "cuda:%d", gpu);
     pthread_mutex_init(&be->mu, NULL);
+    pthread_mutex_init(&be->cache_mu, NULL);
     be->b = (kn_backend){.api_version = KN_BACKEND_API_VERSION,
                          .iface = {.name = be_name, .kernel = be_kernel, .sync = be_sync,
                                    .free = be_free, .to_device = be_to_device,

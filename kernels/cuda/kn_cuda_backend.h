@@ -13,12 +13,13 @@
  * inputs to the host and its outputs back.
  *
  * Memory: device tensors are rt_bufs with device = KN_CUDA_MEM whose data is
- * a device pointer. Each inference worker (thread) gets its own stream,
- * pinned staging buffer and cache of device blocks; a block is one cudaMalloc
- * charged to the process budget (kn_cuda_mem.h, the
- * --per_process_gpu_memory_fraction cap) and is reused by later requests of
- * the same worker, so after the first request of a shape (warm-up) no
- * cudaMalloc runs on the request path. Constant weights a kernel converts at
+ * a device pointer. Each inference worker (thread) gets its own stream and
+ * pinned staging buffer; device blocks come from one cache of the backend. A
+ * block is one cudaMalloc charged to the process budget (kn_cuda_mem.h, the
+ * --per_process_gpu_memory_fraction cap); released, it records an event on
+ * the stream that used it, and the next worker to take it waits for that
+ * event on its own stream, so after the first request of a shape (warm-up,
+ * on any thread) no cudaMalloc runs on the request path. Constant weights a kernel converts at
  * load (convolution filters in cuDNN's order, batch-norm coefficients) are
  * uploaded once at load and freed when the model unloads.
  *
