@@ -20,5 +20,6 @@ extern const kn_kernel kn_cpu_conv3d_kernels[];      /* Conv3D, 3-D pools, Conv3
 extern const kn_kernel kn_cpu_random_kernels[];      /* stateless Philox random ops */
 extern const kn_kernel kn_cpu_imgproj_kernels[];     /* ImageProjectiveTransformV2/V3 */
 extern const kn_kernel kn_cpu_segment_kernels[];     /* SparseSegment*, TensorScatterUpdate */
+extern const kn_kernel kn_cpu_dcmxform_kernels[];     /* _DcmPixelTransform (kn_dicom_xform.h) */
 
 #endif /* KN_CPU_H */

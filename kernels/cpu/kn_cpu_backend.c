@@ -12,7 +12,7 @@ static const kn_kernel *const groups[] = {
     kn_cpu_fast_kernels, kn_cpu_conv3d_kernels, kn_cpu_elementwise_kernels, kn_cpu_shape_kernels,
     kn_cpu_reduce_kernels, kn_cpu_nn_kernels, kn_cpu_image_kernels, kn_cpu_index_kernels,
     kn_cpu_reverse_kernels,
-    kn_cpu_random_kernels, kn_cpu_imgproj_kernels, kn_cpu_segment_kernels,
+    kn_cpu_random_kernels, kn_cpu_imgproj_kernels, kn_cpu_segment_kernels, kn_cpu_dcmxform_kernels,
 };
 
 const kn_kernel *const *kn_cpu_kernel_tables(size_t *n) {

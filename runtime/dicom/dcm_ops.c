@@ -508,6 +508,7 @@ const kn_kernel dcm_ops_kernels[] = {
      .prepare = dcm_fused_prepare,
      .compute = dcm_fused_compute,
      .release = free},
+    {.op = "_DcmDecodeRaw", .prepare = dcm_fused_prepare, .compute = dcm_raw_compute, .release = free},
     {.op = "DcmDecodeVolume",
      .prepare = dcm_volume_prepare,
      .compute = dcm_volume_compute,
