@@ -36,9 +36,6 @@
 
 #include <stdint.h>
 
-#include "kn_backend.h"
-#include "ms_status.h"
-
 #define KN_DCM_RAW_OP "_DcmDecodeRaw"
 #define KN_DCM_XFORM_OP "_DcmPixelTransform"
 
@@ -61,6 +58,10 @@ typedef struct kn_dcm_xform_geom {
     float wpad;           /* the windowed pad_value */
 } kn_dcm_xform_geom;
 
+#ifndef __CUDACC__ /* the structs above are all nvcc sees (kn_cuda_dicom.cu) */
+#include "kn_backend.h"
+#include "ms_status.h"
+
 /* The attrs of a _DcmPixelTransform node, read once at load. */
 typedef struct kn_dcm_xform_attrs {
     float lo, hi, range, wpad;
@@ -78,5 +79,7 @@ ms_status kn_dcm_xform_attrs_read(const kn_node *n, kn_dcm_xform_attrs *a);
 ms_status kn_dcm_xform_geometry(const kn_node *n, const kn_dcm_xform_attrs *a,
                                 const rt_tensor *raw, const rt_tensor *params,
                                 const kn_dcm_xform_file *files, kn_dcm_xform_geom *g);
+
+#endif /* !__CUDACC__ */
 
 #endif /* KN_DICOM_XFORM_H */

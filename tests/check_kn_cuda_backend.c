@@ -8,6 +8,10 @@
  * device backend that has exactly the CUDA table's ops (the CPU kernels over
  * memory of its own kind, as check_exec_device), binding every node whose op
  * is in the table to the device, and gives the CPU's bytes.
+ * A DICOM graph (DcmDecodeHU -> DcmWindow) on that device is split at load
+ * into the host's _DcmDecodeRaw and the device's _DcmPixelTransform
+ * (kn_dicom_xform.h) and gives the bytes of the fused CPU pass, for native
+ * files (stored words cross) and compressed ones (HU cross).
  * The same network on a real GPU: check_cuda_backend (label gpu). */
 #include <check.h>
 #include <stdint.h>
@@ -37,8 +41,8 @@ START_TEST(ops_sorted_and_on_cpu) {
         ck_assert_msg(kn_backend_kernel(cpu, ops[n]) != NULL, "%s has no CPU kernel", ops[n]);
         ck_assert(kn_cuda_backend_has_op(ops[n]));
     }
-    ck_assert_int_eq(n, 31);
-    const char *absent[] = {"ArgMax", "DcmWindow", "Placeholder", "Const", "Conv3D", "", NULL};
+    ck_assert_int_eq(n, 32); /* 31 TensorFlow ops and _DcmPixelTransform */
+    const char *absent[] = {"ArgMax", "DcmWindow", "DcmDecodeWindow", "_DcmDecodeRaw", "Placeholder", "Const", "Conv3D", "", NULL};
     for (int i = 0; absent[i]; i++) ck_assert(!kn_cuda_backend_has_op(absent[i]));
     ck_assert(!kn_cuda_backend_has_op(NULL));
     kn_backend_free(cpu);
@@ -305,6 +309,118 @@ START_TEST(convnet_placement) {
 }
 END_TEST
 
+/* ---- the DICOM split: DcmDecodeHU -> DcmWindow on the device ---- */
+
+static rt_tensor *read_files(const char *const *paths, int n) {
+    rt_str s[8];
+    uint8_t *buf[8] = {0};
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        FILE *f = fopen(paths[i], "rb");
+        if (f == NULL) continue;
+        fseek(f, 0, SEEK_END);
+        long len = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        buf[k] = malloc((size_t)len);
+        ck_assert(buf[k] != NULL && fread(buf[k], 1, (size_t)len, f) == (size_t)len);
+        fclose(f);
+        s[k] = (rt_str){.data = buf[k], .len = len};
+        k++;
+    }
+    if (k == 0) return NULL;
+    rt_shape sh = rt_shape_make(1, (int64_t[]){k});
+    rt_tensor *t = NULL;
+    ck_assert_int_eq(rt_tensor_new_strings(&sh, s, &t), MS_OK);
+    for (int i = 0; i < k; i++) free(buf[i]);
+    return t;
+}
+
+static rt_tensor *run_dicom(rt_graph *g, rt_tensor *x) {
+    rt_edge fe, fo;
+    ck_assert_int_eq(rt_graph_tensor(g, "x", &fe), MS_OK);
+    ck_assert_int_eq(rt_graph_tensor(g, "win", &fo), MS_OK);
+    rt_plan *p = NULL;
+    ms_status st = rt_plan_build(g, &fe, 1, &fo, 1, NULL, 0, &p);
+    ck_assert_msg(st == MS_OK, "plan: %s", ms_errmsg());
+    kn_ctx ctx = {.nthreads = 1};
+    rt_tensor *out = NULL;
+    st = rt_plan_run(p, &ctx, NULL, &x, &out);
+    ck_assert_msg(st == MS_OK, "run: %s", ms_errmsg());
+    rt_plan_free(p);
+    return out;
+}
+
+/* _i: 0 no resize NHWC, 1 resize masked NHWC, 2 resize unmasked NCHW */
+START_TEST(dicom_split_placement) {
+    g_cpu = kn_cpu_backend_new(1);
+    rt_gb *gb = NULL;
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    Tensorflow__NodeDef *x = rt_gb_node(gb, "Placeholder", "x");
+    rt_gb_attr_type(gb, x, "dtype", RT_DT_STRING);
+    Tensorflow__NodeDef *dec = rt_gb_node(gb, "DcmDecodeHU", "dec");
+    rt_gb_input(gb, dec, "x");
+    rt_gb_attr_f(gb, dec, "pad_value", 100.f); /* windowed 0.65: padding shows */
+    Tensorflow__NodeDef *win = rt_gb_node(gb, "DcmWindow", "win");
+    rt_gb_input(gb, win, "dec:0");
+    if (_i == 1) rt_gb_input(gb, win, "dec:1");
+    rt_gb_attr_f(gb, win, "center", 40.f);
+    rt_gb_attr_f(gb, win, "width", 400.f);
+    rt_gb_attr_str(gb, win, "data_format", _i == 2 ? "NCHW" : "NHWC");
+    if (_i > 0) rt_gb_attr_ilist(gb, win, "size", (int64_t[]){48, 40}, 2);
+    Tensorflow__MetaGraphDef *mg = NULL;
+    ck_assert_msg(rt_gb_meta_graph(gb, &mg) == MS_OK, "%s", ms_errmsg());
+    rt_graph *g0 = NULL, *g1 = NULL;
+    ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g0), MS_OK);
+    ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g1), MS_OK);
+    g1->device = &capdev; /* set before fusion, as rt_model_load_on does */
+    int n0 = 0, n1 = 0;
+    ck_assert_int_eq(rt_fuse_graph(g0, &n0), MS_OK);
+    ck_assert_int_eq(rt_fuse_graph(g1, &n1), MS_OK);
+    ck_assert_int_eq(n0, 1);
+    ck_assert_int_eq(n1, 1);
+    /* the host plan keeps the fused pass; the device graph is split */
+    ck_assert_str_eq(g0->nodes[rt_graph_find(g0, "win")].kn.op, "DcmDecodeWindow");
+    const rt_gnode *w1 = &g1->nodes[rt_graph_find(g1, "win")];
+    ck_assert_str_eq(w1->kn.op, "_DcmPixelTransform");
+    ck_assert_int_eq(w1->nin, 2);
+    ck_assert_str_eq(g1->nodes[w1->in[0].node].kn.op, "_DcmDecodeRaw");
+
+    const char *src = getenv("DCM_SRC");
+    const char *pd = "/usr/lib/python3/dist-packages/pydicom/data/test_files";
+    char p0[1024], p1[1024], p2[1024], p3[1024], p4[1024];
+    snprintf(p0, sizeof p0, "%s/tests/data/onnx/ct64.dcm", src ? src : ".");
+    snprintf(p1, sizeof p1, "%s/CT_small.dcm", pd);
+    snprintf(p2, sizeof p2, "%s/MR_small.dcm", pd);
+    snprintf(p3, sizeof p3, "%s/JPEG2000.dcm", pd);
+    snprintf(p4, sizeof p4, "%s/MR_small_RLE.dcm", pd);
+    /* native 16-bit files only (stored words to the device), then a batch
+     * with compressed files (HU to the device) */
+    const char *batch_a[] = {p0, p1, p2}, *batch_b[] = {p0, p3, p4, p2};
+    for (int b = 0; b < 2; b++) {
+        rt_tensor *in = b == 0 ? read_files(batch_a, 3) : read_files(batch_b, 4);
+        ck_assert(in != NULL);
+        rt_tensor *want = run_dicom(g0, in);
+        g_dev_runs = 0;
+        rt_tensor *got = run_dicom(g1, in);
+        ck_assert_int_eq(g_dev_runs, 1); /* the transform, on the device */
+        ck_assert_int_eq(got->buf->device, 0);
+        ck_assert(rt_shape_equal(&got->shape, &want->shape));
+        ck_assert_int_ge(want->shape.dim[0], 2);
+        ck_assert_msg(memcmp(got->data, want->data, rt_tensor_nbytes(want)) == 0,
+                      "split DICOM bytes differ (batch %d, case %d)", b, (int)_i);
+        rt_tensor_unref(in);
+        rt_tensor_unref(want);
+        rt_tensor_unref(got);
+    }
+    ck_assert(w1->kernel->compute == cap_compute);
+    ck_assert(g1->nodes[w1->in[0].node].kernel->compute != cap_compute);
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+    rt_gb_free(gb);
+    kn_backend_free(g_cpu);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kn_cuda_backend");
     TCase *tc = tcase_create("table");
@@ -314,6 +430,7 @@ int main(void) {
     tcase_add_test(tc, activation_names);
     tcase_add_test(tc, no_backend_without_gpu);
     tcase_add_loop_test(tc, convnet_placement, 0, 2);
+    tcase_add_loop_test(tc, dicom_split_placement, 0, 3);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -5,6 +5,7 @@
  * in every configuration; the table, its memory and copies only with CUDA
  * (DCMSERVE_HAVE_CUDA), since they call the nvcc-compiled launchers. */
 #include "kn_cuda_backend.h"
+#include "kn_dicom_xform.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -18,7 +19,7 @@ static const char *const g_ops[] = {
     "Mean",       "Minimum",      "Mul",       "Pad",              "PadV2",
     "RealDiv",    "Relu",         "Relu6",     "Reshape",          "ResizeBilinear",
     "Sigmoid",    "Softmax",      "Sub",       "Tanh",             "Transpose",
-    "_FusedConv2D",               "_FusedDepthwiseConv2dNative",   "_FusedMatMul",
+    "_DcmPixelTransform",         "_FusedConv2D",               "_FusedDepthwiseConv2dNative",   "_FusedMatMul",
     NULL};
 
 const char *const *kn_cuda_backend_ops(void) {
@@ -112,6 +113,7 @@ ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
 #include <stdlib.h>
 
 #include "kn_cuda_conv.cuh"
+#include "kn_cuda_dicom.cuh"
 #include "kn_cuda_elementwise.cuh"
 #include "kn_cuda_gemm.cuh"
 #include "kn_cuda_mem.h"
@@ -458,7 +460,7 @@ ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
 
 typedef enum op_kind {
     K_BINARY, K_ACT, K_BIAS, K_SOFTMAX, K_MATMUL, K_CONV, K_BN, K_MAXPOOL, K_AVGPOOL, K_MEAN,
-    K_CONCAT, K_RESIZE, K_TRANSPOSE, K_PAD, K_RESHAPE
+    K_CONCAT, K_RESIZE, K_TRANSPOSE, K_PAD, K_RESHAPE, K_DCMXFORM
 } op_kind;
 
 #define MAX_PLANS 16
@@ -491,6 +493,7 @@ typedef struct op_state {
     int64_t sh, sw, dh, dw, kh, kw;
     float eps;
     int align_corners, half_pixel, keep_dims;
+    kn_dcm_xform_attrs dcm; /* _DcmPixelTransform */
     /* converted constants on the GPU, uploaded at load */
     kn_cuda_arena *wmem, *bnmem;
     float *w_ohwi;          /* filter in cuDNN's order */
@@ -657,6 +660,10 @@ static ms_status parse_attrs(const kn_node *n, op_state *s, const char **why) {
         s->kind = K_BINARY, s->binop = KN_CUDA_MIN, s->commutative = 1;
     } else if (kn_cuda__act(op, strlen(op)) > 0) {
         s->kind = K_ACT, s->act = (kn_cuda_act)kn_cuda__act(op, strlen(op));
+    } else if (strcmp(op, KN_DCM_XFORM_OP) == 0) {
+        s->kind = K_DCMXFORM;
+        ms_status st = kn_dcm_xform_attrs_read(n, &s->dcm);
+        if (st != MS_OK) return st;
     } else if (strcmp(op, "BiasAdd") == 0) {
         s->kind = K_BIAS;
         if (!kn_attr_s_eq(n, "data_format", "NHWC", "NHWC")) *why = "data_format is not NHWC";
@@ -1250,6 +1257,22 @@ static ms_status c_reshape(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *n
     return rt_tensor_view(x, &os, &out[0]);
 }
 
+/* _DcmPixelTransform: the raw pixels and per-file params are on the GPU
+ * (the planner's copies from _DcmDecodeRaw); one kernel gives the model's
+ * input. */
+static ms_status c_dcmxform(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                            rt_tensor *const *in, rt_tensor **out) {
+    kn_dcm_xform_geom g;
+    if (kn_dcm_xform_geometry(node, &s->dcm, in[0], in[1], NULL, &g) != MS_OK)
+        FALLBACK("raw pixel layout"); /* the CPU kernel gives the error */
+    rt_shape os = g.nchw ? rt_shape_make(4, (int64_t[]){g.n, g.C, g.oh, g.ow})
+                         : rt_shape_make(4, (int64_t[]){g.n, g.oh, g.ow, g.C});
+    ms_status st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0]);
+    if (st != MS_OK) return st;
+    return kn_cuda_dicom_xform(in[0]->data, (const kn_dcm_xform_file *)in[1]->data, &g,
+                               (float *)out[0]->data, w->stream);
+}
+
 static ms_status op_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                             rt_tensor **out) {
     op_state *s = state;
@@ -1278,6 +1301,7 @@ static ms_status op_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
     case K_TRANSPOSE: return c_transpose(be, w, ctx, node, s, in, out);
     case K_PAD: return c_pad(be, w, ctx, node, s, in, out);
     case K_RESHAPE: return c_reshape(be, w, ctx, node, s, in, out);
+    case K_DCMXFORM: return c_dcmxform(be, w, ctx, node, s, in, out);
     }
     return ms_errf(MS_EINTERNAL, "node '%s': unknown kind", node->name);
 }
