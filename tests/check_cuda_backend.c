@@ -13,6 +13,11 @@
  *                         of the CPU, ArgMax equal
  *   half_plus_two         the TF1 (also pinned to /device:GPU:0), TF2 and matrix
  *                         SavedModels loaded with rt_model_load_on: the CPU's bytes
+ *   dicom_split           DcmDecodeHU -> DcmWindow split at load (host
+ *                         _DcmDecodeRaw, GPU _DcmPixelTransform): real files
+ *                         alone and in batches (native words and compressed
+ *                         HU), with and without resize, NHWC / NCHW: the
+ *                         fused CPU pass's bytes, bit for bit
  *   budget_cap            a --per_process_gpu_memory_fraction too small for
  *                         the network's filters refuses the plan naming the flag
  *   memory_returns        after the graph and the backend are freed the budget
@@ -175,6 +180,115 @@ START_TEST(test_half_plus_two) {
 }
 END_TEST
 
+/* ---- the split DICOM graph: _DcmDecodeRaw on the host, _DcmPixelTransform
+ * on the GPU, against the fused pass on the CPU, bit for bit ---- */
+
+static rt_tensor *dicom_files(const char *const *paths, int n) {
+    rt_str s[8];
+    uint8_t *buf[8] = {0};
+    int k = 0;
+    for (int i = 0; i < n && i < 8; i++) {
+        FILE *f = fopen(paths[i], "rb");
+        if (f == NULL) continue;
+        fseek(f, 0, SEEK_END);
+        long len = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        buf[k] = malloc(len > 0 ? (size_t)len : 1);
+        ck_assert(buf[k] != NULL && fread(buf[k], 1, (size_t)len, f) == (size_t)len);
+        fclose(f);
+        s[k] = (rt_str){.data = buf[k], .len = len};
+        k++;
+    }
+    if (k == 0) return NULL;
+    rt_shape sh = rt_shape_make(1, (int64_t[]){k});
+    rt_tensor *t = NULL;
+    ck_assert_int_eq(rt_tensor_new_strings(&sh, s, &t), MS_OK);
+    for (int i = 0; i < k; i++) free(buf[i]);
+    return t;
+}
+
+static ms_status dicom_run(rt_graph *g, rt_tensor *x, rt_tensor **out) {
+    rt_edge fe, fo;
+    ck_assert_int_eq(rt_graph_tensor(g, "x", &fe), MS_OK);
+    ck_assert_int_eq(rt_graph_tensor(g, "win", &fo), MS_OK);
+    rt_plan *p = NULL;
+    ms_status st = rt_plan_build(g, &fe, 1, &fo, 1, NULL, 0, &p);
+    ck_assert_msg(st == MS_OK, "plan: %s", ms_errmsg());
+    kn_ctx ctx = {.nthreads = 1};
+    *out = NULL;
+    st = rt_plan_run(p, &ctx, NULL, &x, out);
+    rt_plan_free(p);
+    return st;
+}
+
+START_TEST(test_dicom_split) {
+    const char *src = getenv("DCM_SRC");
+    const char *pd = getenv("DCM_PYDICOM_FILES");
+    if (pd == NULL) pd = "/usr/lib/python3/dist-packages/pydicom/data/test_files";
+    static const char *const names[] = {"CT_small.dcm", "MR_small.dcm", "JPEG2000.dcm",
+                                        "MR_small_RLE.dcm", "SC_rgb_rle.dcm"};
+    char paths[6][1024];
+    snprintf(paths[0], sizeof paths[0], "%s/tests/data/onnx/ct64.dcm", src ? src : ".");
+    for (int i = 0; i < 5; i++) snprintf(paths[i + 1], sizeof paths[i + 1], "%s/%s", pd, names[i]);
+    const char *all[6];
+    for (int i = 0; i < 6; i++) all[i] = paths[i];
+    int compared = 0;
+    for (int c = 0; c < 3; c++) { /* no resize NHWC; resize masked NHWC; resize NCHW */
+        rt_gb *gb = NULL;
+        ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+        Tensorflow__NodeDef *x = rt_gb_node(gb, "Placeholder", "x");
+        rt_gb_attr_type(gb, x, "dtype", RT_DT_STRING);
+        Tensorflow__NodeDef *dec = rt_gb_node(gb, "DcmDecodeHU", "dec");
+        rt_gb_input(gb, dec, "x");
+        rt_gb_attr_f(gb, dec, "pad_value", 100.f);
+        Tensorflow__NodeDef *win = rt_gb_node(gb, "DcmWindow", "win");
+        rt_gb_input(gb, win, "dec:0");
+        if (c == 1) rt_gb_input(gb, win, "dec:1");
+        rt_gb_attr_f(gb, win, "center", 40.f);
+        rt_gb_attr_f(gb, win, "width", 400.f);
+        rt_gb_attr_str(gb, win, "data_format", c == 2 ? "NCHW" : "NHWC");
+        if (c > 0) rt_gb_attr_ilist(gb, win, "size", (int64_t[]){224, 200}, 2);
+        Tensorflow__MetaGraphDef *mg = NULL;
+        ck_assert_msg(rt_gb_meta_graph(gb, &mg) == MS_OK, "%s", ms_errmsg());
+        rt_graph *g0 = NULL, *g1 = NULL;
+        ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g0), MS_OK);
+        ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g1), MS_OK);
+        g1->device = g_dev; /* before fusion, as rt_model_load_on */
+        ck_assert_int_eq(rt_fuse_graph(g0, NULL), MS_OK);
+        ck_assert_int_eq(rt_fuse_graph(g1, NULL), MS_OK);
+        ck_assert_str_eq(g1->nodes[rt_graph_find(g1, "win")].kn.op, "_DcmPixelTransform");
+        /* each file alone, the native three together, all together */
+        for (int b = 0; b < 8; b++) {
+            rt_tensor *in = b < 6 ? dicom_files(all + b, 1) : dicom_files(all, b == 6 ? 3 : 6);
+            if (in == NULL) continue;
+            rt_tensor *want = NULL, *got = NULL;
+            ms_status s0 = dicom_run(g0, in, &want), s1 = dicom_run(g1, in, &got);
+            ck_assert_msg((s0 == MS_OK) == (s1 == MS_OK), "case %d batch %d: CPU %d, GPU %d", c,
+                          b, s0, s1);
+            if (s0 == MS_OK) {
+                ck_assert_int_eq(got->buf->device, 0);
+                ck_assert(rt_shape_equal(&got->shape, &want->shape));
+                const float *gv = got->data, *wv = want->data;
+                for (int64_t i = 0; i < want->nelem; i++)
+                    ck_assert_msg(memcmp(&gv[i], &wv[i], 4) == 0,
+                                  "case %d batch %d [%lld]: GPU %.9g, CPU %.9g", c, b,
+                                  (long long)i, gv[i], wv[i]);
+                compared++;
+            }
+            rt_tensor_unref(in);
+            rt_tensor_unref(want);
+            rt_tensor_unref(got);
+        }
+        rt_graph_free(g0);
+        rt_graph_free(g1);
+        rt_gb_free(gb);
+    }
+    printf("cuda_backend: dicom_split: %d batches bit-identical to the CPU\n", compared);
+    ck_assert_int_ge(compared, 9);
+    ck_assert_int_eq(kn_cuda_sticky(), 0);
+}
+END_TEST
+
 START_TEST(test_budget_cap) {
     kn_cuda_budget_set(1e-9, g_total); /* about 140 bytes: not even one filter */
     rt_gb *gb = NULL;
@@ -236,6 +350,7 @@ int main(void) {
     const tu_case cases[] = {
         {"convnet_matches_cpu", test_convnet_matches_cpu},
         {"half_plus_two", test_half_plus_two},
+        {"dicom_split", test_dicom_split},
         {"budget_cap", test_budget_cap},
         {"memory_returns", test_memory_returns},
     };
