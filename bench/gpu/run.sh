@@ -43,6 +43,8 @@ echo "## gpu tests"
 # check_cuda_backend reads tests/data of this tree (the repository root).
 DCM_SRC=${DCM_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 export DCM_SRC
+# ... and pydicom's test files from the pack (dicom_split).
+[ -d "$dir/data/pydicom" ] && DCM_PYDICOM_FILES="$dir/data/pydicom" && export DCM_PYDICOM_FILES
 fail=0
 for t in $(cat "$bin/gpu_tests.txt"); do
     "$bin/check_$t" > "$dir/$t.log" 2>&1
