@@ -24,9 +24,9 @@ ms_status kn_dcm_xform_attrs_read(const kn_node *n, kn_dcm_xform_attrs *a) {
     return MS_OK;
 }
 
-ms_status kn_dcm_xform_geometry(const kn_node *n, const kn_dcm_xform_attrs *a,
-                                const rt_tensor *raw, const rt_tensor *params,
-                                const kn_dcm_xform_file *files, kn_dcm_xform_geom *g) {
+ms_status kn_dcm_xform_geometry(const kn_node *n, const kn_dcm_xform_attrs *a, const rt_tensor *raw,
+                                const rt_tensor *params, const kn_dcm_xform_file *files,
+                                kn_dcm_xform_geom *g) {
     memset(g, 0, sizeof(*g));
     if (raw->dtype == RT_DT_UINT16 && raw->shape.rank == 3) {
         g->C = 1;

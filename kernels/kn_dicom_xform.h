@@ -36,7 +36,7 @@
 
 #include <stdint.h>
 
-#define KN_DCM_RAW_OP "_DcmDecodeRaw"
+#define KN_DCM_RAW_OP   "_DcmDecodeRaw"
 #define KN_DCM_XFORM_OP "_DcmPixelTransform"
 
 /* Per file. Stored value sv = ((word & mask) ^ sign) - sign (sign 0 for
@@ -51,11 +51,11 @@ typedef struct kn_dcm_xform_file {
 /* The geometry and window of one request, derived from the attrs and the
  * input shapes (kn_dcm_xform_geometry, kernels/cpu/kn_cpu_dcmxform.c). */
 typedef struct kn_dcm_xform_geom {
-    uint32_t n, H, W, C;  /* raw: (n, H, W) words or (n, H, W, C) floats */
-    uint32_t oh, ow;      /* output size (H, W without resize) */
+    uint32_t n, H, W, C; /* raw: (n, H, W) words or (n, H, W, C) floats */
+    uint32_t oh, ow;     /* output size (H, W without resize) */
     int resize, masked, nchw, raw_float;
-    float lo, hi, range;  /* the window, as kn_window_attrs */
-    float wpad;           /* the windowed pad_value */
+    float lo, hi, range; /* the window, as kn_window_attrs */
+    float wpad;          /* the windowed pad_value */
 } kn_dcm_xform_geom;
 
 #ifndef __CUDACC__ /* the structs above are all nvcc sees (kn_cuda_dicom.cu) */
@@ -76,9 +76,9 @@ ms_status kn_dcm_xform_attrs_read(const kn_node *n, kn_dcm_xform_attrs *a);
 /* Checks the inputs of one request against the layout above (dtypes, ranks,
  * one params row per file, rows / cols within H x W, masks of at most 16
  * bits) and fills *g. MS_EINVAL naming the node and what is wrong. */
-ms_status kn_dcm_xform_geometry(const kn_node *n, const kn_dcm_xform_attrs *a,
-                                const rt_tensor *raw, const rt_tensor *params,
-                                const kn_dcm_xform_file *files, kn_dcm_xform_geom *g);
+ms_status kn_dcm_xform_geometry(const kn_node *n, const kn_dcm_xform_attrs *a, const rt_tensor *raw,
+                                const rt_tensor *params, const kn_dcm_xform_file *files,
+                                kn_dcm_xform_geom *g);
 
 #endif /* !__CUDACC__ */
 

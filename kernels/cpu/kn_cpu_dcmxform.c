@@ -57,7 +57,8 @@ static void plane(const xf_job *j, int64_t b, float *restrict p) {
         uint32_t w = r < f->rows ? f->cols : 0;
         if (g->raw_float) {
             const float *src = (const float *)j->raw + (((uint64_t)b * H + r) * W) * C;
-            for (size_t i = 0; i < (size_t)w * C; i++) row[i] = win1(src[i], g->lo, g->hi, g->range);
+            for (size_t i = 0; i < (size_t)w * C; i++)
+                row[i] = win1(src[i], g->lo, g->hi, g->range);
         } else {
             const uint16_t *src = (const uint16_t *)j->raw + ((uint64_t)b * H + r) * W;
             for (uint32_t x = 0; x < w; x++) {
@@ -66,7 +67,8 @@ static void plane(const xf_job *j, int64_t b, float *restrict p) {
                 row[x] = win1(prod + f->intercept, g->lo, g->hi, g->range);
             }
         }
-        for (size_t i = (size_t)w * C; i < (size_t)W * C; i++) row[i] = g->wpad;
+        for (size_t i = (size_t)w * C; i < (size_t)W * C; i++)
+            row[i] = g->wpad;
     }
 }
 
@@ -82,13 +84,15 @@ static ms_status one(const xf_job *j, int64_t b) {
     const kn_dcm_xform_geom *g = j->g;
     const uint32_t W = g->W, C = g->C, oh = g->oh, ow = g->ow;
     float *p = malloc(sizeof(float) * (size_t)g->H * W * C + 3 * sizeof(float) * ow + 16);
-    if (p == NULL) return ms_errf(MS_ENOMEM, "out of memory for the pixels of dicom[%lld]", (long long)b);
+    if (p == NULL)
+        return ms_errf(MS_ENOMEM, "out of memory for the pixels of dicom[%lld]", (long long)b);
     plane(j, b, p);
     float *base = j->y + (uint64_t)b * oh * ow * C;
     if (!g->resize) {
         for (uint32_t y = 0; y < oh; y++)
             for (uint32_t x = 0; x < ow; x++)
-                for (uint32_t k = 0; k < C; k++) put(g, base, y, x, k, p[((size_t)y * W + x) * C + k]);
+                for (uint32_t k = 0; k < C; k++)
+                    put(g, base, y, x, k, p[((size_t)y * W + x) * C + k]);
         free(p);
         return MS_OK;
     }
@@ -127,7 +131,8 @@ static ms_status one(const xf_job *j, int64_t b) {
 
 static void range_files(void *arg, int64_t b, int64_t e) {
     xf_job *j = arg;
-    for (int64_t i = b; i < e; i++) j->st[i] = one(j, i);
+    for (int64_t i = b; i < e; i++)
+        j->st[i] = one(j, i);
 }
 
 static ms_status xf_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
@@ -136,8 +141,8 @@ static ms_status xf_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tenso
     if (a == NULL) return ms_errf(MS_EINTERNAL, "%s: not prepared", n->name);
     const kn_dcm_xform_file *files = (const kn_dcm_xform_file *)in[1]->data;
     kn_dcm_xform_geom g;
-    ms_status st = kn_dcm_xform_geometry(n, a, in[0], in[1],
-                                         in[1]->dtype == RT_DT_UINT8 ? files : NULL, &g);
+    ms_status st =
+        kn_dcm_xform_geometry(n, a, in[0], in[1], in[1]->dtype == RT_DT_UINT8 ? files : NULL, &g);
     if (st != MS_OK) return st;
     rt_shape sh = g.nchw ? rt_shape_make(4, (int64_t[]){g.n, g.C, g.oh, g.ow})
                          : rt_shape_make(4, (int64_t[]){g.n, g.oh, g.ow, g.C});
@@ -146,7 +151,8 @@ static ms_status xf_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tenso
     if (sts == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     xf_job j = {.g = &g, .files = files, .raw = in[0]->data, .y = rt_tensor_f32(out[0]), .st = sts};
     kn_ctx_parallel_for(ctx, g.n, 1, range_files, &j);
-    for (uint32_t i = 0; i < g.n && st == MS_OK; i++) st = sts[i];
+    for (uint32_t i = 0; i < g.n && st == MS_OK; i++)
+        st = sts[i];
     free(sts);
     if (st != MS_OK) {
         rt_tensor_unref(out[0]);

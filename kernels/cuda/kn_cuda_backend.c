@@ -19,7 +19,8 @@ static const char *const g_ops[] = {
     "Mean",       "Minimum",      "Mul",       "Pad",              "PadV2",
     "RealDiv",    "Relu",         "Relu6",     "Reshape",          "ResizeBilinear",
     "Sigmoid",    "Softmax",      "Sub",       "Tanh",             "Transpose",
-    "_DcmPixelTransform",         "_FusedConv2D",               "_FusedDepthwiseConv2dNative",   "_FusedMatMul",
+    "_DcmPixelTransform",         "_FusedConv2D",
+    "_FusedDepthwiseConv2dNative",                              "_FusedMatMul",
     NULL};
 
 const char *const *kn_cuda_backend_ops(void) {

@@ -186,7 +186,8 @@ __global__ void dicom_xform_kernel(const void *__restrict__ raw,
             v = xf_pix(g, raw, f, b, y, x, k);
         } else {
             const uint32_t ih = g.masked ? f.rows : g.H, iw = g.masked ? f.cols : g.W;
-            const float sy = __fdiv_rn((float)ih, (float)g.oh), sx = __fdiv_rn((float)iw, (float)g.ow);
+            const float sy = __fdiv_rn((float)ih, (float)g.oh);
+            const float sx = __fdiv_rn((float)iw, (float)g.ow);
             float fy = __fsub_rn(__fmul_rn(__fadd_rn((float)y, 0.5f), sy), 0.5f);
             float y0f = floorf(fy), dy = __fsub_rn(fy, y0f);
             int64_t r0 = (int64_t)y0f, r1 = r0 + 1;

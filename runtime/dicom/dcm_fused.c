@@ -506,7 +506,8 @@ static ms_status load_checked(kn_ctx *ctx, const fw_state *s, fw_job *j) {
         }
     ms_status st;
     for (int64_t i = 0; i < nf; i++)
-        if ((st = dcm_guard_check(&s->guard, i, &j->f[i].info, j->f[i].rows, j->f[i].cols)) != MS_OK)
+        if ((st = dcm_guard_check(&s->guard, i, &j->f[i].info, j->f[i].rows, j->f[i].cols)) !=
+            MS_OK)
             return st;
     j->C = 1;
     for (int64_t i = 0; i < nf; i++) {
@@ -545,7 +546,7 @@ ms_status dcm_raw_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor 
     if ((st = kn_ctx_output(ctx, 0, words ? RT_DT_UINT16 : RT_DT_FLOAT, &rs, &out[0])) != MS_OK ||
         (st = kn_ctx_output(ctx, 1, RT_DT_UINT8, &ps, &out[1])) != MS_OK)
         goto done;
-    memset(out[0]->data, 0, rt_tensor_nbytes(out[0]));
+    if (rt_tensor_nbytes(out[0]) > 0) memset(out[0]->data, 0, rt_tensor_nbytes(out[0]));
     kn_dcm_xform_file *pf = (kn_dcm_xform_file *)out[1]->data;
     for (int64_t i = 0; i < nf; i++) {
         const fw_file *f = &j.f[i];
