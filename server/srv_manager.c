@@ -41,6 +41,7 @@ struct srv_manager {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     kn_backend *be; /* borrowed */
+    kn_backend *device; /* borrowed; NULL: every node on be (srv_manager_set_device) */
     double poll_s;
     char tagbuf[256];           /* --saved_model_tags, split in place */
     const char *tags[SRV_MANAGER_MAX_TAGS];
@@ -431,9 +432,10 @@ static void load_work(uv_work_t *req) {
         }
     }
     if (j->m->ntags > 0)
-        j->st = rt_model_load(j->dir, j->m->tags, j->m->ntags, j->m->be, &j->model);
+        j->st = rt_model_load_on(j->dir, j->m->tags, j->m->ntags, j->m->be, j->m->device,
+                                 &j->model);
     else
-        j->st = rt_model_load(j->dir, g_tags, 1, j->m->be, &j->model);
+        j->st = rt_model_load_on(j->dir, g_tags, 1, j->m->be, j->m->device, &j->model);
     if (j->st != MS_OK) {
         snprintf(j->msg, sizeof(j->msg), "%s",
                  ms_errmsg()[0] ? ms_errmsg() : ms_status_name(j->st));
@@ -790,6 +792,10 @@ ms_status srv_manager_set_tags(srv_manager *m, const char *tags) {
 
 void srv_manager_set_warmup(srv_manager *m, int iterations) {
     m->warmup_iters = iterations;
+}
+
+void srv_manager_set_device(srv_manager *m, kn_backend *device) {
+    m->device = device;
 }
 
 ms_status srv_manager_new(kn_backend *be, double poll_s, srv_manager **out) {

@@ -54,6 +54,10 @@ typedef struct srv_servable {
 /* `be` is borrowed and must outlive the manager. poll_s <= 0: scan once at
  * start (and on apply) only. */
 ms_status srv_manager_new(kn_backend *be, double poll_s, srv_manager **out);
+/* Places every model loaded from now on between `device` (a GPU backend,
+ * borrowed, outliving the manager; NULL = none) and `be` (rt_model_load_on,
+ * docs/gpu.md). Call before the first apply. */
+void srv_manager_set_device(srv_manager *m, kn_backend *device);
 
 #define SRV_MANAGER_MAX_TAGS 8
 /* Loads the MetaGraph with exactly these comma-separated tags (TF Serving's

@@ -5,7 +5,10 @@
  * line when absent). Each file alone and in mixed batches, with and without
  * resize (down and up), NHWC and NCHW, with and without the mask: the
  * outputs must be identical bit for bit, and a file one path refuses the
- * other refuses too. Run with one and (some) with two intra-op threads. */
+ * other refuses too. Run with one and (some) with two intra-op threads.
+ * The split form of the fused op (kn_dicom_xform.h: the host's
+ * _DcmDecodeRaw, then the CPU's _DcmPixelTransform) must give the fused op's
+ * bytes and refuse the same files. */
 #include <check.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -71,6 +74,8 @@ static int load_all(void) {
     return 1;
 }
 
+static int g_split_ran, g_split_words;
+
 typedef struct cfg {
     int64_t h, w; /* 0: no resize */
     int nchw, masked;
@@ -129,7 +134,31 @@ static int compare(const int *idx, int n, const cfg *c, int threads, int *ran) {
     }
     ms_status f = run_kernel(rt_ops_host_kernel(rt_model_host_ops, "DcmDecodeWindow"), fz, 1, 1,
                              threads, &in, &got);
-    int ok = (a == MS_OK) == (f == MS_OK);
+    /* The split form a device placement uses: _DcmDecodeRaw on the host,
+     * then the CPU's _DcmPixelTransform. */
+    Tensorflow__NodeDef *rawd = tu_node_new("_DcmDecodeRaw", "raw");
+    tu_attr_i(rawd, "frame", 0);
+    window_attrs(rawd, c);
+    tu_attr_b(rawd, "masked", c->masked);
+    Tensorflow__NodeDef *xfd = tu_node_new("_DcmPixelTransform", "xf");
+    window_attrs(xfd, c);
+    tu_attr_b(xfd, "masked", c->masked);
+    rt_tensor *raw[2] = {NULL, NULL}, *spl = NULL;
+    ms_status sp = run_kernel(rt_ops_host_kernel(rt_model_host_ops, "_DcmDecodeRaw"), rawd, 1, 2,
+                              threads, &in, raw);
+    if (sp == MS_OK) {
+        kn_backend *b = kn_cpu_backend_new(1);
+        sp = run_kernel(kn_backend_kernel(b, "_DcmPixelTransform"), xfd, 2, 1, threads, raw, &spl);
+        kn_backend_free(b);
+    }
+    if (sp == MS_OK) g_split_ran++;
+    if (sp == MS_OK && raw[0]->dtype == RT_DT_UINT16) g_split_words++;
+    int ok = (a == MS_OK) == (f == MS_OK) && (sp == MS_OK) == (f == MS_OK);
+    if (ok && f == MS_OK) {
+        ok = rt_shape_equal(&spl->shape, &got->shape) &&
+             memcmp(spl->data, got->data, (size_t)got->nelem * sizeof(float)) == 0;
+        if (!ok) fprintf(stderr, "split differs from fused\n");
+    }
     if (ok && a == MS_OK) {
         (*ran)++;
         ok = rt_shape_equal(&ref->shape, &got->shape) &&
@@ -150,6 +179,12 @@ static int compare(const int *idx, int n, const cfg *c, int threads, int *ran) {
             "mismatch: %s%s (n=%d) size %lldx%lld %s masked %d threads %d: unfused %d fused %d\n",
             files[idx[0]].name, n > 1 ? " +batch" : "", n, (long long)c->h, (long long)c->w,
             c->nchw ? "NCHW" : "NHWC", c->masked, threads, a, f);
+    if (!ok) fprintf(stderr, "  split status %d\n", sp);
+    rt_tensor_unref(raw[0]);
+    rt_tensor_unref(raw[1]);
+    rt_tensor_unref(spl);
+    tu_node_free(rawd);
+    tu_node_free(xfd);
     rt_tensor_unref(hu[0]);
     rt_tensor_unref(hu[1]);
     rt_tensor_unref(ref);
@@ -183,8 +218,12 @@ START_TEST(fused_equals_unfused) {
         }
     fprintf(stderr, "fused vs unfused: %d files, %d decoded comparisons, %d mismatches\n", nfiles,
             ran, bad);
+    fprintf(stderr, "split (_DcmDecodeRaw + _DcmPixelTransform): %d decoded, %d as stored words\n",
+            g_split_ran, g_split_words);
     ck_assert_int_gt(ran, 100);
     ck_assert_int_eq(bad, 0);
+    ck_assert_int_eq(g_split_ran, ran);
+    ck_assert_int_gt(g_split_words, 10);
 }
 END_TEST
 

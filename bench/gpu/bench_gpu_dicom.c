@@ -3,7 +3,10 @@
  * device, windowed 40/400 and written as float32 at 512x512 (no resize) and
  * resized to 224x224x3 (NHWC), timed over repeated launches after warm-up.
  * Bytes counted: stored pixels read once + floats written (the kernel's
- * minimum traffic). Prints one markdown row per case.
+ * minimum traffic). Prints one markdown row per case. Then the same for
+ * _DcmPixelTransform's kernel (kn_cuda_dicom_xform, the one the graph's
+ * split DICOM op runs): the same words as stored 16-bit values with per-file
+ * parameters, 512x512x1 and resized to 256x256x1 (masked).
  *
  * usage: bench_gpu_dicom [frames=128] [iterations=200]   (needs a GPU) */
 #include <stdio.h>
@@ -38,7 +41,8 @@ int main(int argc, char **argv) {
     const uint64_t in_bytes = (uint64_t)frames * 512 * 512 * 2;
     const uint64_t out_bytes = (uint64_t)frames * 512 * 512 * 4;
     if (kn_cuda_set_device(gpu) != MS_OK || kn_cuda_stream_new(&stream) != MS_OK ||
-        kn_cuda_arena_new("bench", in_bytes + out_bytes + 4096, &a) != MS_OK) {
+        kn_cuda_arena_new("bench", in_bytes + out_bytes + (uint64_t)frames * 64 + 8192, &a) !=
+            MS_OK) {
         printf("bench_gpu_dicom: %s\n", ms_errmsg());
         return 1;
     }
@@ -97,6 +101,48 @@ int main(int argc, char **argv) {
         printf("| %s | %u | %.3f | %.1f |\n", cases[c].name, frames, dt * 1e3,
                (double)kn_cuda_dicom_bytes(frames, &p) / dt / 1e9);
     }
+    /* _DcmPixelTransform: per-file rows on the device, then the same loop */
+    kn_dcm_xform_file *files = NULL;
+    if (kn_cuda_host_alloc((size_t)frames * sizeof(*files), (void **)&files) != MS_OK) {
+        printf("bench_gpu_dicom: %s\n", ms_errmsg());
+        return 1;
+    }
+    for (unsigned i = 0; i < frames; i++)
+        files[i] = (kn_dcm_xform_file){.rows = 512, .cols = 512, .mask = 0xFFFFu,
+                                       .sign = 0x8000u, .slope = 1.f, .intercept = -1024.f};
+    void *dfiles = kn_cuda_arena_alloc(a, (uint64_t)frames * sizeof(*files));
+    if (dfiles == NULL ||
+        kn_cuda_h2d(dfiles, files, (size_t)frames * sizeof(*files), stream, "h2d") != MS_OK ||
+        kn_cuda_stream_sync(stream, "h2d") != MS_OK) {
+        printf("bench_gpu_dicom: %s\n", ms_errmsg());
+        return 1;
+    }
+    const uint32_t xs[2] = {512, 256};
+    for (int c = 0; c < 2; c++) {
+        kn_dcm_xform_geom g = {.n = frames, .H = 512, .W = 512, .C = 1, .oh = xs[c], .ow = xs[c],
+                               .resize = xs[c] != 512, .masked = 1, .lo = -160.f, .hi = 240.f,
+                               .range = 400.f, .wpad = 0.f};
+        for (int i = 0; i < 10 + iters; i++) {
+            if (i == 10) {
+                if (kn_cuda_stream_sync(stream, "warm-up") != MS_OK) break;
+                t0 = now_s();
+            }
+            if (kn_cuda_dicom_xform(draw, dfiles, &g, dout, stream) != MS_OK) {
+                printf("bench_gpu_dicom: %s\n", ms_errmsg());
+                return 1;
+            }
+        }
+        if (kn_cuda_stream_sync(stream, "timed") != MS_OK) {
+            printf("bench_gpu_dicom: %s\n", ms_errmsg());
+            return 1;
+        }
+        double dt = (now_s() - t0) / iters;
+        uint64_t bytes = (uint64_t)frames * (512 * 512 * 2 + (uint64_t)xs[c] * xs[c] * 4 +
+                                             sizeof(kn_dcm_xform_file));
+        printf("| _DcmPixelTransform 512x512 words -> %ux%ux1 f32%s | %u | %.3f | %.1f |\n", xs[c],
+               xs[c], g.resize ? " (resize)" : "", frames, dt * 1e3, (double)bytes / dt / 1e9);
+    }
+    kn_cuda_host_free(files);
     kn_cuda_host_free(host);
     kn_cuda_arena_free(a);
     kn_cuda_stream_free(stream);

@@ -5,8 +5,8 @@
 # the shared libraries they need that are neither CUDA's nor the C library's
 # (gRPC, abseil, protobuf-c, libuv, cJSON, OpenBLAS, codecs ...; found with
 # ldd), the benchmark models (the imported CT classifier resnet512 and
-# segmenter unet256 with a DICOM input, and the bundled demo_ct) and a
-# 512x512 CT DICOM file. One xz archive in build/gpu_pack/ (ignored by git),
+# segmenter unet256 with a DICOM input, and the bundled demo_ct), a
+# 512x512 CT DICOM file and five of pydicom's test files. One xz archive in build/gpu_pack/ (ignored by git),
 # which a device run carries (the carried tree is limited to 64 MiB).
 #
 # usage: sh bench/gpu/pack.sh [BUILD_DIR]     (after `make`, from anywhere)
@@ -53,6 +53,13 @@ rm -rf "$gen"
 cp -r "$src/models/demo_ct" "$stage/models/demo_ct"
 /usr/bin/python3 "$src/bench/make_inputs.py" "$stage/data" >/dev/null
 find "$stage/data" -type f ! -name ct_512.dcm -delete
+# The pydicom test files check_cuda_backend's dicom_split reads (native 16-bit,
+# JPEG 2000, RLE, colour RLE; 68 KiB): the GPU machine may lack pydicom.
+pd=$(/usr/bin/python3 -c 'import os, pydicom; print(os.path.join(os.path.dirname(pydicom.__file__), "data", "test_files"))')
+mkdir -p "$stage/data/pydicom"
+for f in CT_small.dcm MR_small.dcm JPEG2000.dcm MR_small_RLE.dcm SC_rgb_rle.dcm; do
+    cp "$pd/$f" "$stage/data/pydicom/"
+done
 
 tar -C "$stage" -cJf "$out/dcmserve_gpu.tar.xz" .
 size=$(du -k "$out/dcmserve_gpu.tar.xz" | cut -f1)

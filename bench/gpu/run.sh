@@ -5,7 +5,8 @@
 #   2. the gpu-labelled tests (each CUDA kernel and the fused DICOM kernel
 #      against the CPU path; exit 77 = skipped), one line each;
 #   3. the fused DICOM kernel's achieved bandwidth (bench_gpu_dicom);
-#   4. `dcmserve benchmark --device=$DEVICE` of the imported CT classifier and
+#   4. `dcmserve benchmark --device=$DEVICE` (graphs placed on the CUDA
+#      backend, docs/gpu.md) of the imported CT classifier and
 #      segmenter and demo_ct, DICOM bytes in (a 512x512 CT file), batch
 #      1/8/32/128: median / p99 ms and images/s, as a markdown table.
 #
@@ -39,6 +40,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv
 echo '```'
 
 echo "## gpu tests"
+# check_cuda_backend reads tests/data of this tree (the repository root).
+DCM_SRC=${DCM_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+export DCM_SRC
+# ... and pydicom's test files from the pack (dicom_split).
+[ -d "$dir/data/pydicom" ] && DCM_PYDICOM_FILES="$dir/data/pydicom" && export DCM_PYDICOM_FILES
 fail=0
 for t in $(cat "$bin/gpu_tests.txt"); do
     "$bin/check_$t" > "$dir/$t.log" 2>&1
@@ -80,8 +86,13 @@ for r in rows:
     print("| %s | %s | %.3f | %.3f | %.0f |" % (r["model"], x.get("batch"), x.get("median_ms", 0),
                                              x.get("p99_ms", 0), x.get("images_per_s", 0)))
 PY
-echo "## log lines of the device choice"
-"$bin/dcmserve" benchmark --device="$DEVICE" --dir "$dir/models/demo_ct" --iterations 1 --warmup 0 \
-    --input_files "dicom=$dir/data/ct_512.dcm" --log_level info 2>&1 | grep -i "device\|cuda" | head -5
+echo "## log lines of the device choice and the placement (what ran on the GPU)"
+for m in ct_classifier demo_ct; do
+    key=image
+    [ "$m" = demo_ct ] && key=dicom
+    "$bin/dcmserve" benchmark --device="$DEVICE" --dir "$dir/models/$m" --iterations 1 --warmup 0 \
+        --input_files "$key=$dir/data/ct_512.dcm" --log_level info 2>&1 |
+        grep -i "device\|cuda\|placement" | head -12
+done
 rm -rf "$dir"
 exit $fail

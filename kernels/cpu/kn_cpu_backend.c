@@ -15,6 +15,7 @@ static const kn_kernel *const groups[] = {
     kn_cpu_random_kernels, kn_cpu_imgproj_kernels, kn_cpu_segment_kernels,
     kn_cpu_hash_kernels, kn_cpu_sparse_kernels, kn_cpu_einsum_kernels, kn_cpu_math_kernels,
     kn_cpu_space_kernels,
+    kn_cpu_dcmxform_kernels,
 };
 
 const kn_kernel *const *kn_cpu_kernel_tables(size_t *n) {

@@ -23,6 +23,7 @@
 extern "C" {
 #endif
 
+#include "kn_dicom_xform.h"
 #include "ms_status.h"
 
 typedef enum kn_cuda_pix { KN_CUDA_PIX_U8 = 0, KN_CUDA_PIX_U16 = 1, KN_CUDA_PIX_S16 = 2 } kn_cuda_pix;
@@ -47,6 +48,16 @@ ms_status kn_cuda_dicom_check(const kn_cuda_dicom_params *p);
  * launch errors are returned (MS_EDEVICE naming "DcmDecodeHU (cuda)"). */
 ms_status kn_cuda_dicom_fused(const void *d_raw, uint32_t n, const kn_cuda_dicom_params *p,
                               float *d_out, void *stream);
+
+/* _DcmPixelTransform on the device (kn_dicom_xform.h): d_raw holds the
+ * request's raw tensor (uint16 words, or float HU when g->raw_float), d_files
+ * its g->n kn_dcm_xform_file rows, both in device memory; d_out receives
+ * g->n * oh * ow * C floats in the layout of g. One thread per output value,
+ * the CPU kernel's expressions (window, then the two blends) with
+ * round-to-nearest and no contraction. Asynchronous; launch errors are
+ * returned (MS_EDEVICE naming "_DcmPixelTransform (cuda)"). */
+ms_status kn_cuda_dicom_xform(const void *d_raw, const kn_dcm_xform_file *d_files,
+                              const kn_dcm_xform_geom *g, float *d_out, void *stream);
 
 /* Bytes the kernel reads and writes for n frames (for achieved bandwidth). */
 uint64_t kn_cuda_dicom_bytes(uint32_t n, const kn_cuda_dicom_params *p);

@@ -138,6 +138,28 @@ extern "C" ms_status kn_cuda_stream_sync(void *s, const char *op) {
     return MS_OK;
 }
 
+extern "C" ms_status kn_cuda_event_new(void **out) {
+    cudaEvent_t e = NULL;
+    *out = NULL;
+    CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+    *out = (void *)e;
+    return MS_OK;
+}
+
+extern "C" void kn_cuda_event_free(void *ev) {
+    if (ev) (void)cudaEventDestroy((cudaEvent_t)ev);
+}
+
+extern "C" ms_status kn_cuda_event_record(void *ev, void *s, const char *op) {
+    CK(cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)s), op);
+    return MS_OK;
+}
+
+extern "C" ms_status kn_cuda_stream_wait_event(void *s, void *ev, const char *op) {
+    CK(cudaStreamWaitEvent((cudaStream_t)s, (cudaEvent_t)ev, 0), op);
+    return MS_OK;
+}
+
 extern "C" ms_status kn_cuda_h2d(void *dst, const void *src, size_t bytes, void *s, const char *op) {
     CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, (cudaStream_t)s), op);
     return MS_OK;

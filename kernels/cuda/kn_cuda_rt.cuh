@@ -52,6 +52,13 @@ ms_status kn_cuda_stream_new(void **out);
 void kn_cuda_stream_free(void *s);
 ms_status kn_cuda_stream_sync(void *s, const char *op);
 
+/* Events order work across streams: a device block last used on stream A
+ * and handed to stream B makes B wait for an event recorded on A. */
+ms_status kn_cuda_event_new(void **out);
+void kn_cuda_event_free(void *ev);
+ms_status kn_cuda_event_record(void *ev, void *s, const char *op);
+ms_status kn_cuda_stream_wait_event(void *s, void *ev, const char *op);
+
 /* Asynchronous copies on stream s (pinned host memory for true overlap). */
 ms_status kn_cuda_h2d(void *dst, const void *src, size_t bytes, void *s, const char *op);
 ms_status kn_cuda_d2h(void *dst, const void *src, size_t bytes, void *s, const char *op);

@@ -25,6 +25,7 @@
 #include "dcm_ops_int.h"
 #include "dcm_pixel.h"
 #include "kn_ctx.h"
+#include "kn_dicom_xform.h"
 
 /* Two float32 roundings per step, never a fused multiply-add: the same
  * arithmetic as dcm_pixel.c and kn_cpu_image.c. */
@@ -484,5 +485,119 @@ done:
         }
     if (j.f != &one) free(j.f);
     if (j.row_st != &row_st1) free(j.row_st);
+    return st;
+}
+
+/* ---- _DcmDecodeRaw: the host half of a split DcmDecodeWindow ---- */
+
+/* The files of one request parsed, decoded where needed and checked as
+ * dcm_fused_compute does (same errors, same order); fills j's H, W, C. */
+static ms_status load_checked(kn_ctx *ctx, const fw_state *s, fw_job *j) {
+    const int64_t nf = j->nfiles;
+    if (nf == 1 && ctx != NULL && ctx->nthreads > 1) j->lim.threads = (uint32_t)ctx->nthreads;
+    if (nf > 1)
+        kn_ctx_parallel_for(ctx, nf, 1, load_range, j);
+    else
+        load_range(j, 0, nf);
+    for (int64_t i = 0; i < nf; i++)
+        if (j->f[i].st != MS_OK) {
+            ms_status code = j->f[i].st == MS_ENOMEM ? MS_ENOMEM : MS_EINVAL;
+            return ms_errf(code, "dicom[%lld]: %s", (long long)i, j->f[i].err);
+        }
+    ms_status st;
+    for (int64_t i = 0; i < nf; i++)
+        if ((st = dcm_guard_check(&s->guard, i, &j->f[i].info, j->f[i].rows, j->f[i].cols)) !=
+            MS_OK)
+            return st;
+    j->C = 1;
+    for (int64_t i = 0; i < nf; i++) {
+        if (j->f[i].rows > j->H) j->H = j->f[i].rows;
+        if (j->f[i].cols > j->W) j->W = j->f[i].cols;
+        if (j->f[i].samples > j->C) j->C = j->f[i].samples;
+    }
+    return MS_OK;
+}
+
+ms_status dcm_raw_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
+                          rt_tensor **out) {
+    const fw_state *s = state;
+    const rt_tensor *x = in[0];
+    if (s == NULL) return ms_errf(MS_EINTERNAL, "%s: not prepared", n->name);
+    if (x->dtype != RT_DT_STRING)
+        return ms_errf(MS_EINVAL, "%s: input must be DT_STRING, got %s", n->name,
+                       rt_dtype_name(x->dtype));
+    const int64_t nf = x->nelem;
+    fw_job j = {.s = s, .files = rt_tensor_strs(x), .nfiles = nf};
+    dcm_limits_default(&j.lim);
+    j.f = calloc((size_t)(nf ? nf : 1), sizeof(*j.f));
+    ms_status st = MS_OK;
+    if (j.f == NULL) {
+        st = ms_errf(MS_ENOMEM, "out of memory for %lld files", (long long)nf);
+        goto done;
+    }
+    if ((st = load_checked(ctx, s, &j)) != MS_OK) goto done;
+    /* Stored words when every file is native 16-bit grey, else HU. */
+    int words = 1;
+    for (int64_t i = 0; i < nf; i++) words &= j.f[i].fast;
+    const uint32_t H = j.H, W = j.W, C = j.C;
+    rt_shape rs = words ? rt_shape_make(3, (int64_t[]){nf, H, W})
+                        : rt_shape_make(4, (int64_t[]){nf, H, W, C});
+    rt_shape ps = rt_shape_make(2, (int64_t[]){nf, (int64_t)sizeof(kn_dcm_xform_file)});
+    if ((st = kn_ctx_output(ctx, 0, words ? RT_DT_UINT16 : RT_DT_FLOAT, &rs, &out[0])) != MS_OK ||
+        (st = kn_ctx_output(ctx, 1, RT_DT_UINT8, &ps, &out[1])) != MS_OK)
+        goto done;
+    if (rt_tensor_nbytes(out[0]) > 0) memset(out[0]->data, 0, rt_tensor_nbytes(out[0]));
+    kn_dcm_xform_file *pf = (kn_dcm_xform_file *)out[1]->data;
+    for (int64_t i = 0; i < nf; i++) {
+        const fw_file *f = &j.f[i];
+        kn_dcm_xform_file p = {.rows = f->rows, .cols = f->cols, .mask = 0xFFFFu, .slope = 1.f};
+        if (f->fast) {
+            p.mask = f->view.mask;
+            p.sign = f->view.sign;
+            p.slope = f->view.slope;
+            p.intercept = f->view.intercept;
+        }
+        memcpy(&pf[i], &p, sizeof(p));
+        for (uint32_t r = 0; r < f->rows; r++) {
+            if (words) {
+                uint16_t *dst = (uint16_t *)out[0]->data + ((uint64_t)i * H + r) * W;
+                memcpy(dst, f->view.raw + (size_t)r * f->view.cols * 2, (size_t)f->cols * 2);
+                continue;
+            }
+            float *dst = rt_tensor_f32(out[0]) + (((uint64_t)i * H + r) * W) * C;
+            if (f->fast) { /* HU as hu_win_16 computes it, before the window */
+                const uint8_t *src = f->view.raw + (size_t)r * f->view.cols * 2;
+                for (uint32_t c = 0; c < f->cols; c++) {
+                    uint16_t w;
+                    memcpy(&w, src + 2 * (size_t)c, 2);
+                    int32_t v = (int32_t)((w & p.mask) ^ p.sign) - (int32_t)p.sign;
+                    float prod = (float)v * p.slope;
+                    float hu = prod + p.intercept;
+                    for (uint32_t k = 0; k < C; k++) dst[(size_t)c * C + k] = hu;
+                }
+                continue;
+            }
+            const uint32_t c = f->samples;
+            const float *src = f->img->data + (uint64_t)s->frame * f->rows * f->cols * c +
+                               (uint64_t)r * f->cols * c;
+            if (c == C)
+                memcpy(dst, src, (size_t)f->cols * C * sizeof(float));
+            else
+                for (uint32_t x2 = 0; x2 < f->cols; x2++)
+                    for (uint32_t k = 0; k < C; k++) dst[(size_t)x2 * C + k] = src[(size_t)x2 * c];
+        }
+    }
+done:
+    if (st != MS_OK)
+        for (int k = 0; k < 2; k++) {
+            rt_tensor_unref(out[k]);
+            out[k] = NULL;
+        }
+    if (j.f)
+        for (int64_t i = 0; i < nf; i++) {
+            dcm_image_free(j.f[i].img);
+            dcm_dataset_free(j.f[i].ds);
+        }
+    free(j.f);
     return st;
 }

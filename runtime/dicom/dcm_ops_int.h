@@ -24,6 +24,11 @@ ms_status dcm_fused_prepare(const kn_node *n, rt_tensor *const *cin, void **stat
 ms_status dcm_fused_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
                             rt_tensor **out);
 
+/* _DcmDecodeRaw (kn_dicom_xform.h): the files' stored words (or HU) and
+ * per-file parameters for _DcmPixelTransform; prepared by dcm_fused_prepare. */
+ms_status dcm_raw_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
+                          rt_tensor **out);
+
 /* DcmDecodeVolume (dcm_volume.c): a series of files, or one multi-frame
  * file, to one (1, D, H, W, 1) volume. */
 ms_status dcm_volume_prepare(const kn_node *n, rt_tensor *const *cin, void **state);

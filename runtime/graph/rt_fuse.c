@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kn_dicom_xform.h"
 #include "ms_log.h"
 #include "rt_tensor.h"
 
@@ -1349,6 +1350,78 @@ done:
     return st;
 }
 
+/* ============ DICOM: the split of DcmDecodeWindow for a device ============ */
+
+/* With a device backend that has _DcmPixelTransform (kn_dicom_xform.h), the
+ * fused node v becomes that transform over a new host node _DcmDecodeRaw
+ * (same attrs, inputs and control inputs as v), so that only the raw pixels
+ * cross to the device and the pixel arithmetic runs there. v keeps its name
+ * and its unfused twin (a plan feeding the decode's outputs runs the twin). */
+static ms_status split_dicom(rt_graph *g, int v) {
+    const rt_gnode *x = &g->nodes[v];
+    const Tensorflow__NodeDef *fd = x->def;
+    size_t nl = strlen(x->name);
+    char *rname = malloc(nl + sizeof("/_dcm_raw"));
+    rt_edge *rin = malloc(sizeof(*rin));
+    rt_edge *vin = malloc(sizeof(*vin) * 2);
+    Tensorflow__NodeDef *rd = rt_graph_alloc(g, sizeof(*rd)), *td = rt_graph_alloc(g, sizeof(*td));
+    char **tin = rt_graph_alloc(g, sizeof(char *) * 2);
+    if (!rname || !rin || !vin || !rd || !td || !tin) goto oom;
+    memcpy(rname, x->name, nl);
+    memcpy(rname + nl, "/_dcm_raw", sizeof("/_dcm_raw"));
+    *rd = *fd;
+    rd->name = rname;
+    rd->op = gstrdup(g, KN_DCM_RAW_OP);
+    *td = *fd;
+    td->op = gstrdup(g, KN_DCM_XFORM_OP);
+    if (rd->op == NULL || td->op == NULL) goto oom;
+    for (int k = 0; k < 2; k++) {
+        if ((tin[k] = rt_graph_alloc(g, nl + sizeof("/_dcm_raw:0"))) == NULL) goto oom;
+        snprintf(tin[k], nl + sizeof("/_dcm_raw:0"), "%s:%d", rname, k);
+    }
+    td->input = tin;
+    td->n_input = 2;
+    if (g->n == g->cap) {
+        int ncap = g->cap ? g->cap * 2 : 64;
+        rt_gnode *nn = realloc(g->nodes, sizeof(*nn) * (size_t)ncap);
+        if (nn == NULL) goto oom;
+        g->nodes = nn;
+        g->cap = ncap;
+    }
+    const int r = g->n++;
+    rt_gnode *V = &g->nodes[v], *R = &g->nodes[r];
+    memset(R, 0, sizeof(*R));
+    rin[0] = V->in[0];
+    R->name = rname;
+    R->def = rd;
+    R->nin = 1;
+    R->in = rin;
+    R->nctl = V->nctl;
+    R->ctl = V->ctl; /* the control inputs move to the decode */
+    R->nout = 2;
+    R->kn = (kn_node){.name = rname, .op = rd->op, .def = rd, .attrs = V->kn.attrs, .nin = 1,
+                      .nout = 2};
+    R->fused_into = -1;
+    R->unfused = -1;
+    free(V->in);
+    vin[0] = (rt_edge){r, 0};
+    vin[1] = (rt_edge){r, 1};
+    V->in = vin;
+    V->nin = 2;
+    V->ctl = NULL;
+    V->nctl = 0;
+    V->def = td;
+    V->kn.def = td;
+    V->kn.op = td->op;
+    V->kn.nin = 2;
+    return MS_OK;
+oom:
+    free(rname);
+    free(rin);
+    free(vin);
+    return ms_errf(MS_ENOMEM, "out of memory splitting the DICOM node");
+}
+
 ms_status rt_fuse_graph(rt_graph *g, int *nfused) {
     fz f = {.g = g, .n0 = g->n, .next_sym = -2};
     int count = 0;
@@ -1364,6 +1437,13 @@ ms_status rt_fuse_graph(rt_graph *g, int *nfused) {
         if (d >= 0 && (st = rewrite_dicom(&f, d, v)) == MS_OK) count++;
     }
     if (st == MS_OK) st = fuse_map_reduce(&f, &count);
+    /* Last, as it appends nodes the passes above have no use counts for: with
+     * a device backend that has the DICOM pixel transform, each fused DICOM
+     * node is split into the host decode and the device transform. */
+    if (g->device != NULL && kn_backend_kernel(g->device, KN_DCM_XFORM_OP) != NULL)
+        for (int v = 0; v < f.n0 && st == MS_OK; v++)
+            if (g->nodes[v].kn.op != NULL && strcmp(g->nodes[v].kn.op, "DcmDecodeWindow") == 0)
+                st = split_dicom(g, v);
     free(f.ustart);
     free(f.use);
     free(f.topo);

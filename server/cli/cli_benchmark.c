@@ -264,14 +264,16 @@ int cli_benchmark(int argc, char **argv) {
 
     int rc = 1;
     rt_model *m = NULL;
+    kn_backend *dev = NULL;
     rt_tensor *inputs[BENCH_MAX_IO] = {0}, *outs[BENCH_MAX_IO] = {0};
     rt_feed feeds[BENCH_MAX_IO];
     const char *fetches[BENCH_MAX_IO];
     double *lat = NULL;
     int nin = 0, nout = 0;
     const char *tags[] = {"serve"};
+    if (cli_device_open("benchmark", device, gpu, be, &dev) != 0) goto out;
     double t0 = now_ms();
-    ms_status st = rt_model_load(export_dir, tags, 1, be, &m);
+    ms_status st = rt_model_load_on(export_dir, tags, 1, be, dev, &m);
     if (st != MS_OK) {
         fprintf(stderr, "benchmark: loading %s: %s\n", export_dir, ms_errmsg());
         goto out;
@@ -362,6 +364,7 @@ out:
     for (int i = 0; i < nin; i++)
         rt_tensor_unref(inputs[i]);
     if (m) rt_model_unref(m);
+    kn_backend_free(dev);
     kn_backend_free(be);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kn_cuda_backend.h"
 #include "kn_cuda_mem.h"
 #include "kn_cuda_probe.h"
 #include "ms_log.h"
@@ -29,10 +30,27 @@ int cli_device_choose(const char *cmd, const char *device, double gpu_memory_fra
     MS_INFO("%s", why);
     if (*gpu >= 0) {
         kn_cuda_budget_set(gpu_memory_fraction, r.gpu[*gpu].total_bytes);
-        /* Honest about what runs where: the executor has no CUDA placement
-         * yet (docs/gpu.md), so every node runs on the CPU backend. */
-        MS_WARN("CUDA backend: graph ops do not run on the GPU yet; every node falls back to the "
-                "CPU backend (docs/gpu.md)");
     }
+    return 0;
+}
+
+int cli_device_open(const char *cmd, const char *device, int gpu, kn_backend *cpu,
+                    kn_backend **dev) {
+    *dev = NULL;
+    if (gpu < 0) return 0;
+    kn_device_spec spec;
+    int asked = kn_device_parse(device, &spec) == MS_OK && spec.kind != KN_DEVICE_AUTO;
+    if (kn_cuda_backend_new(gpu, cpu, dev) != MS_OK) {
+        if (asked) {
+            MS_ERROR("--device=%s: %s", device, ms_errmsg());
+            fprintf(stderr, "dcmserve %s: --device=%s: %s\n", cmd, device, ms_errmsg());
+            return 1;
+        }
+        MS_WARN("device auto: CPU, the CUDA backend of GPU %d failed: %s", gpu, ms_errmsg());
+        return 0;
+    }
+    MS_INFO("CUDA backend %s: nodes with a GPU kernel run there, the others on the CPU "
+            "(one placement line per plan)",
+            kn_backend_name(*dev));
     return 0;
 }

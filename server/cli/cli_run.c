@@ -740,7 +740,7 @@ int cli_run(int argc, char **argv) {
     }
 
     int rc = 1;
-    kn_backend *be = NULL;
+    kn_backend *be = NULL, *dev = NULL;
     rt_model *m = NULL;
     run_inputs in = {0};
     sig_output *outs = NULL;
@@ -756,7 +756,8 @@ int cli_run(int argc, char **argv) {
     }
     char export_dir[4096];
     if (cli_export_dir(dir, export_dir, sizeof export_dir) == 0) dir = export_dir;
-    if ((st = rt_model_load(dir, tags, ntags, be, &m)) != MS_OK) {
+    if (cli_device_open("run", device, gpu, be, &dev) != 0) goto done;
+    if ((st = rt_model_load_on(dir, tags, ntags, be, dev, &m)) != MS_OK) {
         rc = fail(ms_errmsg());
         goto done;
     }
@@ -834,6 +835,7 @@ done:
     sig_outputs_free(outs, nouts);
     inputs_free(&in);
     if (m) rt_model_unref(m);
+    kn_backend_free(dev);
     if (be) kn_backend_free(be);
     return rc;
 }

@@ -40,6 +40,7 @@ typedef struct daemon {
     srv_server *server;
     srv_tls *tls; /* --ssl_config_file, or NULL */
     kn_backend *be;
+    kn_backend *dev; /* the GPU backend of --device, or NULL */
     uv_loop_t loop;
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t cfg_timer;
@@ -306,10 +307,13 @@ int cli_serve(int argc, char **argv) {
         srv_tls_free(d.tls);
         return 1;
     }
+    if ((rc = cli_device_open("serve", d.flags.device, gpu, d.be, &d.dev)) != 0) goto out_be;
+    rc = 1;
     if (srv_manager_new(d.be, d.flags.file_system_poll_wait_seconds, &d.app.mgr) != MS_OK) {
         fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
         goto out_be;
     }
+    srv_manager_set_device(d.app.mgr, d.dev);
     if (strcmp(d.flags.saved_model_tags, "serve") != 0 &&
         srv_manager_set_tags(d.app.mgr, d.flags.saved_model_tags) != MS_OK) {
         fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
@@ -459,6 +463,7 @@ out_mgr:
     srv_manager_free(d.app.mgr);
     uv_loop_close(&d.loop);
 out_be:
+    kn_backend_free(d.dev); /* after the manager: its models hold GPU memory */
     kn_backend_free(d.be);
     srv_config_free(cfg);
     srv_tls_free(d.tls);

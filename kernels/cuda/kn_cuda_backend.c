@@ -1,0 +1,1327 @@
+/* kn_cuda_backend.c - the CUDA backend's kernel table (kn_cuda_backend.h).
+ *
+ * Host C over the launchers of the kernels/cuda .cuh headers. The op list, the
+ * broadcast / padding / activation decisions are plain arithmetic and build
+ * in every configuration; the table, its memory and copies only with CUDA
+ * (DCMSERVE_HAVE_CUDA), since they call the nvcc-compiled launchers. */
+#include "kn_cuda_backend.h"
+#include "kn_dicom_xform.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* ================= host-side: the op list and decisions ================= */
+
+static const char *const g_ops[] = {
+    "Add",        "AddV2",        "AvgPool",   "BiasAdd",          "ConcatV2",
+    "Conv2D",     "DepthwiseConv2dNative",     "FusedBatchNorm",   "FusedBatchNormV2",
+    "FusedBatchNormV3",           "MatMul",    "MaxPool",          "Maximum",
+    "Mean",       "Minimum",      "Mul",       "Pad",              "PadV2",
+    "RealDiv",    "Relu",         "Relu6",     "Reshape",          "ResizeBilinear",
+    "Sigmoid",    "Softmax",      "Sub",       "Tanh",             "Transpose",
+    "_DcmPixelTransform",         "_FusedConv2D",
+    "_FusedDepthwiseConv2dNative",                              "_FusedMatMul",
+    NULL};
+
+const char *const *kn_cuda_backend_ops(void) {
+    return g_ops;
+}
+
+static int op_index(const char *op) {
+    for (int i = 0; g_ops[i]; i++)
+        if (strcmp(op, g_ops[i]) == 0) return i;
+    return -1;
+}
+
+int kn_cuda_backend_has_op(const char *op) {
+    return op != NULL && op_index(op) >= 0;
+}
+
+ms_status kn_cuda__spatial(int64_t in, int64_t k, int64_t s, int64_t d, int same, int64_t *out,
+                           int64_t *pad_lo, int64_t *pad_hi) {
+    if (in < 0 || k < 1 || s < 1 || d < 1)
+        return ms_errf(MS_EINVAL, "bad window: input %lld, kernel %lld, stride %lld, dilation %lld",
+                       (long long)in, (long long)k, (long long)s, (long long)d);
+    int64_t ek = (k - 1) * d + 1; /* the dilated kernel's extent */
+    if (same == 1) {
+        *out = (in + s - 1) / s;
+        int64_t total = (*out - 1) * s + ek - in;
+        if (total < 0) total = 0;
+        *pad_lo = total / 2; /* TensorFlow puts the odd one at the end */
+        *pad_hi = total - *pad_lo;
+    } else {
+        if (same == 0) *pad_lo = *pad_hi = 0;
+        if (*pad_lo < 0 || *pad_hi < 0) return ms_errf(MS_EINVAL, "negative explicit padding");
+        int64_t span = in + *pad_lo + *pad_hi - ek;
+        if (span < 0)
+            return ms_errf(MS_EINVAL, "window %lld (dilated) is larger than the padded input %lld",
+                           (long long)ek, (long long)(in + *pad_lo + *pad_hi));
+        *out = span / s + 1;
+    }
+    return MS_OK;
+}
+
+static int suffix_of(const rt_shape *small, const rt_shape *big, int64_t *nb) {
+    int lead = 0;
+    while (lead < small->rank && small->dim[lead] == 1) lead++;
+    int r = small->rank - lead;
+    if (r > big->rank || small->rank > big->rank) return 0;
+    int64_t n = 1;
+    for (int i = 0; i < r; i++) {
+        if (small->dim[lead + i] != big->dim[big->rank - r + i]) return 0;
+        n *= small->dim[lead + i];
+    }
+    if (n <= 0) return 0;
+    *nb = n;
+    return 1;
+}
+
+int kn_cuda__bcast(const rt_shape *a, const rt_shape *b, int commutative, int64_t *nb, int *swap) {
+    *swap = 0;
+    if (suffix_of(b, a, nb)) return 1;
+    if (commutative && suffix_of(a, b, nb)) {
+        *swap = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Values of kn_cuda_act (kn_cuda_elementwise.cuh), kept in step by a
+ * static check in the CUDA part below. */
+int kn_cuda__act(const char *name, size_t len) {
+    static const char *const names[] = {"Relu", "Relu6", "Sigmoid", "Tanh"};
+    for (int i = 0; i < 4; i++)
+        if (strlen(names[i]) == len && memcmp(name, names[i], len) == 0) return i + 1;
+    return -1;
+}
+
+#ifndef DCMSERVE_HAVE_CUDA
+
+ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
+    (void)gpu;
+    (void)cpu;
+    *out = NULL;
+    return ms_errf(MS_ENOTSUP,
+                   "this build has no CUDA backend (built with DCMSERVE_CUDA=OFF or without nvcc)");
+}
+
+#else /* DCMSERVE_HAVE_CUDA */
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kn_cuda_conv.cuh"
+#include "kn_cuda_dicom.cuh"
+#include "kn_cuda_elementwise.cuh"
+#include "kn_cuda_gemm.cuh"
+#include "kn_cuda_mem.h"
+#include "kn_cuda_nn.cuh"
+#include "kn_cuda_rt.cuh"
+#include "ms_log.h"
+
+_Static_assert(KN_CUDA_ACT_RELU == 1 && KN_CUDA_ACT_RELU6 == 2 && KN_CUDA_ACT_SIGMOID == 3 &&
+                   KN_CUDA_ACT_TANH == 4,
+               "kn_cuda__act's numbering follows kn_cuda_act");
+
+/* ================= workers: stream, staging, device blocks ================= */
+
+typedef struct worker worker;
+
+/* One cudaMalloc (a kn_cuda_arena of exactly its size), reused by any
+ * worker: released, it records an event on the stream of the worker that
+ * used it last; a worker that takes it from the cache makes its own stream
+ * wait for that event first (nothing waits on the host). */
+typedef struct dblock {
+    kn_cuda_arena *a;
+    void *ptr;
+    uint64_t size;
+    void *ev;            /* recorded when the block went back to the cache */
+    worker *w;           /* whose stream used it last */
+    struct dblock *next; /* in the cache */
+} dblock;
+
+struct worker {
+    uint64_t gen;
+    void *stream;
+    void *pinned;
+    size_t pinned_size;
+    worker *next;
+};
+
+typedef struct cuda_be {
+    kn_backend b;
+    int gpu;
+    kn_backend *cpu;
+    char name[32];
+    uint64_t gen;
+    pthread_mutex_t mu; /* the worker list */
+    worker *workers;
+    pthread_mutex_t cache_mu; /* blocks come back from any thread */
+    dblock *cache;
+} cuda_be;
+
+static pthread_mutex_t g_be_mu = PTHREAD_MUTEX_INITIALIZER;
+static cuda_be *g_be;   /* the process's CUDA backend (prepare has no backend argument) */
+static uint64_t g_gen;  /* backends made so far: a thread's worker is for one of them */
+static _Thread_local worker *tls_w;
+static _Thread_local uint64_t tls_gen;
+
+/* The calling thread's worker (a stream per inference worker), made on its
+ * first use. */
+static ms_status get_worker(cuda_be *be, worker **out) {
+    if (tls_w != NULL && tls_gen == be->gen) {
+        *out = tls_w;
+        return MS_OK;
+    }
+    ms_status st = kn_cuda_set_device(be->gpu);
+    if (st != MS_OK) return st;
+    worker *w = calloc(1, sizeof(*w));
+    if (w == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    if ((st = kn_cuda_stream_new(&w->stream)) != MS_OK) {
+        free(w);
+        return st;
+    }
+    w->gen = be->gen;
+    pthread_mutex_lock(&be->mu);
+    w->next = be->workers;
+    be->workers = w;
+    pthread_mutex_unlock(&be->mu);
+    tls_w = w;
+    tls_gen = be->gen;
+    *out = w;
+    return MS_OK;
+}
+
+static void block_free(dblock *d) {
+    kn_cuda_event_free(d->ev);
+    kn_cuda_arena_free(d->a); /* cudaFree waits for the device */
+    free(d);
+}
+
+/* Frees every cached (idle) block; cudaFree waits for the device, so work
+ * still queued on a block is done first. */
+static void trim_caches(cuda_be *be) {
+    pthread_mutex_lock(&be->cache_mu);
+    dblock *d = be->cache;
+    be->cache = NULL;
+    pthread_mutex_unlock(&be->cache_mu);
+    while (d) {
+        dblock *nx = d->next;
+        block_free(d);
+        d = nx;
+    }
+}
+
+/* A device block of at least `bytes` for worker w: the best cached fit
+ * (up to twice the size), else one new cudaMalloc charged to the budget. */
+static ms_status block_get(cuda_be *be, worker *w, uint64_t bytes, const char *what, dblock **out) {
+    if (bytes == 0) bytes = 256;
+    pthread_mutex_lock(&be->cache_mu);
+    dblock **best = NULL;
+    for (dblock **p = &be->cache; *p; p = &(*p)->next)
+        if ((*p)->size >= bytes && (*p)->size / 2 <= bytes && (best == NULL || (*p)->size < (*best)->size))
+            best = p;
+    dblock *d = NULL;
+    if (best != NULL) {
+        d = *best;
+        *best = d->next;
+        d->next = NULL;
+    }
+    pthread_mutex_unlock(&be->cache_mu);
+    ms_status st = MS_OK;
+    if (d != NULL) {
+        /* another stream may still read or write it: order after that work */
+        if (d->w != w && (st = kn_cuda_stream_wait_event(w->stream, d->ev, "a cached GPU block")) != MS_OK) {
+            block_free(d);
+            return st;
+        }
+        d->w = w;
+        *out = d;
+        return MS_OK;
+    }
+    d = calloc(1, sizeof(*d));
+    if (d == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    if ((st = kn_cuda_event_new(&d->ev)) != MS_OK) {
+        free(d);
+        return st;
+    }
+    st = kn_cuda_arena_new(what, bytes, &d->a);
+    if (st == MS_ENOMEM) { /* the cap or the device is full: give the idle blocks back, once */
+        trim_caches(be);
+        st = kn_cuda_arena_new(what, bytes, &d->a);
+    }
+    if (st != MS_OK) {
+        kn_cuda_event_free(d->ev);
+        free(d);
+        return st;
+    }
+    d->size = kn_cuda_arena_size(d->a);
+    d->ptr = kn_cuda_arena_alloc(d->a, d->size);
+    d->w = w;
+    *out = d;
+    return MS_OK;
+}
+
+/* Back to the cache, from any thread: the event marks the end of the work
+ * its last worker's stream has queued on it. */
+static void block_put(dblock *d) {
+    if (d == NULL) return;
+    cuda_be *be = g_be;
+    if (be == NULL || kn_cuda_event_record(d->ev, d->w->stream, "a released GPU block") != MS_OK) {
+        block_free(d);
+        return;
+    }
+    pthread_mutex_lock(&be->cache_mu);
+    d->next = be->cache;
+    be->cache = d;
+    pthread_mutex_unlock(&be->cache_mu);
+}
+
+static void block_buf_release(rt_buf *b) {
+    block_put(b->owner);
+}
+
+/* A new device tensor of dt / shape for worker w. */
+static ms_status dev_tensor(cuda_be *be, worker *w, const kn_node *node, rt_dtype dt,
+                            const rt_shape *shape, rt_tensor **out) {
+    *out = NULL;
+    if (dt == RT_DT_STRING || !rt_dtype_is_pod(dt))
+        return ms_errf(MS_ENOTSUP, "%s: %s tensors cannot live in GPU memory",
+                       node ? node->name : "copy", rt_dtype_name(dt));
+    int64_t n = rt_shape_nelem(shape);
+    if (n < 0) return ms_errf(MS_EINVAL, "%s: bad output shape", node ? node->name : "copy");
+    uint64_t bytes = (uint64_t)n * rt_dtype_size(dt);
+    char what[300];
+    snprintf(what, sizeof what, "a GPU tensor of %s", node ? node->name : "a copy");
+    dblock *d = NULL;
+    ms_status st = block_get(be, w, bytes, what, &d);
+    if (st != MS_OK) return st;
+    rt_buf *buf = rt_buf_wrap(d->ptr, (size_t)d->size, block_buf_release, d);
+    if (buf == NULL) {
+        block_put(d);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
+    buf->device = KN_CUDA_MEM;
+    st = rt_tensor_new_on(dt, shape, buf, 0, out);
+    rt_buf_unref(buf);
+    return st;
+}
+
+static ms_status ensure_pinned(worker *w, size_t bytes) {
+    if (w->pinned_size >= bytes && w->pinned != NULL) return MS_OK;
+    size_t want = bytes < ((size_t)1 << 20) ? ((size_t)1 << 20) : bytes;
+    void *p = NULL;
+    ms_status st = kn_cuda_host_alloc(want, &p);
+    if (st != MS_OK) return st;
+    kn_cuda_host_free(w->pinned); /* every copy through it was waited for */
+    w->pinned = p;
+    w->pinned_size = want;
+    return MS_OK;
+}
+
+/* Host -> device through the worker's pinned staging; waits for the copy. */
+static ms_status copy_in(cuda_be *be, worker *w, const kn_node *node, const rt_tensor *host,
+                         rt_tensor **out) {
+    *out = NULL;
+    if (host->buf != NULL && host->buf->device != 0)
+        return ms_errf(MS_EINTERNAL, "copy to the GPU: the tensor is not in host memory");
+    rt_tensor *t = NULL;
+    ms_status st = dev_tensor(be, w, node, host->dtype, &host->shape, &t);
+    if (st != MS_OK) return st;
+    size_t nb = rt_tensor_nbytes(host);
+    if (nb > 0) {
+        if ((st = ensure_pinned(w, nb)) == MS_OK) {
+            memcpy(w->pinned, host->data, nb);
+            if ((st = kn_cuda_h2d(t->data, w->pinned, nb, w->stream, "copy to the GPU")) == MS_OK)
+                st = kn_cuda_stream_sync(w->stream, "copy to the GPU");
+        }
+    }
+    if (st != MS_OK) {
+        rt_tensor_unref(t);
+        return st;
+    }
+    *out = t;
+    return MS_OK;
+}
+
+/* Device -> host; waits for the stream, so errors of earlier asynchronous
+ * kernels of this worker surface here. */
+static ms_status copy_out(worker *w, const rt_tensor *dev, rt_tensor **out) {
+    *out = NULL;
+    if (dev->buf == NULL || dev->buf->device != KN_CUDA_MEM)
+        return ms_errf(MS_EINTERNAL, "copy to the host: the tensor is not in GPU memory");
+    size_t nb = rt_tensor_nbytes(dev);
+    rt_buf *buf = rt_buf_alloc(nb ? nb : 1);
+    if (buf == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    rt_tensor *t = NULL;
+    ms_status st = rt_tensor_new_on(dev->dtype, &dev->shape, buf, 0, &t);
+    rt_buf_unref(buf);
+    if (st != MS_OK) return st;
+    if (nb > 0) {
+        if ((st = ensure_pinned(w, nb)) == MS_OK &&
+            (st = kn_cuda_d2h(w->pinned, dev->data, nb, w->stream, "copy to the host")) == MS_OK &&
+            (st = kn_cuda_stream_sync(w->stream, "copy to the host")) == MS_OK)
+            memcpy(t->data, w->pinned, nb);
+    } else {
+        st = kn_cuda_stream_sync(w->stream, "copy to the host");
+    }
+    if (st != MS_OK) {
+        rt_tensor_unref(t);
+        return st;
+    }
+    *out = t;
+    return MS_OK;
+}
+
+/* ================= backend slots ================= */
+
+static const char *be_name(kn_backend *b) {
+    return ((cuda_be *)b->ctx)->name;
+}
+
+static ms_status be_to_device(kn_backend *b, rt_tensor *host, rt_tensor **out) {
+    cuda_be *be = b->ctx;
+    worker *w = NULL;
+    ms_status st = get_worker(be, &w);
+    return st != MS_OK ? st : copy_in(be, w, NULL, host, out);
+}
+
+static ms_status be_to_host(kn_backend *b, rt_tensor *dev, rt_tensor **out) {
+    worker *w = NULL;
+    ms_status st = get_worker(b->ctx, &w);
+    return st != MS_OK ? st : copy_out(w, dev, out);
+}
+
+static ms_status be_sync(kn_backend *b) {
+    worker *w = NULL;
+    ms_status st = get_worker(b->ctx, &w);
+    return st != MS_OK ? st : kn_cuda_stream_sync(w->stream, "cuda sync");
+}
+
+static const kn_kernel *be_kernel(kn_backend *b, const char *op);
+
+/* After every model on it is freed: the device tensors' blocks are back. */
+static void be_free(kn_backend *b) {
+    cuda_be *be = b->ctx;
+    pthread_mutex_lock(&g_be_mu);
+    if (g_be == be) g_be = NULL; /* a block released from now on is freed, not cached */
+    pthread_mutex_unlock(&g_be_mu);
+    trim_caches(be);
+    for (worker *w = be->workers; w;) {
+        worker *nx = w->next;
+        kn_cuda_stream_free(w->stream);
+        kn_cuda_host_free(w->pinned);
+        free(w);
+        w = nx;
+    }
+    pthread_mutex_destroy(&be->mu);
+    pthread_mutex_destroy(&be->cache_mu);
+    free(be);
+}
+
+ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
+    *out = NULL;
+    if (cpu == NULL) return ms_errf(MS_EINVAL, "the CUDA backend needs the CPU backend");
+    ms_status st = kn_cuda_set_device(gpu);
+    if (st != MS_OK) return ms_errwrap(st, "GPU %d", gpu);
+    uint64_t fr = 0, tot = 0;
+    if ((st = kn_cuda_mem_info(&fr, &tot)) != MS_OK) return ms_errwrap(st, "GPU %d", gpu);
+    pthread_mutex_lock(&g_be_mu);
+    if (g_be != NULL) {
+        pthread_mutex_unlock(&g_be_mu);
+        return ms_errf(MS_EBUSY, "a CUDA backend exists already (one per process)");
+    }
+    cuda_be *be = calloc(1, sizeof(*be));
+    if (be == NULL) {
+        pthread_mutex_unlock(&g_be_mu);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
+    be->gpu = gpu;
+    be->cpu = cpu;
+    be->gen = ++g_gen;
+    snprintf(be->name, sizeof be->name, "cuda:%d", gpu);
+    pthread_mutex_init(&be->mu, NULL);
+    pthread_mutex_init(&be->cache_mu, NULL);
+    be->b = (kn_backend){.api_version = KN_BACKEND_API_VERSION,
+                         .iface = {.name = be_name, .kernel = be_kernel, .sync = be_sync,
+                                   .free = be_free, .to_device = be_to_device,
+                                   .to_host = be_to_host},
+                         .ctx = be,
+                         .intra_op_threads = cpu->intra_op_threads};
+    g_be = be;
+    pthread_mutex_unlock(&g_be_mu);
+    *out = &be->b;
+    return MS_OK;
+}
+
+/* ================= the kernels ================= */
+
+typedef enum op_kind {
+    K_BINARY, K_ACT, K_BIAS, K_SOFTMAX, K_MATMUL, K_CONV, K_BN, K_MAXPOOL, K_AVGPOOL, K_MEAN,
+    K_CONCAT, K_RESIZE, K_TRANSPOSE, K_PAD, K_RESHAPE, K_DCMXFORM
+} op_kind;
+
+#define MAX_PLANS 16
+#define MAX_CONST 8
+
+typedef struct conv_entry {
+    kn_cuda_conv_shape shape;
+    kn_cuda_conv *plan;
+} conv_entry;
+
+typedef struct gemm_entry {
+    int64_t m, n, k;
+    kn_cuda_gemm *plan;
+} gemm_entry;
+
+typedef struct op_state {
+    op_kind kind;
+    const kn_kernel *cpu; /* the same op on the CPU: attribute checks and the fallback */
+    void *cpu_state;
+    int host;             /* decided at load: this node always runs the CPU kernel */
+    atomic_int warned;    /* the request-time fallback was logged */
+    rt_tensor *cin[MAX_CONST]; /* host values of constant inputs (NULL: not constant) */
+    /* attributes */
+    kn_cuda_binop binop;
+    int commutative;
+    kn_cuda_act act;
+    int depthwise, fuse_bias, fuse_bn, fuse_add, nargs;
+    int same, explicit_pad; /* padding SAME / EXPLICIT (else VALID) */
+    int64_t pads[4];        /* EXPLICIT: top, bottom, left, right */
+    int64_t sh, sw, dh, dw, kh, kw;
+    float eps;
+    int align_corners, half_pixel, keep_dims;
+    kn_dcm_xform_attrs dcm; /* _DcmPixelTransform */
+    /* converted constants on the GPU, uploaded at load */
+    kn_cuda_arena *wmem, *bnmem;
+    float *w_ohwi;          /* filter in cuDNN's order */
+    float *bn_mul, *bn_add; /* batch-norm coefficients */
+    /* plans, one per shape (made at the first request of a shape: warm-up) */
+    pthread_mutex_t mu;     /* the caches; a cuDNN plan's runs (its handle takes the stream) */
+    conv_entry conv[MAX_PLANS];
+    int nconv;
+    gemm_entry gemm[MAX_PLANS];
+    int ngemm;
+} op_state;
+
+static void op_release(void *state) {
+    op_state *s = state;
+    if (s == NULL) return;
+    if (s->cpu && s->cpu->release) s->cpu->release(s->cpu_state);
+    for (int i = 0; i < MAX_CONST; i++) rt_tensor_unref(s->cin[i]);
+    for (int i = 0; i < s->nconv; i++) kn_cuda_conv_free(s->conv[i].plan);
+    for (int i = 0; i < s->ngemm; i++) kn_cuda_gemm_free(s->gemm[i].plan);
+    kn_cuda_arena_free(s->wmem);
+    kn_cuda_arena_free(s->bnmem);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+static int str_is(const char *s, size_t len, const char *want) {
+    return s != NULL && strlen(want) == len && memcmp(s, want, len) == 0;
+}
+
+/* NHWC [1, a, b, 1] list attribute (ksize, strides, dilations). */
+static int nhwc_pair(const kn_node *n, const char *key, int64_t dflt, int64_t *a, int64_t *b) {
+    int64_t v[8];
+    int c = kn_attr_ilist(n, key, v, 8);
+    if (c < 0) {
+        *a = *b = dflt;
+        return 1;
+    }
+    if (c != 4 || v[0] != 1 || v[3] != 1) return 0;
+    *a = v[1];
+    *b = v[2];
+    return 1;
+}
+
+/* padding / explicit_paddings; 0 when the GPU path cannot take them. */
+static int padding_attr(const kn_node *n, op_state *s) {
+    if (kn_attr_s_eq(n, "padding", "SAME", "VALID")) {
+        s->same = 1;
+        return 1;
+    }
+    if (kn_attr_s_eq(n, "padding", "VALID", "VALID")) return 1;
+    if (kn_attr_s_eq(n, "padding", "EXPLICIT", "VALID")) {
+        int64_t p[8];
+        if (kn_attr_ilist(n, "explicit_paddings", p, 8) != 8) return 0;
+        if (p[0] || p[1] || p[6] || p[7]) return 0; /* batch / channel padding */
+        s->explicit_pad = 1;
+        memcpy(s->pads, p + 2, sizeof s->pads);
+        return 1;
+    }
+    return 0;
+}
+
+/* Host floats in `nparts` pieces to one new arena (*arena, charged to the
+ * budget, freed with the node), waited for; dst[i] the pieces on the GPU. */
+static ms_status upload_floats(worker *w, const char *what, const float *const *parts,
+                               const size_t *counts, int nparts, kn_cuda_arena **arena,
+                               float **dst) {
+    size_t total = 0;
+    for (int i = 0; i < nparts; i++) total += counts[i] + 64; /* 256-byte alignment per piece */
+    ms_status st = kn_cuda_arena_new(what, (uint64_t)total * sizeof(float), arena);
+    if (st != MS_OK) return st;
+    for (int i = 0; i < nparts && st == MS_OK; i++) {
+        dst[i] = kn_cuda_arena_alloc(*arena, (uint64_t)(counts[i] ? counts[i] : 1) * sizeof(float));
+        if (dst[i] == NULL) st = ms_errf(MS_EINTERNAL, "%s: arena too small", what);
+        else if (counts[i] > 0)
+            st = kn_cuda_h2d(dst[i], parts[i], counts[i] * sizeof(float), w->stream, what);
+    }
+    if (st == MS_OK) st = kn_cuda_stream_sync(w->stream, what);
+    return st;
+}
+
+/* A constant filter (HWIO, or depthwise HWCM) to cuDNN's OHWI, uploaded once. */
+static ms_status upload_conv_filter(worker *w, const kn_node *n, op_state *s, const rt_tensor *f) {
+    if (f->dtype != RT_DT_FLOAT || f->shape.rank != 4) return MS_OK; /* the request path checks */
+    int kh = (int)f->shape.dim[0], kw = (int)f->shape.dim[1], ci = (int)f->shape.dim[2],
+        co = (int)f->shape.dim[3];
+    size_t cnt = (size_t)f->nelem;
+    float *ohwi = malloc((cnt ? cnt : 1) * sizeof(float));
+    if (ohwi == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    kn_cuda_conv_filter_from_tf(f->data, kh, kw, ci, co, s->depthwise, ohwi);
+    char what[300];
+    snprintf(what, sizeof what, "the filter of node '%s'", n->name);
+    const float *parts[1] = {ohwi};
+    ms_status st = upload_floats(w, what, parts, &cnt, 1, &s->wmem, &s->w_ohwi);
+    free(ohwi);
+    return st;
+}
+
+/* Batch-norm coefficients, as the CPU kernels compute them: the op's form
+ * (mul = scale * (1 / sqrtf(var + eps))) or the fused conv's (mul = scale /
+ * sqrtf(var + eps)). */
+static void bn_coefs(int fused_form, const float *sc, const float *of, const float *mu,
+                     const float *var, float eps, int64_t C, float *mul, float *add) {
+    for (int64_t c = 0; c < C; c++) {
+        if (fused_form) {
+            float m = sc[c] / sqrtf(var[c] + eps);
+            mul[c] = m;
+            add[c] = of[c] - mu[c] * m;
+        } else {
+            float inv = 1.0f / sqrtf(var[c] + eps);
+            mul[c] = sc[c] * inv;
+            add[c] = of[c] - mu[c] * sc[c] * inv;
+        }
+    }
+}
+
+/* The 4 batch-norm vectors from in[first..first+3] when all are float
+ * constants of one length C. */
+static int bn_const(op_state *s, int first, int64_t *C) {
+    for (int i = 0; i < 4; i++) {
+        const rt_tensor *t = first + i < MAX_CONST ? s->cin[first + i] : NULL;
+        if (t == NULL || t->dtype != RT_DT_FLOAT || t->shape.rank != 1) return 0;
+        if (i == 0) *C = t->nelem;
+        else if (t->nelem != *C) return 0;
+    }
+    return 1;
+}
+
+static ms_status upload_bn(worker *w, const kn_node *n, op_state *s, int first, int fused_form) {
+    int64_t C = 0;
+    if (!bn_const(s, first, &C)) return MS_OK; /* computed per request */
+    float *coef = malloc((size_t)(2 * C + 1) * sizeof(float));
+    if (coef == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    bn_coefs(fused_form, s->cin[first]->data, s->cin[first + 1]->data, s->cin[first + 2]->data,
+             s->cin[first + 3]->data, s->eps, C, coef, coef + C);
+    char what[300];
+    snprintf(what, sizeof what, "the batch-norm coefficients of node '%s'", n->name);
+    const float *parts[2] = {coef, coef + C};
+    size_t cnt[2] = {(size_t)C, (size_t)C};
+    float *dst[2] = {NULL, NULL};
+    ms_status st = upload_floats(w, what, parts, cnt, 2, &s->bnmem, dst);
+    free(coef);
+    s->bn_mul = dst[0];
+    s->bn_add = dst[1];
+    return st;
+}
+
+/* Reads the attributes the GPU path needs; sets *why when the node must run
+ * the CPU kernel (decided at load). */
+static ms_status parse_attrs(const kn_node *n, op_state *s, const char **why) {
+    const char *op = n->op;
+    *why = NULL;
+    s->act = KN_CUDA_ACT_NONE;
+    if (strcmp(op, "Add") == 0 || strcmp(op, "AddV2") == 0) {
+        s->kind = K_BINARY, s->binop = KN_CUDA_ADD, s->commutative = 1;
+    } else if (strcmp(op, "Sub") == 0) {
+        s->kind = K_BINARY, s->binop = KN_CUDA_SUB;
+    } else if (strcmp(op, "Mul") == 0) {
+        s->kind = K_BINARY, s->binop = KN_CUDA_MUL, s->commutative = 1;
+    } else if (strcmp(op, "RealDiv") == 0) {
+        s->kind = K_BINARY, s->binop = KN_CUDA_DIV;
+    } else if (strcmp(op, "Maximum") == 0) {
+        s->kind = K_BINARY, s->binop = KN_CUDA_MAX, s->commutative = 1;
+    } else if (strcmp(op, "Minimum") == 0) {
+        s->kind = K_BINARY, s->binop = KN_CUDA_MIN, s->commutative = 1;
+    } else if (kn_cuda__act(op, strlen(op)) > 0) {
+        s->kind = K_ACT, s->act = (kn_cuda_act)kn_cuda__act(op, strlen(op));
+    } else if (strcmp(op, KN_DCM_XFORM_OP) == 0) {
+        s->kind = K_DCMXFORM;
+        ms_status st = kn_dcm_xform_attrs_read(n, &s->dcm);
+        if (st != MS_OK) return st;
+    } else if (strcmp(op, "BiasAdd") == 0) {
+        s->kind = K_BIAS;
+        if (!kn_attr_s_eq(n, "data_format", "NHWC", "NHWC")) *why = "data_format is not NHWC";
+    } else if (strcmp(op, "Softmax") == 0) {
+        s->kind = K_SOFTMAX;
+    } else if (strcmp(op, "MatMul") == 0 || strcmp(op, "_FusedMatMul") == 0) {
+        s->kind = K_MATMUL;
+        if (kn_attr_b(n, "transpose_a", 0) || kn_attr_b(n, "transpose_b", 0))
+            *why = "transpose_a / transpose_b";
+    } else if (strstr(op, "Conv2D") != NULL || strstr(op, "DepthwiseConv2dNative") != NULL) {
+        s->kind = K_CONV;
+        s->depthwise = strstr(op, "Depthwise") != NULL;
+        if (!kn_attr_s_eq(n, "data_format", "NHWC", "NHWC")) *why = "data_format is not NHWC";
+        else if (!nhwc_pair(n, "strides", 1, &s->sh, &s->sw)) *why = "strides on batch / channels";
+        else if (!nhwc_pair(n, "dilations", 1, &s->dh, &s->dw)) *why = "dilations on batch / channels";
+        else if (!padding_attr(n, s)) *why = "padding";
+    } else if (strncmp(op, "FusedBatchNorm", 14) == 0) {
+        s->kind = K_BN;
+        s->eps = kn_attr_f(n, "epsilon", 0.0001f);
+        if (!kn_attr_s_eq(n, "data_format", "NHWC", "NHWC")) *why = "data_format is not NHWC";
+    } else if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AvgPool") == 0) {
+        s->kind = op[0] == 'M' ? K_MAXPOOL : K_AVGPOOL;
+        if (!kn_attr_s_eq(n, "data_format", "NHWC", "NHWC")) *why = "data_format is not NHWC";
+        else if (!nhwc_pair(n, "ksize", 1, &s->kh, &s->kw)) *why = "ksize on batch / channels";
+        else if (!nhwc_pair(n, "strides", 1, &s->sh, &s->sw)) *why = "strides on batch / channels";
+        else if (!padding_attr(n, s) || s->explicit_pad) *why = "padding";
+    } else if (strcmp(op, "Mean") == 0) {
+        s->kind = K_MEAN;
+        s->keep_dims = kn_attr_b(n, "keep_dims", 0);
+    } else if (strcmp(op, "ConcatV2") == 0) {
+        s->kind = K_CONCAT;
+    } else if (strcmp(op, "ResizeBilinear") == 0) {
+        s->kind = K_RESIZE;
+        s->align_corners = kn_attr_b(n, "align_corners", 0);
+        s->half_pixel = kn_attr_b(n, "half_pixel_centers", 0);
+    } else if (strcmp(op, "Transpose") == 0) {
+        s->kind = K_TRANSPOSE;
+    } else if (strcmp(op, "Pad") == 0 || strcmp(op, "PadV2") == 0) {
+        s->kind = K_PAD;
+    } else if (strcmp(op, "Reshape") == 0) {
+        s->kind = K_RESHAPE;
+    } else {
+        return ms_errf(MS_EINTERNAL, "CUDA backend: no kernel for op %s", op);
+    }
+    if (n->op[0] == '_' && *why == NULL) { /* _FusedConv2D / _FusedMatMul: fused_ops */
+        const char *ops[4];
+        size_t lens[4];
+        int cnt = kn_attr_slist(n, "fused_ops", ops, lens, 4), i = 0;
+        if (cnt < 0) cnt = 0;
+        if (cnt > 3) {
+            *why = "fused_ops";
+            return MS_OK;
+        }
+        if (i < cnt && str_is(ops[i], lens[i], "BiasAdd")) {
+            s->fuse_bias = 1, s->nargs = 1, i++;
+        } else if (i < cnt && s->kind == K_CONV && str_is(ops[i], lens[i], "FusedBatchNorm")) {
+            s->fuse_bn = 1, s->nargs = 4, i++;
+            s->eps = kn_attr_f(n, "epsilon", 0.0001f);
+        }
+        if (s->nargs > 0 && i < cnt && str_is(ops[i], lens[i], "Add")) s->fuse_add = 1, s->nargs++, i++;
+        if (i < cnt) {
+            int a = kn_cuda__act(ops[i], lens[i]);
+            if (a < 0) *why = "a fused activation without a GPU kernel (LeakyRelu, Elu)";
+            else s->act = (kn_cuda_act)a, i++;
+        }
+        if (*why == NULL && i != cnt) *why = "fused_ops";
+    }
+    return MS_OK;
+}
+
+static ms_status op_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    cuda_be *be = g_be;
+    if (be == NULL) return ms_errf(MS_EINTERNAL, "node '%s': the CUDA backend is gone", node->name);
+    op_state *s = calloc(1, sizeof(*s));
+    if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    pthread_mutex_init(&s->mu, NULL);
+    ms_status st = MS_OK;
+    s->cpu = kn_backend_kernel(be->cpu, node->op);
+    if (s->cpu == NULL) {
+        st = ms_errf(MS_ENOTSUP, "node '%s': op %s has no CPU kernel to fall back on", node->name,
+                     node->op);
+        goto fail;
+    }
+    if (s->cpu->prepare && (st = s->cpu->prepare(node, const_in, &s->cpu_state)) != MS_OK) goto fail;
+    for (int i = 0; const_in && i < node->nin && i < MAX_CONST; i++)
+        s->cin[i] = const_in[i] ? rt_tensor_ref(const_in[i]) : NULL;
+    const char *why = NULL;
+    if ((st = parse_attrs(node, s, &why)) != MS_OK) goto fail;
+    if (why != NULL) {
+        s->host = 1;
+        MS_INFO("node '%s' (%s): runs on the CPU inside the CUDA backend (%s)", node->name,
+                node->op, why);
+    } else if ((s->kind == K_CONV && s->cin[1] != NULL) || (s->kind == K_BN) ||
+               (s->kind == K_CONV && s->fuse_bn)) {
+        worker *w = NULL;
+        if ((st = get_worker(be, &w)) != MS_OK) goto fail;
+        if (s->kind == K_CONV && s->cin[1] != NULL && (st = upload_conv_filter(w, node, s, s->cin[1])) != MS_OK)
+            goto fail;
+        if (s->kind == K_BN && (st = upload_bn(w, node, s, 1, 0)) != MS_OK) goto fail;
+        if (s->kind == K_CONV && s->fuse_bn && (st = upload_bn(w, node, s, 2, 1)) != MS_OK)
+            goto fail;
+    }
+    *state = s;
+    return MS_OK;
+fail:
+    op_release(s);
+    return st;
+}
+
+/* ---- request path ---- */
+
+/* Runs the node's CPU kernel: inputs copied to the host, outputs back. */
+static ms_status host_run(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                          rt_tensor *const *in, rt_tensor **out, const char *why) {
+    if (why != NULL && atomic_exchange(&s->warned, 1) == 0)
+        MS_WARN("node '%s' (%s): this request runs on the CPU inside the CUDA backend (%s); logged "
+                "once per node", node->name, node->op, why);
+    rt_tensor *hin[256] = {0}, *hout[256] = {0};
+    ms_status st = MS_OK;
+    if (node->nin > 256 || node->nout > 256) return ms_errf(MS_ENOTSUP, "too many inputs");
+    for (int i = 0; i < node->nin && st == MS_OK; i++)
+        st = in[i]->buf && in[i]->buf->device == KN_CUDA_MEM ? copy_out(w, in[i], &hin[i])
+                                                              : (hin[i] = rt_tensor_ref(in[i]), MS_OK);
+    if (st == MS_OK) st = s->cpu->compute(ctx, node, s->cpu_state, hin, hout);
+    for (int i = 0; i < node->nout && st == MS_OK; i++)
+        if (hout[i] != NULL) st = copy_in(be, w, node, hout[i], &out[i]);
+    for (int i = 0; i < 256; i++) {
+        rt_tensor_unref(hin[i]);
+        rt_tensor_unref(hout[i]);
+    }
+    return st;
+}
+
+#define FALLBACK(reason) return host_run(be, w, ctx, node, s, in, out, (reason))
+
+static int is_f32(const rt_tensor *t) {
+    return t != NULL && t->dtype == RT_DT_FLOAT;
+}
+
+static const float *F(const rt_tensor *t) {
+    return (const float *)t->data;
+}
+
+/* The host value of input i: its constant, or a copy from the GPU. */
+static ms_status host_input(worker *w, op_state *s, rt_tensor *const *in, int i, rt_tensor **out) {
+    if (i < MAX_CONST && s->cin[i] != NULL) {
+        *out = rt_tensor_ref(s->cin[i]);
+        return MS_OK;
+    }
+    return copy_out(w, in[i], out);
+}
+
+/* Integer vector values of a host tensor (int32 / int64), at most max. */
+static int int_values(const rt_tensor *t, int64_t *v, int max) {
+    if (t->nelem > max) return -1;
+    for (int64_t i = 0; i < t->nelem; i++) {
+        if (t->dtype == RT_DT_INT32) v[i] = ((const int32_t *)t->data)[i];
+        else if (t->dtype == RT_DT_INT64) v[i] = ((const int64_t *)t->data)[i];
+        else return -1;
+    }
+    return (int)t->nelem;
+}
+
+static ms_status run_act(op_state *s, float *y, int64_t n, kn_cuda_act act, worker *w) {
+    (void)s;
+    if (act == KN_CUDA_ACT_NONE || n == 0) return MS_OK;
+    return kn_cuda_bias_act(y, NULL, act, y, 1, n, w->stream);
+}
+
+static ms_status c_binary(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                          rt_tensor *const *in, rt_tensor **out) {
+    if (!is_f32(in[0]) || !is_f32(in[1])) FALLBACK("not float32");
+    int64_t nb = 0;
+    int swap = 0;
+    if (!kn_cuda__bcast(&in[0]->shape, &in[1]->shape, s->commutative, &nb, &swap))
+        FALLBACK("a broadcast other than over leading dimensions");
+    const rt_tensor *a = swap ? in[1] : in[0], *b = swap ? in[0] : in[1];
+    ms_status st = dev_tensor(be, w, node, RT_DT_FLOAT, &a->shape, &out[0]);
+    if (st != MS_OK) return st;
+    return kn_cuda_binary(s->binop, F(a), F(b), nb, (float *)out[0]->data, a->nelem, w->stream);
+}
+
+static ms_status c_act(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                       rt_tensor *const *in, rt_tensor **out) {
+    if (!is_f32(in[0])) FALLBACK("not float32");
+    ms_status st = dev_tensor(be, w, node, RT_DT_FLOAT, &in[0]->shape, &out[0]);
+    if (st != MS_OK || in[0]->nelem == 0) return st;
+    return kn_cuda_bias_act(F(in[0]), NULL, s->act, (float *)out[0]->data, 1, in[0]->nelem,
+                            w->stream);
+}
+
+static ms_status c_bias(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                        rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *x = in[0], *b = in[1];
+    if (!is_f32(x) || !is_f32(b) || x->shape.rank < 1 || b->shape.rank != 1 ||
+        b->nelem != x->shape.dim[x->shape.rank - 1] || b->nelem == 0)
+        FALLBACK("shapes or dtypes");
+    ms_status st = dev_tensor(be, w, node, RT_DT_FLOAT, &x->shape, &out[0]);
+    if (st != MS_OK || x->nelem == 0) return st;
+    return kn_cuda_bias_act(F(x), F(b), KN_CUDA_ACT_NONE, (float *)out[0]->data,
+                            x->nelem / b->nelem, b->nelem, w->stream);
+}
+
+static ms_status c_softmax(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                           rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *x = in[0];
+    if (!is_f32(x) || x->shape.rank < 1) FALLBACK("shapes or dtypes");
+    int64_t cols = x->shape.dim[x->shape.rank - 1];
+    ms_status st = dev_tensor(be, w, node, RT_DT_FLOAT, &x->shape, &out[0]);
+    if (st != MS_OK || x->nelem == 0) return st;
+    return kn_cuda_softmax(F(x), (float *)out[0]->data, x->nelem / cols, cols, w->stream);
+}
+
+/* Bias (+ addend) (+ activation) after a GEMM or convolution, in place on
+ * y (rows x cols): the CPU's order, act(y + bias + addend). */
+static ms_status epilogue(op_state *s, worker *w, float *y, int64_t rows, int64_t cols,
+                          const float *bias, const float *addend, int act_done) {
+    ms_status st = MS_OK;
+    int64_t n = rows * cols;
+    if (n == 0) return MS_OK;
+    kn_cuda_act act = act_done ? KN_CUDA_ACT_NONE : s->act;
+    if (bias != NULL)
+        st = kn_cuda_bias_act(y, bias, addend ? KN_CUDA_ACT_NONE : act, y, rows, cols, w->stream);
+    if (st == MS_OK && addend != NULL) {
+        st = kn_cuda_binary(KN_CUDA_ADD, y, addend, n, y, n, w->stream);
+        if (st == MS_OK) st = run_act(s, y, n, act, w);
+    } else if (st == MS_OK && bias == NULL) {
+        st = run_act(s, y, n, act, w);
+    }
+    return st;
+}
+
+static ms_status c_matmul(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                          rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *a = in[0], *b = in[1];
+    if (!is_f32(a) || !is_f32(b) || a->shape.rank != 2 || b->shape.rank != 2 ||
+        a->shape.dim[1] != b->shape.dim[0])
+        FALLBACK("shapes or dtypes");
+    int64_t M = a->shape.dim[0], K = a->shape.dim[1], N = b->shape.dim[1];
+    const rt_tensor *bias = s->fuse_bias ? in[2] : NULL, *add = s->fuse_add ? in[3] : NULL;
+    if (bias && (!is_f32(bias) || bias->nelem != N)) FALLBACK("bias shape");
+    if (add && (!is_f32(add) || add->nelem != M * N)) FALLBACK("addend shape");
+    rt_shape os = {.rank = 2, .dim = {M, N}};
+    if (M == 0 || N == 0 || K == 0) FALLBACK("empty operands");
+    int fuse_relu = bias && !add && s->act == KN_CUDA_ACT_RELU;
+    kn_cuda_gemm *plan = NULL;
+    ms_status st = MS_OK;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->ngemm; i++)
+        if (s->gemm[i].m == M && s->gemm[i].n == N && s->gemm[i].k == K) plan = s->gemm[i].plan;
+    if (plan == NULL && s->ngemm < MAX_PLANS) {
+        st = kn_cuda_gemm_plan(M, N, K, bias && !add, fuse_relu ? KN_CUDA_ACT_RELU : KN_CUDA_ACT_NONE,
+                               &plan);
+        if (st == MS_OK) s->gemm[s->ngemm++] = (gemm_entry){M, N, K, plan};
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (st != MS_OK) return st;
+    if (plan == NULL) FALLBACK("more shapes than the plan cache holds");
+    if ((st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    dblock *ws = NULL;
+    uint64_t wsb = kn_cuda_gemm_workspace(plan);
+    if (wsb > 0 && (st = block_get(be, w, wsb, "a cuBLASLt workspace", &ws)) != MS_OK) return st;
+    float *y = (float *)out[0]->data;
+    st = kn_cuda_gemm_run(plan, F(a), F(b), bias && !add ? F(bias) : NULL, y, ws ? ws->ptr : NULL,
+                          w->stream);
+    block_put(ws);
+    if (st != MS_OK) return st;
+    if (bias && !add) /* bias (and ReLU) done by cuBLASLt */
+        return fuse_relu ? MS_OK : run_act(s, y, M * N, s->act, w);
+    return epilogue(s, w, y, M, N, bias ? F(bias) : NULL, add ? F(add) : NULL, 0);
+}
+
+static ms_status c_conv(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                        rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *x = in[0], *f = in[1];
+    if (!is_f32(x) || !is_f32(f) || x->shape.rank != 4 || f->shape.rank != 4)
+        FALLBACK("shapes or dtypes");
+    int64_t N = x->shape.dim[0], H = x->shape.dim[1], W = x->shape.dim[2], C = x->shape.dim[3];
+    int64_t kh = f->shape.dim[0], kw = f->shape.dim[1];
+    if (f->shape.dim[2] != C) FALLBACK("grouped convolution");
+    int64_t oc = s->depthwise ? C * f->shape.dim[3] : f->shape.dim[3];
+    int64_t oh, ow, pt = s->pads[0], pb = s->pads[1], pl = s->pads[2], pr = s->pads[3];
+    int mode = s->same ? 1 : s->explicit_pad ? -1 : 0;
+    if (kn_cuda__spatial(H, kh, s->sh, s->dh, mode, &oh, &pt, &pb) != MS_OK ||
+        kn_cuda__spatial(W, kw, s->sw, s->dw, mode, &ow, &pl, &pr) != MS_OK)
+        FALLBACK("window larger than the input");
+    if (N * H * W * C == 0 || oc == 0 || oh <= 0 || ow <= 0) FALLBACK("empty tensors");
+    if (N > INT32_MAX || H + pt + pb > INT32_MAX || W + pl + pr > INT32_MAX || C > INT32_MAX ||
+        oc > INT32_MAX)
+        FALLBACK("sizes beyond cuDNN's int");
+    const rt_tensor *bias = s->fuse_bias ? in[2] : NULL;
+    const rt_tensor *add = s->fuse_add ? in[1 + s->nargs] : NULL;
+    if (bias && (!is_f32(bias) || bias->nelem != oc)) FALLBACK("bias shape");
+    if (add && (!is_f32(add) || add->nelem != N * oh * ow * oc)) FALLBACK("addend shape");
+    if (s->fuse_bn)
+        for (int i = 2; i < 6; i++)
+            if (!is_f32(in[i]) || in[i]->nelem != oc) FALLBACK("batch-norm argument shapes");
+    int uneven = pt != pb || pl != pr;
+    kn_cuda_conv_shape cs = {.n = (int)N, .h = (int)(uneven ? H + pt + pb : H),
+                             .w = (int)(uneven ? W + pl + pr : W), .c = (int)C, .kh = (int)kh,
+                             .kw = (int)kw, .oc = (int)oc, .groups = s->depthwise ? (int)C : 1,
+                             .sh = (int)s->sh, .sw = (int)s->sw, .dh = (int)s->dh, .dw = (int)s->dw,
+                             .pad_top = uneven ? 0 : (int)pt, .pad_bottom = uneven ? 0 : (int)pb,
+                             .pad_left = uneven ? 0 : (int)pl, .pad_right = uneven ? 0 : (int)pr};
+    ms_status st = MS_OK;
+    dblock *xpad = NULL, *wt = NULL, *ws = NULL, *bn = NULL;
+    kn_cuda_conv *plan = NULL;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->nconv; i++)
+        if (memcmp(&s->conv[i].shape, &cs, sizeof cs) == 0) plan = s->conv[i].plan;
+    if (plan == NULL && s->nconv < MAX_PLANS) {
+        st = kn_cuda_conv_plan(&cs, &plan);
+        if (st == MS_OK) s->conv[s->nconv++] = (conv_entry){cs, plan};
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (st != MS_OK) return st;
+    if (plan == NULL) FALLBACK("more shapes than the plan cache holds");
+    int poh = 0, pow_ = 0;
+    kn_cuda_conv_out_hw(plan, &poh, &pow_);
+    if (poh != oh || pow_ != ow)
+        return ms_errf(MS_EINTERNAL, "node '%s': cuDNN gives %dx%d, TensorFlow %lldx%lld",
+                       node->name, poh, pow_, (long long)oh, (long long)ow);
+    rt_shape os = {.rank = 4, .dim = {N, oh, ow, oc}};
+    if ((st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    float *y = (float *)out[0]->data;
+    const float *xp = F(x), *wp = s->w_ohwi;
+    if (uneven) { /* TensorFlow's uneven SAME: pad explicitly, then a VALID convolution */
+        uint64_t nb = (uint64_t)N * cs.h * cs.w * C * sizeof(float);
+        if ((st = block_get(be, w, nb, "a padded convolution input", &xpad)) != MS_OK) goto done;
+        if ((st = kn_cuda_pad_nhwc(xp, (int)N, (int)H, (int)W, (int)C, (int)pt, (int)pb, (int)pl,
+                                   (int)pr, 0.0f, xpad->ptr, w->stream)) != MS_OK)
+            goto done;
+        xp = xpad->ptr;
+    }
+    if (wp == NULL) { /* a filter computed in the graph: reorder it on the GPU */
+        if ((st = block_get(be, w, (uint64_t)f->nelem * sizeof(float), "a reordered filter", &wt)) != MS_OK)
+            goto done;
+        int64_t dims[4] = {kh, kw, f->shape.dim[2], f->shape.dim[3]};
+        static const int conv_perm[4] = {3, 0, 1, 2}, dw_perm[3] = {2, 0, 1};
+        if (s->depthwise) {
+            int64_t d3[3] = {kh, kw, oc};
+            st = kn_cuda_transpose(F(f), 3, d3, dw_perm, wt->ptr, w->stream);
+        } else {
+            st = kn_cuda_transpose(F(f), 4, dims, conv_perm, wt->ptr, w->stream);
+        }
+        if (st != MS_OK) goto done;
+        wp = wt->ptr;
+    }
+    uint64_t wsb = kn_cuda_conv_workspace(plan);
+    if (wsb > 0 && (st = block_get(be, w, wsb, "a cuDNN workspace", &ws)) != MS_OK) goto done;
+    pthread_mutex_lock(&s->mu);
+    st = kn_cuda_conv_run(plan, xp, wp, y, ws ? ws->ptr : NULL, w->stream);
+    pthread_mutex_unlock(&s->mu);
+    if (st != MS_OK) goto done;
+    int64_t rows = N * oh * ow;
+    if (s->fuse_bn) {
+        const float *mul = s->bn_mul, *addc = s->bn_add;
+        if (mul == NULL) { /* coefficients from tensors of the graph: on the host */
+            rt_tensor *h[4] = {0};
+            float *coef = malloc((size_t)(2 * oc) * sizeof(float));
+            for (int i = 0; i < 4 && st == MS_OK; i++) st = host_input(w, s, in, 2 + i, &h[i]);
+            if (st == MS_OK && coef == NULL) st = ms_errf(MS_ENOMEM, "out of memory");
+            if (st == MS_OK) {
+                bn_coefs(1, F(h[0]), F(h[1]), F(h[2]), F(h[3]), s->eps, oc, coef, coef + oc);
+                st = block_get(be, w, (uint64_t)(2 * oc) * sizeof(float), "batch-norm coefficients", &bn);
+            }
+            if (st == MS_OK)
+                st = kn_cuda_h2d(bn->ptr, coef, (size_t)(2 * oc) * sizeof(float), w->stream,
+                                 "batch-norm coefficients");
+            if (st == MS_OK) st = kn_cuda_stream_sync(w->stream, "batch-norm coefficients");
+            for (int i = 0; i < 4; i++) rt_tensor_unref(h[i]);
+            free(coef);
+            if (st != MS_OK) goto done;
+            mul = bn->ptr;
+            addc = mul + oc;
+        }
+        st = kn_cuda_channel_affine(y, mul, addc, add ? KN_CUDA_ACT_NONE : s->act, y, rows, oc,
+                                    w->stream);
+        if (st == MS_OK && add) st = epilogue(s, w, y, rows, oc, NULL, F(add), 0);
+    } else {
+        st = epilogue(s, w, y, rows, oc, bias ? F(bias) : NULL, add ? F(add) : NULL, 0);
+    }
+done:
+    block_put(xpad);
+    block_put(wt);
+    block_put(ws);
+    block_put(bn);
+    if (st != MS_OK) {
+        rt_tensor_unref(out[0]);
+        out[0] = NULL;
+    }
+    return st;
+}
+
+static ms_status c_bn(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                      rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *x = in[0];
+    if (!is_f32(x) || x->shape.rank != 4) FALLBACK("shapes or dtypes");
+    int64_t C = x->shape.dim[3];
+    for (int i = 1; i < 5; i++)
+        if (!is_f32(in[i]) || in[i]->shape.rank != 1 || in[i]->nelem != C) FALLBACK("argument shapes");
+    if (s->bn_mul == NULL || C == 0) FALLBACK("batch-norm arguments computed in the graph");
+    ms_status st = dev_tensor(be, w, node, RT_DT_FLOAT, &x->shape, &out[0]);
+    if (st != MS_OK) return st;
+    if (x->nelem > 0)
+        st = kn_cuda_channel_affine(F(x), s->bn_mul, s->bn_add, KN_CUDA_ACT_NONE,
+                                    (float *)out[0]->data, x->nelem / C, C, w->stream);
+    for (int i = 1; i < node->nout && i < 6 && st == MS_OK; i++)
+        out[i] = rt_tensor_ref(in[i % 2 ? 3 : 4]);
+    return st;
+}
+
+static ms_status c_pool(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                        rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *x = in[0];
+    if (!is_f32(x) || x->shape.rank != 4) FALLBACK("shapes or dtypes");
+    int64_t N = x->shape.dim[0], H = x->shape.dim[1], W = x->shape.dim[2], C = x->shape.dim[3];
+    int64_t oh, ow, pt = 0, pb = 0, pl = 0, pr = 0;
+    if (kn_cuda__spatial(H, s->kh, s->sh, 1, s->same, &oh, &pt, &pb) != MS_OK ||
+        kn_cuda__spatial(W, s->kw, s->sw, 1, s->same, &ow, &pl, &pr) != MS_OK)
+        FALLBACK("window larger than the input");
+    if (N * H * W * C == 0 || oh <= 0 || ow <= 0 || N > INT32_MAX || H > INT32_MAX ||
+        W > INT32_MAX || C > INT32_MAX)
+        FALLBACK("sizes");
+    rt_shape os = {.rank = 4, .dim = {N, oh, ow, C}};
+    ms_status st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0]);
+    if (st != MS_OK) return st;
+    kn_cuda_pool_shape ps = {.n = (int)N, .h = (int)H, .w = (int)W, .c = (int)C, .kh = (int)s->kh,
+                             .kw = (int)s->kw, .sh = (int)s->sh, .sw = (int)s->sw,
+                             .pad_top = (int)pt, .pad_left = (int)pl, .oh = (int)oh, .ow = (int)ow};
+    return s->kind == K_MAXPOOL ? kn_cuda_maxpool(&ps, F(x), (float *)out[0]->data, w->stream)
+                                : kn_cuda_avgpool(&ps, F(x), (float *)out[0]->data, w->stream);
+}
+
+static ms_status c_mean(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                        rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *x = in[0];
+    if (!is_f32(x) || x->shape.rank != 4) FALLBACK("not a spatial mean of a 4-D float tensor");
+    rt_tensor *ax = NULL;
+    ms_status st = host_input(w, s, in, 1, &ax);
+    if (st != MS_OK) return st;
+    int64_t v[8];
+    int n = int_values(ax, v, 8), h = 0, wd = 0;
+    rt_tensor_unref(ax);
+    for (int i = 0; i < n; i++) {
+        int64_t a = v[i] < 0 ? v[i] + 4 : v[i];
+        if (a == 1) h++;
+        else if (a == 2) wd++;
+        else n = -1;
+    }
+    if (n != 2 || h != 1 || wd != 1) FALLBACK("axes other than the spatial ones");
+    int64_t N = x->shape.dim[0], HW = x->shape.dim[1] * x->shape.dim[2], C = x->shape.dim[3];
+    if (N * HW * C == 0 || N > INT32_MAX || HW > INT32_MAX || C > INT32_MAX) FALLBACK("sizes");
+    rt_shape os = s->keep_dims ? (rt_shape){.rank = 4, .dim = {N, 1, 1, C}}
+                               : (rt_shape){.rank = 2, .dim = {N, C}};
+    if ((st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    return kn_cuda_spatial_mean(F(x), (int)N, (int)HW, (int)C, (float *)out[0]->data, w->stream);
+}
+
+static ms_status c_concat(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                          rt_tensor *const *in, rt_tensor **out) {
+    int k = node->nin - 1;
+    if (k < 1 || k > 64) FALLBACK("number of inputs");
+    rt_tensor *ax = NULL;
+    ms_status st = host_input(w, s, in, k, &ax);
+    if (st != MS_OK) return st;
+    int64_t axis = 0;
+    int na = int_values(ax, &axis, 1);
+    rt_tensor_unref(ax);
+    const rt_shape *s0 = &in[0]->shape;
+    if (na != 1 || s0->rank < 1) FALLBACK("axis");
+    if (axis < 0) axis += s0->rank;
+    if (axis < 0 || axis >= s0->rank) FALLBACK("axis");
+    const float *srcs[64];
+    int64_t inner[64], outer = 1, total = 0;
+    for (int d = 0; d < axis; d++) outer *= s0->dim[d];
+    rt_shape os = *s0;
+    for (int i = 0; i < k; i++) {
+        const rt_shape *si = &in[i]->shape;
+        if (!is_f32(in[i]) || si->rank != s0->rank) FALLBACK("dtypes or ranks");
+        for (int d = 0; d < si->rank; d++)
+            if (d != axis && si->dim[d] != s0->dim[d]) FALLBACK("shapes");
+        inner[i] = in[i]->nelem / (outer ? outer : 1);
+        if (inner[i] <= 0 || outer == 0) FALLBACK("empty inputs");
+        total += si->dim[axis];
+        srcs[i] = F(in[i]);
+    }
+    os.dim[axis] = total;
+    if ((st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    return kn_cuda_concat(srcs, inner, k, outer, (float *)out[0]->data, w->stream);
+}
+
+static ms_status c_resize(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                          rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *x = in[0];
+    if (!is_f32(x) || x->shape.rank != 4) FALLBACK("shapes or dtypes");
+    rt_tensor *sz = NULL;
+    ms_status st = host_input(w, s, in, 1, &sz);
+    if (st != MS_OK) return st;
+    int64_t v[2];
+    int n = int_values(sz, v, 2);
+    rt_tensor_unref(sz);
+    int64_t N = x->shape.dim[0], H = x->shape.dim[1], W = x->shape.dim[2], C = x->shape.dim[3];
+    if (n != 2 || v[0] <= 0 || v[1] <= 0 || v[0] > INT32_MAX || v[1] > INT32_MAX ||
+        N * H * W * C == 0 || N > INT32_MAX || H > INT32_MAX || W > INT32_MAX || C > INT32_MAX)
+        FALLBACK("size");
+    rt_shape os = {.rank = 4, .dim = {N, v[0], v[1], C}};
+    if ((st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    return kn_cuda_resize_bilinear(F(x), (int)N, (int)H, (int)W, (int)C, (int)v[0], (int)v[1],
+                                   s->align_corners, s->half_pixel, (float *)out[0]->data, w->stream);
+}
+
+static ms_status c_transpose(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                             rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *x = in[0];
+    /* a copy: any 4-byte dtype moves as float bits */
+    if (x->dtype == RT_DT_STRING || rt_dtype_size(x->dtype) != 4 || x->shape.rank > 8 ||
+        x->shape.rank < 1 || x->nelem == 0)
+        FALLBACK("dtype or rank");
+    rt_tensor *pt = NULL;
+    ms_status st = host_input(w, s, in, 1, &pt);
+    if (st != MS_OK) return st;
+    int64_t v[8];
+    int n = int_values(pt, v, 8), perm[8], seen = 0;
+    rt_tensor_unref(pt);
+    if (n != x->shape.rank) FALLBACK("perm");
+    rt_shape os = {.rank = n};
+    for (int i = 0; i < n; i++) {
+        if (v[i] < 0 || v[i] >= n || (seen & (1 << v[i]))) FALLBACK("perm");
+        seen |= 1 << v[i];
+        perm[i] = (int)v[i];
+        os.dim[i] = x->shape.dim[v[i]];
+    }
+    if ((st = dev_tensor(be, w, node, x->dtype, &os, &out[0])) != MS_OK) return st;
+    return kn_cuda_transpose(F(x), n, x->shape.dim, perm, (float *)out[0]->data, w->stream);
+}
+
+static ms_status c_pad(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                       rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *x = in[0];
+    if (!is_f32(x) || x->shape.rank != 4 || x->nelem == 0) FALLBACK("not a 4-D float tensor");
+    rt_tensor *pt = NULL, *cv = NULL;
+    ms_status st = host_input(w, s, in, 1, &pt);
+    if (st != MS_OK) return st;
+    int64_t p[8];
+    int n = int_values(pt, p, 8);
+    rt_tensor_unref(pt);
+    float value = 0.0f;
+    if (node->nin > 2) {
+        if ((st = host_input(w, s, in, 2, &cv)) != MS_OK) return st;
+        int ok = is_f32(cv) && cv->nelem == 1;
+        if (ok) value = F(cv)[0];
+        rt_tensor_unref(cv);
+        if (!ok) FALLBACK("constant_values");
+    }
+    if (n != 8 || p[0] || p[1] || p[6] || p[7]) FALLBACK("padding of batch or channels");
+    for (int i = 2; i < 6; i++)
+        if (p[i] < 0 || p[i] > INT32_MAX / 4) FALLBACK("negative padding");
+    int64_t N = x->shape.dim[0], H = x->shape.dim[1], W = x->shape.dim[2], C = x->shape.dim[3];
+    if (N > INT32_MAX || H > INT32_MAX || W > INT32_MAX || C > INT32_MAX) FALLBACK("sizes");
+    rt_shape os = {.rank = 4, .dim = {N, H + p[2] + p[3], W + p[4] + p[5], C}};
+    if ((st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    return kn_cuda_pad_nhwc(F(x), (int)N, (int)H, (int)W, (int)C, (int)p[2], (int)p[3], (int)p[4],
+                            (int)p[5], value, (float *)out[0]->data, w->stream);
+}
+
+static ms_status c_reshape(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                           rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *x = in[0];
+    if (x->dtype == RT_DT_STRING) FALLBACK("strings");
+    rt_tensor *sh = NULL;
+    ms_status st = host_input(w, s, in, 1, &sh);
+    if (st != MS_OK) return st;
+    int64_t v[RT_MAX_RANK];
+    int n = int_values(sh, v, RT_MAX_RANK), unknown = -1;
+    rt_tensor_unref(sh);
+    if (n < 0) FALLBACK("shape");
+    rt_shape os = {.rank = n};
+    int64_t known = 1;
+    for (int i = 0; i < n; i++) {
+        if (v[i] == -1 && unknown < 0) unknown = i;
+        else if (v[i] < 0) FALLBACK("shape");
+        else known *= v[i];
+        os.dim[i] = v[i];
+    }
+    if (unknown >= 0) {
+        if (known == 0 || x->nelem % known != 0) FALLBACK("shape");
+        os.dim[unknown] = x->nelem / known;
+    }
+    if (rt_shape_nelem(&os) != x->nelem) FALLBACK("shape"); /* the CPU kernel gives the error */
+    return rt_tensor_view(x, &os, &out[0]);
+}
+
+/* _DcmPixelTransform: the raw pixels and per-file params are on the GPU
+ * (the planner's copies from _DcmDecodeRaw); one kernel gives the model's
+ * input. */
+static ms_status c_dcmxform(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                            rt_tensor *const *in, rt_tensor **out) {
+    kn_dcm_xform_geom g;
+    if (kn_dcm_xform_geometry(node, &s->dcm, in[0], in[1], NULL, &g) != MS_OK)
+        FALLBACK("raw pixel layout"); /* the CPU kernel gives the error */
+    rt_shape os = g.nchw ? rt_shape_make(4, (int64_t[]){g.n, g.C, g.oh, g.ow})
+                         : rt_shape_make(4, (int64_t[]){g.n, g.oh, g.ow, g.C});
+    ms_status st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0]);
+    if (st != MS_OK) return st;
+    return kn_cuda_dicom_xform(in[0]->data, (const kn_dcm_xform_file *)in[1]->data, &g,
+                               (float *)out[0]->data, w->stream);
+}
+
+static ms_status op_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                            rt_tensor **out) {
+    op_state *s = state;
+    cuda_be *be = g_be;
+    if (be == NULL) return ms_errf(MS_EINTERNAL, "node '%s': the CUDA backend is gone", node->name);
+    worker *w = NULL;
+    ms_status st = get_worker(be, &w);
+    if (st != MS_OK) return st;
+    for (int i = 0; i < node->nin; i++)
+        if (in[i] == NULL || in[i]->buf == NULL || in[i]->buf->device != KN_CUDA_MEM)
+            return ms_errf(MS_EINTERNAL, "node '%s': input %d is not in GPU memory", node->name, i);
+    if (s->host) return host_run(be, w, ctx, node, s, in, out, NULL);
+    switch (s->kind) {
+    case K_BINARY: return c_binary(be, w, ctx, node, s, in, out);
+    case K_ACT: return c_act(be, w, ctx, node, s, in, out);
+    case K_BIAS: return c_bias(be, w, ctx, node, s, in, out);
+    case K_SOFTMAX: return c_softmax(be, w, ctx, node, s, in, out);
+    case K_MATMUL: return c_matmul(be, w, ctx, node, s, in, out);
+    case K_CONV: return c_conv(be, w, ctx, node, s, in, out);
+    case K_BN: return c_bn(be, w, ctx, node, s, in, out);
+    case K_MAXPOOL:
+    case K_AVGPOOL: return c_pool(be, w, ctx, node, s, in, out);
+    case K_MEAN: return c_mean(be, w, ctx, node, s, in, out);
+    case K_CONCAT: return c_concat(be, w, ctx, node, s, in, out);
+    case K_RESIZE: return c_resize(be, w, ctx, node, s, in, out);
+    case K_TRANSPOSE: return c_transpose(be, w, ctx, node, s, in, out);
+    case K_PAD: return c_pad(be, w, ctx, node, s, in, out);
+    case K_RESHAPE: return c_reshape(be, w, ctx, node, s, in, out);
+    case K_DCMXFORM: return c_dcmxform(be, w, ctx, node, s, in, out);
+    }
+    return ms_errf(MS_EINTERNAL, "node '%s': unknown kind", node->name);
+}
+
+#define NOPS (sizeof(g_ops) / sizeof(g_ops[0]) - 1)
+static kn_kernel g_table[NOPS];
+static pthread_once_t g_table_once = PTHREAD_ONCE_INIT;
+
+static void table_init(void) {
+    for (size_t i = 0; i < NOPS; i++)
+        g_table[i] = (kn_kernel){.op = g_ops[i], .prepare = op_prepare, .compute = op_compute,
+                                 .release = op_release};
+}
+
+static const kn_kernel *be_kernel(kn_backend *b, const char *op) {
+    (void)b;
+    pthread_once(&g_table_once, table_init);
+    int i = op_index(op);
+    return i < 0 ? NULL : &g_table[i];
+}
+
+#endif /* DCMSERVE_HAVE_CUDA */

@@ -1,0 +1,68 @@
+/* kn_cuda_backend.h - the CUDA backend's kernel table (kn_cuda_backend.c),
+ * the device backend the executor places graph nodes on (kn_place.h,
+ * docs/gpu.md). Plain C: no CUDA header.
+ *
+ * The table wraps the launchers of the kernels/cuda .cu files in kn_kernel
+ * form. Each device kernel's prepare also prepares the CPU kernel of the same
+ * op (the same attribute checks, so a load fails or passes as on the CPU):
+ * a node whose attributes the GPU path does not handle (NCHW, a fused op list
+ * without a GPU form, ...) is marked at load to run that CPU kernel inside the
+ * backend (one log line at load), and a request whose shapes or dtypes the GPU
+ * path does not handle (a broadcast other than trailing, int32 ...) runs it
+ * too (one log line per node, the first time). Those runs copy the node's
+ * inputs to the host and its outputs back.
+ *
+ * Memory: device tensors are rt_bufs with device = KN_CUDA_MEM whose data is
+ * a device pointer. Each inference worker (thread) gets its own stream and
+ * pinned staging buffer; device blocks come from one cache of the backend. A
+ * block is one cudaMalloc charged to the process budget (kn_cuda_mem.h, the
+ * --per_process_gpu_memory_fraction cap); released, it records an event on
+ * the stream that used it, and the next worker to take it waits for that
+ * event on its own stream, so after the first request of a shape (warm-up,
+ * on any thread) no cudaMalloc runs on the request path. Constant weights a kernel converts at
+ * load (convolution filters in cuDNN's order, batch-norm coefficients) are
+ * uploaded once at load and freed when the model unloads.
+ *
+ * One CUDA backend per process (the GPU chosen by --device). */
+#ifndef KN_CUDA_BACKEND_H
+#define KN_CUDA_BACKEND_H
+
+#include "kn_backend.h"
+#include "ms_status.h"
+
+/* rt_buf.device of CUDA device memory. */
+#define KN_CUDA_MEM 0x4355
+
+/* The backend for GPU `gpu`, falling back per node to `cpu` (borrowed, must
+ * outlive it). MS_ENOTSUP in a build without CUDA; MS_EDEVICE when the GPU
+ * cannot be used; MS_EBUSY when a CUDA backend exists already. Its name is
+ * "cuda:<gpu>". */
+ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out);
+
+/* The ops the table has kernels for, NULL-terminated, sorted by name.
+ * Host-side: answers in any build, with or without a GPU. */
+const char *const *kn_cuda_backend_ops(void);
+/* 1 when the table has a kernel for `op`. */
+int kn_cuda_backend_has_op(const char *op);
+
+/* ---- host-side decisions of the table, exposed so they are tested without
+ * a GPU (check_kn_cuda_backend) ---- */
+
+/* TensorFlow's output size and padding of one spatial dimension: input
+ * `in`, kernel `k`, stride `s`, dilation `d`, padding "SAME" / "VALID"
+ * (explicit: pad_lo / pad_hi given, same = -1). MS_EINVAL for sizes that give
+ * no output. */
+ms_status kn_cuda__spatial(int64_t in, int64_t k, int64_t s, int64_t d, int same, int64_t *out,
+                           int64_t *pad_lo, int64_t *pad_hi);
+
+/* How an elementwise binary op's operands broadcast on the GPU: b's shape
+ * (leading 1s dropped) is a suffix of a's. Sets *nb (b's element count) and
+ * *swap (1 when a and b were exchanged: a commutative op whose first operand
+ * is the small one). 0 when the GPU kernel cannot take these shapes. */
+int kn_cuda__bcast(const rt_shape *a, const rt_shape *b, int commutative, int64_t *nb, int *swap);
+
+/* The activation named by a fused_ops entry or an op name ("Relu", "Relu6",
+ * "Sigmoid", "Tanh"); -1 when the GPU kernels have no such activation. */
+int kn_cuda__act(const char *name, size_t len);
+
+#endif /* KN_CUDA_BACKEND_H */

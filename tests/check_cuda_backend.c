@@ -1,0 +1,362 @@
+/* check_cuda_backend.c - graphs on the GPU through the CUDA backend's table
+ * (kernels/cuda/kn_cuda_backend), against the CPU backend (ctest label
+ * `gpu`). Without a CUDA build or a usable GPU it prints one line and exits
+ * 77 (skipped); bench/gpu/run.sh runs it on a GPU machine.
+ *
+ *   convnet_matches_cpu   the util_convnet network (every op family of the
+ *                         table: cuDNN Conv2D with an uneven SAME, depthwise,
+ *                         batch-norm, pools, Mean, Reshape, ConcatV2, cuBLASLt
+ *                         MatMul, elementwise, Softmax, Transpose, Pad,
+ *                         ResizeBilinear; ArgMax on the CPU), unfused and after
+ *                         load-time fusion (_FusedConv2D, _FusedMatMul), three
+ *                         requests each: within 1e-5 relative (+1e-6 absolute)
+ *                         of the CPU, ArgMax equal
+ *   half_plus_two         the TF1 (also pinned to /device:GPU:0), TF2 and matrix
+ *                         SavedModels loaded with rt_model_load_on: the CPU's bytes
+ *   dicom_split           DcmDecodeHU -> DcmWindow split at load (host
+ *                         _DcmDecodeRaw, GPU _DcmPixelTransform): real files
+ *                         alone and in batches (native words and compressed
+ *                         HU), with and without resize, NHWC / NCHW: the
+ *                         fused CPU pass's bytes, bit for bit
+ *   budget_cap            a --per_process_gpu_memory_fraction too small for
+ *                         the network's filters refuses the plan naming the flag
+ *   memory_returns        after the graph and the backend are freed the budget
+ *                         holds what it held before and cudaMemGetInfo's free
+ *                         memory is back (within 64 MiB of library state)
+ * Check runs without fork here (CUDA is initialised in the parent). */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_cuda_probe.h"
+
+#ifndef DCMSERVE_HAVE_CUDA
+int main(void) {
+    printf("cuda_backend: skipped: this build has no CUDA backend (DCMSERVE_CUDA=OFF or no nvcc)\n");
+    return 77;
+}
+#else
+
+#include "kn_backend.h"
+#include "kn_cpu_backend.h"
+#include "kn_cuda_backend.h"
+#include "kn_cuda_mem.h"
+#include "kn_cuda_rt.cuh"
+#include "rt_exec.h"
+#include "rt_fuse.h"
+#include "rt_graph.h"
+#include "rt_graphbuild.h"
+#include "rt_model.h"
+#include "util_bundle.h"
+#include "util_convnet.h"
+#include "util_node.h"
+
+static int g_gpu;
+static uint64_t g_total;
+static kn_backend *g_cpu, *g_dev;
+
+static void check_close(const rt_tensor *got, const rt_tensor *want, const char *what) {
+    ck_assert_int_eq(got->buf->device, 0);
+    ck_assert_int_eq(got->dtype, want->dtype);
+    ck_assert_msg(rt_shape_equal(&got->shape, &want->shape), "%s: shape differs", what);
+    if (want->dtype != RT_DT_FLOAT) {
+        ck_assert_msg(rt_tensor_equal(got, want), "%s differs from the CPU", what);
+        return;
+    }
+    const float *g = got->data, *w = want->data;
+    for (int64_t i = 0; i < want->nelem; i++)
+        ck_assert_msg(fabsf(g[i] - w[i]) <= 1e-5f * fabsf(w[i]) + 1e-6f,
+                      "%s[%lld]: GPU %.9g, CPU %.9g", what, (long long)i, g[i], w[i]);
+}
+
+static rt_graph *convnet(rt_gb *gb, int fused, kn_backend *device) {
+    Tensorflow__MetaGraphDef *mg = NULL;
+    ck_assert_msg(rt_gb_meta_graph(gb, &mg) == MS_OK, "%s", ms_errmsg());
+    rt_graph *g = NULL;
+    ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g), MS_OK);
+    if (fused) ck_assert_int_eq(rt_fuse_graph(g, NULL), MS_OK);
+    g->device = device;
+    return g;
+}
+
+static ms_status plan_of(rt_graph *g, rt_plan **p) {
+    rt_edge fe, fo[UT_CONVNET_NFETCH];
+    ck_assert_int_eq(rt_graph_tensor(g, "x", &fe), MS_OK);
+    for (int i = 0; i < UT_CONVNET_NFETCH; i++)
+        ck_assert_int_eq(rt_graph_tensor(g, ut_convnet_fetches[i], &fo[i]), MS_OK);
+    return rt_plan_build(g, &fe, 1, fo, UT_CONVNET_NFETCH, NULL, 0, p);
+}
+
+static void run(rt_plan *p, rt_tensor *x, rt_tensor **outs) {
+    kn_ctx ctx = {.nthreads = 1};
+    ms_status st = rt_plan_run(p, &ctx, NULL, &x, outs);
+    ck_assert_msg(st == MS_OK, "run: %s", ms_errmsg());
+}
+
+static void convnet_case(int fused) {
+    rt_gb *gb = NULL;
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    ut_convnet_build(gb);
+    rt_graph *g0 = convnet(gb, fused, NULL), *g1 = convnet(gb, fused, g_dev);
+    rt_plan *p0 = NULL, *p1 = NULL;
+    ck_assert_int_eq(plan_of(g0, &p0), MS_OK);
+    ms_status st = plan_of(g1, &p1);
+    ck_assert_msg(st == MS_OK, "plan on the GPU: %s", ms_errmsg());
+    for (int rep = 0; rep < 3; rep++) {
+        rt_tensor *x = ut_convnet_input(100 + (unsigned)rep);
+        rt_tensor *want[UT_CONVNET_NFETCH] = {0}, *got[UT_CONVNET_NFETCH] = {0};
+        run(p0, x, want);
+        run(p1, x, got);
+        for (int i = 0; i < UT_CONVNET_NFETCH; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s%s", ut_convnet_fetches[i], fused ? " (fused)" : "");
+            check_close(got[i], want[i], what);
+            rt_tensor_unref(got[i]);
+            rt_tensor_unref(want[i]);
+        }
+        rt_tensor_unref(x);
+    }
+    rt_plan_free(p0);
+    rt_plan_free(p1);
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+    rt_gb_free(gb);
+    ck_assert_int_eq(kn_cuda_sticky(), 0);
+}
+
+START_TEST(test_convnet_matches_cpu) {
+    convnet_case(0);
+    convnet_case(1);
+}
+END_TEST
+
+static const char *sig_tensor(const rt_model *m, int output) {
+    const Tensorflow__MetaGraphDef *mg = rt_model_meta_graph(m);
+    for (size_t i = 0; i < mg->n_signature_def; i++) {
+        if (strcmp(mg->signature_def[i]->key, "serving_default") != 0) continue;
+        const Tensorflow__SignatureDef *sd = mg->signature_def[i]->value;
+        if (output && sd->n_outputs > 0) return sd->outputs[0]->value->name;
+        if (!output && sd->n_inputs > 0) return sd->inputs[0]->value->name;
+    }
+    return NULL;
+}
+
+START_TEST(test_half_plus_two) {
+    static const char *const models[] = {"saved_model_half_plus_two_cpu/00000123",
+                                         "saved_model_half_plus_two_gpu/00000123",
+                                         "saved_model_half_plus_two_tf2_cpu/00000123",
+                                         "matrix_half_plus_two/1"};
+    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
+        char rel[256], dir[1024];
+        snprintf(rel, sizeof rel, "savedmodels/%s", models[k]);
+        ck_assert_ptr_nonnull(ut_data_path(rel, dir, sizeof dir));
+        const char *serve[] = {"serve"};
+        rt_model *m0 = NULL, *m1 = NULL;
+        ck_assert_msg(rt_model_load(dir, serve, 1, g_cpu, &m0) == MS_OK, "%s", ms_errmsg());
+        ms_status st = rt_model_load_on(dir, serve, 1, g_cpu, g_dev, &m1);
+        ck_assert_msg(st == MS_OK, "%s on the GPU: %s", models[k], ms_errmsg());
+        const char *in = sig_tensor(m0, 0), *out = sig_tensor(m0, 1);
+        rt_shape xs = strstr(models[k], "matrix") ? (rt_shape){.rank = 2, .dim = {2, 2}}
+                                                  : (rt_shape){.rank = 2, .dim = {3, 1}};
+        rt_tensor *x = NULL;
+        ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &xs, &x), MS_OK);
+        for (int64_t i = 0; i < x->nelem; i++) ((float *)x->data)[i] = 1.0f + 2.5f * (float)i;
+        rt_feed f = {in, x};
+        rt_tensor *want = NULL, *got = NULL;
+        ck_assert_msg(rt_model_run(m0, &f, 1, &out, 1, NULL, 0, NULL, &want) == MS_OK, "%s",
+                      ms_errmsg());
+        st = rt_model_run(m1, &f, 1, &out, 1, NULL, 0, NULL, &got);
+        ck_assert_msg(st == MS_OK, "%s on the GPU: %s", models[k], ms_errmsg());
+        ck_assert_int_eq(got->buf->device, 0);
+        ck_assert_msg(rt_tensor_equal(got, want), "%s: the GPU run differs", models[k]);
+        rt_tensor_unref(want);
+        rt_tensor_unref(got);
+        rt_tensor_unref(x);
+        rt_model_unref(m0);
+        rt_model_unref(m1);
+    }
+}
+END_TEST
+
+/* ---- the split DICOM graph: _DcmDecodeRaw on the host, _DcmPixelTransform
+ * on the GPU, against the fused pass on the CPU, bit for bit ---- */
+
+static rt_tensor *dicom_files(const char *const *paths, int n) {
+    rt_str s[8];
+    uint8_t *buf[8] = {0};
+    int k = 0;
+    for (int i = 0; i < n && i < 8; i++) {
+        FILE *f = fopen(paths[i], "rb");
+        if (f == NULL) continue;
+        fseek(f, 0, SEEK_END);
+        long len = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        buf[k] = malloc(len > 0 ? (size_t)len : 1);
+        ck_assert(buf[k] != NULL && fread(buf[k], 1, (size_t)len, f) == (size_t)len);
+        fclose(f);
+        s[k] = (rt_str){.data = buf[k], .len = len};
+        k++;
+    }
+    if (k == 0) return NULL;
+    rt_shape sh = rt_shape_make(1, (int64_t[]){k});
+    rt_tensor *t = NULL;
+    ck_assert_int_eq(rt_tensor_new_strings(&sh, s, &t), MS_OK);
+    for (int i = 0; i < k; i++) free(buf[i]);
+    return t;
+}
+
+static ms_status dicom_run(rt_graph *g, rt_tensor *x, rt_tensor **out) {
+    rt_edge fe, fo;
+    ck_assert_int_eq(rt_graph_tensor(g, "x", &fe), MS_OK);
+    ck_assert_int_eq(rt_graph_tensor(g, "win", &fo), MS_OK);
+    rt_plan *p = NULL;
+    ms_status st = rt_plan_build(g, &fe, 1, &fo, 1, NULL, 0, &p);
+    ck_assert_msg(st == MS_OK, "plan: %s", ms_errmsg());
+    kn_ctx ctx = {.nthreads = 1};
+    *out = NULL;
+    st = rt_plan_run(p, &ctx, NULL, &x, out);
+    rt_plan_free(p);
+    return st;
+}
+
+START_TEST(test_dicom_split) {
+    const char *src = getenv("DCM_SRC");
+    const char *pd = getenv("DCM_PYDICOM_FILES");
+    if (pd == NULL) pd = "/usr/lib/python3/dist-packages/pydicom/data/test_files";
+    static const char *const names[] = {"CT_small.dcm", "MR_small.dcm", "JPEG2000.dcm",
+                                        "MR_small_RLE.dcm", "SC_rgb_rle.dcm"};
+    char paths[6][1024];
+    snprintf(paths[0], sizeof paths[0], "%s/tests/data/onnx/ct64.dcm", src ? src : ".");
+    for (int i = 0; i < 5; i++) snprintf(paths[i + 1], sizeof paths[i + 1], "%s/%s", pd, names[i]);
+    const char *all[6];
+    for (int i = 0; i < 6; i++) all[i] = paths[i];
+    int compared = 0;
+    for (int c = 0; c < 3; c++) { /* no resize NHWC; resize masked NHWC; resize NCHW */
+        rt_gb *gb = NULL;
+        ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+        Tensorflow__NodeDef *x = rt_gb_node(gb, "Placeholder", "x");
+        rt_gb_attr_type(gb, x, "dtype", RT_DT_STRING);
+        Tensorflow__NodeDef *dec = rt_gb_node(gb, "DcmDecodeHU", "dec");
+        rt_gb_input(gb, dec, "x");
+        rt_gb_attr_f(gb, dec, "pad_value", 100.f);
+        Tensorflow__NodeDef *win = rt_gb_node(gb, "DcmWindow", "win");
+        rt_gb_input(gb, win, "dec:0");
+        if (c == 1) rt_gb_input(gb, win, "dec:1");
+        rt_gb_attr_f(gb, win, "center", 40.f);
+        rt_gb_attr_f(gb, win, "width", 400.f);
+        rt_gb_attr_str(gb, win, "data_format", c == 2 ? "NCHW" : "NHWC");
+        if (c > 0) rt_gb_attr_ilist(gb, win, "size", (int64_t[]){224, 200}, 2);
+        Tensorflow__MetaGraphDef *mg = NULL;
+        ck_assert_msg(rt_gb_meta_graph(gb, &mg) == MS_OK, "%s", ms_errmsg());
+        rt_graph *g0 = NULL, *g1 = NULL;
+        ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g0), MS_OK);
+        ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g1), MS_OK);
+        g1->device = g_dev; /* before fusion, as rt_model_load_on */
+        ck_assert_int_eq(rt_fuse_graph(g0, NULL), MS_OK);
+        ck_assert_int_eq(rt_fuse_graph(g1, NULL), MS_OK);
+        ck_assert_str_eq(g1->nodes[rt_graph_find(g1, "win")].kn.op, "_DcmPixelTransform");
+        /* each file alone, the native three together, all together */
+        for (int b = 0; b < 8; b++) {
+            rt_tensor *in = b < 6 ? dicom_files(all + b, 1) : dicom_files(all, b == 6 ? 3 : 6);
+            if (in == NULL) continue;
+            rt_tensor *want = NULL, *got = NULL;
+            ms_status s0 = dicom_run(g0, in, &want), s1 = dicom_run(g1, in, &got);
+            ck_assert_msg((s0 == MS_OK) == (s1 == MS_OK), "case %d batch %d: CPU %d, GPU %d", c,
+                          b, s0, s1);
+            if (s0 == MS_OK) {
+                ck_assert_int_eq(got->buf->device, 0);
+                ck_assert(rt_shape_equal(&got->shape, &want->shape));
+                const float *gv = got->data, *wv = want->data;
+                for (int64_t i = 0; i < want->nelem; i++)
+                    ck_assert_msg(memcmp(&gv[i], &wv[i], 4) == 0,
+                                  "case %d batch %d [%lld]: GPU %.9g, CPU %.9g", c, b,
+                                  (long long)i, gv[i], wv[i]);
+                compared++;
+            }
+            rt_tensor_unref(in);
+            rt_tensor_unref(want);
+            rt_tensor_unref(got);
+        }
+        rt_graph_free(g0);
+        rt_graph_free(g1);
+        rt_gb_free(gb);
+    }
+    printf("cuda_backend: dicom_split: %d batches bit-identical to the CPU\n", compared);
+    ck_assert_int_ge(compared, 9);
+    ck_assert_int_eq(kn_cuda_sticky(), 0);
+}
+END_TEST
+
+START_TEST(test_budget_cap) {
+    kn_cuda_budget_set(1e-9, g_total); /* about 140 bytes: not even one filter */
+    rt_gb *gb = NULL;
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    ut_convnet_build(gb);
+    rt_graph *g = convnet(gb, 0, g_dev);
+    rt_plan *p = NULL;
+    ms_status st = plan_of(g, &p);
+    ck_assert_int_eq(st, MS_ENOMEM);
+    ck_assert_msg(strstr(ms_errmsg(), "--per_process_gpu_memory_fraction") != NULL, "%s",
+                  ms_errmsg());
+    printf("cuda_backend: refused: %s\n", ms_errmsg());
+    rt_graph_free(g);
+    rt_gb_free(gb);
+    kn_cuda_budget_set(0, g_total);
+}
+END_TEST
+
+START_TEST(test_memory_returns) {
+    kn_backend_free(g_dev); /* its block caches go back */
+    g_dev = NULL;
+    uint64_t free0 = 0, tot = 0, free1 = 0;
+    ck_assert_int_eq(kn_cuda_mem_info(&free0, &tot), MS_OK);
+    uint64_t held0 = kn_cuda_budget_held();
+    ck_assert_msg(kn_cuda_backend_new(g_gpu, g_cpu, &g_dev) == MS_OK, "%s", ms_errmsg());
+    convnet_case(1);
+    ck_assert_uint_gt(kn_cuda_budget_held(), held0); /* the cached blocks */
+    kn_backend_free(g_dev);
+    g_dev = NULL;
+    ck_assert_uint_eq(kn_cuda_budget_held(), held0);
+    ck_assert_int_eq(kn_cuda_mem_info(&free1, &tot), MS_OK);
+    printf("cuda_backend: free before %llu MiB, after %llu MiB\n", (unsigned long long)(free0 >> 20),
+           (unsigned long long)(free1 >> 20));
+    ck_assert_msg(free1 + (64ull << 20) >= free0, "GPU memory not returned: %llu -> %llu MiB",
+                  (unsigned long long)(free0 >> 20), (unsigned long long)(free1 >> 20));
+}
+END_TEST
+
+int main(void) {
+    kn_cuda_report r;
+    kn_cuda_probe(NULL, &r);
+    kn_device_spec spec = {KN_DEVICE_AUTO, -1};
+    char why[768];
+    g_gpu = -1;
+    kn_device_select(&spec, &r, &g_gpu, why, sizeof why);
+    if (g_gpu < 0) {
+        printf("cuda_backend: skipped: no usable GPU: %s\n", r.reason);
+        return 77;
+    }
+    printf("cuda_backend: %s\n", why);
+    setenv("CK_FORK", "no", 1);
+    g_total = r.gpu[g_gpu].total_bytes;
+    kn_cuda_budget_set(0, g_total);
+    g_cpu = kn_cpu_backend_new(1);
+    if (kn_cuda_backend_new(g_gpu, g_cpu, &g_dev) != MS_OK) {
+        printf("cuda_backend: %s\n", ms_errmsg());
+        return 1;
+    }
+    const tu_case cases[] = {
+        {"convnet_matches_cpu", test_convnet_matches_cpu},
+        {"half_plus_two", test_half_plus_two},
+        {"dicom_split", test_dicom_split},
+        {"budget_cap", test_budget_cap},
+        {"memory_returns", test_memory_returns},
+    };
+    int rc = tu_suite_main("cuda_backend", cases, sizeof(cases) / sizeof(cases[0]));
+    kn_backend_free(g_dev);
+    kn_backend_free(g_cpu);
+    return rc;
+}
+#endif

@@ -1,0 +1,25 @@
+/* util_convnet.h - a small NHWC network that touches every op family of the
+ * CUDA backend's table (kernels/cuda/kn_cuda_backend.h), for the tests that
+ * compare a device placement with the CPU run (check_kn_cuda_backend on the
+ * CPU, check_cuda_backend on a GPU). */
+#ifndef UTIL_CONVNET_H
+#define UTIL_CONVNET_H
+
+#include "rt_graphbuild.h"
+
+/* x [2, 9, 8, 3] -> Conv2D (3x3, stride 2, SAME: uneven on W) -> BiasAdd ->
+ * Relu -> DepthwiseConv2dNative (x2) -> FusedBatchNormV3 -> Relu6 ->
+ * {MaxPool 2/2 VALID -> Reshape [-1, 32] | AvgPool 3/1 SAME -> Mean(1, 2)}
+ * -> ConcatV2 -> MatMul -> BiasAdd -> Tanh + Sigmoid -> Mul 0.5 -> Sub ->
+ * RealDiv -> Maximum -> Minimum -> Softmax -> ArgMax (no GPU kernel), plus
+ * Transpose, Pad and ResizeBilinear of the pooled maps.
+ * Fetch names: ut_convnet_fetches. Weights are fixed pseudo-random values. */
+#define UT_CONVNET_NFETCH 6
+extern const char *const ut_convnet_fetches[UT_CONVNET_NFETCH];
+/* The nodes whose op has no CUDA kernel. */
+extern const char *const ut_convnet_host_nodes[];
+void ut_convnet_build(rt_gb *gb);
+/* The input: [2, 9, 8, 3] floats from seed. New reference. */
+rt_tensor *ut_convnet_input(unsigned seed);
+
+#endif /* UTIL_CONVNET_H */
