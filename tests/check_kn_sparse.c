@@ -19,6 +19,15 @@
 
 #include "util_node.h"
 
+/* tu_run of a node made for this one call; the node is freed after. */
+static ms_status run_new(const char *op, const char *name, rt_tensor *const *in, int nin,
+                         rt_tensor **out, int nout) {
+    Tensorflow__NodeDef *d = tu_node_new(op, name);
+    ms_status st = tu_run(d, in, nin, out, nout);
+    tu_node_free(d);
+    return st;
+}
+
 /* ---- SparseReshape ---- */
 
 START_TEST(test_sparse_reshape) {
@@ -26,7 +35,7 @@ START_TEST(test_sparse_reshape) {
     rt_tensor *in[3] = {TU_I64(TU_SHAPE(5, 3), 0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 2, 3),
                         TU_I64(TU_SHAPE(3), 2, 3, 6), TU_I64(TU_SHAPE(2), 9, -1)};
     rt_tensor *o[2];
-    ck_assert_int_eq(tu_run(tu_node_new("SparseReshape", "sr"), in, 3, o, 2), MS_OK);
+    ck_assert_int_eq(run_new("SparseReshape", "sr", in, 3, o, 2), MS_OK);
     TU_CHECK_INT(o[0], RT_DT_INT64, TU_SHAPE(5, 2), 0, 0, 0, 1, 1, 2, 4, 2, 8, 1);
     TU_CHECK_INT(o[1], RT_DT_INT64, TU_SHAPE(2), 9, 4);
     tu_unref(o, 2);
@@ -46,7 +55,7 @@ START_TEST(test_sparse_reshape) {
     /* no entries: an empty index matrix keeps its shape [0, 2] */
     rt_tensor_unref(in[0]);
     in[0] = tu_t(RT_DT_INT64, TU_SHAPE(0, 3), NULL, 0);
-    ck_assert_int_eq(tu_run(tu_node_new("SparseReshape", "sr_empty"), in, 3, o, 2), MS_OK);
+    ck_assert_int_eq(run_new("SparseReshape", "sr_empty", in, 3, o, 2), MS_OK);
     tu_check_shape(o[0], RT_DT_INT64, TU_SHAPE(0, 2));
     tu_unref(o, 2);
     tu_unref(in, 3);
@@ -61,7 +70,7 @@ START_TEST(test_fill_empty_rows) {
                         TU_I64(TU_SHAPE(4), 10, 20, 30, 40), TU_I64(TU_SHAPE(2), 5, 6),
                         TU_I64(TU_SCALAR, -1)};
     rt_tensor *o[4];
-    ck_assert_int_eq(tu_run(tu_node_new("SparseFillEmptyRows", "fe"), in, 4, o, 4), MS_OK);
+    ck_assert_int_eq(run_new("SparseFillEmptyRows", "fe", in, 4, o, 4), MS_OK);
     TU_CHECK_INT(o[0], RT_DT_INT64, TU_SHAPE(6, 2), 0, 1, 0, 3, 1, 0, 2, 0, 3, 1, 4, 0);
     TU_CHECK_INT(o[1], RT_DT_INT64, TU_SHAPE(6), 10, 20, -1, 30, 40, -1);
     TU_CHECK_INT(o[2], RT_DT_BOOL, TU_SHAPE(5), 0, 1, 0, 0, 1);
@@ -77,7 +86,7 @@ START_TEST(test_fill_empty_rows) {
     const char *dflt[] = {"oov"};
     rt_tensor *e[4] = {tu_t(RT_DT_INT64, TU_SHAPE(0, 2), NULL, 0), tu_strings(TU_SHAPE(0), NULL, 0),
                        TU_I64(TU_SHAPE(2), 2, 3), tu_strings(TU_SCALAR, dflt, 1)};
-    ck_assert_int_eq(tu_run(tu_node_new("SparseFillEmptyRows", "fe_empty"), e, 4, o, 4), MS_OK);
+    ck_assert_int_eq(run_new("SparseFillEmptyRows", "fe_empty", e, 4, o, 4), MS_OK);
     TU_CHECK_INT(o[0], RT_DT_INT64, TU_SHAPE(2, 2), 0, 0, 1, 0);
     tu_check_shape(o[1], RT_DT_STRING, TU_SHAPE(2));
     for (int i = 0; i < 2; i++) {
