@@ -19,7 +19,7 @@
  * thread, started with the first pool, walks every live pool for that and
  * then hands freed heap memory back to the system (malloc_trim). */
 #define POOL_KEEP 64                                   /* most free buffers kept */
-#define POOL_MAX_FREE_DEFAULT ((size_t)64 << 20)       /* bytes kept free, per pool */
+#define POOL_MAX_FREE_DEFAULT ((size_t)512 << 20)      /* bytes kept free, per pool */
 #define POOL_IDLE_MS_DEFAULT 2000                      /* a free buffer's longest idle time */
 #define POOL_TRIM_PERIOD_MS 250
 

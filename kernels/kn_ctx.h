@@ -19,7 +19,7 @@ rt_buf *kn_pool_get(kn_pool *p, size_t size);
 /* Free buffers kept for reuse: at most max_free_bytes in all (a buffer that
  * does not fit is freed on release) and each for at most idle_ms after it came
  * back (-1: no idle trim); a process-wide thread trims every 250 ms and then
- * calls malloc_trim. Defaults: 64 MiB and 2000 ms, or the environment's
+ * calls malloc_trim. Defaults: 512 MiB and 2000 ms, or the environment's
  * DCMSERVE_POOL_MAX_FREE_BYTES / DCMSERVE_POOL_IDLE_MS. */
 void kn_pool_set_limits(kn_pool *p, size_t max_free_bytes, int64_t idle_ms);
 /* Bytes held in free buffers now. */
