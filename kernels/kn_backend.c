@@ -38,6 +38,11 @@ ms_status kn_backend_to_host(kn_backend *b, rt_tensor *dev, rt_tensor **out) {
     return b->iface.to_host(b, dev, out);
 }
 
+int kn_backend_has_arenas(const kn_backend *b) {
+    return b != NULL && b->iface.arena_new && b->iface.arena_begin && b->iface.arena_end &&
+           b->iface.arena_free;
+}
+
 /* ---- node attributes ---- */
 
 int kn_attr_has(const kn_node *n, const char *key) {

@@ -85,6 +85,17 @@ struct kn_backend_i {
      * (kn_place.h), never per node otherwise. */
     ms_status (*to_device)(kn_backend *b, rt_tensor *host, rt_tensor **out);
     ms_status (*to_host)(kn_backend *b, rt_tensor *dev, rt_tensor **out);
+    /* Optional, for a device backend: one block of `bytes` of device memory
+     * for a plan's tensors (kn_memplan.h), charged to the device's budget;
+     * `what` names it in messages. Used by one run at a time: begin gives
+     * its base to the calling thread's run (ordering it after the block's
+     * previous run, which may have been on another thread), end marks that
+     * run's work on it as queued, free gives it back (after every tensor in
+     * it is released). */
+    ms_status (*arena_new)(kn_backend *b, const char *what, uint64_t bytes, void **arena);
+    ms_status (*arena_begin)(kn_backend *b, void *arena, void **base);
+    void (*arena_end)(kn_backend *b, void *arena);
+    void (*arena_free)(kn_backend *b, void *arena);
 };
 
 struct kn_backend {
@@ -102,6 +113,8 @@ void kn_backend_free(kn_backend *b);
 /* MS_ENOTSUP when the backend has no such slot. */
 ms_status kn_backend_to_device(kn_backend *b, rt_tensor *host, rt_tensor **out);
 ms_status kn_backend_to_host(kn_backend *b, rt_tensor *dev, rt_tensor **out);
+/* 1 when the backend has all four arena slots. */
+int kn_backend_has_arenas(const kn_backend *b);
 
 /* ---- services a kernel's context gives it (kn_ctx.c) ---- */
 

@@ -3,10 +3,12 @@
  * and run nodes through their kernels (host ops first, then the backend). */
 #include "rt_exec.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kn_memplan.h"
 #include "kn_place.h"
 #include "ms_log.h"
 #include "rt_ops.h"
@@ -81,6 +83,41 @@ typedef struct rt_plan_copy {
     rt_tensor *value;   /* owned: that copy, handed to every run */
 } rt_plan_copy;
 
+/* ---- device memory of a placed plan (kn_memplan.h) ----
+ * Steps: the copies due before node position k are step 2k, node k is step
+ * 2k + 1, the fetch copies step 2n, the fetches read at step 2n + 1. */
+
+enum { MEM_KEYS = 4 };
+
+/* One arena (a block of the device backend) for one run at a time. */
+typedef struct mem_inst {
+    void *arena;
+    struct mem_inst *next;
+} mem_inst;
+
+/* The layout for one set of feed shapes: the device tensors made by the
+ * sizing run, in step order, with their offsets. */
+typedef struct mem_key {
+    int nfeeds;
+    rt_dtype *dt;
+    rt_shape *shape;
+    int nbufs;
+    kn_memplan_buf *bufs;
+    int *step_first;       /* per step (2n + 2 of them): its first entry of bufs, + 1 end */
+    uint64_t total;
+    mem_inst *idle;
+    int ninst;
+} mem_key;
+
+typedef struct plan_mem {
+    pthread_mutex_t mu;
+    int *last;             /* per slot: the last step that reads it (static) */
+    int sizing;            /* a run is recording sizes */
+    int nkeys;
+    mem_key keys[MEM_KEYS];
+    int full_logged;
+} plan_mem;
+
 struct rt_plan {
     rt_graph *g;            /* borrowed */
     int n;
@@ -101,7 +138,205 @@ struct rt_plan {
     int *in_slot;           /* the slot each input of each node reads */
     int ncopies;
     rt_plan_copy *copies;   /* in run order (by at) */
+    plan_mem *mem;          /* the device arenas; NULL: the backend has none */
 };
+
+static void plan_mem_free(rt_plan *p) {
+    plan_mem *m = p->mem;
+    if (m == NULL) return;
+    for (int k = 0; k < m->nkeys; k++) {
+        mem_key *key = &m->keys[k];
+        for (mem_inst *i = key->idle; i;) {
+            mem_inst *nx = i->next;
+            p->device->iface.arena_free(p->device, i->arena);
+            free(i);
+            i = nx;
+        }
+        free(key->dt);
+        free(key->shape);
+        free(key->bufs);
+        free(key->step_first);
+    }
+    free(m->last);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+/* The static part, at build: the last step that reads each slot. */
+static ms_status plan_mem_init(rt_plan *p) {
+    plan_mem *m = calloc(1, sizeof(*m));
+    if (m == NULL || (m->last = malloc(sizeof(int) * ((size_t)p->nslots + 1))) == NULL) {
+        free(m);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
+    pthread_mutex_init(&m->mu, NULL);
+    for (int s = 0; s < p->nslots; s++) m->last[s] = -1;
+#define READ_AT(s_, step_)                                                                         \
+    do {                                                                                           \
+        if (m->last[(s_)] < (step_)) m->last[(s_)] = (step_);                                      \
+    } while (0)
+    for (int k = 0; k < p->n; k++) {
+        const rt_gnode *n = &p->g->nodes[p->order[k]];
+        for (int i = 0; i < n->nin; i++) READ_AT(p->in_slot[p->in_off[k] + i], 2 * k + 1);
+    }
+    for (int c = 0; c < p->ncopies; c++) READ_AT(p->copies[c].src, 2 * p->copies[c].at);
+    for (int f = 0; f < p->nfetches; f++) READ_AT(p->fetch_slot[f], 2 * p->n + 1);
+#undef READ_AT
+    p->mem = m;
+    return MS_OK;
+}
+
+/* The key of these feeds, or -1. Called with m->mu held. */
+static int mem_find_key(const plan_mem *m, rt_tensor *const *feeds, int nfeeds) {
+    for (int k = 0; k < m->nkeys; k++) {
+        const mem_key *key = &m->keys[k];
+        int same = key->nfeeds == nfeeds;
+        for (int i = 0; same && i < nfeeds; i++)
+            same = key->dt[i] == feeds[i]->dtype && rt_shape_equal(&key->shape[i], &feeds[i]->shape);
+        if (same) return k;
+    }
+    return -1;
+}
+
+/* What a sizing run records: each new device tensor with its slot and the
+ * step that made it, and each device output that shares an input's buffer
+ * (a view), so that the viewed tensor lives as long as the view. */
+typedef struct mem_rec {
+    int n, cap;
+    struct {
+        int slot, step;
+        uint64_t bytes;
+    } *t;
+    int *root; /* per slot: the slot whose tensor owns its buffer, or -1 */
+} mem_rec;
+
+static void rec_add(mem_rec *r, int slot, int step, uint64_t bytes) {
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 64;
+        void *t = realloc(r->t, sizeof(*r->t) * (size_t)cap);
+        if (t == NULL) {
+            r->cap = -1; /* out of memory: this run sizes nothing */
+            return;
+        }
+        r->t = t;
+        r->cap = cap;
+    }
+    if (r->cap < 0) return;
+    r->t[r->n].slot = slot;
+    r->t[r->n].step = step;
+    r->t[r->n].bytes = bytes;
+    r->n++;
+    r->root[slot] = slot;
+}
+
+static int is_device_tensor(const rt_tensor *t) {
+    return t != NULL && t->buf != NULL && t->buf->device != 0;
+}
+
+/* After a node's step of a sizing run: its outputs in slots base.. */
+static void rec_node(mem_rec *r, int step, int base, rt_tensor *const *out, int nout,
+                     rt_tensor *const *in, const int *in_slot, int nin) {
+    if (r == NULL || r->cap < 0) return;
+    for (int i = 0; i < nout; i++) {
+        if (!is_device_tensor(out[i])) continue;
+        int view_of = -1;
+        for (int j = 0; j < nin && view_of < 0; j++)
+            if (in[j] != NULL && in[j]->buf == out[i]->buf) view_of = in_slot[j];
+        if (view_of >= 0) r->root[base + i] = r->root[view_of];
+        else rec_add(r, base + i, step, (uint64_t)rt_tensor_nbytes(out[i]));
+    }
+}
+
+/* The end of a successful sizing run: lays the recorded tensors out and
+ * makes the key's first arena (the error, e.g. the budget's, fails the run
+ * and keeps no key, so the next run of these shapes sizes again). */
+static ms_status mem_size(const rt_plan *p, mem_rec *r, rt_tensor *const *feeds) {
+    plan_mem *m = p->mem;
+    if (r->cap < 0) return MS_OK;
+    int nsteps = 2 * p->n + 2;
+    mem_key key = {.nfeeds = p->nfeeds};
+    key.dt = calloc((size_t)p->nfeeds + 1, sizeof(*key.dt));
+    key.shape = calloc((size_t)p->nfeeds + 1, sizeof(*key.shape));
+    key.bufs = calloc((size_t)r->n + 1, sizeof(*key.bufs));
+    key.step_first = calloc((size_t)nsteps + 1, sizeof(int));
+    int *last = malloc(sizeof(int) * ((size_t)p->nslots + 1));
+    ms_status st = MS_OK;
+    if (!key.dt || !key.shape || !key.bufs || !key.step_first || !last) {
+        st = ms_errf(MS_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < p->nfeeds; i++) {
+        key.dt[i] = feeds[i]->dtype;
+        key.shape[i] = feeds[i]->shape;
+    }
+    /* a buffer lives until the last read of it or of any view of it */
+    for (int s = 0; s < p->nslots; s++) last[s] = -1;
+    for (int s = 0; s < p->nslots; s++)
+        if (r->root[s] >= 0 && last[r->root[s]] < p->mem->last[s]) last[r->root[s]] = m->last[s];
+    key.nbufs = r->n;
+    for (int i = 0; i < r->n; i++) {
+        int l = last[r->t[i].slot];
+        key.bufs[i] = (kn_memplan_buf){.bytes = r->t[i].bytes, .first = r->t[i].step,
+                                       .last = l > r->t[i].step ? l : r->t[i].step};
+        key.step_first[r->t[i].step + 1]++;
+    }
+    for (int s = 0; s < nsteps; s++) key.step_first[s + 1] += key.step_first[s];
+    if ((st = kn_memplan_layout(key.bufs, key.nbufs, &key.total)) != MS_OK) goto fail;
+    mem_inst *inst = calloc(1, sizeof(*inst));
+    char what[400];
+    snprintf(what, sizeof what, "the device arena of a plan of %d nodes (%d tensors)", p->n,
+             key.nbufs);
+    if (inst == NULL) {
+        st = ms_errf(MS_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((st = p->device->iface.arena_new(p->device, what, key.total ? key.total : 1,
+                                         &inst->arena)) != MS_OK) {
+        free(inst);
+        goto fail;
+    }
+    key.idle = inst;
+    key.ninst = 1;
+    pthread_mutex_lock(&m->mu);
+    m->keys[m->nkeys++] = key;
+    pthread_mutex_unlock(&m->mu);
+    uint64_t sum = 0;
+    for (int i = 0; i < key.nbufs; i++) sum += key.bufs[i].bytes;
+    MS_INFO("device memory: %s: one arena of %llu KiB for %d tensors of a plan of %d nodes (peak "
+            "live %llu KiB, %llu KiB without reuse)",
+            kn_backend_name(p->device), (unsigned long long)(key.total >> 10), key.nbufs, p->n,
+            (unsigned long long)(kn_memplan_peak(key.bufs, key.nbufs) >> 10),
+            (unsigned long long)(sum >> 10));
+    free(last);
+    return MS_OK;
+fail:
+    free(last);
+    free(key.dt);
+    free(key.shape);
+    free(key.bufs);
+    free(key.step_first);
+    return st;
+}
+
+ms_status rt_plan_memory(const rt_plan *p, int key, rt_plan_meminfo *out) {
+    *out = (rt_plan_meminfo){0};
+    plan_mem *m = p->mem;
+    if (m == NULL) return ms_errf(MS_ENOTFOUND, "the plan has no device arenas");
+    pthread_mutex_lock(&m->mu);
+    out->nkeys = m->nkeys;
+    ms_status st = MS_OK;
+    if (key < 0 || key >= m->nkeys) {
+        st = ms_errf(MS_ENOTFOUND, "the plan has %d sized feed shapes", m->nkeys);
+    } else {
+        const mem_key *k = &m->keys[key];
+        out->ntensors = k->nbufs;
+        out->bytes = k->total;
+        out->arenas = k->ninst;
+        out->bufs = k->bufs;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return st;
+}
 
 int rt_plan_stateful(const rt_plan *p) {
     return p->stateful;
@@ -119,6 +354,7 @@ void rt_plan_free(rt_plan *p) {
     free(p->in_slot);
     for (int c = 0; c < p->ncopies; c++) rt_tensor_unref(p->copies[c].value);
     free(p->copies);
+    plan_mem_free(p);
     free(p);
 }
 
@@ -438,6 +674,12 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
             goto fail;
         }
     }
+    /* device tensors from one arena per feed shapes, sized by the first run
+     * of those shapes (DCMSERVE_DEVICE_ARENA=0: the backend's own allocator) */
+    const char *ar = getenv("DCMSERVE_DEVICE_ARENA");
+    if (p->device && kn_backend_has_arenas(p->device) && !(ar && strcmp(ar, "0") == 0) &&
+        (st = plan_mem_init(p)) != MS_OK)
+        goto fail;
     free(need);
     free(stack);
     free(indeg);
@@ -478,7 +720,7 @@ static uint64_t output_bytes(const rt_tensor *t, rt_tensor *const *in, int nin) 
 /* The copy steps of a placed plan due at position k, through the device
  * backend's table. */
 static ms_status run_copies(const rt_plan *p, int *next, int k, rt_tensor **slots, int *uses,
-                             uint64_t *held, ms_budget *b) {
+                             uint64_t *held, ms_budget *b, mem_rec *rec) {
     for (; *next < p->ncopies && p->copies[*next].at == k; (*next)++) {
         const rt_plan_copy *c = &p->copies[*next];
         if (c->value != NULL) { /* a constant, on the device since the build */
@@ -493,9 +735,93 @@ static ms_status run_copies(const rt_plan *p, int *next, int k, rt_tensor **slot
         if (st != MS_OK)
             return ms_errwrap(st, "copy to the %s (%s)", c->to_device ? "device" : "host",
                               kn_backend_name(p->device));
+        if (rec != NULL && rec->cap >= 0 && is_device_tensor(slots[c->dst]))
+            rec_add(rec, c->dst, 2 * k, (uint64_t)rt_tensor_nbytes(slots[c->dst]));
         release_slot(slots, uses, held, b, c->src);
     }
     return MS_OK;
+}
+
+/* The start of a run of a plan with device arenas: the arena of these feed
+ * shapes (an idle one, else a new one), or, for shapes not seen yet, the
+ * sizing of them by this run (one run at a time). Shapes beyond MEM_KEYS,
+ * and runs while another sizes, use the backend's own allocator. */
+static ms_status mem_begin(const rt_plan *p, rt_tensor *const *feeds, mem_key **key,
+                           mem_inst **inst, void **base, mem_rec *rec, mem_rec **rp) {
+    plan_mem *m = p->mem;
+    pthread_mutex_lock(&m->mu);
+    int k = mem_find_key(m, feeds, p->nfeeds);
+    if (k >= 0) {
+        *key = &m->keys[k];
+        if ((*inst = (*key)->idle) != NULL) (*key)->idle = (*inst)->next;
+    } else if (!m->sizing && m->nkeys < MEM_KEYS) {
+        m->sizing = 1;
+        *rp = rec;
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (*key != NULL && *inst == NULL) { /* runs in parallel: one more arena */
+        mem_inst *ni = calloc(1, sizeof(*ni));
+        char what[300];
+        snprintf(what, sizeof what, "a device arena of a plan of %d nodes (run in parallel)", p->n);
+        ms_status st = ni ? p->device->iface.arena_new(p->device, what, (*key)->total ? (*key)->total : 1,
+                                                       &ni->arena)
+                          : ms_errf(MS_ENOMEM, "out of memory");
+        if (st != MS_OK) {
+            free(ni);
+            return st;
+        }
+        *inst = ni;
+        pthread_mutex_lock(&m->mu);
+        (*key)->ninst++;
+        pthread_mutex_unlock(&m->mu);
+    }
+    if (*inst != NULL) {
+        ms_status st = p->device->iface.arena_begin(p->device, (*inst)->arena, base);
+        if (st != MS_OK) {
+            pthread_mutex_lock(&m->mu);
+            (*inst)->next = (*key)->idle;
+            (*key)->idle = *inst;
+            pthread_mutex_unlock(&m->mu);
+            *inst = NULL;
+            return st;
+        }
+    }
+    if (*rp != NULL) {
+        rec->root = malloc(sizeof(int) * ((size_t)p->nslots + 1));
+        if (rec->root == NULL) {
+            rec->cap = -1; /* records nothing */
+        } else {
+            for (int s = 0; s < p->nslots; s++) rec->root[s] = -1;
+        }
+    }
+    return MS_OK;
+}
+
+/* The planned regions of step `step` for this thread's kernels. */
+static void mem_step(const mem_key *key, void *base, int step) {
+    int a = key->step_first[step], b = key->step_first[step + 1];
+    if (b > a) kn_devout_begin(base, key->bufs + a, b - a);
+}
+
+/* The end of the run, after every tensor of it is released: the arena is
+ * idle again (its work queued on this thread's stream is ordered before the
+ * next run's by arena_begin). */
+static void mem_end(const rt_plan *p, mem_key *key, mem_inst *inst, mem_rec *rec, mem_rec *rp) {
+    plan_mem *m = p->mem;
+    if (inst != NULL) {
+        p->device->iface.arena_end(p->device, inst->arena);
+        pthread_mutex_lock(&m->mu);
+        inst->next = key->idle;
+        key->idle = inst;
+        pthread_mutex_unlock(&m->mu);
+    }
+    if (rp != NULL) {
+        pthread_mutex_lock(&m->mu);
+        m->sizing = 0;
+        pthread_mutex_unlock(&m->mu);
+        free(rec->t);
+        free(rec->root);
+    }
 }
 
 ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *const *feeds,
@@ -526,6 +852,18 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
         memset(held_s, 0, sizeof(held_s[0]) * ((size_t)p->nslots + 1));
     }
     memcpy(uses, p->uses, sizeof(int) * (size_t)p->nslots);
+    mem_key *key = NULL;
+    mem_inst *inst = NULL;
+    void *arena_base = NULL;
+    mem_rec rec = {0}, *rp = NULL;
+    if (p->mem != NULL && (st = mem_begin(p, feeds, &key, &inst, &arena_base, &rec, &rp)) != MS_OK) {
+        if (!small) {
+            free(slots);
+            free(uses);
+            free(held);
+        }
+        return st;
+    }
     for (int i = 0; i < p->nfeeds; i++) {
         int s = p->feed_slot[i];
         if (slots[s] == NULL) slots[s] = rt_tensor_ref(feeds[i]);
@@ -544,8 +882,12 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
             st = ms_errf(MS_ENOTSUP, "node '%s' has more than 256 inputs or outputs", n->name);
             break;
         }
-        if (p->ncopies && (st = run_copies(p, &next_copy, k, slots, uses, held, ctx->budget)) != MS_OK)
-            break;
+        if (p->ncopies) {
+            if (arena_base) mem_step(key, arena_base, 2 * k);
+            st = run_copies(p, &next_copy, k, slots, uses, held, ctx->budget, rp);
+            if (arena_base) kn_devout_end();
+            if (st != MS_OK) break;
+        }
         const int *in_slot = p->in_slot ? p->in_slot + p->in_off[k] : NULL;
         for (int i = 0; i < n->nin; i++) {
             in[i] = slots[in_slot ? in_slot[i] : p->slot_base[n->in[i].node] + n->in[i].out];
@@ -559,7 +901,9 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
         memset(out, 0, sizeof(rt_tensor *) * (size_t)(n->nout > 0 ? n->nout : 1));
         host.gnode = n;
         ctx->host = &host;
+        if (arena_base) mem_step(key, arena_base, 2 * k + 1);
         st = n->kernel->compute(ctx, &n->kn, n->state, in, out);
+        if (arena_base) kn_devout_end();
         ctx->host = caller_host;
         if (st != MS_OK) {
             for (int i = 0; i < n->nout; i++) rt_tensor_unref(out[i]);
@@ -571,6 +915,7 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
             break;
         }
         int base = p->slot_base[v];
+        if (rp) rec_node(rp, 2 * k + 1, base, out, n->nout, in, in_slot, n->nin);
         for (int i = 0; i < n->nout; i++) {
             int s = base + i;
             if (p->fed[s] || uses[s] <= 0) {
@@ -602,8 +947,12 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
             release_slot(slots, uses, held, ctx->budget,
                          in_slot ? in_slot[i] : p->slot_base[n->in[i].node] + n->in[i].out);
     }
-    if (st == MS_OK && p->ncopies)
-        st = run_copies(p, &next_copy, p->n, slots, uses, held, ctx->budget);
+    if (st == MS_OK && p->ncopies) {
+        if (arena_base) mem_step(key, arena_base, 2 * p->n);
+        st = run_copies(p, &next_copy, p->n, slots, uses, held, ctx->budget, rp);
+        if (arena_base) kn_devout_end();
+    }
+    if (st == MS_OK && rp) st = mem_size(p, rp, feeds);
     if (st == MS_OK) {
         for (int i = 0; i < p->nfetches; i++) {
             rt_tensor *t = slots[p->fetch_slot[i]];
@@ -622,6 +971,7 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
         rt_tensor_unref(slots[s]);
         ms_budget_give(ctx->budget, held[s]);
     }
+    if (p->mem != NULL) mem_end(p, key, inst, &rec, rp);
     if (!small) {
         free(slots);
         free(uses);

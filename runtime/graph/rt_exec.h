@@ -5,6 +5,7 @@
 #define RT_EXEC_H
 
 #include "kn_ctx.h"
+#include "kn_memplan.h"
 #include "rt_graph.h"
 #include "rt_tensor.h"
 #include "rt_vars.h"
@@ -31,6 +32,22 @@ int rt_plan_stateful(const rt_plan *p);
  * vars (may be NULL) are the variables the host ops read and write. */
 ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *const *feeds,
                       rt_tensor **outs);
+
+/* The device memory of a placed plan whose device backend has arenas
+ * (kn_backend_i.arena_*): the first run of each set of feed shapes (up to 4
+ * sets) records the device tensors it makes and lays them out in one arena
+ * (kn_memplan.h); later runs of those shapes take their device tensors from
+ * an idle arena of them (one more is made for runs in parallel). What
+ * rt_plan_memory reports of the key-th set. */
+typedef struct rt_plan_meminfo {
+    int nkeys;                   /* feed-shape sets sized so far */
+    int ntensors;                /* device tensors of the key's layout */
+    uint64_t bytes;              /* one arena's size */
+    int arenas;                  /* arenas made for the key */
+    const kn_memplan_buf *bufs;  /* the layout (borrowed, valid with the plan) */
+} rt_plan_meminfo;
+/* MS_ENOTFOUND when the plan has no device arenas or fewer keys. */
+ms_status rt_plan_memory(const rt_plan *p, int key, rt_plan_meminfo *out);
 
 /* Binds the node's kernel (host ops first, then the backend) and runs
  * prepare once. Const producers must be prepared first (rt_plan_build does
