@@ -119,6 +119,7 @@ ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
 #include "kn_cuda_gemm.cuh"
 #include "kn_cuda_mem.h"
 #include "kn_cuda_nn.cuh"
+#include "kn_memplan.h"
 #include "kn_cuda_rt.cuh"
 #include "ms_log.h"
 
@@ -215,6 +216,17 @@ static void trim_caches(cuda_be *be) {
     }
 }
 
+/* One cudaMalloc charged to the budget; when the cap or the device is full,
+ * the idle blocks go back first and it is tried once more. */
+static ms_status arena_new_trim(cuda_be *be, const char *what, uint64_t bytes, kn_cuda_arena **out) {
+    ms_status st = kn_cuda_arena_new(what, bytes, out);
+    if (st == MS_ENOMEM) {
+        trim_caches(be);
+        st = kn_cuda_arena_new(what, bytes, out);
+    }
+    return st;
+}
+
 /* A device block of at least `bytes` for worker w: the best cached fit
  * (up to twice the size), else one new cudaMalloc charged to the budget. */
 static ms_status block_get(cuda_be *be, worker *w, uint64_t bytes, const char *what, dblock **out) {
@@ -248,11 +260,7 @@ static ms_status block_get(cuda_be *be, worker *w, uint64_t bytes, const char *w
         free(d);
         return st;
     }
-    st = kn_cuda_arena_new(what, bytes, &d->a);
-    if (st == MS_ENOMEM) { /* the cap or the device is full: give the idle blocks back, once */
-        trim_caches(be);
-        st = kn_cuda_arena_new(what, bytes, &d->a);
-    }
+    st = arena_new_trim(be, what, bytes, &d->a);
     if (st != MS_OK) {
         kn_cuda_event_free(d->ev);
         free(d);
@@ -294,6 +302,15 @@ static ms_status dev_tensor(cuda_be *be, worker *w, const kn_node *node, rt_dtyp
     int64_t n = rt_shape_nelem(shape);
     if (n < 0) return ms_errf(MS_EINVAL, "%s: bad output shape", node ? node->name : "copy");
     uint64_t bytes = (uint64_t)n * rt_dtype_size(dt);
+    void *planned = kn_devout_take(bytes); /* the plan's arena (kn_memplan.h) */
+    if (planned != NULL) {
+        rt_buf *pb = rt_buf_wrap(planned, (size_t)bytes, NULL, NULL);
+        if (pb == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+        pb->device = KN_CUDA_MEM;
+        ms_status pst = rt_tensor_new_on(dt, shape, pb, 0, out);
+        rt_buf_unref(pb);
+        return pst;
+    }
     char what[300];
     snprintf(what, sizeof what, "a GPU tensor of %s", node ? node->name : "a copy");
     dblock *d = NULL;
@@ -403,6 +420,62 @@ static ms_status be_sync(kn_backend *b) {
 
 static const kn_kernel *be_kernel(kn_backend *b, const char *op);
 
+/* A plan's device arena (kn_backend_i.arena_*): one cudaMalloc charged to
+ * the budget, used by one run at a time on its worker's stream; a run on
+ * another worker waits for the previous run's work on it (an event, nothing
+ * waits on the host). */
+typedef struct plan_arena {
+    kn_cuda_arena *a;
+    void *base;
+    void *ev;
+    worker *w; /* whose stream used it last; NULL: none yet */
+} plan_arena;
+
+static ms_status be_arena_new(kn_backend *b, const char *what, uint64_t bytes, void **out) {
+    cuda_be *be = b->ctx;
+    plan_arena *pa = calloc(1, sizeof(*pa));
+    if (pa == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    ms_status st = kn_cuda_event_new(&pa->ev);
+    if (st == MS_OK) st = arena_new_trim(be, what, bytes, &pa->a);
+    if (st != MS_OK) {
+        kn_cuda_event_free(pa->ev);
+        free(pa);
+        return st;
+    }
+    pa->base = kn_cuda_arena_alloc(pa->a, kn_cuda_arena_size(pa->a));
+    *out = pa;
+    return MS_OK;
+}
+
+static ms_status be_arena_begin(kn_backend *b, void *arena, void **base) {
+    plan_arena *pa = arena;
+    worker *w = NULL;
+    ms_status st = get_worker(b->ctx, &w);
+    if (st == MS_OK && pa->w != NULL && pa->w != w)
+        st = kn_cuda_stream_wait_event(w->stream, pa->ev, "a plan's device arena");
+    if (st != MS_OK) return st;
+    pa->w = w;
+    *base = pa->base;
+    return MS_OK;
+}
+
+static void be_arena_end(kn_backend *b, void *arena) {
+    plan_arena *pa = arena;
+    (void)b;
+    /* a failed record leaves no event to wait on: the next worker syncs */
+    if (pa->w != NULL && kn_cuda_event_record(pa->ev, pa->w->stream, "a plan's device arena") != MS_OK)
+        (void)kn_cuda_stream_sync(pa->w->stream, "a plan's device arena");
+}
+
+static void be_arena_free(kn_backend *b, void *arena) {
+    plan_arena *pa = arena;
+    (void)b;
+    if (pa == NULL) return;
+    kn_cuda_event_free(pa->ev);
+    kn_cuda_arena_free(pa->a); /* cudaFree waits for the device */
+    free(pa);
+}
+
 /* After every model on it is freed: the device tensors' blocks are back. */
 static void be_free(kn_backend *b) {
     cuda_be *be = b->ctx;
@@ -448,7 +521,9 @@ ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
     be->b = (kn_backend){.api_version = KN_BACKEND_API_VERSION,
                          .iface = {.name = be_name, .kernel = be_kernel, .sync = be_sync,
                                    .free = be_free, .to_device = be_to_device,
-                                   .to_host = be_to_host},
+                                   .to_host = be_to_host, .arena_new = be_arena_new,
+                                   .arena_begin = be_arena_begin, .arena_end = be_arena_end,
+                                   .arena_free = be_arena_free},
                          .ctx = be,
                          .intra_op_threads = cpu->intra_op_threads};
     g_be = be;
