@@ -20,6 +20,10 @@
  *                         fused CPU pass's bytes, bit for bit
  *   budget_cap            a --per_process_gpu_memory_fraction too small for
  *                         the network's filters refuses the plan naming the flag
+ *   plan_arena            the convnet's second and third runs take their device
+ *                         tensors from the plan's arena (the CPU's numbers);
+ *                         freeing the plan gives its bytes back to the budget
+ *                         and to cudaMemGetInfo
  *   memory_returns        after the graph and the backend are freed the budget
  *                         holds what it held before and cudaMemGetInfo's free
  *                         memory is back (within 64 MiB of library state)
@@ -52,6 +56,7 @@ int main(void) {
 #include "util_bundle.h"
 #include "util_convnet.h"
 #include "util_node.h"
+#include "util_testdev.h"
 
 static int g_gpu;
 static uint64_t g_total;
@@ -95,6 +100,21 @@ static void run(rt_plan *p, rt_tensor *x, rt_tensor **outs) {
     ck_assert_msg(st == MS_OK, "run: %s", ms_errmsg());
 }
 
+/* One request of x on the CPU plan p0 and the GPU plan p1: within the
+ * tolerance of the CPU's numbers. */
+static void request_matches(rt_plan *p0, rt_plan *p1, rt_tensor *x, int fused) {
+    rt_tensor *want[UT_CONVNET_NFETCH] = {0}, *got[UT_CONVNET_NFETCH] = {0};
+    run(p0, x, want);
+    run(p1, x, got);
+    for (int i = 0; i < UT_CONVNET_NFETCH; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s%s", ut_convnet_fetches[i], fused ? " (fused)" : "");
+        check_close(got[i], want[i], what);
+        rt_tensor_unref(got[i]);
+        rt_tensor_unref(want[i]);
+    }
+}
+
 static void convnet_case(int fused) {
     rt_gb *gb = NULL;
     ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
@@ -106,16 +126,7 @@ static void convnet_case(int fused) {
     ck_assert_msg(st == MS_OK, "plan on the GPU: %s", ms_errmsg());
     for (int rep = 0; rep < 3; rep++) {
         rt_tensor *x = ut_convnet_input(100 + (unsigned)rep);
-        rt_tensor *want[UT_CONVNET_NFETCH] = {0}, *got[UT_CONVNET_NFETCH] = {0};
-        run(p0, x, want);
-        run(p1, x, got);
-        for (int i = 0; i < UT_CONVNET_NFETCH; i++) {
-            char what[64];
-            snprintf(what, sizeof what, "%s%s", ut_convnet_fetches[i], fused ? " (fused)" : "");
-            check_close(got[i], want[i], what);
-            rt_tensor_unref(got[i]);
-            rt_tensor_unref(want[i]);
-        }
+        request_matches(p0, p1, x, fused);
         rt_tensor_unref(x);
     }
     rt_plan_free(p0);
@@ -183,30 +194,6 @@ END_TEST
 /* ---- the split DICOM graph: _DcmDecodeRaw on the host, _DcmPixelTransform
  * on the GPU, against the fused pass on the CPU, bit for bit ---- */
 
-static rt_tensor *dicom_files(const char *const *paths, int n) {
-    rt_str s[8];
-    uint8_t *buf[8] = {0};
-    int k = 0;
-    for (int i = 0; i < n && i < 8; i++) {
-        FILE *f = fopen(paths[i], "rb");
-        if (f == NULL) continue;
-        fseek(f, 0, SEEK_END);
-        long len = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        buf[k] = malloc(len > 0 ? (size_t)len : 1);
-        ck_assert(buf[k] != NULL && fread(buf[k], 1, (size_t)len, f) == (size_t)len);
-        fclose(f);
-        s[k] = (rt_str){.data = buf[k], .len = len};
-        k++;
-    }
-    if (k == 0) return NULL;
-    rt_shape sh = rt_shape_make(1, (int64_t[]){k});
-    rt_tensor *t = NULL;
-    ck_assert_int_eq(rt_tensor_new_strings(&sh, s, &t), MS_OK);
-    for (int i = 0; i < k; i++) free(buf[i]);
-    return t;
-}
-
 static ms_status dicom_run(rt_graph *g, rt_tensor *x, rt_tensor **out) {
     rt_edge fe, fo;
     ck_assert_int_eq(rt_graph_tensor(g, "x", &fe), MS_OK);
@@ -236,18 +223,7 @@ START_TEST(test_dicom_split) {
     for (int c = 0; c < 3; c++) { /* no resize NHWC; resize masked NHWC; resize NCHW */
         rt_gb *gb = NULL;
         ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
-        Tensorflow__NodeDef *x = rt_gb_node(gb, "Placeholder", "x");
-        rt_gb_attr_type(gb, x, "dtype", RT_DT_STRING);
-        Tensorflow__NodeDef *dec = rt_gb_node(gb, "DcmDecodeHU", "dec");
-        rt_gb_input(gb, dec, "x");
-        rt_gb_attr_f(gb, dec, "pad_value", 100.f);
-        Tensorflow__NodeDef *win = rt_gb_node(gb, "DcmWindow", "win");
-        rt_gb_input(gb, win, "dec:0");
-        if (c == 1) rt_gb_input(gb, win, "dec:1");
-        rt_gb_attr_f(gb, win, "center", 40.f);
-        rt_gb_attr_f(gb, win, "width", 400.f);
-        rt_gb_attr_str(gb, win, "data_format", c == 2 ? "NCHW" : "NHWC");
-        if (c > 0) rt_gb_attr_ilist(gb, win, "size", (int64_t[]){224, 200}, 2);
+        ut_dicom_window_graph(gb, c, 224, 200);
         Tensorflow__MetaGraphDef *mg = NULL;
         ck_assert_msg(rt_gb_meta_graph(gb, &mg) == MS_OK, "%s", ms_errmsg());
         rt_graph *g0 = NULL, *g1 = NULL;
@@ -259,7 +235,7 @@ START_TEST(test_dicom_split) {
         ck_assert_str_eq(g1->nodes[rt_graph_find(g1, "win")].kn.op, "_DcmPixelTransform");
         /* each file alone, the native three together, all together */
         for (int b = 0; b < 8; b++) {
-            rt_tensor *in = b < 6 ? dicom_files(all + b, 1) : dicom_files(all, b == 6 ? 3 : 6);
+            rt_tensor *in = b < 6 ? ut_dicom_strings(all + b, 1) : ut_dicom_strings(all, b == 6 ? 3 : 6);
             if (in == NULL) continue;
             rt_tensor *want = NULL, *got = NULL;
             ms_status s0 = dicom_run(g0, in, &want), s1 = dicom_run(g1, in, &got);
@@ -304,6 +280,45 @@ START_TEST(test_budget_cap) {
     rt_graph_free(g);
     rt_gb_free(gb);
     kn_cuda_budget_set(0, g_total);
+}
+END_TEST
+
+/* The plan's arena: the second run of the convnet's shape takes its device
+ * tensors from one arena charged to the budget; freeing the plan (as an
+ * unload does) gives exactly its bytes back and cudaMemGetInfo sees them. */
+START_TEST(test_plan_arena) {
+    rt_gb *gb = NULL;
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    ut_convnet_build(gb);
+    rt_graph *g0 = convnet(gb, 1, NULL), *g1 = convnet(gb, 1, g_dev);
+    rt_plan *p0 = NULL, *p1 = NULL;
+    ck_assert_int_eq(plan_of(g0, &p0), MS_OK);
+    ck_assert_msg(plan_of(g1, &p1) == MS_OK, "%s", ms_errmsg());
+    rt_plan_meminfo mi;
+    uint64_t held = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        rt_tensor *x = ut_convnet_input(300 + (unsigned)rep);
+        request_matches(p0, p1, x, 1);
+        rt_tensor_unref(x);
+        ck_assert_int_eq(rt_plan_memory(p1, 0, &mi), MS_OK);
+        ck_assert_int_eq(mi.arenas, 1);
+        held = kn_cuda_budget_held();
+        ck_assert_uint_ge(held, mi.bytes);
+    }
+    printf("cuda_backend: plan arena: %d tensors, %llu KiB\n", mi.ntensors,
+           (unsigned long long)(mi.bytes >> 10));
+    uint64_t free0 = 0, free1 = 0, tot = 0;
+    ck_assert_int_eq(kn_cuda_mem_info(&free0, &tot), MS_OK);
+    uint64_t bytes = mi.bytes;
+    rt_plan_free(p1);
+    ck_assert_uint_eq(kn_cuda_budget_held(), held - bytes);
+    ck_assert_int_eq(kn_cuda_mem_info(&free1, &tot), MS_OK);
+    ck_assert_uint_ge(free1, free0); /* cudaFree gave it back (the driver rounds to pages) */
+    rt_plan_free(p0);
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+    rt_gb_free(gb);
+    ck_assert_int_eq(kn_cuda_sticky(), 0);
 }
 END_TEST
 
@@ -352,6 +367,7 @@ int main(void) {
         {"half_plus_two", test_half_plus_two},
         {"dicom_split", test_dicom_split},
         {"budget_cap", test_budget_cap},
+        {"plan_arena", test_plan_arena},
         {"memory_returns", test_memory_returns},
     };
     int rc = tu_suite_main("cuda_backend", cases, sizeof(cases) / sizeof(cases[0]));

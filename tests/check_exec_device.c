@@ -4,11 +4,11 @@
  * placement inserted through the backend's to_device / to_host, feed from and
  * fetch to the host.
  *
- * The device here is a test backend ("testdev") over the real CPU kernels with
- * memory of its own kind: its tensors are marked device 7 and hold every byte
- * XOR 0xA5, so that a host kernel fed a device tensor (a missing copy to the
- * host) computes garbage and a device kernel fed a host tensor (a missing copy
- * to the device) fails. Results are compared bit for bit with the same graph
+ * The device here is a test backend ("testdev", tests/util_testdev) over the
+ * real CPU kernels with memory of its own kind: its tensors are marked device
+ * 7 and hold every byte XOR 0xA5, so that a host kernel fed a device tensor (a
+ * missing copy to the host) computes garbage and a device kernel fed a host
+ * tensor (a missing copy to the device) fails. Results are compared bit for bit with the same graph
  * run on the CPU backend alone. */
 #include <check.h>
 #include <stdint.h>
@@ -24,167 +24,33 @@
 #include "rt_graphbuild.h"
 #include "rt_model.h"
 #include "util_bundle.h"
+#include "util_testdev.h"
 
-#define TESTDEV_MEM 7
-
-static kn_backend *cpu;
+static kn_backend *cpu, *testdev, *alldev, *nodev;
 static rt_gb *gb;
-static int n_h2d, n_d2h, n_dev_runs, fail_copies;
 
-/* ---- the test device ---- */
-
-static void xor_bytes(rt_tensor *t) {
-    uint8_t *b = t->data;
-    for (size_t i = 0; i < rt_tensor_nbytes(t); i++)
-        b[i] ^= 0xA5;
-}
-
-/* A copy of t in the other memory kind. */
-static ms_status recode(const rt_tensor *t, int to_dev, rt_tensor **out) {
-    if (t->dtype == RT_DT_STRING) return ms_errf(MS_ENOTSUP, "testdev: no strings");
-    if ((t->buf->device == TESTDEV_MEM) == to_dev)
-        return ms_errf(MS_EINTERNAL, "testdev: tensor already in %s memory",
-                       to_dev ? "device" : "host");
-    rt_tensor *c = NULL;
-    ms_status st = rt_tensor_clone(t, &c);
-    if (st != MS_OK) return st;
-    xor_bytes(c);
-    c->buf->device = to_dev ? TESTDEV_MEM : 0;
-    *out = c;
-    return MS_OK;
-}
-
-static ms_status dev_to_device(kn_backend *b, rt_tensor *host, rt_tensor **out) {
-    (void)b;
-    if (fail_copies) return ms_errf(MS_EDEVICE, "testdev: copy refused");
-    n_h2d++;
-    return recode(host, 1, out);
-}
-
-static ms_status dev_to_host(kn_backend *b, rt_tensor *dev, rt_tensor **out) {
-    (void)b;
-    n_d2h++;
-    return recode(dev, 0, out);
-}
-
-typedef struct dev_state {
-    const kn_kernel *k;
-    void *st;
-} dev_state;
-
-static ms_status dev_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
-    dev_state *s = calloc(1, sizeof(*s));
-    if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
-    s->k = kn_backend_kernel(cpu, node->op);
-    ms_status st = s->k->prepare ? s->k->prepare(node, const_in, &s->st) : MS_OK;
-    if (st != MS_OK) {
-        free(s);
-        return st;
-    }
-    *state = s;
-    return MS_OK;
-}
-
-static void dev_release(void *state) {
-    dev_state *s = state;
-    if (s && s->k->release) s->k->release(s->st);
-    free(s);
-}
-
-static ms_status dev_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
-                             rt_tensor **out) {
-    dev_state *s = state;
-    rt_tensor *hin[64] = {0}, *hout[64] = {0};
-    ms_status st = MS_OK;
-    ck_assert_int_le(node->nin, 64);
-    ck_assert_int_le(node->nout, 64);
-    n_dev_runs++;
-    for (int i = 0; i < node->nin && st == MS_OK; i++) {
-        if (in[i]->buf->device != TESTDEV_MEM)
-            st = ms_errf(MS_EINTERNAL, "testdev: input %d of '%s' is in host memory", i, node->name);
-        else
-            st = recode(in[i], 0, &hin[i]);
-    }
-    if (st == MS_OK) st = s->k->compute(ctx, node, s->st, hin, hout);
-    for (int i = 0; i < node->nout && st == MS_OK; i++) st = recode(hout[i], 1, &out[i]);
-    for (int i = 0; i < 64; i++) {
-        rt_tensor_unref(hin[i]);
-        rt_tensor_unref(hout[i]);
-    }
-    return st;
-}
-
-static const char *dev_ops[] = {"MatMul", "AddV2", "Mul", "Relu", NULL};
-static kn_kernel dev_table[8];
-
-static const kn_kernel *dev_kernel(kn_backend *b, const char *op) {
-    (void)b;
-    for (int i = 0; dev_ops[i]; i++)
-        if (strcmp(op, dev_ops[i]) == 0) {
-            dev_table[i] = (kn_kernel){.op = dev_ops[i], .prepare = dev_prepare,
-                                       .compute = dev_compute, .release = dev_release};
-            return &dev_table[i];
-        }
-    return NULL;
-}
-
-static const char *dev_name(kn_backend *b) {
-    (void)b;
-    return "testdev";
-}
-
-static kn_backend testdev = {
-    .api_version = KN_BACKEND_API_VERSION,
-    .iface = {.name = dev_name, .kernel = dev_kernel, .to_device = dev_to_device,
-              .to_host = dev_to_host},
-    .intra_op_threads = 1,
-};
-
-/* A device backend with every op of the CPU backend but the string parsers. */
-static kn_kernel all_table[256];
-static int all_n;
-
-static const kn_kernel *all_kernel(kn_backend *b, const char *op) {
-    (void)b;
-    const kn_kernel *k = kn_backend_kernel(cpu, op);
-    if (k == NULL || strncmp(op, "Parse", 5) == 0) return NULL;
-    for (int i = 0; i < all_n; i++)
-        if (strcmp(all_table[i].op, op) == 0) return &all_table[i];
-    ck_assert_int_lt(all_n, 256);
-    all_table[all_n] = (kn_kernel){.op = k->op, .prepare = dev_prepare, .compute = dev_compute,
-                                   .release = dev_release, .stateful = k->stateful};
-    return &all_table[all_n++];
-}
-
-static kn_backend alldev = {
-    .api_version = KN_BACKEND_API_VERSION,
-    .iface = {.name = dev_name, .kernel = all_kernel, .to_device = dev_to_device,
-              .to_host = dev_to_host},
-};
-
-/* A device backend that has none of the graph's ops. */
-static const kn_kernel *none_kernel(kn_backend *b, const char *op) {
-    (void)b;
-    (void)op;
-    return NULL;
-}
-static kn_backend nodev = {
-    .api_version = KN_BACKEND_API_VERSION,
-    .iface = {.name = dev_name, .kernel = none_kernel, .to_device = dev_to_device,
-              .to_host = dev_to_host},
-};
+/* The devices: testdev has MatMul, AddV2, Mul and Relu; alldev every op of
+ * the CPU backend but the string parsers; nodev none of the graph's ops. */
+static const char *const dev_ops[] = {"MatMul", "AddV2", "Mul", "Relu", NULL};
 
 /* ---- graphs ---- */
 
 static void setup(void) {
     cpu = kn_cpu_backend_new(1);
     ck_assert_ptr_nonnull(cpu);
+    ut_testdev_setup(cpu, 7, 0xA5);
+    testdev = ut_testdev_new("testdev", dev_ops, 0);
+    alldev = ut_testdev_new("testdev", NULL, 0);
+    nodev = ut_testdev_new("testdev", NULL, UT_TESTDEV_NONE);
     ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
-    n_h2d = n_d2h = n_dev_runs = fail_copies = 0;
+    memset(&ut_dev, 0, sizeof ut_dev);
 }
 
 static void teardown(void) {
     rt_gb_free(gb);
+    kn_backend_free(testdev);
+    kn_backend_free(alldev);
+    kn_backend_free(nodev);
     kn_backend_free(cpu);
 }
 
@@ -278,23 +144,23 @@ static void check_same(rt_tensor *const *got, rt_tensor *const *want) {
 
 START_TEST(mixed_plan_matches_cpu) {
     const Tensorflow__MetaGraphDef *mg = graph();
-    rt_graph *g0 = load(mg, NULL), *g1 = load(mg, &testdev);
+    rt_graph *g0 = load(mg, NULL), *g1 = load(mg, testdev);
     rt_plan *p0 = plan(g0), *p1 = plan(g1);
-    ck_assert_int_eq(n_h2d, 2); /* w and b, once */
+    ck_assert_int_eq(ut_dev.h2d, 2); /* w and b, once */
     /* the device has MatMul, AddV2, Relu, Mul: those nodes are bound to it */
     const char *on_dev[] = {"mm", "add", "r", "m"}, *on_host[] = {"am", "s", "neg"};
     for (int i = 0; i < 4; i++)
         ck_assert_ptr_eq(g1->nodes[rt_graph_find(g1, on_dev[i])].kernel,
-                         kn_backend_kernel(&testdev, g1->nodes[rt_graph_find(g1, on_dev[i])].kn.op));
+                         kn_backend_kernel(testdev, g1->nodes[rt_graph_find(g1, on_dev[i])].kn.op));
     for (int i = 0; i < 3; i++)
         ck_assert_ptr_eq(g1->nodes[rt_graph_find(g1, on_host[i])].kernel,
                          g0->nodes[rt_graph_find(g0, on_host[i])].kernel);
     for (int rep = 0; rep < 3; rep++) {
         rt_tensor *x = iota((rt_shape){.rank = 2, .dim = {2, 3}}, -1.0f + (float)rep, 0.375f);
         rt_tensor *want[NFETCH] = {0}, *got[NFETCH] = {0};
-        int before = n_h2d + n_d2h + n_dev_runs;
+        int before = ut_dev.h2d + ut_dev.d2h + ut_dev.runs;
         ck_assert_msg(run(p0, x, want) == MS_OK, "%s", ms_errmsg());
-        ck_assert_int_eq(n_h2d + n_d2h + n_dev_runs, before); /* the host plan copies nothing */
+        ck_assert_int_eq(ut_dev.h2d + ut_dev.d2h + ut_dev.runs, before); /* the host plan copies nothing */
         ms_status st = run(p1, x, got);
         ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
         check_same(got, want);
@@ -302,9 +168,9 @@ START_TEST(mixed_plan_matches_cpu) {
          * once, when the plan was built: 2); r twice to the host (for
          * ArgMax and Sum: one shared copy) and r, m back as fetches (the
          * copy of r is shared): 2 to the host; 4 device nodes */
-        ck_assert_int_eq(n_dev_runs, 4 * (rep + 1));
-        ck_assert_int_eq(n_h2d, 2 + 2 * (rep + 1));
-        ck_assert_int_eq(n_d2h, 2 * (rep + 1));
+        ck_assert_int_eq(ut_dev.runs, 4 * (rep + 1));
+        ck_assert_int_eq(ut_dev.h2d, 2 + 2 * (rep + 1));
+        ck_assert_int_eq(ut_dev.d2h, 2 * (rep + 1));
         for (int i = 0; i < NFETCH; i++) {
             rt_tensor_unref(want[i]);
             rt_tensor_unref(got[i]);
@@ -323,14 +189,14 @@ END_TEST
 
 START_TEST(no_device_op_is_the_host_plan) {
     const Tensorflow__MetaGraphDef *mg = graph();
-    rt_graph *g0 = load(mg, NULL), *g1 = load(mg, &nodev);
+    rt_graph *g0 = load(mg, NULL), *g1 = load(mg, nodev);
     rt_plan *p0 = plan(g0), *p1 = plan(g1);
     rt_tensor *x = iota((rt_shape){.rank = 2, .dim = {2, 3}}, 0.5f, -0.25f);
     rt_tensor *want[NFETCH] = {0}, *got[NFETCH] = {0};
     ck_assert_int_eq(run(p0, x, want), MS_OK);
     ck_assert_int_eq(run(p1, x, got), MS_OK);
     check_same(got, want);
-    ck_assert_int_eq(n_h2d + n_d2h + n_dev_runs, 0);
+    ck_assert_int_eq(ut_dev.h2d + ut_dev.d2h + ut_dev.runs, 0);
     for (int i = 0; i < NFETCH; i++) {
         rt_tensor_unref(want[i]);
         rt_tensor_unref(got[i]);
@@ -345,22 +211,78 @@ END_TEST
 
 START_TEST(copy_failure_fails_the_request) {
     const Tensorflow__MetaGraphDef *mg = graph();
-    rt_graph *g = load(mg, &testdev);
+    rt_graph *g = load(mg, testdev);
     rt_plan *p = plan(g);
     rt_tensor *x = iota((rt_shape){.rank = 2, .dim = {2, 3}}, 0.0f, 1.0f);
     rt_tensor *got[NFETCH] = {0};
-    fail_copies = 1;
+    ut_dev.fail_copies = 1;
     ms_status st = run(p, x, got);
     ck_assert_int_eq(st, MS_EDEVICE);
     ck_assert_msg(strstr(ms_errmsg(), "copy to the device (testdev)") != NULL, "%s", ms_errmsg());
     for (int i = 0; i < NFETCH; i++) ck_assert_ptr_null(got[i]);
     /* the plan stays usable */
-    fail_copies = 0;
+    ut_dev.fail_copies = 0;
     ck_assert_msg(run(p, x, got) == MS_OK, "%s", ms_errmsg());
     for (int i = 0; i < NFETCH; i++) rt_tensor_unref(got[i]);
     rt_tensor_unref(x);
     rt_plan_free(p);
     rt_graph_free(g);
+}
+END_TEST
+
+/* A device with arenas: the first run of a feed shape sizes the plan's
+ * device tensors (one arena, laid out from their lifetimes); later runs of
+ * that shape put every device tensor in it (the arena is overwritten with
+ * 0xCD before each run, and regions are reused within a run, so a wrong
+ * layout or a tensor outliving its region gives wrong numbers); another
+ * shape gets its own layout; freeing the plan frees the arenas. */
+START_TEST(arena_plan_matches_cpu) {
+    kn_backend *ardev = ut_testdev_new("testdev", dev_ops, UT_TESTDEV_ARENAS);
+    const Tensorflow__MetaGraphDef *mg = graph();
+    rt_graph *g0 = load(mg, NULL), *g1 = load(mg, ardev);
+    rt_plan *p0 = plan(g0), *p1 = plan(g1);
+    rt_plan_meminfo mi;
+    ck_assert_int_eq(rt_plan_memory(p1, 0, &mi), MS_ENOTFOUND);
+    ck_assert_int_eq(mi.nkeys, 0);
+    ck_assert_int_eq(rt_plan_memory(p0, 0, &mi), MS_ENOTFOUND); /* the host plan has none */
+    for (int rep = 0; rep < 5; rep++) {
+        int rows = rep < 3 ? 2 : 4; /* a second feed shape from the fourth run */
+        rt_tensor *x = iota((rt_shape){.rank = 2, .dim = {rows, 3}}, -1.5f + (float)rep, 0.375f);
+        rt_tensor *want[NFETCH] = {0}, *got[NFETCH] = {0};
+        ck_assert_msg(run(p0, x, want) == MS_OK, "%s", ms_errmsg());
+        int regions = ut_dev.regions;
+        ms_status st = run(p1, x, got);
+        ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
+        check_same(got, want);
+        int key = rows == 2 ? 0 : 1;
+        ck_assert_int_eq(rt_plan_memory(p1, key, &mi), MS_OK);
+        ck_assert_int_eq(mi.nkeys, rows == 2 ? 1 : 2);
+        /* device tensors per run: x and neg copied in, mm, add, r, m made */
+        ck_assert_int_eq(mi.ntensors, 6);
+        ck_assert(kn_memplan_valid(mi.bufs, mi.ntensors));
+        ck_assert_uint_ge(mi.bytes, kn_memplan_peak(mi.bufs, mi.ntensors));
+        if (rep == 0 || rep == 3)
+            ck_assert_int_eq(ut_dev.regions, regions); /* the sizing run */
+        else
+            ck_assert_int_eq(ut_dev.regions, regions + 6);
+        ck_assert_int_eq(mi.arenas, 1);
+        for (int i = 0; i < NFETCH; i++) {
+            rt_tensor_unref(want[i]);
+            rt_tensor_unref(got[i]);
+        }
+        rt_tensor_unref(x);
+    }
+    ck_assert_int_eq(ut_dev.arenas, 2);
+    /* reuse: [2, 4] floats are 32 bytes, so 6 regions of 256 without reuse */
+    ck_assert_int_eq(rt_plan_memory(p1, 0, &mi), MS_OK);
+    ck_assert_uint_lt(mi.bytes, 6 * 256);
+    rt_plan_free(p1);
+    ck_assert_int_eq(ut_dev.arenas, 0);
+    ck_assert_uint_eq(ut_dev.arena_bytes, 0);
+    rt_plan_free(p0);
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+    kn_backend_free(ardev);
 }
 END_TEST
 
@@ -396,7 +318,7 @@ START_TEST(real_models_match_cpu) {
     rt_model *m0 = NULL, *m1 = NULL;
     ms_status st = rt_model_load(dir, serve, 1, cpu, &m0);
     ck_assert_msg(st == MS_OK, "%s: %s", models[_i], ms_errmsg());
-    st = rt_model_load_on(dir, serve, 1, cpu, &alldev, &m1);
+    st = rt_model_load_on(dir, serve, 1, cpu, alldev, &m1);
     ck_assert_msg(st == MS_OK, "%s on testdev: %s", models[_i], ms_errmsg());
     const char *in = sig_tensor(m0, NULL, 0), *out = sig_tensor(m0, NULL, 1);
     ck_assert_ptr_nonnull(in);
@@ -410,10 +332,10 @@ START_TEST(real_models_match_cpu) {
     rt_tensor *want = NULL, *got = NULL;
     st = rt_model_run(m0, &f, 1, &out, 1, NULL, 0, NULL, &want);
     ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
-    int runs = n_dev_runs;
+    int runs = ut_dev.runs;
     st = rt_model_run(m1, &f, 1, &out, 1, NULL, 0, NULL, &got);
     ck_assert_msg(st == MS_OK, "%s on testdev: %s", models[_i], ms_errmsg());
-    ck_assert_msg(n_dev_runs > runs, "no node ran on the device");
+    ck_assert_msg(ut_dev.runs > runs, "no node ran on the device");
     ck_assert_int_eq(got->buf->device, 0);
     ck_assert_msg(rt_tensor_equal(got, want), "%s: device run differs from the CPU run",
                   models[_i]);
@@ -432,6 +354,7 @@ int main(void) {
     tcase_add_test(tc, mixed_plan_matches_cpu);
     tcase_add_test(tc, no_device_op_is_the_host_plan);
     tcase_add_test(tc, copy_failure_fails_the_request);
+    tcase_add_test(tc, arena_plan_matches_cpu);
     tcase_add_loop_test(tc, real_models_match_cpu, 0, (int)(sizeof models / sizeof models[0]));
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -23,6 +23,7 @@
 #include "kn_cpu_backend.h"
 #include "kn_cuda_backend.h"
 #include "kn_cuda_probe.h"
+#include "kn_memplan.h"
 #include "ms_status.h"
 #include "rt_exec.h"
 #include "rt_fuse.h"
@@ -31,6 +32,7 @@
 #include "rt_model.h"
 #include "util_convnet.h"
 #include "util_node.h"
+#include "util_testdev.h"
 
 START_TEST(ops_sorted_and_on_cpu) {
     kn_backend *cpu = kn_cpu_backend_new(1);
@@ -140,104 +142,24 @@ START_TEST(no_backend_without_gpu) {
 }
 END_TEST
 
-/* ---- a device backend with the CUDA table's ops, over the CPU kernels ---- */
+/* ---- a device backend with the CUDA table's ops, over the CPU kernels
+ * (tests/util_testdev: memory kind 9, bytes XOR 0x5A) ---- */
 
-#define CAP_MEM 9
-static kn_backend *g_cpu;
-static int g_dev_runs;
+static kn_backend *g_cpu, *capdev;
 
-static ms_status recode(const rt_tensor *t, int to_dev, rt_tensor **out) {
-    if ((t->buf->device == CAP_MEM) == to_dev)
-        return ms_errf(MS_EINTERNAL, "captest: tensor already in %s memory", to_dev ? "device" : "host");
-    rt_tensor *c = NULL;
-    ms_status st = rt_tensor_clone(t, &c);
-    if (st != MS_OK) return st;
-    uint8_t *b = c->data;
-    for (size_t i = 0; i < rt_tensor_nbytes(c); i++) b[i] ^= 0x5A;
-    c->buf->device = to_dev ? CAP_MEM : 0;
-    *out = c;
-    return MS_OK;
+static void cap_setup(int flags) {
+    g_cpu = kn_cpu_backend_new(1);
+    ut_testdev_setup(g_cpu, 9, 0x5A);
+    capdev = ut_testdev_new("captest", kn_cuda_backend_ops(), flags);
+    memset(&ut_dev, 0, sizeof ut_dev);
 }
 
-static ms_status cap_to_device(kn_backend *b, rt_tensor *h, rt_tensor **out) {
-    (void)b;
-    return recode(h, 1, out);
+static void cap_teardown(void) {
+    kn_backend_free(capdev);
+    kn_backend_free(g_cpu);
 }
 
-static ms_status cap_to_host(kn_backend *b, rt_tensor *d, rt_tensor **out) {
-    (void)b;
-    return recode(d, 0, out);
-}
-
-typedef struct cap_state {
-    const kn_kernel *k;
-    void *st;
-} cap_state;
-
-static ms_status cap_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
-    cap_state *s = calloc(1, sizeof(*s));
-    s->k = kn_backend_kernel(g_cpu, node->op);
-    ms_status st = s->k->prepare ? s->k->prepare(node, const_in, &s->st) : MS_OK;
-    if (st != MS_OK) {
-        free(s);
-        return st;
-    }
-    *state = s;
-    return MS_OK;
-}
-
-static void cap_release(void *state) {
-    cap_state *s = state;
-    if (s && s->k->release) s->k->release(s->st);
-    free(s);
-}
-
-static ms_status cap_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
-                             rt_tensor **out) {
-    cap_state *s = state;
-    rt_tensor *hin[16] = {0}, *hout[16] = {0};
-    ck_assert_int_le(node->nin, 16);
-    ck_assert_int_le(node->nout, 16);
-    ms_status st = MS_OK;
-    g_dev_runs++;
-    for (int i = 0; i < node->nin && st == MS_OK; i++) st = recode(in[i], 0, &hin[i]);
-    if (st == MS_OK) st = s->k->compute(ctx, node, s->st, hin, hout);
-    for (int i = 0; i < node->nout && st == MS_OK; i++)
-        if (hout[i]) st = recode(hout[i], 1, &out[i]);
-    for (int i = 0; i < 16; i++) {
-        rt_tensor_unref(hin[i]);
-        rt_tensor_unref(hout[i]);
-    }
-    return st;
-}
-
-static kn_kernel cap_table[64];
-
-static const kn_kernel *cap_kernel(kn_backend *b, const char *op) {
-    (void)b;
-    const char *const *ops = kn_cuda_backend_ops();
-    for (int i = 0; ops[i] && i < 64; i++)
-        if (strcmp(ops[i], op) == 0) {
-            cap_table[i] = (kn_kernel){.op = ops[i], .prepare = cap_prepare,
-                                       .compute = cap_compute, .release = cap_release};
-            return &cap_table[i];
-        }
-    return NULL;
-}
-
-static const char *cap_name(kn_backend *b) {
-    (void)b;
-    return "captest";
-}
-
-static kn_backend capdev = {
-    .api_version = KN_BACKEND_API_VERSION,
-    .iface = {.name = cap_name, .kernel = cap_kernel, .to_device = cap_to_device,
-              .to_host = cap_to_host},
-    .intra_op_threads = 1,
-};
-
-static void run_graph(rt_graph *g, rt_tensor *x, rt_tensor **outs) {
+static rt_plan *convnet_plan(rt_graph *g) {
     rt_edge fe, fo[UT_CONVNET_NFETCH];
     ck_assert_int_eq(rt_graph_tensor(g, "x", &fe), MS_OK);
     for (int i = 0; i < UT_CONVNET_NFETCH; i++)
@@ -245,36 +167,51 @@ static void run_graph(rt_graph *g, rt_tensor *x, rt_tensor **outs) {
     rt_plan *p = NULL;
     ms_status st = rt_plan_build(g, &fe, 1, fo, UT_CONVNET_NFETCH, NULL, 0, &p);
     ck_assert_msg(st == MS_OK, "plan: %s", ms_errmsg());
+    return p;
+}
+
+static void run_plan(rt_plan *p, rt_tensor *x, rt_tensor **outs) {
     kn_ctx ctx = {.nthreads = 1};
-    st = rt_plan_run(p, &ctx, NULL, &x, outs);
+    ms_status st = rt_plan_run(p, &ctx, NULL, &x, outs);
     ck_assert_msg(st == MS_OK, "run: %s", ms_errmsg());
+}
+
+static void run_graph(rt_graph *g, rt_tensor *x, rt_tensor **outs) {
+    rt_plan *p = convnet_plan(g);
+    run_plan(p, x, outs);
     rt_plan_free(p);
+}
+
+/* The util_convnet network twice: *g0 on the CPU alone, *g1 on capdev;
+ * both after load-time fusion when `fused`. */
+static void convnet_graphs(rt_gb *gb, int fused, rt_graph **g0, rt_graph **g1) {
+    ut_convnet_build(gb);
+    Tensorflow__MetaGraphDef *mg = NULL;
+    ck_assert_msg(rt_gb_meta_graph(gb, &mg) == MS_OK, "%s", ms_errmsg());
+    ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, g0), MS_OK);
+    ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, g1), MS_OK);
+    if (fused) {
+        int n0 = 0, n1 = 0;
+        ck_assert_int_eq(rt_fuse_graph(*g0, &n0), MS_OK);
+        ck_assert_int_eq(rt_fuse_graph(*g1, &n1), MS_OK);
+        ck_assert_int_ge(n1, 2);
+        ck_assert_str_eq((*g1)->nodes[rt_graph_find(*g1, "r1")].kn.op, "_FusedConv2D");
+        ck_assert_str_eq((*g1)->nodes[rt_graph_find(*g1, "ba")].kn.op, "_FusedMatMul");
+    }
+    (*g1)->device = capdev;
 }
 
 START_TEST(convnet_placement) {
     int fused = _i;
-    g_cpu = kn_cpu_backend_new(1);
+    cap_setup(0);
     rt_gb *gb = NULL;
     ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
-    ut_convnet_build(gb);
-    Tensorflow__MetaGraphDef *mg = NULL;
-    ck_assert_msg(rt_gb_meta_graph(gb, &mg) == MS_OK, "%s", ms_errmsg());
     rt_graph *g0 = NULL, *g1 = NULL;
-    ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g0), MS_OK);
-    ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g1), MS_OK);
-    if (fused) {
-        int n0 = 0, n1 = 0;
-        ck_assert_int_eq(rt_fuse_graph(g0, &n0), MS_OK);
-        ck_assert_int_eq(rt_fuse_graph(g1, &n1), MS_OK);
-        ck_assert_int_ge(n1, 2);
-        ck_assert_str_eq(g1->nodes[rt_graph_find(g1, "r1")].kn.op, "_FusedConv2D");
-        ck_assert_str_eq(g1->nodes[rt_graph_find(g1, "ba")].kn.op, "_FusedMatMul");
-    }
-    g1->device = &capdev;
+    convnet_graphs(gb, fused, &g0, &g1);
     rt_tensor *x = ut_convnet_input(7);
     rt_tensor *want[UT_CONVNET_NFETCH] = {0}, *got[UT_CONVNET_NFETCH] = {0};
     run_graph(g0, x, want);
-    g_dev_runs = 0;
+    ut_dev.runs = 0;
     run_graph(g1, x, got);
     /* every node of the table's ops ran on the device, the others did not */
     int expect = 0, twin[1024] = {0};
@@ -285,7 +222,7 @@ START_TEST(convnet_placement) {
         const rt_gnode *n = &g1->nodes[v];
         /* absorbed nodes and fused nodes' twins are not in the plan */
         if (n->kernel == NULL || n->kn.op == NULL || n->fused_into >= 0 || twin[v]) continue;
-        int dev = n->kernel->compute == cap_compute;
+        int dev = ut_testdev_is_kernel(n->kernel);
         int host_only = strcmp(n->kn.op, "Const") == 0 || strcmp(n->kn.op, "Placeholder") == 0;
         if (dev) expect++;
         if (kn_cuda_backend_has_op(n->kn.op) && !host_only)
@@ -294,8 +231,8 @@ START_TEST(convnet_placement) {
             ck_assert_msg(!dev, "node %s (%s) is on the device", n->name, n->kn.op);
     }
     for (int i = 0; ut_convnet_host_nodes[i]; i++)
-        ck_assert(g1->nodes[rt_graph_find(g1, ut_convnet_host_nodes[i])].kernel->compute != cap_compute);
-    ck_assert_int_eq(g_dev_runs, expect);
+        ck_assert(!ut_testdev_is_kernel(g1->nodes[rt_graph_find(g1, ut_convnet_host_nodes[i])].kernel));
+    ck_assert_int_eq(ut_dev.runs, expect);
     ck_assert_int_ge(expect, fused ? 20 : 24);
     for (int i = 0; i < UT_CONVNET_NFETCH; i++) {
         ck_assert_int_eq(got[i]->buf->device, 0);
@@ -307,35 +244,63 @@ START_TEST(convnet_placement) {
     rt_graph_free(g0);
     rt_graph_free(g1);
     rt_gb_free(gb);
-    kn_backend_free(g_cpu);
+    cap_teardown();
+}
+END_TEST
+
+/* The same network on a device with arenas (as the CUDA table's): the first
+ * request sizes the plan's device tensors from their lifetimes and its
+ * sizes, the next ones take every device tensor from that one arena (the
+ * arena is overwritten before each run, so a region shared by two tensors
+ * alive at once gives other bytes than the CPU's), and freeing the plan frees
+ * it. Prints the layout's figures. */
+START_TEST(convnet_arena) {
+    int fused = _i;
+    cap_setup(UT_TESTDEV_ARENAS);
+    rt_gb *gb = NULL;
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    rt_graph *g0 = NULL, *g1 = NULL;
+    convnet_graphs(gb, fused, &g0, &g1);
+    rt_plan *p = convnet_plan(g1);
+    rt_plan_meminfo mi;
+    for (int rep = 0; rep < 3; rep++) {
+        rt_tensor *x = ut_convnet_input(20 + (unsigned)rep);
+        rt_tensor *want[UT_CONVNET_NFETCH] = {0}, *got[UT_CONVNET_NFETCH] = {0};
+        run_graph(g0, x, want);
+        int regions = ut_dev.regions;
+        run_plan(p, x, got);
+        ck_assert_int_eq(rt_plan_memory(p, 0, &mi), MS_OK);
+        ck_assert_int_eq(mi.nkeys, 1);
+        ck_assert_int_eq(ut_dev.regions - regions, rep == 0 ? 0 : mi.ntensors);
+        for (int i = 0; i < UT_CONVNET_NFETCH; i++) {
+            ck_assert_msg(rt_tensor_equal(got[i], want[i]), "fetch %s differs (run %d)",
+                          ut_convnet_fetches[i], rep);
+            rt_tensor_unref(got[i]);
+            rt_tensor_unref(want[i]);
+        }
+        rt_tensor_unref(x);
+    }
+    ck_assert(kn_memplan_valid(mi.bufs, mi.ntensors));
+    uint64_t sum = 0, peak = kn_memplan_peak(mi.bufs, mi.ntensors);
+    for (int i = 0; i < mi.ntensors; i++) sum += (mi.bufs[i].bytes + 255) / 256 * 256;
+    printf("kn_cuda_backend: convnet%s: %d device tensors, arena %llu bytes, peak live %llu, "
+           "%llu without reuse\n",
+           fused ? " (fused)" : "", mi.ntensors, (unsigned long long)mi.bytes,
+           (unsigned long long)peak, (unsigned long long)sum);
+    ck_assert_int_ge(mi.ntensors, fused ? 20 : 24);
+    ck_assert_uint_ge(mi.bytes, peak);
+    ck_assert_uint_lt(mi.bytes, sum / 2); /* a chain of layers reuses most of it */
+    ck_assert_int_eq(ut_dev.arenas, 1);
+    rt_plan_free(p);
+    ck_assert_int_eq(ut_dev.arenas, 0);
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+    rt_gb_free(gb);
+    cap_teardown();
 }
 END_TEST
 
 /* ---- the DICOM split: DcmDecodeHU -> DcmWindow on the device ---- */
-
-static rt_tensor *read_files(const char *const *paths, int n) {
-    rt_str s[8];
-    uint8_t *buf[8] = {0};
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        FILE *f = fopen(paths[i], "rb");
-        if (f == NULL) continue;
-        fseek(f, 0, SEEK_END);
-        long len = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        buf[k] = malloc((size_t)len);
-        ck_assert(buf[k] != NULL && fread(buf[k], 1, (size_t)len, f) == (size_t)len);
-        fclose(f);
-        s[k] = (rt_str){.data = buf[k], .len = len};
-        k++;
-    }
-    if (k == 0) return NULL;
-    rt_shape sh = rt_shape_make(1, (int64_t[]){k});
-    rt_tensor *t = NULL;
-    ck_assert_int_eq(rt_tensor_new_strings(&sh, s, &t), MS_OK);
-    for (int i = 0; i < k; i++) free(buf[i]);
-    return t;
-}
 
 static rt_tensor *run_dicom(rt_graph *g, rt_tensor *x) {
     rt_edge fe, fo;
@@ -354,27 +319,16 @@ static rt_tensor *run_dicom(rt_graph *g, rt_tensor *x) {
 
 /* _i: 0 no resize NHWC, 1 resize masked NHWC, 2 resize unmasked NCHW */
 START_TEST(dicom_split_placement) {
-    g_cpu = kn_cpu_backend_new(1);
+    cap_setup(0);
     rt_gb *gb = NULL;
     ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
-    Tensorflow__NodeDef *x = rt_gb_node(gb, "Placeholder", "x");
-    rt_gb_attr_type(gb, x, "dtype", RT_DT_STRING);
-    Tensorflow__NodeDef *dec = rt_gb_node(gb, "DcmDecodeHU", "dec");
-    rt_gb_input(gb, dec, "x");
-    rt_gb_attr_f(gb, dec, "pad_value", 100.f); /* windowed 0.65: padding shows */
-    Tensorflow__NodeDef *win = rt_gb_node(gb, "DcmWindow", "win");
-    rt_gb_input(gb, win, "dec:0");
-    if (_i == 1) rt_gb_input(gb, win, "dec:1");
-    rt_gb_attr_f(gb, win, "center", 40.f);
-    rt_gb_attr_f(gb, win, "width", 400.f);
-    rt_gb_attr_str(gb, win, "data_format", _i == 2 ? "NCHW" : "NHWC");
-    if (_i > 0) rt_gb_attr_ilist(gb, win, "size", (int64_t[]){48, 40}, 2);
+    ut_dicom_window_graph(gb, (int)_i, 48, 40);
     Tensorflow__MetaGraphDef *mg = NULL;
     ck_assert_msg(rt_gb_meta_graph(gb, &mg) == MS_OK, "%s", ms_errmsg());
     rt_graph *g0 = NULL, *g1 = NULL;
     ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g0), MS_OK);
     ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g1), MS_OK);
-    g1->device = &capdev; /* set before fusion, as rt_model_load_on does */
+    g1->device = capdev; /* set before fusion, as rt_model_load_on does */
     int n0 = 0, n1 = 0;
     ck_assert_int_eq(rt_fuse_graph(g0, &n0), MS_OK);
     ck_assert_int_eq(rt_fuse_graph(g1, &n1), MS_OK);
@@ -399,12 +353,12 @@ START_TEST(dicom_split_placement) {
      * with compressed files (HU to the device) */
     const char *batch_a[] = {p0, p1, p2}, *batch_b[] = {p0, p3, p4, p2};
     for (int b = 0; b < 2; b++) {
-        rt_tensor *in = b == 0 ? read_files(batch_a, 3) : read_files(batch_b, 4);
+        rt_tensor *in = b == 0 ? ut_dicom_strings(batch_a, 3) : ut_dicom_strings(batch_b, 4);
         ck_assert(in != NULL);
         rt_tensor *want = run_dicom(g0, in);
-        g_dev_runs = 0;
+        ut_dev.runs = 0;
         rt_tensor *got = run_dicom(g1, in);
-        ck_assert_int_eq(g_dev_runs, 1); /* the transform, on the device */
+        ck_assert_int_eq(ut_dev.runs, 1); /* the transform, on the device */
         ck_assert_int_eq(got->buf->device, 0);
         ck_assert(rt_shape_equal(&got->shape, &want->shape));
         ck_assert_int_ge(want->shape.dim[0], 2);
@@ -414,12 +368,12 @@ START_TEST(dicom_split_placement) {
         rt_tensor_unref(want);
         rt_tensor_unref(got);
     }
-    ck_assert(w1->kernel->compute == cap_compute);
-    ck_assert(g1->nodes[w1->in[0].node].kernel->compute != cap_compute);
+    ck_assert(ut_testdev_is_kernel(w1->kernel));
+    ck_assert(!ut_testdev_is_kernel(g1->nodes[w1->in[0].node].kernel));
     rt_graph_free(g0);
     rt_graph_free(g1);
     rt_gb_free(gb);
-    kn_backend_free(g_cpu);
+    cap_teardown();
 }
 END_TEST
 
@@ -432,6 +386,7 @@ int main(void) {
     tcase_add_test(tc, activation_names);
     tcase_add_test(tc, no_backend_without_gpu);
     tcase_add_loop_test(tc, convnet_placement, 0, 2);
+    tcase_add_loop_test(tc, convnet_arena, 0, 2);
     tcase_add_loop_test(tc, dicom_split_placement, 0, 3);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
