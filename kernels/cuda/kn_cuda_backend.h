@@ -14,7 +14,9 @@
  *
  * Memory: device tensors are rt_bufs with device = KN_CUDA_MEM whose data is
  * a device pointer. Each inference worker (thread) gets its own stream and
- * pinned staging buffer; device blocks come from one cache of the backend. A
+ * pinned staging buffer; a sized plan's device tensors come from its arena
+ * (the arena_* slots, kn_memplan.h), other device blocks from one cache of
+ * the backend. A
  * block is one cudaMalloc charged to the process budget (kn_cuda_mem.h, the
  * --per_process_gpu_memory_fraction cap); released, it records an event on
  * the stream that used it, and the next worker to take it waits for that

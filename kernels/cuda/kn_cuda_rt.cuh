@@ -8,10 +8,10 @@
  * error. A sticky device error (the context is lost) sets kn_cuda_sticky()
  * (kn_cuda_mem.h): the process must restart; health goes NOT_SERVING.
  *
- * Memory: one arena per model version, sized at load from the plan and
- * charged against the process budget of kn_cuda_mem.h (the
- * --per_process_gpu_memory_fraction cap); requests bump-allocate from it and
- * never call cudaMalloc. Freeing the arena returns the memory at once. */
+ * Memory: an arena is one cudaMalloc charged against the process budget of
+ * kn_cuda_mem.h (the --per_process_gpu_memory_fraction cap), bump-allocated;
+ * the backend table makes its device blocks and the plans' arenas
+ * (kn_memplan.h) from them. Freeing an arena returns the memory at once. */
 #ifndef KN_CUDA_RT_CUH
 #define KN_CUDA_RT_CUH
 
