@@ -13,12 +13,14 @@
 /* ================= host-side: the op list and decisions ================= */
 
 static const char *const g_ops[] = {
-    "Add",        "AddV2",        "AvgPool",   "BiasAdd",          "ConcatV2",
-    "Conv2D",     "DepthwiseConv2dNative",     "FusedBatchNorm",   "FusedBatchNormV2",
-    "FusedBatchNormV3",           "MatMul",    "MaxPool",          "Maximum",
-    "Mean",       "Minimum",      "Mul",       "Pad",              "PadV2",
-    "RealDiv",    "Relu",         "Relu6",     "Reshape",          "ResizeBilinear",
-    "Sigmoid",    "Softmax",      "Sub",       "Tanh",             "Transpose",
+    "Add",        "AddV2",        "AvgPool",   "AvgPool3D",        "BiasAdd",
+    "ConcatV2",   "Conv2D",       "Conv2DBackpropInput",           "Conv3D",
+    "DepthwiseConv2dNative",      "Elu",       "FusedBatchNorm",   "FusedBatchNormV2",
+    "FusedBatchNormV3",           "LeakyRelu", "MatMul",           "MaxPool",
+    "MaxPool3D",  "Maximum",      "Mean",      "Minimum",          "Mul",
+    "Pad",        "PadV2",        "RealDiv",   "Relu",             "Relu6",
+    "Reshape",    "ResizeBilinear",            "Rsqrt",            "Sigmoid",
+    "Softmax",    "Square",       "Sub",       "Tanh",             "Transpose",
     "_DcmPixelTransform",         "_FusedConv2D",
     "_FusedDepthwiseConv2dNative",                              "_FusedMatMul",
     NULL};
@@ -114,6 +116,7 @@ ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
 #include <stdlib.h>
 
 #include "kn_cuda_conv.cuh"
+#include "kn_cuda_convnd.cuh"
 #include "kn_cuda_dicom.cuh"
 #include "kn_cuda_elementwise.cuh"
 #include "kn_cuda_gemm.cuh"
@@ -536,7 +539,7 @@ ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
 
 typedef enum op_kind {
     K_BINARY, K_ACT, K_BIAS, K_SOFTMAX, K_MATMUL, K_CONV, K_BN, K_MAXPOOL, K_AVGPOOL, K_MEAN,
-    K_CONCAT, K_RESIZE, K_TRANSPOSE, K_PAD, K_RESHAPE, K_DCMXFORM
+    K_CONCAT, K_RESIZE, K_TRANSPOSE, K_PAD, K_RESHAPE, K_DCMXFORM, K_UNARY, K_CONVND, K_POOL3D
 } op_kind;
 
 #define MAX_PLANS 16
@@ -546,6 +549,11 @@ typedef struct conv_entry {
     kn_cuda_conv_shape shape;
     kn_cuda_conv *plan;
 } conv_entry;
+
+typedef struct convnd_entry {
+    kn_cuda_convnd_shape shape;
+    kn_cuda_convnd *plan;
+} convnd_entry;
 
 typedef struct gemm_entry {
     int64_t m, n, k;
@@ -580,6 +588,13 @@ typedef struct op_state {
     int nconv;
     gemm_entry gemm[MAX_PLANS];
     int ngemm;
+    /* Conv3D / Conv2DBackpropInput (K_CONVND), MaxPool3D / AvgPool3D (K_POOL3D) */
+    kn_cuda_unop unop;
+    float alpha;            /* LeakyRelu */
+    int rank3, backward;    /* 3-D; a transposed convolution */
+    int64_t k3[3], s3[3], d3[3];
+    convnd_entry convnd[MAX_PLANS];
+    int nconvnd;
 } op_state;
 
 static void op_release(void *state) {
@@ -589,6 +604,7 @@ static void op_release(void *state) {
     for (int i = 0; i < MAX_CONST; i++) rt_tensor_unref(s->cin[i]);
     for (int i = 0; i < s->nconv; i++) kn_cuda_conv_free(s->conv[i].plan);
     for (int i = 0; i < s->ngemm; i++) kn_cuda_gemm_free(s->gemm[i].plan);
+    for (int i = 0; i < s->nconvnd; i++) kn_cuda_convnd_free(s->convnd[i].plan);
     kn_cuda_arena_free(s->wmem);
     kn_cuda_arena_free(s->bnmem);
     pthread_mutex_destroy(&s->mu);
@@ -667,6 +683,27 @@ static ms_status upload_conv_filter(worker *w, const kn_node *n, op_state *s, co
     return st;
 }
 
+/* A constant Conv3D filter (DHWIO) or Conv2DBackpropInput filter (HWIO,
+ * I = the output's channels, O = out_backprop's) to cuDNN's K[D]RSC with
+ * K = O, C = I: the Conv2D conversion with the spatial axes flattened. */
+static ms_status upload_convnd_filter(worker *w, const kn_node *n, op_state *s, const rt_tensor *f) {
+    const int r = s->rank3 ? 3 : 2;
+    if (f->dtype != RT_DT_FLOAT || f->shape.rank != r + 2) return MS_OK; /* the request path checks */
+    int64_t sp = 1;
+    for (int i = 0; i < r; i++) sp *= f->shape.dim[i];
+    int ci = (int)f->shape.dim[r], co = (int)f->shape.dim[r + 1];
+    size_t cnt = (size_t)f->nelem;
+    float *krsc = malloc((cnt ? cnt : 1) * sizeof(float));
+    if (krsc == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    kn_cuda_conv_filter_from_tf(f->data, (int)sp, 1, ci, co, 0, krsc);
+    char what[300];
+    snprintf(what, sizeof what, "the filter of node '%s'", n->name);
+    const float *parts[1] = {krsc};
+    ms_status st = upload_floats(w, what, parts, &cnt, 1, &s->wmem, &s->w_ohwi);
+    free(krsc);
+    return st;
+}
+
 /* Batch-norm coefficients, as the CPU kernels compute them: the op's form
  * (mul = scale * (1 / sqrtf(var + eps))) or the fused conv's (mul = scale /
  * sqrtf(var + eps)). */
@@ -716,6 +753,38 @@ static ms_status upload_bn(worker *w, const kn_node *n, op_state *s, int first, 
     return st;
 }
 
+/* Conv3D / MaxPool3D / AvgPool3D (NDHWC) and Conv2DBackpropInput (NHWC):
+ * the spatial strides, dilations, ksize and padding; 0 with *why set when
+ * the GPU path cannot take them. */
+static int ndhwc_attrs(const kn_node *n, op_state *s, const char **why) {
+    const int r = s->rank3 ? 3 : 2, nd = r + 2;
+    const char *fmt = s->rank3 ? "NDHWC" : "NHWC";
+    if (!kn_attr_s_eq(n, "data_format", fmt, fmt)) {
+        *why = s->rank3 ? "data_format is not NDHWC" : "data_format is not NHWC";
+        return 0;
+    }
+    const char *keys[3] = {"strides", "dilations", s->kind == K_POOL3D ? "ksize" : NULL};
+    int64_t *dst[3] = {s->s3, s->d3, s->k3};
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < 3; i++) dst[k][i] = 1;
+        if (keys[k] == NULL) continue;
+        int64_t v[8];
+        int c = kn_attr_ilist(n, keys[k], v, 8);
+        if (c < 0) continue;
+        if (c != nd || v[0] != 1 || v[nd - 1] != 1) {
+            *why = k == 0 ? "strides on batch / channels"
+                   : k == 1 ? "dilations on batch / channels" : "ksize on batch / channels";
+            return 0;
+        }
+        for (int i = 0; i < r; i++) dst[k][i] = v[1 + i];
+    }
+    if (!padding_attr(n, s) || s->explicit_pad) {
+        *why = "padding";
+        return 0;
+    }
+    return 1;
+}
+
 /* Reads the attributes the GPU path needs; sets *why when the node must run
  * the CPU kernel (decided at load). */
 static ms_status parse_attrs(const kn_node *n, op_state *s, const char **why) {
@@ -749,6 +818,19 @@ static ms_status parse_attrs(const kn_node *n, op_state *s, const char **why) {
         s->kind = K_MATMUL;
         if (kn_attr_b(n, "transpose_a", 0) || kn_attr_b(n, "transpose_b", 0))
             *why = "transpose_a / transpose_b";
+    } else if (strcmp(op, "Square") == 0 || strcmp(op, "Rsqrt") == 0 ||
+               strcmp(op, "LeakyRelu") == 0 || strcmp(op, "Elu") == 0) {
+        s->kind = K_UNARY;
+        s->unop = op[0] == 'S' ? KN_CUDA_SQUARE : op[0] == 'R' ? KN_CUDA_RSQRT
+                  : op[0] == 'L' ? KN_CUDA_LEAKY_RELU : KN_CUDA_ELU;
+        s->alpha = kn_attr_f(n, "alpha", 0.2f);
+    } else if (strcmp(op, "Conv2DBackpropInput") == 0 || strcmp(op, "Conv3D") == 0 ||
+               strcmp(op, "MaxPool3D") == 0 || strcmp(op, "AvgPool3D") == 0) {
+        s->rank3 = strstr(op, "3D") != NULL;
+        s->backward = strcmp(op, "Conv2DBackpropInput") == 0;
+        s->kind = strstr(op, "Pool3D") != NULL ? K_POOL3D : K_CONVND;
+        if (s->kind == K_POOL3D) s->binop = op[0] == 'M' ? KN_CUDA_MAX : KN_CUDA_ADD;
+        if (!ndhwc_attrs(n, s, why)) return MS_OK;
     } else if (strstr(op, "Conv2D") != NULL || strstr(op, "DepthwiseConv2dNative") != NULL) {
         s->kind = K_CONV;
         s->depthwise = strstr(op, "Depthwise") != NULL;
@@ -832,6 +914,11 @@ static ms_status op_prepare(const kn_node *node, rt_tensor *const *const_in, voi
         s->host = 1;
         MS_INFO("node '%s' (%s): runs on the CPU inside the CUDA backend (%s)", node->name,
                 node->op, why);
+    } else if (s->kind == K_CONVND && s->cin[1] != NULL) {
+        worker *w = NULL;
+        if ((st = get_worker(be, &w)) != MS_OK ||
+            (st = upload_convnd_filter(w, node, s, s->cin[1])) != MS_OK)
+            goto fail;
     } else if ((s->kind == K_CONV && s->cin[1] != NULL) || (s->kind == K_BN) ||
                (s->kind == K_CONV && s->fuse_bn)) {
         worker *w = NULL;
@@ -1349,6 +1436,130 @@ static ms_status c_dcmxform(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *
                                (float *)out[0]->data, w->stream);
 }
 
+static ms_status c_unary(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                         rt_tensor *const *in, rt_tensor **out) {
+    if (!is_f32(in[0])) FALLBACK("not float32");
+    ms_status st = dev_tensor(be, w, node, RT_DT_FLOAT, &in[0]->shape, &out[0]);
+    if (st != MS_OK || in[0]->nelem == 0) return st;
+    return kn_cuda_unary(s->unop, F(in[0]), s->alpha, (float *)out[0]->data, in[0]->nelem,
+                         w->stream);
+}
+
+/* Conv3D (x, filter) and Conv2DBackpropInput (input_sizes, filter,
+ * out_backprop) through one cuDNN Nd plan per shape. */
+static ms_status c_convnd(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                          rt_tensor *const *in, rt_tensor **out) {
+    const int r = s->rank3 ? 3 : 2;
+    const rt_tensor *f = in[1], *src = s->backward ? in[2] : in[0];
+    if (!is_f32(f) || !is_f32(src) || f->shape.rank != r + 2 || src->shape.rank != r + 2)
+        FALLBACK("shapes or dtypes");
+    int64_t xs[5]; /* the forward convolution's input x: N, spatial..., C */
+    ms_status st = MS_OK;
+    if (s->backward) {
+        rt_tensor *sz = NULL;
+        if ((st = host_input(w, s, in, 0, &sz)) != MS_OK) return st;
+        int cnt = int_values(sz, xs, 5);
+        rt_tensor_unref(sz);
+        if (cnt != r + 2) FALLBACK("input_sizes"); /* the CPU kernel gives the error */
+    } else {
+        for (int i = 0; i < r + 2; i++) xs[i] = src->shape.dim[i];
+    }
+    const int64_t C = xs[r + 1], OC = f->shape.dim[r + 1];
+    if (f->shape.dim[r] != C) FALLBACK("filter channels");
+    kn_cuda_convnd_shape cs;
+    memset(&cs, 0, sizeof cs);
+    cs.rank = r, cs.backward_data = s->backward;
+    int64_t osp[3] = {1, 1, 1}, total = xs[0] * C * OC;
+    for (int i = 0; i < r; i++) {
+        int64_t lo = 0, hi = 0;
+        if (kn_cuda__spatial(xs[1 + i], f->shape.dim[i], s->s3[i], s->d3[i], s->same, &osp[i], &lo,
+                             &hi) != MS_OK)
+            FALLBACK("window larger than the input");
+        if (lo != hi) FALLBACK("uneven SAME padding (cuDNN pads symmetrically)");
+        if (xs[1 + i] > INT32_MAX || f->shape.dim[i] > INT32_MAX || s->s3[i] > INT32_MAX ||
+            s->d3[i] > INT32_MAX || lo > INT32_MAX)
+            FALLBACK("sizes beyond cuDNN's int");
+        cs.in[i] = (int)xs[1 + i], cs.k[i] = (int)f->shape.dim[i], cs.stride[i] = (int)s->s3[i];
+        cs.dil[i] = (int)s->d3[i], cs.pad_lo[i] = cs.pad_hi[i] = (int)lo;
+        total *= xs[1 + i] * osp[i];
+    }
+    if (total == 0) FALLBACK("empty tensors");
+    if (xs[0] > INT32_MAX || C > INT32_MAX || OC > INT32_MAX) FALLBACK("sizes beyond cuDNN's int");
+    cs.n = (int)xs[0], cs.c = (int)C, cs.oc = (int)OC;
+    rt_shape ys = {.rank = r + 2}, xshape = {.rank = r + 2};
+    ys.dim[0] = xs[0], ys.dim[r + 1] = OC;
+    for (int i = 0; i < r + 2; i++) xshape.dim[i] = xs[i];
+    for (int i = 0; i < r; i++) ys.dim[1 + i] = osp[i];
+    if (s->backward && !rt_shape_equal(&src->shape, &ys)) FALLBACK("out_backprop shape");
+    kn_cuda_convnd *plan = NULL;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->nconvnd; i++)
+        if (memcmp(&s->convnd[i].shape, &cs, sizeof cs) == 0) plan = s->convnd[i].plan;
+    if (plan == NULL && s->nconvnd < MAX_PLANS) {
+        st = kn_cuda_convnd_plan(&cs, &plan);
+        if (st == MS_OK) s->convnd[s->nconvnd++] = (convnd_entry){cs, plan};
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (st != MS_OK) return st;
+    if (plan == NULL) FALLBACK("more shapes than the plan cache holds");
+    int po[3];
+    kn_cuda_convnd_out(plan, po);
+    for (int i = 0; i < r; i++)
+        if (po[i] != osp[i])
+            return ms_errf(MS_EINTERNAL, "node '%s': cuDNN's output size %d on axis %d, TensorFlow's %lld",
+                           node->name, po[i], i, (long long)osp[i]);
+    if ((st = dev_tensor(be, w, node, RT_DT_FLOAT, s->backward ? &xshape : &ys, &out[0])) != MS_OK)
+        return st;
+    dblock *wt = NULL, *ws = NULL;
+    const float *wp = s->w_ohwi;
+    if (wp == NULL) { /* a filter computed in the graph: [spatial, C, OC] -> [OC, spatial, C] */
+        if ((st = block_get(be, w, (uint64_t)f->nelem * sizeof(float), "a reordered filter", &wt)) != MS_OK)
+            goto done;
+        int64_t sp = f->nelem / (C * OC), d3[3] = {sp, C, OC};
+        static const int perm[3] = {2, 0, 1};
+        if ((st = kn_cuda_transpose(F(f), 3, d3, perm, wt->ptr, w->stream)) != MS_OK) goto done;
+        wp = wt->ptr;
+    }
+    uint64_t wsb = kn_cuda_convnd_workspace(plan);
+    if (wsb > 0 && (st = block_get(be, w, wsb, "a cuDNN workspace", &ws)) != MS_OK) goto done;
+    pthread_mutex_lock(&s->mu);
+    st = kn_cuda_convnd_run(plan, F(src), wp, (float *)out[0]->data, ws ? ws->ptr : NULL, w->stream);
+    pthread_mutex_unlock(&s->mu);
+done:
+    block_put(wt);
+    block_put(ws);
+    if (st != MS_OK) {
+        rt_tensor_unref(out[0]);
+        out[0] = NULL;
+    }
+    return st;
+}
+
+static ms_status c_pool3d(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                          rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *x = in[0];
+    if (!is_f32(x) || x->shape.rank != 5) FALLBACK("shapes or dtypes");
+    int64_t o[3], lo[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++) {
+        int64_t hi = 0;
+        if (kn_cuda__spatial(x->shape.dim[1 + i], s->k3[i], s->s3[i], 1, s->same, &o[i], &lo[i], &hi) != MS_OK)
+            FALLBACK("window larger than the input");
+        if (s->k3[i] > INT32_MAX || s->s3[i] > INT32_MAX || o[i] <= 0) FALLBACK("sizes");
+    }
+    for (int i = 0; i < 5; i++)
+        if (x->shape.dim[i] <= 0 || x->shape.dim[i] > INT32_MAX) FALLBACK("sizes");
+    rt_shape os = {.rank = 5, .dim = {x->shape.dim[0], o[0], o[1], o[2], x->shape.dim[4]}};
+    ms_status st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0]);
+    if (st != MS_OK) return st;
+    kn_cuda_pool3_shape ps = {
+        .n = (int)x->shape.dim[0], .d = (int)x->shape.dim[1], .h = (int)x->shape.dim[2],
+        .w = (int)x->shape.dim[3], .c = (int)x->shape.dim[4], .kd = (int)s->k3[0],
+        .kh = (int)s->k3[1], .kw = (int)s->k3[2], .sd = (int)s->s3[0], .sh = (int)s->s3[1],
+        .sw = (int)s->s3[2], .pad_d = (int)lo[0], .pad_h = (int)lo[1], .pad_w = (int)lo[2],
+        .od = (int)o[0], .oh = (int)o[1], .ow = (int)o[2]};
+    return kn_cuda_pool3d(&ps, s->binop == KN_CUDA_MAX, F(x), (float *)out[0]->data, w->stream);
+}
+
 static ms_status op_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                             rt_tensor **out) {
     op_state *s = state;
@@ -1378,6 +1589,9 @@ static ms_status op_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
     case K_PAD: return c_pad(be, w, ctx, node, s, in, out);
     case K_RESHAPE: return c_reshape(be, w, ctx, node, s, in, out);
     case K_DCMXFORM: return c_dcmxform(be, w, ctx, node, s, in, out);
+    case K_UNARY: return c_unary(be, w, ctx, node, s, in, out);
+    case K_CONVND: return c_convnd(be, w, ctx, node, s, in, out);
+    case K_POOL3D: return c_pool3d(be, w, ctx, node, s, in, out);
     }
     return ms_errf(MS_EINTERNAL, "node '%s': unknown kind", node->name);
 }

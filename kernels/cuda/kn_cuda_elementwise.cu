@@ -145,3 +145,30 @@ extern "C" ms_status kn_cuda_channel_affine(const float *x, const float *mul, co
                                                                                out, rows, cols);
     return kn_cuda_check_launch("FusedBatchNorm (cuda)");
 }
+
+__global__ void unary_kernel(kn_cuda_unop op, const float *__restrict__ x, float alpha,
+                             float *__restrict__ out, int64_t n) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const float v = x[i];
+        float r;
+        switch (op) {
+        case KN_CUDA_SQUARE: r = __fmul_rn(v, v); break;
+        case KN_CUDA_RSQRT: r = __fdiv_rn(1.0f, __fsqrt_rn(v)); break;
+        case KN_CUDA_LEAKY_RELU: r = v > 0 ? v : __fmul_rn(v, alpha); break;
+        default: r = v < 0 ? expm1f(v) : v; break;
+        }
+        out[i] = r;
+    }
+}
+
+extern "C" ms_status kn_cuda_unary(kn_cuda_unop op, const float *x, float alpha, float *out,
+                                   int64_t n, void *stream) {
+    static const char *const names[] = {"Square (cuda)", "Rsqrt (cuda)", "LeakyRelu (cuda)",
+                                        "Elu (cuda)"};
+    if (n < 0 || (unsigned)op > KN_CUDA_ELU || (n > 0 && (x == NULL || out == NULL)))
+        return ms_errf(MS_EINVAL, "cuda unary op: bad size %lld or op %d", (long long)n, (int)op);
+    if (n == 0) return MS_OK;
+    unary_kernel<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, x, alpha, out, n);
+    return kn_cuda_check_launch(names[op]);
+}

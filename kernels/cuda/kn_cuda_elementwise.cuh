@@ -39,6 +39,17 @@ ms_status kn_cuda_bias_act(const float *x, const float *bias, kn_cuda_act act, f
 ms_status kn_cuda_channel_affine(const float *x, const float *mul, const float *add,
                                  kn_cuda_act act, float *out, int64_t rows, int64_t cols,
                                  void *stream);
+/* Unary ops with the CPU's float32 expressions (kernels/cpu
+ * kn_cpu_elementwise.c): Square x * x, Rsqrt 1 / sqrtf(x), LeakyRelu
+ * x > 0 ? x : x * alpha (round-to-nearest, no FMA: bit-identical); Elu
+ * x < 0 ? expm1f(x) : x (CUDA's expm1f: 1e-5 relative). alpha is LeakyRelu's. */
+typedef enum kn_cuda_unop {
+    KN_CUDA_SQUARE, KN_CUDA_RSQRT, KN_CUDA_LEAKY_RELU, KN_CUDA_ELU
+} kn_cuda_unop;
+
+ms_status kn_cuda_unary(kn_cuda_unop op, const float *x, float alpha, float *out, int64_t n,
+                        void *stream);
+
 /* Softmax over the last dimension: rows x cols. */
 ms_status kn_cuda_softmax(const float *x, float *out, int64_t rows, int64_t cols, void *stream);
 

@@ -269,3 +269,50 @@ extern "C" ms_status kn_cuda_pad_nhwc(const float *x, int n, int h, int w, int c
                                                                       ow, value, y);
     return kn_cuda_check_launch("Pad (cuda)");
 }
+
+/* One thread per output value; the CPU kernel's order (d, h, w) and its
+ * expressions: the maximum with `v > m ? v : m` from -FLT_MAX, the average
+ * as sum * (1 / count). */
+__global__ void pool3_kernel(kn_cuda_pool3_shape s, int is_max, const float *__restrict__ x,
+                             float *__restrict__ y) {
+    const int64_t total = (int64_t)s.n * s.od * s.oh * s.ow * s.c;
+    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (int64_t)gridDim.x * blockDim.x) {
+        const int ch = (int)(t % s.c);
+        int64_t r = t / s.c;
+        const int ox = (int)(r % s.ow);
+        r /= s.ow;
+        const int oy = (int)(r % s.oh);
+        r /= s.oh;
+        const int oz = (int)(r % s.od);
+        const int64_t b = r / s.od;
+        int z0 = oz * s.sd - s.pad_d, y0 = oy * s.sh - s.pad_h, x0 = ox * s.sw - s.pad_w;
+        int z1 = z0 + s.kd, y1 = y0 + s.kh, x1 = x0 + s.kw;
+        z0 = z0 < 0 ? 0 : z0, y0 = y0 < 0 ? 0 : y0, x0 = x0 < 0 ? 0 : x0;
+        z1 = z1 > s.d ? s.d : z1, y1 = y1 > s.h ? s.h : y1, x1 = x1 > s.w ? s.w : x1;
+        float acc = is_max ? -FLT_MAX : 0.f;
+        int count = 0;
+        for (int iz = z0; iz < z1; iz++)
+            for (int iy = y0; iy < y1; iy++)
+                for (int ix = x0; ix < x1; ix++, count++) {
+                    const float v = x[(((b * s.d + iz) * s.h + iy) * (int64_t)s.w + ix) * s.c + ch];
+                    if (is_max) acc = v > acc ? v : acc;
+                    else acc = __fadd_rn(acc, v);
+                }
+        if (!is_max && count > 0) acc = __fmul_rn(acc, __fdiv_rn(1.0f, (float)count));
+        y[t] = acc;
+    }
+}
+
+extern "C" ms_status kn_cuda_pool3d(const kn_cuda_pool3_shape *s, int is_max, const float *x,
+                                    float *y, void *stream) {
+    const char *op = is_max ? "MaxPool3D (cuda)" : "AvgPool3D (cuda)";
+    if (s->n <= 0 || s->d <= 0 || s->h <= 0 || s->w <= 0 || s->c <= 0 || s->kd <= 0 ||
+        s->kh <= 0 || s->kw <= 0 || s->sd <= 0 || s->sh <= 0 || s->sw <= 0 || s->od <= 0 ||
+        s->oh <= 0 || s->ow <= 0 || s->pad_d < 0 || s->pad_h < 0 || s->pad_w < 0 || x == NULL ||
+        y == NULL)
+        return ms_errf(MS_EINVAL, "%s: bad shape", op);
+    const int64_t total = (int64_t)s->n * s->od * s->oh * s->ow * s->c;
+    pool3_kernel<<<grid_for(total), kThreads, 0, (cudaStream_t)stream>>>(*s, is_max, x, y);
+    return kn_cuda_check_launch(op);
+}

@@ -9,7 +9,10 @@
  *             division: 1e-5 relative
  *   Concat    along any axis (outer x inner blocks): a copy, exact
  *   ResizeBilinear  the CPU kernel's expressions: exact
- *   Transpose, Pad  copies: exact */
+ *   Transpose, Pad  copies: exact
+ *   MaxPool3D exact; AvgPool3D sums in window order (d, h, w) and scales by
+ *             1 / count as kernels/cpu/kn_cpu_conv3d.c: exact against that
+ *             kernel, 1e-5 relative in check_cuda_ops */
 #ifndef KN_CUDA_NN_CUH
 #define KN_CUDA_NN_CUH
 
@@ -53,6 +56,19 @@ ms_status kn_cuda_transpose(const float *x, int rank, const int64_t *dims, const
  * padding before a cuDNN convolution whose SAME padding is uneven). */
 ms_status kn_cuda_pad_nhwc(const float *x, int n, int h, int w, int c, int top, int bottom,
                            int left, int right, float value, float *y, void *stream);
+
+/* MaxPool3D / AvgPool3D of NDHWC (TensorFlow's SAME / VALID through the
+ * front padding; the back padding follows from od, oh, ow; padded voxels
+ * are skipped, averages count the in-volume voxels only). */
+typedef struct kn_cuda_pool3_shape {
+    int n, d, h, w, c;
+    int kd, kh, kw, sd, sh, sw;
+    int pad_d, pad_h, pad_w;
+    int od, oh, ow;
+} kn_cuda_pool3_shape;
+
+ms_status kn_cuda_pool3d(const kn_cuda_pool3_shape *s, int is_max, const float *x, float *y,
+                         void *stream);
 
 #ifdef __cplusplus
 }
