@@ -54,7 +54,6 @@ struct srv_listener {
     int nlinger;
     int64_t last_warn_ms, last_refuse_ms, last_trim_ms;
     long refused, exhausted, since_trim;
-    size_t trim_in_use; /* mallinfo2 in-use bytes after the last trim */
     /* gRPC's external-connection handler (srv_listener_grpc_attach), or NULL */
     void *grpc_handler;
     char grpc_key[48];
@@ -253,22 +252,14 @@ static void reap_lingering(srv_listener *l, int all) {
 /* Connection churn leaves glibc's arenas holding free memory that is never
  * given back: after 30,000 preface-only connections malloc_stats() counted
  * 7.9 MB in the arenas and 0.96 MB of it in use (docs/reliability.md).
- * Calls do the same on a smaller scale: with only Predicts on open channels
- * (no connection accepted) RSS still rose between trims. malloc_trim returns
- * the free pages; it runs on this thread at most every TRIM_EVERY_MS, and
- * only when connections were accepted or the allocator's in-use bytes
- * changed since the last trim (an idle daemon is left alone). */
+ * malloc_trim returns the free pages; it runs on this thread at most every
+ * TRIM_EVERY_MS, and only after connections were accepted. */
 static void trim_if_due(srv_listener *l) {
     int64_t t = now_ms();
-    if (t - l->last_trim_ms < TRIM_EVERY_MS) return;
+    if (l->since_trim == 0 || t - l->last_trim_ms < TRIM_EVERY_MS) return;
     l->last_trim_ms = t;
-    struct mallinfo2 mi = mallinfo2();
-    size_t in_use = mi.uordblks + mi.hblkhd;
-    if (l->since_trim == 0 && in_use == l->trim_in_use) return;
     l->since_trim = 0;
     malloc_trim(0);
-    mi = mallinfo2();
-    l->trim_in_use = mi.uordblks + mi.hblkhd;
 }
 
 static void *accept_main(void *arg) {

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <ctype.h>
 #include <dirent.h>
-#include <malloc.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -176,21 +175,6 @@ static void raise_nofile_limit(void) {
                  (unsigned long long)rl.rlim_max);
 }
 
-/* glibc's allocator as a long-running daemon wants it (docs/reliability.md,
- * "RSS drift"). By default every thread that meets a locked arena may make
- * another, up to 8 per core, and each keeps the free memory of its peak;
- * and the first freed mmap'ed block (a large request) raises the mmap
- * threshold, after which blocks of that size come from the arenas and
- * fragment them. Arenas are limited to the number of cores (2 to 8) and the
- * mmap threshold is fixed at 256 KiB, each unless the glibc environment
- * variable for it (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_) is set. */
-static void tune_malloc(void) {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int arenas = ncpu < 2 ? 2 : ncpu > 8 ? 8 : (int)ncpu;
-    if (getenv("MALLOC_ARENA_MAX") == NULL) mallopt(M_ARENA_MAX, arenas);
-    if (getenv("MALLOC_MMAP_THRESHOLD_") == NULL) mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-}
-
 /* --check_config: every base path is a readable directory holding at least
  * one numeric version directory. Prints the first problem; 0 when all fit. */
 static int check_config(const srv_config *cfg) {
@@ -264,7 +248,6 @@ int cli_serve(int argc, char **argv) {
     }
     signal(SIGPIPE, SIG_IGN);
     raise_nofile_limit();
-    tune_malloc();
 
     if (d.flags.model_config_file != NULL) {
         if (srv_config_read_file(d.flags.model_config_file, &cfg) != MS_OK) {
