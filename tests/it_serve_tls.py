@@ -19,6 +19,11 @@ SSLConfig text format), on the gRPC and REST ports, with certificates made by
    listener, srv_listen.c, into gRPC's TLS handshake): with 4 TCP connections
    open, a 5th is closed and a TLS Predict fails UNAVAILABLE; once two close,
    Predict is answered again.
+6. Descriptor exhaustion on the TLS port: with the daemon's RLIMIT_NOFILE at
+   1024 (prlimit), 1,100 idle TCP connections to the TLS port until accept
+   fails with EMFILE; once they close, TLS Predict on gRPC and on REST is
+   answered again and the model stayed loaded (the plaintext port's case is
+   it_serve_outages).
 Expected answers come from half_plus_two's definition y = 0.5 x + 2.
 """
 import http.client
@@ -37,8 +42,9 @@ import grpc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import (HPT, SKIP_RC, Daemon, Stubs, check, float_tensor, gen_protos,  # noqa: E402
-                          tensor_values)
+from serve_client import (HPT, SKIP_RC, Daemon, Stubs, answered_within, check,  # noqa: E402
+                          exhaust_fds, exhaustion_survived, fd_exhaustion_possible, float_tensor,
+                          gen_protos, tensor_values)
 
 pb = gen_protos()
 X = [1.0, 2.0, 5.0]
@@ -146,6 +152,38 @@ def plain_grpc_fails(port):
         return True
     finally:
         ch.close()
+
+
+def tls_fd_exhaustion(d, cfg):
+    """Section 6: the TLS port (and REST over TLS) after EMFILE."""
+    if not fd_exhaustion_possible("it_serve_tls"):
+        return
+    write_ssl_config(cfg, d, "server1.key", "server1.crt")
+    rest = free_port()
+    dm = Daemon(["--model_name=hpt", "--model_base_path=" + HPT, "--ssl_config_file=" + cfg,
+                 "--rest_api_port=%d" % rest, "--file_system_poll_wait_seconds=0.2"])
+    try:
+        dm.channel.close()  # plaintext to the TLS port: it would only hold a connection
+        check(np.allclose(answered_within(lambda: grpc_predict(dm.port, d, "ca1"), 20,
+                                          "TLS Predict never answered", dm), Y),
+              "TLS Predict before EMFILE", dm)
+        exhaust_fds(dm, dm.port)  # TCP connections that never start the handshake
+        got = answered_within(lambda: grpc_predict(dm.port, d, "ca1"), 20,
+                              "no TLS answer after the connections closed", dm)
+        check(np.allclose(got, Y), "TLS Predict after EMFILE gave %s" % got, dm)
+        got = answered_within(lambda: rest_predict(rest, d, "ca1"), 20,
+                              "no REST (TLS) answer after the connections closed", dm)
+        check(np.allclose(got, Y), "REST Predict after EMFILE gave %s" % got, dm)
+        creds = grpc.ssl_channel_credentials(root_certificates=read(d, "ca1.crt"))
+        ch = grpc.secure_channel("localhost:%d" % dm.port, creds)
+        try:
+            exhaustion_survived(dm, Stubs(ch))
+        finally:
+            ch.close()
+        check(dm.stop() == 0, "TLS (EMFILE) daemon exit code", dm)
+    finally:
+        dm.close()
+    print("it_serve_tls: descriptor exhaustion on the TLS port ok")
 
 
 def non_loopback_ip():
@@ -386,6 +424,7 @@ def main():
             check(dm.stop() == 0, "admin daemon exit code", dm)
         finally:
             dm.close()
+    tls_fd_exhaustion(d, cfg)
     shutil.rmtree(d, ignore_errors=True)
     print("it_serve_tls: ok")
     return 0

@@ -7,9 +7,11 @@ stubs with channel.unary_unary / unary_stream, and starts the real daemon
 """
 import collections
 import os
+import resource
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -234,3 +236,72 @@ def copy_version(src_dir, dst_dir):
 def check(cond, msg, daemon=None):
     if not cond:
         raise AssertionError(msg + ("\n--- daemon log ---\n" + daemon.log() if daemon else ""))
+
+
+# Descriptor exhaustion (it_serve_outages on the plaintext port, it_serve_tls
+# on the TLS port): the daemon's RLIMIT_NOFILE is lowered to FD_LIMIT and
+# FD_CONNECTIONS idle connections are opened, more than it can accept.
+FD_LIMIT = 1024
+FD_CONNECTIONS = 1100
+
+
+def fd_exhaustion_possible(test):
+    """Raises this process's RLIMIT_NOFILE so that it can hold FD_CONNECTIONS
+    sockets. False (and says so) when it cannot, or prlimit is missing."""
+    need = FD_CONNECTIONS + 300
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(need, hard), hard))
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < need or shutil.which("prlimit") is None:
+        print("%s: cannot open %d descriptors or no prlimit; EMFILE case skipped" % (test, need))
+        return False
+    return True
+
+
+def exhaust_fds(d, port, hello=b"", hold=3.0):
+    """Lowers the daemon's descriptor limit to FD_LIMIT (prlimit on its pid),
+    opens up to FD_CONNECTIONS connections to port, each sending hello, keeps
+    them open for hold seconds, checks that the daemon is alive, and closes
+    them. Returns how many were opened."""
+    subprocess.run(["prlimit", "--pid", str(d.proc.pid), "--nofile=%d:%d" % (FD_LIMIT, FD_LIMIT)],
+                   check=True)
+    socks = []
+    try:
+        for _ in range(FD_CONNECTIONS):
+            try:
+                s = socket.create_connection(("127.0.0.1", port), timeout=5)
+                if hello:
+                    s.sendall(hello)
+                socks.append(s)
+            except OSError:
+                break
+        time.sleep(hold)
+        check(d.proc.poll() is None, "daemon died under descriptor exhaustion", d)
+        return len(socks)
+    finally:
+        for s in socks:
+            s.close()
+
+
+def answered_within(fn, seconds, what, d):
+    """fn() until it returns instead of raising grpc.RpcError or OSError;
+    returns its result. Fails the test with what after seconds."""
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            return fn()
+        except (grpc.RpcError, OSError) as e:
+            check(time.monotonic() < end, "%s: %s" % (what, e), d)
+            time.sleep(0.2)
+
+
+def exhaustion_survived(d, stub):
+    """After exhaust_fds: hpt is still loaded (asked through stub), nothing
+    was unloaded, and the daemon hit the limit (else the test tested nothing)."""
+    pb = gen_protos()
+    r = pb.tfs.GetModelStatusRequest(model_spec=pb.tfs.ModelSpec(name="hpt"))
+    state = [v.state for v in stub.GetModelStatus(r, timeout=10).model_version_status]
+    check(state == [30], "model state after EMFILE: %s" % state, d)
+    check("unloaded" not in d.log(), "a model was unloaded under EMFILE", d)
+    check("accept failed" in d.log() or "cannot be read now" in d.log(),
+          "descriptor exhaustion was never hit (the test did not test it)", d)
