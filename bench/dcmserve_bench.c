@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "dcmserve_bench_rest.h"
+#include "ms_abseil.h"
 #include "kserve.pb-c.h"
 #include "rt_npy.h"
 #include "tf_serving.pb-c.h"
@@ -67,6 +68,7 @@ typedef struct bench_opts {
     const char *label;
     const char *rest_path; /* --api=rest */
     const char *body;      /* --api=rest */
+    int abseil_debug;      /* --abseil_debug: keep Abseil's lock graph on */
 } bench_opts;
 
 typedef struct bench_req {
@@ -734,7 +736,9 @@ static void bench_usage(void) {
             "         [--duration=S] [--warmup=S] [--deadline_ms=MS] [--json] [--label=TEXT]\n"
             "       dcmserve-bench --api=rest [--target=HOST:PORT] [--model=NAME] [--rest_path=/v1/...]\n"
             "         (--body=JSON_FILE | --values=a,b,...) [--concurrency=N] [--duration=S] [--warmup=S] [--json]\n"
-            "       dcmserve-bench --echo_port=PORT   (bare gRPC echo server; 0 = any port)\n");
+            "       dcmserve-bench --echo_port=PORT   (bare gRPC echo server; 0 = any port)\n"
+            "       --abseil_debug: keep Abseil's debug lock graph on (as Debian ships it; the\n"
+            "         daemon and, by default, this tool turn it off)\n");
 }
 
 int main(int argc, char **argv) {
@@ -748,7 +752,7 @@ int main(int argc, char **argv) {
         {"concurrency", 1, 0, 'c'}, {"rate", 1, 0, 'r'},      {"duration", 1, 0, 'd'},
         {"warmup", 1, 0, 'w'},      {"deadline_ms", 1, 0, 'T'}, {"json", 0, 0, 'j'},
         {"echo_port", 1, 0, 'E'},   {"label", 1, 0, 'L'},     {"shape", 1, 0, 'S'},     {"help", 0, 0, 'h'},
-        {"rest_path", 1, 0, 'P'},   {"body", 1, 0, 'B'},
+        {"rest_path", 1, 0, 'P'},   {"body", 1, 0, 'B'},     {"abseil_debug", 0, 0, 'A'},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -773,9 +777,13 @@ int main(int argc, char **argv) {
         case 'S': o.shape = optarg; break;
         case 'P': o.rest_path = optarg; break;
         case 'B': o.body = optarg; break;
+        case 'A': o.abseil_debug = 1; break;
         default: bench_usage(); return c == 'h' ? 0 : 2;
         }
     }
+    /* The same gRPC as the daemon's (server/srv_grpc.c): Abseil's debug-build
+     * lock graph off, unless --abseil_debug keeps it as Debian ships it. */
+    if (!o.abseil_debug) ms_abseil_deadlock_detection_off();
     if (o.echo_port >= 0) return bench_echo_main(&o);
     if (strcmp(o.api, "rest") == 0) {
         bench_rest_opts ro = {o.target, o.model, o.rest_path, o.body, o.values, o.label,

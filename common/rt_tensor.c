@@ -143,8 +143,9 @@ rt_buf *rt_buf_ref(rt_buf *b) {
 void rt_buf_unref(rt_buf *b) {
     if (b == NULL) return;
     if (atomic_fetch_sub(&b->refs, 1) != 1) return;
+    int owned = b->release_frees; /* read first: release may hand b on */
     if (b->release) b->release(b);
-    free(b);
+    if (!owned) free(b);
 }
 
 /* ---- tensors ---- */

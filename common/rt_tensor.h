@@ -80,6 +80,7 @@ struct rt_buf {
     int device;                     /* 0 = host memory; backends use others */
     void (*release)(rt_buf *b);     /* frees data when the last ref drops; NULL = nothing */
     void *owner;                    /* for release() */
+    int release_frees;              /* release() frees this struct too (a pool may keep it) */
 };
 
 /* 64-byte-aligned host buffer of `size` bytes (uninitialised). NULL on OOM. */

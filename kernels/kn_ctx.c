@@ -42,9 +42,11 @@ static pthread_once_t g_trimmer_once = PTHREAD_ONCE_INIT;
  * (over the byte cap): glibc may keep such memory until malloc_trim. */
 static atomic_int g_pools_dirty;
 
+/* Millisecond resolution is all the idle trim needs: the coarse clock is a
+ * plain read (it runs on every buffer release). */
 static int64_t pool_now_ms(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -177,26 +179,24 @@ void kn_pool_release(kn_pool *p) {
     pool_unref(p);
 }
 
-/* A pooled buffer's last reference dropped: keep it for reuse. The generic
- * rt_buf_unref frees the rt_buf struct after release() returns, so we hand
- * the memory to a fresh struct. */
+/* A pooled buffer's last reference dropped: keep it, struct and memory, for
+ * reuse (release_frees is set on pool buffers, so rt_buf_unref leaves the
+ * struct to us), or free both. */
 static void pooled_release(rt_buf *b) {
     kn_pool *p = b->owner;
-    rt_buf *keep = calloc(1, sizeof(*keep));
     pthread_mutex_lock(&p->mu);
-    if (keep != NULL && p->nfree < POOL_KEEP && atomic_load(&p->refs) > 1 &&
+    if (p->nfree < POOL_KEEP && atomic_load(&p->refs) > 1 &&
         b->size <= p->max_free - p->free_bytes && p->free_bytes <= p->max_free) {
-        *keep = (rt_buf){.data = b->data, .size = b->size, .release = pooled_release, .owner = p};
         p->freed_ms[p->nfree] = pool_now_ms();
-        p->free_list[p->nfree++] = keep;
+        p->free_list[p->nfree++] = b;
         p->free_bytes += b->size;
         pthread_mutex_unlock(&p->mu);
         return;
     }
     pthread_mutex_unlock(&p->mu);
-    free(keep);
-    free(b->data);
     if (b->size >= ((size_t)1 << 20)) atomic_store(&g_pools_dirty, 1);
+    free(b->data);
+    free(b);
     pool_unref(p);
 }
 
@@ -222,6 +222,7 @@ rt_buf *kn_pool_get(kn_pool *p, size_t size) {
     rt_buf *b = rt_buf_alloc(size);
     if (b == NULL) return NULL;
     b->release = pooled_release;
+    b->release_frees = 1;
     b->owner = p;
     atomic_fetch_add(&p->refs, 1);
     return b;

@@ -48,6 +48,10 @@ int srv_health_status(srv_app *app, const char *service);
  * model_spec copies on the wire first as protobuf does (srv_tfs.c); NULL when
  * it does not parse. */
 void *srv_tfs_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *req, size_t n);
+/* The same with protobuf-c's allocator `alloc` (NULL: malloc), e.g. a
+ * srv_pbarena's. */
+void *srv_tfs_unpack_in(const ProtobufCMessageDescriptor *desc, const uint8_t *req, size_t n,
+                        ProtobufCAllocator *alloc);
 /* Finds the servable a ModelSpec names (version or label) and names the model
  * and version in the call's request record (srv_tfs.c). */
 ms_status srv_tfs_resolve(srv_app *app, srv_call *call, const struct Tensorflow__Serving__ModelSpec *spec,

@@ -6,6 +6,7 @@
  * answers by default. GetModelMetadata: the SignatureDefMap packed in an Any
  * with TF Serving's type URL. GetModelStatus, HandleReloadConfigRequest. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "srv_batch.h"
 #include "srv_config.h"
 #include "srv_metrics.h"
+#include "srv_pbarena.h"
 #include "srv_status.h"
 #include "tf_serving.pb-c.h"
 
@@ -58,6 +60,11 @@ static ms_status resolve_spec(srv_app *app, const Tensorflow__Serving__ModelSpec
  * first. protobuf-c copies what it keeps: the merged buffer is freed at once.
  * NULL: does not parse (the merged message is pre-scanned again). */
 void *srv_tfs_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *req, size_t n) {
+    return srv_tfs_unpack_in(desc, req, n, NULL);
+}
+
+void *srv_tfs_unpack_in(const ProtobufCMessageDescriptor *desc, const uint8_t *req, size_t n,
+                        ProtobufCAllocator *alloc) {
     uint8_t *m = NULL;
     size_t mn = 0;
     if (ms_wire_merge_field(req, n, 1, &m, &mn) != MS_OK) return NULL;
@@ -66,7 +73,7 @@ void *srv_tfs_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *req,
         free(m);
         return NULL;
     }
-    ProtobufCMessage *r = protobuf_c_message_unpack(desc, NULL, m ? mn : n, m ? m : req);
+    ProtobufCMessage *r = protobuf_c_message_unpack(desc, alloc, m ? mn : n, m ? m : req);
     free(m);
     return r;
 }
@@ -92,6 +99,15 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
     srv_req *rec = srv_call_req(call);
     ms_status st = MS_OK;
     srv_servable sv = {0};
+    /* The common request has a few inputs and outputs: their arrays, and the
+     * unpacked request itself (PREDICT_ARENA bytes), live on the stack. */
+    enum { PREDICT_SMALL = 8, PREDICT_ARENA = 2048 };
+    sig_input in_s[PREDICT_SMALL];
+    Tensorflow__Serving__PredictResponse__OutputsEntry entries_s[PREDICT_SMALL],
+        *eptrs_s[PREDICT_SMALL];
+    Tensorflow__TensorProto protos_s[PREDICT_SMALL];
+    max_align_t arena_buf[PREDICT_ARENA / sizeof(max_align_t)];
+    srv_pbarena arena;
     sig_input *in = NULL;
     int nin = 0;
     sig_output *outs = NULL;
@@ -103,9 +119,11 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
                                            ? app->max_request_memory_bytes
                                            : 0));
 
-    Tensorflow__Serving__PredictRequest *rq =
-        srv_tfs_unpack(&tensorflow__serving__predict_request__descriptor, req, n);
+    srv_pbarena_init(&arena, arena_buf, sizeof arena_buf);
+    Tensorflow__Serving__PredictRequest *rq = srv_tfs_unpack_in(
+        &tensorflow__serving__predict_request__descriptor, req, n, &arena.alloc);
     if (rq == NULL) {
+        srv_pbarena_release(&arena);
         return ms_errf(MS_EINVAL, "cannot parse PredictRequest (%zu bytes)", n);
     }
     if ((st = srv_tfs_resolve(app, call, rq->model_spec, &sv)) != MS_OK) goto done;
@@ -114,7 +132,8 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
                               : SIG_DEFAULT_KEY;
     srv_req_model(rec, rq->model_spec->name, sv.version, sig_key);
 
-    in = calloc(rq->n_inputs > 0 ? rq->n_inputs : 1, sizeof(sig_input));
+    in = rq->n_inputs <= PREDICT_SMALL ? in_s
+                                       : calloc(rq->n_inputs, sizeof(sig_input));
     if (in == NULL) {
         st = ms_errf(MS_ENOMEM, "out of memory");
         goto done;
@@ -141,9 +160,15 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
     srv_req_phase(rec, SRV_PHASE_COMPUTE);
     if (st != MS_OK) goto done;
 
-    entries = calloc((size_t)(nouts > 0 ? nouts : 1), sizeof(*entries));
-    eptrs = calloc((size_t)(nouts > 0 ? nouts : 1), sizeof(*eptrs));
-    protos = calloc((size_t)(nouts > 0 ? nouts : 1), sizeof(*protos));
+    if (nouts <= PREDICT_SMALL) {
+        entries = entries_s;
+        eptrs = eptrs_s;
+        protos = protos_s;
+    } else {
+        entries = calloc((size_t)nouts, sizeof(*entries));
+        eptrs = calloc((size_t)nouts, sizeof(*eptrs));
+        protos = calloc((size_t)nouts, sizeof(*protos));
+    }
     if (entries == NULL || eptrs == NULL || protos == NULL) {
         st = ms_errf(MS_ENOMEM, "out of memory");
         goto done;
@@ -180,13 +205,15 @@ clear:
     for (int i = 0; i < nprotos; i++)
         rt_tensor_proto_clear(&protos[i]);
 done:
-    free(entries);
-    free(eptrs);
-    free(protos);
+    if (entries != entries_s) {
+        free(entries);
+        free(eptrs);
+        free(protos);
+    }
     if (outs) sig_outputs_free(outs, nouts);
     for (int i = 0; i < nin; i++)
         rt_tensor_unref(in[i].tensor);
-    free(in);
+    if (in != in_s) free(in);
     srv_servable_release(&sv);
     if (st == MS_ECANCELED)
         MS_DEBUG("Predict %s: stopped, the call was cancelled or its deadline passed",
@@ -197,7 +224,7 @@ done:
                         ms_log_escape(name, sizeof name, rq->model_spec ? rq->model_spec->name : ""),
                         ms_errmsg());
     }
-    tensorflow__serving__predict_request__free_unpacked(rq, NULL);
+    srv_pbarena_release(&arena); /* frees rq */
     return st;
 }
 

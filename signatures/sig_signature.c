@@ -209,7 +209,30 @@ static ms_status check_batch(const char *sig, const Tensorflow__SignatureDef *sd
     return MS_OK;
 }
 
-/* Keys: duplicates, unknown ones, and missing ones without a default. */
+/* Counts the request's keys the signature lacks (extra) and the signature's
+ * keys without a default the request lacks (missing); lists them when the
+ * arrays are given. */
+static void sort_keys(const Tensorflow__SignatureDef *sd, const sig_input *in, int nin,
+                      const char **extra, const char **missing, size_t *nextra, size_t *nmissing) {
+    *nextra = *nmissing = 0;
+    for (int i = 0; i < nin; i++)
+        if (sig_input_info(sd, in[i].key) == NULL) {
+            if (extra) extra[*nextra] = in[i].key;
+            (*nextra)++;
+        }
+    for (size_t i = 0; i < sd->n_inputs; i++) {
+        const char *key = sd->inputs[i]->key;
+        int found = 0;
+        for (int j = 0; j < nin && !found; j++) found = strcmp(in[j].key, key) == 0;
+        if (!found && default_of(sd, key) == NULL) {
+            if (missing) missing[*nmissing] = key;
+            (*nmissing)++;
+        }
+    }
+}
+
+/* Keys: duplicates, unknown ones, and missing ones without a default. Only
+ * a refusal allocates (for its message). */
 static ms_status check_keys(const char *sig, const Tensorflow__SignatureDef *sd,
                             const sig_input *in, int nin) {
     for (int i = 0; i < nin; i++) {
@@ -221,6 +244,8 @@ static ms_status check_keys(const char *sig, const Tensorflow__SignatureDef *sd,
                                sig, in[i].key);
     }
     size_t nsig = sd->n_inputs, nextra = 0, nmissing = 0;
+    sort_keys(sd, in, nin, NULL, NULL, &nextra, &nmissing);
+    if (nextra == 0 && nmissing == 0) return MS_OK;
     const char **sent = calloc((size_t)nin + 1, sizeof(*sent));
     const char **sigk = calloc(nsig + 1, sizeof(*sigk));
     const char **extra = calloc((size_t)nin + 1, sizeof(*extra));
@@ -230,17 +255,9 @@ static ms_status check_keys(const char *sig, const Tensorflow__SignatureDef *sd,
         st = ms_errf(MS_ENOMEM, "signature \"%s\": out of memory", sig);
         goto done;
     }
-    for (int i = 0; i < nin; i++) {
-        sent[i] = in[i].key;
-        if (sig_input_info(sd, in[i].key) == NULL) extra[nextra++] = in[i].key;
-    }
-    for (size_t i = 0; i < nsig; i++) {
-        sigk[i] = sd->inputs[i]->key;
-        int found = 0;
-        for (int j = 0; j < nin && !found; j++) found = strcmp(in[j].key, sigk[i]) == 0;
-        if (!found && default_of(sd, sigk[i]) == NULL) missing[nmissing++] = sigk[i];
-    }
-    if (nextra == 0 && nmissing == 0) goto done;
+    for (int i = 0; i < nin; i++) sent[i] = in[i].key;
+    for (size_t i = 0; i < nsig; i++) sigk[i] = sd->inputs[i]->key;
+    sort_keys(sd, in, nin, extra, missing, &nextra, &nmissing);
 
     char msg[SIG_MSG_MAX];
     if ((size_t)nin == nsig && nextra > 0) {
@@ -302,14 +319,15 @@ void sig_outputs_free(sig_output *outs, int n) {
 }
 
 /* Output aliases to fetch: the filter's (checked) or all, sorted. *keys is
- * malloc'ed; the strings are borrowed from sd or the filter. */
+ * `small` (of `nsmall` entries) when they fit, else malloc'ed; the strings
+ * are borrowed from sd or the filter. */
 static ms_status pick_outputs(const char *sig, const Tensorflow__SignatureDef *sd,
-                              const char *const *filter, int nfilter, const char ***keys,
-                              int *nkeys) {
+                              const char *const *filter, int nfilter, const char **small,
+                              int nsmall, const char ***keys, int *nkeys) {
     *keys = NULL;
     *nkeys = 0;
     int n = nfilter > 0 ? nfilter : (int)sd->n_outputs;
-    const char **k = calloc((size_t)n + 1, sizeof(*k));
+    const char **k = n <= nsmall ? small : calloc((size_t)n + 1, sizeof(*k));
     if (k == NULL) return ms_errf(MS_ENOMEM, "signature \"%s\": out of memory", sig);
     if (nfilter > 0) {
         for (int i = 0; i < nfilter; i++) {
@@ -321,7 +339,7 @@ static ms_status pick_outputs(const char *sig, const Tensorflow__SignatureDef *s
                     join_sorted(all, sd->n_outputs, set, sizeof(set));
                     free(all);
                 }
-                free(k);
+                if (k != small) free(k);
                 return ms_errf(MS_EINVAL,
                                "signature \"%s\": output tensor alias not found in signature: "
                                "%s. Outputs expected to be in the set {%s}.",
@@ -329,7 +347,7 @@ static ms_status pick_outputs(const char *sig, const Tensorflow__SignatureDef *s
             }
             for (int j = 0; j < i; j++)
                 if (strcmp(filter[i], filter[j]) == 0) {
-                    free(k);
+                    if (k != small) free(k);
                     return ms_errf(MS_EINVAL, "signature \"%s\": duplicate output tensor alias: %s",
                                    sig, filter[i]);
                 }
@@ -358,16 +376,27 @@ ms_status sig_run(rt_model *m, const char *sig_key, const sig_input *in, int nin
     if (st != MS_OK) return st;
     if ((st = sig_validate(sig, sd, in, nin)) != MS_OK) return st;
 
+    /* Requests name a few inputs and outputs: their lists live on the stack. */
+    enum { SMALL = 16 };
+    const char *keys_s[SMALL];
     const char **keys = NULL;
     int nkeys = 0;
-    if ((st = pick_outputs(sig, sd, output_filter, nfilter, &keys, &nkeys)) != MS_OK) return st;
+    if ((st = pick_outputs(sig, sd, output_filter, nfilter, keys_s, SMALL, &keys, &nkeys)) !=
+        MS_OK)
+        return st;
 
     size_t cap = (size_t)nin + sd->n_defaults + 1;
-    sig_input *all = calloc(cap, sizeof(*all));
-    rt_tensor **defaults = calloc(cap, sizeof(*defaults));
-    rt_feed *feeds = calloc(cap, sizeof(*feeds));
-    const char **fetches = calloc((size_t)nkeys + 1, sizeof(*fetches));
-    rt_tensor **res = calloc((size_t)nkeys + 1, sizeof(*res));
+    sig_input all_s[SMALL];
+    rt_tensor *defaults_s[SMALL];
+    rt_feed feeds_s[SMALL];
+    const char *fetches_s[SMALL];
+    rt_tensor *res_s[SMALL] = {0};
+    int in_small = cap <= SMALL, out_small = (size_t)nkeys + 1 <= SMALL;
+    sig_input *all = in_small ? all_s : calloc(cap, sizeof(*all));
+    rt_tensor **defaults = in_small ? defaults_s : calloc(cap, sizeof(*defaults));
+    rt_feed *feeds = in_small ? feeds_s : calloc(cap, sizeof(*feeds));
+    const char **fetches = out_small ? fetches_s : calloc((size_t)nkeys + 1, sizeof(*fetches));
+    rt_tensor **res = out_small ? res_s : calloc((size_t)nkeys + 1, sizeof(*res));
     sig_output *o = calloc((size_t)nkeys + 1, sizeof(*o));
     int nall = 0, ndef = 0;
     if (!all || !defaults || !feeds || !fetches || !res || !o) {
@@ -436,11 +465,15 @@ done:
     for (int i = 0; res != NULL && i < nkeys; i++)
         if (res[i]) rt_tensor_unref(res[i]);
     free(o);
-    free(res);
-    free(fetches);
-    free(feeds);
-    free(defaults);
-    free(all);
-    free(keys);
+    if (!out_small) {
+        free(res);
+        free(fetches);
+    }
+    if (!in_small) {
+        free(feeds);
+        free(defaults);
+        free(all);
+    }
+    if (keys != keys_s) free(keys);
     return st;
 }

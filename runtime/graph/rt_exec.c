@@ -831,7 +831,7 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
     rt_hostctx host = {.graph = g, .vars = vars};
     void *caller_host = ctx->host;
     /* Small plans keep their per-run state on the stack (no allocation per call). */
-    enum { SMALL_SLOTS = 64 };
+    enum { SMALL_SLOTS = 256 };
     rt_tensor *slots_s[SMALL_SLOTS];
     int uses_s[SMALL_SLOTS];
     uint64_t held_s[SMALL_SLOTS];

@@ -165,7 +165,9 @@ static ms_status get_plan(rt_model *m, const rt_feed *feeds, int nfeeds, const c
     for (int i = 0; i < nfeeds; i++) klen += strlen(feeds[i].name) + 1;
     for (int i = 0; i < nfetches; i++) klen += strlen(fetches[i]) + 1;
     for (int i = 0; i < ntargets; i++) klen += strlen(targets[i]) + 1;
-    char *key = malloc(klen);
+    /* The lookup key lives on the stack; a new plan keeps a heap copy. */
+    char kbuf[512];
+    char *key = klen <= sizeof kbuf ? kbuf : malloc(klen);
     if (key == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     size_t o = 0;
     /* Looked up on every run: the key is built without the formatter. */
@@ -189,7 +191,7 @@ static ms_status get_plan(rt_model *m, const rt_feed *feeds, int nfeeds, const c
         if (strcmp(e->key, key) == 0) {
             *out = e->plan;
             pthread_mutex_unlock(&m->plan_mu);
-            free(key);
+            if (key != kbuf) free(key);
             return MS_OK;
         }
     ms_status st = MS_OK;
@@ -215,9 +217,13 @@ static ms_status get_plan(rt_model *m, const rt_feed *feeds, int nfeeds, const c
         tg[i] = rt_graph_find(m->g, nb);
         if (tg[i] < 0) st = ms_errf(MS_ENOTFOUND, "target node '%s' not in the graph", nb);
     }
+    char *kept = NULL; /* the plan's own key */
+    if (st == MS_OK && (kept = key == kbuf ? strdup(kbuf) : key) == NULL)
+        st = ms_errf(MS_ENOMEM, "out of memory");
     if (st == MS_OK) st = rt_plan_build(m->g, fe, nfeeds, fo, nfetches, tg, ntargets, &e->plan);
+    if (st != MS_OK && kept != key) free(kept);
     if (st == MS_OK) {
-        e->key = key;
+        e->key = kept;
         key = NULL;
         e->next = m->plans;
         m->plans = e;
@@ -230,7 +236,7 @@ done:
     free(fe);
     free(fo);
     free(tg);
-    free(key);
+    if (key != kbuf) free(key);
     return st;
 }
 
