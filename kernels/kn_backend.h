@@ -122,6 +122,13 @@ int kn_backend_has_arenas(const kn_backend *b);
  * Contents are undefined (zeroed for DT_STRING). */
 ms_status kn_ctx_output(kn_ctx *ctx, int idx, rt_dtype dt, const rt_shape *shape,
                         rt_tensor **out);
+/* The fewest values of a streaming pass (a few float operations per value,
+ * e.g. one 512x512 image through the fused DICOM pass or a fused map-reduce)
+ * worth splitting over the intra-op pool: below it the hand-off to a second
+ * thread costs about what it saves, and such a pass runs inline, without
+ * touching the pool. */
+#define KN_PAR_MIN_VALUES ((int64_t)1 << 17)
+
 /* Runs fn(arg, begin, end) over [0, n) split into chunks on the intra-op pool;
  * returns when all chunks are done. Serial when the pool has one thread. */
 void kn_ctx_parallel_for(kn_ctx *ctx, int64_t n, int64_t min_chunk,

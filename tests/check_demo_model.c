@@ -315,6 +315,45 @@ START_TEST(single_file) {
 }
 END_TEST
 
+/* One 512x512 file at two threads: large enough for the native HU path and
+ * the fused sums to split their work over the pool. Expected values from
+ * exact integer counts and sums here (every HU an integer: the float sums
+ * are these integers rounded once). */
+START_TEST(large_file_two_threads) {
+    loaded l;
+    load(&l);
+    enum { R = 512, C = 512 };
+    uint16_t *v = malloc(sizeof(uint16_t) * R * C);
+    ck_assert_ptr_nonnull(v);
+    uint32_t x = 7;
+    int64_t cnt[4] = {0}, sum = 0;
+    for (int i = 0; i < R * C; i++) {
+        x = x * 1664525u + 1013904223u;
+        v[i] = (uint16_t)((x >> 8) % 4096);
+        const int hu = (int)v[i] - 1000;
+        sum += hu;
+        cnt[hu < -400 ? 0 : hu < 0 ? 1 : hu < 300 ? 2 : 3]++;
+    }
+    ut_dbuf f[1];
+    make_file(&f[0], R, C, v);
+    for (int rep = 0; rep < 3; rep++) { /* buffers reused from the pool */
+        rt_tensor *in = batch(1, f), *outs[2];
+        ck_assert_msg(run(&l, in, outs) == MS_OK, "run: %s", ms_errmsg());
+        check_shapes(outs, 1);
+        const float n = (float)(R * C);
+        ck_assert_float_eq(rt_tensor_f32(outs[0])[0], (float)sum / n);
+        for (int k = 0; k < 4; k++)
+            ck_assert_float_eq(rt_tensor_f32(outs[1])[k], (float)cnt[k] / n);
+        rt_tensor_unref(outs[0]);
+        rt_tensor_unref(outs[1]);
+        rt_tensor_unref(in);
+    }
+    ut_dbuf_free(&f[0]);
+    free(v);
+    unload(&l);
+}
+END_TEST
+
 /* A colour file makes the batch C = 3: its six samples count one each
  * (bins 0, 0, 4, 2 of 6; sum 10 + 20 + 30 + 200 + 400 + 1000 = 1660), and
  * the grey file A, replicated into three channels, keeps its results. */
@@ -379,6 +418,7 @@ static Suite *demo_model_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, batch_of_two_sizes);
     tcase_add_test(tc, single_file);
+    tcase_add_test(tc, large_file_two_threads);
     tcase_add_test(tc, colour_file_in_batch);
     tcase_add_test(tc, corrupt_file_names_index);
     suite_add_tcase(s, tc);

@@ -8,7 +8,9 @@
  * other refuses too. Run with one and (some) with two intra-op threads.
  * The split form of the fused op (kn_dicom_xform.h: the host's
  * _DcmDecodeRaw, then the CPU's _DcmPixelTransform) must give the fused op's
- * bytes and refuse the same files. */
+ * bytes and refuse the same files. A synthetic native 512x512 CT (signed,
+ * 12 bits stored) joins the files: large enough for a batch of one to have
+ * its rows split over the pool at two threads. */
 #include <check.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -22,6 +24,7 @@
 #include "rt_model.h"
 #include "rt_ops.h"
 #include "tf_framework.pb-c.h"
+#include "util_dicom.h"
 #include "util_node.h"
 
 #define MAX_FILES 128
@@ -54,11 +57,38 @@ static void load(const char *path, const char *name) {
     fclose(f);
 }
 
+/* A 512x512 explicit VR LE CT, signed 12 of 16 bits, slope 1, intercept
+ * -1024, values over the whole stored range (and junk in the top bits, which
+ * BitsStored masks off). */
+static void add_large_ct(void) {
+    ut_dbuf d;
+    ut_dbuf_init(&d, 1, 0);
+    ut_dbuf_meta(&d, "1.2.840.10008.1.2.1");
+    ut_dbuf_str(&d, 0x0008, 0x0060, "CS", "CT");
+    ut_dbuf_image(&d, 512, 512, 16, 12, 1, "MONOCHROME2");
+    ut_dbuf_str(&d, 0x0028, 0x1052, "DS", "-1024");
+    ut_dbuf_str(&d, 0x0028, 0x1053, "DS", "1");
+    ut_dbuf_hdr(&d, 0x7FE0, 0x0010, "OW", 512u * 512u * 2u);
+    uint32_t x = 12345;
+    for (int i = 0; i < 512 * 512; i++) {
+        x = x * 1103515245u + 12345u;
+        ut_dbuf_u16(&d, (uint16_t)(x >> 12));
+    }
+    blob *b = &files[nfiles++];
+    b->p = malloc(d.n);
+    if (b->p == NULL) abort();
+    memcpy(b->p, d.p, d.n);
+    b->n = d.n;
+    snprintf(b->name, sizeof(b->name), "synthetic ct 512x512");
+    ut_dbuf_free(&d);
+}
+
 static int load_all(void) {
     char path[1024];
     const char *src = getenv("DCM_SRC");
     snprintf(path, sizeof(path), "%s/tests/data/onnx/ct64.dcm", src ? src : ".");
     load(path, "ct64.dcm");
+    add_large_ct();
     const char *dir = getenv("DCM_PYDICOM_FILES");
     if (dir == NULL) dir = "/usr/lib/python3/dist-packages/pydicom/data/test_files";
     DIR *d = opendir(dir);

@@ -192,6 +192,8 @@ static void free_feeds(feeds *f) {
         rt_tensor_unref(f->val[i]);
 }
 
+static int g_threads = 1; /* intra-op threads of run() */
+
 static rt_tensor *run(rt_graph *g, const feeds *f, const char *fetch) {
     rt_edge fe[4], fo;
     for (int i = 0; i < f->n; i++)
@@ -200,7 +202,7 @@ static rt_tensor *run(rt_graph *g, const feeds *f, const char *fetch) {
     rt_plan *p = NULL;
     ms_status st = rt_plan_build(g, fe, f->n, &fo, 1, NULL, 0, &p);
     ck_assert_msg(st == MS_OK, "plan for %s: %s", fetch, ms_errmsg());
-    kn_ctx ctx = {.nthreads = 1};
+    kn_ctx ctx = {.nthreads = g_threads};
     rt_tensor *out = NULL;
     st = rt_plan_run(p, &ctx, NULL, f->val, &out);
     ck_assert_msg(st == MS_OK, "run of %s: %s", fetch, ms_errmsg());
@@ -947,6 +949,25 @@ START_TEST(map_reduce_grouped) {
 }
 END_TEST
 
+START_TEST(map_reduce_threads) {
+    /* Inputs past KN_PAR_MIN_VALUES: the fused pass splits its slices over
+     * the pool at 2 and 3 threads; the sums must stay the unfused ones,
+     * bit for bit (integers and order-sensitive values alike). */
+    const int32_t ax[] = {1, 2, 3};
+    const Tensorflow__MetaGraphDef *mg = stats_graph(ax, 3, 0);
+    ck_assert_int_ge(2 * 300 * 300, KN_PAR_MIN_VALUES);
+    for (int integers = 1; integers >= 0; integers--)
+        for (g_threads = 1; g_threads <= 3; g_threads++) {
+            feeds f = {0};
+            add_feed(&f, "x", stats_x(SHAPE(2, 300, 300, 1), integers));
+            add_feed(&f, "m", stats_m(SHAPE(2, 300, 300, 1)));
+            stats_same_bits(mg, &f);
+            free_feeds(&f);
+        }
+    g_threads = 1;
+}
+END_TEST
+
 START_TEST(map_reduce_broadcast_mask) {
     /* Colour x (N, H, W, 3) against a grey mask (N, H, W, 1), as DcmDecodeHU
      * gives for a batch with a colour file; and a scalar mask. */
@@ -1074,6 +1095,7 @@ static Suite *fuse_suite(void) {
         {"dicom_decode_window", dicom_decode_window},
         {"dicom_hu_used_elsewhere", dicom_hu_used_elsewhere},
         {"map_reduce_grouped", map_reduce_grouped},
+        {"map_reduce_threads", map_reduce_threads},
         {"map_reduce_broadcast_mask", map_reduce_broadcast_mask},
         {"map_reduce_other_axes", map_reduce_other_axes},
         {"map_reduce_shared_intermediate", map_reduce_shared_intermediate},

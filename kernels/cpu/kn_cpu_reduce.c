@@ -753,6 +753,8 @@ static inline __attribute__((always_inline)) int mr_small_int(float v) {
 
 typedef struct mr_ins {
     int code, dst, a, b; /* registers */
+    int kb;              /* b is a const: its value is kv (read once, not per element) */
+    float kv;
 } mr_ins;
 
 typedef struct mr_state {
@@ -762,6 +764,11 @@ typedef struct mr_state {
     int cint[MR_MAXV]; /* const k is an integer of magnitude <= 2^22 */
     mr_ins ins[MR_MAXV];
     int oreg[MR_MAXOUT];
+    /* fold[q]: the Mul that computes output q and nothing else reads, run
+     * inside q's summation (no store of its values), or -1; skip[k]: op k
+     * is such a Mul, left out of the block evaluation of mr_tasks. */
+    int fold[MR_MAXOUT];
+    unsigned char skip[MR_MAXV];
     int mean[MR_MAXOUT];
     int64_t axes[RT_MAX_RANK];
     int naxes, keep;
@@ -821,7 +828,9 @@ static ms_status mapreduce_prepare(const kn_node *n, rt_tensor *const *cin, void
             reg[nv++] = reg[a];
             continue;
         }
-        s->ins[s->nins++] = (mr_ins){code, s->nreg, reg[a], ar == 2 ? reg[b] : reg[a]};
+        mr_ins in = {code, s->nreg, reg[a], ar == 2 ? reg[b] : reg[a], 0, 0.f};
+        if (ar == 2 && in.b >= nt && in.b < nt + nc) in.kb = 1, in.kv = s->cval[in.b - nt];
+        s->ins[s->nins++] = in;
         reg[nv++] = s->nreg++;
     }
     for (int j = 0; j < nr; j++) {
@@ -831,6 +840,19 @@ static ms_status mapreduce_prepare(const kn_node *n, rt_tensor *const *cin, void
         }
         s->oreg[j] = reg[outs[j]];
         s->mean[j] = rlen[j] == 4 && memcmp(reds[j], "Mean", 4) == 0;
+    }
+    for (int q = 0; q < nr; q++) {
+        s->fold[q] = -1;
+        for (int k = 0; k < s->nins; k++) {
+            const int r = s->ins[k].dst;
+            if (r != s->oreg[q] || s->ins[k].code != MR_MUL) continue;
+            int used = 0;
+            for (int k2 = 0; k2 < s->nins; k2++)
+                used |= s->ins[k2].a == r || s->ins[k2].b == r;
+            for (int q2 = 0; q2 < nr; q2++)
+                used |= q2 != q && s->oreg[q2] == r;
+            if (!used) s->fold[q] = k, s->skip[k] = 1;
+        }
     }
     *state = s;
     return MS_OK;
@@ -853,7 +875,7 @@ typedef struct mr_job {
 /* Evaluates the program over elements [p, p + len) into regs (len <= MR_B);
  * consts and scalar inputs are already in their registers. src[r] is where
  * register r's values are read: regs, or a float input in place. */
-#define MR_EVAL(s, j, regs, src, p, len)                                                           \
+#define MR_EVAL(s, j, regs, src, p, len, skipv)                                                    \
     do {                                                                                           \
         for (int i_ = 0; i_ < (s)->nin; i_++) {                                                    \
             if ((j)->is_scalar[i_]) continue;                                                      \
@@ -867,6 +889,7 @@ typedef struct mr_job {
             }                                                                                      \
         }                                                                                          \
         for (int k_ = 0; k_ < (s)->nins; k_++) {                                                   \
+            if ((skipv) != NULL && (skipv)[k_]) continue;                                          \
             const mr_ins *q_ = &(s)->ins[k_];                                                      \
             float *o_ = (regs) + (size_t)q_->dst * MR_B;                                           \
             const float *a_ = (src)[q_->a];                                                        \
@@ -893,11 +916,33 @@ typedef struct mr_job {
             }                                                                                      \
         }                                                                                          \
     } while (0)
+/* A loop over the block's elements: a whole block has a constant trip
+ * count, which the compiler unrolls (the loop overhead is otherwise a large
+ * part of these short loops). */
+#define MR_LOOP(len, ...)                                                                          \
+    do {                                                                                           \
+        if ((len) == MR_B) {                                                                       \
+            _Pragma("GCC unroll 4") for (int64_t e_ = 0; e_ < MR_B; e_++) __VA_ARGS__             \
+        } else {                                                                                   \
+            for (int64_t e_ = 0; e_ < (len); e_++) __VA_ARGS__                                    \
+        }                                                                                          \
+    } while (0)
+/* The op's expression per element; against a const, y is that value, so
+ * the const's register is not read per element (same value, same result). */
 #define MR_CASE_BODY(EXPR)                                                                         \
-    for (int64_t e_ = 0; e_ < len_; e_++) {                                                        \
-        float x = a_[e_], y = b_[e_];                                                              \
+    if (q_->kb) {                                                                                  \
+        const float y = q_->kv;                                                                    \
         (void)y;                                                                                   \
-        o_[e_] = (EXPR);                                                                           \
+        MR_LOOP(len_, {                                                                            \
+            float x = a_[e_];                                                                      \
+            o_[e_] = (EXPR);                                                                       \
+        });                                                                                        \
+    } else {                                                                                       \
+        MR_LOOP(len_, {                                                                            \
+            float x = a_[e_], y = b_[e_];                                                          \
+            (void)y;                                                                               \
+            o_[e_] = (EXPR);                                                                       \
+        });                                                                                        \
     }                                                                                              \
     break;
 #define MR_CASE(code, EXPR)                                                                        \
@@ -943,7 +988,7 @@ KN_VEC_DEFINE(mr_tasks, (void *arg, int64_t b, int64_t e), (arg, b, e), {
             isum[q] = 0, bad[q] = 0;
         for (int64_t p = lo; p < hi; p += MR_B) {
             const int64_t len_ = hi - p < MR_B ? hi - p : MR_B;
-            MR_EVAL(s, j, regs, src, p, len_);
+            MR_EVAL(s, j, regs, src, p, len_, s->skip);
             /* Which values are integers of magnitude <= 2^22 throughout
              * this block: the inputs are checked, the ops' bounds follow
              * (then every op computes exactly, and its result is an
@@ -960,14 +1005,14 @@ KN_VEC_DEFINE(mr_tasks, (void *arg, int64_t b, int64_t e), (arg, b, e), {
                 const float *x = src[i];
                 int nb = 0;
                 uint32_t mx = 0;
-                for (int64_t e_ = 0; e_ < len_; e_++) {
+                MR_LOOP(len_, {
                     const float v = x[e_], w = (v + 12582912.f) - 12582912.f;
                     nb += 1 - ((fabsf(v) <= 4194304.f) & (w == v));
                     uint32_t u;
                     memcpy(&u, &v, sizeof u);
                     u &= 0x7FFFFFFFu; /* |v|: bit patterns order as values */
                     mx = u > mx ? u : mx;
-                }
+                });
                 float m;
                 memcpy(&m, &mx, sizeof m);
                 isint[i] = nb == 0;
@@ -1016,9 +1061,21 @@ KN_VEC_DEFINE(mr_tasks, (void *arg, int64_t b, int64_t e), (arg, b, e), {
             for (int q = 0; q < s->nout; q++) {
                 const float *r = src[s->oreg[q]];
                 int32_t bs = 0; /* a block: < 2^8 * 2^22 */
+                if (s->fold[q] >= 0) {
+                    /* The folded Mul, each product as its kernel computes
+                     * it: summed at once when exact, else stored. */
+                    const mr_ins *m = &s->ins[s->fold[q]];
+                    const float *a = src[m->a], *b = src[m->b];
+                    if (isint[s->oreg[q]]) {
+                        MR_LOOP(len_, { bs += (int32_t)(a[e_] * b[e_]); });
+                        isum[q] += bs;
+                        continue;
+                    }
+                    float *o = regs + (size_t)m->dst * MR_B;
+                    MR_LOOP(len_, { o[e_] = a[e_] * b[e_]; });
+                }
                 if (isint[s->oreg[q]]) {
-                    for (int64_t i = 0; i < len_; i++)
-                        bs += (int32_t)r[i];
+                    MR_LOOP(len_, { bs += (int32_t)r[e_]; });
                     isum[q] += bs;
                     continue;
                 }
@@ -1070,7 +1127,7 @@ KN_VEC_DEFINE(mr_materialize, (void *arg, int64_t b, int64_t e), (arg, b, e), {
     for (int64_t blk = b; blk < e; blk++) {
         const int64_t p = blk * MR_B;
         const int64_t len_ = m->total - p < MR_B ? m->total - p : MR_B;
-        MR_EVAL(s, j, regs, src, p, len_);
+        MR_EVAL(s, j, regs, src, p, len_, (const unsigned char *)NULL);
         const float *r = src[s->oreg[m->q]];
         float *o = m->buf + p;
         for (int64_t i = 0; i < len_; i++)
@@ -1221,9 +1278,11 @@ static ms_status mapreduce_compute(kn_ctx *ctx, const kn_node *node, void *state
         j.part = malloc(sizeof(double) * (size_t)(ntask * s->nout));
         j.bad = malloc((size_t)(ntask * s->nout));
         if (j.part == NULL || j.bad == NULL) goto oom;
-        /* Below about a million elements the pool's hand-off costs more
-         * than a second thread saves (a 512x512 image takes ~0.1 ms). */
-        kn_ctx_parallel_for(ctx, ntask, total < ((int64_t)1 << 20) ? ntask : 1, mr_task_chunk, &j);
+        /* Small inputs run inline (the hand-off would cost what a second
+         * thread saves). The tasks are fixed MR_CHUNK slices whatever the
+         * thread count, each with its own partial sums, added below in task
+         * order: the result does not depend on how they were spread. */
+        kn_ctx_parallel_for(ctx, ntask, total < KN_PAR_MIN_VALUES ? ntask : 1, mr_task_chunk, &j);
         for (int q = 0; q < s->nout && st == MS_OK; q++) {
             int bad = count > ((int64_t)1 << 29);
             for (int64_t o = 0; o < nouts; o++) {

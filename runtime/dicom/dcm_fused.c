@@ -462,9 +462,11 @@ ms_status dcm_fused_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tenso
     if ((st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &sh, &out[0])) != MS_OK) goto done;
     j.y = rt_tensor_f32(out[0]);
     if (nf == 1) {
-        /* Split the rows only when there is enough work to pay for it. */
+        /* Split the rows only when there is enough work to pay for it
+         * (a 512x512 image does; a 256x256 one runs inline). Each output row
+         * is computed the same way whichever thread runs it. */
         const uint64_t work = (uint64_t)j.H * j.W;
-        if (ctx != NULL && ctx->nthreads > 1 && work >= (1u << 20) && j.oh >= 16)
+        if (ctx != NULL && ctx->nthreads > 1 && work >= (uint64_t)KN_PAR_MIN_VALUES && j.oh >= 16)
             kn_ctx_parallel_for(ctx, j.oh, 8, render_rows, &j);
         else
             render_rows(&j, 0, j.oh);

@@ -304,6 +304,65 @@ static ms_status hu_prepare(const kn_node *n, rt_tensor *const *cin, void **stat
     return MS_OK;
 }
 
+typedef struct hu_rows_job {
+    const dcm_native_view *v;
+    float *hu, *mask;
+} hu_rows_job;
+
+/* Rows [b, e) of hu_native's two outputs. */
+static void hu_rows(void *arg, int64_t b, int64_t e) {
+    const hu_rows_job *j = arg;
+    const uint64_t w = j->v->cols;
+    dcm_native_view_hu(j->v, (uint32_t)b, (uint32_t)e, j->hu + (uint64_t)b * w);
+    fill_f32(j->mask + (uint64_t)b * w, (uint64_t)(e - b) * w, 1.f);
+}
+
+/* One native 16-bit grey file whose size needs no resize (the usual CT):
+ * its HU are written straight into the output, without the decoded image
+ * of decode_all and its copy. Returns 0, having done nothing, for any other
+ * file, or one that does not parse (the general path then reports it). */
+static int hu_native(kn_ctx *ctx, const hu_state *s, const rt_str *file, rt_tensor **out,
+                     ms_status *st_out) {
+    dcm_limits lim;
+    dcm_limits_default(&lim);
+    lim.budget = ctx ? ctx->budget : NULL;
+    dcm_dataset *ds = NULL;
+    dcm_info info;
+    dcm_native_view v;
+    ms_err_clear();
+    if (dcm_parse(file->data, (size_t)file->len, &lim, &ds) != MS_OK ||
+        dcm_read_info(ds, &info) != MS_OK || s->frame >= (int64_t)info.frames ||
+        !dcm_native_view_of(ds, &info, &lim, (uint32_t)s->frame, &v) ||
+        (s->size[0] && ((int64_t)v.rows != s->size[0] || (int64_t)v.cols != s->size[1]))) {
+        dcm_dataset_free(ds);
+        ms_err_clear();
+        return 0;
+    }
+    /* Counted as decode_all counts a decoded file. */
+    atomic_fetch_add(&g_files, 1);
+    atomic_fetch_add(&g_bytes, (uint64_t)file->len);
+    atomic_fetch_add(&g_frames, (uint64_t)info.frames);
+    ms_status st = dcm_guard_check(&s->guard, 0, &info, v.rows, v.cols);
+    rt_shape sh = rt_shape_make(4, (int64_t[]){1, v.rows, v.cols, 1});
+    if (st == MS_OK && (st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &sh, &out[0])) == MS_OK &&
+        (st = kn_ctx_output(ctx, 1, RT_DT_FLOAT, &sh, &out[1])) == MS_OK) {
+        hu_rows_job j = {&v, rt_tensor_f32(out[0]), rt_tensor_f32(out[1])};
+        /* Rows split over the pool when the image is large enough to pay. */
+        if (ctx != NULL && ctx->nthreads > 1 && (int64_t)v.rows * v.cols >= KN_PAR_MIN_VALUES)
+            kn_ctx_parallel_for(ctx, v.rows, 16, hu_rows, &j);
+        else
+            hu_rows(&j, 0, v.rows);
+    }
+    if (st != MS_OK) {
+        rt_tensor_unref(out[0]);
+        rt_tensor_unref(out[1]);
+        out[0] = out[1] = NULL;
+    }
+    dcm_dataset_free(ds);
+    *st_out = st;
+    return 1;
+}
+
 static ms_status hu_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
                             rt_tensor **out) {
     hu_state dflt = {0};
@@ -313,6 +372,8 @@ static ms_status hu_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tenso
         return ms_errf(MS_EINVAL, "%s: input must be DT_STRING, got %s", n->name,
                        rt_dtype_name(x->dtype));
     int64_t nf = x->nelem;
+    ms_status nst;
+    if (nf == 1 && hu_native(ctx, s, rt_tensor_strs(x), out, &nst)) return nst;
     dcm_image **imgs = NULL;
     uint64_t held = 0;
     /* Outputs: hu (C floats per pixel) and mask (one); C is not known yet. */

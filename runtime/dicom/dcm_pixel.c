@@ -773,6 +773,16 @@ int dcm_native_view_of(const dcm_dataset *ds, const dcm_info *in, const dcm_limi
     return 1;
 }
 
+void dcm_native_view_hu(const dcm_native_view *v, uint32_t r0, uint32_t r1, float *out) {
+    const uint64_t n = (uint64_t)(r1 - r0) * v->cols;
+    const uint8_t *raw = v->raw + (uint64_t)r0 * v->cols * 2;
+    /* The loops frame_to_hu runs for these files (mask and sign as there). */
+    if (v->sign)
+        hu_s16(raw, n, v->mask, v->sign, v->slope, v->intercept, out);
+    else
+        hu_u16(raw, n, v->mask, v->slope, v->intercept, out);
+}
+
 void dcm_image_free(dcm_image *img) {
     if (img == NULL) return;
     free(img->data);

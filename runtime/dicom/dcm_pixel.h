@@ -89,6 +89,10 @@ typedef struct dcm_native_view {
 int dcm_native_view_of(const dcm_dataset *ds, const dcm_info *info, const dcm_limits *lim,
                        uint32_t frame, dcm_native_view *v);
 
+/* Writes the HU of rows [r0, r1) of v's frame ((r1 - r0) * cols floats)
+ * into out: the values dcm_decode_hu_ds gives for them, bit for bit. */
+void dcm_native_view_hu(const dcm_native_view *v, uint32_t r0, uint32_t r1, float *out);
+
 /* Bilinear resize of one (ih, iw, c) float image to (oh, ow, c) as
  * TensorFlow's ResizeBilinear with half_pixel_centers=True. */
 void dcm_resize_bilinear(const float *in, uint32_t ih, uint32_t iw, uint32_t c, float *out,
