@@ -9,7 +9,8 @@
 # 3. resident memory of the daemon over RSS_CALLS small requests (default
 #    1,000,000; 0 = skip), sampled after every 10 s chunk.
 # TABLE=0 skips part 1; SERVE_FLAGS adds daemon flags to every start (for
-# example SERVE_FLAGS=--grpc_cq_threads=2).
+# example SERVE_FLAGS=--grpc_cq_threads=2), HEAVY_CLIENT_NICE (below) the
+# priority of the isolation neighbour's client.
 # Usage: bench/serve_batching.sh [BUILD_DIR] [SECONDS]  (repo root, after the build)
 set -eu
 BUILD=${1:-build}
@@ -17,6 +18,10 @@ SECS=${2:-5}
 RSS_CALLS=${RSS_CALLS:-1000000}
 TABLE=${TABLE:-1}
 SERVE_FLAGS=${SERVE_FLAGS:-}
+# HEAVY_CLIENT_NICE=N runs the neighbour's load generator at nice N (it shares
+# the daemon's CPUs here; in production clients run elsewhere).
+HEAVY_CLIENT_NICE=${HEAVY_CLIENT_NICE:-0}
+CT_NICE=""
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BENCH="$BUILD/dcmserve-bench"
 TMP=$(mktemp -d)
@@ -64,7 +69,7 @@ hpt() { # concurrency duration
         --concurrency="$1" --duration="$2" --warmup=1 --json
 }
 ct() { # concurrency duration
-    "$BENCH" --target="127.0.0.1:$PORT" --model=ct_cls --input=image --dicom_dir="$TMP/dicom" \
+    $CT_NICE "$BENCH" --target="127.0.0.1:$PORT" --model=ct_cls --input=image --dicom_dir="$TMP/dicom" \
         --concurrency="$1" --duration="$2" --warmup=1 --json
 }
 row() { # batching model input concurrency json
@@ -101,11 +106,12 @@ echo "isolation (batching off): half_plus_two at 1 in flight, alone and beside c
 start
 ALONE=$(hpt 1 "$SECS")
 HEAVY1=$(ct 1 "$SECS")
+[ "$HEAVY_CLIENT_NICE" -gt 0 ] && CT_NICE="nice -n $HEAVY_CLIENT_NICE"
 ct 32 $((SECS + 3)) > "$TMP/heavy.json" &
 BG=$!
 sleep 1.5
 BESIDE=$(hpt 1 "$SECS")
-wait "$BG"; BG=""
+wait "$BG"; BG=""; CT_NICE=""
 /usr/bin/python3 - "$ALONE" "$BESIDE" "$HEAVY1" "$(cat "$TMP/heavy.json")" <<'PY'
 import json, sys
 a, b, h1, h = (json.loads(x) for x in sys.argv[1:])

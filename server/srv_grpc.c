@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -125,6 +126,7 @@ struct srv_server {
     srv_queue_key_fn queue_key;
     atomic_int inline_busy; /* calls running on CQ threads */
     int inline_max;         /* srv_server_opts.inline_max_bytes */
+    int worker_nice;        /* srv_server_opts.worker_nice */
     double inline_cost_s;   /* srv_server_opts.inline_max_micros, in seconds */
     /* our own listener, whose connections gRPC adopts (srv_listen.h) */
     srv_listener *listener;
@@ -523,6 +525,13 @@ void srv_call_stream_finish(srv_call *c, grpc_status_code code, const char *msg)
 
 static void *worker_main(void *arg) {
     srv_server *s = arg;
+    /* Workers compute; the CQ thread answers. Under a saturating model the
+     * CQ thread (protocol work and the cheap calls it runs inline) goes
+     * first, so a light model is not queued behind the heavy one's kernels
+     * for the CPU (--grpc_worker_nice; nice is per thread on Linux, and the
+     * threads a worker starts inherit it). */
+    if (s->worker_nice > 0 && setpriority(PRIO_PROCESS, (id_t)gettid(), s->worker_nice) != 0)
+        MS_DEBUG("grpc: worker nice %d: %s", s->worker_nice, strerror(errno));
     for (;;) {
         srv_qkey *tok = NULL;
         srv_call *c = srv_queue_pop(s->queue, &tok);
@@ -866,6 +875,7 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         srv_queue_new(o->queue_bound > 0 ? o->queue_bound : SRV_QUEUE_DEFAULT_BOUND, cap);
     s->inline_max = o->inline_max_micros > 0 ? o->inline_max_bytes : -1;
     s->inline_cost_s = o->inline_max_micros / 1e6;
+    s->worker_nice = o->worker_nice;
     s->queue_key = o->queue_key;
     s->handles = calloc((size_t)(nmethods > 0 ? nmethods : 1), sizeof(void *));
     s->api = calloc((size_t)(nmethods > 0 ? nmethods : 1), sizeof(*s->api));

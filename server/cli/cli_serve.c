@@ -384,6 +384,7 @@ int cli_serve(int argc, char **argv) {
         .queue_run_cap = d.app.batcher ? 0 : (int)(ncpu > 0 ? ncpu : 1),
         .inline_max_bytes = d.app.batcher ? 0 : 4096,
         .inline_max_micros = d.flags.grpc_inline_max_micros,
+        .worker_nice = d.flags.grpc_worker_nice,
         .max_connections = d.flags.max_connections,
         .idle_timeout_s = d.flags.idle_timeout_seconds,
         .max_concurrent_streams = d.flags.grpc_max_concurrent_streams,
