@@ -115,7 +115,7 @@ mkdir -p "$TMP/dcmdir"
 cp "$TMP/ct_512.dcm" "$TMP/dcmdir/"
 for t in 1 2; do
     "$DCM" serve --port=0 --bind_address=127.0.0.1 --model_name=cls \
-        --model_base_path="$TMP/cls_dicom" --tensorflow_intra_op_parallelism=$t \
+        --model_base_path="$TMP/cls_dicom" --tensorflow_intra_op_parallelism=$t ${SERVE_FLAGS:-} \
         > "$TMP/serve$t.out" 2> "$TMP/serve$t.log" &
     SPID=$!
     PIDS="$PIDS $SPID"
