@@ -15,6 +15,7 @@
 #  5. end to end over gRPC, sequential: dcmserve-bench against the daemon
 #     serving the DICOM classifier, p50 vs item 2's in-process time.
 # All times are wall-clock medians (the machine's load is printed).
+# SERVE_FLAGS adds daemon flags to the gRPC run (e.g. --grpc_channel_arguments=...).
 # Usage: bench/bench_dicom_model.sh [BUILD_DIR] [ITERATIONS]   (from the repo
 # root, after the build).
 set -eu

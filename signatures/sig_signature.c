@@ -212,7 +212,7 @@ static ms_status check_batch(const char *sig, const Tensorflow__SignatureDef *sd
 /* Counts the request's keys the signature lacks (extra) and the signature's
  * keys without a default the request lacks (missing); lists them when the
  * arrays are given. */
-static void sort_keys(const Tensorflow__SignatureDef *sd, const sig_input *in, int nin,
+static void find_extra_missing(const Tensorflow__SignatureDef *sd, const sig_input *in, int nin,
                       const char **extra, const char **missing, size_t *nextra, size_t *nmissing) {
     *nextra = *nmissing = 0;
     for (int i = 0; i < nin; i++)
@@ -244,7 +244,7 @@ static ms_status check_keys(const char *sig, const Tensorflow__SignatureDef *sd,
                                sig, in[i].key);
     }
     size_t nsig = sd->n_inputs, nextra = 0, nmissing = 0;
-    sort_keys(sd, in, nin, NULL, NULL, &nextra, &nmissing);
+    find_extra_missing(sd, in, nin, NULL, NULL, &nextra, &nmissing);
     if (nextra == 0 && nmissing == 0) return MS_OK;
     const char **sent = calloc((size_t)nin + 1, sizeof(*sent));
     const char **sigk = calloc(nsig + 1, sizeof(*sigk));
@@ -257,7 +257,7 @@ static ms_status check_keys(const char *sig, const Tensorflow__SignatureDef *sd,
     }
     for (int i = 0; i < nin; i++) sent[i] = in[i].key;
     for (size_t i = 0; i < nsig; i++) sigk[i] = sd->inputs[i]->key;
-    sort_keys(sd, in, nin, extra, missing, &nextra, &nmissing);
+    find_extra_missing(sd, in, nin, extra, missing, &nextra, &nmissing);
 
     char msg[SIG_MSG_MAX];
     if ((size_t)nin == nsig && nextra > 0) {
