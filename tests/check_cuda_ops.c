@@ -18,6 +18,12 @@
  *                         backend: 1e-5 relative; asymmetric SAME refused
  *   pool_mean_concat      MaxPool (exact), AvgPool, Mean over H, W (1e-5) and
  *                         ConcatV2 on the last and a middle axis (exact)
+ *   unary                 Square, Rsqrt, LeakyRelu (exact) and Elu (1e-5) vs the
+ *                         CPU backend
+ *   pool3d                MaxPool3D (exact) and AvgPool3D (1e-5), VALID and SAME
+ *   convnd                cuDNN Nd: Conv3D (SAME / VALID, stride 2, dilation 2)
+ *                         and Conv2DBackpropInput (stride 2, VALID / SAME) vs
+ *                         the CPU backend: 1e-5 relative
  *   batch_norm_resize     FusedBatchNormV3 (inference; + ReLU) and ResizeBilinear
  *                         (legacy, align_corners, half_pixel_centers; up and
  *                         down) against the CPU backend: bit for bit
@@ -46,6 +52,7 @@ int main(void) {
 #include "dcm_pixel.h"
 #include "kn_cuda_dicom.cuh"
 #include "kn_cuda_conv.cuh"
+#include "kn_cuda_convnd.cuh"
 #include "kn_cuda_elementwise.cuh"
 #include "kn_cuda_gemm.cuh"
 #include "kn_cuda_nn.cuh"
@@ -468,6 +475,170 @@ START_TEST(test_pool_mean_concat) {
 }
 END_TEST
 
+/* ---- Square, Rsqrt, LeakyRelu (one IEEE operation each: exact), Elu ---- */
+START_TEST(test_unary) {
+    static const struct {
+        const char *op;
+        kn_cuda_unop k;
+        float alpha, lo, hi, tol;
+    } ops[] = {{"Square", KN_CUDA_SQUARE, 0, -40, 40, 0},
+               {"Rsqrt", KN_CUDA_RSQRT, 0, 0.001f, 300, 0},
+               {"LeakyRelu", KN_CUDA_LEAKY_RELU, 0.2f, -9, 9, 0},
+               {"Elu", KN_CUDA_ELU, 0, -12, 6, 1e-5f}};
+    const int64_t n = 70001; /* not a multiple of a block */
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        rt_tensor *x = rand_t(TU_SHAPE(n), ops[i].lo, ops[i].hi);
+        float *dx = dev_put(rt_tensor_f32(x), (size_t)n * 4), *dy = dev_put(NULL, (size_t)n * 4);
+        Tensorflow__NodeDef *def = tu_node_new(ops[i].op, "u");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        if (ops[i].k == KN_CUDA_LEAKY_RELU) tu_attr_f(def, "alpha", ops[i].alpha);
+        rt_tensor *want = tu_run1(def, &x, 1);
+        ck_assert_msg(kn_cuda_unary(ops[i].k, dx, ops[i].alpha, dy, n, NULL) == MS_OK, "%s: %s",
+                      ops[i].op, ms_errmsg());
+        rt_tensor *got = gpu_out(TU_SHAPE(n), dy);
+        tu_check_f32(got, TU_SHAPE(n), rt_tensor_f32(want), (int)n, ops[i].tol);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&x, 1);
+        kn_cuda_arena_reset(g_arena);
+    }
+}
+END_TEST
+
+/* ---- MaxPool3D (exact) and AvgPool3D (1e-5), VALID and SAME ---- */
+START_TEST(test_pool3d) {
+    const int n = 2, d = 7, h = 9, w = 8, c = 3;
+    rt_tensor *x = rand_t(TU_SHAPE(n, d, h, w, c), -3, 3);
+    float *dx = dev_put(rt_tensor_f32(x), (size_t)x->nelem * 4);
+    for (int avg = 0; avg < 2; avg++)
+        for (int same = 0; same < 2; same++) {
+            Tensorflow__NodeDef *def = tu_node_new(avg ? "AvgPool3D" : "MaxPool3D", "p3");
+            tu_attr_type(def, "T", RT_DT_FLOAT);
+            tu_attr_ints(def, "ksize", 1, 2, 3, 3, 1);
+            tu_attr_ints(def, "strides", 1, 2, 2, 2, 1);
+            tu_attr_s(def, "padding", same ? "SAME" : "VALID");
+            tu_attr_s(def, "data_format", "NDHWC");
+            rt_tensor *want = tu_run1(def, &x, 1);
+            kn_cuda_pool3_shape ps = {.n = n, .d = d, .h = h, .w = w, .c = c, .kd = 2, .kh = 3,
+                                      .kw = 3, .sd = 2, .sh = 2, .sw = 2};
+            if (same) {
+                same_pad(d, 2, 2, &ps.od, &ps.pad_d);
+                same_pad(h, 3, 2, &ps.oh, &ps.pad_h);
+                same_pad(w, 3, 2, &ps.ow, &ps.pad_w);
+            } else {
+                ps.od = (d - 2) / 2 + 1;
+                ps.oh = (h - 3) / 2 + 1;
+                ps.ow = (w - 3) / 2 + 1;
+            }
+            ck_assert_int_eq(ps.od, (int)want->shape.dim[1]);
+            ck_assert_int_eq(ps.oh, (int)want->shape.dim[2]);
+            ck_assert_int_eq(ps.ow, (int)want->shape.dim[3]);
+            float *dy = dev_put(NULL, (size_t)want->nelem * 4);
+            ck_assert_msg(kn_cuda_pool3d(&ps, !avg, dx, dy, NULL) == MS_OK, "%s", ms_errmsg());
+            rt_tensor *got = gpu_out(want->shape, dy);
+            tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, avg ? 1e-5f : 0);
+            tu_unref(&got, 1);
+            tu_unref(&want, 1);
+        }
+    tu_unref(&x, 1);
+    kn_cuda_arena_reset(g_arena);
+}
+END_TEST
+
+/* ---- cuDNN Nd: Conv3D (forward) and Conv2DBackpropInput (backward data) ---- */
+typedef struct convnd_case {
+    int rank3;        /* 1: Conv3D, 0: Conv2DBackpropInput */
+    int sp[3], k[3];  /* x's spatial sizes, the filter's */
+    int c, oc, stride, dil;
+    const char *pad;  /* SAME cases are chosen with an even total padding */
+} convnd_case;
+
+START_TEST(test_convnd) {
+    const convnd_case cases[] = {
+        {1, {6, 9, 8}, {3, 3, 3}, 3, 5, 1, 1, "SAME"},
+        {1, {7, 9, 9}, {3, 3, 3}, 2, 4, 2, 1, "VALID"},
+        {1, {8, 8, 8}, {2, 3, 3}, 2, 3, 1, 2, "VALID"},
+        {0, {9, 9, 0}, {3, 3, 0}, 4, 6, 2, 1, "VALID"},
+        {0, {9, 9, 0}, {3, 3, 0}, 4, 6, 2, 1, "SAME"},
+        {0, {10, 12, 0}, {4, 4, 0}, 3, 2, 2, 1, "VALID"},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const convnd_case *k = &cases[ci];
+        const int r = k->rank3 ? 3 : 2, n = 2, same = strcmp(k->pad, "SAME") == 0;
+        int osp[3] = {1, 1, 1}, lo[3] = {0, 0, 0};
+        int64_t sp = 1;
+        for (int i = 0; i < r; i++) {
+            const int ek = (k->k[i] - 1) * k->dil + 1;
+            if (same) {
+                osp[i] = (k->sp[i] + k->stride - 1) / k->stride;
+                int tot = (osp[i] - 1) * k->stride + ek - k->sp[i];
+                tot = tot > 0 ? tot : 0;
+                ck_assert_msg(tot % 2 == 0, "case %zu: uneven SAME padding", ci);
+                lo[i] = tot / 2;
+            } else {
+                osp[i] = (k->sp[i] - ek) / k->stride + 1;
+            }
+            sp *= k->k[i];
+        }
+        rt_tensor *f = k->rank3 ? rand_t(TU_SHAPE(k->k[0], k->k[1], k->k[2], k->c, k->oc), -1, 1)
+                                : rand_t(TU_SHAPE(k->k[0], k->k[1], k->c, k->oc), -1, 1);
+        rt_tensor *src, *want;
+        if (k->rank3) {
+            src = rand_t(TU_SHAPE(n, k->sp[0], k->sp[1], k->sp[2], k->c), -1, 1);
+            Tensorflow__NodeDef *def = tu_node_new("Conv3D", "c3");
+            tu_attr_type(def, "T", RT_DT_FLOAT);
+            tu_attr_ints(def, "strides", 1, k->stride, k->stride, k->stride, 1);
+            tu_attr_ints(def, "dilations", 1, k->dil, k->dil, k->dil, 1);
+            tu_attr_s(def, "padding", k->pad);
+            tu_attr_s(def, "data_format", "NDHWC");
+            rt_tensor *in[2] = {src, f};
+            want = tu_run1(def, in, 2);
+        } else {
+            src = rand_t(TU_SHAPE(n, osp[0], osp[1], k->oc), -1, 1); /* dy */
+            rt_tensor *sizes = TU_I32(TU_SHAPE(4), n, k->sp[0], k->sp[1], k->c);
+            Tensorflow__NodeDef *def = tu_node_new("Conv2DBackpropInput", "bd");
+            tu_attr_type(def, "T", RT_DT_FLOAT);
+            tu_attr_ints(def, "strides", 1, k->stride, k->stride, 1);
+            tu_attr_ints(def, "dilations", 1, k->dil, k->dil, 1);
+            tu_attr_s(def, "padding", k->pad);
+            tu_attr_s(def, "data_format", "NHWC");
+            rt_tensor *in[3] = {sizes, f, src};
+            want = tu_run1(def, in, 3);
+            tu_unref(&sizes, 1);
+        }
+        kn_cuda_convnd_shape cs;
+        memset(&cs, 0, sizeof cs);
+        cs.rank = r, cs.backward_data = !k->rank3, cs.n = n, cs.c = k->c, cs.oc = k->oc;
+        for (int i = 0; i < r; i++) {
+            cs.in[i] = k->sp[i], cs.k[i] = k->k[i], cs.stride[i] = k->stride, cs.dil[i] = k->dil;
+            cs.pad_lo[i] = cs.pad_hi[i] = lo[i];
+        }
+        kn_cuda_convnd *p = NULL;
+        ck_assert_msg(kn_cuda_convnd_plan(&cs, &p) == MS_OK, "case %zu: %s", ci, ms_errmsg());
+        int po[3];
+        kn_cuda_convnd_out(p, po);
+        for (int i = 0; i < r; i++) ck_assert_int_eq(po[i], osp[i]);
+        float *krsc = malloc((size_t)f->nelem * sizeof(float));
+        kn_cuda_conv_filter_from_tf(rt_tensor_f32(f), (int)sp, 1, k->c, k->oc, 0, krsc);
+        float *dsrc = dev_put(rt_tensor_f32(src), (size_t)src->nelem * 4);
+        float *dw = dev_put(krsc, (size_t)f->nelem * 4);
+        float *ddst = dev_put(NULL, (size_t)want->nelem * 4);
+        void *ws = kn_cuda_convnd_workspace(p) ? dev_put(NULL, kn_cuda_convnd_workspace(p)) : NULL;
+        ck_assert_msg(kn_cuda_convnd_run(p, dsrc, dw, ddst, ws, NULL) == MS_OK, "case %zu: %s", ci,
+                      ms_errmsg());
+        rt_tensor *got = gpu_out(want->shape, ddst);
+        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 1e-5f);
+        tu_unref(&got, 1);
+        tu_unref(&want, 1);
+        tu_unref(&src, 1);
+        tu_unref(&f, 1);
+        free(krsc);
+        kn_cuda_convnd_free(p);
+        kn_cuda_arena_reset(g_arena);
+    }
+}
+END_TEST
+
 START_TEST(test_batch_norm_resize) {
     const int n = 2, h = 13, w = 11, c = 5;
     rt_tensor *x = rand_t(TU_SHAPE(n, h, w, c), -4, 4);
@@ -636,6 +807,9 @@ int main(void) {
         {"matmul", test_matmul},
         {"conv", test_conv},
         {"pool_mean_concat", test_pool_mean_concat},
+        {"unary", test_unary},
+        {"pool3d", test_pool3d},
+        {"convnd", test_convnd},
         {"batch_norm_resize", test_batch_norm_resize},
         {"transpose_pad", test_transpose_pad},
         {"arena_memory", test_arena_memory},
