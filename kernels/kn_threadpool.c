@@ -11,6 +11,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <time.h>
 
 #define POOL_MAX 64
@@ -33,6 +35,7 @@ static job *g_job;          /* guarded by g_mu */
 static unsigned g_job_seq;  /* guarded by g_mu */
 static atomic_int g_active; /* workers inside g_job; changed under g_mu */
 static atomic_uint g_seq;   /* g_job_seq, readable without g_mu (spinning) */
+static atomic_int g_nice = -1; /* kn_threadpool_set_nice */
 
 static int64_t now_ns(void) {
     struct timespec ts;
@@ -78,8 +81,12 @@ static void run_chunks(job *j) {
     }
 }
 
+void kn_threadpool_set_nice(int nice) { atomic_store(&g_nice, nice > 19 ? 19 : nice); }
+
 static void *worker(void *unused) {
     (void)unused;
+    int nice = atomic_load(&g_nice);
+    if (nice >= 0) (void)setpriority(PRIO_PROCESS, (id_t)gettid(), nice);
     unsigned seen = 0;
     for (;;) {
         spin_until(seq_moved, &seen); /* the next job usually follows at once */

@@ -9,6 +9,13 @@
 
 #include <stdint.h>
 
+/* The nice every pool thread started from now on takes (absolute, 0-19;
+ * negative: inherit the starting thread's, the default). The server sets
+ * its inference workers' nice here before any model loads, so the pool's
+ * threads compute at the workers' priority whichever thread started them
+ * (a model's warm-up runs on the loader). */
+void kn_threadpool_set_nice(int nice);
+
 void kn_parallel_for(int nthreads, int64_t n, int64_t min_chunk,
                      void (*fn)(void *arg, int64_t begin, int64_t end), void *arg);
 

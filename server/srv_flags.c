@@ -150,6 +150,8 @@ static const flag_def defs[] = {
      "gRPC completion-queue threads (protocol work, cheap calls inline). Default 1", NULL},
     {"grpc_inline_max_micros", F_INT, OFF(grpc_inline_max_micros), 0, 1000000,
      "run a small inference call on the CQ thread when its model/signature's runs average at most this many microseconds; 0 = never. Default 500", NULL},
+    {"grpc_cq_slice_micros", F_INT, OFF(grpc_cq_slice_micros), 0, 100000,
+     "CPU time slice the CQ threads ask the kernel for (Linux 6.12+: a waking CQ thread then preempts a busy worker at once); 0 = the kernel's default. Default 100", NULL},
     {"grpc_worker_nice", F_INT, OFF(grpc_worker_nice), 0, 19,
      "nice increment of the inference worker threads, so that the CQ thread (the protocol and the cheap calls run inline) goes first when the CPUs are busy; 0 = same priority. Default 10", NULL},
     {"max_message_bytes", F_INT64, OFF(max_message_bytes), 1, INT32_MAX,
@@ -220,6 +222,7 @@ void srv_flags_defaults(srv_flags *f) {
     f->grpc_cq_threads = 1;
     f->grpc_inline_max_micros = 500;
     f->grpc_worker_nice = 10;
+    f->grpc_cq_slice_micros = 100;
     f->max_message_bytes = 256 << 20;
     f->max_request_memory_bytes = (int64_t)1 << 30;
     f->drain_timeout_seconds = 30.0;

@@ -32,6 +32,7 @@
 
 #include "ms_abseil.h"
 #include "ms_log.h"
+#include "ms_sched.h"
 #include "ms_wire.h"
 #include "srv_metrics.h"
 #include "srv_queue.h"
@@ -127,6 +128,7 @@ struct srv_server {
     atomic_int inline_busy; /* calls running on CQ threads */
     int inline_max;         /* srv_server_opts.inline_max_bytes */
     int worker_nice;        /* srv_server_opts.worker_nice */
+    int cq_slice_us;        /* srv_server_opts.cq_slice_us */
     double inline_cost_s;   /* srv_server_opts.inline_max_micros, in seconds */
     /* our own listener, whose connections gRPC adopts (srv_listen.h) */
     srv_listener *listener;
@@ -757,6 +759,11 @@ static void on_event(srv_tag *t, int success) {
 
 static void *cq_main(void *arg) {
     cq_thread *t = arg;
+    /* The CQ thread sleeps in epoll and works in short bursts; a short slice
+     * lets it preempt a worker (which runs at nice 10 for whole inferences)
+     * as soon as a packet wakes it, instead of after the worker's slice. */
+    if (t->s->cq_slice_us > 0 && ms_sched_short_slice((unsigned)t->s->cq_slice_us) != 0)
+        MS_DEBUG("grpc: CQ thread slice %d us: %s", t->s->cq_slice_us, strerror(errno));
     for (;;) {
         grpc_event ev = grpc_completion_queue_next(t->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
@@ -876,6 +883,7 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
     s->inline_max = o->inline_max_micros > 0 ? o->inline_max_bytes : -1;
     s->inline_cost_s = o->inline_max_micros / 1e6;
     s->worker_nice = o->worker_nice;
+    s->cq_slice_us = o->cq_slice_us;
     s->queue_key = o->queue_key;
     s->handles = calloc((size_t)(nmethods > 0 ? nmethods : 1), sizeof(void *));
     s->api = calloc((size_t)(nmethods > 0 ? nmethods : 1), sizeof(*s->api));

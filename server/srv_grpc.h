@@ -84,6 +84,7 @@ typedef struct srv_server_opts {
     int inline_max_bytes;
     int inline_max_micros; /* ... and only when its key's average run is at most this; 0 = never */
     int worker_nice;       /* nice increment of the worker threads (0 = none) */
+    int cq_slice_us;       /* CPU slice the CQ threads ask for (ms_sched.h); 0 = none */
     /* Hostile clients (docs/security.md); 0 = gRPC's own default unless said. */
     int max_connections;        /* plaintext port only; 0 = no limit */
     int idle_timeout_s;         /* GRPC_ARG_MAX_CONNECTION_IDLE_MS, handshake timeout */

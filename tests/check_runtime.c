@@ -3,8 +3,12 @@
  * and the thread pool. Graphs use host ops only, so these tests do not depend
  * on the CPU kernels. */
 #include <check.h>
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "kn_threadpool.h"
 #include "rt_exec.h"
@@ -351,6 +355,57 @@ START_TEST(test_threadpool) {
 }
 END_TEST
 
+/* The nice of thread `tid` of this process from /proc (field 19 of stat). */
+static int thread_nice(const char *tid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%s/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return 1000;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    int field = 2, nice = 1000;
+    for (; p != NULL && *p != '\0'; p++) {
+        if (*p != ' ') continue;
+        if (++field == 19) {
+            nice = atoi(p + 1);
+            break;
+        }
+    }
+    return nice;
+}
+
+/* Pool threads take the nice set with kn_threadpool_set_nice, not that of
+ * the thread that happened to start them (the server's warm-up runs on the
+ * loader thread at the daemon's priority). Each test runs in its own process,
+ * so this one's pool starts here. */
+START_TEST(test_threadpool_nice) {
+    int cur = getpriority(PRIO_PROCESS, 0);
+    int want = cur + (19 - cur + 1) / 2; /* above ours: no privilege needed */
+    kn_threadpool_set_nice(want);
+    atomic_llong sum;
+    atomic_init(&sum, 0);
+    kn_parallel_for(3, 100000, 16, count_fn, &sum);
+    ck_assert_int_eq(atomic_load(&sum), (long long)100000 * 99999 / 2);
+    char self[32];
+    snprintf(self, sizeof self, "%d", (int)gettid());
+    DIR *d = opendir("/proc/self/task");
+    ck_assert_ptr_nonnull(d);
+    int others = 0, at_want = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, self) == 0) continue;
+        others++;
+        if (thread_nice(e->d_name) == want) at_want++;
+    }
+    closedir(d);
+    ck_assert_int_eq(thread_nice(self), cur); /* the caller keeps its own */
+    ck_assert_int_ge(at_want, 2);             /* the two helpers it started */
+    ck_assert_int_ge(others, at_want);
+    kn_threadpool_set_nice(-1);
+}
+END_TEST
+
 START_TEST(test_pool_reuse) {
     kn_pool *pool = kn_pool_new();
     kn_ctx ctx = {.pool = pool, .nthreads = 1};
@@ -382,6 +437,7 @@ static Suite *suite(void) {
     suite_add_tcase(s, tc);
     tc = tcase_create("threads");
     tcase_add_test(tc, test_threadpool);
+    tcase_add_test(tc, test_threadpool_nice);
     suite_add_tcase(s, tc);
     return s;
 }

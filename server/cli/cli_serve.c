@@ -13,6 +13,7 @@
 #include <string.h>
 #include <ctype.h>
 #include <dirent.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 
 #include "kn_backend.h"
 #include "kn_cpu_backend.h"
+#include "kn_threadpool.h"
 #include "ms_log.h"
 #include "srv_app.h"
 #include "srv_batch.h"
@@ -175,6 +177,17 @@ static void raise_nofile_limit(void) {
                  (unsigned long long)rl.rlim_max);
 }
 
+/* glibc's arenas for a long-running daemon (docs/reliability.md, "RSS
+ * drift"). By default every thread that meets a locked arena may make
+ * another, up to 8 per core, and each keeps the partly used pages of its
+ * peak, which malloc_trim cannot return. Arenas are limited to the number of
+ * cores (2 to 8) unless MALLOC_ARENA_MAX is set. */
+static void limit_malloc_arenas(void) {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int arenas = ncpu < 2 ? 2 : ncpu > 8 ? 8 : (int)ncpu;
+    if (getenv("MALLOC_ARENA_MAX") == NULL) mallopt(M_ARENA_MAX, arenas);
+}
+
 /* --check_config: every base path is a readable directory holding at least
  * one numeric version directory. Prints the first problem; 0 when all fit. */
 static int check_config(const srv_config *cfg) {
@@ -248,6 +261,10 @@ int cli_serve(int argc, char **argv) {
     }
     signal(SIGPIPE, SIG_IGN);
     raise_nofile_limit();
+    limit_malloc_arenas();
+    /* The intra-op pool computes for the workers: same priority, also when
+     * a model's warm-up (on the loader thread) starts its threads. */
+    if (d.flags.grpc_worker_nice > 0) kn_threadpool_set_nice(d.flags.grpc_worker_nice);
 
     if (d.flags.model_config_file != NULL) {
         if (srv_config_read_file(d.flags.model_config_file, &cfg) != MS_OK) {
@@ -385,6 +402,7 @@ int cli_serve(int argc, char **argv) {
         .inline_max_bytes = d.app.batcher ? 0 : 4096,
         .inline_max_micros = d.flags.grpc_inline_max_micros,
         .worker_nice = d.flags.grpc_worker_nice,
+        .cq_slice_us = d.flags.grpc_cq_slice_micros,
         .max_connections = d.flags.max_connections,
         .idle_timeout_s = d.flags.idle_timeout_seconds,
         .max_concurrent_streams = d.flags.grpc_max_concurrent_streams,
