@@ -13,7 +13,9 @@
 #  4. one JPEG 2000 lossless 512x512 frame (the CT re-encoded by GDCM):
 #     ours at 1 and 2 threads vs pydicom + GDCM, wall-clock medians;
 #  5. end to end over gRPC, sequential: dcmserve-bench against the daemon
-#     serving the DICOM classifier, p50 vs item 2's in-process time.
+#     serving the DICOM classifier, p50 vs item 2's in-process time, and the
+#     transport floor: the same request bytes to dcmserve-bench's bare gRPC
+#     echo answering 16 bytes (what gRPC alone costs for this message here).
 # All times are wall-clock medians (the machine's load is printed).
 # SERVE_FLAGS adds daemon flags to the gRPC run (e.g. --grpc_channel_arguments=...).
 # Usage: bench/bench_dicom_model.sh [BUILD_DIR] [ITERATIONS]   (from the repo
@@ -129,5 +131,15 @@ for t in 1 2; do
     kill "$SPID"
     wait "$SPID" 2>/dev/null || true
 done
+"$BUILD/dcmserve-bench" --echo_port=0 --echo_reply_bytes=16 > "$TMP/echo.out" 2> "$TMP/echo.log" &
+EPID=$!
+PIDS="$PIDS $EPID"
+P=$(port_of "$TMP/echo.out")
+J=$("$BUILD/dcmserve-bench" --target="127.0.0.1:$P" --api=echo --model=cls --input=image \
+    --dicom_dir="$TMP/dcmdir" --concurrency=1 --duration=5 --warmup=1 --json)
+P50=$(echo "$J" | sed -n 's/.*"p50_us": *\([0-9.]*\).*/\1/p')
+echo "| gRPC sequential p50, the same request to a bare gRPC echo answering 16 bytes | $(echo "$P50 / 1000" | bc -l | cut -c1-6) | |"
+kill "$EPID"
+wait "$EPID" 2>/dev/null || true
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -13,8 +13,10 @@
  * JSON (--json).
  *
  * Echo mode (--echo_port): a bare gRPC core server, one completion-queue
- * thread, that answers every method with the bytes it received; the baseline
- * for bench/serve_overhead.sh (what gRPC itself costs on this machine).
+ * thread, that answers every method with the bytes it received (or, with
+ * --echo_reply_bytes, with that many zero bytes: a model's small answer); the
+ * baseline for bench/serve_overhead.sh and bench/bench_dicom_model.sh (what
+ * gRPC itself costs on this machine).
  *
  * Inputs: --npy FILE (one tensor, any dtype rt_npy reads), --dicom_dir DIR
  * (each regular file becomes a DT_STRING [1] / BYTES [1] request), or
@@ -40,6 +42,7 @@
 
 #include "dcmserve_bench_rest.h"
 #include "ms_abseil.h"
+#include "ms_sched.h"
 #include "kserve.pb-c.h"
 #include "rt_npy.h"
 #include "tf_serving.pb-c.h"
@@ -69,6 +72,8 @@ typedef struct bench_opts {
     const char *rest_path; /* --api=rest */
     const char *body;      /* --api=rest */
     int abseil_debug;      /* --abseil_debug: keep Abseil's lock graph on */
+    int slice_us;          /* --slice_us: short CPU slice for this process's threads */
+    long echo_reply_bytes; /* echo mode: reply with this many zero bytes; < 0: the request */
 } bench_opts;
 
 typedef struct bench_req {
@@ -441,7 +446,14 @@ static int bench_echo_main(const bench_opts *o) {
         } else if (c->state == 1) {
             c->state = 2;
             grpc_slice empty = grpc_empty_slice();
-            c->send = c->recv ? grpc_byte_buffer_copy(c->recv) : grpc_raw_byte_buffer_create(&empty, 0);
+            if (o->echo_reply_bytes >= 0) { /* a model's small answer: the transport floor */
+                grpc_slice r = grpc_slice_malloc((size_t)o->echo_reply_bytes);
+                memset(GRPC_SLICE_START_PTR(r), 0, (size_t)o->echo_reply_bytes);
+                c->send = grpc_raw_byte_buffer_create(&r, 1);
+                grpc_slice_unref(r);
+            } else {
+                c->send = c->recv ? grpc_byte_buffer_copy(c->recv) : grpc_raw_byte_buffer_create(&empty, 0);
+            }
             ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
             ops[1].op = GRPC_OP_SEND_MESSAGE;
             ops[1].data.send_message.send_message = c->send;
@@ -736,7 +748,11 @@ static void bench_usage(void) {
             "         [--duration=S] [--warmup=S] [--deadline_ms=MS] [--json] [--label=TEXT]\n"
             "       dcmserve-bench --api=rest [--target=HOST:PORT] [--model=NAME] [--rest_path=/v1/...]\n"
             "         (--body=JSON_FILE | --values=a,b,...) [--concurrency=N] [--duration=S] [--warmup=S] [--json]\n"
-            "       dcmserve-bench --echo_port=PORT   (bare gRPC echo server; 0 = any port)\n"
+            "       dcmserve-bench --echo_port=PORT [--echo_reply_bytes=N]   (bare gRPC echo server;\n"
+            "         0 = any port; it answers the request's bytes, or N zero bytes)\n"
+            "       --slice_us=N: ask the kernel for an N us CPU slice for this tool's threads\n"
+            "         (Linux 6.12+: the client then preempts busy threads when a reply wakes it, as\n"
+            "         if it had a core of its own; default: the kernel's slice)\n"
             "       --abseil_debug: keep Abseil's debug lock graph on (as Debian ships it; the\n"
             "         daemon and, by default, this tool turn it off)\n");
 }
@@ -744,7 +760,7 @@ static void bench_usage(void) {
 int main(int argc, char **argv) {
     bench_opts o = {.target = "127.0.0.1:8500", .api = "predict", .model = "default",
                     .input = "x", .concurrency = 1, .duration_s = 5, .warmup_s = 1,
-                    .echo_port = -1};
+                    .echo_port = -1, .echo_reply_bytes = -1};
     static const struct option lo[] = {
         {"target", 1, 0, 't'},      {"api", 1, 0, 'a'},       {"model", 1, 0, 'm'},
         {"version", 1, 0, 'V'},     {"signature", 1, 0, 's'}, {"input", 1, 0, 'i'},
@@ -753,7 +769,7 @@ int main(int argc, char **argv) {
         {"warmup", 1, 0, 'w'},      {"deadline_ms", 1, 0, 'T'}, {"json", 0, 0, 'j'},
         {"echo_port", 1, 0, 'E'},   {"label", 1, 0, 'L'},     {"shape", 1, 0, 'S'},     {"help", 0, 0, 'h'},
         {"rest_path", 1, 0, 'P'},   {"body", 1, 0, 'B'},     {"abseil_debug", 0, 0, 'A'},
-        {0, 0, 0, 0}};
+        {"slice_us", 1, 0, 'U'},    {"echo_reply_bytes", 1, 0, 'R'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -778,12 +794,17 @@ int main(int argc, char **argv) {
         case 'P': o.rest_path = optarg; break;
         case 'B': o.body = optarg; break;
         case 'A': o.abseil_debug = 1; break;
+        case 'U': o.slice_us = atoi(optarg); break;
+        case 'R': o.echo_reply_bytes = atol(optarg); break;
         default: bench_usage(); return c == 'h' ? 0 : 2;
         }
     }
     /* The same gRPC as the daemon's (server/srv_grpc.c): Abseil's debug-build
      * lock graph off, unless --abseil_debug keeps it as Debian ships it. */
     if (!o.abseil_debug) ms_abseil_deadlock_detection_off();
+    /* Before gRPC starts its threads: they inherit the slice. */
+    if (o.slice_us > 0 && ms_sched_short_slice((unsigned)o.slice_us) != 0)
+        fprintf(stderr, "dcmserve-bench: --slice_us=%d not taken: %s\n", o.slice_us, strerror(errno));
     if (o.echo_port >= 0) return bench_echo_main(&o);
     if (strcmp(o.api, "rest") == 0) {
         bench_rest_opts ro = {o.target, o.model, o.rest_path, o.body, o.values, o.label,

@@ -10,7 +10,8 @@
 #    1,000,000; 0 = skip), sampled after every 10 s chunk.
 # TABLE=0 skips part 1; SERVE_FLAGS adds daemon flags to every start (for
 # example SERVE_FLAGS=--grpc_cq_threads=2), HEAVY_CLIENT_NICE (below) the
-# priority of the isolation neighbour's client.
+# priority of the isolation neighbour's client, LIGHT_CLIENT_SLICE_US (below)
+# the CPU slice of half_plus_two's client.
 # Usage: bench/serve_batching.sh [BUILD_DIR] [SECONDS]  (repo root, after the build)
 set -eu
 BUILD=${1:-build}
@@ -22,6 +23,12 @@ SERVE_FLAGS=${SERVE_FLAGS:-}
 # the daemon's CPUs here; in production clients run elsewhere).
 HEAVY_CLIENT_NICE=${HEAVY_CLIENT_NICE:-0}
 CT_NICE=""
+# LIGHT_CLIENT_SLICE_US=N gives half_plus_two's client (alone and beside) an
+# N us CPU slice (dcmserve-bench --slice_us; Linux 6.12+), so that on these
+# shared cores it is woken by its replies as if it had a core of its own.
+LIGHT_CLIENT_SLICE_US=${LIGHT_CLIENT_SLICE_US:-0}
+HPT_SLICE=""
+[ "$LIGHT_CLIENT_SLICE_US" -gt 0 ] && HPT_SLICE="--slice_us=$LIGHT_CLIENT_SLICE_US"
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BENCH="$BUILD/dcmserve-bench"
 TMP=$(mktemp -d)
@@ -66,7 +73,7 @@ stop() { kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""; }
 
 hpt() { # concurrency duration
     "$BENCH" --target="127.0.0.1:$PORT" --model=half_plus_two --values=1.0,2.0,5.0 --shape=3,1 \
-        --concurrency="$1" --duration="$2" --warmup=1 --json
+        $HPT_SLICE --concurrency="$1" --duration="$2" --warmup=1 --json
 }
 ct() { # concurrency duration
     $CT_NICE "$BENCH" --target="127.0.0.1:$PORT" --model=ct_cls --input=image --dicom_dir="$TMP/dicom" \
