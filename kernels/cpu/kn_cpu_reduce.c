@@ -995,7 +995,13 @@ KN_VEC_DEFINE(mr_tasks, (void *arg, int64_t b, int64_t e), (arg, b, e), {
              * integer within its bound). Such an output needs no check. */
             double bnd[MR_MAXV];
             int isint[MR_MAXV];
+            /* ones[i]: float input i is exactly 1.0 throughout this block (a
+             * mask with nothing padded): a folded Mul by it is its other
+             * operand, bit for bit (x * 1 is x for every float but a
+             * signalling NaN, which fails the integer test either way). */
+            int ones[MR_MAXIN];
             for (int i = 0; i < s->nin; i++) {
+                ones[i] = 0;
                 if (j->is_scalar[i] || j->bin[i]) {
                     const float v = j->is_scalar[i] ? j->scalar[i] : 1.f;
                     isint[i] = mr_small_int(v);
@@ -1003,11 +1009,12 @@ KN_VEC_DEFINE(mr_tasks, (void *arg, int64_t b, int64_t e), (arg, b, e), {
                     continue;
                 }
                 const float *x = src[i];
-                int nb = 0;
+                int nb = 0, n1 = 0;
                 uint32_t mx = 0;
                 MR_LOOP(len_, {
                     const float v = x[e_], w = (v + 12582912.f) - 12582912.f;
                     nb += 1 - ((fabsf(v) <= 4194304.f) & (w == v));
+                    n1 += v != 1.f;
                     uint32_t u;
                     memcpy(&u, &v, sizeof u);
                     u &= 0x7FFFFFFFu; /* |v|: bit patterns order as values */
@@ -1017,6 +1024,7 @@ KN_VEC_DEFINE(mr_tasks, (void *arg, int64_t b, int64_t e), (arg, b, e), {
                 memcpy(&m, &mx, sizeof m);
                 isint[i] = nb == 0;
                 bnd[i] = m;
+                ones[i] = n1 == 0;
             }
             for (int k = 0; k < s->nconst; k++) {
                 isint[s->nin + k] = s->cint[k];
@@ -1063,16 +1071,22 @@ KN_VEC_DEFINE(mr_tasks, (void *arg, int64_t b, int64_t e), (arg, b, e), {
                 int32_t bs = 0; /* a block: < 2^8 * 2^22 */
                 if (s->fold[q] >= 0) {
                     /* The folded Mul, each product as its kernel computes
-                     * it: summed at once when exact, else stored. */
+                     * it: summed at once when exact, else stored; by an
+                     * all-ones input, its other operand is the product. */
                     const mr_ins *m = &s->ins[s->fold[q]];
                     const float *a = src[m->a], *b = src[m->b];
-                    if (isint[s->oreg[q]]) {
+                    if (m->b < s->nin && ones[m->b]) {
+                        r = a;
+                    } else if (m->a < s->nin && ones[m->a]) {
+                        r = b;
+                    } else if (isint[s->oreg[q]]) {
                         MR_LOOP(len_, { bs += (int32_t)(a[e_] * b[e_]); });
                         isum[q] += bs;
                         continue;
+                    } else {
+                        float *o = regs + (size_t)m->dst * MR_B;
+                        MR_LOOP(len_, { o[e_] = a[e_] * b[e_]; });
                     }
-                    float *o = regs + (size_t)m->dst * MR_B;
-                    MR_LOOP(len_, { o[e_] = a[e_] * b[e_]; });
                 }
                 if (isint[s->oreg[q]]) {
                     MR_LOOP(len_, { bs += (int32_t)r[e_]; });
