@@ -11,7 +11,8 @@
 # TABLE=0 skips part 1; SERVE_FLAGS adds daemon flags to every start (for
 # example SERVE_FLAGS=--grpc_cq_threads=2), HEAVY_CLIENT_NICE (below) the
 # priority of the isolation neighbour's client, LIGHT_CLIENT_SLICE_US (below)
-# the CPU slice of half_plus_two's client.
+# the CPU slice of half_plus_two's client, DAEMON_CPUS / CLIENT_CPUS (below)
+# pin the daemon and the clients to separate CPUs.
 # Usage: bench/serve_batching.sh [BUILD_DIR] [SECONDS]  (repo root, after the build)
 set -eu
 BUILD=${1:-build}
@@ -28,6 +29,14 @@ CT_NICE=""
 # shared cores it is woken by its replies as if it had a core of its own.
 LIGHT_CLIENT_SLICE_US=${LIGHT_CLIENT_SLICE_US:-0}
 HPT_SLICE=""
+# DAEMON_CPUS / CLIENT_CPUS (taskset lists, e.g. 1 and 0) pin the daemon and
+# both clients apart, as if the clients ran on other hosts; empty: no pinning.
+DAEMON_CPUS=${DAEMON_CPUS:-}
+CLIENT_CPUS=${CLIENT_CPUS:-}
+ON_DAEMON=""
+ON_CLIENT=""
+[ -n "$DAEMON_CPUS" ] && ON_DAEMON="taskset -c $DAEMON_CPUS"
+[ -n "$CLIENT_CPUS" ] && ON_CLIENT="taskset -c $CLIENT_CPUS"
 [ "$LIGHT_CLIENT_SLICE_US" -gt 0 ] && HPT_SLICE="--slice_us=$LIGHT_CLIENT_SLICE_US"
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BENCH="$BUILD/dcmserve-bench"
@@ -58,7 +67,7 @@ max_enqueued_batches { value: 16 }
 CFG
 
 start() { # extra daemon flags...
-    "$BUILD/dcmserve" serve --port=0 --bind_address=127.0.0.1 --model_config_file="$TMP/models.json" \
+    $ON_DAEMON "$BUILD/dcmserve" serve --port=0 --bind_address=127.0.0.1 --model_config_file="$TMP/models.json" \
         $SERVE_FLAGS "$@" > "$TMP/serve.out" 2> "$TMP/serve.log" &
     PID=$!
     i=0
@@ -72,11 +81,11 @@ start() { # extra daemon flags...
 stop() { kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""; }
 
 hpt() { # concurrency duration
-    "$BENCH" --target="127.0.0.1:$PORT" --model=half_plus_two --values=1.0,2.0,5.0 --shape=3,1 \
+    $ON_CLIENT "$BENCH" --target="127.0.0.1:$PORT" --model=half_plus_two --values=1.0,2.0,5.0 --shape=3,1 \
         $HPT_SLICE --concurrency="$1" --duration="$2" --warmup=1 --json
 }
 ct() { # concurrency duration
-    $CT_NICE "$BENCH" --target="127.0.0.1:$PORT" --model=ct_cls --input=image --dicom_dir="$TMP/dicom" \
+    $CT_NICE $ON_CLIENT "$BENCH" --target="127.0.0.1:$PORT" --model=ct_cls --input=image --dicom_dir="$TMP/dicom" \
         --concurrency="$1" --duration="$2" --warmup=1 --json
 }
 row() { # batching model input concurrency json

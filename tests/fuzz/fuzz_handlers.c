@@ -2,13 +2,15 @@
  * after unpack, against a small real model (tests/data half_plus_two, or
  * $DCM_FUZZ_MODEL). The first byte picks the service; the rest is the request
  * message, which goes through what the server does with it: the request
- * pre-scan (ms_wire_check_request), model_spec merging, protobuf-c unpack, the
+ * pre-scan (ms_wire_check_request), model_spec merging, protobuf-c unpack (a
+ * Predict into the server's bump arena, srv_pbarena, as srv_tfs_predict), the
  * tensor conversion of every input (TensorProto with rt_tensor_from_request_proto,
  * KServe with srv_kserve_input) under a 64 MiB request budget, then signature
  * validation and the run (sig_run). A crash, leak, sanitizer report or an
  * allocation past the budget is a finding.
  * Build: CC=clang cmake -S . -B build-fuzz -DMS_FUZZ=ON -DMS_SANITIZE=ON;
  * run: build-fuzz/fuzz_handlers CORPUS. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,9 @@
 #include "rt_model.h"
 #include "rt_tensor_proto.h"
 #include "sig_signature.h"
+#include "srv_app.h"
 #include "srv_kserve.h"
+#include "srv_pbarena.h"
 #include "tf_serving.pb-c.h"
 
 #define BUDGET ((uint64_t)64 << 20)
@@ -61,17 +65,17 @@ static void run(const char *sig_key, sig_input *in, int nin, const char *const *
 }
 
 static void predict(const uint8_t *req, size_t n) {
-    uint8_t *m = NULL;
-    size_t mn = 0;
-    if (ms_wire_merge_field(req, n, 1, &m, &mn) != MS_OK) return;
-    if (m != NULL && ms_wire_check_request(m, mn) != MS_OK) {
-        free(m);
+    /* As srv_tfs_predict: model_spec merged, pre-scanned again, unpacked
+     * into a bump arena on a small stack buffer (heap chunks past it). */
+    max_align_t arena_buf[2048 / sizeof(max_align_t)];
+    srv_pbarena arena;
+    srv_pbarena_init(&arena, arena_buf, sizeof arena_buf);
+    Tensorflow__Serving__PredictRequest *rq =
+        srv_tfs_unpack_in(&tensorflow__serving__predict_request__descriptor, req, n, &arena.alloc);
+    if (rq == NULL) {
+        srv_pbarena_release(&arena);
         return;
     }
-    Tensorflow__Serving__PredictRequest *rq =
-        tensorflow__serving__predict_request__unpack(NULL, m ? mn : n, m ? m : req);
-    free(m);
-    if (rq == NULL) return;
     ms_budget budget;
     ms_budget_init(&budget, BUDGET);
     sig_input *in = calloc(rq->n_inputs + 1, sizeof(*in));
@@ -98,7 +102,7 @@ static void predict(const uint8_t *req, size_t n) {
     for (int i = 0; i < nin; i++)
         rt_tensor_unref(in[i].tensor);
     free(in);
-    tensorflow__serving__predict_request__free_unpacked(rq, NULL);
+    srv_pbarena_release(&arena); /* frees rq */
 }
 
 static void infer(const uint8_t *req, size_t n) {
