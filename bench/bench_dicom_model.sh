@@ -116,30 +116,26 @@ port_of() {
 }
 mkdir -p "$TMP/dcmdir"
 cp "$TMP/ct_512.dcm" "$TMP/dcmdir/"
+# grpc_row PID OUTFILE API LABEL: waits for the server PID's port line in
+# OUTFILE, times one sequential client on it, prints the row, stops PID.
+grpc_row() {
+    PIDS="$PIDS $1"
+    P=$(port_of "$2")
+    sleep 1
+    J=$("$BUILD/dcmserve-bench" --target="127.0.0.1:$P" --api="$3" --model=cls --input=image \
+        --dicom_dir="$TMP/dcmdir" --concurrency=1 --duration=5 --warmup=1 --json)
+    P50=$(echo "$J" | sed -n 's/.*"p50_us": *\([0-9.]*\).*/\1/p')
+    echo "| $4 | $(awk -v u="$P50" 'BEGIN { printf "%.3f", u / 1000 }') | |"
+    kill "$1"
+    wait "$1" 2>/dev/null || true
+}
 for t in 1 2; do
     "$DCM" serve --port=0 --bind_address=127.0.0.1 --model_name=cls \
         --model_base_path="$TMP/cls_dicom" --tensorflow_intra_op_parallelism=$t ${SERVE_FLAGS:-} \
         > "$TMP/serve$t.out" 2> "$TMP/serve$t.log" &
-    SPID=$!
-    PIDS="$PIDS $SPID"
-    P=$(port_of "$TMP/serve$t.out")
-    sleep 1
-    J=$("$BUILD/dcmserve-bench" --target="127.0.0.1:$P" --api=predict --model=cls --input=image \
-        --dicom_dir="$TMP/dcmdir" --concurrency=1 --duration=5 --warmup=1 --json)
-    P50=$(echo "$J" | sed -n 's/.*"p50_us": *\([0-9.]*\).*/\1/p')
-    echo "| gRPC sequential p50, DICOM 512² → classifier, $t thread(s) | $(echo "$P50 / 1000" | bc -l | cut -c1-6) | |"
-    kill "$SPID"
-    wait "$SPID" 2>/dev/null || true
+    grpc_row $! "$TMP/serve$t.out" predict "gRPC sequential p50, DICOM 512² → classifier, $t thread(s)"
 done
 "$BUILD/dcmserve-bench" --echo_port=0 --echo_reply_bytes=16 > "$TMP/echo.out" 2> "$TMP/echo.log" &
-EPID=$!
-PIDS="$PIDS $EPID"
-P=$(port_of "$TMP/echo.out")
-J=$("$BUILD/dcmserve-bench" --target="127.0.0.1:$P" --api=echo --model=cls --input=image \
-    --dicom_dir="$TMP/dcmdir" --concurrency=1 --duration=5 --warmup=1 --json)
-P50=$(echo "$J" | sed -n 's/.*"p50_us": *\([0-9.]*\).*/\1/p')
-echo "| gRPC sequential p50, the same request to a bare gRPC echo answering 16 bytes | $(echo "$P50 / 1000" | bc -l | cut -c1-6) | |"
-kill "$EPID"
-wait "$EPID" 2>/dev/null || true
+grpc_row $! "$TMP/echo.out" echo "gRPC sequential p50, the same request to a bare gRPC echo answering 16 bytes"
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

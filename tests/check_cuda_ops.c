@@ -181,6 +181,15 @@ static rt_tensor *gpu_out(rt_shape s, const float *dev) {
     return t;
 }
 
+/* Reads the device result of want's shape, compares it with want (tol as
+ * tu_check_f32) and drops both. */
+static void check_dev(rt_tensor *want, const float *dev, float tol) {
+    rt_tensor *got = gpu_out(want->shape, dev);
+    tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, tol);
+    tu_unref(&got, 1);
+    tu_unref(&want, 1);
+}
+
 START_TEST(test_binary) {
     static const struct {
         const char *op;
@@ -199,10 +208,7 @@ START_TEST(test_binary) {
         rt_tensor *want = tu_run1(def, in, 2);
         ck_assert_msg(kn_cuda_binary(ops[i].k, da, db, 333, dout, 7 * 333, NULL) == MS_OK, "%s",
                       ms_errmsg());
-        rt_tensor *got = gpu_out(TU_SHAPE(7, 333), dout);
-        tu_check_f32(got, TU_SHAPE(7, 333), rt_tensor_f32(want), 7 * 333, ops[i].tol);
-        tu_unref(&got, 1);
-        tu_unref(&want, 1);
+        check_dev(want, dout, ops[i].tol);
     }
     tu_unref(&a, 1);
     tu_unref(&b, 1);
@@ -230,10 +236,7 @@ START_TEST(test_bias_act) {
         rt_tensor *want = tu_run1(ad, &biased, 1);
         ck_assert_msg(kn_cuda_bias_act(dx, db, acts[i].act, dout, 9, 130, NULL) == MS_OK, "%s",
                       ms_errmsg());
-        rt_tensor *got = gpu_out(TU_SHAPE(9, 130), dout);
-        tu_check_f32(got, TU_SHAPE(9, 130), rt_tensor_f32(want), 9 * 130, acts[i].tol);
-        tu_unref(&got, 1);
-        tu_unref(&want, 1);
+        check_dev(want, dout, acts[i].tol);
     }
     tu_unref(&biased, 1);
     tu_unref(&x, 1);
@@ -254,10 +257,7 @@ START_TEST(test_softmax) {
         tu_attr_type(def, "T", RT_DT_FLOAT);
         rt_tensor *want = tu_run1(def, &x, 1);
         ck_assert_msg(kn_cuda_softmax(dx, dout, r, c, NULL) == MS_OK, "%s", ms_errmsg());
-        rt_tensor *got = gpu_out(sh, dout);
-        tu_check_f32(got, sh, rt_tensor_f32(want), (int)(r * c), 1e-5f);
-        tu_unref(&got, 1);
-        tu_unref(&want, 1);
+        check_dev(want, dout, 1e-5f);
         tu_unref(&x, 1);
         kn_cuda_arena_reset(g_arena);
     }
@@ -371,10 +371,7 @@ START_TEST(test_conv) {
         float *dy = dev_put(NULL, (size_t)want->nelem * 4);
         void *ws = kn_cuda_conv_workspace(p) ? dev_put(NULL, kn_cuda_conv_workspace(p)) : NULL;
         ck_assert_msg(kn_cuda_conv_run(p, dx, dfw, dy, ws, NULL) == MS_OK, "%s", ms_errmsg());
-        rt_tensor *got = gpu_out(want->shape, dy);
-        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 1e-5f);
-        tu_unref(&got, 1);
-        tu_unref(&want, 1);
+        check_dev(want, dy, 1e-5f);
         tu_unref(&x, 1);
         tu_unref(&f, 1);
         free(ohwi);
@@ -422,10 +419,7 @@ START_TEST(test_pool_mean_concat) {
             float *dy = dev_put(NULL, (size_t)want->nelem * 4);
             ck_assert_int_eq(avg ? kn_cuda_avgpool(&ps, dx, dy, NULL) : kn_cuda_maxpool(&ps, dx, dy, NULL),
                              MS_OK);
-            rt_tensor *got = gpu_out(want->shape, dy);
-            tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, avg ? 1e-5f : 0);
-            tu_unref(&got, 1);
-            tu_unref(&want, 1);
+            check_dev(want, dy, avg ? 1e-5f : 0);
         }
     /* Mean over H, W */
     {
@@ -437,10 +431,7 @@ START_TEST(test_pool_mean_concat) {
         rt_tensor *want = tu_run1(def, in, 2);
         float *dy = dev_put(NULL, (size_t)(n * c) * 4);
         ck_assert_int_eq(kn_cuda_spatial_mean(dx, n, h * w, c, dy, NULL), MS_OK);
-        rt_tensor *got = gpu_out(TU_SHAPE(n, c), dy);
-        tu_check_f32(got, TU_SHAPE(n, c), rt_tensor_f32(want), n * c, 1e-5f);
-        tu_unref(&got, 1);
-        tu_unref(&want, 1);
+        check_dev(want, dy, 1e-5f);
         tu_unref(&axes, 1);
     }
     /* ConcatV2 of x (.., 6) and z (.., 4) on the last axis, and on axis 1 */
@@ -463,10 +454,7 @@ START_TEST(test_pool_mean_concat) {
         }
         float *dy = dev_put(NULL, (size_t)want->nelem * 4);
         ck_assert_int_eq(kn_cuda_concat(srcs, inner, 2, outer, dy, NULL), MS_OK);
-        rt_tensor *got = gpu_out(want->shape, dy);
-        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 0);
-        tu_unref(&got, 1);
-        tu_unref(&want, 1);
+        check_dev(want, dy, 0);
         tu_unref(&axis, 1);
         tu_unref(&z, 1);
     }
@@ -495,10 +483,7 @@ START_TEST(test_unary) {
         rt_tensor *want = tu_run1(def, &x, 1);
         ck_assert_msg(kn_cuda_unary(ops[i].k, dx, ops[i].alpha, dy, n, NULL) == MS_OK, "%s: %s",
                       ops[i].op, ms_errmsg());
-        rt_tensor *got = gpu_out(TU_SHAPE(n), dy);
-        tu_check_f32(got, TU_SHAPE(n), rt_tensor_f32(want), (int)n, ops[i].tol);
-        tu_unref(&got, 1);
-        tu_unref(&want, 1);
+        check_dev(want, dy, ops[i].tol);
         tu_unref(&x, 1);
         kn_cuda_arena_reset(g_arena);
     }
@@ -535,10 +520,7 @@ START_TEST(test_pool3d) {
             ck_assert_int_eq(ps.ow, (int)want->shape.dim[3]);
             float *dy = dev_put(NULL, (size_t)want->nelem * 4);
             ck_assert_msg(kn_cuda_pool3d(&ps, !avg, dx, dy, NULL) == MS_OK, "%s", ms_errmsg());
-            rt_tensor *got = gpu_out(want->shape, dy);
-            tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, avg ? 1e-5f : 0);
-            tu_unref(&got, 1);
-            tu_unref(&want, 1);
+            check_dev(want, dy, avg ? 1e-5f : 0);
         }
     tu_unref(&x, 1);
     kn_cuda_arena_reset(g_arena);
@@ -626,10 +608,7 @@ START_TEST(test_convnd) {
         void *ws = kn_cuda_convnd_workspace(p) ? dev_put(NULL, kn_cuda_convnd_workspace(p)) : NULL;
         ck_assert_msg(kn_cuda_convnd_run(p, dsrc, dw, ddst, ws, NULL) == MS_OK, "case %zu: %s", ci,
                       ms_errmsg());
-        rt_tensor *got = gpu_out(want->shape, ddst);
-        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 1e-5f);
-        tu_unref(&got, 1);
-        tu_unref(&want, 1);
+        check_dev(want, ddst, 1e-5f);
         tu_unref(&src, 1);
         tu_unref(&f, 1);
         free(krsc);
@@ -696,10 +675,7 @@ START_TEST(test_batch_norm_resize) {
             ck_assert_int_eq(kn_cuda_resize_bilinear(dx, n, h, w, c, oh, ow, modes[mi][0],
                                                      modes[mi][1], dr, NULL),
                              MS_OK);
-            rt_tensor *got = gpu_out(want->shape, dr);
-            tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 0);
-            tu_unref(&got, 1);
-            tu_unref(&want, 1);
+            check_dev(want, dr, 0);
             tu_unref(&sz, 1);
         }
     tu_unref(&x, 1);
@@ -720,10 +696,7 @@ START_TEST(test_transpose_pad) {
         rt_tensor *in[2] = {x, perm};
         rt_tensor *want = tu_run1(d, in, 2);
         ck_assert_int_eq(kn_cuda_transpose(dx, 4, x->shape.dim, perms[p], dy, NULL), MS_OK);
-        rt_tensor *got = gpu_out(want->shape, dy);
-        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 0);
-        tu_unref(&got, 1);
-        tu_unref(&want, 1);
+        check_dev(want, dy, 0);
         tu_unref(&perm, 1);
     }
     const int bad[4] = {0, 1, 1, 2};
@@ -738,10 +711,7 @@ START_TEST(test_transpose_pad) {
         rt_tensor *want = tu_run1(d, in, v2 ? 3 : 2);
         ck_assert_int_eq(kn_cuda_pad_nhwc(dx, 2, 5, 7, 3, 0, 1, 2, 3, v2 ? -7.5f : 0.f, dy, NULL),
                          MS_OK);
-        rt_tensor *got = gpu_out(want->shape, dy);
-        tu_check_f32(got, want->shape, rt_tensor_f32(want), (int)want->nelem, 0);
-        tu_unref(&got, 1);
-        tu_unref(&want, 1);
+        check_dev(want, dy, 0);
         tu_unref(&pads, 1);
         tu_unref(&cv, 1);
     }

@@ -961,18 +961,24 @@ static rt_tensor *stats_m_ones(rt_shape s) {
     return t;
 }
 
-START_TEST(map_reduce_ones_mask) {
+/* The stats graph at 1..maxt threads, integer and order-sensitive x, mask
+ * from mk: every output bit for bit the unfused graph's. */
+static void stats_threads(rt_shape sh, rt_tensor *(*mk)(rt_shape), int maxt) {
     const int32_t ax[] = {1, 2, 3};
     const Tensorflow__MetaGraphDef *mg = stats_graph(ax, 3, 0);
     for (int integers = 1; integers >= 0; integers--)
-        for (g_threads = 1; g_threads <= 2; g_threads++) {
+        for (g_threads = 1; g_threads <= maxt; g_threads++) {
             feeds f = {0};
-            add_feed(&f, "x", stats_x(SHAPE(2, 190, 200, 1), integers));
-            add_feed(&f, "m", stats_m_ones(SHAPE(2, 190, 200, 1)));
+            add_feed(&f, "x", stats_x(sh, integers));
+            add_feed(&f, "m", mk(sh));
             stats_same_bits(mg, &f);
             free_feeds(&f);
         }
     g_threads = 1;
+}
+
+START_TEST(map_reduce_ones_mask) {
+    stats_threads(SHAPE(2, 190, 200, 1), stats_m_ones, 2);
 }
 END_TEST
 
@@ -980,18 +986,8 @@ START_TEST(map_reduce_threads) {
     /* Inputs past KN_PAR_MIN_VALUES: the fused pass splits its slices over
      * the pool at 2 and 3 threads; the sums must stay the unfused ones,
      * bit for bit (integers and order-sensitive values alike). */
-    const int32_t ax[] = {1, 2, 3};
-    const Tensorflow__MetaGraphDef *mg = stats_graph(ax, 3, 0);
     ck_assert_int_ge(2 * 300 * 300, KN_PAR_MIN_VALUES);
-    for (int integers = 1; integers >= 0; integers--)
-        for (g_threads = 1; g_threads <= 3; g_threads++) {
-            feeds f = {0};
-            add_feed(&f, "x", stats_x(SHAPE(2, 300, 300, 1), integers));
-            add_feed(&f, "m", stats_m(SHAPE(2, 300, 300, 1)));
-            stats_same_bits(mg, &f);
-            free_feeds(&f);
-        }
-    g_threads = 1;
+    stats_threads(SHAPE(2, 300, 300, 1), stats_m, 3);
 }
 END_TEST
 
