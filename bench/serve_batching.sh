@@ -7,7 +7,11 @@
 # 2. isolation: half_plus_two's p99 at 1 in flight, alone and while the CT
 #    classifier is saturated (32 in flight, demo_ct-style heavy neighbour);
 # 3. resident memory of the daemon over RSS_CALLS small requests (default
-#    1,000,000; 0 = skip), sampled after every 10 s chunk.
+#    1,000,000; 0 = skip), sampled after every 10 s chunk;
+# 4. resident memory after a burst (BURST_SECS, default 5; 0 = skip): a fresh
+#    daemon, RSS after light traffic, then 16 clients sending the 2.7 MB JPEG
+#    2000 mammogram to the classifier for BURST_SECS, then RSS every second
+#    for 10 s (issue 13: back within 10 % of the pre-burst figure in 10 s).
 # TABLE=0 skips part 1; SERVE_FLAGS adds daemon flags to every start (for
 # example SERVE_FLAGS=--grpc_cq_threads=2), HEAVY_CLIENT_NICE (below) the
 # priority of the isolation neighbour's client, LIGHT_CLIENT_SLICE_US (below)
@@ -19,6 +23,7 @@ set -eu
 BUILD=${1:-build}
 SECS=${2:-5}
 RSS_CALLS=${RSS_CALLS:-1000000}
+BURST_SECS=${BURST_SECS:-5}
 TABLE=${TABLE:-1}
 SERVE_FLAGS=${SERVE_FLAGS:-}
 # HEAVY_CLIENT_NICE=N runs the neighbour's load generator at nice N (it shares
@@ -164,3 +169,37 @@ if [ "$RSS_CALLS" -gt 0 ]; then
     done
 fi
 stop
+
+if [ "$BURST_SECS" -gt 0 ]; then
+    echo
+    echo "resident memory after a burst: 16 clients sending the 2.7 MB JPEG 2000 mammogram for $BURST_SECS s"
+    mkdir -p "$TMP/burst"
+    [ -f "$TMP/heavy/mg.dcm" ] && cp "$TMP/heavy/mg.dcm" "$TMP/burst/" ||
+        /usr/bin/python3 "$SRC/bench/make_mammogram.py" "$TMP/burst/mg.dcm"
+    start
+    hpt 8 2 > /dev/null
+    ct 1 2 "$TMP/burst" > /dev/null
+    sleep 3
+    BEFORE=$(ps -o rss= -p "$PID" | tr -d ' ')
+    ct 16 "$BURST_SECS" "$TMP/burst" > "$TMP/burst.json"
+    END=$(ps -o rss= -p "$PID" | tr -d ' ')
+    PEAK=$(sed -n 's/^VmHWM:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$PID/status")
+    AFTER=""
+    for t in 1 2 3 4 5 6 7 8 9 10; do
+        sleep 1
+        AFTER="$AFTER $(ps -o rss= -p "$PID" | tr -d ' ')"
+    done
+    /usr/bin/python3 - "$BEFORE" "$END" "$PEAK" "$(cat "$TMP/burst.json")" $AFTER <<'PY'
+import json, sys
+before, end, peak = (int(x) for x in sys.argv[1:4])
+r = json.loads(sys.argv[4])
+after = [int(x) for x in sys.argv[5:]]
+print("burst: %d calls, errors %s" % (r["calls"], r["errors"] or "none"))
+print("rss_kb before %d, at the burst's end %d, peak (VmHWM) %d" % (before, end, peak))
+print("rss_kb each second after: %s" % " ".join(str(a) for a in after))
+back = next((i + 1 for i, a in enumerate(after) if a <= before * 1.10), None)
+print("target: within 10 %% of the pre-burst figure (%d kB) within 10 s: %s"
+      % (int(before * 1.10), "holds (after %d s)" % back if back else "does not hold"))
+PY
+    stop
+fi
