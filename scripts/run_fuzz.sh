@@ -7,7 +7,8 @@
 # the SSTable target, tests/data/onnx for the ONNX target;
 # the codec and request pre-scan (wire) targets start empty; the handler target
 # starts from requests for half_plus_two (tests/fuzz/seed_handlers.py); the
-# tf.Example and REST :classify/:regress targets from tests/fuzz/seed_examples.py.
+# tf.Example and REST :classify/:regress targets from tests/fuzz/seed_examples.py;
+# the REST :predict / KServe v2 infer target from the bodies written below.
 # Corpora grow under BUILD_DIR/corpus.
 set -eu
 BUILD=$1
@@ -55,3 +56,15 @@ run fuzz_codecs "$BUILD/corpus/codecs"
 mkdir -p "$BUILD/corpus/example" "$BUILD/corpus/rest_examples"
 run fuzz_example "$BUILD/corpus/example" "$BUILD/seeds/example"
 run fuzz_rest_examples "$BUILD/corpus/rest_examples" "$BUILD/seeds/rest_examples"
+mkdir -p "$BUILD/corpus/rest_predict" "$BUILD/seeds/rest_predict"
+# Byte 0 picks the API (bit 0: KServe v2), bit 3 with KServe: byte 1 is the
+# JSON part's length and binary tensor data follows (fuzz_rest_predict.c).
+seed() { printf "$2" > "$BUILD/seeds/rest_predict/$1"; }
+seed tfs_rows '\000{"instances": [1.0, 2.0, 5.0]}'
+seed tfs_rows_obj '\000{"signature_name": "serving_default", "instances": [{"x": [1.0]}, {"x": [2.0]}]}'
+seed tfs_cols '\000{"inputs": {"x": [[1.0], [2.0], [5.0]]}}'
+seed tfs_b64 '\000{"instances": [{"b64": "AAAA"}]}'
+seed v2_json '\001{"inputs": [{"name": "x", "shape": [3, 1], "datatype": "FP32", "data": [1, 2, 5]}]}'
+seed v2_outputs '\001{"inputs": [{"name": "x", "shape": [1, 1], "datatype": "FP32", "data": [[1]]}], "outputs": [{"name": "y", "parameters": {"binary_data": true}}]}'
+seed v2_binary '\011\150{"inputs": [{"name": "x", "shape": [3, 1], "datatype": "FP32", "parameters": {"binary_data_size": 12}}]}\000\000\200\077\000\000\000\100\000\000\240\100'
+run fuzz_rest_predict "$BUILD/corpus/rest_predict" "$BUILD/seeds/rest_predict"

@@ -426,7 +426,8 @@ static ms_status rows_to_columns(const Tensorflow__SignatureDef *sd, const cJSON
     cJSON *o = cJSON_CreateObject();
     if (o == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     if (cJSON_GetArraySize(inst) > 0 && cJSON_IsObject(inst->child) && !is_b64(inst->child)) {
-        for (const cJSON *row = inst->child; row; row = row->next) {
+        int r = 0;
+        for (const cJSON *row = inst->child; row; row = row->next, r++) {
             if (!cJSON_IsObject(row)) {
                 cJSON_Delete(o);
                 return ms_errf(MS_EINVAL, "\"instances\": every row must be an object when the "
@@ -436,21 +437,38 @@ static ms_status rows_to_columns(const Tensorflow__SignatureDef *sd, const cJSON
                 cJSON *col = cJSON_GetObjectItemCaseSensitive(o, f->string);
                 if (col == NULL) {
                     if (row != inst->child) {
+                        ms_status st = ms_errf(MS_EINVAL, "\"instances\": key \"%s\" is not in "
+                                                          "the first row", f->string);
                         cJSON_Delete(o);
-                        return ms_errf(MS_EINVAL, "\"instances\": key \"%s\" is not in the first "
-                                                  "row", f->string);
+                        return st;
                     }
                     col = cJSON_AddArrayToObject(o, f->string);
+                    if (col == NULL) {
+                        cJSON_Delete(o);
+                        return ms_errf(MS_ENOMEM, "out of memory");
+                    }
                 }
+                /* A column's valueint (unused by cJSON for arrays) holds the
+                 * last row that gave it a value, plus one: a key twice in one
+                 * row would shift every later row of that column. */
+                if (col->valueint == r + 1) {
+                    ms_status st = ms_errf(MS_EINVAL, "\"instances\": key \"%s\" appears twice "
+                                                      "in row %d", f->string, r);
+                    cJSON_Delete(o);
+                    return st;
+                }
+                col->valueint = r + 1;
                 cJSON_AddItemReferenceToArray(col, (cJSON *)f);
             }
         }
         int n = cJSON_GetArraySize(inst);
         for (const cJSON *c = o->child; c; c = c->next)
             if (cJSON_GetArraySize(c) != n) {
+                /* the message first: it quotes the column's key, freed with o */
+                ms_status st = ms_errf(MS_EINVAL, "\"instances\": key \"%s\" is in %d of %d rows",
+                                       c->string, cJSON_GetArraySize(c), n);
                 cJSON_Delete(o);
-                return ms_errf(MS_EINVAL, "\"instances\": key \"%s\" is in %d of %d rows",
-                               c->string, cJSON_GetArraySize(c), n);
+                return st;
             }
     } else {
         if (sd->n_inputs != 1) {
