@@ -8,7 +8,8 @@
 # the codec and request pre-scan (wire) targets start empty; the handler target
 # starts from requests for half_plus_two (tests/fuzz/seed_handlers.py); the
 # tf.Example and REST :classify/:regress targets from tests/fuzz/seed_examples.py;
-# the REST :predict / KServe v2 infer target from the bodies written below.
+# the REST :predict / KServe v2 infer target and the config target from the
+# bodies and files written below.
 # Corpora grow under BUILD_DIR/corpus.
 set -eu
 BUILD=$1
@@ -68,3 +69,19 @@ seed v2_json '\001{"inputs": [{"name": "x", "shape": [3, 1], "datatype": "FP32",
 seed v2_outputs '\001{"inputs": [{"name": "x", "shape": [1, 1], "datatype": "FP32", "data": [[1]]}], "outputs": [{"name": "y", "parameters": {"binary_data": true}}]}'
 seed v2_binary '\011\150{"inputs": [{"name": "x", "shape": [3, 1], "datatype": "FP32", "parameters": {"binary_data_size": 12}}]}\000\000\200\077\000\000\000\100\000\000\240\100'
 run fuzz_rest_predict "$BUILD/corpus/rest_predict" "$BUILD/seeds/rest_predict"
+mkdir -p "$BUILD/corpus/config" "$BUILD/seeds/config"
+# Byte 0 (mod 4): 0 JSON model config, 1 text-format model config, 2 SSLConfig,
+# 3 a ReloadConfigRequest's bytes (fuzz_config.c).
+cseed() { printf "$2" > "$BUILD/seeds/config/$1"; }
+cseed json '\000{"model_config_list": {"config": [{"name": "m", "base_path": "/models/m", "model_platform": "tensorflow", "model_version_policy": {"specific": {"versions": [1, 2]}}, "version_labels": {"stable": 1}}]}}'
+cseed text '\001model_config_list {\n  config {\n    name: "m"\n    base_path: "/models/m"\n    model_platform: "tensorflow"\n    model_version_policy { latest { num_versions: 2 } }\n  }\n}\n'
+cseed ssl '\002server_key: "-----BEGIN PRIVATE KEY-----\\nAAAA\\n-----END PRIVATE KEY-----"\nserver_cert: "-----BEGIN CERTIFICATE-----\\nAAAA\\n-----END CERTIFICATE-----"\ncustom_ca: ""\nclient_verify: false\n'
+/usr/bin/python3 - "$BUILD/seeds/config/reload" <<'PY'
+import sys
+def ld(field, payload):  # a length-delimited field
+    return bytes([field << 3 | 2, len(payload)]) + payload
+model = ld(1, b"m") + ld(2, b"/models/m") + ld(4, b"tensorflow")
+req = ld(1, ld(1, ld(1, model)))  # ReloadConfigRequest.config.model_config_list.config
+open(sys.argv[1], "wb").write(b"\x03" + req)
+PY
+run fuzz_config "$BUILD/corpus/config" "$BUILD/seeds/config"
