@@ -18,58 +18,17 @@
  * run: build-fuzz/fuzz_rest_predict CORPUS (from the repository root). */
 #include "../../server/srv_rest.c"
 
-#include <pthread.h>
-#include <uv.h>
-
-#include "kn_cpu_backend.h"
-#include "srv_config.h"
+#include "fuzz_app.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static srv_app g_app;
-static uv_loop_t g_loop;
-static uv_async_t g_keep; /* keeps the loop running for the manager */
-
-static void *loop_main(void *arg) {
-    (void)arg;
-    uv_run(&g_loop, UV_RUN_DEFAULT);
-    return NULL;
-}
-
-static void on_keep(uv_async_t *h) {
-    (void)h;
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
-    char dir[4096];
-    const char *env = getenv("DCM_FUZZ_MODEL_BASE");
-    if (env)
-        snprintf(dir, sizeof dir, "%s", env);
-    else
-        snprintf(dir, sizeof dir, "%s/tests/data/savedmodels/saved_model_half_plus_two_cpu",
-                 getenv("DCM_SRC") ? getenv("DCM_SRC") : ".");
-    kn_backend *be = kn_cpu_backend_new(1);
-    srv_config *cfg = NULL;
-    pthread_t tid;
-    if (be == NULL || srv_manager_new(be, 0, &g_app.mgr) != MS_OK ||
-        uv_loop_init(&g_loop) != 0 || uv_async_init(&g_loop, &g_keep, on_keep) != 0 ||
-        srv_manager_start(g_app.mgr, &g_loop) != MS_OK ||
-        pthread_create(&tid, NULL, loop_main, NULL) != 0 ||
-        srv_config_single("hpt", dir, &cfg) != MS_OK) {
-        fprintf(stderr, "fuzz_rest_predict: cannot set up the model manager: %s\n", ms_errmsg());
-        exit(1);
-    }
-    srv_manager_apply(g_app.mgr, cfg, 60.0);
-    if (!srv_manager_model_ready(g_app.mgr, "hpt")) {
-        fprintf(stderr, "fuzz_rest_predict: cannot load %s (run from the repository root or "
-                        "set DCM_FUZZ_MODEL_BASE)\n", dir);
-        exit(1);
-    }
-    g_app.max_message_bytes = 1 << 20;
-    g_app.max_request_memory_bytes = 64 << 20;
+    fuzz_app_start(&g_app, "fuzz_rest_predict");
     return 0;
 }
 
