@@ -819,8 +819,10 @@ START_TEST(test_batch_matmul) {
         int64_t pm = g.mode == KN_CUDA_BMM_FLAT ? g.batch * g.m : g.m;
         kn_cuda_bgemm *plan = NULL;
         ck_assert_msg(kn_cuda_bgemm_plan(pb, pm, g.n, g.k, cases[c].adj_x, cases[c].adj_y,
-                                         g.mode == KN_CUDA_BMM_STRIDED ? g.stride_x : 0,
-                                         g.mode == KN_CUDA_BMM_STRIDED ? g.stride_w : 0,
+                                         g.mode == KN_CUDA_BMM_STRIDED ? g.stride_x
+                                         : g.mode == KN_CUDA_BMM_LOOP  ? g.m * g.k : 0,
+                                         g.mode == KN_CUDA_BMM_STRIDED ? g.stride_w
+                                         : g.mode == KN_CUDA_BMM_LOOP  ? g.k * g.n : 0,
                                          &plan) == MS_OK,
                       "%s", ms_errmsg());
         uint64_t wsb = kn_cuda_bgemm_workspace(plan);

@@ -1597,8 +1597,10 @@ static ms_status c_bmm(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node,
         FALLBACK("shapes (or an empty product)"); /* the CPU kernel gives the error */
     int64_t key[6] = {g.mode == KN_CUDA_BMM_STRIDED ? g.batch : 1,
                       g.mode == KN_CUDA_BMM_FLAT ? g.batch * g.m : g.m, g.n, g.k,
-                      g.mode == KN_CUDA_BMM_STRIDED ? g.stride_x : 0,
-                      g.mode == KN_CUDA_BMM_STRIDED ? g.stride_w : 0};
+                      g.mode == KN_CUDA_BMM_STRIDED ? g.stride_x
+                      : g.mode == KN_CUDA_BMM_LOOP  ? g.m * g.k : 0,
+                      g.mode == KN_CUDA_BMM_STRIDED ? g.stride_w
+                      : g.mode == KN_CUDA_BMM_LOOP  ? g.k * g.n : 0};
     if (key[0] > INT32_MAX || key[1] > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX)
         FALLBACK("sizes beyond cuBLASLt's int");
     kn_cuda_bgemm *plan = NULL;

@@ -189,6 +189,15 @@ struct kn_cuda_bgemm {
     uint64_t workspace;
 };
 
+/* The alignment (bytes, a power of two up to 256, cuBLASLt's default
+ * assumption) of float pointers that step by `stride` elements from a
+ * 256-byte-aligned base. */
+static uint32_t align_of(int64_t stride) {
+    uint32_t a = 256;
+    while (a > 4 && stride != 0 && ((uint64_t)stride * 4) % a != 0) a /= 2;
+    return a;
+}
+
 static cublasStatus_t set_batch(cublasLtMatrixLayout_t l, int32_t count, int64_t stride) {
     cublasStatus_t s = g_lt.layout_set(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
     if (s == CUBLAS_STATUS_SUCCESS)
@@ -243,6 +252,15 @@ extern "C" ms_status kn_cuda_bgemm_plan(int64_t batch, int64_t m, int64_t n, int
     BLT(g_lt.pref_create(&pref), "preference");
     BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws),
         "workspace preference");
+    {
+        /* batches (or the caller's per-batch runs) start at multiples of the
+         * strides: only algorithms that take that alignment */
+        uint32_t aw = align_of(stride_w), ax = align_of(stride_x), ay = align_of(m * n);
+        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw), "alignment of A");
+        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax, sizeof ax), "alignment of B");
+        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ay, sizeof ay), "alignment of C");
+        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ay, sizeof ay), "alignment of D");
+    }
     BLT(g_lt.heuristic(g_lt.handle, g->desc, g->la, g->lb, g->lc, g->lc, pref, 1, &res, &found),
         "cublasLtMatmulAlgoGetHeuristic");
     if (found < 1) {

@@ -41,7 +41,10 @@ void kn_cuda_gemm_free(kn_cuda_gemm *g);
  * at y + b * m * n. One strided-batched cuBLASLt call per run (one plain
  * GEMM when batch is 1); CUBLAS_COMPUTE_32F, no TF32: 1e-5 relative against
  * the CPU's per-batch sgemm. Broadcasts that are not a stride are the
- * caller's (a loop of batch-1 plans). */
+ * caller's (a loop of batch-1 plans: pass the strides its x / w offsets are
+ * multiples of, so that the plan's algorithm takes their alignment; y's
+ * offsets are multiples of m * n). The bases must be 256-byte aligned (device
+ * tensors are). */
 typedef struct kn_cuda_bgemm kn_cuda_bgemm;
 
 ms_status kn_cuda_bgemm_plan(int64_t batch, int64_t m, int64_t n, int64_t k, int adj_x, int adj_y,
