@@ -565,6 +565,66 @@ START_TEST(convnet_placement) {
 }
 END_TEST
 
+/* The ops added with the data movement, reductions and BatchMatMul
+ * (util_convnet's movenet) on the device with the table's ops: each such
+ * node bound to the device, Shape on the host (its int32 value copied to the
+ * device for StridedSlice and GatherV2), the CPU's bytes. */
+START_TEST(movenet_placement) {
+    cap_setup(0);
+    rt_gb *gb = NULL;
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    ut_movenet_build(gb);
+    Tensorflow__MetaGraphDef *mg = NULL;
+    ck_assert_msg(rt_gb_meta_graph(gb, &mg) == MS_OK, "%s", ms_errmsg());
+    rt_graph *g[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++)
+        ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g[k]), MS_OK);
+    g[1]->device = capdev;
+    rt_tensor *x = ut_movenet_input(5);
+    rt_tensor *res[2][UT_MOVENET_NFETCH] = {{0}};
+    for (int k = 0; k < 2; k++) {
+        rt_edge fe, fo[UT_MOVENET_NFETCH];
+        ck_assert_int_eq(rt_graph_tensor(g[k], "x", &fe), MS_OK);
+        for (int i = 0; i < UT_MOVENET_NFETCH; i++)
+            ck_assert_int_eq(rt_graph_tensor(g[k], ut_movenet_fetches[i], &fo[i]), MS_OK);
+        rt_plan *p = NULL;
+        ms_status st = rt_plan_build(g[k], &fe, 1, fo, UT_MOVENET_NFETCH, NULL, 0, &p);
+        ck_assert_msg(st == MS_OK, "plan: %s", ms_errmsg());
+        ut_dev.runs = 0;
+        run_plan(p, x, res[k]);
+        rt_plan_free(p);
+    }
+    int expect = 0;
+    for (int v = 0; v < g[1]->n; v++) {
+        const rt_gnode *n = &g[1]->nodes[v];
+        if (n->kernel == NULL || n->kn.op == NULL) continue;
+        int dev = ut_testdev_is_kernel(n->kernel);
+        int host_only = strcmp(n->kn.op, "Const") == 0 || strcmp(n->kn.op, "Placeholder") == 0;
+        if (kn_cuda_backend_has_op(n->kn.op) && !host_only) {
+            ck_assert_msg(dev, "node %s (%s) is not on the device", n->name, n->kn.op);
+            expect++;
+        } else {
+            ck_assert_msg(!dev, "node %s (%s) is on the device", n->name, n->kn.op);
+        }
+    }
+    for (int i = 0; ut_movenet_host_nodes[i]; i++)
+        ck_assert(!ut_testdev_is_kernel(g[1]->nodes[rt_graph_find(g[1], ut_movenet_host_nodes[i])].kernel));
+    ck_assert_int_eq(expect, 12); /* every node but Shape, the constants and x */
+    ck_assert_int_eq(ut_dev.runs, expect);
+    for (int i = 0; i < UT_MOVENET_NFETCH; i++) {
+        ck_assert_int_eq(res[1][i]->buf->device, 0);
+        ck_assert_msg(rt_tensor_equal(res[1][i], res[0][i]), "fetch %s differs", ut_movenet_fetches[i]);
+        rt_tensor_unref(res[0][i]);
+        rt_tensor_unref(res[1][i]);
+    }
+    rt_tensor_unref(x);
+    rt_graph_free(g[0]);
+    rt_graph_free(g[1]);
+    rt_gb_free(gb);
+    cap_teardown();
+}
+END_TEST
+
 /* The same network on a device with arenas (as the CUDA table's): the first
  * request sizes the plan's device tensors from their lifetimes and its
  * sizes, the next ones take every device tensor from that one arena (the
@@ -708,6 +768,7 @@ int main(void) {
     tcase_add_test(tc, bmm_plans);
     tcase_add_loop_test(tc, convnet_placement, 0, 2);
     tcase_add_loop_test(tc, convnet_arena, 0, 2);
+    tcase_add_test(tc, movenet_placement);
     tcase_add_loop_test(tc, dicom_split_placement, 0, 3);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
