@@ -1609,7 +1609,8 @@ static ms_status c_bmm(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node,
     for (int i = 0; i < s->nbgemm; i++)
         if (memcmp(s->bgemm[i].key, key, sizeof key) == 0) plan = s->bgemm[i].plan;
     if (plan == NULL && s->nbgemm < MAX_PLANS) {
-        st = kn_cuda_bgemm_plan(key[0], key[1], g.n, g.k, s->adj_x, s->adj_y, key[4], key[5], &plan);
+        st = kn_cuda_bgemm_plan(key[0], key[1], g.n, g.k, s->adj_x, s->adj_y, key[4], key[5],
+                                &plan);
         if (st == MS_OK) {
             memcpy(s->bgemm[s->nbgemm].key, key, sizeof key);
             s->bgemm[s->nbgemm++].plan = plan;
@@ -1733,10 +1734,12 @@ static ms_status c_slice(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *nod
     }
     kn_cuda_strided p;
     rt_shape os;
-    int ok = s->kind == K_SSLICE
-                 ? cnt[0] == cnt[1] && cnt[0] == cnt[2] &&
-                       kn_cuda__strided_slice(&x->shape, v[0], v[1], v[2], cnt[0], s->masks, &p, &os)
-                 : cnt[0] == cnt[1] && kn_cuda__slice(&x->shape, v[0], v[1], cnt[0], &p, &os);
+    int ok = 0;
+    if (s->kind == K_SSLICE)
+        ok = cnt[0] == cnt[1] && cnt[0] == cnt[2] &&
+             kn_cuda__strided_slice(&x->shape, v[0], v[1], v[2], cnt[0], s->masks, &p, &os);
+    else
+        ok = cnt[0] == cnt[1] && kn_cuda__slice(&x->shape, v[0], v[1], cnt[0], &p, &os);
     if (!ok) FALLBACK("begin / end / size / strides"); /* the CPU kernel gives the error */
     if (rt_shape_nelem(&os) <= 0) FALLBACK("empty tensors");
     if ((st = dev_tensor(be, w, node, x->dtype, &os, &out[0])) != MS_OK) return st;

@@ -209,9 +209,9 @@ static cublasStatus_t set_batch(cublasLtMatrixLayout_t l, int32_t count, int64_t
     do {                                                                                           \
         cublasStatus_t s_ = (call);                                                                \
         if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
-            st = ms_errf(MS_EDEVICE, "BatchMatMul (cuBLASLt) %lld x %lldx%lldx%lld: %s: status %d", \
-                         (long long)batch, (long long)m, (long long)n, (long long)k, what,         \
-                         (int)s_);                                                                 \
+            st = ms_errf(                                                                          \
+                MS_EDEVICE, "BatchMatMul (cuBLASLt) %lld x %lldx%lldx%lld: %s: status %d",         \
+                (long long)batch, (long long)m, (long long)n, (long long)k, what, (int)s_);        \
             goto fail;                                                                             \
         }                                                                                          \
     } while (0)
@@ -234,15 +234,20 @@ extern "C" ms_status kn_cuda_bgemm_plan(int64_t batch, int64_t m, int64_t n, int
     cublasLtMatmulHeuristicResult_t res = {};
     int found = 0;
     uint64_t max_ws = 32u << 20;
-    cublasOperation_t ta = adj_y ? CUBLAS_OP_T : CUBLAS_OP_N, tb = adj_x ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t ta = adj_y ? CUBLAS_OP_T : CUBLAS_OP_N,
+                      tb = adj_x ? CUBLAS_OP_T : CUBLAS_OP_N;
     BLT(g_lt.desc_create(&g->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
     BLT(g_lt.desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
     BLT(g_lt.desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
     /* stored (before the op) column-major shapes */
-    if (adj_y) BLT(g_lt.layout_create(&g->la, CUDA_R_32F, (uint64_t)k, (uint64_t)n, k), "layout A");
-    else BLT(g_lt.layout_create(&g->la, CUDA_R_32F, (uint64_t)n, (uint64_t)k, n), "layout A");
-    if (adj_x) BLT(g_lt.layout_create(&g->lb, CUDA_R_32F, (uint64_t)m, (uint64_t)k, m), "layout B");
-    else BLT(g_lt.layout_create(&g->lb, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k), "layout B");
+    if (adj_y)
+        BLT(g_lt.layout_create(&g->la, CUDA_R_32F, (uint64_t)k, (uint64_t)n, k), "layout A");
+    else
+        BLT(g_lt.layout_create(&g->la, CUDA_R_32F, (uint64_t)n, (uint64_t)k, n), "layout A");
+    if (adj_x)
+        BLT(g_lt.layout_create(&g->lb, CUDA_R_32F, (uint64_t)m, (uint64_t)k, m), "layout B");
+    else
+        BLT(g_lt.layout_create(&g->lb, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k), "layout B");
     BLT(g_lt.layout_create(&g->lc, CUDA_R_32F, (uint64_t)n, (uint64_t)m, n), "layout C");
     if (batch > 1) {
         BLT(set_batch(g->la, (int32_t)batch, stride_w), "batch of A");
@@ -256,10 +261,14 @@ extern "C" ms_status kn_cuda_bgemm_plan(int64_t batch, int64_t m, int64_t n, int
         /* batches (or the caller's per-batch runs) start at multiples of the
          * strides: only algorithms that take that alignment */
         uint32_t aw = align_of(stride_w), ax = align_of(stride_x), ay = align_of(m * n);
-        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw), "alignment of A");
-        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax, sizeof ax), "alignment of B");
-        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ay, sizeof ay), "alignment of C");
-        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ay, sizeof ay), "alignment of D");
+        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw),
+            "alignment of A");
+        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax, sizeof ax),
+            "alignment of B");
+        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ay, sizeof ay),
+            "alignment of C");
+        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ay, sizeof ay),
+            "alignment of D");
     }
     BLT(g_lt.heuristic(g_lt.handle, g->desc, g->la, g->lb, g->lc, g->lc, pref, 1, &res, &found),
         "cublasLtMatmulAlgoGetHeuristic");
@@ -279,7 +288,9 @@ fail:
     return st;
 }
 
-extern "C" uint64_t kn_cuda_bgemm_workspace(const kn_cuda_bgemm *g) { return g->workspace; }
+extern "C" uint64_t kn_cuda_bgemm_workspace(const kn_cuda_bgemm *g) {
+    return g->workspace;
+}
 
 extern "C" ms_status kn_cuda_bgemm_run(const kn_cuda_bgemm *g, const float *x, const float *w,
                                        float *y, void *workspace, void *stream) {

@@ -44,17 +44,30 @@ extern "C" ms_status kn_cuda_strided_copy(const kn_cuda_strided *p, const void *
     strided_args a = {};
     a.rank = p->rank, a.base = p->base, a.total = 1;
     for (int d = 0; d < p->rank; d++) {
-        if (p->dim[d] < 0) return ms_errf(MS_EINVAL, "StridedSlice (cuda): dimension %d is negative", d);
+        if (p->dim[d] < 0)
+            return ms_errf(MS_EINVAL, "StridedSlice (cuda): dimension %d is negative", d);
         a.dim[d] = p->dim[d], a.stride[d] = p->stride[d];
         a.total *= p->dim[d];
     }
     if (a.total == 0) return MS_OK;
     cudaStream_t s = (cudaStream_t)stream;
     switch (es) {
-    case 1: strided_kernel<uint8_t><<<grid_for(a.total), kThreads, 0, s>>>(a, (const uint8_t *)x, (uint8_t *)y); break;
-    case 2: strided_kernel<uint16_t><<<grid_for(a.total), kThreads, 0, s>>>(a, (const uint16_t *)x, (uint16_t *)y); break;
-    case 4: strided_kernel<uint32_t><<<grid_for(a.total), kThreads, 0, s>>>(a, (const uint32_t *)x, (uint32_t *)y); break;
-    case 8: strided_kernel<uint64_t><<<grid_for(a.total), kThreads, 0, s>>>(a, (const uint64_t *)x, (uint64_t *)y); break;
+    case 1:
+        strided_kernel<uint8_t>
+            <<<grid_for(a.total), kThreads, 0, s>>>(a, (const uint8_t *)x, (uint8_t *)y);
+        break;
+    case 2:
+        strided_kernel<uint16_t>
+            <<<grid_for(a.total), kThreads, 0, s>>>(a, (const uint16_t *)x, (uint16_t *)y);
+        break;
+    case 4:
+        strided_kernel<uint32_t>
+            <<<grid_for(a.total), kThreads, 0, s>>>(a, (const uint32_t *)x, (uint32_t *)y);
+        break;
+    case 8:
+        strided_kernel<uint64_t>
+            <<<grid_for(a.total), kThreads, 0, s>>>(a, (const uint64_t *)x, (uint64_t *)y);
+        break;
     default: return ms_errf(MS_EINVAL, "StridedSlice (cuda): element size %zu (1, 2, 4 or 8)", es);
     }
     return kn_cuda_check_launch("StridedSlice (cuda)");
@@ -74,7 +87,8 @@ __global__ void gather_kernel(kn_cuda_gather_shape g, int64_t ru, int64_t total,
         const int64_t i = row % g.per, bo = row / g.per; /* bo = b * outer + o */
         const int64_t b = bo / g.outer;
         const int64_t ii = b * g.per + i;
-        const int64_t v = idx64 ? ((const int64_t *)indices)[ii] : (int64_t)((const int32_t *)indices)[ii];
+        const int64_t v =
+            idx64 ? ((const int64_t *)indices)[ii] : (int64_t)((const int32_t *)indices)[ii];
         y[t] = (v >= 0 && v < g.n) ? params[(bo * g.n + v) * ru + k] : (U)0;
     }
 }
@@ -93,10 +107,22 @@ extern "C" ms_status kn_cuda_gather(const kn_cuda_gather_shape *g, const void *p
     const int64_t ru = rowb / (int64_t)u, total = rows * ru;
     cudaStream_t s = (cudaStream_t)stream;
     switch (u) {
-    case 8: gather_kernel<uint64_t><<<grid_for(total), kThreads, 0, s>>>(*g, ru, total, (const uint64_t *)params, indices, idx64, (uint64_t *)y); break;
-    case 4: gather_kernel<uint32_t><<<grid_for(total), kThreads, 0, s>>>(*g, ru, total, (const uint32_t *)params, indices, idx64, (uint32_t *)y); break;
-    case 2: gather_kernel<uint16_t><<<grid_for(total), kThreads, 0, s>>>(*g, ru, total, (const uint16_t *)params, indices, idx64, (uint16_t *)y); break;
-    default: gather_kernel<uint8_t><<<grid_for(total), kThreads, 0, s>>>(*g, ru, total, (const uint8_t *)params, indices, idx64, (uint8_t *)y); break;
+    case 8:
+        gather_kernel<uint64_t><<<grid_for(total), kThreads, 0, s>>>(
+            *g, ru, total, (const uint64_t *)params, indices, idx64, (uint64_t *)y);
+        break;
+    case 4:
+        gather_kernel<uint32_t><<<grid_for(total), kThreads, 0, s>>>(
+            *g, ru, total, (const uint32_t *)params, indices, idx64, (uint32_t *)y);
+        break;
+    case 2:
+        gather_kernel<uint16_t><<<grid_for(total), kThreads, 0, s>>>(
+            *g, ru, total, (const uint16_t *)params, indices, idx64, (uint16_t *)y);
+        break;
+    default:
+        gather_kernel<uint8_t><<<grid_for(total), kThreads, 0, s>>>(
+            *g, ru, total, (const uint8_t *)params, indices, idx64, (uint8_t *)y);
+        break;
     }
     return kn_cuda_check_launch("GatherV2 (cuda)");
 }
@@ -146,17 +172,39 @@ extern "C" ms_status kn_cuda_resize_nearest(const void *x, size_t es, int64_t n,
                                             void *stream) {
     if (n < 0 || h <= 0 || w <= 0 || c <= 0 || oh <= 0 || ow <= 0)
         return ms_errf(MS_EINVAL, "ResizeNearestNeighbor (cuda): bad shape");
-    nearest_args a = {n, h, w, c, oh, ow, nearest_scale(h, oh, align_corners),
-                      nearest_scale(w, ow, align_corners), align_corners, half_pixel};
+    nearest_args a = {n,
+                      h,
+                      w,
+                      c,
+                      oh,
+                      ow,
+                      nearest_scale(h, oh, align_corners),
+                      nearest_scale(w, ow, align_corners),
+                      align_corners,
+                      half_pixel};
     const int64_t total = n * oh * ow * c;
     if (total == 0) return MS_OK;
     cudaStream_t s = (cudaStream_t)stream;
     switch (es) {
-    case 1: nearest_kernel<uint8_t><<<grid_for(total), kThreads, 0, s>>>(a, (const uint8_t *)x, (uint8_t *)y); break;
-    case 2: nearest_kernel<uint16_t><<<grid_for(total), kThreads, 0, s>>>(a, (const uint16_t *)x, (uint16_t *)y); break;
-    case 4: nearest_kernel<uint32_t><<<grid_for(total), kThreads, 0, s>>>(a, (const uint32_t *)x, (uint32_t *)y); break;
-    case 8: nearest_kernel<uint64_t><<<grid_for(total), kThreads, 0, s>>>(a, (const uint64_t *)x, (uint64_t *)y); break;
-    default: return ms_errf(MS_EINVAL, "ResizeNearestNeighbor (cuda): element size %zu (1, 2, 4 or 8)", es);
+    case 1:
+        nearest_kernel<uint8_t>
+            <<<grid_for(total), kThreads, 0, s>>>(a, (const uint8_t *)x, (uint8_t *)y);
+        break;
+    case 2:
+        nearest_kernel<uint16_t>
+            <<<grid_for(total), kThreads, 0, s>>>(a, (const uint16_t *)x, (uint16_t *)y);
+        break;
+    case 4:
+        nearest_kernel<uint32_t>
+            <<<grid_for(total), kThreads, 0, s>>>(a, (const uint32_t *)x, (uint32_t *)y);
+        break;
+    case 8:
+        nearest_kernel<uint64_t>
+            <<<grid_for(total), kThreads, 0, s>>>(a, (const uint64_t *)x, (uint64_t *)y);
+        break;
+    default:
+        return ms_errf(MS_EINVAL, "ResizeNearestNeighbor (cuda): element size %zu (1, 2, 4 or 8)",
+                       es);
     }
     return kn_cuda_check_launch("ResizeNearestNeighbor (cuda)");
 }

@@ -63,7 +63,8 @@ __device__ __forceinline__ int64_t red_offset(const red_args &a, int64_t q, int 
 }
 
 /* One thread per output, its elements in memory order (the CPU's order). */
-__global__ void reduce_thread_kernel(red_args a, const float *__restrict__ x, float *__restrict__ y) {
+__global__ void reduce_thread_kernel(red_args a, const float *__restrict__ x,
+                                     float *__restrict__ y) {
     const int64_t last = a.rdim[a.nr - 1], lstride = a.rstride[a.nr - 1];
     const int64_t outer = a.count / last;
     for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < a.nout;
@@ -79,7 +80,8 @@ __global__ void reduce_thread_kernel(red_args a, const float *__restrict__ x, fl
 }
 
 /* One block per output: strided partials, then a tree in shared memory. */
-__global__ void reduce_block_kernel(red_args a, const float *__restrict__ x, float *__restrict__ y) {
+__global__ void reduce_block_kernel(red_args a, const float *__restrict__ x,
+                                    float *__restrict__ y) {
     __shared__ double part[256];
     for (int64_t o = blockIdx.x; o < a.nout; o += gridDim.x) {
         const int64_t base = kept_base(a, o);
@@ -89,7 +91,8 @@ __global__ void reduce_block_kernel(red_args a, const float *__restrict__ x, flo
         part[threadIdx.x] = acc;
         __syncthreads();
         for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-            if ((int)threadIdx.x < s) part[threadIdx.x] = red_step(a.op, part[threadIdx.x], part[threadIdx.x + s]);
+            if ((int)threadIdx.x < s)
+                part[threadIdx.x] = red_step(a.op, part[threadIdx.x], part[threadIdx.x + s]);
             __syncthreads();
         }
         if (threadIdx.x == 0) y[o] = red_final(a, part[0]);
@@ -97,14 +100,16 @@ __global__ void reduce_block_kernel(red_args a, const float *__restrict__ x, flo
     }
 }
 
-extern "C" ms_status kn_cuda_reduce(kn_cuda_redop op, const kn_cuda_reduce_shape *p,
-                                    const float *x, float *y, void *stream) {
+extern "C" ms_status kn_cuda_reduce(kn_cuda_redop op, const kn_cuda_reduce_shape *p, const float *x,
+                                    float *y, void *stream) {
     if (p->rank < 1 || p->rank > 8 || (int)op < KN_CUDA_RED_SUM || (int)op > KN_CUDA_RED_PROD)
         return ms_errf(MS_EINVAL, "Reduce (cuda): bad plan (rank %d, op %d)", p->rank, (int)op);
     red_args a = {};
     a.op = (int)op;
-    a.init = op == KN_CUDA_RED_PROD ? 1.0 : op == KN_CUDA_RED_MAX ? -INFINITY
-             : op == KN_CUDA_RED_MIN ? INFINITY : 0.0;
+    a.init = op == KN_CUDA_RED_PROD  ? 1.0
+             : op == KN_CUDA_RED_MAX ? -INFINITY
+             : op == KN_CUDA_RED_MIN ? INFINITY
+                                     : 0.0;
     int64_t stride = 1, nout = 1, count = 1;
     for (int d = p->rank - 1; d >= 0; d--) {
         if (p->dim[d] <= 0) return ms_errf(MS_EINVAL, "Reduce (cuda): empty axis %d", d);
@@ -116,24 +121,35 @@ extern "C" ms_status kn_cuda_reduce(kn_cuda_redop op, const kn_cuda_reduce_shape
     stride = 1;
     int nk = 0, nr = 0;
     for (int d = p->rank - 1; d >= 0; d--) { /* counted from the back, then reversed */
-        if (p->red[d]) a.rdim[nr] = p->dim[d], a.rstride[nr++] = stride;
-        else a.kdim[nk] = p->dim[d], a.kstride[nk++] = stride;
+        if (p->red[d])
+            a.rdim[nr] = p->dim[d], a.rstride[nr++] = stride;
+        else
+            a.kdim[nk] = p->dim[d], a.kstride[nk++] = stride;
         stride *= p->dim[d];
     }
     for (int i = 0; i < nk / 2; i++) {
-        int64_t t = a.kdim[i]; a.kdim[i] = a.kdim[nk - 1 - i]; a.kdim[nk - 1 - i] = t;
-        t = a.kstride[i]; a.kstride[i] = a.kstride[nk - 1 - i]; a.kstride[nk - 1 - i] = t;
+        int64_t t = a.kdim[i];
+        a.kdim[i] = a.kdim[nk - 1 - i];
+        a.kdim[nk - 1 - i] = t;
+        t = a.kstride[i];
+        a.kstride[i] = a.kstride[nk - 1 - i];
+        a.kstride[nk - 1 - i] = t;
     }
     for (int i = 0; i < nr / 2; i++) {
-        int64_t t = a.rdim[i]; a.rdim[i] = a.rdim[nr - 1 - i]; a.rdim[nr - 1 - i] = t;
-        t = a.rstride[i]; a.rstride[i] = a.rstride[nr - 1 - i]; a.rstride[nr - 1 - i] = t;
+        int64_t t = a.rdim[i];
+        a.rdim[i] = a.rdim[nr - 1 - i];
+        a.rdim[nr - 1 - i] = t;
+        t = a.rstride[i];
+        a.rstride[i] = a.rstride[nr - 1 - i];
+        a.rstride[nr - 1 - i] = t;
     }
     if (nr == 0) { /* nothing reduced (all axes kept): one element per output */
         a.rdim[0] = 1, a.rstride[0] = 0, nr = 1;
     }
     a.nk = nk, a.nr = nr, a.nout = nout, a.count = count;
     if (nout >= kThreadPerOutput || count < kShortReduce)
-        reduce_thread_kernel<<<grid_for(nout, kThreads), kThreads, 0, (cudaStream_t)stream>>>(a, x, y);
+        reduce_thread_kernel<<<grid_for(nout, kThreads), kThreads, 0, (cudaStream_t)stream>>>(a, x,
+                                                                                              y);
     else
         reduce_block_kernel<<<grid_for(nout, 1), kThreads, 0, (cudaStream_t)stream>>>(a, x, y);
     return kn_cuda_check_launch("Reduce (cuda)");

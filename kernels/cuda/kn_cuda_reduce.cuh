@@ -49,8 +49,8 @@ typedef struct kn_cuda_reduce_shape {
 
 /* y[nout] = op over x (the plan's input, row-major). MS_EINVAL for a bad
  * plan; the launch error as MS_EDEVICE. */
-ms_status kn_cuda_reduce(kn_cuda_redop op, const kn_cuda_reduce_shape *p, const float *x,
-                         float *y, void *stream);
+ms_status kn_cuda_reduce(kn_cuda_redop op, const kn_cuda_reduce_shape *p, const float *x, float *y,
+                         void *stream);
 
 #ifdef __cplusplus
 }
