@@ -11,6 +11,12 @@
  *                         load-time fusion (_FusedConv2D, _FusedMatMul), three
  *                         requests each: within 1e-5 relative (+1e-6 absolute)
  *                         of the CPU, ArgMax equal
+ *   movenet_matches_cpu   util_convnet's movenet (StridedSlice with masks, Slice,
+ *                         GatherV2, Sum / Max / Prod / Mean over several axes,
+ *                         ResizeNearestNeighbor, BatchMatMulV2 with a broadcast
+ *                         y and with adj_y, and int32 StridedSlice / GatherV2 of
+ *                         Shape's value), three requests: within 1e-5 relative
+ *                         (+1e-6 absolute) of the CPU, int32 results equal
  *   half_plus_two         the TF1 (also pinned to /device:GPU:0), TF2 and matrix
  *                         SavedModels loaded with rt_model_load_on: the CPU's bytes
  *   dicom_split           DcmDecodeHU -> DcmWindow split at load (host
@@ -140,6 +146,41 @@ static void convnet_case(int fused) {
 START_TEST(test_convnet_matches_cpu) {
     convnet_case(0);
     convnet_case(1);
+}
+END_TEST
+
+START_TEST(test_movenet_matches_cpu) {
+    rt_gb *gb = NULL;
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    ut_movenet_build(gb);
+    rt_graph *g[2] = {convnet(gb, 0, NULL), convnet(gb, 0, g_dev)};
+    rt_plan *p[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        rt_edge fe, fo[UT_MOVENET_NFETCH];
+        ck_assert_int_eq(rt_graph_tensor(g[k], "x", &fe), MS_OK);
+        for (int i = 0; i < UT_MOVENET_NFETCH; i++)
+            ck_assert_int_eq(rt_graph_tensor(g[k], ut_movenet_fetches[i], &fo[i]), MS_OK);
+        ms_status st = rt_plan_build(g[k], &fe, 1, fo, UT_MOVENET_NFETCH, NULL, 0, &p[k]);
+        ck_assert_msg(st == MS_OK, "plan %d: %s", k, ms_errmsg());
+    }
+    for (int rep = 0; rep < 3; rep++) {
+        rt_tensor *x = ut_movenet_input(200 + (unsigned)rep);
+        rt_tensor *want[UT_MOVENET_NFETCH] = {0}, *got[UT_MOVENET_NFETCH] = {0};
+        run(p[0], x, want);
+        run(p[1], x, got);
+        for (int i = 0; i < UT_MOVENET_NFETCH; i++) {
+            check_close(got[i], want[i], ut_movenet_fetches[i]);
+            rt_tensor_unref(got[i]);
+            rt_tensor_unref(want[i]);
+        }
+        rt_tensor_unref(x);
+    }
+    for (int k = 0; k < 2; k++) {
+        rt_plan_free(p[k]);
+        rt_graph_free(g[k]);
+    }
+    rt_gb_free(gb);
+    ck_assert_int_eq(kn_cuda_sticky(), 0);
 }
 END_TEST
 
@@ -364,6 +405,7 @@ int main(void) {
     }
     const tu_case cases[] = {
         {"convnet_matches_cpu", test_convnet_matches_cpu},
+        {"movenet_matches_cpu", test_movenet_matches_cpu},
         {"half_plus_two", test_half_plus_two},
         {"dicom_split", test_dicom_split},
         {"budget_cap", test_budget_cap},

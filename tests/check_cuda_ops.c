@@ -29,6 +29,20 @@
  *                         down) against the CPU backend: bit for bit
  *   transpose_pad         Transpose (rank 4 and 5) and Pad / PadV2 on H, W
  *                         against the CPU backend: bit for bit
+ *   reduce                Sum / Mean / Max / Min / Prod over spatial, leading,
+ *                         alternating, last and all axes (the table's merge,
+ *                         kn_cuda__reduce_plan): bit for bit where each output
+ *                         has its own thread (many outputs), 1e-5 relative
+ *                         where a block reduces one output (few outputs)
+ *   batch_matmul          kn_cuda_bgemm (strided batches, adjoints, a broadcast
+ *                         y as one GEMM over x's rows, a broadcast over
+ *                         batches as a GEMM per batch) vs BatchMatMulV2: 1e-5
+ *   gather_slice_nearest  GatherV2 (axis 1, batch_dims 1; int32 and int64
+ *                         indices; float, int64 and uint8 params),
+ *                         StridedSlice (masks, negative strides), Slice and
+ *                         ResizeNearestNeighbor (legacy, align_corners,
+ *                         half_pixel_centers; up and down; float and uint8)
+ *                         vs the CPU backend: bit for bit (memcmp)
  *   arena_memory          an arena's cudaMalloc shows in cudaMemGetInfo and
  *                         comes back when it is freed; the
  *                         --per_process_gpu_memory_fraction cap refuses an
@@ -40,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kn_cuda_backend.h"
 #include "kn_cuda_probe.h"
 
 #ifndef DCMSERVE_HAVE_CUDA
@@ -55,7 +70,9 @@ int main(void) {
 #include "kn_cuda_convnd.cuh"
 #include "kn_cuda_elementwise.cuh"
 #include "kn_cuda_gemm.cuh"
+#include "kn_cuda_index.cuh"
 #include "kn_cuda_nn.cuh"
+#include "kn_cuda_reduce.cuh"
 #include "kn_cuda_mem.h"
 #include "kn_cuda_rt.cuh"
 #include "util_dicom.h"
@@ -720,6 +737,253 @@ START_TEST(test_transpose_pad) {
 }
 END_TEST
 
+/* ---- reductions over any axes ---- */
+START_TEST(test_reduce) {
+    static const char *const ops[5] = {"Sum", "Mean", "Max", "Min", "Prod"};
+    static const struct {
+        int rank;
+        int64_t dims[4];
+        int na;
+        int32_t axes[4];
+    } cases[] = {
+        {4, {4, 33, 35, 40}, 2, {1, 2}}, /* spatial, few outputs: a block per output */
+        {4, {4, 33, 35, 40}, 2, {0, 2}}, /* alternating: R K R K */
+        {3, {64, 70, 9}, 1, {-1}},       /* many outputs, short: a thread per output */
+        {3, {300, 20, 16}, 1, {0}},      /* leading axis, many outputs */
+        {2, {3, 70000}, 2, {0, 1}},      /* everything: one output */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        rt_shape xs = {.rank = cases[c].rank};
+        for (int d = 0; d < xs.rank; d++) xs.dim[d] = cases[c].dims[d];
+        rt_tensor *x = rand_t(xs, 0.999f, 1.001f); /* Prod stays finite */
+        float *f = rt_tensor_f32(x);
+        for (int64_t i = 0; i < x->nelem; i += 7) f[i] = -f[i]; /* |Prod| stays near 1 */
+        float *dx = dev_put(f, (size_t)x->nelem * 4);
+        int red[8] = {0};
+        for (int i = 0; i < cases[c].na; i++)
+            red[cases[c].axes[i] < 0 ? cases[c].axes[i] + xs.rank : cases[c].axes[i]] = 1;
+        kn_cuda_reduce_shape p;
+        kn_cuda__reduce_plan(&xs, red, &p);
+        int exact = p.nout >= 2048 || p.count < 256; /* kn_cuda_reduce.cuh */
+        rt_tensor *axes = tu_t(RT_DT_INT32, TU_SHAPE(cases[c].na), cases[c].axes, cases[c].na);
+        for (int o = 0; o < 5; o++) {
+            Tensorflow__NodeDef *def = tu_node_new(ops[o], "r");
+            tu_attr_type(def, "T", RT_DT_FLOAT);
+            tu_attr_type(def, "Tidx", RT_DT_INT32);
+            rt_tensor *in[2] = {x, axes};
+            rt_tensor *want = tu_run1(def, in, 2);
+            float *dy = dev_put(NULL, (size_t)want->nelem * 4);
+            ck_assert_msg(kn_cuda_reduce((kn_cuda_redop)o, &p, dx, dy, NULL) == MS_OK, "%s",
+                          ms_errmsg());
+            check_dev(want, dy, exact || o == 2 || o == 3 ? 0 : 1e-5f);
+        }
+        tu_unref(&axes, 1);
+        tu_unref(&x, 1);
+        kn_cuda_arena_reset(g_arena);
+    }
+}
+END_TEST
+
+/* ---- BatchMatMul through kn_cuda_bgemm, as the table drives it ---- */
+START_TEST(test_batch_matmul) {
+    static const struct {
+        int rx;
+        int64_t dx[4];
+        int ry;
+        int64_t dy[4];
+        int adj_x, adj_y;
+    } cases[] = {
+        {3, {6, 33, 65}, 3, {6, 65, 17}, 0, 0},       /* strided batches */
+        {3, {6, 65, 33}, 3, {6, 17, 65}, 1, 1},       /* adjoints */
+        {4, {2, 3, 40, 64}, 2, {64, 24}, 0, 0},       /* y broadcast: one GEMM of 240 rows */
+        {4, {2, 1, 9, 31}, 4, {1, 3, 7, 31}, 0, 1},   /* broadcast both ways: a GEMM per batch */
+        {2, {12, 20}, 3, {5, 20, 8}, 0, 0},           /* x broadcast */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        rt_shape xs = {.rank = cases[c].rx}, ys = {.rank = cases[c].ry};
+        for (int d = 0; d < xs.rank; d++) xs.dim[d] = cases[c].dx[d];
+        for (int d = 0; d < ys.rank; d++) ys.dim[d] = cases[c].dy[d];
+        rt_tensor *x = rand_t(xs, -1, 1), *y = rand_t(ys, -1, 1);
+        Tensorflow__NodeDef *def = tu_node_new("BatchMatMulV2", "bmm");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        tu_attr_b(def, "adj_x", cases[c].adj_x);
+        tu_attr_b(def, "adj_y", cases[c].adj_y);
+        rt_tensor *in[2] = {x, y};
+        rt_tensor *want = tu_run1(def, in, 2);
+        kn_cuda_bmm g;
+        ck_assert(kn_cuda__bmm(&xs, &ys, cases[c].adj_x, cases[c].adj_y, 0, &g));
+        float *dx = dev_put(rt_tensor_f32(x), (size_t)x->nelem * 4);
+        float *dw = dev_put(rt_tensor_f32(y), (size_t)y->nelem * 4);
+        float *dy = dev_put(NULL, (size_t)want->nelem * 4);
+        int64_t pb = g.mode == KN_CUDA_BMM_STRIDED ? g.batch : 1;
+        int64_t pm = g.mode == KN_CUDA_BMM_FLAT ? g.batch * g.m : g.m;
+        kn_cuda_bgemm *plan = NULL;
+        ck_assert_msg(kn_cuda_bgemm_plan(pb, pm, g.n, g.k, cases[c].adj_x, cases[c].adj_y,
+                                         g.mode == KN_CUDA_BMM_STRIDED ? g.stride_x
+                                         : g.mode == KN_CUDA_BMM_LOOP  ? g.m * g.k : 0,
+                                         g.mode == KN_CUDA_BMM_STRIDED ? g.stride_w
+                                         : g.mode == KN_CUDA_BMM_LOOP  ? g.k * g.n : 0,
+                                         &plan) == MS_OK,
+                      "%s", ms_errmsg());
+        uint64_t wsb = kn_cuda_bgemm_workspace(plan);
+        void *ws = wsb ? dev_put(NULL, wsb) : NULL;
+        if (g.mode != KN_CUDA_BMM_LOOP) {
+            ck_assert_msg(kn_cuda_bgemm_run(plan, dx, dw, dy, ws, NULL) == MS_OK, "%s", ms_errmsg());
+        } else {
+            for (int64_t i = 0; i < g.batch; i++) {
+                int64_t ox, ow;
+                kn_cuda__bmm_offsets(&g, i, &ox, &ow);
+                ck_assert_msg(kn_cuda_bgemm_run(plan, dx + ox, dw + ow, dy + i * g.m * g.n, ws,
+                                                NULL) == MS_OK,
+                              "%s", ms_errmsg());
+            }
+        }
+        check_dev(want, dy, 1e-5f);
+        kn_cuda_bgemm_free(plan);
+        tu_unref(in, 2);
+        kn_cuda_arena_reset(g_arena);
+    }
+    kn_cuda_bgemm *plan = NULL;
+    ck_assert_int_eq(kn_cuda_bgemm_plan(0, 4, 4, 4, 0, 0, 16, 16, &plan), MS_EINVAL);
+}
+END_TEST
+
+/* The device bytes of want's size against want's bytes; drops want. */
+static void check_bytes(rt_tensor *want, const void *dev, const char *what) {
+    size_t nb = rt_tensor_nbytes(want);
+    void *got = malloc(nb ? nb : 1);
+    ck_assert_ptr_nonnull(got);
+    dev_get(got, dev, nb);
+    ck_assert_msg(memcmp(got, want->data, nb) == 0, "%s differs from the CPU", what);
+    free(got);
+    tu_unref(&want, 1);
+}
+
+/* params of dtype dt, element i = i * 2654435761 truncated: distinct bytes */
+static rt_tensor *pattern_t(rt_dtype dt, rt_shape s) {
+    rt_tensor *t = tu_iota_f32(s, 0, 0);
+    size_t es = rt_dtype_size(dt), n = (size_t)t->nelem;
+    uint8_t *b = malloc(n * es + 1);
+    for (size_t i = 0; i < n * es; i++) b[i] = (uint8_t)((i * 2654435761u) >> 13);
+    rt_tensor *r = tu_t(dt, s, b, (int)n);
+    free(b);
+    tu_unref(&t, 1);
+    return r;
+}
+
+START_TEST(test_gather_slice_nearest) {
+    /* GatherV2: params (3, 10, 5), indices (3, 4); axis 1 with and without batch_dims */
+    const rt_dtype dts[3] = {RT_DT_FLOAT, RT_DT_INT64, RT_DT_UINT8};
+    for (int t = 0; t < 3; t++)
+        for (int bd = 0; bd < 2; bd++)
+            for (int i64 = 0; i64 < 2; i64++) {
+                rt_tensor *p = pattern_t(dts[t], TU_SHAPE(3, 10, 5));
+                int64_t iv[12];
+                for (int i = 0; i < 12; i++) iv[i] = (i * 7 + 3) % 10;
+                rt_tensor *ix;
+                if (i64) {
+                    ix = tu_t(RT_DT_INT64, TU_SHAPE(3, 4), iv, 12);
+                } else {
+                    int32_t v32[12];
+                    for (int i = 0; i < 12; i++) v32[i] = (int32_t)iv[i];
+                    ix = tu_t(RT_DT_INT32, TU_SHAPE(3, 4), v32, 12);
+                }
+                rt_tensor *axis = TU_I32(TU_SCALAR, 1);
+                Tensorflow__NodeDef *def = tu_node_new("GatherV2", "g");
+                tu_attr_type(def, "Tparams", dts[t]);
+                tu_attr_i(def, "batch_dims", bd);
+                rt_tensor *in[3] = {p, ix, axis};
+                rt_tensor *want = tu_run1(def, in, 3);
+                kn_cuda_gather_shape g;
+                rt_shape os;
+                ck_assert(kn_cuda__gather_shape(&p->shape, &ix->shape, 1, bd, &g, &os));
+                void *dp = dev_put(p->data, rt_tensor_nbytes(p));
+                void *di = dev_put(ix->data, rt_tensor_nbytes(ix));
+                void *dy = dev_put(NULL, rt_tensor_nbytes(want));
+                ck_assert_int_eq(kn_cuda_gather(&g, dp, rt_dtype_size(dts[t]), di, i64, dy, NULL),
+                                 MS_OK);
+                check_bytes(want, dy, "GatherV2");
+                tu_unref(in, 3);
+                kn_cuda_arena_reset(g_arena);
+            }
+    /* StridedSlice of (6, 7, 8): [1:5:2, ::-1, ..., 3] with a new axis; and [..., -1] */
+    static const struct {
+        int n;
+        int64_t b[4], e[4], s[4];
+        int64_t masks[5];
+    } ss[] = {
+        {4, {1, 0, 0, 3}, {5, 0, 0, 4}, {2, -1, 1, 1}, {0, 2, 4, 0, 8}},
+        {2, {0, -1}, {0, 0}, {1, 1}, {0, 0, 1, 0, 2}},
+        {3, {0, 2, 7}, {6, 6, 0}, {3, 1, -3}, {0, 0, 0, 2, 0}},
+    };
+    for (size_t c = 0; c < sizeof ss / sizeof ss[0]; c++)
+        for (int t = 0; t < 3; t++) {
+            rt_tensor *x = pattern_t(dts[t], TU_SHAPE(6, 7, 8));
+            rt_tensor *in[4] = {x, tu_t(RT_DT_INT64, TU_SHAPE(ss[c].n), ss[c].b, ss[c].n),
+                                tu_t(RT_DT_INT64, TU_SHAPE(ss[c].n), ss[c].e, ss[c].n),
+                                tu_t(RT_DT_INT64, TU_SHAPE(ss[c].n), ss[c].s, ss[c].n)};
+            Tensorflow__NodeDef *def = tu_node_new("StridedSlice", "ss");
+            tu_attr_type(def, "T", dts[t]);
+            static const char *const keys[5] = {"begin_mask", "end_mask", "ellipsis_mask",
+                                                "new_axis_mask", "shrink_axis_mask"};
+            for (int i = 0; i < 5; i++) tu_attr_i(def, keys[i], ss[c].masks[i]);
+            rt_tensor *want = tu_run1(def, in, 4);
+            kn_cuda_strided p;
+            rt_shape os;
+            ck_assert(kn_cuda__strided_slice(&x->shape, ss[c].b, ss[c].e, ss[c].s, ss[c].n,
+                                             ss[c].masks, &p, &os));
+            void *dx = dev_put(x->data, rt_tensor_nbytes(x));
+            void *dy = dev_put(NULL, rt_tensor_nbytes(want) + 1);
+            ck_assert_int_eq(kn_cuda_strided_copy(&p, dx, rt_dtype_size(dts[t]), dy, NULL), MS_OK);
+            check_bytes(want, dy, "StridedSlice");
+            tu_unref(in, 4);
+            kn_cuda_arena_reset(g_arena);
+        }
+    /* Slice of (6, 7, 8): begin (1, 2, 0), size (4, -1, 5) */
+    {
+        rt_tensor *x = pattern_t(RT_DT_FLOAT, TU_SHAPE(6, 7, 8));
+        int64_t b[3] = {1, 2, 0}, sz[3] = {4, -1, 5};
+        rt_tensor *in[3] = {x, tu_t(RT_DT_INT64, TU_SHAPE(3), b, 3),
+                            tu_t(RT_DT_INT64, TU_SHAPE(3), sz, 3)};
+        Tensorflow__NodeDef *def = tu_node_new("Slice", "sl");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        rt_tensor *want = tu_run1(def, in, 3);
+        kn_cuda_strided p;
+        rt_shape os;
+        ck_assert(kn_cuda__slice(&x->shape, b, sz, 3, &p, &os));
+        void *dx = dev_put(x->data, rt_tensor_nbytes(x));
+        void *dy = dev_put(NULL, rt_tensor_nbytes(want));
+        ck_assert_int_eq(kn_cuda_strided_copy(&p, dx, 4, dy, NULL), MS_OK);
+        check_bytes(want, dy, "Slice");
+        tu_unref(in, 3);
+        kn_cuda_arena_reset(g_arena);
+    }
+    /* ResizeNearestNeighbor of (2, 7, 9, 3): legacy / align_corners / half_pixel_centers */
+    const int sizes[3][2] = {{16, 20}, {4, 5}, {7, 1}};
+    for (int mode = 0; mode < 3; mode++)
+        for (int sz = 0; sz < 3; sz++)
+            for (int t = 0; t < 3; t += 2) { /* float and uint8 */
+                rt_tensor *x = pattern_t(dts[t], TU_SHAPE(2, 7, 9, 3));
+                rt_tensor *size = TU_I32(TU_SHAPE(2), sizes[sz][0], sizes[sz][1]);
+                Tensorflow__NodeDef *def = tu_node_new("ResizeNearestNeighbor", "rn");
+                tu_attr_type(def, "T", dts[t]);
+                tu_attr_b(def, "align_corners", mode == 1);
+                tu_attr_b(def, "half_pixel_centers", mode == 2);
+                rt_tensor *in[2] = {x, size};
+                rt_tensor *want = tu_run1(def, in, 2);
+                void *dx = dev_put(x->data, rt_tensor_nbytes(x));
+                void *dy = dev_put(NULL, rt_tensor_nbytes(want));
+                ck_assert_int_eq(kn_cuda_resize_nearest(dx, rt_dtype_size(dts[t]), 2, 7, 9, 3,
+                                                        sizes[sz][0], sizes[sz][1], mode == 1,
+                                                        mode == 2, dy, NULL),
+                                 MS_OK);
+                check_bytes(want, dy, "ResizeNearestNeighbor");
+                tu_unref(in, 2);
+                kn_cuda_arena_reset(g_arena);
+            }
+}
+END_TEST
+
 START_TEST(test_arena_memory) {
     uint64_t f0, f1, f2, t;
     ck_assert_int_eq(kn_cuda_mem_info(&f0, &t), MS_OK);
@@ -782,6 +1046,9 @@ int main(void) {
         {"convnd", test_convnd},
         {"batch_norm_resize", test_batch_norm_resize},
         {"transpose_pad", test_transpose_pad},
+        {"reduce", test_reduce},
+        {"batch_matmul", test_batch_matmul},
+        {"gather_slice_nearest", test_gather_slice_nearest},
         {"arena_memory", test_arena_memory},
     };
     int rc = tu_suite_main("cuda_ops", cases, sizeof(cases) / sizeof(cases[0]));

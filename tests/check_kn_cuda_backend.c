@@ -14,6 +14,7 @@
  * files (stored words cross) and compressed ones (HU cross).
  * The same network on a real GPU: check_cuda_backend (label gpu). */
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,11 +44,15 @@ START_TEST(ops_sorted_and_on_cpu) {
         ck_assert_msg(kn_backend_kernel(cpu, ops[n]) != NULL, "%s has no CPU kernel", ops[n]);
         ck_assert(kn_cuda_backend_has_op(ops[n]));
     }
-    ck_assert_int_eq(n, 40); /* 39 TensorFlow ops and _DcmPixelTransform */
+    ck_assert_int_eq(n, 52); /* 51 TensorFlow ops and _DcmPixelTransform */
     const char *absent[] = {"ArgMax",      "DcmWindow", "DcmDecodeWindow", "_DcmDecodeRaw",
-                            "Placeholder", "Const",     "BatchMatMulV2",   "",
-                            NULL};
+                            "Placeholder", "Const",     "Shape",           "ArgMin",
+                            "",            NULL};
     for (int i = 0; absent[i]; i++) ck_assert(!kn_cuda_backend_has_op(absent[i]));
+    const char *added[] = {"BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Gather", "GatherV2",
+                           "Sum",         "Max",           "Min",           "Prod",   "Mean",
+                           "ResizeNearestNeighbor",        "Slice",         "StridedSlice", NULL};
+    for (int i = 0; added[i]; i++) ck_assert_msg(kn_cuda_backend_has_op(added[i]), "%s", added[i]);
     ck_assert(!kn_cuda_backend_has_op(NULL));
     kn_backend_free(cpu);
 }
@@ -139,6 +144,318 @@ START_TEST(no_backend_without_gpu) {
     ck_assert_msg(strlen(ms_errmsg()) > 10, "no reason given: '%s'", ms_errmsg());
     printf("kn_cuda_backend: without a GPU: %s\n", ms_errmsg());
     kn_backend_free(cpu);
+}
+END_TEST
+
+/* ---- the geometry the data-movement, reduction and BatchMatMul kernels get
+ * from the host, checked against the CPU kernels: each plan is walked on
+ * the host the way its CUDA kernel walks it (kn_cuda_index.cu,
+ * kn_cuda_reduce.cu), so a wrong base, stride, merge or offset gives other
+ * values than the CPU's. The CUDA code itself runs only on a GPU
+ * (check_cuda_ops). ---- */
+
+/* The strided copy of kn_cuda_strided_copy, float elements. */
+static rt_tensor *walk_strided(const kn_cuda_strided *p, const rt_tensor *x, const rt_shape *os) {
+    rt_tensor *y = tu_iota_f32(*os, 0, 0);
+    int64_t total = 1;
+    for (int d = 0; d < p->rank; d++) total *= p->dim[d];
+    ck_assert_int_eq(total, y->nelem);
+    const float *xs = rt_tensor_f32((rt_tensor *)x);
+    float *ys = rt_tensor_f32(y);
+    for (int64_t t = 0; t < total; t++) {
+        int64_t r = t, src = p->base;
+        for (int d = p->rank - 1; d >= 0; d--) {
+            src += (r % p->dim[d]) * p->stride[d];
+            r /= p->dim[d];
+        }
+        ck_assert(src >= 0 && src < x->nelem);
+        ys[t] = xs[src];
+    }
+    return y;
+}
+
+static rt_tensor *i64_vec(int n, const int64_t *v) {
+    return tu_t(RT_DT_INT64, TU_SHAPE(n), v, n);
+}
+
+START_TEST(strided_slice_plans) {
+    static const struct {
+        int rank;
+        int64_t dims[4];
+        int n;
+        int64_t b[4], e[4], s[4];
+        int64_t masks[5]; /* begin, end, ellipsis, new_axis, shrink */
+    } cases[] = {
+        {3, {4, 5, 6}, 3, {0, 1, 2}, {4, 4, 6}, {1, 1, 2}, {0, 0, 0, 0, 0}},
+        {3, {4, 5, 6}, 3, {-1, 0, 0}, {0, 5, 6}, {-1, 2, 3}, {0, 0, 0, 0, 0}},     /* reversed */
+        {3, {4, 5, 6}, 2, {1, 0}, {3, 0}, {1, 1}, {0, 2, 0, 0, 0}},                  /* end mask */
+        {3, {4, 5, 6}, 2, {2, 3}, {3, 4}, {1, 1}, {0, 0, 0, 0, 1}},                  /* shrink */
+        {3, {4, 5, 6}, 3, {0, 0, 1}, {0, 0, 5}, {1, 1, 2}, {0, 0, 1, 0, 0}},         /* ... , 1:5:2 */
+        {3, {4, 5, 6}, 3, {0, 1, 0}, {0, 3, 0}, {1, 1, 1}, {0, 0, 0, 1, 0}},         /* new axis */
+        {3, {4, 5, 6}, 4, {0, 0, 0, 2}, {0, 0, 0, 3}, {1, 1, 1, 1}, {0, 0, 2, 1, 8}}, /* ... */
+        {3, {4, 5, 6}, 1, {-2}, {-1}, {1}, {0, 0, 0, 0, 1}},
+        {3, {4, 5, 6}, 3, {3, 4, 5}, {-10, -10, -10}, {-1, -2, -3}, {0, 0, 0, 0, 0}}, /* clamped */
+        {3, {4, 5, 6}, 2, {5, 0}, {6, 0}, {1, 1}, {0, 0, 0, 0, 1}},  /* shrink out of range */
+        {3, {4, 5, 6}, 1, {0}, {2}, {0}, {0, 0, 0, 0, 0}},           /* stride 0 */
+        {2, {7, 3}, 2, {0, 0}, {7, 3}, {3, 1}, {1, 3, 0, 0, 0}},
+        {2, {7, 3}, 2, {2, 0}, {2, 3}, {1, 1}, {0, 0, 0, 0, 0}},     /* empty */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        rt_shape xs = {.rank = cases[c].rank};
+        for (int d = 0; d < xs.rank; d++) xs.dim[d] = cases[c].dims[d];
+        rt_tensor *x = tu_iota_f32(xs, 0, 1);
+        rt_tensor *in[4] = {x, i64_vec(cases[c].n, cases[c].b), i64_vec(cases[c].n, cases[c].e),
+                            i64_vec(cases[c].n, cases[c].s)};
+        Tensorflow__NodeDef *def = tu_node_new("StridedSlice", "ss");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        static const char *const keys[5] = {"begin_mask", "end_mask", "ellipsis_mask",
+                                            "new_axis_mask", "shrink_axis_mask"};
+        for (int i = 0; i < 5; i++) tu_attr_i(def, keys[i], cases[c].masks[i]);
+        rt_tensor *want = NULL;
+        ms_status st = tu_run(def, in, 4, &want, 1);
+        tu_node_free(def);
+        kn_cuda_strided p;
+        rt_shape os;
+        int ok = kn_cuda__strided_slice(&xs, cases[c].b, cases[c].e, cases[c].s, cases[c].n,
+                                        cases[c].masks, &p, &os);
+        ck_assert_msg(ok == (st == MS_OK), "case %zu: plan %d, CPU %d", c, ok, (int)st);
+        if (ok) {
+            ck_assert_msg(rt_shape_equal(&os, &want->shape), "case %zu: shape", c);
+            rt_tensor *got = walk_strided(&p, x, &os);
+            ck_assert_msg(rt_tensor_equal(got, want), "case %zu: values", c);
+            rt_tensor_unref(got);
+        }
+        rt_tensor_unref(want);
+        tu_unref(in, 4);
+    }
+    /* Slice, and the merge of contiguous axes: [1:3, :, :] of (4, 5, 6) is one run */
+    rt_shape xs = TU_SHAPE(4, 5, 6);
+    kn_cuda_strided p;
+    rt_shape os;
+    ck_assert(kn_cuda__slice(&xs, (int64_t[]){1, 0, 0}, (int64_t[]){2, -1, -1}, 3, &p, &os));
+    ck_assert(p.rank == 1 && p.dim[0] == 60 && p.stride[0] == 1 && p.base == 30);
+    ck_assert(rt_shape_equal(&os, &TU_SHAPE(2, 5, 6)));
+    ck_assert(kn_cuda__slice(&xs, (int64_t[]){1, 2, 3}, (int64_t[]){3, 2, 2}, 3, &p, &os));
+    rt_tensor *x = tu_iota_f32(xs, 0, 1);
+    rt_tensor *in[3] = {x, i64_vec(3, (int64_t[]){1, 2, 3}), i64_vec(3, (int64_t[]){3, 2, 2})};
+    Tensorflow__NodeDef *def = tu_node_new("Slice", "sl");
+    tu_attr_type(def, "T", RT_DT_FLOAT);
+    rt_tensor *want = tu_run1(def, in, 3), *got = walk_strided(&p, x, &os);
+    ck_assert(rt_tensor_equal(got, want));
+    ck_assert(!kn_cuda__slice(&xs, (int64_t[]){1, 2, 3}, (int64_t[]){4, 2, 2}, 3, &p, &os));
+    ck_assert(!kn_cuda__slice(&xs, (int64_t[]){1, 2}, (int64_t[]){1, 1}, 2, &p, &os));
+    rt_tensor_unref(got);
+    rt_tensor_unref(want);
+    tu_unref(in, 3);
+}
+END_TEST
+
+/* kn_cuda_reduce's one-thread-per-output walk (double, memory order). */
+static rt_tensor *walk_reduce(kn_cuda_redop op, const kn_cuda_reduce_shape *p, const rt_tensor *x,
+                              const rt_shape *os) {
+    rt_tensor *y = tu_iota_f32(*os, 0, 0);
+    ck_assert_int_eq(y->nelem, p->nout);
+    int64_t kd[8], ks[8], rd[8], rs[8], stride = 1;
+    int nk = 0, nr = 0;
+    for (int d = p->rank - 1; d >= 0; d--) {
+        if (p->red[d]) rd[nr] = p->dim[d], rs[nr++] = stride;
+        else kd[nk] = p->dim[d], ks[nk++] = stride;
+        stride *= p->dim[d];
+    }
+    ck_assert_int_eq(stride, x->nelem);
+    const float *xs = rt_tensor_f32((rt_tensor *)x);
+    for (int64_t o = 0; o < p->nout; o++) {
+        int64_t base = 0, r = o;
+        for (int i = 0; i < nk; i++) { /* kd[0] is the last kept axis */
+            base += (r % kd[i]) * ks[i];
+            r /= kd[i];
+        }
+        double acc = op == KN_CUDA_RED_PROD ? 1 : op == KN_CUDA_RED_MAX ? -INFINITY
+                     : op == KN_CUDA_RED_MIN ? INFINITY : 0;
+        for (int64_t q = 0; q < p->count; q++) {
+            int64_t off = base, qq = q;
+            for (int i = 0; i < nr; i++) {
+                off += (qq % rd[i]) * rs[i];
+                qq /= rd[i];
+            }
+            double v = xs[off];
+            acc = op == KN_CUDA_RED_PROD ? acc * v : op == KN_CUDA_RED_MAX ? (v > acc ? v : acc)
+                  : op == KN_CUDA_RED_MIN ? (v < acc ? v : acc) : acc + v;
+        }
+        if (op == KN_CUDA_RED_MEAN) acc /= (double)p->count;
+        rt_tensor_f32(y)[o] = (float)acc;
+    }
+    return y;
+}
+
+START_TEST(reduce_plans) {
+    static const char *const ops[5] = {"Sum", "Mean", "Max", "Min", "Prod"};
+    static const struct {
+        int rank;
+        int64_t dims[5];
+        int na;
+        int64_t axes[5];
+    } cases[] = {
+        {4, {2, 5, 7, 3}, 2, {1, 2}},      /* spatial */
+        {4, {2, 5, 7, 3}, 2, {0, 2}},      /* alternating: K R K R after merging? */
+        {4, {2, 5, 7, 3}, 1, {-1}},
+        {5, {3, 1, 4, 2, 6}, 3, {0, 2, 4}},
+        {3, {4, 1, 6}, 2, {1, 2}},         /* a size-1 reduced axis */
+        {3, {4, 5, 6}, 0, {0}},            /* nothing reduced */
+        {3, {4, 5, 6}, 3, {0, 1, 2}},      /* everything */
+        {2, {1, 1}, 1, {0}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int o = 0; o < 5; o++)
+            for (int keep = 0; keep < 2; keep++) {
+                rt_shape xs = {.rank = cases[c].rank};
+                for (int d = 0; d < xs.rank; d++) xs.dim[d] = cases[c].dims[d];
+                rt_tensor *x = tu_iota_f32(xs, 0, 0);
+                float *f = rt_tensor_f32(x);
+                for (int64_t i = 0; i < x->nelem; i++)
+                    f[i] = 0.25f + (float)((i * 7919) % 113) / 64.0f; /* Prod stays finite */
+                rt_tensor *in[2] = {x, i64_vec(cases[c].na, cases[c].axes)};
+                Tensorflow__NodeDef *def = tu_node_new(ops[o], "r");
+                tu_attr_type(def, "T", RT_DT_FLOAT);
+                tu_attr_b(def, "keep_dims", keep);
+                rt_tensor *want = tu_run1(def, in, 2);
+                int red[8] = {0};
+                for (int i = 0; i < cases[c].na; i++)
+                    red[cases[c].axes[i] < 0 ? cases[c].axes[i] + xs.rank : cases[c].axes[i]] = 1;
+                kn_cuda_reduce_shape p;
+                kn_cuda__reduce_plan(&xs, red, &p);
+                rt_tensor *got = walk_reduce((kn_cuda_redop)o, &p, x, &want->shape);
+                ck_assert_msg(rt_tensor_equal(got, want), "case %zu %s keep %d", c, ops[o], keep);
+                rt_tensor_unref(got);
+                rt_tensor_unref(want);
+                tu_unref(in, 2);
+            }
+    /* the merge: (2, 5, 7, 3) over 1, 2 is K R K; over 0 and -1 of (3, 1, 4) is R K R */
+    kn_cuda_reduce_shape p;
+    kn_cuda__reduce_plan(&TU_SHAPE(2, 5, 7, 3), (int[]){0, 1, 1, 0}, &p);
+    ck_assert(p.rank == 3 && p.dim[1] == 35 && p.red[1] && !p.red[0] && p.nout == 6 && p.count == 35);
+    kn_cuda__reduce_plan(&TU_SHAPE(3, 1, 4), (int[]){1, 1, 0}, &p);
+    ck_assert(p.rank == 2 && p.dim[0] == 3 && p.red[0] && p.nout == 4 && p.count == 3);
+}
+END_TEST
+
+START_TEST(gather_plans) {
+    static const struct {
+        int pr;
+        int64_t pd[4];
+        int ir;
+        int64_t id[3];
+        int64_t axis, bd;
+        int ok;
+    } cases[] = {
+        {2, {6, 4}, 1, {5}, 0, 0, 1},
+        {3, {3, 6, 4}, 2, {2, 3}, 1, 0, 1},
+        {3, {3, 6, 4}, 2, {3, 2}, -2, 1, 1},  /* batch_dims 1 */
+        {3, {3, 6, 4}, 2, {3, 2}, 2, -1, 1},  /* batch_dims -1 = 1, the last axis */
+        {3, {3, 6, 4}, 1, {0}, 1, 0, 1},      /* no indices */
+        {3, {3, 6, 4}, 2, {2, 2}, 1, 1, 0},   /* batch dims differ */
+        {3, {3, 6, 4}, 1, {2}, 3, 0, 0},      /* axis out of range */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        rt_shape ps = {.rank = cases[c].pr}, is = {.rank = cases[c].ir};
+        for (int d = 0; d < ps.rank; d++) ps.dim[d] = cases[c].pd[d];
+        for (int d = 0; d < is.rank; d++) is.dim[d] = cases[c].id[d];
+        kn_cuda_gather_shape g;
+        rt_shape os;
+        int ok = kn_cuda__gather_shape(&ps, &is, cases[c].axis, cases[c].bd, &g, &os);
+        ck_assert_msg(ok == cases[c].ok, "case %zu", c);
+        if (!ok) continue;
+        rt_tensor *x = tu_iota_f32(ps, 0, 1);
+        rt_tensor *ix = tu_iota_f32(is, 0, 0);
+        rt_tensor *ii = NULL;
+        int32_t iv[64];
+        for (int64_t i = 0; i < ix->nelem; i++) iv[i] = (int32_t)((i * 5 + 3) % g.n);
+        ii = tu_t(RT_DT_INT32, is, iv, (int)ix->nelem);
+        rt_tensor *in[3] = {x, ii, tu_t(RT_DT_INT64, TU_SCALAR, &cases[c].axis, 1)};
+        Tensorflow__NodeDef *def = tu_node_new("GatherV2", "g");
+        tu_attr_type(def, "Tparams", RT_DT_FLOAT);
+        tu_attr_i(def, "batch_dims", cases[c].bd);
+        rt_tensor *want = tu_run1(def, in, 3);
+        ck_assert_msg(rt_shape_equal(&os, &want->shape), "case %zu: shape", c);
+        /* kn_cuda_gather's walk, one element per unit */
+        rt_tensor *got = tu_iota_f32(os, 0, 0);
+        int64_t total = g.nb * g.outer * g.per * g.inner;
+        ck_assert_int_eq(total, got->nelem);
+        for (int64_t t = 0; t < total; t++) {
+            int64_t k = t % g.inner, row = t / g.inner, i = row % g.per, bo = row / g.per;
+            int64_t b = bo / g.outer, v = iv[b * g.per + i];
+            rt_tensor_f32(got)[t] = rt_tensor_f32(x)[(bo * g.n + v) * g.inner + k];
+        }
+        ck_assert_msg(rt_tensor_equal(got, want), "case %zu: values", c);
+        rt_tensor_unref(got);
+        rt_tensor_unref(want);
+        rt_tensor_unref(ix);
+        tu_unref(in, 3);
+    }
+}
+END_TEST
+
+START_TEST(bmm_plans) {
+    static const struct {
+        int rx;
+        int64_t dx[5];
+        int ry;
+        int64_t dy[5];
+        int adj_x, adj_y, v1, ok, mode;
+    } cases[] = {
+        {3, {4, 3, 5}, 3, {4, 5, 2}, 0, 0, 1, 1, KN_CUDA_BMM_STRIDED},
+        {3, {4, 5, 3}, 3, {4, 2, 5}, 1, 1, 0, 1, KN_CUDA_BMM_STRIDED},
+        {4, {2, 3, 3, 5}, 2, {5, 2}, 0, 0, 0, 1, KN_CUDA_BMM_FLAT},
+        {4, {2, 3, 5, 3}, 3, {1, 5, 2}, 1, 0, 0, 1, KN_CUDA_BMM_LOOP}, /* adjoint x: no flat rows */
+        {2, {3, 5}, 3, {4, 5, 2}, 0, 0, 0, 1, KN_CUDA_BMM_LOOP},       /* x broadcast */
+        {4, {2, 1, 3, 5}, 4, {1, 3, 5, 2}, 0, 0, 0, 1, KN_CUDA_BMM_LOOP},
+        {4, {1, 4, 3, 5}, 3, {4, 5, 2}, 0, 1 - 1, 0, 1, KN_CUDA_BMM_STRIDED},
+        {3, {2, 3, 5}, 3, {4, 5, 2}, 0, 0, 0, 0, 0},                   /* 2 vs 4 */
+        {3, {4, 3, 5}, 3, {4, 4, 2}, 0, 0, 0, 0, 0},                   /* inner sizes */
+        {3, {4, 3, 5}, 2, {5, 2}, 0, 0, 1, 0, 0},                      /* V1: batches differ */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        rt_shape xs = {.rank = cases[c].rx}, ys = {.rank = cases[c].ry};
+        for (int d = 0; d < xs.rank; d++) xs.dim[d] = cases[c].dx[d];
+        for (int d = 0; d < ys.rank; d++) ys.dim[d] = cases[c].dy[d];
+        kn_cuda_bmm g;
+        int ok = kn_cuda__bmm(&xs, &ys, cases[c].adj_x, cases[c].adj_y, cases[c].v1, &g);
+        ck_assert_msg(ok == cases[c].ok, "case %zu", c);
+        if (!ok) continue;
+        ck_assert_msg(g.mode == cases[c].mode, "case %zu: mode %d", c, g.mode);
+        rt_tensor *x = tu_iota_f32(xs, 0, 0), *y = tu_iota_f32(ys, 0, 0);
+        for (int64_t i = 0; i < x->nelem; i++) rt_tensor_f32(x)[i] = (float)((i * 37) % 11) - 5;
+        for (int64_t i = 0; i < y->nelem; i++) rt_tensor_f32(y)[i] = (float)((i * 13) % 7) - 3;
+        rt_tensor *in[2] = {x, y};
+        Tensorflow__NodeDef *def = tu_node_new(cases[c].v1 ? "BatchMatMul" : "BatchMatMulV2", "bmm");
+        tu_attr_type(def, "T", RT_DT_FLOAT);
+        tu_attr_b(def, "adj_x", cases[c].adj_x);
+        tu_attr_b(def, "adj_y", cases[c].adj_y);
+        rt_tensor *want = tu_run1(def, in, 2);
+        ck_assert_msg(rt_shape_equal(&g.out, &want->shape), "case %zu: shape", c);
+        /* the GEMMs c_bmm launches: batch i's operands at their offsets */
+        rt_tensor *got = tu_iota_f32(g.out, 0, 0);
+        const int64_t M = g.m, N = g.n, K = g.k;
+        for (int64_t i = 0; i < g.batch; i++) {
+            int64_t ox = 0, ow = 0;
+            if (g.mode == KN_CUDA_BMM_STRIDED) ox = i * g.stride_x, ow = i * g.stride_w;
+            else if (g.mode == KN_CUDA_BMM_FLAT) ox = i * M * K, ow = 0;
+            else kn_cuda__bmm_offsets(&g, i, &ox, &ow);
+            const float *a = rt_tensor_f32(x) + ox, *b = rt_tensor_f32(y) + ow;
+            for (int64_t r = 0; r < M; r++)
+                for (int64_t q = 0; q < N; q++) {
+                    float acc = 0;
+                    for (int64_t j = 0; j < K; j++)
+                        acc += (cases[c].adj_x ? a[j * M + r] : a[r * K + j]) *
+                               (cases[c].adj_y ? b[q * K + j] : b[j * N + q]);
+                    rt_tensor_f32(got)[(i * M + r) * N + q] = acc;
+                }
+        }
+        ck_assert_msg(rt_tensor_equal(got, want), "case %zu: values", c); /* small integers: exact */
+        rt_tensor_unref(got);
+        rt_tensor_unref(want);
+        tu_unref(in, 2);
+    }
 }
 END_TEST
 
@@ -243,6 +560,66 @@ START_TEST(convnet_placement) {
     rt_tensor_unref(x);
     rt_graph_free(g0);
     rt_graph_free(g1);
+    rt_gb_free(gb);
+    cap_teardown();
+}
+END_TEST
+
+/* The ops added with the data movement, reductions and BatchMatMul
+ * (util_convnet's movenet) on the device with the table's ops: each such
+ * node bound to the device, Shape on the host (its int32 value copied to the
+ * device for StridedSlice and GatherV2), the CPU's bytes. */
+START_TEST(movenet_placement) {
+    cap_setup(0);
+    rt_gb *gb = NULL;
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    ut_movenet_build(gb);
+    Tensorflow__MetaGraphDef *mg = NULL;
+    ck_assert_msg(rt_gb_meta_graph(gb, &mg) == MS_OK, "%s", ms_errmsg());
+    rt_graph *g[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++)
+        ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g[k]), MS_OK);
+    g[1]->device = capdev;
+    rt_tensor *x = ut_movenet_input(5);
+    rt_tensor *res[2][UT_MOVENET_NFETCH] = {{0}};
+    for (int k = 0; k < 2; k++) {
+        rt_edge fe, fo[UT_MOVENET_NFETCH];
+        ck_assert_int_eq(rt_graph_tensor(g[k], "x", &fe), MS_OK);
+        for (int i = 0; i < UT_MOVENET_NFETCH; i++)
+            ck_assert_int_eq(rt_graph_tensor(g[k], ut_movenet_fetches[i], &fo[i]), MS_OK);
+        rt_plan *p = NULL;
+        ms_status st = rt_plan_build(g[k], &fe, 1, fo, UT_MOVENET_NFETCH, NULL, 0, &p);
+        ck_assert_msg(st == MS_OK, "plan: %s", ms_errmsg());
+        ut_dev.runs = 0;
+        run_plan(p, x, res[k]);
+        rt_plan_free(p);
+    }
+    int expect = 0;
+    for (int v = 0; v < g[1]->n; v++) {
+        const rt_gnode *n = &g[1]->nodes[v];
+        if (n->kernel == NULL || n->kn.op == NULL) continue;
+        int dev = ut_testdev_is_kernel(n->kernel);
+        int host_only = strcmp(n->kn.op, "Const") == 0 || strcmp(n->kn.op, "Placeholder") == 0;
+        if (kn_cuda_backend_has_op(n->kn.op) && !host_only) {
+            ck_assert_msg(dev, "node %s (%s) is not on the device", n->name, n->kn.op);
+            expect++;
+        } else {
+            ck_assert_msg(!dev, "node %s (%s) is on the device", n->name, n->kn.op);
+        }
+    }
+    for (int i = 0; ut_movenet_host_nodes[i]; i++)
+        ck_assert(!ut_testdev_is_kernel(g[1]->nodes[rt_graph_find(g[1], ut_movenet_host_nodes[i])].kernel));
+    ck_assert_int_eq(expect, 12); /* every node but Shape, the constants and x */
+    ck_assert_int_eq(ut_dev.runs, expect);
+    for (int i = 0; i < UT_MOVENET_NFETCH; i++) {
+        ck_assert_int_eq(res[1][i]->buf->device, 0);
+        ck_assert_msg(rt_tensor_equal(res[1][i], res[0][i]), "fetch %s differs", ut_movenet_fetches[i]);
+        rt_tensor_unref(res[0][i]);
+        rt_tensor_unref(res[1][i]);
+    }
+    rt_tensor_unref(x);
+    rt_graph_free(g[0]);
+    rt_graph_free(g[1]);
     rt_gb_free(gb);
     cap_teardown();
 }
@@ -385,8 +762,13 @@ int main(void) {
     tcase_add_test(tc, broadcasts);
     tcase_add_test(tc, activation_names);
     tcase_add_test(tc, no_backend_without_gpu);
+    tcase_add_test(tc, strided_slice_plans);
+    tcase_add_test(tc, reduce_plans);
+    tcase_add_test(tc, gather_plans);
+    tcase_add_test(tc, bmm_plans);
     tcase_add_loop_test(tc, convnet_placement, 0, 2);
     tcase_add_loop_test(tc, convnet_arena, 0, 2);
+    tcase_add_test(tc, movenet_placement);
     tcase_add_loop_test(tc, dicom_split_placement, 0, 3);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

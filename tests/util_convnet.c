@@ -1,4 +1,4 @@
-/* util_convnet.c - the test network of util_convnet.h. */
+/* util_convnet.c - the test networks of util_convnet.h. */
 #include "util_convnet.h"
 
 #include <check.h>
@@ -126,6 +126,93 @@ void ut_convnet_build(rt_gb *gb) {
 
 rt_tensor *ut_convnet_input(unsigned seed) {
     rt_shape xs = {.rank = 4, .dim = {2, 9, 8, 3}};
+    rt_tensor *t = NULL;
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &xs, &t), MS_OK);
+    for (int64_t i = 0; i < t->nelem; i++) ((float *)t->data)[i] = 2.0f * lcg(&seed);
+    return t;
+}
+
+/* ---- the data-movement / reduction / BatchMatMul network ---- */
+
+const char *const ut_movenet_fetches[UT_MOVENET_NFETCH] = {"ss", "sl", "sum", "mx", "pr", "me",
+                                                           "rn", "bm", "bm2", "dim0", "g2"};
+const char *const ut_movenet_host_nodes[] = {"sh", NULL};
+
+/* op(inputs...) with T = t (and no other type attr). */
+static Tensorflow__NodeDef *nodev(rt_gb *gb, const char *op, const char *name, rt_dtype t,
+                                  const char *const *ins) {
+    Tensorflow__NodeDef *n = rt_gb_node(gb, op, name);
+    for (int i = 0; ins[i]; i++) rt_gb_input(gb, n, ins[i]);
+    if (t != RT_DT_INVALID) rt_gb_attr_type(gb, n, "T", t);
+    return n;
+}
+
+static void reduce_node(rt_gb *gb, const char *op, const char *name, const char *x,
+                        const char *axes, int keep) {
+    Tensorflow__NodeDef *n = nodev(gb, op, name, RT_DT_FLOAT, (const char *[]){x, axes, NULL});
+    rt_gb_attr_type(gb, n, "Tidx", RT_DT_INT32);
+    rt_gb_attr_b(gb, n, "keep_dims", keep);
+}
+
+void ut_movenet_build(rt_gb *gb) {
+    rt_shape xs = {.rank = 4, .dim = {2, 6, 5, 4}};
+    rt_gb_placeholder(gb, "x", RT_DT_FLOAT, &xs);
+    /* x[:, 1:5:2, :, 0:3]: begin mask on 0, end mask on 0 and 2 */
+    consti(gb, "ss_b", 1, (int64_t[]){4}, (int32_t[]){0, 1, 0, 0});
+    consti(gb, "ss_e", 1, (int64_t[]){4}, (int32_t[]){0, 5, 0, 3});
+    consti(gb, "ss_s", 1, (int64_t[]){4}, (int32_t[]){1, 2, 1, 1});
+    Tensorflow__NodeDef *ss =
+        nodev(gb, "StridedSlice", "ss", RT_DT_FLOAT, (const char *[]){"x", "ss_b", "ss_e", "ss_s", NULL});
+    rt_gb_attr_type(gb, ss, "Index", RT_DT_INT32);
+    rt_gb_attr_i(gb, ss, "begin_mask", 1);
+    rt_gb_attr_i(gb, ss, "end_mask", 5);
+    consti(gb, "sl_b", 1, (int64_t[]){4}, (int32_t[]){0, 1, 1, 0});
+    consti(gb, "sl_s", 1, (int64_t[]){4}, (int32_t[]){-1, 3, 3, -1});
+    Tensorflow__NodeDef *sl = nodev(gb, "Slice", "sl", RT_DT_FLOAT, (const char *[]){"x", "sl_b", "sl_s", NULL});
+    rt_gb_attr_type(gb, sl, "Index", RT_DT_INT32);
+    consti(gb, "gi", 1, (int64_t[]){3}, (int32_t[]){3, 0, 2});
+    consti(gb, "gax", 0, NULL, (int32_t[]){3});
+    Tensorflow__NodeDef *g = nodev(gb, "GatherV2", "g", RT_DT_INVALID, (const char *[]){"x", "gi", "gax", NULL});
+    rt_gb_attr_type(gb, g, "Tparams", RT_DT_FLOAT);
+    rt_gb_attr_type(gb, g, "Tindices", RT_DT_INT32);
+    rt_gb_attr_type(gb, g, "Taxis", RT_DT_INT32);
+    consti(gb, "ax12", 1, (int64_t[]){2}, (int32_t[]){1, 2});
+    consti(gb, "ax03", 1, (int64_t[]){2}, (int32_t[]){0, 3});
+    consti(gb, "axl", 0, NULL, (int32_t[]){-1});
+    reduce_node(gb, "Sum", "sum", "g", "ax12", 1);
+    reduce_node(gb, "Max", "mx", "ss", "ax03", 0);
+    reduce_node(gb, "Prod", "pr", "sl", "axl", 0);
+    reduce_node(gb, "Mean", "me", "x", "ax03", 0);
+    consti(gb, "rsz", 1, (int64_t[]){2}, (int32_t[]){9, 7});
+    Tensorflow__NodeDef *rn =
+        nodev(gb, "ResizeNearestNeighbor", "rn", RT_DT_FLOAT, (const char *[]){"x", "rsz", NULL});
+    rt_gb_attr_b(gb, rn, "half_pixel_centers", 1);
+    constf(gb, "bw", (rt_shape){.rank = 2, .dim = {4, 2}}, 21, 0.8f, 0.0f);
+    Tensorflow__NodeDef *bm = nodev(gb, "BatchMatMulV2", "bm", RT_DT_FLOAT, (const char *[]){"sl", "bw", NULL});
+    rt_gb_attr_b(gb, bm, "adj_x", 0);
+    rt_gb_attr_b(gb, bm, "adj_y", 0);
+    Tensorflow__NodeDef *bm2 = nodev(gb, "BatchMatMulV2", "bm2", RT_DT_FLOAT, (const char *[]){"x", "x", NULL});
+    rt_gb_attr_b(gb, bm2, "adj_x", 0);
+    rt_gb_attr_b(gb, bm2, "adj_y", 1);
+    Tensorflow__NodeDef *sh = nodev(gb, "Shape", "sh", RT_DT_FLOAT, (const char *[]){"x", NULL});
+    rt_gb_attr_type(gb, sh, "out_type", RT_DT_INT32);
+    consti(gb, "d_b", 1, (int64_t[]){1}, (int32_t[]){0});
+    consti(gb, "d_e", 1, (int64_t[]){1}, (int32_t[]){1});
+    consti(gb, "d_s", 1, (int64_t[]){1}, (int32_t[]){1});
+    Tensorflow__NodeDef *d0 =
+        nodev(gb, "StridedSlice", "dim0", RT_DT_INT32, (const char *[]){"sh", "d_b", "d_e", "d_s", NULL});
+    rt_gb_attr_type(gb, d0, "Index", RT_DT_INT32);
+    rt_gb_attr_i(gb, d0, "shrink_axis_mask", 1);
+    consti(gb, "gi2", 1, (int64_t[]){2}, (int32_t[]){3, 1});
+    consti(gb, "gax0", 0, NULL, (int32_t[]){0});
+    Tensorflow__NodeDef *g2 = nodev(gb, "GatherV2", "g2", RT_DT_INVALID, (const char *[]){"sh", "gi2", "gax0", NULL});
+    rt_gb_attr_type(gb, g2, "Tparams", RT_DT_INT32);
+    rt_gb_attr_type(gb, g2, "Tindices", RT_DT_INT32);
+    rt_gb_attr_type(gb, g2, "Taxis", RT_DT_INT32);
+}
+
+rt_tensor *ut_movenet_input(unsigned seed) {
+    rt_shape xs = {.rank = 4, .dim = {2, 6, 5, 4}};
     rt_tensor *t = NULL;
     ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &xs, &t), MS_OK);
     for (int64_t i = 0; i < t->nelem; i++) ((float *)t->data)[i] = 2.0f * lcg(&seed);

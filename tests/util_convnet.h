@@ -22,4 +22,19 @@ void ut_convnet_build(rt_gb *gb);
 /* The input: [2, 9, 8, 3] floats from seed. New reference. */
 rt_tensor *ut_convnet_input(unsigned seed);
 
+/* x [2, 6, 5, 4] -> StridedSlice (begin / end masks, stride 2), Slice,
+ * GatherV2 (axis 3) -> Sum (1, 2, keep_dims), Max (0, 3) of the strided
+ * slice, Prod (-1) of the slice, Mean (0, 3) of x, ResizeNearestNeighbor
+ * (half_pixel_centers), BatchMatMulV2 of the slice by a [4, 2] constant (a
+ * broadcast y) and of x by x (adj_y), and on Shape(x) (int32, a host op):
+ * StridedSlice (shrink_axis) and GatherV2: the ops added to the CUDA table
+ * with the data movement, reductions and BatchMatMul.
+ * Fetch names: ut_movenet_fetches. */
+#define UT_MOVENET_NFETCH 11
+extern const char *const ut_movenet_fetches[UT_MOVENET_NFETCH];
+extern const char *const ut_movenet_host_nodes[];
+void ut_movenet_build(rt_gb *gb);
+/* The input: [2, 6, 5, 4] floats from seed. New reference. */
+rt_tensor *ut_movenet_input(unsigned seed);
+
 #endif /* UTIL_CONVNET_H */

@@ -13,15 +13,18 @@
 /* ================= host-side: the op list and decisions ================= */
 
 static const char *const g_ops[] = {
-    "Add",        "AddV2",        "AvgPool",   "AvgPool3D",        "BiasAdd",
+    "Add",        "AddV2",        "AvgPool",   "AvgPool3D",        "BatchMatMul",
+    "BatchMatMulV2",              "BatchMatMulV3",                 "BiasAdd",
     "ConcatV2",   "Conv2D",       "Conv2DBackpropInput",           "Conv3D",
     "DepthwiseConv2dNative",      "Elu",       "FusedBatchNorm",   "FusedBatchNormV2",
-    "FusedBatchNormV3",           "LeakyRelu", "MatMul",           "MaxPool",
-    "MaxPool3D",  "Maximum",      "Mean",      "Minimum",          "Mul",
-    "Pad",        "PadV2",        "RealDiv",   "Relu",             "Relu6",
-    "Reshape",    "ResizeBilinear",            "Rsqrt",            "Sigmoid",
-    "Softmax",    "Square",       "Sub",       "Tanh",             "Transpose",
-    "_DcmPixelTransform",         "_FusedConv2D",
+    "FusedBatchNormV3",           "Gather",    "GatherV2",         "LeakyRelu",
+    "MatMul",     "Max",          "MaxPool",   "MaxPool3D",        "Maximum",
+    "Mean",       "Min",          "Minimum",   "Mul",              "Pad",
+    "PadV2",      "Prod",         "RealDiv",   "Relu",             "Relu6",
+    "Reshape",    "ResizeBilinear",            "ResizeNearestNeighbor",
+    "Rsqrt",      "Sigmoid",      "Slice",     "Softmax",          "Square",
+    "StridedSlice",               "Sub",       "Sum",              "Tanh",
+    "Transpose",  "_DcmPixelTransform",        "_FusedConv2D",
     "_FusedDepthwiseConv2dNative",                              "_FusedMatMul",
     NULL};
 
@@ -97,6 +100,258 @@ int kn_cuda__act(const char *name, size_t len) {
     return -1;
 }
 
+void kn_cuda__reduce_plan(const rt_shape *x, const int *red, kn_cuda_reduce_shape *p) {
+    memset(p, 0, sizeof(*p));
+    p->count = 1;
+    for (int d = 0; d < x->rank; d++) {
+        if (red[d]) p->count *= x->dim[d];
+        if (x->dim[d] == 1) continue;
+        if (p->rank > 0 && p->red[p->rank - 1] == (red[d] != 0)) {
+            p->dim[p->rank - 1] *= x->dim[d];
+            continue;
+        }
+        p->dim[p->rank] = x->dim[d];
+        p->red[p->rank] = red[d] != 0;
+        p->rank++;
+    }
+    if (p->rank == 0) {
+        p->rank = 1;
+        p->dim[0] = 1;
+        p->red[0] = 0;
+    }
+    p->nout = 1;
+    for (int d = 0; d < p->rank; d++)
+        if (!p->red[d]) p->nout *= p->dim[d];
+}
+
+/* The strided copy of processing shape ps (one axis per input axis) with
+ * element strides st from base: size-1 axes dropped, axes merged where the
+ * outer one steps over exactly the inner one's run. */
+static void strided_make(const rt_shape *ps, const int64_t *st, int64_t base, kn_cuda_strided *p) {
+    memset(p, 0, sizeof(*p));
+    p->base = base;
+    for (int d = 0; d < ps->rank; d++) {
+        if (ps->dim[d] == 1) continue;
+        if (p->rank > 0 && ps->dim[d] != 0 && p->dim[p->rank - 1] != 0 &&
+            p->stride[p->rank - 1] == st[d] * ps->dim[d]) {
+            p->dim[p->rank - 1] *= ps->dim[d];
+            p->stride[p->rank - 1] = st[d];
+            continue;
+        }
+        p->dim[p->rank] = ps->dim[d];
+        p->stride[p->rank] = st[d];
+        p->rank++;
+    }
+    if (p->rank == 0) {
+        p->rank = 1;
+        p->dim[0] = 1;
+        p->stride[0] = 0;
+    }
+}
+
+static void strides_of(const rt_shape *x, int64_t *st) {
+    int64_t s = 1;
+    for (int d = x->rank - 1; d >= 0; d--) {
+        st[d] = s;
+        s *= x->dim[d];
+    }
+}
+
+int kn_cuda__slice(const rt_shape *x, const int64_t *begin, const int64_t *size, int n,
+                   kn_cuda_strided *p, rt_shape *os) {
+    if (n != x->rank || x->rank > RT_MAX_RANK) return 0;
+    int64_t ist[RT_MAX_RANK], st[RT_MAX_RANK], base = 0;
+    strides_of(x, ist);
+    *os = (rt_shape){.rank = x->rank};
+    for (int d = 0; d < x->rank; d++) {
+        int64_t dn = x->dim[d], b = begin[d], sz = size[d];
+        if (b >= 0 && b <= dn && sz == -1) sz = dn - b;
+        if (b < 0 || b > dn || sz < 0 || sz > dn - b) return 0;
+        os->dim[d] = sz;
+        base += b * ist[d];
+        st[d] = ist[d];
+    }
+    strided_make(os, st, base, p);
+    return 1;
+}
+
+int kn_cuda__strided_slice(const rt_shape *x, const int64_t *begin, const int64_t *end,
+                           const int64_t *strides, int n, const int64_t masks[5],
+                           kn_cuda_strided *p, rt_shape *os) {
+    enum { MAXS = 32, NEW_AXIS = -1, SHRINK = -2 };
+    const int rank = x->rank;
+    if (n < 0 || n > MAXS - 1 || rank > RT_MAX_RANK) return 0;
+    int64_t sb[MAXS], se[MAXS], ss[MAXS];
+    for (int i = 0; i < n; i++) sb[i] = begin[i], se[i] = end[i], ss[i] = strides[i];
+    int64_t bmask = masks[0], emask = masks[1], elmask = masks[2], namask = masks[3],
+            shmask = masks[4];
+    if (elmask & (elmask - 1)) return 0; /* more than one ellipsis */
+    int sdims = n;
+    /* an ellipsis bit beyond the entries does not count; without one, one
+     * is implied after the last entry (TensorFlow) */
+    elmask &= ((int64_t)1 << sdims) - 1;
+    if (elmask == 0) {
+        elmask = (int64_t)1 << sdims;
+        sb[sdims] = se[sdims] = 0;
+        ss[sdims] = 1;
+        sdims++;
+    }
+    int el_pos = 0;
+    while (!(elmask & ((int64_t)1 << el_pos))) el_pos++;
+    int new_after = 0;
+    for (int i = el_pos + 1; i < sdims; i++)
+        if (namask & ((int64_t)1 << i)) new_after++;
+    /* the dense spec: one entry per input axis */
+    int64_t db[RT_MAX_RANK] = {0}, de[RT_MAX_RANK] = {0}, ds[RT_MAX_RANK];
+    int dbm[RT_MAX_RANK] = {0}, dem[RT_MAX_RANK] = {0}, dsh[RT_MAX_RANK] = {0};
+    int order[MAXS * 2], no = 0, full = 0;
+    for (int d = 0; d < RT_MAX_RANK; d++) ds[d] = 1;
+    for (int i = 0; i < sdims; i++) {
+        int64_t bit = (int64_t)1 << i;
+        if (elmask & bit) {
+            int next = rank - (sdims - i) + 1 + new_after;
+            if (next > rank) next = rank;
+            for (; full < next; full++) {
+                dbm[full] = dem[full] = 1;
+                order[no++] = full;
+            }
+        } else if (namask & bit) {
+            order[no++] = NEW_AXIS;
+        } else {
+            if (full >= rank) return 0;
+            db[full] = sb[i], de[full] = se[i], ds[full] = ss[i];
+            dbm[full] = (bmask & bit) != 0;
+            dem[full] = (emask & bit) != 0;
+            dsh[full] = (shmask & bit) != 0;
+            order[no++] = dsh[full] ? SHRINK : full;
+            full++;
+        }
+    }
+    /* canonical begin / size per input axis */
+    rt_shape ps = {.rank = rank};
+    int64_t ist[RT_MAX_RANK], st[RT_MAX_RANK], base = 0;
+    strides_of(x, ist);
+    for (int d = 0; d < rank; d++) {
+        int64_t dn = x->dim[d], s = ds[d], b, e;
+        if (s == 0) return 0;
+        if (dsh[d]) {
+            if (s <= 0) return 0;
+            b = db[d] < 0 ? dn + db[d] : db[d];
+            if (b < 0 || b >= dn) return 0;
+            ps.dim[d] = 1;
+            base += b * ist[d];
+            st[d] = 0;
+            continue;
+        }
+        int64_t lo = s > 0 ? 0 : -1, hi = s > 0 ? dn : dn - 1;
+        if (dbm[d]) {
+            b = s > 0 ? lo : hi;
+        } else {
+            b = db[d] < 0 ? dn + db[d] : db[d];
+            b = b < lo ? lo : b > hi ? hi : b;
+        }
+        if (dem[d]) {
+            e = s > 0 ? hi : lo;
+        } else {
+            e = de[d] < 0 ? dn + de[d] : de[d];
+            e = e < lo ? lo : e > hi ? hi : e;
+        }
+        int64_t len = e - b, size;
+        if (len == 0 || ((len < 0) != (s < 0))) size = 0;
+        else size = len / s + (len % s != 0);
+        ps.dim[d] = size;
+        if (size > 0) base += b * ist[d]; /* an empty axis reads nothing */
+        st[d] = s * ist[d];
+    }
+    *os = (rt_shape){.rank = 0};
+    for (int i = 0; i < no; i++) {
+        if (order[i] == SHRINK) continue;
+        if (os->rank >= RT_MAX_RANK) return 0;
+        os->dim[os->rank++] = order[i] == NEW_AXIS ? 1 : ps.dim[order[i]];
+    }
+    strided_make(&ps, st, base, p);
+    return 1;
+}
+
+int kn_cuda__gather_shape(const rt_shape *p, const rt_shape *ix, int64_t axis, int64_t batch_dims,
+                          kn_cuda_gather_shape *g, rt_shape *os) {
+    int64_t bd = batch_dims < 0 ? batch_dims + ix->rank : batch_dims;
+    if (bd < 0 || bd > ix->rank) return 0;
+    if (axis < 0) axis += p->rank;
+    if (axis < bd || axis >= p->rank) return 0;
+    int a = (int)axis, b = (int)bd;
+    for (int d = 0; d < b; d++)
+        if (p->dim[d] != ix->dim[d]) return 0;
+    if (p->rank - 1 + ix->rank - b > RT_MAX_RANK) return 0;
+    *os = (rt_shape){.rank = 0};
+    *g = (kn_cuda_gather_shape){.nb = 1, .outer = 1, .n = p->dim[a], .per = 1, .inner = 1};
+    for (int d = 0; d < a; d++) os->dim[os->rank++] = p->dim[d];
+    for (int d = b; d < ix->rank; d++) os->dim[os->rank++] = ix->dim[d];
+    for (int d = a + 1; d < p->rank; d++) os->dim[os->rank++] = p->dim[d];
+    for (int d = 0; d < b; d++) g->nb *= p->dim[d];
+    for (int d = b; d < a; d++) g->outer *= p->dim[d];
+    for (int d = a + 1; d < p->rank; d++) g->inner *= p->dim[d];
+    for (int d = b; d < ix->rank; d++) g->per *= ix->dim[d];
+    return 1;
+}
+
+int kn_cuda__bmm(const rt_shape *x, const rt_shape *y, int adj_x, int adj_y, int same_batch,
+                 kn_cuda_bmm *p) {
+    memset(p, 0, sizeof(*p));
+    const int rx = x->rank, ry = y->rank;
+    if (rx < 2 || ry < 2) return 0;
+    p->m = x->dim[rx - (adj_x ? 1 : 2)], p->k = x->dim[rx - (adj_x ? 2 : 1)];
+    int64_t k2 = y->dim[ry - (adj_y ? 1 : 2)];
+    p->n = y->dim[ry - (adj_y ? 2 : 1)];
+    if (p->k != k2) return 0;
+    const int bx = rx - 2, by = ry - 2, br = bx > by ? bx : by;
+    if (same_batch) {
+        if (bx != by) return 0;
+        for (int d = 0; d < bx; d++)
+            if (x->dim[d] != y->dim[d]) return 0;
+    }
+    if (br + 2 > RT_MAX_RANK) return 0;
+    /* numpy broadcast of the batch dims, aligned at the right; strides of
+     * each operand's batch dims in elements, 0 where it is broadcast */
+    int64_t sx = p->m * p->k, sw = p->k * p->n, nx = 1, nw = 1;
+    p->brank = br;
+    p->batch = 1;
+    for (int i = 0; i < br; i++) {
+        int d = br - 1 - i, dx = bx - 1 - i, dy = by - 1 - i;
+        int64_t ex = dx >= 0 ? x->dim[dx] : 1, ey = dy >= 0 ? y->dim[dy] : 1;
+        if (ex != ey && ex != 1 && ey != 1) return 0;
+        int64_t e = ex == 1 ? ey : ex;
+        p->bdim[d] = e;
+        p->bsx[d] = ex == 1 ? 0 : sx;
+        p->bsw[d] = ey == 1 ? 0 : sw;
+        sx *= ex, sw *= ey, nx *= ex, nw *= ey;
+        p->batch *= e;
+    }
+    p->out = (rt_shape){.rank = br + 2};
+    for (int d = 0; d < br; d++) p->out.dim[d] = p->bdim[d];
+    p->out.dim[br] = p->m, p->out.dim[br + 1] = p->n;
+    if (p->batch == 0 || p->m == 0 || p->n == 0 || p->k == 0) return 0;
+    if (nx == p->batch && nw == p->batch) {
+        p->mode = KN_CUDA_BMM_STRIDED;
+        p->stride_x = p->m * p->k, p->stride_w = p->k * p->n;
+    } else if (nw == 1 && nx == p->batch && !adj_x) {
+        p->mode = KN_CUDA_BMM_FLAT; /* x's batches are rows of one GEMM */
+    } else {
+        p->mode = KN_CUDA_BMM_LOOP;
+    }
+    return 1;
+}
+
+void kn_cuda__bmm_offsets(const kn_cuda_bmm *p, int64_t i, int64_t *ox, int64_t *ow) {
+    *ox = *ow = 0;
+    for (int d = p->brank - 1; d >= 0; d--) {
+        int64_t c = i % p->bdim[d];
+        *ox += c * p->bsx[d];
+        *ow += c * p->bsw[d];
+        i /= p->bdim[d];
+    }
+}
+
 #ifndef DCMSERVE_HAVE_CUDA
 
 ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
@@ -120,9 +375,11 @@ ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
 #include "kn_cuda_dicom.cuh"
 #include "kn_cuda_elementwise.cuh"
 #include "kn_cuda_gemm.cuh"
+#include "kn_cuda_index.cuh"
 #include "kn_cuda_mem.h"
 #include "kn_cuda_nn.cuh"
 #include "kn_memplan.h"
+#include "kn_cuda_reduce.cuh"
 #include "kn_cuda_rt.cuh"
 #include "ms_log.h"
 
@@ -538,8 +795,9 @@ ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
 /* ================= the kernels ================= */
 
 typedef enum op_kind {
-    K_BINARY, K_ACT, K_BIAS, K_SOFTMAX, K_MATMUL, K_CONV, K_BN, K_MAXPOOL, K_AVGPOOL, K_MEAN,
-    K_CONCAT, K_RESIZE, K_TRANSPOSE, K_PAD, K_RESHAPE, K_DCMXFORM, K_UNARY, K_CONVND, K_POOL3D
+    K_BINARY, K_ACT, K_BIAS, K_SOFTMAX, K_MATMUL, K_CONV, K_BN, K_MAXPOOL, K_AVGPOOL, K_REDUCE,
+    K_CONCAT, K_RESIZE, K_TRANSPOSE, K_PAD, K_RESHAPE, K_DCMXFORM, K_UNARY, K_CONVND, K_POOL3D,
+    K_BMM, K_GATHER, K_NEAREST, K_SLICE, K_SSLICE
 } op_kind;
 
 #define MAX_PLANS 16
@@ -559,6 +817,11 @@ typedef struct gemm_entry {
     int64_t m, n, k;
     kn_cuda_gemm *plan;
 } gemm_entry;
+
+typedef struct bgemm_entry {
+    int64_t key[6]; /* batch, m, n, k, stride_x, stride_w */
+    kn_cuda_bgemm *plan;
+} bgemm_entry;
 
 typedef struct op_state {
     op_kind kind;
@@ -595,6 +858,13 @@ typedef struct op_state {
     int64_t k3[3], s3[3], d3[3];
     convnd_entry convnd[MAX_PLANS];
     int nconvnd;
+    /* reductions, BatchMatMul, gather, StridedSlice */
+    kn_cuda_redop redop;
+    int adj_x, adj_y, same_batch, v2;
+    int64_t batch_dims;
+    int64_t masks[5]; /* begin, end, ellipsis, new_axis, shrink_axis */
+    bgemm_entry bgemm[MAX_PLANS];
+    int nbgemm;
 } op_state;
 
 static void op_release(void *state) {
@@ -605,6 +875,7 @@ static void op_release(void *state) {
     for (int i = 0; i < s->nconv; i++) kn_cuda_conv_free(s->conv[i].plan);
     for (int i = 0; i < s->ngemm; i++) kn_cuda_gemm_free(s->gemm[i].plan);
     for (int i = 0; i < s->nconvnd; i++) kn_cuda_convnd_free(s->convnd[i].plan);
+    for (int i = 0; i < s->nbgemm; i++) kn_cuda_bgemm_free(s->bgemm[i].plan);
     kn_cuda_arena_free(s->wmem);
     kn_cuda_arena_free(s->bnmem);
     pthread_mutex_destroy(&s->mu);
@@ -848,9 +1119,33 @@ static ms_status parse_attrs(const kn_node *n, op_state *s, const char **why) {
         else if (!nhwc_pair(n, "ksize", 1, &s->kh, &s->kw)) *why = "ksize on batch / channels";
         else if (!nhwc_pair(n, "strides", 1, &s->sh, &s->sw)) *why = "strides on batch / channels";
         else if (!padding_attr(n, s) || s->explicit_pad) *why = "padding";
-    } else if (strcmp(op, "Mean") == 0) {
-        s->kind = K_MEAN;
+    } else if (strcmp(op, "Sum") == 0 || strcmp(op, "Mean") == 0 || strcmp(op, "Max") == 0 ||
+               strcmp(op, "Min") == 0 || strcmp(op, "Prod") == 0) {
+        s->kind = K_REDUCE;
+        s->redop = op[0] == 'S' ? KN_CUDA_RED_SUM : op[0] == 'P' ? KN_CUDA_RED_PROD
+                   : op[1] == 'e' ? KN_CUDA_RED_MEAN : op[1] == 'a' ? KN_CUDA_RED_MAX
+                   : KN_CUDA_RED_MIN;
         s->keep_dims = kn_attr_b(n, "keep_dims", 0);
+    } else if (strncmp(op, "BatchMatMul", 11) == 0) {
+        s->kind = K_BMM;
+        s->adj_x = kn_attr_b(n, "adj_x", 0);
+        s->adj_y = kn_attr_b(n, "adj_y", 0);
+        s->same_batch = strcmp(op, "BatchMatMul") == 0;
+    } else if (strcmp(op, "GatherV2") == 0 || strcmp(op, "Gather") == 0) {
+        s->kind = K_GATHER;
+        s->v2 = op[6] == 'V';
+        s->batch_dims = s->v2 ? kn_attr_i(n, "batch_dims", 0) : 0;
+    } else if (strcmp(op, "ResizeNearestNeighbor") == 0) {
+        s->kind = K_NEAREST;
+        s->align_corners = kn_attr_b(n, "align_corners", 0);
+        s->half_pixel = kn_attr_b(n, "half_pixel_centers", 0);
+    } else if (strcmp(op, "Slice") == 0) {
+        s->kind = K_SLICE;
+    } else if (strcmp(op, "StridedSlice") == 0) {
+        static const char *const keys[5] = {"begin_mask", "end_mask", "ellipsis_mask",
+                                            "new_axis_mask", "shrink_axis_mask"};
+        s->kind = K_SSLICE;
+        for (int i = 0; i < 5; i++) s->masks[i] = kn_attr_i(n, keys[i], 0);
     } else if (strcmp(op, "ConcatV2") == 0) {
         s->kind = K_CONCAT;
     } else if (strcmp(op, "ResizeBilinear") == 0) {
@@ -1261,29 +1556,194 @@ static ms_status c_pool(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node
                                 : kn_cuda_avgpool(&ps, F(x), (float *)out[0]->data, w->stream);
 }
 
-static ms_status c_mean(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
-                        rt_tensor *const *in, rt_tensor **out) {
+/* Sum / Mean / Max / Min / Prod over any axes (kn_cuda_reduce). */
+static ms_status c_reduce(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                          rt_tensor *const *in, rt_tensor **out) {
     const rt_tensor *x = in[0];
-    if (!is_f32(x) || x->shape.rank != 4) FALLBACK("not a spatial mean of a 4-D float tensor");
+    if (!is_f32(x)) FALLBACK("not float32");
+    if (x->nelem == 0) FALLBACK("empty tensors");
     rt_tensor *ax = NULL;
     ms_status st = host_input(w, s, in, 1, &ax);
     if (st != MS_OK) return st;
-    int64_t v[8];
-    int n = int_values(ax, v, 8), h = 0, wd = 0;
+    int64_t v[64];
+    int n = ax->shape.rank > 1 ? -1 : int_values(ax, v, 64), red[RT_MAX_RANK] = {0};
     rt_tensor_unref(ax);
+    const int rank = x->shape.rank;
     for (int i = 0; i < n; i++) {
-        int64_t a = v[i] < 0 ? v[i] + 4 : v[i];
-        if (a == 1) h++;
-        else if (a == 2) wd++;
-        else n = -1;
+        int64_t a = v[i] < 0 ? v[i] + rank : v[i];
+        if (a < 0 || a >= rank) n = -1;
+        else red[a] = 1;
     }
-    if (n != 2 || h != 1 || wd != 1) FALLBACK("axes other than the spatial ones");
-    int64_t N = x->shape.dim[0], HW = x->shape.dim[1] * x->shape.dim[2], C = x->shape.dim[3];
-    if (N * HW * C == 0 || N > INT32_MAX || HW > INT32_MAX || C > INT32_MAX) FALLBACK("sizes");
-    rt_shape os = s->keep_dims ? (rt_shape){.rank = 4, .dim = {N, 1, 1, C}}
-                               : (rt_shape){.rank = 2, .dim = {N, C}};
+    if (n < 0) FALLBACK("reduction_indices"); /* the CPU kernel gives the error */
+    rt_shape os = {.rank = 0};
+    for (int d = 0; d < rank; d++)
+        if (!red[d]) os.dim[os.rank++] = x->shape.dim[d];
+        else if (s->keep_dims) os.dim[os.rank++] = 1;
+    kn_cuda_reduce_shape p;
+    kn_cuda__reduce_plan(&x->shape, red, &p);
     if ((st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
-    return kn_cuda_spatial_mean(F(x), (int)N, (int)HW, (int)C, (float *)out[0]->data, w->stream);
+    return kn_cuda_reduce(s->redop, &p, F(x), (float *)out[0]->data, w->stream);
+}
+
+/* BatchMatMul / V2 / V3 through cuBLASLt: equal batches as one
+ * strided-batched GEMM, a broadcast y as one GEMM over x's rows, other
+ * broadcasts as one GEMM per output batch. */
+static ms_status c_bmm(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                       rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *a = in[0], *b = in[1];
+    if (!is_f32(a) || !is_f32(b)) FALLBACK("not float32");
+    kn_cuda_bmm g;
+    if (!kn_cuda__bmm(&a->shape, &b->shape, s->adj_x, s->adj_y, s->same_batch, &g))
+        FALLBACK("shapes (or an empty product)"); /* the CPU kernel gives the error */
+    int64_t key[6] = {g.mode == KN_CUDA_BMM_STRIDED ? g.batch : 1,
+                      g.mode == KN_CUDA_BMM_FLAT ? g.batch * g.m : g.m, g.n, g.k,
+                      g.mode == KN_CUDA_BMM_STRIDED ? g.stride_x
+                      : g.mode == KN_CUDA_BMM_LOOP  ? g.m * g.k : 0,
+                      g.mode == KN_CUDA_BMM_STRIDED ? g.stride_w
+                      : g.mode == KN_CUDA_BMM_LOOP  ? g.k * g.n : 0};
+    if (key[0] > INT32_MAX || key[1] > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX)
+        FALLBACK("sizes beyond cuBLASLt's int");
+    kn_cuda_bgemm *plan = NULL;
+    ms_status st = MS_OK;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->nbgemm; i++)
+        if (memcmp(s->bgemm[i].key, key, sizeof key) == 0) plan = s->bgemm[i].plan;
+    if (plan == NULL && s->nbgemm < MAX_PLANS) {
+        st = kn_cuda_bgemm_plan(key[0], key[1], g.n, g.k, s->adj_x, s->adj_y, key[4], key[5],
+                                &plan);
+        if (st == MS_OK) {
+            memcpy(s->bgemm[s->nbgemm].key, key, sizeof key);
+            s->bgemm[s->nbgemm++].plan = plan;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (st != MS_OK) return st;
+    if (plan == NULL) FALLBACK("more shapes than the plan cache holds");
+    if ((st = dev_tensor(be, w, node, RT_DT_FLOAT, &g.out, &out[0])) != MS_OK) return st;
+    dblock *ws = NULL;
+    uint64_t wsb = kn_cuda_bgemm_workspace(plan);
+    if (wsb > 0 && (st = block_get(be, w, wsb, "a cuBLASLt workspace", &ws)) != MS_OK) goto done;
+    float *y = (float *)out[0]->data;
+    if (g.mode != KN_CUDA_BMM_LOOP) {
+        st = kn_cuda_bgemm_run(plan, F(a), F(b), y, ws ? ws->ptr : NULL, w->stream);
+    } else {
+        for (int64_t i = 0; i < g.batch && st == MS_OK; i++) {
+            int64_t ox = 0, ow = 0;
+            kn_cuda__bmm_offsets(&g, i, &ox, &ow);
+            st = kn_cuda_bgemm_run(plan, F(a) + ox, F(b) + ow, y + i * g.m * g.n,
+                                   ws ? ws->ptr : NULL, w->stream);
+        }
+    }
+done:
+    block_put(ws);
+    if (st != MS_OK) {
+        rt_tensor_unref(out[0]);
+        out[0] = NULL;
+    }
+    return st;
+}
+
+/* Element size of a dtype the index kernels move (1, 2, 4 or 8 bytes of
+ * plain data); 0 for others (strings, complex128, resources). */
+static size_t move_size(rt_dtype dt) {
+    size_t es = rt_dtype_size(dt);
+    if (dt == RT_DT_STRING || !rt_dtype_is_pod(dt)) return 0;
+    return es == 1 || es == 2 || es == 4 || es == 8 ? es : 0;
+}
+
+/* GatherV2 / Gather of any 1/2/4/8-byte dtype; the indices are checked on
+ * the host (their constant, or a copy from the GPU) so that an index out of
+ * range gives the CPU kernel's error. */
+static ms_status c_gather(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                          rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *p = in[0], *ix = in[1];
+    size_t es = move_size(p->dtype);
+    if (es == 0) FALLBACK("dtype");
+    if (ix->dtype != RT_DT_INT32 && ix->dtype != RT_DT_INT64) FALLBACK("indices dtype");
+    int64_t axis = 0;
+    ms_status st = MS_OK;
+    if (s->v2) {
+        rt_tensor *at = NULL;
+        if ((st = host_input(w, s, in, 2, &at)) != MS_OK) return st;
+        int na = at->shape.rank > 1 ? -1 : int_values(at, &axis, 1);
+        rt_tensor_unref(at);
+        if (na != 1) FALLBACK("axis");
+    }
+    kn_cuda_gather_shape g;
+    rt_shape os;
+    if (!kn_cuda__gather_shape(&p->shape, &ix->shape, axis, s->batch_dims, &g, &os))
+        FALLBACK("shapes"); /* the CPU kernel gives the error */
+    if (rt_shape_nelem(&os) == 0) FALLBACK("empty tensors");
+    rt_tensor *hix = NULL;
+    if ((st = host_input(w, s, in, 1, &hix)) != MS_OK) return st;
+    int bad = 0;
+    for (int64_t i = 0; i < hix->nelem && !bad; i++) {
+        int64_t v = hix->dtype == RT_DT_INT32 ? ((const int32_t *)hix->data)[i]
+                                              : ((const int64_t *)hix->data)[i];
+        bad = v < 0 || v >= g.n;
+    }
+    rt_tensor_unref(hix);
+    if (bad) FALLBACK("an index out of range"); /* the CPU kernel gives the error */
+    if ((st = dev_tensor(be, w, node, p->dtype, &os, &out[0])) != MS_OK) return st;
+    return kn_cuda_gather(&g, p->data, es, ix->data, ix->dtype == RT_DT_INT64, out[0]->data,
+                          w->stream);
+}
+
+/* ResizeNearestNeighbor of the dtypes the CPU kernel takes. */
+static ms_status c_nearest(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                           rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *x = in[0];
+    static const rt_dtype ok[] = {RT_DT_FLOAT, RT_DT_DOUBLE, RT_DT_INT8,  RT_DT_UINT8,
+                                  RT_DT_INT16, RT_DT_UINT16, RT_DT_INT32, RT_DT_INT64,
+                                  RT_DT_HALF,  RT_DT_BFLOAT16};
+    int known = 0;
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) known |= x->dtype == ok[i];
+    if (!known || x->shape.rank != 4) FALLBACK("shapes or dtypes");
+    rt_tensor *sz = NULL;
+    ms_status st = host_input(w, s, in, 1, &sz);
+    if (st != MS_OK) return st;
+    int64_t v[2];
+    int n = sz->dtype == RT_DT_INT32 && sz->shape.rank == 1 ? int_values(sz, v, 2) : -1;
+    rt_tensor_unref(sz);
+    int64_t N = x->shape.dim[0], H = x->shape.dim[1], W = x->shape.dim[2], C = x->shape.dim[3];
+    if (n != 2 || v[0] <= 0 || v[1] <= 0 || N <= 0 || H <= 0 || W <= 0 || C <= 0 ||
+        H > INT32_MAX || W > INT32_MAX)
+        FALLBACK("size"); /* the CPU kernel gives the error */
+    rt_shape os = {.rank = 4, .dim = {N, v[0], v[1], C}};
+    if ((st = dev_tensor(be, w, node, x->dtype, &os, &out[0])) != MS_OK) return st;
+    return kn_cuda_resize_nearest(x->data, rt_dtype_size(x->dtype), N, H, W, C, v[0], v[1],
+                                  s->align_corners, s->half_pixel, out[0]->data, w->stream);
+}
+
+/* Slice / StridedSlice as one strided copy of any 1/2/4/8-byte dtype. */
+static ms_status c_slice(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
+                         rt_tensor *const *in, rt_tensor **out) {
+    const rt_tensor *x = in[0];
+    size_t es = move_size(x->dtype);
+    if (es == 0) FALLBACK("dtype");
+    const int nv = s->kind == K_SSLICE ? 3 : 2;
+    int64_t v[3][31];
+    int cnt[3] = {-1, -1, -1};
+    ms_status st = MS_OK;
+    for (int i = 0; i < nv; i++) {
+        rt_tensor *t = NULL;
+        if ((st = host_input(w, s, in, 1 + i, &t)) != MS_OK) return st;
+        cnt[i] = t->shape.rank > 1 ? -1 : int_values(t, v[i], 31);
+        rt_tensor_unref(t);
+        if (cnt[i] < 0) FALLBACK("begin / end / size / strides");
+    }
+    kn_cuda_strided p;
+    rt_shape os;
+    int ok = 0;
+    if (s->kind == K_SSLICE)
+        ok = cnt[0] == cnt[1] && cnt[0] == cnt[2] &&
+             kn_cuda__strided_slice(&x->shape, v[0], v[1], v[2], cnt[0], s->masks, &p, &os);
+    else
+        ok = cnt[0] == cnt[1] && kn_cuda__slice(&x->shape, v[0], v[1], cnt[0], &p, &os);
+    if (!ok) FALLBACK("begin / end / size / strides"); /* the CPU kernel gives the error */
+    if (rt_shape_nelem(&os) <= 0) FALLBACK("empty tensors");
+    if ((st = dev_tensor(be, w, node, x->dtype, &os, &out[0])) != MS_OK) return st;
+    return kn_cuda_strided_copy(&p, x->data, es, out[0]->data, w->stream);
 }
 
 static ms_status c_concat(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node, op_state *s,
@@ -1582,7 +2042,12 @@ static ms_status op_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
     case K_BN: return c_bn(be, w, ctx, node, s, in, out);
     case K_MAXPOOL:
     case K_AVGPOOL: return c_pool(be, w, ctx, node, s, in, out);
-    case K_MEAN: return c_mean(be, w, ctx, node, s, in, out);
+    case K_REDUCE: return c_reduce(be, w, ctx, node, s, in, out);
+    case K_BMM: return c_bmm(be, w, ctx, node, s, in, out);
+    case K_GATHER: return c_gather(be, w, ctx, node, s, in, out);
+    case K_NEAREST: return c_nearest(be, w, ctx, node, s, in, out);
+    case K_SLICE:
+    case K_SSLICE: return c_slice(be, w, ctx, node, s, in, out);
     case K_CONCAT: return c_concat(be, w, ctx, node, s, in, out);
     case K_RESIZE: return c_resize(be, w, ctx, node, s, in, out);
     case K_TRANSPOSE: return c_transpose(be, w, ctx, node, s, in, out);

@@ -30,6 +30,8 @@
 #define KN_CUDA_BACKEND_H
 
 #include "kn_backend.h"
+#include "kn_cuda_index.cuh"
+#include "kn_cuda_reduce.cuh"
 #include "ms_status.h"
 
 /* rt_buf.device of CUDA device memory. */
@@ -66,5 +68,55 @@ int kn_cuda__bcast(const rt_shape *a, const rt_shape *b, int commutative, int64_
 /* The activation named by a fused_ops entry or an op name ("Relu", "Relu6",
  * "Sigmoid", "Tanh"); -1 when the GPU kernels have no such activation. */
 int kn_cuda__act(const char *name, size_t len);
+
+/* A reduction of a tensor of shape x over the axes where red[d] (Sum, Mean,
+ * Max, Min, Prod): the merged shape the GPU kernel walks, merged as the CPU
+ * kernel merges it (size-1 axes dropped, neighbours of the same kind
+ * joined; a rank-0 result is one kept axis of size 1). */
+void kn_cuda__reduce_plan(const rt_shape *x, const int *red, kn_cuda_reduce_shape *p);
+
+/* Slice of x by begin / size (n values; size -1: to the end) as a strided
+ * copy, *os the output shape. 0 when the values do not fit x (the CPU kernel
+ * gives the error). */
+int kn_cuda__slice(const rt_shape *x, const int64_t *begin, const int64_t *size, int n,
+                   kn_cuda_strided *p, rt_shape *os);
+
+/* StridedSlice of x by begin / end / strides (n values each) and the five
+ * masks (begin, end, ellipsis, new_axis, shrink_axis), canonicalised as the
+ * CPU kernel does (TensorFlow's ValidateStridedSliceOp), as a strided copy,
+ * *os the output shape. 0 when the spec is invalid for x (the CPU kernel
+ * gives the error). */
+int kn_cuda__strided_slice(const rt_shape *x, const int64_t *begin, const int64_t *end,
+                           const int64_t *strides, int n, const int64_t masks[5],
+                           kn_cuda_strided *p, rt_shape *os);
+
+/* GatherV2's geometry: params shape p, indices shape ix, axis, batch_dims
+ * (negative: counted from the end, as TensorFlow), *os the output shape.
+ * 0 when invalid (the CPU kernel gives the error). */
+int kn_cuda__gather_shape(const rt_shape *p, const rt_shape *ix, int64_t axis, int64_t batch_dims,
+                          kn_cuda_gather_shape *g, rt_shape *os);
+
+/* BatchMatMul's geometry: x, y shapes (rank >= 2), adj_x / adj_y,
+ * same_batch (BatchMatMul: the batch dimensions must be equal; V2 / V3
+ * broadcast them as numpy). */
+enum { KN_CUDA_BMM_STRIDED, KN_CUDA_BMM_FLAT, KN_CUDA_BMM_LOOP };
+typedef struct kn_cuda_bmm {
+    int64_t m, n, k;
+    int64_t batch;              /* the output's batches */
+    int mode;                   /* STRIDED: one strided-batched GEMM; FLAT: one GEMM of
+                                   batch * m rows (y's batches all broadcast); LOOP: one
+                                   GEMM per batch at kn_cuda__bmm_offsets */
+    int64_t stride_x, stride_w; /* STRIDED: elements between batches */
+    int brank;                  /* LOOP: the output's batch dims, each operand's strides */
+    int64_t bdim[RT_MAX_RANK], bsx[RT_MAX_RANK], bsw[RT_MAX_RANK];
+    rt_shape out;
+} kn_cuda_bmm;
+
+/* 0 when the shapes do not multiply (the CPU kernel gives the error) or the
+ * product is empty (the CPU kernel runs it). */
+int kn_cuda__bmm(const rt_shape *x, const rt_shape *y, int adj_x, int adj_y, int same_batch,
+                 kn_cuda_bmm *p);
+/* LOOP: element offsets of batch i's operands. */
+void kn_cuda__bmm_offsets(const kn_cuda_bmm *p, int64_t i, int64_t *ox, int64_t *ow);
 
 #endif /* KN_CUDA_BACKEND_H */

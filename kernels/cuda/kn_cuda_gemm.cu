@@ -21,6 +21,7 @@ struct lt_api {
     decltype(&cublasLtMatmulDescSetAttribute) desc_set;
     decltype(&cublasLtMatrixLayoutCreate) layout_create;
     decltype(&cublasLtMatrixLayoutDestroy) layout_destroy;
+    decltype(&cublasLtMatrixLayoutSetAttribute) layout_set;
     decltype(&cublasLtMatmulPreferenceCreate) pref_create;
     decltype(&cublasLtMatmulPreferenceDestroy) pref_destroy;
     decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set;
@@ -52,6 +53,7 @@ static void lt_load(void) {
         !sym(h, &a.desc_set, "cublasLtMatmulDescSetAttribute") ||
         !sym(h, &a.layout_create, "cublasLtMatrixLayoutCreate") ||
         !sym(h, &a.layout_destroy, "cublasLtMatrixLayoutDestroy") ||
+        !sym(h, &a.layout_set, "cublasLtMatrixLayoutSetAttribute") ||
         !sym(h, &a.pref_create, "cublasLtMatmulPreferenceCreate") ||
         !sym(h, &a.pref_destroy, "cublasLtMatmulPreferenceDestroy") ||
         !sym(h, &a.pref_set, "cublasLtMatmulPreferenceSetAttribute") ||
@@ -163,6 +165,150 @@ fail:
 }
 
 extern "C" void kn_cuda_gemm_free(kn_cuda_gemm *g) {
+    if (g == NULL) return;
+    if (g->lc) g_lt.layout_destroy(g->lc);
+    if (g->lb) g_lt.layout_destroy(g->lb);
+    if (g->la) g_lt.layout_destroy(g->la);
+    if (g->desc) g_lt.desc_destroy(g->desc);
+    free(g);
+}
+
+/* ---- BatchMatMul: strided-batched GEMM with transposes ----
+ *
+ * Row-major Y[b] (m x n) = op(X[b]) . op(W[b]) is the column-major
+ * Y[b]^T (n x m) = op(W[b])^T . op(X[b])^T: cuBLASLt's A is W, its B is X.
+ * W row-major k x n is column-major n x k (ld n), used as is; adjoint, it is
+ * row-major n x k = column-major k x n (ld k), transposed by cuBLASLt. The
+ * same for X: m x k row-major is k x m column-major (ld k); adjoint, k x m
+ * row-major is m x k column-major (ld m), transposed. */
+struct kn_cuda_bgemm {
+    int64_t batch, m, n, k;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+    uint64_t workspace;
+};
+
+/* The alignment (bytes, a power of two up to 256, cuBLASLt's default
+ * assumption) of float pointers that step by `stride` elements from a
+ * 256-byte-aligned base. */
+static uint32_t align_of(int64_t stride) {
+    uint32_t a = 256;
+    while (a > 4 && stride != 0 && ((uint64_t)stride * 4) % a != 0) a /= 2;
+    return a;
+}
+
+static cublasStatus_t set_batch(cublasLtMatrixLayout_t l, int32_t count, int64_t stride) {
+    cublasStatus_t s = g_lt.layout_set(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = g_lt.layout_set(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
+    return s;
+}
+
+#define BLT(call, what)                                                                            \
+    do {                                                                                           \
+        cublasStatus_t s_ = (call);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
+            st = ms_errf(                                                                          \
+                MS_EDEVICE, "BatchMatMul (cuBLASLt) %lld x %lldx%lldx%lld: %s: status %d",         \
+                (long long)batch, (long long)m, (long long)n, (long long)k, what, (int)s_);        \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+extern "C" ms_status kn_cuda_bgemm_plan(int64_t batch, int64_t m, int64_t n, int64_t k, int adj_x,
+                                        int adj_y, int64_t stride_x, int64_t stride_w,
+                                        kn_cuda_bgemm **out) {
+    *out = NULL;
+    if (batch <= 0 || m <= 0 || n <= 0 || k <= 0 || batch > INT32_MAX || m > INT32_MAX ||
+        n > INT32_MAX || k > INT32_MAX || stride_x < 0 || stride_w < 0)
+        return ms_errf(MS_EINVAL, "BatchMatMul (cuBLASLt): bad shape %lld x %lldx%lldx%lld",
+                       (long long)batch, (long long)m, (long long)n, (long long)k);
+    pthread_once(&g_once, lt_load);
+    if (g_lt.matmul == NULL) return ms_errf(MS_EDEVICE, "BatchMatMul (cuBLASLt): %s", g_err);
+    ms_status st = MS_OK;
+    kn_cuda_bgemm *g = (kn_cuda_bgemm *)calloc(1, sizeof(*g));
+    if (g == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    g->batch = batch, g->m = m, g->n = n, g->k = k;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res = {};
+    int found = 0;
+    uint64_t max_ws = 32u << 20;
+    cublasOperation_t ta = adj_y ? CUBLAS_OP_T : CUBLAS_OP_N,
+                      tb = adj_x ? CUBLAS_OP_T : CUBLAS_OP_N;
+    BLT(g_lt.desc_create(&g->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    BLT(g_lt.desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
+    BLT(g_lt.desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
+    /* stored (before the op) column-major shapes */
+    if (adj_y)
+        BLT(g_lt.layout_create(&g->la, CUDA_R_32F, (uint64_t)k, (uint64_t)n, k), "layout A");
+    else
+        BLT(g_lt.layout_create(&g->la, CUDA_R_32F, (uint64_t)n, (uint64_t)k, n), "layout A");
+    if (adj_x)
+        BLT(g_lt.layout_create(&g->lb, CUDA_R_32F, (uint64_t)m, (uint64_t)k, m), "layout B");
+    else
+        BLT(g_lt.layout_create(&g->lb, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k), "layout B");
+    BLT(g_lt.layout_create(&g->lc, CUDA_R_32F, (uint64_t)n, (uint64_t)m, n), "layout C");
+    if (batch > 1) {
+        BLT(set_batch(g->la, (int32_t)batch, stride_w), "batch of A");
+        BLT(set_batch(g->lb, (int32_t)batch, stride_x), "batch of B");
+        BLT(set_batch(g->lc, (int32_t)batch, m * n), "batch of C");
+    }
+    BLT(g_lt.pref_create(&pref), "preference");
+    BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws),
+        "workspace preference");
+    {
+        /* batches (or the caller's per-batch runs) start at multiples of the
+         * strides: only algorithms that take that alignment */
+        uint32_t aw = align_of(stride_w), ax = align_of(stride_x), ay = align_of(m * n);
+        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw),
+            "alignment of A");
+        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax, sizeof ax),
+            "alignment of B");
+        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ay, sizeof ay),
+            "alignment of C");
+        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ay, sizeof ay),
+            "alignment of D");
+    }
+    BLT(g_lt.heuristic(g_lt.handle, g->desc, g->la, g->lb, g->lc, g->lc, pref, 1, &res, &found),
+        "cublasLtMatmulAlgoGetHeuristic");
+    if (found < 1) {
+        st = ms_errf(MS_ENOTSUP, "BatchMatMul (cuBLASLt) %lld x %lldx%lldx%lld: no algorithm",
+                     (long long)batch, (long long)m, (long long)n, (long long)k);
+        goto fail;
+    }
+    g->algo = res.algo;
+    g->workspace = res.workspaceSize;
+    g_lt.pref_destroy(pref);
+    *out = g;
+    return MS_OK;
+fail:
+    if (pref) g_lt.pref_destroy(pref);
+    kn_cuda_bgemm_free(g);
+    return st;
+}
+
+extern "C" uint64_t kn_cuda_bgemm_workspace(const kn_cuda_bgemm *g) {
+    return g->workspace;
+}
+
+extern "C" ms_status kn_cuda_bgemm_run(const kn_cuda_bgemm *g, const float *x, const float *w,
+                                       float *y, void *workspace, void *stream) {
+    const int64_t batch = g->batch, m = g->m, n = g->n, k = g->k;
+    ms_status st = MS_OK;
+    const float one = 1.f, zero = 0.f;
+    if (g->workspace > 0 && workspace == NULL)
+        return ms_errf(MS_EINVAL, "BatchMatMul (cuBLASLt): the plan needs %llu bytes of workspace",
+                       (unsigned long long)g->workspace);
+    BLT(g_lt.matmul(g_lt.handle, g->desc, &one, w, g->la, x, g->lb, &zero, y, g->lc, y, g->lc,
+                    &g->algo, workspace, g->workspace, (cudaStream_t)stream),
+        "cublasLtMatmul");
+    return MS_OK;
+fail:
+    return st;
+}
+
+extern "C" void kn_cuda_bgemm_free(kn_cuda_bgemm *g) {
     if (g == NULL) return;
     if (g->lc) g_lt.layout_destroy(g->lc);
     if (g->lb) g_lt.layout_destroy(g->lb);

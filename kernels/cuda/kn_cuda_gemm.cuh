@@ -34,6 +34,26 @@ ms_status kn_cuda_gemm_run(const kn_cuda_gemm *g, const float *x, const float *w
                            const float *bias, float *y, void *workspace, void *stream);
 void kn_cuda_gemm_free(kn_cuda_gemm *g);
 
+/* BatchMatMul: Y[b] (m x n) = op(X[b]) . op(W[b]) for b < batch, row-major
+ * FP32, op the transpose when adj_x / adj_y (TensorFlow's adjoint of a real
+ * matrix). X[b] starts at x + b * stride_x, W[b] at w + b * stride_w
+ * (elements; stride_x = m * k and stride_w = k * n for packed batches), Y[b]
+ * at y + b * m * n. One strided-batched cuBLASLt call per run (one plain
+ * GEMM when batch is 1); CUBLAS_COMPUTE_32F, no TF32: 1e-5 relative against
+ * the CPU's per-batch sgemm. Broadcasts that are not a stride are the
+ * caller's (a loop of batch-1 plans: pass the strides its x / w offsets are
+ * multiples of, so that the plan's algorithm takes their alignment; y's
+ * offsets are multiples of m * n). The bases must be 256-byte aligned (device
+ * tensors are). */
+typedef struct kn_cuda_bgemm kn_cuda_bgemm;
+
+ms_status kn_cuda_bgemm_plan(int64_t batch, int64_t m, int64_t n, int64_t k, int adj_x, int adj_y,
+                             int64_t stride_x, int64_t stride_w, kn_cuda_bgemm **out);
+uint64_t kn_cuda_bgemm_workspace(const kn_cuda_bgemm *g);
+ms_status kn_cuda_bgemm_run(const kn_cuda_bgemm *g, const float *x, const float *w, float *y,
+                            void *workspace, void *stream);
+void kn_cuda_bgemm_free(kn_cuda_bgemm *g);
+
 #ifdef __cplusplus
 }
 #endif
