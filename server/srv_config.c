@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,8 +163,10 @@ static int key_is(const char *key, const char *proto_name) {
 static ms_status get_int64(const cJSON *v, const char *what, int64_t *out) {
     if (cJSON_IsNumber(v)) {
         double d = v->valuedouble;
-        if (d != (double)(int64_t)d)
-            return ms_errf(MS_EINVAL, "%s: expected an integer, got %g", what, d);
+        /* the range first: converting a double outside int64's range is
+         * undefined behaviour in C */
+        if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != floor(d))
+            return ms_errf(MS_EINVAL, "%s: expected an integer (int64), got %g", what, d);
         *out = (int64_t)d;
         return MS_OK;
     }

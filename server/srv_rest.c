@@ -30,6 +30,7 @@
 #include "srv_manager.h"
 #include "srv_metrics.h"
 #include "srv_b64.h"
+#include "srv_jsonnum.h"
 #include "srv_rest.h"
 #include "srv_status.h"
 #include "tf_serving.pb-c.h"
@@ -113,23 +114,13 @@ static ms_status put_leaf(filler *f, const cJSON *j) {
     else
         return ms_errf(MS_EINVAL, "input \"%s\": element %" PRId64 ": expected a number for %s",
                        f->key, i, rt_dtype_name(t->dtype));
-    switch (t->dtype) {
-    case RT_DT_FLOAT: ((float *)t->data)[i] = (float)v; break;
-    case RT_DT_DOUBLE: ((double *)t->data)[i] = v; break;
-    case RT_DT_INT32: ((int32_t *)t->data)[i] = (int32_t)v; break;
-    case RT_DT_INT64: ((int64_t *)t->data)[i] = (int64_t)v; break;
-    case RT_DT_INT16: ((int16_t *)t->data)[i] = (int16_t)v; break;
-    case RT_DT_INT8: ((int8_t *)t->data)[i] = (int8_t)v; break;
-    case RT_DT_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
-    case RT_DT_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
-    case RT_DT_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)v; break;
-    case RT_DT_UINT64: ((uint64_t *)t->data)[i] = (uint64_t)v; break;
-    case RT_DT_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
-    default:
-        return ms_errf(MS_EINVAL, "input \"%s\": %s cannot be given in JSON", f->key,
-                       rt_dtype_name(t->dtype));
+    if (t->dtype == RT_DT_BOOL) {
+        ((uint8_t *)t->data)[i] = v != 0;
+        return MS_OK;
     }
-    return MS_OK;
+    size_t n;
+    return srv_json_number(v, t->dtype, rt_dtype_name(t->dtype), f->key, i,
+                           (uint8_t *)t->data + (size_t)i * rt_dtype_size(t->dtype), &n);
 }
 
 static ms_status fill(filler *f, const cJSON *j, const rt_shape *s, int depth) {

@@ -26,6 +26,7 @@
 #include "kserve.pb-c.h"
 #include "sig_signature.h"
 #include "srv_b64.h"
+#include "srv_jsonnum.h"
 #include "srv_app.h"
 #include "srv_metrics.h"
 #include "srv_rest.h"
@@ -138,58 +139,10 @@ static ms_status put_elem(conv *c, const cJSON *j) {
     if (!cJSON_IsNumber(j))
         return ms_errf(MS_EINVAL, "input \"%s\": element %" PRId64 " of %s must be a number",
                        c->name, i, c->dtname);
-    double v = j->valuedouble;
-    union {
-        int8_t i8;
-        int16_t i16;
-        int32_t i32;
-        int64_t i64;
-        uint8_t u8;
-        uint16_t u16;
-        uint32_t u32;
-        uint64_t u64;
-        float f;
-        double d;
-    } u;
+    uint64_t u; /* 8 bytes, aligned */
     size_t n;
-    double lo = 0, hi = 0;
-    int integral = 1;
-    switch (c->dt) {
-    case RT_DT_INT8: lo = INT8_MIN, hi = INT8_MAX; break;
-    case RT_DT_INT16: lo = INT16_MIN, hi = INT16_MAX; break;
-    case RT_DT_INT32: lo = INT32_MIN, hi = INT32_MAX; break;
-    case RT_DT_INT64: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
-    case RT_DT_UINT8: hi = UINT8_MAX; break;
-    case RT_DT_UINT16: hi = UINT16_MAX; break;
-    case RT_DT_UINT32: hi = UINT32_MAX; break;
-    case RT_DT_UINT64: hi = 18446744073709551615.0; break;
-    case RT_DT_FLOAT:
-    case RT_DT_HALF:
-    case RT_DT_BFLOAT16: lo = -FLT_MAX, hi = FLT_MAX, integral = 0; break;
-    case RT_DT_DOUBLE: lo = -DBL_MAX, hi = DBL_MAX, integral = 0; break;
-    default: return ms_errf(MS_EINVAL, "input \"%s\": %s cannot be given in JSON", c->name, c->dtname);
-    }
-    if (integral && v != floor(v))
-        return ms_errf(MS_EINVAL, "input \"%s\": element %" PRId64 " (%g) is not an integer; %s "
-                                  "holds integers", c->name, i, v, c->dtname);
-    if (v < lo || v > hi || (integral && c->dt == RT_DT_INT64 && v >= 9223372036854775807.0) ||
-        (c->dt == RT_DT_UINT64 && v >= 18446744073709551615.0))
-        return ms_errf(MS_EINVAL, "input \"%s\": element %" PRId64 " (%g) is out of the range of "
-                                  "%s", c->name, i, v, c->dtname);
-    switch (c->dt) {
-    case RT_DT_INT8: u.i8 = (int8_t)v, n = 1; break;
-    case RT_DT_INT16: u.i16 = (int16_t)v, n = 2; break;
-    case RT_DT_INT32: u.i32 = (int32_t)v, n = 4; break;
-    case RT_DT_INT64: u.i64 = (int64_t)v, n = 8; break;
-    case RT_DT_UINT8: u.u8 = (uint8_t)v, n = 1; break;
-    case RT_DT_UINT16: u.u16 = (uint16_t)v, n = 2; break;
-    case RT_DT_UINT32: u.u32 = (uint32_t)v, n = 4; break;
-    case RT_DT_UINT64: u.u64 = (uint64_t)v, n = 8; break;
-    case RT_DT_FLOAT: u.f = (float)v, n = 4; break;
-    case RT_DT_HALF: u.u16 = kn__f32_to_half((float)v), n = 2; break;
-    case RT_DT_BFLOAT16: u.u16 = kn__f32_to_bf16((float)v), n = 2; break;
-    default: u.d = v, n = 8; break;
-    }
+    ms_status st = srv_json_number(j->valuedouble, c->dt, c->dtname, c->name, i, &u, &n);
+    if (st != MS_OK) return st;
     return raw_put(&c->out, &u, n) ? ms_errf(MS_ENOMEM, "out of memory") : MS_OK;
 }
 

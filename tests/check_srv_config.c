@@ -208,6 +208,17 @@ START_TEST(test_config_errors_name_the_key) {
         {"{\"model_config_list\": {\"config\": [{\"name\": \"a\", \"base_path\": \"/x\","
          "\"version_labels\": {\"s\": \"one\"}}]}}",
          "one"},
+        /* a version past int64 (fuzz_config: the conversion was undefined
+         * behaviour), a fraction, a value just past 2^63 */
+        {"{\"model_config_list\": {\"config\": [{\"name\": \"a\", \"base_path\": \"/x\","
+         "\"model_version_policy\": {\"specific\": {\"versions\": [7.7e45]}}}]}}",
+         "expected an integer (int64), got 7.7e+45"},
+        {"{\"model_config_list\": {\"config\": [{\"name\": \"a\", \"base_path\": \"/x\","
+         "\"model_version_policy\": {\"specific\": {\"versions\": [1.5]}}}]}}",
+         "expected an integer"},
+        {"{\"model_config_list\": {\"config\": [{\"name\": \"a\", \"base_path\": \"/x\","
+         "\"version_labels\": {\"s\": 9223372036854775808}}]}}",
+         "expected an integer"},
         {"{\"custom_model_config\": {}}", "custom_model_config"},
         {"{\"model_config_list\": ", "JSON"},
     };

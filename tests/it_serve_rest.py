@@ -184,6 +184,11 @@ def main():
         code, r, _ = call(rest, "POST", "/v1/models/hpt:predict",
                           '{"instances": [{"x": [1.0], "x": [2.0]}, {"x": [5.0]}]}')
         check(code == 400 and 'key "x" appears twice in row 0' in r["error"], "key twice in a row %d %s" % (code, r), d)
+        # A number float32 cannot hold is refused, not cast (the cast was
+        # undefined behaviour; KServe v2 REST refused it already).
+        code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", '{"instances": [[1.0], [1e39]]}')
+        check(code == 400 and "element 1 (1e+39) is out of the range of DT_FLOAT" in r["error"],
+              "float out of range %d %s" % (code, r), d)
         code, r, _ = call(rest, "POST", "/v1/models/hpt:predict", {"instances": [{"x": [1.0]}, {"x": [5.0]}]})
         check(code == 200 and r == {"predictions": [[2.5], [4.5]]}, "rows after the refusals %d %s" % (code, r), d)
         # :classify / :regress (it_serve_rest_classify tests them in full).
