@@ -16,7 +16,8 @@
  * thread, that answers every method with the bytes it received (or, with
  * --echo_reply_bytes, with that many zero bytes: a model's small answer); the
  * baseline for bench/serve_overhead.sh and bench/bench_dicom_model.sh (what
- * gRPC itself costs on this machine).
+ * gRPC itself costs on this machine). It sets glibc's heap thresholds as
+ * `dcmserve serve` does (common/ms_malloc.c).
  *
  * Inputs: --npy FILE (one tensor, any dtype rt_npy reads), --dicom_dir DIR
  * (each regular file becomes a DT_STRING [1] / BYTES [1] request), or
