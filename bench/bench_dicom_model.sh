@@ -15,7 +15,8 @@
 #  5. end to end over gRPC, sequential: dcmserve-bench against the daemon
 #     serving the DICOM classifier, p50 vs item 2's in-process time, and the
 #     transport floor: the same request bytes to dcmserve-bench's bare gRPC
-#     echo answering 16 bytes (what gRPC alone costs for this message here).
+#     echo answering 16 bytes (what gRPC alone costs for this message here;
+#     the echo sets glibc's heap thresholds as the daemon does).
 # All times are wall-clock medians (the machine's load is printed).
 # SERVE_FLAGS adds daemon flags to the gRPC run (e.g. --grpc_channel_arguments=...).
 # Usage: bench/bench_dicom_model.sh [BUILD_DIR] [ITERATIONS]   (from the repo

@@ -16,7 +16,8 @@
  * thread, that answers every method with the bytes it received (or, with
  * --echo_reply_bytes, with that many zero bytes: a model's small answer); the
  * baseline for bench/serve_overhead.sh and bench/bench_dicom_model.sh (what
- * gRPC itself costs on this machine).
+ * gRPC itself costs on this machine). It sets glibc's heap thresholds as
+ * `dcmserve serve` does (common/ms_malloc.c).
  *
  * Inputs: --npy FILE (one tensor, any dtype rt_npy reads), --dicom_dir DIR
  * (each regular file becomes a DT_STRING [1] / BYTES [1] request), or
@@ -42,6 +43,7 @@
 
 #include "dcmserve_bench_rest.h"
 #include "ms_abseil.h"
+#include "ms_malloc.h"
 #include "ms_sched.h"
 #include "kserve.pb-c.h"
 #include "rt_npy.h"
@@ -402,6 +404,9 @@ static int echo_arm(grpc_server *srv, grpc_completion_queue *cq, echo_call *c) {
 }
 
 static int bench_echo_main(const bench_opts *o) {
+    /* glibc's heap as in `dcmserve serve`: else every call's trim and
+     * refault of the freed read slices, not gRPC, dominates this floor. */
+    ms_malloc_keep_heap();
     grpc_init();
     grpc_arg arg = {.type = GRPC_ARG_INTEGER,
                     .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,

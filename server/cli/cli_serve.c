@@ -23,6 +23,7 @@
 #include "kn_cpu_backend.h"
 #include "kn_threadpool.h"
 #include "ms_log.h"
+#include "ms_malloc.h"
 #include "srv_app.h"
 #include "srv_batch.h"
 #include "srv_metrics.h"
@@ -262,6 +263,7 @@ int cli_serve(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     raise_nofile_limit();
     limit_malloc_arenas();
+    ms_malloc_keep_heap(); /* no heap trim and refault per large request */
     /* The intra-op pool computes for the workers: same priority, also when
      * a model's warm-up (on the loader thread) starts its threads. */
     if (d.flags.grpc_worker_nice > 0) kn_threadpool_set_nice(d.flags.grpc_worker_nice);
