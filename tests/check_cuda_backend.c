@@ -305,8 +305,8 @@ START_TEST(test_plan_arena) {
         held = kn_cuda_budget_held();
         ck_assert_uint_ge(held, mi.bytes);
     }
-    printf("cuda_backend: plan arena: %d tensors, %llu KiB\n", mi.ntensors,
-           (unsigned long long)(mi.bytes >> 10));
+    printf("cuda_backend: plan arena: %d tensors, %d temporaries, %llu KiB\n", mi.ntensors,
+           mi.ntemps, (unsigned long long)(mi.bytes >> 10));
     uint64_t free0 = 0, free1 = 0, tot = 0;
     ck_assert_int_eq(kn_cuda_mem_info(&free0, &tot), MS_OK);
     uint64_t bytes = mi.bytes;

@@ -267,11 +267,14 @@ START_TEST(convnet_arena) {
         rt_tensor *x = ut_convnet_input(20 + (unsigned)rep);
         rt_tensor *want[UT_CONVNET_NFETCH] = {0}, *got[UT_CONVNET_NFETCH] = {0};
         run_graph(g0, x, want);
-        int regions = ut_dev.regions;
+        int regions = ut_dev.regions, tmps = ut_dev.tmps;
         run_plan(p, x, got);
         ck_assert_int_eq(rt_plan_memory(p, 0, &mi), MS_OK);
         ck_assert_int_eq(mi.nkeys, 1);
         ck_assert_int_eq(ut_dev.regions - regions, rep == 0 ? 0 : mi.ntensors);
+        /* every device kernel's temporary, from the arena after the sizing run */
+        ck_assert_int_gt(mi.ntemps, 0);
+        ck_assert_int_eq(ut_dev.tmps - tmps, rep == 0 ? 0 : mi.ntemps);
         for (int i = 0; i < UT_CONVNET_NFETCH; i++) {
             ck_assert_msg(rt_tensor_equal(got[i], want[i]), "fetch %s differs (run %d)",
                           ut_convnet_fetches[i], rep);
@@ -280,12 +283,13 @@ START_TEST(convnet_arena) {
         }
         rt_tensor_unref(x);
     }
-    ck_assert(kn_memplan_valid(mi.bufs, mi.ntensors));
-    uint64_t sum = 0, peak = kn_memplan_peak(mi.bufs, mi.ntensors);
-    for (int i = 0; i < mi.ntensors; i++) sum += (mi.bufs[i].bytes + 255) / 256 * 256;
-    printf("kn_cuda_backend: convnet%s: %d device tensors, arena %llu bytes, peak live %llu, "
-           "%llu without reuse\n",
-           fused ? " (fused)" : "", mi.ntensors, (unsigned long long)mi.bytes,
+    int nall = mi.ntensors + mi.ntemps;
+    ck_assert(kn_memplan_valid(mi.bufs, nall));
+    uint64_t sum = 0, peak = kn_memplan_peak(mi.bufs, nall);
+    for (int i = 0; i < nall; i++) sum += (mi.bufs[i].bytes + 255) / 256 * 256;
+    printf("kn_cuda_backend: convnet%s: %d device tensors, %d temporaries, arena %llu bytes, peak "
+           "live %llu, %llu without reuse\n",
+           fused ? " (fused)" : "", mi.ntensors, mi.ntemps, (unsigned long long)mi.bytes,
            (unsigned long long)peak, (unsigned long long)sum);
     ck_assert_int_ge(mi.ntensors, fused ? 20 : 24);
     ck_assert_uint_ge(mi.bytes, peak);

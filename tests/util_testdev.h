@@ -11,7 +11,11 @@
  * of its kind): the outputs of its kernels and its copies to the device take
  * the plan's regions (kn_devout_take) as the CUDA backend does, so a wrong
  * layout gives wrong numbers. A kernel output that is a view of an input on
- * the CPU (Reshape) is a view of the device input here too, as on the GPU. */
+ * the CPU (Reshape) is a view of the device input here too, as on the GPU.
+ * Its kernels also take one temporary per run as the CUDA table takes its
+ * workspaces (kn_devtmp_take, else malloc): the bytes of all the inputs,
+ * overwritten with 0xEE, then the inputs copied into it and read from there,
+ * so a temporary placed over a live tensor gives wrong numbers. */
 #ifndef UTIL_TESTDEV_H
 #define UTIL_TESTDEV_H
 
@@ -27,6 +31,8 @@ typedef struct ut_devcount {
     int runs;             /* device kernel runs */
     int fail_copies;      /* set: copies to the device fail with MS_EDEVICE */
     int regions;          /* tensors placed in a plan's arena */
+    int tmps;             /* kernel temporaries placed in a plan's arena */
+    int tmp_cache;        /* kernel temporaries from the device's own allocator */
     int arenas;           /* arenas alive */
     uint64_t arena_bytes; /* their bytes */
 } ut_devcount;

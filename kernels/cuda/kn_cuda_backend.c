@@ -276,10 +276,32 @@ static ms_status block_get(cuda_be *be, worker *w, uint64_t bytes, const char *w
     return MS_OK;
 }
 
+/* A temporary of the running step (a workspace, a padded input, a
+ * reordered filter, coefficients): the step's planned region of the plan's
+ * arena (kn_devtmp_take, kn_memplan.h), else a block of the cache. A
+ * planned one is a dblock without an arena (a == NULL) that block_put only
+ * frees: the bytes belong to the plan's arena, and its next user is ordered
+ * after this step's work on the stream (or by arena_begin's event). */
+static ms_status tmp_get(cuda_be *be, worker *w, uint64_t bytes, const char *what, dblock **out) {
+    void *planned = kn_devtmp_take(bytes);
+    if (planned == NULL) return block_get(be, w, bytes, what, out);
+    dblock *d = calloc(1, sizeof(*d));
+    if (d == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    d->ptr = planned;
+    d->size = bytes;
+    d->w = w;
+    *out = d;
+    return MS_OK;
+}
+
 /* Back to the cache, from any thread: the event marks the end of the work
  * its last worker's stream has queued on it. */
 static void block_put(dblock *d) {
     if (d == NULL) return;
+    if (d->a == NULL) { /* a planned temporary (tmp_get) */
+        free(d);
+        return;
+    }
     cuda_be *be = g_be;
     if (be == NULL || kn_cuda_event_record(d->ev, d->w->stream, "a released GPU block") != MS_OK) {
         block_free(d);
@@ -1088,7 +1110,7 @@ static ms_status c_matmul(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *no
     if ((st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
     dblock *ws = NULL;
     uint64_t wsb = kn_cuda_gemm_workspace(plan);
-    if (wsb > 0 && (st = block_get(be, w, wsb, "a cuBLASLt workspace", &ws)) != MS_OK) return st;
+    if (wsb > 0 && (st = tmp_get(be, w, wsb, "a cuBLASLt workspace", &ws)) != MS_OK) return st;
     float *y = (float *)out[0]->data;
     st = kn_cuda_gemm_run(plan, F(a), F(b), bias && !add ? F(bias) : NULL, y, ws ? ws->ptr : NULL,
                           w->stream);
@@ -1155,14 +1177,14 @@ static ms_status c_conv(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node
     const float *xp = F(x), *wp = s->w_ohwi;
     if (uneven) { /* TensorFlow's uneven SAME: pad explicitly, then a VALID convolution */
         uint64_t nb = (uint64_t)N * cs.h * cs.w * C * sizeof(float);
-        if ((st = block_get(be, w, nb, "a padded convolution input", &xpad)) != MS_OK) goto done;
+        if ((st = tmp_get(be, w, nb, "a padded convolution input", &xpad)) != MS_OK) goto done;
         if ((st = kn_cuda_pad_nhwc(xp, (int)N, (int)H, (int)W, (int)C, (int)pt, (int)pb, (int)pl,
                                    (int)pr, 0.0f, xpad->ptr, w->stream)) != MS_OK)
             goto done;
         xp = xpad->ptr;
     }
     if (wp == NULL) { /* a filter computed in the graph: reorder it on the GPU */
-        if ((st = block_get(be, w, (uint64_t)f->nelem * sizeof(float), "a reordered filter", &wt)) != MS_OK)
+        if ((st = tmp_get(be, w, (uint64_t)f->nelem * sizeof(float), "a reordered filter", &wt)) != MS_OK)
             goto done;
         int64_t dims[4] = {kh, kw, f->shape.dim[2], f->shape.dim[3]};
         static const int conv_perm[4] = {3, 0, 1, 2}, dw_perm[3] = {2, 0, 1};
@@ -1176,7 +1198,7 @@ static ms_status c_conv(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node
         wp = wt->ptr;
     }
     uint64_t wsb = kn_cuda_conv_workspace(plan);
-    if (wsb > 0 && (st = block_get(be, w, wsb, "a cuDNN workspace", &ws)) != MS_OK) goto done;
+    if (wsb > 0 && (st = tmp_get(be, w, wsb, "a cuDNN workspace", &ws)) != MS_OK) goto done;
     pthread_mutex_lock(&s->mu);
     st = kn_cuda_conv_run(plan, xp, wp, y, ws ? ws->ptr : NULL, w->stream);
     pthread_mutex_unlock(&s->mu);
@@ -1191,7 +1213,7 @@ static ms_status c_conv(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node
             if (st == MS_OK && coef == NULL) st = ms_errf(MS_ENOMEM, "out of memory");
             if (st == MS_OK) {
                 bn_coefs(1, F(h[0]), F(h[1]), F(h[2]), F(h[3]), s->eps, oc, coef, coef + oc);
-                st = block_get(be, w, (uint64_t)(2 * oc) * sizeof(float), "batch-norm coefficients", &bn);
+                st = tmp_get(be, w, (uint64_t)(2 * oc) * sizeof(float), "batch-norm coefficients", &bn);
             }
             if (st == MS_OK)
                 st = kn_cuda_h2d(bn->ptr, coef, (size_t)(2 * oc) * sizeof(float), w->stream,
@@ -1513,7 +1535,7 @@ static ms_status c_convnd(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *no
     dblock *wt = NULL, *ws = NULL;
     const float *wp = s->w_ohwi;
     if (wp == NULL) { /* a filter computed in the graph: [spatial, C, OC] -> [OC, spatial, C] */
-        if ((st = block_get(be, w, (uint64_t)f->nelem * sizeof(float), "a reordered filter", &wt)) != MS_OK)
+        if ((st = tmp_get(be, w, (uint64_t)f->nelem * sizeof(float), "a reordered filter", &wt)) != MS_OK)
             goto done;
         int64_t sp = f->nelem / (C * OC), d3[3] = {sp, C, OC};
         static const int perm[3] = {2, 0, 1};
@@ -1521,7 +1543,7 @@ static ms_status c_convnd(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *no
         wp = wt->ptr;
     }
     uint64_t wsb = kn_cuda_convnd_workspace(plan);
-    if (wsb > 0 && (st = block_get(be, w, wsb, "a cuDNN workspace", &ws)) != MS_OK) goto done;
+    if (wsb > 0 && (st = tmp_get(be, w, wsb, "a cuDNN workspace", &ws)) != MS_OK) goto done;
     pthread_mutex_lock(&s->mu);
     st = kn_cuda_convnd_run(plan, F(src), wp, (float *)out[0]->data, ws ? ws->ptr : NULL, w->stream);
     pthread_mutex_unlock(&s->mu);

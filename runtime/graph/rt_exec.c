@@ -87,7 +87,7 @@ typedef struct rt_plan_copy {
  * Steps: the copies due before node position k are step 2k, node k is step
  * 2k + 1, the fetch copies step 2n, the fetches read at step 2n + 1. */
 
-enum { MEM_KEYS = 4 };
+enum { MEM_KEYS = RT_PLAN_MEM_KEYS };
 
 /* One arena (a block of the device backend) for one run at a time. */
 typedef struct mem_inst {
@@ -96,14 +96,17 @@ typedef struct mem_inst {
 } mem_inst;
 
 /* The layout for one set of feed shapes: the device tensors made by the
- * sizing run, in step order, with their offsets. */
+ * sizing run, in step order, then the temporaries its kernels asked for
+ * (kn_devtmp_take), in step order, with their offsets. */
 typedef struct mem_key {
     int nfeeds;
     rt_dtype *dt;
     rt_shape *shape;
-    int nbufs;
+    int nbufs;             /* tensors: bufs[0..nbufs-1] */
+    int ntmps;             /* temporaries: bufs[nbufs..nbufs+ntmps-1] */
     kn_memplan_buf *bufs;
     int *step_first;       /* per step (2n + 2 of them): its first entry of bufs, + 1 end */
+    int *tmp_first;        /* the same for the temporaries (from bufs + nbufs) */
     uint64_t total;
     mem_inst *idle;
     int ninst;
@@ -156,6 +159,7 @@ static void plan_mem_free(rt_plan *p) {
         free(key->shape);
         free(key->bufs);
         free(key->step_first);
+        free(key->tmp_first);
     }
     free(m->last);
     pthread_mutex_destroy(&m->mu);
@@ -208,6 +212,11 @@ typedef struct mem_rec {
         uint64_t bytes;
     } *t;
     int *root; /* per slot: the slot whose tensor owns its buffer, or -1 */
+    int ntmp, tcap;
+    struct {
+        int step;
+        uint64_t bytes;
+    } *tmp;    /* the temporaries the steps' kernels asked for, in step order */
 } mem_rec;
 
 static void rec_add(mem_rec *r, int slot, int step, uint64_t bytes) {
@@ -227,6 +236,30 @@ static void rec_add(mem_rec *r, int slot, int step, uint64_t bytes) {
     r->t[r->n].bytes = bytes;
     r->n++;
     r->root[slot] = slot;
+}
+
+/* After a step of a sizing run: the temporaries its kernels asked for
+ * (kn_devtmp_record_begin was called before the step). Always stops the
+ * thread's recording. */
+static void rec_tmps(mem_rec *r, int step) {
+    uint64_t sz[KN_DEVTMP_MAX_PER_STEP];
+    int n = kn_devtmp_record_end(sz, KN_DEVTMP_MAX_PER_STEP);
+    if (r->cap < 0) return;
+    for (int i = 0; i < n; i++) {
+        if (r->ntmp == r->tcap) {
+            int cap = r->tcap ? 2 * r->tcap : 32;
+            void *t = realloc(r->tmp, sizeof(*r->tmp) * (size_t)cap);
+            if (t == NULL) {
+                r->cap = -1; /* out of memory: this run sizes nothing */
+                return;
+            }
+            r->tmp = t;
+            r->tcap = cap;
+        }
+        r->tmp[r->ntmp].step = step;
+        r->tmp[r->ntmp].bytes = sz[i];
+        r->ntmp++;
+    }
 }
 
 static int is_device_tensor(const rt_tensor *t) {
@@ -257,11 +290,12 @@ static ms_status mem_size(const rt_plan *p, mem_rec *r, rt_tensor *const *feeds)
     mem_key key = {.nfeeds = p->nfeeds};
     key.dt = calloc((size_t)p->nfeeds + 1, sizeof(*key.dt));
     key.shape = calloc((size_t)p->nfeeds + 1, sizeof(*key.shape));
-    key.bufs = calloc((size_t)r->n + 1, sizeof(*key.bufs));
+    key.bufs = calloc((size_t)r->n + (size_t)r->ntmp + 1, sizeof(*key.bufs));
     key.step_first = calloc((size_t)nsteps + 1, sizeof(int));
+    key.tmp_first = calloc((size_t)nsteps + 1, sizeof(int));
     int *last = malloc(sizeof(int) * ((size_t)p->nslots + 1));
     ms_status st = MS_OK;
-    if (!key.dt || !key.shape || !key.bufs || !key.step_first || !last) {
+    if (!key.dt || !key.shape || !key.bufs || !key.step_first || !key.tmp_first || !last) {
         st = ms_errf(MS_ENOMEM, "out of memory");
         goto fail;
     }
@@ -281,11 +315,19 @@ static ms_status mem_size(const rt_plan *p, mem_rec *r, rt_tensor *const *feeds)
         key.step_first[r->t[i].step + 1]++;
     }
     for (int s = 0; s < nsteps; s++) key.step_first[s + 1] += key.step_first[s];
-    if ((st = kn_memplan_layout(key.bufs, key.nbufs, &key.total)) != MS_OK) goto fail;
+    /* a temporary lives for its step only */
+    key.ntmps = r->ntmp;
+    for (int i = 0; i < r->ntmp; i++) {
+        key.bufs[r->n + i] = (kn_memplan_buf){.bytes = r->tmp[i].bytes, .first = r->tmp[i].step,
+                                              .last = r->tmp[i].step};
+        key.tmp_first[r->tmp[i].step + 1]++;
+    }
+    for (int s = 0; s < nsteps; s++) key.tmp_first[s + 1] += key.tmp_first[s];
+    if ((st = kn_memplan_layout(key.bufs, key.nbufs + key.ntmps, &key.total)) != MS_OK) goto fail;
     mem_inst *inst = calloc(1, sizeof(*inst));
     char what[400];
-    snprintf(what, sizeof what, "the device arena of a plan of %d nodes (%d tensors)", p->n,
-             key.nbufs);
+    snprintf(what, sizeof what, "the device arena of a plan of %d nodes (%d tensors, %d temporaries)",
+             p->n, key.nbufs, key.ntmps);
     if (inst == NULL) {
         st = ms_errf(MS_ENOMEM, "out of memory");
         goto fail;
@@ -301,11 +343,12 @@ static ms_status mem_size(const rt_plan *p, mem_rec *r, rt_tensor *const *feeds)
     m->keys[m->nkeys++] = key;
     pthread_mutex_unlock(&m->mu);
     uint64_t sum = 0;
-    for (int i = 0; i < key.nbufs; i++) sum += key.bufs[i].bytes;
-    MS_INFO("device memory: %s: one arena of %llu KiB for %d tensors of a plan of %d nodes (peak "
-            "live %llu KiB, %llu KiB without reuse)",
-            kn_backend_name(p->device), (unsigned long long)(key.total >> 10), key.nbufs, p->n,
-            (unsigned long long)(kn_memplan_peak(key.bufs, key.nbufs) >> 10),
+    for (int i = 0; i < key.nbufs + key.ntmps; i++) sum += key.bufs[i].bytes;
+    MS_INFO("device memory: %s: one arena of %llu KiB for %d tensors and %d temporaries of a plan "
+            "of %d nodes (peak live %llu KiB, %llu KiB without reuse)",
+            kn_backend_name(p->device), (unsigned long long)(key.total >> 10), key.nbufs,
+            key.ntmps, p->n,
+            (unsigned long long)(kn_memplan_peak(key.bufs, key.nbufs + key.ntmps) >> 10),
             (unsigned long long)(sum >> 10));
     free(last);
     return MS_OK;
@@ -315,6 +358,7 @@ fail:
     free(key.shape);
     free(key.bufs);
     free(key.step_first);
+    free(key.tmp_first);
     return st;
 }
 
@@ -330,12 +374,18 @@ ms_status rt_plan_memory(const rt_plan *p, int key, rt_plan_meminfo *out) {
     } else {
         const mem_key *k = &m->keys[key];
         out->ntensors = k->nbufs;
+        out->ntemps = k->ntmps;
         out->bytes = k->total;
         out->arenas = k->ninst;
         out->bufs = k->bufs;
     }
     pthread_mutex_unlock(&m->mu);
     return st;
+}
+
+int rt_device_arenas(const kn_backend *device) {
+    const char *ar = getenv("DCMSERVE_DEVICE_ARENA");
+    return device != NULL && kn_backend_has_arenas(device) && !(ar && strcmp(ar, "0") == 0);
 }
 
 int rt_plan_stateful(const rt_plan *p) {
@@ -676,9 +726,7 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
     }
     /* device tensors from one arena per feed shapes, sized by the first run
      * of those shapes (DCMSERVE_DEVICE_ARENA=0: the backend's own allocator) */
-    const char *ar = getenv("DCMSERVE_DEVICE_ARENA");
-    if (p->device && kn_backend_has_arenas(p->device) && !(ar && strcmp(ar, "0") == 0) &&
-        (st = plan_mem_init(p)) != MS_OK)
+    if (p->device && rt_device_arenas(p->device) && (st = plan_mem_init(p)) != MS_OK)
         goto fail;
     free(need);
     free(stack);
@@ -797,10 +845,13 @@ static ms_status mem_begin(const rt_plan *p, rt_tensor *const *feeds, mem_key **
     return MS_OK;
 }
 
-/* The planned regions of step `step` for this thread's kernels. */
+/* The planned regions of step `step` for this thread's kernels: its new
+ * tensors and its temporaries. */
 static void mem_step(const mem_key *key, void *base, int step) {
     int a = key->step_first[step], b = key->step_first[step + 1];
-    if (b > a) kn_devout_begin(base, key->bufs + a, b - a);
+    int ta = key->tmp_first[step], tb = key->tmp_first[step + 1];
+    if (b > a || tb > ta)
+        kn_devout_step(base, key->bufs + a, b - a, key->bufs + key->nbufs + ta, tb - ta);
 }
 
 /* The end of the run, after every tensor of it is released: the arena is
@@ -821,6 +872,7 @@ static void mem_end(const rt_plan *p, mem_key *key, mem_inst *inst, mem_rec *rec
         pthread_mutex_unlock(&m->mu);
         free(rec->t);
         free(rec->root);
+        free(rec->tmp);
     }
 }
 
@@ -884,7 +936,9 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
         }
         if (p->ncopies) {
             if (arena_base) mem_step(key, arena_base, 2 * k);
+            if (rp) kn_devtmp_record_begin();
             st = run_copies(p, &next_copy, k, slots, uses, held, ctx->budget, rp);
+            if (rp) rec_tmps(rp, 2 * k);
             if (arena_base) kn_devout_end();
             if (st != MS_OK) break;
         }
@@ -902,7 +956,9 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
         host.gnode = n;
         ctx->host = &host;
         if (arena_base) mem_step(key, arena_base, 2 * k + 1);
+        if (rp) kn_devtmp_record_begin();
         st = n->kernel->compute(ctx, &n->kn, n->state, in, out);
+        if (rp) rec_tmps(rp, 2 * k + 1);
         if (arena_base) kn_devout_end();
         ctx->host = caller_host;
         if (st != MS_OK) {
@@ -949,7 +1005,9 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
     }
     if (st == MS_OK && p->ncopies) {
         if (arena_base) mem_step(key, arena_base, 2 * p->n);
+        if (rp) kn_devtmp_record_begin();
         st = run_copies(p, &next_copy, p->n, slots, uses, held, ctx->budget, rp);
+        if (rp) rec_tmps(rp, 2 * p->n);
         if (arena_base) kn_devout_end();
     }
     if (st == MS_OK && rp) st = mem_size(p, rp, feeds);

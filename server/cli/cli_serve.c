@@ -331,6 +331,8 @@ int cli_serve(int argc, char **argv) {
         goto out_be;
     }
     srv_manager_set_device(d.app.mgr, d.dev);
+    srv_manager_set_batching(d.app.mgr, d.flags.enable_batching ? &bp : NULL,
+                             d.flags.enable_per_model_batching_parameters);
     if (strcmp(d.flags.saved_model_tags, "serve") != 0 &&
         srv_manager_set_tags(d.app.mgr, d.flags.saved_model_tags) != MS_OK) {
         fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
