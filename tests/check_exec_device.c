@@ -302,6 +302,65 @@ START_TEST(arena_plan_matches_cpu) {
 }
 END_TEST
 
+/* CUDA graphs on a test device that emulates them (UT_TESTDEV_GRAPHS: a
+ * captured kernel's outputs are spoiled, a launch recomputes them at the
+ * recorded addresses): after the sizing run, the next run of the shape
+ * captures the segment MatMul -> AddV2 -> Relu and launches it, later runs
+ * replay it without running those kernels; every run gives the CPU's bytes.
+ * A refused capture runs the segment as usual and is not tried again on
+ * that arena. Graphs off (the default): no capture at all. */
+static void graph_runs(const Tensorflow__MetaGraphDef *mg, kn_backend *dev, int reps,
+                       int *captures, int *launches) {
+    rt_graph *g0 = load(mg, NULL), *g1 = load(mg, dev);
+    rt_plan *p0 = plan(g0), *p1 = plan(g1);
+    int c0 = ut_dev.captures, l0 = ut_dev.launches;
+    for (int rep = 0; rep < reps; rep++) {
+        rt_tensor *x = iota((rt_shape){.rank = 2, .dim = {2, 3}}, -1.5f + (float)rep, 0.375f);
+        rt_tensor *want[NFETCH] = {0}, *got[NFETCH] = {0};
+        ck_assert_msg(run(p0, x, want) == MS_OK, "%s", ms_errmsg());
+        ck_assert_msg(run(p1, x, got) == MS_OK, "%s", ms_errmsg());
+        check_same(got, want);
+        for (int i = 0; i < NFETCH; i++) {
+            rt_tensor_unref(want[i]);
+            rt_tensor_unref(got[i]);
+        }
+        rt_tensor_unref(x);
+    }
+    *captures = ut_dev.captures - c0;
+    *launches = ut_dev.launches - l0;
+    rt_plan_free(p1);
+    rt_plan_free(p0);
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+}
+
+START_TEST(graphs_replay_matches_cpu) {
+    kn_backend *gdev = ut_testdev_new("testdev", dev_ops, UT_TESTDEV_ARENAS | UT_TESTDEV_GRAPHS);
+    const Tensorflow__MetaGraphDef *mg = graph();
+    int captures = 0, launches = 0;
+    graph_runs(mg, gdev, 3, &captures, &launches); /* off by default */
+    ck_assert_int_eq(captures + launches + ut_dev.refused, 0);
+    rt_device_graphs_set(1);
+    int runs = ut_dev.runs;
+    graph_runs(mg, gdev, 5, &captures, &launches);
+    ck_assert_int_eq(captures, 1);  /* the second run */
+    ck_assert_int_eq(launches, 4);  /* runs 2 to 5 */
+    ck_assert_int_eq(ut_dev.refused, 0);
+    /* device kernel runs: 4 by the sizing run; the capturing run 3 captured
+     * (MatMul, AddV2, Relu, with the Const b between them), 3 launched and
+     * Mul (after host nodes); each later run 3 launched and Mul */
+    ck_assert_int_eq(ut_dev.runs - runs, 4 + (3 + 3 + 1) + 3 * (3 + 1));
+    ut_dev.refuse_graphs = 1;
+    graph_runs(mg, gdev, 4, &captures, &launches);
+    ck_assert_int_eq(captures + launches, 0);
+    ck_assert_int_eq(ut_dev.refused, 1); /* tried once on the arena */
+    ut_dev.refuse_graphs = 0;
+    rt_device_graphs_set(0);
+    ck_assert_int_eq(ut_dev.arenas, 0);
+    kn_backend_free(gdev);
+}
+END_TEST
+
 /* Real SavedModels loaded with the device: Predict gives the same bytes as
  * the CPU load (the _gpu model pins its nodes to /device:GPU:0: hints). */
 static const char *const models[] = {"saved_model_half_plus_two_cpu/00000123",
@@ -529,6 +588,7 @@ int main(void) {
     tcase_add_test(tc, copy_failure_fails_the_request);
     tcase_add_test(tc, arena_plan_matches_cpu);
     tcase_add_test(tc, sized_at_load);
+    tcase_add_test(tc, graphs_replay_matches_cpu);
     tcase_add_test(tc, manager_sizes_at_load);
     tcase_add_test(tc, device_batches);
     tcase_add_loop_test(tc, real_models_match_cpu, 0, (int)(sizeof models / sizeof models[0]));

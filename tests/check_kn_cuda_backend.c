@@ -304,6 +304,47 @@ START_TEST(convnet_arena) {
 }
 END_TEST
 
+/* The same network with CUDA graphs on, on a test device that emulates them
+ * (UT_TESTDEV_GRAPHS): every run after the sizing run gives the CPU's bytes
+ * while its segments of device nodes are captured once and then replayed
+ * (their kernels not run again, their outputs only what the launches
+ * wrote). */
+START_TEST(convnet_cuda_graphs) {
+    int fused = _i;
+    cap_setup(UT_TESTDEV_ARENAS | UT_TESTDEV_GRAPHS);
+    rt_device_graphs_set(1);
+    rt_gb *gb = NULL;
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    rt_graph *g0 = NULL, *g1 = NULL;
+    convnet_graphs(gb, fused, &g0, &g1);
+    rt_plan *p = convnet_plan(g1);
+    for (int rep = 0; rep < 4; rep++) {
+        rt_tensor *x = ut_convnet_input(40 + (unsigned)rep);
+        rt_tensor *want[UT_CONVNET_NFETCH] = {0}, *got[UT_CONVNET_NFETCH] = {0};
+        run_graph(g0, x, want);
+        run_plan(p, x, got);
+        for (int i = 0; i < UT_CONVNET_NFETCH; i++) {
+            ck_assert_msg(rt_tensor_equal(got[i], want[i]), "fetch %s differs (run %d)",
+                          ut_convnet_fetches[i], rep);
+            rt_tensor_unref(got[i]);
+            rt_tensor_unref(want[i]);
+        }
+        rt_tensor_unref(x);
+    }
+    printf("kn_cuda_backend: convnet%s with graphs: %d captured, %d refused, %d launches\n",
+           fused ? " (fused)" : "", ut_dev.captures, ut_dev.refused, ut_dev.launches);
+    ck_assert_int_ge(ut_dev.captures, 1);
+    ck_assert_int_eq(ut_dev.launches, 3 * ut_dev.captures);
+    rt_plan_free(p);
+    rt_device_graphs_set(0);
+    ck_assert_int_eq(ut_dev.arenas, 0);
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+    rt_gb_free(gb);
+    cap_teardown();
+}
+END_TEST
+
 /* ---- the DICOM split: DcmDecodeHU -> DcmWindow on the device ---- */
 
 static rt_tensor *run_dicom(rt_graph *g, rt_tensor *x) {
@@ -391,6 +432,7 @@ int main(void) {
     tcase_add_test(tc, no_backend_without_gpu);
     tcase_add_loop_test(tc, convnet_placement, 0, 2);
     tcase_add_loop_test(tc, convnet_arena, 0, 2);
+    tcase_add_loop_test(tc, convnet_cuda_graphs, 0, 2);
     tcase_add_loop_test(tc, dicom_split_placement, 0, 3);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

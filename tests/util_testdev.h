@@ -33,6 +33,10 @@ typedef struct ut_devcount {
     int regions;          /* tensors placed in a plan's arena */
     int tmps;             /* kernel temporaries placed in a plan's arena */
     int tmp_cache;        /* kernel temporaries from the device's own allocator */
+    int captures;         /* graphs captured (graph_end gave one) */
+    int refused;          /* captures graph_end refused */
+    int launches;         /* graph launches */
+    int refuse_graphs;    /* set: graph_end refuses every capture */
     int arenas;           /* arenas alive */
     uint64_t arena_bytes; /* their bytes */
 } ut_devcount;
@@ -44,6 +48,17 @@ void ut_testdev_setup(kn_backend *cpu, int mem, uint8_t key);
 
 #define UT_TESTDEV_NONE 1   /* no op at all */
 #define UT_TESTDEV_ARENAS 2 /* has the arena slots */
+/* With UT_TESTDEV_ARENAS: has the graph slots too, emulating CUDA graphs on
+ * the CPU: under capture a kernel writes no device memory (it runs on the
+ * host copies only to learn its outputs' shapes; its outputs are its planned
+ * regions, unwritten) and is recorded (kernel, input and output addresses,
+ * dtypes, shapes, its temporary's address); a launch runs the recorded
+ * kernels in order from and to those addresses, through the temporaries.
+ * So outputs a launch does not recompute (the arena holds 0xCD or the last
+ * run's values), or recomputes at other addresses than the run reads, give
+ * wrong numbers. A capture whose kernel took memory outside the plan's arena
+ * is refused, as the CUDA table's. */
+#define UT_TESTDEV_GRAPHS 4
 /* A device named `name` with the ops in `ops` (NULL-terminated; NULL: every
  * CPU op but the string parsers). Free with kn_backend_free. */
 kn_backend *ut_testdev_new(const char *name, const char *const *ops, int flags);

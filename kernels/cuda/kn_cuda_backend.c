@@ -149,6 +149,8 @@ typedef struct dblock {
 
 struct worker {
     uint64_t gen;
+    int capturing;   /* a CUDA graph capture is on (be_graph_begin) */
+    int capture_bad; /* the captured work used memory or work that a replay cannot repeat */
     void *stream;
     void *pinned;
     size_t pinned_size;
@@ -234,6 +236,8 @@ static ms_status arena_new_trim(cuda_be *be, const char *what, uint64_t bytes, k
  * (up to twice the size), else one new cudaMalloc charged to the budget. */
 static ms_status block_get(cuda_be *be, worker *w, uint64_t bytes, const char *what, dblock **out) {
     if (bytes == 0) bytes = 256;
+    /* a block outside the plan's arena: a replay would write it after it went back */
+    if (w->capturing) w->capture_bad = 1;
     pthread_mutex_lock(&be->cache_mu);
     dblock **best = NULL;
     for (dblock **p = &be->cache; *p; p = &(*p)->next)
@@ -445,6 +449,45 @@ static ms_status be_sync(kn_backend *b) {
 
 static const kn_kernel *be_kernel(kn_backend *b, const char *op);
 
+/* CUDA graphs (kn_backend_i.graph_*, docs/gpu.md): the executor brackets a
+ * segment of device nodes of a sized plan; the work their kernels queue on
+ * this worker's stream is captured (not run) and, when nothing in it needs
+ * the host or memory outside the plan's arena, instantiated for replay. */
+static ms_status be_graph_begin(kn_backend *b) {
+    worker *w = NULL;
+    ms_status st = get_worker(b->ctx, &w);
+    if (st != MS_OK) return st;
+    if (w->capturing) return ms_errf(MS_EINTERNAL, "a CUDA graph capture is on already");
+    w->capture_bad = 0;
+    if ((st = kn_cuda_capture_begin(w->stream)) == MS_OK) w->capturing = 1;
+    return st;
+}
+
+static ms_status be_graph_end(kn_backend *b, void **graph) {
+    *graph = NULL;
+    worker *w = NULL;
+    ms_status st = get_worker(b->ctx, &w);
+    if (st != MS_OK) return st;
+    if (!w->capturing) return ms_errf(MS_EINTERNAL, "no CUDA graph capture is on");
+    w->capturing = 0;
+    st = kn_cuda_capture_end(w->stream, !w->capture_bad, graph);
+    if (st == MS_OK) return MS_OK;
+    return w->capture_bad ? ms_errf(MS_ENOTSUP, "the segment used memory outside the plan's arena "
+                                                "or the CPU")
+                          : st;
+}
+
+static ms_status be_graph_launch(kn_backend *b, void *graph) {
+    worker *w = NULL;
+    ms_status st = get_worker(b->ctx, &w);
+    return st != MS_OK ? st : kn_cuda_graph_launch(graph, w->stream);
+}
+
+static void be_graph_free(kn_backend *b, void *graph) {
+    (void)b;
+    kn_cuda_graph_free(graph);
+}
+
 /* A plan's device arena (kn_backend_i.arena_*): one cudaMalloc charged to
  * the budget, used by one run at a time on its worker's stream; a run on
  * another worker waits for the previous run's work on it (an event, nothing
@@ -548,7 +591,9 @@ ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
                                    .free = be_free, .to_device = be_to_device,
                                    .to_host = be_to_host, .arena_new = be_arena_new,
                                    .arena_begin = be_arena_begin, .arena_end = be_arena_end,
-                                   .arena_free = be_arena_free},
+                                   .arena_free = be_arena_free, .graph_begin = be_graph_begin,
+                                   .graph_end = be_graph_end, .graph_launch = be_graph_launch,
+                                   .graph_free = be_graph_free},
                          .ctx = be,
                          .intra_op_threads = cpu->intra_op_threads};
     g_be = be;
@@ -968,6 +1013,7 @@ static ms_status host_run(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *no
                 "once per node", node->name, node->op, why);
     rt_tensor *hin[256] = {0}, *hout[256] = {0};
     ms_status st = MS_OK;
+    if (w->capturing) w->capture_bad = 1; /* the CPU's part is not in a graph */
     if (node->nin > 256 || node->nout > 256) return ms_errf(MS_ENOTSUP, "too many inputs");
     for (int i = 0; i < node->nin && st == MS_OK; i++)
         st = in[i]->buf && in[i]->buf->device == KN_CUDA_MEM ? copy_out(w, in[i], &hin[i])

@@ -55,6 +55,15 @@ ms_status rt_plan_memory(const rt_plan *p, int key, rt_plan_meminfo *out);
 /* 1 when plans placed on `device` (may be NULL) get device arenas: it has
  * the arena slots and DCMSERVE_DEVICE_ARENA is not 0. */
 int rt_device_arenas(const kn_backend *device);
+/* CUDA graphs (docs/gpu.md, Memory; off by default): 1 when plans placed on
+ * `device` capture their segments of device nodes into graphs and replay
+ * them: the device has the graph slots (kn_backend_i.graph_*) and graphs
+ * are on (rt_device_graphs_set, else DCMSERVE_CUDA_GRAPHS=1). Read when a
+ * plan is built. */
+int rt_device_graphs(const kn_backend *device);
+/* Turns graphs on or off for plans built from now on (`--cuda_graphs`),
+ * overriding DCMSERVE_CUDA_GRAPHS. */
+void rt_device_graphs_set(int on);
 
 /* Binds the node's kernel (host ops first, then the backend) and runs
  * prepare once. Const producers must be prepared first (rt_plan_build does
