@@ -374,6 +374,7 @@ static ms_status copy_in(cuda_be *be, worker *w, const kn_node *node, const rt_t
     *out = NULL;
     if (host->buf != NULL && host->buf->device != 0)
         return ms_errf(MS_EINTERNAL, "copy to the GPU: the tensor is not in host memory");
+    if (w->capturing) w->capture_bad = 1; /* host memory and a wait: no graph */
     rt_tensor *t = NULL;
     ms_status st = dev_tensor(be, w, node, host->dtype, &host->shape, &t);
     if (st != MS_OK) return st;
@@ -399,6 +400,7 @@ static ms_status copy_out(worker *w, const rt_tensor *dev, rt_tensor **out) {
     *out = NULL;
     if (dev->buf == NULL || dev->buf->device != KN_CUDA_MEM)
         return ms_errf(MS_EINTERNAL, "copy to the host: the tensor is not in GPU memory");
+    if (w->capturing) w->capture_bad = 1; /* a wait on the host: no graph */
     size_t nb = rt_tensor_nbytes(dev);
     rt_buf *buf = rt_buf_alloc(nb ? nb : 1);
     if (buf == NULL) return ms_errf(MS_ENOMEM, "out of memory");
@@ -1261,6 +1263,7 @@ static ms_status c_conv(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node
                 bn_coefs(1, F(h[0]), F(h[1]), F(h[2]), F(h[3]), s->eps, oc, coef, coef + oc);
                 st = tmp_get(be, w, (uint64_t)(2 * oc) * sizeof(float), "batch-norm coefficients", &bn);
             }
+            if (w->capturing) w->capture_bad = 1; /* host values of this request: no graph */
             if (st == MS_OK)
                 st = kn_cuda_h2d(bn->ptr, coef, (size_t)(2 * oc) * sizeof(float), w->stream,
                                  "batch-norm coefficients");

@@ -437,8 +437,9 @@ static ms_status mem_size(const rt_plan *p, mem_rec *r, rt_tensor *const *feeds)
     if ((st = kn_memplan_layout(key.bufs, key.nbufs + key.ntmps, &key.total)) != MS_OK) goto fail;
     mem_inst *inst = calloc(1, sizeof(*inst));
     char what[400];
-    snprintf(what, sizeof what, "the device arena of a plan of %d nodes (%d tensors, %d temporaries)",
-             p->n, key.nbufs, key.ntmps);
+    snprintf(what, sizeof what,
+             "the device arena of a plan of %d nodes (%d tensors, %d temporaries)", p->n,
+             key.nbufs, key.ntmps);
     if (inst == NULL) {
         st = ms_errf(MS_ENOMEM, "out of memory");
         goto fail;
@@ -1390,7 +1391,8 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
                    .uses = uses, .held = held, .key = key, .base = arena_base, .rp = rp,
                    .next_copy = &next_copy};
     /* CUDA graphs: on an arena of sized shapes (not in a sizing run) */
-    int graphs = inst != NULL && arena_base != NULL && p->mem->nseg > 0 && inst_graphs(p->mem, inst);
+    int graphs =
+        inst != NULL && arena_base != NULL && p->mem->nseg > 0 && inst_graphs(p->mem, inst);
     for (int k = 0; k < p->n && st == MS_OK; k++) {
         if (ctx->cancelled && atomic_load(ctx->cancelled)) {
             st = ms_errf(MS_ECANCELED, "request cancelled");
