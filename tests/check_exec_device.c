@@ -350,6 +350,33 @@ START_TEST(graphs_replay_matches_cpu) {
      * (MatMul, AddV2, Relu, with the Const b between them), 3 launched and
      * Mul (after host nodes); each later run 3 launched and Mul */
     ck_assert_int_eq(ut_dev.runs - runs, 4 + (3 + 3 + 1) + 3 * (3 + 1));
+    /* a replay whose outside input is not where the capture read it (the
+     * copy of x out of the arena, as a copy of another size would be) runs
+     * the segment without its graph, and replays again once it is back */
+    {
+        rt_graph *g0 = load(mg, NULL), *g1 = load(mg, gdev);
+        rt_plan *p0 = plan(g0), *p1 = plan(g1);
+        int l0 = ut_dev.launches;
+        for (int rep = 0; rep < 4; rep++) {
+            ut_dev.copies_unplanned = rep == 2;
+            rt_tensor *x = iota((rt_shape){.rank = 2, .dim = {2, 3}}, 0.5f - (float)rep, 0.25f);
+            rt_tensor *want[NFETCH] = {0}, *got[NFETCH] = {0};
+            ck_assert_msg(run(p0, x, want) == MS_OK, "%s", ms_errmsg());
+            ck_assert_msg(run(p1, x, got) == MS_OK, "%s", ms_errmsg());
+            check_same(got, want);
+            for (int i = 0; i < NFETCH; i++) {
+                rt_tensor_unref(want[i]);
+                rt_tensor_unref(got[i]);
+            }
+            rt_tensor_unref(x);
+        }
+        ut_dev.copies_unplanned = 0;
+        ck_assert_int_eq(ut_dev.launches - l0, 2); /* runs 2 and 4, not 3 */
+        rt_plan_free(p1);
+        rt_plan_free(p0);
+        rt_graph_free(g0);
+        rt_graph_free(g1);
+    }
     ut_dev.refuse_graphs = 1;
     graph_runs(mg, gdev, 4, &captures, &launches);
     ck_assert_int_eq(captures + launches, 0);

@@ -37,6 +37,7 @@ typedef struct ut_devcount {
     int refused;          /* captures graph_end refused */
     int launches;         /* graph launches */
     int refuse_graphs;    /* set: graph_end refuses every capture */
+    int copies_unplanned; /* set: copies to the device take no planned region */
     int arenas;           /* arenas alive */
     uint64_t arena_bytes; /* their bytes */
 } ut_devcount;
