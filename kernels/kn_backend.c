@@ -43,6 +43,11 @@ int kn_backend_has_arenas(const kn_backend *b) {
            b->iface.arena_free;
 }
 
+int kn_backend_has_graphs(const kn_backend *b) {
+    return b != NULL && b->iface.graph_begin && b->iface.graph_end && b->iface.graph_launch &&
+           b->iface.graph_free;
+}
+
 /* ---- node attributes ---- */
 
 int kn_attr_has(const kn_node *n, const char *key) {

@@ -96,6 +96,18 @@ struct kn_backend_i {
     ms_status (*arena_begin)(kn_backend *b, void *arena, void **base);
     void (*arena_end)(kn_backend *b, void *arena);
     void (*arena_free)(kn_backend *b, void *arena);
+    /* Optional, for a device backend (CUDA graphs, docs/gpu.md): graph_begin
+     * starts capturing the device work the calling thread's kernels queue
+     * (none of it runs); graph_end stops it and sets *graph when that work
+     * can be replayed as it is (no host synchronisation, no CPU fallback,
+     * no device memory outside the plan's arena), else returns an error with
+     * *graph NULL (the captured work did not run: the caller runs it again
+     * without capture); graph_launch queues a graph's work on the calling
+     * thread's stream; graph_free frees it. */
+    ms_status (*graph_begin)(kn_backend *b);
+    ms_status (*graph_end)(kn_backend *b, void **graph);
+    ms_status (*graph_launch)(kn_backend *b, void *graph);
+    void (*graph_free)(kn_backend *b, void *graph);
 };
 
 struct kn_backend {
@@ -115,6 +127,8 @@ ms_status kn_backend_to_device(kn_backend *b, rt_tensor *host, rt_tensor **out);
 ms_status kn_backend_to_host(kn_backend *b, rt_tensor *dev, rt_tensor **out);
 /* 1 when the backend has all four arena slots. */
 int kn_backend_has_arenas(const kn_backend *b);
+/* 1 when the backend has all four graph slots. */
+int kn_backend_has_graphs(const kn_backend *b);
 
 /* ---- services a kernel's context gives it (kn_ctx.c) ---- */
 

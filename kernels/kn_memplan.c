@@ -123,20 +123,31 @@ int kn_memplan_valid(const kn_memplan_buf *b, int n) {
 
 static _Thread_local struct {
     unsigned char *base;
-    const kn_memplan_buf *r;
+    const kn_memplan_buf *r, *t;
     int n, next, given;
+    int nt, tnext, tgiven;
+    int recording, nrec;
+    uint64_t rec[KN_DEVTMP_MAX_PER_STEP];
 } tl_out;
 
 void kn_devout_begin(void *base, const kn_memplan_buf *r, int n) {
+    kn_devout_step(base, r, n, NULL, 0);
+}
+
+void kn_devout_step(void *base, const kn_memplan_buf *r, int n, const kn_memplan_buf *t, int nt) {
     tl_out.base = base;
     tl_out.r = r;
     tl_out.n = n;
     tl_out.next = 0;
+    tl_out.t = t;
+    tl_out.nt = nt;
+    tl_out.tnext = 0;
 }
 
 void kn_devout_end(void) {
     tl_out.base = NULL;
     tl_out.n = 0;
+    tl_out.nt = 0;
 }
 
 void *kn_devout_take(uint64_t bytes) {
@@ -150,3 +161,31 @@ void *kn_devout_take(uint64_t bytes) {
 }
 
 int kn_devout_taken(void) { return tl_out.given; }
+
+void *kn_devtmp_take(uint64_t bytes) {
+    if (tl_out.recording && tl_out.nrec < KN_DEVTMP_MAX_PER_STEP)
+        tl_out.rec[tl_out.nrec++] = bytes;
+    if (tl_out.base == NULL || tl_out.tnext >= tl_out.nt)
+        return NULL;
+    const kn_memplan_buf *t = &tl_out.t[tl_out.tnext++];
+    if (t->bytes != bytes || bytes == 0)
+        return NULL;
+    tl_out.tgiven++;
+    return tl_out.base + t->offset;
+}
+
+int kn_devtmp_taken(void) { return tl_out.tgiven; }
+
+void kn_devtmp_record_begin(void) {
+    tl_out.recording = 1;
+    tl_out.nrec = 0;
+}
+
+int kn_devtmp_record_end(uint64_t *sizes, int max) {
+    int n = tl_out.nrec < max ? tl_out.nrec : max;
+    for (int i = 0; i < n; i++)
+        sizes[i] = tl_out.rec[i];
+    tl_out.recording = 0;
+    tl_out.nrec = 0;
+    return n;
+}

@@ -61,4 +61,39 @@ void *kn_devout_take(uint64_t bytes);
 /* Regions kn_devout_take has given out on this thread so far (tests). */
 int kn_devout_taken(void);
 
+/* ---- the running step's temporaries (thread-local) ----
+ * A temporary is device memory a kernel needs only while its step runs (a
+ * cuDNN / cuBLASLt workspace, a padded input, a reordered computed filter,
+ * per-request coefficients): it lives from the step to the same step, so the
+ * layout may give its bytes to tensors made or read at other steps. The
+ * executor records the temporaries of a sizing run and places them in the
+ * plan's block with the tensors; a later run of those shapes hands each step
+ * its planned temporaries here, positionally, as the outputs above. */
+
+/* The executor, before a step of a sized plan: its outputs (as
+ * kn_devout_begin) and its temporaries t[0..nt-1], both at base + offset
+ * (borrowed until kn_devout_end, which ends both). */
+void kn_devout_step(void *base, const kn_memplan_buf *r, int n, const kn_memplan_buf *t, int nt);
+/* A device backend's kernel asking for a temporary of `bytes` for the
+ * running step: the step's next planned temporary when its size is exactly
+ * `bytes`, else NULL (allocate as usual, e.g. from a block cache, and give
+ * it back after the step's work). A planned region needs no release and must
+ * not be used after the step (work queued on the step's stream is fine: the
+ * next user of the bytes is ordered after it). While the executor records
+ * (kn_devtmp_record_begin) every request is noted, planned or not. */
+void *kn_devtmp_take(uint64_t bytes);
+/* Temporaries kn_devtmp_take has given out on this thread so far (tests). */
+int kn_devtmp_taken(void);
+
+/* The most temporaries one step records; later ones of the step are not
+ * planned (they keep the backend's allocator). */
+#define KN_DEVTMP_MAX_PER_STEP 64
+
+/* The executor around a step of a sizing run on this thread: begin starts
+ * noting the sizes the step's kernels ask kn_devtmp_take for; end stops and
+ * copies them, in order, to sizes[0..max-1], returning how many were noted
+ * (at most KN_DEVTMP_MAX_PER_STEP). */
+void kn_devtmp_record_begin(void);
+int kn_devtmp_record_end(uint64_t *sizes, int max);
+
 #endif /* KN_MEMPLAN_H */

@@ -203,6 +203,9 @@ static const flag_def defs[] = {
     {"device", F_STR, OFF(device), 0, 0,
      "auto, cpu, cuda or cuda:N. auto: the first usable GPU, else the CPU (logged with the reason); "
      "cuda without a usable GPU refuses to start, saying why. Default auto", NULL},
+    {"cuda_graphs", F_BOOL, OFF(cuda_graphs), 0, 0,
+     "with a GPU: capture the device work of sized plans into CUDA graphs and replay them "
+     "(docs/gpu.md; unmeasured). Default false", NULL},
     {"help", F_BOOL, OFF(help), 0, 0, "print this help and exit", NULL},
     /* clang-format on */
 };

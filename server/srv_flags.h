@@ -69,6 +69,7 @@ typedef struct srv_flags {
     int help;                                /* --help given */
     int version;                             /* --version given */
     const char *device;                      /* --device auto|cpu|cuda[:N]; NULL = auto */
+    int cuda_graphs;                         /* --cuda_graphs; default 0 */
     double gpu_memory_fraction;              /* --per_process_gpu_memory_fraction; 0 = no cap */
     /* Flags given that are accepted without (full) effect: indices into the
      * flag table, each logged once by srv_flags_log_notes. */

@@ -18,6 +18,7 @@
 #include "ms_log.h"
 #include "ms_wire.h"
 #include "rt_bundle.h"
+#include "rt_exec.h"
 
 typedef struct mversion {
     int64_t version;
@@ -47,6 +48,8 @@ struct srv_manager {
     const char *tags[SRV_MANAGER_MAX_TAGS];
     int ntags;                  /* 0 = g_tags */
     int warmup_iters;           /* srv_manager_set_warmup; 0 = no warm-up */
+    srv_batch_params batching;  /* srv_manager_set_batching: what the device sizing sizes */
+    int batching_on, batching_per_model;
     uv_loop_t *loop;
     uv_timer_t timer;
     uv_async_t async;
@@ -413,6 +416,29 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* The device arenas of a version loaded on a device, sized before it is
+ * AVAILABLE (srv_warmup_device_size) for the batch sizes the batcher can
+ * form: the version's own batching_params.pbtxt with per-model parameters,
+ * else the global ones. */
+static void device_size(load_job *j) {
+    int64_t batches[RT_PLAN_MEM_KEYS];
+    int nb = 1;
+    batches[0] = 1;
+    if (j->m->batching_on) {
+        srv_batch_params bp = j->m->batching, own;
+        char path[4096];
+        srv_batch_params_defaults(&own);
+        snprintf(path, sizeof path, "%s/batching_params.pbtxt", j->dir);
+        if (j->m->batching_per_model && access(path, R_OK) == 0 &&
+            srv_batch_params_read(path, &own) == MS_OK)
+            bp = own;
+        nb = srv_warmup_device_batches(&bp, batches, RT_PLAN_MEM_KEYS);
+    }
+    ms_err_clear();
+    srv_warmup_device_size(j->model, j->name, j->version, batches, nb);
+    ms_err_clear();
+}
+
 static void load_work(uv_work_t *req) {
     load_job *j = req->data;
     double t0 = now_ms();
@@ -436,6 +462,8 @@ static void load_work(uv_work_t *req) {
                                  &j->model);
     else
         j->st = rt_model_load_on(j->dir, g_tags, 1, j->m->be, j->m->device, &j->model);
+    if (j->st == MS_OK && j->m->device != NULL) /* before AVAILABLE, warm-up or not */
+        device_size(j);
     if (j->st != MS_OK) {
         snprintf(j->msg, sizeof(j->msg), "%s",
                  ms_errmsg()[0] ? ms_errmsg() : ms_status_name(j->st));
@@ -788,6 +816,12 @@ ms_status srv_manager_set_tags(srv_manager *m, const char *tags) {
     if (k == 0) return ms_errf(MS_EINVAL, "--saved_model_tags: expected tag[,tag...], got \"%s\"", tags);
     m->ntags = k;
     return MS_OK;
+}
+
+void srv_manager_set_batching(srv_manager *m, const srv_batch_params *bp, int per_model) {
+    m->batching_on = bp != NULL;
+    if (bp != NULL) m->batching = *bp;
+    m->batching_per_model = per_model;
 }
 
 void srv_manager_set_warmup(srv_manager *m, int iterations) {

@@ -22,6 +22,7 @@
 
 #include "kn_backend.h"
 #include "ms_status.h"
+#include "srv_batch.h"
 #include "rt_model.h"
 #include "srv_config.h"
 #include "srv_metrics.h"
@@ -68,6 +69,13 @@ ms_status srv_manager_set_tags(srv_manager *m, const char *tags);
 /* Warm-up (srv_warmup.h) of every version before it becomes AVAILABLE,
  * `iterations` times; 0 = off. Call before the first apply. */
 void srv_manager_set_warmup(srv_manager *m, int iterations);
+
+/* The batching the server runs requests with (bp copied; NULL: batching
+ * off), per_model: versions' own batching_params.pbtxt first. With a device
+ * (srv_manager_set_device) every version's device arenas are sized at load
+ * for the batch sizes it can form (srv_warmup_device_size,
+ * srv_warmup_device_batches). Call before the first apply. */
+void srv_manager_set_batching(srv_manager *m, const srv_batch_params *bp, int per_model);
 
 /* Called on the loop thread after availability may have changed. */
 void srv_manager_set_listener(srv_manager *m, void (*fn)(void *arg), void *arg);

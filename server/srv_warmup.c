@@ -12,6 +12,7 @@
 #include "ms_log.h"
 #include "ms_wire.h"
 #include "rt_crc32c.h"
+#include "rt_exec.h"
 #include "rt_tensor_proto.h"
 #include "sig_signature.h"
 #include "tf_serving_log.pb-c.h"
@@ -153,38 +154,62 @@ static ms_status replay_file(rt_model *m, const char *path, int iterations, int 
     return st;
 }
 
+/* Zeros for the inputs of signature sd in in[0..*nin-1] (new references),
+ * each unknown dim taken as 1, except an unknown first dim, taken as
+ * `batch` when batch > 0. 0 when the signature has an input that cannot be
+ * made (DT_STRING, unknown rank, a dtype without a size, more than 64
+ * inputs); *why then says which, and nothing is left in in[]. */
+static int synth_inputs(const Tensorflow__SignatureDef *sd, int64_t batch, sig_input *in, int *nin,
+                        const char **why) {
+    *nin = 0;
+    *why = NULL;
+    if (sd == NULL || sd->n_inputs == 0 || sd->n_inputs > 64) {
+        *why = "no inputs or more than 64";
+        return 0;
+    }
+    for (size_t i = 0; i < sd->n_inputs; i++) {
+        const Tensorflow__TensorInfo *ti = sd->inputs[i]->value;
+        if (ti != NULL && ti->dtype == TENSORFLOW__DATA_TYPE__DT_STRING) {
+            *why = "a DT_STRING input";
+        } else if (ti == NULL || ti->tensor_shape == NULL || ti->tensor_shape->unknown_rank ||
+                   ti->tensor_shape->n_dim > RT_MAX_RANK) {
+            *why = "an input of unknown rank";
+        } else if (ti->dtype <= 0 || (int)ti->dtype >= (int)RT_DT_COUNT ||
+                   rt_dtype_size((rt_dtype)ti->dtype) == 0) {
+            *why = "an input dtype without a fixed size";
+        }
+        rt_tensor *t = NULL;
+        if (*why == NULL) {
+            int64_t dims[RT_MAX_RANK];
+            for (size_t d = 0; d < ti->tensor_shape->n_dim; d++) {
+                int64_t v = ti->tensor_shape->dim[d]->size;
+                dims[d] = v >= 0 ? v : d == 0 && batch > 0 ? batch : 1;
+            }
+            rt_shape sh = rt_shape_make((int)ti->tensor_shape->n_dim, dims);
+            if (rt_tensor_new((rt_dtype)ti->dtype, &sh, &t) != MS_OK) *why = "out of memory";
+        }
+        if (*why != NULL) {
+            for (int j = 0; j < *nin; j++)
+                rt_tensor_unref(in[j].tensor);
+            *nin = 0;
+            return 0;
+        }
+        in[*nin].key = sd->inputs[i]->key;
+        in[(*nin)++].tensor = t;
+    }
+    return 1;
+}
+
 /* Zeros for every signature that allows them; *n counts the signatures run. */
 static void synthetic(rt_model *m, const char *name, int iterations, int *n) {
     const Tensorflow__MetaGraphDef *mg = rt_model_meta_graph(m);
     for (size_t s = 0; mg && s < mg->n_signature_def; s++) {
         const Tensorflow__SignatureDef *sd = mg->signature_def[s]->value;
         const char *key = mg->signature_def[s]->key;
-        if (sd == NULL || sd->n_inputs == 0 || sd->n_inputs > 64) continue;
         sig_input in[64];
-        int nin = 0, ok = 1;
-        for (size_t i = 0; i < sd->n_inputs && ok; i++) {
-            const Tensorflow__TensorInfo *ti = sd->inputs[i]->value;
-            if (ti == NULL || ti->tensor_shape == NULL || ti->tensor_shape->unknown_rank ||
-                ti->dtype == TENSORFLOW__DATA_TYPE__DT_STRING || ti->dtype <= 0 ||
-                (int)ti->dtype >= (int)RT_DT_COUNT || rt_dtype_size((rt_dtype)ti->dtype) == 0 ||
-                ti->tensor_shape->n_dim > RT_MAX_RANK) {
-                ok = 0;
-                break;
-            }
-            int64_t dims[RT_MAX_RANK];
-            for (size_t d = 0; d < ti->tensor_shape->n_dim; d++) {
-                int64_t v = ti->tensor_shape->dim[d]->size;
-                dims[d] = v < 0 ? 1 : v;
-            }
-            rt_shape sh = rt_shape_make((int)ti->tensor_shape->n_dim, dims);
-            rt_tensor *t = NULL;
-            if (rt_tensor_new((rt_dtype)ti->dtype, &sh, &t) != MS_OK) {
-                ok = 0;
-                break;
-            }
-            in[nin].key = sd->inputs[i]->key;
-            in[nin++].tensor = t;
-        }
+        int nin = 0;
+        const char *why = NULL;
+        int ok = synth_inputs(sd, 0, in, &nin, &why);
         for (int it = 0; ok && it < iterations; it++) {
             sig_output *outs = NULL;
             int nouts = 0;
@@ -202,6 +227,73 @@ static void synthetic(rt_model *m, const char *name, int iterations, int *n) {
         for (int i = 0; i < nin; i++)
             rt_tensor_unref(in[i].tensor);
     }
+}
+
+int srv_warmup_device_batches(const srv_batch_params *bp, int64_t *out, int max) {
+    int n = 0;
+    if (bp == NULL || bp->n_allowed <= 0) {
+        out[n++] = 1;
+        return n;
+    }
+    for (int i = 0; i < bp->n_allowed && n < max; i++)
+        out[n++] = bp->allowed_batch_sizes[i];
+    return n;
+}
+
+int srv_warmup_device_size(rt_model *m, const char *name, int64_t version, const int64_t *batches,
+                           int nbatches) {
+    rt_graph *g = rt_model_graph(m);
+    if (g == NULL || !rt_device_arenas(g->device)) return 0;
+    static const int64_t one = 1;
+    if (batches == NULL || nbatches <= 0) {
+        batches = &one;
+        nbatches = 1;
+    }
+    const Tensorflow__MetaGraphDef *mg = rt_model_meta_graph(m);
+    double t0 = now_ms();
+    int runs = 0, failed = 0, skipped = 0;
+    for (size_t s = 0; mg && s < mg->n_signature_def; s++) {
+        const Tensorflow__SignatureDef *sd = mg->signature_def[s]->value;
+        const char *key = mg->signature_def[s]->key;
+        for (int b = 0; b < nbatches; b++) {
+            sig_input in[64];
+            int nin = 0;
+            const char *why = NULL;
+            if (!synth_inputs(sd, batches[b], in, &nin, &why)) {
+                MS_INFO("model %s version %" PRId64 ": signature %s has %s: its device arena is "
+                        "sized by its first request",
+                        name, version, key, why);
+                skipped++;
+                break;
+            }
+            sig_output *outs = NULL;
+            int nouts = 0;
+            rt_run_opts opts = {0};
+            ms_status st = sig_run(m, key, in, nin, NULL, 0, &opts, &outs, &nouts);
+            sig_outputs_free(outs, nouts);
+            for (int i = 0; i < nin; i++)
+                rt_tensor_unref(in[i].tensor);
+            if (st != MS_OK) {
+                MS_INFO("model %s version %" PRId64 ": the device sizing run of signature %s "
+                        "(batch %" PRId64 ") failed, its first request sizes it: %s",
+                        name, version, key, batches[b], ms_errmsg());
+                failed++;
+                continue;
+            }
+            runs++;
+            /* without an unknown first dim the batch sizes give one shape */
+            int batched = 0;
+            for (size_t i = 0; i < sd->n_inputs; i++) {
+                const Tensorflow__TensorShapeProto *ts = sd->inputs[i]->value->tensor_shape;
+                if (ts->n_dim > 0 && ts->dim[0]->size < 0) batched = 1;
+            }
+            if (!batched) break;
+        }
+    }
+    MS_INFO("device memory of model %s version %" PRId64 ": %d sizing run(s) at load on "
+            "synthetic inputs, %d failed, %d signature(s) left to their first request (%.0f ms)",
+            name, version, runs, failed, skipped, now_ms() - t0);
+    return runs;
 }
 
 ms_status srv_warmup_run(rt_model *m, const char *dir, const char *name, int64_t version,

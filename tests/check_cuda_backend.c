@@ -27,9 +27,13 @@
  *   budget_cap            a --per_process_gpu_memory_fraction too small for
  *                         the network's filters refuses the plan naming the flag
  *   plan_arena            the convnet's second and third runs take their device
- *                         tensors from the plan's arena (the CPU's numbers);
+ *                         tensors and temporaries from the plan's arena (the
+ *                         CPU's numbers);
  *                         freeing the plan gives its bytes back to the budget
  *                         and to cudaMemGetInfo
+ *   plan_graphs           with CUDA graphs on, five runs of the convnet (the
+ *                         sizing run, the capture, three replays) within the
+ *                         CPU's tolerance; the log says what was captured
  *   memory_returns        after the graph and the backend are freed the budget
  *                         holds what it held before and cudaMemGetInfo's free
  *                         memory is back (within 64 MiB of library state)
@@ -346,8 +350,8 @@ START_TEST(test_plan_arena) {
         held = kn_cuda_budget_held();
         ck_assert_uint_ge(held, mi.bytes);
     }
-    printf("cuda_backend: plan arena: %d tensors, %llu KiB\n", mi.ntensors,
-           (unsigned long long)(mi.bytes >> 10));
+    printf("cuda_backend: plan arena: %d tensors, %d temporaries, %llu KiB\n", mi.ntensors,
+           mi.ntemps, (unsigned long long)(mi.bytes >> 10));
     uint64_t free0 = 0, free1 = 0, tot = 0;
     ck_assert_int_eq(kn_cuda_mem_info(&free0, &tot), MS_OK);
     uint64_t bytes = mi.bytes;
@@ -359,6 +363,34 @@ START_TEST(test_plan_arena) {
     rt_graph_free(g0);
     rt_graph_free(g1);
     rt_gb_free(gb);
+    ck_assert_int_eq(kn_cuda_sticky(), 0);
+}
+END_TEST
+
+/* CUDA graphs (--cuda_graphs): with graphs on, the convnet's runs after the
+ * sizing run capture its segments of device nodes once and replay them,
+ * within the CPU's tolerance like every run; the capture and each replay
+ * log a line (which segments were captured or refused, and why). */
+START_TEST(test_plan_graphs) {
+    rt_device_graphs_set(1);
+    rt_gb *gb = NULL;
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    ut_convnet_build(gb);
+    rt_graph *g0 = convnet(gb, 1, NULL), *g1 = convnet(gb, 1, g_dev);
+    rt_plan *p0 = NULL, *p1 = NULL;
+    ck_assert_int_eq(plan_of(g0, &p0), MS_OK);
+    ck_assert_msg(plan_of(g1, &p1) == MS_OK, "%s", ms_errmsg());
+    for (int rep = 0; rep < 5; rep++) {
+        rt_tensor *x = ut_convnet_input(500 + (unsigned)rep);
+        request_matches(p0, p1, x, 1);
+        rt_tensor_unref(x);
+    }
+    rt_plan_free(p1);
+    rt_plan_free(p0);
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+    rt_gb_free(gb);
+    rt_device_graphs_set(0);
     ck_assert_int_eq(kn_cuda_sticky(), 0);
 }
 END_TEST
@@ -410,6 +442,7 @@ int main(void) {
         {"dicom_split", test_dicom_split},
         {"budget_cap", test_budget_cap},
         {"plan_arena", test_plan_arena},
+        {"plan_graphs", test_plan_graphs},
         {"memory_returns", test_memory_returns},
     };
     int rc = tu_suite_main("cuda_backend", cases, sizeof(cases) / sizeof(cases[0]));

@@ -11,6 +11,7 @@
  * tensor (a missing copy to the device) fails. Results are compared bit for bit with the same graph
  * run on the CPU backend alone. */
 #include <check.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,10 @@
 #include "rt_graph.h"
 #include "rt_graphbuild.h"
 #include "rt_model.h"
+#include "sig_signature.h"
+#include "srv_config.h"
+#include "srv_manager.h"
+#include "srv_warmup.h"
 #include "util_bundle.h"
 #include "util_testdev.h"
 
@@ -250,7 +255,7 @@ START_TEST(arena_plan_matches_cpu) {
         rt_tensor *x = iota((rt_shape){.rank = 2, .dim = {rows, 3}}, -1.5f + (float)rep, 0.375f);
         rt_tensor *want[NFETCH] = {0}, *got[NFETCH] = {0};
         ck_assert_msg(run(p0, x, want) == MS_OK, "%s", ms_errmsg());
-        int regions = ut_dev.regions;
+        int regions = ut_dev.regions, tmps = ut_dev.tmps, tmp_cache = ut_dev.tmp_cache;
         ms_status st = run(p1, x, got);
         ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
         check_same(got, want);
@@ -259,12 +264,22 @@ START_TEST(arena_plan_matches_cpu) {
         ck_assert_int_eq(mi.nkeys, rows == 2 ? 1 : 2);
         /* device tensors per run: x and neg copied in, mm, add, r, m made */
         ck_assert_int_eq(mi.ntensors, 6);
-        ck_assert(kn_memplan_valid(mi.bufs, mi.ntensors));
-        ck_assert_uint_ge(mi.bytes, kn_memplan_peak(mi.bufs, mi.ntensors));
-        if (rep == 0 || rep == 3)
-            ck_assert_int_eq(ut_dev.regions, regions); /* the sizing run */
-        else
+        /* and one temporary per device node (MatMul, AddV2, Relu, Mul), each
+         * live for its step only, laid out with the tensors */
+        ck_assert_int_eq(mi.ntemps, 4);
+        ck_assert(kn_memplan_valid(mi.bufs, mi.ntensors + mi.ntemps));
+        ck_assert_uint_ge(mi.bytes, kn_memplan_peak(mi.bufs, mi.ntensors + mi.ntemps));
+        for (int i = 0; i < mi.ntemps; i++)
+            ck_assert_int_eq(mi.bufs[mi.ntensors + i].first, mi.bufs[mi.ntensors + i].last);
+        if (rep == 0 || rep == 3) { /* the sizing run */
+            ck_assert_int_eq(ut_dev.regions, regions);
+            ck_assert_int_eq(ut_dev.tmps, tmps);
+            ck_assert_int_eq(ut_dev.tmp_cache, tmp_cache + 4);
+        } else {
             ck_assert_int_eq(ut_dev.regions, regions + 6);
+            ck_assert_int_eq(ut_dev.tmps, tmps + 4);
+            ck_assert_int_eq(ut_dev.tmp_cache, tmp_cache);
+        }
         ck_assert_int_eq(mi.arenas, 1);
         for (int i = 0; i < NFETCH; i++) {
             rt_tensor_unref(want[i]);
@@ -273,9 +288,10 @@ START_TEST(arena_plan_matches_cpu) {
         rt_tensor_unref(x);
     }
     ck_assert_int_eq(ut_dev.arenas, 2);
-    /* reuse: [2, 4] floats are 32 bytes, so 6 regions of 256 without reuse */
+    /* reuse: [2, 4] floats are 32 bytes and the temporaries under 100, so
+     * 10 regions of 256 without reuse */
     ck_assert_int_eq(rt_plan_memory(p1, 0, &mi), MS_OK);
-    ck_assert_uint_lt(mi.bytes, 6 * 256);
+    ck_assert_uint_lt(mi.bytes, 10 * 256);
     rt_plan_free(p1);
     ck_assert_int_eq(ut_dev.arenas, 0);
     ck_assert_uint_eq(ut_dev.arena_bytes, 0);
@@ -283,6 +299,92 @@ START_TEST(arena_plan_matches_cpu) {
     rt_graph_free(g0);
     rt_graph_free(g1);
     kn_backend_free(ardev);
+}
+END_TEST
+
+/* CUDA graphs on a test device that emulates them (UT_TESTDEV_GRAPHS: a
+ * captured kernel's outputs are spoiled, a launch recomputes them at the
+ * recorded addresses): after the sizing run, the next run of the shape
+ * captures the segment MatMul -> AddV2 -> Relu and launches it, later runs
+ * replay it without running those kernels; every run gives the CPU's bytes.
+ * A refused capture runs the segment as usual and is not tried again on
+ * that arena. Graphs off (the default): no capture at all. */
+static void graph_runs(const Tensorflow__MetaGraphDef *mg, kn_backend *dev, int reps,
+                       int *captures, int *launches) {
+    rt_graph *g0 = load(mg, NULL), *g1 = load(mg, dev);
+    rt_plan *p0 = plan(g0), *p1 = plan(g1);
+    int c0 = ut_dev.captures, l0 = ut_dev.launches;
+    for (int rep = 0; rep < reps; rep++) {
+        rt_tensor *x = iota((rt_shape){.rank = 2, .dim = {2, 3}}, -1.5f + (float)rep, 0.375f);
+        rt_tensor *want[NFETCH] = {0}, *got[NFETCH] = {0};
+        ck_assert_msg(run(p0, x, want) == MS_OK, "%s", ms_errmsg());
+        ck_assert_msg(run(p1, x, got) == MS_OK, "%s", ms_errmsg());
+        check_same(got, want);
+        for (int i = 0; i < NFETCH; i++) {
+            rt_tensor_unref(want[i]);
+            rt_tensor_unref(got[i]);
+        }
+        rt_tensor_unref(x);
+    }
+    *captures = ut_dev.captures - c0;
+    *launches = ut_dev.launches - l0;
+    rt_plan_free(p1);
+    rt_plan_free(p0);
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+}
+
+START_TEST(graphs_replay_matches_cpu) {
+    kn_backend *gdev = ut_testdev_new("testdev", dev_ops, UT_TESTDEV_ARENAS | UT_TESTDEV_GRAPHS);
+    const Tensorflow__MetaGraphDef *mg = graph();
+    int captures = 0, launches = 0;
+    graph_runs(mg, gdev, 3, &captures, &launches); /* off by default */
+    ck_assert_int_eq(captures + launches + ut_dev.refused, 0);
+    rt_device_graphs_set(1);
+    int runs = ut_dev.runs;
+    graph_runs(mg, gdev, 5, &captures, &launches);
+    ck_assert_int_eq(captures, 1);  /* the second run */
+    ck_assert_int_eq(launches, 4);  /* runs 2 to 5 */
+    ck_assert_int_eq(ut_dev.refused, 0);
+    /* device kernel runs: 4 by the sizing run; the capturing run 3 captured
+     * (MatMul, AddV2, Relu, with the Const b between them), 3 launched and
+     * Mul (after host nodes); each later run 3 launched and Mul */
+    ck_assert_int_eq(ut_dev.runs - runs, 4 + (3 + 3 + 1) + 3 * (3 + 1));
+    /* a replay whose outside input is not where the capture read it (the
+     * copy of x out of the arena, as a copy of another size would be) runs
+     * the segment without its graph, and replays again once it is back */
+    {
+        rt_graph *g0 = load(mg, NULL), *g1 = load(mg, gdev);
+        rt_plan *p0 = plan(g0), *p1 = plan(g1);
+        int l0 = ut_dev.launches;
+        for (int rep = 0; rep < 4; rep++) {
+            ut_dev.copies_unplanned = rep == 2;
+            rt_tensor *x = iota((rt_shape){.rank = 2, .dim = {2, 3}}, 0.5f - (float)rep, 0.25f);
+            rt_tensor *want[NFETCH] = {0}, *got[NFETCH] = {0};
+            ck_assert_msg(run(p0, x, want) == MS_OK, "%s", ms_errmsg());
+            ck_assert_msg(run(p1, x, got) == MS_OK, "%s", ms_errmsg());
+            check_same(got, want);
+            for (int i = 0; i < NFETCH; i++) {
+                rt_tensor_unref(want[i]);
+                rt_tensor_unref(got[i]);
+            }
+            rt_tensor_unref(x);
+        }
+        ut_dev.copies_unplanned = 0;
+        ck_assert_int_eq(ut_dev.launches - l0, 2); /* runs 2 and 4, not 3 */
+        rt_plan_free(p1);
+        rt_plan_free(p0);
+        rt_graph_free(g0);
+        rt_graph_free(g1);
+    }
+    ut_dev.refuse_graphs = 1;
+    graph_runs(mg, gdev, 4, &captures, &launches);
+    ck_assert_int_eq(captures + launches, 0);
+    ck_assert_int_eq(ut_dev.refused, 1); /* tried once on the arena */
+    ut_dev.refuse_graphs = 0;
+    rt_device_graphs_set(0);
+    ck_assert_int_eq(ut_dev.arenas, 0);
+    kn_backend_free(gdev);
 }
 END_TEST
 
@@ -347,6 +449,163 @@ START_TEST(real_models_match_cpu) {
 }
 END_TEST
 
+/* The device sizing at load (srv_warmup_device_size, what the model manager
+ * runs before a version on a device is AVAILABLE): half_plus_two on a test
+ * device with arenas gets its arena for the synthetic shape ([1, 1]) and the
+ * batch sizes given; the first request of such a shape then runs in the
+ * arena (its tensors and temporaries take planned regions, no arena is
+ * made), while a shape not sized is sized by its first request. A model
+ * on the CPU, or on a device without arenas, is not run at all. */
+static ms_status predict(rt_model *m, int64_t rows, rt_tensor **y) {
+    rt_tensor *x = iota((rt_shape){.rank = 2, .dim = {rows, 1}}, 1.0f, 2.0f);
+    sig_input in = {.key = "x", .tensor = x};
+    sig_output *outs = NULL;
+    int nouts = 0;
+    rt_run_opts opts = {0};
+    ms_status st = sig_run(m, "serving_default", &in, 1, NULL, 0, &opts, &outs, &nouts);
+    if (st == MS_OK) {
+        ck_assert_int_eq(nouts, 1);
+        *y = rt_tensor_ref(outs[0].tensor);
+    }
+    sig_outputs_free(outs, nouts);
+    rt_tensor_unref(x);
+    return st;
+}
+
+START_TEST(sized_at_load) {
+    char dir[1024];
+    if (ut_data_path("savedmodels/saved_model_half_plus_two_cpu/00000123", dir, sizeof dir) ==
+        NULL) {
+        printf("exec_device: skipped sized_at_load: half_plus_two not found\n");
+        return;
+    }
+    kn_backend *ardev = ut_testdev_new("testdev", NULL, UT_TESTDEV_ARENAS);
+    const char *serve[] = {"serve"};
+    rt_model *m0 = NULL, *m1 = NULL, *m2 = NULL;
+    ck_assert_int_eq(rt_model_load(dir, serve, 1, cpu, &m0), MS_OK);
+    ck_assert_int_eq(rt_model_load_on(dir, serve, 1, cpu, ardev, &m1), MS_OK);
+    ck_assert_int_eq(rt_model_load_on(dir, serve, 1, cpu, alldev, &m2), MS_OK);
+    /* the CPU path and a device without arenas: nothing runs */
+    int runs = ut_dev.runs;
+    ck_assert_int_eq(srv_warmup_device_size(m0, "m", 1, NULL, 0), 0);
+    ck_assert_int_eq(srv_warmup_device_size(m2, "m", 1, NULL, 0), 0);
+    ck_assert_int_eq(ut_dev.runs, runs);
+    ck_assert_int_eq(ut_dev.arenas, 0);
+    /* at load: batch 1 (the -1 dim) and the batcher's sizes 2 and 4, for
+     * each of its two numeric signatures (the three taking tf.Examples, a
+     * DT_STRING input, are left to their first request) */
+    const int64_t batches[] = {1, 2, 4};
+    ck_assert_int_eq(srv_warmup_device_size(m1, "m", 1, batches, 3), 6);
+    ck_assert_int_gt(ut_dev.runs, runs);
+    int arenas = ut_dev.arenas;
+    ck_assert_int_eq(arenas, 6);
+    ck_assert_int_eq(ut_dev.regions, 0); /* sizing runs take no region */
+    for (int64_t rows = 1; rows <= 4; rows *= 2) {
+        int regions = ut_dev.regions, tmps = ut_dev.tmps;
+        rt_tensor *want = NULL, *got = NULL;
+        ck_assert_int_eq(predict(m0, rows, &want), MS_OK);
+        ck_assert_msg(predict(m1, rows, &got) == MS_OK, "%s", ms_errmsg());
+        ck_assert_msg(rt_tensor_equal(got, want), "batch %lld differs", (long long)rows);
+        /* the first request of a sized shape: in the arena made at load */
+        ck_assert_int_gt(ut_dev.regions, regions);
+        ck_assert_int_gt(ut_dev.tmps, tmps);
+        ck_assert_int_eq(ut_dev.arenas, arenas);
+        rt_tensor_unref(want);
+        rt_tensor_unref(got);
+    }
+    /* a shape not sized at load: its first request sizes it */
+    int regions = ut_dev.regions;
+    rt_tensor *y = NULL;
+    ck_assert_int_eq(predict(m1, 3, &y), MS_OK);
+    rt_tensor_unref(y);
+    ck_assert_int_eq(ut_dev.regions, regions);
+    ck_assert_int_eq(ut_dev.arenas, arenas + 1);
+    rt_model_unref(m0);
+    rt_model_unref(m1);
+    rt_model_unref(m2);
+    ck_assert_int_eq(ut_dev.arenas, 0);
+    kn_backend_free(ardev);
+}
+END_TEST
+
+/* The same through the model manager, with warm-up off: the version is
+ * sized on the loader thread before it is AVAILABLE, and the first request
+ * of the synthetic shape runs in the arena made then. */
+typedef struct mgr_loop {
+    uv_loop_t loop;
+    uv_async_t stop;
+    srv_manager *m;
+} mgr_loop;
+
+static void mgr_on_stop(uv_async_t *a) {
+    mgr_loop *c = a->data;
+    srv_manager_stop(c->m);
+    uv_close((uv_handle_t *)&c->stop, NULL);
+}
+
+static void *mgr_main(void *arg) {
+    uv_run(&((mgr_loop *)arg)->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+START_TEST(manager_sizes_at_load) {
+    char base[1024];
+    if (ut_data_path("savedmodels/saved_model_half_plus_two_cpu", base, sizeof base) == NULL) {
+        printf("exec_device: skipped manager_sizes_at_load: half_plus_two not found\n");
+        return;
+    }
+    kn_backend *ardev = ut_testdev_new("testdev", NULL, UT_TESTDEV_ARENAS);
+    mgr_loop c = {0};
+    ck_assert_int_eq(srv_manager_new(cpu, 0, &c.m), MS_OK);
+    srv_manager_set_device(c.m, ardev);
+    srv_manager_set_warmup(c.m, 0);
+    ck_assert_int_eq(uv_loop_init(&c.loop), 0);
+    ck_assert_int_eq(srv_manager_start(c.m, &c.loop), MS_OK);
+    uv_async_init(&c.loop, &c.stop, mgr_on_stop);
+    c.stop.data = &c;
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, mgr_main, &c), 0);
+    srv_config *cfg = NULL;
+    ck_assert_int_eq(srv_config_single("m", base, &cfg), MS_OK);
+    srv_manager_apply(c.m, cfg, 60);
+    srv_servable sv = {0};
+    ck_assert_msg(srv_manager_get(c.m, "m", 0, NULL, &sv) == MS_OK, "%s", ms_errmsg());
+    int arenas = ut_dev.arenas, regions = ut_dev.regions;
+    ck_assert_int_eq(arenas, 2); /* its two numeric signatures, batch 1 */
+    rt_tensor *y = NULL;
+    ck_assert_msg(predict(sv.model, 1, &y) == MS_OK, "%s", ms_errmsg());
+    ck_assert(((float *)y->data)[0] == 2.5f); /* 1 / 2 + 2 */
+    rt_tensor_unref(y);
+    ck_assert_int_gt(ut_dev.regions, regions);
+    ck_assert_int_eq(ut_dev.arenas, arenas);
+    srv_servable_release(&sv);
+    uv_async_send(&c.stop);
+    pthread_join(th, NULL);
+    uv_loop_close(&c.loop);
+    srv_manager_free(c.m);
+    ck_assert_int_eq(ut_dev.arenas, 0);
+    kn_backend_free(ardev);
+}
+END_TEST
+
+/* What the model manager sizes when batching is on: the allowed batch
+ * sizes (batches are padded to one), at most the plan's keys; else 1. */
+START_TEST(device_batches) {
+    int64_t b[RT_PLAN_MEM_KEYS];
+    ck_assert_int_eq(srv_warmup_device_batches(NULL, b, RT_PLAN_MEM_KEYS), 1);
+    ck_assert_int_eq(b[0], 1);
+    srv_batch_params bp;
+    srv_batch_params_defaults(&bp);
+    ck_assert_int_eq(srv_warmup_device_batches(&bp, b, RT_PLAN_MEM_KEYS), 1);
+    ck_assert_int_eq(b[0], 1);
+    bp.n_allowed = 5;
+    for (int i = 0; i < 5; i++) bp.allowed_batch_sizes[i] = 2 << i;
+    ck_assert_int_eq(srv_warmup_device_batches(&bp, b, RT_PLAN_MEM_KEYS), RT_PLAN_MEM_KEYS);
+    ck_assert_int_eq(b[0], 2);
+    ck_assert_int_eq(b[3], 16);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("exec_device");
     TCase *tc = tcase_create("placement");
@@ -355,6 +614,10 @@ int main(void) {
     tcase_add_test(tc, no_device_op_is_the_host_plan);
     tcase_add_test(tc, copy_failure_fails_the_request);
     tcase_add_test(tc, arena_plan_matches_cpu);
+    tcase_add_test(tc, sized_at_load);
+    tcase_add_test(tc, graphs_replay_matches_cpu);
+    tcase_add_test(tc, manager_sizes_at_load);
+    tcase_add_test(tc, device_batches);
     tcase_add_loop_test(tc, real_models_match_cpu, 0, (int)(sizeof models / sizeof models[0]));
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

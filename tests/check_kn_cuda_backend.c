@@ -644,11 +644,14 @@ START_TEST(convnet_arena) {
         rt_tensor *x = ut_convnet_input(20 + (unsigned)rep);
         rt_tensor *want[UT_CONVNET_NFETCH] = {0}, *got[UT_CONVNET_NFETCH] = {0};
         run_graph(g0, x, want);
-        int regions = ut_dev.regions;
+        int regions = ut_dev.regions, tmps = ut_dev.tmps;
         run_plan(p, x, got);
         ck_assert_int_eq(rt_plan_memory(p, 0, &mi), MS_OK);
         ck_assert_int_eq(mi.nkeys, 1);
         ck_assert_int_eq(ut_dev.regions - regions, rep == 0 ? 0 : mi.ntensors);
+        /* every device kernel's temporary, from the arena after the sizing run */
+        ck_assert_int_gt(mi.ntemps, 0);
+        ck_assert_int_eq(ut_dev.tmps - tmps, rep == 0 ? 0 : mi.ntemps);
         for (int i = 0; i < UT_CONVNET_NFETCH; i++) {
             ck_assert_msg(rt_tensor_equal(got[i], want[i]), "fetch %s differs (run %d)",
                           ut_convnet_fetches[i], rep);
@@ -657,18 +660,60 @@ START_TEST(convnet_arena) {
         }
         rt_tensor_unref(x);
     }
-    ck_assert(kn_memplan_valid(mi.bufs, mi.ntensors));
-    uint64_t sum = 0, peak = kn_memplan_peak(mi.bufs, mi.ntensors);
-    for (int i = 0; i < mi.ntensors; i++) sum += (mi.bufs[i].bytes + 255) / 256 * 256;
-    printf("kn_cuda_backend: convnet%s: %d device tensors, arena %llu bytes, peak live %llu, "
-           "%llu without reuse\n",
-           fused ? " (fused)" : "", mi.ntensors, (unsigned long long)mi.bytes,
+    int nall = mi.ntensors + mi.ntemps;
+    ck_assert(kn_memplan_valid(mi.bufs, nall));
+    uint64_t sum = 0, peak = kn_memplan_peak(mi.bufs, nall);
+    for (int i = 0; i < nall; i++) sum += (mi.bufs[i].bytes + 255) / 256 * 256;
+    printf("kn_cuda_backend: convnet%s: %d device tensors, %d temporaries, arena %llu bytes, peak "
+           "live %llu, %llu without reuse\n",
+           fused ? " (fused)" : "", mi.ntensors, mi.ntemps, (unsigned long long)mi.bytes,
            (unsigned long long)peak, (unsigned long long)sum);
     ck_assert_int_ge(mi.ntensors, fused ? 20 : 24);
     ck_assert_uint_ge(mi.bytes, peak);
     ck_assert_uint_lt(mi.bytes, sum / 2); /* a chain of layers reuses most of it */
     ck_assert_int_eq(ut_dev.arenas, 1);
     rt_plan_free(p);
+    ck_assert_int_eq(ut_dev.arenas, 0);
+    rt_graph_free(g0);
+    rt_graph_free(g1);
+    rt_gb_free(gb);
+    cap_teardown();
+}
+END_TEST
+
+/* The same network with CUDA graphs on, on a test device that emulates them
+ * (UT_TESTDEV_GRAPHS): every run after the sizing run gives the CPU's bytes
+ * while its segments of device nodes are captured once and then replayed
+ * (their kernels not run again, their outputs only what the launches
+ * wrote). */
+START_TEST(convnet_cuda_graphs) {
+    int fused = _i;
+    cap_setup(UT_TESTDEV_ARENAS | UT_TESTDEV_GRAPHS);
+    rt_device_graphs_set(1);
+    rt_gb *gb = NULL;
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    rt_graph *g0 = NULL, *g1 = NULL;
+    convnet_graphs(gb, fused, &g0, &g1);
+    rt_plan *p = convnet_plan(g1);
+    for (int rep = 0; rep < 4; rep++) {
+        rt_tensor *x = ut_convnet_input(40 + (unsigned)rep);
+        rt_tensor *want[UT_CONVNET_NFETCH] = {0}, *got[UT_CONVNET_NFETCH] = {0};
+        run_graph(g0, x, want);
+        run_plan(p, x, got);
+        for (int i = 0; i < UT_CONVNET_NFETCH; i++) {
+            ck_assert_msg(rt_tensor_equal(got[i], want[i]), "fetch %s differs (run %d)",
+                          ut_convnet_fetches[i], rep);
+            rt_tensor_unref(got[i]);
+            rt_tensor_unref(want[i]);
+        }
+        rt_tensor_unref(x);
+    }
+    printf("kn_cuda_backend: convnet%s with graphs: %d captured, %d refused, %d launches\n",
+           fused ? " (fused)" : "", ut_dev.captures, ut_dev.refused, ut_dev.launches);
+    ck_assert_int_ge(ut_dev.captures, 1);
+    ck_assert_int_eq(ut_dev.launches, 3 * ut_dev.captures);
+    rt_plan_free(p);
+    rt_device_graphs_set(0);
     ck_assert_int_eq(ut_dev.arenas, 0);
     rt_graph_free(g0);
     rt_graph_free(g1);
@@ -769,6 +814,7 @@ int main(void) {
     tcase_add_loop_test(tc, convnet_placement, 0, 2);
     tcase_add_loop_test(tc, convnet_arena, 0, 2);
     tcase_add_test(tc, movenet_placement);
+    tcase_add_loop_test(tc, convnet_cuda_graphs, 0, 2);
     tcase_add_loop_test(tc, dicom_split_placement, 0, 3);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

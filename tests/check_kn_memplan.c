@@ -114,6 +114,41 @@ START_TEST(devout_positional) {
 }
 END_TEST
 
+/* Temporaries: recorded while the executor records (planned or not), then
+ * handed out positionally per step like the outputs, each only when its size
+ * is the recorded one; kn_devout_end ends both. */
+START_TEST(devtmp_positional) {
+    unsigned char arena[4096];
+    uint64_t rec[KN_DEVTMP_MAX_PER_STEP];
+    ck_assert_ptr_null(kn_devtmp_take(64)); /* no step, not recording */
+    kn_devtmp_record_begin();
+    ck_assert_ptr_null(kn_devtmp_take(64));
+    ck_assert_ptr_null(kn_devtmp_take(1000));
+    ck_assert_int_eq(kn_devtmp_record_end(rec, KN_DEVTMP_MAX_PER_STEP), 2);
+    ck_assert_uint_eq(rec[0], 64);
+    ck_assert_uint_eq(rec[1], 1000);
+    ck_assert_ptr_null(kn_devtmp_take(64));
+    ck_assert_int_eq(kn_devtmp_record_end(rec, KN_DEVTMP_MAX_PER_STEP), 0); /* stopped */
+    kn_memplan_buf out[1] = {{.bytes = 100, .offset = 0}};
+    kn_memplan_buf tmp[2] = {{.bytes = 64, .offset = 256}, {.bytes = 1000, .offset = 512}};
+    int given = kn_devtmp_taken(), outs = kn_devout_taken();
+    kn_devout_step(arena, out, 1, tmp, 2);
+    ck_assert_ptr_eq(kn_devtmp_take(64), arena + 256);
+    ck_assert_ptr_eq(kn_devout_take(100), arena);
+    ck_assert_ptr_null(kn_devtmp_take(999)); /* not the recorded size */
+    ck_assert_ptr_null(kn_devtmp_take(64));  /* more than planned */
+    kn_devout_end();
+    ck_assert_ptr_null(kn_devtmp_take(64));
+    /* a step with temporaries only */
+    kn_devout_step(arena, NULL, 0, tmp + 1, 1);
+    ck_assert_ptr_null(kn_devout_take(100));
+    ck_assert_ptr_eq(kn_devtmp_take(1000), arena + 512);
+    kn_devout_end();
+    ck_assert_int_eq(kn_devtmp_taken(), given + 2);
+    ck_assert_int_eq(kn_devout_taken(), outs + 1);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"chain_reuses", chain_reuses},
@@ -121,6 +156,7 @@ int main(void) {
         {"random_lifetimes", random_lifetimes},
         {"zero_and_bad", zero_and_bad},
         {"devout_positional", devout_positional},
+        {"devtmp_positional", devtmp_positional},
     };
     return tu_suite_main("kn_memplan", cases, sizeof(cases) / sizeof(cases[0]));
 }

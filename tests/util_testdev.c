@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kn_ctx.h"
 #include "kn_memplan.h"
 
 ut_devcount ut_dev;
@@ -68,7 +69,10 @@ static ms_status dev_to_device(kn_backend *b, rt_tensor *host, rt_tensor **out) 
     if (ut_dev.fail_copies)
         return ms_errf(MS_EDEVICE, "testdev: copy refused");
     ut_dev.h2d++;
-    return recode(host, 1, ((testdev *)b->ctx)->flags & UT_TESTDEV_ARENAS, out);
+    if (ut_dev.copies_unplanned)
+        (void)kn_devout_take(0); /* its region passes, as one of another size would */
+    return recode(host, 1, !ut_dev.copies_unplanned && (((testdev *)b->ctx)->flags & UT_TESTDEV_ARENAS),
+                  out);
 }
 
 static ms_status dev_to_host(kn_backend *b, rt_tensor *dev, rt_tensor **out) {
@@ -114,6 +118,10 @@ static void dev_release(void *state) {
     free(s);
 }
 
+static int cap_on(void);
+static ms_status cap_compute(kn_ctx *ctx, const kn_node *node, dev_state *s, rt_tensor *const *in,
+                             rt_tensor **out);
+
 static ms_status dev_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                              rt_tensor **out) {
     dev_state *s = state;
@@ -122,13 +130,51 @@ static ms_status dev_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
     ck_assert_int_le(node->nin, 64);
     ck_assert_int_le(node->nout, 64);
     ut_dev.runs++;
-    for (int i = 0; i < node->nin && st == MS_OK; i++) {
+    for (int i = 0; i < node->nin && st == MS_OK; i++)
         if (in[i]->buf->device != g_mem)
             st =
                 ms_errf(MS_EINTERNAL, "testdev: input %d of '%s' is in host memory", i, node->name);
-        else
-            st = recode(in[i], 0, 0, &hin[i]);
+    /* a temporary as the CUDA table takes a workspace: the plan's, else its own */
+    if (st == MS_OK && s->arenas && cap_on())
+        return cap_compute(ctx, node, s, in, out);
+    uint64_t tbytes = 0;
+    for (int i = 0; i < node->nin && st == MS_OK && s->arenas; i++)
+        tbytes += rt_tensor_nbytes(in[i]);
+    unsigned char *tmp = NULL, *own = NULL;
+    if (st == MS_OK && s->arenas) {
+        if (tbytes == 0)
+            tbytes = 1;
+        tmp = kn_devtmp_take(tbytes);
+        if (tmp != NULL) {
+            ut_dev.tmps++;
+        } else {
+            tmp = own = malloc(tbytes);
+            ck_assert_ptr_nonnull(own);
+            ut_dev.tmp_cache++;
+        }
+        memset(tmp, 0xEE, tbytes);
     }
+    size_t at = 0;
+    for (int i = 0; i < node->nin && st == MS_OK; i++) {
+        if (tmp == NULL) {
+            st = recode(in[i], 0, 0, &hin[i]);
+            continue;
+        }
+        /* through the temporary: the input's device bytes, copied there */
+        size_t nb = rt_tensor_nbytes(in[i]);
+        memcpy(tmp + at, in[i]->data, nb);
+        rt_buf *b = rt_buf_wrap(tmp + at, nb, NULL, NULL);
+        ck_assert_ptr_nonnull(b);
+        b->device = g_mem;
+        rt_tensor *view = NULL;
+        st = rt_tensor_new_on(in[i]->dtype, &in[i]->shape, b, 0, &view);
+        rt_buf_unref(b);
+        if (st == MS_OK)
+            st = recode(view, 0, 0, &hin[i]);
+        rt_tensor_unref(view);
+        at += nb;
+    }
+    free(own);
     if (st == MS_OK)
         st = s->k->compute(ctx, node, s->st, hin, hout);
     for (int i = 0; i < node->nout && st == MS_OK; i++) {
@@ -220,6 +266,191 @@ static void dev_arena_free(kn_backend *b, void *arena) {
     free(arena);
 }
 
+/* ---- graphs: capture and replay, emulated ---- */
+
+enum { CAP_MAX_IO = 8 };
+typedef struct cap_io {
+    void *data;
+    rt_dtype dt;
+    rt_shape shape;
+} cap_io;
+typedef struct cap_op {
+    const kn_node *node;
+    dev_state *s;
+    int nin, nout;
+    cap_io in[CAP_MAX_IO], out[CAP_MAX_IO]; /* out[i].data NULL: a view, nothing to write */
+    void *tmp;
+    uint64_t tbytes;
+} cap_op;
+typedef struct cap_graph {
+    int n, cap;
+    cap_op *op;
+} cap_graph;
+
+static _Thread_local struct {
+    cap_graph *g;
+    int bad;
+} tl_cap;
+
+static int cap_on(void) { return tl_cap.g != NULL; }
+
+/* The kernel run into host tensors hout from device-kind tensors at `in`;
+ * view[o]: the input output o is a view of on the CPU (a view of the device
+ * input on the device too), else -1. */
+static ms_status cap_run(kn_ctx *ctx, const kn_node *node, dev_state *s, rt_tensor *const *in,
+                         rt_tensor **hout, int *view) {
+    rt_tensor *hin[CAP_MAX_IO] = {0};
+    ms_status st = MS_OK;
+    for (int i = 0; i < node->nin && st == MS_OK; i++)
+        st = recode(in[i], 0, 0, &hin[i]);
+    if (st == MS_OK)
+        st = s->k->compute(ctx, node, s->st, hin, hout);
+    for (int o = 0; o < node->nout; o++) {
+        view[o] = -1;
+        for (int i = 0; i < node->nin && view[o] < 0; i++)
+            if (hout[o] != NULL && hin[i] != NULL && hout[o]->buf == hin[i]->buf &&
+                hout[o]->data == hin[i]->data)
+                view[o] = i;
+    }
+    for (int i = 0; i < node->nin; i++)
+        rt_tensor_unref(hin[i]);
+    return st;
+}
+
+/* Under capture: the outputs made as a run would (planned regions, views)
+ * but not written, and the kernel recorded for the launch. */
+static ms_status cap_compute(kn_ctx *ctx, const kn_node *node, dev_state *s, rt_tensor *const *in,
+                             rt_tensor **out) {
+    ck_assert_int_le(node->nin, CAP_MAX_IO);
+    ck_assert_int_le(node->nout, CAP_MAX_IO);
+    cap_graph *g = tl_cap.g;
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 16;
+        g->op = realloc(g->op, sizeof(*g->op) * (size_t)g->cap);
+        ck_assert_ptr_nonnull(g->op);
+    }
+    cap_op *o = &g->op[g->n++];
+    *o = (cap_op){.node = node, .s = s, .nin = node->nin, .nout = node->nout};
+    uint64_t tbytes = 0;
+    for (int i = 0; i < node->nin; i++) {
+        o->in[i] = (cap_io){in[i]->data, in[i]->dtype, in[i]->shape};
+        tbytes += rt_tensor_nbytes(in[i]);
+    }
+    o->tbytes = tbytes ? tbytes : 1;
+    o->tmp = kn_devtmp_take(o->tbytes);
+    if (o->tmp == NULL)
+        tl_cap.bad = 1; /* the CUDA table's block cache under capture */
+    rt_tensor *hout[CAP_MAX_IO] = {0};
+    int view[CAP_MAX_IO];
+    ms_status st = cap_run(ctx, node, s, in, hout, view);
+    for (int i = 0; i < node->nout && st == MS_OK; i++) {
+        if (hout[i] == NULL)
+            continue;
+        if (view[i] >= 0) { /* nothing to write at a launch */
+            st = rt_tensor_view(in[view[i]], &hout[i]->shape, &out[i]);
+            o->out[i].data = NULL;
+            continue;
+        }
+        /* the planned region, not written: a capture runs nothing */
+        size_t nb = rt_tensor_nbytes(hout[i]);
+        void *planned = kn_devout_take(nb);
+        if (planned == NULL) {
+            tl_cap.bad = 1; /* outside the arena */
+            st = recode(hout[i], 1, 0, &out[i]);
+        } else {
+            rt_buf *bf = rt_buf_wrap(planned, nb, NULL, NULL);
+            ck_assert_ptr_nonnull(bf);
+            bf->device = g_mem;
+            st = rt_tensor_new_on(hout[i]->dtype, &hout[i]->shape, bf, 0, &out[i]);
+            rt_buf_unref(bf);
+            ut_dev.regions++;
+        }
+        if (st != MS_OK)
+            break;
+        o->out[i] = (cap_io){out[i]->data, out[i]->dtype, out[i]->shape};
+    }
+    for (int i = 0; i < CAP_MAX_IO; i++)
+        rt_tensor_unref(hout[i]);
+    return st;
+}
+
+static ms_status dev_graph_begin(kn_backend *b) {
+    (void)b;
+    ck_assert_ptr_null(tl_cap.g);
+    tl_cap.g = calloc(1, sizeof(cap_graph));
+    tl_cap.bad = 0;
+    return MS_OK;
+}
+
+static void dev_graph_free(kn_backend *b, void *graph) {
+    (void)b;
+    cap_graph *g = graph;
+    if (g != NULL)
+        free(g->op);
+    free(g);
+}
+
+static ms_status dev_graph_end(kn_backend *b, void **graph) {
+    cap_graph *g = tl_cap.g;
+    tl_cap.g = NULL;
+    *graph = NULL;
+    if (tl_cap.bad || ut_dev.refuse_graphs || g->n == 0) {
+        dev_graph_free(b, g);
+        ut_dev.refused++;
+        return ms_errf(MS_ENOTSUP, "testdev: capture refused");
+    }
+    ut_dev.captures++;
+    *graph = g;
+    return MS_OK;
+}
+
+static ms_status dev_graph_launch(kn_backend *b, void *graph) {
+    (void)b;
+    cap_graph *g = graph;
+    ut_dev.launches++;
+    kn_ctx ctx = {.nthreads = 1};
+    for (int k = 0; k < g->n; k++) {
+        cap_op *o = &g->op[k];
+        rt_tensor *in[CAP_MAX_IO] = {0}, *hout[CAP_MAX_IO] = {0};
+        ms_status st = MS_OK;
+        /* the inputs through the temporary, as a run reads them */
+        memset(o->tmp, 0xEE, o->tbytes);
+        size_t at = 0;
+        for (int i = 0; i < o->nin && st == MS_OK; i++) {
+            size_t nb = (size_t)rt_shape_nelem(&o->in[i].shape) * rt_dtype_size(o->in[i].dt);
+            memcpy((unsigned char *)o->tmp + at, o->in[i].data, nb);
+            rt_buf *bf = rt_buf_wrap((unsigned char *)o->tmp + at, nb, NULL, NULL);
+            ck_assert_ptr_nonnull(bf);
+            bf->device = g_mem;
+            st = rt_tensor_new_on(o->in[i].dt, &o->in[i].shape, bf, 0, &in[i]);
+            rt_buf_unref(bf);
+            at += nb;
+        }
+        ut_dev.runs++;
+        int view[CAP_MAX_IO];
+        if (st == MS_OK)
+            st = cap_run(&ctx, o->node, o->s, in, hout, view);
+        for (int i = 0; i < o->nout && st == MS_OK; i++) {
+            if (o->out[i].data == NULL || hout[i] == NULL || view[i] >= 0)
+                continue;
+            size_t nb = rt_tensor_nbytes(hout[i]);
+            ck_assert_uint_eq(nb, (size_t)rt_shape_nelem(&o->out[i].shape) *
+                                      rt_dtype_size(o->out[i].dt));
+            unsigned char *d = o->out[i].data;
+            memcpy(d, hout[i]->data, nb);
+            for (size_t j = 0; j < nb; j++)
+                d[j] ^= g_key;
+        }
+        for (int i = 0; i < CAP_MAX_IO; i++) {
+            rt_tensor_unref(in[i]);
+            rt_tensor_unref(hout[i]);
+        }
+        if (st != MS_OK)
+            return st;
+    }
+    return MS_OK;
+}
+
 kn_backend *ut_testdev_new(const char *name, const char *const *ops, int flags) {
     testdev *d = calloc(1, sizeof(*d));
     ck_assert_ptr_nonnull(d);
@@ -240,6 +471,12 @@ kn_backend *ut_testdev_new(const char *name, const char *const *ops, int flags) 
         d->b.iface.arena_begin = dev_arena_begin;
         d->b.iface.arena_end = dev_arena_end;
         d->b.iface.arena_free = dev_arena_free;
+        if (flags & UT_TESTDEV_GRAPHS) {
+            d->b.iface.graph_begin = dev_graph_begin;
+            d->b.iface.graph_end = dev_graph_end;
+            d->b.iface.graph_launch = dev_graph_launch;
+            d->b.iface.graph_free = dev_graph_free;
+        }
     }
     return &d->b;
 }

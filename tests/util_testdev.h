@@ -11,7 +11,11 @@
  * of its kind): the outputs of its kernels and its copies to the device take
  * the plan's regions (kn_devout_take) as the CUDA backend does, so a wrong
  * layout gives wrong numbers. A kernel output that is a view of an input on
- * the CPU (Reshape) is a view of the device input here too, as on the GPU. */
+ * the CPU (Reshape) is a view of the device input here too, as on the GPU.
+ * Its kernels also take one temporary per run as the CUDA table takes its
+ * workspaces (kn_devtmp_take, else malloc): the bytes of all the inputs,
+ * overwritten with 0xEE, then the inputs copied into it and read from there,
+ * so a temporary placed over a live tensor gives wrong numbers. */
 #ifndef UTIL_TESTDEV_H
 #define UTIL_TESTDEV_H
 
@@ -27,6 +31,13 @@ typedef struct ut_devcount {
     int runs;             /* device kernel runs */
     int fail_copies;      /* set: copies to the device fail with MS_EDEVICE */
     int regions;          /* tensors placed in a plan's arena */
+    int tmps;             /* kernel temporaries placed in a plan's arena */
+    int tmp_cache;        /* kernel temporaries from the device's own allocator */
+    int captures;         /* graphs captured (graph_end gave one) */
+    int refused;          /* captures graph_end refused */
+    int launches;         /* graph launches */
+    int refuse_graphs;    /* set: graph_end refuses every capture */
+    int copies_unplanned; /* set: copies to the device take no planned region */
     int arenas;           /* arenas alive */
     uint64_t arena_bytes; /* their bytes */
 } ut_devcount;
@@ -38,6 +49,17 @@ void ut_testdev_setup(kn_backend *cpu, int mem, uint8_t key);
 
 #define UT_TESTDEV_NONE 1   /* no op at all */
 #define UT_TESTDEV_ARENAS 2 /* has the arena slots */
+/* With UT_TESTDEV_ARENAS: has the graph slots too, emulating CUDA graphs on
+ * the CPU: under capture a kernel writes no device memory (it runs on the
+ * host copies only to learn its outputs' shapes; its outputs are its planned
+ * regions, unwritten) and is recorded (kernel, input and output addresses,
+ * dtypes, shapes, its temporary's address); a launch runs the recorded
+ * kernels in order from and to those addresses, through the temporaries.
+ * So outputs a launch does not recompute (the arena holds 0xCD or the last
+ * run's values), or recomputes at other addresses than the run reads, give
+ * wrong numbers. A capture whose kernel took memory outside the plan's arena
+ * is refused, as the CUDA table's. */
+#define UT_TESTDEV_GRAPHS 4
 /* A device named `name` with the ops in `ops` (NULL-terminated; NULL: every
  * CPU op but the string parsers). Free with kn_backend_free. */
 kn_backend *ut_testdev_new(const char *name, const char *const *ops, int flags);

@@ -406,6 +406,8 @@ typedef struct dblock {
 
 struct worker {
     uint64_t gen;
+    int capturing;   /* a CUDA graph capture is on (be_graph_begin) */
+    int capture_bad; /* the captured work used memory or work that a replay cannot repeat */
     void *stream;
     void *pinned;
     size_t pinned_size;
@@ -491,6 +493,8 @@ static ms_status arena_new_trim(cuda_be *be, const char *what, uint64_t bytes, k
  * (up to twice the size), else one new cudaMalloc charged to the budget. */
 static ms_status block_get(cuda_be *be, worker *w, uint64_t bytes, const char *what, dblock **out) {
     if (bytes == 0) bytes = 256;
+    /* a block outside the plan's arena: a replay would write it after it went back */
+    if (w->capturing) w->capture_bad = 1;
     pthread_mutex_lock(&be->cache_mu);
     dblock **best = NULL;
     for (dblock **p = &be->cache; *p; p = &(*p)->next)
@@ -533,10 +537,32 @@ static ms_status block_get(cuda_be *be, worker *w, uint64_t bytes, const char *w
     return MS_OK;
 }
 
+/* A temporary of the running step (a workspace, a padded input, a
+ * reordered filter, coefficients): the step's planned region of the plan's
+ * arena (kn_devtmp_take, kn_memplan.h), else a block of the cache. A
+ * planned one is a dblock without an arena (a == NULL) that block_put only
+ * frees: the bytes belong to the plan's arena, and its next user is ordered
+ * after this step's work on the stream (or by arena_begin's event). */
+static ms_status tmp_get(cuda_be *be, worker *w, uint64_t bytes, const char *what, dblock **out) {
+    void *planned = kn_devtmp_take(bytes);
+    if (planned == NULL) return block_get(be, w, bytes, what, out);
+    dblock *d = calloc(1, sizeof(*d));
+    if (d == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    d->ptr = planned;
+    d->size = bytes;
+    d->w = w;
+    *out = d;
+    return MS_OK;
+}
+
 /* Back to the cache, from any thread: the event marks the end of the work
  * its last worker's stream has queued on it. */
 static void block_put(dblock *d) {
     if (d == NULL) return;
+    if (d->a == NULL) { /* a planned temporary (tmp_get) */
+        free(d);
+        return;
+    }
     cuda_be *be = g_be;
     if (be == NULL || kn_cuda_event_record(d->ev, d->w->stream, "a released GPU block") != MS_OK) {
         block_free(d);
@@ -605,6 +631,7 @@ static ms_status copy_in(cuda_be *be, worker *w, const kn_node *node, const rt_t
     *out = NULL;
     if (host->buf != NULL && host->buf->device != 0)
         return ms_errf(MS_EINTERNAL, "copy to the GPU: the tensor is not in host memory");
+    if (w->capturing) w->capture_bad = 1; /* host memory and a wait: no graph */
     rt_tensor *t = NULL;
     ms_status st = dev_tensor(be, w, node, host->dtype, &host->shape, &t);
     if (st != MS_OK) return st;
@@ -630,6 +657,7 @@ static ms_status copy_out(worker *w, const rt_tensor *dev, rt_tensor **out) {
     *out = NULL;
     if (dev->buf == NULL || dev->buf->device != KN_CUDA_MEM)
         return ms_errf(MS_EINTERNAL, "copy to the host: the tensor is not in GPU memory");
+    if (w->capturing) w->capture_bad = 1; /* a wait on the host: no graph */
     size_t nb = rt_tensor_nbytes(dev);
     rt_buf *buf = rt_buf_alloc(nb ? nb : 1);
     if (buf == NULL) return ms_errf(MS_ENOMEM, "out of memory");
@@ -679,6 +707,45 @@ static ms_status be_sync(kn_backend *b) {
 }
 
 static const kn_kernel *be_kernel(kn_backend *b, const char *op);
+
+/* CUDA graphs (kn_backend_i.graph_*, docs/gpu.md): the executor brackets a
+ * segment of device nodes of a sized plan; the work their kernels queue on
+ * this worker's stream is captured (not run) and, when nothing in it needs
+ * the host or memory outside the plan's arena, instantiated for replay. */
+static ms_status be_graph_begin(kn_backend *b) {
+    worker *w = NULL;
+    ms_status st = get_worker(b->ctx, &w);
+    if (st != MS_OK) return st;
+    if (w->capturing) return ms_errf(MS_EINTERNAL, "a CUDA graph capture is on already");
+    w->capture_bad = 0;
+    if ((st = kn_cuda_capture_begin(w->stream)) == MS_OK) w->capturing = 1;
+    return st;
+}
+
+static ms_status be_graph_end(kn_backend *b, void **graph) {
+    *graph = NULL;
+    worker *w = NULL;
+    ms_status st = get_worker(b->ctx, &w);
+    if (st != MS_OK) return st;
+    if (!w->capturing) return ms_errf(MS_EINTERNAL, "no CUDA graph capture is on");
+    w->capturing = 0;
+    st = kn_cuda_capture_end(w->stream, !w->capture_bad, graph);
+    if (st == MS_OK) return MS_OK;
+    return w->capture_bad ? ms_errf(MS_ENOTSUP, "the segment used memory outside the plan's arena "
+                                                "or the CPU")
+                          : st;
+}
+
+static ms_status be_graph_launch(kn_backend *b, void *graph) {
+    worker *w = NULL;
+    ms_status st = get_worker(b->ctx, &w);
+    return st != MS_OK ? st : kn_cuda_graph_launch(graph, w->stream);
+}
+
+static void be_graph_free(kn_backend *b, void *graph) {
+    (void)b;
+    kn_cuda_graph_free(graph);
+}
 
 /* A plan's device arena (kn_backend_i.arena_*): one cudaMalloc charged to
  * the budget, used by one run at a time on its worker's stream; a run on
@@ -783,7 +850,9 @@ ms_status kn_cuda_backend_new(int gpu, kn_backend *cpu, kn_backend **out) {
                                    .free = be_free, .to_device = be_to_device,
                                    .to_host = be_to_host, .arena_new = be_arena_new,
                                    .arena_begin = be_arena_begin, .arena_end = be_arena_end,
-                                   .arena_free = be_arena_free},
+                                   .arena_free = be_arena_free, .graph_begin = be_graph_begin,
+                                   .graph_end = be_graph_end, .graph_launch = be_graph_launch,
+                                   .graph_free = be_graph_free},
                          .ctx = be,
                          .intra_op_threads = cpu->intra_op_threads};
     g_be = be;
@@ -1241,6 +1310,7 @@ static ms_status host_run(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *no
                 "once per node", node->name, node->op, why);
     rt_tensor *hin[256] = {0}, *hout[256] = {0};
     ms_status st = MS_OK;
+    if (w->capturing) w->capture_bad = 1; /* the CPU's part is not in a graph */
     if (node->nin > 256 || node->nout > 256) return ms_errf(MS_ENOTSUP, "too many inputs");
     for (int i = 0; i < node->nin && st == MS_OK; i++)
         st = in[i]->buf && in[i]->buf->device == KN_CUDA_MEM ? copy_out(w, in[i], &hin[i])
@@ -1383,7 +1453,7 @@ static ms_status c_matmul(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *no
     if ((st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
     dblock *ws = NULL;
     uint64_t wsb = kn_cuda_gemm_workspace(plan);
-    if (wsb > 0 && (st = block_get(be, w, wsb, "a cuBLASLt workspace", &ws)) != MS_OK) return st;
+    if (wsb > 0 && (st = tmp_get(be, w, wsb, "a cuBLASLt workspace", &ws)) != MS_OK) return st;
     float *y = (float *)out[0]->data;
     st = kn_cuda_gemm_run(plan, F(a), F(b), bias && !add ? F(bias) : NULL, y, ws ? ws->ptr : NULL,
                           w->stream);
@@ -1450,14 +1520,14 @@ static ms_status c_conv(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node
     const float *xp = F(x), *wp = s->w_ohwi;
     if (uneven) { /* TensorFlow's uneven SAME: pad explicitly, then a VALID convolution */
         uint64_t nb = (uint64_t)N * cs.h * cs.w * C * sizeof(float);
-        if ((st = block_get(be, w, nb, "a padded convolution input", &xpad)) != MS_OK) goto done;
+        if ((st = tmp_get(be, w, nb, "a padded convolution input", &xpad)) != MS_OK) goto done;
         if ((st = kn_cuda_pad_nhwc(xp, (int)N, (int)H, (int)W, (int)C, (int)pt, (int)pb, (int)pl,
                                    (int)pr, 0.0f, xpad->ptr, w->stream)) != MS_OK)
             goto done;
         xp = xpad->ptr;
     }
     if (wp == NULL) { /* a filter computed in the graph: reorder it on the GPU */
-        if ((st = block_get(be, w, (uint64_t)f->nelem * sizeof(float), "a reordered filter", &wt)) != MS_OK)
+        if ((st = tmp_get(be, w, (uint64_t)f->nelem * sizeof(float), "a reordered filter", &wt)) != MS_OK)
             goto done;
         int64_t dims[4] = {kh, kw, f->shape.dim[2], f->shape.dim[3]};
         static const int conv_perm[4] = {3, 0, 1, 2}, dw_perm[3] = {2, 0, 1};
@@ -1471,7 +1541,7 @@ static ms_status c_conv(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node
         wp = wt->ptr;
     }
     uint64_t wsb = kn_cuda_conv_workspace(plan);
-    if (wsb > 0 && (st = block_get(be, w, wsb, "a cuDNN workspace", &ws)) != MS_OK) goto done;
+    if (wsb > 0 && (st = tmp_get(be, w, wsb, "a cuDNN workspace", &ws)) != MS_OK) goto done;
     pthread_mutex_lock(&s->mu);
     st = kn_cuda_conv_run(plan, xp, wp, y, ws ? ws->ptr : NULL, w->stream);
     pthread_mutex_unlock(&s->mu);
@@ -1486,8 +1556,9 @@ static ms_status c_conv(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node
             if (st == MS_OK && coef == NULL) st = ms_errf(MS_ENOMEM, "out of memory");
             if (st == MS_OK) {
                 bn_coefs(1, F(h[0]), F(h[1]), F(h[2]), F(h[3]), s->eps, oc, coef, coef + oc);
-                st = block_get(be, w, (uint64_t)(2 * oc) * sizeof(float), "batch-norm coefficients", &bn);
+                st = tmp_get(be, w, (uint64_t)(2 * oc) * sizeof(float), "batch-norm coefficients", &bn);
             }
+            if (w->capturing) w->capture_bad = 1; /* host values of this request: no graph */
             if (st == MS_OK)
                 st = kn_cuda_h2d(bn->ptr, coef, (size_t)(2 * oc) * sizeof(float), w->stream,
                                  "batch-norm coefficients");
@@ -1973,7 +2044,7 @@ static ms_status c_convnd(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *no
     dblock *wt = NULL, *ws = NULL;
     const float *wp = s->w_ohwi;
     if (wp == NULL) { /* a filter computed in the graph: [spatial, C, OC] -> [OC, spatial, C] */
-        if ((st = block_get(be, w, (uint64_t)f->nelem * sizeof(float), "a reordered filter", &wt)) != MS_OK)
+        if ((st = tmp_get(be, w, (uint64_t)f->nelem * sizeof(float), "a reordered filter", &wt)) != MS_OK)
             goto done;
         int64_t sp = f->nelem / (C * OC), d3[3] = {sp, C, OC};
         static const int perm[3] = {2, 0, 1};
@@ -1981,7 +2052,7 @@ static ms_status c_convnd(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *no
         wp = wt->ptr;
     }
     uint64_t wsb = kn_cuda_convnd_workspace(plan);
-    if (wsb > 0 && (st = block_get(be, w, wsb, "a cuDNN workspace", &ws)) != MS_OK) goto done;
+    if (wsb > 0 && (st = tmp_get(be, w, wsb, "a cuDNN workspace", &ws)) != MS_OK) goto done;
     pthread_mutex_lock(&s->mu);
     st = kn_cuda_convnd_run(plan, F(src), wp, (float *)out[0]->data, ws ? ws->ptr : NULL, w->stream);
     pthread_mutex_unlock(&s->mu);

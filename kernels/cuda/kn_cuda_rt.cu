@@ -169,3 +169,43 @@ extern "C" ms_status kn_cuda_d2h(void *dst, const void *src, size_t bytes, void 
     CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)s), op);
     return MS_OK;
 }
+
+/* ---- CUDA graphs: capture of a stream's work and replay ---- */
+
+extern "C" ms_status kn_cuda_capture_begin(void *s) {
+    /* thread-local: an unsafe call (cudaMalloc, a synchronisation) on this
+     * thread invalidates the capture; other workers' threads are not hindered */
+    CK(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal),
+       "cudaStreamBeginCapture");
+    return MS_OK;
+}
+
+extern "C" ms_status kn_cuda_capture_end(void *s, int keep, void **exec) {
+    *exec = NULL;
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture((cudaStream_t)s, &g);
+    if (e != cudaSuccess || !keep) {
+        if (g != NULL) (void)cudaGraphDestroy(g);
+        (void)cudaGetLastError(); /* a capture error is not the next launch's */
+        if (e != cudaSuccess) return fail(e, "cudaStreamEndCapture");
+        return ms_errf(MS_ENOTSUP, "capture discarded");
+    }
+    cudaGraphExec_t x = NULL;
+    e = cudaGraphInstantiate(&x, g, 0);
+    (void)cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return fail(e, "cudaGraphInstantiate");
+    }
+    *exec = (void *)x;
+    return MS_OK;
+}
+
+extern "C" ms_status kn_cuda_graph_launch(void *exec, void *s) {
+    CK(cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)s), "cudaGraphLaunch");
+    return MS_OK;
+}
+
+extern "C" void kn_cuda_graph_free(void *exec) {
+    if (exec) (void)cudaGraphExecDestroy((cudaGraphExec_t)exec);
+}

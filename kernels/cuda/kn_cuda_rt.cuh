@@ -63,6 +63,18 @@ ms_status kn_cuda_stream_wait_event(void *s, void *ev, const char *op);
 ms_status kn_cuda_h2d(void *dst, const void *src, size_t bytes, void *s, const char *op);
 ms_status kn_cuda_d2h(void *dst, const void *src, size_t bytes, void *s, const char *op);
 
+/* CUDA graphs (docs/gpu.md, Memory): capture_begin starts capturing the
+ * work queued on stream s by the calling thread (thread-local mode: an unsafe
+ * call such as cudaMalloc or a synchronisation on this thread makes the
+ * capture fail; nothing captured runs); capture_end ends it and, when keep
+ * is set and the capture is valid, instantiates it into *exec (else *exec
+ * is NULL and the error says why); graph_launch queues an instantiated
+ * graph on stream s; graph_free destroys it (NULL-safe). */
+ms_status kn_cuda_capture_begin(void *s);
+ms_status kn_cuda_capture_end(void *s, int keep, void **exec);
+ms_status kn_cuda_graph_launch(void *exec, void *s);
+void kn_cuda_graph_free(void *exec);
+
 /* For the kernels' launchers: MS_OK, or the error of the last launch
  * (cudaGetLastError) named after `op`. */
 ms_status kn_cuda_check_launch(const char *op);

@@ -87,31 +87,73 @@ typedef struct rt_plan_copy {
  * Steps: the copies due before node position k are step 2k, node k is step
  * 2k + 1, the fetch copies step 2n, the fetches read at step 2n + 1. */
 
-enum { MEM_KEYS = 4 };
+enum { MEM_KEYS = RT_PLAN_MEM_KEYS };
 
-/* One arena (a block of the device backend) for one run at a time. */
+/* What a replay of a captured segment (CUDA graphs) makes of one node
+ * output: nothing (not kept), the tensor at an offset of the arena, or a
+ * view of one of the node's inputs, with the capture's dtype and shape. */
+typedef struct seg_out {
+    signed char kind; /* SEG_NONE, SEG_REGION, SEG_VIEW */
+    signed char view_in;
+    int dev;
+    rt_dtype dt;
+    rt_shape shape;
+    uint64_t off, bytes;
+} seg_out;
+enum { SEG_NONE, SEG_REGION, SEG_VIEW };
+
+/* An input of a captured segment made outside it (a copy to the device, a
+ * constant, an earlier node): where the graph reads it. A replay needs the
+ * run's tensor there, with the same dtype and shape. */
+typedef struct seg_in {
+    int slot;
+    const void *data;
+    rt_dtype dt;
+    rt_shape shape;
+} seg_in;
+
+/* One arena (a block of the device backend) for one run at a time, and the
+ * graphs captured on it, per segment (NULL until the first run with graphs
+ * on; addresses of a graph are this arena's). */
 typedef struct mem_inst {
     void *arena;
     struct mem_inst *next;
+    void **graph;           /* per segment: its instantiated graph, or NULL */
+    seg_out **desc;         /* per segment: its outputs, for a replay */
+    seg_in **ins;           /* per segment: its outside inputs (nins of them) */
+    int *nins;
+    unsigned char *tried;   /* per segment: captured or refused once */
 } mem_inst;
 
 /* The layout for one set of feed shapes: the device tensors made by the
- * sizing run, in step order, with their offsets. */
+ * sizing run, in step order, then the temporaries its kernels asked for
+ * (kn_devtmp_take), in step order, with their offsets. */
 typedef struct mem_key {
     int nfeeds;
     rt_dtype *dt;
     rt_shape *shape;
-    int nbufs;
+    int nbufs;             /* tensors: bufs[0..nbufs-1] */
+    int ntmps;             /* temporaries: bufs[nbufs..nbufs+ntmps-1] */
     kn_memplan_buf *bufs;
     int *step_first;       /* per step (2n + 2 of them): its first entry of bufs, + 1 end */
+    int *tmp_first;        /* the same for the temporaries (from bufs + nbufs) */
     uint64_t total;
     mem_inst *idle;
     int ninst;
 } mem_key;
 
+/* A segment: plan positions [k0, k1) that are all device nodes with no copy
+ * step between them (CUDA graphs); nout outputs in all. */
+typedef struct mem_seg {
+    int k0, k1, nout;
+} mem_seg;
+
 typedef struct plan_mem {
     pthread_mutex_t mu;
     int *last;             /* per slot: the last step that reads it (static) */
+    int nseg;              /* segments to capture (0: graphs off) */
+    mem_seg *seg;
+    int *seg_at;           /* per plan position: the segment starting there, or -1 */
     int sizing;            /* a run is recording sizes */
     int nkeys;
     mem_key keys[MEM_KEYS];
@@ -138,6 +180,7 @@ struct rt_plan {
     int *in_slot;           /* the slot each input of each node reads */
     int ncopies;
     rt_plan_copy *copies;   /* in run order (by at) */
+    unsigned char *on_dev;  /* per plan position: the node runs on the device */
     plan_mem *mem;          /* the device arenas; NULL: the backend has none */
 };
 
@@ -148,6 +191,16 @@ static void plan_mem_free(rt_plan *p) {
         mem_key *key = &m->keys[k];
         for (mem_inst *i = key->idle; i;) {
             mem_inst *nx = i->next;
+            for (int sg = 0; i->graph && sg < m->nseg; sg++) {
+                if (i->graph[sg]) p->device->iface.graph_free(p->device, i->graph[sg]);
+                free(i->desc[sg]);
+                free(i->ins[sg]);
+            }
+            free(i->graph);
+            free(i->desc);
+            free(i->ins);
+            free(i->nins);
+            free(i->tried);
             p->device->iface.arena_free(p->device, i->arena);
             free(i);
             i = nx;
@@ -156,10 +209,71 @@ static void plan_mem_free(rt_plan *p) {
         free(key->shape);
         free(key->bufs);
         free(key->step_first);
+        free(key->tmp_first);
     }
     free(m->last);
+    free(m->seg);
+    free(m->seg_at);
     pthread_mutex_destroy(&m->mu);
     free(m);
+}
+
+static int g_graphs = -1; /* rt_device_graphs_set; -1: DCMSERVE_CUDA_GRAPHS */
+
+void rt_device_graphs_set(int on) {
+    g_graphs = on != 0;
+}
+
+int rt_device_graphs(const kn_backend *device) {
+    if (!kn_backend_has_graphs(device)) return 0;
+    if (g_graphs >= 0) return g_graphs;
+    const char *e = getenv("DCMSERVE_CUDA_GRAPHS");
+    return e != NULL && strcmp(e, "1") == 0;
+}
+
+/* 1 when the node at plan position k is a Const on the host: it does no
+ * device work, so it may sit inside a segment (it runs as usual there). */
+static int plan_const_at(const rt_plan *p, int k) {
+    return !p->on_dev[k] && strcmp(p->g->nodes[p->order[k]].kn.op, "Const") == 0;
+}
+
+/* The segments of device nodes a run may capture as one graph each: the
+ * longest runs of consecutive device nodes (and host Consts between them)
+ * with no copy step between them (a copy goes through the host), at least
+ * two device nodes each. */
+static ms_status plan_segments(rt_plan *p, plan_mem *m) {
+    m->seg = calloc((size_t)p->n + 1, sizeof(*m->seg));
+    m->seg_at = malloc(sizeof(int) * ((size_t)p->n + 1));
+    unsigned char *copy_at = calloc((size_t)p->n + 2, 1);
+    if (!m->seg || !m->seg_at || !copy_at) {
+        free(copy_at);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
+    for (int c = 0; c < p->ncopies; c++)
+        if (p->copies[c].value == NULL) copy_at[p->copies[c].at] = 1;
+    for (int k = 0; k < p->n; k++) m->seg_at[k] = -1;
+    for (int k = 0; k < p->n;) {
+        if (!p->on_dev[k]) {
+            k++;
+            continue;
+        }
+        int k1 = k + 1, ndev = 1;
+        for (int j = k + 1; j < p->n && !copy_at[j] && (p->on_dev[j] || plan_const_at(p, j)); j++)
+            if (p->on_dev[j]) { /* ends at a device node */
+                ndev++;
+                k1 = j + 1;
+            }
+        if (ndev >= 2) {
+            mem_seg *sg = &m->seg[m->nseg];
+            *sg = (mem_seg){.k0 = k, .k1 = k1};
+            for (int j = k; j < k1; j++)
+                if (p->on_dev[j]) sg->nout += p->g->nodes[p->order[j]].nout;
+            m->seg_at[k] = m->nseg++;
+        }
+        k = k1;
+    }
+    free(copy_at);
+    return MS_OK;
 }
 
 /* The static part, at build: the last step that reads each slot. */
@@ -183,6 +297,7 @@ static ms_status plan_mem_init(rt_plan *p) {
     for (int f = 0; f < p->nfetches; f++) READ_AT(p->fetch_slot[f], 2 * p->n + 1);
 #undef READ_AT
     p->mem = m;
+    if (p->on_dev != NULL && rt_device_graphs(p->device)) return plan_segments(p, m);
     return MS_OK;
 }
 
@@ -208,6 +323,11 @@ typedef struct mem_rec {
         uint64_t bytes;
     } *t;
     int *root; /* per slot: the slot whose tensor owns its buffer, or -1 */
+    int ntmp, tcap;
+    struct {
+        int step;
+        uint64_t bytes;
+    } *tmp;    /* the temporaries the steps' kernels asked for, in step order */
 } mem_rec;
 
 static void rec_add(mem_rec *r, int slot, int step, uint64_t bytes) {
@@ -227,6 +347,30 @@ static void rec_add(mem_rec *r, int slot, int step, uint64_t bytes) {
     r->t[r->n].bytes = bytes;
     r->n++;
     r->root[slot] = slot;
+}
+
+/* After a step of a sizing run: the temporaries its kernels asked for
+ * (kn_devtmp_record_begin was called before the step). Always stops the
+ * thread's recording. */
+static void rec_tmps(mem_rec *r, int step) {
+    uint64_t sz[KN_DEVTMP_MAX_PER_STEP];
+    int n = kn_devtmp_record_end(sz, KN_DEVTMP_MAX_PER_STEP);
+    if (r->cap < 0) return;
+    for (int i = 0; i < n; i++) {
+        if (r->ntmp == r->tcap) {
+            int cap = r->tcap ? 2 * r->tcap : 32;
+            void *t = realloc(r->tmp, sizeof(*r->tmp) * (size_t)cap);
+            if (t == NULL) {
+                r->cap = -1; /* out of memory: this run sizes nothing */
+                return;
+            }
+            r->tmp = t;
+            r->tcap = cap;
+        }
+        r->tmp[r->ntmp].step = step;
+        r->tmp[r->ntmp].bytes = sz[i];
+        r->ntmp++;
+    }
 }
 
 static int is_device_tensor(const rt_tensor *t) {
@@ -257,11 +401,12 @@ static ms_status mem_size(const rt_plan *p, mem_rec *r, rt_tensor *const *feeds)
     mem_key key = {.nfeeds = p->nfeeds};
     key.dt = calloc((size_t)p->nfeeds + 1, sizeof(*key.dt));
     key.shape = calloc((size_t)p->nfeeds + 1, sizeof(*key.shape));
-    key.bufs = calloc((size_t)r->n + 1, sizeof(*key.bufs));
+    key.bufs = calloc((size_t)r->n + (size_t)r->ntmp + 1, sizeof(*key.bufs));
     key.step_first = calloc((size_t)nsteps + 1, sizeof(int));
+    key.tmp_first = calloc((size_t)nsteps + 1, sizeof(int));
     int *last = malloc(sizeof(int) * ((size_t)p->nslots + 1));
     ms_status st = MS_OK;
-    if (!key.dt || !key.shape || !key.bufs || !key.step_first || !last) {
+    if (!key.dt || !key.shape || !key.bufs || !key.step_first || !key.tmp_first || !last) {
         st = ms_errf(MS_ENOMEM, "out of memory");
         goto fail;
     }
@@ -281,11 +426,20 @@ static ms_status mem_size(const rt_plan *p, mem_rec *r, rt_tensor *const *feeds)
         key.step_first[r->t[i].step + 1]++;
     }
     for (int s = 0; s < nsteps; s++) key.step_first[s + 1] += key.step_first[s];
-    if ((st = kn_memplan_layout(key.bufs, key.nbufs, &key.total)) != MS_OK) goto fail;
+    /* a temporary lives for its step only */
+    key.ntmps = r->ntmp;
+    for (int i = 0; i < r->ntmp; i++) {
+        key.bufs[r->n + i] = (kn_memplan_buf){.bytes = r->tmp[i].bytes, .first = r->tmp[i].step,
+                                              .last = r->tmp[i].step};
+        key.tmp_first[r->tmp[i].step + 1]++;
+    }
+    for (int s = 0; s < nsteps; s++) key.tmp_first[s + 1] += key.tmp_first[s];
+    if ((st = kn_memplan_layout(key.bufs, key.nbufs + key.ntmps, &key.total)) != MS_OK) goto fail;
     mem_inst *inst = calloc(1, sizeof(*inst));
     char what[400];
-    snprintf(what, sizeof what, "the device arena of a plan of %d nodes (%d tensors)", p->n,
-             key.nbufs);
+    snprintf(what, sizeof what,
+             "the device arena of a plan of %d nodes (%d tensors, %d temporaries)", p->n,
+             key.nbufs, key.ntmps);
     if (inst == NULL) {
         st = ms_errf(MS_ENOMEM, "out of memory");
         goto fail;
@@ -301,11 +455,12 @@ static ms_status mem_size(const rt_plan *p, mem_rec *r, rt_tensor *const *feeds)
     m->keys[m->nkeys++] = key;
     pthread_mutex_unlock(&m->mu);
     uint64_t sum = 0;
-    for (int i = 0; i < key.nbufs; i++) sum += key.bufs[i].bytes;
-    MS_INFO("device memory: %s: one arena of %llu KiB for %d tensors of a plan of %d nodes (peak "
-            "live %llu KiB, %llu KiB without reuse)",
-            kn_backend_name(p->device), (unsigned long long)(key.total >> 10), key.nbufs, p->n,
-            (unsigned long long)(kn_memplan_peak(key.bufs, key.nbufs) >> 10),
+    for (int i = 0; i < key.nbufs + key.ntmps; i++) sum += key.bufs[i].bytes;
+    MS_INFO("device memory: %s: one arena of %llu KiB for %d tensors and %d temporaries of a plan "
+            "of %d nodes (peak live %llu KiB, %llu KiB without reuse)",
+            kn_backend_name(p->device), (unsigned long long)(key.total >> 10), key.nbufs,
+            key.ntmps, p->n,
+            (unsigned long long)(kn_memplan_peak(key.bufs, key.nbufs + key.ntmps) >> 10),
             (unsigned long long)(sum >> 10));
     free(last);
     return MS_OK;
@@ -315,6 +470,7 @@ fail:
     free(key.shape);
     free(key.bufs);
     free(key.step_first);
+    free(key.tmp_first);
     return st;
 }
 
@@ -330,12 +486,18 @@ ms_status rt_plan_memory(const rt_plan *p, int key, rt_plan_meminfo *out) {
     } else {
         const mem_key *k = &m->keys[key];
         out->ntensors = k->nbufs;
+        out->ntemps = k->ntmps;
         out->bytes = k->total;
         out->arenas = k->ninst;
         out->bufs = k->bufs;
     }
     pthread_mutex_unlock(&m->mu);
     return st;
+}
+
+int rt_device_arenas(const kn_backend *device) {
+    const char *ar = getenv("DCMSERVE_DEVICE_ARENA");
+    return device != NULL && kn_backend_has_arenas(device) && !(ar && strcmp(ar, "0") == 0);
 }
 
 int rt_plan_stateful(const rt_plan *p) {
@@ -352,6 +514,7 @@ void rt_plan_free(rt_plan *p) {
     free(p->fed);
     free(p->in_off);
     free(p->in_slot);
+    free(p->on_dev);
     for (int c = 0; c < p->ncopies; c++) rt_tensor_unref(p->copies[c].value);
     free(p->copies);
     plan_mem_free(p);
@@ -421,9 +584,12 @@ static ms_status plan_place(rt_plan *p, rt_graph *g, const int *remap) {
     MS_INFO("placement: %s", line);
     if (pl.ndevice == 0) goto done; /* the host plan, unchanged */
 
+    p->on_dev = calloc((size_t)p->n + 1, 1);
+    if (p->on_dev == NULL) goto oom;
     for (int k = 0; k < p->n; k++) {
         rt_gnode *n = &g->nodes[p->order[k]];
         if (pl.side[k] != KN_SIDE_DEVICE) continue;
+        p->on_dev[k] = 1;
         const kn_kernel *dk = kn_backend_kernel(g->device, n->kn.op);
         if (n->kernel == NULL) n->kernel = dk;
         if (n->kernel != dk) {
@@ -676,9 +842,7 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
     }
     /* device tensors from one arena per feed shapes, sized by the first run
      * of those shapes (DCMSERVE_DEVICE_ARENA=0: the backend's own allocator) */
-    const char *ar = getenv("DCMSERVE_DEVICE_ARENA");
-    if (p->device && kn_backend_has_arenas(p->device) && !(ar && strcmp(ar, "0") == 0) &&
-        (st = plan_mem_init(p)) != MS_OK)
+    if (p->device && rt_device_arenas(p->device) && (st = plan_mem_init(p)) != MS_OK)
         goto fail;
     free(need);
     free(stack);
@@ -797,10 +961,13 @@ static ms_status mem_begin(const rt_plan *p, rt_tensor *const *feeds, mem_key **
     return MS_OK;
 }
 
-/* The planned regions of step `step` for this thread's kernels. */
+/* The planned regions of step `step` for this thread's kernels: its new
+ * tensors and its temporaries. */
 static void mem_step(const mem_key *key, void *base, int step) {
     int a = key->step_first[step], b = key->step_first[step + 1];
-    if (b > a) kn_devout_begin(base, key->bufs + a, b - a);
+    int ta = key->tmp_first[step], tb = key->tmp_first[step + 1];
+    if (b > a || tb > ta)
+        kn_devout_step(base, key->bufs + a, b - a, key->bufs + key->nbufs + ta, tb - ta);
 }
 
 /* The end of the run, after every tensor of it is released: the arena is
@@ -821,7 +988,358 @@ static void mem_end(const rt_plan *p, mem_key *key, mem_inst *inst, mem_rec *rec
         pthread_mutex_unlock(&m->mu);
         free(rec->t);
         free(rec->root);
+        free(rec->tmp);
     }
+}
+
+/* What a run's steps share. */
+typedef struct run_state {
+    const rt_plan *p;
+    kn_ctx *ctx;
+    rt_hostctx *host;
+    void *caller_host;
+    rt_tensor **slots;
+    int *uses;
+    uint64_t *held;
+    mem_key *key;
+    void *base;   /* the arena's base, or NULL (no arena) */
+    mem_rec *rp;  /* a sizing run's record, or NULL */
+    int *next_copy;
+} run_state;
+
+/* The inputs of the node at plan position k, from their slots. */
+static ms_status node_inputs(run_state *r, int k, rt_tensor **in) {
+    const rt_plan *p = r->p;
+    rt_gnode *n = &p->g->nodes[p->order[k]];
+    if (n->nin > 256 || n->nout > 256)
+        return ms_errf(MS_ENOTSUP, "node '%s' has more than 256 inputs or outputs", n->name);
+    const int *in_slot = p->in_slot ? p->in_slot + p->in_off[k] : NULL;
+    for (int i = 0; i < n->nin; i++) {
+        in[i] = r->slots[in_slot ? in_slot[i] : p->slot_base[n->in[i].node] + n->in[i].out];
+        if (in[i] == NULL)
+            return ms_errf(MS_EINTERNAL, "node '%s': input %d (from '%s:%d') was not computed",
+                           n->name, i, p->g->nodes[n->in[i].node].name, n->in[i].out);
+    }
+    return MS_OK;
+}
+
+static void node_release_inputs(run_state *r, int k) {
+    const rt_plan *p = r->p;
+    rt_gnode *n = &p->g->nodes[p->order[k]];
+    const int *in_slot = p->in_slot ? p->in_slot + p->in_off[k] : NULL;
+    for (int i = 0; i < n->nin; i++)
+        release_slot(r->slots, r->uses, r->held, r->ctx->budget,
+                     in_slot ? in_slot[i] : p->slot_base[n->in[i].node] + n->in[i].out);
+}
+
+/* The node's outputs into their slots (the request's budget taken), then,
+ * unless keep_inputs, its inputs released. Takes the references in out. */
+static ms_status node_store(run_state *r, int k, rt_tensor *const *in, rt_tensor **out,
+                            int keep_inputs) {
+    const rt_plan *p = r->p;
+    int v = p->order[k];
+    rt_gnode *n = &p->g->nodes[v];
+    ms_status st = MS_OK;
+    int base = p->slot_base[v];
+    const int *in_slot = p->in_slot ? p->in_slot + p->in_off[k] : NULL;
+    if (r->rp) rec_node(r->rp, 2 * k + 1, base, out, n->nout, in, in_slot, n->nin);
+    for (int i = 0; i < n->nout; i++) {
+        int s = base + i;
+        if (st != MS_OK || p->fed[s] || r->uses[s] <= 0) {
+            rt_tensor_unref(out[i]); /* a feed wins; unused outputs go back now */
+            continue;
+        }
+        if (out[i] == NULL) {
+            st = ms_errf(MS_EINTERNAL, "node '%s' (%s) produced no output %d", n->name,
+                         n->kn.op, i);
+            continue;
+        }
+        r->slots[s] = out[i];
+        uint64_t nb = r->ctx->budget ? output_bytes(out[i], in, n->nin) : 0;
+        /* The node is named only when the budget refuses (no formatting per run). */
+        if (nb > 0 && ms_budget_take(r->ctx->budget, nb, NULL) != MS_OK) {
+            char what[300];
+            snprintf(what, sizeof what, "node '%s' (%s) output %d", n->name, n->kn.op, i);
+            st = ms_budget_take(r->ctx->budget, nb, what);
+        }
+        if (nb > 0 && st == MS_OK) r->held[s] = nb;
+    }
+    if (!keep_inputs) node_release_inputs(r, k);
+    return st;
+}
+
+/* Runs the node at plan position k: its kernel, then node_store. */
+static ms_status run_node(run_state *r, int k, int keep_inputs) {
+    const rt_plan *p = r->p;
+    rt_gnode *n = &p->g->nodes[p->order[k]];
+    rt_tensor *in[256];
+    rt_tensor *out[256];
+    ms_status st = node_inputs(r, k, in);
+    if (st != MS_OK) return st;
+    memset(out, 0, sizeof(rt_tensor *) * (size_t)(n->nout > 0 ? n->nout : 1));
+    r->host->gnode = n;
+    r->ctx->host = r->host;
+    if (r->base) mem_step(r->key, r->base, 2 * k + 1);
+    if (r->rp) kn_devtmp_record_begin();
+    st = n->kernel->compute(r->ctx, &n->kn, n->state, in, out);
+    if (r->rp) rec_tmps(r->rp, 2 * k + 1);
+    if (r->base) kn_devout_end();
+    r->ctx->host = r->caller_host;
+    if (st != MS_OK) {
+        for (int i = 0; i < n->nout; i++) rt_tensor_unref(out[i]);
+        /* Kernels usually name their node already; say it once. */
+        char who[600];
+        snprintf(who, sizeof who, "node '%s'", n->name);
+        if (strncmp(ms_errmsg(), who, strlen(who)) != 0)
+            st = ms_errwrap(st, "node '%s' (%s)", n->name, n->kn.op);
+        return st;
+    }
+    return node_store(r, k, in, out, keep_inputs);
+}
+
+/* Drops the outputs a segment's nodes stored (a capture that failed). */
+static void seg_drop_outputs(run_state *r, const mem_seg *sg) {
+    const rt_plan *p = r->p;
+    for (int k = sg->k0; k < sg->k1; k++) {
+        int v = p->order[k];
+        for (int i = 0; i < p->g->nodes[v].nout; i++) {
+            int s = p->slot_base[v] + i;
+            if (p->fed[s] || r->slots[s] == NULL) continue;
+            rt_tensor_unref(r->slots[s]);
+            r->slots[s] = NULL;
+            ms_budget_give(r->ctx->budget, r->held[s]);
+            r->held[s] = 0;
+        }
+    }
+}
+
+/* 1 when slot s is an output of a node of the segment. */
+static int seg_makes(const rt_plan *p, const mem_seg *sg, int s) {
+    for (int k = sg->k0; k < sg->k1; k++) {
+        int v = p->order[k];
+        if (s >= p->slot_base[v] && s < p->slot_base[v] + p->g->nodes[v].nout) return 1;
+    }
+    return 0;
+}
+
+/* 1 when a graph may read t's bytes in later runs: a region of this arena
+ * or (a view of) a constant the plan copied to the device at build. */
+static int seg_stable(run_state *r, const rt_tensor *t) {
+    const unsigned char *lo = r->base, *hi = lo + r->key->total, *q = t->data;
+    if (q >= lo && q + rt_tensor_nbytes(t) <= hi) return 1;
+    for (int c = 0; c < r->p->ncopies; c++)
+        if (r->p->copies[c].value != NULL && r->p->copies[c].value->buf == t->buf) return 1;
+    return 0;
+}
+
+/* What a replay must make of the outputs the segment's nodes stored, and
+ * the inputs it reads from outside: 1 when each output is a region of the
+ * arena or a view of one of its node's inputs and each outside input is
+ * stable (seg_stable); else the segment is not replayable. */
+static int seg_describe(run_state *r, const mem_seg *sg, seg_out *d, seg_in *ins, int *nins) {
+    const rt_plan *p = r->p;
+    const unsigned char *lo = r->base, *hi = lo + r->key->total;
+    int at = 0;
+    *nins = 0;
+    for (int k = sg->k0; k < sg->k1; k++) {
+        if (!p->on_dev[k]) continue; /* a host Const: run again by a replay */
+        int v = p->order[k];
+        rt_gnode *n = &p->g->nodes[v];
+        rt_tensor *in[256];
+        if (node_inputs(r, k, in) != MS_OK) return 0;
+        const int *in_slot = p->in_slot + p->in_off[k];
+        for (int j = 0; j < n->nin; j++) {
+            if (seg_makes(p, sg, in_slot[j])) continue;
+            if (in[j]->buf == NULL || !seg_stable(r, in[j])) return 0;
+            ins[(*nins)++] = (seg_in){.slot = in_slot[j], .data = in[j]->data,
+                                      .dt = in[j]->dtype, .shape = in[j]->shape};
+        }
+        for (int i = 0; i < n->nout; i++, at++) {
+            int s = p->slot_base[v] + i;
+            rt_tensor *t = p->fed[s] ? NULL : r->slots[s];
+            d[at] = (seg_out){.kind = SEG_NONE};
+            if (t == NULL) continue;
+            if (t->buf == NULL || t->buf->device == 0) return 0;
+            d[at] = (seg_out){.dt = t->dtype, .shape = t->shape, .dev = t->buf->device,
+                              .bytes = (uint64_t)rt_tensor_nbytes(t)};
+            for (int j = 0; j < n->nin && d[at].kind == SEG_NONE; j++)
+                if (in[j]->buf == t->buf && in[j]->data == t->data) {
+                    d[at].kind = SEG_VIEW;
+                    d[at].view_in = (signed char)j;
+                }
+            if (d[at].kind == SEG_VIEW) continue;
+            const unsigned char *q = t->data;
+            if (q < lo || q + d[at].bytes > hi) return 0;
+            d[at].kind = SEG_REGION;
+            d[at].off = (uint64_t)(q - lo);
+        }
+    }
+    return 1;
+}
+
+/* The copy steps inside a segment, at its start: by construction only the
+ * plan's constants, made at build (slot references, no device work). */
+static ms_status seg_copies(run_state *r, const mem_seg *sg) {
+    ms_status st = MS_OK;
+    for (int k = sg->k0 + 1; k < sg->k1 && st == MS_OK && r->p->ncopies; k++)
+        st = run_copies(r->p, r->next_copy, k, r->slots, r->uses, r->held, r->ctx->budget, NULL);
+    return st;
+}
+
+/* A replay: the segment's graph queued, then its nodes' outputs made as
+ * the capture left them (no kernel runs). */
+static ms_status seg_replay(run_state *r, mem_inst *inst, int sgi) {
+    const rt_plan *p = r->p;
+    const mem_seg *sg = &p->mem->seg[sgi];
+    ms_status cst = seg_copies(r, sg);
+    if (cst != MS_OK) return cst;
+    /* the graph reads its outside inputs where the capture found them */
+    for (int i = 0; i < inst->nins[sgi]; i++) {
+        const seg_in *e = &inst->ins[sgi][i];
+        const rt_tensor *t = r->slots[e->slot];
+        if (t == NULL || t->data != e->data || t->dtype != e->dt ||
+            !rt_shape_equal(&t->shape, &e->shape)) { /* e.g. a copy of another size: no arena */
+            ms_status st = MS_OK;
+            for (int k = sg->k0; k < sg->k1 && st == MS_OK; k++) st = run_node(r, k, 0);
+            return st;
+        }
+    }
+    ms_status st = p->device->iface.graph_launch(p->device, inst->graph[sgi]);
+    if (st != MS_OK) return ms_errwrap(st, "a CUDA graph of %d nodes", sg->k1 - sg->k0);
+    const seg_out *d = inst->desc[sgi];
+    for (int k = sg->k0; k < sg->k1 && st == MS_OK; k++) {
+        if (!p->on_dev[k]) { /* a host Const */
+            st = run_node(r, k, 0);
+            continue;
+        }
+        rt_gnode *n = &p->g->nodes[p->order[k]];
+        rt_tensor *in[256];
+        rt_tensor *out[256] = {0};
+        if ((st = node_inputs(r, k, in)) != MS_OK) break;
+        for (int i = 0; i < n->nout; i++, d++) {
+            if (st != MS_OK || d->kind == SEG_NONE) continue;
+            if (d->kind == SEG_VIEW) {
+                st = rt_tensor_view(in[d->view_in], &d->shape, &out[i]);
+                continue;
+            }
+            rt_buf *b = rt_buf_wrap((unsigned char *)r->base + d->off, (size_t)d->bytes, NULL,
+                                    NULL);
+            if (b == NULL) {
+                st = ms_errf(MS_ENOMEM, "out of memory");
+                continue;
+            }
+            b->device = d->dev;
+            st = rt_tensor_new_on(d->dt, &d->shape, b, 0, &out[i]);
+            rt_buf_unref(b);
+        }
+        if (st != MS_OK) {
+            for (int i = 0; i < n->nout; i++) rt_tensor_unref(out[i]);
+            break;
+        }
+        st = node_store(r, k, in, out, 0);
+    }
+    return st;
+}
+
+/* The first run of a segment on this arena: its kernels' device work is
+ * captured into a graph (none of it runs), which is then launched and kept
+ * for later runs when it is replayable; else (a kernel that synchronises,
+ * falls back to the CPU, fails under capture, or uses memory outside the
+ * arena) the segment runs again without capture, and never tries again on
+ * this arena. */
+static ms_status seg_capture(run_state *r, mem_inst *inst, int sgi) {
+    const rt_plan *p = r->p;
+    const mem_seg *sg = &p->mem->seg[sgi];
+    kn_backend *dev = p->device;
+    const char *why = NULL;
+    char why_buf[400];
+    inst->tried[sgi] = 1;
+    ms_status st = seg_copies(r, sg);
+    if (st != MS_OK) return st;
+    st = dev->iface.graph_begin(dev);
+    if (st != MS_OK) {
+        snprintf(why_buf, sizeof why_buf, "%s", ms_errmsg());
+        why = why_buf;
+    }
+    int k = sg->k0;
+    for (; why == NULL && k < sg->k1; k++)
+        if ((st = run_node(r, k, 1)) != MS_OK) break;
+    void *graph = NULL;
+    if (why == NULL) {
+        if (st != MS_OK) {
+            snprintf(why_buf, sizeof why_buf, "under capture: %s", ms_errmsg());
+            why = why_buf;
+            (void)dev->iface.graph_end(dev, &graph);
+        } else if (dev->iface.graph_end(dev, &graph) != MS_OK || graph == NULL) {
+            snprintf(why_buf, sizeof why_buf, "%s", ms_errmsg());
+            why = why_buf;
+        }
+    }
+    seg_out *d = NULL;
+    seg_in *ins = NULL;
+    int nins = 0;
+    if (why == NULL && graph != NULL) {
+        int nin = 0;
+        for (int j = sg->k0; j < sg->k1; j++) nin += p->g->nodes[p->order[j]].nin;
+        d = calloc((size_t)sg->nout + 1, sizeof(*d));
+        ins = calloc((size_t)nin + 1, sizeof(*ins));
+        if (d == NULL || ins == NULL) why = "out of memory";
+        else if (!seg_describe(r, sg, d, ins, &nins))
+            why = "a tensor outside the plan's arena and constants";
+    }
+    if (why == NULL && graph != NULL &&
+        (st = dev->iface.graph_launch(dev, graph)) != MS_OK) { /* a real device error */
+        dev->iface.graph_free(dev, graph);
+        free(d);
+        free(ins);
+        seg_drop_outputs(r, sg);
+        return ms_errwrap(st, "a CUDA graph of %d nodes", sg->k1 - sg->k0);
+    }
+    if (why == NULL && graph != NULL) {
+        inst->graph[sgi] = graph;
+        inst->desc[sgi] = d;
+        inst->ins[sgi] = ins;
+        inst->nins[sgi] = nins;
+        MS_INFO("CUDA graph: %d nodes from '%s' captured on %s, replayed by later runs of "
+                "these feed shapes on this arena",
+                sg->k1 - sg->k0, p->g->nodes[p->order[sg->k0]].name, kn_backend_name(dev));
+        for (int j = sg->k0; j < sg->k1; j++) node_release_inputs(r, j);
+        return MS_OK;
+    }
+    /* not replayable: nothing captured ran; run the segment as usual */
+    MS_INFO("CUDA graph: %d nodes from '%s' not captured (%s): they run without a graph "
+            "on this arena",
+            sg->k1 - sg->k0, p->g->nodes[p->order[sg->k0]].name, why);
+    if (graph != NULL) dev->iface.graph_free(dev, graph);
+    free(d);
+    free(ins);
+    seg_drop_outputs(r, sg);
+    ms_err_clear();
+    for (k = sg->k0; k < sg->k1; k++)
+        if ((st = run_node(r, k, 0)) != MS_OK) return st;
+    return MS_OK;
+}
+
+/* The per-arena graph tables, on first use; 0 when out of memory (no graphs). */
+static int inst_graphs(const plan_mem *m, mem_inst *inst) {
+    if (inst->graph != NULL) return 1;
+    inst->graph = calloc((size_t)m->nseg, sizeof(*inst->graph));
+    inst->desc = calloc((size_t)m->nseg, sizeof(*inst->desc));
+    inst->tried = calloc((size_t)m->nseg, 1);
+    inst->ins = calloc((size_t)m->nseg, sizeof(*inst->ins));
+    inst->nins = calloc((size_t)m->nseg, sizeof(*inst->nins));
+    if (inst->graph && inst->desc && inst->tried && inst->ins && inst->nins) return 1;
+    free(inst->graph);
+    free(inst->desc);
+    free(inst->tried);
+    free(inst->ins);
+    free(inst->nins);
+    inst->graph = NULL;
+    inst->desc = NULL;
+    inst->tried = NULL;
+    inst->ins = NULL;
+    inst->nins = NULL;
+    return 0;
 }
 
 ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *const *feeds,
@@ -868,88 +1386,39 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
         int s = p->feed_slot[i];
         if (slots[s] == NULL) slots[s] = rt_tensor_ref(feeds[i]);
     }
-    rt_tensor *in[256];
-    rt_tensor *out[256];
     int next_copy = 0;
+    run_state r = {.p = p, .ctx = ctx, .host = &host, .caller_host = caller_host, .slots = slots,
+                   .uses = uses, .held = held, .key = key, .base = arena_base, .rp = rp,
+                   .next_copy = &next_copy};
+    /* CUDA graphs: on an arena of sized shapes (not in a sizing run) */
+    int graphs =
+        inst != NULL && arena_base != NULL && p->mem->nseg > 0 && inst_graphs(p->mem, inst);
     for (int k = 0; k < p->n && st == MS_OK; k++) {
-        int v = p->order[k];
-        rt_gnode *n = &g->nodes[v];
         if (ctx->cancelled && atomic_load(ctx->cancelled)) {
             st = ms_errf(MS_ECANCELED, "request cancelled");
             break;
         }
-        if (n->nin > 256 || n->nout > 256) {
-            st = ms_errf(MS_ENOTSUP, "node '%s' has more than 256 inputs or outputs", n->name);
-            break;
-        }
         if (p->ncopies) {
             if (arena_base) mem_step(key, arena_base, 2 * k);
+            if (rp) kn_devtmp_record_begin();
             st = run_copies(p, &next_copy, k, slots, uses, held, ctx->budget, rp);
+            if (rp) rec_tmps(rp, 2 * k);
             if (arena_base) kn_devout_end();
             if (st != MS_OK) break;
         }
-        const int *in_slot = p->in_slot ? p->in_slot + p->in_off[k] : NULL;
-        for (int i = 0; i < n->nin; i++) {
-            in[i] = slots[in_slot ? in_slot[i] : p->slot_base[n->in[i].node] + n->in[i].out];
-            if (in[i] == NULL) {
-                st = ms_errf(MS_EINTERNAL, "node '%s': input %d (from '%s:%d') was not computed",
-                             n->name, i, g->nodes[n->in[i].node].name, n->in[i].out);
-                break;
-            }
+        int sgi = graphs ? p->mem->seg_at[k] : -1;
+        if (sgi >= 0 && (inst->graph[sgi] != NULL || !inst->tried[sgi])) {
+            st = inst->graph[sgi] != NULL ? seg_replay(&r, inst, sgi) : seg_capture(&r, inst, sgi);
+            k = p->mem->seg[sgi].k1 - 1;
+            continue;
         }
-        if (st != MS_OK) break;
-        memset(out, 0, sizeof(rt_tensor *) * (size_t)(n->nout > 0 ? n->nout : 1));
-        host.gnode = n;
-        ctx->host = &host;
-        if (arena_base) mem_step(key, arena_base, 2 * k + 1);
-        st = n->kernel->compute(ctx, &n->kn, n->state, in, out);
-        if (arena_base) kn_devout_end();
-        ctx->host = caller_host;
-        if (st != MS_OK) {
-            for (int i = 0; i < n->nout; i++) rt_tensor_unref(out[i]);
-            /* Kernels usually name their node already; say it once. */
-            char who[600];
-            snprintf(who, sizeof who, "node '%s'", n->name);
-            if (strncmp(ms_errmsg(), who, strlen(who)) != 0)
-                st = ms_errwrap(st, "node '%s' (%s)", n->name, n->kn.op);
-            break;
-        }
-        int base = p->slot_base[v];
-        if (rp) rec_node(rp, 2 * k + 1, base, out, n->nout, in, in_slot, n->nin);
-        for (int i = 0; i < n->nout; i++) {
-            int s = base + i;
-            if (p->fed[s] || uses[s] <= 0) {
-                rt_tensor_unref(out[i]); /* a feed wins; unused outputs go back now */
-                continue;
-            }
-            if (out[i] == NULL) {
-                st = ms_errf(MS_EINTERNAL, "node '%s' (%s) produced no output %d", n->name,
-                             n->kn.op, i);
-                break;
-            }
-            slots[s] = out[i];
-            uint64_t nb = ctx->budget ? output_bytes(out[i], in, n->nin) : 0;
-            /* The node is named only when the budget refuses (no formatting per run). */
-            if (nb > 0 && ms_budget_take(ctx->budget, nb, NULL) != MS_OK) {
-                char what[300];
-                snprintf(what, sizeof what, "node '%s' (%s) output %d", n->name, n->kn.op, i);
-                st = ms_budget_take(ctx->budget, nb, what);
-            }
-            if (nb > 0) {
-                if (st != MS_OK) {
-                    for (int j = i + 1; j < n->nout; j++) rt_tensor_unref(out[j]);
-                    break;
-                }
-                held[s] = nb;
-            }
-        }
-        for (int i = 0; i < n->nin; i++)
-            release_slot(slots, uses, held, ctx->budget,
-                         in_slot ? in_slot[i] : p->slot_base[n->in[i].node] + n->in[i].out);
+        st = run_node(&r, k, 0);
     }
     if (st == MS_OK && p->ncopies) {
         if (arena_base) mem_step(key, arena_base, 2 * p->n);
+        if (rp) kn_devtmp_record_begin();
         st = run_copies(p, &next_copy, p->n, slots, uses, held, ctx->budget, rp);
+        if (rp) rec_tmps(rp, 2 * p->n);
         if (arena_base) kn_devout_end();
     }
     if (st == MS_OK && rp) st = mem_size(p, rp, feeds);

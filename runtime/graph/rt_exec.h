@@ -39,15 +39,31 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
  * (kn_memplan.h); later runs of those shapes take their device tensors from
  * an idle arena of them (one more is made for runs in parallel). What
  * rt_plan_memory reports of the key-th set. */
+/* The most sets of feed shapes a plan sizes. */
+#define RT_PLAN_MEM_KEYS 4
 typedef struct rt_plan_meminfo {
     int nkeys;                   /* feed-shape sets sized so far */
     int ntensors;                /* device tensors of the key's layout */
+    int ntemps;                  /* step temporaries of it (bufs[ntensors..]) */
     uint64_t bytes;              /* one arena's size */
     int arenas;                  /* arenas made for the key */
-    const kn_memplan_buf *bufs;  /* the layout (borrowed, valid with the plan) */
+    const kn_memplan_buf *bufs;  /* the layout, tensors then temporaries (borrowed, valid
+                                    with the plan) */
 } rt_plan_meminfo;
 /* MS_ENOTFOUND when the plan has no device arenas or fewer keys. */
 ms_status rt_plan_memory(const rt_plan *p, int key, rt_plan_meminfo *out);
+/* 1 when plans placed on `device` (may be NULL) get device arenas: it has
+ * the arena slots and DCMSERVE_DEVICE_ARENA is not 0. */
+int rt_device_arenas(const kn_backend *device);
+/* CUDA graphs (docs/gpu.md, Memory; off by default): 1 when plans placed on
+ * `device` capture their segments of device nodes into graphs and replay
+ * them: the device has the graph slots (kn_backend_i.graph_*) and graphs
+ * are on (rt_device_graphs_set, else DCMSERVE_CUDA_GRAPHS=1). Read when a
+ * plan is built. */
+int rt_device_graphs(const kn_backend *device);
+/* Turns graphs on or off for plans built from now on (`--cuda_graphs`),
+ * overriding DCMSERVE_CUDA_GRAPHS. */
+void rt_device_graphs_set(int on);
 
 /* Binds the node's kernel (host ops first, then the backend) and runs
  * prepare once. Const producers must be prepared first (rt_plan_build does

@@ -24,6 +24,7 @@
 #include "kn_threadpool.h"
 #include "ms_log.h"
 #include "ms_malloc.h"
+#include "rt_exec.h"
 #include "srv_app.h"
 #include "srv_batch.h"
 #include "srv_metrics.h"
@@ -333,6 +334,9 @@ int cli_serve(int argc, char **argv) {
         goto out_be;
     }
     srv_manager_set_device(d.app.mgr, d.dev);
+    if (d.flags.cuda_graphs) rt_device_graphs_set(1); /* plans built from now on */
+    srv_manager_set_batching(d.app.mgr, d.flags.enable_batching ? &bp : NULL,
+                             d.flags.enable_per_model_batching_parameters);
     if (strcmp(d.flags.saved_model_tags, "serve") != 0 &&
         srv_manager_set_tags(d.app.mgr, d.flags.saved_model_tags) != MS_OK) {
         fprintf(stderr, "dcmserve serve: %s\n", ms_errmsg());
