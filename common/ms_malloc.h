@@ -17,7 +17,8 @@
  * the other CPUs) and grows again (a page fault per 4 KiB) on every call.
  * Blocks under MS_MALLOC_MMAP_THRESHOLD come from the heap, and up to
  * MS_MALLOC_TRIM_THRESHOLD of free memory stays at the top of each arena;
- * explicit malloc_trim calls still return everything free. Does nothing
+ * explicit malloc_trim calls return what is free in every arena and the top
+ * of the main arena only (so `serve` keeps glibc to one arena). Does nothing
  * for a setting the environment gives (MALLOC_TRIM_THRESHOLD_,
  * MALLOC_MMAP_THRESHOLD_, or glibc.malloc.* in GLIBC_TUNABLES). Returns
  * how many of the two it set. */

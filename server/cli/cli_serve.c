@@ -180,14 +180,15 @@ static void raise_nofile_limit(void) {
 }
 
 /* glibc's arenas for a long-running daemon (docs/reliability.md, "RSS
- * drift"). By default every thread that meets a locked arena may make
- * another, up to 8 per core, and each keeps the partly used pages of its
- * peak, which malloc_trim cannot return. Arenas are limited to the number of
- * cores (2 to 8) unless MALLOC_ARENA_MAX is set. */
+ * drift"; docs/serving.md, "glibc's heap"). By default every thread that
+ * meets a locked arena may make another, up to 8 per core. malloc_trim gives
+ * back the free top of the main arena only: the top of another arena's heap
+ * stays resident up to the trim threshold (32 MiB with ms_malloc_keep_heap),
+ * and after a burst of large requests 20-30 MB stayed so in one of two runs
+ * with two arenas. One arena, unless MALLOC_ARENA_MAX is set: small blocks
+ * go through each thread's tcache without the arena's lock. */
 static void limit_malloc_arenas(void) {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int arenas = ncpu < 2 ? 2 : ncpu > 8 ? 8 : (int)ncpu;
-    if (getenv("MALLOC_ARENA_MAX") == NULL) mallopt(M_ARENA_MAX, arenas);
+    if (getenv("MALLOC_ARENA_MAX") == NULL) mallopt(M_ARENA_MAX, 1);
 }
 
 /* --check_config: every base path is a readable directory holding at least
