@@ -6,6 +6,7 @@
  * (DCMSERVE_HAVE_CUDA), since they call the nvcc-compiled launchers. */
 #include "kn_cuda_backend.h"
 #include "kn_dicom_xform.h"
+#include "kn_reduce.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -101,27 +102,14 @@ int kn_cuda__act(const char *name, size_t len) {
 }
 
 void kn_cuda__reduce_plan(const rt_shape *x, const int *red, kn_cuda_reduce_shape *p) {
+    kn_reduce_axes ax;
+    kn_reduce_axes_merge(x, red, &ax);
     memset(p, 0, sizeof(*p));
-    p->count = 1;
-    for (int d = 0; d < x->rank; d++) {
-        if (red[d]) p->count *= x->dim[d];
-        if (x->dim[d] == 1) continue;
-        if (p->rank > 0 && p->red[p->rank - 1] == (red[d] != 0)) {
-            p->dim[p->rank - 1] *= x->dim[d];
-            continue;
-        }
-        p->dim[p->rank] = x->dim[d];
-        p->red[p->rank] = red[d] != 0;
-        p->rank++;
-    }
-    if (p->rank == 0) {
-        p->rank = 1;
-        p->dim[0] = 1;
-        p->red[0] = 0;
-    }
-    p->nout = 1;
-    for (int d = 0; d < p->rank; d++)
-        if (!p->red[d]) p->nout *= p->dim[d];
+    p->rank = ax.rank;
+    for (int d = 0; d < ax.rank; d++)
+        p->dim[d] = ax.dim[d], p->red[d] = ax.red[d];
+    p->nout = ax.nout;
+    p->count = ax.count;
 }
 
 /* The strided copy of processing shape ps (one axis per input axis) with
