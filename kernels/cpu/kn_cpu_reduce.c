@@ -13,6 +13,7 @@
 
 #include "kn_cpu.h"
 #include "kn_cpu_util.h"
+#include "kn_reduce.h"
 
 /* ====================================================================== */
 /* Sum, Mean, Max, Min, Prod                                              */
@@ -139,31 +140,20 @@ static void red_chunk(void *arg, int64_t b, int64_t e) {
 }
 
 /* The plan of a reduction of a tensor of shape sh over the dims where
- * red[d]: drop size-1 dims, merge neighbours of the same kind. */
+ * red[d]: the merged axes (kn_reduce_axes_merge) and the accumulator strides. */
 static void red_plan_make(const rt_shape *sh, const int *red, red_plan *p) {
-    const int rank = sh->rank;
+    kn_reduce_axes ax;
+    kn_reduce_axes_merge(sh, red, &ax);
     memset(p, 0, sizeof(*p));
-    p->count = 1;
-    for (int d = 0; d < rank; d++) {
-        if (red[d]) p->count *= sh->dim[d];
-        if (sh->dim[d] == 1) continue;
-        if (p->rank > 0 && p->red[p->rank - 1] == red[d]) {
-            p->dim[p->rank - 1] *= sh->dim[d];
-            continue;
-        }
-        p->dim[p->rank] = sh->dim[d];
-        p->red[p->rank] = red[d];
-        p->rank++;
-    }
-    if (p->rank == 0) {
-        p->rank = 1;
-        p->dim[0] = 1;
-        p->red[0] = 0;
-    }
-    p->nout = 1;
-    for (int d = p->rank - 1; d >= 0; d--) {
-        p->ostride[d] = p->red[d] ? 0 : p->nout;
-        if (!p->red[d]) p->nout *= p->dim[d];
+    p->rank = ax.rank;
+    p->nout = ax.nout;
+    p->count = ax.count;
+    int64_t os = 1;
+    for (int d = ax.rank - 1; d >= 0; d--) {
+        p->dim[d] = ax.dim[d];
+        p->red[d] = ax.red[d];
+        p->ostride[d] = ax.red[d] ? 0 : os;
+        if (!ax.red[d]) os *= ax.dim[d];
     }
 }
 

@@ -13,6 +13,7 @@
 #include "kn_cpu.h"
 #include "kn_cpu_util.h"
 #include "kn_gather.h"
+#include "kn_slice.h"
 
 static ms_status pod_size(const kn_node *n, rt_dtype dt, size_t *es) {
     *es = rt_dtype_size(dt);
@@ -637,12 +638,9 @@ static ms_status slice_compute(kn_ctx *ctx, const kn_node *node, void *state, rt
     return MS_OK;
 }
 
-/* StridedSlice, following TensorFlow's ValidateStridedSliceOp: the sparse
- * spec (with ellipsis and new axes) is expanded into one entry per input
- * dimension, each canonicalised into begin/stride/size. */
-#define SS_NEW_AXIS (-1)
-#define SS_SHRINK   (-2)
-
+/* StridedSlice, following TensorFlow's ValidateStridedSliceOp: the spec is
+ * made canonical by kn_slice_canon (shared with the CUDA backend), then
+ * gathered. */
 static ms_status strided_slice_compute(kn_ctx *ctx, const kn_node *node, void *state,
                                        rt_tensor *const *in, rt_tensor **out) {
     (void)state;
@@ -650,125 +648,36 @@ static ms_status strided_slice_compute(kn_ctx *ctx, const kn_node *node, void *s
     if (st != MS_OK) return st;
     const rt_tensor *x = in[0];
     const int rank = x->shape.rank;
-    enum { MAXS = 32 };
-    int64_t sb[MAXS], se[MAXS], ss[MAXS];
+    int64_t sb[KN_SLICE_MAX_SPEC], se[KN_SLICE_MAX_SPEC], ss[KN_SLICE_MAX_SPEC];
     int nb, ne, nst;
-    if ((st = kn__read_ints(node, in[1], "begin", sb, MAXS - 1, &nb)) != MS_OK) return st;
-    if ((st = kn__read_ints(node, in[2], "end", se, MAXS - 1, &ne)) != MS_OK) return st;
-    if ((st = kn__read_ints(node, in[3], "strides", ss, MAXS - 1, &nst)) != MS_OK) return st;
+    if ((st = kn__read_ints(node, in[1], "begin", sb, KN_SLICE_MAX_SPEC, &nb)) != MS_OK) return st;
+    if ((st = kn__read_ints(node, in[2], "end", se, KN_SLICE_MAX_SPEC, &ne)) != MS_OK) return st;
+    if ((st = kn__read_ints(node, in[3], "strides", ss, KN_SLICE_MAX_SPEC, &nst)) != MS_OK)
+        return st;
     if (nb != ne || nb != nst)
         return KN_EINVAL(node, "begin, end and strides have %d, %d and %d values", nb, ne, nst);
-    int64_t bmask = kn_attr_i(node, "begin_mask", 0), emask = kn_attr_i(node, "end_mask", 0);
-    int64_t elmask = kn_attr_i(node, "ellipsis_mask", 0);
-    int64_t namask = kn_attr_i(node, "new_axis_mask", 0);
-    int64_t shmask = kn_attr_i(node, "shrink_axis_mask", 0);
-    if (elmask & (elmask - 1)) return KN_EINVAL(node, "more than one ellipsis in ellipsis_mask");
-    int sdims = nb;
-    /* As TensorFlow: an ellipsis bit beyond the given entries does not count,
-     * and without an ellipsis one is implied after the last entry. */
-    elmask &= ((int64_t)1 << sdims) - 1;
-    if (elmask == 0) {
-        elmask = (int64_t)1 << sdims;
-        sb[sdims] = se[sdims] = 0;
-        ss[sdims] = 1;
-        sdims++;
-    }
-    int el_pos = __builtin_ctzll((unsigned long long)elmask);
-    int new_after = 0;
-    for (int i = el_pos + 1; i < sdims; i++)
-        if (namask & ((int64_t)1 << i)) new_after++;
-    /* Dense spec: one entry per input dimension. */
-    int64_t db[RT_MAX_RANK] = {0}, de[RT_MAX_RANK] = {0}, ds[RT_MAX_RANK];
-    int dbm[RT_MAX_RANK] = {0}, dem[RT_MAX_RANK] = {0}, dsh[RT_MAX_RANK] = {0};
-    int gather_idx[MAXS * 2], ng = 0, full = 0;
-    for (int d = 0; d < RT_MAX_RANK; d++)
-        ds[d] = 1;
-    for (int i = 0; i < sdims; i++) {
-        int64_t bit = (int64_t)1 << i;
-        if (elmask & bit) {
-            int next = rank - (sdims - i) + 1 + new_after;
-            if (next > rank) next = rank;
-            for (; full < next; full++) {
-                dbm[full] = dem[full] = 1;
-                ds[full] = 1;
-                gather_idx[ng++] = full;
-            }
-        } else if (namask & bit) {
-            gather_idx[ng++] = SS_NEW_AXIS;
-        } else {
-            if (full >= rank)
-                return KN_EINVAL(node, "index %d out of range: input %s has only %d dims", i,
-                                 kn__shp(&x->shape), rank);
-            db[full] = sb[i];
-            de[full] = se[i];
-            ds[full] = ss[i];
-            dbm[full] = (bmask & bit) != 0;
-            dem[full] = (emask & bit) != 0;
-            if (shmask & bit) {
-                dsh[full] = 1;
-                gather_idx[ng++] = SS_SHRINK;
-            } else {
-                gather_idx[ng++] = full;
-            }
-            full++;
-        }
-    }
-    /* Canonicalise per dimension. */
-    rt_shape ps = {.rank = rank}; /* processing shape */
-    for (int d = 0; d < rank; d++) {
-        int64_t n = x->shape.dim[d], s = ds[d];
-        if (s == 0) return KN_EINVAL(node, "strides[%d] must be non-zero", d);
-        if (dsh[d]) {
-            if (s <= 0) return KN_EINVAL(node, "only stride 1 allowed on a shrunk axis");
-            int64_t b = db[d] < 0 ? n + db[d] : db[d];
-            if (b < 0 || b >= n)
-                return KN_EINVAL(node,
-                                 "slice index %lld of dimension %d out of bounds for "
-                                 "input %s",
-                                 (long long)db[d], d, kn__shp(&x->shape));
-            db[d] = b;
-            ps.dim[d] = 1;
-            continue;
-        }
-        int64_t lo = s > 0 ? 0 : -1, hi = s > 0 ? n : n - 1;
-        int64_t b, e;
-        if (dbm[d])
-            b = s > 0 ? lo : hi;
-        else {
-            b = db[d] < 0 ? n + db[d] : db[d];
-            b = b < lo ? lo : b > hi ? hi : b;
-        }
-        if (dem[d])
-            e = s > 0 ? hi : lo;
-        else {
-            e = de[d] < 0 ? n + de[d] : de[d];
-            e = e < lo ? lo : e > hi ? hi : e;
-        }
-        int64_t len = e - b, size;
-        if (len == 0 || ((len < 0) != (s < 0)))
-            size = 0;
-        else
-            size = len / s + (len % s != 0);
-        db[d] = b;
-        ps.dim[d] = size;
-    }
-    rt_shape os = {.rank = 0};
-    for (int i = 0; i < ng; i++) {
-        if (gather_idx[i] == SS_SHRINK) continue;
-        if (os.rank >= RT_MAX_RANK) return KN_EINVAL(node, "result has too many dimensions");
-        os.dim[os.rank++] = gather_idx[i] == SS_NEW_AXIS ? 1 : ps.dim[gather_idx[i]];
-    }
+    int64_t masks[5]; /* as kn_slice_canon takes them */
+    masks[0] = kn_attr_i(node, "begin_mask", 0);
+    masks[1] = kn_attr_i(node, "end_mask", 0);
+    masks[2] = kn_attr_i(node, "ellipsis_mask", 0);
+    masks[3] = kn_attr_i(node, "new_axis_mask", 0);
+    masks[4] = kn_attr_i(node, "shrink_axis_mask", 0);
+    kn_slice sl;
+    char why[256];
+    if (!kn_slice_canon(&x->shape, sb, se, ss, nb, masks, &sl, why, sizeof why))
+        return KN_EINVAL(node, "%s", why);
     size_t es;
     if ((st = pod_size(node, x->dtype, &es)) != MS_OK) return st;
     int64_t ist[RT_MAX_RANK];
     strides_of(&x->shape, ist);
     kn_gather g;
     int done;
-    if ((st = gather_begin(ctx, node, &g, x, &os, &ps, es, out, &done)) != MS_OK || done) return st;
+    if ((st = gather_begin(ctx, node, &g, x, &sl.os, &sl.ps, es, out, &done)) != MS_OK || done)
+        return st;
     if (rank == 0) g.tab[0][0] = 0;
     for (int d = 0; d < rank; d++)
-        for (int64_t c = 0; c < ps.dim[d]; c++)
-            g.tab[d][c] = (db[d] + c * ds[d]) * ist[d];
+        for (int64_t c = 0; c < sl.ps.dim[d]; c++)
+            g.tab[d][c] = (sl.start[d] + c * sl.stride[d]) * ist[d];
     kn__gather_run(ctx, &g);
     kn__gather_destroy(&g);
     return MS_OK;

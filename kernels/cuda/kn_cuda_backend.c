@@ -6,6 +6,8 @@
  * (DCMSERVE_HAVE_CUDA), since they call the nvcc-compiled launchers. */
 #include "kn_cuda_backend.h"
 #include "kn_dicom_xform.h"
+#include "kn_reduce.h"
+#include "kn_slice.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -101,27 +103,14 @@ int kn_cuda__act(const char *name, size_t len) {
 }
 
 void kn_cuda__reduce_plan(const rt_shape *x, const int *red, kn_cuda_reduce_shape *p) {
+    kn_reduce_axes ax;
+    kn_reduce_axes_merge(x, red, &ax);
     memset(p, 0, sizeof(*p));
-    p->count = 1;
-    for (int d = 0; d < x->rank; d++) {
-        if (red[d]) p->count *= x->dim[d];
-        if (x->dim[d] == 1) continue;
-        if (p->rank > 0 && p->red[p->rank - 1] == (red[d] != 0)) {
-            p->dim[p->rank - 1] *= x->dim[d];
-            continue;
-        }
-        p->dim[p->rank] = x->dim[d];
-        p->red[p->rank] = red[d] != 0;
-        p->rank++;
-    }
-    if (p->rank == 0) {
-        p->rank = 1;
-        p->dim[0] = 1;
-        p->red[0] = 0;
-    }
-    p->nout = 1;
-    for (int d = 0; d < p->rank; d++)
-        if (!p->red[d]) p->nout *= p->dim[d];
+    p->rank = ax.rank;
+    for (int d = 0; d < ax.rank; d++)
+        p->dim[d] = ax.dim[d], p->red[d] = ax.red[d];
+    p->nout = ax.nout;
+    p->count = ax.count;
 }
 
 /* The strided copy of processing shape ps (one axis per input axis) with
@@ -178,98 +167,17 @@ int kn_cuda__slice(const rt_shape *x, const int64_t *begin, const int64_t *size,
 int kn_cuda__strided_slice(const rt_shape *x, const int64_t *begin, const int64_t *end,
                            const int64_t *strides, int n, const int64_t masks[5],
                            kn_cuda_strided *p, rt_shape *os) {
-    enum { MAXS = 32, NEW_AXIS = -1, SHRINK = -2 };
-    const int rank = x->rank;
-    if (n < 0 || n > MAXS - 1 || rank > RT_MAX_RANK) return 0;
-    int64_t sb[MAXS], se[MAXS], ss[MAXS];
-    for (int i = 0; i < n; i++) sb[i] = begin[i], se[i] = end[i], ss[i] = strides[i];
-    int64_t bmask = masks[0], emask = masks[1], elmask = masks[2], namask = masks[3],
-            shmask = masks[4];
-    if (elmask & (elmask - 1)) return 0; /* more than one ellipsis */
-    int sdims = n;
-    /* an ellipsis bit beyond the entries does not count; without one, one
-     * is implied after the last entry (TensorFlow) */
-    elmask &= ((int64_t)1 << sdims) - 1;
-    if (elmask == 0) {
-        elmask = (int64_t)1 << sdims;
-        sb[sdims] = se[sdims] = 0;
-        ss[sdims] = 1;
-        sdims++;
-    }
-    int el_pos = 0;
-    while (!(elmask & ((int64_t)1 << el_pos))) el_pos++;
-    int new_after = 0;
-    for (int i = el_pos + 1; i < sdims; i++)
-        if (namask & ((int64_t)1 << i)) new_after++;
-    /* the dense spec: one entry per input axis */
-    int64_t db[RT_MAX_RANK] = {0}, de[RT_MAX_RANK] = {0}, ds[RT_MAX_RANK];
-    int dbm[RT_MAX_RANK] = {0}, dem[RT_MAX_RANK] = {0}, dsh[RT_MAX_RANK] = {0};
-    int order[MAXS * 2], no = 0, full = 0;
-    for (int d = 0; d < RT_MAX_RANK; d++) ds[d] = 1;
-    for (int i = 0; i < sdims; i++) {
-        int64_t bit = (int64_t)1 << i;
-        if (elmask & bit) {
-            int next = rank - (sdims - i) + 1 + new_after;
-            if (next > rank) next = rank;
-            for (; full < next; full++) {
-                dbm[full] = dem[full] = 1;
-                order[no++] = full;
-            }
-        } else if (namask & bit) {
-            order[no++] = NEW_AXIS;
-        } else {
-            if (full >= rank) return 0;
-            db[full] = sb[i], de[full] = se[i], ds[full] = ss[i];
-            dbm[full] = (bmask & bit) != 0;
-            dem[full] = (emask & bit) != 0;
-            dsh[full] = (shmask & bit) != 0;
-            order[no++] = dsh[full] ? SHRINK : full;
-            full++;
-        }
-    }
-    /* canonical begin / size per input axis */
-    rt_shape ps = {.rank = rank};
+    kn_slice sl;
+    char why[256];
+    if (!kn_slice_canon(x, begin, end, strides, n, masks, &sl, why, sizeof why)) return 0;
     int64_t ist[RT_MAX_RANK], st[RT_MAX_RANK], base = 0;
     strides_of(x, ist);
-    for (int d = 0; d < rank; d++) {
-        int64_t dn = x->dim[d], s = ds[d], b, e;
-        if (s == 0) return 0;
-        if (dsh[d]) {
-            if (s <= 0) return 0;
-            b = db[d] < 0 ? dn + db[d] : db[d];
-            if (b < 0 || b >= dn) return 0;
-            ps.dim[d] = 1;
-            base += b * ist[d];
-            st[d] = 0;
-            continue;
-        }
-        int64_t lo = s > 0 ? 0 : -1, hi = s > 0 ? dn : dn - 1;
-        if (dbm[d]) {
-            b = s > 0 ? lo : hi;
-        } else {
-            b = db[d] < 0 ? dn + db[d] : db[d];
-            b = b < lo ? lo : b > hi ? hi : b;
-        }
-        if (dem[d]) {
-            e = s > 0 ? hi : lo;
-        } else {
-            e = de[d] < 0 ? dn + de[d] : de[d];
-            e = e < lo ? lo : e > hi ? hi : e;
-        }
-        int64_t len = e - b, size;
-        if (len == 0 || ((len < 0) != (s < 0))) size = 0;
-        else size = len / s + (len % s != 0);
-        ps.dim[d] = size;
-        if (size > 0) base += b * ist[d]; /* an empty axis reads nothing */
-        st[d] = s * ist[d];
+    for (int d = 0; d < x->rank; d++) {
+        if (sl.ps.dim[d] > 0) base += sl.start[d] * ist[d]; /* an empty axis reads nothing */
+        st[d] = sl.shrink[d] ? 0 : sl.stride[d] * ist[d];
     }
-    *os = (rt_shape){.rank = 0};
-    for (int i = 0; i < no; i++) {
-        if (order[i] == SHRINK) continue;
-        if (os->rank >= RT_MAX_RANK) return 0;
-        os->dim[os->rank++] = order[i] == NEW_AXIS ? 1 : ps.dim[order[i]];
-    }
-    strided_make(&ps, st, base, p);
+    *os = sl.os;
+    strided_make(&sl.ps, st, base, p);
     return 1;
 }
 

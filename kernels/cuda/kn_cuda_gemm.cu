@@ -67,13 +67,74 @@ static void lt_load(void) {
     g_lt = a;
 }
 
-struct kn_cuda_gemm {
-    int64_t m, n, k;
-    int has_bias;
+/* A cuBLASLt matmul as MatMul and BatchMatMul plan it: the descriptor, the
+ * layouts of A, B and C (D alike), the chosen algorithm and its workspace. */
+typedef struct lt_plan {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
     uint64_t workspace;
+} lt_plan;
+
+/* Chooses p's algorithm: the heuristic's first for p's descriptor and
+ * layouts with at most 32 MiB of workspace and, where align is not NULL, at
+ * least align[0..3] bytes of alignment of A, B, C and D. Returns the status
+ * of the first call that failed, *what naming it (for the caller's message);
+ * *found is 0 where no algorithm fits, else p->algo and p->workspace are set. */
+static cublasStatus_t lt_pick(lt_plan *p, const uint32_t *align, int *found, const char **what) {
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res = {};
+    uint64_t max_ws = 32u << 20;
+    *found = 0;
+    *what = "preference";
+    cublasStatus_t s = g_lt.pref_create(&pref);
+    if (s != CUBLAS_STATUS_SUCCESS) return s;
+    *what = "workspace preference";
+    s = g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws);
+    if (s == CUBLAS_STATUS_SUCCESS && align != NULL) {
+        static const cublasLtMatmulPreferenceAttributes_t attr[4] = {
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+        static const char *const name[4] = {"alignment of A", "alignment of B", "alignment of C",
+                                            "alignment of D"};
+        for (int i = 0; i < 4 && s == CUBLAS_STATUS_SUCCESS; i++) {
+            *what = name[i];
+            s = g_lt.pref_set(pref, attr[i], &align[i], sizeof align[i]);
+        }
+    }
+    if (s == CUBLAS_STATUS_SUCCESS) {
+        *what = "cublasLtMatmulAlgoGetHeuristic";
+        s = g_lt.heuristic(g_lt.handle, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, found);
+    }
+    if (s == CUBLAS_STATUS_SUCCESS && *found >= 1) {
+        p->algo = res.algo;
+        p->workspace = res.workspaceSize;
+    }
+    g_lt.pref_destroy(pref);
+    return s;
+}
+
+/* Runs p on stream: D = A . B in cuBLASLt's terms (alpha 1, beta 0), with
+ * A = w, B = x and C = D = y. */
+static cublasStatus_t lt_run(const lt_plan *p, const float *x, const float *w, float *y,
+                             void *workspace, void *stream) {
+    const float one = 1.f, zero = 0.f;
+    return g_lt.matmul(g_lt.handle, p->desc, &one, w, p->la, x, p->lb, &zero, y, p->lc, y, p->lc,
+                       &p->algo, workspace, p->workspace, (cudaStream_t)stream);
+}
+
+/* Destroys what p holds (any part may be NULL). */
+static void lt_release(lt_plan *p) {
+    if (p->lc) g_lt.layout_destroy(p->lc);
+    if (p->lb) g_lt.layout_destroy(p->lb);
+    if (p->la) g_lt.layout_destroy(p->la);
+    if (p->desc) g_lt.desc_destroy(p->desc);
+}
+
+struct kn_cuda_gemm {
+    int64_t m, n, k;
+    int has_bias;
+    lt_plan lt;
 };
 
 #define LT(call, what)                                                                             \
@@ -100,65 +161,54 @@ extern "C" ms_status kn_cuda_gemm_plan(int64_t m, int64_t n, int64_t k, int has_
     kn_cuda_gemm *g = (kn_cuda_gemm *)calloc(1, sizeof(*g));
     if (g == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     g->m = m, g->n = n, g->k = k, g->has_bias = has_bias;
-    cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t res = {};
     int found = 0;
-    uint64_t max_ws = 32u << 20;
+    const char *what = NULL;
     cublasLtEpilogue_t epi = has_bias ? (act == KN_CUDA_ACT_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS
                                                                  : CUBLASLT_EPILOGUE_BIAS)
                                       : (act == KN_CUDA_ACT_RELU ? CUBLASLT_EPILOGUE_RELU
                                                                  : CUBLASLT_EPILOGUE_DEFAULT);
     cudaDataType_t bias_t = CUDA_R_32F;
-    LT(g_lt.desc_create(&g->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
-    LT(g_lt.desc_set(g->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "epilogue");
+    LT(g_lt.desc_create(&g->lt.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    LT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "epilogue");
     if (has_bias)
-        LT(g_lt.desc_set(g->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_t, sizeof bias_t),
+        LT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_t, sizeof bias_t),
            "bias type");
     /* column-major: A = W^T (n x k, ld n), B = X^T (k x m, ld k), C = Y^T (n x m, ld n) */
-    LT(g_lt.layout_create(&g->la, CUDA_R_32F, (uint64_t)n, (uint64_t)k, n), "layout A");
-    LT(g_lt.layout_create(&g->lb, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k), "layout B");
-    LT(g_lt.layout_create(&g->lc, CUDA_R_32F, (uint64_t)n, (uint64_t)m, n), "layout C");
-    LT(g_lt.pref_create(&pref), "preference");
-    LT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws),
-       "workspace preference");
-    LT(g_lt.heuristic(g_lt.handle, g->desc, g->la, g->lb, g->lc, g->lc, pref, 1, &res, &found),
-       "cublasLtMatmulAlgoGetHeuristic");
+    LT(g_lt.layout_create(&g->lt.la, CUDA_R_32F, (uint64_t)n, (uint64_t)k, n), "layout A");
+    LT(g_lt.layout_create(&g->lt.lb, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k), "layout B");
+    LT(g_lt.layout_create(&g->lt.lc, CUDA_R_32F, (uint64_t)n, (uint64_t)m, n), "layout C");
+    LT(lt_pick(&g->lt, NULL, &found, &what), what);
     if (found < 1) {
         st = ms_errf(MS_ENOTSUP, "MatMul (cuBLASLt) %lldx%lldx%lld: no algorithm", (long long)m,
                      (long long)n, (long long)k);
         goto fail;
     }
-    g->algo = res.algo;
-    g->workspace = res.workspaceSize;
-    g_lt.pref_destroy(pref);
     *out = g;
     return MS_OK;
 fail:
-    if (pref) g_lt.pref_destroy(pref);
     kn_cuda_gemm_free(g);
     return st;
 }
 
-extern "C" uint64_t kn_cuda_gemm_workspace(const kn_cuda_gemm *g) { return g->workspace; }
+extern "C" uint64_t kn_cuda_gemm_workspace(const kn_cuda_gemm *g) {
+    return g->lt.workspace;
+}
 
 extern "C" ms_status kn_cuda_gemm_run(const kn_cuda_gemm *g, const float *x, const float *w,
                                       const float *bias, float *y, void *workspace, void *stream) {
     const int64_t m = g->m, n = g->n, k = g->k;
     ms_status st = MS_OK;
-    const float one = 1.f, zero = 0.f;
     if (g->has_bias) {
         if (bias == NULL) return ms_errf(MS_EINVAL, "MatMul (cuBLASLt): the plan needs a bias");
         /* the pointer is part of the descriptor: plans are per node, runs
          * of one plan are serialised by its caller */
-        LT(g_lt.desc_set(g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+        LT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
            "bias pointer");
     }
-    if (g->workspace > 0 && workspace == NULL)
+    if (g->lt.workspace > 0 && workspace == NULL)
         return ms_errf(MS_EINVAL, "MatMul (cuBLASLt): the plan needs %llu bytes of workspace",
-                       (unsigned long long)g->workspace);
-    LT(g_lt.matmul(g_lt.handle, g->desc, &one, w, g->la, x, g->lb, &zero, y, g->lc, y, g->lc,
-                   &g->algo, workspace, g->workspace, (cudaStream_t)stream),
-       "cublasLtMatmul");
+                       (unsigned long long)g->lt.workspace);
+    LT(lt_run(&g->lt, x, w, y, workspace, stream), "cublasLtMatmul");
     return MS_OK;
 fail:
     return st;
@@ -166,10 +216,7 @@ fail:
 
 extern "C" void kn_cuda_gemm_free(kn_cuda_gemm *g) {
     if (g == NULL) return;
-    if (g->lc) g_lt.layout_destroy(g->lc);
-    if (g->lb) g_lt.layout_destroy(g->lb);
-    if (g->la) g_lt.layout_destroy(g->la);
-    if (g->desc) g_lt.desc_destroy(g->desc);
+    lt_release(&g->lt);
     free(g);
 }
 
@@ -183,10 +230,7 @@ extern "C" void kn_cuda_gemm_free(kn_cuda_gemm *g) {
  * row-major is m x k column-major (ld m), transposed. */
 struct kn_cuda_bgemm {
     int64_t batch, m, n, k;
-    cublasLtMatmulDesc_t desc;
-    cublasLtMatrixLayout_t la, lb, lc;
-    cublasLtMatmulAlgo_t algo;
-    uint64_t workspace;
+    lt_plan lt;
 };
 
 /* The alignment (bytes, a power of two up to 256, cuBLASLt's default
@@ -230,79 +274,59 @@ extern "C" ms_status kn_cuda_bgemm_plan(int64_t batch, int64_t m, int64_t n, int
     kn_cuda_bgemm *g = (kn_cuda_bgemm *)calloc(1, sizeof(*g));
     if (g == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     g->batch = batch, g->m = m, g->n = n, g->k = k;
-    cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t res = {};
     int found = 0;
-    uint64_t max_ws = 32u << 20;
+    const char *what = NULL;
     cublasOperation_t ta = adj_y ? CUBLAS_OP_T : CUBLAS_OP_N,
                       tb = adj_x ? CUBLAS_OP_T : CUBLAS_OP_N;
-    BLT(g_lt.desc_create(&g->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
-    BLT(g_lt.desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
-    BLT(g_lt.desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
+    BLT(g_lt.desc_create(&g->lt.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    BLT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
+    BLT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
     /* stored (before the op) column-major shapes */
     if (adj_y)
-        BLT(g_lt.layout_create(&g->la, CUDA_R_32F, (uint64_t)k, (uint64_t)n, k), "layout A");
+        BLT(g_lt.layout_create(&g->lt.la, CUDA_R_32F, (uint64_t)k, (uint64_t)n, k), "layout A");
     else
-        BLT(g_lt.layout_create(&g->la, CUDA_R_32F, (uint64_t)n, (uint64_t)k, n), "layout A");
+        BLT(g_lt.layout_create(&g->lt.la, CUDA_R_32F, (uint64_t)n, (uint64_t)k, n), "layout A");
     if (adj_x)
-        BLT(g_lt.layout_create(&g->lb, CUDA_R_32F, (uint64_t)m, (uint64_t)k, m), "layout B");
+        BLT(g_lt.layout_create(&g->lt.lb, CUDA_R_32F, (uint64_t)m, (uint64_t)k, m), "layout B");
     else
-        BLT(g_lt.layout_create(&g->lb, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k), "layout B");
-    BLT(g_lt.layout_create(&g->lc, CUDA_R_32F, (uint64_t)n, (uint64_t)m, n), "layout C");
+        BLT(g_lt.layout_create(&g->lt.lb, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k), "layout B");
+    BLT(g_lt.layout_create(&g->lt.lc, CUDA_R_32F, (uint64_t)n, (uint64_t)m, n), "layout C");
     if (batch > 1) {
-        BLT(set_batch(g->la, (int32_t)batch, stride_w), "batch of A");
-        BLT(set_batch(g->lb, (int32_t)batch, stride_x), "batch of B");
-        BLT(set_batch(g->lc, (int32_t)batch, m * n), "batch of C");
+        BLT(set_batch(g->lt.la, (int32_t)batch, stride_w), "batch of A");
+        BLT(set_batch(g->lt.lb, (int32_t)batch, stride_x), "batch of B");
+        BLT(set_batch(g->lt.lc, (int32_t)batch, m * n), "batch of C");
     }
-    BLT(g_lt.pref_create(&pref), "preference");
-    BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof max_ws),
-        "workspace preference");
     {
         /* batches (or the caller's per-batch runs) start at multiples of the
          * strides: only algorithms that take that alignment */
-        uint32_t aw = align_of(stride_w), ax = align_of(stride_x), ay = align_of(m * n);
-        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw),
-            "alignment of A");
-        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax, sizeof ax),
-            "alignment of B");
-        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ay, sizeof ay),
-            "alignment of C");
-        BLT(g_lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ay, sizeof ay),
-            "alignment of D");
+        const uint32_t ay = align_of(m * n);
+        const uint32_t align[4] = {align_of(stride_w), align_of(stride_x), ay, ay};
+        BLT(lt_pick(&g->lt, align, &found, &what), what);
     }
-    BLT(g_lt.heuristic(g_lt.handle, g->desc, g->la, g->lb, g->lc, g->lc, pref, 1, &res, &found),
-        "cublasLtMatmulAlgoGetHeuristic");
     if (found < 1) {
         st = ms_errf(MS_ENOTSUP, "BatchMatMul (cuBLASLt) %lld x %lldx%lldx%lld: no algorithm",
                      (long long)batch, (long long)m, (long long)n, (long long)k);
         goto fail;
     }
-    g->algo = res.algo;
-    g->workspace = res.workspaceSize;
-    g_lt.pref_destroy(pref);
     *out = g;
     return MS_OK;
 fail:
-    if (pref) g_lt.pref_destroy(pref);
     kn_cuda_bgemm_free(g);
     return st;
 }
 
 extern "C" uint64_t kn_cuda_bgemm_workspace(const kn_cuda_bgemm *g) {
-    return g->workspace;
+    return g->lt.workspace;
 }
 
 extern "C" ms_status kn_cuda_bgemm_run(const kn_cuda_bgemm *g, const float *x, const float *w,
                                        float *y, void *workspace, void *stream) {
     const int64_t batch = g->batch, m = g->m, n = g->n, k = g->k;
     ms_status st = MS_OK;
-    const float one = 1.f, zero = 0.f;
-    if (g->workspace > 0 && workspace == NULL)
+    if (g->lt.workspace > 0 && workspace == NULL)
         return ms_errf(MS_EINVAL, "BatchMatMul (cuBLASLt): the plan needs %llu bytes of workspace",
-                       (unsigned long long)g->workspace);
-    BLT(g_lt.matmul(g_lt.handle, g->desc, &one, w, g->la, x, g->lb, &zero, y, g->lc, y, g->lc,
-                    &g->algo, workspace, g->workspace, (cudaStream_t)stream),
-        "cublasLtMatmul");
+                       (unsigned long long)g->lt.workspace);
+    BLT(lt_run(&g->lt, x, w, y, workspace, stream), "cublasLtMatmul");
     return MS_OK;
 fail:
     return st;
@@ -310,9 +334,6 @@ fail:
 
 extern "C" void kn_cuda_bgemm_free(kn_cuda_bgemm *g) {
     if (g == NULL) return;
-    if (g->lc) g_lt.layout_destroy(g->lc);
-    if (g->lb) g_lt.layout_destroy(g->lb);
-    if (g->la) g_lt.layout_destroy(g->la);
-    if (g->desc) g_lt.desc_destroy(g->desc);
+    lt_release(&g->lt);
     free(g);
 }

@@ -100,6 +100,18 @@ __global__ void reduce_block_kernel(red_args a, const float *__restrict__ x,
     }
 }
 
+/* Reverses the first n axes of dim and stride in place. */
+static void reverse_axes(int64_t *dim, int64_t *stride, int n) {
+    for (int i = 0; i < n / 2; i++) {
+        int64_t t = dim[i];
+        dim[i] = dim[n - 1 - i];
+        dim[n - 1 - i] = t;
+        t = stride[i];
+        stride[i] = stride[n - 1 - i];
+        stride[n - 1 - i] = t;
+    }
+}
+
 extern "C" ms_status kn_cuda_reduce(kn_cuda_redop op, const kn_cuda_reduce_shape *p, const float *x,
                                     float *y, void *stream) {
     if (p->rank < 1 || p->rank > 8 || (int)op < KN_CUDA_RED_SUM || (int)op > KN_CUDA_RED_PROD)
@@ -127,22 +139,8 @@ extern "C" ms_status kn_cuda_reduce(kn_cuda_redop op, const kn_cuda_reduce_shape
             a.kdim[nk] = p->dim[d], a.kstride[nk++] = stride;
         stride *= p->dim[d];
     }
-    for (int i = 0; i < nk / 2; i++) {
-        int64_t t = a.kdim[i];
-        a.kdim[i] = a.kdim[nk - 1 - i];
-        a.kdim[nk - 1 - i] = t;
-        t = a.kstride[i];
-        a.kstride[i] = a.kstride[nk - 1 - i];
-        a.kstride[nk - 1 - i] = t;
-    }
-    for (int i = 0; i < nr / 2; i++) {
-        int64_t t = a.rdim[i];
-        a.rdim[i] = a.rdim[nr - 1 - i];
-        a.rdim[nr - 1 - i] = t;
-        t = a.rstride[i];
-        a.rstride[i] = a.rstride[nr - 1 - i];
-        a.rstride[nr - 1 - i] = t;
-    }
+    reverse_axes(a.kdim, a.kstride, nk);
+    reverse_axes(a.rdim, a.rstride, nr);
     if (nr == 0) { /* nothing reduced (all axes kept): one element per output */
         a.rdim[0] = 1, a.rstride[0] = 0, nr = 1;
     }
