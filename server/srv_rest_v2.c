@@ -254,9 +254,12 @@ static ms_status build_request(const cJSON *j, const char *model, const char *ve
             if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble != floor(d->valuedouble) ||
                 d->valuedouble > (double)MAX_ELEMS)
                 return ms_errf(MS_EINVAL, "input \"%s\": \"shape\" must hold integers >= 0", name);
-            r->shapes[k][rank++] = (int64_t)d->valuedouble;
-            nelem = nelem > MAX_ELEMS ? nelem : nelem * (int64_t)d->valuedouble;
-            if (nelem > MAX_ELEMS) return ms_errf(MS_EINVAL, "input \"%s\": shape too large", name);
+            int64_t dim = (int64_t)d->valuedouble;
+            r->shapes[k][rank++] = dim;
+            /* both factors are at most MAX_ELEMS (2^40): divide, never multiply past int64 */
+            if (dim != 0 && nelem > MAX_ELEMS / dim)
+                return ms_errf(MS_EINVAL, "input \"%s\": shape too large", name);
+            nelem *= dim;
         }
         r->in[k].name = (char *)name;
         r->in[k].datatype = (char *)dtn;

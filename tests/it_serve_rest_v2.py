@@ -225,6 +225,9 @@ def main():
             ({"inputs": [dict(xin, datatype="INT32", data=[1, 2.5, 3])]}, 400, "not an integer"),
             ({"inputs": [xbin]}, 400, "Inference-Header-Content-Length"),
             ({"inputs": [{"name": "x", "datatype": "FP32", "data": [1]}]}, 400, "shape"),
+            # 2^40 x 2^40 overflowed int64 (found by fuzz_rest_predict under UBSan; the
+            # product wrapped to 0 and the request went on to the data check)
+            ({"inputs": [dict(xin, shape=[2 ** 40, 2 ** 40])]}, 400, "shape too large"),
             ({"nothing": 1}, 400, "inputs"),
         ]
         for body, want_code, text in cases:
