@@ -218,7 +218,7 @@ static cJSON *elem_json(const rt_tensor *t, int64_t i) {
         if (text) {
             char *c = malloc(s->len + 1);
             if (c == NULL) return NULL;
-            memcpy(c, s->data, s->len);
+            if (s->len) memcpy(c, s->data, s->len);
             c[s->len] = 0;
             cJSON *r = cJSON_CreateString(c);
             free(c);
@@ -936,7 +936,7 @@ static Tensorflow__Serving__Feature *json_feature(ex_ctx *x, const char *name, c
                 free(raw);
                 return NULL;
             }
-            memcpy(copy, raw, len);
+            if (len) memcpy(copy, raw, len);
             free(raw);
             f->bytes_list->value[i] = (ProtobufCBinaryData){len, copy};
         }
@@ -1294,7 +1294,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 b->data = nd;
                 b->cap = cap;
             }
-            memcpy(b->data + b->len, data, *data_size);
+            if (*data_size) memcpy(b->data + b->len, data, *data_size);
             b->len += *data_size;
         }
         *data_size = 0;

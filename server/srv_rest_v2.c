@@ -89,7 +89,7 @@ static int raw_put(rawbuf *b, const void *v, size_t n) {
         b->p = np;
         b->cap = cap;
     }
-    memcpy(b->p + b->len, v, n);
+    if (n) memcpy(b->p + b->len, v, n);
     b->len += n;
     return 0;
 }
@@ -344,7 +344,7 @@ static uint64_t le(const uint8_t *p, size_t n) {
 static int is_utf8_text(const uint8_t *p, size_t n) {
     char *c = malloc(n + 1);
     if (c == NULL) return 0;
-    memcpy(c, p, n);
+    if (n) memcpy(c, p, n);
     c[n] = 0;
     int ok = strlen(c) == n;
     for (size_t i = 0; ok && i < n;) { /* valid UTF-8, no control bytes */
@@ -532,8 +532,10 @@ static void infer(srv_app *app, const char *model, const char *version, const ch
         o->header_len = o->len;
         for (size_t i = 0; i < rs->n_outputs; i++)
             if (wants_binary(req, rs->outputs[i]->name)) {
-                memcpy(o->body + o->len, rs->raw_output_contents[i].data,
-                       rs->raw_output_contents[i].len);
+                /* an empty output's raw contents may have no data pointer */
+                if (rs->raw_output_contents[i].len)
+                    memcpy(o->body + o->len, rs->raw_output_contents[i].data,
+                           rs->raw_output_contents[i].len);
                 o->len += rs->raw_output_contents[i].len;
             }
         o->type = "application/octet-stream";

@@ -176,6 +176,16 @@ def main():
         check(code == 200 and np.allclose(np.frombuffer(blob, "<f4").reshape(3, 1), want),
               "binary_data_output %s" % head, d)
 
+        # An empty batch, binary out: a zero-length output has no data to copy (found by
+        # fuzz_rest_predict under UBSan: memcpy from a null pointer; the ASan build's daemon stops).
+        code, h, data = post(rest, "/v2/models/hpt/infer",
+                             {"inputs": [{"name": "x", "shape": [0, 1], "datatype": "FP32", "data": []}],
+                              "outputs": [{"name": "y", "parameters": {"binary_data": True}}]})
+        check(code == 200, "empty batch, binary out %d %r" % (code, data[:200]), d)
+        head, blob = split_binary(h, data)
+        check(head["outputs"][0]["parameters"]["binary_data_size"] == 0 and blob == b"",
+              "empty batch, binary out %s %r" % (head, blob), d)
+
         # DICOM bytes: binary BYTES (4-byte length + file) and base64 JSON, vs gRPC.
         with open(CT, "rb") as f:
             blob = f.read()
