@@ -224,7 +224,10 @@ static ms_status parse_policy(const cJSON *pol, srv_model_config *m, const char 
                     return ms_errf(MS_EINVAL, "model \"%s\": unknown key \"%s\" in specific", mname,
                                    f->string);
                 int n = cJSON_IsArray(f) ? cJSON_GetArraySize(f) : 1;
-                int64_t *v = realloc(m->versions, sizeof(int64_t) * (size_t)(m->nversions + n));
+                /* never realloc to 0 bytes: glibc frees the block and returns NULL,
+                 * and m->versions would be freed twice (two empty "versions") */
+                size_t cnt = (size_t)m->nversions + (size_t)n;
+                int64_t *v = realloc(m->versions, sizeof(int64_t) * (cnt ? cnt : 1));
                 if (v == NULL) return ms_errf(MS_ENOMEM, "out of memory");
                 m->versions = v;
                 const cJSON *e = cJSON_IsArray(f) ? f->child : f;

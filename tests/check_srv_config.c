@@ -250,6 +250,29 @@ START_TEST(test_config_empty_is_no_models) {
 }
 END_TEST
 
+/* fuzz_config found it: an empty "versions" list given twice reallocated the
+ * list to 0 bytes, which glibc frees, and the config's free freed it again. */
+START_TEST(test_config_policy_given_twice) {
+    srv_config *c = NULL;
+    ms_status st = srv_config_parse_json(
+        "{\"model_config_list\": {\"config\": [{\"name\": \"m\", \"base_path\": \"/m\", "
+        "\"model_version_policy\": {\"specific\": {\"versions\": []}}, "
+        "\"model_version_policy\": {\"specific\": {\"versions\": []}}}]}}",
+        &c);
+    ck_assert_int_eq(st, MS_EINVAL); /* "specific needs at least one version" */
+    ck_assert_ptr_null(c);
+    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "at least one version"));
+    st = srv_config_parse_json(
+        "{\"model_config_list\": {\"config\": [{\"name\": \"m\", \"base_path\": \"/m\", "
+        "\"model_version_policy\": {\"specific\": {\"versions\": [], \"versions\": [3]}}}]}}",
+        &c);
+    ck_assert_int_eq(st, MS_OK);
+    ck_assert_int_eq(c->models[0].nversions, 1);
+    ck_assert_int_eq(c->models[0].versions[0], 3);
+    srv_config_free(c);
+}
+END_TEST
+
 START_TEST(test_config_from_proto) {
     /* Build a ModelServerConfig, pack it, unpack it: the wire form a
      * ReloadConfigRequest carries. */
@@ -443,6 +466,7 @@ static Suite *srv_config_suite(void) {
     tcase_add_test(tc, test_config_text_format_same_as_json);
     tcase_add_test(tc, test_config_errors_name_the_key);
     tcase_add_test(tc, test_config_empty_is_no_models);
+    tcase_add_test(tc, test_config_policy_given_twice);
     tcase_add_test(tc, test_config_from_proto);
     tcase_add_test(tc, test_config_read_file_detects_format);
     suite_add_tcase(s, tc);
