@@ -254,9 +254,13 @@ static ms_status parse_labels(const cJSON *lab, srv_model_config *m, const char 
     if (!cJSON_IsObject(lab))
         return ms_errf(MS_EINVAL, "model \"%s\": version_labels must be an object {label: version}",
                        mname);
-    int n = cJSON_GetArraySize(lab);
-    m->labels = calloc((size_t)(n > 0 ? n : 1), sizeof(srv_label));
-    if (m->labels == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    /* version_labels may be given more than once (a JSON map merges, as in
+     * proto3): the list grows, it is not replaced */
+    size_t n = (size_t)cJSON_GetArraySize(lab) + (size_t)m->nlabels;
+    srv_label *nl = realloc(m->labels, (n ? n : 1) * sizeof(srv_label));
+    if (nl == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    m->labels = nl;
+    memset(nl + m->nlabels, 0, ((n ? n : 1) - (size_t)m->nlabels) * sizeof(srv_label));
     for (const cJSON *c = lab->child; c != NULL; c = c->next) {
         srv_label *l = &m->labels[m->nlabels];
         char what[300];

@@ -273,6 +273,31 @@ START_TEST(test_config_policy_given_twice) {
 }
 END_TEST
 
+/* fuzz_config found it: a second version_labels object replaced the list but
+ * kept the count, and its first label was written past the new list's end. */
+START_TEST(test_config_labels_given_twice) {
+    srv_config *c = NULL;
+    ms_status st = srv_config_parse_json(
+        "{\"model_config_list\": {\"config\": [{\"name\": \"m\", \"base_path\": \"/m\", "
+        "\"version_labels\": {\"a\": 1}, \"version_labels\": {\"b\": 2, \"c\": 3}}]}}",
+        &c);
+    ck_assert_int_eq(st, MS_OK);
+    ck_assert_int_eq(c->models[0].nlabels, 3);
+    ck_assert_str_eq(c->models[0].labels[0].name, "a");
+    ck_assert_int_eq(c->models[0].labels[0].version, 1);
+    ck_assert_str_eq(c->models[0].labels[2].name, "c");
+    ck_assert_int_eq(c->models[0].labels[2].version, 3);
+    srv_config_free(c);
+    c = NULL;
+    st = srv_config_parse_json(
+        "{\"model_config_list\": {\"config\": [{\"name\": \"m\", \"base_path\": \"/m\", "
+        "\"version_labels\": {\"a\": 1}, \"version_labels\": {\"a\": 2}}]}}",
+        &c);
+    ck_assert_int_eq(st, MS_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "given twice"));
+}
+END_TEST
+
 START_TEST(test_config_from_proto) {
     /* Build a ModelServerConfig, pack it, unpack it: the wire form a
      * ReloadConfigRequest carries. */
@@ -467,6 +492,7 @@ static Suite *srv_config_suite(void) {
     tcase_add_test(tc, test_config_errors_name_the_key);
     tcase_add_test(tc, test_config_empty_is_no_models);
     tcase_add_test(tc, test_config_policy_given_twice);
+    tcase_add_test(tc, test_config_labels_given_twice);
     tcase_add_test(tc, test_config_from_proto);
     tcase_add_test(tc, test_config_read_file_detects_format);
     suite_add_tcase(s, tc);
