@@ -256,11 +256,12 @@ static ms_status parse_labels(const cJSON *lab, srv_model_config *m, const char 
                        mname);
     /* version_labels may be given more than once (a JSON map merges, as in
      * proto3): the list grows, it is not replaced */
-    size_t n = (size_t)cJSON_GetArraySize(lab) + (size_t)m->nlabels;
-    srv_label *nl = realloc(m->labels, (n ? n : 1) * sizeof(srv_label));
+    size_t cap = (size_t)cJSON_GetArraySize(lab) + (size_t)m->nlabels;
+    if (cap == 0) cap = 1; /* never realloc to 0 bytes (see parse_policy) */
+    srv_label *nl = realloc(m->labels, cap * sizeof(srv_label));
     if (nl == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     m->labels = nl;
-    memset(nl + m->nlabels, 0, ((n ? n : 1) - (size_t)m->nlabels) * sizeof(srv_label));
+    memset(nl + m->nlabels, 0, (cap - (size_t)m->nlabels) * sizeof(srv_label));
     for (const cJSON *c = lab->child; c != NULL; c = c->next) {
         srv_label *l = &m->labels[m->nlabels];
         char what[300];

@@ -273,8 +273,9 @@ START_TEST(test_config_policy_given_twice) {
 }
 END_TEST
 
-/* fuzz_config found it: a second version_labels object replaced the list but
- * kept the count, and its first label was written past the new list's end. */
+/* Found by reviewing the parser for keys given twice (the fuzzer had not
+ * reached it): a second version_labels object replaced the list but kept the
+ * count, and its labels were written past the new list's end. */
 START_TEST(test_config_labels_given_twice) {
     srv_config *c = NULL;
     ms_status st = srv_config_parse_json(
