@@ -7,6 +7,7 @@
 # the same gRPC as the daemon (Abseil's debug lock graph off, see
 # common/ms_abseil.h); a second echo with --abseil_debug, gRPC as Debian
 # ships it, is measured too and its ratios printed for reference.
+# SERVE_FLAGS adds daemon flags (e.g. SERVE_FLAGS=--grpc_standby_threads=0).
 # Usage: bench/serve_overhead.sh [BUILD_DIR] [SECONDS]  (from the repo root,
 # after the build). Everything runs on 127.0.0.1.
 set -eu
@@ -36,7 +37,7 @@ PIDS="$PIDS $!"
 "$BENCH" --echo_port=0 --abseil_debug > "$TMP/echod.out" 2>&1 &
 PIDS="$PIDS $!"
 "$BUILD/dcmserve" serve --port=0 --bind_address=127.0.0.1 --model_name=half_plus_two \
-    --model_base_path="$MODEL" > "$TMP/serve.out" 2> "$TMP/serve.log" &
+    --model_base_path="$MODEL" ${SERVE_FLAGS:-} > "$TMP/serve.out" 2> "$TMP/serve.log" &
 PIDS="$PIDS $!"
 EP=$(port_of "$TMP/echo.out")
 DP=$(port_of "$TMP/echod.out")

@@ -150,6 +150,10 @@ static const flag_def defs[] = {
      "gRPC completion-queue threads (protocol work, cheap calls inline). Default 1", NULL},
     {"grpc_inline_max_micros", F_INT, OFF(grpc_inline_max_micros), 0, 1000000,
      "run a small inference call on the CQ thread when its model/signature's runs average at most this many microseconds; 0 = never. Default 500", NULL},
+    {"grpc_handover_max_micros", F_INT, OFF(grpc_handover_max_micros), 0, 60000000,
+     "run any other inference call on the CQ thread that accepted it, handing the completion queue to a standby thread, when its model/signature has nothing waiting and its runs average at most this many microseconds; 0 = never. Default 2000", NULL},
+    {"grpc_standby_threads", F_INT, OFF(grpc_standby_threads), 0, 8,
+     "standby threads per CQ thread, which take the completion queue over while it runs a call (--grpc_handover_max_micros); 0 = no hand-over. Default 1", NULL},
     {"grpc_cq_slice_micros", F_INT, OFF(grpc_cq_slice_micros), 0, 100000,
      "CPU time slice the CQ threads ask the kernel for (Linux 6.12+: a waking CQ thread then preempts a busy worker at once); 0 = the kernel's default. Default 100", NULL},
     {"grpc_worker_nice", F_INT, OFF(grpc_worker_nice), 0, 19,
@@ -224,6 +228,8 @@ void srv_flags_defaults(srv_flags *f) {
     f->file_system_poll_wait_seconds = 1.0;
     f->grpc_cq_threads = 1;
     f->grpc_inline_max_micros = 500;
+    f->grpc_handover_max_micros = 2000;
+    f->grpc_standby_threads = 1;
     f->grpc_worker_nice = 10;
     f->grpc_cq_slice_micros = 100;
     f->max_message_bytes = 256 << 20;

@@ -30,6 +30,8 @@ typedef struct srv_flags {
     int grpc_max_threads;                    /* inference worker threads; 0 = 4 x cores */
     int grpc_cq_threads;                     /* completion-queue threads; default 1 */
     int grpc_inline_max_micros;              /* inline a call whose model's runs average <= this */
+    int grpc_handover_max_micros;            /* hand the CQ over and run a call averaging <= this */
+    int grpc_standby_threads;                /* standby pollers per CQ thread; default 1 */
     int grpc_cq_slice_micros;                /* slice the CQ threads ask for; 0 = kernel default */
     int grpc_worker_nice;                    /* nice increment of the inference workers; 0 = none */
     int64_t max_message_bytes;               /* send/receive limit; default 256 MiB */

@@ -44,6 +44,7 @@
 #define SLOTS_INLINE  2 /* ... for the others */
 #define SLOTS_GENERIC 4 /* ... for unknown methods */
 #define MAX_CQ        64
+#define MAX_STANDBY   8 /* standby pollers per CQ (srv_server_opts.standby_threads) */
 
 typedef enum { TAG_ACCEPT, TAG_CLOSE, TAG_SEND } tag_kind;
 
@@ -52,17 +53,32 @@ typedef struct srv_tag {
     srv_call *call;
 } srv_tag;
 
+/* One completion queue and the threads that take turns polling it: exactly
+ * one polls at a time (two in grpc_completion_queue_next on one queue would
+ * wake each other on every event). The poller that accepts an inference call
+ * it may run itself hands the queue to an idle standby and runs the call
+ * (cq_hand_over); when its answer is out, the standby hands the queue back at
+ * its next event (the answer's own completion) and waits again, so that
+ * calls keep running on one thread, and one CPU's caches, instead of
+ * alternating between two. */
 typedef struct cq_thread {
-    pthread_t tid;
     grpc_completion_queue *cq;
     srv_server *s;
-    int started;
+    pthread_t tids[1 + MAX_STANDBY];
+    int nthreads; /* started: the first poller and its standbys */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int polling; /* under mu: a thread holds the queue */
+    int idle;    /* under mu: standbys waiting for it */
+    int stop;    /* under mu: the queue is shut down */
+    atomic_int back; /* runners whose answer is out, waiting to poll again */
 } cq_thread;
 
 struct srv_call {
     srv_server *s;
     cq_thread *cqt;
     int method; /* index in s->methods; -1 = generic */
+    int handover; /* runs on the CQ thread that handed its queue over */
     grpc_call *call;
     gpr_timespec deadline;
     grpc_call_details details; /* generic path */
@@ -130,12 +146,15 @@ struct srv_server {
     int worker_nice;        /* srv_server_opts.worker_nice */
     int cq_slice_us;        /* srv_server_opts.cq_slice_us */
     double inline_cost_s;   /* srv_server_opts.inline_max_micros, in seconds */
+    double handover_cost_s; /* srv_server_opts.handover_max_micros, in seconds; 0 = never */
+    int nstandby;           /* srv_server_opts.standby_threads */
     /* our own listener, whose connections gRPC adopts (srv_listen.h) */
     srv_listener *listener;
     int external; /* through gRPC's external-connection handler */
     grpc_server_credentials *fd_creds;
     grpc_resource_quota *quota;
 };
+
 
 /* ------------------------------------------------------------------------ */
 /* Calls                                                                     */
@@ -318,6 +337,10 @@ static void reply(srv_call *c, grpc_status_code code, const char *msg, srv_bytes
     if (!c->close_posted) { /* a call nobody needed to watch for cancellation while it ran */
         ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
         ops[n++].data.recv_close_on_server.cancelled = &c->close_cancelled;
+    }
+    if (c->handover) { /* from now on the poller hands the queue back */
+        c->handover = 0;
+        atomic_fetch_add(&c->cqt->back, 1);
     }
     grpc_call_error err = grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL);
     if (err != GRPC_CALL_OK) {
@@ -612,6 +635,32 @@ static size_t req_bytes(const srv_call *c) {
                ? c->req->data.raw.slice_buffer.length : 0;
 }
 
+/* Set on a thread that gave its queue away while handling an event: back in
+ * cq_main it becomes a standby instead of polling again. */
+static _Thread_local int tl_handed_over;
+
+static int cq_has_standby(cq_thread *t) {
+    pthread_mutex_lock(&t->mu);
+    int idle = t->idle > 0 && !t->stop;
+    pthread_mutex_unlock(&t->mu);
+    return idle;
+}
+
+/* Called by the polling thread: an idle standby takes the queue over.
+ * 0: none is idle (the caller keeps polling). */
+static int cq_hand_over(cq_thread *t) {
+    int done = 0;
+    pthread_mutex_lock(&t->mu);
+    if (t->idle > 0 && !t->stop) {
+        t->polling = 0;
+        pthread_cond_signal(&t->cv);
+        done = 1;
+    }
+    pthread_mutex_unlock(&t->mu);
+    tl_handed_over = done;
+    return done;
+}
+
 static void enqueue(srv_server *s, srv_call *c, const srv_method *m) {
     char key[SRV_QUEUE_KEY_MAX], msg[SRV_QUEUE_KEY_MAX + 160];
     call_key(c, m, key, sizeof key);
@@ -628,15 +677,40 @@ static void enqueue(srv_server *s, srv_call *c, const srv_method *m) {
         if (atomic_fetch_add(&s->inline_busy, 1) < most &&
             (tok = srv_queue_try_run_cheap(s->queue, key, s->inline_cost_s)) != NULL) {
             double t0 = c->t_accept; /* taken just before; one clock read fewer */
+            srv_metrics_grpc_path(SRV_GRPC_INLINE);
             run_unary(c);
             srv_queue_done_timed(s->queue, tok, srv_req_now() - t0);
         }
         atomic_fetch_sub(&s->inline_busy, 1);
         if (tok != NULL) return;
     }
+    /* Any other call whose model/signature has nothing waiting and whose runs
+     * average at most --grpc_handover_max_micros runs on this thread too, when
+     * a standby is idle to take over the queue: no hop to a worker and its
+     * wake-up, the request still warm in this CPU's cache, while the standby
+     * serves everyone else. Heavier models stay on the workers (nice). */
+    if (key[0] != '\0' && s->handover_cost_s > 0 && s->nstandby > 0 && cq_has_standby(c->cqt)) {
+        srv_qkey *tok = srv_queue_try_run_cheap(s->queue, key, s->handover_cost_s);
+        if (tok != NULL && cq_hand_over(c->cqt)) {
+            c->handover = 1;
+            /* As for the cheap calls above, cancellation is not watched while
+             * the run lasts (at most about --grpc_handover_max_micros): its
+             * RECV_CLOSE_ON_SERVER goes with the reply, one batch and one
+             * completion fewer. */
+            double t0 = c->t_accept;
+            srv_metrics_grpc_path(SRV_GRPC_HANDOVER);
+            run_unary(c);
+            srv_queue_done_timed(s->queue, tok, srv_req_now() - t0);
+            return;
+        }
+        srv_queue_done(s->queue, tok); /* NULL: nothing to undo */
+    }
     /* Queued: from now on a cancelled call is noticed (before and while it runs). */
     post_close(c);
-    if (srv_queue_push(s->queue, key, c) == 0) return;
+    if (srv_queue_push(s->queue, key, c) == 0) {
+        srv_metrics_grpc_path(SRV_GRPC_WORKER);
+        return;
+    }
     char *nl = strchr(key, '\n');
     if (nl) *nl = '\0';
     snprintf(msg, sizeof msg,
@@ -764,12 +838,55 @@ static void *cq_main(void *arg) {
      * as soon as a packet wakes it, instead of after the worker's slice. */
     if (t->s->cq_slice_us > 0 && ms_sched_short_slice((unsigned)t->s->cq_slice_us) != 0)
         MS_DEBUG("grpc: CQ thread slice %d us: %s", t->s->cq_slice_us, strerror(errno));
+    int runner = 0;  /* this thread handed its queue over and ran a call */
+    int counted = 0; /* this thread gave the queue back and counts as idle already */
     for (;;) {
-        grpc_event ev = grpc_completion_queue_next(t->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-        if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
-        if (ev.type == GRPC_OP_COMPLETE) on_event(ev.tag, ev.success);
+        /* Wait for the queue: a runner until the poller gives it back, a
+         * standby until nobody holds it and no runner waits for it. */
+        pthread_mutex_lock(&t->mu);
+        if (!runner && !counted) t->idle++;
+        counted = 0;
+        while (!t->stop && (t->polling || (!runner && atomic_load(&t->back) > 0)))
+            pthread_cond_wait(&t->cv, &t->mu);
+        if (runner)
+            atomic_fetch_sub(&t->back, 1);
+        else
+            t->idle--;
+        runner = 0;
+        int stop = t->stop;
+        if (!stop) t->polling = 1;
+        pthread_mutex_unlock(&t->mu);
+        if (stop) return NULL;
+        for (;;) {
+            grpc_event ev =
+                grpc_completion_queue_next(t->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+            if (ev.type == GRPC_QUEUE_SHUTDOWN) {
+                pthread_mutex_lock(&t->mu);
+                t->stop = 1;
+                t->polling = 0;
+                pthread_cond_broadcast(&t->cv);
+                pthread_mutex_unlock(&t->mu);
+                return NULL;
+            }
+            if (ev.type == GRPC_OP_COMPLETE) on_event(ev.tag, ev.success);
+            if (tl_handed_over) { /* a standby polls now: wait for the queue */
+                tl_handed_over = 0;
+                runner = 1;
+                break;
+            }
+            if (atomic_load(&t->back) > 0) { /* a runner's answer is out: its queue again */
+                /* Idle from the same moment, so that the runner, polling
+                 * again, finds a standby for its next call. */
+                pthread_mutex_lock(&t->mu);
+                t->polling = 0;
+                t->idle++;
+                counted = 1;
+                pthread_cond_broadcast(&t->cv);
+                pthread_mutex_unlock(&t->mu);
+                break;
+            }
+        }
     }
-    return NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -882,6 +999,9 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         srv_queue_new(o->queue_bound > 0 ? o->queue_bound : SRV_QUEUE_DEFAULT_BOUND, cap);
     s->inline_max = o->inline_max_micros > 0 ? o->inline_max_bytes : -1;
     s->inline_cost_s = o->inline_max_micros / 1e6;
+    s->handover_cost_s = o->handover_max_micros > 0 ? o->handover_max_micros / 1e6 : 0;
+    s->nstandby = o->standby_threads < 0 || s->handover_cost_s <= 0 ? 0
+                  : o->standby_threads > MAX_STANDBY ? MAX_STANDBY : o->standby_threads;
     s->worker_nice = o->worker_nice;
     s->cq_slice_us = o->cq_slice_us;
     s->queue_key = o->queue_key;
@@ -996,8 +1116,11 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         s->handles[i] = grpc_server_register_method(s->server, methods[i].path, NULL,
                                                     GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
     for (int i = 0; i < s->ncq; i++) {
-        s->cqs[i].cq = grpc_completion_queue_create_for_next(NULL);
         s->cqs[i].s = s;
+        pthread_mutex_init(&s->cqs[i].mu, NULL);
+        pthread_cond_init(&s->cqs[i].cv, NULL);
+        atomic_init(&s->cqs[i].back, 0);
+        s->cqs[i].cq = grpc_completion_queue_create_for_next(NULL);
         grpc_server_register_completion_queue(s->server, s->cqs[i].cq, NULL);
     }
     s->ctl_cq = grpc_completion_queue_create_for_next(NULL);
@@ -1025,6 +1148,8 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
                     .type != GRPC_QUEUE_SHUTDOWN) {
             }
             grpc_completion_queue_destroy(s->cqs[i].cq);
+            pthread_mutex_destroy(&s->cqs[i].mu);
+            pthread_cond_destroy(&s->cqs[i].cv);
         }
         grpc_completion_queue_shutdown(s->ctl_cq);
         while (
@@ -1068,8 +1193,10 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         }
         for (int k = 0; k < SLOTS_GENERIC; k++)
             arm(s, &s->cqs[i], -1);
-        pthread_create(&s->cqs[i].tid, NULL, cq_main, &s->cqs[i]);
-        s->cqs[i].started = 1;
+        /* The first thread takes the queue; the standbys wait for it. */
+        for (int k = 0; k < 1 + s->nstandby; k++)
+            if (pthread_create(&s->cqs[i].tids[k], NULL, cq_main, &s->cqs[i]) == 0)
+                s->cqs[i].nthreads++;
     }
     *out = s;
     return MS_OK;
@@ -1144,7 +1271,8 @@ void srv_server_stop(srv_server *s, double grace_s) {
     for (int i = 0; i < s->ncq; i++)
         grpc_completion_queue_shutdown(s->cqs[i].cq);
     for (int i = 0; i < s->ncq; i++)
-        if (s->cqs[i].started) pthread_join(s->cqs[i].tid, NULL);
+        for (int k = 0; k < s->cqs[i].nthreads; k++)
+            pthread_join(s->cqs[i].tids[k], NULL);
     grpc_completion_queue_shutdown(s->ctl_cq);
     while (grpc_completion_queue_next(s->ctl_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
            GRPC_QUEUE_SHUTDOWN) {
@@ -1157,7 +1285,11 @@ void srv_server_free(srv_server *s) {
     grpc_server_destroy(s->server);
     grpc_completion_queue_destroy(s->ctl_cq);
     for (int i = 0; i < s->ncq; i++)
+    {
         grpc_completion_queue_destroy(s->cqs[i].cq);
+        pthread_mutex_destroy(&s->cqs[i].mu);
+        pthread_cond_destroy(&s->cqs[i].cv);
+    }
     srv_listener_free(s->listener);
     if (s->fd_creds) grpc_server_credentials_release(s->fd_creds);
     if (s->quota) grpc_resource_quota_unref(s->quota);

@@ -83,6 +83,11 @@ typedef struct srv_server_opts {
      * wait, e.g. for a batch, must not hold a CQ thread). */
     int inline_max_bytes;
     int inline_max_micros; /* ... and only when its key's average run is at most this; 0 = never */
+    /* Any other inference call whose key has nothing queued and whose runs
+     * average at most this runs on the CQ thread that accepted it, which
+     * hands its queue to an idle standby thread first; 0 = never. */
+    int handover_max_micros;
+    int standby_threads; /* standby pollers per CQ thread (at most 8); 0 = no hand-over */
     int worker_nice;       /* nice increment of the worker threads (0 = none) */
     int cq_slice_us;       /* CPU slice the CQ threads ask for (ms_sched.h); 0 = none */
     /* Hostile clients (docs/security.md); 0 = gRPC's own default unless said. */

@@ -82,6 +82,14 @@ double srv_req_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* gRPC inference calls by the thread that ran them (srv_grpc.c). */
+static atomic_uint_fast64_t grpc_path[SRV_GRPC_NPATHS];
+static const char *const grpc_path_name[SRV_GRPC_NPATHS] = {"inline", "handover", "worker"};
+
+void srv_metrics_grpc_path(srv_grpc_path p) {
+    if ((unsigned)p < SRV_GRPC_NPATHS) atomic_fetch_add(&grpc_path[p], 1);
+}
+
 void srv_metrics_in_flight(int delta) {
     atomic_fetch_add(&in_flight, delta);
 }
@@ -511,6 +519,13 @@ char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int
     for (int i = 0; i < npools; i++)
         put(&b, "dcmserve_model_pool_free_bytes{model=\"%s\",version=\"%" PRId64 "\",device=\"host\"} %"
                 PRIu64 "\n", lv(m, sizeof m, pools[i].model), pools[i].version, pools[i].pool_free_bytes);
+    put(&b, "# HELP dcmserve_grpc_calls_total gRPC inference calls by where they ran: inline "
+            "(on the CQ thread, small and cheap), handover (on the CQ thread, which handed its "
+            "queue to a standby), worker (queued for a worker thread).\n"
+            "# TYPE dcmserve_grpc_calls_total counter\n");
+    for (int i = 0; i < SRV_GRPC_NPATHS; i++)
+        put(&b, "dcmserve_grpc_calls_total{path=\"%s\"} %llu\n", grpc_path_name[i],
+            (unsigned long long)atomic_load(&grpc_path[i]));
     put(&b, "# HELP dcmserve_requests_in_flight Requests being answered.\n"
             "# TYPE dcmserve_requests_in_flight gauge\ndcmserve_requests_in_flight %d\n",
         atomic_load(&in_flight));

@@ -67,6 +67,14 @@ int srv_reqlog_parse(const char *s, int *mode);
  * themselves): counted as api `api`, no signature, no log line. */
 void srv_metrics_request(const char *model, int64_t version, const char *api, ms_status st,
                          double seconds);
+/* Where a gRPC inference call ran (dcmserve_grpc_calls_total{path}). */
+typedef enum srv_grpc_path {
+    SRV_GRPC_INLINE = 0, /* on the CQ thread: small, cheap */
+    SRV_GRPC_HANDOVER,   /* on the CQ thread, its queue handed to a standby */
+    SRV_GRPC_WORKER,     /* queued for a worker */
+    SRV_GRPC_NPATHS
+} srv_grpc_path;
+void srv_metrics_grpc_path(srv_grpc_path p);
 /* In-flight gauge: +1 when a request starts, -1 when it ends. */
 void srv_metrics_in_flight(int delta);
 /* The batch sizes a model actually ran (dcmserve_batch_size histogram). */

@@ -151,47 +151,52 @@ def run(*args):
     return p.returncode, p.stdout, p.stderr
 
 
-with tempfile.TemporaryDirectory() as tmp:
-    good, bad = os.path.join(tmp, "rnn"), os.path.join(tmp, "bad")
-    write_model(os.path.join(good, "1"))
-    write_model(os.path.join(bad, "1"), mystery=True)
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        good, bad = os.path.join(tmp, "rnn"), os.path.join(tmp, "bad")
+        write_model(os.path.join(good, "1"))
+        write_model(os.path.join(bad, "1"), mystery=True)
 
-    rc, out, err = run("check", "--json", good)
-    check(rc == 0, "check on the TF1 loop model: rc %d\n%s%s" % (rc, out, err))
-    j = json.loads(out)
-    sd = {s["key"]: s for s in j["signatures"]}["serving_default"]
-    check(j["serves"] is True and sd["unsupported"] == [] and
-          {"Enter", "Exit", "LoopCond", "NextIteration", "Tanh", "TensorArrayReadV3"} <= set(sd["ops"])
-          and not {"Merge", "Switch"} & set(sd["ops"]), "check: %r" % sd)
-    rc, out, err = run("check", "--json", bad)
-    j = json.loads(out)
-    sd = {s["key"]: s for s in j["signatures"]}["serving_default"]
-    got = {u["op"]: u["nodes"] for u in sd["unsupported"]}
-    check(rc == 1 and j["serves"] is False and got == {"NoSuchOpInLoop": ["rnn/while/mystery"]}
-          and "NoSuchOpInLoop" in j["verdict"], "check on the bad loop: rc %d %r" % (rc, j))
+        rc, out, err = run("check", "--json", good)
+        check(rc == 0, "check on the TF1 loop model: rc %d\n%s%s" % (rc, out, err))
+        j = json.loads(out)
+        sd = {s["key"]: s for s in j["signatures"]}["serving_default"]
+        check(j["serves"] is True and sd["unsupported"] == [] and
+              {"Enter", "Exit", "LoopCond", "NextIteration", "Tanh", "TensorArrayReadV3"} <= set(sd["ops"])
+              and not {"Merge", "Switch"} & set(sd["ops"]), "check: %r" % sd)
+        rc, out, err = run("check", "--json", bad)
+        j = json.loads(out)
+        sd = {s["key"]: s for s in j["signatures"]}["serving_default"]
+        got = {u["op"]: u["nodes"] for u in sd["unsupported"]}
+        check(rc == 1 and j["serves"] is False and got == {"NoSuchOpInLoop": ["rnn/while/mystery"]}
+              and "NoSuchOpInLoop" in j["verdict"], "check on the bad loop: rc %d %r" % (rc, j))
 
-    d = Daemon(["--model_name=rnn", "--model_base_path=" + good])
-    try:
-        d.wait_health()
-        rng = np.random.default_rng(7)
-        for t in (4, 1, 0):
-            xs = rng.uniform(-1.5, 1.5, size=(t, 2)).astype(np.float32)
-            req = pb.tfs.PredictRequest()
-            req.model_spec.name = "rnn"
-            req.inputs["x"].CopyFrom(float_tensor(xs.ravel().tolist(), [t, 2]))
-            resp = d.stub.Predict(req, timeout=30)
-            want_o, want_h = reference(xs.astype(np.float64))
-            o = resp.outputs["outputs"]
-            got_o = np.asarray(tensor_values(o), dtype=np.float64)
-            check(tuple(x.size for x in o.tensor_shape.dim) == (t, 2), "T=%d outputs shape %s"
-                  % (t, o.tensor_shape), d)
-            check(np.allclose(got_o, want_o.ravel(), rtol=1e-5, atol=1e-6),
-                  "T=%d outputs %r vs %r" % (t, got_o, want_o.ravel()), d)
-            got_h = np.asarray(tensor_values(resp.outputs["last"]), dtype=np.float64)
-            check(np.allclose(got_h, want_h, rtol=1e-5, atol=1e-6),
-                  "T=%d last %r vs %r" % (t, got_h, want_h), d)
-            print("T=%d: last %r (numpy %r)" % (t, got_h.tolist(), want_h.tolist()), flush=True)
-    finally:
-        d.stop()
-        d.close()
-print("it_tf1loop: ok")
+        d = Daemon(["--model_name=rnn", "--model_base_path=" + good])
+        try:
+            d.wait_health()
+            rng = np.random.default_rng(7)
+            for t in (4, 1, 0):
+                xs = rng.uniform(-1.5, 1.5, size=(t, 2)).astype(np.float32)
+                req = pb.tfs.PredictRequest()
+                req.model_spec.name = "rnn"
+                req.inputs["x"].CopyFrom(float_tensor(xs.ravel().tolist(), [t, 2]))
+                resp = d.stub.Predict(req, timeout=30)
+                want_o, want_h = reference(xs.astype(np.float64))
+                o = resp.outputs["outputs"]
+                got_o = np.asarray(tensor_values(o), dtype=np.float64)
+                check(tuple(x.size for x in o.tensor_shape.dim) == (t, 2), "T=%d outputs shape %s"
+                      % (t, o.tensor_shape), d)
+                check(np.allclose(got_o, want_o.ravel(), rtol=1e-5, atol=1e-6),
+                      "T=%d outputs %r vs %r" % (t, got_o, want_o.ravel()), d)
+                got_h = np.asarray(tensor_values(resp.outputs["last"]), dtype=np.float64)
+                check(np.allclose(got_h, want_h, rtol=1e-5, atol=1e-6),
+                      "T=%d last %r vs %r" % (t, got_h, want_h), d)
+                print("T=%d: last %r (numpy %r)" % (t, got_h.tolist(), want_h.tolist()), flush=True)
+        finally:
+            d.stop()
+            d.close()
+    print("it_tf1loop: ok")
+
+
+if __name__ == "__main__":
+    main()

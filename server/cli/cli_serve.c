@@ -408,6 +408,8 @@ int cli_serve(int argc, char **argv) {
         .queue_run_cap = d.app.batcher ? 0 : (int)(ncpu > 0 ? ncpu : 1),
         .inline_max_bytes = d.app.batcher ? 0 : 4096,
         .inline_max_micros = d.flags.grpc_inline_max_micros,
+        .handover_max_micros = d.app.batcher ? 0 : d.flags.grpc_handover_max_micros,
+        .standby_threads = d.flags.grpc_standby_threads,
         .worker_nice = d.flags.grpc_worker_nice,
         .cq_slice_us = d.flags.grpc_cq_slice_micros,
         .max_connections = d.flags.max_connections,
@@ -440,9 +442,10 @@ int cli_serve(int argc, char **argv) {
         rc = 2;
         goto out_mgr;
     }
-    MS_INFO("gRPC listening on %s:%d (TF Serving, KServe v2, grpc.health.v1; %d CQ threads, %d "
-            "workers, max message %lld bytes; %s)",
-            d.flags.bind_address, srv_server_port(d.server), so.cq_threads, so.workers,
+    MS_INFO("gRPC listening on %s:%d (TF Serving, KServe v2, grpc.health.v1; %d CQ threads "
+            "with %d standby each, %d workers, max message %lld bytes; %s)",
+            d.flags.bind_address, srv_server_port(d.server), so.cq_threads,
+            so.handover_max_micros > 0 ? so.standby_threads : 0, so.workers,
             (long long)so.max_message_bytes,
             d.tls == NULL ? "plaintext" : srv_tls_client_verify(d.tls) ? "mutual TLS" : "TLS");
     /* One machine-readable line on stdout for scripts (the port when --port=0). */
