@@ -6,6 +6,8 @@
 
 struct srv_pbchunk {
     srv_pbchunk *next;
+    int exact;          /* one allocation of its own (srv_pbarena_keep may take it) */
+    int taken;          /* scratch of srv_pbarena_keep */
     max_align_t data[]; /* the chunk's bytes */
 };
 
@@ -29,6 +31,8 @@ static void *pb_alloc(void *data, size_t size) {
     srv_pbchunk *c = malloc(sizeof(*c) + cap);
     if (c == NULL) return NULL;
     c->next = a->chunks;
+    c->exact = need >= PB_CHUNK_MIN;
+    c->taken = 0;
     a->chunks = c;
     if (need < PB_CHUNK_MIN) { /* keep bumping in the new chunk */
         a->buf = (unsigned char *)c->data;
@@ -66,4 +70,60 @@ void srv_pbarena_release(srv_pbarena *a) {
     a->chunks = NULL;
     a->buf = NULL;
     a->used = a->cap = 0;
+}
+
+/* The chunks srv_pbarena_keep took over, freed with the buffer. */
+typedef struct kept_chunks {
+    size_t n;
+    srv_pbchunk *c[];
+} kept_chunks;
+
+static void kept_release(rt_buf *b) {
+    kept_chunks *k = b->owner;
+    for (size_t i = 0; i < k->n; i++)
+        free(k->c[i]);
+    free(k);
+}
+
+#define KEEP_MAX 256 /* more values than this are copied (the search is n x chunks) */
+
+rt_buf *srv_pbarena_keep(void *arena, const ProtobufCBinaryData *vals, size_t n) {
+    srv_pbarena *a = arena;
+    if (n == 0 || n > KEEP_MAX) return NULL;
+    size_t m = 0, total = 0;
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        if (vals[i].len == 0) continue;
+        srv_pbchunk *c = a->chunks;
+        while (c != NULL && !(c->exact && !c->taken && (void *)c->data == (void *)vals[i].data))
+            c = c->next;
+        if (c == NULL) {
+            ok = 0;
+            break;
+        }
+        c->taken = 1;
+        m++;
+        total += vals[i].len;
+    }
+    kept_chunks *k = ok && m > 0 ? malloc(sizeof(*k) + m * sizeof(k->c[0])) : NULL;
+    rt_buf *b = k != NULL ? rt_buf_wrap(NULL, total, kept_release, k) : NULL;
+    if (b == NULL) {
+        free(k);
+        for (srv_pbchunk *c = a->chunks; c != NULL; c = c->next)
+            c->taken = 0;
+        return NULL;
+    }
+    /* Unlink the taken chunks: the buffer frees them now. */
+    k->n = 0;
+    for (srv_pbchunk **pp = &a->chunks; *pp != NULL;) {
+        srv_pbchunk *c = *pp;
+        if (c->taken) {
+            *pp = c->next;
+            c->taken = 0;
+            k->c[k->n++] = c;
+        } else {
+            pp = &c->next;
+        }
+    }
+    return b;
 }

@@ -13,6 +13,8 @@
 #include <protobuf-c/protobuf-c.h>
 #include <stddef.h>
 
+#include "rt_tensor.h"
+
 typedef struct srv_pbchunk srv_pbchunk;
 
 typedef struct srv_pbarena {
@@ -26,5 +28,12 @@ typedef struct srv_pbarena {
 void srv_pbarena_init(srv_pbarena *a, void *buf, size_t cap);
 /* Frees the heap chunks; every message unpacked into the arena dies. */
 void srv_pbarena_release(srv_pbarena *a);
+/* Takes the bytes of vals[0..n) out of the arena without copying them, when
+ * each non-empty one has a heap chunk of its own (a bytes field of 16 KiB or
+ * more, e.g. a DICOM file): the returned buffer owns those chunks and frees
+ * them when its last reference drops; the arena no longer does. NULL (the
+ * arena unchanged) when any is not such a chunk, or out of memory. Fits
+ * rt_strkeep (rt_tensor_proto.h) with the arena as its argument. */
+rt_buf *srv_pbarena_keep(void *arena, const ProtobufCBinaryData *vals, size_t n);
 
 #endif /* SRV_PBARENA_H */

@@ -144,7 +144,10 @@ ms_status srv_tfs_predict(void *appv, srv_call *call, const uint8_t *req, size_t
             st = ms_errf(MS_EINVAL, "input \"%s\": missing TensorProto", rq->inputs[i]->key);
             goto done;
         }
-        if ((st = rt_tensor_from_request_proto(rq->inputs[i]->value, &budget, &t)) != MS_OK) {
+        /* A DICOM file's bytes go from the unpacked request into the tensor
+         * as they are: the arena hands their chunk over, no copy. */
+        const rt_strkeep keep = {srv_pbarena_keep, &arena};
+        if ((st = rt_tensor_from_request_proto(rq->inputs[i]->value, &budget, &keep, &t)) != MS_OK) {
             ms_errwrap(st, "input \"%s\"", rq->inputs[i]->key);
             goto done;
         }

@@ -110,10 +110,12 @@ static ms_status strings_from_content(const Tensorflow__TensorProto *p, const rt
 }
 
 /* string_val: count values for n elements (count < n repeats the last one).
- * The bytes of the count values are copied once; repeated elements point at
- * the same bytes, so a broadcast costs 16 bytes per element. */
+ * The bytes of the count values are copied once, or not at all when `keep`
+ * takes them over; repeated elements point at the same bytes, so a
+ * broadcast costs 16 bytes per element. */
 static ms_status strings_from_vals(const Tensorflow__TensorProto *p, size_t count,
-                                   const rt_shape *shape, ms_budget *budget, rt_tensor **out) {
+                                   const rt_shape *shape, ms_budget *budget,
+                                   const rt_strkeep *keep, rt_tensor **out) {
     int64_t n = rt_shape_nelem(shape);
     uint64_t total = 0;
     for (size_t k = 0; k < count; k++) total += p->string_val[k].len;
@@ -121,13 +123,22 @@ static ms_status strings_from_vals(const Tensorflow__TensorProto *p, size_t coun
     if (st != MS_OK) return st;
     rt_tensor *t;
     if ((st = rt_tensor_new(RT_DT_STRING, shape, &t)) != MS_OK) return st;
+    rt_str *d = rt_tensor_strs(t);
+    if (keep != NULL && total > 0 && (t->strbuf = keep->fn(keep->arg, p->string_val, count)) != NULL) {
+        for (size_t k = 0; k < count; k++) {
+            d[k].data = p->string_val[k].data;
+            d[k].len = p->string_val[k].len;
+        }
+        for (int64_t i = (int64_t)count; i < t->nelem; i++) d[i] = d[count - 1];
+        *out = t;
+        return MS_OK;
+    }
     t->strbuf = rt_buf_alloc((size_t)total);
     if (t->strbuf == NULL) {
         rt_tensor_unref(t);
         return ms_errf(MS_ENOMEM, "out of memory for %llu string bytes", (unsigned long long)total);
     }
     uint8_t *b = t->strbuf->data;
-    rt_str *d = rt_tensor_strs(t);
     for (size_t k = 0; k < count; k++) {
         if (p->string_val[k].len) memcpy(b, p->string_val[k].data, p->string_val[k].len);
         d[k].data = b;
@@ -190,7 +201,7 @@ static ms_status precheck(const Tensorflow__TensorProto *p, int request, rt_dtyp
 }
 
 static ms_status from_proto(const Tensorflow__TensorProto *p, int request, ms_budget *budget,
-                            rt_tensor **out) {
+                            const rt_strkeep *keep, rt_tensor **out) {
     rt_dtype dt = RT_DT_INVALID;
     rt_shape shape;
     size_t count = 0;
@@ -199,7 +210,8 @@ static ms_status from_proto(const Tensorflow__TensorProto *p, int request, ms_bu
     int64_t nelem = rt_shape_nelem(&shape);
     if (nelem > 0 && dt == RT_DT_STRING && p->tensor_content.len > 0)
         return strings_from_content(p, &shape, budget, out);
-    if (nelem > 0 && dt == RT_DT_STRING) return strings_from_vals(p, count, &shape, budget, out);
+    if (nelem > 0 && dt == RT_DT_STRING)
+        return strings_from_vals(p, count, &shape, budget, keep, out);
     if (nelem > 0 &&
         (st = ms_budget_take(budget, (uint64_t)nelem * rt_dtype_size(dt), "an input tensor")) !=
             MS_OK)
@@ -262,12 +274,12 @@ static ms_status from_proto(const Tensorflow__TensorProto *p, int request, ms_bu
 }
 
 ms_status rt_tensor_from_proto(const Tensorflow__TensorProto *p, rt_tensor **out) {
-    return from_proto(p, 0, NULL, out);
+    return from_proto(p, 0, NULL, NULL, out);
 }
 
 ms_status rt_tensor_from_request_proto(const Tensorflow__TensorProto *p, ms_budget *budget,
-                                       rt_tensor **out) {
-    return from_proto(p, 1, budget, out);
+                                       const rt_strkeep *keep, rt_tensor **out) {
+    return from_proto(p, 1, budget, keep, out);
 }
 
 ms_status rt_shape_to_proto(const rt_shape *s, Tensorflow__TensorShapeProto *p) {

@@ -22,9 +22,16 @@ ms_status rt_tensor_from_proto(const Tensorflow__TensorProto *p, rt_tensor **out
  * checked against the shape before anything is allocated, the bytes are
  * taken from `budget` first (MS_ENOMEM naming --max_request_memory_bytes;
  * NULL = unlimited), _REF dtypes and dtypes we do not hold are MS_EINVAL.
- * Broadcast string_val elements share their bytes. */
+ * Broadcast string_val elements share their bytes. With `keep` non-NULL,
+ * string_val bytes are not copied when keep->fn hands over a buffer that
+ * owns them (it returns a new reference owning every non-empty vals[k].data,
+ * or NULL: copy). */
+typedef struct rt_strkeep {
+    rt_buf *(*fn)(void *arg, const ProtobufCBinaryData *vals, size_t n);
+    void *arg;
+} rt_strkeep;
 ms_status rt_tensor_from_request_proto(const Tensorflow__TensorProto *p, ms_budget *budget,
-                                       rt_tensor **out);
+                                       const rt_strkeep *keep, rt_tensor **out);
 
 /* Fills *p (already initialised with TENSORFLOW__TENSOR_PROTO__INIT) from t.
  * use_content != 0 writes tensor_content for POD dtypes; otherwise the typed
