@@ -13,7 +13,8 @@
 #  4. one JPEG 2000 lossless 512x512 frame (the CT re-encoded by GDCM):
 #     ours at 1 and 2 threads vs pydicom + GDCM, wall-clock medians;
 #  5. end to end over gRPC, sequential: dcmserve-bench against the daemon
-#     serving the DICOM classifier, p50 vs item 2's in-process time, and the
+#     serving the DICOM classifier, p50 vs the in-process time of item 2's
+#     model taken just before and just after that run, and the
 #     transport floor: the same request bytes to dcmserve-bench's bare gRPC
 #     echo answering 16 bytes (what gRPC alone costs for this message here;
 #     the echo sets glibc's heap thresholds as the daemon does).
@@ -126,15 +127,23 @@ grpc_row() {
     J=$("$BUILD/dcmserve-bench" --target="127.0.0.1:$P" --api="$3" --model=cls --input=image \
         --dicom_dir="$TMP/dcmdir" --concurrency=1 --duration=5 --warmup=1 --json)
     P50=$(echo "$J" | sed -n 's/.*"p50_us": *\([0-9.]*\).*/\1/p')
-    echo "| $4 | $(awk -v u="$P50" 'BEGIN { printf "%.3f", u / 1000 }') | |"
+    G=$(awk -v u="$P50" 'BEGIN { printf "%.3f", u / 1000 }')
+    echo "| $4 | $G | |"
     kill "$1"
     wait "$1" 2>/dev/null || true
 }
+# Each gRPC run is framed by the in-process time of the same model at the
+# same thread count, taken just before and just after it: the overhead row
+# is p50 minus their mean (the machine's speed drifts between the rows above).
 for t in 1 2; do
+    B=$(med "$TMP/cls_dicom" $t "$ITERS" --input_files "$CT")
     "$DCM" serve --port=0 --bind_address=127.0.0.1 --model_name=cls \
         --model_base_path="$TMP/cls_dicom" --tensorflow_intra_op_parallelism=$t ${SERVE_FLAGS:-} \
         > "$TMP/serve$t.out" 2> "$TMP/serve$t.log" &
     grpc_row $! "$TMP/serve$t.out" predict "gRPC sequential p50, DICOM 512² → classifier, $t thread(s)"
+    A=$(med "$TMP/cls_dicom" $t "$ITERS" --input_files "$CT")
+    echo "| in-process, just before / after it | $B / $A | |"
+    echo "| gRPC overhead: p50 − mean of before and after (target ≤ 0.5) | $(awk -v g="$G" -v b="$B" -v a="$A" 'BEGIN { printf "%.3f", g - (a + b) / 2 }') | |"
 done
 "$BUILD/dcmserve-bench" --echo_port=0 --echo_reply_bytes=16 > "$TMP/echo.out" 2> "$TMP/echo.log" &
 grpc_row $! "$TMP/echo.out" echo "gRPC sequential p50, the same request to a bare gRPC echo answering 16 bytes"
