@@ -5,6 +5,7 @@
  * pre-scan (ms_wire_check_request), model_spec merging, protobuf-c unpack (a
  * Predict into the server's bump arena, srv_pbarena, as srv_tfs_predict), the
  * tensor conversion of every input (TensorProto with rt_tensor_from_request_proto,
+ * large bytes fields handed over by the arena uncopied,
  * KServe with srv_kserve_input) under a 64 MiB request budget, then signature
  * validation and the run (sig_run). A crash, leak, sanitizer report or an
  * allocation past the budget is a finding.
@@ -83,8 +84,10 @@ static void predict(const uint8_t *req, size_t n) {
     int ok = in != NULL;
     for (size_t i = 0; ok && i < rq->n_inputs; i++) {
         rt_tensor *t = NULL;
+        /* As the server: large bytes fields pass to the tensor uncopied. */
+        const rt_strkeep keep = {srv_pbarena_keep, &arena};
         if (rq->inputs[i]->value == NULL ||
-            rt_tensor_from_request_proto(rq->inputs[i]->value, &budget, &t) != MS_OK)
+            rt_tensor_from_request_proto(rq->inputs[i]->value, &budget, &keep, &t) != MS_OK)
             ok = 0;
         else {
             in[nin].key = rq->inputs[i]->key;
