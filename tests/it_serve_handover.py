@@ -48,15 +48,24 @@ def free_port():
 
 
 def scrape(port):
-    """({path: count} of dcmserve_grpc_calls_total, dcmserve_requests_in_flight)."""
+    """{path: count} of dcmserve_grpc_calls_total."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     c.request("GET", "/metrics")
     text = c.getresponse().read().decode()
     c.close()
-    paths = {m.group(1): int(m.group(2))
-             for m in re.finditer(r'^dcmserve_grpc_calls_total\{path="(\w+)"\} (\d+)$', text, re.M)}
-    m = re.search(r"^dcmserve_requests_in_flight (\d+)$", text, re.M)
-    return paths, int(m.group(1)) if m else -1
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r'^dcmserve_grpc_calls_total\{path="(\w+)"\} (\d+)$', text, re.M)}
+
+
+def dispatched(port, before, timeout=60):
+    """The path counts once one more gRPC call than in `before` has been
+    dispatched (inline, handed over or queued: counted as it starts)."""
+    end = time.monotonic() + timeout
+    while True:
+        paths = scrape(port)
+        if sum(paths.values()) > sum(before.values()) or time.monotonic() > end:
+            return paths
+        time.sleep(0.002)
 
 
 def dicom_files(n):
@@ -95,7 +104,7 @@ def answers_and_paths(files, extra):
         for f in files:
             resp = d.stub.Predict(ct_request(f), timeout=60)
             got.append({k: resp.outputs[k].SerializeToString() for k in sorted(resp.outputs)})
-        paths, _ = scrape(rest)
+        paths = scrape(rest)
         check(d.stop() == 0, "daemon did not exit 0", d)
         return got, paths
     finally:
@@ -167,13 +176,10 @@ def nobody_waits(tmp):
         print("loop: %.1f us per step, %d steps for the long calls" % (per_step * 1e6, steps))
         long1 = rng.uniform(-1.5, 1.5, size=(steps, 2)).astype(np.float32)
         long2 = rng.uniform(-1.5, 1.5, size=(steps, 2)).astype(np.float32)
-        before, _ = scrape(rest)
+        before = scrape(rest)
 
         f1 = d.stub.Predict.future(loop_request(long1), timeout=120)
-        end = time.monotonic() + 60
-        while scrape(rest)[1] < 1 and time.monotonic() < end:
-            time.sleep(0.002)
-        mid, _ = scrape(rest)
+        mid = dispatched(rest, before)
         check(mid.get("handover", 0) == before.get("handover", 0) + 1,
               "the long call was not handed over: %r then %r" % (before, mid), d)
         # The standby polls: the protocol and other models go on meanwhile.
@@ -190,16 +196,13 @@ def nobody_waits(tmp):
         check(h.status == 1 and list(y) == [4.0], "health %d, hpt %r" % (h.status, y), d)
         check(running, "the long call ended before the other calls were answered; cannot tell", d)
         check(loop_ok(f1.result(), long1) and loop_ok(f2.result(), long2), "long calls' answers", d)
-        after, _ = scrape(rest)
+        after = scrape(rest)
         check(after.get("worker", 0) >= before.get("worker", 0) + 1,
               "the second long call (no standby idle) did not go to a worker: %r then %r" % (before, after), d)
 
         # SIGTERM while a handed-over call runs: it is answered, exit 0.
         f3 = d.stub.Predict.future(loop_request(long1), timeout=120)
-        end = time.monotonic() + 60
-        while scrape(rest)[1] < 1 and time.monotonic() < end:
-            time.sleep(0.002)
-        handed = scrape(rest)[0].get("handover", 0)
+        handed = dispatched(rest, after).get("handover", 0)
         rc = d.stop()
         check(loop_ok(f3.result(), long1), "the call running at SIGTERM was not answered right", d)
         check(handed == after.get("handover", 0) + 1, "the call at SIGTERM was not handed over", d)
