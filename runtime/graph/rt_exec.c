@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kn_memplan.h"
 #include "kn_place.h"
@@ -182,7 +183,65 @@ struct rt_plan {
     rt_plan_copy *copies;   /* in run order (by at) */
     unsigned char *on_dev;  /* per plan position: the node runs on the device */
     plan_mem *mem;          /* the device arenas; NULL: the backend has none */
+    uint64_t *prof;         /* DCMSERVE_PROFILE: ns per step (2k copies, 2k+1 node), runs last */
 };
+
+/* ================= DCMSERVE_PROFILE ================= */
+
+/* DCMSERVE_PROFILE=1: each plan adds up the wall time of its steps (a
+ * node, or the copies before it), waiting for the device backend after
+ * each step so device work is charged to the node that queued it, and logs
+ * the costliest at info level when it is freed (the end of `dcmserve
+ * benchmark` / `run`, a model's unload). For finding where time goes; the
+ * waits make runs slower, so never for figures. */
+static int g_profile = -1;
+
+static int profile_on(void) {
+    int v = __atomic_load_n(&g_profile, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv("DCMSERVE_PROFILE");
+        v = e != NULL && e[0] != '\0' && strcmp(e, "0") != 0;
+        __atomic_store_n(&g_profile, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+static uint64_t prof_now(const rt_plan *p) {
+    if (p->device) (void)kn_backend_sync(p->device);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void prof_add(const rt_plan *p, int step, uint64_t t0) {
+    __atomic_fetch_add(&p->prof[step], prof_now(p) - t0, __ATOMIC_RELAXED);
+}
+
+static void prof_report(const rt_plan *p) {
+    uint64_t runs = p->prof[2 * p->n + 2], total = 0, copies = 0;
+    if (runs == 0) return;
+    for (int s = 0; s <= 2 * p->n; s++) {
+        total += p->prof[s];
+        if (s % 2 == 0) copies += p->prof[s];
+    }
+    MS_INFO("profile: plan of %d nodes, %llu runs, %.1f us per run; copies between host and "
+            "device %.1f us per run (%d copy steps)", p->n, (unsigned long long)runs,
+            total / 1e3 / runs, copies / 1e3 / runs, p->ncopies);
+    unsigned char *done = calloc((size_t)p->n + 1, 1);
+    if (done == NULL) return;
+    for (int shown = 0; shown < 12 && shown < p->n; shown++) {
+        int best = -1;
+        for (int k = 0; k < p->n; k++)
+            if (!done[k] && (best < 0 || p->prof[2 * k + 1] > p->prof[2 * best + 1])) best = k;
+        if (best < 0 || p->prof[2 * best + 1] == 0) break;
+        done[best] = 1;
+        const rt_gnode *n = &p->g->nodes[p->order[best]];
+        MS_INFO("profile:   %8.1f us %5.1f %%  node '%s' (%s)%s", p->prof[2 * best + 1] / 1e3 / runs,
+                100.0 * (double)p->prof[2 * best + 1] / (double)(total ? total : 1), n->name,
+                n->kn.op, p->on_dev && p->on_dev[best] ? " on the device" : "");
+    }
+    free(done);
+}
 
 static void plan_mem_free(rt_plan *p) {
     plan_mem *m = p->mem;
@@ -506,6 +565,8 @@ int rt_plan_stateful(const rt_plan *p) {
 
 void rt_plan_free(rt_plan *p) {
     if (p == NULL) return;
+    if (p->prof) prof_report(p);
+    free(p->prof);
     free(p->order);
     free(p->slot_base);
     free(p->uses);
@@ -844,6 +905,7 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
      * of those shapes (DCMSERVE_DEVICE_ARENA=0: the backend's own allocator) */
     if (p->device && rt_device_arenas(p->device) && (st = plan_mem_init(p)) != MS_OK)
         goto fail;
+    if (profile_on() && (p->prof = calloc(2 * (size_t)p->n + 3, sizeof(uint64_t))) == NULL) goto oom;
     free(need);
     free(stack);
     free(indeg);
@@ -1398,6 +1460,7 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
             st = ms_errf(MS_ECANCELED, "request cancelled");
             break;
         }
+        uint64_t t0 = p->prof ? prof_now(p) : 0;
         if (p->ncopies) {
             if (arena_base) mem_step(key, arena_base, 2 * k);
             if (rp) kn_devtmp_record_begin();
@@ -1405,22 +1468,31 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
             if (rp) rec_tmps(rp, 2 * k);
             if (arena_base) kn_devout_end();
             if (st != MS_OK) break;
+            if (p->prof) {
+                prof_add(p, 2 * k, t0);
+                t0 = prof_now(p);
+            }
         }
         int sgi = graphs ? p->mem->seg_at[k] : -1;
         if (sgi >= 0 && (inst->graph[sgi] != NULL || !inst->tried[sgi])) {
             st = inst->graph[sgi] != NULL ? seg_replay(&r, inst, sgi) : seg_capture(&r, inst, sgi);
+            if (p->prof) prof_add(p, 2 * k + 1, t0); /* a segment: charged to its first node */
             k = p->mem->seg[sgi].k1 - 1;
             continue;
         }
         st = run_node(&r, k, 0);
+        if (p->prof) prof_add(p, 2 * k + 1, t0);
     }
     if (st == MS_OK && p->ncopies) {
+        uint64_t t0 = p->prof ? prof_now(p) : 0;
         if (arena_base) mem_step(key, arena_base, 2 * p->n);
         if (rp) kn_devtmp_record_begin();
         st = run_copies(p, &next_copy, p->n, slots, uses, held, ctx->budget, rp);
         if (rp) rec_tmps(rp, 2 * p->n);
         if (arena_base) kn_devout_end();
+        if (p->prof) prof_add(p, 2 * p->n, t0);
     }
+    if (st == MS_OK && p->prof) __atomic_fetch_add(&p->prof[2 * p->n + 2], 1, __ATOMIC_RELAXED);
     if (st == MS_OK && rp) st = mem_size(p, rp, feeds);
     if (st == MS_OK) {
         for (int i = 0; i < p->nfetches; i++) {
