@@ -11,6 +11,12 @@
  *                         load-time fusion (_FusedConv2D, _FusedMatMul), three
  *                         requests each: within 1e-5 relative (+1e-6 absolute)
  *                         of the CPU, ArgMax equal
+ *   padded_pool_transposed_matmul
+ *                         MaxPool with EXPLICIT padding (ONNX MaxPool's pads)
+ *                         and MatMul / _FusedMatMul with transpose_a,
+ *                         transpose_b and both, unfused and fused: on the GPU
+ *                         (no "runs on the CPU inside the CUDA backend" line at
+ *                         load) and within 1e-5 relative of the CPU
  *   movenet_matches_cpu   util_convnet's movenet (StridedSlice with masks, Slice,
  *                         GatherV2, Sum / Max / Prod / Mean over several axes,
  *                         ResizeNearestNeighbor, BatchMatMulV2 with a broadcast
@@ -43,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kn_cuda_probe.h"
 
@@ -58,6 +65,7 @@ int main(void) {
 #include "kn_cuda_backend.h"
 #include "kn_cuda_mem.h"
 #include "kn_cuda_rt.cuh"
+#include "ms_log.h"
 #include "rt_exec.h"
 #include "rt_fuse.h"
 #include "rt_graph.h"
@@ -150,6 +158,130 @@ static void convnet_case(int fused) {
 START_TEST(test_convnet_matches_cpu) {
     convnet_case(0);
     convnet_case(1);
+}
+END_TEST
+
+/* Graph-building helpers for padded_pool_transposed_matmul. */
+static void pt_const(rt_gb *gb, const char *name, int rank, int64_t d0, int64_t d1, unsigned seed) {
+    rt_tensor *t = NULL;
+    rt_shape s = {.rank = rank, .dim = {d0, d1}};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &s, &t), MS_OK);
+    for (int64_t i = 0; i < t->nelem; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        ((float *)t->data)[i] = (float)((seed >> 8) & 0xFFFF) / 65536.0f - 0.5f;
+    }
+    rt_gb_const(gb, name, t);
+    rt_tensor_unref(t);
+}
+
+static void pt_reshape(rt_gb *gb, const char *name, const char *from, int32_t d0, int32_t d1) {
+    char sh[64];
+    snprintf(sh, sizeof sh, "%s_shape", name);
+    rt_tensor *t = NULL;
+    rt_shape s = {.rank = 1, .dim = {2}};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_INT32, &s, &t), MS_OK);
+    ((int32_t *)t->data)[0] = d0;
+    ((int32_t *)t->data)[1] = d1;
+    rt_gb_const(gb, sh, t);
+    rt_tensor_unref(t);
+    Tensorflow__NodeDef *n = rt_gb_node(gb, "Reshape", name);
+    rt_gb_input(gb, n, from);
+    rt_gb_input(gb, n, sh);
+    rt_gb_attr_type(gb, n, "T", RT_DT_FLOAT);
+    rt_gb_attr_type(gb, n, "Tshape", RT_DT_INT32);
+}
+
+#define PT_NFETCH 4
+static const char *const pt_fetches[PT_NFETCH] = {"mp", "ba", "mm_a", "mm_ab"};
+
+/* x [2, 9, 8, 3] -> MaxPool 3x3 / 2, EXPLICIT pads (top 1, bottom 2, left 1,
+ * right 1) -> [2, 5, 4, 3] -> Reshape [2, 60] -> MatMul(transpose_b, w_t
+ * [5, 60]) -> BiasAdd (fused: _FusedMatMul); Reshape [60, 2] ->
+ * MatMul(transpose_a, w [60, 4]) and MatMul(transpose_a, transpose_b, w_t). */
+static void pt_build(rt_gb *gb) {
+    rt_shape xs = {.rank = 4, .dim = {2, 9, 8, 3}};
+    rt_gb_placeholder(gb, "x", RT_DT_FLOAT, &xs);
+    Tensorflow__NodeDef *mp = rt_gb_node(gb, "MaxPool", "mp");
+    rt_gb_input(gb, mp, "x");
+    rt_gb_attr_type(gb, mp, "T", RT_DT_FLOAT);
+    rt_gb_attr_ilist(gb, mp, "ksize", (int64_t[]){1, 3, 3, 1}, 4);
+    rt_gb_attr_ilist(gb, mp, "strides", (int64_t[]){1, 2, 2, 1}, 4);
+    rt_gb_attr_str(gb, mp, "padding", "EXPLICIT");
+    rt_gb_attr_ilist(gb, mp, "explicit_paddings", (int64_t[]){0, 0, 1, 2, 1, 1, 0, 0}, 8);
+    pt_reshape(gb, "flat", "mp", 2, 60);
+    pt_reshape(gb, "flat_t", "mp", 60, 2);
+    pt_const(gb, "w_t", 2, 5, 60, 21);
+    pt_const(gb, "w", 2, 60, 4, 22);
+    pt_const(gb, "b", 1, 5, 0, 23);
+    rt_gb_matmul(gb, "mm_b", "flat", "w_t", 0, 1, RT_DT_FLOAT);
+    Tensorflow__NodeDef *ba = rt_gb_node(gb, "BiasAdd", "ba");
+    rt_gb_input(gb, ba, "mm_b");
+    rt_gb_input(gb, ba, "b");
+    rt_gb_attr_type(gb, ba, "T", RT_DT_FLOAT);
+    rt_gb_matmul(gb, "mm_a", "flat_t", "w", 1, 0, RT_DT_FLOAT);
+    rt_gb_matmul(gb, "mm_ab", "flat_t", "w_t", 1, 1, RT_DT_FLOAT);
+}
+
+/* Builds the plan of g with stderr in a file; 1 when the log says a node
+ * runs on the CPU inside the CUDA backend. */
+static int pt_plan(rt_graph *g, rt_plan **p) {
+    rt_edge fe, fo[PT_NFETCH];
+    ck_assert_int_eq(rt_graph_tensor(g, "x", &fe), MS_OK);
+    for (int i = 0; i < PT_NFETCH; i++)
+        ck_assert_int_eq(rt_graph_tensor(g, pt_fetches[i], &fo[i]), MS_OK);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *f = tmpfile();
+    ck_assert(saved >= 0 && f != NULL);
+    dup2(fileno(f), 2);
+    ms_log_level lvl = ms_log_get_level();
+    ms_log_set_level(MS_LOG_INFO);
+    ms_status st = rt_plan_build(g, &fe, 1, fo, PT_NFETCH, NULL, 0, p);
+    ms_log_set_level(lvl);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ck_assert_msg(st == MS_OK, "plan: %s", ms_errmsg());
+    char line[1024];
+    int fell = 0;
+    rewind(f);
+    while (fgets(line, sizeof line, f)) {
+        fputs(line, stderr);
+        if (strstr(line, "inside the CUDA backend")) fell = 1;
+    }
+    fclose(f);
+    return fell;
+}
+
+START_TEST(test_padded_pool_transposed_matmul) {
+    for (int fused = 0; fused < 2; fused++) {
+        rt_gb *gb = NULL;
+        ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+        pt_build(gb);
+        rt_graph *g0 = convnet(gb, fused, NULL), *g1 = convnet(gb, fused, g_dev);
+        rt_plan *p0 = NULL, *p1 = NULL;
+        ck_assert_int_eq(pt_plan(g0, &p0), 0);
+        ck_assert_msg(pt_plan(g1, &p1) == 0, "a node fell back to the CPU (fused %d)", fused);
+        for (int rep = 0; rep < 2; rep++) {
+            rt_tensor *x = ut_convnet_input(300 + (unsigned)rep);
+            rt_tensor *want[PT_NFETCH] = {0}, *got[PT_NFETCH] = {0};
+            kn_ctx ctx = {.nthreads = 1};
+            ck_assert_msg(rt_plan_run(p0, &ctx, NULL, &x, want) == MS_OK, "%s", ms_errmsg());
+            ck_assert_msg(rt_plan_run(p1, &ctx, NULL, &x, got) == MS_OK, "%s", ms_errmsg());
+            for (int i = 0; i < PT_NFETCH; i++) {
+                check_close(got[i], want[i], pt_fetches[i]);
+                rt_tensor_unref(got[i]);
+                rt_tensor_unref(want[i]);
+            }
+            rt_tensor_unref(x);
+        }
+        rt_plan_free(p0);
+        rt_plan_free(p1);
+        rt_graph_free(g0);
+        rt_graph_free(g1);
+        rt_gb_free(gb);
+    }
+    ck_assert_int_eq(kn_cuda_sticky(), 0);
 }
 END_TEST
 
@@ -437,6 +569,7 @@ int main(void) {
     }
     const tu_case cases[] = {
         {"convnet_matches_cpu", test_convnet_matches_cpu},
+        {"padded_pool_transposed_matmul", test_padded_pool_transposed_matmul},
         {"movenet_matches_cpu", test_movenet_matches_cpu},
         {"half_plus_two", test_half_plus_two},
         {"dicom_split", test_dicom_split},

@@ -1064,8 +1064,8 @@ static ms_status parse_attrs(const kn_node *n, op_state *s, const char **why) {
         s->kind = K_SOFTMAX;
     } else if (strcmp(op, "MatMul") == 0 || strcmp(op, "_FusedMatMul") == 0) {
         s->kind = K_MATMUL;
-        if (kn_attr_b(n, "transpose_a", 0) || kn_attr_b(n, "transpose_b", 0))
-            *why = "transpose_a / transpose_b";
+        s->adj_x = kn_attr_b(n, "transpose_a", 0);
+        s->adj_y = kn_attr_b(n, "transpose_b", 0);
     } else if (strcmp(op, "Square") == 0 || strcmp(op, "Rsqrt") == 0 ||
                strcmp(op, "LeakyRelu") == 0 || strcmp(op, "Elu") == 0) {
         s->kind = K_UNARY;
@@ -1095,7 +1095,8 @@ static ms_status parse_attrs(const kn_node *n, op_state *s, const char **why) {
         if (!kn_attr_s_eq(n, "data_format", "NHWC", "NHWC")) *why = "data_format is not NHWC";
         else if (!nhwc_pair(n, "ksize", 1, &s->kh, &s->kw)) *why = "ksize on batch / channels";
         else if (!nhwc_pair(n, "strides", 1, &s->sh, &s->sw)) *why = "strides on batch / channels";
-        else if (!padding_attr(n, s) || s->explicit_pad) *why = "padding";
+        else if (!padding_attr(n, s) || (s->explicit_pad && s->kind != K_MAXPOOL))
+            *why = "padding"; /* EXPLICIT: MaxPool only, as on the CPU */
     } else if (strcmp(op, "Sum") == 0 || strcmp(op, "Mean") == 0 || strcmp(op, "Max") == 0 ||
                strcmp(op, "Min") == 0 || strcmp(op, "Prod") == 0) {
         s->kind = K_REDUCE;
@@ -1336,9 +1337,11 @@ static ms_status c_matmul(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *no
                           rt_tensor *const *in, rt_tensor **out) {
     const rt_tensor *a = in[0], *b = in[1];
     if (!is_f32(a) || !is_f32(b) || a->shape.rank != 2 || b->shape.rank != 2 ||
-        a->shape.dim[1] != b->shape.dim[0])
+        a->shape.dim[s->adj_x ? 0 : 1] != b->shape.dim[s->adj_y ? 1 : 0])
         FALLBACK("shapes or dtypes");
-    int64_t M = a->shape.dim[0], K = a->shape.dim[1], N = b->shape.dim[1];
+    /* transpose_a / transpose_b (kept in adj_x / adj_y): a is [K, M], b [N, K] */
+    int64_t M = a->shape.dim[s->adj_x ? 1 : 0], K = a->shape.dim[s->adj_x ? 0 : 1],
+            N = b->shape.dim[s->adj_y ? 0 : 1];
     const rt_tensor *bias = s->fuse_bias ? in[2] : NULL, *add = s->fuse_add ? in[3] : NULL;
     if (bias && (!is_f32(bias) || bias->nelem != N)) FALLBACK("bias shape");
     if (add && (!is_f32(add) || add->nelem != M * N)) FALLBACK("addend shape");
@@ -1351,8 +1354,8 @@ static ms_status c_matmul(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *no
     for (int i = 0; i < s->ngemm; i++)
         if (s->gemm[i].m == M && s->gemm[i].n == N && s->gemm[i].k == K) plan = s->gemm[i].plan;
     if (plan == NULL && s->ngemm < MAX_PLANS) {
-        st = kn_cuda_gemm_plan(M, N, K, bias && !add, fuse_relu ? KN_CUDA_ACT_RELU : KN_CUDA_ACT_NONE,
-                               &plan);
+        st = kn_cuda_gemm_plan_t(M, N, K, s->adj_x, s->adj_y, bias && !add,
+                                 fuse_relu ? KN_CUDA_ACT_RELU : KN_CUDA_ACT_NONE, &plan);
         if (st == MS_OK) s->gemm[s->ngemm++] = (gemm_entry){M, N, K, plan};
     }
     pthread_mutex_unlock(&s->mu);
@@ -1518,10 +1521,12 @@ static ms_status c_pool(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *node
     const rt_tensor *x = in[0];
     if (!is_f32(x) || x->shape.rank != 4) FALLBACK("shapes or dtypes");
     int64_t N = x->shape.dim[0], H = x->shape.dim[1], W = x->shape.dim[2], C = x->shape.dim[3];
-    int64_t oh, ow, pt = 0, pb = 0, pl = 0, pr = 0;
-    if (kn_cuda__spatial(H, s->kh, s->sh, 1, s->same, &oh, &pt, &pb) != MS_OK ||
-        kn_cuda__spatial(W, s->kw, s->sw, 1, s->same, &ow, &pl, &pr) != MS_OK)
+    int64_t oh, ow, pt = s->pads[0], pb = s->pads[1], pl = s->pads[2], pr = s->pads[3];
+    int mode = s->same ? 1 : s->explicit_pad ? -1 : 0;
+    if (kn_cuda__spatial(H, s->kh, s->sh, 1, mode, &oh, &pt, &pb) != MS_OK ||
+        kn_cuda__spatial(W, s->kw, s->sw, 1, mode, &ow, &pl, &pr) != MS_OK)
         FALLBACK("window larger than the input");
+    if (pt > INT32_MAX / 4 || pl > INT32_MAX / 4) FALLBACK("sizes");
     if (N * H * W * C == 0 || oh <= 0 || ow <= 0 || N > INT32_MAX || H > INT32_MAX ||
         W > INT32_MAX || C > INT32_MAX)
         FALLBACK("sizes");

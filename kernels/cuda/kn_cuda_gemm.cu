@@ -2,7 +2,8 @@
  *
  * Row-major Y = X . W is computed as the column-major product
  * Y^T (N x M) = W^T (N x K) . X^T (K x M): the row-major buffers are those
- * column-major matrices already, so no transpose is needed, and the bias
+ * column-major matrices already, so no transpose is needed (MatMul's
+ * transpose_a / transpose_b are cuBLASLt's TRANSB / TRANSA), and the bias
  * (one value per row of the column-major result, i.e. per output feature)
  * is cuBLASLt's bias vector. */
 #include <cublasLt.h>
@@ -149,6 +150,12 @@ struct kn_cuda_gemm {
 
 extern "C" ms_status kn_cuda_gemm_plan(int64_t m, int64_t n, int64_t k, int has_bias,
                                        kn_cuda_act act, kn_cuda_gemm **out) {
+    return kn_cuda_gemm_plan_t(m, n, k, 0, 0, has_bias, act, out);
+}
+
+extern "C" ms_status kn_cuda_gemm_plan_t(int64_t m, int64_t n, int64_t k, int trans_x,
+                                         int trans_w, int has_bias, kn_cuda_act act,
+                                         kn_cuda_gemm **out) {
     *out = NULL;
     if (m <= 0 || n <= 0 || k <= 0 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
         return ms_errf(MS_EINVAL, "MatMul (cuBLASLt): bad shape %lldx%lldx%lld", (long long)m,
@@ -173,9 +180,23 @@ extern "C" ms_status kn_cuda_gemm_plan(int64_t m, int64_t n, int64_t k, int has_
     if (has_bias)
         LT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_t, sizeof bias_t),
            "bias type");
-    /* column-major: A = W^T (n x k, ld n), B = X^T (k x m, ld k), C = Y^T (n x m, ld n) */
-    LT(g_lt.layout_create(&g->lt.la, CUDA_R_32F, (uint64_t)n, (uint64_t)k, n), "layout A");
-    LT(g_lt.layout_create(&g->lt.lb, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k), "layout B");
+    /* column-major: A = W^T (n x k, ld n), B = X^T (k x m, ld k), C = Y^T (n x m, ld n).
+     * A W stored [N, K] (trans_w) reads as the column-major k x n (ld k),
+     * transposed by cuBLASLt; an X stored [K, M] (trans_x) as m x k (ld m). */
+    {
+        cublasOperation_t ta = trans_w ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          tb = trans_x ? CUBLAS_OP_T : CUBLAS_OP_N;
+        LT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
+        LT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
+    }
+    if (trans_w)
+        LT(g_lt.layout_create(&g->lt.la, CUDA_R_32F, (uint64_t)k, (uint64_t)n, k), "layout A");
+    else
+        LT(g_lt.layout_create(&g->lt.la, CUDA_R_32F, (uint64_t)n, (uint64_t)k, n), "layout A");
+    if (trans_x)
+        LT(g_lt.layout_create(&g->lt.lb, CUDA_R_32F, (uint64_t)m, (uint64_t)k, m), "layout B");
+    else
+        LT(g_lt.layout_create(&g->lt.lb, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k), "layout B");
     LT(g_lt.layout_create(&g->lt.lc, CUDA_R_32F, (uint64_t)n, (uint64_t)m, n), "layout C");
     LT(lt_pick(&g->lt, NULL, &found, &what), what);
     if (found < 1) {

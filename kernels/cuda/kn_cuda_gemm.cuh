@@ -28,6 +28,10 @@ typedef struct kn_cuda_gemm kn_cuda_gemm;
  * the plan adds bias[N]. */
 ms_status kn_cuda_gemm_plan(int64_t m, int64_t n, int64_t k, int has_bias, kn_cuda_act act,
                             kn_cuda_gemm **out);
+/* The same with TensorFlow's MatMul transpose_a / transpose_b: X stored as
+ * [K, M] when trans_x, W stored as [N, K] when trans_w (Y stays [M, N]). */
+ms_status kn_cuda_gemm_plan_t(int64_t m, int64_t n, int64_t k, int trans_x, int trans_w,
+                              int has_bias, kn_cuda_act act, kn_cuda_gemm **out);
 /* Workspace bytes the plan's algorithm needs (device memory, from the arena). */
 uint64_t kn_cuda_gemm_workspace(const kn_cuda_gemm *g);
 ms_status kn_cuda_gemm_run(const kn_cuda_gemm *g, const float *x, const float *w,

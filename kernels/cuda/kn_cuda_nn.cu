@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <float.h>
+#include <math.h>
 
 #include "kn_cuda_nn.cuh"
 #include "kn_cuda_rt.cuh"
@@ -26,7 +27,7 @@ __global__ void pool_kernel(kn_cuda_pool_shape s, const float *__restrict__ x, f
         const int oy = (int)(r % s.oh);
         const int b = (int)(r / s.oh);
         const int y0 = oy * s.sh - s.pad_top, x0 = ox * s.sw - s.pad_left;
-        float acc = kMax ? -FLT_MAX : 0.f;
+        float acc = kMax ? -INFINITY : 0.f; /* a window of padding only: -inf, as the CPU */
         bool any = false;
         int count = 0;
         for (int ky = 0; ky < s.kh; ky++) {
