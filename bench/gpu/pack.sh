@@ -23,7 +23,7 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/models" "$stage/data" "$out"
     echo "pack.sh: $build has no CUDA build (bench_gpu_dicom missing): configure with DCMSERVE_CUDA=ON" >&2
     exit 1
 }
-cp "$build/dcmserve" "$build/bench_gpu_dicom" "$stage/bin/"
+cp "$build/dcmserve" "$build/bench_gpu_dicom" "$build/dcmserve-bench" "$stage/bin/"
 # The gpu-labelled tests, as ctest lists them here.
 tests=$(cd "$build" && ctest -N -L gpu | sed -n 's/^ *Test *#[0-9]*: *//p')
 for t in $tests; do cp "$build/check_$t" "$stage/bin/"; done
