@@ -14,7 +14,9 @@
  *   padded_pool_transposed_matmul
  *                         MaxPool with EXPLICIT padding (ONNX MaxPool's pads)
  *                         and MatMul / _FusedMatMul with transpose_a,
- *                         transpose_b and both, unfused and fused: on the GPU
+ *                         transpose_b and both, and Sub / Mul broadcasting
+ *                         [2, 9, 8, 3] against [2, 1, 1, 3] either way round
+ *                         (an instance norm), unfused and fused: on the GPU
  *                         (no "runs on the CPU inside the CUDA backend" line at
  *                         load) and within 1e-5 relative of the CPU
  *   movenet_matches_cpu   util_convnet's movenet (StridedSlice with masks, Slice,
@@ -191,8 +193,9 @@ static void pt_reshape(rt_gb *gb, const char *name, const char *from, int32_t d0
     rt_gb_attr_type(gb, n, "Tshape", RT_DT_INT32);
 }
 
-#define PT_NFETCH 4
-static const char *const pt_fetches[PT_NFETCH] = {"mp", "ba", "mm_a", "mm_ab"};
+#define PT_NFETCH 7
+static const char *const pt_fetches[PT_NFETCH] = {"mp",       "ba",        "mm_a",  "mm_ab",
+                                                  "centered", "rcentered", "scaled"};
 
 /* x [2, 9, 8, 3] -> MaxPool 3x3 / 2, EXPLICIT pads (top 1, bottom 2, left 1,
  * right 1) -> [2, 5, 4, 3] -> Reshape [2, 60] -> MatMul(transpose_b, w_t
@@ -220,6 +223,23 @@ static void pt_build(rt_gb *gb) {
     rt_gb_attr_type(gb, ba, "T", RT_DT_FLOAT);
     rt_gb_matmul(gb, "mm_a", "flat_t", "w", 1, 0, RT_DT_FLOAT);
     rt_gb_matmul(gb, "mm_ab", "flat_t", "w_t", 1, 1, RT_DT_FLOAT);
+    /* an instance norm's broadcasts: x - mean [2, 1, 1, 3], mean - x, mean * x */
+    rt_tensor *ax = NULL;
+    rt_shape as = {.rank = 1, .dim = {2}};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_INT32, &as, &ax), MS_OK);
+    ((int32_t *)ax->data)[0] = 1;
+    ((int32_t *)ax->data)[1] = 2;
+    rt_gb_const(gb, "hw", ax);
+    rt_tensor_unref(ax);
+    Tensorflow__NodeDef *mean = rt_gb_node(gb, "Mean", "mean");
+    rt_gb_input(gb, mean, "x");
+    rt_gb_input(gb, mean, "hw");
+    rt_gb_attr_type(gb, mean, "T", RT_DT_FLOAT);
+    rt_gb_attr_type(gb, mean, "Tidx", RT_DT_INT32);
+    rt_gb_attr_b(gb, mean, "keep_dims", 1);
+    rt_gb_binary(gb, "Sub", "centered", "x", "mean", RT_DT_FLOAT);
+    rt_gb_binary(gb, "Sub", "rcentered", "mean", "x", RT_DT_FLOAT);
+    rt_gb_binary(gb, "Mul", "scaled", "mean", "x", RT_DT_FLOAT);
 }
 
 /* Builds the plan of g with stderr in a file; 1 when the log says a node

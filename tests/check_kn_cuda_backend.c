@@ -116,6 +116,69 @@ START_TEST(broadcasts) {
             ck_assert_int_eq(nb, cases[i].nb);
         }
     }
+    /* the general form: instance norm's [N, H, W, C] - [N, 1, 1, C], its
+     * reverse, an outer product, incompatible and empty shapes */
+    struct {
+        rt_shape a, b;
+        int ok, rank;
+        int64_t out[4], dim[4], sa[4], sb[4];
+    } g[] = {
+        {{4, {2, 5, 6, 3}}, {4, {2, 1, 1, 3}}, 1, 3, {2, 5, 6, 3}, {2, 30, 3}, {90, 3, 1}, {3, 0, 1}},
+        {{4, {2, 1, 1, 3}}, {4, {2, 5, 6, 3}}, 1, 3, {2, 5, 6, 3}, {2, 30, 3}, {3, 0, 1}, {90, 3, 1}},
+        {{2, {4, 1}}, {1, {7}}, 1, 2, {4, 7}, {4, 7}, {1, 0}, {0, 1}},
+        {{3, {2, 1, 4}}, {3, {2, 3, 4}}, 1, 3, {2, 3, 4}, {2, 3, 4}, {4, 0, 1}, {12, 4, 1}},
+        {{2, {3, 4}}, {2, {3, 4}}, 1, 1, {3, 4}, {12}, {1}, {1}},
+        {{2, {1, 1}}, {0, {0}}, 1, 1, {1, 1}, {1}, {0}, {0}},
+        {{4, {3, 1, 5, 1}}, {4, {1, 4, 1, 2}}, 1, -1, {3, 4, 5, 2}, {0}, {0}, {0}}, /* walk only */
+        {{3, {5, 1, 3}}, {2, {4, 3}}, 1, -1, {5, 4, 3}, {0}, {0}, {0}},
+        {{2, {3, 4}}, {1, {3}}, 0, 0, {0}, {0}, {0}, {0}},
+        {{2, {3, 0}}, {1, {1}}, 0, 0, {0}, {0}, {0}, {0}},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        rt_shape os;
+        kn_cuda_bcast_shape bs;
+        int ok = kn_cuda__bcast_general(&g[i].a, &g[i].b, &os, &bs);
+        ck_assert_msg(ok == g[i].ok, "general case %zu: %d", i, ok);
+        if (!ok) continue;
+        ck_assert_int_eq(os.rank, g[i].a.rank > g[i].b.rank ? g[i].a.rank : g[i].b.rank);
+        for (int d = 0; d < os.rank; d++) ck_assert_int_eq(os.dim[d], g[i].out[d]);
+        ck_assert_msg(g[i].rank < 0 || bs.rank == g[i].rank, "general case %zu: rank %d", i, bs.rank);
+        for (int d = 0; g[i].rank >= 0 && d < bs.rank; d++) {
+            ck_assert_msg(bs.dim[d] == g[i].dim[d] && bs.sa[d] == g[i].sa[d] && bs.sb[d] == g[i].sb[d],
+                          "general case %zu axis %d: %lld %lld %lld", i, d, (long long)bs.dim[d],
+                          (long long)bs.sa[d], (long long)bs.sb[d]);
+        }
+        /* binary_bcast_kernel's index walk (kn_cuda_elementwise.cu), on the
+         * host: each output reads the operands' elements that TensorFlow's
+         * broadcasting names */
+        int64_t n = 1;
+        for (int d = 0; d < os.rank; d++) n *= os.dim[d];
+        for (int64_t t = 0; t < n; t++) {
+            int64_t r = t, ia = 0, ib = 0;
+            for (int d = bs.rank - 1; d >= 0; d--) {
+                int64_t c = r % bs.dim[d];
+                r /= bs.dim[d];
+                ia += c * bs.sa[d];
+                ib += c * bs.sb[d];
+            }
+            int64_t q = t, wa = 0, wb = 0, ma = 1, mb = 1;
+            for (int d = os.rank - 1; d >= 0; d--) {
+                int64_t c = q % os.dim[d];
+                q /= os.dim[d];
+                int xa = d - (os.rank - g[i].a.rank), xb = d - (os.rank - g[i].b.rank);
+                if (xa >= 0) {
+                    wa += (g[i].a.dim[xa] == 1 ? 0 : c) * ma;
+                    ma *= g[i].a.dim[xa];
+                }
+                if (xb >= 0) {
+                    wb += (g[i].b.dim[xb] == 1 ? 0 : c) * mb;
+                    mb *= g[i].b.dim[xb];
+                }
+            }
+            ck_assert_msg(ia == wa && ib == wb, "general case %zu, output %lld: reads %lld / %lld, not %lld / %lld",
+                          i, (long long)t, (long long)ia, (long long)ib, (long long)wa, (long long)wb);
+        }
+    }
 }
 END_TEST
 
@@ -565,6 +628,100 @@ START_TEST(convnet_placement) {
 }
 END_TEST
 
+/* An instance norm's statistics between device ops: x -> Relu r; m = Mean(r,
+ * [1, 2], keep); v = Mean(Square(Sub(r, m)), [1, 2]). On the CPU the load-time
+ * fusion turns v into a _FusedMapReduce (CPU only); with a device that has
+ * Sub, Square and Mean (the CUDA table's ops) it leaves them alone, so they
+ * run on the device instead of copying r and m to the host; with a device
+ * that has _FusedMapReduce itself (the test device with every op) it fuses.
+ * Both give the CPU's numbers (1e-6 relative: the fused pass sums in its own
+ * order). */
+static void mr_build(rt_gb *gb) {
+    rt_shape xs = {.rank = 4, .dim = {2, 6, 5, 3}};
+    rt_gb_placeholder(gb, "x", RT_DT_FLOAT, &xs);
+    rt_gb_unary(gb, "Relu", "r", "x", RT_DT_FLOAT);
+    rt_tensor *ax = NULL;
+    rt_shape as = {.rank = 1, .dim = {2}};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_INT32, &as, &ax), MS_OK);
+    ((int32_t *)ax->data)[0] = 1;
+    ((int32_t *)ax->data)[1] = 2;
+    rt_gb_const(gb, "axes", ax);
+    rt_tensor_unref(ax);
+    const char *mean_of[2][2] = {{"m", "r"}, {"v", "sq"}};
+    for (int i = 0; i < 2; i++) {
+        if (i == 1) {
+            rt_gb_binary(gb, "Sub", "c", "r", "m", RT_DT_FLOAT);
+            rt_gb_unary(gb, "Square", "sq", "c", RT_DT_FLOAT);
+        }
+        Tensorflow__NodeDef *n = rt_gb_node(gb, "Mean", mean_of[i][0]);
+        rt_gb_input(gb, n, mean_of[i][1]);
+        rt_gb_input(gb, n, "axes");
+        rt_gb_attr_type(gb, n, "T", RT_DT_FLOAT);
+        rt_gb_attr_type(gb, n, "Tidx", RT_DT_INT32);
+        rt_gb_attr_b(gb, n, "keep_dims", 1);
+    }
+}
+
+static int has_op(const rt_graph *g, const char *op) {
+    for (int v = 0; v < g->n; v++)
+        if (g->nodes[v].kn.op && strcmp(g->nodes[v].kn.op, op) == 0) return 1;
+    return 0;
+}
+
+START_TEST(map_reduce_stays_on_device) {
+    cap_setup(0);
+    kn_backend *every = ut_testdev_new("every", NULL, 0);
+    rt_gb *gb = NULL;
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    mr_build(gb);
+    Tensorflow__MetaGraphDef *mg = NULL;
+    ck_assert_msg(rt_gb_meta_graph(gb, &mg) == MS_OK, "%s", ms_errmsg());
+    kn_backend *dev[3] = {NULL, capdev, every};
+    const int fused_want[3] = {1, 0, 1};
+    rt_tensor *x = NULL;
+    rt_shape xs = {.rank = 4, .dim = {2, 6, 5, 3}};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &xs, &x), MS_OK);
+    for (int64_t i = 0; i < x->nelem; i++) ((float *)x->data)[i] = (float)((i * 37) % 23) / 7.0f - 1.0f;
+    rt_tensor *want = NULL;
+    for (int k = 0; k < 3; k++) {
+        rt_graph *g = NULL;
+        ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g), MS_OK);
+        g->device = dev[k];
+        ck_assert_int_eq(rt_fuse_graph(g, NULL), MS_OK);
+        ck_assert_msg(has_op(g, "_FusedMapReduce") == fused_want[k], "device %d: fused %d", k,
+                      has_op(g, "_FusedMapReduce"));
+        rt_edge fe, fo;
+        ck_assert_int_eq(rt_graph_tensor(g, "x", &fe), MS_OK);
+        ck_assert_int_eq(rt_graph_tensor(g, "v", &fo), MS_OK);
+        rt_plan *p = NULL;
+        ck_assert_msg(rt_plan_build(g, &fe, 1, &fo, 1, NULL, 0, &p) == MS_OK, "%s", ms_errmsg());
+        ut_dev.runs = 0;
+        rt_tensor *got = NULL;
+        run_plan(p, x, &got);
+        if (k == 1) ck_assert_int_ge(ut_dev.runs, 4); /* Relu, Mean, Sub, Square, Mean */
+        ck_assert_int_eq(got->buf->device, 0);
+        ck_assert_int_eq(got->nelem, 6);
+        if (k == 0) {
+            want = got;
+        } else {
+            for (int64_t i = 0; i < got->nelem; i++) {
+                float a = ((float *)got->data)[i], b = ((float *)want->data)[i];
+                ck_assert_msg(fabsf(a - b) <= 1e-6f * fabsf(b) + 1e-7f, "device %d [%lld]: %g vs %g", k,
+                              (long long)i, a, b);
+            }
+            rt_tensor_unref(got);
+        }
+        rt_plan_free(p);
+        rt_graph_free(g);
+    }
+    rt_tensor_unref(want);
+    rt_tensor_unref(x);
+    rt_gb_free(gb);
+    kn_backend_free(every);
+    cap_teardown();
+}
+END_TEST
+
 /* The ops added with the data movement, reductions and BatchMatMul
  * (util_convnet's movenet) on the device with the table's ops: each such
  * node bound to the device, Shape on the host (its int32 value copied to the
@@ -814,6 +971,7 @@ int main(void) {
     tcase_add_loop_test(tc, convnet_placement, 0, 2);
     tcase_add_loop_test(tc, convnet_arena, 0, 2);
     tcase_add_test(tc, movenet_placement);
+    tcase_add_test(tc, map_reduce_stays_on_device);
     tcase_add_loop_test(tc, convnet_cuda_graphs, 0, 2);
     tcase_add_loop_test(tc, dicom_split_placement, 0, 3);
     suite_add_tcase(s, tc);

@@ -93,6 +93,61 @@ int kn_cuda__bcast(const rt_shape *a, const rt_shape *b, int commutative, int64_
     return 0;
 }
 
+int kn_cuda__bcast_general(const rt_shape *a, const rt_shape *b, rt_shape *out,
+                           kn_cuda_bcast_shape *s) {
+    const int rank = a->rank > b->rank ? a->rank : b->rank;
+    if (rank > KN_CUDA_BCAST_RANK || rank > RT_MAX_RANK) return 0;
+    int64_t da[KN_CUDA_BCAST_RANK], db[KN_CUDA_BCAST_RANK];
+    memset(out, 0, sizeof(*out));
+    out->rank = rank;
+    for (int d = 0; d < rank; d++) {
+        int ia = d - (rank - a->rank), ib = d - (rank - b->rank);
+        da[d] = ia >= 0 ? a->dim[ia] : 1;
+        db[d] = ib >= 0 ? b->dim[ib] : 1;
+        if (da[d] <= 0 || db[d] <= 0) return 0;
+        if (da[d] != db[d] && da[d] != 1 && db[d] != 1) return 0;
+        out->dim[d] = da[d] > db[d] ? da[d] : db[d];
+    }
+    /* row-major strides of each operand, 0 on its broadcast axes; size-1
+     * output axes dropped */
+    int64_t stra = 1, strb = 1;
+    int64_t dim[KN_CUDA_BCAST_RANK], sa[KN_CUDA_BCAST_RANK], sb[KN_CUDA_BCAST_RANK];
+    int k = 0;
+    for (int d = rank - 1; d >= 0; d--) {
+        if (out->dim[d] != 1) {
+            dim[k] = out->dim[d];
+            sa[k] = da[d] == 1 ? 0 : stra;
+            sb[k] = db[d] == 1 ? 0 : strb;
+            k++;
+        }
+        stra *= da[d];
+        strb *= db[d];
+    }
+    /* dim / sa / sb are innermost first; merge an axis into the one inside
+     * it when both operands step across them as one axis */
+    memset(s, 0, sizeof(*s));
+    int m = 0;
+    for (int i = 0; i < k; i++) {
+        if (m > 0 && sa[i] == s->sa[m - 1] * s->dim[m - 1] && sb[i] == s->sb[m - 1] * s->dim[m - 1]) {
+            s->dim[m - 1] *= dim[i];
+            continue;
+        }
+        s->dim[m] = dim[i], s->sa[m] = sa[i], s->sb[m] = sb[i];
+        m++;
+    }
+    if (m == 0) s->dim[m] = 1, s->sa[m] = 0, s->sb[m] = 0, m = 1; /* one value */
+    /* outermost first, as the kernel walks them */
+    for (int i = 0; i < m / 2; i++) {
+        int j = m - 1 - i;
+        int64_t t = s->dim[i];
+        s->dim[i] = s->dim[j], s->dim[j] = t;
+        t = s->sa[i], s->sa[i] = s->sa[j], s->sa[j] = t;
+        t = s->sb[i], s->sb[i] = s->sb[j], s->sb[j] = t;
+    }
+    s->rank = m;
+    return 1;
+}
+
 /* Values of kn_cuda_act (kn_cuda_elementwise.cuh), kept in step by a
  * static check in the CUDA part below. */
 int kn_cuda__act(const char *name, size_t len) {
@@ -1275,8 +1330,16 @@ static ms_status c_binary(cuda_be *be, worker *w, kn_ctx *ctx, const kn_node *no
     if (!is_f32(in[0]) || !is_f32(in[1])) FALLBACK("not float32");
     int64_t nb = 0;
     int swap = 0;
-    if (!kn_cuda__bcast(&in[0]->shape, &in[1]->shape, s->commutative, &nb, &swap))
-        FALLBACK("a broadcast other than over leading dimensions");
+    if (!kn_cuda__bcast(&in[0]->shape, &in[1]->shape, s->commutative, &nb, &swap)) {
+        rt_shape os;
+        kn_cuda_bcast_shape bs;
+        if (!kn_cuda__bcast_general(&in[0]->shape, &in[1]->shape, &os, &bs))
+            FALLBACK("shapes that do not broadcast");
+        ms_status st = dev_tensor(be, w, node, RT_DT_FLOAT, &os, &out[0]);
+        if (st != MS_OK) return st;
+        return kn_cuda_binary_bcast(s->binop, F(in[0]), F(in[1]), &bs, (float *)out[0]->data,
+                                    out[0]->nelem, w->stream);
+    }
     const rt_tensor *a = swap ? in[1] : in[0], *b = swap ? in[0] : in[1];
     ms_status st = dev_tensor(be, w, node, RT_DT_FLOAT, &a->shape, &out[0]);
     if (st != MS_OK) return st;

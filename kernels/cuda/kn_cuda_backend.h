@@ -30,6 +30,7 @@
 #define KN_CUDA_BACKEND_H
 
 #include "kn_backend.h"
+#include "kn_cuda_elementwise.cuh"
 #include "kn_cuda_index.cuh"
 #include "kn_cuda_reduce.cuh"
 #include "ms_status.h"
@@ -64,6 +65,13 @@ ms_status kn_cuda__spatial(int64_t in, int64_t k, int64_t s, int64_t d, int same
  * *swap (1 when a and b were exchanged: a commutative op whose first operand
  * is the small one). 0 when the GPU kernel cannot take these shapes. */
 int kn_cuda__bcast(const rt_shape *a, const rt_shape *b, int commutative, int64_t *nb, int *swap);
+
+/* General broadcasting for the cases kn_cuda__bcast does not take: fills
+ * *out (the broadcast shape) and *s (kn_cuda_elementwise.cuh). 0 when the
+ * shapes do not broadcast, either is empty, or the rank is over 8 (the CPU
+ * kernel then runs, and fails with its error). */
+int kn_cuda__bcast_general(const rt_shape *a, const rt_shape *b, rt_shape *out,
+                           kn_cuda_bcast_shape *s);
 
 /* The activation named by a fused_ops entry or an op name ("Relu", "Relu6",
  * "Sigmoid", "Tanh"); -1 when the GPU kernels have no such activation. */

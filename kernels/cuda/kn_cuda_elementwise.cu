@@ -44,6 +44,22 @@ __global__ void binary_kernel(kn_cuda_binop op, const float *__restrict__ a,
         out[i] = binop(op, a[i], b[nb == n ? i : i % nb]);
 }
 
+__global__ void binary_bcast_kernel(kn_cuda_binop op, const float *__restrict__ a,
+                                    const float *__restrict__ b, kn_cuda_bcast_shape s,
+                                    float *__restrict__ out, int64_t n) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i, ia = 0, ib = 0;
+        for (int d = s.rank - 1; d >= 0; d--) {
+            const int64_t c = r % s.dim[d];
+            r /= s.dim[d];
+            ia += c * s.sa[d];
+            ib += c * s.sb[d];
+        }
+        out[i] = binop(op, a[ia], b[ib]);
+    }
+}
+
 __global__ void bias_act_kernel(const float *__restrict__ x, const float *__restrict__ bias,
                                 kn_cuda_act act, float *__restrict__ out, int64_t rows,
                                 int64_t cols) {
@@ -110,6 +126,19 @@ extern "C" ms_status kn_cuda_binary(kn_cuda_binop op, const float *a, const floa
     if (n == 0) return MS_OK;
     binary_kernel<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, a, b, nb, out, n);
     return kn_cuda_check_launch("elementwise (cuda)");
+}
+
+extern "C" ms_status kn_cuda_binary_bcast(kn_cuda_binop op, const float *a, const float *b,
+                                          const kn_cuda_bcast_shape *s, float *out, int64_t n,
+                                          void *stream) {
+    int64_t total = 1;
+    for (int d = 0; d < s->rank; d++) total = s->dim[d] > 0 ? total * s->dim[d] : -1;
+    if (s->rank < 1 || s->rank > KN_CUDA_BCAST_RANK || total != n || n <= 0 ||
+        (unsigned)op > KN_CUDA_MIN)
+        return ms_errf(MS_EINVAL, "cuda broadcast binary op: bad shape (rank %d, n=%lld) or op %d",
+                       s->rank, (long long)n, (int)op);
+    binary_bcast_kernel<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, a, b, *s, out, n);
+    return kn_cuda_check_launch("elementwise with broadcast (cuda)");
 }
 
 extern "C" ms_status kn_cuda_bias_act(const float *x, const float *bias, kn_cuda_act act,

@@ -29,6 +29,19 @@ typedef enum kn_cuda_act {
  * broadcast over the leading dimensions). */
 ms_status kn_cuda_binary(kn_cuda_binop op, const float *a, const float *b, int64_t nb, float *out,
                          int64_t n, void *stream);
+/* General broadcasting (TensorFlow's rules), e.g. an instance norm's
+ * x [N, H, W, C] - mean [N, 1, 1, C]: the output's dimensions (size-1 axes
+ * dropped, runs of axes that index both operands alike merged) and each
+ * operand's element stride per dimension, 0 where it is broadcast. */
+#define KN_CUDA_BCAST_RANK 8
+typedef struct kn_cuda_bcast_shape {
+    int rank;
+    int64_t dim[KN_CUDA_BCAST_RANK];
+    int64_t sa[KN_CUDA_BCAST_RANK], sb[KN_CUDA_BCAST_RANK];
+} kn_cuda_bcast_shape;
+/* out[i] = a[ia(i)] op b[ib(i)] for the n = prod(dim) outputs. */
+ms_status kn_cuda_binary_bcast(kn_cuda_binop op, const float *a, const float *b,
+                               const kn_cuda_bcast_shape *s, float *out, int64_t n, void *stream);
 /* out[r, c] = act(x[r, c] + bias[c]) over rows x cols (bias may be NULL). */
 ms_status kn_cuda_bias_act(const float *x, const float *bias, kn_cuda_act act, float *out,
                            int64_t rows, int64_t cols, void *stream);

@@ -1303,6 +1303,25 @@ oom_late:
     return st;
 }
 
+/* 1 when the graph has a device backend on which the sum v, every node of
+ * its expression (cand) and the producer of every leaf have kernels: left
+ * unfused, that work and its data stay on the device, where the CPU-only
+ * _FusedMapReduce would copy the leaves to the host and its sums back (an
+ * instance norm between two GPU convolutions). */
+static int mr_device_keeps(const fz *f, const mr_sum *s, const unsigned char *cand) {
+    kn_backend *d = f->g->device;
+    if (d == NULL || kn_backend_kernel(d, "_FusedMapReduce") != NULL ||
+        kn_backend_kernel(d, f->g->nodes[s->node].kn.op) == NULL)
+        return 0;
+    for (int u = 0; u < f->n0; u++)
+        if (cand[u] && kn_backend_kernel(d, f->g->nodes[u].kn.op) == NULL) return 0;
+    for (int i = 0; i < s->nleaf; i++) {
+        const rt_gnode *p = &f->g->nodes[s->leaf[i].node];
+        if (!op_is(p, "Const") && kn_backend_kernel(d, p->kn.op) == NULL) return 0;
+    }
+    return 1;
+}
+
 /* Rule 4: finds the Sum / Mean nodes over absorbable expressions, groups
  * them and rewrites each group; *count += groups fused. */
 static ms_status fuse_map_reduce(fz *f, int *count) {
@@ -1323,7 +1342,8 @@ static ms_status fuse_map_reduce(fz *f, int *count) {
     for (int i = 0; i < n; i++) {
         int v = f->order[i];
         if (!f->topo[v]) break;
-        if (mr_match_sum(f, v, &sums[ns], cand, list, val)) ns++;
+        if (mr_match_sum(f, v, &sums[ns], cand, list, val) && !mr_device_keeps(f, &sums[ns], cand))
+            ns++;
         memset(cand, 0, (size_t)n);
     }
     int ngroups = 0;
