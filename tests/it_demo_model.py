@@ -41,7 +41,7 @@ import pydicom
 
 warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import Daemon, check, gen_protos, tensor_values  # noqa: E402
+from serve_client import Daemon, check, dicom_request, gen_protos, tensor_values  # noqa: E402
 
 DCMSERVE = os.environ["DCMSERVE"]
 SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -156,16 +156,6 @@ def check_run(tmp, refs, corrupt):
     check("dicom[1]:" in err, "run with a corrupt file: %r lacks dicom[1]:" % err)
 
 
-def string_request(pb, blobs):
-    r = pb.tfs.PredictRequest()
-    r.model_spec.name = "demo_ct"
-    t = r.inputs["dicom"]
-    t.dtype = pb.fw.DT_STRING
-    t.tensor_shape.dim.add(size=len(blobs))
-    t.string_val.extend(blobs)
-    return r
-
-
 def check_daemon(refs, corrupt):
     pb = gen_protos()
     blobs = []
@@ -179,7 +169,7 @@ def check_daemon(refs, corrupt):
         d.wait_health(1)
 
         def predict_ok(order, tag):
-            resp = d.stub.Predict(string_request(pb, [blobs[i] for i in order]), timeout=30)
+            resp = d.stub.Predict(dicom_request([blobs[i] for i in order]), timeout=30)
             m, f = resp.outputs["mean_hu"], resp.outputs["tissue_fraction"]
             check([x.size for x in m.tensor_shape.dim] == [len(order)], "%s mean_hu shape" % tag, d)
             check([x.size for x in f.tensor_shape.dim] == [len(order), 4],
@@ -204,7 +194,7 @@ def check_daemon(refs, corrupt):
         check(sorted(outs) == ["mean_hu", "tissue_fraction"], "ModelInfer outputs %s" % outs, d)
         compare("ModelInfer", outs.get("mean_hu", []), outs.get("tissue_fraction", []), refs)
         try:
-            d.stub.Predict(string_request(pb, [blobs[0], bad]), timeout=30)
+            d.stub.Predict(dicom_request([blobs[0], bad]), timeout=30)
             check(False, "Predict with a corrupt file succeeded", d)
         except grpc.RpcError as e:
             check(e.code() == grpc.StatusCode.INVALID_ARGUMENT,

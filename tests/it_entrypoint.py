@@ -8,14 +8,13 @@ loaded, and 1 for NOT_SERVING, an unknown service or a closed port."""
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import check  # noqa: E402
+from serve_client import check, free_port  # noqa: E402
 
 SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(__file__), ".."))
 BIN_DIR = os.environ.get("DCM_BIN", os.path.join(SRC, "build"))
@@ -74,14 +73,6 @@ def wait_serving(exe, port, service=""):
             return last
         time.sleep(0.2)
     raise AssertionError("health never SERVING on port %d: %r" % (port, last))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def main():

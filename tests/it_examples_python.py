@@ -17,13 +17,12 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import Daemon, check  # noqa: E402
+from serve_client import Daemon, check, free_port  # noqa: E402
 from it_demo_model import TEST_FILES, compare, reference  # noqa: E402
 
 SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -32,14 +31,6 @@ EXAMPLE = os.path.join(SRC, "examples", "python", "predict_dicom.py")
 MODEL_BASE = os.path.join(SRC, "models", "demo_ct")
 CT_DIR = os.path.join(TEST_FILES, "dicomdirtests", "77654033", "CT2")
 CT_SMALL = os.path.join(TEST_FILES, "CT_small.dcm")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def compilers():

@@ -4,25 +4,16 @@ values are checked against pydicom + numpy (it_demo_model's reference). An
 unknown model makes the script fail with the server's message."""
 import json
 import os
-import socket
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import Daemon, check  # noqa: E402
+from serve_client import Daemon, check, free_port  # noqa: E402
 from it_demo_model import FILES, compare, reference  # noqa: E402
 
 SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 SCRIPT = os.path.join(SRC, "examples", "rest", "predict_b64.sh")
 MODEL_BASE = os.path.join(SRC, "models", "demo_ct")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def main():

@@ -12,27 +12,18 @@
 import http.server
 import json
 import os
-import socket
 import struct
 import subprocess
 import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import Daemon, check  # noqa: E402
+from serve_client import Daemon, check, free_port  # noqa: E402
 from it_demo_model import FILES, compare, reference  # noqa: E402
 
 SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 SCRIPT = os.path.join(SRC, "examples", "rest", "infer_v2_binary.sh")
 MODEL_BASE = os.path.join(SRC, "models", "demo_ct")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def run(url, *files):

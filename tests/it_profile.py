@@ -22,9 +22,8 @@ import sys
 import pydicom
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import DCMSERVE, Daemon, check, gen_protos  # noqa: E402
+from serve_client import DCMSERVE, Daemon, check, dicom_request  # noqa: E402
 
-pb = gen_protos()
 SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 MODEL_BASE = os.path.join(SRC, "models", "demo_ct")
 CT = os.path.join(os.path.dirname(pydicom.__file__), "data", "test_files", "CT_small.dcm")
@@ -85,15 +84,6 @@ def main():
     # 3. the daemon
     blob = open(CT, "rb").read()
 
-    def request():
-        r = pb.tfs.PredictRequest()
-        r.model_spec.name = "demo"
-        t = r.inputs["dicom"]
-        t.dtype = pb.fw.DT_STRING
-        t.tensor_shape.dim.add().size = 1
-        t.string_val.append(blob)
-        return r
-
     answers = []
     for v in ("1", None):
         env = dict(os.environ)
@@ -104,7 +94,7 @@ def main():
         try:
             outs = []
             for _ in range(5):
-                resp = d.stub.Predict(request(), timeout=30)
+                resp = d.stub.Predict(dicom_request([blob], model="demo"), timeout=30)
                 outs.append(sorted((k, bytes(t.SerializeToString())) for k, t in resp.outputs.items()))
             answers.append(outs)
             rc = d.stop()

@@ -28,7 +28,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import HPT, SRC, Daemon, check, float_tensor, gen_protos, tensor_values  # noqa: E402
+from serve_client import (HPT, SRC, Daemon, check, dicom_request, float_tensor, free_port,  # noqa: E402
+                          gen_protos, shifted_dicoms, tensor_values)
 import it_tf1loop  # noqa: E402
 
 pb = gen_protos()
@@ -36,15 +37,6 @@ DEMO = os.path.join(SRC, "models", "demo_ct")
 CT = os.path.join(SRC, "tests", "data", "onnx", "ct64.dcm")
 # Long enough that every call here qualifies, whatever the build (ASan).
 HANDOVER_ALL = "--grpc_handover_max_micros=60000000"
-
-
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def scrape(port):
@@ -68,32 +60,6 @@ def dispatched(port, before, timeout=60):
         time.sleep(0.002)
 
 
-def dicom_files(n):
-    """n different DICOM files: ct64.dcm with its pixels shifted per file."""
-    import pydicom
-    from io import BytesIO
-    out = []
-    for k in range(n):
-        ds = pydicom.dcmread(CT)
-        arr = ds.pixel_array.astype(np.int32) + 23 * k - 200
-        info = np.iinfo(ds.pixel_array.dtype)
-        ds.PixelData = np.clip(arr, info.min, info.max).astype(ds.pixel_array.dtype).tobytes()
-        buf = BytesIO()
-        ds.save_as(buf)
-        out.append(buf.getvalue())
-    return out
-
-
-def ct_request(data):
-    r = pb.tfs.PredictRequest()
-    r.model_spec.name = "demo_ct"
-    t = r.inputs["dicom"]
-    t.dtype = pb.fw.DT_STRING
-    t.tensor_shape.dim.add(size=1)
-    t.string_val.append(data)
-    return r
-
-
 def answers_and_paths(files, extra):
     rest = free_port()
     d = Daemon(["--model_name=demo_ct", "--model_base_path=" + DEMO, "--rest_api_port=%d" % rest,
@@ -102,7 +68,7 @@ def answers_and_paths(files, extra):
         d.wait_health()
         got = []
         for f in files:
-            resp = d.stub.Predict(ct_request(f), timeout=60)
+            resp = d.stub.Predict(dicom_request([f]), timeout=60)
             got.append({k: resp.outputs[k].SerializeToString() for k in sorted(resp.outputs)})
         paths = scrape(rest)
         check(d.stop() == 0, "daemon did not exit 0", d)
@@ -112,7 +78,7 @@ def answers_and_paths(files, extra):
 
 
 def answers():
-    files = dicom_files(24)
+    files = shifted_dicoms(CT, 24, 23, -200)
     check(all(len(f) > 4096 for f in files), "the DICOM files must be over the 4 KiB of the inline path")
     on, p_on = answers_and_paths(files, [])
     off, p_off = answers_and_paths(files, ["--grpc_standby_threads=0"])

@@ -9,7 +9,6 @@ import http.client
 import json
 import os
 import re
-import socket
 import sys
 import tempfile
 import time
@@ -20,19 +19,11 @@ import pydicom
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import HPT, Daemon, check, gen_protos, tensor_values  # noqa: E402
+from serve_client import HPT, Daemon, check, gen_protos, tensor_values, free_port  # noqa: E402
 
 SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 DEMO = os.path.join(SRC, "models", "demo_ct")
 CT = os.path.join(os.path.dirname(pydicom.__file__), "data", "test_files", "CT_small.dcm")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 # Set to an ssl.SSLContext to talk HTTPS to "localhost" (a daemon with

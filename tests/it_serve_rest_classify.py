@@ -9,24 +9,15 @@ daemon keeps serving afterwards."""
 import http.client
 import json
 import os
-import socket
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import HPT, Daemon, check, gen_protos  # noqa: E402
+from serve_client import HPT, Daemon, check, gen_protos, free_port  # noqa: E402
 
 pb = gen_protos()
 XS = [1.0, 3.0, -7.5]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def call(port, path, body):

@@ -22,7 +22,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -34,7 +33,8 @@ import grpc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import HPT, SRC, Daemon, check, float_tensor, gen_protos, tensor_values  # noqa: E402
+from serve_client import (HPT, SRC, Daemon, check, dicom_request, float_tensor, free_port,  # noqa: E402
+                          gen_protos, shifted_dicoms, tensor_values)
 
 pb = gen_protos()
 DEMO = os.path.join(SRC, "models", "demo_ct")
@@ -48,14 +48,6 @@ def log_pb():
                     "tf_serving_log.proto"], check=True)
     import tf_serving_log_pb2  # noqa
     return tf_serving_log_pb2
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def batch_sizes(port, model):
@@ -83,32 +75,6 @@ def hpt_request(values, content=True):
     r = pb.tfs.PredictRequest()
     r.model_spec.name = "hpt"
     r.inputs["x"].CopyFrom(float_tensor(list(values), [len(values), 1], content=content))
-    return r
-
-
-def dicom_files(n):
-    """n different DICOM files: ct64.dcm with its pixels shifted per file."""
-    import pydicom
-    from io import BytesIO
-    out = []
-    for k in range(n):
-        ds = pydicom.dcmread(CT)
-        arr = ds.pixel_array.astype(np.int32) + 37 * k - 100
-        info = np.iinfo(ds.pixel_array.dtype)
-        ds.PixelData = np.clip(arr, info.min, info.max).astype(ds.pixel_array.dtype).tobytes()
-        buf = BytesIO()
-        ds.save_as(buf)
-        out.append(buf.getvalue())
-    return out
-
-
-def ct_request(files):
-    r = pb.tfs.PredictRequest()
-    r.model_spec.name = "demo_ct"
-    t = r.inputs["dicom"]
-    t.dtype = pb.fw.DT_STRING
-    t.tensor_shape.dim.add(size=len(files))
-    t.string_val.extend(files)
     return r
 
 
@@ -180,12 +146,12 @@ def batching(tmp):
 
         # DICOM: one file per client, each client its own rows of both outputs.
         if os.path.exists(CT):
-            files = dicom_files(N)
-            ref = d.stub.Predict(ct_request(files), timeout=60).outputs
+            files = shifted_dicoms(CT, N, 37, -100)
+            ref = d.stub.Predict(dicom_request(files), timeout=60).outputs
             ref_mean, ref_frac = out_array(ref["mean_hu"]), out_array(ref["tissue_fraction"])
             check(len(set(ref_mean.tolist())) == N, "the %d files do not differ: %r" % (N, ref_mean), d)
             b0, c0 = batch_sizes(rest, "demo_ct")
-            got = all_at_once(lambda k: d.stub.Predict(ct_request([files[k]]), timeout=60), list(range(N)))
+            got = all_at_once(lambda k: d.stub.Predict(dicom_request([files[k]]), timeout=60), list(range(N)))
             for k, resp in enumerate(got):
                 m, fr = out_array(resp.outputs["mean_hu"]), out_array(resp.outputs["tissue_fraction"])
                 check(m.shape == (1,) and fr.shape == (1, 4), "ct client %d: shapes %s %s" % (k, m.shape, fr.shape), d)

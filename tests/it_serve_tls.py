@@ -44,7 +44,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_client import (HPT, SKIP_RC, Daemon, Stubs, answered_within, check,  # noqa: E402
                           exhaust_fds, exhaustion_survived, fd_exhaustion_possible, float_tensor,
-                          gen_protos, tensor_values)
+                          gen_protos, tensor_values, free_port)
 
 pb = gen_protos()
 X = [1.0, 2.0, 5.0]
@@ -133,14 +133,6 @@ def rest_predict(port, d, root, client=None):
         return [v[0] for v in json.loads(body)["predictions"]]
     finally:
         c.close()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def plain_grpc_fails(port):

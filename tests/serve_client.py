@@ -229,6 +229,45 @@ def tensor_values(tp):
     return list(tp.float_val)
 
 
+def dicom_request(files, model="demo_ct", key="dicom"):
+    """PredictRequest of a DT_STRING [len(files)] input: each file's bytes."""
+    pb = gen_protos()
+    r = pb.tfs.PredictRequest()
+    r.model_spec.name = model
+    t = r.inputs[key]
+    t.dtype = pb.fw.DT_STRING
+    t.tensor_shape.dim.add(size=len(files))
+    t.string_val.extend(files)
+    return r
+
+
+def shifted_dicoms(path, n, step, offset):
+    """n different DICOM files: path's file with its stored pixels shifted by
+    step * k + offset for file k (clipped to the pixel type)."""
+    import numpy as np
+    import pydicom
+    from io import BytesIO
+    out = []
+    for k in range(n):
+        ds = pydicom.dcmread(path)
+        arr = ds.pixel_array.astype(np.int32) + step * k + offset
+        info = np.iinfo(ds.pixel_array.dtype)
+        ds.PixelData = np.clip(arr, info.min, info.max).astype(ds.pixel_array.dtype).tobytes()
+        buf = BytesIO()
+        ds.save_as(buf)
+        out.append(buf.getvalue())
+    return out
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
 def copy_version(src_dir, dst_dir):
     shutil.copytree(src_dir, dst_dir)
 
