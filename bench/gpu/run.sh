@@ -41,6 +41,23 @@ done
 export LD_LIBRARY_PATH="$dir/lib$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 bin="$dir/bin"
 
+# input_of MODEL: the --input_files argument feeding the 512x512 CT file to
+# the model's DICOM input (demo_ct's is named dicom, the imported ones image).
+input_of() {
+    if [ "$1" = demo_ct ]; then echo "dicom=$dir/data/ct_512.dcm"; else echo "image=$dir/data/ct_512.dcm"; fi
+}
+# port_of OUTFILE: waits up to 60 s for a daemon's "listening on" line in
+# OUTFILE (its stdout) and prints the port; prints nothing if none came.
+port_of() {
+    i=0
+    while [ $i -lt 600 ]; do
+        l=$(head -n 1 "$1" 2>/dev/null)
+        case "$l" in *"listening on"*) echo "${l##*:}"; return 0 ;; esac
+        sleep 0.1
+        i=$((i + 1))
+    done
+}
+
 echo "## machine"
 echo '```'
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv 2>&1 || echo "no nvidia-smi"
@@ -72,11 +89,9 @@ echo "## models, DICOM bytes in (--device=$DEVICE)"
 res="$dir/bench.jsonl"
 : > "$res"
 for m in ct_classifier ct_segmenter demo_ct; do
-    key=image
-    [ "$m" = demo_ct ] && key=dicom
     for b in $BATCHES; do
         o=$(timeout 120 "$bin/dcmserve" benchmark --device="$DEVICE" --dir "$dir/models/$m" --batch "$b" \
-            --iterations "$ITERS" --warmup 3 --input_files "$key=$dir/data/ct_512.dcm" --json \
+            --iterations "$ITERS" --warmup 3 --input_files "$(input_of "$m")" --json \
             --log_level warn 2>"$dir/bench_err.log")
         if [ -z "$o" ]; then
             echo "- $m batch $b: no result: $(tail -2 "$dir/bench_err.log" | tr '\n' ' ')"
@@ -97,10 +112,8 @@ for r in rows:
 PY
 echo "## log lines of the device choice and the placement (what ran on the GPU)"
 for m in ct_classifier ct_segmenter demo_ct; do
-    key=image
-    [ "$m" = demo_ct ] && key=dicom
     timeout 60 "$bin/dcmserve" benchmark --device="$DEVICE" --dir "$dir/models/$m" --iterations 1 --warmup 0 \
-        --input_files "$key=$dir/data/ct_512.dcm" --log_level info 2>&1 |
+        --input_files "$(input_of "$m")" --log_level info 2>&1 |
         grep -i "device\|cuda\|placement" | head -12
 done
 echo "## end to end over gRPC (classifier, DICOM 512² in, --device=$DEVICE)"
@@ -117,13 +130,7 @@ for mode in sequential batched; do
     "$bin/dcmserve" serve --port=0 --bind_address=127.0.0.1 --model_name=cls --device="$DEVICE" \
         --model_base_path="$dir/models/ct_classifier" $flags > "$dir/serve.out" 2> "$dir/serve_$mode.log" &
     spid=$!
-    port=""
-    i=0
-    while [ $i -lt 600 ] && [ -z "$port" ]; do
-        l=$(head -n 1 "$dir/serve.out" 2>/dev/null)
-        case "$l" in *"listening on"*) port=${l##*:} ;; *) sleep 0.1 ;; esac
-        i=$((i + 1))
-    done
+    port=$(port_of "$dir/serve.out")
     if [ -z "$port" ]; then
         echo "- $mode: the daemon did not listen: $(tail -3 "$dir/serve_$mode.log" | tr '\n' ' ')"
     else
@@ -141,12 +148,10 @@ if [ "${PROFILE:-0}" = 1 ]; then
     for mb in ct_classifier:1 ct_classifier:8 ct_segmenter:8 demo_ct:8; do
         m=${mb%:*}
         b=${mb#*:}
-        key=image
-        [ "$m" = demo_ct ] && key=dicom
         echo "### $m, batch $b"
         DCMSERVE_PROFILE=1 timeout 120 "$bin/dcmserve" benchmark --device="$DEVICE" \
             --dir "$dir/models/$m" --batch "$b" --iterations 10 --warmup 2 \
-            --input_files "$key=$dir/data/ct_512.dcm" --log_level info 2>&1 |
+            --input_files "$(input_of "$m")" --log_level info 2>&1 |
             grep "profile:\|inside the CUDA backend\|placement:" |
             sed 's/^[^ ]* INFO  //'
     done
@@ -155,13 +160,7 @@ if [ "${PROFILE:-0}" = 1 ]; then
         --device="$DEVICE" --model_base_path="$dir/models/ct_classifier" \
         > "$dir/serve.out" 2> "$dir/serve_profile.log" &
     spid=$!
-    port=""
-    i=0
-    while [ $i -lt 600 ] && [ -z "$port" ]; do
-        l=$(head -n 1 "$dir/serve.out" 2>/dev/null)
-        case "$l" in *"listening on"*) port=${l##*:} ;; *) sleep 0.1 ;; esac
-        i=$((i + 1))
-    done
+    port=$(port_of "$dir/serve.out")
     [ -n "$port" ] && timeout 30 "$bin/dcmserve-bench" --target="127.0.0.1:$port" --api=predict \
         --model=cls --input=image --dicom_dir="$dir/dcmdir" --concurrency=1 --duration=4 \
         --warmup=1 --json
