@@ -120,19 +120,25 @@ static void run(rt_plan *p, rt_tensor *x, rt_tensor **outs) {
     ck_assert_msg(st == MS_OK, "run: %s", ms_errmsg());
 }
 
-/* One request of x on the CPU plan p0 and the GPU plan p1: within the
- * tolerance of the CPU's numbers. */
-static void request_matches(rt_plan *p0, rt_plan *p1, rt_tensor *x, int fused) {
-    rt_tensor *want[UT_CONVNET_NFETCH] = {0}, *got[UT_CONVNET_NFETCH] = {0};
+/* One request of x on the CPU plan p0 and the GPU plan p1, whose n <= 16
+ * fetches are named names: within the tolerance of the CPU's numbers. */
+static void fetches_match(rt_plan *p0, rt_plan *p1, rt_tensor *x, const char *const *names, int n,
+                          int fused) {
+    rt_tensor *want[16] = {0}, *got[16] = {0};
+    ck_assert_int_le(n, 16);
     run(p0, x, want);
     run(p1, x, got);
-    for (int i = 0; i < UT_CONVNET_NFETCH; i++) {
+    for (int i = 0; i < n; i++) {
         char what[64];
-        snprintf(what, sizeof what, "%s%s", ut_convnet_fetches[i], fused ? " (fused)" : "");
+        snprintf(what, sizeof what, "%s%s", names[i], fused ? " (fused)" : "");
         check_close(got[i], want[i], what);
         rt_tensor_unref(got[i]);
         rt_tensor_unref(want[i]);
     }
+}
+
+static void request_matches(rt_plan *p0, rt_plan *p1, rt_tensor *x, int fused) {
+    fetches_match(p0, p1, x, ut_convnet_fetches, UT_CONVNET_NFETCH, fused);
 }
 
 static void convnet_case(int fused) {
@@ -284,15 +290,7 @@ START_TEST(test_padded_pool_transposed_matmul) {
         ck_assert_msg(pt_plan(g1, &p1) == 0, "a node fell back to the CPU (fused %d)", fused);
         for (int rep = 0; rep < 2; rep++) {
             rt_tensor *x = ut_convnet_input(300 + (unsigned)rep);
-            rt_tensor *want[PT_NFETCH] = {0}, *got[PT_NFETCH] = {0};
-            kn_ctx ctx = {.nthreads = 1};
-            ck_assert_msg(rt_plan_run(p0, &ctx, NULL, &x, want) == MS_OK, "%s", ms_errmsg());
-            ck_assert_msg(rt_plan_run(p1, &ctx, NULL, &x, got) == MS_OK, "%s", ms_errmsg());
-            for (int i = 0; i < PT_NFETCH; i++) {
-                check_close(got[i], want[i], pt_fetches[i]);
-                rt_tensor_unref(got[i]);
-                rt_tensor_unref(want[i]);
-            }
+            fetches_match(p0, p1, x, pt_fetches, PT_NFETCH, fused);
             rt_tensor_unref(x);
         }
         rt_plan_free(p0);
@@ -321,14 +319,7 @@ START_TEST(test_movenet_matches_cpu) {
     }
     for (int rep = 0; rep < 3; rep++) {
         rt_tensor *x = ut_movenet_input(200 + (unsigned)rep);
-        rt_tensor *want[UT_MOVENET_NFETCH] = {0}, *got[UT_MOVENET_NFETCH] = {0};
-        run(p[0], x, want);
-        run(p[1], x, got);
-        for (int i = 0; i < UT_MOVENET_NFETCH; i++) {
-            check_close(got[i], want[i], ut_movenet_fetches[i]);
-            rt_tensor_unref(got[i]);
-            rt_tensor_unref(want[i]);
-        }
+        fetches_match(p[0], p[1], x, ut_movenet_fetches, UT_MOVENET_NFETCH, 0);
         rt_tensor_unref(x);
     }
     for (int k = 0; k < 2; k++) {
