@@ -11,6 +11,7 @@
 #include "rt_tensor_proto.h"
 #include "srv_pbarena.h"
 #include "tf_framework.pb-c.h"
+#include "util_node.h"
 
 /* A packed TensorProto of DT_STRING, shape [n], one string_val per size. */
 static uint8_t *pack_strings(const size_t *sizes, size_t n, size_t *len) {
@@ -151,16 +152,11 @@ START_TEST(test_no_keep_copies) {
 END_TEST
 
 int main(void) {
-    Suite *s = suite_create("srv_pbarena");
-    TCase *tc = tcase_create("keep");
-    tcase_add_test(tc, test_keep_large_value);
-    tcase_add_test(tc, test_keep_batch);
-    tcase_add_test(tc, test_small_values_copied);
-    tcase_add_test(tc, test_no_keep_copies);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    const tu_case cases[] = {
+        {"keep_large_value", test_keep_large_value},
+        {"keep_batch", test_keep_batch},
+        {"small_values_copied", test_small_values_copied},
+        {"no_keep_copies", test_no_keep_copies},
+    };
+    return tu_suite_main("srv_pbarena", cases, sizeof(cases) / sizeof(cases[0]));
 }
