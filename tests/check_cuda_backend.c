@@ -185,13 +185,7 @@ static void pt_const(rt_gb *gb, const char *name, int rank, int64_t d0, int64_t 
 static void pt_reshape(rt_gb *gb, const char *name, const char *from, int32_t d0, int32_t d1) {
     char sh[64];
     snprintf(sh, sizeof sh, "%s_shape", name);
-    rt_tensor *t = NULL;
-    rt_shape s = {.rank = 1, .dim = {2}};
-    ck_assert_int_eq(rt_tensor_new(RT_DT_INT32, &s, &t), MS_OK);
-    ((int32_t *)t->data)[0] = d0;
-    ((int32_t *)t->data)[1] = d1;
-    rt_gb_const(gb, sh, t);
-    rt_tensor_unref(t);
+    ut_gb_consti(gb, sh, 1, (int64_t[]){2}, (int32_t[]){d0, d1});
     Tensorflow__NodeDef *n = rt_gb_node(gb, "Reshape", name);
     rt_gb_input(gb, n, from);
     rt_gb_input(gb, n, sh);
@@ -230,19 +224,8 @@ static void pt_build(rt_gb *gb) {
     rt_gb_matmul(gb, "mm_a", "flat_t", "w", 1, 0, RT_DT_FLOAT);
     rt_gb_matmul(gb, "mm_ab", "flat_t", "w_t", 1, 1, RT_DT_FLOAT);
     /* an instance norm's broadcasts: x - mean [2, 1, 1, 3], mean - x, mean * x */
-    rt_tensor *ax = NULL;
-    rt_shape as = {.rank = 1, .dim = {2}};
-    ck_assert_int_eq(rt_tensor_new(RT_DT_INT32, &as, &ax), MS_OK);
-    ((int32_t *)ax->data)[0] = 1;
-    ((int32_t *)ax->data)[1] = 2;
-    rt_gb_const(gb, "hw", ax);
-    rt_tensor_unref(ax);
-    Tensorflow__NodeDef *mean = rt_gb_node(gb, "Mean", "mean");
-    rt_gb_input(gb, mean, "x");
-    rt_gb_input(gb, mean, "hw");
-    rt_gb_attr_type(gb, mean, "T", RT_DT_FLOAT);
-    rt_gb_attr_type(gb, mean, "Tidx", RT_DT_INT32);
-    rt_gb_attr_b(gb, mean, "keep_dims", 1);
+    ut_gb_consti(gb, "hw", 1, (int64_t[]){2}, (int32_t[]){1, 2});
+    ut_gb_reduce(gb, "Mean", "mean", "x", "hw", 1);
     rt_gb_binary(gb, "Sub", "centered", "x", "mean", RT_DT_FLOAT);
     rt_gb_binary(gb, "Sub", "rcentered", "mean", "x", RT_DT_FLOAT);
     rt_gb_binary(gb, "Mul", "scaled", "mean", "x", RT_DT_FLOAT);

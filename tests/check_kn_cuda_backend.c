@@ -640,26 +640,11 @@ static void mr_build(rt_gb *gb) {
     rt_shape xs = {.rank = 4, .dim = {2, 6, 5, 3}};
     rt_gb_placeholder(gb, "x", RT_DT_FLOAT, &xs);
     rt_gb_unary(gb, "Relu", "r", "x", RT_DT_FLOAT);
-    rt_tensor *ax = NULL;
-    rt_shape as = {.rank = 1, .dim = {2}};
-    ck_assert_int_eq(rt_tensor_new(RT_DT_INT32, &as, &ax), MS_OK);
-    ((int32_t *)ax->data)[0] = 1;
-    ((int32_t *)ax->data)[1] = 2;
-    rt_gb_const(gb, "axes", ax);
-    rt_tensor_unref(ax);
-    const char *mean_of[2][2] = {{"m", "r"}, {"v", "sq"}};
-    for (int i = 0; i < 2; i++) {
-        if (i == 1) {
-            rt_gb_binary(gb, "Sub", "c", "r", "m", RT_DT_FLOAT);
-            rt_gb_unary(gb, "Square", "sq", "c", RT_DT_FLOAT);
-        }
-        Tensorflow__NodeDef *n = rt_gb_node(gb, "Mean", mean_of[i][0]);
-        rt_gb_input(gb, n, mean_of[i][1]);
-        rt_gb_input(gb, n, "axes");
-        rt_gb_attr_type(gb, n, "T", RT_DT_FLOAT);
-        rt_gb_attr_type(gb, n, "Tidx", RT_DT_INT32);
-        rt_gb_attr_b(gb, n, "keep_dims", 1);
-    }
+    ut_gb_consti(gb, "axes", 1, (int64_t[]){2}, (int32_t[]){1, 2});
+    ut_gb_reduce(gb, "Mean", "m", "r", "axes", 1);
+    rt_gb_binary(gb, "Sub", "c", "r", "m", RT_DT_FLOAT);
+    rt_gb_unary(gb, "Square", "sq", "c", RT_DT_FLOAT);
+    ut_gb_reduce(gb, "Mean", "v", "sq", "axes", 1);
 }
 
 static int has_op(const rt_graph *g, const char *op) {

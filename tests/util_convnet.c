@@ -20,7 +20,7 @@ static void constf(rt_gb *gb, const char *name, rt_shape s, unsigned seed, float
     rt_tensor_unref(t);
 }
 
-static void consti(rt_gb *gb, const char *name, int rank, const int64_t *dims, const int32_t *v) {
+void ut_gb_consti(rt_gb *gb, const char *name, int rank, const int64_t *dims, const int32_t *v) {
     rt_tensor *t = NULL;
     rt_shape s = rt_shape_make(rank, dims);
     ck_assert_int_eq(rt_tensor_new(RT_DT_INT32, &s, &t), MS_OK);
@@ -83,14 +83,14 @@ void ut_convnet_build(rt_gb *gb) {
     window(gb, ap, "ksize", 3, 3);
     window(gb, ap, "strides", 1, 1);
     rt_gb_attr_str(gb, ap, "padding", "SAME");
-    consti(gb, "axes", 1, (int64_t[]){2}, (int32_t[]){1, 2});
+    ut_gb_consti(gb, "axes", 1, (int64_t[]){2}, (int32_t[]){1, 2});
     Tensorflow__NodeDef *mean = node2(gb, "Mean", "mean", "ap", "axes");
     rt_gb_attr_type(gb, mean, "Tidx", RT_DT_INT32);
     rt_gb_attr_b(gb, mean, "keep_dims", 0);
-    consti(gb, "flat_shape", 1, (int64_t[]){2}, (int32_t[]){-1, 32});
+    ut_gb_consti(gb, "flat_shape", 1, (int64_t[]){2}, (int32_t[]){-1, 32});
     Tensorflow__NodeDef *fl = node2(gb, "Reshape", "fl", "mp", "flat_shape");
     rt_gb_attr_type(gb, fl, "Tshape", RT_DT_INT32);
-    consti(gb, "cat_axis", 0, NULL, (int32_t[]){1});
+    ut_gb_consti(gb, "cat_axis", 0, NULL, (int32_t[]){1});
     Tensorflow__NodeDef *cat = node2(gb, "ConcatV2", "cat", "fl", "mean");
     rt_gb_input(gb, cat, "cat_axis");
     rt_gb_attr_i(gb, cat, "N", 2);
@@ -106,20 +106,20 @@ void ut_convnet_build(rt_gb *gb) {
     rt_gb_binary(gb, "Maximum", "mx", "dv", "mu", RT_DT_FLOAT);
     rt_gb_binary(gb, "Minimum", "mn", "mx", "two", RT_DT_FLOAT);
     rt_gb_unary(gb, "Softmax", "sm", "mn", RT_DT_FLOAT);
-    consti(gb, "am_axis", 0, NULL, (int32_t[]){1});
+    ut_gb_consti(gb, "am_axis", 0, NULL, (int32_t[]){1});
     Tensorflow__NodeDef *am = rt_gb_node(gb, "ArgMax", "am");
     rt_gb_input(gb, am, "sm");
     rt_gb_input(gb, am, "am_axis");
     rt_gb_attr_type(gb, am, "T", RT_DT_FLOAT);
     rt_gb_attr_type(gb, am, "Tidx", RT_DT_INT32);
     rt_gb_attr_type(gb, am, "output_type", RT_DT_INT64);
-    consti(gb, "perm", 1, (int64_t[]){4}, (int32_t[]){0, 3, 1, 2});
+    ut_gb_consti(gb, "perm", 1, (int64_t[]){4}, (int32_t[]){0, 3, 1, 2});
     Tensorflow__NodeDef *tr = node2(gb, "Transpose", "tr", "ap", "perm");
     rt_gb_attr_type(gb, tr, "Tperm", RT_DT_INT32);
-    consti(gb, "pads", 2, (int64_t[]){4, 2}, (int32_t[]){0, 0, 1, 2, 0, 1, 0, 0});
+    ut_gb_consti(gb, "pads", 2, (int64_t[]){4, 2}, (int32_t[]){0, 0, 1, 2, 0, 1, 0, 0});
     Tensorflow__NodeDef *pd = node2(gb, "Pad", "pd", "mp", "pads");
     rt_gb_attr_type(gb, pd, "Tpaddings", RT_DT_INT32);
-    consti(gb, "rsize", 1, (int64_t[]){2}, (int32_t[]){3, 5});
+    ut_gb_consti(gb, "rsize", 1, (int64_t[]){2}, (int32_t[]){3, 5});
     Tensorflow__NodeDef *rs = node2(gb, "ResizeBilinear", "rs", "mp", "rsize");
     rt_gb_attr_b(gb, rs, "half_pixel_centers", 1);
 }
@@ -147,8 +147,8 @@ static Tensorflow__NodeDef *nodev(rt_gb *gb, const char *op, const char *name, r
     return n;
 }
 
-static void reduce_node(rt_gb *gb, const char *op, const char *name, const char *x,
-                        const char *axes, int keep) {
+void ut_gb_reduce(rt_gb *gb, const char *op, const char *name, const char *x, const char *axes,
+                  int keep) {
     Tensorflow__NodeDef *n = nodev(gb, op, name, RT_DT_FLOAT, (const char *[]){x, axes, NULL});
     rt_gb_attr_type(gb, n, "Tidx", RT_DT_INT32);
     rt_gb_attr_b(gb, n, "keep_dims", keep);
@@ -158,32 +158,32 @@ void ut_movenet_build(rt_gb *gb) {
     rt_shape xs = {.rank = 4, .dim = {2, 6, 5, 4}};
     rt_gb_placeholder(gb, "x", RT_DT_FLOAT, &xs);
     /* x[:, 1:5:2, :, 0:3]: begin mask on 0, end mask on 0 and 2 */
-    consti(gb, "ss_b", 1, (int64_t[]){4}, (int32_t[]){0, 1, 0, 0});
-    consti(gb, "ss_e", 1, (int64_t[]){4}, (int32_t[]){0, 5, 0, 3});
-    consti(gb, "ss_s", 1, (int64_t[]){4}, (int32_t[]){1, 2, 1, 1});
+    ut_gb_consti(gb, "ss_b", 1, (int64_t[]){4}, (int32_t[]){0, 1, 0, 0});
+    ut_gb_consti(gb, "ss_e", 1, (int64_t[]){4}, (int32_t[]){0, 5, 0, 3});
+    ut_gb_consti(gb, "ss_s", 1, (int64_t[]){4}, (int32_t[]){1, 2, 1, 1});
     Tensorflow__NodeDef *ss =
         nodev(gb, "StridedSlice", "ss", RT_DT_FLOAT, (const char *[]){"x", "ss_b", "ss_e", "ss_s", NULL});
     rt_gb_attr_type(gb, ss, "Index", RT_DT_INT32);
     rt_gb_attr_i(gb, ss, "begin_mask", 1);
     rt_gb_attr_i(gb, ss, "end_mask", 5);
-    consti(gb, "sl_b", 1, (int64_t[]){4}, (int32_t[]){0, 1, 1, 0});
-    consti(gb, "sl_s", 1, (int64_t[]){4}, (int32_t[]){-1, 3, 3, -1});
+    ut_gb_consti(gb, "sl_b", 1, (int64_t[]){4}, (int32_t[]){0, 1, 1, 0});
+    ut_gb_consti(gb, "sl_s", 1, (int64_t[]){4}, (int32_t[]){-1, 3, 3, -1});
     Tensorflow__NodeDef *sl = nodev(gb, "Slice", "sl", RT_DT_FLOAT, (const char *[]){"x", "sl_b", "sl_s", NULL});
     rt_gb_attr_type(gb, sl, "Index", RT_DT_INT32);
-    consti(gb, "gi", 1, (int64_t[]){3}, (int32_t[]){3, 0, 2});
-    consti(gb, "gax", 0, NULL, (int32_t[]){3});
+    ut_gb_consti(gb, "gi", 1, (int64_t[]){3}, (int32_t[]){3, 0, 2});
+    ut_gb_consti(gb, "gax", 0, NULL, (int32_t[]){3});
     Tensorflow__NodeDef *g = nodev(gb, "GatherV2", "g", RT_DT_INVALID, (const char *[]){"x", "gi", "gax", NULL});
     rt_gb_attr_type(gb, g, "Tparams", RT_DT_FLOAT);
     rt_gb_attr_type(gb, g, "Tindices", RT_DT_INT32);
     rt_gb_attr_type(gb, g, "Taxis", RT_DT_INT32);
-    consti(gb, "ax12", 1, (int64_t[]){2}, (int32_t[]){1, 2});
-    consti(gb, "ax03", 1, (int64_t[]){2}, (int32_t[]){0, 3});
-    consti(gb, "axl", 0, NULL, (int32_t[]){-1});
-    reduce_node(gb, "Sum", "sum", "g", "ax12", 1);
-    reduce_node(gb, "Max", "mx", "ss", "ax03", 0);
-    reduce_node(gb, "Prod", "pr", "sl", "axl", 0);
-    reduce_node(gb, "Mean", "me", "x", "ax03", 0);
-    consti(gb, "rsz", 1, (int64_t[]){2}, (int32_t[]){9, 7});
+    ut_gb_consti(gb, "ax12", 1, (int64_t[]){2}, (int32_t[]){1, 2});
+    ut_gb_consti(gb, "ax03", 1, (int64_t[]){2}, (int32_t[]){0, 3});
+    ut_gb_consti(gb, "axl", 0, NULL, (int32_t[]){-1});
+    ut_gb_reduce(gb, "Sum", "sum", "g", "ax12", 1);
+    ut_gb_reduce(gb, "Max", "mx", "ss", "ax03", 0);
+    ut_gb_reduce(gb, "Prod", "pr", "sl", "axl", 0);
+    ut_gb_reduce(gb, "Mean", "me", "x", "ax03", 0);
+    ut_gb_consti(gb, "rsz", 1, (int64_t[]){2}, (int32_t[]){9, 7});
     Tensorflow__NodeDef *rn =
         nodev(gb, "ResizeNearestNeighbor", "rn", RT_DT_FLOAT, (const char *[]){"x", "rsz", NULL});
     rt_gb_attr_b(gb, rn, "half_pixel_centers", 1);
@@ -196,15 +196,15 @@ void ut_movenet_build(rt_gb *gb) {
     rt_gb_attr_b(gb, bm2, "adj_y", 1);
     Tensorflow__NodeDef *sh = nodev(gb, "Shape", "sh", RT_DT_FLOAT, (const char *[]){"x", NULL});
     rt_gb_attr_type(gb, sh, "out_type", RT_DT_INT32);
-    consti(gb, "d_b", 1, (int64_t[]){1}, (int32_t[]){0});
-    consti(gb, "d_e", 1, (int64_t[]){1}, (int32_t[]){1});
-    consti(gb, "d_s", 1, (int64_t[]){1}, (int32_t[]){1});
+    ut_gb_consti(gb, "d_b", 1, (int64_t[]){1}, (int32_t[]){0});
+    ut_gb_consti(gb, "d_e", 1, (int64_t[]){1}, (int32_t[]){1});
+    ut_gb_consti(gb, "d_s", 1, (int64_t[]){1}, (int32_t[]){1});
     Tensorflow__NodeDef *d0 =
         nodev(gb, "StridedSlice", "dim0", RT_DT_INT32, (const char *[]){"sh", "d_b", "d_e", "d_s", NULL});
     rt_gb_attr_type(gb, d0, "Index", RT_DT_INT32);
     rt_gb_attr_i(gb, d0, "shrink_axis_mask", 1);
-    consti(gb, "gi2", 1, (int64_t[]){2}, (int32_t[]){3, 1});
-    consti(gb, "gax0", 0, NULL, (int32_t[]){0});
+    ut_gb_consti(gb, "gi2", 1, (int64_t[]){2}, (int32_t[]){3, 1});
+    ut_gb_consti(gb, "gax0", 0, NULL, (int32_t[]){0});
     Tensorflow__NodeDef *g2 = nodev(gb, "GatherV2", "g2", RT_DT_INVALID, (const char *[]){"sh", "gi2", "gax0", NULL});
     rt_gb_attr_type(gb, g2, "Tparams", RT_DT_INT32);
     rt_gb_attr_type(gb, g2, "Tindices", RT_DT_INT32);

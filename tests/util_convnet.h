@@ -37,4 +37,11 @@ void ut_movenet_build(rt_gb *gb);
 /* The input: [2, 6, 5, 4] floats from seed. New reference. */
 rt_tensor *ut_movenet_input(unsigned seed);
 
+/* An int32 Const `name` of shape dims (rank 0..2) holding v. */
+void ut_gb_consti(rt_gb *gb, const char *name, int rank, const int64_t *dims, const int32_t *v);
+/* A float reduction `op` (Sum, Mean, Max, Min, Prod) of x over the int32
+ * Const axes, keep_dims as given. */
+void ut_gb_reduce(rt_gb *gb, const char *op, const char *name, const char *x, const char *axes,
+                  int keep);
+
 #endif /* UTIL_CONVNET_H */
