@@ -77,6 +77,34 @@ typedef struct lt_plan {
     uint64_t workspace;
 } lt_plan;
 
+/* Row-major Y[M, N] = op(X) . op(W) as the column-major product
+ * Y^T = op(W)^T . op(X)^T: sets p's TRANSA / TRANSB (W is A: stored [N, K]
+ * when trans_w; X is B: stored [K, M] when trans_x) and makes the layouts of
+ * A, B and C as stored, before the op (column-major: a row-major [R, C] is
+ * C x R with ld C). On failure *what names the step. */
+static cublasStatus_t lt_operands(lt_plan *p, int64_t m, int64_t n, int64_t k, int trans_x,
+                                  int trans_w, const char **what) {
+    cublasOperation_t ta = trans_w ? CUBLAS_OP_T : CUBLAS_OP_N,
+                      tb = trans_x ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasStatus_t s;
+    *what = "transa";
+    if ((s = g_lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta)) != CUBLAS_STATUS_SUCCESS)
+        return s;
+    *what = "transb";
+    if ((s = g_lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb)) != CUBLAS_STATUS_SUCCESS)
+        return s;
+    *what = "layout A";
+    s = trans_w ? g_lt.layout_create(&p->la, CUDA_R_32F, (uint64_t)k, (uint64_t)n, k)
+                : g_lt.layout_create(&p->la, CUDA_R_32F, (uint64_t)n, (uint64_t)k, n);
+    if (s != CUBLAS_STATUS_SUCCESS) return s;
+    *what = "layout B";
+    s = trans_x ? g_lt.layout_create(&p->lb, CUDA_R_32F, (uint64_t)m, (uint64_t)k, m)
+                : g_lt.layout_create(&p->lb, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k);
+    if (s != CUBLAS_STATUS_SUCCESS) return s;
+    *what = "layout C";
+    return g_lt.layout_create(&p->lc, CUDA_R_32F, (uint64_t)n, (uint64_t)m, n);
+}
+
 /* Chooses p's algorithm: the heuristic's first for p's descriptor and
  * layouts with at most 32 MiB of workspace and, where align is not NULL, at
  * least align[0..3] bytes of alignment of A, B, C and D. Returns the status
@@ -180,24 +208,7 @@ extern "C" ms_status kn_cuda_gemm_plan_t(int64_t m, int64_t n, int64_t k, int tr
     if (has_bias)
         LT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_t, sizeof bias_t),
            "bias type");
-    /* column-major: A = W^T (n x k, ld n), B = X^T (k x m, ld k), C = Y^T (n x m, ld n).
-     * A W stored [N, K] (trans_w) reads as the column-major k x n (ld k),
-     * transposed by cuBLASLt; an X stored [K, M] (trans_x) as m x k (ld m). */
-    {
-        cublasOperation_t ta = trans_w ? CUBLAS_OP_T : CUBLAS_OP_N,
-                          tb = trans_x ? CUBLAS_OP_T : CUBLAS_OP_N;
-        LT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
-        LT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
-    }
-    if (trans_w)
-        LT(g_lt.layout_create(&g->lt.la, CUDA_R_32F, (uint64_t)k, (uint64_t)n, k), "layout A");
-    else
-        LT(g_lt.layout_create(&g->lt.la, CUDA_R_32F, (uint64_t)n, (uint64_t)k, n), "layout A");
-    if (trans_x)
-        LT(g_lt.layout_create(&g->lt.lb, CUDA_R_32F, (uint64_t)m, (uint64_t)k, m), "layout B");
-    else
-        LT(g_lt.layout_create(&g->lt.lb, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k), "layout B");
-    LT(g_lt.layout_create(&g->lt.lc, CUDA_R_32F, (uint64_t)n, (uint64_t)m, n), "layout C");
+    LT(lt_operands(&g->lt, m, n, k, trans_x, trans_w, &what), what);
     LT(lt_pick(&g->lt, NULL, &found, &what), what);
     if (found < 1) {
         st = ms_errf(MS_ENOTSUP, "MatMul (cuBLASLt) %lldx%lldx%lld: no algorithm", (long long)m,
@@ -297,21 +308,8 @@ extern "C" ms_status kn_cuda_bgemm_plan(int64_t batch, int64_t m, int64_t n, int
     g->batch = batch, g->m = m, g->n = n, g->k = k;
     int found = 0;
     const char *what = NULL;
-    cublasOperation_t ta = adj_y ? CUBLAS_OP_T : CUBLAS_OP_N,
-                      tb = adj_x ? CUBLAS_OP_T : CUBLAS_OP_N;
     BLT(g_lt.desc_create(&g->lt.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
-    BLT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
-    BLT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
-    /* stored (before the op) column-major shapes */
-    if (adj_y)
-        BLT(g_lt.layout_create(&g->lt.la, CUDA_R_32F, (uint64_t)k, (uint64_t)n, k), "layout A");
-    else
-        BLT(g_lt.layout_create(&g->lt.la, CUDA_R_32F, (uint64_t)n, (uint64_t)k, n), "layout A");
-    if (adj_x)
-        BLT(g_lt.layout_create(&g->lt.lb, CUDA_R_32F, (uint64_t)m, (uint64_t)k, m), "layout B");
-    else
-        BLT(g_lt.layout_create(&g->lt.lb, CUDA_R_32F, (uint64_t)k, (uint64_t)m, k), "layout B");
-    BLT(g_lt.layout_create(&g->lt.lc, CUDA_R_32F, (uint64_t)n, (uint64_t)m, n), "layout C");
+    BLT(lt_operands(&g->lt, m, n, k, adj_x, adj_y, &what), what);
     if (batch > 1) {
         BLT(set_batch(g->lt.la, (int32_t)batch, stride_w), "batch of A");
         BLT(set_batch(g->lt.lb, (int32_t)batch, stride_x), "batch of B");
