@@ -155,7 +155,6 @@ struct srv_server {
     grpc_resource_quota *quota;
 };
 
-
 /* ------------------------------------------------------------------------ */
 /* Calls                                                                     */
 /* ------------------------------------------------------------------------ */
@@ -1284,8 +1283,7 @@ void srv_server_free(srv_server *s) {
     srv_server_stop(s, 1.0);
     grpc_server_destroy(s->server);
     grpc_completion_queue_destroy(s->ctl_cq);
-    for (int i = 0; i < s->ncq; i++)
-    {
+    for (int i = 0; i < s->ncq; i++) {
         grpc_completion_queue_destroy(s->cqs[i].cq);
         pthread_mutex_destroy(&s->cqs[i].mu);
         pthread_cond_destroy(&s->cqs[i].cv);
