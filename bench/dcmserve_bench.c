@@ -804,7 +804,7 @@ int main(int argc, char **argv) {
         default: bench_usage(); return c == 'h' ? 0 : 2;
         }
     }
-    /* The same gRPC as the daemon's (server/srv_grpc.c): Abseil's debug-build
+    /* The same gRPC as the daemon's (server/transport/srv_grpc.c): Abseil's debug-build
      * lock graph off, unless --abseil_debug keeps it as Debian ships it. */
     if (!o.abseil_debug) ms_abseil_deadlock_detection_off();
     /* Before gRPC starts its threads: they inherit the slice. */

@@ -3,7 +3,7 @@
  * Every fallible function returns an ms_status code. The human-readable reason
  * travels beside it in a thread-local message set by ms_errf(); the caller that
  * turns the code into a gRPC/HTTP status reads it with ms_errmsg() on the same
- * thread. The wire mapping lives in server/srv_status.c (runtime knows no gRPC).
+ * thread. The wire mapping lives in server/metrics/srv_status.c (runtime knows no gRPC).
  */
 #ifndef MS_STATUS_H
 #define MS_STATUS_H

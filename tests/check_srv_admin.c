@@ -1,6 +1,6 @@
-/* check_srv_admin.c - Check tests for server/srv_admin.c (admin CN list,
+/* check_srv_admin.c - Check tests for server/models/srv_admin.c (admin CN list,
  * model list limits, base path confinement) and the SSLConfig parser of
- * server/srv_tls.c. */
+ * server/transport/srv_tls.c. */
 #include <check.h>
 #include <limits.h>
 #include <stdio.h>

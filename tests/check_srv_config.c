@@ -1,4 +1,4 @@
-/* check_srv_config.c - Check tests for server/srv_flags.c, srv_config.c,
+/* check_srv_config.c - Check tests for server/cli/srv_flags.c, srv_config.c,
  * srv_status.c and the version-folder rules of srv_manager.c. */
 #include <check.h>
 #include <fcntl.h>

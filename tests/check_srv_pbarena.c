@@ -1,4 +1,4 @@
-/* check_srv_pbarena.c - the protobuf-c arena of server/srv_pbarena.c and the
+/* check_srv_pbarena.c - the protobuf-c arena of server/transport/srv_pbarena.c and the
  * no-copy hand-over of a request's large bytes fields (a DICOM file) into a
  * DT_STRING tensor (srv_pbarena_keep with rt_tensor_from_request_proto).
  * Run under ASan, a chunk freed twice, read after its free or never freed

@@ -1,7 +1,7 @@
 /* check_srv_throughput.c - the pieces of issue 13 that need no daemon: the
- * per-model queues (server/srv_queue.c: bound, round-robin across models,
+ * per-model queues (server/sched/srv_queue.c: bound, round-robin across models,
  * the per-model run cap, the key read from request bytes) and the
- * BatchingParameters text proto (server/srv_batch.c). The daemon-level
+ * BatchingParameters text proto (server/sched/srv_batch.c). The daemon-level
  * behaviour is in it_serve_throughput.py. */
 #include <check.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
 
 30,000 short connections (HTTP/2 preface + SETTINGS, read the server's
 SETTINGS, close) against the plaintext gRPC port: without the accept loop's
-malloc_trim (server/srv_listen.c) glibc's arenas kept the freed memory and
+malloc_trim (server/transport/srv_listen.c) glibc's arenas kept the freed memory and
 RSS grew (measured with this test: +8.4 MB with the earlier
 grpc_server_add_channel_from_fd adoption, +1.8 MB with gRPC's external
 handler but no trim, +0.3 MB with both) (docs/reliability.md: 30,000 connections

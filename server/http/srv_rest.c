@@ -32,6 +32,7 @@
 #include "srv_b64.h"
 #include "srv_jsonnum.h"
 #include "srv_rest.h"
+#include "srv_rest_v2.h"
 #include "srv_status.h"
 #include "tf_serving.pb-c.h"
 

@@ -29,7 +29,7 @@
 #include "srv_jsonnum.h"
 #include "srv_app.h"
 #include "srv_metrics.h"
-#include "srv_rest.h"
+#include "srv_rest_v2.h"
 #include "srv_status.h"
 
 #define MAX_ELEMS ((int64_t)1 << 40)

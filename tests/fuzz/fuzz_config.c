@@ -1,8 +1,8 @@
 /* fuzz_config.c - libFuzzer target: the model server's configuration
  * parsers, which read what operators write and, through the admin RPC, what
  * an admin client sends: ModelServerConfig as JSON and as protobuf text
- * format (server/srv_config.c, what --model_config_file holds), the SSLConfig
- * text of --ssl_config_file (server/srv_tls.c), and a ReloadConfigRequest's
+ * format (server/models/srv_config.c, what --model_config_file holds), the SSLConfig
+ * text of --ssl_config_file (server/transport/srv_tls.c), and a ReloadConfigRequest's
  * bytes as the RPC handler takes them (the request pre-scan, protobuf-c's
  * unpack, srv_config_from_proto). Byte 0 picks the parser (mod 4); the rest
  * is the text or the message. A crash, leak or sanitizer report is a

@@ -1,5 +1,5 @@
 /* fuzz_rest_examples.c - libFuzzer target: the REST :classify / :regress
- * body (server/srv_rest.c, example_json): JSON parse, the number scan that
+ * body (server/http/srv_rest.c, example_json): JSON parse, the number scan that
  * tells 1 from 1.0, the {feature: value} -> tf.Example conversion, the
  * packed Classification/RegressionRequest through the gRPC handler
  * (srv_tfs_classify / srv_tfs_regress, srv_classify.c) against a real
@@ -12,7 +12,7 @@
  * leak or sanitizer report is a finding; error answers are expected.
  * Build: CC=clang cmake -S . -B build-fuzz -DMS_FUZZ=ON -DMS_SANITIZE=ON;
  * run: build-fuzz/fuzz_rest_examples CORPUS (from the repository root). */
-#include "../../server/srv_rest.c"
+#include "../../server/http/srv_rest.c"
 
 #include "fuzz_app.h"
 

@@ -1,8 +1,8 @@
 /* fuzz_rest_predict.c - libFuzzer target: the REST prediction bodies, the
- * JSON a client sends to TF Serving's :predict (server/srv_rest.c,
+ * JSON a client sends to TF Serving's :predict (server/http/srv_rest.c,
  * predict_json: row "instances" and columnar "inputs", b64 strings, nested
  * lists to tensors, the signature check, the run, the answer back to JSON)
- * and to KServe v2's /infer (server/srv_rest_v2.c: JSON tensors, and the
+ * and to KServe v2's /infer (server/http/srv_rest_v2.c: JSON tensors, and the
  * binary tensor data extension after an Inference-Header-Content-Length),
  * against a real model: tests/data half_plus_two as "hpt" (or
  * $DCM_FUZZ_MODEL_BASE) loaded by a real model manager. srv_rest.c is
@@ -16,7 +16,7 @@
  * sanitizer report is a finding; error answers are expected.
  * Build: CC=clang cmake -S . -B build-fuzz -DMS_FUZZ=ON -DMS_SANITIZE=ON;
  * run: build-fuzz/fuzz_rest_predict CORPUS (from the repository root). */
-#include "../../server/srv_rest.c"
+#include "../../server/http/srv_rest.c"
 
 #include "fuzz_app.h"
 
