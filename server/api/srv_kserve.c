@@ -324,22 +324,24 @@ static size_t typed_count(const Inference__InferTensorContents *ct, rt_dtype dt)
     }
 }
 
-ms_status srv_kserve_input(const Inference__ModelInferRequest__InferInputTensor *in,
-                           const ProtobufCBinaryData *raw, ms_budget *budget, rt_tensor **out) {
-    rt_dtype dt = dtype_of(in->datatype);
-    if (dt == RT_DT_INVALID) {
-        char names[256];
-        size_t len = 0;
-        names[0] = '\0';
-        for (size_t i = 0; i < sizeof(g_types) / sizeof(g_types[0]); i++) {
-            int w = snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "",
-                             g_types[i].name);
-            if (w < 0 || (size_t)w >= sizeof(names) - len) break;
-            len += (size_t)w;
-        }
-        return ms_errf(MS_EINVAL, "input \"%s\": unknown datatype \"%s\"; expected one of %s",
-                       in->name, in->datatype, names);
+/* The error for a datatype KServe does not name, listing those it does. */
+static ms_status unknown_datatype(const Inference__ModelInferRequest__InferInputTensor *in) {
+    char names[256];
+    size_t len = 0;
+    names[0] = '\0';
+    for (size_t i = 0; i < sizeof(g_types) / sizeof(g_types[0]); i++) {
+        int w = snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "", g_types[i].name);
+        if (w < 0 || (size_t)w >= sizeof(names) - len) break;
+        len += (size_t)w;
     }
+    return ms_errf(MS_EINVAL, "input \"%s\": unknown datatype \"%s\"; expected one of %s",
+                   in->name, in->datatype, names);
+}
+
+/* The input's shape, checked: rank, no negative dimension, a product that
+ * fits. */
+static ms_status input_shape(const Inference__ModelInferRequest__InferInputTensor *in,
+                             rt_shape *shape, int64_t *nelem) {
     if (in->n_shape > RT_MAX_RANK)
         return ms_errf(MS_EINVAL, "input \"%s\": rank %zu exceeds %d", in->name, in->n_shape,
                        RT_MAX_RANK);
@@ -347,16 +349,22 @@ ms_status srv_kserve_input(const Inference__ModelInferRequest__InferInputTensor 
         if (in->shape[d] < 0)
             return ms_errf(MS_EINVAL, "input \"%s\": dimension %zu is %" PRId64 ", must be >= 0",
                            in->name, d, in->shape[d]);
-    rt_shape shape = rt_shape_make((int)in->n_shape, in->shape);
-    int64_t nelem = rt_shape_nelem(&shape);
-    if (nelem < 0) return ms_errf(MS_EINVAL, "input \"%s\": shape too large", in->name);
+    *shape = rt_shape_make((int)in->n_shape, in->shape);
+    *nelem = rt_shape_nelem(shape);
+    if (*nelem < 0) return ms_errf(MS_EINVAL, "input \"%s\": shape too large", in->name);
+    return MS_OK;
+}
+
+/* Checks every count and byte length of the contents against dt and nelem,
+ * before anything is allocated, and says how many bytes the tensor will
+ * take (*need). */
+static ms_status input_need(const Inference__ModelInferRequest__InferInputTensor *in, rt_dtype dt,
+                            const ProtobufCBinaryData *raw, int64_t nelem, uint64_t *need) {
     const Inference__InferTensorContents *ct = in->contents;
-    /* Every count and byte length is checked against the shape before any
-     * allocation, then the bytes are taken from the request's budget. */
     size_t esz = dt == RT_DT_STRING ? sizeof(rt_str) : rt_dtype_size(dt);
     if ((uint64_t)nelem > (uint64_t)INT64_MAX / esz)
         return ms_errf(MS_EINVAL, "input \"%s\": shape too large", in->name);
-    uint64_t need = (uint64_t)nelem * esz;
+    *need = (uint64_t)nelem * esz;
     if (dt == RT_DT_STRING) {
         /* raw: 4 length bytes per element; typed: one bytes_contents each. */
         if (raw != NULL && (uint64_t)nelem > raw->len / 4)
@@ -368,66 +376,62 @@ ms_status srv_kserve_input(const Inference__ModelInferRequest__InferInputTensor 
             ms_status cst = count_check(in->name, "bytes_contents", typed_count(ct, dt), nelem);
             if (cst != MS_OK) return cst;
         }
-        need = 2 * need + (raw ? raw->len : 0);
+        *need = 2 * *need + (raw ? raw->len : 0);
         if (raw == NULL)
-            for (int64_t i = 0; i < nelem; i++) need += ct->bytes_contents[i].len;
-    } else if (raw != NULL) {
-        if (raw->len != need)
-            return ms_errf(MS_EINVAL,
-                           "input \"%s\": raw contents hold %zu bytes, shape and %s need %llu",
-                           in->name, raw->len, in->datatype, (unsigned long long)need);
-    } else if (dt == RT_DT_HALF || dt == RT_DT_BFLOAT16) {
-        return ms_errf(MS_EINVAL, "input \"%s\": %s tensors must be sent in raw_input_contents",
-                       in->name, in->datatype);
-    } else {
-        static const char *const fields[] = {
-            [RT_DT_BOOL] = "bool_contents",     [RT_DT_INT8] = "int_contents",
-            [RT_DT_INT16] = "int_contents",     [RT_DT_INT32] = "int_contents",
-            [RT_DT_UINT8] = "uint_contents",    [RT_DT_UINT16] = "uint_contents",
-            [RT_DT_UINT32] = "uint_contents",   [RT_DT_INT64] = "int64_contents",
-            [RT_DT_UINT64] = "uint64_contents", [RT_DT_FLOAT] = "fp32_contents",
-            [RT_DT_DOUBLE] = "fp64_contents",
-        };
-        const char *f = (size_t)dt < sizeof(fields) / sizeof(fields[0]) && fields[dt]
-                            ? fields[dt]
-                            : "contents";
-        ms_status cst = count_check(in->name, f, typed_count(ct, dt), nelem);
-        if (cst != MS_OK) return cst;
-    }
-    if (nelem > 0) {
-        char what[300];
-        snprintf(what, sizeof what, "input \"%s\"", in->name);
-        ms_status bst = ms_budget_take(budget, need, what);
-        if (bst != MS_OK) return bst;
-    }
-
-    if (dt == RT_DT_STRING) {
-        rt_str *strs = calloc((size_t)(nelem > 0 ? nelem : 1), sizeof(rt_str));
-        if (strs == NULL) return ms_errf(MS_ENOMEM, "out of memory");
-        ms_status st = MS_OK;
-        if (raw != NULL) {
-            st = parse_raw_bytes(in->name, raw, nelem, strs);
-        } else {
-            size_t got = ct ? ct->n_bytes_contents : 0;
-            st = count_check(in->name, "bytes_contents", got, nelem);
-            for (int64_t i = 0; st == MS_OK && i < nelem; i++) {
-                strs[i].data = ct->bytes_contents[i].data;
-                strs[i].len = ct->bytes_contents[i].len;
-            }
-        }
-        if (st == MS_OK) st = rt_tensor_new_strings(&shape, strs, out);
-        free(strs);
-        return st;
-    }
-
-    rt_tensor *t = NULL;
-    ms_status st = rt_tensor_new(dt, &shape, &t);
-    if (st != MS_OK) return st;
-    if (raw != NULL) {
-        if (raw->len) memcpy(t->data, raw->data, raw->len);
-        *out = t;
+            for (int64_t i = 0; i < nelem; i++) *need += ct->bytes_contents[i].len;
         return MS_OK;
     }
+    if (raw != NULL) {
+        if (raw->len != *need)
+            return ms_errf(MS_EINVAL,
+                           "input \"%s\": raw contents hold %zu bytes, shape and %s need %llu",
+                           in->name, raw->len, in->datatype, (unsigned long long)*need);
+        return MS_OK;
+    }
+    if (dt == RT_DT_HALF || dt == RT_DT_BFLOAT16)
+        return ms_errf(MS_EINVAL, "input \"%s\": %s tensors must be sent in raw_input_contents",
+                       in->name, in->datatype);
+    static const char *const fields[] = {
+        [RT_DT_BOOL] = "bool_contents",     [RT_DT_INT8] = "int_contents",
+        [RT_DT_INT16] = "int_contents",     [RT_DT_INT32] = "int_contents",
+        [RT_DT_UINT8] = "uint_contents",    [RT_DT_UINT16] = "uint_contents",
+        [RT_DT_UINT32] = "uint_contents",   [RT_DT_INT64] = "int64_contents",
+        [RT_DT_UINT64] = "uint64_contents", [RT_DT_FLOAT] = "fp32_contents",
+        [RT_DT_DOUBLE] = "fp64_contents",
+    };
+    const char *f =
+        (size_t)dt < sizeof(fields) / sizeof(fields[0]) && fields[dt] ? fields[dt] : "contents";
+    return count_check(in->name, f, typed_count(ct, dt), nelem);
+}
+
+/* A BYTES input: raw (length-prefixed) or one bytes_contents per element. */
+static ms_status input_strings(const Inference__ModelInferRequest__InferInputTensor *in,
+                               const ProtobufCBinaryData *raw, const rt_shape *shape,
+                               int64_t nelem, rt_tensor **out) {
+    const Inference__InferTensorContents *ct = in->contents;
+    rt_str *strs = calloc((size_t)(nelem > 0 ? nelem : 1), sizeof(rt_str));
+    if (strs == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    ms_status st = MS_OK;
+    if (raw != NULL) {
+        st = parse_raw_bytes(in->name, raw, nelem, strs);
+    } else {
+        size_t got = ct ? ct->n_bytes_contents : 0;
+        st = count_check(in->name, "bytes_contents", got, nelem);
+        for (int64_t i = 0; st == MS_OK && i < nelem; i++) {
+            strs[i].data = ct->bytes_contents[i].data;
+            strs[i].len = ct->bytes_contents[i].len;
+        }
+    }
+    if (st == MS_OK) st = rt_tensor_new_strings(shape, strs, out);
+    free(strs);
+    return st;
+}
+
+/* Fills t (dt, nelem values) from the typed contents of in. */
+static ms_status input_typed_fill(const Inference__ModelInferRequest__InferInputTensor *in,
+                                  rt_dtype dt, int64_t nelem, rt_tensor *t) {
+    const Inference__InferTensorContents *ct = in->contents;
+    ms_status st = MS_OK;
     size_t i, n = (size_t)nelem;
     void *p = t->data;
     switch (dt) {
@@ -491,7 +495,30 @@ ms_status srv_kserve_input(const Inference__ModelInferRequest__InferInputTensor 
                      in->name, in->datatype);
         break;
     }
-    if (st != MS_OK) {
+    return st;
+}
+
+ms_status srv_kserve_input(const Inference__ModelInferRequest__InferInputTensor *in,
+                           const ProtobufCBinaryData *raw, ms_budget *budget, rt_tensor **out) {
+    rt_dtype dt = dtype_of(in->datatype);
+    if (dt == RT_DT_INVALID) return unknown_datatype(in);
+    rt_shape shape;
+    int64_t nelem = 0;
+    uint64_t need = 0;
+    ms_status st = input_shape(in, &shape, &nelem);
+    if (st == MS_OK) st = input_need(in, dt, raw, nelem, &need);
+    if (st != MS_OK) return st;
+    if (nelem > 0) {
+        char what[300];
+        snprintf(what, sizeof what, "input \"%s\"", in->name);
+        if ((st = ms_budget_take(budget, need, what)) != MS_OK) return st;
+    }
+    if (dt == RT_DT_STRING) return input_strings(in, raw, &shape, nelem, out);
+    rt_tensor *t = NULL;
+    if ((st = rt_tensor_new(dt, &shape, &t)) != MS_OK) return st;
+    if (raw != NULL) {
+        if (raw->len) memcpy(t->data, raw->data, raw->len);
+    } else if ((st = input_typed_fill(in, dt, nelem, t)) != MS_OK) {
         rt_tensor_unref(t);
         return st;
     }

@@ -377,14 +377,12 @@ static const char *lv(char *out, size_t cap, const char *v) {
     return out;
 }
 
-char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int npools) {
-    sbuf b = {0};
-    char m[300], sg[160], lab[700], entry[16];
-    const char *method;
-    pthread_mutex_lock(&mu);
+/* TF Serving's request count: per model and status (all APIs, versions summed). Under mu. */
+static void render_tfs_request_count(sbuf *b) {
+    char m[300];
     /* TF Serving's names: per model and status (all APIs, versions summed). */
-    put(&b, "# HELP :tensorflow:serving:request_count The number of requests.\n"
-            "# TYPE :tensorflow:serving:request_count counter\n");
+    put(b, "# HELP :tensorflow:serving:request_count The number of requests.\n"
+           "# TYPE :tensorflow:serving:request_count counter\n");
     for (int i = 0; i < nseries; i++) {
         uint64_t n = 0;
         int first = 1;
@@ -395,12 +393,18 @@ char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int
         for (int j = i; j < nseries; j++)
             if (strcmp(table[j].model, table[i].model) == 0 && table[j].code == table[i].code)
                 n += table[j].total.count;
-        put(&b, ":tensorflow:serving:request_count{model_name=\"%s\",status=\"%s\"} %" PRIu64 "\n",
+        put(b, ":tensorflow:serving:request_count{model_name=\"%s\",status=\"%s\"} %" PRIu64 "\n",
             lv(m, sizeof m, table[i].model), code_name(table[i].code), n);
     }
+}
+
+/* TF Serving's request latency, in microseconds, by model_name, API and entrypoint. Under mu. */
+static void render_tfs_request_latency(sbuf *b) {
+    char m[300], lab[700], entry[16];
+    const char *method;
     /* As TF Serving: microseconds, labels model_name, API, entrypoint. */
-    put(&b, "# HELP :tensorflow:serving:request_latency Distribution of wall time (in "
-            "microseconds) for requests.\n"
+    put(b, "# HELP :tensorflow:serving:request_latency Distribution of wall time (in "
+           "microseconds) for requests.\n"
             "# TYPE :tensorflow:serving:request_latency histogram\n");
     for (int i = 0; i < nseries; i++) {
         int first = 1;
@@ -419,36 +423,46 @@ char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int
         split_api(table[i].api, entry, sizeof entry, &method);
         snprintf(lab, sizeof lab, "model_name=\"%s\",API=\"%s\",entrypoint=\"%s\"",
                  lv(m, sizeof m, table[i].model), method, entry);
-        put_hist(&b, ":tensorflow:serving:request_latency", lab, &h, BUCKETS, 1e6);
+        put_hist(b, ":tensorflow:serving:request_latency", lab, &h, BUCKETS, 1e6);
     }
-    put(&b, "# HELP :tensorflow:serving:model_warmup_latency Distribution of wall time (in "
-            "microseconds) for warming up the model.\n"
+}
+
+/* TF Serving's warm-up latency per model, in microseconds. Under mu. */
+static void render_tfs_warmup_latency(sbuf *b) {
+    char m[300], lab[700];
+    put(b, "# HELP :tensorflow:serving:model_warmup_latency Distribution of wall time (in "
+           "microseconds) for warming up the model.\n"
             "# TYPE :tensorflow:serving:model_warmup_latency histogram\n");
     for (int i = 0; i < nmodels; i++) {
         if (mtable[i].warmup.count == 0) continue;
         snprintf(lab, sizeof lab, "model_name=\"%s\"", lv(m, sizeof m, mtable[i].model));
-        put_hist(&b, ":tensorflow:serving:model_warmup_latency", lab, &mtable[i].warmup,
+        put_hist(b, ":tensorflow:serving:model_warmup_latency", lab, &mtable[i].warmup,
                  LOAD_BUCKETS, 1e6);
     }
-    put(&b, "# HELP dcmserve_requests_total Requests answered.\n"
-            "# TYPE dcmserve_requests_total counter\n");
+}
+
+/* Our per-series counts, bytes and latency by phase. Under mu. */
+static void render_requests(sbuf *b) {
+    char m[300], sg[160], lab[700];
+    put(b, "# HELP dcmserve_requests_total Requests answered.\n"
+           "# TYPE dcmserve_requests_total counter\n");
     for (int i = 0; i < nseries; i++)
-        put(&b, "dcmserve_requests_total{model=\"%s\",version=\"%" PRId64 "\",signature=\"%s\","
+        put(b, "dcmserve_requests_total{model=\"%s\",version=\"%" PRId64 "\",signature=\"%s\","
                 "api=\"%s\",code=\"%s\"} %" PRIu64 "\n",
             lv(m, sizeof m, table[i].model), table[i].version,
             lv(sg, sizeof sg, table[i].signature), table[i].api, code_name(table[i].code),
             table[i].total.count);
-    put(&b, "# HELP dcmserve_request_bytes_total Request and response bytes (message or body).\n"
-            "# TYPE dcmserve_request_bytes_total counter\n");
+    put(b, "# HELP dcmserve_request_bytes_total Request and response bytes (message or body).\n"
+           "# TYPE dcmserve_request_bytes_total counter\n");
     for (int i = 0; i < nseries; i++)
         for (int dir = 0; dir < 2; dir++)
-            put(&b, "dcmserve_request_bytes_total{model=\"%s\",version=\"%" PRId64
+            put(b, "dcmserve_request_bytes_total{model=\"%s\",version=\"%" PRId64
                     "\",signature=\"%s\",api=\"%s\",code=\"%s\",direction=\"%s\"} %" PRIu64 "\n",
                 lv(m, sizeof m, table[i].model), table[i].version,
                 lv(sg, sizeof sg, table[i].signature), table[i].api, code_name(table[i].code),
                 dir ? "out" : "in", dir ? table[i].bytes_out : table[i].bytes_in);
-    put(&b, "# HELP dcmserve_request_latency_seconds Request latency, whole and by phase "
-            "(queue, decode, compute, serialize).\n"
+    put(b, "# HELP dcmserve_request_latency_seconds Request latency, whole and by phase "
+           "(queue, decode, compute, serialize).\n"
             "# TYPE dcmserve_request_latency_seconds histogram\n");
     for (int i = 0; i < nseries; i++)
         for (int p = -1; p < SRV_NPHASES; p++) {
@@ -459,9 +473,14 @@ char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int
                      lv(m, sizeof m, table[i].model), table[i].version,
                      lv(sg, sizeof sg, table[i].signature), table[i].api,
                      code_name(table[i].code), p < 0 ? "total" : PHASE[p]);
-            put_hist(&b, "dcmserve_request_latency_seconds", lab, h, BUCKETS, 1);
+            put_hist(b, "dcmserve_request_latency_seconds", lab, h, BUCKETS, 1);
         }
-    put(&b, "# HELP dcmserve_batch_size Batch sizes run.\n# TYPE dcmserve_batch_size histogram\n");
+}
+
+/* Batch sizes run, per model, version and signature. Under mu. */
+static void render_batches(sbuf *b) {
+    char m[300], sg[160], lab[700];
+    put(b, "# HELP dcmserve_batch_size Batch sizes run.\n# TYPE dcmserve_batch_size histogram\n");
     for (int i = 0; i < nbatch; i++) {
         uint64_t cum = 0;
         snprintf(lab, sizeof lab, "model=\"%s\",version=\"%" PRId64 "\",signature=\"%s\"",
@@ -469,38 +488,46 @@ char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int
                  lv(sg, sizeof sg, btable[i].signature));
         for (int k = 0; k < NBATCHB; k++) {
             cum += btable[i].bucket[k];
-            put(&b, "dcmserve_batch_size_bucket{%s,le=\"%g\"} %" PRIu64 "\n", lab,
+            put(b, "dcmserve_batch_size_bucket{%s,le=\"%g\"} %" PRIu64 "\n", lab,
                 BATCH_BUCKETS[k], cum);
         }
-        put(&b, "dcmserve_batch_size_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", lab, btable[i].count);
-        put(&b, "dcmserve_batch_size_sum{%s} %.9g\n", lab, btable[i].sum);
-        put(&b, "dcmserve_batch_size_count{%s} %" PRIu64 "\n", lab, btable[i].count);
+        put(b, "dcmserve_batch_size_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", lab, btable[i].count);
+        put(b, "dcmserve_batch_size_sum{%s} %.9g\n", lab, btable[i].sum);
+        put(b, "dcmserve_batch_size_count{%s} %" PRIu64 "\n", lab, btable[i].count);
     }
-    put(&b, "# HELP dcmserve_model_loads_total Model version loads by result.\n"
-            "# TYPE dcmserve_model_loads_total counter\n");
+}
+
+/* Model loads, unloads and load time per model. Under mu. */
+static void render_models(sbuf *b) {
+    char m[300], lab[700];
+    put(b, "# HELP dcmserve_model_loads_total Model version loads by result.\n"
+           "# TYPE dcmserve_model_loads_total counter\n");
     for (int i = 0; i < nmodels; i++) {
-        put(&b, "dcmserve_model_loads_total{model=\"%s\",result=\"ok\"} %" PRIu64 "\n",
+        put(b, "dcmserve_model_loads_total{model=\"%s\",result=\"ok\"} %" PRIu64 "\n",
             lv(m, sizeof m, mtable[i].model), mtable[i].loads_ok);
-        put(&b, "dcmserve_model_loads_total{model=\"%s\",result=\"failed\"} %" PRIu64 "\n", m,
+        put(b, "dcmserve_model_loads_total{model=\"%s\",result=\"failed\"} %" PRIu64 "\n", m,
             mtable[i].loads_failed);
     }
-    put(&b, "# HELP dcmserve_model_unloads_total Model versions unloaded.\n"
-            "# TYPE dcmserve_model_unloads_total counter\n");
+    put(b, "# HELP dcmserve_model_unloads_total Model versions unloaded.\n"
+           "# TYPE dcmserve_model_unloads_total counter\n");
     for (int i = 0; i < nmodels; i++)
-        put(&b, "dcmserve_model_unloads_total{model=\"%s\"} %" PRIu64 "\n",
+        put(b, "dcmserve_model_unloads_total{model=\"%s\"} %" PRIu64 "\n",
             lv(m, sizeof m, mtable[i].model), mtable[i].unloads);
-    put(&b, "# HELP dcmserve_model_load_seconds Time to load a model version.\n"
-            "# TYPE dcmserve_model_load_seconds histogram\n");
+    put(b, "# HELP dcmserve_model_load_seconds Time to load a model version.\n"
+           "# TYPE dcmserve_model_load_seconds histogram\n");
     for (int i = 0; i < nmodels; i++) {
         if (mtable[i].load.count == 0) continue;
         snprintf(lab, sizeof lab, "model=\"%s\"", lv(m, sizeof m, mtable[i].model));
-        put_hist(&b, "dcmserve_model_load_seconds", lab, &mtable[i].load, LOAD_BUCKETS, 1);
+        put_hist(b, "dcmserve_model_load_seconds", lab, &mtable[i].load, LOAD_BUCKETS, 1);
     }
-    pthread_mutex_unlock(&mu);
+}
+
+/* The DICOM decoder's counters. */
+static void render_dicom(sbuf *b) {
     dcm_ops_stats ds;
     dcm_ops_stats_read(&ds);
-    put(&b, "# HELP dcmserve_dicom_files_total DICOM files handed to the in-graph decoder.\n"
-            "# TYPE dcmserve_dicom_files_total counter\ndcmserve_dicom_files_total %" PRIu64 "\n"
+    put(b, "# HELP dcmserve_dicom_files_total DICOM files handed to the in-graph decoder.\n"
+           "# TYPE dcmserve_dicom_files_total counter\ndcmserve_dicom_files_total %" PRIu64 "\n"
             "# HELP dcmserve_dicom_bytes_total Bytes of those DICOM files.\n"
             "# TYPE dcmserve_dicom_bytes_total counter\ndcmserve_dicom_bytes_total %" PRIu64 "\n"
             "# HELP dcmserve_dicom_frames_total Frames decoded.\n"
@@ -509,29 +536,50 @@ char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int
             "# TYPE dcmserve_dicom_decode_errors_total counter\n",
         ds.files, ds.bytes, ds.frames);
     for (int r = 0; r < DCM_ERR_NREASONS; r++)
-        put(&b, "dcmserve_dicom_decode_errors_total{reason=\"%s\"} %" PRIu64 "\n",
+        put(b, "dcmserve_dicom_decode_errors_total{reason=\"%s\"} %" PRIu64 "\n",
             dcm_ops_err_reason_name(r), ds.errors[r]);
-    put(&b, "# HELP dcmserve_loaded_versions Model versions available.\n"
-            "# TYPE dcmserve_loaded_versions gauge\ndcmserve_loaded_versions %d\n",
+}
+
+/* Versions, pools, gRPC paths, in-flight requests and memory: read now, not
+ * counted. */
+static void render_gauges(sbuf *b, int loaded_versions, const srv_metrics_pool *pools,
+                          int npools) {
+    char m[300];
+    put(b, "# HELP dcmserve_loaded_versions Model versions available.\n"
+           "# TYPE dcmserve_loaded_versions gauge\ndcmserve_loaded_versions %d\n",
         loaded_versions);
-    put(&b, "# HELP dcmserve_model_pool_free_bytes Bytes a loaded version's buffer pool keeps "
-            "free for reuse (host).\n# TYPE dcmserve_model_pool_free_bytes gauge\n");
+    put(b, "# HELP dcmserve_model_pool_free_bytes Bytes a loaded version's buffer pool keeps "
+           "free for reuse (host).\n# TYPE dcmserve_model_pool_free_bytes gauge\n");
     for (int i = 0; i < npools; i++)
-        put(&b, "dcmserve_model_pool_free_bytes{model=\"%s\",version=\"%" PRId64 "\",device=\"host\"} %"
+        put(b, "dcmserve_model_pool_free_bytes{model=\"%s\",version=\"%" PRId64 "\",device=\"host\"} %"
                 PRIu64 "\n", lv(m, sizeof m, pools[i].model), pools[i].version, pools[i].pool_free_bytes);
-    put(&b, "# HELP dcmserve_grpc_calls_total gRPC inference calls by where they ran: inline "
-            "(on the CQ thread, small and cheap), handover (on the CQ thread, which handed its "
+    put(b, "# HELP dcmserve_grpc_calls_total gRPC inference calls by where they ran: inline "
+           "(on the CQ thread, small and cheap), handover (on the CQ thread, which handed its "
             "queue to a standby), worker (queued for a worker thread).\n"
             "# TYPE dcmserve_grpc_calls_total counter\n");
     for (int i = 0; i < SRV_GRPC_NPATHS; i++)
-        put(&b, "dcmserve_grpc_calls_total{path=\"%s\"} %llu\n", grpc_path_name[i],
+        put(b, "dcmserve_grpc_calls_total{path=\"%s\"} %llu\n", grpc_path_name[i],
             (unsigned long long)atomic_load(&grpc_path[i]));
-    put(&b, "# HELP dcmserve_requests_in_flight Requests being answered.\n"
-            "# TYPE dcmserve_requests_in_flight gauge\ndcmserve_requests_in_flight %d\n",
+    put(b, "# HELP dcmserve_requests_in_flight Requests being answered.\n"
+           "# TYPE dcmserve_requests_in_flight gauge\ndcmserve_requests_in_flight %d\n",
         atomic_load(&in_flight));
-    put(&b, "# HELP dcmserve_process_resident_memory_bytes Resident memory.\n"
-            "# TYPE dcmserve_process_resident_memory_bytes gauge\n"
+    put(b, "# HELP dcmserve_process_resident_memory_bytes Resident memory.\n"
+           "# TYPE dcmserve_process_resident_memory_bytes gauge\n"
             "dcmserve_process_resident_memory_bytes %ld\n", rss_bytes());
+}
+
+char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int npools) {
+    sbuf b = {0};
+    pthread_mutex_lock(&mu);
+    render_tfs_request_count(&b);
+    render_tfs_request_latency(&b);
+    render_tfs_warmup_latency(&b);
+    render_requests(&b);
+    render_batches(&b);
+    render_models(&b);
+    pthread_mutex_unlock(&mu);
+    render_dicom(&b);
+    render_gauges(&b, loaded_versions, pools, npools);
     if (b.oom) {
         free(b.p);
         return NULL;

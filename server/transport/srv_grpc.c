@@ -980,10 +980,14 @@ static int port_in_use(const char *host, int port) {
     return in_use;
 }
 
-ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, int nmethods,
-                           void *app, srv_server **out) {
+static void server_free_state(srv_server *s);
+
+/* The server's own state from the options: no gRPC object yet. NULL when
+ * out of memory. */
+static srv_server *server_new(const srv_server_opts *o, const srv_method *methods, int nmethods,
+                              void *app) {
     srv_server *s = calloc(1, sizeof(*s));
-    if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    if (s == NULL) return NULL;
     s->methods = methods;
     s->nmethods = nmethods;
     s->app = app;
@@ -1010,109 +1014,113 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
         api_name(methods[i].path, s->api[i], sizeof s->api[i]);
     s->workers = calloc((size_t)s->nworkers, sizeof(pthread_t));
     if (s->handles == NULL || s->workers == NULL || s->queue == NULL || s->api == NULL) {
-        srv_queue_free(s->queue);
-        free(s->handles);
-        free(s->api);
-        free(s->workers);
-        free(s);
-        return ms_errf(MS_ENOMEM, "out of memory");
+        server_free_state(s);
+        return NULL;
     }
+    return s;
+}
 
-    /* Channel arguments: ours, the operator's, then SO_REUSEPORT off unless
-     * the operator set it. */
-    char cabuf[1024];
-    grpc_arg args[4 + OWN_ARGS + MAX_CHANNEL_ARGS];
-    int nargs = 0;
-    memset(args, 0, sizeof(args));
-    args[nargs].type = GRPC_ARG_INTEGER;
-    args[nargs].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
-    args[nargs++].value.integer = (int)s->max_msg;
-    args[nargs].type = GRPC_ARG_INTEGER;
-    args[nargs].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
-    args[nargs++].value.integer = (int)s->max_msg;
-    ms_status ast = parse_channel_args(o->channel_arguments, cabuf, sizeof(cabuf), args, &nargs);
-    if (ast != MS_OK) {
-        srv_queue_free(s->queue);
-        free(s->handles);
-        free(s->api);
-        free(s->workers);
-        free(s);
-        return ast;
-    }
-    int reuse_given = 0, reuseport = 0, decomp_given = 0;
-    for (int i = 0; i < nargs; i++) {
+/* Frees what server_new made, and the listener and credentials if any. */
+static void server_free_state(srv_server *s) {
+    srv_queue_free(s->queue);
+    free(s->handles);
+    free(s->api);
+    free(s->workers);
+    srv_listener_free(s->listener);
+    if (s->fd_creds) grpc_server_credentials_release(s->fd_creds);
+    free(s);
+}
+
+/* The channel arguments: ours, the operator's --grpc_channel_arguments
+ * (kept in buf), per-message decompression off and SO_REUSEPORT off unless
+ * the operator set them, then the limits against hostile clients
+ * (docs/security.md), where the operator's win. *reuseport: what the
+ * listener should do. */
+static ms_status channel_args_build(const srv_server *s, const srv_server_opts *o, char *buf,
+                                    size_t cap, grpc_arg *args, int *nargs, int *reuseport) {
+    int n = 0;
+    args[n].type = GRPC_ARG_INTEGER;
+    args[n].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+    args[n++].value.integer = (int)s->max_msg;
+    args[n].type = GRPC_ARG_INTEGER;
+    args[n].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    args[n++].value.integer = (int)s->max_msg;
+    ms_status st = parse_channel_args(o->channel_arguments, buf, cap, args, &n);
+    if (st != MS_OK) return st;
+    int reuse_given = 0, decomp_given = 0;
+    *reuseport = 0;
+    for (int i = 0; i < n; i++) {
         if (strcmp(args[i].key, GRPC_ARG_ALLOW_REUSEPORT) == 0) {
             reuse_given = 1;
-            reuseport = args[i].type == GRPC_ARG_INTEGER && args[i].value.integer != 0;
+            *reuseport = args[i].type == GRPC_ARG_INTEGER && args[i].value.integer != 0;
         }
         if (strcmp(args[i].key, GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION) == 0) decomp_given = 1;
     }
     if (!decomp_given) { /* gRPC inflates unbounded: srv_inflate_message bounds it */
-        args[nargs].type = GRPC_ARG_INTEGER;
-        args[nargs].key = (char *)GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION;
-        args[nargs++].value.integer = 0;
+        args[n].type = GRPC_ARG_INTEGER;
+        args[n].key = (char *)GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION;
+        args[n++].value.integer = 0;
     }
     if (!reuse_given) { /* gRPC's default on Linux is on: a busy port must fail */
-        args[nargs].type = GRPC_ARG_INTEGER;
-        args[nargs].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;
-        args[nargs++].value.integer = 0;
+        args[n].type = GRPC_ARG_INTEGER;
+        args[n].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;
+        args[n++].value.integer = 0;
     }
-    /* Limits against hostile clients (docs/security.md); the operator's
-     * --grpc_channel_arguments win. */
-    int nuser = nargs;
+    int nuser = n;
     if (o->max_concurrent_streams > 0)
-        add_int_arg(args, &nargs, nuser, GRPC_ARG_MAX_CONCURRENT_STREAMS, o->max_concurrent_streams);
+        add_int_arg(args, &n, nuser, GRPC_ARG_MAX_CONCURRENT_STREAMS, o->max_concurrent_streams);
     if (o->idle_timeout_s > 0) {
-        add_int_arg(args, &nargs, nuser, GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+        add_int_arg(args, &n, nuser, GRPC_ARG_MAX_CONNECTION_IDLE_MS,
                     (int64_t)o->idle_timeout_s * 1000);
-        add_int_arg(args, &nargs, nuser, GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+        add_int_arg(args, &n, nuser, GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
                     (int64_t)o->idle_timeout_s * 1000);
     }
     if (o->keepalive_time_s > 0)
-        add_int_arg(args, &nargs, nuser, GRPC_ARG_KEEPALIVE_TIME_MS,
+        add_int_arg(args, &n, nuser, GRPC_ARG_KEEPALIVE_TIME_MS,
                     (int64_t)o->keepalive_time_s * 1000);
     if (o->keepalive_timeout_s > 0)
-        add_int_arg(args, &nargs, nuser, GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+        add_int_arg(args, &n, nuser, GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
                     (int64_t)o->keepalive_timeout_s * 1000);
     if (o->max_connection_age_s > 0)
-        add_int_arg(args, &nargs, nuser, GRPC_ARG_MAX_CONNECTION_AGE_MS,
+        add_int_arg(args, &n, nuser, GRPC_ARG_MAX_CONNECTION_AGE_MS,
                     (int64_t)o->max_connection_age_s * 1000);
     if (o->max_connection_age_grace_s > 0)
-        add_int_arg(args, &nargs, nuser, GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+        add_int_arg(args, &n, nuser, GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
                     (int64_t)o->max_connection_age_grace_s * 1000);
-    gpr_set_log_function(grpc_log_to_ms);
-    ms_abseil_deadlock_detection_off(); /* as in release builds of Abseil */
-    grpc_init();
-    if (o->memory_quota_bytes > 0 && !arg_given(args, nuser, GRPC_ARG_RESOURCE_QUOTA)) {
-        s->quota = grpc_resource_quota_create("dcmserve");
-        grpc_resource_quota_resize(s->quota, (size_t)o->memory_quota_bytes);
-        args[nargs].type = GRPC_ARG_POINTER;
-        args[nargs].key = (char *)GRPC_ARG_RESOURCE_QUOTA;
-        args[nargs].value.pointer.p = s->quota;
-        args[nargs++].value.pointer.vtable = grpc_resource_quota_arg_vtable();
-    }
-    const char *host = o->bind_address ? o->bind_address : "0.0.0.0";
-    /* TLS goes through our listener only with gRPC's external handler */
-    if (o->creds == NULL || srv_listener_grpc_supported()) {
-        srv_listen_opts lo = {host, o->port, reuseport, o->max_connections, o->creds != NULL};
-        ms_status lst = srv_listener_open(&lo, &s->listener);
-        if (lst != MS_OK) {
-            if (s->quota) grpc_resource_quota_unref(s->quota);
-            grpc_shutdown();
-            free(s->handles);
-            free(s->api);
-            free(s->workers);
-            free(s);
-            return lst;
-        }
-        if (o->creds == NULL) s->fd_creds = grpc_insecure_server_credentials_create();
-        if (srv_listener_grpc_supported()) srv_listener_grpc_arg(s->listener, &args[nargs++]);
-    }
-    grpc_channel_args cargs = {(size_t)nargs, args};
-    s->server = grpc_server_create(&cargs, NULL);
+    *nargs = n;
+    return MS_OK;
+}
 
-    for (int i = 0; i < nmethods; i++) /* before grpc_server_start */
-        s->handles[i] = grpc_server_register_method(s->server, methods[i].path, NULL,
+/* After grpc_init: the memory quota as a channel argument, unless the
+ * operator gave one of their own. */
+static void quota_arg_add(srv_server *s, const srv_server_opts *o, grpc_arg *args, int *nargs) {
+    if (o->memory_quota_bytes <= 0 || arg_given(args, *nargs, GRPC_ARG_RESOURCE_QUOTA)) return;
+    s->quota = grpc_resource_quota_create("dcmserve");
+    grpc_resource_quota_resize(s->quota, (size_t)o->memory_quota_bytes);
+    args[*nargs].type = GRPC_ARG_POINTER;
+    args[*nargs].key = (char *)GRPC_ARG_RESOURCE_QUOTA;
+    args[*nargs].value.pointer.p = s->quota;
+    args[(*nargs)++].value.pointer.vtable = grpc_resource_quota_arg_vtable();
+}
+
+/* Our own listener (backoff, connection limit), for plaintext, and for TLS
+ * only where gRPC hands over its external-connection handler. */
+static ms_status listener_open(srv_server *s, const srv_server_opts *o, const char *host,
+                               int reuseport, grpc_arg *args, int *nargs) {
+    if (o->creds != NULL && !srv_listener_grpc_supported()) return MS_OK;
+    srv_listen_opts lo = {host, o->port, reuseport, o->max_connections, o->creds != NULL};
+    ms_status st = srv_listener_open(&lo, &s->listener);
+    if (st != MS_OK) return st;
+    if (o->creds == NULL) s->fd_creds = grpc_insecure_server_credentials_create();
+    if (srv_listener_grpc_supported()) srv_listener_grpc_arg(s->listener, &args[(*nargs)++]);
+    return MS_OK;
+}
+
+/* Registers every method and creates the completion queues (before
+ * grpc_server_start). */
+static void queues_register(srv_server *s) {
+    for (int i = 0; i < s->nmethods; i++)
+        s->handles[i] = grpc_server_register_method(s->server, s->methods[i].path, NULL,
                                                     GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
     for (int i = 0; i < s->ncq; i++) {
         s->cqs[i].s = s;
@@ -1124,69 +1132,63 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
     }
     s->ctl_cq = grpc_completion_queue_create_for_next(NULL);
     grpc_server_register_completion_queue(s->server, s->ctl_cq, NULL);
+}
 
-    char addr[300];
-    if (strchr(host, ':') != NULL && host[0] != '[')
-        snprintf(addr, sizeof(addr), "[%s]:%d", host, o->port);
-    else
-        snprintf(addr, sizeof(addr), "%s:%d", host, o->port);
-    if (s->listener != NULL) {
-        s->external = srv_listener_grpc_attach(s->listener, s->server,
-                                               o->creds ? o->creds : s->fd_creds);
-        /* without the handler: adopted with channel_from_fd (plaintext only) */
-        s->port = s->external || o->creds == NULL ? srv_listener_port(s->listener) : 0;
-    } else
-        s->port = grpc_server_add_http2_port(s->server, addr, o->creds);
-    if (s->port == 0) {
-        /* Never started: destroy directly. */
-        grpc_server_destroy(s->server);
-        for (int i = 0; i < s->ncq; i++) {
-            grpc_completion_queue_shutdown(s->cqs[i].cq);
-            while (
-                grpc_completion_queue_next(s->cqs[i].cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
-                    .type != GRPC_QUEUE_SHUTDOWN) {
-            }
-            grpc_completion_queue_destroy(s->cqs[i].cq);
-            pthread_mutex_destroy(&s->cqs[i].mu);
-            pthread_cond_destroy(&s->cqs[i].cv);
-        }
-        grpc_completion_queue_shutdown(s->ctl_cq);
-        while (
-            grpc_completion_queue_next(s->ctl_cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
-            GRPC_QUEUE_SHUTDOWN) {
-        }
-        grpc_completion_queue_destroy(s->ctl_cq);
-        if (s->quota) grpc_resource_quota_unref(s->quota);
-        grpc_shutdown();
-        srv_queue_free(s->queue);
-        free(s->handles);
-        free(s->api);
-        free(s->workers);
-        int ours = s->listener != NULL;
-        srv_listener_free(s->listener);
-        if (s->fd_creds) grpc_server_credentials_release(s->fd_creds);
-        free(s);
-        if (ours) /* bound, but gRPC did not take the TLS connections */
-            return ms_errf(MS_EINTERNAL, "gRPC %s did not hand over its external-connection "
-                           "handler for the TLS port %s", grpc_version_string(), addr);
-        if (port_in_use(host, o->port))
-            return ms_errf(MS_EINVAL, "port %d is already in use (gRPC, %s)", o->port, addr);
-        return ms_errf(MS_EINVAL, "cannot bind gRPC port %s (bad address or not permitted)",
-                       addr);
+static void cq_drain_destroy(grpc_completion_queue *cq) {
+    grpc_completion_queue_shutdown(cq);
+    while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN) {
     }
-    grpc_server_start(s->server);
+    grpc_completion_queue_destroy(cq);
+}
+
+/* Binds the port (through the listener, or gRPC's own); the port, 0 when
+ * it could not be bound. */
+static int port_bind(srv_server *s, const srv_server_opts *o, const char *addr) {
+    if (s->listener == NULL) return grpc_server_add_http2_port(s->server, addr, o->creds);
+    s->external =
+        srv_listener_grpc_attach(s->listener, s->server, o->creds ? o->creds : s->fd_creds);
+    /* without the handler: adopted with channel_from_fd (plaintext only) */
+    return s->external || o->creds == NULL ? srv_listener_port(s->listener) : 0;
+}
+
+/* A server whose port did not bind was never started: destroys it
+ * directly and says why. */
+static ms_status server_abandon(srv_server *s, const srv_server_opts *o, const char *host,
+                                const char *addr) {
+    grpc_server_destroy(s->server);
+    for (int i = 0; i < s->ncq; i++) {
+        cq_drain_destroy(s->cqs[i].cq);
+        pthread_mutex_destroy(&s->cqs[i].mu);
+        pthread_cond_destroy(&s->cqs[i].cv);
+    }
+    cq_drain_destroy(s->ctl_cq);
+    if (s->quota) grpc_resource_quota_unref(s->quota);
+    grpc_shutdown();
+    int ours = s->listener != NULL;
+    server_free_state(s);
+    if (ours) /* bound, but gRPC did not take the TLS connections */
+        return ms_errf(MS_EINTERNAL, "gRPC %s did not hand over its external-connection "
+                       "handler for the TLS port %s", grpc_version_string(), addr);
+    if (port_in_use(host, o->port))
+        return ms_errf(MS_EINVAL, "port %d is already in use (gRPC, %s)", o->port, addr);
+    return ms_errf(MS_EINVAL, "cannot bind gRPC port %s (bad address or not permitted)", addr);
+}
+
+/* Starts the listener's accept loop, the workers, and per completion queue
+ * its armed calls and its thread (plus standbys). */
+static void threads_start(srv_server *s) {
     if (s->listener != NULL) {
         if (s->external)
             srv_listener_start(s->listener, srv_listener_grpc_adopt, s->listener);
         else
             srv_listener_start(s->listener, adopt_fd, s);
     }
-
     for (int i = 0; i < s->nworkers; i++)
         pthread_create(&s->workers[i], NULL, worker_main, s);
     for (int i = 0; i < s->ncq; i++) { /* request calls only after start */
-        for (int m = 0; m < nmethods; m++) {
-            int slots = methods[m].on_worker ? SLOTS_WORKER : SLOTS_INLINE;
+        for (int m = 0; m < s->nmethods; m++) {
+            int slots = s->methods[m].on_worker ? SLOTS_WORKER : SLOTS_INLINE;
             for (int k = 0; k < slots; k++)
                 arm(s, &s->cqs[i], m);
         }
@@ -1197,6 +1199,44 @@ ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, 
             if (pthread_create(&s->cqs[i].tids[k], NULL, cq_main, &s->cqs[i]) == 0)
                 s->cqs[i].nthreads++;
     }
+}
+
+ms_status srv_server_start(const srv_server_opts *o, const srv_method *methods, int nmethods,
+                           void *app, srv_server **out) {
+    srv_server *s = server_new(o, methods, nmethods, app);
+    if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    char cabuf[1024];
+    grpc_arg args[4 + OWN_ARGS + MAX_CHANNEL_ARGS];
+    int nargs = 0, reuseport = 0;
+    memset(args, 0, sizeof(args));
+    ms_status st = channel_args_build(s, o, cabuf, sizeof(cabuf), args, &nargs, &reuseport);
+    if (st != MS_OK) {
+        server_free_state(s);
+        return st;
+    }
+    gpr_set_log_function(grpc_log_to_ms);
+    ms_abseil_deadlock_detection_off(); /* as in release builds of Abseil */
+    grpc_init();
+    quota_arg_add(s, o, args, &nargs);
+    const char *host = o->bind_address ? o->bind_address : "0.0.0.0";
+    if ((st = listener_open(s, o, host, reuseport, args, &nargs)) != MS_OK) {
+        if (s->quota) grpc_resource_quota_unref(s->quota);
+        grpc_shutdown();
+        server_free_state(s);
+        return st;
+    }
+    grpc_channel_args cargs = {(size_t)nargs, args};
+    s->server = grpc_server_create(&cargs, NULL);
+    queues_register(s);
+    char addr[300];
+    if (strchr(host, ':') != NULL && host[0] != '[')
+        snprintf(addr, sizeof(addr), "[%s]:%d", host, o->port);
+    else
+        snprintf(addr, sizeof(addr), "%s:%d", host, o->port);
+    s->port = port_bind(s, o, addr);
+    if (s->port == 0) return server_abandon(s, o, host, addr);
+    grpc_server_start(s->server);
+    threads_start(s);
     *out = s;
     return MS_OK;
 }
