@@ -315,17 +315,26 @@ ms_status kn_cuda__upload_floats(kn_cuda_worker *w, const char *what, const floa
 
 /* ---- request path ---- */
 
-/* Runs the node's CPU kernel: inputs copied to the host, outputs back. */
+/* Runs the node's CPU kernel: inputs copied to the host, outputs back. The
+ * host tensors' slots are sized to the node (a RestoreV2 or IdentityN of
+ * thousands of tensors is one node): no fixed limit. */
 ms_status kn_cuda__host_run(kn_cuda_be *be, kn_cuda_worker *w, kn_ctx *ctx, const kn_node *node,
                             kn_cuda_op *s, rt_tensor *const *in, rt_tensor **out, const char *why) {
     if (why != NULL && atomic_exchange(&s->warned, 1) == 0)
         MS_WARN("node '%s' (%s): this request runs on the CPU inside the CUDA backend (%s); logged "
                 "once per node",
                 node->name, node->op, why);
-    rt_tensor *hin[256] = {0}, *hout[256] = {0};
-    ms_status st = MS_OK;
     if (w->capturing) w->capture_bad = 1; /* the CPU's part is not in a graph */
-    if (node->nin > 256 || node->nout > 256) return ms_errf(MS_ENOTSUP, "too many inputs");
+    if (node->nin < 0 || node->nout < 0)
+        return ms_errf(MS_EINTERNAL, "node '%s': %d inputs, %d outputs", node->name, node->nin,
+                       node->nout);
+    size_t slots = (size_t)node->nin + (size_t)node->nout;
+    rt_tensor **hin = calloc(slots ? slots : 1, sizeof(*hin));
+    if (hin == NULL)
+        return ms_errf(MS_ENOMEM, "node '%s': out of memory for %zu tensor slots", node->name,
+                       slots);
+    rt_tensor **hout = hin + node->nin;
+    ms_status st = MS_OK;
     for (int i = 0; i < node->nin && st == MS_OK; i++)
         st = in[i]->buf && in[i]->buf->device == KN_CUDA_MEM
                  ? kn_cuda__copy_out(w, in[i], &hin[i])
@@ -333,10 +342,8 @@ ms_status kn_cuda__host_run(kn_cuda_be *be, kn_cuda_worker *w, kn_ctx *ctx, cons
     if (st == MS_OK) st = s->cpu->compute(ctx, node, s->cpu_state, hin, hout);
     for (int i = 0; i < node->nout && st == MS_OK; i++)
         if (hout[i] != NULL) st = kn_cuda__copy_in(be, w, node, hout[i], &out[i]);
-    for (int i = 0; i < 256; i++) {
-        rt_tensor_unref(hin[i]);
-        rt_tensor_unref(hout[i]);
-    }
+    for (size_t i = 0; i < slots; i++) rt_tensor_unref(hin[i]);
+    free(hin);
     return st;
 }
 
