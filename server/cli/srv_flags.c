@@ -95,9 +95,10 @@ static const flag_def defs[] = {
      "TF Serving: PlatformConfigMap text proto",
      "dcmserve serves one platform (SavedModel, and ONNX imported with dcmserve import-onnx); the flag has no effect"},
     {"per_process_gpu_memory_fraction", F_DOUBLE, OFF(gpu_memory_fraction), 0, 1,
-     "share of the GPU's memory the model arenas may hold together, a hard cap: a load over it "
-     "is refused (0 = no cap). Default 0",
-     "the CUDA backend runs no graph op yet (docs/gpu.md): models load on the CPU and the cap is not charged"},
+     "share of the GPU's memory the CUDA backend may hold (the plans' device arenas, its block "
+     "cache, constants uploaded at load), a hard cap: a load over it is refused naming the bytes "
+     "(0 = no cap; no effect when no GPU is chosen). Default 0",
+     NULL},
     {"saved_model_tags", F_STR, OFF(saved_model_tags), 0, 0,
      "tags of the MetaGraph to load. Default \"serve\"", NULL},
     {"grpc_channel_arguments", F_STR, OFF(grpc_channel_arguments), 0, 0,
