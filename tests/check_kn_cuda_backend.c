@@ -23,6 +23,7 @@
 #include "kn_backend.h"
 #include "kn_cpu_backend.h"
 #include "kn_cuda_backend.h"
+#include "kn_cuda_precision.h"
 #include "kn_cuda_probe.h"
 #include "kn_memplan.h"
 #include "ms_status.h"
@@ -941,6 +942,33 @@ START_TEST(dicom_split_placement) {
 }
 END_TEST
 
+/* --precision's values: fp32 (also the default and ""), tf32; fp16 refused
+ * as not implemented, others as invalid; the setting read back. */
+START_TEST(precision_values) {
+    kn_cuda_precision p = KN_CUDA_TF32;
+    ck_assert_int_eq(kn_cuda_precision_parse(NULL, &p), MS_OK);
+    ck_assert_int_eq(p, KN_CUDA_FP32);
+    ck_assert_int_eq(kn_cuda_precision_parse("", &p), MS_OK);
+    ck_assert_int_eq(p, KN_CUDA_FP32);
+    ck_assert_int_eq(kn_cuda_precision_parse("tf32", &p), MS_OK);
+    ck_assert_int_eq(p, KN_CUDA_TF32);
+    ck_assert_int_eq(kn_cuda_precision_parse("fp32", &p), MS_OK);
+    ck_assert_int_eq(p, KN_CUDA_FP32);
+    ck_assert_int_eq(kn_cuda_precision_parse("fp16", &p), MS_ENOTSUP);
+    ck_assert_msg(strstr(ms_errmsg(), "--precision=fp16 is not implemented") != NULL, "%s",
+                  ms_errmsg());
+    ck_assert_int_eq(kn_cuda_precision_parse("TF32", &p), MS_EINVAL);
+    ck_assert_msg(strstr(ms_errmsg(), "expected fp32, tf32 or fp16, got \"TF32\"") != NULL, "%s",
+                  ms_errmsg());
+    ck_assert_int_eq(kn_cuda_precision_get(), KN_CUDA_FP32);
+    kn_cuda_precision_set(KN_CUDA_TF32);
+    ck_assert_int_eq(kn_cuda_precision_get(), KN_CUDA_TF32);
+    ck_assert_str_eq(kn_cuda_precision_name(kn_cuda_precision_get()), "tf32");
+    kn_cuda_precision_set(KN_CUDA_FP32);
+    ck_assert_str_eq(kn_cuda_precision_name(kn_cuda_precision_get()), "fp32");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kn_cuda_backend");
     TCase *tc = tcase_create("table");
@@ -948,6 +976,7 @@ int main(void) {
     tcase_add_test(tc, spatial_arithmetic);
     tcase_add_test(tc, broadcasts);
     tcase_add_test(tc, activation_names);
+    tcase_add_test(tc, precision_values);
     tcase_add_test(tc, no_backend_without_gpu);
     tcase_add_test(tc, strided_slice_plans);
     tcase_add_test(tc, reduce_plans);

@@ -211,6 +211,10 @@ static const flag_def defs[] = {
     {"cuda_graphs", F_BOOL, OFF(cuda_graphs), 0, 0,
      "with a GPU: capture the device work of sized plans into CUDA graphs and replay them "
      "(docs/gpu.md; unmeasured). Default false", NULL},
+    {"precision", F_STR, OFF(precision), 0, 0,
+     "with a GPU: fp32 (FP32 products, within 1e-5 of the CPU) or tf32 (cuBLASLt and cuDNN may use "
+     "TF32 tensor cores); fp16 is refused (not implemented). No effect on the CPU. Default fp32",
+     NULL},
     {"help", F_BOOL, OFF(help), 0, 0, "print this help and exit", NULL},
     /* clang-format on */
 };
