@@ -10,10 +10,16 @@
  * backend and must give the same answers too. bench/gpu/run.sh runs it,
  * also under compute-sanitizer. Without a CUDA build or a usable GPU it
  * prints one line and exits 77 (skipped); its CPU half, the same table on
- * the test device, is check_backend_ops. */
+ * the test device, is check_backend_ops.
+ *   tf32_products   the matrix-product and convolution cases again with
+ *                   --precision=tf32 (kn_cuda_precision_set; plans made
+ *                   after it): within 1e-2 relative of the CPU (TF32 keeps
+ *                   10 mantissa bits of each operand); prints the largest
+ *                   absolute difference per op family (what tf32 changes). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kn_cuda_probe.h"
 
@@ -29,6 +35,7 @@ int main(void) {
 #include "kn_cpu_backend.h"
 #include "kn_cuda_backend.h"
 #include "kn_cuda_mem.h"
+#include "kn_cuda_precision.h"
 #include "util_node.h"
 #include "util_opcases.h"
 
@@ -40,6 +47,31 @@ START_TEST(test_cases_match_cpu) {
     for (int i = 0; i < n; i++)
         ut_opcase_check(g_cpu, g_dev, &cases[i]);
     printf("cuda_backend_ops: %d cases on %s\n", n, kn_backend_name(g_dev));
+    ut_opcases_free(cases, n);
+}
+END_TEST
+
+/* The cases whose plans --precision changes: cuBLASLt products and cuDNN
+ * convolutions. */
+static int tf32_family(const char *op) {
+    return strstr(op, "MatMul") != NULL || strstr(op, "Conv") != NULL;
+}
+
+START_TEST(test_tf32_products) {
+    ut_opcase *cases = NULL;
+    int n = ut_opcases(&cases), ran = 0;
+    double mm = 0, conv = 0;
+    kn_cuda_precision_set(KN_CUDA_TF32);
+    for (int i = 0; i < n; i++) {
+        if (!tf32_family(cases[i].def->op)) continue;
+        ut_opcase_check_tol(g_cpu, g_dev, &cases[i], 1e-2f,
+                            strstr(cases[i].def->op, "MatMul") ? &mm : &conv);
+        ran++;
+    }
+    kn_cuda_precision_set(KN_CUDA_FP32);
+    ck_assert_int_ge(ran, 20);
+    printf("cuda_backend_ops: --precision=tf32: %d cases, largest |GPU - CPU|: matrix products "
+           "%.3g, convolutions %.3g\n", ran, mm, conv);
     ut_opcases_free(cases, n);
 }
 END_TEST
@@ -63,7 +95,8 @@ int main(void) {
         printf("cuda_backend_ops: %s\n", ms_errmsg());
         return 1;
     }
-    const tu_case cases[] = {{"cases_match_cpu", test_cases_match_cpu}};
+    const tu_case cases[] = {{"cases_match_cpu", test_cases_match_cpu},
+                             {"tf32_products", test_tf32_products}};
     int rc = tu_suite_main("cuda_backend_ops", cases, sizeof(cases) / sizeof(cases[0]));
     kn_backend_free(g_dev);
     kn_backend_free(g_cpu);

@@ -35,6 +35,10 @@ void ut_opcases_free(ut_opcase *c, int n);
 /* Runs case c on the CPU backend `cpu` and on `dev`, failing the test
  * (naming the case) when either fails or the outputs differ beyond c->tol. */
 void ut_opcase_check(kn_backend *cpu, kn_backend *dev, const ut_opcase *c);
+/* The same with tolerance `tol` for float outputs instead of c->tol; adds
+ * the largest |got - want| of its float outputs to *max_abs (max). */
+void ut_opcase_check_tol(kn_backend *cpu, kn_backend *dev, const ut_opcase *c, float tol,
+                         double *max_abs);
 
 /* Ops of kn_cuda_backend_ops() the table leaves out on purpose, with why
  * (NULL-terminated pairs: op, reason). */
