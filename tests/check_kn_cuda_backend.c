@@ -557,6 +557,16 @@ static void run_plan(rt_plan *p, rt_tensor *x, rt_tensor **outs) {
     ck_assert_msg(st == MS_OK, "run: %s", ms_errmsg());
 }
 
+/* The plan of g from feed "x" to the one fetch `fetch`. */
+static rt_plan *plan_x_to(rt_graph *g, const char *fetch) {
+    rt_edge fe, fo;
+    ck_assert_int_eq(rt_graph_tensor(g, "x", &fe), MS_OK);
+    ck_assert_int_eq(rt_graph_tensor(g, fetch, &fo), MS_OK);
+    rt_plan *p = NULL;
+    ck_assert_msg(rt_plan_build(g, &fe, 1, &fo, 1, NULL, 0, &p) == MS_OK, "%s", ms_errmsg());
+    return p;
+}
+
 static void run_graph(rt_graph *g, rt_tensor *x, rt_tensor **outs) {
     rt_plan *p = convnet_plan(g);
     run_plan(p, x, outs);
@@ -676,11 +686,7 @@ START_TEST(map_reduce_stays_on_device) {
         ck_assert_int_eq(rt_fuse_graph(g, NULL), MS_OK);
         ck_assert_msg(has_op(g, "_FusedMapReduce") == fused_want[k], "device %d: fused %d", k,
                       has_op(g, "_FusedMapReduce"));
-        rt_edge fe, fo;
-        ck_assert_int_eq(rt_graph_tensor(g, "x", &fe), MS_OK);
-        ck_assert_int_eq(rt_graph_tensor(g, "v", &fo), MS_OK);
-        rt_plan *p = NULL;
-        ck_assert_msg(rt_plan_build(g, &fe, 1, &fo, 1, NULL, 0, &p) == MS_OK, "%s", ms_errmsg());
+        rt_plan *p = plan_x_to(g, "v");
         ut_dev.runs = 0;
         rt_tensor *got = NULL;
         run_plan(p, x, &got);
@@ -984,11 +990,7 @@ START_TEST(concat_of_many_on_device) {
         rt_graph *g = NULL;
         ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g), MS_OK);
         if (dev) g->device = capdev;
-        rt_edge fe, fo;
-        ck_assert_int_eq(rt_graph_tensor(g, "x", &fe), MS_OK);
-        ck_assert_int_eq(rt_graph_tensor(g, "cat", &fo), MS_OK);
-        rt_plan *p = NULL;
-        ck_assert_msg(rt_plan_build(g, &fe, 1, &fo, 1, NULL, 0, &p) == MS_OK, "%s", ms_errmsg());
+        rt_plan *p = plan_x_to(g, "cat");
         ut_dev.runs = 0;
         run_plan(p, x, &got[dev]);
         if (dev) {
