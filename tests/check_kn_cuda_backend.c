@@ -23,6 +23,7 @@
 #include "kn_backend.h"
 #include "kn_cpu_backend.h"
 #include "kn_cuda_backend.h"
+#include "kn_cuda_precision.h"
 #include "kn_cuda_probe.h"
 #include "kn_memplan.h"
 #include "ms_status.h"
@@ -556,6 +557,16 @@ static void run_plan(rt_plan *p, rt_tensor *x, rt_tensor **outs) {
     ck_assert_msg(st == MS_OK, "run: %s", ms_errmsg());
 }
 
+/* The plan of g from feed "x" to the one fetch `fetch`. */
+static rt_plan *plan_x_to(rt_graph *g, const char *fetch) {
+    rt_edge fe, fo;
+    ck_assert_int_eq(rt_graph_tensor(g, "x", &fe), MS_OK);
+    ck_assert_int_eq(rt_graph_tensor(g, fetch, &fo), MS_OK);
+    rt_plan *p = NULL;
+    ck_assert_msg(rt_plan_build(g, &fe, 1, &fo, 1, NULL, 0, &p) == MS_OK, "%s", ms_errmsg());
+    return p;
+}
+
 static void run_graph(rt_graph *g, rt_tensor *x, rt_tensor **outs) {
     rt_plan *p = convnet_plan(g);
     run_plan(p, x, outs);
@@ -675,11 +686,7 @@ START_TEST(map_reduce_stays_on_device) {
         ck_assert_int_eq(rt_fuse_graph(g, NULL), MS_OK);
         ck_assert_msg(has_op(g, "_FusedMapReduce") == fused_want[k], "device %d: fused %d", k,
                       has_op(g, "_FusedMapReduce"));
-        rt_edge fe, fo;
-        ck_assert_int_eq(rt_graph_tensor(g, "x", &fe), MS_OK);
-        ck_assert_int_eq(rt_graph_tensor(g, "v", &fo), MS_OK);
-        rt_plan *p = NULL;
-        ck_assert_msg(rt_plan_build(g, &fe, 1, &fo, 1, NULL, 0, &p) == MS_OK, "%s", ms_errmsg());
+        rt_plan *p = plan_x_to(g, "v");
         ut_dev.runs = 0;
         rt_tensor *got = NULL;
         run_plan(p, x, &got);
@@ -941,6 +948,99 @@ START_TEST(dicom_split_placement) {
 }
 END_TEST
 
+/* A node of many inputs on the device with the CUDA table's ops, through the
+ * executor: x [1, 3] -> a_i = AddV2(x, i) (i = 0..K-1, each on the device)
+ * -> ConcatV2(a_0 .. a_K-1, axis 0) on the device: row i is x + i, as on the
+ * CPU. K is over the test device's former 64 slots and the CUDA table's 64
+ * (a ConcatV2 of more runs the CPU kernel inside the backend, with slots
+ * sized to the node); it stays under the executor's own 256 per node
+ * (runtime/graph, issue 29), which refuses more. The node-level case of
+ * 2,000 inputs is util_opcases' (check_backend_ops). */
+START_TEST(concat_of_many_on_device) {
+    enum { K = 250 };
+    cap_setup(0);
+    rt_gb *gb = NULL;
+    ck_assert_int_eq(rt_gb_new(&gb), MS_OK);
+    rt_shape xs = {.rank = 2, .dim = {1, 3}};
+    rt_gb_placeholder(gb, "x", RT_DT_FLOAT, &xs);
+    char name[32], cname[32];
+    for (int i = 0; i < K; i++) {
+        snprintf(cname, sizeof cname, "k%d", i);
+        rt_tensor *kv = TU_F32(TU_SCALAR, (float)i);
+        rt_gb_const(gb, cname, kv);
+        rt_tensor_unref(kv);
+        snprintf(name, sizeof name, "a%d", i);
+        rt_gb_binary(gb, "AddV2", name, "x", cname, RT_DT_FLOAT);
+    }
+    ut_gb_consti(gb, "axis", 0, NULL, (int32_t[]){0});
+    Tensorflow__NodeDef *cat = rt_gb_node(gb, "ConcatV2", "cat");
+    for (int i = 0; i < K; i++) {
+        snprintf(name, sizeof name, "a%d", i);
+        rt_gb_input(gb, cat, name);
+    }
+    rt_gb_input(gb, cat, "axis");
+    rt_gb_attr_i(gb, cat, "N", K);
+    rt_gb_attr_type(gb, cat, "T", RT_DT_FLOAT);
+    rt_gb_attr_type(gb, cat, "Tidx", RT_DT_INT32);
+    Tensorflow__MetaGraphDef *mg = NULL;
+    ck_assert_msg(rt_gb_meta_graph(gb, &mg) == MS_OK, "%s", ms_errmsg());
+    rt_tensor *x = TU_F32(xs, 0.5f, -1.25f, 3.0f);
+    rt_tensor *got[2] = {NULL, NULL};
+    for (int dev = 0; dev < 2; dev++) {
+        rt_graph *g = NULL;
+        ck_assert_int_eq(rt_graph_build(mg, g_cpu, rt_model_host_ops, &g), MS_OK);
+        if (dev) g->device = capdev;
+        rt_plan *p = plan_x_to(g, "cat");
+        ut_dev.runs = 0;
+        run_plan(p, x, &got[dev]);
+        if (dev) {
+            ck_assert(ut_testdev_is_kernel(g->nodes[rt_graph_find(g, "cat")].kernel));
+            ck_assert_int_eq(ut_dev.runs, K + 1); /* the adds and the concat */
+        }
+        rt_plan_free(p);
+        rt_graph_free(g);
+    }
+    ck_assert_int_eq(got[1]->buf->device, 0);
+    ck_assert(rt_shape_equal(&got[1]->shape, &TU_SHAPE(K, 3)));
+    ck_assert(rt_tensor_equal(got[0], got[1]));
+    const float *y = got[1]->data;
+    for (int i = 0; i < K; i++)
+        for (int j = 0; j < 3; j++)
+            ck_assert_float_eq(y[i * 3 + j], ((const float *)x->data)[j] + (float)i);
+    tu_unref(got, 2);
+    rt_tensor_unref(x);
+    rt_gb_free(gb);
+    cap_teardown();
+}
+END_TEST
+
+/* --precision's values: fp32 (also the default and ""), tf32; fp16 refused
+ * as not implemented, others as invalid; the setting read back. */
+START_TEST(precision_values) {
+    kn_cuda_precision p = KN_CUDA_TF32;
+    ck_assert_int_eq(kn_cuda_precision_parse(NULL, &p), MS_OK);
+    ck_assert_int_eq(p, KN_CUDA_FP32);
+    ck_assert_int_eq(kn_cuda_precision_parse("", &p), MS_OK);
+    ck_assert_int_eq(p, KN_CUDA_FP32);
+    ck_assert_int_eq(kn_cuda_precision_parse("tf32", &p), MS_OK);
+    ck_assert_int_eq(p, KN_CUDA_TF32);
+    ck_assert_int_eq(kn_cuda_precision_parse("fp32", &p), MS_OK);
+    ck_assert_int_eq(p, KN_CUDA_FP32);
+    ck_assert_int_eq(kn_cuda_precision_parse("fp16", &p), MS_ENOTSUP);
+    ck_assert_msg(strstr(ms_errmsg(), "--precision=fp16 is not implemented") != NULL, "%s",
+                  ms_errmsg());
+    ck_assert_int_eq(kn_cuda_precision_parse("TF32", &p), MS_EINVAL);
+    ck_assert_msg(strstr(ms_errmsg(), "expected fp32, tf32 or fp16, got \"TF32\"") != NULL, "%s",
+                  ms_errmsg());
+    ck_assert_int_eq(kn_cuda_precision_get(), KN_CUDA_FP32);
+    kn_cuda_precision_set(KN_CUDA_TF32);
+    ck_assert_int_eq(kn_cuda_precision_get(), KN_CUDA_TF32);
+    ck_assert_str_eq(kn_cuda_precision_name(kn_cuda_precision_get()), "tf32");
+    kn_cuda_precision_set(KN_CUDA_FP32);
+    ck_assert_str_eq(kn_cuda_precision_name(kn_cuda_precision_get()), "fp32");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kn_cuda_backend");
     TCase *tc = tcase_create("table");
@@ -948,6 +1048,7 @@ int main(void) {
     tcase_add_test(tc, spatial_arithmetic);
     tcase_add_test(tc, broadcasts);
     tcase_add_test(tc, activation_names);
+    tcase_add_test(tc, precision_values);
     tcase_add_test(tc, no_backend_without_gpu);
     tcase_add_test(tc, strided_slice_plans);
     tcase_add_test(tc, reduce_plans);
@@ -957,6 +1058,7 @@ int main(void) {
     tcase_add_loop_test(tc, convnet_arena, 0, 2);
     tcase_add_test(tc, movenet_placement);
     tcase_add_test(tc, map_reduce_stays_on_device);
+    tcase_add_test(tc, concat_of_many_on_device);
     tcase_add_loop_test(tc, convnet_cuda_graphs, 0, 2);
     tcase_add_loop_test(tc, dicom_split_placement, 0, 3);
     suite_add_tcase(s, tc);

@@ -10,6 +10,9 @@
    diagnosis on stderr; `serve --device=auto` serves half_plus_two on the CPU
    and logs exactly one line saying why; --device=cpu says it was chosen.
    A bad --device value is refused naming it.
+3. --precision: fp16 and unknown values refused by serve, run and benchmark
+   (exit 2, the reason on stderr); tf32 on the CPU serves and logs that it has
+   no effect there.
 Expected answers come from info's own report (the same probe the daemon
 runs) and from half_plus_two's definition y = 0.5 x + 2.
 """
@@ -127,8 +130,36 @@ def test_no_gpu(reason):
             d.close()
 
 
+def test_precision():
+    """--precision: fp16 refused (not implemented) and a bad value refused, by
+    serve, run and benchmark alike (exit 2, the reason on stderr); tf32 with the
+    CPU chosen serves, logging that it has no effect there."""
+    model = ["--model_name=hpt", "--model_base_path=" + HPT]
+    for cmd in (["serve", "--port=0", "--bind_address=127.0.0.1"] + model,
+                ["run", "--dir=" + os.path.join(HPT, "00000123"), "--inputs=x=/nonexistent.npy"],
+                ["benchmark", "--dir=" + HPT]):
+        for val, want in (("fp16", "--precision=fp16 is not implemented"),
+                          ("fp64", '--precision: expected fp32, tf32 or fp16, got "fp64"')):
+            rc, out, err = dcm(*(cmd + ["--device=cpu", "--precision=" + val]))
+            check(rc == 2, "%s --precision=%s: rc=%d (want 2) %s" % (cmd[0], val, rc, err))
+            check("dcmserve %s: %s" % (cmd[0], want) in err,
+                  "%s --precision=%s: stderr %r lacks %r" % (cmd[0], val, err, want))
+            check("listening" not in out, "%s --precision=%s served: %r" % (cmd[0], val, out))
+    d = Daemon(model + ["--device=cpu", "--precision=tf32"])
+    try:
+        d.wait_health(1)
+        predict_ok(d)
+        log = d.log()
+        want = "--precision=tf32 has no effect: the CPU computes in FP32"
+        check(want in log, "log lacks %r\n%s" % (want, log))
+        check(d.stop() == 0, "daemon did not exit 0", d)
+    finally:
+        d.close()
+
+
 def main():
     j = test_info()
+    test_precision()
     if j["usable_gpus"] == 0:
         test_no_gpu(j["reason"])
     else:

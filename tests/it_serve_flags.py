@@ -69,7 +69,8 @@ IMPLEMENTED = {"version", "port", "rest_api_port", "monitoring_config_file", "re
                "tensorflow_intra_op_parallelism", "saved_model_tags", "grpc_channel_arguments",
                "grpc_max_threads", "enable_batching", "batching_parameters_file",
                "enable_per_model_batching_parameters", "enable_model_warmup",
-               "num_request_iterations_for_warmup", "ssl_config_file"}
+               "num_request_iterations_for_warmup", "ssl_config_file",
+               "per_process_gpu_memory_fraction"}
 
 
 def predict_ok(d):

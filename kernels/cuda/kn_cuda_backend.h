@@ -1,6 +1,6 @@
-/* kn_cuda_backend.h - the CUDA backend's kernel table (kn_cuda_backend.c),
- * the device backend the executor places graph nodes on (kn_place.h,
- * docs/gpu.md). Plain C: no CUDA header.
+/* kn_cuda_backend.h - the CUDA backend's kernel table (kn_cuda_backend.c; one file per op
+ * family beside it, listed in kn_cuda.h), the device backend the executor places graph
+ * nodes on (kn_place.h, docs/gpu.md). Plain C: no CUDA header.
  *
  * The table wraps the launchers of the kernels/cuda .cu files in kn_kernel
  * form. Each device kernel's prepare also prepares the CPU kernel of the same

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 
 #include "kn_cuda_conv.cuh"
+extern "C" {
+#include "kn_cuda_precision.h"
+}
 
 struct dnn_api {
     decltype(&cudnnCreate) create;
@@ -121,7 +124,10 @@ extern "C" ms_status kn_cuda_conv_plan(const kn_cuda_conv_shape *s, kn_cuda_conv
                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "convolution descriptor");
     DNN(g_dnn.cdesc_groups(p->cd, s->groups), "group count");
-    DNN(g_dnn.cdesc_math(p->cd, CUDNN_FMA_MATH), "math type");
+    /* --precision: fp32 keeps FMA math (no TF32); tf32 lets cuDNN use tensor cores */
+    DNN(g_dnn.cdesc_math(p->cd, kn_cuda_precision_get() == KN_CUDA_TF32 ? CUDNN_TENSOR_OP_MATH
+                                                                         : CUDNN_FMA_MATH),
+        "math type");
     DNN(g_dnn.out_dim(p->cd, p->xd, p->wd, &on, &oc, &oh, &ow), "output size");
     if (on != s->n || oc != s->oc || oh <= 0 || ow <= 0) {
         st = ms_errf(MS_EINVAL, "Conv2D (cuDNN): output %dx%dx%dx%d", on, oh, ow, oc);

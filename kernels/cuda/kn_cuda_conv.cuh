@@ -7,7 +7,9 @@
  * made once per shape: descriptors, the forward algorithm (cuDNN's
  * heuristic, kept in the plan, not searched per request) and its workspace
  * size. Math is CUDNN_FMA_MATH (FP32, no TF32): results differ from the CPU
- * by summation order and FMA rounding only (1e-5 relative in check_cuda_ops).
+ * by summation order and FMA rounding only (1e-5 relative in check_cuda_ops);
+ * CUDNN_TENSOR_OP_MATH (TF32 allowed) with --precision=tf32
+ * (kn_cuda_precision.h).
  * cuDNN pads symmetrically: TensorFlow SAME padding whose top/left and
  * bottom/right differ is refused (MS_ENOTSUP) so the node stays on the CPU.
  * Runs of one plan must not overlap (its cuDNN handle takes the stream). */

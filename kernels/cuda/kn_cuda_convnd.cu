@@ -8,6 +8,9 @@
 #include <stdlib.h>
 
 #include "kn_cuda_convnd.cuh"
+extern "C" {
+#include "kn_cuda_precision.h"
+}
 
 struct ndnn_api {
     decltype(&cudnnCreate) create;
@@ -133,7 +136,9 @@ extern "C" ms_status kn_cuda_convnd_plan(const kn_cuda_convnd_shape *s, kn_cuda_
     NDNN(g_nd.cdesc_set(p->cd, s->rank, s->pad_lo, s->stride, s->dil, CUDNN_CROSS_CORRELATION,
                         CUDNN_DATA_FLOAT),
          "convolution descriptor");
-    NDNN(g_nd.cdesc_math(p->cd, CUDNN_FMA_MATH), "math type");
+    NDNN(g_nd.cdesc_math(p->cd, kn_cuda_precision_get() == KN_CUDA_TF32 ? CUDNN_TENSOR_OP_MATH
+                                                                          : CUDNN_FMA_MATH),
+         "math type");
     NDNN(g_nd.out_dim(p->cd, p->xd, p->wd, nd, ydims), "output size");
     if (ydims[0] != s->n || ydims[1] != s->oc) {
         st = ms_errf(MS_EINVAL, "%s (cuDNN): output batch %d, channels %d", op, ydims[0], ydims[1]);

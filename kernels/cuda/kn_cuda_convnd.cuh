@@ -7,7 +7,8 @@
  * cuDNN (libcudnn.so.9, the same library as kn_cuda_conv) is opened with
  * dlopen at the first plan. A plan is made once per shape: descriptors,
  * the algorithm from cuDNN's heuristic (forward or backward-data _v7, kept
- * in the plan) and its workspace size. Math is CUDNN_FMA_MATH (no TF32):
+ * in the plan) and its workspace size. Math is CUDNN_FMA_MATH (no TF32;
+ * CUDNN_TENSOR_OP_MATH with --precision=tf32, kn_cuda_precision.h):
  * results differ from the CPU by summation order only (1e-5 relative in
  * check_cuda_ops). Padding is symmetric (cuDNN's); a TensorFlow SAME
  * padding split unevenly is refused (MS_ENOTSUP) and the caller runs the

@@ -13,6 +13,9 @@
 #include <stdlib.h>
 
 #include "kn_cuda_gemm.cuh"
+extern "C" {
+#include "kn_cuda_precision.h"
+}
 
 /* ---- cuBLASLt by dlopen ---- */
 struct lt_api {
@@ -39,6 +42,13 @@ template <typename T> static bool sym(void *h, T *fn, const char *name) {
     *fn = (T)dlsym(h, name);
     if (*fn == NULL) snprintf(g_err, sizeof g_err, "libcublasLt.so.13 lacks %s", name);
     return *fn != NULL;
+}
+
+/* --precision: fp32 keeps every product in FP32 (no TF32); tf32 lets
+ * cuBLASLt use TF32 tensor cores (FP32 operands, sums and results). */
+static cublasComputeType_t compute_type(void) {
+    return kn_cuda_precision_get() == KN_CUDA_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                   : CUBLAS_COMPUTE_32F;
 }
 
 static void lt_load(void) {
@@ -203,7 +213,7 @@ extern "C" ms_status kn_cuda_gemm_plan_t(int64_t m, int64_t n, int64_t k, int tr
                                       : (act == KN_CUDA_ACT_RELU ? CUBLASLT_EPILOGUE_RELU
                                                                  : CUBLASLT_EPILOGUE_DEFAULT);
     cudaDataType_t bias_t = CUDA_R_32F;
-    LT(g_lt.desc_create(&g->lt.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    LT(g_lt.desc_create(&g->lt.desc, compute_type(), CUDA_R_32F), "cublasLtMatmulDescCreate");
     LT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "epilogue");
     if (has_bias)
         LT(g_lt.desc_set(g->lt.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_t, sizeof bias_t),
@@ -308,7 +318,7 @@ extern "C" ms_status kn_cuda_bgemm_plan(int64_t batch, int64_t m, int64_t n, int
     g->batch = batch, g->m = m, g->n = n, g->k = k;
     int found = 0;
     const char *what = NULL;
-    BLT(g_lt.desc_create(&g->lt.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    BLT(g_lt.desc_create(&g->lt.desc, compute_type(), CUDA_R_32F), "cublasLtMatmulDescCreate");
     BLT(lt_operands(&g->lt, m, n, k, adj_x, adj_y, &what), what);
     if (batch > 1) {
         BLT(set_batch(g->lt.la, (int32_t)batch, stride_w), "batch of A");

@@ -8,7 +8,9 @@
  * warm-up (the algorithm from cuBLASLt's heuristic is kept in it), then run
  * per request on the caller's stream with the caller's workspace. Compute is
  * CUBLAS_COMPUTE_32F (no TF32): results differ from the CPU's only by the
- * summation order (checked to 1e-5 relative by check_cuda_ops). */
+ * summation order (checked to 1e-5 relative by check_cuda_ops);
+ * CUBLAS_COMPUTE_32F_FAST_TF32 with --precision=tf32 (kn_cuda_precision.h),
+ * for plans made after it is set. */
 #ifndef KN_CUDA_GEMM_CUH
 #define KN_CUDA_GEMM_CUH
 
@@ -43,8 +45,8 @@ void kn_cuda_gemm_free(kn_cuda_gemm *g);
  * matrix). X[b] starts at x + b * stride_x, W[b] at w + b * stride_w
  * (elements; stride_x = m * k and stride_w = k * n for packed batches), Y[b]
  * at y + b * m * n. One strided-batched cuBLASLt call per run (one plain
- * GEMM when batch is 1); CUBLAS_COMPUTE_32F, no TF32: 1e-5 relative against
- * the CPU's per-batch sgemm. Broadcasts that are not a stride are the
+ * GEMM when batch is 1); CUBLAS_COMPUTE_32F, no TF32 (FAST_TF32 with
+ * --precision=tf32): at fp32 1e-5 relative against the CPU's per-batch sgemm. Broadcasts that are not a stride are the
  * caller's (a loop of batch-1 plans: pass the strides its x / w offsets are
  * multiples of, so that the plan's algorithm takes their alignment; y's
  * offsets are multiples of m * n). The bases must be 256-byte aligned (device

@@ -44,7 +44,9 @@ static void usage(FILE *f) {
                "                       inputs (e.g. a DICOM file, repeated N times)\n"
                "  --json               one JSON line: median_ms, p99_ms, mean_ms,\n"
                "                       images_per_s, peak_rss_mb, ...\n"
-               "  --device DEV         auto (default), cpu, cuda or cuda:N (docs/gpu.md)\n");
+               "  --device DEV         auto (default), cpu, cuda or cuda:N (docs/gpu.md)\n"
+               "  --precision P        fp32 (default) or tf32: the GPU's matrix products and\n"
+               "                       convolutions (docs/gpu.md); fp16 is refused\n");
 }
 
 static double now_ms(void) {
@@ -173,13 +175,14 @@ int cli_benchmark(int argc, char **argv) {
         {"json", no_argument, NULL, 'j'},
         {"log_level", required_argument, NULL, 'L'},
         {"device", required_argument, NULL, 'D'},
+        {"precision", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *dir = NULL, *sig_key = "serving_default", *files = NULL;
     long batch = 1, threads = 0, iters = 50, warmup = 5;
     int json = 0;
-    const char *device = NULL;
+    const char *device = NULL, *precision = NULL;
     optind = 1;
     opterr = 0;
     int c;
@@ -200,6 +203,9 @@ int cli_benchmark(int argc, char **argv) {
             break;
         case 'D':
             device = optarg;
+            break;
+        case 'P':
+            precision = optarg;
             break;
         case 'b':
             batch = strtol(optarg, &end, 10);
@@ -256,7 +262,7 @@ int cli_benchmark(int argc, char **argv) {
         return 1;
     }
 
-    int gpu = -1, drc = cli_device_choose("benchmark", device, 0, &gpu);
+    int gpu = -1, drc = cli_device_choose("benchmark", device, 0, precision, &gpu);
     if (drc != 0) return drc;
     kn_backend *be = kn_cpu_backend_new((int)threads);
     if (be == NULL) {

@@ -6,13 +6,16 @@
 
 #include "kn_cuda_backend.h"
 #include "kn_cuda_mem.h"
+#include "kn_cuda_precision.h"
 #include "kn_cuda_probe.h"
 #include "ms_log.h"
 
-int cli_device_choose(const char *cmd, const char *device, double gpu_memory_fraction, int *gpu) {
+int cli_device_choose(const char *cmd, const char *device, double gpu_memory_fraction,
+                      const char *precision, int *gpu) {
     kn_device_spec spec;
+    kn_cuda_precision prec;
     *gpu = -1;
-    if (kn_device_parse(device, &spec) != MS_OK) {
+    if (kn_device_parse(device, &spec) != MS_OK || kn_cuda_precision_parse(precision, &prec) != MS_OK) {
         fprintf(stderr, "dcmserve %s: %s\n", cmd, ms_errmsg());
         return 2;
     }
@@ -30,6 +33,12 @@ int cli_device_choose(const char *cmd, const char *device, double gpu_memory_fra
     MS_INFO("%s", why);
     if (*gpu >= 0) {
         kn_cuda_budget_set(gpu_memory_fraction, r.gpu[*gpu].total_bytes);
+        kn_cuda_precision_set(prec); /* before any plan is made */
+        MS_INFO("--precision=%s: matrix products and convolutions on the GPU in %s",
+                kn_cuda_precision_name(prec),
+                prec == KN_CUDA_TF32 ? "TF32 (tensor cores allowed)" : "FP32 (no TF32)");
+    } else if (prec != KN_CUDA_FP32) {
+        MS_INFO("--precision=%s has no effect: the CPU computes in FP32", kn_cuda_precision_name(prec));
     }
     return 0;
 }

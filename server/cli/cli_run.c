@@ -52,7 +52,9 @@ static void usage(FILE *f) {
             "  --outdir DIR         also save each output as DIR/<output_key>.npy\n"
             "  --overwrite          replace existing files in --outdir\n"
             "  --log_level LEVEL    debug, info, warn, error (default) or off\n"
-            "  --device DEV         auto (default), cpu, cuda or cuda:N (docs/gpu.md)\n");
+            "  --device DEV         auto (default), cpu, cuda or cuda:N (docs/gpu.md)\n"
+            "  --precision P        fp32 (default) or tf32: the GPU's matrix products and\n"
+            "                       convolutions (docs/gpu.md); fp16 is refused\n");
 }
 
 /* ---- input list ---- */
@@ -690,7 +692,7 @@ static int fail(const char *what) {
 int cli_run(int argc, char **argv) {
     const char *dir = NULL, *tag_set = "serve", *sig_arg = NULL, *inputs = NULL, *exprs = NULL,
                *files = NULL, *outdir = NULL, *log_level = "error", *examples = NULL,
-               *device = NULL;
+               *device = NULL, *precision = NULL;
     int overwrite = 0, help = 0;
     cli_flag flags[] = {
         {"dir", CLI_FLAG_STR, &dir, NULL},
@@ -704,6 +706,7 @@ int cli_run(int argc, char **argv) {
         {"overwrite", CLI_FLAG_BOOL, NULL, &overwrite},
         {"log_level", CLI_FLAG_STR, &log_level, NULL},
         {"device", CLI_FLAG_STR, &device, NULL},
+        {"precision", CLI_FLAG_STR, &precision, NULL},
         {"help", CLI_FLAG_BOOL, NULL, &help},
         {NULL, 0, NULL, NULL},
     };
@@ -726,7 +729,7 @@ int cli_run(int argc, char **argv) {
         return 2;
     }
     ms_log_set_level(lvl);
-    int gpu = -1, drc = cli_device_choose("run", device, 0, &gpu);
+    int gpu = -1, drc = cli_device_choose("run", device, 0, precision, &gpu);
     if (drc != 0) return drc;
 
     char tagbuf[1024];

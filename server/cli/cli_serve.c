@@ -294,7 +294,8 @@ int cli_serve(int argc, char **argv) {
     }
     srv_flags_log_notes(&d.flags);
     int gpu = -1;
-    if ((rc = cli_device_choose("serve", d.flags.device, d.flags.gpu_memory_fraction, &gpu)) != 0) {
+    if ((rc = cli_device_choose("serve", d.flags.device, d.flags.gpu_memory_fraction,
+                                d.flags.precision, &gpu)) != 0) {
         srv_config_free(cfg);
         return rc;
     }

@@ -95,9 +95,10 @@ static const flag_def defs[] = {
      "TF Serving: PlatformConfigMap text proto",
      "dcmserve serves one platform (SavedModel, and ONNX imported with dcmserve import-onnx); the flag has no effect"},
     {"per_process_gpu_memory_fraction", F_DOUBLE, OFF(gpu_memory_fraction), 0, 1,
-     "share of the GPU's memory the model arenas may hold together, a hard cap: a load over it "
-     "is refused (0 = no cap). Default 0",
-     "the CUDA backend runs no graph op yet (docs/gpu.md): models load on the CPU and the cap is not charged"},
+     "share of the GPU's memory the CUDA backend may hold (the plans' device arenas, its block "
+     "cache, constants uploaded at load), a hard cap: a load over it is refused naming the bytes "
+     "(0 = no cap; no effect when no GPU is chosen). Default 0",
+     NULL},
     {"saved_model_tags", F_STR, OFF(saved_model_tags), 0, 0,
      "tags of the MetaGraph to load. Default \"serve\"", NULL},
     {"grpc_channel_arguments", F_STR, OFF(grpc_channel_arguments), 0, 0,
@@ -210,6 +211,10 @@ static const flag_def defs[] = {
     {"cuda_graphs", F_BOOL, OFF(cuda_graphs), 0, 0,
      "with a GPU: capture the device work of sized plans into CUDA graphs and replay them "
      "(docs/gpu.md; unmeasured). Default false", NULL},
+    {"precision", F_STR, OFF(precision), 0, 0,
+     "with a GPU: fp32 (FP32 products, within 1e-5 of the CPU) or tf32 (cuBLASLt and cuDNN may use "
+     "TF32 tensor cores); fp16 is refused (not implemented). No effect on the CPU. Default fp32",
+     NULL},
     {"help", F_BOOL, OFF(help), 0, 0, "print this help and exit", NULL},
     /* clang-format on */
 };

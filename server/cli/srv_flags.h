@@ -72,6 +72,7 @@ typedef struct srv_flags {
     int version;                             /* --version given */
     const char *device;                      /* --device auto|cpu|cuda[:N]; NULL = auto */
     int cuda_graphs;                         /* --cuda_graphs; default 0 */
+    const char *precision;                   /* --precision fp32|tf32|fp16; NULL = fp32 */
     double gpu_memory_fraction;              /* --per_process_gpu_memory_fraction; 0 = no cap */
     /* Flags given that are accepted without (full) effect: indices into the
      * flag table, each logged once by srv_flags_log_notes. */
