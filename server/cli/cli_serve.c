@@ -252,7 +252,7 @@ int cli_serve(int argc, char **argv) {
         return 0;
     }
     if (d.flags.version) {
-        printf("dcmserve 0.1.0\n");
+        cli_print_version();
         return 0;
     }
     ms_log_set_level(d.flags.log_level);
