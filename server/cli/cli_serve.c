@@ -210,6 +210,12 @@ static int check_config(const srv_config *cfg) {
             if (*c == '\0' && c != e->d_name) nver++;
         }
         closedir(dir);
+        if (nver == 0 && srv_manager_base_is_savedmodel(m->base_path)) {
+            fprintf(stderr, "dcmserve serve: model '%s': base_path '%s' is itself a SavedModel; "
+                            "put it in a numbered version folder, e.g. %s/1/\n",
+                    m->name, m->base_path, m->base_path);
+            return 1;
+        }
         if (nver == 0) {
             fprintf(stderr, "dcmserve serve: model '%s': base_path '%s' has no numeric version "
                             "directory (expected e.g. %s/1)\n", m->name, m->base_path, m->base_path);
