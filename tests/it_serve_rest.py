@@ -64,6 +64,22 @@ def metrics(port, path="/metrics"):
     return out
 
 
+def listen_addrs(port):
+    """The local addresses (hex, as /proc/net/tcp{,6} write them) listening on port."""
+    out = set()
+    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(f).read().splitlines()[1:]
+        except OSError:
+            continue
+        for ln in lines:
+            local, state = ln.split()[1], ln.split()[3]
+            addr, p = local.split(":")
+            if state == "0A" and int(p, 16) == port:  # LISTEN
+                out.add(addr)
+    return out
+
+
 def sample(m, name, **labels):
     return m.get((name, tuple(sorted(labels.items()))), 0.0)
 
@@ -236,6 +252,9 @@ def main():
         check(sample(m1, "dcmserve_loaded_versions") == 2, "loaded_versions %s" % m1, d)
         # The scrape itself is the one request in flight.
         check(sample(m1, "dcmserve_requests_in_flight") == 1, "in flight", d)
+        # --bind_address=127.0.0.1 (Daemon passes it) holds for REST and /metrics too.
+        check(listen_addrs(rest) == {"0100007F"}, "REST listens on %s, not 127.0.0.1 only"
+              % listen_addrs(rest), d)
         # Prometheus' standard process metrics, read from /proc.
         check(sample(m1, "process_resident_memory_bytes") > 1e6, "rss", d)
         check(sample(m1, "process_cpu_seconds_total") > 0, "cpu seconds", d)

@@ -473,12 +473,13 @@ int cli_serve(int argc, char **argv) {
                             .cors = d.flags.rest_api_enable_cors_support,
                             .metrics_path = mpath,
                             .tls = d.tls,
-                            .max_connections = d.flags.max_connections};
+                            .max_connections = d.flags.max_connections,
+                            .bind_address = d.flags.bind_address};
         if (srv_rest_start(&d.app, &ro, &rest) != MS_OK)
             MS_ERROR("REST: %s", ms_errmsg());
         else
-            MS_INFO("REST listening on port %d (TF Serving /v1/models, KServe /v2, /metrics)",
-                    srv_rest_port(rest));
+            MS_INFO("REST listening on %s:%d (TF Serving /v1/models, KServe /v2, /metrics)",
+                    d.flags.bind_address, srv_rest_port(rest));
     }
     pthread_mutex_lock(&d.mu);
     d.server_ready = d.server;
