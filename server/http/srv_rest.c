@@ -152,17 +152,6 @@ static void free_strings(rt_tensor *t) {
     rt_tensor_unref(t);
 }
 
-/* Trailing dimensions the SignatureDef gives for `ti` beyond rank `rank`,
- * when every one of them is statically 1 (0 otherwise). */
-static int unit_tail(const Tensorflow__TensorInfo *ti, int rank) {
-    if (ti == NULL || ti->tensor_shape == NULL || ti->tensor_shape->unknown_rank) return 0;
-    int r = (int)ti->tensor_shape->n_dim;
-    if (r <= rank || r > RT_MAX_RANK) return 0;
-    for (int d = rank; d < r; d++)
-        if (ti->tensor_shape->dim[d]->size != 1) return 0;
-    return r - rank;
-}
-
 /* Builds the tensor for input `key` of `sd` from nested lists. Lists that
  * stop short of trailing dimensions the SignatureDef fixes at 1 get them
  * (the same values, reshaped: [1.0, 2.0] for x of shape (-1, 1) is [[1.0],
@@ -190,7 +179,7 @@ static ms_status json_tensor(const Tensorflow__SignatureDef *sd, const char *key
         free_strings(t);
         return st;
     }
-    *added = s.rank > 0 ? unit_tail(ti, s.rank) : 0;
+    *added = s.rank > 0 ? sig_unit_tail(ti, s.rank) : 0;
     for (int k = 0; k < *added; k++)
         t->shape.dim[t->shape.rank++] = 1;
     *out = t;
@@ -256,7 +245,7 @@ static cJSON *tensor_json_at(const rt_tensor *t, int rank, int depth, int64_t *i
 static cJSON *output_json(const Tensorflow__SignatureDef *sd, const sig_output *o, int drop) {
     const rt_tensor *t = o->tensor;
     int rank = t->shape.rank;
-    if (drop > 0 && rank > drop && unit_tail(sig_output_info(sd, o->key), rank - drop) == drop) {
+    if (drop > 0 && rank > drop && sig_unit_tail(sig_output_info(sd, o->key), rank - drop) == drop) {
         int ok = 1;
         for (int d = rank - drop; d < rank; d++)
             ok = ok && t->shape.dim[d] == 1;
