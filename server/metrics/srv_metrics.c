@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <malloc.h>
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/time.h>
@@ -680,6 +681,16 @@ static void render_process(sbuf *b) {
     if (ps.max_fds >= 0)
         put(b, "# HELP process_max_fds Maximum number of open file descriptors.\n"
                "# TYPE process_max_fds gauge\nprocess_max_fds %ld\n", ps.max_fds);
+    /* glibc's own count: what is allocated and not freed, whatever the
+     * arenas keep (RSS moves with fragmentation and with how many
+     * connections were open at once; a leak moves this). */
+    struct mallinfo2 mi = mallinfo2();
+    put(b, "# HELP dcmserve_heap_in_use_bytes Bytes malloc has handed out and not taken back "
+           "(glibc mallinfo2: uordblks + hblkhd).\n# TYPE dcmserve_heap_in_use_bytes gauge\n"
+           "dcmserve_heap_in_use_bytes %zu\n"
+           "# HELP dcmserve_heap_free_bytes Free bytes malloc's arenas keep (glibc mallinfo2: "
+           "fordblks).\n# TYPE dcmserve_heap_free_bytes gauge\ndcmserve_heap_free_bytes %zu\n",
+        mi.uordblks + mi.hblkhd, mi.fordblks);
 }
 
 /* One series, value 1, whose labels say what is running (the usual
