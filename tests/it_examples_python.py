@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import Daemon, check, free_port  # noqa: E402
+from serve_client import Daemon, check, free_port, stub_compilers  # noqa: E402
 from it_demo_model import TEST_FILES, compare, reference  # noqa: E402
 
 SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -32,16 +32,6 @@ MODEL_BASE = os.path.join(SRC, "models", "demo_ct")
 CT_DIR = os.path.join(TEST_FILES, "dicomdirtests", "77654033", "CT2")
 CT_SMALL = os.path.join(TEST_FILES, "CT_small.dcm")
 
-
-def compilers():
-    """The PROTOC modes gen_python_stubs.sh can use here."""
-    out = []
-    if shutil.which("protoc") and shutil.which("grpc_python_plugin"):
-        out.append("protoc")
-    if subprocess.run(["/usr/bin/python3", "-c", "import grpc_tools.protoc"],
-                      capture_output=True).returncode == 0:
-        out.append("grpc_tools")
-    return out
 
 
 def gen(mode, out, *args):
@@ -164,7 +154,7 @@ def check_snippets(stubs, port, rest, tmp):
 
 
 def main():
-    modes = compilers()
+    modes = stub_compilers()
     check(modes, "neither protoc + grpc_python_plugin nor python3 grpc_tools is installed")
     with tempfile.TemporaryDirectory() as tmp:
         wires = {}

@@ -10,13 +10,12 @@ serving TF Serving's half_plus_two test model as "half_plus_two"; their
 printed answers are checked against y = x / 2 + 2."""
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import HPT, Daemon, check  # noqa: E402
+from serve_client import HPT, Daemon, check, stub_compilers  # noqa: E402
 
 SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 GEN = os.path.join(SRC, "scripts", "gen_python_stubs.sh")
@@ -35,15 +34,6 @@ MODULES = [
     "grpc_predict_v2_pb2", "grpc_predict_v2_pb2_grpc",
 ]
 
-
-def compilers():
-    out = []
-    if shutil.which("protoc") and shutil.which("grpc_python_plugin"):
-        out.append("protoc")
-    if subprocess.run(["/usr/bin/python3", "-c", "import grpc_tools.protoc"],
-                      capture_output=True).returncode == 0:
-        out.append("grpc_tools")
-    return out
 
 
 def snippets():
@@ -65,7 +55,7 @@ def run(stubs, code, port):
 
 
 def main():
-    modes = compilers()
+    modes = stub_compilers()
     check(modes, "neither protoc + grpc_python_plugin nor python3 grpc_tools is installed")
     tfs, kserve = snippets()
     d = Daemon(["--model_name=half_plus_two", "--model_base_path=" + HPT])

@@ -478,40 +478,23 @@ static int sum_model_api(int i, int phase, hist *h) {
     return 1;
 }
 
-/* TF Serving's request latency, in microseconds, by model_name, API and entrypoint. Under mu. */
-static void render_tfs_request_latency(sbuf *b) {
+/* One of TF Serving's latency histograms, in microseconds as TF Serving, by
+ * model_name and API: request_latency (the whole request, phase < 0; third
+ * label entrypoint GRPC / REST) or runtime_latency (the signature run of
+ * each request, our compute phase; third label runtime, which TF Serving
+ * sets to "TF1" or "TFRT" and we to "dcmserve"). Under mu. */
+static void render_tfs_latency(sbuf *b, const char *name, const char *help, int phase) {
     char m[300], lab[700], entry[16];
     const char *method;
     hist h;
-    /* As TF Serving: microseconds, labels model_name, API, entrypoint. */
-    put(b, "# HELP :tensorflow:serving:request_latency Distribution of wall time (in "
-           "microseconds) for requests.\n"
-            "# TYPE :tensorflow:serving:request_latency histogram\n");
+    put(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     for (int i = 0; i < nseries; i++) {
-        if (!sum_model_api(i, -1, &h)) continue;
+        if (!sum_model_api(i, phase, &h) || (phase >= 0 && h.count == 0)) continue;
         split_api(table[i].api, entry, sizeof entry, &method);
-        snprintf(lab, sizeof lab, "model_name=\"%s\",API=\"%s\",entrypoint=\"%s\"",
-                 lv(m, sizeof m, table[i].model), method, entry);
-        put_hist(b, ":tensorflow:serving:request_latency", lab, &h, BUCKETS, NBUCKETS, 1e6);
-    }
-}
-
-/* TF Serving's runtime latency: the signature run of each request (our
- * compute phase), in microseconds, by model_name, API and runtime (TF
- * Serving: "TF1" or "TFRT"; here "dcmserve"). Under mu. */
-static void render_tfs_runtime_latency(sbuf *b) {
-    char m[300], lab[700], entry[16];
-    const char *method;
-    hist h;
-    put(b, "# HELP :tensorflow:serving:runtime_latency Distribution of wall time (in "
-           "microseconds) for the runtime (the signature run).\n"
-            "# TYPE :tensorflow:serving:runtime_latency histogram\n");
-    for (int i = 0; i < nseries; i++) {
-        if (!sum_model_api(i, SRV_PHASE_COMPUTE, &h) || h.count == 0) continue;
-        split_api(table[i].api, entry, sizeof entry, &method);
-        snprintf(lab, sizeof lab, "model_name=\"%s\",API=\"%s\",runtime=\"dcmserve\"",
-                 lv(m, sizeof m, table[i].model), method);
-        put_hist(b, ":tensorflow:serving:runtime_latency", lab, &h, BUCKETS, NBUCKETS, 1e6);
+        snprintf(lab, sizeof lab, "model_name=\"%s\",API=\"%s\",%s=\"%s\"",
+                 lv(m, sizeof m, table[i].model), method, phase < 0 ? "entrypoint" : "runtime",
+                 phase < 0 ? entry : "dcmserve");
+        put_hist(b, name, lab, &h, BUCKETS, NBUCKETS, 1e6);
     }
 }
 
@@ -708,8 +691,11 @@ char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int
     sbuf b = {0};
     pthread_mutex_lock(&mu);
     render_tfs_request_count(&b);
-    render_tfs_request_latency(&b);
-    render_tfs_runtime_latency(&b);
+    render_tfs_latency(&b, ":tensorflow:serving:request_latency",
+                       "Distribution of wall time (in microseconds) for requests.", -1);
+    render_tfs_latency(&b, ":tensorflow:serving:runtime_latency",
+                       "Distribution of wall time (in microseconds) for the runtime (the "
+                       "signature run).", SRV_PHASE_COMPUTE);
     render_tfs_warmup_latency(&b);
     render_requests(&b);
     render_batches(&b);
