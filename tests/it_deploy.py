@@ -59,6 +59,16 @@ def schema_validate(name, objs):
         print(f"{name}: SKIP schema validation: no node or {NODE_MODULES} "
               "(scripts/install_deps.sh installs it)")
         return
+    # kubernetes-models 5 asks for node >= 22 (it runs on 20); on an older node
+    # that cannot load it, say so and skip rather than fail on the tool.
+    probe = subprocess.run(["node", "--input-type=module", "-e",
+                            'await import("kubernetes-models/v1/ConfigMap")'],
+                           cwd=os.path.dirname(VALIDATE), capture_output=True, text=True,
+                           timeout=60)
+    if probe.returncode != 0:
+        why = [ln for ln in probe.stderr.splitlines() if "Error" in ln][:1] or ["?"]
+        print(f"{name}: SKIP schema validation: this node cannot load kubernetes-models: {why[0]}")
+        return
     todo = [o for o in objs.values() if not o["apiVersion"].startswith("serving.kserve.io/")]
     r = subprocess.run(["node", VALIDATE], input=json.dumps(todo), capture_output=True,
                        text=True, timeout=120)
