@@ -22,6 +22,12 @@
  * Inputs: --npy FILE (one tensor, any dtype rt_npy reads), --dicom_dir DIR
  * (each regular file becomes a DT_STRING [1] / BYTES [1] request), or
  * --values a,b,c (a float32 vector; quick checks without files).
+ *
+ * --target is HOST:PORT (localhost:8500, 127.0.0.1:8500, [::1]:8500) or any
+ * gRPC target with a scheme (dns:///..., unix:...); plaintext unless --tls or
+ * --ca_file asks for TLS. A wall of failures (--max_consecutive_errors calls
+ * in a row, none OK) stops the run instead of hammering a server that
+ * refuses everything.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -76,7 +82,50 @@ typedef struct bench_opts {
     int abseil_debug;      /* --abseil_debug: keep Abseil's lock graph on */
     int slice_us;          /* --slice_us: short CPU slice for this process's threads */
     long echo_reply_bytes; /* echo mode: reply with this many zero bytes; < 0: the request */
+    int tls;               /* --tls: TLS with the system's roots (or --ca_file) */
+    const char *ca_file;   /* --ca_file=PEM: TLS, trusting these roots */
+    long max_consecutive_errors; /* stop after this many failed calls in a row; 0 = never */
 } bench_opts;
+
+/* The gRPC target for --target: HOST:PORT with a dotted IPv4 host goes to
+ * gRPC's ipv4: resolver (no DNS look-up per connection), a target that
+ * names its scheme is kept, and anything else (localhost:8500,
+ * [::1]:8500, a DNS name) goes to gRPC's default DNS resolver as written. */
+static void bench_target(const char *t, char *out, size_t n) {
+    unsigned a, b, c, d, port;
+    char end;
+    if (sscanf(t, "%u.%u.%u.%u:%u%c", &a, &b, &c, &d, &port, &end) == 5)
+        snprintf(out, n, "ipv4:%s", t);
+    else
+        snprintf(out, n, "%s", t);
+}
+
+/* Plaintext unless asked: --ca_file trusts that PEM, --tls the system roots. */
+static grpc_channel_credentials *bench_creds(const bench_opts *o) {
+    if (o->ca_file == NULL && !o->tls) return grpc_insecure_credentials_create();
+    char *pem = NULL;
+    if (o->ca_file != NULL) {
+        FILE *f = fopen(o->ca_file, "rb");
+        if (f == NULL) {
+            fprintf(stderr, "dcmserve-bench: --ca_file=%s: %s\n", o->ca_file, strerror(errno));
+            return NULL;
+        }
+        fseek(f, 0, SEEK_END);
+        long len = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        pem = len >= 0 ? calloc(1, (size_t)len + 1) : NULL;
+        if (pem == NULL || fread(pem, 1, (size_t)len, f) != (size_t)len) {
+            fprintf(stderr, "dcmserve-bench: --ca_file=%s: cannot read it\n", o->ca_file);
+            free(pem);
+            fclose(f);
+            return NULL;
+        }
+        fclose(f);
+    }
+    grpc_channel_credentials *c = grpc_ssl_credentials_create(pem, NULL, NULL, NULL);
+    free(pem);
+    return c;
+}
 
 typedef struct bench_req {
     uint8_t *bytes;
@@ -599,9 +648,15 @@ static int bench_client_main(const bench_opts *o) {
                     .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                     .value.integer = -1};
     grpc_channel_args cargs = {1, &arg};
-    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-    char target[256];
-    snprintf(target, sizeof(target), "ipv4:%s", o->target);
+    grpc_channel_credentials *creds = bench_creds(o);
+    if (creds == NULL) {
+        for (size_t i = 0; i < nreq; i++) free(reqs[i].bytes);
+        free(reqs);
+        grpc_shutdown();
+        return 2;
+    }
+    char target[512];
+    bench_target(o->target, target, sizeof target);
     grpc_channel *ch = grpc_channel_create(target, creds, &cargs);
     grpc_channel_credentials_release(creds);
     grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
@@ -627,10 +682,12 @@ static int bench_client_main(const bench_opts *o) {
     uint64_t sent = 0, late = 0;
     int inflight = 0;
     char seen_err[BENCH_NSTATUS] = {0};
+    long consecutive_errors = 0;
+    int wall = 0; /* stopped on a wall of errors */
 
     for (;;) {
         int64_t now = bench_now_ns();
-        int stopping = now >= t_end;
+        int stopping = now >= t_end || wall;
         /* Start what is due. */
         while (!stopping && nfree > 0) {
             int64_t due;
@@ -683,6 +740,21 @@ static int bench_client_main(const bench_opts *o) {
             fprintf(stderr, "dcmserve-bench: first %s: %s\n", bench_status_names[code], msg);
             gpr_free(msg);
         }
+        consecutive_errors = code == GRPC_STATUS_OK ? 0 : consecutive_errors + 1;
+        if (!wall && o->max_consecutive_errors > 0 &&
+            consecutive_errors >= o->max_consecutive_errors) {
+            wall = 1;
+            fprintf(stderr, "dcmserve-bench: %ld calls in a row failed (last: %s); stopping "
+                            "(--max_consecutive_errors=%ld)%s%s%s\n",
+                    consecutive_errors, bench_status_names[code < BENCH_NSTATUS ? code : 2],
+                    o->max_consecutive_errors,
+                    code == GRPC_STATUS_UNAVAILABLE ? ". Is --target=" : "",
+                    code == GRPC_STATUS_UNAVAILABLE ? o->target : "",
+                    code == GRPC_STATUS_UNAVAILABLE
+                        ? " right, and plaintext (the default) or TLS (--tls, --ca_file) what "
+                          "the server speaks?"
+                        : "");
+        }
         if (sl->intended_ns >= t_measure && sl->intended_ns < t_end)
             bench_record(&st, done - sl->intended_ns, code);
         else
@@ -706,11 +778,11 @@ static int bench_client_main(const bench_opts *o) {
                "\"concurrency\": %d, \"rate\": %.1f, \"duration_s\": %.2f, \"request_bytes\": %zu, "
                "\"calls\": %zu, \"ok\": %" PRIu64 ", \"calls_per_s\": %.1f, "
                "\"p50_us\": %.0f, \"p90_us\": %.0f, \"p99_us\": %.0f, \"p999_us\": %.0f, "
-               "\"max_us\": %.0f, \"unsent\": %" PRIu64 ", \"errors\": {",
+               "\"max_us\": %.0f, \"unsent\": %" PRIu64 ", \"stopped_on_errors\": %s, \"errors\": {",
                o->label ? o->label : "", o->api, o->model, open_loop ? "rate" : "concurrency",
                o->concurrency, o->rate, secs, reqs[0].n, st.n, ok, (double)st.n / secs,
                bench_pct(&st, 50), bench_pct(&st, 90), bench_pct(&st, 99), bench_pct(&st, 99.9),
-               st.n ? (double)st.lat_us[st.n - 1] : 0.0, unsent);
+               st.n ? (double)st.lat_us[st.n - 1] : 0.0, unsent, wall ? "true" : "false");
         int first = 1;
         for (int i = 1; i < BENCH_NSTATUS; i++) {
             if (!st.by_status[i]) continue;
@@ -728,6 +800,7 @@ static int bench_client_main(const bench_opts *o) {
         for (int i = 1; i < BENCH_NSTATUS; i++)
             if (st.by_status[i]) printf("errors %s: %" PRIu64 "\n", bench_status_names[i], st.by_status[i]);
         if (unsent) printf("not sent (client could not keep the rate): %" PRIu64 "\n", unsent);
+        if (wall) printf("stopped early: %ld calls in a row failed\n", consecutive_errors);
     }
     (void)late;
     grpc_channel_destroy(ch);
@@ -742,12 +815,13 @@ static int bench_client_main(const bench_opts *o) {
     free(freelist);
     free(st.lat_us);
     grpc_shutdown();
-    return st.n > 0 && ok == st.n ? 0 : 1;
+    return st.n > 0 && ok == st.n && !wall ? 0 : 1;
 }
 
 static void bench_usage(void) {
     fprintf(stderr,
-            "usage: dcmserve-bench [--target=HOST:PORT] [--api=predict|infer|echo] [--model=NAME]\n"
+            "usage: dcmserve-bench [--target=HOST:PORT] [--tls | --ca_file=PEM] [--api=predict|infer|echo]\n"
+            "         [--model=NAME] [--max_consecutive_errors=N (default 1000; 0 = never stop)]\n"
             "         [--version=N] [--signature=S] [--input=KEY] (--npy=FILE | --dicom_dir=DIR |\n"
             "         --values=a,b,... [--shape=d0,d1,...]) [--concurrency=N | --rate=CALLS_PER_S [--concurrency=MAX]]\n"
             "         [--duration=S] [--warmup=S] [--deadline_ms=MS] [--json] [--label=TEXT]\n"
@@ -765,7 +839,7 @@ static void bench_usage(void) {
 int main(int argc, char **argv) {
     bench_opts o = {.target = "127.0.0.1:8500", .api = "predict", .model = "default",
                     .input = "x", .concurrency = 1, .duration_s = 5, .warmup_s = 1,
-                    .echo_port = -1, .echo_reply_bytes = -1};
+                    .echo_port = -1, .echo_reply_bytes = -1, .max_consecutive_errors = 1000};
     static const struct option lo[] = {
         {"target", 1, 0, 't'},      {"api", 1, 0, 'a'},       {"model", 1, 0, 'm'},
         {"version", 1, 0, 'V'},     {"signature", 1, 0, 's'}, {"input", 1, 0, 'i'},
@@ -774,7 +848,8 @@ int main(int argc, char **argv) {
         {"warmup", 1, 0, 'w'},      {"deadline_ms", 1, 0, 'T'}, {"json", 0, 0, 'j'},
         {"echo_port", 1, 0, 'E'},   {"label", 1, 0, 'L'},     {"shape", 1, 0, 'S'},     {"help", 0, 0, 'h'},
         {"rest_path", 1, 0, 'P'},   {"body", 1, 0, 'B'},     {"abseil_debug", 0, 0, 'A'},
-        {"slice_us", 1, 0, 'U'},    {"echo_reply_bytes", 1, 0, 'R'}, {0, 0, 0, 0}};
+        {"slice_us", 1, 0, 'U'},    {"echo_reply_bytes", 1, 0, 'R'}, {"tls", 0, 0, 'X'},
+        {"ca_file", 1, 0, 'C'},     {"max_consecutive_errors", 1, 0, 'M'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -801,6 +876,9 @@ int main(int argc, char **argv) {
         case 'A': o.abseil_debug = 1; break;
         case 'U': o.slice_us = atoi(optarg); break;
         case 'R': o.echo_reply_bytes = atol(optarg); break;
+        case 'X': o.tls = 1; break;
+        case 'C': o.ca_file = optarg; break;
+        case 'M': o.max_consecutive_errors = atol(optarg); break;
         default: bench_usage(); return c == 'h' ? 0 : 2;
         }
     }

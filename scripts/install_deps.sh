@@ -8,7 +8,8 @@ set -eu
 #   runtime  shared libraries the built daemon needs (what an image carries)
 #   build    runtime + compilers, headers and generators (enough for `make run`)
 #   all      build + test-only packages (clang/fuzzing, valgrind, Python test
-#            modules, DICOM tools, kubectl for the deploy test)
+#            modules, DICOM tools, kubectl, npm schema validators and
+#            promtool for the deploy and monitoring tests)
 RUNTIME_PKGS="libgrpc29 libprotobuf-c1 libuv1 libcjson1 zlib1g libsnappy1v5
 libopenblas0-serial libjpeg62-turbo libcharls2 libopenjp2-7 libpng16-16 libmicrohttpd12
 libgnutls30"
@@ -26,6 +27,12 @@ python3-grpc-tools protobuf-compiler-grpc libprotobuf-dev curl python3-h2 openss
 # kubectl for the deploy test: Debian's kubernetes-client, unless some kubectl
 # is already installed (other packages ship /usr/bin/kubectl and conflict).
 command -v kubectl >/dev/null 2>&1 || TEST_PKGS="$TEST_PKGS kubernetes-client"
+# npm for the Kubernetes schema validators of the deploy test (npm's
+# kubernetes-models, into tests/k8s_schema/node_modules below), unless some
+# node/npm is already installed; promtool (Debian's prometheus) checks the
+# alert rules in deploy/monitoring/.
+command -v npm >/dev/null 2>&1 || TEST_PKGS="$TEST_PKGS npm"
+command -v promtool >/dev/null 2>&1 || TEST_PKGS="$TEST_PKGS prometheus"
 
 # Ubuntu 24.04 (the base of NVIDIA's CUDA 13 images, used by the Dockerfile's
 # gpu stages) names some of the same libraries differently (64-bit time_t
@@ -58,10 +65,18 @@ for p in $PKGS; do
         missing="$missing $p"
     fi
 done
-[ -z "$missing" ] && exit 0
+if [ -n "$missing" ]; then
+    echo "install_deps: installing:$missing"
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
 
-echo "install_deps: installing:$missing"
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-$SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
+# The schema validators, at the versions of tests/k8s_schema/package-lock.json.
+# A failure (no registry) is not fatal: it_deploy then says it skipped them.
+if [ "${1:-all}" = all ] && [ ! -d "$(dirname "$0")/../tests/k8s_schema/node_modules" ]; then
+    echo "install_deps: npm ci in tests/k8s_schema"
+    (cd "$(dirname "$0")/../tests/k8s_schema" && npm ci --no-audit --no-fund --loglevel=error) ||
+        echo "install_deps: npm ci failed; it_deploy will skip the schema validation"
+fi

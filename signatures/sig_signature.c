@@ -59,6 +59,15 @@ const Tensorflow__TensorInfo *sig_output_info(const Tensorflow__SignatureDef *sd
     return NULL;
 }
 
+int sig_unit_tail(const Tensorflow__TensorInfo *ti, int rank) {
+    if (ti == NULL || ti->tensor_shape == NULL || ti->tensor_shape->unknown_rank) return 0;
+    int r = (int)ti->tensor_shape->n_dim;
+    if (r <= rank || r > RT_MAX_RANK) return 0;
+    for (int d = rank; d < r; d++)
+        if (ti->tensor_shape->dim[d]->size != 1) return 0;
+    return r - rank;
+}
+
 static const Tensorflow__TensorProto *default_of(const Tensorflow__SignatureDef *sd,
                                                  const char *key) {
     for (size_t i = 0; i < sd->n_defaults; i++)

@@ -26,6 +26,12 @@ ms_status sig_find(const Tensorflow__MetaGraphDef *mg, const char *key,
 const Tensorflow__TensorInfo *sig_input_info(const Tensorflow__SignatureDef *sd, const char *key);
 const Tensorflow__TensorInfo *sig_output_info(const Tensorflow__SignatureDef *sd, const char *key);
 
+/* Trailing dimensions the TensorInfo gives beyond rank `rank`, when every one
+ * of them is statically 1 (0 otherwise, or for NULL / unknown rank): the unit
+ * dimensions a client may leave out ([1.0, 2.0] for x of shape (-1, 1)), as
+ * REST and `dcmserve run` accept (docs/serving.md, "Left-out unit dimensions"). */
+int sig_unit_tail(const Tensorflow__TensorInfo *ti, int rank);
+
 typedef struct sig_input {
     const char *key;   /* signature input alias */
     rt_tensor *tensor; /* borrowed */

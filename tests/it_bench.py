@@ -4,8 +4,11 @@ Predict and ModelInfer on half_plus_two at a fixed concurrency must all be OK
 and counted; a wrongly shaped input must be counted as INVALID_ARGUMENT (and
 make the tool exit 1); the open-loop mode must send the asked rate; the echo
 server must answer the same bytes; a DICOM folder becomes one request per
-file, each carrying the whole file. All traffic goes to 127.0.0.1 and each run
-lasts about a second."""
+file, each carrying the whole file; --target takes localhost:PORT (DNS, as
+gRPC resolves it) as well as 127.0.0.1:PORT; and a client that cannot talk to
+the server (--tls against the plaintext port) stops after
+--max_consecutive_errors failed calls instead of running its whole duration.
+All traffic goes to 127.0.0.1 and each run lasts about a second."""
 import json
 import os
 import shutil
@@ -21,9 +24,9 @@ BENCH = os.path.join(BIN, "dcmserve-bench")
 DICOM = os.path.join(SRC, "tests", "data", "onnx", "ct64.dcm")
 
 
-def bench(port, *args, want_rc=0):
-    cmd = [BENCH, "--target=127.0.0.1:%d" % port, "--model=hpt", "--duration=1", "--warmup=0.2",
-           "--json"] + list(args)
+def bench(port, *args, want_rc=0, host="127.0.0.1", duration="1"):
+    cmd = [BENCH, "--target=%s:%d" % (host, port), "--model=hpt", "--duration=" + duration,
+           "--warmup=0.2", "--json"] + list(args)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     check(p.returncode == want_rc, "%s: rc %d, wanted %d\n%s%s" % (" ".join(args), p.returncode, want_rc,
                                                                    p.stdout, p.stderr))
@@ -43,6 +46,15 @@ def main():
         r, err = bench(d.port, "--values=1,2,5", want_rc=1)
         check(r["ok"] == 0 and r["errors"].get("INVALID_ARGUMENT") == r["calls"] > 0, "bad shape: %r" % r)
         check("expected rank 2" in err, "bad shape: the server's message is not shown: %s" % err)
+        r, _ = bench(d.port, "--values=1,2,5", "--shape=3,1", host="localhost")
+        check(r["calls"] > 0 and r["ok"] == r["calls"], "--target=localhost:PORT: %r" % r)
+        # 30 s asked, but every call fails its TLS handshake: it stops after 50.
+        r, err = bench(d.port, "--values=1,2,5", "--shape=3,1", "--tls", "--max_consecutive_errors=50",
+                       want_rc=1, duration="30")
+        check(r["stopped_on_errors"] is True and r["ok"] == 0 and r["calls"] <= 50,
+              "--tls against plaintext: %r" % r)
+        check("50 calls in a row failed (last: UNAVAILABLE)" in err and "--tls" in err,
+              "--tls against plaintext: %s" % err)
         r, _ = bench(d.port, "--values=1,2,5", "--shape=3,1", "--rate=200")
         check(180 <= r["calls"] <= 201 and r["mode"] == "rate", "rate 200/s for 1 s: %r" % r)
     finally:

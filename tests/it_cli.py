@@ -168,6 +168,18 @@ def test_run_models(tmp):
     check(np.array_equal(np.load(os.path.join(outdir, "y.npy")),
                          np.array([[5.5]], dtype=np.float32)), "y.npy overwritten")
 
+    # saved_model_cli's numpy forms, and left-out unit dimensions as REST takes them.
+    for expr, x in (("x=[1, 2, 5]", [[1], [2], [5]]),
+                    ("x=np.ones((2,1))", np.ones((2, 1))),
+                    ("x=np.zeros((3,))", np.zeros((3, 1))),
+                    ("x=np.full((2, 1), 7, dtype=np.float32)", np.full((2, 1), 7)),
+                    ("x=numpy.full(shape=(1,1), fill_value=3)", [[3]]),
+                    ("x=np.array([[1],[5]])", [[1], [5]]),
+                    ("x=np.array([1, 5], dtype='float32')", [[1], [5]])):
+        out = run_ok("run", "--dir", HP2, "--input_exprs", expr)
+        y = 0.5 * np.array(x, dtype=np.float32) + 2
+        check(results(out) == {"y": str(y)}, "%s printed: %s" % (expr, out))
+
     # regress_x2_to_y3: y3 = 0.5 x2 + 3, input from an .npy file.
     x2 = np.array([[1.0], [2.0], [5.0]], dtype=np.float32)
     np.save(os.path.join(tmp, "x2.npy"), x2)
@@ -211,7 +223,15 @@ def test_run_errors(tmp, pb):
     run_fails("expected dtype DT_FLOAT, got DT_DOUBLE", "run", "--dir", HP2, "--inputs",
               "x=" + os.path.join(tmp, "x64.npy"))
     run_fails("dimension 1 must be 1", "run", "--dir", HP2, "--input_exprs", "x=[[1, 2]]")
-    run_fails("expected rank 2", "run", "--dir", HP2, "--input_exprs", "x=[1, 2]")
+    run_fails("expected rank 2", "run", "--dir", HP2, "--input_exprs", "x=5")
+    run_fails("expected rank 2", "run", "--dir", HP2, "--input_exprs", "x=[[[1]]]")
+    run_fails("dtype=np.int32, but the signature input is DT_FLOAT", "run", "--dir", HP2,
+              "--input_exprs", "x=np.ones((2,1), dtype=np.int32)")
+    run_fails("only np.ones(shape), np.zeros(shape), np.full(shape, value) and np.array(list)",
+              "run", "--dir", HP2, "--input_exprs", "x=np.eye(2)")
+    run_fails("expected np.full(shape, value)", "run", "--dir", HP2, "--input_exprs",
+              "x=np.full((2,1))")
+    run_fails("negative dimension", "run", "--dir", HP2, "--input_exprs", "x=np.zeros((-1,1))")
     run_fails('"z" is not an input of signature "serving_default"', "run", "--dir", HP2,
               "--input_exprs", "z=[[1]]")
     run_fails("Missing but required: {x}.", "run", "--dir", HP2)

@@ -99,7 +99,8 @@ def main():
             rc, out, _ = health(exe, "--port=%d" % e.port, "--service=demo_ct")
             check(rc == 0 and out == "SERVING", "service demo_ct: rc %d %r" % (rc, out))
             rc, out, err = health(exe, "--host=127.0.0.1", "--port=%d" % e.port, "--service=nosuch")
-            check(rc == 1 and "status 5" in err, "unknown service: rc %d %r %r" % (rc, out, err))
+            check(rc == 1 and "NOT_FOUND (gRPC status 5): unknown service" in err,
+                  "unknown service: rc %d %r %r" % (rc, out, err))
             check("/models/demo_ct" in e.log_text() or "demo_ct" in e.log_text(),
                   "the log does not name the model:\n" + e.log_text())
         finally:

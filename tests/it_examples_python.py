@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import Daemon, check, free_port  # noqa: E402
+from serve_client import Daemon, check, free_port, stub_compilers  # noqa: E402
 from it_demo_model import TEST_FILES, compare, reference  # noqa: E402
 
 SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -33,16 +33,6 @@ CT_DIR = os.path.join(TEST_FILES, "dicomdirtests", "77654033", "CT2")
 CT_SMALL = os.path.join(TEST_FILES, "CT_small.dcm")
 
 
-def compilers():
-    """The PROTOC modes gen_python_stubs.sh can use here."""
-    out = []
-    if shutil.which("protoc") and shutil.which("grpc_python_plugin"):
-        out.append("protoc")
-    if subprocess.run(["/usr/bin/python3", "-c", "import grpc_tools.protoc"],
-                      capture_output=True).returncode == 0:
-        out.append("grpc_tools")
-    return out
-
 
 def gen(mode, out, *args):
     r = subprocess.run(["/bin/sh", GEN, out] + list(args), env=dict(os.environ, PROTOC=mode),
@@ -51,8 +41,8 @@ def gen(mode, out, *args):
     return r.stdout
 
 
-def py(stubs, *args, code=None):
-    env = dict(os.environ, PYTHONPATH=stubs)
+def py(stubs, *args, code=None, env_extra=None):
+    env = dict(os.environ, PYTHONPATH=stubs, **(env_extra or {}))
     cmd = ["/usr/bin/python3"] + (["-c", code] if code is not None else list(args))
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
 
@@ -139,23 +129,32 @@ def doc_snippets():
 def check_snippets(stubs, port, rest, tmp):
     n = 0
     for name, code in doc_snippets():
-        check("localhost:8500" in code or "localhost:8501" in code,
-              "%s: the snippet calls neither localhost:8500 (gRPC) nor :8501 (REST)" % name)
+        by_env = 'os.environ.get("REST_PORT", "8501")' in code
+        check("localhost:8500" in code or "localhost:8501" in code or by_env,
+              "%s: the snippet calls neither localhost:8500 (gRPC) nor :8501 (REST), nor takes "
+              "REST_PORT" % name)
         path = os.path.join(tmp, "snippet%d.py" % n)
         with open(path, "w") as f:
             f.write(code.replace("localhost:8500", "127.0.0.1:%d" % port)
                     .replace("localhost:8501", "127.0.0.1:%d" % rest))
-        r = py(stubs, path, CT_SMALL)
+        # A snippet that reads REST_PORT (the README's) runs as written, the
+        # port in its environment as `make run REST_PORT=...` would set it.
+        env = {"REST_PORT": str(rest)} if by_env else None
+        r = py(stubs, path, CT_SMALL, env_extra=env)
         check(r.returncode == 0, "%s failed:\n%s%s" % (name, r.stdout, r.stderr))
         check("mean_hu" in r.stdout and "-119.07" in r.stdout,
               "%s printed no mean_hu of CT_small.dcm:\n%s" % (name, r.stdout))
+        if by_env:  # and it shows the server's {"error": ...} for a file that is not DICOM
+            r = py(stubs, path, os.path.join(SRC, "README.md"), env_extra=env)
+            check(r.returncode != 0 and re.search(r"HTTP 400: .*DICOM", r.stderr),
+                  "%s on a non-DICOM file: rc %d, %s%s" % (name, r.returncode, r.stdout, r.stderr))
         n += 1
     check(n >= 3, "expected the README's and demo.md's snippets, found %d" % n)
     return n
 
 
 def main():
-    modes = compilers()
+    modes = stub_compilers()
     check(modes, "neither protoc + grpc_python_plugin nor python3 grpc_tools is installed")
     with tempfile.TemporaryDirectory() as tmp:
         wires = {}

@@ -58,7 +58,12 @@ def test_info():
     check(rc == 0, "info --json: rc=%d %s" % (rc, err))
     j = json.loads(js)
     lines = text.splitlines()
-    check(lines[0] == "dcmserve " + j["version"], "info first line %r" % lines[0])
+    b = j["build"]
+    want = "dcmserve %s (commit %s, build %s, CUDA %s, sanitizers %s)" % (
+        j["version"], b["commit"], b["type"], "on" if b["cuda"] else "off",
+        "on" if b["sanitize"] else "off")
+    check(lines[0] == want, "info first line %r, want %r" % (lines[0], want))
+    check(re.fullmatch(r"[0-9a-f]{7,40}(-dirty)?|unknown", b["commit"]), "commit %r" % b["commit"])
     rc, v, _ = dcm("serve", "--version")
     check(v.strip() == lines[0], "serve --version %r, info %r" % (v, lines[0]))
     built = j["build"]["cuda"]

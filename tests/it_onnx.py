@@ -301,6 +301,18 @@ def main():
         r = run("import-onnx", os.path.join(DATA, "resnet.onnx"))
         check(r.returncode == 2 and "--output_dir" in r.stderr, "missing --output_dir: usage, exit 2")
 
+        # An existing version folder is not overwritten unless asked.
+        resnet1 = os.path.join(tmp, "resnet", "1")
+        pb_file = os.path.join(resnet1, "saved_model.pb")
+        before = open(pb_file, "rb").read()
+        r = run("import-onnx", os.path.join(DATA, "unet.onnx"), "--output_dir", resnet1)
+        check(r.returncode == 1 and "already holds files" in r.stderr and "--overwrite" in r.stderr,
+              "import into a full version folder: rc %d %s" % (r.returncode, r.stderr.strip()))
+        check(open(pb_file, "rb").read() == before, "the refused import changed saved_model.pb")
+        r = run("import-onnx", os.path.join(DATA, "unet.onnx"), "--output_dir", resnet1, "--overwrite")
+        check(r.returncode == 0 and open(pb_file, "rb").read() != before,
+              "--overwrite: rc %d %s" % (r.returncode, r.stderr.strip()))
+
         r = run("benchmark", "--dir", os.path.join(tmp, "unet"), "--batch", "2",
                 "--iterations", "3", "--warmup", "1", "--intra_op_threads", "1", "--json")
         check(r.returncode == 0, "benchmark exits 0 (%s)" % r.stderr.strip())

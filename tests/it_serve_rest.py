@@ -64,6 +64,22 @@ def metrics(port, path="/metrics"):
     return out
 
 
+def listen_addrs(port):
+    """The local addresses (hex, as /proc/net/tcp{,6} write them) listening on port."""
+    out = set()
+    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(f).read().splitlines()[1:]
+        except OSError:
+            continue
+        for ln in lines:
+            local, state = ln.split()[1], ln.split()[3]
+            addr, p = local.split(":")
+            if state == "0A" and int(p, 16) == port:  # LISTEN
+                out.add(addr)
+    return out
+
+
 def sample(m, name, **labels):
     return m.get((name, tuple(sorted(labels.items()))), 0.0)
 
@@ -236,11 +252,39 @@ def main():
         check(sample(m1, "dcmserve_loaded_versions") == 2, "loaded_versions %s" % m1, d)
         # The scrape itself is the one request in flight.
         check(sample(m1, "dcmserve_requests_in_flight") == 1, "in flight", d)
-        check(sample(m1, "dcmserve_process_resident_memory_bytes") > 1e6, "rss", d)
+        # --bind_address=127.0.0.1 (Daemon passes it) holds for REST and /metrics too.
+        check(listen_addrs(rest) == {"0100007F"}, "REST listens on %s, not 127.0.0.1 only"
+              % listen_addrs(rest), d)
+        # Prometheus' standard process metrics, read from /proc.
+        check(sample(m1, "process_resident_memory_bytes") > 1e6, "rss", d)
+        check(sample(m1, "process_cpu_seconds_total") > 0, "cpu seconds", d)
+        check(sample(m1, "process_open_fds") >= 3 and sample(m1, "process_max_fds") > 0, "fds", d)
+        start = sample(m1, "process_start_time_seconds")
+        check(time.time() - 3600 < start <= time.time() + 1, "start time %s" % start, d)
+        bi = [(dict(lab), v) for (n, lab), v in m1.items() if n == "dcmserve_build_info"]
+        check(len(bi) == 1 and bi[0][1] == 1 and re.fullmatch(r"\d+\.\d+\.\d+", bi[0][0]["version"])
+              and re.fullmatch(r"[0-9a-f]{7,40}(-dirty)?|unknown", bi[0][0]["commit"])
+              and bi[0][0]["cuda"] in ("on", "off"), "build_info %s" % bi, d)
         tl = dict(model_name="hpt", API="predict", entrypoint="REST")
         lat = sample(m1, ":tensorflow:serving:request_latency_count", **tl)
         inf = sample(m1, ":tensorflow:serving:request_latency_bucket", le="+Inf", **tl)
         check(lat >= 3 and inf == lat, "latency histogram count %s +Inf %s" % (lat, inf), d)
+        # Buckets from 10 us (so sub-millisecond quantiles can be read) to 60 s.
+        want = dict(model="hpt", phase="total", api="rest_predict", code="OK")
+        les = sorted(float(dict(lab)["le"]) for (n, lab), _ in m1.items()
+                     if n == "dcmserve_request_latency_seconds_bucket"
+                     and all(dict(lab).get(k) == v for k, v in want.items()))
+        check(les[0] == 1e-05 and les[-2] == 60 and len([x for x in les if x < 1e-3]) >= 5,
+              "latency bucket bounds %s" % les, d)
+        # TF Serving's runtime latency (the signature runs) and TF's graph_runs.
+        rl = dict(model_name="hpt", API="predict", runtime="dcmserve")
+        check(sample(m1, ":tensorflow:serving:runtime_latency_count", **rl) >= 3, "runtime_latency", d)
+        g0, g1 = (sample(m, ":tensorflow:core:graph_runs_total") for m in (m0, m1))
+        check(g1 >= g0 + 4, "graph_runs %s -> %s after 4 predicts" % (g0, g1), d)
+        # Warm-up (on by default) ran for each model before it was AVAILABLE.
+        for model in ("hpt", "demo_ct"):
+            check(sample(m1, ":tensorflow:serving:model_warmup_latency_count", model_name=model) >= 1,
+                  "warm-up latency of %s not recorded" % model, d)
         rc = d.stop()
         check(rc == 0, "daemon exit code %s after SIGTERM" % rc, d)
     finally:

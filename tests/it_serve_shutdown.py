@@ -8,11 +8,15 @@
    it is accepted (never cancelled midway), a Watch stream sees SERVING then
    NOT_SERVING, and the daemon exits 0.
 3. SIGINT exits 0 as well.
+0. First: a base path that is itself a SavedModel (the usual first mistake)
+   is named as such, with the fix (a numbered folder, e.g. 1/), in the log
+   and by --check_config; health "liveness" is SERVING, "readiness" not.
 """
 import os
 import shutil
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -22,13 +26,34 @@ import grpc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import HPT, Daemon, check, float_tensor, gen_protos  # noqa: E402
+from serve_client import DCMSERVE, HPT, Daemon, check, float_tensor, gen_protos  # noqa: E402
 
 pb = gen_protos()
 H = pb.health.HealthCheckResponse
 
 
+def savedmodel_as_base():
+    sm = os.path.join(HPT, "00000123")
+    want = "is itself a SavedModel; put it in a numbered version folder, e.g. %s/1/" % sm
+    d = Daemon(["--model_name=m", "--model_base_path=" + sm])
+    try:
+        end = time.monotonic() + 10
+        while want not in d.log() and time.monotonic() < end:
+            time.sleep(0.05)
+        check(want in d.log(), "a SavedModel as base path is not named as such", d)
+        check(d.stub.Check(pb.health.HealthCheckRequest(service="liveness"), timeout=5).status == H.SERVING,
+              "liveness beside a base path without versions", d)
+        check(d.stub.Check(pb.health.HealthCheckRequest(service="readiness"), timeout=5).status
+              == H.NOT_SERVING, "readiness without a version", d)
+    finally:
+        d.close()
+    r = subprocess.run([DCMSERVE, "serve", "--model_name=m", "--model_base_path=" + sm, "--check_config"],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 1 and want in r.stderr, "--check_config: rc %d %s" % (r.returncode, r.stderr))
+
+
 def main():
+    savedmodel_as_base()
     tmp = tempfile.mkdtemp(prefix="dcm_shutdown_")
     base = os.path.join(tmp, "later")
 

@@ -259,6 +259,18 @@ def shifted_dicoms(path, n, step, offset):
     return out
 
 
+def stub_compilers():
+    """The PROTOC modes scripts/gen_python_stubs.sh can use here: Debian's protoc
+    + grpc_python_plugin, and python3-grpc-tools' protoc."""
+    out = []
+    if shutil.which("protoc") and shutil.which("grpc_python_plugin"):
+        out.append("protoc")
+    if subprocess.run(["/usr/bin/python3", "-c", "import grpc_tools.protoc"],
+                      capture_output=True).returncode == 0:
+        out.append("grpc_tools")
+    return out
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     s = socket.socket()

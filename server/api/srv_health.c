@@ -6,7 +6,11 @@
  * inference.GRPCInferenceService, ...), TF Serving's short ones
  * (PredictionService, ModelService), and any configured model name (that
  * model has an available version). ModelService and grpc.health.v1.Health
- * are SERVING whenever the server is not draining. */
+ * are SERVING whenever the server is not draining. "readiness" is the
+ * same as "" and "liveness" says only that the process works: SERVING
+ * until a sticky CUDA error, whatever the models and while draining, so
+ * that a Kubernetes liveness probe restarts a broken process and never a
+ * pod whose one model folder is empty or bad (deploy/base/deployment.yaml). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +71,8 @@ int srv_health_status(srv_app *app, const char *service) {
     const int ns = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
     const int sv = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
 
-    if (service == NULL || service[0] == '\0')
+    if (service != NULL && strcmp(service, "liveness") == 0) return kn_cuda_sticky() ? ns : sv;
+    if (service == NULL || service[0] == '\0' || strcmp(service, "readiness") == 0)
         return !draining && srv_manager_ready(app->mgr) ? sv : ns;
     for (size_t i = 0; i < sizeof(ready_services) / sizeof(ready_services[0]); i++)
         if (strcmp(service, ready_services[i]) == 0)

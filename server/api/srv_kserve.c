@@ -13,6 +13,7 @@
 
 #include "kn_cuda_mem.h"
 #include "kserve.pb-c.h"
+#include "ms_build.h"
 #include "ms_log.h"
 #include "sig_signature.h"
 #include "srv_app.h"
@@ -21,7 +22,6 @@
 #include "srv_kserve.h"
 
 #define SERVER_NAME    "dcmserve"
-#define SERVER_VERSION "0.1.0"
 #define PLATFORM       "tensorflow_savedmodel"
 
 /* clang-format off */
@@ -161,7 +161,7 @@ ms_status srv_kserve_server_metadata(void *appv, srv_call *c, const uint8_t *req
     (void)n;
     Inference__ServerMetadataResponse r = INFERENCE__SERVER_METADATA_RESPONSE__INIT;
     r.name = (char *)SERVER_NAME;
-    r.version = (char *)SERVER_VERSION;
+    r.version = (char *)ms_build_version();
     return srv_pack(&r.base, out);
 }
 

@@ -16,4 +16,7 @@ int cli_check(int argc, char **argv);           /* will this SavedModel serve, a
 int cli_ops(int argc, char **argv);             /* the supported ops (docs/ops.md) */
 int cli_info(int argc, char **argv);            /* version, build, CPU and GPU report */
 
+/* One line to stdout: version, commit and build options (`--version`). */
+void cli_print_version(void);
+
 #endif /* CLI_H */

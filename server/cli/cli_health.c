@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "cli_flags.h"
 #include "health.pb-c.h"
+#include "srv_status.h"
 
 /* Parses a whole decimal number in [lo, hi]; returns 0 or -1. */
 static int parse_int(const char *s, long lo, long hi, long *out) {
@@ -130,7 +131,9 @@ int cli_health(int argc, char **argv) {
     if (help) {
         printf("usage: dcmserve health [--port=8500] [--host=127.0.0.1] [--service=NAME] "
                "[--timeout_ms=5000]\n"
-               "  calls grpc.health.v1.Health/Check; exit 0 when SERVING, 1 otherwise\n");
+               "  calls grpc.health.v1.Health/Check; exit 0 when SERVING, 1 otherwise.\n"
+               "  --service: \"\" or readiness (every model AVAILABLE, not draining), liveness\n"
+               "  (the process works), a model name, or a gRPC service name (docs/serving.md)\n");
         return 0;
     }
     if (parse_int(port_s, 1, 65535, &port) != 0) {
@@ -168,8 +171,8 @@ int cli_health(int argc, char **argv) {
     if (code < 0) {
         fprintf(stderr, "dcmserve health: %s: the call could not be made\n", target);
     } else if (code != GRPC_STATUS_OK) {
-        fprintf(stderr, "dcmserve health: %s: status %d: %s\n", target, code,
-                details ? details : "");
+        fprintf(stderr, "dcmserve health: %s: %s (gRPC status %d): %s\n", target,
+                srv_grpc_code_name((grpc_status_code)code), code, details ? details : "");
     } else {
         Grpc__Health__V1__HealthCheckResponse *r =
             grpc__health__v1__health_check_response__unpack(NULL, reply_len, reply);

@@ -1,5 +1,7 @@
 /* cli_import_onnx.c - `dcmserve import-onnx MODEL.onnx --output_dir BASE/VERSION`:
  * converts an ONNX model into a SavedModel directory (runtime/onnx/rt_onnx.h). */
+#include <dirent.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +21,9 @@ static void usage(FILE *f) {
             "keys are the ONNX graph input/output names (dynamic batch = -1).\n"
             "External weight files are read from the model's folder.\n"
             "\n"
-            "  --output_dir DIR     where to write (created; usually BASE/1)\n"
+            "  --output_dir DIR     where to write (created; usually BASE/1); a folder that\n"
+            "                       already holds files is refused (it may be a served version)\n"
+            "  --overwrite          write into a --output_dir that already holds files\n"
             "  --dicom_input NAME   the signature input NAME takes DICOM files (DT_STRING,\n"
             "                       one per batch element): decoded to HU, windowed to\n"
             "                       [0, 1] and fed to graph input NAME\n"
@@ -36,6 +40,19 @@ static void usage(FILE *f) {
             "  --log_level LEVEL    debug, info, warn, error\n");
 }
 
+/* 1 when dir exists and holds anything: a version folder someone may serve
+ * (the daemon would pick up a half-written overwrite), so only --overwrite
+ * writes there. 0 when it is missing or empty; -1 (errno set) if unreadable. */
+static int dir_has_files(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d == NULL) return errno == ENOENT ? 0 : -1;
+    int any = 0;
+    for (struct dirent *e; !any && (e = readdir(d)) != NULL;)
+        any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return any;
+}
+
 int cli_import_onnx(int argc, char **argv) {
     static const struct option longopts[] = {
         {"output_dir", required_argument, NULL, 'o'},
@@ -48,12 +65,13 @@ int cli_import_onnx(int argc, char **argv) {
         {"spacing", required_argument, NULL, 'S'},
         {"tf_layout", required_argument, NULL, 'T'},
         {"log_level", required_argument, NULL, 'L'},
+        {"overwrite", no_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *out_dir = NULL;
     rt_onnx_opts opts = {0};
-    int have_window = 0;
+    int have_window = 0, overwrite = 0;
     optind = 1;
     opterr = 0;
     int c;
@@ -132,6 +150,9 @@ int cli_import_onnx(int argc, char **argv) {
             ms_log_set_level(lvl);
             break;
         }
+        case 'O':
+            overwrite = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -161,6 +182,16 @@ int cli_import_onnx(int argc, char **argv) {
     if (opts.dicom_input && !have_window) {
         fprintf(stderr, "import-onnx: --dicom_input needs --window L,W\n");
         return 2;
+    }
+    int full = dir_has_files(out_dir);
+    if (full != 0 && !overwrite) {
+        if (full < 0)
+            fprintf(stderr, "import-onnx: --output_dir %s: %s\n", out_dir, strerror(errno));
+        else
+            fprintf(stderr, "import-onnx: --output_dir %s already holds files (a served version?); "
+                            "write a new version folder (e.g. BASE/2), or pass --overwrite\n",
+                    out_dir);
+        return 1;
     }
     const char *model = argv[optind];
     ms_status st = rt_onnx_import(model, out_dir, &opts);

@@ -11,8 +11,7 @@
 #include "cli_flags.h"
 #include "kn_cpu_gemm.h"
 #include "kn_cuda_probe.h"
-
-#define DCMSERVE_VERSION_STR "0.1.0"
+#include "ms_build.h"
 
 static const char *cublas_str(int v, char *buf, size_t n) {
     if (v <= 0)
@@ -30,9 +29,15 @@ static const char *cudnn_str(int v, char *buf, size_t n) {
     return buf;
 }
 
+void cli_print_version(void) {
+    printf("dcmserve %s (commit %s, build %s, CUDA %s, sanitizers %s)\n", ms_build_version(),
+           ms_build_commit(), ms_build_type(), ms_build_cuda() ? "on" : "off",
+           ms_build_sanitize() ? "on" : "off");
+}
+
 static void print_text(const kn_cuda_report *r, const char *isa, long cores) {
     char a[24], b[24], c[24], d[24];
-    printf("dcmserve %s\n", DCMSERVE_VERSION_STR);
+    cli_print_version();
     if (r->built)
         printf("build: CUDA on (runtime %s, compute capabilities %s; driver, cuBLAS and cuDNN "
                "loaded at run time)\n",
@@ -57,8 +62,11 @@ static void print_text(const kn_cuda_report *r, const char *isa, long cores) {
 static int print_json(const kn_cuda_report *r, const char *isa, long cores) {
     char a[24];
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "version", DCMSERVE_VERSION_STR);
+    cJSON_AddStringToObject(root, "version", ms_build_version());
     cJSON *build = cJSON_AddObjectToObject(root, "build");
+    cJSON_AddStringToObject(build, "commit", ms_build_commit());
+    cJSON_AddStringToObject(build, "type", ms_build_type());
+    cJSON_AddBoolToObject(build, "sanitize", ms_build_sanitize());
     cJSON_AddBoolToObject(build, "cuda", r->built);
     cJSON *caps = cJSON_AddArrayToObject(build, "compute_capabilities");
     char archs[128];

@@ -4,7 +4,9 @@
  *
  * Inputs come from three flags, each a ';'-separated list of key=value:
  *   --inputs      k=file.npy  or  k=file.npz[name]  (NumPy files)
- *   --input_exprs k=[[1],[2],[5]]  (nested list literals; see parse_literal)
+ *   --input_exprs k=[[1],[2],[5]]  (nested list literals; see parse_literal), or
+ *                 saved_model_cli's np.ones((2,3)) / zeros / full / array forms
+ *                 (parse_numpy); trailing unit dimensions may be left out
  *   --input_files k=a.dcm,b.dcm    (DT_STRING: each file's raw bytes)
  * Values are never cast: a literal becomes the signature input's dtype when
  * it is exactly representable in it (an int literal for DT_FLOAT is fine, a
@@ -45,7 +47,10 @@ static void usage(FILE *f) {
             "  --inputs SPEC        'key=file.npy' or 'key=file.npz[array]', ';'-separated\n"
             "  --input_exprs SPEC   'key=<nested list literal>', ';'-separated; numbers, True/"
             "False,\n"
-            "                       quoted strings; typed by the signature input's dtype\n"
+            "                       quoted strings; typed by the signature input's dtype; or\n"
+            "                       np.ones(shape), np.zeros(shape), np.full(shape, v),\n"
+            "                       np.array(list) (dtype= must name the input's dtype);\n"
+            "                       left-out trailing unit dimensions are added ([1,2] for (-1,1))\n"
             "  --input_files SPEC   'key=f1,f2,...': a DT_STRING input of the files' bytes\n"
             "  --input_examples SPEC 'key=[{\"x\":[1.0,2.0]},...]', ';'-separated: a DT_STRING\n"
             "                       input of serialized tf.Examples (JSON list of objects)\n"
@@ -533,6 +538,214 @@ static ms_status parse_literal(const char *key, const char *expr, rt_dtype dt, r
     return st;
 }
 
+/* ---- --input_exprs: saved_model_cli's numpy forms ---- */
+
+/* The numpy dtype names a `dtype=` may give, with the signature dtype each
+ * one is (values are never cast: a dtype= naming another one is an error). */
+static const struct {
+    const char *name;
+    rt_dtype dt;
+} NP_DTYPES[] = {
+    {"float32", RT_DT_FLOAT}, {"single", RT_DT_FLOAT}, {"float64", RT_DT_DOUBLE},
+    {"double", RT_DT_DOUBLE}, {"float", RT_DT_DOUBLE}, {"int8", RT_DT_INT8},
+    {"int16", RT_DT_INT16},   {"int32", RT_DT_INT32},  {"int64", RT_DT_INT64},
+    {"int", RT_DT_INT64},     {"uint8", RT_DT_UINT8},  {"uint16", RT_DT_UINT16},
+    {"uint32", RT_DT_UINT32}, {"uint64", RT_DT_UINT64}, {"bool", RT_DT_BOOL},
+    {"bool_", RT_DT_BOOL},    {"object", RT_DT_STRING}, {"bytes_", RT_DT_STRING},
+    {"str_", RT_DT_STRING},
+};
+
+#define NP_MAX_ARGS 4
+
+/* One call's arguments: positional text and keyword (name=) text, split at
+ * the top-level commas (quotes, (), [] nest). */
+typedef struct np_args {
+    char *pos[NP_MAX_ARGS];
+    int npos;
+    char *dtype, *fill_value, *shape;
+} np_args;
+
+static char *trim(char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) s[--n] = '\0';
+    return s;
+}
+
+/* Splits `body` (modified) into a; returns 0 or -1 with *why set. */
+static int np_split(char *body, np_args *a, const char **why) {
+    int depth = 0;
+    char q = 0;
+    char *start = body;
+    for (char *p = body;; p++) {
+        if (q) {
+            if (*p == '\0') return (*why = "unterminated string", -1);
+            if (*p == '\\' && p[1]) p++;
+            else if (*p == q) q = 0;
+            continue;
+        }
+        if (*p == '\'' || *p == '"') q = *p;
+        else if (*p == '(' || *p == '[') depth++;
+        else if (*p == ')' || *p == ']') depth--;
+        if (*p != '\0' && (*p != ',' || depth > 0)) continue;
+        int end = *p == '\0';
+        *p = '\0';
+        char *arg = trim(start);
+        start = p + 1;
+        if (arg[0] != '\0') {
+            char *eq = strchr(arg, '=');
+            size_t kl = strspn(arg, "abcdefghijklmnopqrstuvwxyz_");
+            if (eq != NULL && arg + kl >= eq && kl > 0) { /* keyword */
+                *eq = '\0';
+                char *v = trim(eq + 1), *k = trim(arg);
+                if (strcmp(k, "dtype") == 0) a->dtype = v;
+                else if (strcmp(k, "fill_value") == 0) a->fill_value = v;
+                else if (strcmp(k, "shape") == 0) a->shape = v;
+                else return (*why = "unsupported keyword argument (dtype, shape, fill_value)", -1);
+            } else if (a->npos == NP_MAX_ARGS) {
+                return (*why = "too many arguments", -1);
+            } else {
+                a->pos[a->npos++] = arg;
+            }
+        }
+        if (end) return 0;
+    }
+}
+
+/* dtype= text (np.float32, numpy.float32, 'float32', "float32") against dt. */
+static ms_status np_check_dtype(const char *key, const char *text, rt_dtype dt) {
+    char name[32];
+    const char *s = text;
+    if (strncmp(s, "np.", 3) == 0) s += 3;
+    else if (strncmp(s, "numpy.", 6) == 0) s += 6;
+    size_t n = strlen(s);
+    if (n >= 2 && (s[0] == '\'' || s[0] == '"') && s[n - 1] == s[0]) {
+        s++;
+        n -= 2;
+    }
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), s);
+    for (size_t i = 0; i < sizeof NP_DTYPES / sizeof NP_DTYPES[0]; i++)
+        if (strcmp(name, NP_DTYPES[i].name) == 0) {
+            if (NP_DTYPES[i].dt == dt) return MS_OK;
+            return ms_errf(MS_EINVAL,
+                           "--input_exprs %s: dtype=%s, but the signature input is %s (values are "
+                           "not cast: leave dtype out or name %s)",
+                           key, text, sig_dtype_name((int)dt), sig_dtype_name((int)dt));
+        }
+    return ms_errf(MS_EINVAL, "--input_exprs %s: unknown dtype=%s", key, text);
+}
+
+/* A shape argument: an int, or a tuple/list of ints. */
+static ms_status np_shape(const char *key, const char *text, rt_shape *shape) {
+    rt_tensor *t = NULL;
+    ms_status st = parse_literal(key, text, RT_DT_INT64, &t);
+    if (st != MS_OK) return ms_errwrap(st, "--input_exprs %s: shape %s", key, text);
+    if (t->shape.rank > 1 || t->nelem > RT_MAX_RANK) {
+        rt_tensor_unref(t);
+        return ms_errf(MS_EINVAL, "--input_exprs %s: shape %s is not an int or a tuple of at "
+                                  "most %d ints", key, text, RT_MAX_RANK);
+    }
+    const int64_t *d = t->data;
+    shape->rank = t->shape.rank == 0 ? 1 : (int)t->nelem;
+    for (int i = 0; i < shape->rank; i++) {
+        if (d[i] < 0) {
+            rt_tensor_unref(t);
+            return ms_errf(MS_EINVAL, "--input_exprs %s: shape %s has a negative dimension", key,
+                           text);
+        }
+        shape->dim[i] = d[i];
+    }
+    rt_tensor_unref(t);
+    return MS_OK;
+}
+
+/* A tensor of `shape`, every element the scalar literal `value`. */
+static ms_status np_fill(const char *key, const rt_shape *shape, const char *value, rt_dtype dt,
+                         rt_tensor **out) {
+    rt_tensor *v = NULL;
+    ms_status st = parse_literal(key, value, dt, &v);
+    if (st != MS_OK) return st;
+    if (v->shape.rank != 0) {
+        rt_tensor_unref(v);
+        return ms_errf(MS_EINVAL, "--input_exprs %s: the fill value %s is not a scalar", key,
+                       value);
+    }
+    int64_t n = rt_shape_nelem(shape);
+    if (dt == RT_DT_STRING) {
+        rt_str *strs = n > 0 ? calloc((size_t)n, sizeof *strs) : NULL;
+        if (n > 0 && strs == NULL) st = ms_errf(MS_ENOMEM, "out of memory");
+        for (int64_t i = 0; st == MS_OK && i < n; i++) strs[i] = rt_tensor_strs(v)[0];
+        if (st == MS_OK) st = rt_tensor_new_strings(shape, strs, out);
+        free(strs);
+    } else if ((st = rt_tensor_new(dt, shape, out)) == MS_OK) {
+        size_t es = rt_dtype_size(dt);
+        for (int64_t i = 0; i < n; i++) memcpy((char *)(*out)->data + (size_t)i * es, v->data, es);
+    }
+    rt_tensor_unref(v);
+    return st;
+}
+
+/* np.ones(S) / np.zeros(S) / np.full(S, V) / np.array(L) (or numpy.), with
+ * dtype= optional; *handled = 0 (and nothing else done) when expr is not
+ * one of them. */
+static ms_status parse_numpy(const char *key, const char *expr, rt_dtype dt, rt_tensor **out,
+                             int *handled) {
+    static const char *const fns[] = {"ones", "zeros", "full", "array", "asarray"};
+    const char *p = expr;
+    *handled = 0;
+    while (*p == ' ' || *p == '\t') p++;
+    if (strncmp(p, "np.", 3) == 0) p += 3;
+    else if (strncmp(p, "numpy.", 6) == 0) p += 6;
+    else return MS_OK;
+    int fn = -1;
+    for (int i = 0; i < (int)(sizeof fns / sizeof fns[0]) && fn < 0; i++) {
+        size_t n = strlen(fns[i]);
+        if (strncmp(p, fns[i], n) == 0 && p[n] == '(') fn = i;
+    }
+    *handled = 1;
+    if (fn < 0)
+        return ms_errf(MS_EINVAL, "--input_exprs %s: \"%s\": of numpy, only np.ones(shape), "
+                                  "np.zeros(shape), np.full(shape, value) and np.array(list) "
+                                  "are understood (or give a nested list)", key, expr);
+    p += strlen(fns[fn]) + 1;
+    char *body = strdup(p);
+    if (body == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    char *close = strrchr(body, ')');
+    ms_status st = MS_OK;
+    np_args a = {0};
+    const char *why = NULL;
+    if (close == NULL || trim(close + 1)[0] != '\0') {
+        st = ms_errf(MS_EINVAL, "--input_exprs %s: \"%s\": no closing ')'", key, expr);
+    } else {
+        *close = '\0';
+        if (np_split(body, &a, &why) != 0)
+            st = ms_errf(MS_EINVAL, "--input_exprs %s: \"%s\": %s", key, expr, why);
+    }
+    if (st == MS_OK && a.dtype != NULL) st = np_check_dtype(key, a.dtype, dt);
+    const char *shape_text = a.shape ? a.shape : a.npos > 0 ? a.pos[0] : NULL;
+    int want_pos = fn == 2 ? (a.fill_value ? 1 : 2) : 1;
+    if (st == MS_OK && (a.npos > want_pos || shape_text == NULL ||
+                        (fn == 2 && a.fill_value == NULL && a.npos < 2)))
+        st = ms_errf(MS_EINVAL, "--input_exprs %s: \"%s\": expected %s", key, expr,
+                     fn == 2 ? "np.full(shape, value)" : fn >= 3 ? "np.array(list)" : "a shape");
+    if (st == MS_OK && fn >= 3) {
+        st = parse_literal(key, shape_text, dt, out);
+    } else if (st == MS_OK) {
+        rt_shape shape;
+        const char *value = fn == 2 ? (a.fill_value ? a.fill_value : a.pos[1])
+                            : dt == RT_DT_BOOL ? (fn == 0 ? "True" : "False")
+                            : dt == RT_DT_STRING ? NULL
+                                                 : (fn == 0 ? "1" : "0");
+        if (value == NULL)
+            st = ms_errf(MS_EINVAL, "--input_exprs %s: the signature input is DT_STRING: "
+                                    "np.full(shape, b'...') or a list of strings", key);
+        else if ((st = np_shape(key, shape_text, &shape)) == MS_OK)
+            st = np_fill(key, &shape, value, dt, out);
+    }
+    free(body);
+    return st;
+}
+
 static ms_status load_expr_inputs(char *spec, const char *sig, const Tensorflow__SignatureDef *sd,
                                   run_inputs *in) {
     char *save = NULL;
@@ -544,8 +757,14 @@ static ms_status load_expr_inputs(char *spec, const char *sig, const Tensorflow_
         const Tensorflow__TensorInfo *ti = need_input("--input_exprs", sig, sd, key);
         if (ti == NULL) return MS_EINVAL;
         rt_tensor *t = NULL;
-        st = parse_literal(key, expr, rt_dtype_base((int)ti->dtype), &t);
+        int numpy = 0;
+        st = parse_numpy(key, expr, rt_dtype_base((int)ti->dtype), &t, &numpy);
+        if (st == MS_OK && !numpy) st = parse_literal(key, expr, rt_dtype_base((int)ti->dtype), &t);
         if (st != MS_OK) return st;
+        /* [1, 2] for x of shape (-1, 1): the left-out unit dimensions, as REST. */
+        int add = t->shape.rank > 0 ? sig_unit_tail(ti, t->shape.rank) : 0;
+        for (int k = 0; k < add; k++)
+            t->shape.dim[t->shape.rank++] = 1;
         if ((st = inputs_add(in, key, t)) != MS_OK) return st;
     }
     return MS_OK;

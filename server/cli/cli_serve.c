@@ -210,6 +210,12 @@ static int check_config(const srv_config *cfg) {
             if (*c == '\0' && c != e->d_name) nver++;
         }
         closedir(dir);
+        if (nver == 0 && srv_manager_base_is_savedmodel(m->base_path)) {
+            fprintf(stderr, "dcmserve serve: model '%s': base_path '%s' is itself a SavedModel; "
+                            "put it in a numbered version folder, e.g. %s/1/\n",
+                    m->name, m->base_path, m->base_path);
+            return 1;
+        }
         if (nver == 0) {
             fprintf(stderr, "dcmserve serve: model '%s': base_path '%s' has no numeric version "
                             "directory (expected e.g. %s/1)\n", m->name, m->base_path, m->base_path);
@@ -252,7 +258,7 @@ int cli_serve(int argc, char **argv) {
         return 0;
     }
     if (d.flags.version) {
-        printf("dcmserve 0.1.0\n");
+        cli_print_version();
         return 0;
     }
     ms_log_set_level(d.flags.log_level);
@@ -468,12 +474,13 @@ int cli_serve(int argc, char **argv) {
                             .cors = d.flags.rest_api_enable_cors_support,
                             .metrics_path = mpath,
                             .tls = d.tls,
-                            .max_connections = d.flags.max_connections};
+                            .max_connections = d.flags.max_connections,
+                            .bind_address = d.flags.bind_address};
         if (srv_rest_start(&d.app, &ro, &rest) != MS_OK)
             MS_ERROR("REST: %s", ms_errmsg());
         else
-            MS_INFO("REST listening on port %d (TF Serving /v1/models, KServe /v2, /metrics)",
-                    srv_rest_port(rest));
+            MS_INFO("REST listening on %s:%d (TF Serving /v1/models, KServe /v2, /metrics)",
+                    d.flags.bind_address, srv_rest_port(rest));
     }
     pthread_mutex_lock(&d.mu);
     d.server_ready = d.server;

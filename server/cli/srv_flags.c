@@ -146,7 +146,7 @@ static const flag_def defs[] = {
      "Predict answers are always in tensor_content; the flag has no effect"},
     /* dcmserve's own */
     {"bind_address", F_STR, OFF(bind_address), 0, 0,
-     "address the gRPC port binds to. Default 0.0.0.0", NULL},
+     "address the gRPC and REST ports (and so /metrics) bind to. Default 0.0.0.0", NULL},
     {"grpc_cq_threads", F_INT, OFF(grpc_cq_threads), 1, 64,
      "gRPC completion-queue threads (protocol work, cheap calls inline). Default 1", NULL},
     {"grpc_inline_max_micros", F_INT, OFF(grpc_inline_max_micros), 0, 1000000,

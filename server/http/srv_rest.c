@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,17 +152,6 @@ static void free_strings(rt_tensor *t) {
     rt_tensor_unref(t);
 }
 
-/* Trailing dimensions the SignatureDef gives for `ti` beyond rank `rank`,
- * when every one of them is statically 1 (0 otherwise). */
-static int unit_tail(const Tensorflow__TensorInfo *ti, int rank) {
-    if (ti == NULL || ti->tensor_shape == NULL || ti->tensor_shape->unknown_rank) return 0;
-    int r = (int)ti->tensor_shape->n_dim;
-    if (r <= rank || r > RT_MAX_RANK) return 0;
-    for (int d = rank; d < r; d++)
-        if (ti->tensor_shape->dim[d]->size != 1) return 0;
-    return r - rank;
-}
-
 /* Builds the tensor for input `key` of `sd` from nested lists. Lists that
  * stop short of trailing dimensions the SignatureDef fixes at 1 get them
  * (the same values, reshaped: [1.0, 2.0] for x of shape (-1, 1) is [[1.0],
@@ -189,7 +179,7 @@ static ms_status json_tensor(const Tensorflow__SignatureDef *sd, const char *key
         free_strings(t);
         return st;
     }
-    *added = s.rank > 0 ? unit_tail(ti, s.rank) : 0;
+    *added = s.rank > 0 ? sig_unit_tail(ti, s.rank) : 0;
     for (int k = 0; k < *added; k++)
         t->shape.dim[t->shape.rank++] = 1;
     *out = t;
@@ -255,7 +245,7 @@ static cJSON *tensor_json_at(const rt_tensor *t, int rank, int depth, int64_t *i
 static cJSON *output_json(const Tensorflow__SignatureDef *sd, const sig_output *o, int drop) {
     const rt_tensor *t = o->tensor;
     int rank = t->shape.rank;
-    if (drop > 0 && rank > drop && unit_tail(sig_output_info(sd, o->key), rank - drop) == drop) {
+    if (drop > 0 && rank > drop && sig_unit_tail(sig_output_info(sd, o->key), rank - drop) == drop) {
         int ok = 1;
         for (int d = rank - drop; d < rank; d++)
             ok = ok && t->shape.dim[d] == 1;
@@ -1322,7 +1312,7 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     unsigned threads = o->threads > 0 ? (unsigned)o->threads : 4;
     unsigned timeout_s = o->timeout_ms > 0 ? (unsigned)((o->timeout_ms + 999) / 1000) : 0;
     /* TLS and the connection limit (docs/security.md) */
-    struct MHD_OptionItem extra[6];
+    struct MHD_OptionItem extra[7];
     int ne = 0;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
     if (o->tls != NULL) {
@@ -1345,14 +1335,38 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     if (o->max_connections > 0)
         extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
                                               (intptr_t)o->max_connections, NULL};
+    /* --bind_address, as for gRPC: an IPv4 or IPv6 literal ([::1] too) or a
+     * host name; libmicrohttpd binds all of IPv4 without it. */
+    struct addrinfo *ai = NULL;
+    const char *host = o->bind_address;
+    if (host != NULL && host[0] != '\0' && strcmp(host, "0.0.0.0") != 0) {
+        char h[256], port[16];
+        size_t hl = strlen(host);
+        if (host[0] == '[' && hl > 2 && host[hl - 1] == ']')
+            snprintf(h, sizeof h, "%.*s", (int)(hl - 2), host + 1);
+        else
+            snprintf(h, sizeof h, "%s", host);
+        snprintf(port, sizeof port, "%d", o->port);
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+        int e = getaddrinfo(h, port, &hints, &ai);
+        if (e != 0) {
+            free(r);
+            return ms_errf(MS_EINVAL, "REST: --bind_address=%s: %s", host, gai_strerror(e));
+        }
+        if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+        extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, ai->ai_addr};
+    }
     extra[ne] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     r->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, r,
                             MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
                             timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
                             MHD_OPTION_ARRAY, extra, MHD_OPTION_END);
+    if (ai != NULL) freeaddrinfo(ai); /* bound (or failed) by now */
     if (r->d == NULL) {
         free(r);
-        return ms_errf(MS_EINVAL, "cannot serve REST on port %d (in use?)", o->port);
+        return ms_errf(MS_EINVAL, "cannot serve REST on %s:%d (in use?)",
+                       host != NULL && host[0] != '\0' ? host : "0.0.0.0", o->port);
     }
     *out = r;
     return MS_OK;

@@ -24,6 +24,7 @@ typedef struct srv_rest_opts {
     const char *metrics_path; /* also serve /metrics here (NULL/"" = only /metrics) */
     srv_tls *tls;             /* HTTPS (and client certificates) when set; borrowed */
     int max_connections;      /* MHD_OPTION_CONNECTION_LIMIT; <= 0 = libmicrohttpd's */
+    const char *bind_address; /* --bind_address (IP literal or host name); NULL = 0.0.0.0 */
 } srv_rest_opts;
 
 ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out);

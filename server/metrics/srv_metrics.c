@@ -9,11 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <malloc.h>
 #include <strings.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dcm_ops.h"
+#include "ms_build.h"
 #include "ms_log.h"
 #include "srv_metrics.h"
 #include "srv_status.h"
@@ -21,18 +26,22 @@
 #define MAX_SERIES 256
 #define MAX_BATCH  64
 #define MAX_MODELS 64
-#define NBUCKETS   14
+#define NBUCKETS   22 /* the most buckets of any histogram below */
 #define NBATCHB    12
 
-static const double BUCKETS[NBUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                         0.1,    0.25,  0.5,    1,     2.5,   5,     10};
-static const double LOAD_BUCKETS[NBUCKETS] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
-                                              2.5,  5,     10,   25,  60,   120, 300};
+/* Request latency, 10 us .. 60 s: an answer from memory takes tens of
+ * microseconds, so sub-millisecond quantiles need buckets down there. */
+static const double BUCKETS[NBUCKETS] = {
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+    0.05,    0.1,      0.25,    0.5,    1,       2.5,    5,     10,     20,    30,   60};
+#define NLOADB 14
+static const double LOAD_BUCKETS[NLOADB] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                            2.5,  5,     10,   25,  60,   120, 300};
 static const double BATCH_BUCKETS[NBATCHB] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096};
 static const char *const PHASE[SRV_NPHASES] = {"queue", "decode", "compute", "serialize"};
 
 typedef struct hist {
-    uint64_t bucket[NBUCKETS]; /* per-bucket (not cumulative) counts */
+    uint64_t bucket[NBUCKETS]; /* per-bucket (not cumulative) counts; as many used as bounds */
     uint64_t count;
     double sum;
 } hist;
@@ -90,14 +99,22 @@ void srv_metrics_grpc_path(srv_grpc_path p) {
     if ((unsigned)p < SRV_GRPC_NPATHS) atomic_fetch_add(&grpc_path[p], 1);
 }
 
+/* Graph runs for requests (:tensorflow:core:graph_runs and _run_time_usecs). */
+static atomic_uint_fast64_t graph_runs, graph_run_usecs;
+
+void srv_metrics_graph_run(double seconds) {
+    atomic_fetch_add(&graph_runs, 1);
+    atomic_fetch_add(&graph_run_usecs, (uint_fast64_t)(seconds > 0 ? seconds * 1e6 : 0));
+}
+
 void srv_metrics_in_flight(int delta) {
     atomic_fetch_add(&in_flight, delta);
 }
 
-static void hist_add(hist *h, const double *bounds, double v) {
+static void hist_add(hist *h, const double *bounds, int nb, double v) {
     h->count++;
     h->sum += v;
-    for (int b = 0; b < NBUCKETS; b++)
+    for (int b = 0; b < nb; b++)
         if (v <= bounds[b]) {
             h->bucket[b]++;
             break;
@@ -151,7 +168,7 @@ void srv_metrics_request(const char *model, int64_t version, const char *api, ms
                          double seconds) {
     pthread_mutex_lock(&mu);
     series *s = find_series(model ? model : "", version, "", api, (int)st);
-    hist_add(&s->total, BUCKETS, seconds);
+    hist_add(&s->total, BUCKETS, NBUCKETS, seconds);
     pthread_mutex_unlock(&mu);
 }
 
@@ -185,7 +202,7 @@ void srv_metrics_batch_size(const char *model, int64_t version, const char *sign
 void srv_metrics_warmup(const char *model, int64_t version, double seconds) {
     (void)version;
     pthread_mutex_lock(&mu);
-    hist_add(&find_model(model ? model : "")->warmup, LOAD_BUCKETS, seconds);
+    hist_add(&find_model(model ? model : "")->warmup, LOAD_BUCKETS, NLOADB, seconds);
     pthread_mutex_unlock(&mu);
 }
 
@@ -194,7 +211,7 @@ void srv_metrics_model_load(const char *model, int ok, double seconds) {
     mseries *s = find_model(model ? model : "");
     if (ok) s->loads_ok++;
     else s->loads_failed++;
-    hist_add(&s->load, LOAD_BUCKETS, seconds);
+    hist_add(&s->load, LOAD_BUCKETS, NLOADB, seconds);
     pthread_mutex_unlock(&mu);
 }
 
@@ -266,9 +283,9 @@ void srv_req_end(srv_req *r, ms_status st) {
     srv_metrics_in_flight(-1);
     pthread_mutex_lock(&mu);
     series *s = find_series(r->model, r->version, r->signature, r->api, (int)st);
-    hist_add(&s->total, BUCKETS, secs);
+    hist_add(&s->total, BUCKETS, NBUCKETS, secs);
     for (int p = 0; p < SRV_NPHASES; p++)
-        if (r->phase[p] >= 0) hist_add(&s->phase[p], BUCKETS, r->phase[p]);
+        if (r->phase[p] >= 0) hist_add(&s->phase[p], BUCKETS, NBUCKETS, r->phase[p]);
     s->bytes_in += r->bytes_in;
     s->bytes_out += r->bytes_out;
     pthread_mutex_unlock(&mu);
@@ -334,13 +351,56 @@ static void put_label(sbuf *b, const char *v) {
     }
 }
 
-static long rss_bytes(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, rss = 0;
-    if (f == NULL) return 0;
-    if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
-    fclose(f);
-    return rss * sysconf(_SC_PAGESIZE);
+/* What Prometheus' client libraries export as process_*: from
+ * /proc/self/stat (fields after the command name, which may hold spaces and
+ * parentheses: hence the last ')'), /proc/stat's boot time, /proc/self/fd. */
+typedef struct proc_stats {
+    double cpu_seconds, start_time;
+    long rss_bytes, vsize_bytes, open_fds, max_fds;
+} proc_stats;
+
+static void proc_read(proc_stats *ps) {
+    memset(ps, 0, sizeof *ps);
+    ps->open_fds = ps->max_fds = -1;
+    long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (f != NULL) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *p = strrchr(buf, ')');
+        unsigned long utime = 0, stime = 0, vsize = 0;
+        unsigned long long start = 0;
+        long rss = 0;
+        /* fields 3..24: state ppid pgrp session tty tpgid flags minflt cminflt
+         * majflt cmajflt utime stime cutime cstime priority nice threads
+         * itrealvalue starttime vsize rss */
+        if (p != NULL && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d "
+                                       "%*d %*d %*d %*d %*d %llu %lu %ld",
+                                &utime, &stime, &start, &vsize, &rss) == 5 && tick > 0) {
+            ps->cpu_seconds = (double)(utime + stime) / (double)tick;
+            ps->vsize_bytes = (long)vsize;
+            ps->rss_bytes = rss * page;
+            f = fopen("/proc/stat", "r");
+            long long btime = -1;
+            while (f != NULL && fgets(buf, sizeof buf, f) != NULL)
+                if (sscanf(buf, "btime %lld", &btime) == 1) break;
+            if (f != NULL) fclose(f);
+            if (btime >= 0) ps->start_time = (double)btime + (double)start / (double)tick;
+        }
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (d != NULL) {
+        long n = 0;
+        for (struct dirent *e; (e = readdir(d)) != NULL;)
+            if (e->d_name[0] != '.') n++;
+        closedir(d);
+        ps->open_fds = n - 1; /* not the one opendir held */
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        ps->max_fds = (long)rl.rlim_cur;
 }
 
 /* "grpc_predict" -> entrypoint "GRPC", API "predict". */
@@ -357,9 +417,9 @@ static void split_api(const char *api, char *entry, size_t ne, const char **meth
 /* Writes the _bucket/_sum/_count lines of one histogram; `labels` is the
  * label text without braces (already escaped), scale multiplies values. */
 static void put_hist(sbuf *b, const char *name, const char *labels, const hist *h,
-                     const double *bounds, double scale) {
+                     const double *bounds, int nb, double scale) {
     uint64_t cum = 0;
-    for (int k = 0; k < NBUCKETS; k++) {
+    for (int k = 0; k < nb; k++) {
         cum += h->bucket[k];
         put(b, "%s_bucket{%s,le=\"%g\"} %" PRIu64 "\n", name, labels, bounds[k] * scale, cum);
     }
@@ -398,32 +458,43 @@ static void render_tfs_request_count(sbuf *b) {
     }
 }
 
-/* TF Serving's request latency, in microseconds, by model_name, API and entrypoint. Under mu. */
-static void render_tfs_request_latency(sbuf *b) {
+/* The sum over every series of one model and API of a histogram (the whole
+ * request, phase < 0, or one phase), into h; 0 when (i) is not the first
+ * series of its model and API (it was summed with that one). Under mu. */
+static int sum_model_api(int i, int phase, hist *h) {
+    for (int j = 0; j < i; j++)
+        if (strcmp(table[j].model, table[i].model) == 0 && strcmp(table[j].api, table[i].api) == 0)
+            return 0;
+    memset(h, 0, sizeof *h);
+    for (int j = i; j < nseries; j++) {
+        if (strcmp(table[j].model, table[i].model) != 0 || strcmp(table[j].api, table[i].api) != 0)
+            continue;
+        const hist *x = phase < 0 ? &table[j].total : &table[j].phase[phase];
+        for (int k = 0; k < NBUCKETS; k++)
+            h->bucket[k] += x->bucket[k];
+        h->count += x->count;
+        h->sum += x->sum;
+    }
+    return 1;
+}
+
+/* One of TF Serving's latency histograms, in microseconds as TF Serving, by
+ * model_name and API: request_latency (the whole request, phase < 0; third
+ * label entrypoint GRPC / REST) or runtime_latency (the signature run of
+ * each request, our compute phase; third label runtime, which TF Serving
+ * sets to "TF1" or "TFRT" and we to "dcmserve"). Under mu. */
+static void render_tfs_latency(sbuf *b, const char *name, const char *help, int phase) {
     char m[300], lab[700], entry[16];
     const char *method;
-    /* As TF Serving: microseconds, labels model_name, API, entrypoint. */
-    put(b, "# HELP :tensorflow:serving:request_latency Distribution of wall time (in "
-           "microseconds) for requests.\n"
-            "# TYPE :tensorflow:serving:request_latency histogram\n");
+    hist h;
+    put(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     for (int i = 0; i < nseries; i++) {
-        int first = 1;
-        for (int j = 0; j < i && first; j++)
-            if (strcmp(table[j].model, table[i].model) == 0 && strcmp(table[j].api, table[i].api) == 0)
-                first = 0;
-        if (!first) continue;
-        hist h = {0};
-        for (int j = i; j < nseries; j++)
-            if (strcmp(table[j].model, table[i].model) == 0 && strcmp(table[j].api, table[i].api) == 0) {
-                for (int k = 0; k < NBUCKETS; k++)
-                    h.bucket[k] += table[j].total.bucket[k];
-                h.count += table[j].total.count;
-                h.sum += table[j].total.sum;
-            }
+        if (!sum_model_api(i, phase, &h) || (phase >= 0 && h.count == 0)) continue;
         split_api(table[i].api, entry, sizeof entry, &method);
-        snprintf(lab, sizeof lab, "model_name=\"%s\",API=\"%s\",entrypoint=\"%s\"",
-                 lv(m, sizeof m, table[i].model), method, entry);
-        put_hist(b, ":tensorflow:serving:request_latency", lab, &h, BUCKETS, 1e6);
+        snprintf(lab, sizeof lab, "model_name=\"%s\",API=\"%s\",%s=\"%s\"",
+                 lv(m, sizeof m, table[i].model), method, phase < 0 ? "entrypoint" : "runtime",
+                 phase < 0 ? entry : "dcmserve");
+        put_hist(b, name, lab, &h, BUCKETS, NBUCKETS, 1e6);
     }
 }
 
@@ -437,7 +508,7 @@ static void render_tfs_warmup_latency(sbuf *b) {
         if (mtable[i].warmup.count == 0) continue;
         snprintf(lab, sizeof lab, "model_name=\"%s\"", lv(m, sizeof m, mtable[i].model));
         put_hist(b, ":tensorflow:serving:model_warmup_latency", lab, &mtable[i].warmup,
-                 LOAD_BUCKETS, 1e6);
+                 LOAD_BUCKETS, NLOADB, 1e6);
     }
 }
 
@@ -473,7 +544,7 @@ static void render_requests(sbuf *b) {
                      lv(m, sizeof m, table[i].model), table[i].version,
                      lv(sg, sizeof sg, table[i].signature), table[i].api,
                      code_name(table[i].code), p < 0 ? "total" : PHASE[p]);
-            put_hist(b, "dcmserve_request_latency_seconds", lab, h, BUCKETS, 1);
+            put_hist(b, "dcmserve_request_latency_seconds", lab, h, BUCKETS, NBUCKETS, 1);
         }
 }
 
@@ -518,7 +589,7 @@ static void render_models(sbuf *b) {
     for (int i = 0; i < nmodels; i++) {
         if (mtable[i].load.count == 0) continue;
         snprintf(lab, sizeof lab, "model=\"%s\"", lv(m, sizeof m, mtable[i].model));
-        put_hist(b, "dcmserve_model_load_seconds", lab, &mtable[i].load, LOAD_BUCKETS, 1);
+        put_hist(b, "dcmserve_model_load_seconds", lab, &mtable[i].load, LOAD_BUCKETS, NLOADB, 1);
     }
 }
 
@@ -563,16 +634,68 @@ static void render_gauges(sbuf *b, int loaded_versions, const srv_metrics_pool *
     put(b, "# HELP dcmserve_requests_in_flight Requests being answered.\n"
            "# TYPE dcmserve_requests_in_flight gauge\ndcmserve_requests_in_flight %d\n",
         atomic_load(&in_flight));
-    put(b, "# HELP dcmserve_process_resident_memory_bytes Resident memory.\n"
-           "# TYPE dcmserve_process_resident_memory_bytes gauge\n"
-            "dcmserve_process_resident_memory_bytes %ld\n", rss_bytes());
+    put(b, "# HELP :tensorflow:core:graph_runs The number of graph executions (a batched run "
+           "counts once).\n# TYPE :tensorflow:core:graph_runs counter\n"
+           ":tensorflow:core:graph_runs %llu\n"
+           "# HELP :tensorflow:core:graph_run_time_usecs The total time spent on executing "
+           "graphs in microseconds.\n# TYPE :tensorflow:core:graph_run_time_usecs counter\n"
+           ":tensorflow:core:graph_run_time_usecs %llu\n",
+        (unsigned long long)atomic_load(&graph_runs),
+        (unsigned long long)atomic_load(&graph_run_usecs));
+}
+
+/* Prometheus' standard process metrics (the names its client libraries use). */
+static void render_process(sbuf *b) {
+    proc_stats ps;
+    proc_read(&ps);
+    put(b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+           "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n"
+           "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+           "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n"
+           "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+           "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %ld\n"
+           "# HELP process_start_time_seconds Start time of the process since unix epoch in "
+           "seconds.\n# TYPE process_start_time_seconds gauge\n"
+           "process_start_time_seconds %.2f\n",
+        ps.cpu_seconds, ps.rss_bytes, ps.vsize_bytes, ps.start_time);
+    if (ps.open_fds >= 0)
+        put(b, "# HELP process_open_fds Number of open file descriptors.\n"
+               "# TYPE process_open_fds gauge\nprocess_open_fds %ld\n", ps.open_fds);
+    if (ps.max_fds >= 0)
+        put(b, "# HELP process_max_fds Maximum number of open file descriptors.\n"
+               "# TYPE process_max_fds gauge\nprocess_max_fds %ld\n", ps.max_fds);
+    /* glibc's own count: what is allocated and not freed, whatever the
+     * arenas keep (RSS moves with fragmentation and with how many
+     * connections were open at once; a leak moves this). */
+    struct mallinfo2 mi = mallinfo2();
+    put(b, "# HELP dcmserve_heap_in_use_bytes Bytes malloc has handed out and not taken back "
+           "(glibc mallinfo2: uordblks + hblkhd).\n# TYPE dcmserve_heap_in_use_bytes gauge\n"
+           "dcmserve_heap_in_use_bytes %zu\n"
+           "# HELP dcmserve_heap_free_bytes Free bytes malloc's arenas keep (glibc mallinfo2: "
+           "fordblks).\n# TYPE dcmserve_heap_free_bytes gauge\ndcmserve_heap_free_bytes %zu\n",
+        mi.uordblks + mi.hblkhd, mi.fordblks);
+}
+
+/* One series, value 1, whose labels say what is running (the usual
+ * <name>_build_info pattern: join it to any other series by instance). */
+static void render_build_info(sbuf *b) {
+    char c[300];
+    put(b, "# HELP dcmserve_build_info The dcmserve build: version, git commit, build type, "
+           "CUDA.\n# TYPE dcmserve_build_info gauge\n"
+           "dcmserve_build_info{version=\"%s\",commit=\"%s\",build_type=\"%s\",cuda=\"%s\"} 1\n",
+        ms_build_version(), lv(c, sizeof c, ms_build_commit()), ms_build_type(),
+        ms_build_cuda() ? "on" : "off");
 }
 
 char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int npools) {
     sbuf b = {0};
     pthread_mutex_lock(&mu);
     render_tfs_request_count(&b);
-    render_tfs_request_latency(&b);
+    render_tfs_latency(&b, ":tensorflow:serving:request_latency",
+                       "Distribution of wall time (in microseconds) for requests.", -1);
+    render_tfs_latency(&b, ":tensorflow:serving:runtime_latency",
+                       "Distribution of wall time (in microseconds) for the runtime (the "
+                       "signature run).", SRV_PHASE_COMPUTE);
     render_tfs_warmup_latency(&b);
     render_requests(&b);
     render_batches(&b);
@@ -580,6 +703,8 @@ char *srv_metrics_render(int loaded_versions, const srv_metrics_pool *pools, int
     pthread_mutex_unlock(&mu);
     render_dicom(&b);
     render_gauges(&b, loaded_versions, pools, npools);
+    render_process(&b);
+    render_build_info(&b);
     if (b.oom) {
         free(b.p);
         return NULL;

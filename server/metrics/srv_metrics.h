@@ -75,6 +75,9 @@ typedef enum srv_grpc_path {
     SRV_GRPC_NPATHS
 } srv_grpc_path;
 void srv_metrics_grpc_path(srv_grpc_path p);
+/* One graph (signature) run for requests, batched or alone, that took
+ * `seconds` (:tensorflow:core:graph_runs, :tensorflow:core:graph_run_time_usecs). */
+void srv_metrics_graph_run(double seconds);
 /* In-flight gauge: +1 when a request starts, -1 when it ends. */
 void srv_metrics_in_flight(int delta);
 /* The batch sizes a model actually ran (dcmserve_batch_size histogram). */

@@ -654,6 +654,17 @@ out:
     free(drops);
 }
 
+int srv_manager_base_is_savedmodel(const char *base) {
+    static const char *const names[] = {"saved_model.pb", "saved_model.pbtxt"};
+    char path[4096];
+    struct stat st;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", base, names[i]);
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return 1;
+    }
+    return 0;
+}
+
 /* Scans one model's base path and reconciles. Takes m->mu itself. */
 static void scan_model(srv_manager *m, mmodel *mm) {
     disk_version *dv = NULL;
@@ -681,8 +692,13 @@ static void scan_model(srv_manager *m, mmodel *mm) {
             MS_WARN("model %s: base path %s cannot be read: %s", mm->cfg.name, base, strerror(e));
         mm->warned_missing = 1;
     } else if (!removed && ndv == 0) {
-        if (!mm->warned_missing)
-            MS_WARN("model %s: no versions found under base path %s", mm->cfg.name, base);
+        if (!mm->warned_missing && srv_manager_base_is_savedmodel(base))
+            MS_WARN("model %s: no versions found under base path %s: it is itself a SavedModel; "
+                    "put it in a numbered version folder, e.g. %s/1/ (the base path holds "
+                    "versions 1/, 2/, ... as in TF Serving)", mm->cfg.name, base, base);
+        else if (!mm->warned_missing)
+            MS_WARN("model %s: no versions found under base path %s (expected numbered version "
+                    "folders, e.g. %s/1/saved_model.pb)", mm->cfg.name, base, base);
         mm->warned_missing = 1;
     } else {
         mm->warned_missing = 0;

@@ -55,6 +55,11 @@ typedef struct srv_servable {
 /* `be` is borrowed and must outlive the manager. poll_s <= 0: scan once at
  * start (and on apply) only. */
 ms_status srv_manager_new(kn_backend *be, double poll_s, srv_manager **out);
+
+/* Non-zero when `base` is itself a SavedModel (holds saved_model.pb or
+ * saved_model.pbtxt) rather than a folder of numbered versions: the usual
+ * first mistake, which the "no versions" messages then name. */
+int srv_manager_base_is_savedmodel(const char *base);
 /* Places every model loaded from now on between `device` (a GPU backend,
  * borrowed, outliving the manager; NULL = none) and `be` (rt_model_load_on,
  * docs/gpu.md). Call before the first apply. */

@@ -15,6 +15,7 @@
 #include "rt_exec.h"
 #include "rt_tensor_proto.h"
 #include "sig_signature.h"
+#include "srv_metrics.h"
 #include "tf_serving_log.pb-c.h"
 
 #define MAX_RECORD_BYTES ((uint64_t)1 << 30)
@@ -307,12 +308,14 @@ ms_status srv_warmup_run(rt_model *m, const char *dir, const char *name, int64_t
     if (stat(path, &stt) == 0) {
         ms_status st = replay_file(m, path, iterations, &n, &skipped);
         if (st != MS_OK) return ms_errwrap(st, "warm-up file %s", SRV_WARMUP_FILE);
+        srv_metrics_warmup(name, version, (now_ms() - t0) / 1e3);
         MS_INFO("warm-up of model %s version %" PRId64 ": %d request(s) x %d from %s, %d skipped "
                 "(%.0f ms)",
                 name, version, n, iterations, SRV_WARMUP_FILE, skipped, now_ms() - t0);
         return MS_OK;
     }
     synthetic(m, name, iterations, &n);
+    srv_metrics_warmup(name, version, (now_ms() - t0) / 1e3);
     MS_INFO("warm-up of model %s version %" PRId64 ": %d signature(s) x %d on synthetic inputs "
             "(%.0f ms)",
             name, version, n, iterations, now_ms() - t0);
