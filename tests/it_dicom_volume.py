@@ -20,6 +20,7 @@ tilted gantry, a missing slice, colour, a multi-frame file among others)
 must be refused with INVALID_ARGUMENT naming the problem.
 """
 import copy
+import http.client
 import os
 import random
 import subprocess
@@ -33,7 +34,7 @@ import pydicom
 from onnx import TensorProto, helper
 from pydicom.dataset import Dataset
 from pydicom.sequence import Sequence
-from pydicom.uid import generate_uid
+from pydicom.uid import RLELossless, generate_uid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_client as sc  # noqa: E402
@@ -83,7 +84,7 @@ def fmt(v):
     return ["%.6f" % x for x in v]
 
 
-def make_series(src_name, n, gap, oblique, rng, tmp, tag):
+def make_series(src_name, n, gap, oblique, rng, tmp, tag, pixel_spacing=None, rle=False):
     """n single-frame files of one series; returns (paths in shuffled order, datasets)."""
     base = pydicom.dcmread(os.path.join(TEST_FILES, src_name))
     arr = base.pixel_array
@@ -105,6 +106,10 @@ def make_series(src_name, n, gap, oblique, rng, tmp, tag):
         ds.RescaleSlope = "1"
         ds.RescaleIntercept = str(-1024 + 3 * k)
         ds.InstanceNumber = str(n - k)
+        if pixel_spacing:
+            ds.PixelSpacing = [pixel_spacing, pixel_spacing]
+        if rle:  # through the codec, not the native path
+            ds.compress(RLELossless, a)
         out.append(ds)
     order = list(range(n))
     rng.shuffle(order)
@@ -199,10 +204,15 @@ def ref_slices(paths):
     return out
 
 
+RS_TOL = 1e-4  # docs/dicom.md: positions within 1e-4 of an input index are that index
+
+
 def resample(v, axis, s, t):
     n = v.shape[axis]
-    m = int(np.floor((n - 1) * s / t)) + 1
+    m = int(np.floor((n - 1) * s / t + RS_TOL)) + 1
     p = np.arange(m, dtype=np.float64) * t / s
+    r = np.floor(p + 0.5)
+    p = np.where(np.abs(p - r) <= RS_TOL, r, p)
     i0 = np.minimum(np.floor(p).astype(np.int64), n - 1)
     i1 = np.minimum(i0 + 1, n - 1)
     f = (p - i0).astype(np.float32)
@@ -227,6 +237,18 @@ def reference(paths, spacing=None):
 
 
 # ---- running ----
+
+def frames_decoded(port):
+    """dcmserve_dicom_frames_total from the daemon's /metrics."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    c.close()
+    for line in text.splitlines():
+        if line.startswith("dcmserve_dicom_frames_total "):
+            return float(line.split()[1])
+    raise AssertionError("no dcmserve_dicom_frames_total in /metrics")
+
 
 def ours_run(model_dir, paths, tmp):
     outdir = os.path.join(tmp, "out")
@@ -285,6 +307,7 @@ def main():
             "MR axial 6 slices": make_series("MR_small.dcm", 6, 4.0, False, rng, tmp, "mra"),
             "MR oblique 4 slices": make_series("MR_small.dcm", 4, 3.0, True, rng, tmp, "mro"),
             "enhanced CT 6 frames": make_enhanced(6, 1.5, rng, tmp, "enh"),
+            "CT RLE 5 slices": make_series("CT_small.dcm", 5, 2.0, True, rng, tmp, "rle", rle=True),
         }
         for name, paths in series.items():
             want = reference(paths)
@@ -299,6 +322,18 @@ def main():
             check(same(got, want[None, None]),
                   "%s: --spacing 2.0,0.9,1.1 equals the reference resampling %s (%s)"
                   % (name, want.shape, err or got.shape))
+        # --spacing equal to the series' own, where float32 rounds the requested
+        # values up (4.8 -> 4.8000002, 0.8 -> 0.80000001): the volume is the
+        # series itself, last slice, row and column included
+        own = make_series("CT_small.dcm", 9, 4.8, False, rng, tmp, "own", "0.8")
+        m_own = import_model(tmp, "vol_own", "NCHW", "--spacing", "4.8,0.8,0.8")
+        got, err = ours_run(m_own, own, tmp)
+        check(same(got, reference(own)[None, None]),
+              "--spacing 4.8,0.8,0.8 on a 9x128x128 series at 4.8/0.8 mm gives it whole (%s)"
+              % ((err or got.shape),))
+        want = reference(own, (4.8, 0.8, 0.8))
+        check(same(got, want[None, None]),
+              "... and equals the reference resampling %s" % (want.shape,))
         one = series["CT axial 7 slices"][:1]
         got, err = ours_run(m_nchw, one, tmp)
         check(same(got, reference(one)[None, None]), "one file: a 1-slice volume (%s)" % err)
@@ -377,7 +412,9 @@ def main():
 
         # ---- through the daemon ----
         pb = sc.gen_protos()
-        d = sc.Daemon(["--model_name=vol", "--model_base_path=" + os.path.dirname(m_nchw)])
+        rest = sc.free_port()
+        d = sc.Daemon(["--model_name=vol", "--model_base_path=" + os.path.dirname(m_nchw),
+                       "--rest_api_port=%d" % rest])
         try:
             d.wait_health()
 
@@ -408,6 +445,25 @@ def main():
                 check(e.code() == grpc.StatusCode.INVALID_ARGUMENT and
                       "mixed series" in e.details(),
                       "daemon: a mixed series gets INVALID_ARGUMENT naming it (%s)" % e.details())
+            # Refused before any pixel is decoded: the frames counter of /metrics
+            # moves by a volume's slices for a good series, by none for a refused one.
+            f0 = frames_decoded(rest)
+            predict(series["CT axial 7 slices"])
+            f1 = frames_decoded(rest)
+            check(f1 - f0 == 7, "daemon: a 7-slice series counts 7 frames decoded (%g)" % (f1 - f0))
+            for name, paths, needle in hostile:
+                if name == "series over the size limit":
+                    continue  # 260 MB of request; refused before decoding by its headers
+                try:
+                    predict(paths)
+                    check(False, "daemon: %s is refused" % name)
+                    continue
+                except grpc.RpcError as e:
+                    msg = e.details()
+                f2 = frames_decoded(rest)
+                check(f2 == f1 and needle in msg,
+                      "daemon: %s refused having decoded %g frames (%s)" % (name, f2 - f1, msg))
+                f1 = f2
             resp = predict(series["enhanced CT 6 frames"])
             check(list(dd.size for dd in resp.outputs["vol"].tensor_shape.dim) == [1, 1, 6, 128, 128],
                   "daemon: still serving; the enhanced CT gives (1, 1, 6, 128, 128)")
