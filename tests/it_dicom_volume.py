@@ -223,9 +223,11 @@ def resample(v, axis, s, t):
     return a + (b - a) * f.reshape(shape)
 
 
-def reference(paths, spacing=None):
+def reference(paths, spacing=None, windowed=True):
     sl = sorted(ref_slices(paths), key=lambda s: s[0])
-    vol = window(np.stack([s[1] for s in sl]).astype(np.float32))
+    vol = np.stack([s[1] for s in sl]).astype(np.float32)
+    if windowed:
+        vol = window(vol)
     if spacing:
         # The op's spacing attr is float32: its values widened to double.
         spacing = [float(np.float32(t)) for t in spacing]
@@ -264,12 +266,13 @@ def same(got, want):
         np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
-def import_model(tmp, name, layout, *extra):
+def import_model(tmp, name, layout, *extra, windowed=True):
     onnx_path = os.path.join(tmp, "vol_%s.onnx" % layout)
     identity_model(onnx_path, layout)
     out = os.path.join(tmp, name, "1")
+    win = ["--window", "%g,%g" % WINDOW] if windowed else []
     r = run("import-onnx", onnx_path, "--output_dir", out, "--dicom_input", "image",
-            "--window", "%g,%g" % WINDOW, "--dicom_volume", "--layout", layout, *extra)
+            *win, "--dicom_volume", "--layout", layout, *extra)
     check(r.returncode == 0, "import-onnx --dicom_volume %s %s (%s)" % (layout, " ".join(extra),
                                                                       r.stderr.strip()))
     return out
@@ -334,6 +337,24 @@ def main():
         want = reference(own, (4.8, 0.8, 0.8))
         check(same(got, want[None, None]),
               "... and equals the reference resampling %s" % (want.shape,))
+        # without --window: HU volumes
+        m_hu = import_model(tmp, "vol_hu", "NCHW", windowed=False)
+        m_hu_sp = import_model(tmp, "vol_hu_sp", "NCHW", "--spacing", "2.0,0.9,1.1", windowed=False)
+        for name in ("CT oblique 5 slices", "enhanced CT 6 frames"):
+            paths = series[name]
+            got, err = ours_run(m_hu, paths, tmp)
+            check(same(got, reference(paths, windowed=False)[None, None]),
+                  "%s without --window: the HU volume equals the reference (%s)"
+                  % (name, err or got.shape))
+            got, err = ours_run(m_hu_sp, paths, tmp)
+            check(same(got, reference(paths, (2.0, 0.9, 1.1), windowed=False)[None, None]),
+                  "%s without --window, --spacing 2.0,0.9,1.1: HU resampled as the reference (%s)"
+                  % (name, err or got.shape))
+        x2 = os.path.join(tmp, "x2d", "1")
+        r = run("import-onnx", os.path.join(tmp, "vol_NCHW.onnx"), "--output_dir", x2,
+                "--dicom_input", "image")
+        check(r.returncode == 2 and "--window" in r.stderr,
+              "import-onnx: a 2-D --dicom_input still needs --window (%s)" % r.stderr.strip())
         one = series["CT axial 7 slices"][:1]
         got, err = ours_run(m_nchw, one, tmp)
         check(same(got, reference(one)[None, None]), "one file: a 1-slice volume (%s)" % err)
