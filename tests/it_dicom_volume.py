@@ -21,6 +21,7 @@ must be refused with INVALID_ARGUMENT naming the problem.
 """
 import copy
 import http.client
+import json
 import os
 import random
 import subprocess
@@ -350,6 +351,38 @@ def main():
             check(same(got, reference(paths, (2.0, 0.9, 1.1), windowed=False)[None, None]),
                   "%s without --window, --spacing 2.0,0.9,1.1: HU resampled as the reference (%s)"
                   % (name, err or got.shape))
+        # dcmserve dicom --volume: the same volumes and the series' geometry
+        paths = series["CT oblique 5 slices"]
+        npy = os.path.join(tmp, "cli_vol.npy")
+        r = run("dicom", "--volume", *paths, "--out", npy, "--json")
+        info = json.loads(r.stdout) if r.returncode == 0 else {}
+        check(r.returncode == 0 and same(np.load(npy), reference(paths, windowed=False)),
+              "dicom --volume --out: the (D, H, W) HU volume equals the reference (%s)"
+              % r.stderr.strip())
+        sl = sorted(ref_slices(paths), key=lambda q: q[0])
+        first = [float(x) for x in pydicom.dcmread(min(
+            paths, key=lambda q: float(np.dot([float(x) for x in pydicom.dcmread(q).ImagePositionPatient],
+                                              np.cross(orientation(True)[:3], orientation(True)[3:]))))
+        ).ImagePositionPatient]
+        check(info.get("shape") == [5, 128, 128] and info.get("files") == 5 and
+              abs(info.get("spacing", [0])[0] - (sl[-1][0] - sl[0][0]) / 4) < 1e-5 and
+              np.allclose(info.get("spacing", [0, 0, 0])[1:], sl[0][2], atol=1e-6) and
+              np.allclose(info.get("first_position", []), first, atol=1e-5) and
+              info.get("frames_decoded") == 5,
+              "dicom --volume --json: shape, spacing, first position, frames decoded (%s)" % info)
+        r = run("dicom", "--volume", *paths, "--out", npy, "--window", "%g,%g" % WINDOW,
+                "--spacing", "2.0,0.9,1.1")
+        check(r.returncode == 0 and same(np.load(npy), reference(paths, (2.0, 0.9, 1.1))) and
+              "slices x rows x columns: 5 x 128 x 128" in r.stdout,
+              "dicom --volume --window --spacing: equals the reference (%s)" % r.stderr.strip())
+        cta = series["CT axial 7 slices"]
+        mixed = os.path.join(tmp, "cli_mixed.dcm")
+        ds = pydicom.dcmread(cta[2])
+        ds.SeriesInstanceUID = generate_uid()
+        ds.save_as(mixed)
+        r = run("dicom", "--volume", *(cta[:2] + [mixed]), "--out", npy)
+        check(r.returncode == 1 and "mixed series: dicom[2]" in r.stderr,
+              "dicom --volume: a mixed series exits 1 naming it (%s)" % r.stderr.strip())
         x2 = os.path.join(tmp, "x2d", "1")
         r = run("import-onnx", os.path.join(tmp, "vol_NCHW.onnx"), "--output_dir", x2,
                 "--dicom_input", "image")

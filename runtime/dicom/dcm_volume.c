@@ -35,6 +35,7 @@
 
 #include "dcm_ops_int.h"
 #include "dcm_pixel.h"
+#include "dcm_volume.h"
 #include "kn_ctx.h"
 
 #if defined(__clang__)
@@ -531,17 +532,11 @@ static ms_status resample(const vol_state *s, const float *vol, const int64_t di
     return MS_OK;
 }
 
-ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
-                             rt_tensor **out) {
-    const vol_state *s = state;
-    const rt_tensor *x = in[0];
-    if (s == NULL) return ms_errf(MS_EINTERNAL, "%s: not prepared", n->name);
-    if (x->dtype != RT_DT_STRING)
-        return ms_errf(MS_EINVAL, "%s: input must be DT_STRING, got %s", n->name,
-                       rt_dtype_name(x->dtype));
-    const int64_t nf = x->nelem;
+/* The volume of files[0..nf) into *out (out[0]); geom as far as known. */
+static ms_status vol_run(kn_ctx *ctx, const vol_state *s, const rt_str *files, int64_t nf,
+                         rt_tensor **out, dcm_volume_geom *geom) {
     if (nf < 1) return ms_errf(MS_EINVAL, "a volume needs at least one DICOM file, got none");
-    vol_job j = {.files = rt_tensor_strs(x), .s = s};
+    vol_job j = {.files = files, .s = s};
     atomic_init(&j.failed, 0);
     atomic_init(&j.frames, 0);
     dcm_limits_default(&j.lim);
@@ -585,6 +580,8 @@ ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
     for (int64_t i = 0; i < nf; i++)
         dcm_get_string(j.f[i].ds, dcm_find(j.f[i].ds, DCM_NO_PARENT, TAG(0x0020, 0x000E)),
                        j.f[i].series, sizeof(j.f[i].series));
+    snprintf(geom->series, sizeof(geom->series), "%s", j.f[0].series);
+    snprintf(geom->modality, sizeof(geom->modality), "%s", j.f[0].info.modality);
     for (int64_t i = 0; i < nf; i++)
         if ((st = check_file(s, j.f, i, nf, j.files[i].len)) != MS_OK) goto done;
     kn_ctx_parallel_for(ctx, nf, 1, geom_range, &j);
@@ -606,11 +603,20 @@ ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
         sl[k].frame = nf == 1 ? (uint32_t)k : 0;
     }
     double gap = 0, px[2];
+    geom->dim[0] = D;
+    geom->dim[1] = H;
+    geom->dim[2] = W;
     if ((st = order_slices(j.f, nf, sl, D, &gap, px)) != MS_OK) goto done;
     const int64_t dim[3] = {D, H, W};
     const double have[3] = {gap, px[0], px[1]};
+    const vol_geom *g0 = &j.f[sl[0].file].g[sl[0].frame], *g1 = &j.f[sl[D - 1].file].g[sl[D - 1].frame];
+    memcpy(geom->spacing, have, sizeof(have));
+    memcpy(geom->ori, g0->ori, sizeof(geom->ori));
+    memcpy(geom->first, g0->pos, sizeof(geom->first));
+    memcpy(geom->last, g1->pos, sizeof(geom->last));
     int64_t odim[3];
     if ((st = out_shape(s, &j.lim, dim, have, odim)) != MS_OK) goto done;
+    memcpy(geom->out, odim, sizeof(odim));
     const int resample_to = odim[0] != D || odim[1] != H || odim[2] != W ||
                             (s->spacing[0] && (have[0] != s->spacing[0] ||
                                                have[1] != s->spacing[1] ||
@@ -649,7 +655,8 @@ ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
     j.sl = sl;
     j.plane = (uint64_t)H * W;
     kn_ctx_parallel_for(ctx, D, 1, decode_range, &j);
-    dcm_ops_count(0, 0, atomic_load(&j.frames));
+    geom->frames_decoded = atomic_load(&j.frames);
+    dcm_ops_count(0, 0, geom->frames_decoded);
     if (atomic_load(&j.failed)) {
         st = file_error(j.err_file, j.st, j.err);
         goto fail_out;
@@ -669,5 +676,49 @@ done:
             free(j.f[i].g);
         }
     free(j.f);
+    return st;
+}
+
+ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
+                             rt_tensor **out) {
+    const vol_state *s = state;
+    const rt_tensor *x = in[0];
+    if (s == NULL) return ms_errf(MS_EINTERNAL, "%s: not prepared", n->name);
+    if (x->dtype != RT_DT_STRING)
+        return ms_errf(MS_EINVAL, "%s: input must be DT_STRING, got %s", n->name,
+                       rt_dtype_name(x->dtype));
+    dcm_volume_geom geom;
+    memset(&geom, 0, sizeof(geom));
+    return vol_run(ctx, s, rt_tensor_strs(x), x->nelem, out, &geom);
+}
+
+ms_status dcm_volume_decode(kn_ctx *ctx, const dcm_volume_opts *o, const rt_str *files, int64_t n,
+                            rt_tensor **out, dcm_volume_geom *geom) {
+    vol_state s;
+    dcm_volume_geom g;
+    memset(&s, 0, sizeof(s));
+    memset(&g, 0, sizeof(g));
+    if (o->modalities != NULL && strlen(o->modalities) >= sizeof(s.guard.modalities))
+        return ms_errf(MS_EINVAL, "modalities list of %zu bytes is too long", strlen(o->modalities));
+    if (o->modalities != NULL) snprintf(s.guard.modalities, sizeof(s.guard.modalities), "%s", o->modalities);
+    if (o->window) {
+        if (!(o->width > 0) || !isfinite(o->center) ||
+            !((float)(o->center + o->width / 2.0) > (float)(o->center - o->width / 2.0)))
+            return ms_errf(MS_EINVAL, "window width must be > 0 (center %g, width %g)", o->center,
+                           o->width);
+        s.window = 1;
+        s.center = o->center;
+        s.width = o->width;
+    }
+    if (o->spacing[0] > 0 || o->spacing[1] > 0 || o->spacing[2] > 0)
+        for (int a = 0; a < 3; a++) {
+            if (!(o->spacing[a] > 0) || !isfinite(o->spacing[a]))
+                return ms_errf(MS_EINVAL, "spacing values must be > 0 mm");
+            /* as the op's float32 attr */
+            s.spacing[a] = (float)o->spacing[a];
+        }
+    out[0] = NULL;
+    ms_status st = vol_run(ctx, &s, files, n, out, &g);
+    if (geom != NULL) *geom = g;
     return st;
 }
