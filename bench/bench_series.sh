@@ -9,7 +9,14 @@
 #    time (user + system, all threads, /proc/PID/stat) and minor page faults
 #    of the daemon per request, over several requests after two warm-up ones.
 #    It includes gRPC's receive and parse of the request (the answer is one
-#    float).
+#    float). The model takes [1, D, H, W, 1] (--layout NHWC): no Transpose
+#    after the volume, so that only the series' decoding is timed.
+#  - `dcmserve run` on the same model and files, in process: CPU time and
+#    faults of the whole process for N files minus those for 1 file, per added
+#    slice (the least of 3 runs each): the op's own cost per slice, file
+#    reading included, without gRPC.
+#  - the same gRPC request with its last file rewritten into another series:
+#    the daemon's CPU time per refused request ("mixed series").
 #  - pydicom + numpy (OPENBLAS_NUM_THREADS=1): dcmread from bytes in memory,
 #    pixel_array, HU in float32, sort by position along the normal, np.stack;
 #    CPU time of the process per request.

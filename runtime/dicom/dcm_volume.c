@@ -435,7 +435,8 @@ static ms_status check_file(const vol_state *s, const vol_file *f, int64_t i, in
     if (in->rows == 0 || in->cols == 0)
         return ms_errf(MS_EINVAL, "dicom[%lld]: image has %u rows and %u columns", (long long)i,
                        in->rows, in->cols);
-    if (in->frames == 0) return ms_errf(MS_EINVAL, "dicom[%lld]: NumberOfFrames is 0", (long long)i);
+    if (in->frames == 0)
+        return ms_errf(MS_EINVAL, "dicom[%lld]: NumberOfFrames is 0", (long long)i);
     /* Every frame takes bytes of the file (the decoder checks exactly, later);
      * the per-frame geometry read next is bounded like the pixels. */
     const uint64_t bits = in->encapsulated ? 8
@@ -609,7 +610,8 @@ static ms_status vol_run(kn_ctx *ctx, const vol_state *s, const rt_str *files, i
     if ((st = order_slices(j.f, nf, sl, D, &gap, px)) != MS_OK) goto done;
     const int64_t dim[3] = {D, H, W};
     const double have[3] = {gap, px[0], px[1]};
-    const vol_geom *g0 = &j.f[sl[0].file].g[sl[0].frame], *g1 = &j.f[sl[D - 1].file].g[sl[D - 1].frame];
+    const vol_geom *g0 = &j.f[sl[0].file].g[sl[0].frame];
+    const vol_geom *g1 = &j.f[sl[D - 1].file].g[sl[D - 1].frame];
     memcpy(geom->spacing, have, sizeof(have));
     memcpy(geom->ori, g0->ori, sizeof(geom->ori));
     memcpy(geom->first, g0->pos, sizeof(geom->first));
@@ -699,8 +701,10 @@ ms_status dcm_volume_decode(kn_ctx *ctx, const dcm_volume_opts *o, const rt_str 
     memset(&s, 0, sizeof(s));
     memset(&g, 0, sizeof(g));
     if (o->modalities != NULL && strlen(o->modalities) >= sizeof(s.guard.modalities))
-        return ms_errf(MS_EINVAL, "modalities list of %zu bytes is too long", strlen(o->modalities));
-    if (o->modalities != NULL) snprintf(s.guard.modalities, sizeof(s.guard.modalities), "%s", o->modalities);
+        return ms_errf(MS_EINVAL, "modalities list of %zu bytes is too long",
+                       strlen(o->modalities));
+    if (o->modalities != NULL)
+        snprintf(s.guard.modalities, sizeof(s.guard.modalities), "%s", o->modalities);
     if (o->window) {
         if (!(o->width > 0) || !isfinite(o->center) ||
             !((float)(o->center + o->width / 2.0) > (float)(o->center - o->width / 2.0)))
