@@ -20,6 +20,8 @@ tilted gantry, a missing slice, colour, a multi-frame file among others)
 must be refused with INVALID_ARGUMENT naming the problem.
 """
 import copy
+import http.client
+import json
 import os
 import random
 import subprocess
@@ -33,7 +35,7 @@ import pydicom
 from onnx import TensorProto, helper
 from pydicom.dataset import Dataset
 from pydicom.sequence import Sequence
-from pydicom.uid import generate_uid
+from pydicom.uid import RLELossless, generate_uid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_client as sc  # noqa: E402
@@ -83,7 +85,7 @@ def fmt(v):
     return ["%.6f" % x for x in v]
 
 
-def make_series(src_name, n, gap, oblique, rng, tmp, tag):
+def make_series(src_name, n, gap, oblique, rng, tmp, tag, pixel_spacing=None, rle=False):
     """n single-frame files of one series; returns (paths in shuffled order, datasets)."""
     base = pydicom.dcmread(os.path.join(TEST_FILES, src_name))
     arr = base.pixel_array
@@ -105,6 +107,10 @@ def make_series(src_name, n, gap, oblique, rng, tmp, tag):
         ds.RescaleSlope = "1"
         ds.RescaleIntercept = str(-1024 + 3 * k)
         ds.InstanceNumber = str(n - k)
+        if pixel_spacing:
+            ds.PixelSpacing = [pixel_spacing, pixel_spacing]
+        if rle:  # through the codec, not the native path
+            ds.compress(RLELossless, a)
         out.append(ds)
     order = list(range(n))
     rng.shuffle(order)
@@ -199,10 +205,15 @@ def ref_slices(paths):
     return out
 
 
+RS_TOL = 1e-4  # docs/dicom.md: positions within 1e-4 of an input index are that index
+
+
 def resample(v, axis, s, t):
     n = v.shape[axis]
-    m = int(np.floor((n - 1) * s / t)) + 1
+    m = int(np.floor((n - 1) * s / t + RS_TOL)) + 1
     p = np.arange(m, dtype=np.float64) * t / s
+    r = np.floor(p + 0.5)
+    p = np.where(np.abs(p - r) <= RS_TOL, r, p)
     i0 = np.minimum(np.floor(p).astype(np.int64), n - 1)
     i1 = np.minimum(i0 + 1, n - 1)
     f = (p - i0).astype(np.float32)
@@ -213,9 +224,11 @@ def resample(v, axis, s, t):
     return a + (b - a) * f.reshape(shape)
 
 
-def reference(paths, spacing=None):
+def reference(paths, spacing=None, windowed=True):
     sl = sorted(ref_slices(paths), key=lambda s: s[0])
-    vol = window(np.stack([s[1] for s in sl]).astype(np.float32))
+    vol = np.stack([s[1] for s in sl]).astype(np.float32)
+    if windowed:
+        vol = window(vol)
     if spacing:
         # The op's spacing attr is float32: its values widened to double.
         spacing = [float(np.float32(t)) for t in spacing]
@@ -227,6 +240,18 @@ def reference(paths, spacing=None):
 
 
 # ---- running ----
+
+def frames_decoded(port):
+    """dcmserve_dicom_frames_total from the daemon's /metrics."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    c.close()
+    for line in text.splitlines():
+        if line.startswith("dcmserve_dicom_frames_total "):
+            return float(line.split()[1])
+    raise AssertionError("no dcmserve_dicom_frames_total in /metrics")
+
 
 def ours_run(model_dir, paths, tmp):
     outdir = os.path.join(tmp, "out")
@@ -242,12 +267,13 @@ def same(got, want):
         np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
-def import_model(tmp, name, layout, *extra):
+def import_model(tmp, name, layout, *extra, windowed=True):
     onnx_path = os.path.join(tmp, "vol_%s.onnx" % layout)
     identity_model(onnx_path, layout)
     out = os.path.join(tmp, name, "1")
+    win = ["--window", "%g,%g" % WINDOW] if windowed else []
     r = run("import-onnx", onnx_path, "--output_dir", out, "--dicom_input", "image",
-            "--window", "%g,%g" % WINDOW, "--dicom_volume", "--layout", layout, *extra)
+            *win, "--dicom_volume", "--layout", layout, *extra)
     check(r.returncode == 0, "import-onnx --dicom_volume %s %s (%s)" % (layout, " ".join(extra),
                                                                       r.stderr.strip()))
     return out
@@ -285,6 +311,7 @@ def main():
             "MR axial 6 slices": make_series("MR_small.dcm", 6, 4.0, False, rng, tmp, "mra"),
             "MR oblique 4 slices": make_series("MR_small.dcm", 4, 3.0, True, rng, tmp, "mro"),
             "enhanced CT 6 frames": make_enhanced(6, 1.5, rng, tmp, "enh"),
+            "CT RLE 5 slices": make_series("CT_small.dcm", 5, 2.0, True, rng, tmp, "rle", rle=True),
         }
         for name, paths in series.items():
             want = reference(paths)
@@ -299,6 +326,68 @@ def main():
             check(same(got, want[None, None]),
                   "%s: --spacing 2.0,0.9,1.1 equals the reference resampling %s (%s)"
                   % (name, want.shape, err or got.shape))
+        # --spacing equal to the series' own, where float32 rounds the requested
+        # values up (4.8 -> 4.8000002, 0.8 -> 0.80000001): the volume is the
+        # series itself, last slice, row and column included
+        own = make_series("CT_small.dcm", 9, 4.8, False, rng, tmp, "own", "0.8")
+        m_own = import_model(tmp, "vol_own", "NCHW", "--spacing", "4.8,0.8,0.8")
+        got, err = ours_run(m_own, own, tmp)
+        check(same(got, reference(own)[None, None]),
+              "--spacing 4.8,0.8,0.8 on a 9x128x128 series at 4.8/0.8 mm gives it whole (%s)"
+              % ((err or got.shape),))
+        want = reference(own, (4.8, 0.8, 0.8))
+        check(same(got, want[None, None]),
+              "... and equals the reference resampling %s" % (want.shape,))
+        # without --window: HU volumes
+        m_hu = import_model(tmp, "vol_hu", "NCHW", windowed=False)
+        m_hu_sp = import_model(tmp, "vol_hu_sp", "NCHW", "--spacing", "2.0,0.9,1.1", windowed=False)
+        for name in ("CT oblique 5 slices", "enhanced CT 6 frames"):
+            paths = series[name]
+            got, err = ours_run(m_hu, paths, tmp)
+            check(same(got, reference(paths, windowed=False)[None, None]),
+                  "%s without --window: the HU volume equals the reference (%s)"
+                  % (name, err or got.shape))
+            got, err = ours_run(m_hu_sp, paths, tmp)
+            check(same(got, reference(paths, (2.0, 0.9, 1.1), windowed=False)[None, None]),
+                  "%s without --window, --spacing 2.0,0.9,1.1: HU resampled as the reference (%s)"
+                  % (name, err or got.shape))
+        # dcmserve dicom --volume: the same volumes and the series' geometry
+        paths = series["CT oblique 5 slices"]
+        npy = os.path.join(tmp, "cli_vol.npy")
+        r = run("dicom", "--volume", *paths, "--out", npy, "--json")
+        info = json.loads(r.stdout) if r.returncode == 0 else {}
+        check(r.returncode == 0 and same(np.load(npy), reference(paths, windowed=False)),
+              "dicom --volume --out: the (D, H, W) HU volume equals the reference (%s)"
+              % r.stderr.strip())
+        sl = sorted(ref_slices(paths), key=lambda q: q[0])
+        first = [float(x) for x in pydicom.dcmread(min(
+            paths, key=lambda q: float(np.dot([float(x) for x in pydicom.dcmread(q).ImagePositionPatient],
+                                              np.cross(orientation(True)[:3], orientation(True)[3:]))))
+        ).ImagePositionPatient]
+        check(info.get("shape") == [5, 128, 128] and info.get("files") == 5 and
+              abs(info.get("spacing", [0])[0] - (sl[-1][0] - sl[0][0]) / 4) < 1e-5 and
+              np.allclose(info.get("spacing", [0, 0, 0])[1:], sl[0][2], atol=1e-6) and
+              np.allclose(info.get("first_position", []), first, atol=1e-5) and
+              info.get("frames_decoded") == 5,
+              "dicom --volume --json: shape, spacing, first position, frames decoded (%s)" % info)
+        r = run("dicom", "--volume", *paths, "--out", npy, "--window", "%g,%g" % WINDOW,
+                "--spacing", "2.0,0.9,1.1")
+        check(r.returncode == 0 and same(np.load(npy), reference(paths, (2.0, 0.9, 1.1))) and
+              "slices x rows x columns: 5 x 128 x 128" in r.stdout,
+              "dicom --volume --window --spacing: equals the reference (%s)" % r.stderr.strip())
+        cta = series["CT axial 7 slices"]
+        mixed = os.path.join(tmp, "cli_mixed.dcm")
+        ds = pydicom.dcmread(cta[2])
+        ds.SeriesInstanceUID = generate_uid()
+        ds.save_as(mixed)
+        r = run("dicom", "--volume", *(cta[:2] + [mixed]), "--out", npy)
+        check(r.returncode == 1 and "mixed series: dicom[2]" in r.stderr,
+              "dicom --volume: a mixed series exits 1 naming it (%s)" % r.stderr.strip())
+        x2 = os.path.join(tmp, "x2d", "1")
+        r = run("import-onnx", os.path.join(tmp, "vol_NCHW.onnx"), "--output_dir", x2,
+                "--dicom_input", "image")
+        check(r.returncode == 2 and "--window" in r.stderr,
+              "import-onnx: a 2-D --dicom_input still needs --window (%s)" % r.stderr.strip())
         one = series["CT axial 7 slices"][:1]
         got, err = ours_run(m_nchw, one, tmp)
         check(same(got, reference(one)[None, None]), "one file: a 1-slice volume (%s)" % err)
@@ -377,7 +466,9 @@ def main():
 
         # ---- through the daemon ----
         pb = sc.gen_protos()
-        d = sc.Daemon(["--model_name=vol", "--model_base_path=" + os.path.dirname(m_nchw)])
+        rest = sc.free_port()
+        d = sc.Daemon(["--model_name=vol", "--model_base_path=" + os.path.dirname(m_nchw),
+                       "--rest_api_port=%d" % rest])
         try:
             d.wait_health()
 
@@ -408,6 +499,25 @@ def main():
                 check(e.code() == grpc.StatusCode.INVALID_ARGUMENT and
                       "mixed series" in e.details(),
                       "daemon: a mixed series gets INVALID_ARGUMENT naming it (%s)" % e.details())
+            # Refused before any pixel is decoded: the frames counter of /metrics
+            # moves by a volume's slices for a good series, by none for a refused one.
+            f0 = frames_decoded(rest)
+            predict(series["CT axial 7 slices"])
+            f1 = frames_decoded(rest)
+            check(f1 - f0 == 7, "daemon: a 7-slice series counts 7 frames decoded (%g)" % (f1 - f0))
+            for name, paths, needle in hostile:
+                if name == "series over the size limit":
+                    continue  # 260 MB of request; refused before decoding by its headers
+                try:
+                    predict(paths)
+                    check(False, "daemon: %s is refused" % name)
+                    continue
+                except grpc.RpcError as e:
+                    msg = e.details()
+                f2 = frames_decoded(rest)
+                check(f2 == f1 and needle in msg,
+                      "daemon: %s refused having decoded %g frames (%s)" % (name, f2 - f1, msg))
+                f1 = f2
             resp = predict(series["enhanced CT 6 frames"])
             check(list(dd.size for dd in resp.outputs["vol"].tensor_shape.dim) == [1, 1, 6, 128, 128],
                   "daemon: still serving; the enhanced CT gives (1, 1, 6, 128, 128)")

@@ -97,32 +97,6 @@ static void decode_range(void *arg, int64_t b, int64_t e) {
     }
 }
 
-static _Atomic uint64_t g_files, g_bytes, g_frames, g_errors[DCM_ERR_NREASONS];
-
-void dcm_ops_stats_read(dcm_ops_stats *out) {
-    out->files = atomic_load(&g_files);
-    out->bytes = atomic_load(&g_bytes);
-    out->frames = atomic_load(&g_frames);
-    for (int r = 0; r < DCM_ERR_NREASONS; r++)
-        out->errors[r] = atomic_load(&g_errors[r]);
-}
-
-const char *dcm_ops_err_reason_name(int reason) {
-    static const char *const names[DCM_ERR_NREASONS] = {"invalid", "unsupported", "too_large",
-                                                         "corrupt", "other"};
-    return reason >= 0 && reason < DCM_ERR_NREASONS ? names[reason] : "other";
-}
-
-static int err_reason(ms_status st) {
-    switch (st) {
-    case MS_EINVAL: return DCM_ERR_INVALID;
-    case MS_ENOTSUP: return DCM_ERR_UNSUPPORTED;
-    case MS_ENOMEM: return DCM_ERR_TOO_LARGE;
-    case MS_EDATALOSS: return DCM_ERR_CORRUPT;
-    default: return DCM_ERR_OTHER;
-    }
-}
-
 /* Counts one decode_all: every file's bytes, the frames of those decoded,
  * each refused file by reason (a file not decoded because another one failed
  * its parse counts as neither). */
@@ -130,12 +104,10 @@ static void count(const rt_str *files, int64_t n, dcm_image *const *imgs, const 
     uint64_t bytes = 0, frames = 0;
     for (int64_t i = 0; i < n; i++) {
         bytes += files[i].len;
-        if (st[i] != MS_OK) atomic_fetch_add(&g_errors[err_reason(st[i])], 1);
+        if (st[i] != MS_OK) dcm_ops_count_refused(st[i]);
         else if (imgs[i] != NULL) frames += imgs[i]->frames;
     }
-    atomic_fetch_add(&g_files, (uint64_t)n);
-    atomic_fetch_add(&g_bytes, bytes);
-    atomic_fetch_add(&g_frames, frames);
+    dcm_ops_count((uint64_t)n, bytes, frames);
 }
 
 /* a * b, UINT64_MAX when it does not fit (hostile headers). */
@@ -339,9 +311,7 @@ static int hu_native(kn_ctx *ctx, const hu_state *s, const rt_str *file, rt_tens
         return 0;
     }
     /* Counted as decode_all counts a decoded file. */
-    atomic_fetch_add(&g_files, 1);
-    atomic_fetch_add(&g_bytes, (uint64_t)file->len);
-    atomic_fetch_add(&g_frames, (uint64_t)info.frames);
+    dcm_ops_count(1, (uint64_t)file->len, info.frames);
     ms_status st = dcm_guard_check(&s->guard, 0, &info, v.rows, v.cols);
     rt_shape sh = rt_shape_make(4, (int64_t[]){1, v.rows, v.cols, 1});
     if (st == MS_OK && (st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &sh, &out[0])) == MS_OK &&

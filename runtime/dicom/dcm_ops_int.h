@@ -20,6 +20,12 @@ ms_status dcm_guard_prepare(const kn_node *n, dcm_guard *g);
 ms_status dcm_guard_check(const dcm_guard *g, int64_t i, const dcm_info *info, uint32_t rows,
                           uint32_t cols);
 
+/* Adds to the counters /metrics shows (dcm_ops.h) what an op counting for
+ * itself did: files and their bytes handed to the decoder, frames decoded;
+ * one file refused with status st (by reason). */
+void dcm_ops_count(uint64_t files, uint64_t bytes, uint64_t frames);
+void dcm_ops_count_refused(ms_status st);
+
 ms_status dcm_fused_prepare(const kn_node *n, rt_tensor *const *cin, void **state);
 ms_status dcm_fused_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
                             rt_tensor **out);

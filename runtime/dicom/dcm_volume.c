@@ -20,16 +20,22 @@
  * slice). Values: HU exactly as DcmDecodeHU, then the window exactly as
  * DcmWindow, then (with spacing) linear resampling along z, then y, then x:
  * output index i sits at input index p = i * t / s (double; s the series'
- * spacing, t the requested one: the float32 attr widened to double), v = a + (b - a) * (float)(p -
- * floor(p)) in float32, b clamped at the last slice; the axis length becomes floor((n - 1) * s / t)
- * + 1. */
+ * spacing, t the requested one: the float32 attr widened to double), taken as
+ * round(p) within RS_TOL of it, v = a + (b - a) * (float)(p - floor(p)) in
+ * float32, b clamped at the last slice; the axis length becomes
+ * floor((n - 1) * s / t + RS_TOL) + 1.
+ *
+ * Every header is read before any pixel is decoded: a refused series costs its
+ * parse, and the pixels of one that passes go straight into the output. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dcm_ops_int.h"
 #include "dcm_pixel.h"
+#include "dcm_volume.h"
 #include "kn_ctx.h"
 
 #if defined(__clang__)
@@ -39,12 +45,15 @@
 #endif
 
 #define ERR_MAX   400
+/* Geometry read per frame (about 100 bytes each): a cap far above real
+ * multi-frame files (a million frames), against hostile NumberOfFrames. */
+#define DCM_VOL_MAX_GEOM_BYTES ((uint64_t)1 << 27)
 #define TAG(g, e) DCM_TAG(g, e)
 
 typedef struct vol_state {
     dcm_guard guard;
     int window;
-    float lo, hi, range;
+    double center, width; /* for dcm_window */
     double spacing[3]; /* 0 = keep */
     int64_t expect[3];
 } vol_state;
@@ -67,10 +76,13 @@ ms_status dcm_volume_prepare(const kn_node *n, rt_tensor *const *cin, void **sta
                          c, w);
             goto fail;
         }
+        if (!((float)(c + w / 2.0) > (float)(c - w / 2.0))) {
+            st = ms_errf(MS_EINVAL, "%s: window %g/%g is empty in float32", n->name, c, w);
+            goto fail;
+        }
         s->window = 1;
-        s->lo = (float)(c - w / 2.0);
-        s->hi = (float)(c + w / 2.0);
-        s->range = s->hi - s->lo;
+        s->center = c;
+        s->width = w;
     }
     float sp[3];
     int k = kn_attr_flist(n, "spacing", sp, 3);
@@ -105,19 +117,35 @@ typedef struct vol_geom {
 } vol_geom;
 
 typedef struct vol_file {
-    dcm_dataset *ds; /* between the two phases */
+    dcm_dataset *ds; /* parsed (borrowing the request's bytes) until the end */
     dcm_info info;
-    dcm_image *img;
     vol_geom *g; /* per frame */
     char series[68];
     ms_status st;
     char err[ERR_MAX];
 } vol_file;
 
+typedef struct vol_slice {
+    int64_t file;
+    uint32_t frame;
+    double d; /* position along the normal */
+} vol_slice;
+
 typedef struct vol_job {
     const rt_str *files;
     vol_file *f;
     dcm_limits lim;
+    /* decoding: slice k of sl into vol + k * plane */
+    const vol_state *s;
+    const vol_slice *sl;
+    float *vol;
+    uint64_t plane;
+    const dcm_image *whole; /* one multi-frame file decoded at once, or NULL */
+    atomic_int failed;      /* a slice failed: the others stop early */
+    _Atomic uint64_t frames; /* decoded */
+    int64_t err_file;        /* the first failure: its file, status, message */
+    ms_status st;
+    char err[ERR_MAX];
 } vol_job;
 
 /* n numbers of element tag under parent (DCM_NO_PARENT: top level). */
@@ -171,7 +199,7 @@ static ms_status read_geometry(const dcm_dataset *ds, uint32_t frames, vol_geom 
     return MS_OK;
 }
 
-/* Phase 1: parse and read the header (sizes), no pixels yet. */
+/* Phase 1: parse and read the header summary; no pixel is decoded. */
 static void parse_range(void *arg, int64_t b, int64_t e) {
     vol_job *j = arg;
     for (int64_t i = b; i < e; i++) {
@@ -184,35 +212,66 @@ static void parse_range(void *arg, int64_t b, int64_t e) {
     }
 }
 
-/* Phase 2: decode to HU and read the geometry; the data set is freed. */
-static void load_range(void *arg, int64_t b, int64_t e) {
+/* Phase 2 (once the frame counts are bounded): geometry and series UID. */
+static void geom_range(void *arg, int64_t b, int64_t e) {
     vol_job *j = arg;
     for (int64_t i = b; i < e; i++) {
         vol_file *f = &j->f[i];
-        dcm_dataset *ds = f->ds;
         ms_err_clear();
-        ms_status st = dcm_decode_hu_ds(ds, &j->lim, &f->img);
-        if (st == MS_OK) {
-            f->g = calloc(f->img->frames, sizeof(*f->g));
-            st = f->g ? read_geometry(ds, f->img->frames, f->g)
-                      : ms_errf(MS_ENOMEM, "out of memory");
-            dcm_get_string(ds, dcm_find(ds, DCM_NO_PARENT, TAG(0x0020, 0x000E)), f->series,
-                           sizeof(f->series));
-        }
-        dcm_dataset_free(ds);
-        f->ds = NULL;
+        f->g = calloc(f->info.frames ? f->info.frames : 1, sizeof(*f->g));
+        ms_status st = f->g ? read_geometry(f->ds, f->info.frames, f->g)
+                            : ms_errf(MS_ENOMEM, "out of memory");
+        dcm_get_string(f->ds, dcm_find(f->ds, DCM_NO_PARENT, TAG(0x0020, 0x000E)), f->series,
+                       sizeof(f->series));
         f->st = st;
         if (st != MS_OK) snprintf(f->err, ERR_MAX, "%s", ms_errmsg());
     }
 }
 
-/* ---- the volume ---- */
+/* Phase 3 (the series checked): slice k's HU, windowed, straight into its
+ * place in the volume. Native 16-bit frames are converted from the request's
+ * bytes; others go through the general decoder (one file decoded whole
+ * beforehand when it is the series alone: j->whole). */
+static void decode_range(void *arg, int64_t b, int64_t e) {
+    vol_job *j = arg;
+    for (int64_t k = b; k < e && !atomic_load(&j->failed); k++) {
+        const vol_slice *q = &j->sl[k];
+        vol_file *f = &j->f[q->file];
+        float *o = j->vol + (uint64_t)k * j->plane;
+        dcm_native_view v;
+        ms_status st = MS_OK;
+        ms_err_clear();
+        if (j->whole != NULL) {
+            memcpy(o, j->whole->data + (uint64_t)q->frame * j->plane, j->plane * sizeof(float));
+        } else if (dcm_native_view_of(f->ds, &f->info, &j->lim, q->frame, &v)) {
+            dcm_native_view_hu(&v, 0, v.rows, o);
+        } else {
+            dcm_image *im = NULL;
+            st = dcm_decode_hu_ds(f->ds, &j->lim, &im);
+            if (st == MS_OK && ((uint64_t)im->rows * im->cols != j->plane || im->samples != 1 ||
+                                q->frame >= im->frames))
+                st = ms_errf(MS_EINVAL, "decoded image is %ux%ux%u, its header says %ux%ux%u",
+                             im->rows, im->cols, im->samples, f->info.rows, f->info.cols,
+                             f->info.samples);
+            if (st == MS_OK)
+                memcpy(o, im->data + (uint64_t)q->frame * j->plane, j->plane * sizeof(float));
+            dcm_image_free(im);
+        }
+        if (st == MS_OK && j->s->window)
+            st = dcm_window(o, o, (size_t)j->plane, j->s->center, j->s->width);
+        if (st != MS_OK) {
+            if (atomic_exchange(&j->failed, 1) == 0) {
+                j->err_file = q->file;
+                j->st = st;
+                snprintf(j->err, ERR_MAX, "%s", ms_errmsg());
+            }
+        } else {
+            atomic_fetch_add(&j->frames, 1);
+        }
+    }
+}
 
-typedef struct vol_slice {
-    int64_t file;
-    uint32_t frame;
-    double d; /* position along the normal */
-} vol_slice;
+/* ---- the volume ---- */
 
 static int by_d(const void *a, const void *b) {
     const vol_slice *x = a, *y = b;
@@ -318,6 +377,22 @@ static ms_status order_slices(vol_file *f, int64_t nf, vol_slice *sl, int64_t D,
     return st;
 }
 
+/* A spacing read from the file and a requested one given as float32 can
+ * differ by ~1e-7 where they mean the same: positions within RS_TOL of an
+ * input index are taken as that index, so equal spacings give the series
+ * itself, last slice, row and column included. */
+#define RS_TOL 1e-4
+
+/* Input index (fractional) of output index i. */
+static double src_pos(int64_t i, double s, double t) {
+    const double p = (double)i * t / s, r = floor(p + 0.5);
+    return fabs(p - r) <= RS_TOL ? r : p;
+}
+
+static int64_t resampled_len(int64_t n, double s, double t) {
+    return (int64_t)floor((double)(n - 1) * s / t + RS_TOL) + 1;
+}
+
 /* Linear resampling of axis `ax` (0 z, 1 y, 2 x) of a (d0, d1, d2) volume. */
 static void resample_axis(const float *in, const int64_t dim[3], int ax, int64_t m, double s,
                           double t, float *out) {
@@ -325,7 +400,7 @@ static void resample_axis(const float *in, const int64_t dim[3], int ax, int64_t
     od[ax] = m;
     const int64_t n = dim[ax];
     for (int64_t i = 0; i < m; i++) {
-        const double p = (double)i * t / s;
+        const double p = src_pos(i, s, t);
         int64_t i0 = (int64_t)floor(p);
         if (i0 > n - 1) i0 = n - 1;
         const int64_t i1 = i0 + 1 < n ? i0 + 1 : n - 1;
@@ -344,39 +419,153 @@ static void resample_axis(const float *in, const int64_t dim[3], int ax, int64_t
     }
 }
 
-static int64_t resampled_len(int64_t n, double s, double t) {
-    return (int64_t)floor((double)(n - 1) * s / t) + 1;
+/* a * b, UINT64_MAX when it does not fit (hostile headers). */
+static uint64_t mul_sat(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
-ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
-                             rt_tensor **out) {
-    const vol_state *s = state;
-    const rt_tensor *x = in[0];
-    if (s == NULL) return ms_errf(MS_EINTERNAL, "%s: not prepared", n->name);
-    if (x->dtype != RT_DT_STRING)
-        return ms_errf(MS_EINVAL, "%s: input must be DT_STRING, got %s", n->name,
-                       rt_dtype_name(x->dtype));
-    const int64_t nf = x->nelem;
+/* The header checks of file i of nf (bytes: its length), in the order the
+ * refusals name them. */
+static ms_status check_file(const vol_state *s, const vol_file *f, int64_t i, int64_t nf,
+                            uint64_t bytes) {
+    const dcm_info *in = &f[i].info, *in0 = &f[0].info;
+    ms_status st = dcm_guard_check(&s->guard, i, in, in->rows, in->cols);
+    if (st != MS_OK) return st;
+    if (in->rows == 0 || in->cols == 0)
+        return ms_errf(MS_EINVAL, "dicom[%lld]: image has %u rows and %u columns", (long long)i,
+                       in->rows, in->cols);
+    if (in->frames == 0)
+        return ms_errf(MS_EINVAL, "dicom[%lld]: NumberOfFrames is 0", (long long)i);
+    /* Every frame takes bytes of the file (the decoder checks exactly, later);
+     * the per-frame geometry read next is bounded like the pixels. */
+    const uint64_t bits = in->encapsulated ? 8
+                                           : mul_sat(mul_sat((uint64_t)in->rows * in->cols,
+                                                             in->samples ? in->samples : 1),
+                                                     in->bits_allocated ? in->bits_allocated : 1);
+    if (mul_sat(in->frames, bits) > mul_sat(bytes, 8) ||
+        mul_sat(in->frames, sizeof(vol_geom)) > DCM_VOL_MAX_GEOM_BYTES)
+        return ms_errf(MS_EINVAL, "dicom[%lld]: NumberOfFrames %u does not fit in its %llu bytes",
+                       (long long)i, in->frames, (unsigned long long)bytes);
+    if (in->samples != 1)
+        return ms_errf(MS_EINVAL, "dicom[%lld] is a colour image; volumes take grey images",
+                       (long long)i);
+    if (nf > 1 && in->frames != 1)
+        return ms_errf(MS_EINVAL,
+                       "dicom[%lld] has %u frames: a series is single-frame files, or one "
+                       "multi-frame file alone",
+                       (long long)i, in->frames);
+    if (in->rows != in0->rows || in->cols != in0->cols)
+        return ms_errf(MS_EINVAL, "mixed sizes: dicom[%lld] is %ux%u, dicom[0] is %ux%u",
+                       (long long)i, in->rows, in->cols, in0->rows, in0->cols);
+    if (strcmp(f[i].series, f[0].series) != 0)
+        return ms_errf(MS_EINVAL,
+                       "mixed series: dicom[%lld] and dicom[0] have different "
+                       "SeriesInstanceUIDs",
+                       (long long)i);
+    return MS_OK;
+}
+
+/* "dicom[i]: <the file's own message>", counted as a refused file. */
+static ms_status file_error(int64_t i, ms_status st, const char *err) {
+    dcm_ops_count_refused(st);
+    return ms_errf(st == MS_ENOMEM ? MS_ENOMEM : MS_EINVAL, "dicom[%lld]: %s", (long long)i, err);
+}
+
+/* The output's shape: the series' own, or resampled to the requested
+ * spacing; refused when it is not what the model takes or too large. */
+static ms_status out_shape(const vol_state *s, const dcm_limits *lim, const int64_t dim[3],
+                           const double have[3], int64_t odim[3]) {
+    memcpy(odim, dim, 3 * sizeof(int64_t));
+    if (s->spacing[0]) {
+        if (have[1] <= 0 || (dim[0] > 1 && have[0] <= 0))
+            return ms_errf(MS_EINVAL, "cannot resample to the requested spacing: the series has "
+                                      "no PixelSpacing");
+        for (int q = 0; q < 3; q++)
+            if (have[q] > 0) odim[q] = resampled_len(dim[q], have[q], s->spacing[q]);
+    }
+    for (int q = 0; q < 3; q++)
+        if (s->expect[q] && odim[q] != s->expect[q])
+            return ms_errf(MS_EINVAL,
+                           "volume is %lldx%lldx%lld (slices x rows x columns), the model input "
+                           "is %lldx%lldx%lld",
+                           (long long)odim[0], (long long)odim[1], (long long)odim[2],
+                           (long long)(s->expect[0] ? s->expect[0] : odim[0]),
+                           (long long)(s->expect[1] ? s->expect[1] : odim[1]),
+                           (long long)(s->expect[2] ? s->expect[2] : odim[2]));
+    /* Largest intermediate volume: every stage is bounded like a decode. */
+    uint64_t big = (uint64_t)dim[0] * dim[1] * dim[2];
+    uint64_t cur[3] = {(uint64_t)dim[0], (uint64_t)dim[1], (uint64_t)dim[2]};
+    for (int q = 0; q < 3; q++) {
+        cur[q] = (uint64_t)odim[q];
+        uint64_t v = mul_sat(mul_sat(cur[0], cur[1]), cur[2]);
+        if (v > big) big = v;
+    }
+    if (mul_sat(big, 4) > lim->max_pixel_bytes)
+        return ms_errf(MS_EINVAL,
+                       "volume of %lldx%lldx%lld voxels after resampling is over the limit of "
+                       "%llu bytes",
+                       (long long)odim[0], (long long)odim[1], (long long)odim[2],
+                       (unsigned long long)lim->max_pixel_bytes);
+    return MS_OK;
+}
+
+/* Resamples vol (dim) to dst (odim) along z, then y, then x; each stage
+ * into a new buffer, the last into dst. */
+static ms_status resample(const vol_state *s, const float *vol, const int64_t dim[3],
+                          const double have[3], const int64_t odim[3], float *dst) {
+    const float *cur = vol;
+    int64_t cd[3] = {dim[0], dim[1], dim[2]};
+    for (int q = 0; q < 3; q++) {
+        const double sq = have[q] > 0 ? have[q] : 1.0, tq = have[q] > 0 ? s->spacing[q] : 1.0;
+        int64_t nd[3] = {cd[0], cd[1], cd[2]};
+        nd[q] = odim[q];
+        float *o = q == 2 ? dst : malloc(sizeof(float) * (size_t)(nd[0] * nd[1] * nd[2]));
+        if (o == NULL) {
+            if (cur != vol) free((void *)cur);
+            return ms_errf(MS_ENOMEM, "out of memory for the volume");
+        }
+        resample_axis(cur, cd, q, odim[q], sq, tq, o);
+        if (cur != vol) free((void *)cur);
+        cur = o;
+        memcpy(cd, nd, sizeof(cd));
+    }
+    return MS_OK;
+}
+
+/* The volume of files[0..nf) into *out (out[0]); geom as far as known. */
+static ms_status vol_run(kn_ctx *ctx, const vol_state *s, const rt_str *files, int64_t nf,
+                         rt_tensor **out, dcm_volume_geom *geom) {
     if (nf < 1) return ms_errf(MS_EINVAL, "a volume needs at least one DICOM file, got none");
-    vol_job j = {.files = rt_tensor_strs(x)};
+    vol_job j = {.files = files, .s = s};
+    atomic_init(&j.failed, 0);
+    atomic_init(&j.frames, 0);
     dcm_limits_default(&j.lim);
     if (nf == 1 && ctx != NULL && ctx->nthreads > 1) j.lim.threads = (uint32_t)ctx->nthreads;
     j.f = calloc((size_t)nf, sizeof(*j.f));
     vol_slice *sl = NULL;
-    float *tmp[2] = {NULL, NULL};
+    float *tmp = NULL;
+    dcm_image *whole = NULL;
     ms_status st = MS_OK;
     if (j.f == NULL) {
         st = ms_errf(MS_ENOMEM, "out of memory for %lld files", (long long)nf);
         goto done;
     }
-    /* Headers first: the whole series' decoded size is bounded before any
-     * pixel is decoded (each file alone is bounded by the decoder). */
+    uint64_t bytes = 0;
+    for (int64_t i = 0; i < nf; i++)
+        bytes += j.files[i].len;
+    dcm_ops_count((uint64_t)nf, bytes, 0);
+    /* Every header first, then the series checked, then the pixels: a series
+     * refused decodes no pixel, and its decoded size is bounded before any is
+     * (each file alone is bounded by the decoder). */
     kn_ctx_parallel_for(ctx, nf, 1, parse_range, &j);
     uint64_t total = 0;
     for (int64_t i = 0; i < nf; i++) {
         if (j.f[i].st != MS_OK) break;
-        const dcm_info *in = &j.f[i].info;
-        total += (uint64_t)in->rows * in->cols * (in->samples ? in->samples : 1) * in->frames * 4;
+        const dcm_info *fi = &j.f[i].info;
+        uint64_t v = mul_sat(mul_sat(fi->rows ? fi->rows : 1, fi->cols ? fi->cols : 1),
+                             mul_sat(fi->samples ? fi->samples : 1, fi->frames ? fi->frames : 1));
+        total = mul_sat(v, 4) > UINT64_MAX - total ? UINT64_MAX : total + mul_sat(v, 4);
     }
     if (total > j.lim.max_pixel_bytes) {
         st = ms_errf(
@@ -386,48 +575,25 @@ ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
     }
     for (int64_t i = 0; i < nf; i++)
         if (j.f[i].st != MS_OK) {
-            st = ms_errf(j.f[i].st == MS_ENOMEM ? MS_ENOMEM : MS_EINVAL, "dicom[%lld]: %s",
-                         (long long)i, j.f[i].err);
+            st = file_error(i, j.f[i].st, j.f[i].err);
             goto done;
         }
-    kn_ctx_parallel_for(ctx, nf, 1, load_range, &j);
+    for (int64_t i = 0; i < nf; i++)
+        dcm_get_string(j.f[i].ds, dcm_find(j.f[i].ds, DCM_NO_PARENT, TAG(0x0020, 0x000E)),
+                       j.f[i].series, sizeof(j.f[i].series));
+    snprintf(geom->series, sizeof(geom->series), "%s", j.f[0].series);
+    snprintf(geom->modality, sizeof(geom->modality), "%s", j.f[0].info.modality);
+    for (int64_t i = 0; i < nf; i++)
+        if ((st = check_file(s, j.f, i, nf, j.files[i].len)) != MS_OK) goto done;
+    kn_ctx_parallel_for(ctx, nf, 1, geom_range, &j);
     for (int64_t i = 0; i < nf; i++)
         if (j.f[i].st != MS_OK) {
-            st = ms_errf(j.f[i].st == MS_ENOMEM ? MS_ENOMEM : MS_EINVAL, "dicom[%lld]: %s",
-                         (long long)i, j.f[i].err);
+            st = file_error(i, j.f[i].st, j.f[i].err);
             goto done;
         }
-    const dcm_image *im0 = j.f[0].img;
-    for (int64_t i = 0; i < nf; i++) {
-        const dcm_image *im = j.f[i].img;
-        if ((st = dcm_guard_check(&s->guard, i, &im->info, im->rows, im->cols)) != MS_OK) goto done;
-        if (im->samples != 1) {
-            st = ms_errf(MS_EINVAL, "dicom[%lld] is a colour image; volumes take grey images",
-                         (long long)i);
-            goto done;
-        }
-        if (nf > 1 && im->frames != 1) {
-            st = ms_errf(MS_EINVAL,
-                         "dicom[%lld] has %u frames: a series is single-frame files, or one "
-                         "multi-frame file alone",
-                         (long long)i, im->frames);
-            goto done;
-        }
-        if (im->rows != im0->rows || im->cols != im0->cols) {
-            st = ms_errf(MS_EINVAL, "mixed sizes: dicom[%lld] is %ux%u, dicom[0] is %ux%u",
-                         (long long)i, im->rows, im->cols, im0->rows, im0->cols);
-            goto done;
-        }
-        if (strcmp(j.f[i].series, j.f[0].series) != 0) {
-            st = ms_errf(MS_EINVAL,
-                         "mixed series: dicom[%lld] and dicom[0] have different "
-                         "SeriesInstanceUIDs",
-                         (long long)i);
-            goto done;
-        }
-    }
-    const int64_t D = nf == 1 ? (int64_t)im0->frames : nf;
-    const int64_t H = im0->rows, W = im0->cols;
+    const dcm_info *in0 = &j.f[0].info;
+    const int64_t D = nf == 1 ? (int64_t)in0->frames : nf;
+    const int64_t H = in0->rows, W = in0->cols;
     sl = calloc((size_t)D, sizeof(*sl));
     if (sl == NULL) {
         st = ms_errf(MS_ENOMEM, "out of memory");
@@ -438,115 +604,125 @@ ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
         sl[k].frame = nf == 1 ? (uint32_t)k : 0;
     }
     double gap = 0, px[2];
+    geom->dim[0] = D;
+    geom->dim[1] = H;
+    geom->dim[2] = W;
     if ((st = order_slices(j.f, nf, sl, D, &gap, px)) != MS_OK) goto done;
-    int64_t dim[3] = {D, H, W}, odim[3] = {D, H, W};
+    const int64_t dim[3] = {D, H, W};
     const double have[3] = {gap, px[0], px[1]};
-    if (s->spacing[0]) {
-        if (px[0] <= 0 || (D > 1 && gap <= 0)) {
-            st = ms_errf(MS_EINVAL, "cannot resample to the requested spacing: the series has no "
-                                    "PixelSpacing");
-            goto done;
-        }
-        for (int q = 0; q < 3; q++)
-            if (have[q] > 0) odim[q] = resampled_len(dim[q], have[q], s->spacing[q]);
-    }
-    for (int q = 0; q < 3; q++)
-        if (s->expect[q] && odim[q] != s->expect[q]) {
-            st = ms_errf(MS_EINVAL,
-                         "volume is %lldx%lldx%lld (slices x rows x columns), the model input is "
-                         "%lldx%lldx%lld",
-                         (long long)odim[0], (long long)odim[1], (long long)odim[2],
-                         (long long)(s->expect[0] ? s->expect[0] : odim[0]),
-                         (long long)(s->expect[1] ? s->expect[1] : odim[1]),
-                         (long long)(s->expect[2] ? s->expect[2] : odim[2]));
-            goto done;
-        }
-    {
-        /* Largest intermediate volume: every stage is bounded like a decode. */
-        uint64_t big = (uint64_t)D * H * W;
-        uint64_t cur[3] = {(uint64_t)D, (uint64_t)H, (uint64_t)W};
-        for (int q = 0; q < 3; q++) {
-            cur[q] = (uint64_t)odim[q];
-            uint64_t v = cur[0] * cur[1] * cur[2];
-            if (v > big) big = v;
-        }
-        if (big * 4 > j.lim.max_pixel_bytes) {
-            st = ms_errf(MS_EINVAL,
-                         "volume of %lldx%lldx%lld voxels after resampling is over the limit of "
-                         "%llu bytes",
-                         (long long)odim[0], (long long)odim[1], (long long)odim[2],
-                         (unsigned long long)j.lim.max_pixel_bytes);
-            goto done;
-        }
-    }
-    const int resample = odim[0] != D || odim[1] != H || odim[2] != W ||
-                         (s->spacing[0] && (have[0] != s->spacing[0] || have[1] != s->spacing[1] ||
-                                            have[2] != s->spacing[2]));
+    const vol_geom *g0 = &j.f[sl[0].file].g[sl[0].frame];
+    const vol_geom *g1 = &j.f[sl[D - 1].file].g[sl[D - 1].frame];
+    memcpy(geom->spacing, have, sizeof(have));
+    memcpy(geom->ori, g0->ori, sizeof(geom->ori));
+    memcpy(geom->first, g0->pos, sizeof(geom->first));
+    memcpy(geom->last, g1->pos, sizeof(geom->last));
+    int64_t odim[3];
+    if ((st = out_shape(s, &j.lim, dim, have, odim)) != MS_OK) goto done;
+    memcpy(geom->out, odim, sizeof(odim));
+    const int resample_to = odim[0] != D || odim[1] != H || odim[2] != W ||
+                            (s->spacing[0] && (have[0] != s->spacing[0] ||
+                                               have[1] != s->spacing[1] ||
+                                               have[2] != s->spacing[2]));
     rt_shape sh = rt_shape_make(5, (int64_t[]){1, odim[0], odim[1], odim[2], 1});
     if ((st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &sh, &out[0])) != MS_OK) goto done;
     float *dst = rt_tensor_f32(out[0]);
-    float *vol = dst;
-    if (resample) {
-        tmp[0] = malloc(sizeof(float) * (size_t)(D * H * W));
-        if (tmp[0] == NULL) {
+    j.vol = dst;
+    if (resample_to) {
+        tmp = malloc(sizeof(float) * (size_t)(D * H * W));
+        if (tmp == NULL) {
             st = ms_errf(MS_ENOMEM, "out of memory for the volume");
             goto fail_out;
         }
-        vol = tmp[0];
+        j.vol = tmp;
     }
-    const uint64_t plane = (uint64_t)H * W;
-    for (int64_t k = 0; k < D; k++) {
-        const dcm_image *im = j.f[sl[k].file].img;
-        const float *src = im->data + (uint64_t)sl[k].frame * plane;
-        float *o = vol + (uint64_t)k * plane;
-        if (s->window)
-            for (uint64_t i = 0; i < plane; i++) {
-                float v = src[i];
-                v = v < s->lo ? s->lo : v;
-                v = v > s->hi ? s->hi : v;
-                o[i] = (v - s->lo) / s->range;
-            }
-        else
-            memcpy(o, src, plane * sizeof(float));
-    }
-    if (resample) {
-        /* z, then y, then x; each stage into a new buffer (the last into dst). */
-        const float *cur = vol;
-        int64_t cd[3] = {D, H, W};
-        for (int q = 0; q < 3; q++) {
-            int64_t m = odim[q];
-            double sq = have[q] > 0 ? have[q] : 1.0, tq = have[q] > 0 ? s->spacing[q] : 1.0;
-            int64_t nd[3] = {cd[0], cd[1], cd[2]};
-            nd[q] = m;
-            float *o = q == 2 ? dst : malloc(sizeof(float) * (size_t)(nd[0] * nd[1] * nd[2]));
-            if (o == NULL) {
-                st = ms_errf(MS_ENOMEM, "out of memory for the volume");
-                goto fail_out;
-            }
-            resample_axis(cur, cd, q, m, sq, tq, o);
-            if (cur != vol) free((void *)cur);
-            if (q != 2) tmp[1] = o;
-            cur = o;
-            memcpy(cd, nd, sizeof(cd));
+    /* The pixels: one multi-frame file that is not native 16-bit is decoded
+     * whole (its frames on the pool); slices otherwise each straight into
+     * their place. */
+    dcm_native_view v;
+    if (nf == 1 && !dcm_native_view_of(j.f[0].ds, in0, &j.lim, 0, &v)) {
+        ms_err_clear();
+        if ((st = dcm_decode_hu_ds(j.f[0].ds, &j.lim, &whole)) != MS_OK) {
+            snprintf(j.err, ERR_MAX, "%s", ms_errmsg());
+            st = file_error(0, st, j.err);
+            goto fail_out;
         }
-        tmp[1] = NULL;
+        if (whole->rows != H || whole->cols != W || whole->samples != 1 || whole->frames != D) {
+            st = ms_errf(MS_EINVAL, "dicom[0]: decoded image is %ux%ux%u, its header says %ux%ux%u",
+                         whole->rows, whole->cols, whole->samples, in0->rows, in0->cols,
+                         in0->samples);
+            goto fail_out;
+        }
+        j.whole = whole;
     }
+    j.sl = sl;
+    j.plane = (uint64_t)H * W;
+    kn_ctx_parallel_for(ctx, D, 1, decode_range, &j);
+    geom->frames_decoded = atomic_load(&j.frames);
+    dcm_ops_count(0, 0, geom->frames_decoded);
+    if (atomic_load(&j.failed)) {
+        st = file_error(j.err_file, j.st, j.err);
+        goto fail_out;
+    }
+    if (resample_to && (st = resample(s, tmp, dim, have, odim, dst)) != MS_OK) goto fail_out;
     goto done;
 fail_out:
-    free(tmp[1]);
-    tmp[1] = NULL;
     rt_tensor_unref(out[0]);
     out[0] = NULL;
 done:
-    free(tmp[0]);
-    free(tmp[1]);
+    dcm_image_free(whole);
+    free(tmp);
     free(sl);
     if (j.f)
         for (int64_t i = 0; i < nf; i++) {
-            dcm_image_free(j.f[i].img);
             dcm_dataset_free(j.f[i].ds);
             free(j.f[i].g);
         }
     free(j.f);
+    return st;
+}
+
+ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
+                             rt_tensor **out) {
+    const vol_state *s = state;
+    const rt_tensor *x = in[0];
+    if (s == NULL) return ms_errf(MS_EINTERNAL, "%s: not prepared", n->name);
+    if (x->dtype != RT_DT_STRING)
+        return ms_errf(MS_EINVAL, "%s: input must be DT_STRING, got %s", n->name,
+                       rt_dtype_name(x->dtype));
+    dcm_volume_geom geom;
+    memset(&geom, 0, sizeof(geom));
+    return vol_run(ctx, s, rt_tensor_strs(x), x->nelem, out, &geom);
+}
+
+ms_status dcm_volume_decode(kn_ctx *ctx, const dcm_volume_opts *o, const rt_str *files, int64_t n,
+                            rt_tensor **out, dcm_volume_geom *geom) {
+    vol_state s;
+    dcm_volume_geom g;
+    memset(&s, 0, sizeof(s));
+    memset(&g, 0, sizeof(g));
+    if (o->modalities != NULL && strlen(o->modalities) >= sizeof(s.guard.modalities))
+        return ms_errf(MS_EINVAL, "modalities list of %zu bytes is too long",
+                       strlen(o->modalities));
+    if (o->modalities != NULL)
+        snprintf(s.guard.modalities, sizeof(s.guard.modalities), "%s", o->modalities);
+    if (o->window) {
+        if (!(o->width > 0) || !isfinite(o->center) ||
+            !((float)(o->center + o->width / 2.0) > (float)(o->center - o->width / 2.0)))
+            return ms_errf(MS_EINVAL, "window width must be > 0 (center %g, width %g)", o->center,
+                           o->width);
+        s.window = 1;
+        s.center = o->center;
+        s.width = o->width;
+    }
+    if (o->spacing[0] > 0 || o->spacing[1] > 0 || o->spacing[2] > 0)
+        for (int a = 0; a < 3; a++) {
+            if (!(o->spacing[a] > 0) || !isfinite(o->spacing[a]))
+                return ms_errf(MS_EINVAL, "spacing values must be > 0 mm");
+            /* as the op's float32 attr */
+            s.spacing[a] = (float)o->spacing[a];
+        }
+    out[0] = NULL;
+    ms_status st = vol_run(ctx, &s, files, n, out, &g);
+    if (geom != NULL) *geom = g;
     return st;
 }

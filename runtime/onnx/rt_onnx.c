@@ -131,8 +131,10 @@ static ms_status dicom_volume_front(rt__ox_conv *cv, const char *name, rt_dtype 
     Tensorflow__NodeDef *dec =
         rt__tf_node(cv, "DcmDecodeVolume", rt__ox_printf(cv, "%s/volume", ph->name));
     rt__tf_input(cv, dec, ph->name);
-    rt__tf_attr_f(cv, dec, "center", o->window_center);
-    rt__tf_attr_f(cv, dec, "width", o->window_width);
+    if (o->window_width > 0) { /* else HU */
+        rt__tf_attr_f(cv, dec, "center", o->window_center);
+        rt__tf_attr_f(cv, dec, "width", o->window_width);
+    }
     if (o->dicom_modality != NULL && o->dicom_modality[0])
         rt__tf_attr_s(cv, dec, "modalities", o->dicom_modality);
     if (o->spacing[0] > 0) rt__tf_attr_flist(cv, dec, "spacing", o->spacing, 3);

@@ -33,7 +33,8 @@ typedef struct rt_onnx_opts {
      * L,W to [0, 1], optional bilinear resize to size_h x size_w). NULL =
      * plain float inputs. */
     const char *dicom_input;
-    float window_center, window_width; /* used with dicom_input */
+    float window_center, window_width; /* used with dicom_input; with dicom_volume,
+                                          width 0 = no window (HU) */
     int64_t size_h, size_w;            /* resize target with dicom_input; 0 = none */
     /* with dicom_input: "CT,MR" refuses files of other modalities; NULL = any */
     const char *dicom_modality;

@@ -2,9 +2,12 @@
  * prints the header summary of one DICOM file, and writes its pixels as a
  * float32 .npy (frames, rows, cols, samples) of HU, or of windowed [0,1]
  * values with --window; --png writes the windowed image as 8-bit (grey, RGB
- * for colour), one frame or a contact sheet of all frames. Exit status 0 on
- * success, 1 with a one-line reason when the file cannot be decoded, 2 for
- * bad usage. */
+ * for colour), one frame or a contact sheet of all frames.
+ * `dcmserve dicom --volume FILE... [--window L,W] [--spacing Z,Y,X] [--out F.npy] [--json]`:
+ * the files as one series (DcmDecodeVolume's checks and values): prints the
+ * series' geometry and writes the (D, H, W) volume, HU unless --window.
+ * Exit status 0 on success, 1 with a one-line reason when the file (series)
+ * cannot be decoded, 2 for bad usage. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -15,6 +18,8 @@
 #include <unistd.h>
 
 #include "dcm_pixel.h"
+#include "dcm_volume.h"
+#include "kn_ctx.h"
 #include "rt_npy.h"
 #include "cli.h"
 
@@ -27,7 +32,13 @@ static void usage(FILE *f) {
                "  --window L,W   clip(HU, L-W/2, L+W/2), then (x-lo)/(hi-lo)\n"
                "  --png F.png    the windowed image, 8-bit (contact sheet for several frames);\n"
                "                 window: --window, else the file's, else min..max\n"
-               "  --json         print the summary as one JSON object\n");
+               "  --json         print the summary as one JSON object\n"
+               "usage: dcmserve dicom --volume FILE... [--window L,W] [--spacing Z,Y,X]\n"
+               "           [--out F.npy] [--json]\n"
+               "  the files as one series, checked and sorted as a --dicom_volume model does:\n"
+               "  prints slices x rows x columns, spacing, orientation, first and last\n"
+               "  position; --out writes float32 (D, H, W): HU, or windowed with --window;\n"
+               "  --spacing resamples to Z,Y,X mm. A refused series: exit 1 and the reason\n");
 }
 
 static ms_status read_file(const char *path, uint8_t **out, size_t *len) {
@@ -229,20 +240,113 @@ static int fail(const char *path, ms_status st) {
     return 1;
 }
 
+/* n numbers as a JSON array added to o under key. */
+static void json_nums(cJSON *o, const char *key, const double *v, int n) {
+    cJSON *a = cJSON_AddArrayToObject(o, key);
+    for (int i = 0; a != NULL && i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+}
+
+static void print_volume(int json, int64_t nfiles, const dcm_volume_geom *g) {
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        const double dim[3] = {(double)g->dim[0], (double)g->dim[1], (double)g->dim[2]};
+        const double out[3] = {(double)g->out[0], (double)g->out[1], (double)g->out[2]};
+        cJSON_AddNumberToObject(o, "files", (double)nfiles);
+        cJSON_AddStringToObject(o, "series", g->series);
+        cJSON_AddStringToObject(o, "modality", g->modality);
+        json_nums(o, "shape", dim, 3);
+        json_nums(o, "out_shape", out, 3);
+        json_nums(o, "spacing", g->spacing, 3);
+        json_nums(o, "orientation", g->ori, 6);
+        json_nums(o, "first_position", g->first, 3);
+        json_nums(o, "last_position", g->last, 3);
+        cJSON_AddNumberToObject(o, "frames_decoded", (double)g->frames_decoded);
+        char *txt = cJSON_PrintUnformatted(o);
+        if (txt != NULL) printf("%s\n", txt);
+        free(txt);
+        cJSON_Delete(o);
+        return;
+    }
+    printf("files:           %lld\n", (long long)nfiles);
+    printf("series:          %s\n", g->series);
+    printf("modality:        %s\n", g->modality);
+    printf("slices x rows x columns: %lld x %lld x %lld\n", (long long)g->dim[0],
+           (long long)g->dim[1], (long long)g->dim[2]);
+    printf("spacing (mm):    %.6g (slices), %.6g x %.6g (pixels)\n", g->spacing[0], g->spacing[1],
+           g->spacing[2]);
+    printf("orientation:     %.6g %.6g %.6g  %.6g %.6g %.6g\n", g->ori[0], g->ori[1], g->ori[2],
+           g->ori[3], g->ori[4], g->ori[5]);
+    printf("first position:  %.6g %.6g %.6g\n", g->first[0], g->first[1], g->first[2]);
+    printf("last position:   %.6g %.6g %.6g\n", g->last[0], g->last[1], g->last[2]);
+    printf("output:          %lld x %lld x %lld\n", (long long)g->out[0], (long long)g->out[1],
+           (long long)g->out[2]);
+}
+
+/* `dcmserve dicom --volume`: paths[0..n) as one series. */
+static int dicom_volume(char **paths, int n, const dcm_volume_opts *o, const char *npy, int json) {
+    uint8_t **bytes = calloc((size_t)n, sizeof(*bytes));
+    rt_str *files = calloc((size_t)n, sizeof(*files));
+    rt_tensor *vol = NULL;
+    int rc = 0;
+    ms_status st = bytes && files ? MS_OK : ms_errf(MS_ENOMEM, "out of memory");
+    for (int i = 0; i < n && st == MS_OK; i++) {
+        size_t len = 0;
+        if ((st = read_file(paths[i], &bytes[i], &len)) == MS_OK)
+            files[i] = (rt_str){.data = bytes[i], .len = len};
+    }
+    if (st != MS_OK) {
+        rc = fail("--volume", st);
+        goto done;
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    kn_ctx ctx = {.nthreads = ncpu > 1 ? (int)ncpu : 1};
+    dcm_volume_geom g;
+    if ((st = dcm_volume_decode(&ctx, o, files, n, &vol, &g)) != MS_OK) {
+        const char *m = ms_errmsg();
+        fprintf(stderr, "dcmserve dicom: volume of %d files: %s\n", n,
+                m[0] ? m : ms_status_name(st));
+        rc = 1;
+        goto done;
+    }
+    print_volume(json, n, &g);
+    if (npy != NULL) {
+        rt_shape sh = rt_shape_make(3, (int64_t[]){g.out[0], g.out[1], g.out[2]});
+        rt_tensor *v3 = NULL;
+        if ((st = rt_tensor_view(vol, &sh, &v3)) == MS_OK) st = rt_npy_write_file(npy, v3);
+        rt_tensor_unref(v3);
+        if (st != MS_OK) rc = fail(npy, st);
+    }
+done:
+    rt_tensor_unref(vol);
+    for (int i = 0; bytes && i < n; i++)
+        free(bytes[i]);
+    free(bytes);
+    free(files);
+    return rc;
+}
+
 int cli_dicom(int argc, char **argv) {
     const char *path = NULL, *npy = NULL, *pngp = NULL;
     const char *val = NULL;
-    int json = 0, have_window = 0;
-    double wl = 0, ww = 0;
+    int json = 0, have_window = 0, volume = 0, nfiles = 0;
+    double wl = 0, ww = 0, sp[3] = {0, 0, 0};
+    char **vfiles = calloc((size_t)argc, sizeof(char *)); /* --volume's files */
+    if (vfiles == NULL) return fail("dicom", ms_errf(MS_ENOMEM, "out of memory"));
+    int rc = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         val = NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
-            return 0;
+            goto usage_done;
         }
         if (strcmp(a, "--json") == 0) {
             json = 1;
+            continue;
+        }
+        if (strcmp(a, "--volume") == 0) {
+            volume = 1;
             continue;
         }
         if (strncmp(a, "--", 2) == 0) {
@@ -269,19 +373,44 @@ int cli_dicom(int argc, char **argv) {
                 npy = val;
             } else if (klen == 5 && strncmp(a, "--png", 5) == 0) {
                 pngp = val;
+            } else if (klen == 9 && strncmp(a, "--spacing", 9) == 0) {
+                char tail;
+                if (sscanf(val, "%lf,%lf,%lf%c", &sp[0], &sp[1], &sp[2], &tail) != 3 ||
+                    !(sp[0] > 0 && sp[1] > 0 && sp[2] > 0)) {
+                    fprintf(stderr, "dcmserve dicom: --spacing wants Z,Y,X in mm (all > 0), "
+                                    "got '%s'\n", val);
+                    goto usage_fail;
+                }
             } else {
                 fprintf(stderr, "dcmserve dicom: unknown flag %s\n", a);
                 usage(stderr);
-                return 2;
+                goto usage_fail;
             }
             continue;
         }
-        if (path != NULL) {
-            fprintf(stderr, "dcmserve dicom: one FILE only (got %s and %s)\n", path, a);
-            return 2;
+        vfiles[nfiles++] = (char *)a;
+        if (!volume && path != NULL) {
+            fprintf(stderr, "dcmserve dicom: one FILE only (got %s and %s; --volume for a "
+                            "series)\n", path, a);
+            goto usage_fail;
         }
         path = a;
     }
+    if (volume) {
+        if (nfiles == 0 || pngp != NULL) {
+            fprintf(stderr, "dcmserve dicom: --volume takes FILE... (no --png)\n");
+            goto usage_fail;
+        }
+        dcm_volume_opts o = {.window = have_window, .center = wl, .width = ww,
+                             .spacing = {sp[0], sp[1], sp[2]}};
+        rc = dicom_volume(vfiles, nfiles, &o, npy, json);
+        goto usage_done;
+    }
+    if (sp[0] > 0) {
+        fprintf(stderr, "dcmserve dicom: --spacing goes with --volume\n");
+        goto usage_fail;
+    }
+    free(vfiles);
     if (path == NULL) {
         usage(stderr);
         return 2;
@@ -292,7 +421,6 @@ int cli_dicom(int argc, char **argv) {
     dcm_dataset *ds = NULL;
     dcm_image *img = NULL;
     dcm_info info;
-    int rc = 0;
     dcm_limits lim;
     dcm_limits_default(&lim);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -366,5 +494,9 @@ done:
     return rc;
 bad_window:
     fprintf(stderr, "dcmserve dicom: --window wants L,W with W > 0 (got '%s')\n", val);
-    return 2;
+usage_fail:
+    rc = 2;
+usage_done:
+    free(vfiles);
+    return rc;
 }

@@ -27,7 +27,8 @@ static void usage(FILE *f) {
             "  --dicom_input NAME   the signature input NAME takes DICOM files (DT_STRING,\n"
             "                       one per batch element): decoded to HU, windowed to\n"
             "                       [0, 1] and fed to graph input NAME\n"
-            "  --window L,W         window level and width for --dicom_input\n"
+            "  --window L,W         window level and width for --dicom_input (optional\n"
+            "                       with --dicom_volume: without it the volume is HU)\n"
             "  --layout NCHW|NHWC   layout of graph input NAME (default NCHW, as ONNX)\n"
             "  --size HxW           resize the windowed image to H x W (bilinear)\n"
             "  --dicom_modality CT[,MR...]  refuse DICOM files of other modalities\n"
@@ -179,8 +180,9 @@ int cli_import_onnx(int argc, char **argv) {
         fprintf(stderr, "import-onnx: --spacing needs --dicom_volume\n");
         return 2;
     }
-    if (opts.dicom_input && !have_window) {
-        fprintf(stderr, "import-onnx: --dicom_input needs --window L,W\n");
+    if (opts.dicom_input && !have_window && !opts.dicom_volume) {
+        fprintf(stderr, "import-onnx: --dicom_input needs --window L,W (or --dicom_volume: "
+                        "HU volumes)\n");
         return 2;
     }
     int full = dir_has_files(out_dir);
