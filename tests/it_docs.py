@@ -49,7 +49,26 @@ def check_flags():
     serving = set(re.findall(r"--(\w+)", read(os.path.join("docs", "serving.md"))))
     missing = sorted(serve - named - serving)
     check(not missing, "flags in neither docs/configuration.md nor docs/serving.md: %s" % missing)
+    check_compat_table(conf)
     return len(serve)
+
+
+def check_compat_table(conf):
+    """The "Accepted for compatibility" table says, for exactly the flags whose
+    `serve --help` has a "(here: ...)" note, that note's words."""
+    text = subprocess.run([DCMSERVE, "serve", "--help"], capture_output=True, text=True,
+                          timeout=30).stdout
+    notes = dict(re.findall(r"^  --(\w+)\n(?:      (?!\(here).*\n)*      \(here: (.*)\)$", text,
+                            re.M))
+    check(len(notes) > 10, "serve --help has %d flags with a note" % len(notes))
+    sec = conf[conf.index("### Accepted for compatibility"):]
+    sec = sec[:sec.index("\n## ")]
+    rows = dict(re.findall(r"^\| `--(\w+)` \| (.*) \|$", sec, re.M))
+    check(set(rows) == set(notes), "compatibility table of docs/configuration.md: flags %s are "
+          "not in it, %s have no note in serve --help" % (sorted(set(notes) - set(rows)),
+                                                          sorted(set(rows) - set(notes))))
+    wrong = sorted(f for f in rows if f in notes and rows[f] != notes[f])
+    check(not wrong, "docs/configuration.md says otherwise than serve --help for %s" % wrong)
 
 
 PATH_RE = re.compile(r"`((?:docs|examples|scripts|deploy|tests|proto|models|server)/[\w./*{}-]*"

@@ -143,7 +143,7 @@ static const flag_def defs[] = {
      "grpc.health.v1.Health is always registered; the flag has no effect"},
     {"enable_serialization_as_tensor_content", F_BOOL, NOSTORE, 0, 0,
      "TF Serving: Predict answers in tensor_content",
-     "Predict answers are always in tensor_content; the flag has no effect"},
+     "Predict answers in the typed *_val fields (as TF Serving without the flag); the flag has no effect"},
     /* dcmserve's own */
     {"bind_address", F_STR, OFF(bind_address), 0, 0,
      "address the gRPC and REST ports (and so /metrics) bind to. Default 0.0.0.0", NULL},
