@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "ms_file.h"
 #include "ms_log.h"
 #include "ms_wire.h"
 #include "dcm_ops.h"
@@ -31,6 +31,7 @@ typedef struct plan_entry {
 struct rt_model {
     atomic_int refs;
     char *dir;
+    ms_dir root;                        /* the version folder: every file is read beneath it */
     Tensorflow__SavedModel *sm;
     const Tensorflow__MetaGraphDef *mg; /* inside sm */
     rt_graph *g;
@@ -49,72 +50,49 @@ const kn_kernel *const rt_model_host_ops[] = {rt_ops_core_kernels, rt_ops_restor
 
 /* ---- reading saved_model.pb ---- */
 
-static ms_status read_file(const char *path, uint8_t **data, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return ms_errf(errno == ENOENT ? MS_ENOTFOUND : MS_EINVAL, "%s: %s", path,
-                       strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return ms_errf(MS_EINVAL, "%s: not a regular file", path);
-    }
-    if ((size_t)sb.st_size > SAVED_MODEL_MAX_BYTES) {
-        fclose(f);
-        return ms_errf(MS_EINVAL, "%s: %lld bytes is larger than the limit of %llu bytes; not read",
-                       path, (long long)sb.st_size, (unsigned long long)SAVED_MODEL_MAX_BYTES);
-    }
-    size_t n = (size_t)sb.st_size;
-    uint8_t *buf = malloc(n ? n : 1);
-    if (buf == NULL) {
-        fclose(f);
-        return ms_errf(MS_ENOMEM, "%s: out of memory", path);
-    }
-    if (n && fread(buf, 1, n, f) != n) {
-        free(buf);
-        fclose(f);
-        return ms_errf(MS_EINVAL, "%s: read failed", path);
-    }
-    fclose(f);
-    *data = buf;
-    *len = n;
-    return MS_OK;
-}
-
-ms_status rt_savedmodel_read(const char *export_dir, Tensorflow__SavedModel **out) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/saved_model.pb", export_dir);
+/* saved_model.pb of the folder root, read beneath it (ms_file.h). */
+static ms_status read_savedmodel(const ms_dir *root, Tensorflow__SavedModel **out) {
+    const char *export_dir = root->path;
     uint8_t *data = NULL;
     size_t len = 0;
-    ms_status st = read_file(path, &data, &len);
+    ms_status st = ms_file_read(root, "saved_model.pb", SAVED_MODEL_MAX_BYTES, &data, &len);
     if (st == MS_ENOTFOUND) {
-        char txt[4096];
-        struct stat sb;
-        snprintf(txt, sizeof txt, "%s/saved_model.pbtxt", export_dir);
-        if (stat(txt, &sb) == 0)
+        if (ms_file_exists(root, "saved_model.pbtxt"))
             return ms_errf(MS_ENOTSUP, "%s: text-format SavedModels (saved_model.pbtxt) are not "
                                        "supported; export saved_model.pb", export_dir);
         return ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb", export_dir);
     }
-    if (st != MS_OK) return st;
+    if (st != MS_OK) return ms_errwrap(st, "%s", export_dir);
     /* protobuf-c recurses once per nesting level: bound it before unpacking. */
     if ((st = ms_wire_check(data, len, MS_WIRE_MAX_DEPTH)) != MS_OK) {
         char why[256];
         snprintf(why, sizeof why, "%s", ms_errmsg());
         free(data);
-        return ms_errf(st, "%s: cannot parse SavedModel protobuf (%zu bytes): %s", path, len, why);
+        return ms_errf(st, "%s/saved_model.pb: cannot parse SavedModel protobuf (%zu bytes): %s",
+                       export_dir, len, why);
     }
     Tensorflow__SavedModel *sm = tensorflow__saved_model__unpack(NULL, len, data);
     free(data);
     if (sm == NULL)
-        return ms_errf(MS_EINVAL, "%s: cannot parse SavedModel protobuf (%zu bytes; truncated "
-                                  "or corrupt)", path, len);
+        return ms_errf(MS_EINVAL, "%s/saved_model.pb: cannot parse SavedModel protobuf (%zu "
+                                  "bytes; truncated or corrupt)", export_dir, len);
     if (sm->n_meta_graphs == 0) {
         tensorflow__saved_model__free_unpacked(sm, NULL);
-        return ms_errf(MS_EINVAL, "%s: SavedModel has no MetaGraphDef", path);
+        return ms_errf(MS_EINVAL, "%s/saved_model.pb: SavedModel has no MetaGraphDef",
+                       export_dir);
     }
     *out = sm;
     return MS_OK;
+}
+
+ms_status rt_savedmodel_read(const char *export_dir, Tensorflow__SavedModel **out) {
+    ms_dir root;
+    ms_status st = ms_dir_open(export_dir, &root);
+    if (st == MS_ENOTFOUND) return ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb", export_dir);
+    if (st != MS_OK) return st;
+    st = read_savedmodel(&root, out);
+    ms_dir_close(&root);
+    return st;
 }
 
 int rt_savedmodel_find_meta_graph(const Tensorflow__SavedModel *sm, const char *const *tags,
@@ -282,10 +260,8 @@ ms_status rt_model_run(rt_model *m, const rt_feed *feeds, int nfeeds, const char
 
 static ms_status run_restore(rt_model *m) {
     const Tensorflow__SaverDef *sd = m->mg->saver_def;
-    char vdir[4096], prefix[4096], idx[4200];
-    struct stat sb;
-    snprintf(vdir, sizeof vdir, "%s/variables", m->dir);
-    if (stat(vdir, &sb) != 0) {
+    char prefix[4096];
+    if (!ms_file_exists(&m->root, "variables")) {
         MS_DEBUG("%s: no variables/ directory; nothing to restore", m->dir);
         return MS_OK;
     }
@@ -293,9 +269,11 @@ static ms_status run_restore(rt_model *m) {
         MS_DEBUG("%s: no saver_def; variables/ left unused", m->dir);
         return MS_OK;
     }
-    snprintf(prefix, sizeof prefix, "%s/variables/variables", m->dir);
-    snprintf(idx, sizeof idx, "%s.index", prefix);
-    if (stat(idx, &sb) != 0) return ms_errf(MS_ENOTFOUND, "%s: missing", idx);
+    if (!ms_file_exists(&m->root, "variables/variables.index"))
+        return ms_errf(MS_ENOTFOUND, "%s/variables/variables.index: missing", m->root.path);
+    /* The saver's filename tensor gets the full path, as TensorFlow feeds it;
+     * RestoreV2 maps it back inside the folder (rt_ops_restore.c). */
+    snprintf(prefix, sizeof prefix, "%s/variables/variables", m->root.path);
     rt_tensor *fname;
     ms_status st = rt_tensor_scalar_string(prefix, strlen(prefix), &fname);
     if (st != MS_OK) return st;
@@ -310,10 +288,8 @@ static ms_status run_restore(rt_model *m) {
 /* TF2 variables the saver function does not restore (Keras 3 exports):
  * through the object graph (rt_objgraph.h). */
 static ms_status restore_objgraph(rt_model *m) {
-    char prefix[4096];
-    snprintf(prefix, sizeof prefix, "%s/variables/variables", m->dir);
     int n = 0;
-    ms_status st = rt_objgraph_restore(m->mg, m->g, prefix, &m->vars, &n);
+    ms_status st = rt_objgraph_restore(m->mg, m->g, "variables/variables", &m->vars, &n);
     if (st != MS_OK) return ms_errwrap(st, "restoring variables through the object graph");
     return MS_OK;
 }
@@ -334,7 +310,7 @@ static ms_status run_init(rt_model *m, const char *init) {
             a->filename == NULL || strchr(a->filename, '/') != NULL)
             continue;
         char path[4096];
-        snprintf(path, sizeof path, "%s/assets/%s", m->dir, a->filename);
+        snprintf(path, sizeof path, "%s/assets/%s", m->root.path, a->filename);
         st = rt_tensor_scalar_string(path, strlen(path), &feeds[nf].tensor);
         if (st == MS_OK) feeds[nf++].name = a->tensor_info->name;
     }
@@ -473,13 +449,19 @@ static ms_status load(const char *export_dir, const char *const *tags, int ntags
     pthread_mutex_init(&m->plan_mu, NULL);
     pthread_mutex_init(&m->state_mu, NULL);
     ms_status st = MS_OK;
+    m->root.fd = -1;
     m->dir = strdup(export_dir);
     m->pool = kn_pool_new();
     if (m->dir == NULL || m->pool == NULL) {
         st = ms_errf(MS_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((st = rt_savedmodel_read(export_dir, &m->sm)) != MS_OK) goto fail;
+    if ((st = ms_dir_open(export_dir, &m->root)) != MS_OK) {
+        if (st == MS_ENOTFOUND) st = ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb", export_dir);
+        goto fail;
+    }
+    m->vars.files = &m->root;
+    if ((st = read_savedmodel(&m->root, &m->sm)) != MS_OK) goto fail;
     int mgi = rt_savedmodel_find_meta_graph(m->sm, tags, ntags);
     if (mgi < 0) {
         char want[512], have[1024];
@@ -536,6 +518,7 @@ void rt_model_unref(rt_model *m) {
     if (m->sm) tensorflow__saved_model__free_unpacked(m->sm, NULL);
     pthread_mutex_destroy(&m->plan_mu);
     pthread_mutex_destroy(&m->state_mu);
+    ms_dir_close(&m->root);
     free(m->dir);
     free(m);
 }

@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "ms_file.h"
 #include "ms_log.h"
 #include "ms_wire.h"
 #include "rt_crc32c.h"
@@ -73,9 +75,18 @@ static ms_status run_predict(rt_model *m, const Tensorflow__Serving__PredictRequ
 }
 
 /* Replays the warm-up file; *n counts the requests replayed. */
-static ms_status replay_file(rt_model *m, const char *path, int iterations, int *n, int *skipped) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return ms_errf(MS_EINVAL, "cannot open %s: %s", path, strerror(errno));
+static ms_status replay_file(rt_model *m, const ms_dir *root, int iterations, int *n,
+                             int *skipped) {
+    /* Beneath the version folder, a regular file only (ms_file.h): a link
+     * leaving the folder, a FIFO or a device is refused, never read. */
+    int fd;
+    ms_status ost = ms_file_open(root, SRV_WARMUP_FILE, &fd);
+    if (ost != MS_OK) return ost;
+    FILE *f = fdopen(fd, "rb");
+    if (f == NULL) {
+        close(fd);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
     ms_status st = MS_OK;
     uint8_t *buf = NULL;
     for (int rec = 0;; rec++) {
@@ -298,20 +309,23 @@ int srv_warmup_device_size(rt_model *m, const char *name, int64_t version, const
 
 ms_status srv_warmup_run(rt_model *m, const char *dir, const char *name, int64_t version,
                          int iterations) {
-    char path[4096];
-    struct stat stt;
     double t0 = now_ms();
     int n = 0, skipped = 0;
     if (iterations < 1) iterations = 1;
-    snprintf(path, sizeof path, "%s/%s", dir, SRV_WARMUP_FILE);
-    if (stat(path, &stt) == 0) {
-        ms_status st = replay_file(m, path, iterations, &n, &skipped);
+    ms_dir root;
+    ms_status dst = ms_dir_open(dir, &root);
+    if (dst != MS_OK) return dst;
+    int present = ms_file_exists(&root, SRV_WARMUP_FILE);
+    if (present) {
+        ms_status st = replay_file(m, &root, iterations, &n, &skipped);
+        ms_dir_close(&root);
         if (st != MS_OK) return ms_errwrap(st, "warm-up file %s", SRV_WARMUP_FILE);
         MS_INFO("warm-up of model %s version %" PRId64 ": %d request(s) x %d from %s, %d skipped "
                 "(%.0f ms)",
                 name, version, n, iterations, SRV_WARMUP_FILE, skipped, now_ms() - t0);
         return MS_OK;
     }
+    ms_dir_close(&root);
     synthetic(m, name, iterations, &n);
     MS_INFO("warm-up of model %s version %" PRId64 ": %d signature(s) x %d on synthetic inputs "
             "(%.0f ms)",
