@@ -206,10 +206,10 @@ ms_status ms_file_read(const ms_dir *d, const char *rel, uint64_t max, uint8_t *
     return st;
 }
 
-int ms_file_exists(const ms_dir *d, const char *rel) {
-    if (rel[0] == '\0') return 0;
+ms_status ms_file_find(const ms_dir *d, const char *rel) {
+    if (rel[0] == '\0') return ms_errf(MS_EINVAL, "empty file name");
     int f = open_beneath(d->fd, rel, O_PATH | O_CLOEXEC);
-    if (f < 0) return 0;
+    if (f < 0) return open_error(rel, errno);
     close(f);
-    return 1;
+    return MS_OK;
 }

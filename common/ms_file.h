@@ -63,8 +63,11 @@ ms_status ms_file_read(const ms_dir *d, const char *rel, uint64_t max, uint8_t *
 /* Reads the rest of an open file the same way (name for messages). */
 ms_status ms_file_read_fd(int fd, const char *name, uint64_t max, uint8_t **out, size_t *n);
 
-/* 1 when `rel` names something beneath d (any type, by the same rule), else 0. */
-int ms_file_exists(const ms_dir *d, const char *rel);
+/* Whether `rel` names something beneath d (any type, by the same rule):
+ * MS_OK; MS_ENOTFOUND when absent (message set); MS_EPERM when it resolves
+ * outside the folder, and the other errors of ms_file_open. So that "absent"
+ * (a model without variables/) is never mistaken for "present elsewhere". */
+ms_status ms_file_find(const ms_dir *d, const char *rel);
 
 /* Tests only: 1 forces the O_NOFOLLOW walk as if openat2 were missing. */
 void ms_file_force_walk(int on);

@@ -57,7 +57,7 @@ static ms_status read_savedmodel(const ms_dir *root, Tensorflow__SavedModel **ou
     size_t len = 0;
     ms_status st = ms_file_read(root, "saved_model.pb", SAVED_MODEL_MAX_BYTES, &data, &len);
     if (st == MS_ENOTFOUND) {
-        if (ms_file_exists(root, "saved_model.pbtxt"))
+        if (ms_file_find(root, "saved_model.pbtxt") == MS_OK)
             return ms_errf(MS_ENOTSUP, "%s: text-format SavedModels (saved_model.pbtxt) are not "
                                        "supported; export saved_model.pb", export_dir);
         return ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb", export_dir);
@@ -261,21 +261,23 @@ ms_status rt_model_run(rt_model *m, const rt_feed *feeds, int nfeeds, const char
 static ms_status run_restore(rt_model *m) {
     const Tensorflow__SaverDef *sd = m->mg->saver_def;
     char prefix[4096];
-    if (!ms_file_exists(&m->root, "variables")) {
+    ms_status st = ms_file_find(&m->root, "variables");
+    if (st == MS_ENOTFOUND) {
+        ms_err_clear();
         MS_DEBUG("%s: no variables/ directory; nothing to restore", m->dir);
         return MS_OK;
     }
+    if (st != MS_OK) return st; /* there, but outside the folder */
     if (sd == NULL || sd->restore_op_name == NULL || sd->restore_op_name[0] == '\0') {
         MS_DEBUG("%s: no saver_def; variables/ left unused", m->dir);
         return MS_OK;
     }
-    if (!ms_file_exists(&m->root, "variables/variables.index"))
-        return ms_errf(MS_ENOTFOUND, "%s/variables/variables.index: missing", m->root.path);
+    if ((st = ms_file_find(&m->root, "variables/variables.index")) != MS_OK) return st;
     /* The saver's filename tensor gets the full path, as TensorFlow feeds it;
      * RestoreV2 maps it back inside the folder (rt_ops_restore.c). */
     snprintf(prefix, sizeof prefix, "%s/variables/variables", m->root.path);
     rt_tensor *fname;
-    ms_status st = rt_tensor_scalar_string(prefix, strlen(prefix), &fname);
+    st = rt_tensor_scalar_string(prefix, strlen(prefix), &fname);
     if (st != MS_OK) return st;
     rt_feed feed = {sd->filename_tensor_name, fname};
     const char *target = sd->restore_op_name;

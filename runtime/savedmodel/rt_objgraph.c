@@ -116,7 +116,13 @@ ms_status rt_objgraph_restore(const Tensorflow__MetaGraphDef *mg, const rt_graph
     if (og == NULL || og->n_concrete_functions == 0 || mg->graph_def == NULL) return MS_OK;
     char idx[4200];
     snprintf(idx, sizeof idx, "%s.index", prefix);
-    if (vars->files == NULL || !ms_file_exists(vars->files, idx)) return MS_OK;
+    if (vars->files == NULL) return MS_OK;
+    ms_status fst = ms_file_find(vars->files, idx);
+    if (fst == MS_ENOTFOUND) {
+        ms_err_clear();
+        return MS_OK;
+    }
+    if (fst != MS_OK) return fst;
     rt_bundle *b;
     ms_status st = rt_bundle_open_in(vars->files, prefix, &b);
     if (st != MS_OK) return st;

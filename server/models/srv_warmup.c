@@ -315,7 +315,9 @@ ms_status srv_warmup_run(rt_model *m, const char *dir, const char *name, int64_t
     ms_dir root;
     ms_status dst = ms_dir_open(dir, &root);
     if (dst != MS_OK) return dst;
-    int present = ms_file_exists(&root, SRV_WARMUP_FILE);
+    /* present, even as a link outside or a FIFO: replay_file refuses those */
+    int present = ms_file_find(&root, SRV_WARMUP_FILE) != MS_ENOTFOUND;
+    ms_err_clear();
     if (present) {
         ms_status st = replay_file(m, &root, iterations, &n, &skipped);
         ms_dir_close(&root);
