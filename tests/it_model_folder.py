@@ -10,7 +10,10 @@
 - half_plus_two with its graph, a variables shard, or variables/ itself linked
   to a copy outside, a shard FIFO, the index linked to /dev/zero: refused;
 - import-onnx of mobile.onnx whose mobile.weights is a link to a copy outside,
-  or whose folder is reached through a folder link for the weights: refused.
+  or a FIFO: refused.
+- F8: three float_val [1.0] Consts of shape [2e8] (2.4 GB in memory from a
+  few hundred bytes) are refused by the load budget (--max_model_memory_bytes),
+  before anything is allocated; small broadcasts load.
 A hard link to a file outside is read (docs/security.md says why).
 """
 import os
@@ -76,6 +79,37 @@ def write_table_model(d, fname, asset=None):
     sig.inputs["q"].dtype = pb.fw.DT_STRING
     sig.outputs["y"].name = "find:0"
     sig.outputs["y"].dtype = pb.fw.DT_INT64
+    with open(os.path.join(d, "saved_model.pb"), "wb") as f:
+        f.write(sm.SerializeToString())
+
+
+def write_broadcast_model(d, n_consts, dim):
+    """x + c0 + c1 ... where each ci is a Const float_val [1.0] of shape [dim]:
+    a few hundred bytes on disk, n_consts * dim * 4 bytes in memory (F8)."""
+    os.makedirs(d, exist_ok=True)
+    sm = pb.sm.SavedModel(saved_model_schema_version=1)
+    mg = sm.meta_graphs.add()
+    mg.meta_info_def.tags.append("serve")
+    g = mg.graph_def
+    x = g.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].type = pb.fw.DT_FLOAT
+    prev = "x"
+    for i in range(n_consts):
+        c = g.node.add(name="c%d" % i, op="Const")
+        c.attr["dtype"].type = pb.fw.DT_FLOAT
+        t = c.attr["value"].tensor
+        t.dtype = pb.fw.DT_FLOAT
+        t.tensor_shape.dim.add(size=dim)
+        t.float_val.append(1.0)
+        a = g.node.add(name="add%d" % i, op="AddV2", input=[prev, "c%d" % i])
+        a.attr["T"].type = pb.fw.DT_FLOAT
+        prev = "add%d" % i
+    sig = mg.signature_def["serving_default"]
+    sig.method_name = "tensorflow/serving/predict"
+    sig.inputs["x"].name = "x:0"
+    sig.inputs["x"].dtype = pb.fw.DT_FLOAT
+    sig.outputs["y"].name = prev + ":0"
+    sig.outputs["y"].dtype = pb.fw.DT_FLOAT
     with open(os.path.join(d, "saved_model.pb"), "wb") as f:
         f.write(sm.SerializeToString())
 
@@ -160,6 +194,14 @@ def main():
         hp2("shard FIFO", shard, os.mkfifo, "not a regular file")
         hp2("index link to /dev/zero", "variables/variables.index",
             lambda p: os.symlink("/dev/zero", p), "variables.index")
+
+        shutil.rmtree(m, ignore_errors=True)
+        write_broadcast_model(m, 3, 200000000)
+        expect("three float_val [1.0] Consts of shape [2e8] (F8): refused by the load budget",
+               ["check", m], False, "--max_model_memory_bytes")
+        shutil.rmtree(m, ignore_errors=True)
+        write_broadcast_model(m, 3, 1000)
+        expect("three small broadcast Consts load", ["check", m], True)
 
         o = os.path.join(top, "onnx")
         os.makedirs(o)

@@ -18,6 +18,7 @@
 #include "rt_opscan.h"
 #include "rt_graph.h"
 #include "rt_ops.h"
+#include "rt_tensor_proto.h"
 #include "rt_tf1loop.h"
 
 #define SAVED_MODEL_MAX_BYTES RT_SAVED_MODEL_MAX_BYTES
@@ -93,6 +94,73 @@ ms_status rt_savedmodel_read(const char *export_dir, Tensorflow__SavedModel **ou
     st = read_savedmodel(&root, out);
     ms_dir_close(&root);
     return st;
+}
+
+/* ---- the load budget of Const broadcasts ---- */
+
+static _Atomic uint64_t g_max_model_memory = RT_MODEL_MEMORY_DEFAULT;
+
+void rt_model_set_max_memory(uint64_t bytes) {
+    atomic_store(&g_max_model_memory, bytes);
+}
+
+/* Bytes a Const's value takes in memory beyond those its proto holds: all of
+ * it when fewer values than elements are stored (a broadcast), else 0.
+ * Saturates instead of overflowing (shapes come from the file). */
+static uint64_t const_extra_bytes(const Tensorflow__TensorProto *p) {
+    rt_shape sh;
+    if (p == NULL || rt_shape_from_proto(p->tensor_shape, &sh) != MS_OK || sh.rank < 0) return 0;
+    uint64_t n = 1;
+    for (int i = 0; i < sh.rank; i++) {
+        if (sh.dim[i] < 0) return 0;
+        if (sh.dim[i] > 0 && n > UINT64_MAX / 64 / (uint64_t)sh.dim[i]) return UINT64_MAX / 2;
+        n *= (uint64_t)sh.dim[i];
+    }
+    rt_dtype dt = (rt_dtype)p->dtype;
+    uint64_t es = dt == RT_DT_STRING ? sizeof(rt_str) : rt_dtype_size(dt);
+    if (es == 0) es = 1;
+    uint64_t bytes = n * es;
+    if (dt != RT_DT_STRING && p->tensor_content.len >= bytes) return 0;
+    if (n <= 1) return 0;
+    return bytes;
+}
+
+static void consts_sum(const Tensorflow__NodeDef *const *nodes, size_t n, uint64_t *sum,
+                       uint64_t *largest, const char **which) {
+    for (size_t i = 0; i < n; i++) {
+        const Tensorflow__NodeDef *d = nodes[i];
+        if (d->op == NULL || (strcmp(d->op, "Const") != 0 && strcmp(d->op, "HostConst") != 0))
+            continue;
+        for (size_t a = 0; a < d->n_attr; a++) {
+            const Tensorflow__AttrValue *v = d->attr[a]->value;
+            if (strcmp(d->attr[a]->key, "value") != 0 || v == NULL ||
+                v->value_case != TENSORFLOW__ATTR_VALUE__VALUE_TENSOR)
+                continue;
+            uint64_t b = const_extra_bytes(v->tensor);
+            *sum = *sum > UINT64_MAX - b ? UINT64_MAX : *sum + b;
+            if (b > *largest) *largest = b, *which = d->name;
+        }
+    }
+}
+
+/* Charges every Const broadcast of mg to the load budget before anything is
+ * built (rt_model.h). */
+static ms_status consts_check(const Tensorflow__MetaGraphDef *mg) {
+    uint64_t limit = atomic_load(&g_max_model_memory), sum = 0, largest = 0;
+    const char *which = "";
+    if (limit == 0 || mg->graph_def == NULL) return MS_OK;
+    const Tensorflow__GraphDef *g = mg->graph_def;
+    consts_sum((const Tensorflow__NodeDef *const *)g->node, g->n_node, &sum, &largest, &which);
+    for (size_t f = 0; g->library && f < g->library->n_function; f++)
+        consts_sum((const Tensorflow__NodeDef *const *)g->library->function[f]->node_def,
+                   g->library->function[f]->n_node_def, &sum, &largest, &which);
+    if (sum <= limit) return MS_OK;
+    return ms_errf(MS_ENOMEM,
+                   "the graph's broadcast Consts (a few values stored for a large shape) would "
+                   "take %llu bytes in memory, past the load budget of %llu bytes "
+                   "(--max_model_memory_bytes); the largest is node '%s' (%llu bytes); not loaded",
+                   (unsigned long long)sum, (unsigned long long)limit, which ? which : "",
+                   (unsigned long long)largest);
 }
 
 int rt_savedmodel_find_meta_graph(const Tensorflow__SavedModel *sm, const char *const *tags,
@@ -477,6 +545,7 @@ static ms_status load(const char *export_dir, const char *const *tags, int ntags
         goto fail;
     }
     m->mg = m->sm->meta_graphs[mgi];
+    if ((st = consts_check(m->mg)) != MS_OK) goto fail;
     if ((st = rt_graph_build(m->mg, be, rt_model_host_ops, &m->g)) != MS_OK) goto fail;
     if ((st = rt_tf1_loops_convert(m->g)) != MS_OK) goto fail;
     m->g->device = device;

@@ -347,6 +347,7 @@ int cli_serve(int argc, char **argv) {
     }
     d.app.max_message_bytes = d.flags.max_message_bytes;
     d.app.max_request_memory_bytes = d.flags.max_request_memory_bytes;
+    rt_model_set_max_memory((uint64_t)d.flags.max_model_memory_bytes);
     d.app.reload_wait_s = 60.0;
     srv_manager_set_warmup(d.app.mgr, d.flags.enable_model_warmup
                                           ? d.flags.num_request_iterations_for_warmup

@@ -164,6 +164,10 @@ static const flag_def defs[] = {
     {"max_request_memory_bytes", F_INT64, OFF(max_request_memory_bytes), 0, 1e18,
      "memory one request may hold: its tensors, decoded DICOM, live graph outputs; past it "
      "RESOURCE_EXHAUSTED. 0 = no limit. Default 1073741824 (1 GiB)", NULL},
+    {"max_model_memory_bytes", F_INT64, OFF(max_model_memory_bytes), 0, 1e18,
+     "load budget of one model: the memory its broadcast Consts (a few values stored for a "
+     "large shape) take beyond the graph file; past it the load fails. 0 = no limit. Default "
+     "1073741824 (1 GiB)", NULL},
     {"drain_timeout_seconds", F_DOUBLE, OFF(drain_timeout_seconds), 0, 86400,
      "on SIGTERM/SIGINT, how long in-flight calls may take before they are cancelled. Default 30", NULL},
     {"log_level", F_LOG, OFF(log_level), 0, 0,
@@ -234,6 +238,7 @@ void srv_flags_defaults(srv_flags *f) {
     f->grpc_cq_slice_micros = 100;
     f->max_message_bytes = 256 << 20;
     f->max_request_memory_bytes = (int64_t)1 << 30;
+    f->max_model_memory_bytes = (int64_t)1 << 30;
     f->drain_timeout_seconds = 30.0;
     f->log_level = MS_LOG_INFO;
     f->saved_model_tags = "serve";
