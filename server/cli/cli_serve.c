@@ -465,6 +465,10 @@ int cli_serve(int argc, char **argv) {
                             .timeout_ms = d.flags.rest_api_timeout_in_ms > 0
                                               ? d.flags.rest_api_timeout_in_ms
                                               : d.flags.idle_timeout_seconds * 1000,
+                            /* TF Serving's REST call deadline: 30 s unless given */
+                            .call_timeout_ms = d.flags.rest_api_timeout_in_ms > 0
+                                                   ? d.flags.rest_api_timeout_in_ms
+                                                   : 30000,
                             .cors = d.flags.rest_api_enable_cors_support,
                             .metrics_path = mpath,
                             .tls = d.tls,

@@ -39,7 +39,9 @@ static const flag_def defs[] = {
     {"rest_api_num_threads", F_INT, OFF(rest_api_num_threads), 0, 4096,
      "REST worker threads (libmicrohttpd thread pool). Default 0 = 4", NULL},
     {"rest_api_timeout_in_ms", F_INT, OFF(rest_api_timeout_in_ms), 0, INT32_MAX,
-     "REST: close a connection idle this long (rounded up to seconds). Default 0 = never", NULL},
+     "REST: deadline of a :predict call (past it the run is cancelled: 504) and the idle "
+     "connection timeout (rounded up to seconds). Default 0 = calls 30000 ms (TF Serving's "
+     "default), connections --idle_timeout_seconds", NULL},
     {"rest_api_enable_cors_support", F_BOOL, OFF(rest_api_enable_cors_support), 0, 0,
      "REST: Access-Control-Allow-Origin: * on every answer, OPTIONS answered", NULL},
     {"enable_batching", F_BOOL, OFF(enable_batching), 0, 0,

@@ -24,6 +24,7 @@
 
 #include "kn_cuda_mem.h"
 #include "ms_log.h"
+#include "ms_watch.h"
 #include "rt_model.h"
 #include "sig_signature.h"
 #include "srv_batch.h"
@@ -42,6 +43,7 @@ struct srv_rest {
     int cors;
     int tls_verify; /* client_verify: a verified client certificate is required */
     char metrics_path[256];
+    int call_timeout_ms; /* srv_rest_opts.call_timeout_ms */
 };
 
 /* Per-request body accumulated by the access handler. */
@@ -475,7 +477,7 @@ static ms_status rows_to_columns(const Tensorflow__SignatureDef *sd, const cJSON
 }
 
 static answer predict_json(srv_app *app, const target *tg, const body *b, int64_t *version,
-                           ms_status *status, srv_req *rec);
+                           ms_status *status, srv_req *rec, ms_watch *watch);
 
 typedef struct predict_job {
     srv_app *app;
@@ -484,21 +486,29 @@ typedef struct predict_job {
     int64_t *version;
     ms_status *st;
     srv_req *rec;
+    ms_watch *watch;
     answer a;
 } predict_job;
 
 static void predict_job_run(void *arg) {
     predict_job *j = arg;
-    j->a = predict_json(j->app, j->tg, j->b, j->version, j->st, j->rec);
+    j->a = predict_json(j->app, j->tg, j->b, j->version, j->st, j->rec, j->watch);
 }
 
 /* :predict on a gRPC worker through the model's queue (fair with gRPC calls;
- * 503 at once when the queue is full). */
-static answer do_predict(srv_app *app, const target *tg, const body *b, int64_t *version,
-                         ms_status *st, srv_req *rec) {
-    predict_job j = {app, tg, b, version, st, rec, {0, NULL}};
+ * 503 at once when the queue is full). The run is watched (ms_watch.h): past
+ * the call deadline it is cancelled and answers 504; when the client closes
+ * its connection it is cancelled too (nobody reads the answer). */
+static answer do_predict(srv_rest *r, struct MHD_Connection *c, const target *tg, const body *b,
+                         int64_t *version, ms_status *st, srv_req *rec) {
+    srv_app *app = r->app;
+    ms_watch watch;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    ms_watch_start(&watch, r->call_timeout_ms, ci ? ci->connect_fd : -1);
+    predict_job j = {app, tg, b, version, st, rec, &watch, {0, NULL}};
     ms_status qst = app->server ? srv_server_run_job(app->server, tg->name, predict_job_run, &j)
                                 : (predict_job_run(&j), MS_OK);
+    ms_watch_stop(&watch);
     if (qst != MS_OK) {
         *st = qst;
         return status_error(qst);
@@ -507,7 +517,7 @@ static answer do_predict(srv_app *app, const target *tg, const body *b, int64_t 
 }
 
 static answer predict_json(srv_app *app, const target *tg, const body *b, int64_t *version,
-                           ms_status *status, srv_req *rec) {
+                           ms_status *status, srv_req *rec, ms_watch *watch) {
     answer a = {0};
     cJSON *req = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
     if (req == NULL || !cJSON_IsObject(req)) {
@@ -587,10 +597,15 @@ static answer predict_json(srv_app *app, const target *tg, const body *b, int64_
     ms_budget_init(&budget, (uint64_t)(app->max_request_memory_bytes > 0
                                            ? app->max_request_memory_bytes
                                            : 0));
-    rt_run_opts opts = {.budget = &budget};
+    rt_run_opts opts = {.budget = &budget, .cancelled = watch ? &watch->cancelled : NULL};
     st = srv_batch_run(app->batcher, sv.model, tg->name, sv.version, sig_key, in, nin, NULL, 0,
                        &opts, &outs, &nouts);
     srv_req_phase(rec, SRV_PHASE_COMPUTE);
+    if (st == MS_ECANCELED && watch && ms_watch_reason(watch) == MS_WATCH_DEADLINE)
+        st = ms_errf(MS_ETIMEDOUT, "the call ran past its deadline (--rest_api_timeout_in_ms); "
+                                   "stopped");
+    else if (st == MS_ECANCELED && watch && ms_watch_reason(watch) == MS_WATCH_HANGUP)
+        st = ms_errf(MS_ECANCELED, "the client closed the connection; stopped");
     if (st != MS_OK) goto done;
     a.code = MHD_HTTP_OK;
     a.json = cJSON_CreateObject();
@@ -1219,7 +1234,7 @@ static srv_rest_reply route(srv_rest *r, struct MHD_Connection *c, const char *u
     if (kind == K_PREDICT || kind == K_CLASSIFY || kind == K_REGRESS) {
         int64_t version = 0;
         ms_status st = MS_OK;
-        answer a = kind == K_PREDICT ? do_predict(r->app, tg, b, &version, &st, rec)
+        answer a = kind == K_PREDICT ? do_predict(r, c, tg, b, &version, &st, rec)
                                      : do_example_api(r->app, tg, b, kind == K_REGRESS, &version,
                                                       &st);
         srv_req_model(rec, NULL, version, NULL);
@@ -1318,6 +1333,7 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     if (r == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     r->app = app;
     r->cors = o->cors;
+    r->call_timeout_ms = o->call_timeout_ms;
     if (o->metrics_path) snprintf(r->metrics_path, sizeof r->metrics_path, "%s", o->metrics_path);
     unsigned threads = o->threads > 0 ? (unsigned)o->threads : 4;
     unsigned timeout_s = o->timeout_ms > 0 ? (unsigned)((o->timeout_ms + 999) / 1000) : 0;
