@@ -11,6 +11,7 @@
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static ms_watch *g_head;
 static int g_started;
+static int g_all_cancelled; /* ms_watch_cancel_all: every later watch starts cancelled */
 
 static double now_ms(void) {
     struct timespec ts;
@@ -74,6 +75,7 @@ void ms_watch_start(ms_watch *w, double timeout_ms, int fd) {
     w->next = g_head;
     if (g_head) g_head->prev = w;
     g_head = w;
+    if (g_all_cancelled) fire(w, MS_WATCH_DEADLINE);
     pthread_mutex_unlock(&g_mu);
 }
 
@@ -92,6 +94,7 @@ int ms_watch_reason(const ms_watch *w) {
 
 void ms_watch_cancel_all(void) {
     pthread_mutex_lock(&g_mu);
+    g_all_cancelled = 1;
     for (ms_watch *w = g_head; w; w = w->next) fire(w, MS_WATCH_DEADLINE);
     pthread_mutex_unlock(&g_mu);
 }

@@ -33,8 +33,9 @@ void ms_watch_start(ms_watch *w, double timeout_ms, int fd);
 void ms_watch_stop(ms_watch *w);
 /* Why w was cancelled (MS_WATCH_*). */
 int ms_watch_reason(const ms_watch *w);
-/* Cancels every registered watch now (MS_WATCH_DEADLINE): the drain
- * timeout at SIGTERM stops what is still running. */
+/* Cancels every registered watch now, and every one registered later
+ * (MS_WATCH_DEADLINE): the drain timeout at SIGTERM stops what is still
+ * running, REST calls and warm-up runs included, and what would start. */
 void ms_watch_cancel_all(void);
 
 #endif /* MS_WATCH_H */

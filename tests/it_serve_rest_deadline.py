@@ -7,7 +7,9 @@ deadline, clients that give up and close their connection cancel their runs:
 after more such clients than there are inference workers
 (--grpc_max_threads=2), half_plus_two still answers over REST and gRPC. Before
 this change each abandoned run kept its worker forever and REST answered no
-model at all.
+model at all. Warm-up runs have a deadline too
+(--model_warmup_run_timeout_seconds), and SIGTERM ends the process within the
+drain timeout while a warm-up without a deadline spins.
 """
 import http.client
 import json
@@ -56,6 +58,7 @@ def write_spin(d):
 
     x = node("x", "Placeholder", T=None)
     x.attr["dtype"].type = F
+    x.attr["shape"].shape.dim.add(size=1)
     const("inf", float("inf"))
     p = "spin/"
     enter(p + "Enter_v", "x", False)
@@ -73,6 +76,7 @@ def write_spin(d):
     sig.method_name = "tensorflow/serving/predict"
     sig.inputs["x"].name = "x:0"
     sig.inputs["x"].dtype = F
+    sig.inputs["x"].tensor_shape.dim.add(size=1)  # so that synthetic warm-up runs it
     sig.outputs["y"].name = p + "Exit:0"
     sig.outputs["y"].dtype = F
     os.makedirs(d)
@@ -180,6 +184,41 @@ def main():
         except Exception as e:  # noqa: BLE001 - reported below
             got = str(e)
         check(got == [2.5], "and gRPC half_plus_two answers: %r" % (got,))
+    finally:
+        d.close()
+    # 3. Warm-up gets a deadline: the synthetic warm-up of the spinning model
+    #    stops at it (logged) and the version becomes AVAILABLE instead of
+    #    staying LOADING for ever.
+    rest = free_port()
+    d = Daemon(["--model_config_file=" + cfg, "--rest_api_port=%d" % rest,
+                "--model_warmup_run_timeout_seconds=1"])
+    try:
+        check(wait_available(rest, "hpt"), "hpt available beside the spinning warm-up")
+        check(wait_available(rest, "spin"), "spin AVAILABLE after its warm-up deadline",
+              daemon=d)
+        check("model_warmup_run_timeout_seconds" in d.log(),
+              "the warm-up's stop is logged naming the flag", daemon=d)
+    finally:
+        d.close()
+
+    # 4. SIGTERM during a warm-up without a deadline and during a REST run
+    #    without one: the drain timeout cancels both and the process exits.
+    rest = free_port()
+    d = Daemon(["--model_config_file=" + cfg, "--rest_api_port=%d" % rest,
+                "--model_warmup_run_timeout_seconds=0", "--drain_timeout_seconds=1",
+                "--rest_api_timeout_in_ms=600000"])
+    try:
+        check(wait_available(rest, "hpt"), "hpt available")
+        time.sleep(0.5)  # spin is warming up, for ever
+        t0 = time.monotonic()
+        d.proc.send_signal(15)
+        try:
+            d.proc.wait(timeout=20)
+            took = time.monotonic() - t0
+        except Exception:  # noqa: BLE001 - reported below
+            took = None
+        check(took is not None and took < 1 + 5 + 5,
+              "SIGTERM with a warm-up that never ends: exited after %s s" % took)
     finally:
         d.close()
     print("it_serve_rest_deadline: ok")

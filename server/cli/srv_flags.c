@@ -166,6 +166,10 @@ static const flag_def defs[] = {
     {"max_request_memory_bytes", F_INT64, OFF(max_request_memory_bytes), 0, 1e18,
      "memory one request may hold: its tensors, decoded DICOM, live graph outputs; past it "
      "RESOURCE_EXHAUSTED. 0 = no limit. Default 1073741824 (1 GiB)", NULL},
+    {"model_warmup_run_timeout_seconds", F_DOUBLE, OFF(model_warmup_run_timeout_seconds), 0,
+     86400,
+     "deadline of one warm-up run at load; past it the run is cancelled and the load fails "
+     "(DEADLINE_EXCEEDED). 0 = none. Default 300", NULL},
     {"max_model_memory_bytes", F_INT64, OFF(max_model_memory_bytes), 0, 1e18,
      "load budget of one model: the memory its broadcast Consts (a few values stored for a "
      "large shape) take beyond the graph file; past it the load fails. 0 = no limit. Default "
@@ -241,6 +245,7 @@ void srv_flags_defaults(srv_flags *f) {
     f->max_message_bytes = 256 << 20;
     f->max_request_memory_bytes = (int64_t)1 << 30;
     f->max_model_memory_bytes = (int64_t)1 << 30;
+    f->model_warmup_run_timeout_seconds = 300.0;
     f->drain_timeout_seconds = 30.0;
     f->log_level = MS_LOG_INFO;
     f->saved_model_tags = "serve";

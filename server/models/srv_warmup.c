@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "ms_file.h"
 #include "ms_log.h"
+#include "ms_watch.h"
 #include "ms_wire.h"
 #include "rt_crc32c.h"
 #include "rt_exec.h"
@@ -36,6 +38,30 @@ static uint64_t le64(const uint8_t *p) {
 
 static uint32_t le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static _Atomic double g_run_timeout_s = SRV_WARMUP_RUN_TIMEOUT_S;
+
+void srv_warmup_set_run_timeout(double seconds) {
+    atomic_store(&g_run_timeout_s, seconds);
+}
+
+/* One warm-up run with a deadline (ms_watch.h): a graph that never ends
+ * (a While whose condition stays true) fails the warm-up instead of keeping
+ * the version LOADING forever; the drain at SIGTERM cancels it too. */
+static ms_status warm_run(rt_model *m, const char *sig, const sig_input *in, int nin,
+                          const char *const *filter, int nfilter, sig_output **outs, int *nouts) {
+    ms_watch w;
+    double t = atomic_load(&g_run_timeout_s);
+    ms_watch_start(&w, t * 1e3, -1);
+    rt_run_opts opts = {.cancelled = &w.cancelled};
+    ms_status st = sig_run(m, sig, in, nin, filter, nfilter, &opts, outs, nouts);
+    ms_watch_stop(&w);
+    if (st == MS_ECANCELED)
+        st = ms_errf(MS_ETIMEDOUT, "a warm-up run took longer than %.0f s "
+                                   "(--model_warmup_run_timeout_seconds) or the server is "
+                                   "shutting down; stopped", t);
+    return st;
 }
 
 /* Runs one PredictRequest `iterations` times. */
@@ -63,9 +89,8 @@ static ms_status run_predict(rt_model *m, const Tensorflow__Serving__PredictRequ
     for (int it = 0; it < iterations && st == MS_OK; it++) {
         sig_output *outs = NULL;
         int nouts = 0;
-        rt_run_opts opts = {0};
-        st = sig_run(m, sig, in, nin, (const char *const *)rq->output_filter,
-                     (int)rq->n_output_filter, &opts, &outs, &nouts);
+        st = warm_run(m, sig, in, nin, (const char *const *)rq->output_filter,
+                      (int)rq->n_output_filter, &outs, &nouts);
         sig_outputs_free(outs, nouts);
     }
     for (int i = 0; i < nin; i++)
@@ -224,8 +249,7 @@ static void synthetic(rt_model *m, const char *name, int iterations, int *n) {
         for (int it = 0; ok && it < iterations; it++) {
             sig_output *outs = NULL;
             int nouts = 0;
-            rt_run_opts opts = {0};
-            ms_status st = sig_run(m, key, in, nin, NULL, 0, &opts, &outs, &nouts);
+            ms_status st = warm_run(m, key, in, nin, NULL, 0, &outs, &nouts);
             sig_outputs_free(outs, nouts);
             if (st != MS_OK) {
                 MS_INFO("model %s: synthetic warm-up of signature %s stopped: %s", name, key,
@@ -279,8 +303,7 @@ int srv_warmup_device_size(rt_model *m, const char *name, int64_t version, const
             }
             sig_output *outs = NULL;
             int nouts = 0;
-            rt_run_opts opts = {0};
-            ms_status st = sig_run(m, key, in, nin, NULL, 0, &opts, &outs, &nouts);
+            ms_status st = warm_run(m, key, in, nin, NULL, 0, &outs, &nouts);
             sig_outputs_free(outs, nouts);
             for (int i = 0; i < nin; i++)
                 rt_tensor_unref(in[i].tensor);
