@@ -157,8 +157,13 @@ ms_status ms_file_read_fd(int fd, const char *name, uint64_t max, uint8_t **out,
     size_t cap = 0, len = 0;
     uint8_t *buf = NULL;
     struct stat sb;
-    /* A first guess from stat, never trusted: the loop reads to EOF. */
-    if (fstat(fd, &sb) == 0 && sb.st_size > 0 && (uint64_t)sb.st_size <= max)
+    /* stat refuses an oversized file without reading a byte (a 2 GB sparse
+     * file costs nothing); below the cap it is only a first guess, the loop
+     * reads to EOF and counts (a /proc-like file says 0 and holds more). */
+    if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size > max)
+        return ms_errf(MS_EINVAL, "%s: %lld bytes, larger than the limit of %llu bytes; not read",
+                       name, (long long)sb.st_size, (unsigned long long)max);
+    if (fstat(fd, &sb) == 0 && sb.st_size > 0)
         cap = (size_t)sb.st_size + 1;
     if (cap < 4096) cap = 4096;
     for (;;) {

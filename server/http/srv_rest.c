@@ -516,9 +516,52 @@ static answer do_predict(srv_rest *r, struct MHD_Connection *c, const target *tg
     return j.a;
 }
 
+/* What cJSON's tree of a body will hold at most: one node per value, and a
+ * value needs at least one byte of its own or a separator (',' ':' '[' '{'),
+ * so nodes <= separators + 1 outside strings; plus the string bytes. Counted
+ * before parsing (the tree is ~40 times the body for "0,0,0,..."). */
+static uint64_t json_tree_bytes(const char *p, size_t n) {
+    uint64_t nodes = 1;
+    int in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = p[i];
+        if (in_str) {
+            if (ch == '\\') i++;
+            else if (ch == '"') in_str = 0;
+        } else if (ch == '"') {
+            in_str = 1;
+        } else if (ch == ',' || ch == ':' || ch == '[' || ch == '{') {
+            nodes++;
+        }
+    }
+    /* a node and its malloc header; keys and strings copied once */
+    return nodes * (sizeof(cJSON) + 16) + n;
+}
+
 static answer predict_json(srv_app *app, const target *tg, const body *b, int64_t *version,
                            ms_status *status, srv_req *rec, ms_watch *watch) {
     answer a = {0};
+    /* The model first: a call for a model we do not serve costs no parse. */
+    srv_servable sv0 = {0};
+    ms_status lst = srv_manager_get(app->mgr, tg->name, tg->version,
+                                    tg->label[0] ? tg->label : NULL, &sv0);
+    if (lst != MS_OK) {
+        srv_req_model(rec, NULL, 0, SIG_DEFAULT_KEY); /* the body is not read */
+        *status = lst;
+        return status_error(lst);
+    }
+    srv_servable_release(&sv0);
+    /* The parse tree is the request's memory too (--max_request_memory_bytes). */
+    ms_budget budget;
+    ms_budget_init(&budget, (uint64_t)(app->max_request_memory_bytes > 0
+                                           ? app->max_request_memory_bytes
+                                           : 0));
+    uint64_t tree = json_tree_bytes(b->data ? b->data : "", b->len);
+    ms_status bst = ms_budget_take(&budget, tree, "the JSON body's parse tree");
+    if (bst != MS_OK) {
+        *status = bst;
+        return error_answer(413, ms_errmsg());
+    }
     cJSON *req = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
     if (req == NULL || !cJSON_IsObject(req)) {
         cJSON_Delete(req);
@@ -593,10 +636,6 @@ static answer predict_json(srv_app *app, const target *tg, const body *b, int64_
     if (drop < 0) drop = 0;
     if (nin > 0 && in[0].tensor->shape.rank > 0) srv_req_batch(rec, (int)in[0].tensor->shape.dim[0]);
     srv_req_phase(rec, SRV_PHASE_DECODE);
-    ms_budget budget; /* --max_request_memory_bytes, as for gRPC */
-    ms_budget_init(&budget, (uint64_t)(app->max_request_memory_bytes > 0
-                                           ? app->max_request_memory_bytes
-                                           : 0));
     rt_run_opts opts = {.budget = &budget, .cancelled = watch ? &watch->cancelled : NULL};
     st = srv_batch_run(app->batcher, sv.model, tg->name, sv.version, sig_key, in, nin, NULL, 0,
                        &opts, &outs, &nouts);
