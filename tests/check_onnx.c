@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kn_backend.h"
@@ -435,6 +436,143 @@ START_TEST(test_missing_external_data) {
 }
 END_TEST
 
+/* A one-node model y = x + w whose initializer w (float[2]) lives in
+ * external data at `loc`; converted with the model's folder `dir`. */
+static ms_status convert_external(const char *dir, const char *loc) {
+    Onnx__TypeProto__Tensor tt = ONNX__TYPE_PROTO__TENSOR__INIT;
+    tt.has_elem_type = 1;
+    tt.elem_type = 1; /* FLOAT */
+    Onnx__TensorShapeProto__Dimension d2 = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
+    d2.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    d2.dim_value = 2;
+    Onnx__TensorShapeProto__Dimension *dims[1] = {&d2};
+    Onnx__TensorShapeProto shp = ONNX__TENSOR_SHAPE_PROTO__INIT;
+    shp.n_dim = 1;
+    shp.dim = dims;
+    tt.shape = &shp;
+    Onnx__TypeProto ty = ONNX__TYPE_PROTO__INIT;
+    ty.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    ty.tensor_type = &tt;
+    Onnx__ValueInfoProto x = ONNX__VALUE_INFO_PROTO__INIT, y = ONNX__VALUE_INFO_PROTO__INIT;
+    x.name = "x";
+    x.type = &ty;
+    y.name = "y";
+    y.type = &ty;
+    Onnx__StringStringEntryProto el = ONNX__STRING_STRING_ENTRY_PROTO__INIT;
+    el.key = "location";
+    el.value = (char *)loc;
+    Onnx__StringStringEntryProto *ext[1] = {&el};
+    Onnx__TensorProto w = ONNX__TENSOR_PROTO__INIT;
+    int64_t wd[1] = {2};
+    w.name = "w";
+    w.has_data_type = 1;
+    w.data_type = 1;
+    w.n_dims = 1;
+    w.dims = wd;
+    w.has_data_location = 1;
+    w.data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    w.n_external_data = 1;
+    w.external_data = ext;
+    Onnx__TensorProto *inits[1] = {&w};
+    Onnx__NodeProto add = ONNX__NODE_PROTO__INIT;
+    char *ain[2] = {"x", "w"}, *aout[1] = {"y"};
+    add.op_type = "Add";
+    add.name = "add";
+    add.n_input = 2;
+    add.input = ain;
+    add.n_output = 1;
+    add.output = aout;
+    Onnx__NodeProto *nodes[1] = {&add};
+    Onnx__ValueInfoProto *ins[1] = {&x}, *outs[1] = {&y};
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "ext";
+    g.n_node = 1;
+    g.node = nodes;
+    g.n_initializer = 1;
+    g.initializer = inits;
+    g.n_input = 1;
+    g.input = ins;
+    g.n_output = 1;
+    g.output = outs;
+    Onnx__OperatorSetIdProto ops = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+    ops.has_version = 1;
+    ops.version = 13;
+    Onnx__OperatorSetIdProto *opsp[1] = {&ops};
+    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+    m.has_ir_version = 1;
+    m.ir_version = 8;
+    m.graph = &g;
+    m.n_opset_import = 1;
+    m.opset_import = opsp;
+    size_t len = onnx__model_proto__get_packed_size(&m);
+    uint8_t *buf = malloc(len);
+    ck_assert_ptr_nonnull(buf);
+    onnx__model_proto__pack(&m, buf);
+    uint8_t *pb = NULL;
+    size_t n = 0;
+    ms_status st = rt_onnx_convert_mem(buf, len, dir, "ext", NULL, &pb, &n);
+    free(buf);
+    free(pb);
+    return st;
+}
+
+static void put_bytes(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* External data is read only from a regular file inside the model's folder:
+ * a link to a file outside, a folder link, an absolute name, "..", a FIFO (no
+ * hang) and a device are refused naming the location, never quoting bytes.
+ * A hard link is read (docs/security.md). */
+START_TEST(test_external_data_outside) {
+    char *dir = temp_export_dir();
+    char *slash = strrchr(dir, '/');
+    *slash = '\0'; /* <tmp>: holds secret.bin and odir/ */
+    char m[1100], p[1200], q[1200];
+    snprintf(m, sizeof m, "%s/m", dir);
+    ck_assert_int_eq(mkdir(m, 0755), 0);
+    snprintf(q, sizeof q, "%s/secret.bin", dir);
+    put_bytes(q, "SECRETSECRET");
+    snprintf(p, sizeof p, "%s/w.bin", m);
+    put_bytes(p, "12345678");
+    snprintf(p, sizeof p, "%s/lnk", m);
+    ck_assert_int_eq(symlink(q, p), 0);
+    snprintf(p, sizeof p, "%s/hard", m);
+    ck_assert_int_eq(link(q, p), 0);
+    snprintf(p, sizeof p, "%s/odir", dir);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    snprintf(q, sizeof q, "%s/odir/w.bin", dir);
+    put_bytes(q, "SECRETSECRET");
+    snprintf(q, sizeof q, "%s/d", m);
+    ck_assert_int_eq(symlink(p, q), 0);
+    snprintf(p, sizeof p, "%s/fifo", m);
+    ck_assert_int_eq(mkfifo(p, 0600), 0);
+    snprintf(p, sizeof p, "%s/zero", m);
+    ck_assert_int_eq(symlink("/dev/zero", p), 0);
+    ck_assert_msg(convert_external(m, "w.bin") == MS_OK, "%s", ms_errmsg());
+    ck_assert_msg(convert_external(m, "hard") == MS_OK, "%s", ms_errmsg());
+    snprintf(q, sizeof q, "%s/secret.bin", dir);
+    const struct {
+        const char *loc;
+        ms_status st;
+    } bad[] = {{"lnk", MS_EPERM},   {"d/w.bin", MS_EPERM}, {q, MS_EINVAL},
+               {"../secret.bin", MS_EINVAL}, {"fifo", MS_EINVAL}, {"zero", MS_EPERM}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ms_status st = convert_external(m, bad[i].loc);
+        ck_assert_msg(st == bad[i].st, "%s: %s (%s)", bad[i].loc, ms_status_name(st), ms_errmsg());
+        ck_assert_msg(strstr(ms_errmsg(), bad[i].loc) != NULL, "%s", ms_errmsg());
+        ck_assert_msg(strstr(ms_errmsg(), "SECRET") == NULL, "%s", ms_errmsg());
+    }
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    free(dir);
+}
+END_TEST
+
 static Suite *onnx_suite(void) {
     Suite *s = suite_create("onnx");
     TCase *tc = tcase_create("numerics");
@@ -462,6 +600,7 @@ static Suite *onnx_suite(void) {
     tcase_add_test(tc, test_not_onnx);
     tcase_add_test(tc, test_graph_without_nodes);
     tcase_add_test(tc, test_missing_external_data);
+    tcase_add_test(tc, test_external_data_outside);
     tcase_add_test(tc, test_dicom_input_bad_name_or_size);
     suite_add_tcase(s, tc);
     return s;

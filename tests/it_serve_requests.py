@@ -130,7 +130,7 @@ def file_caps():
         # An SSTable's footer magic last, so the manager takes the index as written.
         sparse(os.path.join(w, "variables", "variables.index"),
                bytes([0x57, 0xfb, 0x80, 0x8b, 0x24, 0x75, 0x47, 0xdb]))
-        for base, words in ((os.path.join(t, "m"), "not read"), (os.path.join(t, "w"), "above the limit")):
+        for base, words in ((os.path.join(t, "m"), "not read"), (os.path.join(t, "w"), "larger than the limit")):
             d = Daemon(["--model_name=big", "--model_base_path=" + base])
             try:
                 end = time.monotonic() + 30

@@ -70,6 +70,9 @@ static void parse_range(void *arg, int64_t b, int64_t e) {
         dcm_dataset *ds = NULL;
         ms_status st = dcm_parse(j->files[i].data, (size_t)j->files[i].len, &j->lim, &ds);
         if (st == MS_OK) st = dcm_read_info(ds, &j->info[i]);
+        /* an impossible size is the file's fault (INVALID_ARGUMENT), found
+         * before the budget is asked for it */
+        if (st == MS_OK) st = dcm_check_pixel_bytes(ds, &j->info[i]);
         dcm_dataset_free(ds);
         if (st != MS_OK) job_fail(j, i, st);
     }

@@ -435,6 +435,37 @@ static ms_status setup_modality(const dcm_dataset *ds, const dcm_info *info, mod
     return MS_OK;
 }
 
+ms_status dcm_check_pixel_bytes(const dcm_dataset *ds, const dcm_info *in) {
+    if (!in->has_pixels) return MS_OK;
+    if (in->encapsulated) {
+        if (in->frames > in->fragments)
+            return ms_errf(MS_EINVAL,
+                           "NumberOfFrames %u with %u fragments of pixel data: each frame needs "
+                           "at least one",
+                           in->frames, in->fragments);
+        return MS_OK;
+    }
+    uint32_t tag = in->float_pixels == 32   ? DCM_TAG_FLOAT_PIXEL_DATA
+                   : in->float_pixels == 64 ? DCM_TAG_DOUBLE_PIXEL_DATA
+                                            : DCM_TAG_PIXEL_DATA;
+    int64_t e = dcm_find(ds, DCM_NO_PARENT, tag);
+    uint64_t bits = in->float_pixels ? (uint64_t)in->float_pixels : in->bits_allocated;
+    if (e < 0 || bits == 0) return MS_OK; /* the decoder names what is missing */
+    /* frames, rows and columns are 32-bit: the product fits in 128 bits, and
+     * is compared in two steps to stay within 64 */
+    uint64_t px = (uint64_t)in->rows * in->cols; /* < 2^64 */
+    uint64_t have = ds->elems[e].len;
+    /* bits below 8 pack across frames: floor per frame keeps it a lower bound */
+    uint64_t per_frame = px > UINT64_MAX / bits ? UINT64_MAX : px * bits / 8;
+    uint64_t frames = in->frames ? in->frames : 1;
+    if (per_frame == 0 || have / per_frame >= frames) return MS_OK;
+    return ms_errf(MS_EINVAL,
+                   "pixel data has %llu bytes; %u frames of %ux%u at %llu bits need at least "
+                   "%llu bytes per frame",
+                   (unsigned long long)have, in->frames, in->rows, in->cols,
+                   (unsigned long long)bits, (unsigned long long)per_frame);
+}
+
 static ms_status check_geometry(const dcm_info *in, const dcm_limits *lim, pixfmt *f) {
     if (in->rows == 0 || in->cols == 0)
         return ms_errf(MS_EINVAL, "image has %u rows and %u columns", in->rows, in->cols);

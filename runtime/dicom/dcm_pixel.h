@@ -60,6 +60,16 @@ typedef struct dcm_image {
  * but unreadable (a non-numeric RescaleSlope); missing ones stay 0 / "". */
 ms_status dcm_read_info(const dcm_dataset *ds, dcm_info *out);
 
+/* Whether the declared size is possible for the bytes present, before any
+ * budget is charged for it: native pixel data must hold NumberOfFrames x Rows
+ * x Columns pixels at BitsAllocated (a lower bound: one sample each), and
+ * encapsulated data at least one fragment per frame (PS3.5 A.4: a fragment
+ * never holds two frames; how many pixels a codec packs in a few bytes is not
+ * bounded: JPEG 2000 codes a flat image in a few dozen). MS_EINVAL naming
+ * both numbers: the file is wrong, and no budget says RESOURCE_EXHAUSTED
+ * (which clients retry) for it. */
+ms_status dcm_check_pixel_bytes(const dcm_dataset *ds, const dcm_info *in);
+
 /* Parses `bytes` and decodes every frame to float32 HU. MS_EINVAL with a
  * reason for malformed input; MS_ENOTSUP for unsupported syntaxes or pixel
  * formats (message names them); MS_ENOMEM when lim->max_pixel_bytes or

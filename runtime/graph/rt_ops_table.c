@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "rt_exec.h"
 #include "rt_ops.h"
@@ -387,18 +388,35 @@ static ms_status init_text_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_t
     const char *ds = kn_attr_s(n, "delimiter", &dlen);
     char delim[16] = "\t";
     if (ds && dlen > 0 && dlen < sizeof delim) memcpy(delim, ds, dlen), delim[dlen] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return ms_errf(MS_ENOTFOUND, "'%s': cannot open vocabulary file '%s'", n->name, path);
-    /* An asset is read line by line; one line can be the whole file: cap it
-     * (stat first, nothing read). Real vocabularies are a few MB. */
+    /* The name comes from the graph (a Const, or the asset path the loader
+     * feeds): only a regular file inside the model folder is read, beneath
+     * it (ms_file.h), whatever links or names point elsewhere. */
+    rt_hostctx *hc = rt_hostctx_of(ctx);
+    const ms_dir *root = hc && hc->vars ? hc->vars->files : NULL;
+    if (root == NULL)
+        return ms_errf(MS_EINVAL, "'%s': vocabulary file '%s': no model folder to read it from",
+                       n->name, path);
+    const char *rel;
+    int fd = -1;
+    r = ms_dir_inside(root, path, &rel);
+    if (r == MS_OK) r = ms_file_open(root, rel, &fd);
+    if (r != MS_OK) return ms_errwrap(r, "'%s': vocabulary file", n->name);
+    FILE *f = fdopen(fd, "rb");
+    if (f == NULL) {
+        close(fd);
+        return ms_errf(MS_ENOMEM, "'%s': out of memory", n->name);
+    }
+    /* An asset is read line by line; one line can be the whole file: cap it,
+     * by stat first (nothing read) and by the bytes read (stat is not the
+     * last word: a file can grow while it is read). */
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || (uint64_t)sb.st_size > RT_ASSET_MAX_BYTES) {
+    if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size > RT_ASSET_MAX_BYTES) {
         fclose(f);
         return ms_errf(MS_EINVAL, "'%s': vocabulary file '%s' is larger than the limit of %llu "
                                   "bytes; not read",
-                       n->name, path, (unsigned long long)RT_ASSET_MAX_BYTES);
+                       n->name, rel, (unsigned long long)RT_ASSET_MAX_BYTES);
     }
+    uint64_t total = 0;
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;
@@ -406,6 +424,13 @@ static ms_status init_text_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_t
     r = MS_OK;
     while (r == MS_OK && (vocab < 0 || ln < vocab) && (got = getline(&line, &cap, f)) >= 0) {
         size_t len = (size_t)got;
+        total += len;
+        if (total > RT_ASSET_MAX_BYTES) {
+            r = ms_errf(MS_EINVAL, "'%s': vocabulary file '%s' is larger than the limit of %llu "
+                                   "bytes; not read",
+                        n->name, rel, (unsigned long long)RT_ASSET_MAX_BYTES);
+            break;
+        }
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
         rt_tensor *kv[3] = {in[0], NULL, NULL};
         r = text_field(n, line, len, ln + offset, ki, delim, t.keys->dtype, &kv[1]);

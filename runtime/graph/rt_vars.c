@@ -10,6 +10,7 @@
 void rt_vars_init(rt_vars *v) {
     pthread_mutex_init(&v->mu, NULL);
     v->head = NULL;
+    v->files = NULL;
 }
 
 void rt_vars_destroy(rt_vars *v) {

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 
+#include "ms_file.h"
 #include "rt_tensor.h"
 
 typedef struct rt_var {
@@ -16,6 +17,10 @@ typedef struct rt_var {
 typedef struct rt_vars {
     pthread_mutex_t mu; /* guards the list; values are guarded by the model's run lock */
     rt_var *head;
+    /* Borrowed: the version folder the ops that read files (RestoreV2, the
+     * table initialisers) open them beneath (ms_file.h); a file name they are
+     * fed must lie inside it. NULL (rt_vars_init): such ops refuse. */
+    const ms_dir *files;
 } rt_vars;
 
 void rt_vars_init(rt_vars *v);

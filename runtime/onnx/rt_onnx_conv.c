@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "ms_file.h"
 #include "rt_onnx_int.h"
 
 /* ======================================================================
@@ -325,30 +327,34 @@ static ms_status read_external(rt__ox_conv *cv, const Onnx__TensorProto *t, size
     if (len >= 0 && (size_t)len != want)
         return ms_errf(MS_EINVAL, "initializer \"%s\": external length %lld, expected %zu bytes",
                        tn, (long long)len, want);
-    char *path = rt__ox_printf(cv, "%s/%s", cv->model_dir, loc);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return ms_errf(MS_ENOTFOUND, "initializer \"%s\": cannot open external data %s: %s", tn,
-                       path, strerror(errno));
-    /* The size comes from the initializer's dims: check the file holds it
-     * before allocating. */
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || off < 0 || (uint64_t)sb.st_size < (uint64_t)off ||
-        (uint64_t)sb.st_size - (uint64_t)off < want) {
-        fclose(f);
-        return ms_errf(MS_EINVAL,
-                       "initializer \"%s\": external data %s too short (%zu bytes at "
-                       "offset %lld)",
-                       tn, path, want, (long long)off);
+    /* Opened beneath the model's folder, a regular file only (ms_file.h): a
+     * link to a file or folder outside, a FIFO or a device is refused. */
+    ms_dir root;
+    int fd = -1;
+    ms_status st = ms_dir_open(cv->model_dir, &root);
+    if (st == MS_OK) {
+        st = ms_file_open(&root, loc, &fd);
+        ms_dir_close(&root);
     }
-    uint8_t *buf = rt__ox_alloc(cv, want ? want : 1);
-    int ok = off >= 0 && fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(buf, 1, want, f) == want;
-    fclose(f);
+    if (st != MS_OK) return ms_errwrap(st, "initializer \"%s\": external data", tn);
+    /* The size comes from the initializer's dims: check the file holds it
+     * before allocating; the read then has to deliver every byte. */
+    struct stat sb;
+    int ok = fstat(fd, &sb) == 0 && off >= 0 && (uint64_t)sb.st_size >= (uint64_t)off &&
+             (uint64_t)sb.st_size - (uint64_t)off >= want;
+    uint8_t *buf = ok ? rt__ox_alloc(cv, want ? want : 1) : NULL;
+    for (size_t got = 0; ok && got < want;) {
+        ssize_t r = pread(fd, buf + got, want - got, (off_t)off + (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        ok = r > 0;
+        got += ok ? (size_t)r : 0;
+    }
+    close(fd);
     if (!ok)
         return ms_errf(MS_EINVAL,
                        "initializer \"%s\": external data %s too short (%zu bytes at "
                        "offset %lld)",
-                       tn, path, want, (long long)off);
+                       tn, loc, want, (long long)off);
     *out = buf;
     return MS_OK;
 }

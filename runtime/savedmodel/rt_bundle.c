@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ms_file.h"
 #include "ms_wire.h"
 #include "rt_coding.h"
 #include "rt_crc32c.h"
@@ -53,49 +54,6 @@ static const char *base_name(const char *path) {
 char *rt_bundle_data_path(const char *prefix, int shard, int num_shards, char *buf, size_t n) {
     int k = snprintf(buf, n, "%s.data-%05d-of-%05d", prefix, shard, num_shards);
     return k < 0 || (size_t)k >= n ? NULL : buf;
-}
-
-/* Reads a whole file; MS_ENOTFOUND "<base>: missing" when absent. */
-static ms_status read_whole(const char *path, size_t max, uint8_t **out, size_t *n) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return ms_errf(MS_ENOTFOUND, "%s: missing", base_name(path));
-        return ms_errf(MS_EINVAL, "%s: cannot open: %s", base_name(path), strerror(errno));
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ms_errf(MS_EINVAL, "%s: not a regular file", base_name(path));
-    }
-    if ((uint64_t)sb.st_size > max) {
-        close(fd);
-        return ms_errf(MS_EINVAL, "%s: %lld bytes, above the limit", base_name(path),
-                       (long long)sb.st_size);
-    }
-    size_t len = (size_t)sb.st_size;
-    uint8_t *buf = malloc(len ? len : 1);
-    if (buf == NULL) {
-        close(fd);
-        return ms_errf(MS_ENOMEM, "%s: out of memory", base_name(path));
-    }
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = read(fd, buf + got, len - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            free(buf);
-            close(fd);
-            return ms_errf(MS_EDATALOSS, "%s: read failed after %zu of %zu bytes", base_name(path),
-                           got, len);
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    *out = buf;
-    *n = len;
-    return MS_OK;
 }
 
 static int pread_full(int fd, void *buf, size_t n, uint64_t off) {
@@ -225,7 +183,7 @@ done:
     return st;
 }
 
-ms_status rt_bundle_open(const char *prefix, rt_bundle **out) {
+ms_status rt_bundle_open_in(const ms_dir *root, const char *prefix, rt_bundle **out) {
     ms_status st = MS_OK;
     char path[BUNDLE_PATH_MAX];
     const char *iname = "index";
@@ -246,8 +204,12 @@ ms_status rt_bundle_open(const char *prefix, rt_bundle **out) {
         goto fail;
     }
     iname = base_name(path);
-    if ((st = read_whole(path, BUNDLE_MAX_INDEX, &buf, &len)) != MS_OK)
+    if ((st = ms_file_read(root, path, BUNDLE_MAX_INDEX, &buf, &len)) != MS_OK) {
+        /* "<prefix>.index: missing" as before, by its base name */
+        if (st == MS_ENOTFOUND)
+            st = ms_errf(MS_ENOTFOUND, "%s: missing", iname);
         goto fail;
+    }
     if ((st = rt_sst_open(buf, len, iname, &sst)) != MS_OK)
         goto fail;
     free(buf);
@@ -297,17 +259,14 @@ ms_status rt_bundle_open(const char *prefix, rt_bundle **out) {
             st = ms_errf(MS_EINVAL, "bundle prefix too long");
             goto fail;
         }
-        b->fds[s] = open(dname, O_RDONLY | O_CLOEXEC);
-        if (b->fds[s] < 0) {
-            if (errno == ENOENT)
+        if ((st = ms_file_open(root, dname, &b->fds[s])) != MS_OK) {
+            if (st == MS_ENOTFOUND)
                 st = ms_errf(MS_EDATALOSS, "%s: missing", base_name(dname));
-            else
-                st = ms_errf(MS_EINVAL, "%s: cannot open: %s", base_name(dname), strerror(errno));
             goto fail;
         }
         struct stat sb;
-        if (fstat(b->fds[s], &sb) != 0 || !S_ISREG(sb.st_mode)) {
-            st = ms_errf(MS_EINVAL, "%s: not a regular file", base_name(dname));
+        if (fstat(b->fds[s], &sb) != 0) {
+            st = ms_errf(MS_EINVAL, "%s: cannot stat: %s", base_name(dname), strerror(errno));
             goto fail;
         }
         if ((uint64_t)sb.st_size < need[s]) {
@@ -324,6 +283,28 @@ fail:
     free(need);
     rt_sst_free(sst);
     rt_bundle_close(b);
+    return st;
+}
+
+/* A bundle named by path: its own folder is the root its files stay in. */
+ms_status rt_bundle_open(const char *prefix, rt_bundle **out) {
+    char dir[BUNDLE_PATH_MAX];
+    const char *base = base_name(prefix);
+    size_t dl = (size_t)(base - prefix);
+    if (dl >= sizeof dir)
+        return ms_errf(MS_EINVAL, "bundle prefix too long");
+    if (dl == 0) {
+        strcpy(dir, ".");
+    } else {
+        memcpy(dir, prefix, dl);
+        dir[dl] = '\0';
+    }
+    ms_dir root;
+    ms_status st = ms_dir_open(dir, &root);
+    if (st != MS_OK)
+        return st == MS_ENOTFOUND ? ms_errf(MS_ENOTFOUND, "%s.index: missing", base) : st;
+    st = rt_bundle_open_in(&root, base, out);
+    ms_dir_close(&root);
     return st;
 }
 
@@ -520,11 +501,23 @@ static int crc_range(int fd, uint64_t off, uint64_t size, uint32_t *crc) {
     return 0;
 }
 
+static ms_status verify(rt_bundle *b);
+
 ms_status rt_bundle_verify(const char *prefix) {
     rt_bundle *b;
     ms_status st = rt_bundle_open(prefix, &b);
-    if (st != MS_OK)
-        return st;
+    return st != MS_OK ? st : verify(b);
+}
+
+ms_status rt_bundle_verify_in(const ms_dir *root, const char *prefix) {
+    rt_bundle *b;
+    ms_status st = rt_bundle_open_in(root, prefix, &b);
+    return st != MS_OK ? st : verify(b);
+}
+
+/* Reads every tensor of b once and closes it. */
+static ms_status verify(rt_bundle *b) {
+    ms_status st = MS_OK;
     for (int i = 0; i < b->n && st == MS_OK; i++) {
         const bundle_entry *e = &b->ents[i];
         if (e->sliced)

@@ -15,6 +15,7 @@
 #define RT_BUNDLE_H
 
 #include "kn_backend.h"
+#include "ms_file.h"
 #include "ms_status.h"
 #include "rt_tensor.h"
 
@@ -30,6 +31,12 @@ typedef struct rt_bundle rt_bundle;
  * features this reader lacks (a newer format version). Keeps the data shards
  * open until rt_bundle_close. */
 ms_status rt_bundle_open(const char *prefix, rt_bundle **out);
+/* The same for a bundle inside a model folder: `prefix` is relative to root
+ * ("variables/variables") and every file is opened beneath it (ms_file.h):
+ * an index or shard that resolves outside the folder is MS_EPERM naming it,
+ * one that is not a regular file MS_EINVAL, and nothing outside is read.
+ * rt_bundle_open(path) is this with the prefix's own folder as the root. */
+ms_status rt_bundle_open_in(const ms_dir *root, const char *prefix, rt_bundle **out);
 void rt_bundle_close(rt_bundle *b);
 
 /* Number of tensors (the header entry excluded) and their names in sorted
@@ -51,6 +58,8 @@ ms_status rt_bundle_read(rt_bundle *b, const char *key, rt_tensor **out);
  * block crcs correct, every shard is present and long enough, and every
  * tensor's bytes match its crc32c. Reads the whole bundle once. */
 ms_status rt_bundle_verify(const char *prefix);
+/* The same beneath root, as rt_bundle_open_in. */
+ms_status rt_bundle_verify_in(const ms_dir *root, const char *prefix);
 
 /* ---- writer ---- */
 typedef struct rt_bundle_writer rt_bundle_writer;

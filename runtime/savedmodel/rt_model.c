@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "ms_file.h"
 #include "ms_log.h"
 #include "ms_wire.h"
 #include "dcm_ops.h"
@@ -18,6 +18,7 @@
 #include "rt_opscan.h"
 #include "rt_graph.h"
 #include "rt_ops.h"
+#include "rt_tensor_proto.h"
 #include "rt_tf1loop.h"
 
 #define SAVED_MODEL_MAX_BYTES RT_SAVED_MODEL_MAX_BYTES
@@ -31,6 +32,7 @@ typedef struct plan_entry {
 struct rt_model {
     atomic_int refs;
     char *dir;
+    ms_dir root;                        /* the version folder: every file is read beneath it */
     Tensorflow__SavedModel *sm;
     const Tensorflow__MetaGraphDef *mg; /* inside sm */
     rt_graph *g;
@@ -49,72 +51,116 @@ const kn_kernel *const rt_model_host_ops[] = {rt_ops_core_kernels, rt_ops_restor
 
 /* ---- reading saved_model.pb ---- */
 
-static ms_status read_file(const char *path, uint8_t **data, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return ms_errf(errno == ENOENT ? MS_ENOTFOUND : MS_EINVAL, "%s: %s", path,
-                       strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return ms_errf(MS_EINVAL, "%s: not a regular file", path);
-    }
-    if ((size_t)sb.st_size > SAVED_MODEL_MAX_BYTES) {
-        fclose(f);
-        return ms_errf(MS_EINVAL, "%s: %lld bytes is larger than the limit of %llu bytes; not read",
-                       path, (long long)sb.st_size, (unsigned long long)SAVED_MODEL_MAX_BYTES);
-    }
-    size_t n = (size_t)sb.st_size;
-    uint8_t *buf = malloc(n ? n : 1);
-    if (buf == NULL) {
-        fclose(f);
-        return ms_errf(MS_ENOMEM, "%s: out of memory", path);
-    }
-    if (n && fread(buf, 1, n, f) != n) {
-        free(buf);
-        fclose(f);
-        return ms_errf(MS_EINVAL, "%s: read failed", path);
-    }
-    fclose(f);
-    *data = buf;
-    *len = n;
-    return MS_OK;
-}
-
-ms_status rt_savedmodel_read(const char *export_dir, Tensorflow__SavedModel **out) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/saved_model.pb", export_dir);
+/* saved_model.pb of the folder root, read beneath it (ms_file.h). */
+static ms_status read_savedmodel(const ms_dir *root, Tensorflow__SavedModel **out) {
+    const char *export_dir = root->path;
     uint8_t *data = NULL;
     size_t len = 0;
-    ms_status st = read_file(path, &data, &len);
+    ms_status st = ms_file_read(root, "saved_model.pb", SAVED_MODEL_MAX_BYTES, &data, &len);
     if (st == MS_ENOTFOUND) {
-        char txt[4096];
-        struct stat sb;
-        snprintf(txt, sizeof txt, "%s/saved_model.pbtxt", export_dir);
-        if (stat(txt, &sb) == 0)
+        if (ms_file_find(root, "saved_model.pbtxt") == MS_OK)
             return ms_errf(MS_ENOTSUP, "%s: text-format SavedModels (saved_model.pbtxt) are not "
                                        "supported; export saved_model.pb", export_dir);
         return ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb", export_dir);
     }
-    if (st != MS_OK) return st;
+    if (st != MS_OK) return ms_errwrap(st, "%s", export_dir);
     /* protobuf-c recurses once per nesting level: bound it before unpacking. */
     if ((st = ms_wire_check(data, len, MS_WIRE_MAX_DEPTH)) != MS_OK) {
         char why[256];
         snprintf(why, sizeof why, "%s", ms_errmsg());
         free(data);
-        return ms_errf(st, "%s: cannot parse SavedModel protobuf (%zu bytes): %s", path, len, why);
+        return ms_errf(st, "%s/saved_model.pb: cannot parse SavedModel protobuf (%zu bytes): %s",
+                       export_dir, len, why);
     }
     Tensorflow__SavedModel *sm = tensorflow__saved_model__unpack(NULL, len, data);
     free(data);
     if (sm == NULL)
-        return ms_errf(MS_EINVAL, "%s: cannot parse SavedModel protobuf (%zu bytes; truncated "
-                                  "or corrupt)", path, len);
+        return ms_errf(MS_EINVAL, "%s/saved_model.pb: cannot parse SavedModel protobuf (%zu "
+                                  "bytes; truncated or corrupt)", export_dir, len);
     if (sm->n_meta_graphs == 0) {
         tensorflow__saved_model__free_unpacked(sm, NULL);
-        return ms_errf(MS_EINVAL, "%s: SavedModel has no MetaGraphDef", path);
+        return ms_errf(MS_EINVAL, "%s/saved_model.pb: SavedModel has no MetaGraphDef",
+                       export_dir);
     }
     *out = sm;
     return MS_OK;
+}
+
+ms_status rt_savedmodel_read(const char *export_dir, Tensorflow__SavedModel **out) {
+    ms_dir root;
+    ms_status st = ms_dir_open(export_dir, &root);
+    if (st == MS_ENOTFOUND) return ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb", export_dir);
+    if (st != MS_OK) return st;
+    st = read_savedmodel(&root, out);
+    ms_dir_close(&root);
+    return st;
+}
+
+/* ---- the load budget of Const broadcasts ---- */
+
+static _Atomic uint64_t g_max_model_memory = RT_MODEL_MEMORY_DEFAULT;
+
+void rt_model_set_max_memory(uint64_t bytes) {
+    atomic_store(&g_max_model_memory, bytes);
+}
+
+/* Bytes a Const's value takes in memory beyond those its proto holds: all of
+ * it when fewer values than elements are stored (a broadcast), else 0.
+ * Saturates instead of overflowing (shapes come from the file). */
+static uint64_t const_extra_bytes(const Tensorflow__TensorProto *p) {
+    rt_shape sh;
+    if (p == NULL || rt_shape_from_proto(p->tensor_shape, &sh) != MS_OK || sh.rank < 0) return 0;
+    uint64_t n = 1;
+    for (int i = 0; i < sh.rank; i++) {
+        if (sh.dim[i] < 0) return 0;
+        if (sh.dim[i] > 0 && n > UINT64_MAX / 64 / (uint64_t)sh.dim[i]) return UINT64_MAX / 2;
+        n *= (uint64_t)sh.dim[i];
+    }
+    rt_dtype dt = (rt_dtype)p->dtype;
+    uint64_t es = dt == RT_DT_STRING ? sizeof(rt_str) : rt_dtype_size(dt);
+    if (es == 0) es = 1;
+    uint64_t bytes = n * es;
+    if (dt != RT_DT_STRING && p->tensor_content.len >= bytes) return 0;
+    if (n <= 1) return 0;
+    return bytes;
+}
+
+static void consts_sum(const Tensorflow__NodeDef *const *nodes, size_t n, uint64_t *sum,
+                       uint64_t *largest, const char **which) {
+    for (size_t i = 0; i < n; i++) {
+        const Tensorflow__NodeDef *d = nodes[i];
+        if (d->op == NULL || (strcmp(d->op, "Const") != 0 && strcmp(d->op, "HostConst") != 0))
+            continue;
+        for (size_t a = 0; a < d->n_attr; a++) {
+            const Tensorflow__AttrValue *v = d->attr[a]->value;
+            if (strcmp(d->attr[a]->key, "value") != 0 || v == NULL ||
+                v->value_case != TENSORFLOW__ATTR_VALUE__VALUE_TENSOR)
+                continue;
+            uint64_t b = const_extra_bytes(v->tensor);
+            *sum = *sum > UINT64_MAX - b ? UINT64_MAX : *sum + b;
+            if (b > *largest) *largest = b, *which = d->name;
+        }
+    }
+}
+
+/* Charges every Const broadcast of mg to the load budget before anything is
+ * built (rt_model.h). */
+static ms_status consts_check(const Tensorflow__MetaGraphDef *mg) {
+    uint64_t limit = atomic_load(&g_max_model_memory), sum = 0, largest = 0;
+    const char *which = "";
+    if (limit == 0 || mg->graph_def == NULL) return MS_OK;
+    const Tensorflow__GraphDef *g = mg->graph_def;
+    consts_sum((const Tensorflow__NodeDef *const *)g->node, g->n_node, &sum, &largest, &which);
+    for (size_t f = 0; g->library && f < g->library->n_function; f++)
+        consts_sum((const Tensorflow__NodeDef *const *)g->library->function[f]->node_def,
+                   g->library->function[f]->n_node_def, &sum, &largest, &which);
+    if (sum <= limit) return MS_OK;
+    return ms_errf(MS_ENOMEM,
+                   "the graph's broadcast Consts (a few values stored for a large shape) would "
+                   "take %llu bytes in memory, past the load budget of %llu bytes "
+                   "(--max_model_memory_bytes); the largest is node '%s' (%llu bytes); not loaded",
+                   (unsigned long long)sum, (unsigned long long)limit, which ? which : "",
+                   (unsigned long long)largest);
 }
 
 int rt_savedmodel_find_meta_graph(const Tensorflow__SavedModel *sm, const char *const *tags,
@@ -282,22 +328,24 @@ ms_status rt_model_run(rt_model *m, const rt_feed *feeds, int nfeeds, const char
 
 static ms_status run_restore(rt_model *m) {
     const Tensorflow__SaverDef *sd = m->mg->saver_def;
-    char vdir[4096], prefix[4096], idx[4200];
-    struct stat sb;
-    snprintf(vdir, sizeof vdir, "%s/variables", m->dir);
-    if (stat(vdir, &sb) != 0) {
+    char prefix[4096];
+    ms_status st = ms_file_find(&m->root, "variables");
+    if (st == MS_ENOTFOUND) {
+        ms_err_clear();
         MS_DEBUG("%s: no variables/ directory; nothing to restore", m->dir);
         return MS_OK;
     }
+    if (st != MS_OK) return st; /* there, but outside the folder */
     if (sd == NULL || sd->restore_op_name == NULL || sd->restore_op_name[0] == '\0') {
         MS_DEBUG("%s: no saver_def; variables/ left unused", m->dir);
         return MS_OK;
     }
-    snprintf(prefix, sizeof prefix, "%s/variables/variables", m->dir);
-    snprintf(idx, sizeof idx, "%s.index", prefix);
-    if (stat(idx, &sb) != 0) return ms_errf(MS_ENOTFOUND, "%s: missing", idx);
+    if ((st = ms_file_find(&m->root, "variables/variables.index")) != MS_OK) return st;
+    /* The saver's filename tensor gets the full path, as TensorFlow feeds it;
+     * RestoreV2 maps it back inside the folder (rt_ops_restore.c). */
+    snprintf(prefix, sizeof prefix, "%s/variables/variables", m->root.path);
     rt_tensor *fname;
-    ms_status st = rt_tensor_scalar_string(prefix, strlen(prefix), &fname);
+    st = rt_tensor_scalar_string(prefix, strlen(prefix), &fname);
     if (st != MS_OK) return st;
     rt_feed feed = {sd->filename_tensor_name, fname};
     const char *target = sd->restore_op_name;
@@ -310,10 +358,8 @@ static ms_status run_restore(rt_model *m) {
 /* TF2 variables the saver function does not restore (Keras 3 exports):
  * through the object graph (rt_objgraph.h). */
 static ms_status restore_objgraph(rt_model *m) {
-    char prefix[4096];
-    snprintf(prefix, sizeof prefix, "%s/variables/variables", m->dir);
     int n = 0;
-    ms_status st = rt_objgraph_restore(m->mg, m->g, prefix, &m->vars, &n);
+    ms_status st = rt_objgraph_restore(m->mg, m->g, "variables/variables", &m->vars, &n);
     if (st != MS_OK) return ms_errwrap(st, "restoring variables through the object graph");
     return MS_OK;
 }
@@ -334,7 +380,7 @@ static ms_status run_init(rt_model *m, const char *init) {
             a->filename == NULL || strchr(a->filename, '/') != NULL)
             continue;
         char path[4096];
-        snprintf(path, sizeof path, "%s/assets/%s", m->dir, a->filename);
+        snprintf(path, sizeof path, "%s/assets/%s", m->root.path, a->filename);
         st = rt_tensor_scalar_string(path, strlen(path), &feeds[nf].tensor);
         if (st == MS_OK) feeds[nf++].name = a->tensor_info->name;
     }
@@ -473,13 +519,19 @@ static ms_status load(const char *export_dir, const char *const *tags, int ntags
     pthread_mutex_init(&m->plan_mu, NULL);
     pthread_mutex_init(&m->state_mu, NULL);
     ms_status st = MS_OK;
+    m->root.fd = -1;
     m->dir = strdup(export_dir);
     m->pool = kn_pool_new();
     if (m->dir == NULL || m->pool == NULL) {
         st = ms_errf(MS_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((st = rt_savedmodel_read(export_dir, &m->sm)) != MS_OK) goto fail;
+    if ((st = ms_dir_open(export_dir, &m->root)) != MS_OK) {
+        if (st == MS_ENOTFOUND) st = ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb", export_dir);
+        goto fail;
+    }
+    m->vars.files = &m->root;
+    if ((st = read_savedmodel(&m->root, &m->sm)) != MS_OK) goto fail;
     int mgi = rt_savedmodel_find_meta_graph(m->sm, tags, ntags);
     if (mgi < 0) {
         char want[512], have[1024];
@@ -493,6 +545,7 @@ static ms_status load(const char *export_dir, const char *const *tags, int ntags
         goto fail;
     }
     m->mg = m->sm->meta_graphs[mgi];
+    if ((st = consts_check(m->mg)) != MS_OK) goto fail;
     if ((st = rt_graph_build(m->mg, be, rt_model_host_ops, &m->g)) != MS_OK) goto fail;
     if ((st = rt_tf1_loops_convert(m->g)) != MS_OK) goto fail;
     m->g->device = device;
@@ -536,6 +589,7 @@ void rt_model_unref(rt_model *m) {
     if (m->sm) tensorflow__saved_model__free_unpacked(m->sm, NULL);
     pthread_mutex_destroy(&m->plan_mu);
     pthread_mutex_destroy(&m->state_mu);
+    ms_dir_close(&m->root);
     free(m->dir);
     free(m);
 }

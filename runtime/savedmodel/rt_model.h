@@ -71,9 +71,19 @@ typedef struct rt_feed {
     rt_tensor *tensor;  /* borrowed */
 } rt_feed;
 
-/* Largest saved_model.pb (and ONNX file) read: checked with stat before a
- * byte is read. Real models' graphs are a few MB; weights live in variables/. */
+/* Largest saved_model.pb (and ONNX file) read. Real models' graphs are a few
+ * MB; weights live in variables/. */
 #define RT_SAVED_MODEL_MAX_BYTES ((size_t)1 << 30)
+
+/* The load budget (--max_model_memory_bytes): the memory a model's Consts
+ * take beyond the bytes its graph file holds, i.e. TensorFlow's broadcast of
+ * a few *_val values to the whole shape (float_val [1.0] with shape [2e8] is
+ * 575 bytes in the file and 800 MB in memory). The sum over the graph and its
+ * function library is checked before the graph is built; past the limit the
+ * load fails with MS_ENOMEM naming the largest such Const and the flag.
+ * Process-wide; 0 = no limit. */
+#define RT_MODEL_MEMORY_DEFAULT ((uint64_t)1 << 30)
+void rt_model_set_max_memory(uint64_t bytes);
 
 typedef struct rt_run_opts {
     const atomic_int *cancelled;   /* optional: non-zero stops the run (MS_ECANCELED) */

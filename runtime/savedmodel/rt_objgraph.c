@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "ms_log.h"
 #include "rt_bundle.h"
@@ -116,11 +115,16 @@ ms_status rt_objgraph_restore(const Tensorflow__MetaGraphDef *mg, const rt_graph
     const Tensorflow__SavedObjectGraph *og = mg->object_graph_def;
     if (og == NULL || og->n_concrete_functions == 0 || mg->graph_def == NULL) return MS_OK;
     char idx[4200];
-    struct stat sb;
     snprintf(idx, sizeof idx, "%s.index", prefix);
-    if (stat(idx, &sb) != 0) return MS_OK;
+    if (vars->files == NULL) return MS_OK;
+    ms_status fst = ms_file_find(vars->files, idx);
+    if (fst == MS_ENOTFOUND) {
+        ms_err_clear();
+        return MS_OK;
+    }
+    if (fst != MS_OK) return fst;
     rt_bundle *b;
-    ms_status st = rt_bundle_open(prefix, &b);
+    ms_status st = rt_bundle_open_in(vars->files, prefix, &b);
     if (st != MS_OK) return st;
     rt_tensor *ogt = NULL;
     if (rt_bundle_read(b, "_CHECKPOINTABLE_OBJECT_GRAPH", &ogt) != MS_OK) {

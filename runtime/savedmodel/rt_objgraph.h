@@ -17,7 +17,8 @@
 
 /* For every call node of mg's graph whose function has bound inputs, gives
  * each captured VarHandleOp still without a value the checkpoint's value
- * (bundle at `prefix`). Sets *restored to the number of variables set. A
+ * (bundle at `prefix`, relative to vars->files, the model folder, and read
+ * beneath it: rt_bundle_open_in). Sets *restored to the number of variables set. A
  * model without an object graph or a bundle without one is left as it is. */
 ms_status rt_objgraph_restore(const Tensorflow__MetaGraphDef *mg, const rt_graph *g,
                               const char *prefix, rt_vars *vars, int *restored);

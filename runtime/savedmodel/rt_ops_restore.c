@@ -4,10 +4,11 @@
 #include <string.h>
 
 #include "rt_bundle.h"
+#include "rt_exec.h"
 
 static ms_status restore_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_tensor *const *in,
                                  rt_tensor **out) {
-    (void)ctx, (void)st;
+    (void)st;
     if (in[0]->dtype != RT_DT_STRING || in[0]->nelem != 1)
         return ms_errf(MS_EINVAL, "'%s': prefix must be a string scalar", n->name);
     if (in[1]->dtype != RT_DT_STRING || in[1]->nelem != n->nout)
@@ -22,9 +23,17 @@ static ms_status restore_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_ten
     const rt_str *slices = in[2]->dtype == RT_DT_STRING ? rt_tensor_strs(in[2]) : NULL;
     rt_dtype want[256];
     int nt = kn_attr_typelist(n, "dtypes", want, 256);
+    /* The prefix comes from the graph: only a bundle inside the model folder
+     * is read (rt_vars.files). */
+    rt_hostctx *hc = rt_hostctx_of(ctx);
+    const ms_dir *root = hc && hc->vars ? hc->vars->files : NULL;
+    if (root == NULL)
+        return ms_errf(MS_EINVAL, "'%s': RestoreV2 needs a loaded model's folder", n->name);
+    const char *rel;
     rt_bundle *b;
-    ms_status s = rt_bundle_open(prefix, &b);
-    if (s != MS_OK) return s;
+    ms_status s = ms_dir_inside(root, prefix, &rel);
+    if (s == MS_OK) s = rt_bundle_open_in(root, rel, &b);
+    if (s != MS_OK) return ms_errwrap(s, "'%s'", n->name);
     for (int i = 0; i < n->nout && s == MS_OK; i++) {
         char key[1024];
         if (names[i].len >= sizeof key) {

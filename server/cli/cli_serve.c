@@ -23,6 +23,8 @@
 #include "kn_cpu_backend.h"
 #include "kn_threadpool.h"
 #include "ms_log.h"
+#include "ms_watch.h"
+#include "srv_warmup.h"
 #include "ms_malloc.h"
 #include "rt_exec.h"
 #include "srv_app.h"
@@ -129,6 +131,8 @@ static void *shutdown_main(void *arg) {
     if (left > 0)
         MS_WARN("drain timeout (%.1f s): %d call(s) still running will be cancelled",
                 d->flags.drain_timeout_seconds, left);
+    /* REST runs and warm-ups have no gRPC call to cancel: their watches */
+    ms_watch_cancel_all();
     srv_health_close_watchers(d->app.health);
     srv_server_stop(d->server, 1.0);
     uv_async_send(&d->stop_async);
@@ -354,6 +358,8 @@ int cli_serve(int argc, char **argv) {
     }
     d.app.max_message_bytes = d.flags.max_message_bytes;
     d.app.max_request_memory_bytes = d.flags.max_request_memory_bytes;
+    rt_model_set_max_memory((uint64_t)d.flags.max_model_memory_bytes);
+    srv_warmup_set_run_timeout(d.flags.model_warmup_run_timeout_seconds);
     d.app.reload_wait_s = 60.0;
     srv_manager_set_warmup(d.app.mgr, d.flags.enable_model_warmup
                                           ? d.flags.num_request_iterations_for_warmup
@@ -471,6 +477,10 @@ int cli_serve(int argc, char **argv) {
                             .timeout_ms = d.flags.rest_api_timeout_in_ms > 0
                                               ? d.flags.rest_api_timeout_in_ms
                                               : d.flags.idle_timeout_seconds * 1000,
+                            /* TF Serving's REST call deadline: 30 s unless given */
+                            .call_timeout_ms = d.flags.rest_api_timeout_in_ms > 0
+                                                   ? d.flags.rest_api_timeout_in_ms
+                                                   : 30000,
                             .cors = d.flags.rest_api_enable_cors_support,
                             .metrics_path = mpath,
                             .tls = d.tls,

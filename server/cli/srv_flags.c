@@ -39,7 +39,9 @@ static const flag_def defs[] = {
     {"rest_api_num_threads", F_INT, OFF(rest_api_num_threads), 0, 4096,
      "REST worker threads (libmicrohttpd thread pool). Default 0 = 4", NULL},
     {"rest_api_timeout_in_ms", F_INT, OFF(rest_api_timeout_in_ms), 0, INT32_MAX,
-     "REST: close a connection idle this long (rounded up to seconds). Default 0 = never", NULL},
+     "REST: deadline of a :predict call (past it the run is cancelled: 504) and the idle "
+     "connection timeout (rounded up to seconds). Default 0 = calls 30000 ms (TF Serving's "
+     "default), connections --idle_timeout_seconds", NULL},
     {"rest_api_enable_cors_support", F_BOOL, OFF(rest_api_enable_cors_support), 0, 0,
      "REST: Access-Control-Allow-Origin: * on every answer, OPTIONS answered", NULL},
     {"enable_batching", F_BOOL, OFF(enable_batching), 0, 0,
@@ -165,6 +167,14 @@ static const flag_def defs[] = {
     {"max_request_memory_bytes", F_INT64, OFF(max_request_memory_bytes), 0, 1e18,
      "memory one request may hold: its tensors, decoded DICOM, live graph outputs; past it "
      "RESOURCE_EXHAUSTED. 0 = no limit. Default 1073741824 (1 GiB)", NULL},
+    {"model_warmup_run_timeout_seconds", F_DOUBLE, OFF(model_warmup_run_timeout_seconds), 0,
+     86400,
+     "deadline of one warm-up run at load; past it the run is cancelled and the load fails "
+     "(DEADLINE_EXCEEDED). 0 = none. Default 300", NULL},
+    {"max_model_memory_bytes", F_INT64, OFF(max_model_memory_bytes), 0, 1e18,
+     "load budget of one model: the memory its broadcast Consts (a few values stored for a "
+     "large shape) take beyond the graph file; past it the load fails. 0 = no limit. Default "
+     "1073741824 (1 GiB)", NULL},
     {"drain_timeout_seconds", F_DOUBLE, OFF(drain_timeout_seconds), 0, 86400,
      "on SIGTERM/SIGINT, how long in-flight calls may take before they are cancelled. Default 30", NULL},
     {"log_level", F_LOG, OFF(log_level), 0, 0,
@@ -239,6 +249,8 @@ void srv_flags_defaults(srv_flags *f) {
     f->grpc_cq_slice_micros = 100;
     f->max_message_bytes = 256 << 20;
     f->max_request_memory_bytes = (int64_t)1 << 30;
+    f->max_model_memory_bytes = (int64_t)1 << 30;
+    f->model_warmup_run_timeout_seconds = 300.0;
     f->drain_timeout_seconds = 30.0;
     f->log_level = MS_LOG_INFO;
     f->saved_model_tags = "serve";

@@ -36,6 +36,8 @@ typedef struct srv_flags {
     int grpc_worker_nice;                    /* nice increment of the inference workers; 0 = none */
     int64_t max_message_bytes;               /* send/receive limit; default 256 MiB */
     int64_t max_request_memory_bytes;        /* per-request memory budget; default 1 GiB */
+    int64_t max_model_memory_bytes;          /* load budget of Const broadcasts; default 1 GiB */
+    double model_warmup_run_timeout_seconds; /* deadline of one warm-up run; default 300 */
     double drain_timeout_seconds;            /* SIGTERM grace for in-flight calls; 30 */
     int intra_op_threads;                    /* --tensorflow_intra_op_parallelism; 0 = cores */
     int session_parallelism;                 /* --tensorflow_session_parallelism */

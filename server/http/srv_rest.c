@@ -25,6 +25,7 @@
 
 #include "kn_cuda_mem.h"
 #include "ms_log.h"
+#include "ms_watch.h"
 #include "rt_model.h"
 #include "sig_signature.h"
 #include "srv_batch.h"
@@ -43,6 +44,7 @@ struct srv_rest {
     int cors;
     int tls_verify; /* client_verify: a verified client certificate is required */
     char metrics_path[256];
+    int call_timeout_ms; /* srv_rest_opts.call_timeout_ms */
 };
 
 /* Per-request body accumulated by the access handler. */
@@ -465,7 +467,7 @@ static ms_status rows_to_columns(const Tensorflow__SignatureDef *sd, const cJSON
 }
 
 static answer predict_json(srv_app *app, const target *tg, const body *b, int64_t *version,
-                           ms_status *status, srv_req *rec);
+                           ms_status *status, srv_req *rec, ms_watch *watch);
 
 typedef struct predict_job {
     srv_app *app;
@@ -474,21 +476,29 @@ typedef struct predict_job {
     int64_t *version;
     ms_status *st;
     srv_req *rec;
+    ms_watch *watch;
     answer a;
 } predict_job;
 
 static void predict_job_run(void *arg) {
     predict_job *j = arg;
-    j->a = predict_json(j->app, j->tg, j->b, j->version, j->st, j->rec);
+    j->a = predict_json(j->app, j->tg, j->b, j->version, j->st, j->rec, j->watch);
 }
 
 /* :predict on a gRPC worker through the model's queue (fair with gRPC calls;
- * 503 at once when the queue is full). */
-static answer do_predict(srv_app *app, const target *tg, const body *b, int64_t *version,
-                         ms_status *st, srv_req *rec) {
-    predict_job j = {app, tg, b, version, st, rec, {0, NULL}};
+ * 503 at once when the queue is full). The run is watched (ms_watch.h): past
+ * the call deadline it is cancelled and answers 504; when the client closes
+ * its connection it is cancelled too (nobody reads the answer). */
+static answer do_predict(srv_rest *r, struct MHD_Connection *c, const target *tg, const body *b,
+                         int64_t *version, ms_status *st, srv_req *rec) {
+    srv_app *app = r->app;
+    ms_watch watch;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    ms_watch_start(&watch, r->call_timeout_ms, ci ? ci->connect_fd : -1);
+    predict_job j = {app, tg, b, version, st, rec, &watch, {0, NULL}};
     ms_status qst = app->server ? srv_server_run_job(app->server, tg->name, predict_job_run, &j)
                                 : (predict_job_run(&j), MS_OK);
+    ms_watch_stop(&watch);
     if (qst != MS_OK) {
         *st = qst;
         return status_error(qst);
@@ -496,9 +506,52 @@ static answer do_predict(srv_app *app, const target *tg, const body *b, int64_t 
     return j.a;
 }
 
+/* What cJSON's tree of a body will hold at most: one node per value, and a
+ * value needs at least one byte of its own or a separator (',' ':' '[' '{'),
+ * so nodes <= separators + 1 outside strings; plus the string bytes. Counted
+ * before parsing (the tree is ~40 times the body for "0,0,0,..."). */
+static uint64_t json_tree_bytes(const char *p, size_t n) {
+    uint64_t nodes = 1;
+    int in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = p[i];
+        if (in_str) {
+            if (ch == '\\') i++;
+            else if (ch == '"') in_str = 0;
+        } else if (ch == '"') {
+            in_str = 1;
+        } else if (ch == ',' || ch == ':' || ch == '[' || ch == '{') {
+            nodes++;
+        }
+    }
+    /* a node and its malloc header; keys and strings copied once */
+    return nodes * (sizeof(cJSON) + 16) + n;
+}
+
 static answer predict_json(srv_app *app, const target *tg, const body *b, int64_t *version,
-                           ms_status *status, srv_req *rec) {
+                           ms_status *status, srv_req *rec, ms_watch *watch) {
     answer a = {0};
+    /* The model first: a call for a model we do not serve costs no parse. */
+    srv_servable sv0 = {0};
+    ms_status lst = srv_manager_get(app->mgr, tg->name, tg->version,
+                                    tg->label[0] ? tg->label : NULL, &sv0);
+    if (lst != MS_OK) {
+        srv_req_model(rec, NULL, 0, SIG_DEFAULT_KEY); /* the body is not read */
+        *status = lst;
+        return status_error(lst);
+    }
+    srv_servable_release(&sv0);
+    /* The parse tree is the request's memory too (--max_request_memory_bytes). */
+    ms_budget budget;
+    ms_budget_init(&budget, (uint64_t)(app->max_request_memory_bytes > 0
+                                           ? app->max_request_memory_bytes
+                                           : 0));
+    uint64_t tree = json_tree_bytes(b->data ? b->data : "", b->len);
+    ms_status bst = ms_budget_take(&budget, tree, "the JSON body's parse tree");
+    if (bst != MS_OK) {
+        *status = bst;
+        return error_answer(413, ms_errmsg());
+    }
     cJSON *req = cJSON_ParseWithLength(b->data ? b->data : "", b->len);
     if (req == NULL || !cJSON_IsObject(req)) {
         cJSON_Delete(req);
@@ -573,14 +626,15 @@ static answer predict_json(srv_app *app, const target *tg, const body *b, int64_
     if (drop < 0) drop = 0;
     if (nin > 0 && in[0].tensor->shape.rank > 0) srv_req_batch(rec, (int)in[0].tensor->shape.dim[0]);
     srv_req_phase(rec, SRV_PHASE_DECODE);
-    ms_budget budget; /* --max_request_memory_bytes, as for gRPC */
-    ms_budget_init(&budget, (uint64_t)(app->max_request_memory_bytes > 0
-                                           ? app->max_request_memory_bytes
-                                           : 0));
-    rt_run_opts opts = {.budget = &budget};
+    rt_run_opts opts = {.budget = &budget, .cancelled = watch ? &watch->cancelled : NULL};
     st = srv_batch_run(app->batcher, sv.model, tg->name, sv.version, sig_key, in, nin, NULL, 0,
                        &opts, &outs, &nouts);
     srv_req_phase(rec, SRV_PHASE_COMPUTE);
+    if (st == MS_ECANCELED && watch && ms_watch_reason(watch) == MS_WATCH_DEADLINE)
+        st = ms_errf(MS_ETIMEDOUT, "the call ran past its deadline (--rest_api_timeout_in_ms); "
+                                   "stopped");
+    else if (st == MS_ECANCELED && watch && ms_watch_reason(watch) == MS_WATCH_HANGUP)
+        st = ms_errf(MS_ECANCELED, "the client closed the connection; stopped");
     if (st != MS_OK) goto done;
     a.code = MHD_HTTP_OK;
     a.json = cJSON_CreateObject();
@@ -1209,7 +1263,7 @@ static srv_rest_reply route(srv_rest *r, struct MHD_Connection *c, const char *u
     if (kind == K_PREDICT || kind == K_CLASSIFY || kind == K_REGRESS) {
         int64_t version = 0;
         ms_status st = MS_OK;
-        answer a = kind == K_PREDICT ? do_predict(r->app, tg, b, &version, &st, rec)
+        answer a = kind == K_PREDICT ? do_predict(r, c, tg, b, &version, &st, rec)
                                      : do_example_api(r->app, tg, b, kind == K_REGRESS, &version,
                                                       &st);
         srv_req_model(rec, NULL, version, NULL);
@@ -1308,6 +1362,7 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     if (r == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     r->app = app;
     r->cors = o->cors;
+    r->call_timeout_ms = o->call_timeout_ms;
     if (o->metrics_path) snprintf(r->metrics_path, sizeof r->metrics_path, "%s", o->metrics_path);
     unsigned threads = o->threads > 0 ? (unsigned)o->threads : 4;
     unsigned timeout_s = o->timeout_ms > 0 ? (unsigned)((o->timeout_ms + 999) / 1000) : 0;

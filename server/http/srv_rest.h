@@ -25,6 +25,8 @@ typedef struct srv_rest_opts {
     srv_tls *tls;             /* HTTPS (and client certificates) when set; borrowed */
     int max_connections;      /* MHD_OPTION_CONNECTION_LIMIT; <= 0 = libmicrohttpd's */
     const char *bind_address; /* --bind_address (IP literal or host name); NULL = 0.0.0.0 */
+    int call_timeout_ms;      /* deadline of a :predict run (--rest_api_timeout_in_ms): past
+                               * it the run is cancelled and answers 504; <= 0 = none */
 } srv_rest_opts;
 
 ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ms_file.h"
 #include "ms_log.h"
 #include "ms_wire.h"
 #include "rt_bundle.h"
@@ -112,28 +113,18 @@ static uint64_t file_sig(uint64_t h, const char *name, const struct stat *st) {
 /* Non-zero when saved_model.pb names a restore op (so the version needs a
  * variables/ folder). Only read for versions without variables/. */
 static int needs_variables(const char *dir) {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/saved_model.pb", dir);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return 0;
-    struct stat sb; /* over the cap: not read; the load refuses it with the reason */
-    if (fstat(fileno(f), &sb) != 0 || (uint64_t)sb.st_size > RT_SAVED_MODEL_MAX_BYTES) {
-        fclose(f);
+    ms_dir root;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (ms_dir_open(dir, &root) != MS_OK) return 0;
+    /* Beneath the folder, regular files only, capped (ms_file.h); anything
+     * else is left for the load to refuse with the reason. */
+    ms_status st = ms_file_read(&root, "saved_model.pb", RT_SAVED_MODEL_MAX_BYTES, &buf, &len);
+    ms_dir_close(&root);
+    if (st != MS_OK) {
+        ms_err_clear();
         return 0;
     }
-    size_t cap = 1 << 16, len = 0;
-    uint8_t *buf = malloc(cap);
-    while (buf != NULL) {
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0) break;
-        if (len == cap) {
-            uint8_t *nb = realloc(buf, cap *= 2);
-            if (nb == NULL) free(buf);
-            buf = nb;
-        }
-    }
-    fclose(f);
     if (buf == NULL) return 0;
     int needs = 0;
     if (ms_wire_check(buf, len, MS_WIRE_MAX_DEPTH) != MS_OK) {
@@ -201,15 +192,21 @@ int srv_version_dir_complete(const char *dir, uint64_t *sig) {
          * ends with a fixed magic: a valid footer means the index is whole. */
         static const unsigned char magic[8] = {0x57, 0xfb, 0x80, 0x8b, 0x24, 0x75, 0x47, 0xdb};
         unsigned char tail[8];
-        snprintf(path, sizeof(path), "%s/variables/variables.index", dir);
-        FILE *f = fopen(path, "rb");
-        if (f == NULL || stat(path, &st) != 0 || st.st_size < 48 || fseek(f, -8, SEEK_END) != 0 ||
-            fread(tail, 1, 8, f) != 8 || memcmp(tail, magic, 8) != 0) {
-            if (f) fclose(f);
+        /* Opened beneath the folder and only when a regular file, so a FIFO
+         * or a link leaving the folder never blocks or is read (ms_file.h). */
+        ms_dir root;
+        int fd = -1;
+        if (ms_dir_open(dir, &root) == MS_OK) {
+            (void)ms_file_open(&root, "variables/variables.index", &fd);
+            ms_dir_close(&root);
+        }
+        if (fd < 0 || fstat(fd, &st) != 0 || st.st_size < 48 ||
+            pread(fd, tail, 8, st.st_size - 8) != 8 || memcmp(tail, magic, 8) != 0) {
+            if (fd >= 0) close(fd);
             ms_errf(MS_ENOTFOUND, "%s: variables/variables.index missing or not complete", dir);
             return 0;
         }
-        fclose(f);
+        close(fd);
         h = file_sig(h, "variables.index", &st);
 
         /* Every data shard variables.data-NNNNN-of-MMMMM for N < M. */
@@ -442,14 +439,16 @@ static void device_size(load_job *j) {
 static void load_work(uv_work_t *req) {
     load_job *j = req->data;
     double t0 = now_ms();
-    char prefix[4096];
-    struct stat st;
+    ms_dir root;
     ms_err_clear();
-    /* Before loading: every variable's bytes present and matching their crc32c. */
-    snprintf(prefix, sizeof(prefix), "%s/variables", j->dir);
-    if (stat(prefix, &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(prefix, sizeof(prefix), "%s/variables/variables", j->dir);
-        j->st = rt_bundle_verify(prefix);
+    /* Before loading: every variable's bytes present and matching their
+     * crc32c, read beneath the version folder as the load reads them. */
+    if (ms_dir_open(j->dir, &root) == MS_OK) {
+        /* absent: nothing to verify; there but outside: the verify says so */
+        j->st = ms_file_find(&root, "variables") != MS_ENOTFOUND
+                    ? rt_bundle_verify_in(&root, "variables/variables") : MS_OK;
+        if (j->st == MS_OK) ms_err_clear();
+        ms_dir_close(&root);
         if (j->st != MS_OK) {
             snprintf(j->msg, sizeof(j->msg), "variables incomplete or corrupt: %s", ms_errmsg());
             j->model = NULL;

@@ -3,13 +3,17 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "ms_file.h"
 #include "ms_log.h"
+#include "ms_watch.h"
 #include "ms_wire.h"
 #include "rt_crc32c.h"
 #include "rt_exec.h"
@@ -37,6 +41,30 @@ static uint32_t le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+static _Atomic double g_run_timeout_s = SRV_WARMUP_RUN_TIMEOUT_S;
+
+void srv_warmup_set_run_timeout(double seconds) {
+    atomic_store(&g_run_timeout_s, seconds);
+}
+
+/* One warm-up run with a deadline (ms_watch.h): a graph that never ends
+ * (a While whose condition stays true) fails the warm-up instead of keeping
+ * the version LOADING forever; the drain at SIGTERM cancels it too. */
+static ms_status warm_run(rt_model *m, const char *sig, const sig_input *in, int nin,
+                          const char *const *filter, int nfilter, sig_output **outs, int *nouts) {
+    ms_watch w;
+    double t = atomic_load(&g_run_timeout_s);
+    ms_watch_start(&w, t * 1e3, -1);
+    rt_run_opts opts = {.cancelled = &w.cancelled};
+    ms_status st = sig_run(m, sig, in, nin, filter, nfilter, &opts, outs, nouts);
+    ms_watch_stop(&w);
+    if (st == MS_ECANCELED)
+        st = ms_errf(MS_ETIMEDOUT, "a warm-up run took longer than %.0f s "
+                                   "(--model_warmup_run_timeout_seconds) or the server is "
+                                   "shutting down; stopped", t);
+    return st;
+}
+
 /* Runs one PredictRequest `iterations` times. */
 static ms_status run_predict(rt_model *m, const Tensorflow__Serving__PredictRequest *rq,
                              int iterations) {
@@ -62,9 +90,8 @@ static ms_status run_predict(rt_model *m, const Tensorflow__Serving__PredictRequ
     for (int it = 0; it < iterations && st == MS_OK; it++) {
         sig_output *outs = NULL;
         int nouts = 0;
-        rt_run_opts opts = {0};
-        st = sig_run(m, sig, in, nin, (const char *const *)rq->output_filter,
-                     (int)rq->n_output_filter, &opts, &outs, &nouts);
+        st = warm_run(m, sig, in, nin, (const char *const *)rq->output_filter,
+                      (int)rq->n_output_filter, &outs, &nouts);
         sig_outputs_free(outs, nouts);
     }
     for (int i = 0; i < nin; i++)
@@ -74,9 +101,18 @@ static ms_status run_predict(rt_model *m, const Tensorflow__Serving__PredictRequ
 }
 
 /* Replays the warm-up file; *n counts the requests replayed. */
-static ms_status replay_file(rt_model *m, const char *path, int iterations, int *n, int *skipped) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return ms_errf(MS_EINVAL, "cannot open %s: %s", path, strerror(errno));
+static ms_status replay_file(rt_model *m, const ms_dir *root, int iterations, int *n,
+                             int *skipped) {
+    /* Beneath the version folder, a regular file only (ms_file.h): a link
+     * leaving the folder, a FIFO or a device is refused, never read. */
+    int fd;
+    ms_status ost = ms_file_open(root, SRV_WARMUP_FILE, &fd);
+    if (ost != MS_OK) return ost;
+    FILE *f = fdopen(fd, "rb");
+    if (f == NULL) {
+        close(fd);
+        return ms_errf(MS_ENOMEM, "out of memory");
+    }
     ms_status st = MS_OK;
     uint8_t *buf = NULL;
     for (int rec = 0;; rec++) {
@@ -214,8 +250,7 @@ static void synthetic(rt_model *m, const char *name, int iterations, int *n) {
         for (int it = 0; ok && it < iterations; it++) {
             sig_output *outs = NULL;
             int nouts = 0;
-            rt_run_opts opts = {0};
-            ms_status st = sig_run(m, key, in, nin, NULL, 0, &opts, &outs, &nouts);
+            ms_status st = warm_run(m, key, in, nin, NULL, 0, &outs, &nouts);
             sig_outputs_free(outs, nouts);
             if (st != MS_OK) {
                 MS_INFO("model %s: synthetic warm-up of signature %s stopped: %s", name, key,
@@ -269,8 +304,7 @@ int srv_warmup_device_size(rt_model *m, const char *name, int64_t version, const
             }
             sig_output *outs = NULL;
             int nouts = 0;
-            rt_run_opts opts = {0};
-            ms_status st = sig_run(m, key, in, nin, NULL, 0, &opts, &outs, &nouts);
+            ms_status st = warm_run(m, key, in, nin, NULL, 0, &outs, &nouts);
             sig_outputs_free(outs, nouts);
             for (int i = 0; i < nin; i++)
                 rt_tensor_unref(in[i].tensor);
@@ -299,14 +333,18 @@ int srv_warmup_device_size(rt_model *m, const char *name, int64_t version, const
 
 ms_status srv_warmup_run(rt_model *m, const char *dir, const char *name, int64_t version,
                          int iterations) {
-    char path[4096];
-    struct stat stt;
     double t0 = now_ms();
     int n = 0, skipped = 0;
     if (iterations < 1) iterations = 1;
-    snprintf(path, sizeof path, "%s/%s", dir, SRV_WARMUP_FILE);
-    if (stat(path, &stt) == 0) {
-        ms_status st = replay_file(m, path, iterations, &n, &skipped);
+    ms_dir root;
+    ms_status dst = ms_dir_open(dir, &root);
+    if (dst != MS_OK) return dst;
+    /* present, even as a link outside or a FIFO: replay_file refuses those */
+    int present = ms_file_find(&root, SRV_WARMUP_FILE) != MS_ENOTFOUND;
+    ms_err_clear();
+    if (present) {
+        ms_status st = replay_file(m, &root, iterations, &n, &skipped);
+        ms_dir_close(&root);
         if (st != MS_OK) return ms_errwrap(st, "warm-up file %s", SRV_WARMUP_FILE);
         srv_metrics_warmup(name, version, (now_ms() - t0) / 1e3);
         MS_INFO("warm-up of model %s version %" PRId64 ": %d request(s) x %d from %s, %d skipped "
@@ -314,6 +352,7 @@ ms_status srv_warmup_run(rt_model *m, const char *dir, const char *name, int64_t
                 name, version, n, iterations, SRV_WARMUP_FILE, skipped, now_ms() - t0);
         return MS_OK;
     }
+    ms_dir_close(&root);
     synthetic(m, name, iterations, &n);
     srv_metrics_warmup(name, version, (now_ms() - t0) / 1e3);
     MS_INFO("warm-up of model %s version %" PRId64 ": %d signature(s) x %d on synthetic inputs "

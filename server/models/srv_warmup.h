@@ -28,6 +28,12 @@
 #define SRV_WARMUP_MAX_RECORDS 1000
 
 /* Warms model m loaded from dir; logs one line with the time taken. */
+/* Deadline of one warm-up run (--model_warmup_run_timeout_seconds; 0 =
+ * none): past it the run is cancelled and the version's load fails with
+ * DEADLINE_EXCEEDED naming the flag. Process-wide. */
+#define SRV_WARMUP_RUN_TIMEOUT_S 300.0
+void srv_warmup_set_run_timeout(double seconds);
+
 ms_status srv_warmup_run(rt_model *m, const char *dir, const char *name, int64_t version,
                          int iterations);
 
