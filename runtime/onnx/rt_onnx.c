@@ -412,7 +412,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
                                   n->input[k]);
         rt__ox_handler h = rt__ox_handler_for(op);
         if (h == NULL) return rt__ox_err(cv, MS_ENOTSUP, "unsupported ONNX op \"%s\"", op);
-        if ((st = h(cv, n)) != MS_OK) return st;
+        if ((st = rt__ox_check_version(cv, n)) != MS_OK || (st = h(cv, n)) != MS_OK) return st;
         for (size_t k = 0; k < n->n_output; k++)
             if (n->output[k] && n->output[k][0] && rt__ox_find(cv, n->output[k]) == NULL)
                 return rt__ox_err(cv, MS_EINTERNAL, "output \"%s\" was not produced", n->output[k]);
@@ -512,11 +512,10 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
         st = ms_errf(MS_EINVAL, "%s: no opset_import for the default ONNX domain", onnx_path);
         goto done;
     }
-    if (cv->opset < 7 || cv->opset > 18) {
-        st = ms_errf(MS_ENOTSUP,
-                     "%s: opset %lld is not supported (supported: 11-17; 7-10 and "
-                     "18 where op semantics are unchanged)",
-                     onnx_path, (long long)cv->opset);
+    /* Each op is checked at this opset by rt__ox_check_version. */
+    if (cv->opset < 1 || cv->opset > RT_ONNX_MAX_OPSET) {
+        st = ms_errf(MS_ENOTSUP, "%s: opset %lld is not supported (1-%d, per op: docs/onnx.md)",
+                     onnx_path, (long long)cv->opset, RT_ONNX_MAX_OPSET);
         goto done;
     }
 

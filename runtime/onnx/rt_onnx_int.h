@@ -135,6 +135,11 @@ const char *rt__tf_reshape(rt__ox_conv *cv, const char *hint, const char *x, rt_
 typedef ms_status (*rt__ox_handler)(rt__ox_conv *cv, const Onnx__NodeProto *n);
 /* The handler of an ONNX op type (default domain), or NULL. */
 rt__ox_handler rt__ox_handler_for(const char *op_type);
+/* MS_OK when node n's op is implemented at the model's opset (the op's
+ * definition in force there) and every attribute it carries is one its
+ * handler reads; else MS_ENOTSUP naming the opset, version or attribute
+ * (rt_onnx_opset.c). Ops without a row pass (the handler lookup fails). */
+ms_status rt__ox_check_version(rt__ox_conv *cv, const Onnx__NodeProto *n);
 /* A printf-style error naming the current node and op, with code c. */
 ms_status rt__ox_err(rt__ox_conv *cv, ms_status c, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -857,6 +857,24 @@ static ms_status op_binary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                           "only float tensors are supported at run time (\"%s\" "
                           "is %s)",
                           A->name, rt_dtype_name(A->dt));
+    if (B->dt != A->dt) {
+        /* Pow's exponent may be an integer tensor (opset 12+); every other
+         * op here takes one type. float(int) is exact up to 2^24, beyond
+         * which powf overflows anyway. */
+        if (strcmp(n->op_type, "Pow") != 0 || (B->dt != RT_DT_INT32 && B->dt != RT_DT_INT64))
+            return rt__ox_err(cv, MS_ENOTSUP, "inputs of types %s and %s are not supported",
+                              rt_dtype_name(A->dt), rt_dtype_name(B->dt));
+        if ((st = rt__ox_tf(cv, B, &b)) != MS_OK) return st;
+        Tensorflow__NodeDef *c = rt__tf_node(cv, "Cast", rt__ox_printf(cv, "%s/exponent", h));
+        rt__tf_input(cv, c, b);
+        rt__tf_attr_type(cv, c, "SrcT", B->dt);
+        rt__tf_attr_type(cv, c, "DstT", RT_DT_FLOAT);
+        rt__tf_attr_b(cv, c, "Truncate", 0);
+        rt__ox_value *fb = rt__ox_define(cv, rt__ox_printf(cv, "%s/float", B->name), RT_DT_FLOAT,
+                                         B->rank, B->dim);
+        fb->tf = c->name;
+        B = fb;
+    }
     if (strcmp(n->op_type, "Pow") == 0 && B->f && rt__ox_nelem(B) == 1 &&
         (B->f[0] == 2.0f || B->f[0] == 0.5f || B->f[0] == 1.0f)) {
         /* Common exponents as cheaper exact ops. */

@@ -806,6 +806,15 @@ ms_status rt__ox_op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if (strcmp(n->op_type, "Dropout") == 0) {
+        /* Opset 12+: training_mode (input 2) must be known false, else
+         * Dropout is not the identity. */
+        rt__ox_value *T = rt__ox_in(cv, n, 2);
+        if (T != NULL && (!T->iv || rt__ox_nelem(T) != 1 || T->iv[0] != 0))
+            return rt__ox_err(cv, MS_ENOTSUP,
+                              "training_mode must be a constant false (training-mode "
+                              "dropout is not supported)");
+    }
     rt__ox_alias(cv, n, X);
     /* Dropout's optional mask output is not produced at inference. */
     if (n->n_output > 1 && n->output[1] && n->output[1][0])
