@@ -614,42 +614,88 @@ static ms_status op_global_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* The reductions: TF op, elementwise op before it and after it (NULL: none).
+ * ReduceLogSumExp is log(sum(exp(x))) as ONNX defines it. */
+static const char *const reduce_map[][4] = {
+    {"ReduceSum", "Sum", NULL, NULL},       {"ReduceMean", "Mean", NULL, NULL},
+    {"ReduceMax", "Max", NULL, NULL},       {"ReduceMin", "Min", NULL, NULL},
+    {"ReduceProd", "Prod", NULL, NULL},     {"ReduceSumSquare", "Sum", "Square", NULL},
+    {"ReduceL1", "Sum", "Abs", NULL},       {"ReduceL2", "Sum", "Square", "Sqrt"},
+    {"ReduceLogSum", "Sum", NULL, "Log"},   {"ReduceLogSumExp", "Sum", "Exp", "Log"},
+};
+
 static ms_status op_reduce(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL;
-    const char *x;
+    rt__ox_value *X = NULL, *A = NULL;
+    const char *x, *h = rt__ox_hint_of(n), *axes_tf = NULL;
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK) return st;
     if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
+    if (X->dt != RT_DT_FLOAT)
+        return rt__ox_err(cv, MS_ENOTSUP, "element type %s is not supported (float only)",
+                          rt_dtype_name(X->dt));
+    size_t k = 0;
+    while (strcmp(reduce_map[k][0], n->op_type) != 0)
+        k++;
     int64_t axes[OX_MAXR];
     int na = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
     if (na > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "too many axes");
-    if (na < 0 && (st = rt__ox_const_ints(cv, n, 1, axes, OX_MAXR, &na)) != MS_OK) return st;
-    if (na < 0 || (na == 0 && rt__ox_attr_i(n, "noop_with_empty_axes", 0) == 0)) {
-        na = X->rank;
-        for (int i = 0; i < na; i++)
-            axes[i] = i;
-    }
+    int noop = (int)rt__ox_attr_i(n, "noop_with_empty_axes", 0);
     int keep = (int)rt__ox_attr_i(n, "keepdims", 1);
-    uint8_t red[OX_MAXR] = {0};
-    for (int i = 0; i < na; i++) {
-        axes[i] = rt__ox_norm_axis(axes[i], X->rank);
-        if (axes[i] < 0 || axes[i] >= X->rank)
-            return rt__ox_err(cv, MS_EINVAL, "axis out of range");
-        red[axes[i]] = 1;
+    if (na < 0 && (A = rt__ox_in(cv, n, 1)) != NULL && !rt__ox_is_const(A)) {
+        /* Axes computed at run time: TF's reductions take them as a tensor.
+         * An empty run-time list would mean "all axes" in ONNX and "none"
+         * in TF, so the list length must be known and non-zero. */
+        if (A->rank != 1 || A->dim[0] < 1 || A->dim[0] > X->rank ||
+            (A->dt != RT_DT_INT64 && A->dt != RT_DT_INT32))
+            return rt__ox_err(cv, MS_ENOTSUP,
+                              "run-time axes must be an integer vector of static, non-zero "
+                              "length");
+        if ((st = rt__ox_tf(cv, A, &axes_tf)) != MS_OK) return st;
+    } else if (na < 0 && (st = rt__ox_const_ints(cv, n, 1, axes, OX_MAXR, &na)) != MS_OK) {
+        return st;
     }
     int64_t od[OX_MAXR];
     int r = 0;
-    for (int i = 0; i < X->rank; i++) {
-        if (!red[i])
-            od[r++] = X->dim[i];
-        else if (keep)
-            od[r++] = 1;
+    if (axes_tf != NULL) {
+        r = keep ? X->rank : X->rank - (int)A->dim[0];
+        for (int i = 0; i < r; i++)
+            od[i] = -1;
+    } else {
+        if (na < 0 || (na == 0 && noop == 0)) {
+            na = X->rank;
+            for (int i = 0; i < na; i++)
+                axes[i] = i;
+        }
+        uint8_t red[OX_MAXR] = {0};
+        for (int i = 0; i < na; i++) {
+            axes[i] = rt__ox_norm_axis(axes[i], X->rank);
+            if (axes[i] < 0 || axes[i] >= X->rank)
+                return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+            red[axes[i]] = 1;
+        }
+        for (int i = 0; i < X->rank; i++) {
+            if (!red[i])
+                od[r++] = X->dim[i];
+            else if (keep)
+                od[r++] = 1;
+        }
     }
-    const char *op = strcmp(n->op_type, "ReduceSum") == 0   ? "Sum"
-                     : strcmp(n->op_type, "ReduceMax") == 0 ? "Max"
-                     : strcmp(n->op_type, "ReduceMin") == 0 ? "Min"
-                                                            : "Mean";
-    const char *y = reduce_node(cv, op, rt__ox_hint_of(n), x, X->dt, axes, na, keep);
+    if (reduce_map[k][2])
+        x = rt__tf_unary(cv, reduce_map[k][2], rt__ox_printf(cv, "%s/pre", h), x, X->dt);
+    const char *y;
+    if (axes_tf != NULL) {
+        Tensorflow__NodeDef *nd = rt__tf_node(cv, reduce_map[k][1], h);
+        rt__tf_input(cv, nd, x);
+        rt__tf_input(cv, nd, axes_tf);
+        rt__tf_attr_type(cv, nd, "T", X->dt);
+        rt__tf_attr_type(cv, nd, "Tidx", A->dt);
+        rt__tf_attr_b(cv, nd, "keep_dims", keep);
+        y = nd->name;
+    } else {
+        y = reduce_node(cv, reduce_map[k][1], h, x, X->dt, axes, na, keep);
+    }
+    if (reduce_map[k][3])
+        y = rt__tf_unary(cv, reduce_map[k][3], rt__ox_printf(cv, "%s/post", h), y, X->dt);
     rt__ox_def_out(cv, n, 0, X->dt, r, od, y);
     return MS_OK;
 }
@@ -1020,6 +1066,10 @@ static ms_status op_softmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    const char *sm = strcmp(n->op_type, "LogSoftmax") == 0 ? "LogSoftmax" : "Softmax";
+    if (X->dt != RT_DT_FLOAT)
+        return rt__ox_err(cv, MS_ENOTSUP, "element type %s is not supported (float only)",
+                          rt_dtype_name(X->dt));
     int r = X->rank;
     if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
     int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", cv->opset >= 13 ? -1 : 1), r);
@@ -1028,12 +1078,12 @@ static ms_status op_softmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (X->nhwc && axis == 1 && cv->opset >= 13) {
         /* Channels are already the last axis. */
         rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, X->dim,
-                        rt__tf_unary(cv, "Softmax", h, X->tf, RT_DT_FLOAT));
+                        rt__tf_unary(cv, sm, h, X->tf, RT_DT_FLOAT));
         return MS_OK;
     }
     if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
     if (axis == r - 1) {
-        y = rt__tf_unary(cv, "Softmax", h, x, RT_DT_FLOAT);
+        y = rt__tf_unary(cv, sm, h, x, RT_DT_FLOAT);
     } else if (cv->opset >= 13) {
         int64_t perm[OX_MAXR];
         for (int i = 0; i < r; i++)
@@ -1042,7 +1092,7 @@ static ms_status op_softmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         perm[r - 1] = axis;
         const char *t =
             rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_last", h), x, RT_DT_FLOAT, r, perm);
-        t = rt__tf_unary(cv, "Softmax", h, t, RT_DT_FLOAT);
+        t = rt__tf_unary(cv, sm, h, t, RT_DT_FLOAT);
         y = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/from_last", h), t, RT_DT_FLOAT, r, perm);
     } else {
         /* Before opset 13: softmax over the flattened dims from axis on. */
@@ -1057,7 +1107,7 @@ static ms_status op_softmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         int64_t flat[2] = {-1, inner};
         const char *t =
             rt__tf_reshape(cv, rt__ox_printf(cv, "%s/flatten", h), x, RT_DT_FLOAT, 2, flat);
-        t = rt__tf_unary(cv, "Softmax", h, t, RT_DT_FLOAT);
+        t = rt__tf_unary(cv, sm, h, t, RT_DT_FLOAT);
         y = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/unflatten", h), t, RT_DT_FLOAT, r, X->dim);
     }
     rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, y);
@@ -1076,6 +1126,9 @@ static const struct { const char *op; rt__ox_handler fn; } handlers[] = {
     {"GlobalAveragePool", op_global_pool}, {"GlobalMaxPool", op_global_pool},
     {"ReduceMean", op_reduce},         {"ReduceSum", op_reduce},
     {"ReduceMax", op_reduce},          {"ReduceMin", op_reduce},
+    {"ReduceProd", op_reduce},         {"ReduceSumSquare", op_reduce},
+    {"ReduceL1", op_reduce},           {"ReduceL2", op_reduce},
+    {"ReduceLogSum", op_reduce},       {"ReduceLogSumExp", op_reduce},
     {"Relu", op_unary},                {"Sigmoid", op_unary},
     {"Tanh", op_unary},                {"Sqrt", op_unary},
     {"Exp", op_unary},                 {"Abs", op_unary},
@@ -1087,7 +1140,7 @@ static const struct { const char *op; rt__ox_handler fn; } handlers[] = {
     {"Pow", op_binary},                {"Max", op_binary},
     {"Min", op_binary},
     {"Gemm", op_gemm},                 {"MatMul", op_matmul},
-    {"Softmax", op_softmax},
+    {"Softmax", op_softmax},           {"LogSoftmax", op_softmax},
     {"Reshape", rt__ox_op_reshape},           {"Flatten", rt__ox_op_flatten},
     {"Squeeze", rt__ox_op_squeeze_unsqueeze}, {"Unsqueeze", rt__ox_op_squeeze_unsqueeze},
     {"Transpose", rt__ox_op_transpose},       {"Concat", rt__ox_op_concat},

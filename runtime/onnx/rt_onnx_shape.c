@@ -471,6 +471,12 @@ ms_status rt__ox_op_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* align_corners ignores the scale (it maps by (in - 1) / (out - 1)). */
+static int align_corners_mode(const Onnx__NodeProto *n, int upsample, int64_t opset) {
+    const char *dflt = (upsample || opset < 11) ? "asymmetric" : "half_pixel";
+    return rt__ox_attr_is(n, "coordinate_transformation_mode", "align_corners", dflt);
+}
+
 ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int upsample = strcmp(n->op_type, "Upsample") == 0;
     rt__ox_value *X = NULL, *S = NULL;
@@ -523,6 +529,15 @@ ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             if (!(o >= 1.0f && o <= (float)OX_DIM_MAX))
                 return rt__ox_err(cv, MS_EINVAL, "scales give an output size out of range");
             out[a] = (int64_t)o;
+            /* ONNX maps coordinates with the given scale, TF's resize ops
+             * with out / in: the same only when out = in * scale exactly
+             * (0.8 on 4 gives 3 and maps by 0.8, TF would map by 0.75). */
+            if ((double)out[a] != (double)X->dim[2 + a] * (double)scales[2 + a] &&
+                !(align_corners_mode(n, upsample, cv->opset)))
+                return rt__ox_err(cv, MS_ENOTSUP,
+                                  "scale %g on a dimension of %lld gives a fractional output "
+                                  "size; only scales with in * scale integral are supported",
+                                  (double)scales[2 + a], (long long)X->dim[2 + a]);
         }
     }
     int linear = rt__ox_attr_is(n, "mode", "linear", "nearest") ||
