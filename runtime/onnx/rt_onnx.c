@@ -375,7 +375,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
             dicom_found = 1;
             continue;
         }
-        if (dt != RT_DT_FLOAT && dt != RT_DT_INT64 && dt != RT_DT_INT32)
+        if (dt != RT_DT_FLOAT && dt != RT_DT_INT64 && dt != RT_DT_INT32 && dt != RT_DT_BOOL)
             return ms_errf(MS_ENOTSUP, "graph input \"%s\": element type %s is not supported",
                            vi->name, rt_dtype_name(dt));
         Tensorflow__NodeDef *nd = rt__tf_node(cv, "Placeholder", vi->name);

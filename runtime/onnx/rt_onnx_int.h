@@ -187,6 +187,16 @@ const char *rt__ox_scalar_f32(rt__ox_conv *cv, const char *hint, float x);
 /* Pad / PadV2 / MirrorPad of rank-r x; pads begins then ends, in x's order. */
 const char *rt__ox_emit_pad(rt__ox_conv *cv, const char *hint, const char *x, rt_dtype dt, int r,
                             const int64_t *pads, const char *mode, float value);
+/* numpy broadcast of a's and b's dims into od: the rank, -1 when a rank is
+ * unknown, -2 when the shapes do not broadcast (unknown dims pass). */
+int rt__ox_broadcast(const rt__ox_value *a, const rt__ox_value *b, int64_t *od);
+/* Handler of the ops in rt_onnx_more.c (comparisons, logic, Where,
+ * variadic Sum/Mean, more unary ops, Size, CastLike, Range, Tile, Expand,
+ * ArgMax/ArgMin, CumSum, Gelu, LayerNormalization, ...); NULL when op_type
+ * is not one of them. */
+rt__ox_handler rt__ox_more_handler(const char *op_type);
+/* Sum, Mean, Max, Min over any number of float inputs (rt_onnx_more.c). */
+ms_status rt__ox_op_variadic(rt__ox_conv *cv, const Onnx__NodeProto *n);
 /* Number of unknown (-1) entries in d[0..r). */
 int rt__ox_count_unknown(int r, const int64_t *d);
 

@@ -814,7 +814,7 @@ static ms_status op_hard_sigmoid(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
-static int broadcast(const rt__ox_value *a, const rt__ox_value *b, int64_t *od) {
+int rt__ox_broadcast(const rt__ox_value *a, const rt__ox_value *b, int64_t *od) {
     if (a->rank < 0 || b->rank < 0) return -1;
     int r = a->rank > b->rank ? a->rank : b->rank;
     for (int i = 0; i < r; i++) {
@@ -886,13 +886,16 @@ static ms_status op_binary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *A = NULL, *B = NULL;
     const char *a, *b, *h = rt__ox_hint_of(n);
     ms_status st;
-    if (n->n_input != 2)
-        return rt__ox_err(cv, MS_ENOTSUP, "exactly 2 inputs are supported (got %zu)", n->n_input);
+    if (n->n_input != 2) {
+        if (strcmp(n->op_type, "Max") == 0 || strcmp(n->op_type, "Min") == 0)
+            return rt__ox_op_variadic(cv, n);
+        return rt__ox_err(cv, MS_EINVAL, "needs exactly 2 inputs (got %zu)", n->n_input);
+    }
     if ((st = rt__ox_need(cv, n, 0, &A, NULL)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &B, NULL)) != MS_OK)
         return st;
     int64_t od[OX_MAXR];
-    int r = broadcast(A, B, od);
+    int r = rt__ox_broadcast(A, B, od);
     if (r == -2)
         return rt__ox_err(cv, MS_EINVAL, "shapes of \"%s\" and \"%s\" do not broadcast", A->name,
                           B->name);
@@ -1157,5 +1160,5 @@ static const struct { const char *op; rt__ox_handler fn; } handlers[] = {
 rt__ox_handler rt__ox_handler_for(const char *op_type) {
     for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
         if (strcmp(handlers[i].op, op_type) == 0) return handlers[i].fn;
-    return NULL;
+    return rt__ox_more_handler(op_type);
 }

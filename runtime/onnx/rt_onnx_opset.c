@@ -11,8 +11,8 @@
  * row (the earlier implemented one then stays in force, which is the same
  * thing). The attribute list names every attribute the handler reads: any
  * other attribute on a node is refused by name, so an attribute added by a
- * newer definition, or a legacy one, is never ignored. "name=0" admits the
- * attribute only at the integer value 0 (its default).
+ * newer definition, or a legacy one, is never ignored. "name=V" admits the
+ * attribute only at the integer value V (its default).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +34,58 @@ typedef struct ox_opdef {
 #define TYPES25 21, 23, 24, 25 /* type-list ops: each release adds new element types */
 static const ox_opdef ox_defs[] = {
     {"Abs", {6, 13}, {1}, ""},
+    {"Acos", {7, 22}, {0}, ""},
+    {"Acosh", {9, 22}, {0}, ""},
+    {"And", {7}, {1}, ""},
+    {"ArgMax", {1, 11, 12, 13}, {0}, "axis keepdims select_last_index=0"},
+    {"ArgMin", {1, 11, 12, 13}, {0}, "axis keepdims select_last_index=0"},
+    {"Asin", {7, 22}, {0}, ""},
+    {"Asinh", {9, 22}, {0}, ""},
+    {"Atan", {7, 22}, {0}, ""},
+    {"Atanh", {9, 22}, {0}, ""},
+    {"CastLike", {15, 19, TYPES25}, {0}, "saturate"},
+    {"Ceil", {6, 13}, {1}, ""},
+    {"Celu", {12}, {28}, "alpha"},
+    {"Cos", {7, 22}, {0}, ""},
+    {"Cosh", {9, 22}, {0}, ""},
+    {"CumSum", {11, 14}, {0}, "exclusive reverse"},
+    {"Elu", {6, 22}, {1}, "alpha"},
+    {"Equal", {7, 11, 13, 19}, {1}, ""},
+    {"Erf", {9, 13}, {0}, ""},
+    {"Expand", {8, 13}, {0}, ""},
+    {"Gelu", {20}, {0}, "approximate"},
+    {"Greater", {7, 9, 13}, {1}, ""},
+    {"GreaterOrEqual", {12, 16}, {0}, ""},
+    {"Hardmax", {13}, {1, 11}, "axis"},
+    {"IsInf", {10, 20}, {0}, "detect_negative=1 detect_positive=1"},
+    {"IsNaN", {9, 13, 20}, {0}, ""},
+    {"LayerNormalization", {17}, {0}, "axis epsilon stash_type"},
+    {"Less", {7, 9, 13}, {1}, ""},
+    {"LessOrEqual", {12, 16}, {0}, ""},
+    {"Log", {6, 13}, {1}, ""},
+    {"Mean", {8, 13}, {1, 6}, ""},
+    {"Mish", {18, 22}, {0}, ""},
+    {"Mod", {10, 13}, {0}, "fmod"},
+    {"Not", {1}, {0}, ""},
+    {"Or", {7}, {1}, ""},
+    {"PRelu", {7, 9, 16}, {1, 6}, ""},
+    {"Range", {11}, {27}, ""},
+    {"Reciprocal", {6, 13}, {1}, ""},
+    {"Round", {11, 22}, {0}, ""},
+    {"Selu", {6, 22}, {1}, "alpha gamma"},
+    {"Sign", {9, 13}, {0}, ""},
+    {"Sin", {7, 22}, {0}, ""},
+    {"Sinh", {9, 22}, {0}, ""},
+    {"Size", {1, 13, 19, TYPES25}, {0}, ""},
+    {"Softplus", {1, 22}, {0}, ""},
+    {"Softsign", {1, 22}, {0}, ""},
+    {"Sum", {8, 13}, {1, 6}, ""},
+    {"Tan", {7, 22}, {0}, ""},
+    {"ThresholdedRelu", {10, 22}, {0}, "alpha"},
+    {"Tile", {6, 13}, {1}, ""},
+    {"Trilu", {14}, {0}, "upper"},
+    {"Where", {9, 16}, {0}, ""},
+    {"Xor", {7}, {1}, ""},
     {"Add", {7, 13, 14}, {1, 6}, ""},
     {"AveragePool", {7, 10, 11, 19, 22}, {1}, "auto_pad ceil_mode count_include_pad kernel_shape pads strides"},
     {"BatchNormalization", {7, 9, 14, 15}, {1, 6}, "epsilon momentum training_mode=0"},
@@ -128,8 +180,8 @@ const char *rt_onnx_op_name(size_t i) {
     return i < sizeof(ox_defs) / sizeof(ox_defs[0]) ? ox_defs[i].op : NULL;
 }
 
-/* 1 when attribute a is in the space-separated list (a "name=0" entry only
- * with integer value 0). */
+/* 1 when attribute a is in the space-separated list (a "name=V" entry only
+ * with integer value V). */
 static int attr_listed(const char *list, const Onnx__AttributeProto *a) {
     size_t len = strlen(a->name);
     for (const char *p = list; *p;) {
@@ -137,7 +189,7 @@ static int attr_listed(const char *list, const Onnx__AttributeProto *a) {
         const char *eq = memchr(p, '=', (size_t)(e - p));
         size_t klen = (size_t)((eq ? eq : e) - p);
         if (klen == len && memcmp(p, a->name, len) == 0)
-            return eq == NULL || (a->has_i && a->i == 0 && a->n_ints == 0);
+            return eq == NULL || (a->has_i && a->i == strtoll(eq + 1, NULL, 10) && a->n_ints == 0);
         p = *e ? e + 1 : e;
     }
     return 0;
