@@ -195,6 +195,10 @@ int rt__ox_broadcast(const rt__ox_value *a, const rt__ox_value *b, int64_t *od);
  * ArgMax/ArgMin, CumSum, Gelu, LayerNormalization, ...); NULL when op_type
  * is not one of them. */
 rt__ox_handler rt__ox_more_handler(const char *op_type);
+/* TF Fill: a tensor of run-time shape `shape` (an int32/int64 vector of type
+ * sdt) holding value, of type dt (float, int32, int64, bool). */
+const char *rt__ox_fill(rt__ox_conv *cv, const char *h, const char *shape, rt_dtype sdt,
+                        rt_dtype dt, double value);
 /* Sum, Mean, Max, Min over any number of float inputs (rt_onnx_more.c). */
 ms_status rt__ox_op_variadic(rt__ox_conv *cv, const Onnx__NodeProto *n);
 /* Number of unknown (-1) entries in d[0..r). */

@@ -404,6 +404,47 @@ static ms_status op_tile(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+const char *rt__ox_fill(rt__ox_conv *cv, const char *h, const char *shape, rt_dtype sdt,
+                        rt_dtype dt, double value) {
+    const char *v;
+    if (dt == RT_DT_FLOAT) {
+        v = scalar(cv, h, "value", (float)value);
+    } else {
+        int64_t iv = (int64_t)value;
+        v = rt__tf_const_int(cv, rt__ox_printf(cv, "%s/value", h), dt, 0, NULL, &iv);
+    }
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Fill", h);
+    rt__tf_input(cv, nd, shape);
+    rt__tf_input(cv, nd, v);
+    rt__tf_attr_type(cv, nd, "T", dt);
+    rt__tf_attr_type(cv, nd, "index_type", sdt);
+    return nd->name;
+}
+
+/* Expand to a shape known only at run time: x + zeros(shape) broadcasts
+ * both ways, which is Expand's rule (bool: x or false). */
+static ms_status expand_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X,
+                           const char *x, rt__ox_value *S) {
+    const char *h = rt__ox_hint_of(n), *s;
+    ms_status st;
+    if ((st = rt__ox_tf(cv, S, &s)) != MS_OK) return st;
+    rt__ox_value t = {.rank = (int)S->dim[0]};
+    for (int i = 0; i < t.rank; i++)
+        t.dim[i] = S->iv && S->ik[i] && S->iv[i] >= 0 ? S->iv[i] : -1;
+    int64_t od[OX_MAXR];
+    int r = rt__ox_broadcast(X, &t, od);
+    if (r == -2) return rt__ox_err(cv, MS_EINVAL, "shapes do not broadcast");
+    if (r < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
+    for (int i = 0; i < r; i++) /* a 1 may still meet a larger run-time entry */
+        if (od[i] == 1) od[i] = -1;
+    const char *z = rt__ox_fill(cv, rt__ox_printf(cv, "%s/zeros", h), s, S->dt,
+                                X->dt == RT_DT_BOOL ? RT_DT_BOOL : X->dt, 0);
+    const char *y = X->dt == RT_DT_BOOL ? rt__tf_binary(cv, "LogicalOr", h, x, z, RT_DT_BOOL)
+                                        : rt__tf_binary(cv, "AddV2", h, x, z, X->dt);
+    rt__ox_def_out(cv, n, 0, X->dt, r, od, y);
+    return MS_OK;
+}
+
 static ms_status op_expand(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X, *S;
     const char *x;
@@ -411,8 +452,9 @@ static ms_status op_expand(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if ((st = in_typed(cv, n, 0, is_any, "float, int32, int64, bool", &X, &x)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &S, NULL)) != MS_OK)
         return st;
-    if (!S->iv || S->rank != 1 || !rt__ox_is_const(S) || S->dim[0] > OX_MAXR)
-        return rt__ox_err(cv, MS_ENOTSUP, "the shape input must be computable at conversion time");
+    if (S->rank != 1 || S->dim[0] < 0 || S->dim[0] > OX_MAXR || !is_int(S->dt))
+        return rt__ox_err(cv, MS_ENOTSUP, "the shape must be an integer vector of static length");
+    if (!rt__ox_is_const(S)) return expand_rt(cv, n, X, x, S);
     rt__ox_value t = {.rank = (int)S->dim[0]};
     for (int i = 0; i < t.rank; i++) {
         if (rt__ox_out_of(S->iv[i], 0, OX_DIM_MAX))
@@ -557,9 +599,6 @@ static ms_status op_layernorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         (st = in_typed(cv, n, 1, is_float, "float", &S, &s)) != MS_OK)
         return st;
     if (B && (st = in_typed(cv, n, 2, is_float, "float", &B, &b)) != MS_OK) return st;
-    for (size_t i = 1; i < n->n_output; i++)
-        if (n->output[i] && n->output[i][0])
-            return rt__ox_err(cv, MS_ENOTSUP, "the Mean and InvStdDev outputs are not supported");
     if (rt__ox_attr_i(n, "stash_type", 1) != 1)
         return rt__ox_err(cv, MS_ENOTSUP, "stash_type other than 1 (float) is not supported");
     int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", -1), X->rank);
@@ -587,11 +626,17 @@ static ms_status op_layernorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_b(cv, v, "keep_dims", 1);
     const char *t = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/var_eps", h), v->name,
                                   scalar(cv, h, "eps", eps), RT_DT_FLOAT);
-    t = rt__tf_unary(cv, "Rsqrt", rt__ox_printf(cv, "%s/inv_std", h), t, RT_DT_FLOAT);
-    t = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/normed", h), d, t, RT_DT_FLOAT);
+    const char *inv = rt__tf_unary(cv, "Rsqrt", rt__ox_printf(cv, "%s/inv_std", h), t, RT_DT_FLOAT);
+    t = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/normed", h), d, inv, RT_DT_FLOAT);
     t = rt__tf_binary(cv, "Mul", b ? rt__ox_printf(cv, "%s/scaled", h) : h, t, s, RT_DT_FLOAT);
     if (b) t = rt__tf_binary(cv, "AddV2", h, t, b, RT_DT_FLOAT);
     rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, X->dim, t);
+    /* Mean and InvStdDev: the statistics with the normalised axes kept as 1. */
+    int64_t sd[OX_MAXR];
+    for (int i = 0; i < X->rank; i++)
+        sd[i] = i < axis ? X->dim[i] : 1;
+    rt__ox_def_out(cv, n, 1, RT_DT_FLOAT, X->rank, sd, m->name);
+    rt__ox_def_out(cv, n, 2, RT_DT_FLOAT, X->rank, sd, inv);
     return MS_OK;
 }
 

@@ -901,11 +901,24 @@ static ms_status op_binary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                           B->name);
     if (r >= 0 && (fold_int_binary(cv, n, A, B, r, od) || fold_float_binary(cv, n, A, B, r, od)))
         return MS_OK;
-    if (A->dt != RT_DT_FLOAT)
+    /* Integer tensors at run time: the ops with integer kernels (not Div,
+     * whose ONNX rounding toward zero TF's integer ops lack, nor Pow). */
+    int int_ok = (A->dt == RT_DT_INT32 || A->dt == RT_DT_INT64) && B->dt == A->dt &&
+                 strcmp(n->op_type, "Div") != 0 && strcmp(n->op_type, "Pow") != 0;
+    if (A->dt != RT_DT_FLOAT && !int_ok)
         return rt__ox_err(cv, MS_ENOTSUP,
                           "only float tensors are supported at run time (\"%s\" "
                           "is %s)",
                           A->name, rt_dtype_name(A->dt));
+    if (int_ok) {
+        const char *op = NULL;
+        for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+            if (strcmp(map[i][0], n->op_type) == 0) op = map[i][1];
+        if ((st = rt__ox_tf(cv, A, &a)) != MS_OK || (st = rt__ox_tf(cv, B, &b)) != MS_OK)
+            return st;
+        rt__ox_def_out(cv, n, 0, A->dt, r, od, rt__tf_binary(cv, op, h, a, b, A->dt));
+        return MS_OK;
+    }
     if (B->dt != A->dt) {
         /* Pow's exponent may be an integer tensor (opset 12+); every other
          * op here takes one type. float(int) is exact up to 2^24, beyond

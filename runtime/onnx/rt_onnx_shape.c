@@ -643,13 +643,30 @@ ms_status rt__ox_op_constant(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 ms_status rt__ox_op_constant_of_shape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int64_t dims[OX_MAXR];
     int nd;
-    ms_status st = rt__ox_const_ints(cv, n, 0, dims, OX_MAXR, &nd);
-    if (st != MS_OK) return st;
-    if (nd < 0) return rt__ox_err(cv, MS_EINVAL, "input is missing");
-    rt__ox_value fill = {0};
+    ms_status st;
+    rt__ox_value fill = {0}, *S = rt__ox_in(cv, n, 0);
     const Onnx__AttributeProto *a = rt__ox_attr(n, "value");
     if (a && a->t && (st = rt__ox_load_tensor(cv, a->t, &fill)) != MS_OK) return st;
     rt_dtype dt = a && a->t ? fill.dt : RT_DT_FLOAT;
+    if (S != NULL && !rt__ox_is_const(S)) {
+        /* A shape known at run time only: TF's Fill. */
+        const char *s;
+        if (S->rank != 1 || S->dim[0] < 0 || S->dim[0] > OX_MAXR ||
+            (S->dt != RT_DT_INT64 && S->dt != RT_DT_INT32))
+            return rt__ox_err(cv, MS_ENOTSUP, "the shape must be an integer vector of static "
+                                              "length");
+        if (dt != RT_DT_FLOAT && dt != RT_DT_INT32 && dt != RT_DT_INT64 && dt != RT_DT_BOOL)
+            return rt__ox_err(cv, MS_ENOTSUP, "value of type %s", rt_dtype_name(dt));
+        if ((st = rt__ox_tf(cv, S, &s)) != MS_OK) return st;
+        for (int i = 0; i < (int)S->dim[0]; i++)
+            dims[i] = S->iv && S->ik[i] ? S->iv[i] : -1;
+        double v = fill.f ? fill.f[0] : fill.iv ? (double)fill.iv[0] : 0.0;
+        rt__ox_def_out(cv, n, 0, dt, (int)S->dim[0], dims,
+                       rt__ox_fill(cv, rt__ox_hint_of(n), s, S->dt, dt, v));
+        return MS_OK;
+    }
+    if ((st = rt__ox_const_ints(cv, n, 0, dims, OX_MAXR, &nd)) != MS_OK) return st;
+    if (nd < 0) return rt__ox_err(cv, MS_EINVAL, "input is missing");
     rt__ox_value *o = rt__ox_def_out(cv, n, 0, dt, nd, dims, NULL);
     int64_t ne = rt__ox_nelem(o);
     if (ne < 0 || ne > (1 << 24)) return rt__ox_err(cv, MS_ENOTSUP, "shape too large");
