@@ -496,8 +496,28 @@ static ms_status op_argmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", 0), X->rank);
     if (X->rank < 1 || axis < 0) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
     int keep = (int)rt__ox_attr_i(n, "keepdims", 1);
+    int lastidx = rt__ox_attr_i(n, "select_last_index", 0) != 0;
+    if (lastidx && X->dim[axis] < 0)
+        return rt__ox_err(cv, MS_ENOTSUP, "select_last_index needs a static axis");
+    if (lastidx) {
+        /* The last extreme is the first one of the reversed axis. */
+        Tensorflow__NodeDef *rv = rt__tf_node(cv, "ReverseV2", rt__ox_printf(cv, "%s/rev", h));
+        rt__tf_input(cv, rv, x);
+        rt__tf_input(cv, rv, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/rev_axis", h), 1,
+                                           (int64_t[]){axis}));
+        rt__tf_attr_type(cv, rv, "T", RT_DT_FLOAT);
+        rt__tf_attr_type(cv, rv, "Tidx", RT_DT_INT32);
+        x = rv->name;
+    }
     const char *y = arg_node(cv, strcmp(n->op_type, "ArgMax") == 0 ? "ArgMax" : "ArgMin",
-                             keep ? rt__ox_printf(cv, "%s/arg", h) : h, x, axis);
+                             keep || lastidx ? rt__ox_printf(cv, "%s/arg", h) : h, x, axis);
+    if (lastidx) {
+        int64_t d1 = X->dim[axis] - 1;
+        y = rt__tf_binary(cv, "Sub", keep ? rt__ox_printf(cv, "%s/last", h) : h,
+                          rt__tf_const_int(cv, rt__ox_printf(cv, "%s/d1", h), RT_DT_INT64, 0,
+                                           NULL, &d1),
+                          y, RT_DT_INT64);
+    }
     int64_t od[OX_MAXR];
     int r = 0;
     for (int i = 0; i < X->rank; i++)

@@ -765,6 +765,26 @@ static ms_status op_clip(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         (st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK)
         return st;
     float lo = NAN, hi = NAN;
+    if (X->dt != RT_DT_FLOAT)
+        return rt__ox_err(cv, MS_ENOTSUP, "element type %s is not supported (float only)",
+                          rt_dtype_name(X->dt));
+    rt__ox_value *L = cv->opset >= 11 ? rt__ox_in(cv, n, 1) : NULL;
+    rt__ox_value *H = cv->opset >= 11 ? rt__ox_in(cv, n, 2) : NULL;
+    if ((L && !rt__ox_is_const(L)) || (H && !rt__ox_is_const(H))) {
+        /* Bounds computed at run time: max(x, min) then min(., max). */
+        const char *h = rt__ox_hint_of(n), *b, *y = x;
+        for (int k = 0; k < 2; k++) {
+            rt__ox_value *B = k ? H : L;
+            if (B == NULL) continue;
+            if (B->dt != RT_DT_FLOAT || rt__ox_nelem(B) > 1 || B->rank > 1)
+                return rt__ox_err(cv, MS_ENOTSUP, "min and max must be float scalars");
+            if ((st = rt__ox_tf(cv, B, &b)) != MS_OK) return st;
+            y = rt__tf_binary(cv, k ? "Minimum" : "Maximum",
+                              rt__ox_printf(cv, "%s/%s", h, k ? "max" : "min"), y, b, RT_DT_FLOAT);
+        }
+        rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, y)->nhwc = last;
+        return MS_OK;
+    }
     if (cv->opset < 11) {
         if (rt__ox_attr(n, "min")) lo = rt__ox_attr_f(n, "min", 0);
         if (rt__ox_attr(n, "max")) hi = rt__ox_attr_f(n, "max", 0);
@@ -1001,6 +1021,8 @@ static ms_status op_gemm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         (st = rt__ox_need(cv, n, 1, &B, NULL)) != MS_OK)
         return st;
     if (!rt__ox_need_rank(cv, A, 2, &st) || !rt__ox_need_rank(cv, B, 2, &st)) return st;
+    if (A->dt != RT_DT_FLOAT || B->dt != RT_DT_FLOAT)
+        return rt__ox_err(cv, MS_ENOTSUP, "A and B must be float");
     int ta = (int)rt__ox_attr_i(n, "transA", 0), tb = (int)rt__ox_attr_i(n, "transB", 0);
     float alpha = rt__ox_attr_f(n, "alpha", 1.0f), beta = rt__ox_attr_f(n, "beta", 1.0f);
     int64_t N = tb ? B->dim[0] : B->dim[1], M = ta ? A->dim[1] : A->dim[0];
@@ -1023,7 +1045,19 @@ static ms_status op_gemm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *y = mm->name;
     int64_t od[2] = {M, N};
     if (C != NULL && beta != 0.0f) {
-        if (!C->f) return rt__ox_err(cv, MS_ENOTSUP, "C must be a constant");
+        if (!C->f) {
+            /* C computed at run time: y + beta * C (numpy broadcasting). */
+            const char *c;
+            if (C->dt != RT_DT_FLOAT) return rt__ox_err(cv, MS_ENOTSUP, "C must be float");
+            if ((st = rt__ox_tf(cv, C, &c)) != MS_OK) return st;
+            if (beta != 1.0f)
+                c = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/beta_c", h), c,
+                                  rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/beta", h), beta),
+                                  RT_DT_FLOAT);
+            y = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/add_c", h), y, c, RT_DT_FLOAT);
+            rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, 2, od, y);
+            return MS_OK;
+        }
         int64_t ne = rt__ox_nelem(C);
         float *s = rt__ox_alloc(cv, (size_t)ne * 4);
         for (int64_t i = 0; i < ne; i++)
@@ -1053,8 +1087,31 @@ static ms_status op_matmul(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if ((st = rt__ox_need(cv, n, 0, &A, &a)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &B, &b)) != MS_OK)
         return st;
+    if (A->dt != RT_DT_FLOAT || B->dt != RT_DT_FLOAT)
+        return rt__ox_err(cv, MS_ENOTSUP, "A and B must be float");
+    if (A->rank >= 2 && B->rank > 2) {
+        /* Batched on both sides: BatchMatMulV2 broadcasts the batch dims as
+         * numpy's matmul does. */
+        rt__ox_value ba = {.rank = A->rank - 2}, bb = {.rank = B->rank - 2};
+        memcpy(ba.dim, A->dim, sizeof(int64_t) * (size_t)ba.rank);
+        memcpy(bb.dim, B->dim, sizeof(int64_t) * (size_t)bb.rank);
+        int64_t od[OX_MAXR];
+        int r = rt__ox_broadcast(&ba, &bb, od);
+        if (r < 0 || r + 2 > OX_MAXR)
+            return rt__ox_err(cv, MS_EINVAL, "batch dimensions do not broadcast");
+        od[r] = A->dim[A->rank - 2];
+        od[r + 1] = B->dim[B->rank - 1];
+        Tensorflow__NodeDef *mm = rt__tf_node(cv, "BatchMatMulV2", h);
+        rt__tf_input(cv, mm, a);
+        rt__tf_input(cv, mm, b);
+        rt__tf_attr_type(cv, mm, "T", RT_DT_FLOAT);
+        rt__tf_attr_b(cv, mm, "adj_x", 0);
+        rt__tf_attr_b(cv, mm, "adj_y", 0);
+        rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r + 2, od, mm->name);
+        return MS_OK;
+    }
     if (A->rank < 2 || B->rank != 2)
-        return rt__ox_err(cv, MS_ENOTSUP, "only [..., M, K] x [K, N] products are supported");
+        return rt__ox_err(cv, MS_ENOTSUP, "only [..., M, K] x [..., K, N] products are supported");
     int64_t K = B->dim[0], N = B->dim[1], od[OX_MAXR];
     memcpy(od, A->dim, sizeof(od));
     od[A->rank - 1] = N;
