@@ -42,16 +42,81 @@ static ms_status reshape_to(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_va
     return MS_OK;
 }
 
+/* Reshape to a shape computed at run time (an int64 vector of static length
+ * r). ONNX's 0 entries copy the input's dim (unless allowzero); TF's Reshape
+ * takes 0 literally, so those entries are replaced by Shape(x)'s first.
+ * Entries at or beyond the input rank stay 0, which the run refuses (ONNX
+ * forbids them too). */
+static ms_status reshape_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X,
+                            rt__ox_value *S, int allowzero) {
+    const char *x, *s, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK || (st = rt__ox_tf(cv, S, &s)) != MS_OK) return st;
+    int r = (int)S->dim[0];
+    if (!allowzero) {
+        Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", rt__ox_printf(cv, "%s/in_shape", h));
+        rt__tf_input(cv, sh, x);
+        rt__tf_attr_type(cv, sh, "T", X->dt);
+        rt__tf_attr_type(cv, sh, "out_type", RT_DT_INT64);
+        int64_t zeros[OX_MAXR] = {0}, len = r - X->rank;
+        const char *xs = sh->name;
+        if (r < X->rank) {
+            int64_t b = 0, sz = r;
+            Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/head", h));
+            rt__tf_input(cv, sl, xs);
+            rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/b", h), 1, &b));
+            rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/sz", h), 1, &sz));
+            rt__tf_attr_type(cv, sl, "T", RT_DT_INT64);
+            rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
+            xs = sl->name;
+        } else if (r > X->rank) {
+            Tensorflow__NodeDef *cc = rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/pad", h));
+            rt__tf_input(cv, cc, xs);
+            rt__tf_input(cv, cc, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/zeros", h),
+                                                  RT_DT_INT64, 1, &len, zeros));
+            rt__tf_input(cv, cc, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", h), 0));
+            rt__tf_attr_type(cv, cc, "T", RT_DT_INT64);
+            rt__tf_attr_type(cv, cc, "Tidx", RT_DT_INT32);
+            rt__tf_attr_i(cv, cc, "N", 2);
+            xs = cc->name;
+        }
+        int64_t zero = 0;
+        const char *z = rt__tf_binary(
+            cv, "Equal", rt__ox_printf(cv, "%s/is_zero", h), s,
+            rt__tf_const_int(cv, rt__ox_printf(cv, "%s/zero", h), RT_DT_INT64, 0, NULL, &zero),
+            RT_DT_INT64);
+        Tensorflow__NodeDef *sel = rt__tf_node(cv, "SelectV2", rt__ox_printf(cv, "%s/shape", h));
+        rt__tf_input(cv, sel, z);
+        rt__tf_input(cv, sel, xs);
+        rt__tf_input(cv, sel, s);
+        rt__tf_attr_type(cv, sel, "T", RT_DT_INT64);
+        s = sel->name;
+    }
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Reshape", h);
+    rt__tf_input(cv, nd, x);
+    rt__tf_input(cv, nd, s);
+    rt__tf_attr_type(cv, nd, "T", X->dt);
+    rt__tf_attr_type(cv, nd, "Tshape", RT_DT_INT64);
+    int64_t od[OX_MAXR];
+    for (int i = 0; i < r; i++)
+        od[i] = -1;
+    rt__ox_def_out(cv, n, 0, X->dt, r, od, nd->name);
+    return MS_OK;
+}
+
 ms_status rt__ox_op_reshape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *S = NULL;
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &S, NULL)) != MS_OK)
         return st;
+    int allowzero = (int)rt__ox_attr_i(n, "allowzero", 0);
+    if (!S->iv && S->rank == 1 && S->dim[0] >= 0 && S->dim[0] <= OX_MAXR &&
+        S->dt == RT_DT_INT64 && X->rank >= 0)
+        return reshape_rt(cv, n, X, S, allowzero);
     if (!S->iv || S->rank != 1 || S->dim[0] > OX_MAXR)
         return rt__ox_err(cv, MS_ENOTSUP, "the shape input must be computable at conversion time");
     int r = (int)S->dim[0];
-    int allowzero = (int)rt__ox_attr_i(n, "allowzero", 0);
     int64_t od[OX_MAXR];
     int infer = -1;
     int64_t known = 1;
