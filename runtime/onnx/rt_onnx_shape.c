@@ -768,14 +768,68 @@ ms_status rt__ox_op_shape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* Gather with indices known at run time (or of rank > 1): GatherV2, the
+ * negative indices first moved up by the axis size (ONNX counts them from
+ * the end; TF refuses them). Out-of-range indices fail the run. */
+static ms_status gather_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X,
+                           rt__ox_value *I) {
+    const char *x, *ix, *h = rt__ox_hint_of(n);
+    ms_status st;
+    int r = X->rank;
+    if (r < 1 || I->rank < 0 || r - 1 + I->rank > OX_MAXR)
+        return rt__ox_err(cv, MS_ENOTSUP, "input and indices ranks must be known");
+    if (I->dt != RT_DT_INT64 && I->dt != RT_DT_INT32)
+        return rt__ox_err(cv, MS_EINVAL, "indices must be int32 or int64");
+    if (X->dt != RT_DT_FLOAT && X->dt != RT_DT_INT32 && X->dt != RT_DT_INT64 &&
+        X->dt != RT_DT_BOOL)
+        return rt__ox_err(cv, MS_ENOTSUP, "element type %s is not supported",
+                          rt_dtype_name(X->dt));
+    int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", 0), r);
+    if (axis < 0 || axis >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+    if (X->dim[axis] < 0)
+        return rt__ox_err(cv, MS_ENOTSUP, "the gathered axis must be static");
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK || (st = rt__ox_tf(cv, I, &ix)) != MS_OK) return st;
+    int64_t zero = 0, d = X->dim[axis];
+    const char *neg = rt__tf_binary(
+        cv, "Less", rt__ox_printf(cv, "%s/neg", h), ix,
+        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/zero", h), I->dt, 0, NULL, &zero), I->dt);
+    const char *up = rt__tf_binary(
+        cv, "AddV2", rt__ox_printf(cv, "%s/wrapped", h), ix,
+        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/size", h), I->dt, 0, NULL, &d), I->dt);
+    Tensorflow__NodeDef *sel = rt__tf_node(cv, "SelectV2", rt__ox_printf(cv, "%s/index", h));
+    rt__tf_input(cv, sel, neg);
+    rt__tf_input(cv, sel, up);
+    rt__tf_input(cv, sel, ix);
+    rt__tf_attr_type(cv, sel, "T", I->dt);
+    Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", h);
+    rt__tf_input(cv, g, x);
+    rt__tf_input(cv, g, sel->name);
+    rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", h), axis));
+    rt__tf_attr_type(cv, g, "Tparams", X->dt);
+    rt__tf_attr_type(cv, g, "Tindices", I->dt);
+    rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
+    rt__tf_attr_i(cv, g, "batch_dims", 0);
+    int64_t od[OX_MAXR];
+    int o = 0;
+    for (int i = 0; i < r; i++) {
+        if (i == axis)
+            for (int k = 0; k < I->rank; k++)
+                od[o++] = I->dim[k];
+        else
+            od[o++] = X->dim[i];
+    }
+    rt__ox_def_out(cv, n, 0, X->dt, o, od, g->name);
+    return MS_OK;
+}
+
 ms_status rt__ox_op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *I = NULL;
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &I, NULL)) != MS_OK)
         return st;
-    if (!I->iv || !rt__ox_is_const(I) || I->rank > 1)
-        return rt__ox_err(cv, MS_ENOTSUP, "indices must be a constant scalar or vector");
+    if (!I->iv || !rt__ox_is_const(I) || I->rank > 1 || rt__ox_nelem(I) > 64)
+        return gather_rt(cv, n, X, I);
     int r = X->rank;
     if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
     int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", 0), r);
