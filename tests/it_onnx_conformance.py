@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 import onnx
+import onnx.defs
 from onnx import numpy_helper
 
 SRC = os.environ.get("DCM_SRC", ".")
@@ -255,12 +256,20 @@ def op_of(test, all_ops):
     name, _, _, _, ops, _ = test
     if len(ops) == 1:
         return ops[0]
-    best = None
-    for op, snake in all_ops.items():
-        if name == "test_" + snake or name.startswith("test_" + snake + "_"):
-            if best is None or len(snake) > len(all_ops[best]):
-                best = op
+    best, blen = None, 0
+    for op, snake_name in all_ops.items():
+        for form in (snake_name, op.lower()) + TEST_ALIASES.get(op, ()):
+            if (name == "test_" + form or name.startswith("test_" + form + "_")) and \
+                    len(form) > blen:
+                best, blen = op, len(form)
     return best or "(other)"
+
+
+# Test-name forms of ops that the suite does not spell as the op's name.
+TEST_ALIASES = {"NegativeLogLikelihoodLoss": ("nllloss",),
+                "SoftmaxCrossEntropyLoss": ("sce",),
+                "MeanVarianceNormalization": ("mvn",),
+                "DynamicQuantizeLinear": ("dynamicquantizelinear",)}
 
 
 def snake(op):
@@ -285,7 +294,8 @@ def accepted_opsets():
 
 
 def write_doc(tests, results):
-    ops_in_suite = set()
+    ops_in_suite = set(TEST_ALIASES)
+    ops_in_suite.update(s.name for s in onnx.defs.get_all_schemas() if s.domain == "")
     for t in tests:
         ops_in_suite.update(t[4])
     all_ops = {op: snake(op) for op in ops_in_suite}
