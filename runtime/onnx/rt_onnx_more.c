@@ -2,7 +2,7 @@
  * them, with run-time tensors where TF takes tensors: comparisons and logic,
  * Where, variadic Sum/Mean/Max/Min, more unary math, Elu/Selu/Celu/PRelu/
  * Mish/Gelu, Size, CastLike, Range, Tile, Expand, ArgMax/ArgMin, CumSum,
- * Hardmax, Trilu, Mod (integer) and LayerNormalization.
+ * Hardmax, Trilu, Mod (integer), TopK and LayerNormalization.
  *
  * Each handler checks the element types its TF ops are run with and refuses
  * others at conversion, naming them (docs/onnx.md). Layout: these ops read
@@ -660,6 +660,54 @@ static ms_status op_layernorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+static ms_status op_topk(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X, *K;
+    const char *x, *k, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = in_typed(cv, n, 0, is_num, "float, int32, int64", &X, &x)) != MS_OK ||
+        (st = in_typed(cv, n, 1, is_int, "int64", &K, &k)) != MS_OK)
+        return st;
+    int r = X->rank, axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", -1), r);
+    if (r < 1 || axis < 0) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+    if (rt__ox_nelem(K) != 1) return rt__ox_err(cv, MS_EINVAL, "K must hold one value");
+    int largest = rt__ox_attr_i(n, "largest", 1) != 0;
+    if (!largest && X->dt != RT_DT_FLOAT)
+        return rt__ox_err(cv, MS_ENOTSUP, "largest=0 is supported for float only");
+    /* TF's TopKV2 works on the last axis and picks the largest, ties by the
+     * lower index as ONNX wants; other axes go there and back, the smallest
+     * are the largest of -x. */
+    int64_t perm[OX_MAXR];
+    for (int i = 0; i < r; i++)
+        perm[i] = i;
+    perm[axis] = r - 1;
+    perm[r - 1] = axis;
+    if (axis != r - 1)
+        x = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_last", h), x, X->dt, r, perm);
+    if (!largest) x = rt__tf_unary(cv, "Neg", rt__ox_printf(cv, "%s/neg", h), x, X->dt);
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "TopKV2", rt__ox_printf(cv, "%s/topk", h));
+    rt__tf_input(cv, nd, x);
+    rt__tf_input(cv, nd, k);
+    rt__tf_attr_type(cv, nd, "T", X->dt);
+    rt__tf_attr_type(cv, nd, "Tk", K->dt);
+    rt__tf_attr_type(cv, nd, "index_type", RT_DT_INT64);
+    rt__tf_attr_b(cv, nd, "sorted", 1);
+    const char *v = rt__tf_out(cv, nd, 0), *ix = rt__tf_out(cv, nd, 1);
+    if (!largest) v = rt__tf_unary(cv, "Neg", rt__ox_printf(cv, "%s/values", h), v, X->dt);
+    if (axis != r - 1) {
+        v = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/values_back", h), v, X->dt, r, perm);
+        ix = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/indices_back", h), ix, RT_DT_INT64, r,
+                              perm);
+    }
+    int64_t od[OX_MAXR];
+    memcpy(od, X->dim, sizeof(od));
+    od[axis] = K->iv && rt__ox_is_const(K) ? K->iv[0] : -1;
+    rt__ox_def_out(cv, n, 0, X->dt, r, od, rt__tf_unary(cv, "Identity", h, v, X->dt));
+    rt__ox_def_out(cv, n, 1, RT_DT_INT64, r, od,
+                   rt__tf_unary(cv, "Identity", rt__ox_printf(cv, "%s/indices", h), ix,
+                                RT_DT_INT64));
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } more[] = {
     {"Log", op_unary_more},    {"Reciprocal", op_unary_more}, {"Ceil", op_unary_more},
@@ -680,7 +728,7 @@ static const struct { const char *op; rt__ox_handler fn; } more[] = {
     {"Size", op_size}, {"CastLike", op_cast_like}, {"Range", op_range}, {"Tile", op_tile},
     {"Expand", op_expand}, {"ArgMax", op_argmax}, {"ArgMin", op_argmax},
     {"Hardmax", op_hardmax}, {"CumSum", op_cumsum}, {"Trilu", op_trilu},
-    {"LayerNormalization", op_layernorm},
+    {"LayerNormalization", op_layernorm}, {"TopK", op_topk},
 };
 /* clang-format on */
 

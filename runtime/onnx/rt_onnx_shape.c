@@ -341,7 +341,36 @@ ms_status rt__ox_op_split(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int64_t sizes[64];
     if (no < 1 || no > 64) return rt__ox_err(cv, MS_ENOTSUP, "1 to 64 outputs are supported");
     int ns = rt__ox_attr_ints(n, "split", sizes, 64);
-    if (ns < 0 && (st = rt__ox_const_ints(cv, n, 1, sizes, 64, &ns)) != MS_OK) return st;
+    rt__ox_value *S = ns < 0 ? rt__ox_in(cv, n, 1) : NULL;
+    const char *sizes_tf = NULL;
+    int64_t nout_attr = rt__ox_attr_i(n, "num_outputs", -1);
+    if (nout_attr >= 0 && nout_attr != no)
+        return rt__ox_err(cv, MS_EINVAL, "num_outputs %lld but %d outputs", (long long)nout_attr,
+                          no);
+    if (S != NULL && !rt__ox_is_const(S)) {
+        /* Sizes computed at run time: SplitV takes them as a tensor. */
+        if (S->rank != 1 || S->dim[0] != no || (S->dt != RT_DT_INT64 && S->dt != RT_DT_INT32))
+            return rt__ox_err(cv, MS_ENOTSUP, "run-time split must be an integer vector of %d",
+                              no);
+        if ((st = rt__ox_tf(cv, S, &sizes_tf)) != MS_OK) return st;
+        for (int i = 0; i < no; i++)
+            sizes[i] = -1;
+        ns = no;
+    } else if (ns < 0 && (st = rt__ox_const_ints(cv, n, 1, sizes, 64, &ns)) != MS_OK) {
+        return st;
+    }
+    if (ns < 0 && nout_attr >= 0) {
+        /* Split-18 num_outputs: chunks of ceil(d / n), the last one smaller. */
+        int64_t d = X->dim[axis];
+        if (d < 0) return rt__ox_err(cv, MS_ENOTSUP, "num_outputs needs a static axis");
+        int64_t c = (d + no - 1) / no;
+        for (int i = 0; i < no; i++)
+            sizes[i] = i < no - 1 ? c : d - c * (no - 1);
+        if (sizes[no - 1] < 0)
+            return rt__ox_err(cv, MS_EINVAL, "axis of %lld cannot be split into %d chunks",
+                              (long long)d, no);
+        ns = no;
+    }
     if (ns < 0) {
         if (X->dim[axis] < 0 || X->dim[axis] % no != 0)
             return rt__ox_err(cv, MS_ENOTSUP, "equal split needs a static axis divisible by %d",
@@ -351,16 +380,18 @@ ms_status rt__ox_op_split(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         ns = no;
     }
     if (ns != no) return rt__ox_err(cv, MS_EINVAL, "split has %d sizes for %d outputs", ns, no);
-    for (int i = 0; i < ns; i++)
+    for (int i = 0; i < ns && sizes_tf == NULL; i++)
         if (rt__ox_out_of(sizes[i], 0, OX_DIM_MAX))
             return rt__ox_err(cv, MS_EINVAL, "split size out of range");
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "SplitV", rt__ox_hint_of(n));
     rt__tf_input(cv, nd, x);
-    rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/sizes", nd->name), no, sizes));
+    rt__tf_input(cv, nd, sizes_tf ? sizes_tf
+                                  : rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/sizes", nd->name),
+                                                  no, sizes));
     rt__tf_input(cv, nd, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", nd->name), last ? 3 : axis));
     rt__tf_attr_i(cv, nd, "num_split", no);
     rt__tf_attr_type(cv, nd, "T", X->dt);
-    rt__tf_attr_type(cv, nd, "Tlen", RT_DT_INT32);
+    rt__tf_attr_type(cv, nd, "Tlen", sizes_tf ? S->dt : RT_DT_INT32);
     for (int i = 0; i < no; i++) {
         int64_t od[OX_MAXR];
         memcpy(od, X->dim, sizeof(od));
