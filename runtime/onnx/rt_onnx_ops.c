@@ -180,8 +180,19 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if ((st = rt__ox_need4(cv, n, 0, &X, &x)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &W, NULL)) != MS_OK)
         return st;
-    if (!W->f || W->rank != 4)
+    /* Weights computed at run time (group 1, static shape): TF's filter is
+     * their HWIO transpose. */
+    const char *wrt = NULL;
+    if (!W->f && W->rank == 4 && W->dt == RT_DT_FLOAT && rt__ox_count_unknown(4, W->dim) == 0 &&
+        rt__ox_attr_i(n, "group", 1) == 1) {
+        static const int64_t to_hwio[4] = {2, 3, 1, 0};
+        const char *wt;
+        if ((st = rt__ox_tf(cv, W, &wt)) != MS_OK) return st;
+        wrt = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/filter", h), wt, RT_DT_FLOAT, 4,
+                               to_hwio);
+    } else if (!W->f || W->rank != 4) {
         return rt__ox_err(cv, MS_ENOTSUP, "weights must be a constant 4-D float tensor");
+    }
     int64_t M = W->dim[0], Cg = W->dim[1], g = rt__ox_attr_i(n, "group", 1);
     int64_t C = X->dim[1] >= 0 ? X->dim[1] : Cg * g;
     if (g < 1 || Cg * g != C || M % g != 0)
@@ -197,7 +208,9 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (w.padding == NULL) w.padding = "EXPLICIT";
     int64_t fd[4] = {ks[0], ks[1], Cg, M};
     const char *y;
-    if (g == 1) {
+    if (wrt != NULL) {
+        y = conv2d_node(cv, "Conv2D", h, x, wrt, &w);
+    } else if (g == 1) {
         y = conv2d_node(
             cv, "Conv2D", h, x,
             rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 4, fd, hwio(cv, W, 0, M)), &w);
@@ -241,12 +254,17 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         y = cat->name;
     }
     if (B != NULL) {
-        if (!B->f || rt__ox_nelem(B) != M)
-            return rt__ox_err(cv, MS_ENOTSUP, "bias must be a constant of %lld floats",
-                              (long long)M);
+        const char *bt = NULL;
+        if (!B->f && B->dt == RT_DT_FLOAT && B->rank == 1 && B->dim[0] == M &&
+            (st = rt__ox_tf(cv, B, &bt)) != MS_OK)
+            return st;
+        if ((!B->f && bt == NULL) || rt__ox_nelem(B) != M)
+            return rt__ox_err(cv, MS_ENOTSUP, "bias must be %lld floats", (long long)M);
         Tensorflow__NodeDef *ba = rt__tf_node(cv, "BiasAdd", rt__ox_printf(cv, "%s/bias_add", h));
         rt__tf_input(cv, ba, y);
-        rt__tf_input(cv, ba, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &M, B->f));
+        rt__tf_input(cv, ba, bt ? bt
+                                : rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &M,
+                                                   B->f));
         rt__tf_attr_type(cv, ba, "T", RT_DT_FLOAT);
         rt__tf_attr_s(cv, ba, "data_format", rt__ox_data_format(cv));
         y = ba->name;
