@@ -576,6 +576,38 @@ static ms_status op_cumsum(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* Trilu with k known at run time: keep x where j - i >= k (upper) or
+ * j - i <= k (lower), from a constant j - i table of the static last two
+ * dims. */
+static ms_status trilu_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X,
+                          const char *x, rt__ox_value *K, int upper) {
+    const char *h = rt__ox_hint_of(n), *k;
+    ms_status st;
+    int64_t N = X->dim[X->rank - 2], M = X->dim[X->rank - 1];
+    if (N < 0 || M < 0 || N * M > ((int64_t)1 << 24))
+        return rt__ox_err(cv, MS_ENOTSUP, "a run-time k needs static last two dims");
+    if (K->dt != RT_DT_INT64 || rt__ox_nelem(K) != 1)
+        return rt__ox_err(cv, MS_EINVAL, "k must be one int64");
+    if ((st = rt__ox_tf(cv, K, &k)) != MS_OK) return st;
+    if (K->rank > 0)
+        k = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/k", h), k, RT_DT_INT64, 0, NULL);
+    int64_t *d = rt__ox_alloc(cv, (size_t)(N * M + 1) * sizeof(int64_t)), dd[2] = {N, M};
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t j = 0; j < M; j++)
+            d[i * M + j] = j - i;
+    const char *diff = rt__tf_const_int(cv, rt__ox_printf(cv, "%s/diff", h), RT_DT_INT64, 2, dd, d);
+    const char *mask = rt__tf_binary(cv, upper ? "GreaterEqual" : "LessEqual",
+                                     rt__ox_printf(cv, "%s/mask", h), diff, k, RT_DT_INT64);
+    const char *z = rt__tf_unary(cv, "ZerosLike", rt__ox_printf(cv, "%s/zeros", h), x, X->dt);
+    Tensorflow__NodeDef *sel = rt__tf_node(cv, "SelectV2", h);
+    rt__tf_input(cv, sel, mask);
+    rt__tf_input(cv, sel, x);
+    rt__tf_input(cv, sel, z);
+    rt__tf_attr_type(cv, sel, "T", X->dt);
+    rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, sel->name);
+    return MS_OK;
+}
+
 static ms_status op_trilu(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X, *K = rt__ox_in(cv, n, 1);
     const char *x;
@@ -583,12 +615,13 @@ static ms_status op_trilu(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if ((st = in_typed(cv, n, 0, is_any, "float, int32, int64, bool", &X, &x)) != MS_OK) return st;
     if (X->rank < 2) return rt__ox_err(cv, MS_EINVAL, "input rank must be >= 2");
     int64_t k = 0;
+    int upper = rt__ox_attr_i(n, "upper", 1) != 0;
+    if (K != NULL && (!K->iv || !rt__ox_is_const(K)))
+        return trilu_rt(cv, n, X, x, K, upper);
     if (K != NULL) {
-        if (!K->iv || !rt__ox_is_const(K) || rt__ox_nelem(K) != 1)
-            return rt__ox_err(cv, MS_ENOTSUP, "k must be a constant");
+        if (rt__ox_nelem(K) != 1) return rt__ox_err(cv, MS_EINVAL, "k must be one value");
         k = K->iv[0];
     }
-    int upper = rt__ox_attr_i(n, "upper", 1) != 0;
     /* MatrixBandPart keeps i - j <= lower and j - i <= upper (-1: all). */
     int64_t lo, hi;
     if (upper && k <= 0)
