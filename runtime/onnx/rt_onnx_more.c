@@ -2,7 +2,7 @@
  * them, with run-time tensors where TF takes tensors: comparisons and logic,
  * Where, variadic Sum/Mean/Max/Min, more unary math, Elu/Selu/Celu/PRelu/
  * Mish/Gelu, Size, CastLike, Range, Tile, Expand, ArgMax/ArgMin, CumSum,
- * Hardmax, Trilu, Mod (integer), TopK and LayerNormalization.
+ * Hardmax, Trilu, Mod (integer), TopK, GatherElements and LayerNormalization.
  *
  * Each handler checks the element types its TF ops are run with and refuses
  * others at conversion, naming them (docs/onnx.md). Layout: these ops read
@@ -741,6 +741,75 @@ static ms_status op_topk(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* GatherElements through GatherNd: the coordinates of every output element
+ * are its own position except on `axis`, where the index (negative ones
+ * moved up by the axis size) goes. The positions are constants, so the
+ * indices' shape must be static. */
+static ms_status op_gather_elements(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X, *I;
+    const char *x, *ix, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = in_typed(cv, n, 0, is_any, "float, int32, int64, bool", &X, &x)) != MS_OK ||
+        (st = in_typed(cv, n, 1, is_int, "int32, int64", &I, &ix)) != MS_OK)
+        return st;
+    int r = X->rank, axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", 0), r);
+    if (r < 1 || axis < 0 || I->rank != r)
+        return rt__ox_err(cv, MS_EINVAL, "indices must have the input's rank; axis in range");
+    int64_t ne = rt__ox_nelem(I), d = X->dim[axis];
+    if (ne < 0 || d < 0 || ne > ((int64_t)1 << 22))
+        return rt__ox_err(cv, MS_ENOTSUP, "the indices' shape and the axis size must be static");
+    if (I->dt != RT_DT_INT64) {
+        Tensorflow__NodeDef *c = rt__tf_node(cv, "Cast", rt__ox_printf(cv, "%s/i64", h));
+        rt__tf_input(cv, c, ix);
+        rt__tf_attr_type(cv, c, "SrcT", I->dt);
+        rt__tf_attr_type(cv, c, "DstT", RT_DT_INT64);
+        ix = c->name;
+    }
+    int64_t zero = 0;
+    const char *neg = rt__tf_binary(
+        cv, "Less", rt__ox_printf(cv, "%s/neg", h), ix,
+        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/zero", h), RT_DT_INT64, 0, NULL, &zero),
+        RT_DT_INT64);
+    const char *up = rt__tf_binary(
+        cv, "AddV2", rt__ox_printf(cv, "%s/wrapped", h), ix,
+        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/size", h), RT_DT_INT64, 0, NULL, &d),
+        RT_DT_INT64);
+    Tensorflow__NodeDef *sel = rt__tf_node(cv, "SelectV2", rt__ox_printf(cv, "%s/index", h));
+    rt__tf_input(cv, sel, neg);
+    rt__tf_input(cv, sel, up);
+    rt__tf_input(cv, sel, ix);
+    rt__tf_attr_type(cv, sel, "T", RT_DT_INT64);
+    int64_t cd[OX_MAXR + 1];
+    memcpy(cd, I->dim, sizeof(int64_t) * (size_t)r);
+    cd[r] = 1;
+    Tensorflow__NodeDef *cat = rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/coords", h));
+    for (int j = 0; j < r; j++) {
+        if (j == axis) {
+            rt__tf_input(cv, cat, rt__tf_reshape(cv, rt__ox_printf(cv, "%s/axis_coord", h),
+                                                 sel->name, RT_DT_INT64, r + 1, cd));
+            continue;
+        }
+        int64_t *pos = rt__ox_alloc(cv, (size_t)(ne + 1) * sizeof(int64_t)), inner = 1;
+        for (int q = j + 1; q < r; q++)
+            inner *= I->dim[q];
+        for (int64_t e = 0; e < ne; e++)
+            pos[e] = (e / inner) % I->dim[j];
+        rt__tf_input(cv, cat, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/pos%d", h, j),
+                                               RT_DT_INT64, r + 1, cd, pos));
+    }
+    rt__tf_input(cv, cat, rt__tf_i32(cv, rt__ox_printf(cv, "%s/last", h), r));
+    rt__tf_attr_i(cv, cat, "N", r);
+    rt__tf_attr_type(cv, cat, "T", RT_DT_INT64);
+    rt__tf_attr_type(cv, cat, "Tidx", RT_DT_INT32);
+    Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherNd", h);
+    rt__tf_input(cv, g, x);
+    rt__tf_input(cv, g, cat->name);
+    rt__tf_attr_type(cv, g, "Tparams", X->dt);
+    rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
+    rt__ox_def_out(cv, n, 0, X->dt, r, I->dim, g->name);
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } more[] = {
     {"Log", op_unary_more},    {"Reciprocal", op_unary_more}, {"Ceil", op_unary_more},
@@ -762,6 +831,7 @@ static const struct { const char *op; rt__ox_handler fn; } more[] = {
     {"Expand", op_expand}, {"ArgMax", op_argmax}, {"ArgMin", op_argmax},
     {"Hardmax", op_hardmax}, {"CumSum", op_cumsum}, {"Trilu", op_trilu},
     {"LayerNormalization", op_layernorm}, {"TopK", op_topk},
+    {"GatherElements", op_gather_elements},
 };
 /* clang-format on */
 

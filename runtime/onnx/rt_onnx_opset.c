@@ -53,6 +53,7 @@ static const ox_opdef ox_defs[] = {
     {"Equal", {7, 11, 13, 19}, {1}, ""},
     {"Erf", {9, 13}, {0}, ""},
     {"Expand", {8, 13}, {0}, ""},
+    {"GatherElements", {11, 13}, {0}, "axis"},
     {"Gelu", {20}, {0}, "approximate"},
     {"Greater", {7, 9, 13}, {1}, ""},
     {"GreaterOrEqual", {12, 16}, {0}, ""},
