@@ -187,6 +187,21 @@ const char *rt__ox_scalar_f32(rt__ox_conv *cv, const char *hint, float x);
 /* Pad / PadV2 / MirrorPad of rank-r x; pads begins then ends, in x's order. */
 const char *rt__ox_emit_pad(rt__ox_conv *cv, const char *hint, const char *x, rt_dtype dt, int r,
                             const int64_t *pads, const char *mode, float value);
+/* Cast of x from type `from` to `to`. */
+const char *rt__tf_cast(rt__ox_conv *cv, const char *h, const char *x, rt_dtype from,
+                        rt_dtype to);
+/* SelectV2(c, a, b) of element type dt. */
+const char *rt__tf_select(rt__ox_conv *cv, const char *h, const char *c, const char *a,
+                          const char *b, rt_dtype dt);
+/* Integer indices ix (of type dt) with the negative ones moved up by the
+ * axis size d, as ONNX counts them (TF refuses them). */
+const char *rt__ox_wrap_index(rt__ox_conv *cv, const char *h, const char *ix, rt_dtype dt,
+                              int64_t d);
+/* (x - mean) * rsqrt(var + eps), mean and variance of float x over the
+ * int32 axes tensor ax (kept as 1s); *mean and *inv_std (may be NULL) get
+ * the statistics' tensors. */
+const char *rt__ox_normalize(rt__ox_conv *cv, const char *h, const char *x, const char *ax,
+                             float eps, const char **mean, const char **inv_std);
 /* numpy broadcast of a's and b's dims into od: the rank, -1 when a rank is
  * unknown, -2 when the shapes do not broadcast (unknown dims pass). */
 int rt__ox_broadcast(const rt__ox_value *a, const rt__ox_value *b, int64_t *od);

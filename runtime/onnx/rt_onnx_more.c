@@ -132,11 +132,8 @@ static ms_status op_act(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         const char *m = rt__tf_binary(cv, "Greater", rt__ox_printf(cv, "%s/above", h), x,
                                       scalar(cv, h, "alpha", rt__ox_attr_f(n, "alpha", 1.0f)),
                                       RT_DT_FLOAT);
-        Tensorflow__NodeDef *c = rt__tf_node(cv, "Cast", rt__ox_printf(cv, "%s/mask", h));
-        rt__tf_input(cv, c, m);
-        rt__tf_attr_type(cv, c, "SrcT", RT_DT_BOOL);
-        rt__tf_attr_type(cv, c, "DstT", RT_DT_FLOAT);
-        y = rt__tf_binary(cv, "Mul", h, x, c->name, RT_DT_FLOAT);
+        m = rt__tf_cast(cv, rt__ox_printf(cv, "%s/mask", h), m, RT_DT_BOOL, RT_DT_FLOAT);
+        y = rt__tf_binary(cv, "Mul", h, x, m, RT_DT_FLOAT);
     } else { /* Gelu */
         const char *t;
         if (rt__ox_attr_is(n, "approximate", "tanh", "none")) {
@@ -261,12 +258,7 @@ static ms_status op_where(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (r >= 0) r = rt__ox_broadcast(&t, Y, od);
     if (r == -2) return rt__ox_err(cv, MS_EINVAL, "shapes do not broadcast");
     if (r < 0) return rt__ox_err(cv, MS_ENOTSUP, "input ranks must be known");
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, "SelectV2", rt__ox_hint_of(n));
-    rt__tf_input(cv, nd, c);
-    rt__tf_input(cv, nd, x);
-    rt__tf_input(cv, nd, y);
-    rt__tf_attr_type(cv, nd, "T", X->dt);
-    rt__ox_def_out(cv, n, 0, X->dt, r, od, nd->name);
+    rt__ox_def_out(cv, n, 0, X->dt, r, od, rt__tf_select(cv, rt__ox_hint_of(n), c, x, y, X->dt));
     return MS_OK;
 }
 
@@ -340,11 +332,8 @@ static ms_status op_cast_like(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__ox_alias(cv, n, X);
         return MS_OK;
     }
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Cast", rt__ox_hint_of(n));
-    rt__tf_input(cv, nd, x);
-    rt__tf_attr_type(cv, nd, "SrcT", X->dt);
-    rt__tf_attr_type(cv, nd, "DstT", T->dt);
-    rt__ox_def_out(cv, n, 0, T->dt, X->rank, X->dim, nd->name);
+    rt__ox_def_out(cv, n, 0, T->dt, X->rank, X->dim,
+                   rt__tf_cast(cv, rt__ox_hint_of(n), x, X->dt, T->dt));
     return MS_OK;
 }
 
@@ -599,12 +588,7 @@ static ms_status trilu_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_valu
     const char *mask = rt__tf_binary(cv, upper ? "GreaterEqual" : "LessEqual",
                                      rt__ox_printf(cv, "%s/mask", h), diff, k, RT_DT_INT64);
     const char *z = rt__tf_unary(cv, "ZerosLike", rt__ox_printf(cv, "%s/zeros", h), x, X->dt);
-    Tensorflow__NodeDef *sel = rt__tf_node(cv, "SelectV2", h);
-    rt__tf_input(cv, sel, mask);
-    rt__tf_input(cv, sel, x);
-    rt__tf_input(cv, sel, z);
-    rt__tf_attr_type(cv, sel, "T", X->dt);
-    rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, sel->name);
+    rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, rt__tf_select(cv, h, mask, x, z, X->dt));
     return MS_OK;
 }
 
@@ -661,26 +645,8 @@ static ms_status op_layernorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     for (int i = axis; i < X->rank; i++)
         axes[na++] = i;
     float eps = rt__ox_attr_f(n, "epsilon", 1e-5f);
-    const char *ax = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/axes", h), na, axes);
-    Tensorflow__NodeDef *m = rt__tf_node(cv, "Mean", rt__ox_printf(cv, "%s/mean", h));
-    rt__tf_input(cv, m, x);
-    rt__tf_input(cv, m, ax);
-    rt__tf_attr_type(cv, m, "T", RT_DT_FLOAT);
-    rt__tf_attr_type(cv, m, "Tidx", RT_DT_INT32);
-    rt__tf_attr_b(cv, m, "keep_dims", 1);
-    const char *d =
-        rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/centred", h), x, m->name, RT_DT_FLOAT);
-    const char *q = rt__tf_unary(cv, "Square", rt__ox_printf(cv, "%s/sq", h), d, RT_DT_FLOAT);
-    Tensorflow__NodeDef *v = rt__tf_node(cv, "Mean", rt__ox_printf(cv, "%s/var", h));
-    rt__tf_input(cv, v, q);
-    rt__tf_input(cv, v, ax);
-    rt__tf_attr_type(cv, v, "T", RT_DT_FLOAT);
-    rt__tf_attr_type(cv, v, "Tidx", RT_DT_INT32);
-    rt__tf_attr_b(cv, v, "keep_dims", 1);
-    const char *t = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/var_eps", h), v->name,
-                                  scalar(cv, h, "eps", eps), RT_DT_FLOAT);
-    const char *inv = rt__tf_unary(cv, "Rsqrt", rt__ox_printf(cv, "%s/inv_std", h), t, RT_DT_FLOAT);
-    t = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/normed", h), d, inv, RT_DT_FLOAT);
+    const char *ax = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/axes", h), na, axes), *mean, *inv;
+    const char *t = rt__ox_normalize(cv, h, x, ax, eps, &mean, &inv);
     t = rt__tf_binary(cv, "Mul", b ? rt__ox_printf(cv, "%s/scaled", h) : h, t, s, RT_DT_FLOAT);
     if (b) t = rt__tf_binary(cv, "AddV2", h, t, b, RT_DT_FLOAT);
     rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, X->dim, t);
@@ -688,7 +654,7 @@ static ms_status op_layernorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int64_t sd[OX_MAXR];
     for (int i = 0; i < X->rank; i++)
         sd[i] = i < axis ? X->dim[i] : 1;
-    rt__ox_def_out(cv, n, 1, RT_DT_FLOAT, X->rank, sd, m->name);
+    rt__ox_def_out(cv, n, 1, RT_DT_FLOAT, X->rank, sd, mean);
     rt__ox_def_out(cv, n, 2, RT_DT_FLOAT, X->rank, sd, inv);
     return MS_OK;
 }
@@ -758,27 +724,9 @@ static ms_status op_gather_elements(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int64_t ne = rt__ox_nelem(I), d = X->dim[axis];
     if (ne < 0 || d < 0 || ne > ((int64_t)1 << 22))
         return rt__ox_err(cv, MS_ENOTSUP, "the indices' shape and the axis size must be static");
-    if (I->dt != RT_DT_INT64) {
-        Tensorflow__NodeDef *c = rt__tf_node(cv, "Cast", rt__ox_printf(cv, "%s/i64", h));
-        rt__tf_input(cv, c, ix);
-        rt__tf_attr_type(cv, c, "SrcT", I->dt);
-        rt__tf_attr_type(cv, c, "DstT", RT_DT_INT64);
-        ix = c->name;
-    }
-    int64_t zero = 0;
-    const char *neg = rt__tf_binary(
-        cv, "Less", rt__ox_printf(cv, "%s/neg", h), ix,
-        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/zero", h), RT_DT_INT64, 0, NULL, &zero),
-        RT_DT_INT64);
-    const char *up = rt__tf_binary(
-        cv, "AddV2", rt__ox_printf(cv, "%s/wrapped", h), ix,
-        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/size", h), RT_DT_INT64, 0, NULL, &d),
-        RT_DT_INT64);
-    Tensorflow__NodeDef *sel = rt__tf_node(cv, "SelectV2", rt__ox_printf(cv, "%s/index", h));
-    rt__tf_input(cv, sel, neg);
-    rt__tf_input(cv, sel, up);
-    rt__tf_input(cv, sel, ix);
-    rt__tf_attr_type(cv, sel, "T", RT_DT_INT64);
+    if (I->dt != RT_DT_INT64)
+        ix = rt__tf_cast(cv, rt__ox_printf(cv, "%s/i64", h), ix, I->dt, RT_DT_INT64);
+    const char *wix = rt__ox_wrap_index(cv, h, ix, RT_DT_INT64, d);
     int64_t cd[OX_MAXR + 1];
     memcpy(cd, I->dim, sizeof(int64_t) * (size_t)r);
     cd[r] = 1;
@@ -786,7 +734,7 @@ static ms_status op_gather_elements(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     for (int j = 0; j < r; j++) {
         if (j == axis) {
             rt__tf_input(cv, cat, rt__tf_reshape(cv, rt__ox_printf(cv, "%s/axis_coord", h),
-                                                 sel->name, RT_DT_INT64, r + 1, cd));
+                                                 wix, RT_DT_INT64, r + 1, cd));
             continue;
         }
         int64_t *pos = rt__ox_alloc(cv, (size_t)(ne + 1) * sizeof(int64_t)), inner = 1;

@@ -491,28 +491,8 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     for (int i = 2; i < r; i++)
         axes[i - 2] = last ? i - 1 : i;
     const char *ax = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/axes", h), r - 2, axes);
-    Tensorflow__NodeDef *m = rt__tf_node(cv, "Mean", rt__ox_printf(cv, "%s/mean", h));
-    rt__tf_input(cv, m, x);
-    rt__tf_input(cv, m, ax);
-    rt__tf_attr_type(cv, m, "T", RT_DT_FLOAT);
-    rt__tf_attr_type(cv, m, "Tidx", RT_DT_INT32);
-    rt__tf_attr_b(cv, m, "keep_dims", 1);
-    const char *d =
-        rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/centered", h), x, m->name, RT_DT_FLOAT);
-    const char *sq = rt__tf_unary(cv, "Square", rt__ox_printf(cv, "%s/square", h), d, RT_DT_FLOAT);
-    Tensorflow__NodeDef *v = rt__tf_node(cv, "Mean", rt__ox_printf(cv, "%s/variance", h));
-    rt__tf_input(cv, v, sq);
-    rt__tf_input(cv, v, ax);
-    rt__tf_attr_type(cv, v, "T", RT_DT_FLOAT);
-    rt__tf_attr_type(cv, v, "Tidx", RT_DT_INT32);
-    rt__tf_attr_b(cv, v, "keep_dims", 1);
-    const char *ve = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/var_eps", h), v->name,
-                                   rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/epsilon", h),
-                                                     rt__ox_attr_f(n, "epsilon", 1e-5f)),
-                                   RT_DT_FLOAT);
-    const char *rs = rt__tf_unary(cv, "Rsqrt", rt__ox_printf(cv, "%s/rsqrt", h), ve, RT_DT_FLOAT);
     const char *nrm =
-        rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/normalized", h), d, rs, RT_DT_FLOAT);
+        rt__ox_normalize(cv, h, x, ax, rt__ox_attr_f(n, "epsilon", 1e-5f), NULL, NULL);
     const char *y = channel_affine(cv, h, nrm, r, rt__ox_nelem(S), S->f, B->f, last);
     rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, ndhwc ? NULL : y);
     if (ndhwc)
@@ -852,17 +832,6 @@ static ms_status op_hard_sigmoid(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
-int rt__ox_broadcast(const rt__ox_value *a, const rt__ox_value *b, int64_t *od) {
-    if (a->rank < 0 || b->rank < 0) return -1;
-    int r = a->rank > b->rank ? a->rank : b->rank;
-    for (int i = 0; i < r; i++) {
-        int ia = i - (r - a->rank), ib = i - (r - b->rank);
-        int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
-        od[i] = da == db ? da : da == 1 ? db : db == 1 ? da : da < 0 ? db : db < 0 ? da : -2;
-        if (od[i] == -2) return -2;
-    }
-    return r;
-}
 
 /* Folds an integer binary op on known (possibly partially known) vectors:
  * same element count or one side a single element. */
@@ -965,14 +934,9 @@ static ms_status op_binary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             return rt__ox_err(cv, MS_ENOTSUP, "inputs of types %s and %s are not supported",
                               rt_dtype_name(A->dt), rt_dtype_name(B->dt));
         if ((st = rt__ox_tf(cv, B, &b)) != MS_OK) return st;
-        Tensorflow__NodeDef *c = rt__tf_node(cv, "Cast", rt__ox_printf(cv, "%s/exponent", h));
-        rt__tf_input(cv, c, b);
-        rt__tf_attr_type(cv, c, "SrcT", B->dt);
-        rt__tf_attr_type(cv, c, "DstT", RT_DT_FLOAT);
-        rt__tf_attr_b(cv, c, "Truncate", 0);
         rt__ox_value *fb = rt__ox_define(cv, rt__ox_printf(cv, "%s/float", B->name), RT_DT_FLOAT,
                                          B->rank, B->dim);
-        fb->tf = c->name;
+        fb->tf = rt__tf_cast(cv, rt__ox_printf(cv, "%s/exponent", h), b, B->dt, RT_DT_FLOAT);
         B = fb;
     }
     if (strcmp(n->op_type, "Pow") == 0 && B->f && rt__ox_nelem(B) == 1 &&

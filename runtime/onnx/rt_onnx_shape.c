@@ -85,12 +85,7 @@ static ms_status reshape_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_va
             cv, "Equal", rt__ox_printf(cv, "%s/is_zero", h), s,
             rt__tf_const_int(cv, rt__ox_printf(cv, "%s/zero", h), RT_DT_INT64, 0, NULL, &zero),
             RT_DT_INT64);
-        Tensorflow__NodeDef *sel = rt__tf_node(cv, "SelectV2", rt__ox_printf(cv, "%s/shape", h));
-        rt__tf_input(cv, sel, z);
-        rt__tf_input(cv, sel, xs);
-        rt__tf_input(cv, sel, s);
-        rt__tf_attr_type(cv, sel, "T", RT_DT_INT64);
-        s = sel->name;
+        s = rt__tf_select(cv, rt__ox_printf(cv, "%s/shape", h), z, xs, s, RT_DT_INT64);
     }
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "Reshape", h);
     rt__tf_input(cv, nd, x);
@@ -820,21 +815,10 @@ static ms_status gather_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_val
     if (X->dim[axis] < 0)
         return rt__ox_err(cv, MS_ENOTSUP, "the gathered axis must be static");
     if ((st = rt__ox_tf(cv, X, &x)) != MS_OK || (st = rt__ox_tf(cv, I, &ix)) != MS_OK) return st;
-    int64_t zero = 0, d = X->dim[axis];
-    const char *neg = rt__tf_binary(
-        cv, "Less", rt__ox_printf(cv, "%s/neg", h), ix,
-        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/zero", h), I->dt, 0, NULL, &zero), I->dt);
-    const char *up = rt__tf_binary(
-        cv, "AddV2", rt__ox_printf(cv, "%s/wrapped", h), ix,
-        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/size", h), I->dt, 0, NULL, &d), I->dt);
-    Tensorflow__NodeDef *sel = rt__tf_node(cv, "SelectV2", rt__ox_printf(cv, "%s/index", h));
-    rt__tf_input(cv, sel, neg);
-    rt__tf_input(cv, sel, up);
-    rt__tf_input(cv, sel, ix);
-    rt__tf_attr_type(cv, sel, "T", I->dt);
+    const char *wix = rt__ox_wrap_index(cv, h, ix, I->dt, X->dim[axis]);
     Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", h);
     rt__tf_input(cv, g, x);
-    rt__tf_input(cv, g, sel->name);
+    rt__tf_input(cv, g, wix);
     rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", h), axis));
     rt__tf_attr_type(cv, g, "Tparams", X->dt);
     rt__tf_attr_type(cv, g, "Tindices", I->dt);
@@ -976,11 +960,7 @@ ms_status rt__ox_op_cast(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     }
     const char *x;
     if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Cast", rt__ox_hint_of(n));
-    rt__tf_input(cv, nd, x);
-    rt__tf_attr_type(cv, nd, "SrcT", X->dt);
-    rt__tf_attr_type(cv, nd, "DstT", dt);
-    rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim, nd->name);
+    rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim, rt__tf_cast(cv, rt__ox_hint_of(n), x, X->dt, dt));
     return MS_OK;
 }
 
