@@ -2,7 +2,8 @@
  * them, with run-time tensors where TF takes tensors: comparisons and logic,
  * Where, variadic Sum/Mean/Max/Min, more unary math, Elu/Selu/Celu/PRelu/
  * Mish/Gelu, Size, CastLike, Range, Tile, Expand, ArgMax/ArgMin, CumSum,
- * Hardmax, Trilu, Mod (integer), TopK, GatherElements and LayerNormalization.
+ * Hardmax, Trilu, Mod (integer), TopK, GatherElements, LayerNormalization and
+ * RMSNormalization.
  *
  * Each handler checks the element types its TF ops are run with and refuses
  * others at conversion, naming them (docs/onnx.md). Layout: these ops read
@@ -628,6 +629,38 @@ static ms_status op_trilu(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* RMSNormalization (opset 23): x * rsqrt(mean(x^2 over axis..) + eps) * scale. */
+static ms_status op_rmsnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X, *S;
+    const char *x, *s, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = in_typed(cv, n, 0, is_float, "float", &X, &x)) != MS_OK ||
+        (st = in_typed(cv, n, 1, is_float, "float", &S, &s)) != MS_OK)
+        return st;
+    if (rt__ox_attr_i(n, "stash_type", 1) != 1)
+        return rt__ox_err(cv, MS_ENOTSUP, "stash_type other than 1 (float) is not supported");
+    int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", -1), X->rank);
+    if (X->rank < 1 || axis < 0) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+    int64_t axes[OX_MAXR];
+    int na = 0;
+    for (int i = axis; i < X->rank; i++)
+        axes[na++] = i;
+    Tensorflow__NodeDef *m = rt__tf_node(cv, "Mean", rt__ox_printf(cv, "%s/mean_sq", h));
+    rt__tf_input(cv, m, rt__tf_unary(cv, "Square", rt__ox_printf(cv, "%s/sq", h), x, RT_DT_FLOAT));
+    rt__tf_input(cv, m, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/axes", h), na, axes));
+    rt__tf_attr_type(cv, m, "T", RT_DT_FLOAT);
+    rt__tf_attr_type(cv, m, "Tidx", RT_DT_INT32);
+    rt__tf_attr_b(cv, m, "keep_dims", 1);
+    const char *t = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/eps", h), m->name,
+                                  scalar(cv, h, "epsilon", rt__ox_attr_f(n, "epsilon", 1e-5f)),
+                                  RT_DT_FLOAT);
+    t = rt__tf_unary(cv, "Rsqrt", rt__ox_printf(cv, "%s/rsqrt", h), t, RT_DT_FLOAT);
+    t = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/normalized", h), x, t, RT_DT_FLOAT);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, X->dim,
+                   rt__tf_binary(cv, "Mul", h, t, s, RT_DT_FLOAT));
+    return MS_OK;
+}
+
 static ms_status op_layernorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X, *S, *B = rt__ox_in(cv, n, 2);
     const char *x, *s, *b = NULL, *h = rt__ox_hint_of(n);
@@ -779,7 +812,7 @@ static const struct { const char *op; rt__ox_handler fn; } more[] = {
     {"Expand", op_expand}, {"ArgMax", op_argmax}, {"ArgMin", op_argmax},
     {"Hardmax", op_hardmax}, {"CumSum", op_cumsum}, {"Trilu", op_trilu},
     {"LayerNormalization", op_layernorm}, {"TopK", op_topk},
-    {"GatherElements", op_gather_elements},
+    {"GatherElements", op_gather_elements}, {"RMSNormalization", op_rmsnorm},
 };
 /* clang-format on */
 

@@ -72,6 +72,7 @@ static const ox_opdef ox_defs[] = {
     {"PRelu", {7, 9, 16}, {1, 6}, ""},
     {"Range", {11}, {27}, ""},
     {"Reciprocal", {6, 13}, {1}, ""},
+    {"RMSNormalization", {23}, {0}, "axis epsilon stash_type"},
     {"Round", {11, 22}, {0}, ""},
     {"Selu", {6, 22}, {1}, "alpha gamma"},
     {"Sign", {9, 13}, {0}, ""},
