@@ -156,6 +156,51 @@ def dicom_guards(tmp):
     check(rc == 0, "--size 64x64: the 48x40 file is resized and runs (%s)" % err)
 
 
+def refusals(tmp):
+    """Forms that would give a wrong answer are refused at import, naming what is missing:
+    Resize with antialias, Resize by a scale whose in * scale is not an integer (TF maps by
+    out / in, ONNX by the scale), Dropout in training mode, an attribute the handler does not
+    read, an op version the converter does not implement."""
+    from onnx import TensorProto, helper
+
+    def model(node, inits, opset, out_dims):
+        g = helper.make_graph(
+            [node], "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_dims)], inits)
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+    def scales(v):
+        return helper.make_tensor("s", TensorProto.FLOAT, [4], v)
+
+    cases = [
+        ("antialias", model(helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs",
+                                             mode="linear", antialias=1),
+                            [scales([1, 1, 0.5, 0.5])], 18, [1, 1, 2, 2]),
+         ["rs", "Resize", "antialias"]),
+        ("fractional scale", model(helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs",
+                                                    mode="linear"),
+                                   [scales([1, 1, 0.8, 0.8])], 13, [1, 1, 3, 3]),
+         ["rs", "Resize", "scale 0.8"]),
+        ("training dropout", model(helper.make_node("Dropout", ["x", "", "t"], ["y"], name="dr"),
+                                   [helper.make_tensor("t", TensorProto.BOOL, [], [True])], 13,
+                                   [1, 1, 4, 4]),
+         ["dr", "Dropout", "training_mode"]),
+        ("unknown attribute", model(helper.make_node("Relu", ["x"], ["y"], name="re", foo=1), [],
+                                    13, [1, 1, 4, 4]),
+         ["re", "Relu", "foo"]),
+        ("op version", model(helper.make_node("Upsample", ["x", "s"], ["y"], name="up"),
+                             [scales([1, 1, 2, 2])], 10, [1, 1, 8, 8]),
+         ["up", "Upsample", "opset 10", "version 10"]),
+    ]
+    for what, m, words in cases:
+        path = os.path.join(tmp, "refuse.onnx")
+        onnx.save_model(m, path)
+        r = run("import-onnx", path, "--output_dir", os.path.join(tmp, "refused", "1"))
+        check(r.returncode == 1 and all(w in r.stderr for w in words),
+              "%s refused at import naming %s: exit %d, %s"
+              % (what, words, r.returncode, r.stderr.strip()))
+
+
 def serve_checks(tmp):
     """`dcmserve serve` on imported models: Predict over gRPC vs ORT outputs."""
     pb = gen_protos()
@@ -293,13 +338,14 @@ def main():
         r = run("import-onnx", os.path.join(DATA, "unsupported.onnx"), "--output_dir",
                 os.path.join(tmp, "bad", "1"))
         check(r.returncode == 1, "unsupported op: exit status 1 (got %d)" % r.returncode)
-        check("Hardmax" in r.stderr and "my_hardmax" in r.stderr,
+        check("NonZero" in r.stderr and "my_nonzero" in r.stderr,
               "unsupported op: message names op and node: " + r.stderr.strip())
         check(not os.path.exists(os.path.join(tmp, "bad", "1", "saved_model.pb")),
               "unsupported op: nothing written")
 
         r = run("import-onnx", os.path.join(DATA, "resnet.onnx"))
         check(r.returncode == 2 and "--output_dir" in r.stderr, "missing --output_dir: usage, exit 2")
+        refusals(tmp)
 
         # An existing version folder is not overwritten unless asked.
         resnet1 = os.path.join(tmp, "resnet", "1")

@@ -377,7 +377,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
             dicom_found = 1;
             continue;
         }
-        if (dt != RT_DT_FLOAT && dt != RT_DT_INT64 && dt != RT_DT_INT32)
+        if (dt != RT_DT_FLOAT && dt != RT_DT_INT64 && dt != RT_DT_INT32 && dt != RT_DT_BOOL)
             return ms_errf(MS_ENOTSUP, "graph input \"%s\": element type %s is not supported",
                            vi->name, rt_dtype_name(dt));
         Tensorflow__NodeDef *nd = rt__tf_node(cv, "Placeholder", vi->name);
@@ -414,7 +414,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
                                   n->input[k]);
         rt__ox_handler h = rt__ox_handler_for(op);
         if (h == NULL) return rt__ox_err(cv, MS_ENOTSUP, "unsupported ONNX op \"%s\"", op);
-        if ((st = h(cv, n)) != MS_OK) return st;
+        if ((st = rt__ox_check_version(cv, n)) != MS_OK || (st = h(cv, n)) != MS_OK) return st;
         for (size_t k = 0; k < n->n_output; k++)
             if (n->output[k] && n->output[k][0] && rt__ox_find(cv, n->output[k]) == NULL)
                 return rt__ox_err(cv, MS_EINTERNAL, "output \"%s\" was not produced", n->output[k]);
@@ -514,11 +514,10 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
         st = ms_errf(MS_EINVAL, "%s: no opset_import for the default ONNX domain", onnx_path);
         goto done;
     }
-    if (cv->opset < 7 || cv->opset > 18) {
-        st = ms_errf(MS_ENOTSUP,
-                     "%s: opset %lld is not supported (supported: 11-17; 7-10 and "
-                     "18 where op semantics are unchanged)",
-                     onnx_path, (long long)cv->opset);
+    /* Each op is checked at this opset by rt__ox_check_version. */
+    if (cv->opset < 1 || cv->opset > RT_ONNX_MAX_OPSET) {
+        st = ms_errf(MS_ENOTSUP, "%s: opset %lld is not supported (1-%d, per op: docs/onnx.md)",
+                     onnx_path, (long long)cv->opset, RT_ONNX_MAX_OPSET);
         goto done;
     }
 

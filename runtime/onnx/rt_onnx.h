@@ -67,4 +67,14 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
  * export_dir/saved_model.pb (by rename), creating export_dir and its parents. */
 ms_status rt_onnx_import(const char *onnx_path, const char *export_dir, const rt_onnx_opts *opts);
 
+/* Newest ONNX opset (default domain) whose operator changelog the converter
+ * knows; models declaring a newer one are refused. */
+#define RT_ONNX_MAX_OPSET 28
+
+/* 1 when the converter implements op `op` (default domain) as defined at
+ * model opset `opset` (per op, after ONNX's operator changelog), else 0. */
+int rt_onnx_op_accepts(const char *op, int64_t opset);
+/* The i-th op the converter knows (i = 0, 1, ...), NULL past the end. */
+const char *rt_onnx_op_name(size_t i);
+
 #endif /* RT_ONNX_H */

@@ -895,3 +895,73 @@ int rt__ox_count_unknown(int r, const int64_t *d) {
         u += d[i] < 0;
     return u;
 }
+
+int rt__ox_broadcast(const rt__ox_value *a, const rt__ox_value *b, int64_t *od) {
+    if (a->rank < 0 || b->rank < 0) return -1;
+    int r = a->rank > b->rank ? a->rank : b->rank;
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - a->rank), ib = i - (r - b->rank);
+        int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
+        od[i] = da == db ? da : da == 1 ? db : db == 1 ? da : da < 0 ? db : db < 0 ? da : -2;
+        if (od[i] == -2) return -2;
+    }
+    return r;
+}
+
+const char *rt__tf_select(rt__ox_conv *cv, const char *h, const char *c, const char *a,
+                          const char *b, rt_dtype dt) {
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "SelectV2", h);
+    rt__tf_input(cv, nd, c);
+    rt__tf_input(cv, nd, a);
+    rt__tf_input(cv, nd, b);
+    rt__tf_attr_type(cv, nd, "T", dt);
+    return nd->name;
+}
+
+const char *rt__ox_wrap_index(rt__ox_conv *cv, const char *h, const char *ix, rt_dtype dt,
+                              int64_t d) {
+    int64_t zero = 0;
+    const char *neg = rt__tf_binary(
+        cv, "Less", rt__ox_printf(cv, "%s/neg", h), ix,
+        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/zero", h), dt, 0, NULL, &zero), dt);
+    const char *up = rt__tf_binary(
+        cv, "AddV2", rt__ox_printf(cv, "%s/wrapped", h), ix,
+        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/size", h), dt, 0, NULL, &d), dt);
+    return rt__tf_select(cv, rt__ox_printf(cv, "%s/index", h), neg, up, ix, dt);
+}
+
+/* Mean over ax, keep_dims (Mean with int32 axes). */
+static const char *mean_keep(rt__ox_conv *cv, const char *h, const char *x, const char *ax) {
+    Tensorflow__NodeDef *m = rt__tf_node(cv, "Mean", h);
+    rt__tf_input(cv, m, x);
+    rt__tf_input(cv, m, ax);
+    rt__tf_attr_type(cv, m, "T", RT_DT_FLOAT);
+    rt__tf_attr_type(cv, m, "Tidx", RT_DT_INT32);
+    rt__tf_attr_b(cv, m, "keep_dims", 1);
+    return m->name;
+}
+
+const char *rt__ox_normalize(rt__ox_conv *cv, const char *h, const char *x, const char *ax,
+                             float eps, const char **mean, const char **inv_std) {
+    const char *m = mean_keep(cv, rt__ox_printf(cv, "%s/mean", h), x, ax);
+    const char *d =
+        rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/centered", h), x, m, RT_DT_FLOAT);
+    const char *sq = rt__tf_unary(cv, "Square", rt__ox_printf(cv, "%s/square", h), d, RT_DT_FLOAT);
+    const char *v = mean_keep(cv, rt__ox_printf(cv, "%s/variance", h), sq, ax);
+    const char *ve = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/var_eps", h), v,
+                                   rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/epsilon", h), eps),
+                                   RT_DT_FLOAT);
+    const char *rs = rt__tf_unary(cv, "Rsqrt", rt__ox_printf(cv, "%s/rsqrt", h), ve, RT_DT_FLOAT);
+    if (mean) *mean = m;
+    if (inv_std) *inv_std = rs;
+    return rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/normalized", h), d, rs, RT_DT_FLOAT);
+}
+
+const char *rt__tf_cast(rt__ox_conv *cv, const char *h, const char *x, rt_dtype from,
+                        rt_dtype to) {
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Cast", h);
+    rt__tf_input(cv, nd, x);
+    rt__tf_attr_type(cv, nd, "SrcT", from);
+    rt__tf_attr_type(cv, nd, "DstT", to);
+    return nd->name;
+}

@@ -135,6 +135,11 @@ const char *rt__tf_reshape(rt__ox_conv *cv, const char *hint, const char *x, rt_
 typedef ms_status (*rt__ox_handler)(rt__ox_conv *cv, const Onnx__NodeProto *n);
 /* The handler of an ONNX op type (default domain), or NULL. */
 rt__ox_handler rt__ox_handler_for(const char *op_type);
+/* MS_OK when node n's op is implemented at the model's opset (the op's
+ * definition in force there) and every attribute it carries is one its
+ * handler reads; else MS_ENOTSUP naming the opset, version or attribute
+ * (rt_onnx_opset.c). Ops without a row pass (the handler lookup fails). */
+ms_status rt__ox_check_version(rt__ox_conv *cv, const Onnx__NodeProto *n);
 /* A printf-style error naming the current node and op, with code c. */
 ms_status rt__ox_err(rt__ox_conv *cv, ms_status c, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -182,6 +187,35 @@ const char *rt__ox_scalar_f32(rt__ox_conv *cv, const char *hint, float x);
 /* Pad / PadV2 / MirrorPad of rank-r x; pads begins then ends, in x's order. */
 const char *rt__ox_emit_pad(rt__ox_conv *cv, const char *hint, const char *x, rt_dtype dt, int r,
                             const int64_t *pads, const char *mode, float value);
+/* Cast of x from type `from` to `to`. */
+const char *rt__tf_cast(rt__ox_conv *cv, const char *h, const char *x, rt_dtype from,
+                        rt_dtype to);
+/* SelectV2(c, a, b) of element type dt. */
+const char *rt__tf_select(rt__ox_conv *cv, const char *h, const char *c, const char *a,
+                          const char *b, rt_dtype dt);
+/* Integer indices ix (of type dt) with the negative ones moved up by the
+ * axis size d, as ONNX counts them (TF refuses them). */
+const char *rt__ox_wrap_index(rt__ox_conv *cv, const char *h, const char *ix, rt_dtype dt,
+                              int64_t d);
+/* (x - mean) * rsqrt(var + eps), mean and variance of float x over the
+ * int32 axes tensor ax (kept as 1s); *mean and *inv_std (may be NULL) get
+ * the statistics' tensors. */
+const char *rt__ox_normalize(rt__ox_conv *cv, const char *h, const char *x, const char *ax,
+                             float eps, const char **mean, const char **inv_std);
+/* numpy broadcast of a's and b's dims into od: the rank, -1 when a rank is
+ * unknown, -2 when the shapes do not broadcast (unknown dims pass). */
+int rt__ox_broadcast(const rt__ox_value *a, const rt__ox_value *b, int64_t *od);
+/* Handler of the ops in rt_onnx_more.c (comparisons, logic, Where,
+ * variadic Sum/Mean, more unary ops, Size, CastLike, Range, Tile, Expand,
+ * ArgMax/ArgMin, CumSum, Gelu, LayerNormalization, ...); NULL when op_type
+ * is not one of them. */
+rt__ox_handler rt__ox_more_handler(const char *op_type);
+/* TF Fill: a tensor of run-time shape `shape` (an int32/int64 vector of type
+ * sdt) holding value, of type dt (float, int32, int64, bool). */
+const char *rt__ox_fill(rt__ox_conv *cv, const char *h, const char *shape, rt_dtype sdt,
+                        rt_dtype dt, double value);
+/* Sum, Mean, Max, Min over any number of float inputs (rt_onnx_more.c). */
+ms_status rt__ox_op_variadic(rt__ox_conv *cv, const Onnx__NodeProto *n);
 /* Number of unknown (-1) entries in d[0..r). */
 int rt__ox_count_unknown(int r, const int64_t *d);
 

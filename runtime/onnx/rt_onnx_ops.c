@@ -180,8 +180,19 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if ((st = rt__ox_need4(cv, n, 0, &X, &x)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &W, NULL)) != MS_OK)
         return st;
-    if (!W->f || W->rank != 4)
+    /* Weights computed at run time (group 1, static shape): TF's filter is
+     * their HWIO transpose. */
+    const char *wrt = NULL;
+    if (!W->f && W->rank == 4 && W->dt == RT_DT_FLOAT && rt__ox_count_unknown(4, W->dim) == 0 &&
+        rt__ox_attr_i(n, "group", 1) == 1) {
+        static const int64_t to_hwio[4] = {2, 3, 1, 0};
+        const char *wt;
+        if ((st = rt__ox_tf(cv, W, &wt)) != MS_OK) return st;
+        wrt = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/filter", h), wt, RT_DT_FLOAT, 4,
+                               to_hwio);
+    } else if (!W->f || W->rank != 4) {
         return rt__ox_err(cv, MS_ENOTSUP, "weights must be a constant 4-D float tensor");
+    }
     int64_t M = W->dim[0], Cg = W->dim[1], g = rt__ox_attr_i(n, "group", 1);
     int64_t C = X->dim[1] >= 0 ? X->dim[1] : Cg * g;
     if (g < 1 || Cg * g != C || M % g != 0)
@@ -197,7 +208,9 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (w.padding == NULL) w.padding = "EXPLICIT";
     int64_t fd[4] = {ks[0], ks[1], Cg, M};
     const char *y;
-    if (g == 1) {
+    if (wrt != NULL) {
+        y = conv2d_node(cv, "Conv2D", h, x, wrt, &w);
+    } else if (g == 1) {
         y = conv2d_node(
             cv, "Conv2D", h, x,
             rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 4, fd, hwio(cv, W, 0, M)), &w);
@@ -241,12 +254,17 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         y = cat->name;
     }
     if (B != NULL) {
-        if (!B->f || rt__ox_nelem(B) != M)
-            return rt__ox_err(cv, MS_ENOTSUP, "bias must be a constant of %lld floats",
-                              (long long)M);
+        const char *bt = NULL;
+        if (!B->f && B->dt == RT_DT_FLOAT && B->rank == 1 && B->dim[0] == M &&
+            (st = rt__ox_tf(cv, B, &bt)) != MS_OK)
+            return st;
+        if ((!B->f && bt == NULL) || rt__ox_nelem(B) != M)
+            return rt__ox_err(cv, MS_ENOTSUP, "bias must be %lld floats", (long long)M);
         Tensorflow__NodeDef *ba = rt__tf_node(cv, "BiasAdd", rt__ox_printf(cv, "%s/bias_add", h));
         rt__tf_input(cv, ba, y);
-        rt__tf_input(cv, ba, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &M, B->f));
+        rt__tf_input(cv, ba, bt ? bt
+                                : rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &M,
+                                                   B->f));
         rt__tf_attr_type(cv, ba, "T", RT_DT_FLOAT);
         rt__tf_attr_s(cv, ba, "data_format", rt__ox_data_format(cv));
         y = ba->name;
@@ -473,28 +491,8 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     for (int i = 2; i < r; i++)
         axes[i - 2] = last ? i - 1 : i;
     const char *ax = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/axes", h), r - 2, axes);
-    Tensorflow__NodeDef *m = rt__tf_node(cv, "Mean", rt__ox_printf(cv, "%s/mean", h));
-    rt__tf_input(cv, m, x);
-    rt__tf_input(cv, m, ax);
-    rt__tf_attr_type(cv, m, "T", RT_DT_FLOAT);
-    rt__tf_attr_type(cv, m, "Tidx", RT_DT_INT32);
-    rt__tf_attr_b(cv, m, "keep_dims", 1);
-    const char *d =
-        rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/centered", h), x, m->name, RT_DT_FLOAT);
-    const char *sq = rt__tf_unary(cv, "Square", rt__ox_printf(cv, "%s/square", h), d, RT_DT_FLOAT);
-    Tensorflow__NodeDef *v = rt__tf_node(cv, "Mean", rt__ox_printf(cv, "%s/variance", h));
-    rt__tf_input(cv, v, sq);
-    rt__tf_input(cv, v, ax);
-    rt__tf_attr_type(cv, v, "T", RT_DT_FLOAT);
-    rt__tf_attr_type(cv, v, "Tidx", RT_DT_INT32);
-    rt__tf_attr_b(cv, v, "keep_dims", 1);
-    const char *ve = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/var_eps", h), v->name,
-                                   rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/epsilon", h),
-                                                     rt__ox_attr_f(n, "epsilon", 1e-5f)),
-                                   RT_DT_FLOAT);
-    const char *rs = rt__tf_unary(cv, "Rsqrt", rt__ox_printf(cv, "%s/rsqrt", h), ve, RT_DT_FLOAT);
     const char *nrm =
-        rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/normalized", h), d, rs, RT_DT_FLOAT);
+        rt__ox_normalize(cv, h, x, ax, rt__ox_attr_f(n, "epsilon", 1e-5f), NULL, NULL);
     const char *y = channel_affine(cv, h, nrm, r, rt__ox_nelem(S), S->f, B->f, last);
     rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, ndhwc ? NULL : y);
     if (ndhwc)
@@ -614,42 +612,88 @@ static ms_status op_global_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* The reductions: TF op, elementwise op before it and after it (NULL: none).
+ * ReduceLogSumExp is log(sum(exp(x))) as ONNX defines it. */
+static const char *const reduce_map[][4] = {
+    {"ReduceSum", "Sum", NULL, NULL},       {"ReduceMean", "Mean", NULL, NULL},
+    {"ReduceMax", "Max", NULL, NULL},       {"ReduceMin", "Min", NULL, NULL},
+    {"ReduceProd", "Prod", NULL, NULL},     {"ReduceSumSquare", "Sum", "Square", NULL},
+    {"ReduceL1", "Sum", "Abs", NULL},       {"ReduceL2", "Sum", "Square", "Sqrt"},
+    {"ReduceLogSum", "Sum", NULL, "Log"},   {"ReduceLogSumExp", "Sum", "Exp", "Log"},
+};
+
 static ms_status op_reduce(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL;
-    const char *x;
+    rt__ox_value *X = NULL, *A = NULL;
+    const char *x, *h = rt__ox_hint_of(n), *axes_tf = NULL;
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK) return st;
     if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
+    if (X->dt != RT_DT_FLOAT)
+        return rt__ox_err(cv, MS_ENOTSUP, "element type %s is not supported (float only)",
+                          rt_dtype_name(X->dt));
+    size_t k = 0;
+    while (strcmp(reduce_map[k][0], n->op_type) != 0)
+        k++;
     int64_t axes[OX_MAXR];
     int na = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
     if (na > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "too many axes");
-    if (na < 0 && (st = rt__ox_const_ints(cv, n, 1, axes, OX_MAXR, &na)) != MS_OK) return st;
-    if (na < 0 || (na == 0 && rt__ox_attr_i(n, "noop_with_empty_axes", 0) == 0)) {
-        na = X->rank;
-        for (int i = 0; i < na; i++)
-            axes[i] = i;
-    }
+    int noop = (int)rt__ox_attr_i(n, "noop_with_empty_axes", 0);
     int keep = (int)rt__ox_attr_i(n, "keepdims", 1);
-    uint8_t red[OX_MAXR] = {0};
-    for (int i = 0; i < na; i++) {
-        axes[i] = rt__ox_norm_axis(axes[i], X->rank);
-        if (axes[i] < 0 || axes[i] >= X->rank)
-            return rt__ox_err(cv, MS_EINVAL, "axis out of range");
-        red[axes[i]] = 1;
+    if (na < 0 && (A = rt__ox_in(cv, n, 1)) != NULL && !rt__ox_is_const(A)) {
+        /* Axes computed at run time: TF's reductions take them as a tensor.
+         * An empty run-time list would mean "all axes" in ONNX and "none"
+         * in TF, so the list length must be known and non-zero. */
+        if (A->rank != 1 || A->dim[0] < 1 || A->dim[0] > X->rank ||
+            (A->dt != RT_DT_INT64 && A->dt != RT_DT_INT32))
+            return rt__ox_err(cv, MS_ENOTSUP,
+                              "run-time axes must be an integer vector of static, non-zero "
+                              "length");
+        if ((st = rt__ox_tf(cv, A, &axes_tf)) != MS_OK) return st;
+    } else if (na < 0 && (st = rt__ox_const_ints(cv, n, 1, axes, OX_MAXR, &na)) != MS_OK) {
+        return st;
     }
     int64_t od[OX_MAXR];
     int r = 0;
-    for (int i = 0; i < X->rank; i++) {
-        if (!red[i])
-            od[r++] = X->dim[i];
-        else if (keep)
-            od[r++] = 1;
+    if (axes_tf != NULL) {
+        r = keep ? X->rank : X->rank - (int)A->dim[0];
+        for (int i = 0; i < r; i++)
+            od[i] = -1;
+    } else {
+        if (na < 0 || (na == 0 && noop == 0)) {
+            na = X->rank;
+            for (int i = 0; i < na; i++)
+                axes[i] = i;
+        }
+        uint8_t red[OX_MAXR] = {0};
+        for (int i = 0; i < na; i++) {
+            axes[i] = rt__ox_norm_axis(axes[i], X->rank);
+            if (axes[i] < 0 || axes[i] >= X->rank)
+                return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+            red[axes[i]] = 1;
+        }
+        for (int i = 0; i < X->rank; i++) {
+            if (!red[i])
+                od[r++] = X->dim[i];
+            else if (keep)
+                od[r++] = 1;
+        }
     }
-    const char *op = strcmp(n->op_type, "ReduceSum") == 0   ? "Sum"
-                     : strcmp(n->op_type, "ReduceMax") == 0 ? "Max"
-                     : strcmp(n->op_type, "ReduceMin") == 0 ? "Min"
-                                                            : "Mean";
-    const char *y = reduce_node(cv, op, rt__ox_hint_of(n), x, X->dt, axes, na, keep);
+    if (reduce_map[k][2])
+        x = rt__tf_unary(cv, reduce_map[k][2], rt__ox_printf(cv, "%s/pre", h), x, X->dt);
+    const char *y;
+    if (axes_tf != NULL) {
+        Tensorflow__NodeDef *nd = rt__tf_node(cv, reduce_map[k][1], h);
+        rt__tf_input(cv, nd, x);
+        rt__tf_input(cv, nd, axes_tf);
+        rt__tf_attr_type(cv, nd, "T", X->dt);
+        rt__tf_attr_type(cv, nd, "Tidx", A->dt);
+        rt__tf_attr_b(cv, nd, "keep_dims", keep);
+        y = nd->name;
+    } else {
+        y = reduce_node(cv, reduce_map[k][1], h, x, X->dt, axes, na, keep);
+    }
+    if (reduce_map[k][3])
+        y = rt__tf_unary(cv, reduce_map[k][3], rt__ox_printf(cv, "%s/post", h), y, X->dt);
     rt__ox_def_out(cv, n, 0, X->dt, r, od, y);
     return MS_OK;
 }
@@ -719,6 +763,26 @@ static ms_status op_clip(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         (st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK)
         return st;
     float lo = NAN, hi = NAN;
+    if (X->dt != RT_DT_FLOAT)
+        return rt__ox_err(cv, MS_ENOTSUP, "element type %s is not supported (float only)",
+                          rt_dtype_name(X->dt));
+    rt__ox_value *L = cv->opset >= 11 ? rt__ox_in(cv, n, 1) : NULL;
+    rt__ox_value *H = cv->opset >= 11 ? rt__ox_in(cv, n, 2) : NULL;
+    if ((L && !rt__ox_is_const(L)) || (H && !rt__ox_is_const(H))) {
+        /* Bounds computed at run time: max(x, min) then min(., max). */
+        const char *h = rt__ox_hint_of(n), *b, *y = x;
+        for (int k = 0; k < 2; k++) {
+            rt__ox_value *B = k ? H : L;
+            if (B == NULL) continue;
+            if (B->dt != RT_DT_FLOAT || rt__ox_nelem(B) > 1 || B->rank > 1)
+                return rt__ox_err(cv, MS_ENOTSUP, "min and max must be float scalars");
+            if ((st = rt__ox_tf(cv, B, &b)) != MS_OK) return st;
+            y = rt__tf_binary(cv, k ? "Minimum" : "Maximum",
+                              rt__ox_printf(cv, "%s/%s", h, k ? "max" : "min"), y, b, RT_DT_FLOAT);
+        }
+        rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, y)->nhwc = last;
+        return MS_OK;
+    }
     if (cv->opset < 11) {
         if (rt__ox_attr(n, "min")) lo = rt__ox_attr_f(n, "min", 0);
         if (rt__ox_attr(n, "max")) hi = rt__ox_attr_f(n, "max", 0);
@@ -768,17 +832,6 @@ static ms_status op_hard_sigmoid(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
-static int broadcast(const rt__ox_value *a, const rt__ox_value *b, int64_t *od) {
-    if (a->rank < 0 || b->rank < 0) return -1;
-    int r = a->rank > b->rank ? a->rank : b->rank;
-    for (int i = 0; i < r; i++) {
-        int ia = i - (r - a->rank), ib = i - (r - b->rank);
-        int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
-        od[i] = da == db ? da : da == 1 ? db : db == 1 ? da : da < 0 ? db : db < 0 ? da : -2;
-        if (od[i] == -2) return -2;
-    }
-    return r;
-}
 
 /* Folds an integer binary op on known (possibly partially known) vectors:
  * same element count or one side a single element. */
@@ -840,23 +893,52 @@ static ms_status op_binary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *A = NULL, *B = NULL;
     const char *a, *b, *h = rt__ox_hint_of(n);
     ms_status st;
-    if (n->n_input != 2)
-        return rt__ox_err(cv, MS_ENOTSUP, "exactly 2 inputs are supported (got %zu)", n->n_input);
+    if (n->n_input != 2) {
+        if (strcmp(n->op_type, "Max") == 0 || strcmp(n->op_type, "Min") == 0)
+            return rt__ox_op_variadic(cv, n);
+        return rt__ox_err(cv, MS_EINVAL, "needs exactly 2 inputs (got %zu)", n->n_input);
+    }
     if ((st = rt__ox_need(cv, n, 0, &A, NULL)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &B, NULL)) != MS_OK)
         return st;
     int64_t od[OX_MAXR];
-    int r = broadcast(A, B, od);
+    int r = rt__ox_broadcast(A, B, od);
     if (r == -2)
         return rt__ox_err(cv, MS_EINVAL, "shapes of \"%s\" and \"%s\" do not broadcast", A->name,
                           B->name);
     if (r >= 0 && (fold_int_binary(cv, n, A, B, r, od) || fold_float_binary(cv, n, A, B, r, od)))
         return MS_OK;
-    if (A->dt != RT_DT_FLOAT)
+    /* Integer tensors at run time: the ops with integer kernels (not Div,
+     * whose ONNX rounding toward zero TF's integer ops lack, nor Pow). */
+    int int_ok = (A->dt == RT_DT_INT32 || A->dt == RT_DT_INT64) && B->dt == A->dt &&
+                 strcmp(n->op_type, "Div") != 0 && strcmp(n->op_type, "Pow") != 0;
+    if (A->dt != RT_DT_FLOAT && !int_ok)
         return rt__ox_err(cv, MS_ENOTSUP,
                           "only float tensors are supported at run time (\"%s\" "
                           "is %s)",
                           A->name, rt_dtype_name(A->dt));
+    if (int_ok) {
+        const char *op = NULL;
+        for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+            if (strcmp(map[i][0], n->op_type) == 0) op = map[i][1];
+        if ((st = rt__ox_tf(cv, A, &a)) != MS_OK || (st = rt__ox_tf(cv, B, &b)) != MS_OK)
+            return st;
+        rt__ox_def_out(cv, n, 0, A->dt, r, od, rt__tf_binary(cv, op, h, a, b, A->dt));
+        return MS_OK;
+    }
+    if (B->dt != A->dt) {
+        /* Pow's exponent may be an integer tensor (opset 12+); every other
+         * op here takes one type. float(int) is exact up to 2^24, beyond
+         * which powf overflows anyway. */
+        if (strcmp(n->op_type, "Pow") != 0 || (B->dt != RT_DT_INT32 && B->dt != RT_DT_INT64))
+            return rt__ox_err(cv, MS_ENOTSUP, "inputs of types %s and %s are not supported",
+                              rt_dtype_name(A->dt), rt_dtype_name(B->dt));
+        if ((st = rt__ox_tf(cv, B, &b)) != MS_OK) return st;
+        rt__ox_value *fb = rt__ox_define(cv, rt__ox_printf(cv, "%s/float", B->name), RT_DT_FLOAT,
+                                         B->rank, B->dim);
+        fb->tf = rt__tf_cast(cv, rt__ox_printf(cv, "%s/exponent", h), b, B->dt, RT_DT_FLOAT);
+        B = fb;
+    }
     if (strcmp(n->op_type, "Pow") == 0 && B->f && rt__ox_nelem(B) == 1 &&
         (B->f[0] == 2.0f || B->f[0] == 0.5f || B->f[0] == 1.0f)) {
         /* Common exponents as cheaper exact ops. */
@@ -921,6 +1003,8 @@ static ms_status op_gemm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         (st = rt__ox_need(cv, n, 1, &B, NULL)) != MS_OK)
         return st;
     if (!rt__ox_need_rank(cv, A, 2, &st) || !rt__ox_need_rank(cv, B, 2, &st)) return st;
+    if (A->dt != RT_DT_FLOAT || B->dt != RT_DT_FLOAT)
+        return rt__ox_err(cv, MS_ENOTSUP, "A and B must be float");
     int ta = (int)rt__ox_attr_i(n, "transA", 0), tb = (int)rt__ox_attr_i(n, "transB", 0);
     float alpha = rt__ox_attr_f(n, "alpha", 1.0f), beta = rt__ox_attr_f(n, "beta", 1.0f);
     int64_t N = tb ? B->dim[0] : B->dim[1], M = ta ? A->dim[1] : A->dim[0];
@@ -943,7 +1027,19 @@ static ms_status op_gemm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *y = mm->name;
     int64_t od[2] = {M, N};
     if (C != NULL && beta != 0.0f) {
-        if (!C->f) return rt__ox_err(cv, MS_ENOTSUP, "C must be a constant");
+        if (!C->f) {
+            /* C computed at run time: y + beta * C (numpy broadcasting). */
+            const char *c;
+            if (C->dt != RT_DT_FLOAT) return rt__ox_err(cv, MS_ENOTSUP, "C must be float");
+            if ((st = rt__ox_tf(cv, C, &c)) != MS_OK) return st;
+            if (beta != 1.0f)
+                c = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/beta_c", h), c,
+                                  rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/beta", h), beta),
+                                  RT_DT_FLOAT);
+            y = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/add_c", h), y, c, RT_DT_FLOAT);
+            rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, 2, od, y);
+            return MS_OK;
+        }
         int64_t ne = rt__ox_nelem(C);
         float *s = rt__ox_alloc(cv, (size_t)ne * 4);
         for (int64_t i = 0; i < ne; i++)
@@ -973,8 +1069,31 @@ static ms_status op_matmul(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if ((st = rt__ox_need(cv, n, 0, &A, &a)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &B, &b)) != MS_OK)
         return st;
+    if (A->dt != RT_DT_FLOAT || B->dt != RT_DT_FLOAT)
+        return rt__ox_err(cv, MS_ENOTSUP, "A and B must be float");
+    if (A->rank >= 2 && B->rank > 2) {
+        /* Batched on both sides: BatchMatMulV2 broadcasts the batch dims as
+         * numpy's matmul does. */
+        rt__ox_value ba = {.rank = A->rank - 2}, bb = {.rank = B->rank - 2};
+        memcpy(ba.dim, A->dim, sizeof(int64_t) * (size_t)ba.rank);
+        memcpy(bb.dim, B->dim, sizeof(int64_t) * (size_t)bb.rank);
+        int64_t od[OX_MAXR];
+        int r = rt__ox_broadcast(&ba, &bb, od);
+        if (r < 0 || r + 2 > OX_MAXR)
+            return rt__ox_err(cv, MS_EINVAL, "batch dimensions do not broadcast");
+        od[r] = A->dim[A->rank - 2];
+        od[r + 1] = B->dim[B->rank - 1];
+        Tensorflow__NodeDef *mm = rt__tf_node(cv, "BatchMatMulV2", h);
+        rt__tf_input(cv, mm, a);
+        rt__tf_input(cv, mm, b);
+        rt__tf_attr_type(cv, mm, "T", RT_DT_FLOAT);
+        rt__tf_attr_b(cv, mm, "adj_x", 0);
+        rt__tf_attr_b(cv, mm, "adj_y", 0);
+        rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r + 2, od, mm->name);
+        return MS_OK;
+    }
     if (A->rank < 2 || B->rank != 2)
-        return rt__ox_err(cv, MS_ENOTSUP, "only [..., M, K] x [K, N] products are supported");
+        return rt__ox_err(cv, MS_ENOTSUP, "only [..., M, K] x [..., K, N] products are supported");
     int64_t K = B->dim[0], N = B->dim[1], od[OX_MAXR];
     memcpy(od, A->dim, sizeof(od));
     od[A->rank - 1] = N;
@@ -1002,6 +1121,10 @@ static ms_status op_softmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    const char *sm = strcmp(n->op_type, "LogSoftmax") == 0 ? "LogSoftmax" : "Softmax";
+    if (X->dt != RT_DT_FLOAT)
+        return rt__ox_err(cv, MS_ENOTSUP, "element type %s is not supported (float only)",
+                          rt_dtype_name(X->dt));
     int r = X->rank;
     if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
     int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", cv->opset >= 13 ? -1 : 1), r);
@@ -1010,12 +1133,12 @@ static ms_status op_softmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (X->nhwc && axis == 1 && cv->opset >= 13) {
         /* Channels are already the last axis. */
         rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, X->dim,
-                        rt__tf_unary(cv, "Softmax", h, X->tf, RT_DT_FLOAT));
+                        rt__tf_unary(cv, sm, h, X->tf, RT_DT_FLOAT));
         return MS_OK;
     }
     if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
     if (axis == r - 1) {
-        y = rt__tf_unary(cv, "Softmax", h, x, RT_DT_FLOAT);
+        y = rt__tf_unary(cv, sm, h, x, RT_DT_FLOAT);
     } else if (cv->opset >= 13) {
         int64_t perm[OX_MAXR];
         for (int i = 0; i < r; i++)
@@ -1024,7 +1147,7 @@ static ms_status op_softmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         perm[r - 1] = axis;
         const char *t =
             rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_last", h), x, RT_DT_FLOAT, r, perm);
-        t = rt__tf_unary(cv, "Softmax", h, t, RT_DT_FLOAT);
+        t = rt__tf_unary(cv, sm, h, t, RT_DT_FLOAT);
         y = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/from_last", h), t, RT_DT_FLOAT, r, perm);
     } else {
         /* Before opset 13: softmax over the flattened dims from axis on. */
@@ -1039,7 +1162,7 @@ static ms_status op_softmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         int64_t flat[2] = {-1, inner};
         const char *t =
             rt__tf_reshape(cv, rt__ox_printf(cv, "%s/flatten", h), x, RT_DT_FLOAT, 2, flat);
-        t = rt__tf_unary(cv, "Softmax", h, t, RT_DT_FLOAT);
+        t = rt__tf_unary(cv, sm, h, t, RT_DT_FLOAT);
         y = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/unflatten", h), t, RT_DT_FLOAT, r, X->dim);
     }
     rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, y);
@@ -1058,6 +1181,9 @@ static const struct { const char *op; rt__ox_handler fn; } handlers[] = {
     {"GlobalAveragePool", op_global_pool}, {"GlobalMaxPool", op_global_pool},
     {"ReduceMean", op_reduce},         {"ReduceSum", op_reduce},
     {"ReduceMax", op_reduce},          {"ReduceMin", op_reduce},
+    {"ReduceProd", op_reduce},         {"ReduceSumSquare", op_reduce},
+    {"ReduceL1", op_reduce},           {"ReduceL2", op_reduce},
+    {"ReduceLogSum", op_reduce},       {"ReduceLogSumExp", op_reduce},
     {"Relu", op_unary},                {"Sigmoid", op_unary},
     {"Tanh", op_unary},                {"Sqrt", op_unary},
     {"Exp", op_unary},                 {"Abs", op_unary},
@@ -1069,7 +1195,7 @@ static const struct { const char *op; rt__ox_handler fn; } handlers[] = {
     {"Pow", op_binary},                {"Max", op_binary},
     {"Min", op_binary},
     {"Gemm", op_gemm},                 {"MatMul", op_matmul},
-    {"Softmax", op_softmax},
+    {"Softmax", op_softmax},           {"LogSoftmax", op_softmax},
     {"Reshape", rt__ox_op_reshape},           {"Flatten", rt__ox_op_flatten},
     {"Squeeze", rt__ox_op_squeeze_unsqueeze}, {"Unsqueeze", rt__ox_op_squeeze_unsqueeze},
     {"Transpose", rt__ox_op_transpose},       {"Concat", rt__ox_op_concat},
@@ -1086,5 +1212,5 @@ static const struct { const char *op; rt__ox_handler fn; } handlers[] = {
 rt__ox_handler rt__ox_handler_for(const char *op_type) {
     for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
         if (strcmp(handlers[i].op, op_type) == 0) return handlers[i].fn;
-    return NULL;
+    return rt__ox_more_handler(op_type);
 }

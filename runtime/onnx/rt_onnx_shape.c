@@ -42,16 +42,76 @@ static ms_status reshape_to(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_va
     return MS_OK;
 }
 
+/* Reshape to a shape computed at run time (an int64 vector of static length
+ * r). ONNX's 0 entries copy the input's dim (unless allowzero); TF's Reshape
+ * takes 0 literally, so those entries are replaced by Shape(x)'s first.
+ * Entries at or beyond the input rank stay 0, which the run refuses (ONNX
+ * forbids them too). */
+static ms_status reshape_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X,
+                            rt__ox_value *S, int allowzero) {
+    const char *x, *s, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK || (st = rt__ox_tf(cv, S, &s)) != MS_OK) return st;
+    int r = (int)S->dim[0];
+    if (!allowzero) {
+        Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", rt__ox_printf(cv, "%s/in_shape", h));
+        rt__tf_input(cv, sh, x);
+        rt__tf_attr_type(cv, sh, "T", X->dt);
+        rt__tf_attr_type(cv, sh, "out_type", RT_DT_INT64);
+        int64_t zeros[OX_MAXR] = {0}, len = r - X->rank;
+        const char *xs = sh->name;
+        if (r < X->rank) {
+            int64_t b = 0, sz = r;
+            Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/head", h));
+            rt__tf_input(cv, sl, xs);
+            rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/b", h), 1, &b));
+            rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/sz", h), 1, &sz));
+            rt__tf_attr_type(cv, sl, "T", RT_DT_INT64);
+            rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
+            xs = sl->name;
+        } else if (r > X->rank) {
+            Tensorflow__NodeDef *cc = rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/pad", h));
+            rt__tf_input(cv, cc, xs);
+            rt__tf_input(cv, cc, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/zeros", h),
+                                                  RT_DT_INT64, 1, &len, zeros));
+            rt__tf_input(cv, cc, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", h), 0));
+            rt__tf_attr_type(cv, cc, "T", RT_DT_INT64);
+            rt__tf_attr_type(cv, cc, "Tidx", RT_DT_INT32);
+            rt__tf_attr_i(cv, cc, "N", 2);
+            xs = cc->name;
+        }
+        int64_t zero = 0;
+        const char *z = rt__tf_binary(
+            cv, "Equal", rt__ox_printf(cv, "%s/is_zero", h), s,
+            rt__tf_const_int(cv, rt__ox_printf(cv, "%s/zero", h), RT_DT_INT64, 0, NULL, &zero),
+            RT_DT_INT64);
+        s = rt__tf_select(cv, rt__ox_printf(cv, "%s/shape", h), z, xs, s, RT_DT_INT64);
+    }
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Reshape", h);
+    rt__tf_input(cv, nd, x);
+    rt__tf_input(cv, nd, s);
+    rt__tf_attr_type(cv, nd, "T", X->dt);
+    rt__tf_attr_type(cv, nd, "Tshape", RT_DT_INT64);
+    int64_t od[OX_MAXR];
+    for (int i = 0; i < r; i++)
+        od[i] = -1;
+    rt__ox_def_out(cv, n, 0, X->dt, r, od, nd->name);
+    return MS_OK;
+}
+
 ms_status rt__ox_op_reshape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *S = NULL;
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &S, NULL)) != MS_OK)
         return st;
+    int allowzero = (int)rt__ox_attr_i(n, "allowzero", 0);
+    if (!S->iv && S->rank == 1 && S->dim[0] >= 0 && S->dim[0] <= OX_MAXR &&
+        S->dt == RT_DT_INT64 && X->rank >= 0)
+        return reshape_rt(cv, n, X, S, allowzero);
     if (!S->iv || S->rank != 1 || S->dim[0] > OX_MAXR)
         return rt__ox_err(cv, MS_ENOTSUP, "the shape input must be computable at conversion time");
     int r = (int)S->dim[0];
-    int allowzero = (int)rt__ox_attr_i(n, "allowzero", 0);
     int64_t od[OX_MAXR];
     int infer = -1;
     int64_t known = 1;
@@ -276,7 +336,36 @@ ms_status rt__ox_op_split(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int64_t sizes[64];
     if (no < 1 || no > 64) return rt__ox_err(cv, MS_ENOTSUP, "1 to 64 outputs are supported");
     int ns = rt__ox_attr_ints(n, "split", sizes, 64);
-    if (ns < 0 && (st = rt__ox_const_ints(cv, n, 1, sizes, 64, &ns)) != MS_OK) return st;
+    rt__ox_value *S = ns < 0 ? rt__ox_in(cv, n, 1) : NULL;
+    const char *sizes_tf = NULL;
+    int64_t nout_attr = rt__ox_attr_i(n, "num_outputs", -1);
+    if (nout_attr >= 0 && nout_attr != no)
+        return rt__ox_err(cv, MS_EINVAL, "num_outputs %lld but %d outputs", (long long)nout_attr,
+                          no);
+    if (S != NULL && !rt__ox_is_const(S)) {
+        /* Sizes computed at run time: SplitV takes them as a tensor. */
+        if (S->rank != 1 || S->dim[0] != no || (S->dt != RT_DT_INT64 && S->dt != RT_DT_INT32))
+            return rt__ox_err(cv, MS_ENOTSUP, "run-time split must be an integer vector of %d",
+                              no);
+        if ((st = rt__ox_tf(cv, S, &sizes_tf)) != MS_OK) return st;
+        for (int i = 0; i < no; i++)
+            sizes[i] = -1;
+        ns = no;
+    } else if (ns < 0 && (st = rt__ox_const_ints(cv, n, 1, sizes, 64, &ns)) != MS_OK) {
+        return st;
+    }
+    if (ns < 0 && nout_attr >= 0) {
+        /* Split-18 num_outputs: chunks of ceil(d / n), the last one smaller. */
+        int64_t d = X->dim[axis];
+        if (d < 0) return rt__ox_err(cv, MS_ENOTSUP, "num_outputs needs a static axis");
+        int64_t c = (d + no - 1) / no;
+        for (int i = 0; i < no; i++)
+            sizes[i] = i < no - 1 ? c : d - c * (no - 1);
+        if (sizes[no - 1] < 0)
+            return rt__ox_err(cv, MS_EINVAL, "axis of %lld cannot be split into %d chunks",
+                              (long long)d, no);
+        ns = no;
+    }
     if (ns < 0) {
         if (X->dim[axis] < 0 || X->dim[axis] % no != 0)
             return rt__ox_err(cv, MS_ENOTSUP, "equal split needs a static axis divisible by %d",
@@ -286,16 +375,18 @@ ms_status rt__ox_op_split(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         ns = no;
     }
     if (ns != no) return rt__ox_err(cv, MS_EINVAL, "split has %d sizes for %d outputs", ns, no);
-    for (int i = 0; i < ns; i++)
+    for (int i = 0; i < ns && sizes_tf == NULL; i++)
         if (rt__ox_out_of(sizes[i], 0, OX_DIM_MAX))
             return rt__ox_err(cv, MS_EINVAL, "split size out of range");
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "SplitV", rt__ox_hint_of(n));
     rt__tf_input(cv, nd, x);
-    rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/sizes", nd->name), no, sizes));
+    rt__tf_input(cv, nd, sizes_tf ? sizes_tf
+                                  : rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/sizes", nd->name),
+                                                  no, sizes));
     rt__tf_input(cv, nd, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", nd->name), last ? 3 : axis));
     rt__tf_attr_i(cv, nd, "num_split", no);
     rt__tf_attr_type(cv, nd, "T", X->dt);
-    rt__tf_attr_type(cv, nd, "Tlen", RT_DT_INT32);
+    rt__tf_attr_type(cv, nd, "Tlen", sizes_tf ? S->dt : RT_DT_INT32);
     for (int i = 0; i < no; i++) {
         int64_t od[OX_MAXR];
         memcpy(od, X->dim, sizeof(od));
@@ -471,6 +562,12 @@ ms_status rt__ox_op_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* align_corners ignores the scale (it maps by (in - 1) / (out - 1)). */
+static int align_corners_mode(const Onnx__NodeProto *n, int upsample, int64_t opset) {
+    const char *dflt = (upsample || opset < 11) ? "asymmetric" : "half_pixel";
+    return rt__ox_attr_is(n, "coordinate_transformation_mode", "align_corners", dflt);
+}
+
 ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int upsample = strcmp(n->op_type, "Upsample") == 0;
     rt__ox_value *X = NULL, *S = NULL;
@@ -523,6 +620,15 @@ ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             if (!(o >= 1.0f && o <= (float)OX_DIM_MAX))
                 return rt__ox_err(cv, MS_EINVAL, "scales give an output size out of range");
             out[a] = (int64_t)o;
+            /* ONNX maps coordinates with the given scale, TF's resize ops
+             * with out / in: the same only when out = in * scale exactly
+             * (0.8 on 4 gives 3 and maps by 0.8, TF would map by 0.75). */
+            if ((double)out[a] != (double)X->dim[2 + a] * (double)scales[2 + a] &&
+                !(align_corners_mode(n, upsample, cv->opset)))
+                return rt__ox_err(cv, MS_ENOTSUP,
+                                  "scale %g on a dimension of %lld gives a fractional output "
+                                  "size; only scales with in * scale integral are supported",
+                                  (double)scales[2 + a], (long long)X->dim[2 + a]);
         }
     }
     int linear = rt__ox_attr_is(n, "mode", "linear", "nearest") ||
@@ -628,13 +734,30 @@ ms_status rt__ox_op_constant(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 ms_status rt__ox_op_constant_of_shape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int64_t dims[OX_MAXR];
     int nd;
-    ms_status st = rt__ox_const_ints(cv, n, 0, dims, OX_MAXR, &nd);
-    if (st != MS_OK) return st;
-    if (nd < 0) return rt__ox_err(cv, MS_EINVAL, "input is missing");
-    rt__ox_value fill = {0};
+    ms_status st;
+    rt__ox_value fill = {0}, *S = rt__ox_in(cv, n, 0);
     const Onnx__AttributeProto *a = rt__ox_attr(n, "value");
     if (a && a->t && (st = rt__ox_load_tensor(cv, a->t, &fill)) != MS_OK) return st;
     rt_dtype dt = a && a->t ? fill.dt : RT_DT_FLOAT;
+    if (S != NULL && !rt__ox_is_const(S)) {
+        /* A shape known at run time only: TF's Fill. */
+        const char *s;
+        if (S->rank != 1 || S->dim[0] < 0 || S->dim[0] > OX_MAXR ||
+            (S->dt != RT_DT_INT64 && S->dt != RT_DT_INT32))
+            return rt__ox_err(cv, MS_ENOTSUP, "the shape must be an integer vector of static "
+                                              "length");
+        if (dt != RT_DT_FLOAT && dt != RT_DT_INT32 && dt != RT_DT_INT64 && dt != RT_DT_BOOL)
+            return rt__ox_err(cv, MS_ENOTSUP, "value of type %s", rt_dtype_name(dt));
+        if ((st = rt__ox_tf(cv, S, &s)) != MS_OK) return st;
+        for (int i = 0; i < (int)S->dim[0]; i++)
+            dims[i] = S->iv && S->ik[i] ? S->iv[i] : -1;
+        double v = fill.f ? fill.f[0] : fill.iv ? (double)fill.iv[0] : 0.0;
+        rt__ox_def_out(cv, n, 0, dt, (int)S->dim[0], dims,
+                       rt__ox_fill(cv, rt__ox_hint_of(n), s, S->dt, dt, v));
+        return MS_OK;
+    }
+    if ((st = rt__ox_const_ints(cv, n, 0, dims, OX_MAXR, &nd)) != MS_OK) return st;
+    if (nd < 0) return rt__ox_err(cv, MS_EINVAL, "input is missing");
     rt__ox_value *o = rt__ox_def_out(cv, n, 0, dt, nd, dims, NULL);
     int64_t ne = rt__ox_nelem(o);
     if (ne < 0 || ne > (1 << 24)) return rt__ox_err(cv, MS_ENOTSUP, "shape too large");
@@ -671,14 +794,57 @@ ms_status rt__ox_op_shape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* Gather with indices known at run time (or of rank > 1): GatherV2, the
+ * negative indices first moved up by the axis size (ONNX counts them from
+ * the end; TF refuses them). Out-of-range indices fail the run. */
+static ms_status gather_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X,
+                           rt__ox_value *I) {
+    const char *x, *ix, *h = rt__ox_hint_of(n);
+    ms_status st;
+    int r = X->rank;
+    if (r < 1 || I->rank < 0 || r - 1 + I->rank > OX_MAXR)
+        return rt__ox_err(cv, MS_ENOTSUP, "input and indices ranks must be known");
+    if (I->dt != RT_DT_INT64 && I->dt != RT_DT_INT32)
+        return rt__ox_err(cv, MS_EINVAL, "indices must be int32 or int64");
+    if (X->dt != RT_DT_FLOAT && X->dt != RT_DT_INT32 && X->dt != RT_DT_INT64 &&
+        X->dt != RT_DT_BOOL)
+        return rt__ox_err(cv, MS_ENOTSUP, "element type %s is not supported",
+                          rt_dtype_name(X->dt));
+    int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", 0), r);
+    if (axis < 0 || axis >= r) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+    if (X->dim[axis] < 0)
+        return rt__ox_err(cv, MS_ENOTSUP, "the gathered axis must be static");
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK || (st = rt__ox_tf(cv, I, &ix)) != MS_OK) return st;
+    const char *wix = rt__ox_wrap_index(cv, h, ix, I->dt, X->dim[axis]);
+    Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", h);
+    rt__tf_input(cv, g, x);
+    rt__tf_input(cv, g, wix);
+    rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", h), axis));
+    rt__tf_attr_type(cv, g, "Tparams", X->dt);
+    rt__tf_attr_type(cv, g, "Tindices", I->dt);
+    rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
+    rt__tf_attr_i(cv, g, "batch_dims", 0);
+    int64_t od[OX_MAXR];
+    int o = 0;
+    for (int i = 0; i < r; i++) {
+        if (i == axis)
+            for (int k = 0; k < I->rank; k++)
+                od[o++] = I->dim[k];
+        else
+            od[o++] = X->dim[i];
+    }
+    rt__ox_def_out(cv, n, 0, X->dt, o, od, g->name);
+    return MS_OK;
+}
+
 ms_status rt__ox_op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *I = NULL;
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &I, NULL)) != MS_OK)
         return st;
-    if (!I->iv || !rt__ox_is_const(I) || I->rank > 1)
-        return rt__ox_err(cv, MS_ENOTSUP, "indices must be a constant scalar or vector");
+    if (!I->iv || !rt__ox_is_const(I) || I->rank > 1 || rt__ox_nelem(I) > 64)
+        return gather_rt(cv, n, X, I);
     int r = X->rank;
     if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
     int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", 0), r);
@@ -794,11 +960,7 @@ ms_status rt__ox_op_cast(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     }
     const char *x;
     if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Cast", rt__ox_hint_of(n));
-    rt__tf_input(cv, nd, x);
-    rt__tf_attr_type(cv, nd, "SrcT", X->dt);
-    rt__tf_attr_type(cv, nd, "DstT", dt);
-    rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim, nd->name);
+    rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim, rt__tf_cast(cv, rt__ox_hint_of(n), x, X->dt, dt));
     return MS_OK;
 }
 
@@ -806,6 +968,15 @@ ms_status rt__ox_op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if (strcmp(n->op_type, "Dropout") == 0) {
+        /* Opset 12+: training_mode (input 2) must be known false, else
+         * Dropout is not the identity. */
+        rt__ox_value *T = rt__ox_in(cv, n, 2);
+        if (T != NULL && (!T->iv || rt__ox_nelem(T) != 1 || T->iv[0] != 0))
+            return rt__ox_err(cv, MS_ENOTSUP,
+                              "training_mode must be a constant false (training-mode "
+                              "dropout is not supported)");
+    }
     rt__ox_alias(cv, n, X);
     /* Dropout's optional mask output is not produced at inference. */
     if (n->n_output > 1 && n->output[1] && n->output[1][0])

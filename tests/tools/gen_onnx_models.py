@@ -445,11 +445,12 @@ def pydicom_window(ds, center, width):
 
 
 def unsupported():
-    """A graph with an op the importer does not support (Hardmax)."""
+    """A graph with an op the importer does not support (NonZero)."""
     b = Builder(4)
     h = b.op("Relu", ["x"])
-    b.nodes.append(helper.make_node("Hardmax", [h], ["y"], name="my_hardmax", axis=1))
-    return b.model([tinfo("x", ["N", 4])], [tinfo("y", ["N", 4])], 13, "bad")
+    b.nodes.append(helper.make_node("NonZero", [h], ["y"], name="my_nonzero"))
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, [2, "K"])
+    return b.model([tinfo("x", ["N", 4])], [y], 13, "bad")
 
 
 # ---------------------------------------------------------------------------
