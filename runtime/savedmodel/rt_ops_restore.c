@@ -1,6 +1,7 @@
 /* rt_ops_restore.c - RestoreV2: reads named tensors from a tensor bundle.
  * The saver's restore op runs it once at model load (docs: SavedModel
  * loading); partial slices are not supported and say so. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "rt_bundle.h"
@@ -20,11 +21,17 @@ static ms_status restore_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_ten
     prefix[pre->len] = '\0';
     const rt_str *names = rt_tensor_strs(in[1]);
     const rt_str *slices = in[2]->dtype == RT_DT_STRING ? rt_tensor_strs(in[2]) : NULL;
-    rt_dtype want[256];
-    int nt = kn_attr_typelist(n, "dtypes", want, 256);
+    /* one dtype per restored tensor: as many as the checkpoint holds */
+    rt_dtype *want = malloc(sizeof(*want) * (size_t)(n->nout > 0 ? n->nout : 1));
+    if (want == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    int nt = kn_attr_typelist(n, "dtypes", want, n->nout);
+    if (nt > n->nout) nt = n->nout;
     rt_bundle *b;
     ms_status s = rt_bundle_open(prefix, &b);
-    if (s != MS_OK) return s;
+    if (s != MS_OK) {
+        free(want);
+        return s;
+    }
     for (int i = 0; i < n->nout && s == MS_OK; i++) {
         char key[1024];
         if (names[i].len >= sizeof key) {
@@ -44,6 +51,7 @@ static ms_status restore_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_ten
                         n->name, key, rt_dtype_name(out[i]->dtype), rt_dtype_name(want[i]));
     }
     rt_bundle_close(b);
+    free(want);
     return s;
 }
 
