@@ -77,6 +77,28 @@ def write_unrestored_model(d):
         f.write(sm.SerializeToString())
 
 
+def write_neg_model(d, sig_keys):
+    """y = Neg(x), with one predict signature under each of sig_keys (none: no
+    signature at all)."""
+    sm = pb.sm.SavedModel(saved_model_schema_version=1)
+    mg = sm.meta_graphs.add()
+    mg.meta_info_def.tags.append("serve")
+    x = mg.graph_def.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].type = pb.fw.DT_FLOAT
+    y = mg.graph_def.node.add(name="y", op="Neg", input=["x"])
+    y.attr["T"].type = pb.fw.DT_FLOAT
+    for key in sig_keys:
+        sig = mg.signature_def[key]
+        sig.method_name = "tensorflow/serving/predict"
+        sig.inputs["x"].name = "x:0"
+        sig.inputs["x"].dtype = pb.fw.DT_FLOAT
+        sig.outputs["y"].name = "y:0"
+        sig.outputs["y"].dtype = pb.fw.DT_FLOAT
+    os.makedirs(d)
+    with open(os.path.join(d, "saved_model.pb"), "wb") as f:
+        f.write(sm.SerializeToString())
+
+
 def run(*args):
     p = subprocess.run([DCMSERVE] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=120)
@@ -117,8 +139,32 @@ with tempfile.TemporaryDirectory() as tmp:
           all(v["restored"] for v in sd["variables"]), "variables: %r" % sd["variables"])
     check(sigs["classify_x_to_y"]["serves"] is True and "ParseExample" in sigs["classify_x_to_y"]["ops"],
           "classify_x_to_y serves through ParseExample: %r" % sigs["classify_x_to_y"])
+    check("serving_default" in j["why"] and "2 of 2 variables read restored" in j["why"],
+          "why it serves: %r" % j["why"])
     rc, out, err = run("check", HP2_BASE)
-    check(rc == 0 and out.rstrip().endswith("verdict: serves"), "text verdict:\n%s" % out)
+    check(rc == 0 and "\nverdict: serves (signature 'serving_default': " in out,
+          "text verdict:\n%s" % out)
+
+    # A model with no signature loads, but no request can reach it: check says so.
+    nosig = os.path.join(tmp, "nosig")
+    write_neg_model(nosig, [])
+    rc, out, err = run("check", nosig)
+    check(rc == 1 and "verdict: does not serve: the SavedModel has no signature" in out,
+          "check on a model without signatures: rc %d\n%s%s" % (rc, out, err))
+    # Only a signature 'predict': requests without a signature name fail; naming it serves.
+    other = os.path.join(tmp, "other")
+    write_neg_model(other, ["predict"])
+    rc, out, err = run("check", "--json", other)
+    j = json.loads(out)
+    check(rc == 1 and j["serves"] is False and "no 'serving_default' signature" in j["verdict"]
+          and "'predict'" in j["verdict"] and "--signature_name" in j["verdict"],
+          "check on a model without serving_default: rc %d %s" % (rc, out))
+    rc, out, err = run("check", "--signature_name", "predict", other)
+    check(rc == 0 and "verdict: serves (signature 'predict': " in out,
+          "check --signature_name predict: rc %d\n%s%s" % (rc, out, err))
+    rc, out, err = run("check", "--signature_name", "nope", other)
+    check(rc == 1 and "no signature 'nope'; the model has 'predict'" in out,
+          "check --signature_name nope: rc %d\n%s%s" % (rc, out, err))
 
     # A resource variable the signature reads and nothing restored: the load fails naming it.
     unres = os.path.join(tmp, "unrestored")
