@@ -452,6 +452,81 @@ START_TEST(variable_model_runs) {
 }
 END_TEST
 
+/* A model holding op `op` (x -> op -> y), at the top level of its graph or,
+ * when in_fn, only inside a library function; its load fails with the one
+ * line naming the node and saying what to do. */
+static void python_refused(const char *op, int in_fn) {
+    rt_gb *g;
+    ck_assert_int_eq(rt_gb_new(&g), MS_OK);
+    rt_shape xs = rt_shape_make(1, (int64_t[]){2});
+    rt_gb_placeholder(g, "x", RT_DT_FLOAT, &xs);
+    if (in_fn) {
+        rt_gb_unary(g, "Neg", "y", "x", RT_DT_FLOAT);
+        /* function f(x) = op(x), never called by the signature */
+        Tensorflow__GraphDef *gd = rt_gb_graph(g);
+        Tensorflow__FunctionDefLibrary *lib = rt_gb_alloc(g, sizeof(*lib));
+        Tensorflow__FunctionDef *fd = rt_gb_alloc(g, sizeof(*fd));
+        Tensorflow__OpDef *sig = rt_gb_alloc(g, sizeof(*sig));
+        Tensorflow__NodeDef *nd = rt_gb_alloc(g, sizeof(*nd));
+        Tensorflow__FunctionDef **fns = rt_gb_alloc(g, sizeof(*fns));
+        Tensorflow__NodeDef **nds = rt_gb_alloc(g, sizeof(*nds));
+        ck_assert(lib && fd && sig && nd && fns && nds);
+        tensorflow__function_def_library__init(lib);
+        tensorflow__function_def__init(fd);
+        tensorflow__op_def__init(sig);
+        tensorflow__node_def__init(nd);
+        sig->name = rt_gb_strdup(g, "__inference_py_7");
+        nd->name = rt_gb_strdup(g, "call");
+        nd->op = rt_gb_strdup(g, op);
+        nds[0] = nd;
+        fd->signature = sig;
+        fd->n_node_def = 1;
+        fd->node_def = nds;
+        fns[0] = fd;
+        lib->n_function = 1;
+        lib->function = fns;
+        gd->library = lib;
+    } else {
+        Tensorflow__NodeDef *n = rt_gb_node(g, op, "y");
+        rt_gb_input(g, n, "x");
+        rt_gb_attr_str(g, n, "token", "pyfunc_0");
+    }
+    Tensorflow__SignatureDef *sd = rt_gb_signature(g, "serving_default", RT_GB_PREDICT);
+    rt_gb_sig_input(g, sd, "x", "x:0", RT_DT_FLOAT, &xs);
+    rt_gb_sig_output(g, sd, "y", "y:0", RT_DT_FLOAT, &xs);
+    char dir[256], vdir[512];
+    ck_assert_int_eq(ut_mkdtemp(dir, sizeof(dir)), 0);
+    snprintf(vdir, sizeof(vdir), "%s/1", dir);
+    ck_assert_msg(rt_savedmodel_write(vdir, g) == MS_OK, "%s", ms_errmsg());
+    rt_gb_free(g);
+    ms_log_set_level(MS_LOG_ERROR);
+    kn_backend *be = kn_cpu_backend_new(1);
+    static const char *const serve[] = {"serve"};
+    rt_model *m = NULL;
+    ms_status st = rt_model_load(vdir, serve, 1, be, &m);
+    ck_assert_int_eq(st, MS_ENOTSUP);
+    ck_assert_ptr_null(m);
+    const char *msg = ms_errmsg();
+    char want[128];
+    snprintf(want, sizeof want, "node '%s' (%s) calls Python code",
+             in_fn ? "__inference_py_7/call" : "y", op);
+    ck_assert_msg(strstr(msg, want) != NULL, "%s: %s", want, msg);
+    ck_assert_msg(strstr(msg, "only in the process that exported the model") != NULL &&
+                      strstr(msg, "rewrite that function in TensorFlow ops before export") != NULL,
+                  "%s", msg);
+    ck_assert_msg(strchr(msg, '\n') == NULL, "one line: %s", msg);
+    kn_backend_free(be);
+    ut_rmtree(dir);
+}
+
+START_TEST(python_ops_refused) {
+    python_refused("EagerPyFunc", 0);
+    python_refused("PyFunc", 0);
+    python_refused("PyFuncStateless", 0);
+    python_refused("EagerPyFunc", 1);
+}
+END_TEST
+
 static Suite *graphbuild_suite(void) {
     Suite *s = suite_create("graphbuild");
     TCase *tc = tcase_create("builder");
@@ -463,6 +538,7 @@ static Suite *graphbuild_suite(void) {
     tcase_add_test(tc, savedmodel_write_read);
     tcase_add_test(tc, protoc_decodes);
     tcase_add_test(tc, variable_model_runs);
+    tcase_add_test(tc, python_ops_refused);
     suite_add_tcase(s, tc);
     return s;
 }

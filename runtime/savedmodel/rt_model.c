@@ -461,6 +461,37 @@ static ms_status plan_signatures(rt_model *m) {
 static ms_status load(const char *export_dir, const char *const *tags, int ntags, kn_backend *be,
                       kn_backend *device, int plan, rt_model **out);
 
+/* tf.py_function / tf.numpy_function export as these ops: a token naming a
+ * Python function of the exporting process, which no server has. */
+static int is_python_op(const char *op) {
+    return op && (strcmp(op, "EagerPyFunc") == 0 || strcmp(op, "PyFunc") == 0 ||
+                  strcmp(op, "PyFuncStateless") == 0);
+}
+
+/* MS_ENOTSUP naming the first node (of the graph, then of its functions)
+ * that calls Python code: such a model can never serve. */
+static ms_status refuse_python(const Tensorflow__MetaGraphDef *mg) {
+    const Tensorflow__GraphDef *gd = mg->graph_def;
+    const char *node = NULL, *op = NULL, *fn = NULL;
+    for (size_t i = 0; gd && node == NULL && i < gd->n_node; i++)
+        if (is_python_op(gd->node[i]->op)) node = gd->node[i]->name, op = gd->node[i]->op;
+    const Tensorflow__FunctionDefLibrary *lib = gd ? gd->library : NULL;
+    for (size_t f = 0; lib && node == NULL && f < lib->n_function; f++) {
+        const Tensorflow__FunctionDef *fd = lib->function[f];
+        for (size_t i = 0; node == NULL && i < fd->n_node_def; i++)
+            if (is_python_op(fd->node_def[i]->op)) {
+                node = fd->node_def[i]->name, op = fd->node_def[i]->op;
+                fn = fd->signature ? fd->signature->name : "?";
+            }
+    }
+    if (node == NULL) return MS_OK;
+    return ms_errf(MS_ENOTSUP,
+                   "node '%s%s%s' (%s) calls Python code (tf.py_function / tf.numpy_function) "
+                   "that exists only in the process that exported the model, so no server can "
+                   "run it; rewrite that function in TensorFlow ops before export",
+                   fn ? fn : "", fn ? "/" : "", node, op);
+}
+
 ms_status rt_model_load(const char *export_dir, const char *const *tags, int ntags,
                         kn_backend *be, rt_model **out) {
     return load(export_dir, tags, ntags, be, NULL, 1, out);
@@ -506,6 +537,7 @@ static ms_status load(const char *export_dir, const char *const *tags, int ntags
         goto fail;
     }
     m->mg = m->sm->meta_graphs[mgi];
+    if ((st = refuse_python(m->mg)) != MS_OK) goto fail;
     if ((st = rt_graph_build(m->mg, be, rt_model_host_ops, &m->g)) != MS_OK) goto fail;
     if ((st = rt_tf1_loops_convert(m->g)) != MS_OK) goto fail;
     m->g->device = device;
