@@ -99,6 +99,35 @@ def write_neg_model(d, sig_keys):
         f.write(sm.SerializeToString())
 
 
+def write_unresolved_model(d):
+    """serving_default: y = Neg(x); signature 'fn': a call of function body_fn
+    whose node m reads n:nosuch:0, an output arg Neg does not have."""
+    write_neg_model(d, ["serving_default"])
+    path = os.path.join(d, "saved_model.pb")
+    sm = pb.sm.SavedModel.FromString(open(path, "rb").read())
+    mg = sm.meta_graphs[0]
+    fd = mg.graph_def.library.function.add()
+    fd.signature.name = "body_fn"
+    fd.signature.input_arg.add(name="a", type=pb.fw.DT_FLOAT)
+    fd.signature.output_arg.add(name="out", type=pb.fw.DT_FLOAT)
+    for name, inp in (("n", "a"), ("m", "n:nosuch:0")):
+        nd = fd.node_def.add(name=name, op="Neg", input=[inp])
+        nd.attr["T"].type = pb.fw.DT_FLOAT
+    fd.ret["out"] = "m:y:0"
+    call = mg.graph_def.node.add(name="call", op="StatefulPartitionedCall", input=["x"])
+    call.attr["f"].func.name = "body_fn"
+    call.attr["Tin"].list.type.append(pb.fw.DT_FLOAT)
+    call.attr["Tout"].list.type.append(pb.fw.DT_FLOAT)
+    sig = mg.signature_def["fn"]
+    sig.method_name = "tensorflow/serving/predict"
+    sig.inputs["x"].name = "x:0"
+    sig.inputs["x"].dtype = pb.fw.DT_FLOAT
+    sig.outputs["z"].name = "call:0"
+    sig.outputs["z"].dtype = pb.fw.DT_FLOAT
+    with open(path, "wb") as f:
+        f.write(sm.SerializeToString())
+
+
 def run(*args):
     p = subprocess.run([DCMSERVE] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=120)
@@ -165,6 +194,19 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("check", "--signature_name", "nope", other)
     check(rc == 1 and "no signature 'nope'; the model has 'predict'" in out,
           "check --signature_name nope: rc %d\n%s%s" % (rc, out, err))
+
+    # A function body that does not resolve fails only the signature that reaches it,
+    # naming the op and the node; check lists it under the signature.
+    unres_fn = os.path.join(tmp, "unresolved")
+    write_unresolved_model(unres_fn)
+    rc, out, err = run("check", unres_fn)
+    check(rc == 0 and "verdict: serves (signature 'serving_default'" in out,
+          "serving_default of the unresolved-body model: rc %d\n%s%s" % (rc, out, err))
+    rc, out, err = run("check", "--signature_name", "fn", unres_fn)
+    check(rc == 1 and "nodes that cannot run (1):" in out
+          and "cannot resolve output 'nosuch' of op Neg (node 'call/n')" in out
+          and "verdict: does not serve: signature 'fn': " in out,
+          "check --signature_name fn: rc %d\n%s%s" % (rc, out, err))
 
     # A resource variable the signature reads and nothing restored: the load fails naming it.
     unres = os.path.join(tmp, "unrestored")

@@ -206,6 +206,8 @@ static void print_text(const char *dir, const char *load_err, sig_report *r, int
                 printf("    %s (%d node%s):\n", u->op, u->nnodes, u->nnodes == 1 ? "" : "s");
                 for (int j = 0; j < u->nnodes; j++) printf("      %s\n", u->nodes[j]);
             }
+            if (s->ops->nbroken) printf("  nodes that cannot run (%d):\n", s->ops->nbroken);
+            for (int k = 0; k < s->ops->nbroken; k++) printf("    %s\n", s->ops->broken[k]);
         }
         printf("  variables read (%d, %d restored)%s\n", s->vars.n, s->vars.restored,
                s->vars.n ? ":" : "");
@@ -265,6 +267,11 @@ static void print_json(const char *dir, const char *load_err, sig_report *r, int
                 json_str(stdout, u->nodes[j]);
             }
             printf("]}");
+        }
+        printf("], \"cannot_run\": [");
+        for (int k = 0; s->ops && k < s->ops->nbroken; k++) {
+            printf("%s", k ? ", " : "");
+            json_str(stdout, s->ops->broken[k]);
         }
         printf("], \"variables\": [");
         for (int k = 0; k < s->vars.n; k++) {
