@@ -121,7 +121,8 @@ static const opdef_entry builtin[] = {
     {"ZerosLike", {"y"}, 0}, {"Softsign", {"activations"}, 0},
     {"AddN", {"sum"}, 0}, {"ClipByValue", {"output"}, 0}, {"Select", {"output"}, 0},
     {"SelectV2", {"output"}, 0}, {"CheckNumerics", {"output"}, 0},
-    {"Bucketize", {"output"}, 0},
+    {"Bucketize", {"output"}, 0}, {"TruncateDiv", {"z"}, 0}, {"TruncateMod", {"z"}, 0},
+    {"Atan2", {"z"}, 0}, {"Xlogy", {"z"}, 0}, {"Assert", {NULL}, 1},
     /* Reductions, scans, arg-extrema. */
     {"All", {"output"}, 0}, {"Any", {"output"}, 0}, {"Max", {"output"}, 0},
     {"Min", {"output"}, 0}, {"Mean", {"output"}, 0}, {"Prod", {"output"}, 0},
