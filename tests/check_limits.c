@@ -15,8 +15,6 @@
 #include "rt_model.h"
 #include "util_bundle.h"
 
-static const char *const serve[] = {"serve"};
-
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -39,16 +37,14 @@ static rt_tensor *vector_f(int n) {
     return t;
 }
 
-/* Writes g into a fresh temporary folder's version 1; loads it. */
-/* load_s (may be NULL): the load's wall and CPU seconds. */
+/* Writes g into a fresh temporary folder's version 1 (frees g); loads it.
+ * load_s (may be NULL): the load's wall and CPU seconds. */
 static rt_model *write_and_load(rt_gb *g, kn_backend *be, char *dir, size_t n, double *load_s) {
     char vdir[512];
-    ck_assert_int_eq(ut_mkdtemp(dir, n), 0);
-    snprintf(vdir, sizeof vdir, "%s/1", dir);
-    ck_assert_msg(rt_savedmodel_write(vdir, g) == MS_OK, "write: %s", ms_errmsg());
-    rt_model *m = NULL;
+    ut_gb_write(g, dir, n, vdir, sizeof vdir);
+    rt_model *m;
     double t0 = now_s(), c0 = (double)clock() / CLOCKS_PER_SEC;
-    ms_status st = rt_model_load(vdir, serve, 1, be, &m);
+    ms_status st = ut_load_serve(vdir, be, &m);
     if (load_s) load_s[0] = now_s() - t0, load_s[1] = (double)clock() / CLOCKS_PER_SEC - c0;
     ck_assert_msg(st == MS_OK, "load: %s", ms_errmsg());
     return m;
@@ -88,7 +84,6 @@ START_TEST(restore_10000_tensors) {
     kn_backend *be = kn_cpu_backend_new(1);
     char dir[256];
     rt_model *m = write_and_load(g, be, dir, sizeof dir, NULL);
-    rt_gb_free(g);
     const char *fetch[3] = {"sum:0", "v_9999/read:0", "v_1234/read:0"};
     rt_tensor *outs[3] = {NULL, NULL, NULL};
     ms_status st = rt_model_run(m, NULL, 0, fetch, 3, NULL, 0, NULL, outs);
@@ -133,7 +128,6 @@ START_TEST(node_of_2000_outputs) {
     kn_backend *be = kn_cpu_backend_new(1);
     char dir[256];
     rt_model *m = write_and_load(g, be, dir, sizeof dir, NULL);
-    rt_gb_free(g);
     rt_tensor *x = vector_f(N);
     rt_feed f = {"x:0", x};
     const char *fetch[1] = {"y:0"};
@@ -180,7 +174,6 @@ START_TEST(graph_of_200000_nodes) {
     char dir[256];
     double load_s[2] = {0, 0};
     rt_model *m = write_and_load(g, be, dir, sizeof dir, load_s);
-    rt_gb_free(g);
     /* for docs/benchmarks.md; not checked against a bound (machine load) */
     printf("graph_of_200000_nodes: loaded in %.3f s (%.3f s of CPU)\n", load_s[0], load_s[1]);
     rt_shape s3 = rt_shape_make(1, (int64_t[]){3});

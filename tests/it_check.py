@@ -22,6 +22,22 @@ HP2_BASE = os.path.join(SRC, "tests", "data", "savedmodels", "saved_model_half_p
 pb = gen_protos()
 
 
+def predict_sig(mg, key, fetch, out="y"):
+    """A predict signature `key` of mg: input x (x:0), output `out` (fetch), floats."""
+    sig = mg.signature_def[key]
+    sig.method_name = "tensorflow/serving/predict"
+    sig.inputs["x"].name = "x:0"
+    sig.inputs["x"].dtype = pb.fw.DT_FLOAT
+    sig.outputs[out].name = fetch
+    sig.outputs[out].dtype = pb.fw.DT_FLOAT
+
+
+def write_pb(d, sm):
+    os.makedirs(d)
+    with open(os.path.join(d, "saved_model.pb"), "wb") as f:
+        f.write(sm.SerializeToString())
+
+
 def write_bad_model(d):
     sm = pb.sm.SavedModel(saved_model_schema_version=1)
     mg = sm.meta_graphs.add()
@@ -40,15 +56,8 @@ def write_bad_model(d):
     node("b", "NoSuchOpB", ["a"])
     node("second_a", "NoSuchOpA", ["x"])
     node("y", "AddV2", ["b", "second_a"])
-    sig = mg.signature_def["serving_default"]
-    sig.method_name = "tensorflow/serving/predict"
-    sig.inputs["x"].name = "x:0"
-    sig.inputs["x"].dtype = pb.fw.DT_FLOAT
-    sig.outputs["y"].name = "y:0"
-    sig.outputs["y"].dtype = pb.fw.DT_FLOAT
-    os.makedirs(d)
-    with open(os.path.join(d, "saved_model.pb"), "wb") as f:
-        f.write(sm.SerializeToString())
+    predict_sig(mg, "serving_default", "y:0")
+    write_pb(d, sm)
 
 
 def write_unrestored_model(d):
@@ -66,15 +75,8 @@ def write_unrestored_model(d):
     r.attr["dtype"].type = pb.fw.DT_FLOAT
     y = g.node.add(name="y", op="AddV2", input=["x", "r"])
     y.attr["T"].type = pb.fw.DT_FLOAT
-    sig = mg.signature_def["serving_default"]
-    sig.method_name = "tensorflow/serving/predict"
-    sig.inputs["x"].name = "x:0"
-    sig.inputs["x"].dtype = pb.fw.DT_FLOAT
-    sig.outputs["y"].name = "y:0"
-    sig.outputs["y"].dtype = pb.fw.DT_FLOAT
-    os.makedirs(d)
-    with open(os.path.join(d, "saved_model.pb"), "wb") as f:
-        f.write(sm.SerializeToString())
+    predict_sig(mg, "serving_default", "y:0")
+    write_pb(d, sm)
 
 
 def write_neg_model(d, sig_keys):
@@ -88,15 +90,8 @@ def write_neg_model(d, sig_keys):
     y = mg.graph_def.node.add(name="y", op="Neg", input=["x"])
     y.attr["T"].type = pb.fw.DT_FLOAT
     for key in sig_keys:
-        sig = mg.signature_def[key]
-        sig.method_name = "tensorflow/serving/predict"
-        sig.inputs["x"].name = "x:0"
-        sig.inputs["x"].dtype = pb.fw.DT_FLOAT
-        sig.outputs["y"].name = "y:0"
-        sig.outputs["y"].dtype = pb.fw.DT_FLOAT
-    os.makedirs(d)
-    with open(os.path.join(d, "saved_model.pb"), "wb") as f:
-        f.write(sm.SerializeToString())
+        predict_sig(mg, key, "y:0")
+    write_pb(d, sm)
 
 
 def write_unresolved_model(d):
@@ -118,12 +113,7 @@ def write_unresolved_model(d):
     call.attr["f"].func.name = "body_fn"
     call.attr["Tin"].list.type.append(pb.fw.DT_FLOAT)
     call.attr["Tout"].list.type.append(pb.fw.DT_FLOAT)
-    sig = mg.signature_def["fn"]
-    sig.method_name = "tensorflow/serving/predict"
-    sig.inputs["x"].name = "x:0"
-    sig.inputs["x"].dtype = pb.fw.DT_FLOAT
-    sig.outputs["z"].name = "call:0"
-    sig.outputs["z"].dtype = pb.fw.DT_FLOAT
+    predict_sig(mg, "fn", "call:0", out="z")
     with open(path, "wb") as f:
         f.write(sm.SerializeToString())
 
