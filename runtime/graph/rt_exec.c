@@ -98,7 +98,7 @@ enum { MEM_KEYS = RT_PLAN_MEM_KEYS };
  * view of one of the node's inputs, with the capture's dtype and shape. */
 typedef struct seg_out {
     signed char kind; /* SEG_NONE, SEG_REGION, SEG_VIEW */
-    signed char view_in;
+    int view_in;      /* SEG_VIEW: the input it views (any of the node's inputs) */
     int dev;
     rt_dtype dt;
     rt_shape shape;
@@ -1236,7 +1236,7 @@ static int seg_describe(run_state *r, const mem_seg *sg, seg_out *d, seg_in *ins
             for (int j = 0; j < n->nin && d[at].kind == SEG_NONE; j++)
                 if (in[j]->buf == t->buf && in[j]->data == t->data) {
                     d[at].kind = SEG_VIEW;
-                    d[at].view_in = (signed char)j;
+                    d[at].view_in = j;
                 }
             if (d[at].kind == SEG_VIEW) continue;
             const unsigned char *q = t->data;
