@@ -41,8 +41,7 @@ ms_status rt_gnode_prepare(rt_graph *g, int idx) {
     if (n->prepared) return MS_OK;
     if (n->broken) return ms_errf(MS_ENOTSUP, "%s", n->broken);
     if (n->kernel == NULL) {
-        n->kernel = rt_ops_host_kernel(g->host_ops, n->kn.op);
-        if (n->kernel == NULL && g->backend) n->kernel = kn_backend_kernel(g->backend, n->kn.op);
+        n->kernel = rt_graph_kernel(g, n->kn.op);
         if (n->kernel == NULL)
             return ms_errf(MS_ENOTSUP, "op %s (node '%s') is not supported by dcmserve", n->kn.op,
                            n->name);
