@@ -16,13 +16,6 @@
 
 /* ================= node binding ================= */
 
-const kn_kernel *rt_ops_host_kernel(const kn_kernel *const *tables, const char *op) {
-    for (; tables && *tables; tables++)
-        for (const kn_kernel *k = *tables; k->op != NULL; k++)
-            if (strcmp(k->op, op) == 0) return k;
-    return NULL;
-}
-
 rt_tensor *rt_gnode_const_value(const rt_gnode *n) {
     if (!n->prepared || strcmp(n->kn.op, "Const") != 0) return NULL;
     return n->state;

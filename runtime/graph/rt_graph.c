@@ -565,6 +565,13 @@ void *rt_graph_alloc(rt_graph *g, size_t n) {
     return m->data;
 }
 
+const kn_kernel *rt_ops_host_kernel(const kn_kernel *const *tables, const char *op) {
+    for (; tables && *tables; tables++)
+        for (const kn_kernel *k = *tables; k->op != NULL; k++)
+            if (strcmp(k->op, op) == 0) return k;
+    return NULL;
+}
+
 const kn_kernel *rt_graph_kernel(rt_graph *g, const char *op) {
     int i = g->kernel_ix ? map_get(g->kernel_ix, op) : -1;
     if (i >= 0) return g->kernels[i];
