@@ -452,6 +452,147 @@ START_TEST(variable_model_runs) {
 }
 END_TEST
 
+/* A model holding op `op` (x -> op -> y), at the top level of its graph or,
+ * when in_fn, only inside a library function; its load fails with the one
+ * line naming the node and saying what to do. */
+static void python_refused(const char *op, int in_fn) {
+    rt_gb *g;
+    ck_assert_int_eq(rt_gb_new(&g), MS_OK);
+    rt_shape xs = rt_shape_make(1, (int64_t[]){2});
+    rt_gb_placeholder(g, "x", RT_DT_FLOAT, &xs);
+    if (in_fn) {
+        rt_gb_unary(g, "Neg", "y", "x", RT_DT_FLOAT);
+        /* function f(x) = op(x), never called by the signature */
+        Tensorflow__GraphDef *gd = rt_gb_graph(g);
+        Tensorflow__FunctionDefLibrary *lib = rt_gb_alloc(g, sizeof(*lib));
+        Tensorflow__FunctionDef *fd = rt_gb_alloc(g, sizeof(*fd));
+        Tensorflow__OpDef *sig = rt_gb_alloc(g, sizeof(*sig));
+        Tensorflow__NodeDef *nd = rt_gb_alloc(g, sizeof(*nd));
+        Tensorflow__FunctionDef **fns = rt_gb_alloc(g, sizeof(*fns));
+        Tensorflow__NodeDef **nds = rt_gb_alloc(g, sizeof(*nds));
+        ck_assert(lib && fd && sig && nd && fns && nds);
+        tensorflow__function_def_library__init(lib);
+        tensorflow__function_def__init(fd);
+        tensorflow__op_def__init(sig);
+        tensorflow__node_def__init(nd);
+        sig->name = rt_gb_strdup(g, "__inference_py_7");
+        nd->name = rt_gb_strdup(g, "call");
+        nd->op = rt_gb_strdup(g, op);
+        nds[0] = nd;
+        fd->signature = sig;
+        fd->n_node_def = 1;
+        fd->node_def = nds;
+        fns[0] = fd;
+        lib->n_function = 1;
+        lib->function = fns;
+        gd->library = lib;
+    } else {
+        Tensorflow__NodeDef *n = rt_gb_node(g, op, "y");
+        rt_gb_input(g, n, "x");
+        rt_gb_attr_str(g, n, "token", "pyfunc_0");
+    }
+    Tensorflow__SignatureDef *sd = rt_gb_signature(g, "serving_default", RT_GB_PREDICT);
+    rt_gb_sig_input(g, sd, "x", "x:0", RT_DT_FLOAT, &xs);
+    rt_gb_sig_output(g, sd, "y", "y:0", RT_DT_FLOAT, &xs);
+    char dir[256], vdir[512];
+    ut_gb_write(g, dir, sizeof dir, vdir, sizeof vdir);
+    ms_log_set_level(MS_LOG_ERROR);
+    kn_backend *be = kn_cpu_backend_new(1);
+    rt_model *m;
+    ms_status st = ut_load_serve(vdir, be, &m);
+    ck_assert_int_eq(st, MS_ENOTSUP);
+    ck_assert_ptr_null(m);
+    const char *msg = ms_errmsg();
+    char want[128];
+    snprintf(want, sizeof want, "node '%s' (%s) calls Python code",
+             in_fn ? "__inference_py_7/call" : "y", op);
+    ck_assert_msg(strstr(msg, want) != NULL, "%s: %s", want, msg);
+    ck_assert_msg(strstr(msg, "only in the process that exported the model") != NULL &&
+                      strstr(msg, "rewrite that function in TensorFlow ops before export") != NULL,
+                  "%s", msg);
+    ck_assert_msg(strchr(msg, '\n') == NULL, "one line: %s", msg);
+    kn_backend_free(be);
+    ut_rmtree(dir);
+}
+
+START_TEST(python_ops_refused) {
+    python_refused("EagerPyFunc", 0);
+    python_refused("PyFunc", 0);
+    python_refused("PyFuncStateless", 0);
+    python_refused("EagerPyFunc", 1);
+}
+END_TEST
+
+/* y = Identity(x) after Assert(All(x > 0), ["x must be positive", x]) (a
+ * control input, as tf.debugging.assert_positive wires it): a run with
+ * positive x answers y; one with a negative x fails INVALID_ARGUMENT with the
+ * assert's message. */
+START_TEST(assert_fails_the_run) {
+    rt_gb *g;
+    ck_assert_int_eq(rt_gb_new(&g), MS_OK);
+    rt_shape xs = rt_shape_make(1, (int64_t[]){-1});
+    rt_gb_placeholder(g, "x", RT_DT_FLOAT, &xs);
+    rt_tensor *zero = floats(0, NULL, (float[]){0});
+    rt_gb_const(g, "zero", zero);
+    rt_tensor_unref(zero);
+    rt_shape s1 = rt_shape_make(1, (int64_t[]){1});
+    rt_tensor *axis;
+    ck_assert_int_eq(rt_tensor_new(RT_DT_INT32, &s1, &axis), MS_OK);
+    ((int32_t *)axis->data)[0] = 0;
+    rt_gb_const(g, "axis", axis);
+    rt_tensor_unref(axis);
+    rt_tensor *msg;
+    ck_assert_int_eq(rt_tensor_scalar_string("x must be positive", 18, &msg), MS_OK);
+    rt_gb_const(g, "msg", msg);
+    rt_tensor_unref(msg);
+    rt_gb_binary(g, "Greater", "pos", "x", "zero", RT_DT_FLOAT);
+    Tensorflow__NodeDef *all = rt_gb_node(g, "All", "all");
+    rt_gb_input(g, all, "pos");
+    rt_gb_input(g, all, "axis");
+    rt_gb_attr_type(g, all, "Tidx", RT_DT_INT32);
+    Tensorflow__NodeDef *as = rt_gb_node(g, "Assert", "assert_positive");
+    rt_gb_input(g, as, "all");
+    rt_gb_input(g, as, "msg");
+    rt_gb_input(g, as, "x");
+    rt_gb_attr_typelist(g, as, "T", (rt_dtype[]){RT_DT_STRING, RT_DT_FLOAT}, 2);
+    rt_gb_attr_i(g, as, "summarize", 3);
+    Tensorflow__NodeDef *y = rt_gb_unary(g, "Identity", "y", "x", RT_DT_FLOAT);
+    rt_gb_control_input(g, y, "assert_positive");
+    Tensorflow__SignatureDef *sd = rt_gb_signature(g, "serving_default", RT_GB_PREDICT);
+    rt_gb_sig_input(g, sd, "x", "x:0", RT_DT_FLOAT, &xs);
+    rt_gb_sig_output(g, sd, "y", "y:0", RT_DT_FLOAT, &xs);
+    char dir[256], vdir[512];
+    ut_gb_write(g, dir, sizeof dir, vdir, sizeof vdir);
+    ms_log_set_level(MS_LOG_ERROR);
+    kn_backend *be = kn_cpu_backend_new(1);
+    rt_model *m;
+    ms_status st = ut_load_serve(vdir, be, &m);
+    ck_assert_msg(st == MS_OK, "load: %s", ms_errmsg());
+    const char *fetch[1] = {"y:0"};
+    rt_tensor *x = floats(1, (int64_t[]){2}, (float[]){1, 2}), *out = NULL;
+    rt_feed f = {"x:0", x};
+    st = rt_model_run(m, &f, 1, fetch, 1, NULL, 0, NULL, &out);
+    ck_assert_msg(st == MS_OK, "run: %s", ms_errmsg());
+    ck_assert(rt_tensor_f32(out)[0] == 1.0f && rt_tensor_f32(out)[1] == 2.0f);
+    rt_tensor_unref(out);
+    rt_tensor_unref(x);
+    x = floats(1, (int64_t[]){4}, (float[]){1, -2, 3, 4});
+    f.tensor = x;
+    out = NULL;
+    st = rt_model_run(m, &f, 1, fetch, 1, NULL, 0, NULL, &out);
+    ck_assert_int_eq(st, MS_EINVAL);
+    ck_assert_ptr_null(out);
+    ck_assert_msg(strstr(ms_errmsg(),
+                         "node 'assert_positive' (Assert): assertion failed: [x must be positive] "
+                         "[1 -2 3...]") != NULL,
+                  "%s", ms_errmsg());
+    rt_tensor_unref(x);
+    rt_model_unref(m);
+    kn_backend_free(be);
+    ut_rmtree(dir);
+}
+END_TEST
+
 static Suite *graphbuild_suite(void) {
     Suite *s = suite_create("graphbuild");
     TCase *tc = tcase_create("builder");
@@ -463,6 +604,8 @@ static Suite *graphbuild_suite(void) {
     tcase_add_test(tc, savedmodel_write_read);
     tcase_add_test(tc, protoc_decodes);
     tcase_add_test(tc, variable_model_runs);
+    tcase_add_test(tc, python_ops_refused);
+    tcase_add_test(tc, assert_fails_the_run);
     suite_add_tcase(s, tc);
     return s;
 }

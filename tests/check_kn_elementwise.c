@@ -403,6 +403,70 @@ START_TEST(more_binary) {
 }
 END_TEST
 
+/* Div, TruncateDiv, Mod, TruncateMod, Atan2, Xlogy as TensorFlow documents
+ * them; the values are worked out in the comments. */
+START_TEST(div_mod_atan2_xlogy) {
+    rt_tensor *o;
+    /* float Div is true division: 7/2 = 3.5, -7/2 = -3.5 */
+    o = bin("Div", TU_F32(S(2), 7, -7), TU_F32(TU_SCALAR, 2));
+    TU_CHECK_F32(o, S(2), 0, 3.5f, -3.5f);
+    rt_tensor_unref(o);
+    /* integer Div truncates toward zero (C): 7/2 = 3, -7/2 = -3, 7/-2 = -3,
+     * -7/-2 = 3; INT32_MIN / -1 wraps to INT32_MIN instead of trapping */
+    o = bin("Div", TU_I32(S(5), 7, -7, 7, -7, INT32_MIN), TU_I32(S(5), 2, 2, -2, -2, -1));
+    TU_CHECK_INT(o, RT_DT_INT32, S(5), 3, -3, -3, 3, INT32_MIN);
+    rt_tensor_unref(o);
+    o = bin("TruncateDiv", TU_I64(S(4), 7, -7, 7, -7), TU_I64(S(4), 2, 2, -2, -2));
+    TU_CHECK_INT(o, RT_DT_INT64, S(4), 3, -3, -3, 3);
+    rt_tensor_unref(o);
+    /* Mod = TruncateMod: truncatediv(x, y) * y + mod(x, y) = x, so the
+     * remainder has the dividend's sign: 7%3 = 1, -7%3 = -1, 7%-3 = 1,
+     * -7%-3 = -1; INT32_MIN % -1 = 0 */
+    o = bin("Mod", TU_I32(S(5), 7, -7, 7, -7, INT32_MIN), TU_I32(S(5), 3, 3, -3, -3, -1));
+    TU_CHECK_INT(o, RT_DT_INT32, S(5), 1, -1, 1, -1, 0);
+    rt_tensor_unref(o);
+    o = bin("TruncateMod", TU_I64(S(4), 7, -7, 7, -7), TU_I64(S(4), 3, 3, -3, -3));
+    TU_CHECK_INT(o, RT_DT_INT64, S(4), 1, -1, 1, -1);
+    rt_tensor_unref(o);
+    /* fmod: 7.5 mod 2 = 1.5, -7.5 mod 2 = -1.5 (FloorMod gives 0.5) */
+    o = bin("Mod", TU_F32(S(2), 7.5f, -7.5f), TU_F32(TU_SCALAR, 2));
+    TU_CHECK_F32(o, S(2), 0, 1.5f, -1.5f);
+    rt_tensor_unref(o);
+    rt_tensor *in[2] = {TU_I32(S(2), 1, 2), TU_I32(S(2), 1, 0)};
+    tu_run_fail(tu_node_new("Div", "div0"), in, 2, 1, MS_EINVAL, "division by zero");
+    tu_run_fail(tu_node_new("Mod", "mod0"), in, 2, 1, MS_EINVAL, "division by zero");
+    tu_unref(in, 2);
+    /* Atan2(y, x), the angle of the point (x, y): (1, 1) pi/4, (-1, 1)
+     * 3pi/4, (-1, -1) -3pi/4, (-1, 0) pi, (0, 0) 0 */
+    o = bin("Atan2", TU_F32(S(5), 1, 1, -1, 0, 0), TU_F32(S(5), 1, -1, -1, -1, 0));
+    TU_CHECK_F32(o, S(5), 1e-6f, 0.78539816f, 2.35619449f, -2.35619449f, 3.14159265f, 0);
+    rt_tensor_unref(o);
+    /* Xlogy(x, y) = x * log(y), 0 where x == 0 even for y = 0 or y < 0:
+     * 2 * log(e) = 2, 3 * log(1) = 0, 0 * log(0) = 0, 0 * log(-1) = 0 */
+    o = bin("Xlogy", TU_F64(S(4), 2, 3, 0, 0), TU_F64(S(4), 2.718281828459045, 1, 0, -1));
+    tu_check_f64(o, S(4), (const double[]){2, 0, 0, 0}, 4, 1e-12);
+    rt_tensor_unref(o);
+    /* 1 * log(0) = -inf */
+    o = bin("Xlogy", TU_F32(TU_SCALAR, 1), TU_F32(TU_SCALAR, 0));
+    ck_assert(isinf(rt_tensor_f32(o)[0]) && rt_tensor_f32(o)[0] < 0);
+    rt_tensor_unref(o);
+    /* empty tensors: (0) with a scalar, (0, 3) with (3) broadcast to empty */
+    static const char *const ops[] = {"Div", "Mod", "Atan2", "Xlogy"};
+    for (int i = 0; i < 4; i++) {
+        o = bin(ops[i], tu_t(RT_DT_FLOAT, S(0), (const float[]){0}, 0), TU_F32(TU_SCALAR, 2));
+        tu_check_shape(o, RT_DT_FLOAT, S(0));
+        rt_tensor_unref(o);
+        o = bin(ops[i], tu_t(RT_DT_FLOAT, S(0, 3), (const float[]){0}, 0), TU_F32(S(3), 1, 2, 3));
+        tu_check_shape(o, RT_DT_FLOAT, S(0, 3));
+        rt_tensor_unref(o);
+    }
+    /* an empty integer divisor holds no zero */
+    o = bin("Div", TU_I32(S(1), 5), tu_t(RT_DT_INT32, S(0), (const int32_t[]){0}, 0));
+    tu_check_shape(o, RT_DT_INT32, S(0));
+    rt_tensor_unref(o);
+}
+END_TEST
+
 START_TEST(more_unary) {
     rt_tensor *o;
     o = un(tu_node_new("Ceil", "n"), TU_F32(S(2), -1.5f, 1.2f));
@@ -513,6 +577,7 @@ static Suite *suite(void) {
         {"cast", cast_half},
         {"errors", errors},
         {"more", more_binary},
+        {"more", div_mod_atan2_xlogy},
         {"more", more_unary},
         {"more", fill_like_addn},
     };

@@ -207,6 +207,35 @@ START_TEST(test_depth_to_space) {
 }
 END_TEST
 
+/* Assert: a true condition passes (no outputs); a false one fails with
+ * INVALID_ARGUMENT "assertion failed: [d0] [d1] ...", each data tensor
+ * printed as TensorFlow prints it, its first `summarize` values (3 by default). */
+START_TEST(test_assert) {
+    rt_tensor *msg = tu_strings(TU_SCALAR, (const char *const[]){"x must be positive:"}, 1);
+    rt_tensor *x = TU_F32(TU_SHAPE(4), 1.5f, -2, 3, 4);
+    rt_tensor *m2 = TU_I32(TU_SHAPE(2, 2), 1, 2, 3, 4);
+    rt_tensor *empty = tu_t(RT_DT_FLOAT, TU_SHAPE(0), (const float[]){0}, 0);
+    rt_tensor *yes = TU_BOOL(TU_SCALAR, 1), *no = TU_BOOL(TU_SCALAR, 0);
+    rt_tensor *in[5] = {yes, msg, x, m2, empty};
+    ck_assert_int_eq(tu_run(tu_node_new("Assert", "ok"), in, 5, NULL, 0), MS_OK);
+    in[0] = no;
+    tu_run_fail(tu_node_new("Assert", "check_x"), in, 5, 0, MS_EINVAL,
+                "assertion failed: [x must be positive:] [1.5 -2 3...] [[1 2][3...]] []");
+    /* summarize 10 prints every value */
+    Tensorflow__NodeDef *d = tu_node_new("Assert", "check_all");
+    tu_attr_i(d, "summarize", 10);
+    tu_run_fail(d, in, 4, 0, MS_EINVAL,
+                "assertion failed: [x must be positive:] [1.5 -2 3 4] [[1 2][3 4]]");
+    /* no data: the message alone */
+    tu_run_fail(tu_node_new("Assert", "bare"), in, 1, 0, MS_EINVAL, "assertion failed: ");
+    in[0] = x;
+    tu_run_fail(tu_node_new("Assert", "bad_cond"), in, 1, 0, MS_EINVAL,
+                "condition must be a bool scalar");
+    rt_tensor *all[] = {msg, x, m2, empty, yes, no};
+    tu_unref(all, 6);
+}
+END_TEST
+
 START_TEST(test_batch_matmul_v3) {
     /* x [2, 2, 2] broadcast against y [2, 2]: batch 0 by hand, batch 1 = I y */
     rt_tensor *in[2] = {TU_F32(TU_SHAPE(2, 2, 2), 1, 2, 3, 4, 1, 0, 0, 1),
@@ -232,6 +261,7 @@ int main(void) {
         {"all_any", test_all_any},
         {"depth_to_space", test_depth_to_space},
         {"batch_matmul_v3", test_batch_matmul_v3},
+        {"assert", test_assert},
     };
     return tu_suite_main("kn_math", cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -186,6 +186,7 @@ static void fuzz_table(const kn_kernel *table, unsigned seed, int rounds) {
                 nout = 1 + (int)(rnd(&seed) % 3);
             if (strncmp(k->op, "FusedBatchNorm", 14) == 0)
                 nout = strcmp(k->op, "FusedBatchNorm") == 0 ? 5 : 6;
+            if (strcmp(k->op, "Assert") == 0) nout = 0; /* it has no outputs */
             rt_tensor *in[5] = {0}, *outs[6] = {0};
             in[0] = rand_tensor(&seed);
             /* nn ops: mostly float images or volumes */

@@ -22,6 +22,22 @@ HP2_BASE = os.path.join(SRC, "tests", "data", "savedmodels", "saved_model_half_p
 pb = gen_protos()
 
 
+def predict_sig(mg, key, fetch, out="y"):
+    """A predict signature `key` of mg: input x (x:0), output `out` (fetch), floats."""
+    sig = mg.signature_def[key]
+    sig.method_name = "tensorflow/serving/predict"
+    sig.inputs["x"].name = "x:0"
+    sig.inputs["x"].dtype = pb.fw.DT_FLOAT
+    sig.outputs[out].name = fetch
+    sig.outputs[out].dtype = pb.fw.DT_FLOAT
+
+
+def write_pb(d, sm):
+    os.makedirs(d)
+    with open(os.path.join(d, "saved_model.pb"), "wb") as f:
+        f.write(sm.SerializeToString())
+
+
 def write_bad_model(d):
     sm = pb.sm.SavedModel(saved_model_schema_version=1)
     mg = sm.meta_graphs.add()
@@ -40,15 +56,8 @@ def write_bad_model(d):
     node("b", "NoSuchOpB", ["a"])
     node("second_a", "NoSuchOpA", ["x"])
     node("y", "AddV2", ["b", "second_a"])
-    sig = mg.signature_def["serving_default"]
-    sig.method_name = "tensorflow/serving/predict"
-    sig.inputs["x"].name = "x:0"
-    sig.inputs["x"].dtype = pb.fw.DT_FLOAT
-    sig.outputs["y"].name = "y:0"
-    sig.outputs["y"].dtype = pb.fw.DT_FLOAT
-    os.makedirs(d)
-    with open(os.path.join(d, "saved_model.pb"), "wb") as f:
-        f.write(sm.SerializeToString())
+    predict_sig(mg, "serving_default", "y:0")
+    write_pb(d, sm)
 
 
 def write_unrestored_model(d):
@@ -66,14 +75,46 @@ def write_unrestored_model(d):
     r.attr["dtype"].type = pb.fw.DT_FLOAT
     y = g.node.add(name="y", op="AddV2", input=["x", "r"])
     y.attr["T"].type = pb.fw.DT_FLOAT
-    sig = mg.signature_def["serving_default"]
-    sig.method_name = "tensorflow/serving/predict"
-    sig.inputs["x"].name = "x:0"
-    sig.inputs["x"].dtype = pb.fw.DT_FLOAT
-    sig.outputs["y"].name = "y:0"
-    sig.outputs["y"].dtype = pb.fw.DT_FLOAT
-    os.makedirs(d)
-    with open(os.path.join(d, "saved_model.pb"), "wb") as f:
+    predict_sig(mg, "serving_default", "y:0")
+    write_pb(d, sm)
+
+
+def write_neg_model(d, sig_keys):
+    """y = Neg(x), with one predict signature under each of sig_keys (none: no
+    signature at all)."""
+    sm = pb.sm.SavedModel(saved_model_schema_version=1)
+    mg = sm.meta_graphs.add()
+    mg.meta_info_def.tags.append("serve")
+    x = mg.graph_def.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].type = pb.fw.DT_FLOAT
+    y = mg.graph_def.node.add(name="y", op="Neg", input=["x"])
+    y.attr["T"].type = pb.fw.DT_FLOAT
+    for key in sig_keys:
+        predict_sig(mg, key, "y:0")
+    write_pb(d, sm)
+
+
+def write_unresolved_model(d):
+    """serving_default: y = Neg(x); signature 'fn': a call of function body_fn
+    whose node m reads n:nosuch:0, an output arg Neg does not have."""
+    write_neg_model(d, ["serving_default"])
+    path = os.path.join(d, "saved_model.pb")
+    sm = pb.sm.SavedModel.FromString(open(path, "rb").read())
+    mg = sm.meta_graphs[0]
+    fd = mg.graph_def.library.function.add()
+    fd.signature.name = "body_fn"
+    fd.signature.input_arg.add(name="a", type=pb.fw.DT_FLOAT)
+    fd.signature.output_arg.add(name="out", type=pb.fw.DT_FLOAT)
+    for name, inp in (("n", "a"), ("m", "n:nosuch:0")):
+        nd = fd.node_def.add(name=name, op="Neg", input=[inp])
+        nd.attr["T"].type = pb.fw.DT_FLOAT
+    fd.ret["out"] = "m:y:0"
+    call = mg.graph_def.node.add(name="call", op="StatefulPartitionedCall", input=["x"])
+    call.attr["f"].func.name = "body_fn"
+    call.attr["Tin"].list.type.append(pb.fw.DT_FLOAT)
+    call.attr["Tout"].list.type.append(pb.fw.DT_FLOAT)
+    predict_sig(mg, "fn", "call:0", out="z")
+    with open(path, "wb") as f:
         f.write(sm.SerializeToString())
 
 
@@ -117,8 +158,45 @@ with tempfile.TemporaryDirectory() as tmp:
           all(v["restored"] for v in sd["variables"]), "variables: %r" % sd["variables"])
     check(sigs["classify_x_to_y"]["serves"] is True and "ParseExample" in sigs["classify_x_to_y"]["ops"],
           "classify_x_to_y serves through ParseExample: %r" % sigs["classify_x_to_y"])
+    check("serving_default" in j["why"] and "2 of 2 variables read restored" in j["why"],
+          "why it serves: %r" % j["why"])
     rc, out, err = run("check", HP2_BASE)
-    check(rc == 0 and out.rstrip().endswith("verdict: serves"), "text verdict:\n%s" % out)
+    check(rc == 0 and "\nverdict: serves (signature 'serving_default': " in out,
+          "text verdict:\n%s" % out)
+
+    # A model with no signature loads, but no request can reach it: check says so.
+    nosig = os.path.join(tmp, "nosig")
+    write_neg_model(nosig, [])
+    rc, out, err = run("check", nosig)
+    check(rc == 1 and "verdict: does not serve: the SavedModel has no signature" in out,
+          "check on a model without signatures: rc %d\n%s%s" % (rc, out, err))
+    # Only a signature 'predict': requests without a signature name fail; naming it serves.
+    other = os.path.join(tmp, "other")
+    write_neg_model(other, ["predict"])
+    rc, out, err = run("check", "--json", other)
+    j = json.loads(out)
+    check(rc == 1 and j["serves"] is False and "no 'serving_default' signature" in j["verdict"]
+          and "'predict'" in j["verdict"] and "--signature_name" in j["verdict"],
+          "check on a model without serving_default: rc %d %s" % (rc, out))
+    rc, out, err = run("check", "--signature_name", "predict", other)
+    check(rc == 0 and "verdict: serves (signature 'predict': " in out,
+          "check --signature_name predict: rc %d\n%s%s" % (rc, out, err))
+    rc, out, err = run("check", "--signature_name", "nope", other)
+    check(rc == 1 and "no signature 'nope'; the model has 'predict'" in out,
+          "check --signature_name nope: rc %d\n%s%s" % (rc, out, err))
+
+    # A function body that does not resolve fails only the signature that reaches it,
+    # naming the op and the node; check lists it under the signature.
+    unres_fn = os.path.join(tmp, "unresolved")
+    write_unresolved_model(unres_fn)
+    rc, out, err = run("check", unres_fn)
+    check(rc == 0 and "verdict: serves (signature 'serving_default'" in out,
+          "serving_default of the unresolved-body model: rc %d\n%s%s" % (rc, out, err))
+    rc, out, err = run("check", "--signature_name", "fn", unres_fn)
+    check(rc == 1 and "nodes that cannot run (1):" in out
+          and "cannot resolve output 'nosuch' of op Neg (node 'call/n')" in out
+          and "verdict: does not serve: signature 'fn': " in out,
+          "check --signature_name fn: rc %d\n%s%s" % (rc, out, err))
 
     # A resource variable the signature reads and nothing restored: the load fails naming it.
     unres = os.path.join(tmp, "unrestored")

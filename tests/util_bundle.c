@@ -1,6 +1,7 @@
 /* util_bundle.c - see util_bundle.h. */
 #include "util_bundle.h"
 
+#include <check.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,4 +86,17 @@ int ut_write_file(const char *path, const void *buf, size_t n) {
     size_t w = fwrite(buf, 1, n, f);
     int rc = fclose(f);
     return w == n && rc == 0 ? 0 : -1;
+}
+
+void ut_gb_write(rt_gb *g, char *dir, size_t n, char *vdir, size_t vn) {
+    ck_assert_int_eq(ut_mkdtemp(dir, n), 0);
+    snprintf(vdir, vn, "%s/1", dir);
+    ck_assert_msg(rt_savedmodel_write(vdir, g) == MS_OK, "write: %s", ms_errmsg());
+    rt_gb_free(g);
+}
+
+ms_status ut_load_serve(const char *vdir, kn_backend *be, rt_model **m) {
+    static const char *const serve[] = {"serve"};
+    *m = NULL;
+    return rt_model_load(vdir, serve, 1, be, m);
 }

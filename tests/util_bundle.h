@@ -6,6 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kn_backend.h"
+#include "rt_graphbuild.h"
+#include "rt_model.h"
+
 /* Exit status of a test that skips (ctest's SKIP_RETURN_CODE in
  * CMakeLists.txt). */
 #define UT_SKIP_RC 77
@@ -32,5 +36,13 @@ int ut_rmtree(const char *path);
 uint8_t *ut_read_file(const char *path, size_t *n);
 /* Writes buf[0..n) to path (truncating); returns 0 on success. */
 int ut_write_file(const char *path, const void *buf, size_t n);
+
+/* Writes g as version 1 of a fresh temporary folder (the folder's path into
+ * dir, n >= 64, for ut_rmtree; the version's into vdir), failing the test
+ * unless that succeeds; frees g. */
+void ut_gb_write(rt_gb *g, char *dir, size_t n, char *vdir, size_t vn);
+/* Loads the SavedModel in vdir (tags {serve}) with be into *m (NULL on
+ * failure); returns the load's status. */
+ms_status ut_load_serve(const char *vdir, kn_backend *be, rt_model **m);
 
 #endif /* UTIL_BUNDLE_H */

@@ -157,6 +157,23 @@ DEF_BIN(floordiv_i32, int32_t, int32_t, I_FDIV(int32_t, uint32_t))
 DEF_BIN(floordiv_i64, int64_t, int64_t, I_FDIV(int64_t, uint64_t))
 DEF_BIN(floormod_i32, int32_t, int32_t, I_FMOD(int32_t))
 DEF_BIN(floormod_i64, int64_t, int64_t, I_FMOD(int64_t))
+/* Div and Mod (= TruncateDiv / TruncateMod) of integers: C's truncating
+ * division and its remainder (sign of the dividend), MIN / -1 wrapping. */
+#define I_TDIV(T, UT) (y == -1 ? (T)(0u - (UT)x) : x / y)
+#define I_TMOD(T) (y == -1 ? (T)0 : x % y)
+DEF_BIN(tdiv_i32, int32_t, int32_t, I_TDIV(int32_t, uint32_t))
+DEF_BIN(tdiv_i64, int64_t, int64_t, I_TDIV(int64_t, uint64_t))
+DEF_BIN(tmod_i32, int32_t, int32_t, I_TMOD(int32_t))
+DEF_BIN(tmod_i64, int64_t, int64_t, I_TMOD(int64_t))
+/* Mod of floats: fmod (the remainder takes the dividend's sign). */
+DEF_BIN(tmod_f32, float, float, fmodf(x, y))
+DEF_BIN(tmod_f64, double, double, fmod(x, y))
+/* Atan2(y, x): the first input is y. */
+DEF_BIN(atan2_f32, float, float, atan2f(x, y))
+DEF_BIN(atan2_f64, double, double, atan2(x, y))
+/* Xlogy(x, y) = x * log(y), and 0 where x == 0 (whatever y is). */
+DEF_BIN(xlogy_f32, float, float, x == 0 ? 0.0f : x * logf(y))
+DEF_BIN(xlogy_f64, double, double, x == 0 ? 0.0 : x * log(y))
 DEF_BIN(max_u8, uint8_t, uint8_t, x > y ? x : y)
 DEF_BIN(min_u8, uint8_t, uint8_t, x < y ? x : y)
 
@@ -228,6 +245,15 @@ static const bin_op bin_ops[] = {
                   [T_I64] = floordiv_i64}, 0, 1, NULL},
     {"FloorMod", {[T_F32] = floormod_f32, [T_F64] = floormod_f64, [T_I32] = floormod_i32,
                   [T_I64] = floormod_i64}, 0, 1, NULL},
+    {"Div", {[T_F32] = div_f32, [T_F64] = div_f64, [T_I32] = tdiv_i32, [T_I64] = tdiv_i64}, 0, 1,
+            NULL},
+    {"TruncateDiv", {[T_I32] = tdiv_i32, [T_I64] = tdiv_i64}, 0, 1, NULL},
+    {"Mod", {[T_F32] = tmod_f32, [T_F64] = tmod_f64, [T_I32] = tmod_i32, [T_I64] = tmod_i64}, 0, 1,
+            NULL},
+    {"TruncateMod", {[T_F32] = tmod_f32, [T_F64] = tmod_f64, [T_I32] = tmod_i32,
+                     [T_I64] = tmod_i64}, 0, 1, NULL},
+    {"Atan2", {[T_F32] = atan2_f32, [T_F64] = atan2_f64}, 0, 0, NULL},
+    {"Xlogy", {[T_F32] = xlogy_f32, [T_F64] = xlogy_f64}, 0, 0, NULL},
     {"LogicalAnd", {[T_BOOL] = and_b}, 1, 0, NULL},
     {"LogicalOr", {[T_BOOL] = or_b}, 1, 0, NULL},
 };
@@ -1022,6 +1048,12 @@ const kn_kernel kn_cpu_elementwise_kernels[] = {
     BIN("DivNoNan"),
     BIN("FloorDiv"),
     BIN("FloorMod"),
+    BIN("Div"),
+    BIN("TruncateDiv"),
+    BIN("Mod"),
+    BIN("TruncateMod"),
+    BIN("Atan2"),
+    BIN("Xlogy"),
     BIN("LogicalAnd"),
     BIN("LogicalOr"),
     UN("Square"),

@@ -2,7 +2,7 @@
  * Keras / TF exports contain: the unary functions Erfc, Log1p, Expm1, Atan,
  * Asin, Acos, Sinh, Cosh, Asinh, Acosh, Atanh, Softsign, Rint and the tests
  * IsNan / IsInf / IsFinite; ClipByValue; Cumsum / Cumprod; Size and Rank;
- * MatrixBandPart; All / Any; CheckNumerics and PreventGradient;
+ * MatrixBandPart; All / Any; CheckNumerics, Assert and PreventGradient;
  * DepthToSpace / SpaceToDepth (NHWC).
  *
  * Semantics follow TensorFlow's op documentation: ClipByValue takes scalar
@@ -10,10 +10,15 @@
  * MatrixBandPart keeps (m, n) where (num_lower < 0 || m - n <= num_lower)
  * && (num_upper < 0 || n - m <= num_upper); CheckNumerics fails with
  * INVALID_ARGUMENT naming its message when the tensor holds a NaN or an
- * infinity; DepthToSpace uses the DCR order (depth = (bh * b + bw) * C + c).
+ * infinity; Assert evaluates its condition and, when false, fails with
+ * INVALID_ARGUMENT "assertion failed: [data 0] [data 1] ..." (each data
+ * tensor summarised to its first `summarize` values, as TensorFlow prints
+ * them); DepthToSpace uses the DCR order (depth = (bh * b + bw) * C + c).
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -353,6 +358,107 @@ static ms_status check_numerics_compute(kn_ctx *ctx, const kn_node *node, void *
     return MS_OK;
 }
 
+/* ---- Assert ---- */
+
+typedef struct sumbuf {
+    char *p;
+    size_t n, o;
+    int64_t left; /* values still to print (summarize) */
+} sumbuf;
+
+static void sb_put(sumbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_put(sumbuf *b, const char *fmt, ...) {
+    if (b->o >= b->n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b->p + b->o, b->n - b->o, fmt, ap);
+    va_end(ap);
+    b->o += k > 0 ? (size_t)k : 0;
+}
+
+/* Element i of t as TensorFlow prints it (floats in the shortest form that
+ * reads back, strings as they are). */
+static void put_value(sumbuf *b, const rt_tensor *t, int64_t i) {
+    switch (t->dtype) {
+    case RT_DT_FLOAT: {
+        float v = ((const float *)t->data)[i];
+        char s[32];
+        snprintf(s, sizeof s, "%.6g", v);
+        if (strtof(s, NULL) != v) snprintf(s, sizeof s, "%.9g", v);
+        sb_put(b, "%s", s);
+        break;
+    }
+    case RT_DT_DOUBLE: {
+        double v = ((const double *)t->data)[i];
+        char s[40];
+        snprintf(s, sizeof s, "%.6g", v);
+        if (strtod(s, NULL) != v) snprintf(s, sizeof s, "%.17g", v);
+        sb_put(b, "%s", s);
+        break;
+    }
+    case RT_DT_STRING: {
+        const rt_str *v = &rt_tensor_strs(t)[i];
+        sb_put(b, "%.*s", (int)(v->len > 512 ? 512 : v->len), (const char *)v->data);
+        break;
+    }
+    case RT_DT_INT32: sb_put(b, "%d", ((const int32_t *)t->data)[i]); break;
+    case RT_DT_INT64: sb_put(b, "%lld", (long long)((const int64_t *)t->data)[i]); break;
+    case RT_DT_BOOL:
+    case RT_DT_UINT8: sb_put(b, "%u", ((const uint8_t *)t->data)[i]); break;
+    case RT_DT_INT8: sb_put(b, "%d", ((const int8_t *)t->data)[i]); break;
+    case RT_DT_INT16: sb_put(b, "%d", ((const int16_t *)t->data)[i]); break;
+    case RT_DT_UINT16: sb_put(b, "%u", ((const uint16_t *)t->data)[i]); break;
+    default: sb_put(b, "<%s>", rt_dtype_name(t->dtype)); break;
+    }
+}
+
+/* Dimension d of t from element *at on, TensorFlow's layout: values of the
+ * last dimension separated by spaces, the others bracketed; "..." once
+ * `summarize` values are out. */
+static void put_dim(sumbuf *b, const rt_tensor *t, int d, int64_t *at) {
+    int64_t n = t->shape.dim[d];
+    for (int64_t i = 0; i < n && b->left > 0; i++) {
+        if (d == t->shape.rank - 1) {
+            if (i) sb_put(b, " ");
+            put_value(b, t, (*at)++);
+            if (--b->left == 0 && *at < t->nelem) sb_put(b, "...");
+        } else {
+            sb_put(b, "[");
+            put_dim(b, t, d + 1, at);
+            sb_put(b, "]");
+        }
+    }
+}
+
+static ms_status assert_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                rt_tensor *const *in, rt_tensor **out) {
+    (void)ctx, (void)state, (void)out;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    const rt_tensor *c = in[0];
+    if (c->dtype != RT_DT_BOOL || c->nelem != 1)
+        return KN_EINVAL(node, "condition must be a bool scalar, got %s %s",
+                         rt_dtype_name(c->dtype), kn__shp(&c->shape));
+    if (*(const uint8_t *)c->data) return MS_OK;
+    int64_t summarize = kn_attr_i(node, "summarize", 3);
+    char msg[4096];
+    sumbuf b = {.p = msg, .n = sizeof msg};
+    sb_put(&b, "assertion failed: ");
+    for (int i = 1; i < node->nin; i++) {
+        const rt_tensor *t = in[i];
+        b.left = summarize < 0 ? t->nelem : summarize;
+        sb_put(&b, "%s[", i > 1 ? " " : "");
+        if (t->shape.rank == 0 && b.left > 0)
+            put_value(&b, t, 0);
+        else if (t->nelem > 0)
+            put_dim(&b, t, 0, &(int64_t){0});
+        sb_put(&b, "]");
+    }
+    if (b.o >= sizeof msg) memcpy(msg + sizeof msg - 4, "...", 4);
+    /* not kn__errf: its message is shorter than an assert's data may be */
+    return ms_errf(MS_EINVAL, "node '%s' (%s): %s", node->name, node->op, msg);
+}
+
 static ms_status forward_compute(kn_ctx *ctx, const kn_node *node, void *state,
                                  rt_tensor *const *in, rt_tensor **out) {
     (void)ctx, (void)state;
@@ -434,6 +540,7 @@ const kn_kernel kn_cpu_math_kernels[] = {
     {.op = "All", .compute = allany_compute},
     {.op = "Any", .compute = allany_compute},
     {.op = "CheckNumerics", .compute = check_numerics_compute},
+    {.op = "Assert", .compute = assert_compute},
     {.op = "PreventGradient", .compute = forward_compute},
     {.op = "DepthToSpace", .compute = d2s_compute},
     {.op = "SpaceToDepth", .compute = d2s_compute},

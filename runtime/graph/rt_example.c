@@ -331,13 +331,14 @@ static ms_status run_parse(const kn_node *n, const rt_tensor *ser, int batched, 
                        n->op);
     if (ser->dtype != RT_DT_STRING)
         return ms_errf(MS_EINVAL, "'%s': serialized must be a string tensor", n->name);
-    if (nd > 64) return ms_errf(MS_EINVAL, "'%s': more than 64 dense features", n->name);
     if (n->nout < nd)
         return ms_errf(MS_EINVAL, "'%s': %d outputs for %d dense features", n->name, n->nout, nd);
-    dense_spec spec[64];
+    dense_spec *spec = calloc((size_t)nd + 1, sizeof(*spec)); /* any number of features */
+    if (spec == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     ms_status st = dense_specs(n, nd, keys, defaults, spec);
     for (int j = 0; j < nd && st == MS_OK; j++)
         st = parse_dense(n, ser, batched, &spec[j], &out[j]);
+    free(spec);
     return st;
 }
 
@@ -353,19 +354,22 @@ static ms_status parse_example_compute(kn_ctx *ctx, const kn_node *n, void *st_,
                                        rt_tensor *const *in, rt_tensor **out) {
     (void)ctx, (void)st_;
     int ns = (int)kn_attr_i(n, "Nsparse", 0), nd = (int)kn_attr_i(n, "Ndense", 0);
-    if (ns < 0 || nd < 0 || nd > 64 || n->nin < 2 + ns + 2 * nd)
+    if (ns < 0 || nd < 0 || n->nin < 2 + ns + 2 * nd)
         return ms_errf(MS_EINVAL, "'%s': inputs do not match Nsparse %d / Ndense %d", n->name, ns,
                        nd);
     if (in[0]->shape.rank != 1)
         return ms_errf(MS_EINVAL, "'%s': serialized must be a vector, got %s", n->name,
                        shape_str(&in[0]->shape));
-    rt_str keys[64];
-    for (int j = 0; j < nd; j++) {
-        ms_status st = string_keys(n, in[2 + ns + j], 1, "each dense key");
-        if (st != MS_OK) return st;
-        keys[j] = ((const rt_str *)in[2 + ns + j]->data)[0];
+    rt_str *keys = calloc((size_t)nd + 1, sizeof(*keys));
+    if (keys == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    ms_status st = MS_OK;
+    for (int j = 0; j < nd && st == MS_OK; j++) {
+        st = string_keys(n, in[2 + ns + j], 1, "each dense key");
+        if (st == MS_OK) keys[j] = ((const rt_str *)in[2 + ns + j]->data)[0];
     }
-    return run_parse(n, in[0], 1, ns, nd, keys, in + 2 + ns + nd, out + 3 * ns);
+    if (st == MS_OK) st = run_parse(n, in[0], 1, ns, nd, keys, in + 2 + ns + nd, out + 3 * ns);
+    free(keys);
+    return st;
 }
 
 /* ParseExampleV2(serialized, names, sparse_keys [Ns], dense_keys [Nd],
@@ -374,10 +378,9 @@ static ms_status parse_example_v2_compute(kn_ctx *ctx, const kn_node *n, void *s
                                           rt_tensor *const *in, rt_tensor **out) {
     (void)ctx, (void)st_;
     int ns = (int)kn_attr_i(n, "num_sparse", 0);
-    rt_dtype tdense[65];
-    int nd = kn_attr_typelist(n, "Tdense", tdense, 65);
+    int nd = kn_attr_typelist(n, "Tdense", NULL, 0); /* the count only */
     if (nd < 0) nd = 0;
-    if (n->nin < 5 + nd || nd > 64)
+    if (n->nin < 5 + nd)
         return ms_errf(MS_EINVAL, "'%s': inputs do not match %d dense features", n->name, nd);
     if (in[4]->nelem != 0)
         return ms_errf(MS_EINVAL, "'%s' (%s): ragged features are not supported yet", n->name,
@@ -395,18 +398,28 @@ static ms_status parse_single_compute(kn_ctx *ctx, const kn_node *n, void *st_,
                                       rt_tensor *const *in, rt_tensor **out) {
     (void)ctx, (void)st_;
     int ns = (int)kn_attr_i(n, "num_sparse", 0);
-    const char *k[65];
-    size_t kl[65];
-    int nd = kn_attr_slist(n, "dense_keys", k, kl, 65);
+    int nd = kn_attr_slist(n, "dense_keys", NULL, NULL, 0); /* the count only */
     if (nd < 0) nd = 0;
-    if (nd > 64 || n->nin < 1 + nd)
+    if (n->nin < 1 + nd)
         return ms_errf(MS_EINVAL, "'%s': inputs do not match %d dense features", n->name, nd);
     if (in[0]->shape.rank != 0)
         return ms_errf(MS_EINVAL, "'%s': serialized must be a scalar, got %s", n->name,
                        shape_str(&in[0]->shape));
-    rt_str keys[64];
-    for (int j = 0; j < nd; j++) keys[j] = (rt_str){(const uint8_t *)k[j], kl[j]};
-    return run_parse(n, in[0], 0, ns, nd, keys, in + 1, out + 3 * ns);
+    const char **k = calloc((size_t)nd + 1, sizeof(*k));
+    size_t *kl = calloc((size_t)nd + 1, sizeof(*kl));
+    rt_str *keys = calloc((size_t)nd + 1, sizeof(*keys));
+    ms_status st = MS_OK;
+    if (k == NULL || kl == NULL || keys == NULL) {
+        st = ms_errf(MS_ENOMEM, "out of memory");
+    } else {
+        kn_attr_slist(n, "dense_keys", k, kl, nd);
+        for (int j = 0; j < nd; j++) keys[j] = (rt_str){(const uint8_t *)k[j], kl[j]};
+        st = run_parse(n, in[0], 0, ns, nd, keys, in + 1, out + 3 * ns);
+    }
+    free(k);
+    free(kl);
+    free(keys);
+    return st;
 }
 
 const kn_kernel rt_ops_example_kernels[] = {

@@ -16,13 +16,6 @@
 
 /* ================= node binding ================= */
 
-const kn_kernel *rt_ops_host_kernel(const kn_kernel *const *tables, const char *op) {
-    for (; tables && *tables; tables++)
-        for (const kn_kernel *k = *tables; k->op != NULL; k++)
-            if (strcmp(k->op, op) == 0) return k;
-    return NULL;
-}
-
 rt_tensor *rt_gnode_const_value(const rt_gnode *n) {
     if (!n->prepared || strcmp(n->kn.op, "Const") != 0) return NULL;
     return n->state;
@@ -41,21 +34,23 @@ ms_status rt_gnode_prepare(rt_graph *g, int idx) {
     if (n->prepared) return MS_OK;
     if (n->broken) return ms_errf(MS_ENOTSUP, "%s", n->broken);
     if (n->kernel == NULL) {
-        n->kernel = rt_ops_host_kernel(g->host_ops, n->kn.op);
-        if (n->kernel == NULL && g->backend) n->kernel = kn_backend_kernel(g->backend, n->kn.op);
+        n->kernel = rt_graph_kernel(g, n->kn.op);
         if (n->kernel == NULL)
             return ms_errf(MS_ENOTSUP, "op %s (node '%s') is not supported by dcmserve", n->kn.op,
                            n->name);
     }
     if (n->kernel->prepare) {
-        rt_tensor *cin[64] = {0};
-        for (int i = 0; i < n->nin && i < 64; i++)
-            cin[i] = rt_gnode_const_value(&g->nodes[n->in[i].node]);
+        /* the constant inputs (NULL for the others), however many there are */
+        rt_tensor *cin_s[64] = {0};
+        rt_tensor **cin = n->nin <= 64 ? cin_s : calloc((size_t)n->nin, sizeof(*cin));
+        if (cin == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+        for (int i = 0; i < n->nin; i++) cin[i] = rt_gnode_const_value(&g->nodes[n->in[i].node]);
         void *state = NULL;
         rt_graph *outer = tl_prep_graph;
         tl_prep_graph = g;
         ms_status st = n->kernel->prepare(&n->kn, n->nin ? cin : NULL, &state);
         tl_prep_graph = outer;
+        if (cin != cin_s) free(cin);
         n = &g->nodes[idx];
         if (st != MS_OK) return ms_errwrap(st, "node '%s' (%s)", n->name, n->kn.op);
         n->state = state;
@@ -95,7 +90,7 @@ enum { MEM_KEYS = RT_PLAN_MEM_KEYS };
  * view of one of the node's inputs, with the capture's dtype and shape. */
 typedef struct seg_out {
     signed char kind; /* SEG_NONE, SEG_REGION, SEG_VIEW */
-    signed char view_in;
+    int view_in;      /* SEG_VIEW: the input it views (any of the node's inputs) */
     int dev;
     rt_dtype dt;
     rt_shape shape;
@@ -184,6 +179,8 @@ struct rt_plan {
     unsigned char *on_dev;  /* per plan position: the node runs on the device */
     plan_mem *mem;          /* the device arenas; NULL: the backend has none */
     uint64_t *prof;         /* DCMSERVE_PROFILE: ns per step (2k copies, 2k+1 node), runs last */
+    int maxio;              /* the most inputs or outputs of a node of the plan (>= 1): the
+                               size of a run's scratch arrays of a node's tensors */
 };
 
 /* ================= DCMSERVE_PROFILE ================= */
@@ -882,6 +879,12 @@ ms_status rt_plan_build(rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_
         goto fail;
     }
     if (g->device != NULL && (st = plan_place(p, g, remap)) != MS_OK) goto fail;
+    p->maxio = 1;
+    for (int i = 0; i < p->n; i++) {
+        const rt_gnode *n = &g->nodes[p->order[i]];
+        if (n->nin > p->maxio) p->maxio = n->nin;
+        if (n->nout > p->maxio) p->maxio = n->nout;
+    }
     for (int i = 0; i < p->n; i++) {
         if ((st = rt_gnode_prepare(g, p->order[i])) != MS_OK) goto fail;
         if (g->nodes[p->order[i]].kernel->stateful) p->stateful = 1;
@@ -1067,14 +1070,13 @@ typedef struct run_state {
     void *base;   /* the arena's base, or NULL (no arena) */
     mem_rec *rp;  /* a sizing run's record, or NULL */
     int *next_copy;
+    rt_tensor **in, **out; /* scratch of p->maxio each: the tensors of the node running */
 } run_state;
 
 /* The inputs of the node at plan position k, from their slots. */
 static ms_status node_inputs(run_state *r, int k, rt_tensor **in) {
     const rt_plan *p = r->p;
     rt_gnode *n = &p->g->nodes[p->order[k]];
-    if (n->nin > 256 || n->nout > 256)
-        return ms_errf(MS_ENOTSUP, "node '%s' has more than 256 inputs or outputs", n->name);
     const int *in_slot = p->in_slot ? p->in_slot + p->in_off[k] : NULL;
     for (int i = 0; i < n->nin; i++) {
         in[i] = r->slots[in_slot ? in_slot[i] : p->slot_base[n->in[i].node] + n->in[i].out];
@@ -1134,8 +1136,7 @@ static ms_status node_store(run_state *r, int k, rt_tensor *const *in, rt_tensor
 static ms_status run_node(run_state *r, int k, int keep_inputs) {
     const rt_plan *p = r->p;
     rt_gnode *n = &p->g->nodes[p->order[k]];
-    rt_tensor *in[256];
-    rt_tensor *out[256];
+    rt_tensor **in = r->in, **out = r->out;
     ms_status st = node_inputs(r, k, in);
     if (st != MS_OK) return st;
     memset(out, 0, sizeof(rt_tensor *) * (size_t)(n->nout > 0 ? n->nout : 1));
@@ -1207,7 +1208,7 @@ static int seg_describe(run_state *r, const mem_seg *sg, seg_out *d, seg_in *ins
         if (!p->on_dev[k]) continue; /* a host Const: run again by a replay */
         int v = p->order[k];
         rt_gnode *n = &p->g->nodes[v];
-        rt_tensor *in[256];
+        rt_tensor **in = r->in;
         if (node_inputs(r, k, in) != MS_OK) return 0;
         const int *in_slot = p->in_slot + p->in_off[k];
         for (int j = 0; j < n->nin; j++) {
@@ -1227,7 +1228,7 @@ static int seg_describe(run_state *r, const mem_seg *sg, seg_out *d, seg_in *ins
             for (int j = 0; j < n->nin && d[at].kind == SEG_NONE; j++)
                 if (in[j]->buf == t->buf && in[j]->data == t->data) {
                     d[at].kind = SEG_VIEW;
-                    d[at].view_in = (signed char)j;
+                    d[at].view_in = j;
                 }
             if (d[at].kind == SEG_VIEW) continue;
             const unsigned char *q = t->data;
@@ -1275,8 +1276,8 @@ static ms_status seg_replay(run_state *r, mem_inst *inst, int sgi) {
             continue;
         }
         rt_gnode *n = &p->g->nodes[p->order[k]];
-        rt_tensor *in[256];
-        rt_tensor *out[256] = {0};
+        rt_tensor **in = r->in, **out = r->out;
+        memset(out, 0, sizeof(rt_tensor *) * (size_t)(n->nout > 0 ? n->nout : 1));
         if ((st = node_inputs(r, k, in)) != MS_OK) break;
         for (int i = 0; i < n->nout; i++, d++) {
             if (st != MS_OK || d->kind == SEG_NONE) continue;
@@ -1419,12 +1420,18 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
     rt_tensor **slots = small ? slots_s : calloc((size_t)p->nslots + 1, sizeof(*slots));
     int *uses = small ? uses_s : malloc(sizeof(int) * ((size_t)p->nslots + 1));
     uint64_t *held = small ? held_s : calloc((size_t)p->nslots + 1, sizeof(*held));
-    if (slots == NULL || uses == NULL || held == NULL) {
+    /* a node's input and output tensors: any count (RestoreV2 of thousands) */
+    enum { SMALL_IO = 64 };
+    rt_tensor *io_s[2 * SMALL_IO];
+    int nio = p->maxio > SMALL_IO ? p->maxio : SMALL_IO;
+    rt_tensor **io = nio == SMALL_IO ? io_s : malloc(sizeof(*io) * 2 * (size_t)nio);
+    if (slots == NULL || uses == NULL || held == NULL || io == NULL) {
         if (!small) {
             free(slots);
             free(uses);
             free(held);
         }
+        if (io != io_s) free(io);
         return ms_errf(MS_ENOMEM, "out of memory");
     }
     if (small) {
@@ -1442,6 +1449,7 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
             free(uses);
             free(held);
         }
+        if (io != io_s) free(io);
         return st;
     }
     for (int i = 0; i < p->nfeeds; i++) {
@@ -1451,7 +1459,7 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
     int next_copy = 0;
     run_state r = {.p = p, .ctx = ctx, .host = &host, .caller_host = caller_host, .slots = slots,
                    .uses = uses, .held = held, .key = key, .base = arena_base, .rp = rp,
-                   .next_copy = &next_copy};
+                   .next_copy = &next_copy, .in = io, .out = io + nio};
     /* CUDA graphs: on an arena of sized shapes (not in a sizing run) */
     int graphs =
         inst != NULL && arena_base != NULL && p->mem->nseg > 0 && inst_graphs(p->mem, inst);
@@ -1518,6 +1526,7 @@ ms_status rt_plan_run(const rt_plan *p, kn_ctx *ctx, rt_vars *vars, rt_tensor *c
         free(uses);
         free(held);
     }
+    if (io != io_s) free(io);
     return st;
 }
 

@@ -1007,7 +1007,7 @@ static int mr_emit(const fz *f, mr_prog *p, rt_edge e, int want_bool, const unsi
 
 /* Sum / Mean node v with an absorbable expression: fills s (leaves in
  * first-use order, axes) and marks the absorbed nodes in cand[]; 0 when v
- * does not qualify. */
+ * does not qualify (cand[] then left as it was). */
 static int mr_match_sum(const fz *f, int v, mr_sum *s, unsigned char *cand, int *list,
                         int *val) {
     const rt_gnode *x = &f->g->nodes[v];
@@ -1039,7 +1039,11 @@ static int mr_match_sum(const fz *f, int v, mr_sum *s, unsigned char *cand, int 
     }
     /* The leaves, from a trial emission. */
     mr_prog *p = calloc(1, sizeof(*p));
-    if (p == NULL) return 0;
+    if (p == NULL) {
+        for (int i = 0; i < n; i++)
+            cand[list[i]] = 0;
+        return 0;
+    }
     int r = mr_emit(f, p, x->in[0], 0, cand, val, MR_MAXIN, 2 * MR_MAXV);
     for (int i = 0; i < n; i++)
         val[list[i]] = -1;
@@ -1342,8 +1346,10 @@ static ms_status fuse_map_reduce(fz *f, int *count) {
     for (int i = 0; i < n; i++) {
         int v = f->order[i];
         if (!f->topo[v]) break;
-        if (mr_match_sum(f, v, &sums[ns], cand, list, val) && !mr_device_keeps(f, &sums[ns], cand))
-            ns++;
+        /* cand[] is marked only on a match (mr_match_sum clears it otherwise):
+         * clearing it after every node would cost n per node */
+        if (!mr_match_sum(f, v, &sums[ns], cand, list, val)) continue;
+        if (!mr_device_keeps(f, &sums[ns], cand)) ns++;
         memset(cand, 0, (size_t)n);
     }
     int ngroups = 0;

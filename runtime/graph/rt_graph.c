@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rt_opdefs.h"
+#include "rt_ops.h"
 
 /* ---- name -> index map (open addressing, power-of-two capacity) ---- */
 typedef struct rt_name_map {
@@ -564,6 +565,28 @@ void *rt_graph_alloc(rt_graph *g, size_t n) {
     return m->data;
 }
 
+const kn_kernel *rt_ops_host_kernel(const kn_kernel *const *tables, const char *op) {
+    for (; tables && *tables; tables++)
+        for (const kn_kernel *k = *tables; k->op != NULL; k++)
+            if (strcmp(k->op, op) == 0) return k;
+    return NULL;
+}
+
+const kn_kernel *rt_graph_kernel(rt_graph *g, const char *op) {
+    int i = g->kernel_ix ? map_get(g->kernel_ix, op) : -1;
+    if (i >= 0) return g->kernels[i];
+    const kn_kernel *k = rt_ops_host_kernel(g->host_ops, op);
+    if (k == NULL && g->backend) k = kn_backend_kernel(g->backend, op);
+    if (k == NULL) return NULL;
+    /* keyed by the kernel's own op string, which outlives the graph */
+    if (g->kernel_ix == NULL) g->kernel_ix = calloc(1, sizeof(*g->kernel_ix));
+    const kn_kernel **ks = realloc(g->kernels, sizeof(*ks) * ((size_t)g->nkernels + 1));
+    if (ks != NULL) g->kernels = ks;
+    if (g->kernel_ix != NULL && ks != NULL && map_put(g->kernel_ix, k->op, g->nkernels) == 1)
+        g->kernels[g->nkernels++] = k; /* out of memory: not remembered, still right */
+    return k;
+}
+
 void rt_graph_free(rt_graph *g) {
     if (g == NULL) return;
     for (int i = 0; i < g->n; i++) {
@@ -584,6 +607,12 @@ void rt_graph_free(rt_graph *g) {
         free(g->names->vals);
         free(g->names);
     }
+    if (g->kernel_ix) {
+        free(g->kernel_ix->keys);
+        free(g->kernel_ix->vals);
+        free(g->kernel_ix);
+    }
+    free(g->kernels);
     free(g);
 }
 

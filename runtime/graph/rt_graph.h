@@ -52,6 +52,10 @@ struct rt_graph {
     const kn_kernel *const *host_ops;  /* borrowed: NULL-terminated host op tables (rt_ops.h) */
     struct rt_graph_mem *mem;          /* owned: memory of rt_graph_alloc */
     const Tensorflow__MetaGraphDef *mg; /* borrowed: its function library (control flow) */
+    /* owned: the kernels found so far by op name (rt_graph_kernel) */
+    struct rt_name_map *kernel_ix;
+    const kn_kernel **kernels;
+    int nkernels;
 };
 
 /* How kernels read the attributes of a graph node (a TensorFlow NodeDef):
@@ -64,6 +68,10 @@ extern const kn_attr_ops rt_nodedef_attrs;
 ms_status rt_graph_build(const Tensorflow__MetaGraphDef *mg, kn_backend *be,
                          const kn_kernel *const *host_ops, rt_graph **out);
 void rt_graph_free(rt_graph *g);
+/* The kernel of op: host_ops first, then the backend's; NULL when neither
+ * has one. Remembered per graph, so a graph of many nodes of few ops looks
+ * each op up once. Not thread-safe (called where nodes are prepared). */
+const kn_kernel *rt_graph_kernel(rt_graph *g, const char *op);
 
 /* A function of mg's library as a graph of its own, for ops that run a
  * function as a sub-plan (While, If, Case: rt_ops_control.c). Each input

@@ -1,6 +1,8 @@
 /* rt_opdefs.c - output-argument tables for ops (see rt_opdefs.h). */
 #include "rt_opdefs.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Built-in output args. Each entry: "name" (one output), "name*ATTR" (a list
@@ -109,6 +111,75 @@ static const opdef_entry builtin[] = {
     {"SparseFillEmptyRows", {"output_indices", "output_values", "empty_row_indicator",
                              "reverse_index_map"}, 0},
     {"RaggedTensorToTensor", {"result"}, 0},
+    /* Every other op with a kernel, with TensorFlow's output-arg names (a
+     * function body reads "node:arg:i"; check_opdefs fails when a kernel's op
+     * has no entry here). Element-wise math: x -> y. */
+    {"Acos", {"y"}, 0}, {"Acosh", {"y"}, 0}, {"Asin", {"y"}, 0}, {"Asinh", {"y"}, 0},
+    {"Atan", {"y"}, 0}, {"Atanh", {"y"}, 0}, {"Cosh", {"y"}, 0}, {"Sinh", {"y"}, 0},
+    {"Erfc", {"y"}, 0}, {"Expm1", {"y"}, 0}, {"Inv", {"y"}, 0}, {"Rint", {"y"}, 0},
+    {"IsFinite", {"y"}, 0}, {"IsInf", {"y"}, 0}, {"OnesLike", {"y"}, 0},
+    {"ZerosLike", {"y"}, 0}, {"Softsign", {"activations"}, 0},
+    {"AddN", {"sum"}, 0}, {"ClipByValue", {"output"}, 0}, {"Select", {"output"}, 0},
+    {"SelectV2", {"output"}, 0}, {"CheckNumerics", {"output"}, 0},
+    {"Bucketize", {"output"}, 0}, {"TruncateDiv", {"z"}, 0}, {"TruncateMod", {"z"}, 0},
+    {"Atan2", {"z"}, 0}, {"Xlogy", {"z"}, 0}, {"Assert", {NULL}, 1},
+    /* Reductions, scans, arg-extrema. */
+    {"All", {"output"}, 0}, {"Any", {"output"}, 0}, {"Max", {"output"}, 0},
+    {"Min", {"output"}, 0}, {"Mean", {"output"}, 0}, {"Prod", {"output"}, 0},
+    {"Sum", {"output"}, 0}, {"ArgMax", {"output"}, 0}, {"ArgMin", {"output"}, 0},
+    {"Cumsum", {"out"}, 0}, {"Cumprod", {"out"}, 0},
+    /* Matrix products, convolutions, pooling. */
+    {"BatchMatMul", {"output"}, 0}, {"BatchMatMulV3", {"output"}, 0},
+    {"Einsum", {"output"}, 0}, {"MatrixBandPart", {"band"}, 0},
+    {"BiasAdd", {"output"}, 0}, {"BiasAddV1", {"output"}, 0},
+    {"Conv2D", {"output"}, 0}, {"Conv2DBackpropInput", {"output"}, 0},
+    {"Conv3D", {"output"}, 0}, {"Conv3DBackpropInputV2", {"output"}, 0},
+    {"DepthwiseConv2dNative", {"output"}, 0}, {"_FusedConv2D", {"output"}, 0},
+    {"_FusedConv3D", {"output"}, 0}, {"_FusedDepthwiseConv2dNative", {"output"}, 0},
+    {"_FusedMatMul", {"product"}, 0}, {"MaxPoolV2", {"output"}, 0},
+    {"MaxPool3D", {"output"}, 0}, {"AvgPool3D", {"output"}, 0},
+    /* Shapes, layout, indexing. */
+    {"Const", {"output"}, 0}, {"Identity", {"output"}, 0}, {"Snapshot", {"output"}, 0},
+    {"StopGradient", {"output"}, 0}, {"PreventGradient", {"output"}, 0},
+    {"EnsureShape", {"output"}, 0}, {"Placeholder", {"output"}, 0},
+    {"PlaceholderV2", {"output"}, 0}, {"PlaceholderWithDefault", {"output"}, 0},
+    {"Shape", {"output"}, 0}, {"Size", {"output"}, 0}, {"Rank", {"output"}, 0},
+    {"Reshape", {"output"}, 0}, {"Squeeze", {"output"}, 0}, {"ExpandDims", {"output"}, 0},
+    {"BroadcastTo", {"output"}, 0}, {"Fill", {"output"}, 0}, {"Range", {"output"}, 0},
+    {"Tile", {"output"}, 0}, {"Pack", {"output"}, 0}, {"Concat", {"output"}, 0},
+    {"ConcatV2", {"output"}, 0}, {"Slice", {"output"}, 0}, {"StridedSlice", {"output"}, 0},
+    {"Pad", {"output"}, 0}, {"PadV2", {"output"}, 0}, {"MirrorPad", {"output"}, 0},
+    {"Reverse", {"output"}, 0}, {"ReverseV2", {"output"}, 0}, {"OneHot", {"output"}, 0},
+    {"Gather", {"output"}, 0}, {"GatherV2", {"output"}, 0}, {"GatherNd", {"output"}, 0},
+    {"ResourceGather", {"output"}, 0}, {"ResourceGatherNd", {"output"}, 0},
+    {"ScatterNd", {"output"}, 0}, {"TensorScatterUpdate", {"output"}, 0},
+    {"SparseToDense", {"dense"}, 0},
+    {"BatchToSpaceND", {"output"}, 0}, {"SpaceToBatchND", {"output"}, 0},
+    {"DepthToSpace", {"output"}, 0}, {"SpaceToDepth", {"output"}, 0},
+    {"ExtractImagePatches", {"patches"}, 0},
+    {"ImageProjectiveTransformV2", {"transformed_images"}, 0},
+    {"ImageProjectiveTransformV3", {"transformed_images"}, 0},
+    /* Segments. */
+    {"SegmentSum", {"output"}, 0}, {"UnsortedSegmentSum", {"output"}, 0},
+    {"SparseSegmentSum", {"output"}, 0}, {"SparseSegmentMean", {"output"}, 0},
+    {"SparseSegmentSqrtN", {"output"}, 0}, {"SparseSegmentSumWithNumSegments", {"output"}, 0},
+    {"SparseSegmentMeanWithNumSegments", {"output"}, 0},
+    {"SparseSegmentSqrtNWithNumSegments", {"output"}, 0},
+    /* Strings, random, variables, tables, TF1 reference loops. */
+    {"StringToHashBucketFast", {"output"}, 0}, {"StringToHashBucketStrong", {"output"}, 0},
+    {"StringToNumber", {"output"}, 0}, {"StatelessRandomGetAlg", {"alg"}, 0},
+    {"StatelessRandomNormal", {"output"}, 0}, {"StatelessRandomNormalV2", {"output"}, 0},
+    {"StatelessRandomUniform", {"output"}, 0}, {"StatelessRandomUniformV2", {"output"}, 0},
+    {"StatelessRandomUniformIntV2", {"output"}, 0},
+    {"VarIsInitializedOp", {"is_initialized"}, 0}, {"Variable", {"ref"}, 0},
+    {"InitializeTableV2", {NULL}, 1}, {"InitializeTableFromTextFileV2", {NULL}, 1},
+    {"LookupTableImportV2", {NULL}, 1}, {"LookupTableInsertV2", {NULL}, 1},
+    {"RefEnter", {"output"}, 0}, {"RefExit", {"output"}, 0},
+    {"RefNextIteration", {"output"}, 0}, {"RefSwitch", {"output_false", "output_true"}, 0},
+    {"RefMerge", {"output", "value_index"}, 0},
+    /* DICOM (runtime/dicom/dcm_ops.c) and TensorFlow I/O's decoder. */
+    {"DcmDecodeWindow", {"output"}, 0}, {"DcmWindow", {"output"}, 0},
+    {"DcmDecodeVolume", {"output"}, 0}, {"IO>DecodeDICOMImage", {"output"}, 0},
 };
 /* clang-format on */
 
@@ -140,10 +211,39 @@ static const Tensorflow__OpDef *model_opdef(const Tensorflow__MetaGraphDef *mg, 
     return NULL;
 }
 
+#define NBUILTIN (sizeof(builtin) / sizeof(builtin[0]))
+
+/* The table's entries by op name, sorted once: every node of a graph looks
+ * its op up (a linear scan cost a graph of 200,000 nodes a tenth of a second). */
+static const opdef_entry *sorted[NBUILTIN];
+static pthread_once_t sorted_once = PTHREAD_ONCE_INIT;
+
+static int by_op(const void *a, const void *b) {
+    return strcmp((*(const opdef_entry *const *)a)->op, (*(const opdef_entry *const *)b)->op);
+}
+
+static void sort_builtin(void) {
+    for (size_t i = 0; i < NBUILTIN; i++) sorted[i] = &builtin[i];
+    qsort(sorted, NBUILTIN, sizeof(sorted[0]), by_op);
+}
+
 static const opdef_entry *builtin_opdef(const char *op) {
-    for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++)
-        if (strcmp(builtin[i].op, op) == 0) return &builtin[i];
+    pthread_once(&sorted_once, sort_builtin);
+    size_t lo = 0, hi = NBUILTIN;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(sorted[mid]->op, op);
+        if (c == 0) return sorted[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return NULL;
+}
+
+int rt_opdef_listed(const char *op) {
+    return builtin_opdef(op) != NULL;
 }
 
 /* Walks the output args; returns the flat index of `want` (or the total

@@ -12,4 +12,7 @@ int rt_opdef_num_outputs(const Tensorflow__MetaGraphDef *mg, const char *op,
 int rt_opdef_output_index(const Tensorflow__MetaGraphDef *mg, const char *op,
                           const Tensorflow__NodeDef *def, const char *arg);
 
+/* 1 when the built-in table has an entry for op (its output-arg names). */
+int rt_opdef_listed(const char *op);
+
 #endif /* RT_OPDEFS_H */

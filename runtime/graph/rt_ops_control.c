@@ -32,7 +32,6 @@
 #include "rt_ops.h"
 #include "rt_tf1loop.h"
 
-#define MAX_FUNCS 64
 #define MAX_DEPTH 32
 
 typedef struct fn_plan {
@@ -41,8 +40,8 @@ typedef struct fn_plan {
 } fn_plan;
 
 typedef struct ctl_state {
-    int nfn;
-    fn_plan fn[MAX_FUNCS];
+    int nfn, cap;
+    fn_plan *fn; /* as many as the node has functions (Case: its branches) */
 } ctl_state;
 
 static _Thread_local int tl_depth;
@@ -62,6 +61,7 @@ static void ctl_release(void *p) {
         rt_plan_free(s->fn[i].plan);
         rt_fn_graph_free(s->fn[i].fg);
     }
+    free(s->fn);
     free(s);
 }
 
@@ -71,8 +71,14 @@ static ms_status add_fn(const kn_node *n, ctl_state *s, const char *fname, int n
     rt_graph *g = rt_preparing_graph();
     if (g == NULL || g->mg == NULL)
         return ms_errf(MS_EINVAL, "'%s' (%s) runs only inside a loaded graph", n->name, n->op);
-    if (s->nfn >= MAX_FUNCS)
-        return ms_errf(MS_ENOTSUP, "'%s' (%s): more than %d functions", n->name, n->op, MAX_FUNCS);
+    if (s->nfn == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 2;
+        fn_plan *fn = realloc(s->fn, sizeof(*fn) * (size_t)cap);
+        if (fn == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+        memset(fn + s->cap, 0, sizeof(*fn) * (size_t)(cap - s->cap));
+        s->fn = fn;
+        s->cap = cap;
+    }
     if (tl_depth >= MAX_DEPTH)
         return ms_errf(MS_EINVAL, "'%s' (%s): control flow nested deeper than %d", n->name, n->op,
                        MAX_DEPTH);

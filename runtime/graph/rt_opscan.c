@@ -187,6 +187,24 @@ static void enter_cond(scanner *sc, const rt_graph *g, const rt_gnode *n, unsign
     free(c.sw);
 }
 
+/* A node reached that cannot run though its op has a kernel (a function
+ * body's input that did not resolve): its message, kept once. */
+static void note_broken(scanner *sc, const char *why) {
+    rt_opscan *s = sc->s;
+    for (int i = 0; i < s->nbroken; i++)
+        if (strcmp(s->broken[i], why) == 0) return;
+    char **nb = realloc(s->broken, sizeof(char *) * (size_t)(s->nbroken + 1));
+    char *w = strdup(why);
+    if (nb == NULL || w == NULL) {
+        if (nb) s->broken = nb;
+        free(w);
+        sc->st = ms_errf(MS_ENOMEM, "out of memory");
+        return;
+    }
+    s->broken = nb;
+    s->broken[s->nbroken++] = w;
+}
+
 static int cmp_use(const void *a, const void *b) {
     return strcmp(((const rt_opuse *)a)->op, ((const rt_opuse *)b)->op);
 }
@@ -226,6 +244,7 @@ ms_status rt_opscan_run(const rt_graph *g, const rt_edge *feeds, int nfeeds, con
             continue;
         }
         record(&sc, n->kn.op, "", n->name);
+        if (n->broken) note_broken(&sc, n->broken);
         if (n->def && strcmp(n->kn.op, "IdentityN") != 0) scan_callees(&sc, n->def, n->name, 0);
         for (int i = 0; i < n->nin; i++)
             if (!seen[n->in[i].node]) seen[n->in[i].node] = 1, stack[sp++] = n->in[i].node;
@@ -267,6 +286,8 @@ void rt_opscan_free(rt_opscan *s) {
         free(s->ops[i].op);
     }
     free(s->ops);
+    for (int i = 0; i < s->nbroken; i++) free(s->broken[i]);
+    free(s->broken);
     free(s);
 }
 

@@ -22,6 +22,8 @@ typedef struct rt_opscan {
     int n;          /* distinct ops, sorted by name */
     rt_opuse *ops;
     int nunsupported;
+    int nbroken;    /* nodes reached whose op has a kernel but that cannot run */
+    char **broken;  /* why, per node (rt_gnode.broken: "... cannot resolve output ...") */
 } rt_opscan;
 
 ms_status rt_opscan_run(const rt_graph *g, const rt_edge *feeds, int nfeeds, const rt_edge *fetches,

@@ -364,11 +364,10 @@ ms_status rt_tf1_loops_convert(rt_graph *g) {
  * an inner cond's Merge is converted before the outer one (its walk would
  * otherwise meet a Merge). */
 
-#define COND_MAX_SW 4096
-
 typedef struct cwalk {
     int *sw, *out;      /* Switch nodes met and the output each was read at */
-    int nsw;
+    int nsw, cap;       /* cap: room in sw / out (grown as a walk meets more) */
+    int nswitch;        /* Switch nodes in the graph: the most one cond can have */
     unsigned char *seen;
     int *stack;
 } cwalk;
@@ -381,16 +380,28 @@ static int is_loop_merge(const rt_graph *g, const rt_gnode *m) {
     return 0;
 }
 
+/* Doubles the room for Switches met; 0 when out of memory. */
+static int cwalk_grow(cwalk *w) {
+    int cap = w->cap ? 2 * w->cap : 64;
+    int *sw = realloc(w->sw, sizeof(int) * (size_t)cap);
+    if (sw != NULL) w->sw = sw;
+    int *out = sw ? realloc(w->out, sizeof(int) * (size_t)cap) : NULL;
+    if (out == NULL) return 0;
+    w->out = out;
+    w->cap = cap;
+    return 1;
+}
+
 /* Walks back from edge e to Switch nodes. Returns 1 when done, 0 when it
  * met an unconverted Merge (convert that first), -1 on a shape it cannot
- * convert (a loop node, too many Switches). */
+ * convert (a loop node), -2 out of memory. */
 static int walk_branch(const rt_graph *g, rt_edge e, cwalk *w) {
     memset(w->seen, 0, (size_t)g->n);
     w->nsw = 0;
     int sp = 0;
 #define MEET_SWITCH(node_, out_)                                                                   \
     do {                                                                                           \
-        if (w->nsw >= COND_MAX_SW) return -1;                                                      \
+        if (w->nsw == w->cap && !cwalk_grow(w)) return -2;                                         \
         w->sw[w->nsw] = (node_), w->out[w->nsw] = (out_), w->nsw++;                                \
     } while (0)
     if (is_op(&g->nodes[e.node], "Switch")) {
@@ -524,7 +535,7 @@ oom:
 static int try_cond(rt_graph *g, int mi, cwalk *w, ms_status *st) {
     const rt_gnode *m = &g->nodes[mi];
     int side[2], nsw = 0;
-    int *sw = malloc(sizeof(int) * 2 * COND_MAX_SW);
+    int *sw = malloc(sizeof(int) * ((size_t)w->nswitch + 1)); /* each Switch once */
     rt_edge pred = {-1, 0}, cpred = {-1, 0};
     if (sw == NULL) {
         *st = ms_errf(MS_ENOMEM, "out of memory");
@@ -533,6 +544,10 @@ static int try_cond(rt_graph *g, int mi, cwalk *w, ms_status *st) {
     int r = 1;
     for (int k = 0; k < 2 && r == 1; k++) {
         r = walk_branch(g, m->in[k], w);
+        if (r == -2) {
+            *st = ms_errf(MS_ENOMEM, "out of memory");
+            r = -1;
+        }
         if (r != 1) break;
         side[k] = -1;
         for (int j = 0; j < w->nsw && r == 1; j++) {
@@ -563,8 +578,8 @@ static int try_cond(rt_graph *g, int mi, cwalk *w, ms_status *st) {
 
 static ms_status convert_conds(rt_graph *g) {
     cwalk w = {0};
-    w.sw = malloc(sizeof(int) * COND_MAX_SW);
-    w.out = malloc(sizeof(int) * COND_MAX_SW);
+    for (int v = 0; v < g->n; v++) w.nswitch += is_op(&g->nodes[v], "Switch");
+    if (!cwalk_grow(&w)) return ms_errf(MS_ENOMEM, "out of memory");
     w.seen = malloc((size_t)g->n + 1);
     w.stack = malloc(sizeof(int) * ((size_t)g->n + 1));
     unsigned char *done = calloc((size_t)g->n + 1, 1);

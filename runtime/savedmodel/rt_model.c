@@ -292,8 +292,10 @@ ms_status rt_model_run(rt_model *m, const rt_feed *feeds, int nfeeds, const char
     rt_plan *plan;
     ms_status st = get_plan(m, feeds, nfeeds, fetches, nfetches, targets, ntargets, &plan);
     if (st != MS_OK) return st;
-    rt_tensor *ftensors[256];
-    if (nfeeds > 256) return ms_errf(MS_EINVAL, "more than 256 feeds");
+    /* the feeds' tensors, on the stack for the usual few */
+    rt_tensor *ftensors_s[64];
+    rt_tensor **ftensors = nfeeds <= 64 ? ftensors_s : malloc(sizeof(*ftensors) * (size_t)nfeeds);
+    if (ftensors == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     for (int i = 0; i < nfeeds; i++) ftensors[i] = feeds[i].tensor;
     kn_ctx ctx = {
         .pool = m->pool,
@@ -321,6 +323,7 @@ ms_status rt_model_run(rt_model *m, const rt_feed *feeds, int nfeeds, const char
             }
     }
     if (stateful) pthread_mutex_unlock(&m->state_mu);
+    if (ftensors != ftensors_s) free(ftensors);
     return st;
 }
 
@@ -412,10 +415,8 @@ static const char *init_op_name(const Tensorflow__MetaGraphDef *mg) {
 
 /* Replaces the first unsupported op's message with one that lists every
  * unsupported op the signature needs, with its nodes (rt_opscan.h). */
-static ms_status unsupported_list(rt_model *m, const rt_feed *feeds, int nf,
+static ms_status unsupported_list(rt_model *m, const char *const *fnames, int nf,
                                   const char *const *fetches, int no) {
-    const char *fnames[64];
-    for (int k = 0; k < nf; k++) fnames[k] = feeds[k].name;
     rt_opscan *s;
     char first[1024];
     snprintf(first, sizeof first, "%s", ms_errmsg());
@@ -435,25 +436,37 @@ static ms_status unsupported_list(rt_model *m, const rt_feed *feeds, int nf,
 
 /* Plans one signature and checks that every variable it reads has a value. */
 static ms_status plan_one(rt_model *m, const Tensorflow__SignatureDef *sd) {
-    rt_feed feeds[64];
-    const char *fetches[64];
+    /* every named input and output, however many the signature has */
+    rt_feed *feeds = calloc(sd->n_inputs + 1, sizeof(*feeds));
+    const char **fnames = calloc(sd->n_inputs + 1, sizeof(*fnames));
+    const char **fetches = calloc(sd->n_outputs + 1, sizeof(*fetches));
+    ms_status st = MS_OK;
+    if (feeds == NULL || fnames == NULL || fetches == NULL) {
+        st = ms_errf(MS_ENOMEM, "out of memory");
+        goto done;
+    }
     int nf = 0, no = 0;
-    for (size_t k = 0; k < sd->n_inputs && nf < 64; k++)
+    for (size_t k = 0; k < sd->n_inputs; k++)
         if (sd->inputs[k]->value &&
-            sd->inputs[k]->value->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME)
+            sd->inputs[k]->value->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME) {
+            fnames[nf] = sd->inputs[k]->value->name;
             feeds[nf++] = (rt_feed){sd->inputs[k]->value->name, NULL};
-    for (size_t k = 0; k < sd->n_outputs && no < 64; k++)
+        }
+    for (size_t k = 0; k < sd->n_outputs; k++)
         if (sd->outputs[k]->value &&
             sd->outputs[k]->value->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME)
             fetches[no++] = sd->outputs[k]->value->name;
     rt_plan *p;
-    ms_status st = get_plan(m, feeds, nf, fetches, no, NULL, 0, &p);
-    if (st == MS_ENOTSUP) return unsupported_list(m, feeds, nf, fetches, no);
-    if (st != MS_OK) return st;
-    /* Every variable it reads must have a value now (rt_objgraph.h). */
-    const char *fnames[64];
-    for (int k = 0; k < nf; k++) fnames[k] = feeds[k].name;
-    return rt_objgraph_check_vars(m->g, &m->vars, fnames, nf, fetches, no);
+    st = get_plan(m, feeds, nf, fetches, no, NULL, 0, &p);
+    if (st == MS_ENOTSUP)
+        st = unsupported_list(m, fnames, nf, fetches, no);
+    else if (st == MS_OK) /* every variable it reads must have a value now (rt_objgraph.h) */
+        st = rt_objgraph_check_vars(m->g, &m->vars, fnames, nf, fetches, no);
+done:
+    free(feeds);
+    free(fnames);
+    free(fetches);
+    return st;
 }
 
 ms_status rt_model_plan_signature(rt_model *m, const char *key) {
@@ -493,6 +506,37 @@ static ms_status plan_signatures(rt_model *m) {
 
 static ms_status load(const char *export_dir, const char *const *tags, int ntags, kn_backend *be,
                       kn_backend *device, int plan, rt_model **out);
+
+/* tf.py_function / tf.numpy_function export as these ops: a token naming a
+ * Python function of the exporting process, which no server has. */
+static int is_python_op(const char *op) {
+    return op && (strcmp(op, "EagerPyFunc") == 0 || strcmp(op, "PyFunc") == 0 ||
+                  strcmp(op, "PyFuncStateless") == 0);
+}
+
+/* MS_ENOTSUP naming the first node (of the graph, then of its functions)
+ * that calls Python code: such a model can never serve. */
+static ms_status refuse_python(const Tensorflow__MetaGraphDef *mg) {
+    const Tensorflow__GraphDef *gd = mg->graph_def;
+    const char *node = NULL, *op = NULL, *fn = NULL;
+    for (size_t i = 0; gd && node == NULL && i < gd->n_node; i++)
+        if (is_python_op(gd->node[i]->op)) node = gd->node[i]->name, op = gd->node[i]->op;
+    const Tensorflow__FunctionDefLibrary *lib = gd ? gd->library : NULL;
+    for (size_t f = 0; lib && node == NULL && f < lib->n_function; f++) {
+        const Tensorflow__FunctionDef *fd = lib->function[f];
+        for (size_t i = 0; node == NULL && i < fd->n_node_def; i++)
+            if (is_python_op(fd->node_def[i]->op)) {
+                node = fd->node_def[i]->name, op = fd->node_def[i]->op;
+                fn = fd->signature ? fd->signature->name : "?";
+            }
+    }
+    if (node == NULL) return MS_OK;
+    return ms_errf(MS_ENOTSUP,
+                   "node '%s%s%s' (%s) calls Python code (tf.py_function / tf.numpy_function) "
+                   "that exists only in the process that exported the model, so no server can "
+                   "run it; rewrite that function in TensorFlow ops before export",
+                   fn ? fn : "", fn ? "/" : "", node, op);
+}
 
 ms_status rt_model_load(const char *export_dir, const char *const *tags, int ntags,
                         kn_backend *be, rt_model **out) {
@@ -545,6 +589,7 @@ static ms_status load(const char *export_dir, const char *const *tags, int ntags
         goto fail;
     }
     m->mg = m->sm->meta_graphs[mgi];
+    if ((st = refuse_python(m->mg)) != MS_OK) goto fail;
     if ((st = consts_check(m->mg)) != MS_OK) goto fail;
     if ((st = rt_graph_build(m->mg, be, rt_model_host_ops, &m->g)) != MS_OK) goto fail;
     if ((st = rt_tf1_loops_convert(m->g)) != MS_OK) goto fail;

@@ -1,6 +1,7 @@
 /* rt_ops_restore.c - RestoreV2: reads named tensors from a tensor bundle.
  * The saver's restore op runs it once at model load (docs: SavedModel
  * loading); partial slices are not supported and say so. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "rt_bundle.h"
@@ -21,19 +22,25 @@ static ms_status restore_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_ten
     prefix[pre->len] = '\0';
     const rt_str *names = rt_tensor_strs(in[1]);
     const rt_str *slices = in[2]->dtype == RT_DT_STRING ? rt_tensor_strs(in[2]) : NULL;
-    rt_dtype want[256];
-    int nt = kn_attr_typelist(n, "dtypes", want, 256);
     /* The prefix comes from the graph: only a bundle inside the model folder
      * is read (rt_vars.files). */
     rt_hostctx *hc = rt_hostctx_of(ctx);
     const ms_dir *root = hc && hc->vars ? hc->vars->files : NULL;
     if (root == NULL)
         return ms_errf(MS_EINVAL, "'%s': RestoreV2 needs a loaded model's folder", n->name);
+    /* one dtype per restored tensor: as many as the checkpoint holds */
+    rt_dtype *want = malloc(sizeof(*want) * (size_t)(n->nout > 0 ? n->nout : 1));
+    if (want == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    int nt = kn_attr_typelist(n, "dtypes", want, n->nout);
+    if (nt > n->nout) nt = n->nout;
     const char *rel;
     rt_bundle *b;
     ms_status s = ms_dir_inside(root, prefix, &rel);
     if (s == MS_OK) s = rt_bundle_open_in(root, rel, &b);
-    if (s != MS_OK) return ms_errwrap(s, "'%s'", n->name);
+    if (s != MS_OK) {
+        free(want);
+        return ms_errwrap(s, "'%s'", n->name);
+    }
     for (int i = 0; i < n->nout && s == MS_OK; i++) {
         char key[1024];
         if (names[i].len >= sizeof key) {
@@ -53,6 +60,7 @@ static ms_status restore_compute(kn_ctx *ctx, const kn_node *n, void *st, rt_ten
                         n->name, key, rt_dtype_name(out[i]->dtype), rt_dtype_name(want[i]));
     }
     rt_bundle_close(b);
+    free(want);
     return s;
 }
 

@@ -1,11 +1,14 @@
 /* cli_check.c - `dcmserve check DIR [--json]`: loads a SavedModel as the
  * daemon would and says, per signature, which ops it needs, which of them
  * dcmserve cannot run (every one, with its nodes), which variables it reads
- * and whether each was restored, and a one-line verdict: serves, or does not
- * serve and why. DIR is an export dir or a base dir (highest version).
+ * and whether each was restored, and a one-line verdict: serves and why, or
+ * does not serve and why. DIR is an export dir or a base dir (highest
+ * version). A model that loads still does not serve when requests cannot
+ * reach a signature: it has none, or neither serving_default (what a request
+ * naming no signature calls) nor the --signature_name given.
  *
- * Exit status: 0 when the model serves (it would load in the daemon), 1 when
- * it does not, 2 on a usage error. */
+ * Exit status: 0 when the model serves, 1 when it does not, 2 on a usage
+ * error. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,15 +25,17 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: dcmserve check DIR [--tag_set serve] [--json]\n"
+            "usage: dcmserve check DIR [--tag_set serve] [--signature_name KEY] [--json]\n"
             "\n"
             "Loads the SavedModel in DIR (an export dir, or a base dir whose highest numeric\n"
             "version is used) as the daemon would, and prints per signature the ops it needs,\n"
             "the unsupported ones with their nodes, the variables it reads (restored or not)\n"
-            "and a verdict. Exit status 0: the model serves; 1: it does not.\n"
+            "and a verdict: it serves when it loads and the signature requests call\n"
+            "(serving_default, or KEY) runs. Exit status 0: the model serves; 1: it does not.\n"
             "\n"
             "  --dir DIR      the same as the positional DIR\n"
             "  --tag_set T    comma-separated tag-set (default serve)\n"
+            "  --signature_name KEY  the signature clients name (default serving_default)\n"
             "  --json         one JSON object instead of text\n");
 }
 
@@ -110,24 +115,77 @@ static void check_signature(rt_model *m, const char *key, const Tensorflow__Sign
     memset(r, 0, sizeof(*r));
     r->key = key;
     r->method = sd->method_name ? sd->method_name : "";
-    const char *feeds[64], *fetches[64];
+    /* every named input and output, however many */
+    const char **feeds = calloc(sd->n_inputs + 1, sizeof(*feeds));
+    const char **fetches = calloc(sd->n_outputs + 1, sizeof(*fetches));
     int nf = 0, no = 0;
-    for (size_t k = 0; k < sd->n_inputs && nf < 64; k++)
+    for (size_t k = 0; feeds && k < sd->n_inputs; k++)
         if (sd->inputs[k]->value &&
             sd->inputs[k]->value->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME)
             feeds[nf++] = sd->inputs[k]->value->name;
-    for (size_t k = 0; k < sd->n_outputs && no < 64; k++)
+    for (size_t k = 0; fetches && k < sd->n_outputs; k++)
         if (sd->outputs[k]->value &&
             sd->outputs[k]->value->encoding_case == TENSORFLOW__TENSOR_INFO__ENCODING_NAME)
             fetches[no++] = sd->outputs[k]->value->name;
-    if (rt_opscan_named(rt_model_graph(m), feeds, nf, fetches, no, &r->ops) != MS_OK) r->ops = NULL;
-    rt_objgraph_walk_vars(rt_model_graph(m), rt_model_vars(m), feeds, nf, fetches, no, add_var,
-                          &r->vars);
+    if (feeds == NULL || fetches == NULL ||
+        rt_opscan_named(rt_model_graph(m), feeds, nf, fetches, no, &r->ops) != MS_OK)
+        r->ops = NULL;
+    if (feeds && fetches)
+        rt_objgraph_walk_vars(rt_model_graph(m), rt_model_vars(m), feeds, nf, fetches, no,
+                              add_var, &r->vars);
+    free(feeds);
+    free(fetches);
     ms_err_clear();
     ms_status st = rt_model_plan_signature(m, key);
     r->serves = st == MS_OK;
     if (!r->serves) snprintf(r->why, sizeof r->why, "%s", ms_errmsg());
     ms_err_clear();
+}
+
+/* Why signature r serves, into buf: what check found of its ops and variables. */
+static void serves_why(const sig_report *r, char *buf, size_t n) {
+    int nops = r->ops ? r->ops->n : 0;
+    if (r->vars.n == 0)
+        snprintf(buf, n, "%d ops, all with kernels; no variables", nops);
+    else
+        snprintf(buf, n, "%d ops, all with kernels; %d of %d variables read restored", nops,
+                 r->vars.restored, r->vars.n);
+}
+
+/* The signature requests reach (sig_name, else serving_default): 1 and *why
+ * set when it serves; 0 and verdict set to why no request can be served
+ * otherwise (no signature at all, or not the one named). */
+static int default_serves(const sig_report *r, int nr, const char *sig_name, char *verdict,
+                          size_t vn, char *why, size_t wn) {
+    const char *want = sig_name ? sig_name : "serving_default";
+    for (int i = 0; i < nr; i++) {
+        if (strcmp(r[i].key, want) != 0) continue;
+        if (!r[i].serves) {
+            snprintf(verdict, vn, "signature '%s': %s", want, r[i].why);
+            return 0;
+        }
+        char w[256];
+        serves_why(&r[i], w, sizeof w);
+        snprintf(why, wn, "signature '%s': %s", want, w);
+        return 1;
+    }
+    if (nr == 0) {
+        snprintf(verdict, vn,
+                 "the SavedModel has no signature, so no request can call it; export it with a "
+                 "serving signature (tf.saved_model.save(..., signatures=...))");
+        return 0;
+    }
+    size_t o = (size_t)snprintf(verdict, vn,
+                                sig_name ? "no signature '%s'; "
+                                         : "no '%s' signature, the one requests without a "
+                                           "signature_name call, and no --signature_name given; ",
+                                want);
+    for (int i = 0; i < nr && o < vn; i++)
+        o += (size_t)snprintf(verdict + o, vn - o, "%s'%s'", i ? ", " : "the model has ",
+                              r[i].key);
+    if (!sig_name && o < vn)
+        snprintf(verdict + o, vn - o, " (check one with --signature_name; clients must name it)");
+    return 0;
 }
 
 static void print_text(const char *dir, const char *load_err, sig_report *r, int nr, int serves,
@@ -148,16 +206,26 @@ static void print_text(const char *dir, const char *load_err, sig_report *r, int
                 printf("    %s (%d node%s):\n", u->op, u->nnodes, u->nnodes == 1 ? "" : "s");
                 for (int j = 0; j < u->nnodes; j++) printf("      %s\n", u->nodes[j]);
             }
+            if (s->ops->nbroken) printf("  nodes that cannot run (%d):\n", s->ops->nbroken);
+            for (int k = 0; k < s->ops->nbroken; k++) printf("    %s\n", s->ops->broken[k]);
         }
         printf("  variables read (%d, %d restored)%s\n", s->vars.n, s->vars.restored,
                s->vars.n ? ":" : "");
         for (int k = 0; k < s->vars.n; k++)
             printf("    %s: %s%s\n", s->vars.names[k], s->vars.ok[k] ? "restored " : "NOT restored",
                    s->vars.desc[k]);
-        printf("  %s\n", s->serves ? "serves" : "does not serve:");
-        if (!s->serves) printf("    %s\n", s->why);
+        if (s->serves) {
+            char w[256];
+            serves_why(s, w, sizeof w);
+            printf("  serves: %s\n", w);
+        } else {
+            printf("  does not serve:\n    %s\n", s->why);
+        }
     }
-    printf("\nverdict: %s%s\n", serves ? "serves" : "does not serve: ", serves ? "" : verdict);
+    if (serves)
+        printf("\nverdict: serves (%s)\n", verdict);
+    else
+        printf("\nverdict: does not serve: %s\n", verdict);
 }
 
 static void print_json(const char *dir, const char *load_err, sig_report *r, int nr, int serves,
@@ -166,6 +234,8 @@ static void print_json(const char *dir, const char *load_err, sig_report *r, int
     json_str(stdout, dir);
     printf(", \"serves\": %s, \"verdict\": ", serves ? "true" : "false");
     json_str(stdout, serves ? "serves" : verdict);
+    printf(", \"why\": ");
+    json_str(stdout, verdict);
     printf(", \"load_error\": ");
     if (load_err) json_str(stdout, load_err);
     else printf("null");
@@ -198,6 +268,11 @@ static void print_json(const char *dir, const char *load_err, sig_report *r, int
             }
             printf("]}");
         }
+        printf("], \"cannot_run\": [");
+        for (int k = 0; s->ops && k < s->ops->nbroken; k++) {
+            printf("%s", k ? ", " : "");
+            json_str(stdout, s->ops->broken[k]);
+        }
         printf("], \"variables\": [");
         for (int k = 0; k < s->vars.n; k++) {
             printf("%s{\"name\": ", k ? ", " : "");
@@ -220,13 +295,16 @@ static int split_tags(char *buf, const char **tags, int max) {
 }
 
 int cli_check(int argc, char **argv) {
-    const char *dir = NULL, *tag_set = "serve";
+    const char *dir = NULL, *tag_set = "serve", *sig_name = NULL;
     int json = 0, help = 0;
     /* DIR is positional, anywhere among the flags (whose values may follow them). */
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] == '-') {
             const char *f = argv[i] + (argv[i][1] == '-' ? 2 : 1);
-            if ((strcmp(f, "tag_set") == 0 || strcmp(f, "dir") == 0) && i + 1 < argc) i++;
+            if ((strcmp(f, "tag_set") == 0 || strcmp(f, "dir") == 0 ||
+                 strcmp(f, "signature_name") == 0) &&
+                i + 1 < argc)
+                i++;
             continue;
         }
         dir = argv[i];
@@ -238,6 +316,7 @@ int cli_check(int argc, char **argv) {
     cli_flag flags[] = {
         {"dir", CLI_FLAG_STR, &dir_flag, NULL},
         {"tag_set", CLI_FLAG_STR, &tag_set, NULL},
+        {"signature_name", CLI_FLAG_STR, &sig_name, NULL},
         {"json", CLI_FLAG_BOOL, NULL, &json},
         {"help", CLI_FLAG_BOOL, NULL, &help},
         {NULL, 0, NULL, NULL},
@@ -291,8 +370,15 @@ int cli_check(int argc, char **argv) {
             continue;
         check_signature(m, key, mg->signature_def[i]->value, &r[nr++]);
     }
-    if (json) print_json(export_dir, serves ? NULL : load_err, r, nr, serves, load_err);
-    else print_text(export_dir, serves ? NULL : load_err, r, nr, serves, load_err);
+    /* A model that loads serves only when requests reach a signature that plans. */
+    char verdict[1536], why[512] = "";
+    snprintf(verdict, sizeof verdict, "%s", load_err);
+    int loaded = serves;
+    if (serves && r)
+        serves = default_serves(r, nr, sig_name, verdict, sizeof verdict, why, sizeof why);
+    if (serves) snprintf(verdict, sizeof verdict, "%s", why);
+    if (json) print_json(export_dir, loaded ? NULL : load_err, r, nr, serves, verdict);
+    else print_text(export_dir, loaded ? NULL : load_err, r, nr, serves, verdict);
     for (int i = 0; i < nr; i++) {
         rt_opscan_free(r[i].ops);
         var_list_free(&r[i].vars);

@@ -200,8 +200,8 @@ static int synth_inputs(const Tensorflow__SignatureDef *sd, int64_t batch, sig_i
                         const char **why) {
     *nin = 0;
     *why = NULL;
-    if (sd == NULL || sd->n_inputs == 0 || sd->n_inputs > 64) {
-        *why = "no inputs or more than 64";
+    if (sd == NULL || sd->n_inputs == 0) {
+        *why = "no inputs";
         return 0;
     }
     for (size_t i = 0; i < sd->n_inputs; i++) {
@@ -243,10 +243,10 @@ static void synthetic(rt_model *m, const char *name, int iterations, int *n) {
     for (size_t s = 0; mg && s < mg->n_signature_def; s++) {
         const Tensorflow__SignatureDef *sd = mg->signature_def[s]->value;
         const char *key = mg->signature_def[s]->key;
-        sig_input in[64];
+        sig_input *in = sd ? calloc(sd->n_inputs + 1, sizeof(*in)) : NULL; /* one per input */
         int nin = 0;
         const char *why = NULL;
-        int ok = synth_inputs(sd, 0, in, &nin, &why);
+        int ok = in != NULL && synth_inputs(sd, 0, in, &nin, &why);
         for (int it = 0; ok && it < iterations; it++) {
             sig_output *outs = NULL;
             int nouts = 0;
@@ -262,6 +262,7 @@ static void synthetic(rt_model *m, const char *name, int iterations, int *n) {
         }
         for (int i = 0; i < nin; i++)
             rt_tensor_unref(in[i].tensor);
+        free(in);
     }
 }
 
@@ -291,8 +292,8 @@ int srv_warmup_device_size(rt_model *m, const char *name, int64_t version, const
     for (size_t s = 0; mg && s < mg->n_signature_def; s++) {
         const Tensorflow__SignatureDef *sd = mg->signature_def[s]->value;
         const char *key = mg->signature_def[s]->key;
-        for (int b = 0; b < nbatches; b++) {
-            sig_input in[64];
+        sig_input *in = sd ? calloc(sd->n_inputs + 1, sizeof(*in)) : NULL; /* one per input */
+        for (int b = 0; in != NULL && b < nbatches; b++) {
             int nin = 0;
             const char *why = NULL;
             if (!synth_inputs(sd, batches[b], in, &nin, &why)) {
@@ -324,6 +325,7 @@ int srv_warmup_device_size(rt_model *m, const char *name, int64_t version, const
             }
             if (!batched) break;
         }
+        free(in);
     }
     MS_INFO("device memory of model %s version %" PRId64 ": %d sizing run(s) at load on "
             "synthetic inputs, %d failed, %d signature(s) left to their first request (%.0f ms)",
