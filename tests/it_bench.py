@@ -43,8 +43,14 @@ def main():
         check(r["p50_us"] <= r["p90_us"] <= r["p99_us"] <= r["p999_us"] <= r["max_us"], "order: %r" % r)
         r, _ = bench(d.port, "--api=infer", "--values=1,2,5", "--shape=3,1", "--concurrency=2")
         check(r["calls"] > 0 and r["ok"] == r["calls"], "infer: %r" % r)
-        r, err = bench(d.port, "--values=1,2,5", want_rc=1)
+        # Every call refused: counted by status over the whole run when the
+        # wall of errors is off; with it (the default) the run stops early,
+        # in the warm-up or after it, depending on how fast the host is.
+        r, err = bench(d.port, "--values=1,2,5", "--max_consecutive_errors=0", want_rc=1)
         check(r["ok"] == 0 and r["errors"].get("INVALID_ARGUMENT") == r["calls"] > 0, "bad shape: %r" % r)
+        check(not r["stopped_on_errors"], "bad shape, no wall: %r" % r)
+        r, _ = bench(d.port, "--values=1,2,5", "--max_consecutive_errors=50", want_rc=1)
+        check(r["ok"] == 0 and r["stopped_on_errors"], "bad shape, wall of 50: %r" % r)
         check("expected rank 2" in err, "bad shape: the server's message is not shown: %s" % err)
         r, _ = bench(d.port, "--values=1,2,5", "--shape=3,1", host="localhost")
         check(r["calls"] > 0 and r["ok"] == r["calls"], "--target=localhost:PORT: %r" % r)
