@@ -770,7 +770,7 @@ static int bench_client_main(const bench_opts *o) {
         uint64_t due_total = (uint64_t)((double)(t_end - t0) / gap_ns);
         unsent = due_total > next_i ? due_total - next_i : 0;
     }
-    qsort(st.lat_us, st.n, sizeof(*st.lat_us), bench_cmp_u32);
+    if (st.n > 0) qsort(st.lat_us, st.n, sizeof(*st.lat_us), bench_cmp_u32);
     double secs = o->duration_s;
     uint64_t ok = st.by_status[0];
     if (o->json) {

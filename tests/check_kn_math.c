@@ -217,7 +217,9 @@ START_TEST(test_assert) {
     rt_tensor *empty = tu_t(RT_DT_FLOAT, TU_SHAPE(0), (const float[]){0}, 0);
     rt_tensor *yes = TU_BOOL(TU_SCALAR, 1), *no = TU_BOOL(TU_SCALAR, 0);
     rt_tensor *in[5] = {yes, msg, x, m2, empty};
-    ck_assert_int_eq(tu_run(tu_node_new("Assert", "ok"), in, 5, NULL, 0), MS_OK);
+    Tensorflow__NodeDef *ok = tu_node_new("Assert", "ok");
+    ck_assert_int_eq(tu_run(ok, in, 5, NULL, 0), MS_OK);
+    tu_node_free(ok);
     in[0] = no;
     tu_run_fail(tu_node_new("Assert", "check_x"), in, 5, 0, MS_EINVAL,
                 "assertion failed: [x must be positive:] [1.5 -2 3...] [[1 2][3...]] []");
