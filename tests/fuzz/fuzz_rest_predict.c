@@ -42,7 +42,7 @@ static void tf_serving(const uint8_t *data, size_t size) {
     body b = {.data = copy, .len = size - 1, .cap = size};
     int64_t version = 0;
     ms_status st = MS_OK;
-    answer a = predict_json(&g_app, &tg, &b, &version, &st, NULL);
+    answer a = predict_json(&g_app, &tg, &b, &version, &st, NULL, NULL);
     char *text = cJSON_PrintUnformatted(a.json);
     free(text);
     cJSON_Delete(a.json);
