@@ -629,22 +629,33 @@ static ms_status op_trilu(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
-/* RMSNormalization (opset 23): x * rsqrt(mean(x^2 over axis..) + eps) * scale. */
-static ms_status op_rmsnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X, *S;
-    const char *x, *s, *h = rt__ox_hint_of(n);
+/* The inputs and attributes LayerNormalization and RMSNormalization share:
+ * float X and scale, stash_type 1, and the normalised axes axis..rank-1. */
+static ms_status norm_common(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value **X,
+                             const char **x, const char **s, int *axis, int64_t *axes, int *na) {
+    rt__ox_value *S;
     ms_status st;
-    if ((st = in_typed(cv, n, 0, is_float, "float", &X, &x)) != MS_OK ||
-        (st = in_typed(cv, n, 1, is_float, "float", &S, &s)) != MS_OK)
+    if ((st = in_typed(cv, n, 0, is_float, "float", X, x)) != MS_OK ||
+        (st = in_typed(cv, n, 1, is_float, "float", &S, s)) != MS_OK)
         return st;
     if (rt__ox_attr_i(n, "stash_type", 1) != 1)
         return rt__ox_err(cv, MS_ENOTSUP, "stash_type other than 1 (float) is not supported");
-    int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", -1), X->rank);
-    if (X->rank < 1 || axis < 0) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+    *axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", -1), (*X)->rank);
+    if ((*X)->rank < 1 || *axis < 0) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+    *na = 0;
+    for (int i = *axis; i < (*X)->rank; i++)
+        axes[(*na)++] = i;
+    return MS_OK;
+}
+
+/* RMSNormalization (opset 23): x * rsqrt(mean(x^2 over axis..) + eps) * scale. */
+static ms_status op_rmsnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X;
+    const char *x, *s, *h = rt__ox_hint_of(n);
     int64_t axes[OX_MAXR];
-    int na = 0;
-    for (int i = axis; i < X->rank; i++)
-        axes[na++] = i;
+    int axis, na;
+    ms_status st = norm_common(cv, n, &X, &x, &s, &axis, axes, &na);
+    if (st != MS_OK) return st;
     Tensorflow__NodeDef *m = rt__tf_node(cv, "Mean", rt__ox_printf(cv, "%s/mean_sq", h));
     rt__tf_input(cv, m, rt__tf_unary(cv, "Square", rt__ox_printf(cv, "%s/sq", h), x, RT_DT_FLOAT));
     rt__tf_input(cv, m, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/axes", h), na, axes));
@@ -662,21 +673,13 @@ static ms_status op_rmsnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 }
 
 static ms_status op_layernorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X, *S, *B = rt__ox_in(cv, n, 2);
+    rt__ox_value *X, *B = rt__ox_in(cv, n, 2);
     const char *x, *s, *b = NULL, *h = rt__ox_hint_of(n);
-    ms_status st;
-    if ((st = in_typed(cv, n, 0, is_float, "float", &X, &x)) != MS_OK ||
-        (st = in_typed(cv, n, 1, is_float, "float", &S, &s)) != MS_OK)
-        return st;
-    if (B && (st = in_typed(cv, n, 2, is_float, "float", &B, &b)) != MS_OK) return st;
-    if (rt__ox_attr_i(n, "stash_type", 1) != 1)
-        return rt__ox_err(cv, MS_ENOTSUP, "stash_type other than 1 (float) is not supported");
-    int axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", -1), X->rank);
-    if (X->rank < 1 || axis < 0) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
     int64_t axes[OX_MAXR];
-    int na = 0;
-    for (int i = axis; i < X->rank; i++)
-        axes[na++] = i;
+    int axis, na;
+    ms_status st = norm_common(cv, n, &X, &x, &s, &axis, axes, &na);
+    if (st != MS_OK) return st;
+    if (B && (st = in_typed(cv, n, 2, is_float, "float", &B, &b)) != MS_OK) return st;
     float eps = rt__ox_attr_f(n, "epsilon", 1e-5f);
     const char *ax = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/axes", h), na, axes), *mean, *inv;
     const char *t = rt__ox_normalize(cv, h, x, ax, eps, &mean, &inv);
