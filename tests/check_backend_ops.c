@@ -82,9 +82,5 @@ int main(void) {
     tcase_add_test(tc, cases_match_cpu);
     tcase_add_test(tc, table_covers_cuda_ops);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf == 0 ? 0 : 1;
+    return tu_suite_run(s);
 }

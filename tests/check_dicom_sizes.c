@@ -16,6 +16,7 @@
 #include "rt_model.h"
 #include "rt_ops.h"
 #include "util_dicom.h"
+#include "util_node.h"
 
 #define GIB ((uint64_t)1 << 30)
 
@@ -113,9 +114,5 @@ int main(void) {
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_sizes);
     suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_suite_run(s);
 }

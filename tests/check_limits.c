@@ -14,6 +14,7 @@
 #include "rt_graphbuild.h"
 #include "rt_model.h"
 #include "util_bundle.h"
+#include "util_node.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -212,9 +213,5 @@ static Suite *limits_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(limits_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_suite_run(limits_suite());
 }

@@ -16,6 +16,7 @@
 #include "rt_bundle.h"
 #include "rt_model.h"
 #include "util_bundle.h"
+#include "util_node.h"
 
 static kn_backend *be;
 static char top[256], ver[300], out[300];
@@ -169,9 +170,5 @@ int main(void) {
     tcase_add_test(tc, test_shard_hard_link);
     tcase_add_test(tc, test_verify_in);
     suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_suite_run(s);
 }

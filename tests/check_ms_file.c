@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ms_file.h"
+#include "util_node.h"
 
 /* A folder tree:
  *   <top>/outside.txt            "SECRET"         (outside the model folder)
@@ -217,9 +218,5 @@ int main(void) {
     tcase_add_test(tc, test_cap);
     tcase_add_test(tc, test_inside);
     suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_suite_run(s);
 }

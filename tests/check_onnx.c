@@ -367,6 +367,25 @@ END_TEST
 
 /* A graph without nodes (found by fuzz_onnx: the node list was copied from a
  * NULL array) is refused with a message, not run into undefined behaviour. */
+/* g as a model of IR 8, opset 13, packed; malloc'ed, the caller frees. */
+static uint8_t *pack_model(Onnx__GraphProto *g, size_t *len) {
+    Onnx__OperatorSetIdProto ops = ONNX__OPERATOR_SET_ID_PROTO__INIT;
+    ops.has_version = 1;
+    ops.version = 13;
+    Onnx__OperatorSetIdProto *opsp[1] = {&ops};
+    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+    m.has_ir_version = 1;
+    m.ir_version = 8;
+    m.graph = g;
+    m.n_opset_import = 1;
+    m.opset_import = opsp;
+    *len = onnx__model_proto__get_packed_size(&m);
+    uint8_t *buf = malloc(*len);
+    ck_assert_ptr_nonnull(buf);
+    onnx__model_proto__pack(&m, buf);
+    return buf;
+}
+
 START_TEST(test_graph_without_nodes) {
     Onnx__TypeProto__Tensor tt = ONNX__TYPE_PROTO__TENSOR__INIT;
     tt.has_elem_type = 1;
@@ -386,20 +405,8 @@ START_TEST(test_graph_without_nodes) {
     g.input = ins;
     g.n_output = 1;
     g.output = outs;
-    Onnx__OperatorSetIdProto ops = ONNX__OPERATOR_SET_ID_PROTO__INIT;
-    ops.has_version = 1;
-    ops.version = 13;
-    Onnx__OperatorSetIdProto *opsp[1] = {&ops};
-    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
-    m.has_ir_version = 1;
-    m.ir_version = 8;
-    m.graph = &g;
-    m.n_opset_import = 1;
-    m.opset_import = opsp;
-    size_t len = onnx__model_proto__get_packed_size(&m);
-    uint8_t *buf = malloc(len);
-    ck_assert_ptr_nonnull(buf);
-    onnx__model_proto__pack(&m, buf);
+    size_t len = 0;
+    uint8_t *buf = pack_model(&g, &len);
     uint8_t *pb = NULL;
     size_t n = 0;
     ms_status st = rt_onnx_convert_mem(buf, len, NULL, "empty", NULL, &pb, &n);
@@ -494,20 +501,8 @@ static ms_status convert_external(const char *dir, const char *loc) {
     g.input = ins;
     g.n_output = 1;
     g.output = outs;
-    Onnx__OperatorSetIdProto ops = ONNX__OPERATOR_SET_ID_PROTO__INIT;
-    ops.has_version = 1;
-    ops.version = 13;
-    Onnx__OperatorSetIdProto *opsp[1] = {&ops};
-    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
-    m.has_ir_version = 1;
-    m.ir_version = 8;
-    m.graph = &g;
-    m.n_opset_import = 1;
-    m.opset_import = opsp;
-    size_t len = onnx__model_proto__get_packed_size(&m);
-    uint8_t *buf = malloc(len);
-    ck_assert_ptr_nonnull(buf);
-    onnx__model_proto__pack(&m, buf);
+    size_t len = 0;
+    uint8_t *buf = pack_model(&g, &len);
     uint8_t *pb = NULL;
     size_t n = 0;
     ms_status st = rt_onnx_convert_mem(buf, len, dir, "ext", NULL, &pb, &n);

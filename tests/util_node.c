@@ -383,6 +383,10 @@ int tu_suite_main(const char *suite, const tu_case *cases, size_t n) {
         tcase_add_test(tc, cases[i].test);
         suite_add_tcase(s, tc);
     }
+    return tu_suite_run(s);
+}
+
+int tu_suite_run(Suite *s) {
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -102,5 +102,8 @@ typedef struct tu_case {
     const TTest *test;
 } tu_case;
 int tu_suite_main(const char *suite, const tu_case *cases, size_t n);
+/* Runs a suite built by the caller (fixtures, timeouts) and frees it: the
+ * test main's exit code. */
+int tu_suite_run(Suite *s);
 
 #endif /* UTIL_NODE_H */

@@ -372,8 +372,6 @@ static ms_status slice_rows(const rt_tensor *t, int64_t off, int64_t rows, rt_te
     return rt_tensor_new_on(t->dtype, &sh, t->buf, base + (size_t)(off * row_elems) * esz, out);
 }
 
-/* Runs the closed batch; every member ends M_DONE (own rows, or its error
- * handled alone: M_SOLO). Called without b->mu. */
 /* sig_run, counted and timed for /metrics (:tensorflow:core:graph_runs):
  * every graph run for requests passes here, a batched one once. */
 static ms_status graph_run(rt_model *m, const char *sig_key, const sig_input *in, int nin,
@@ -385,6 +383,8 @@ static ms_status graph_run(rt_model *m, const char *sig_key, const sig_input *in
     return st;
 }
 
+/* Runs the closed batch; every member ends M_DONE (own rows, or its error
+ * handled alone: M_SOLO). Called without b->mu. */
 static void run_batch(srv_batcher *b, batch *bt, int64_t prows) {
     rt_tensor *merged[64];
     sig_input in[64];
