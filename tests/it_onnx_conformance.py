@@ -7,7 +7,8 @@ outputs are tensors (1,773 of them; README there): the worker
 runs it on input_K.pb and writes the outputs, which are compared with
 output_K.pb by ONNX's rule: same shape and dtype, floats within
 numpy.testing.assert_allclose(rtol=1e-3, atol=1e-7) (NaN equal to NaN),
-integers, bools and strings exact.
+integers, bools and strings exact (bfloat16, which numpy lacks, compared as
+float32 values, the form onnx's numpy_helper reads it in).
 
 Each test ends as one of
     pass     imported, ran, every output matched
@@ -104,16 +105,32 @@ def load_tests(only):
     return tests, other
 
 
-def read_pb(path):
+def read_pb(path, bf16_bits=False):
+    """The tensor as numpy reads it; bfloat16 (which numpy lacks) as float32,
+    or with bf16_bits as its bits in a uint16 array (the worker's form)."""
     t = onnx.TensorProto()
     with open(path, "rb") as f:
         t.ParseFromString(f.read())
+    if bf16_bits and t.data_type == onnx.TensorProto.BFLOAT16:
+        bits = np.frombuffer(t.raw_data, dtype="<u2") if t.raw_data else \
+            np.array(t.int32_data, dtype=np.uint16)
+        return bits.reshape(tuple(t.dims)).copy()
     return numpy_helper.to_array(t)
 
 
+def is_bf16(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return t.data_type == onnx.TensorProto.BFLOAT16
+
+
+def bf16_to_f32(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
 def npy_able(a):
-    return a.dtype.kind in "fiub" and a.dtype.itemsize in (1, 2, 4, 8) and \
-        not (a.dtype.kind == "f" and a.dtype.itemsize < 4)
+    return a.dtype.kind in "fiub" and a.dtype.itemsize in (1, 2, 4, 8)
 
 
 def write_inputs(test, work):
@@ -121,12 +138,13 @@ def write_inputs(test, work):
     name, folder, ins, outs, _, _ = test
     ds = os.path.join(folder, "test_data_set_0")
     for k in range(len(ins)):
-        a = read_pb(os.path.join(ds, "input_%d.pb" % k))
+        a = read_pb(os.path.join(ds, "input_%d.pb" % k), bf16_bits=True)
         if a.dtype == object:
             a = np.array(a.tolist(), dtype="S") if a.size else np.zeros(a.shape, "S1")
         if a.dtype.kind == "S" or npy_able(a):
             np.save(os.path.join(work, "in_%d.npy" % k), a)
-    return [read_pb(os.path.join(ds, "output_%d.pb" % k)) for k in range(len(outs))]
+    return [(read_pb(os.path.join(ds, "output_%d.pb" % k)),
+             is_bf16(os.path.join(ds, "output_%d.pb" % k))) for k in range(len(outs))]
 
 
 def compare(want, got):
@@ -208,8 +226,13 @@ def run_one(worker, test, tmp):
         return "wrong", msg, worker
     if want is None:  # imported, but its answer cannot be checked: counts against us
         return "wrong", unreadable, worker
-    for k, w in enumerate(want):
+    for k, (w, bf16) in enumerate(want):
         got = np.load(os.path.join(work, "out_%d.npy" % k))
+        if bf16:  # the worker writes bfloat16 as its bits, any other type as itself
+            if got.dtype != np.uint16:
+                return "wrong", "output %s: dtype %s, expected bfloat16" % (outs[k], got.dtype), \
+                    worker
+            got = bf16_to_f32(got)
         why = compare(w, got)
         if why:
             return "wrong", "output %s: %s" % (outs[k], why), worker

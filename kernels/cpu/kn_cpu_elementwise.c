@@ -16,7 +16,22 @@
 #include "kn_cpu_util.h"
 
 /* dtype slots of the op tables */
-enum { T_F32, T_F64, T_I32, T_I64, T_U8, T_BOOL, T_COUNT };
+enum {
+    T_F32,
+    T_F64,
+    T_I32,
+    T_I64,
+    T_U8,
+    T_BOOL,
+    T_I8,
+    T_I16,
+    T_U16,
+    T_U32,
+    T_U64,
+    T_F16,
+    T_BF16,
+    T_COUNT
+};
 
 static int type_slot(rt_dtype dt) {
     switch (dt) {
@@ -32,9 +47,29 @@ static int type_slot(rt_dtype dt) {
         return T_U8;
     case RT_DT_BOOL:
         return T_BOOL;
+    case RT_DT_INT8:
+        return T_I8;
+    case RT_DT_INT16:
+        return T_I16;
+    case RT_DT_UINT16:
+        return T_U16;
+    case RT_DT_UINT32:
+        return T_U32;
+    case RT_DT_UINT64:
+        return T_U64;
+    case RT_DT_HALF:
+        return T_F16;
+    case RT_DT_BFLOAT16:
+        return T_BF16;
     default:
         return -1;
     }
+}
+
+/* The integer slots (their divisions check for a zero divisor). */
+static int slot_is_int(int slot) {
+    return slot == T_I32 || slot == T_I64 || slot == T_U8 || slot == T_I8 || slot == T_I16 ||
+           slot == T_U16 || slot == T_U32 || slot == T_U64;
 }
 
 /* ====================================================================== */
@@ -174,15 +209,83 @@ DEF_BIN(atan2_f64, double, double, atan2(x, y))
 /* Xlogy(x, y) = x * log(y), and 0 where x == 0 (whatever y is). */
 DEF_BIN(xlogy_f32, float, float, x == 0 ? 0.0f : x * logf(y))
 DEF_BIN(xlogy_f64, double, double, x == 0 ? 0.0 : x * log(y))
-DEF_BIN(max_u8, uint8_t, uint8_t, x > y ? x : y)
-DEF_BIN(min_u8, uint8_t, uint8_t, x < y ? x : y)
+
+/* The narrower and the unsigned integer types: arithmetic wraps, computed
+ * in uint64_t (no promotion to int that could overflow); signed division
+ * truncates as above, unsigned floor and truncating division agree. */
+#define WRAP(T, OP) (T)((uint64_t)x OP (uint64_t)y)
+#define DEF_INT_COMMON(s, T)                                                                       \
+    DEF_BIN(add_##s, T, T, WRAP(T, +))                                                             \
+    DEF_BIN(sub_##s, T, T, WRAP(T, -))                                                             \
+    DEF_BIN(mul_##s, T, T, WRAP(T, *))                                                             \
+    DEF_BIN(max_##s, T, T, x > y ? x : y)                                                          \
+    DEF_BIN(min_##s, T, T, x < y ? x : y)
+#define DEF_SINT(s, T, UT)                                                                         \
+    DEF_INT_COMMON(s, T)                                                                           \
+    DEF_BIN(tdiv_##s, T, T, I_TDIV(T, UT))                                                         \
+    DEF_BIN(tmod_##s, T, T, I_TMOD(T))                                                             \
+    DEF_BIN(floordiv_##s, T, T, I_FDIV(T, UT))                                                     \
+    DEF_BIN(floormod_##s, T, T, I_FMOD(T))
+#define DEF_UINT(s, T)                                                                             \
+    DEF_INT_COMMON(s, T)                                                                           \
+    DEF_BIN(tdiv_##s, T, T, x / y)                                                                 \
+    DEF_BIN(tmod_##s, T, T, x % y)                                                                 \
+    DEF_BIN(floordiv_##s, T, T, x / y)                                                             \
+    DEF_BIN(floormod_##s, T, T, x % y)
+DEF_SINT(i8, int8_t, uint8_t)
+DEF_SINT(i16, int16_t, uint16_t)
+DEF_UINT(u8, uint8_t)
+DEF_UINT(u16, uint16_t)
+DEF_UINT(u32, uint32_t)
+DEF_UINT(u64, uint64_t)
+
+/* float16 and bfloat16: each element is widened to float, computed as the
+ * float op does and rounded back to nearest even, as numpy and ONNX Runtime
+ * compute them. */
+#define DEF_BIN_16(name, LOAD, TO, STORE, EXPR)                                                    \
+    static void name(const void *a_, int64_t sa, const void *b_, int64_t sb, void *o_,             \
+                     int64_t n) {                                                                  \
+        const uint16_t *a = a_;                                                                    \
+        const uint16_t *b = b_;                                                                    \
+        TO *o = o_;                                                                                \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            float x = LOAD(a[i * sa]), y = LOAD(b[i * sb]);                                        \
+            o[i] = STORE(EXPR);                                                                    \
+        }                                                                                          \
+    }
+#define AS_BOOL(v) (uint8_t)(v)
+#define DEF_FLOAT16(s, LOAD, STORE)                                                                \
+    DEF_BIN_16(add_##s, LOAD, uint16_t, STORE, x + y)                                              \
+    DEF_BIN_16(sub_##s, LOAD, uint16_t, STORE, x - y)                                              \
+    DEF_BIN_16(mul_##s, LOAD, uint16_t, STORE, x *y)                                               \
+    DEF_BIN_16(div_##s, LOAD, uint16_t, STORE, x / y)                                              \
+    DEF_BIN_16(max_##s, LOAD, uint16_t, STORE, (x > y || x != x) ? x : y)                          \
+    DEF_BIN_16(min_##s, LOAD, uint16_t, STORE, (x < y || x != x) ? x : y)                          \
+    DEF_BIN_16(pow_##s, LOAD, uint16_t, STORE, powf(x, y))                                         \
+    DEF_BIN_16(tmod_##s, LOAD, uint16_t, STORE, fmodf(x, y))                                       \
+    DEF_BIN_16(floordiv_##s, LOAD, uint16_t, STORE, floorf(x / y))                                 \
+    DEF_BIN_16(floormod_##s, LOAD, uint16_t, STORE,                                                \
+               fmodf(x, y) != 0 && ((fmodf(x, y) < 0) != (y < 0)) ? fmodf(x, y) + y : fmodf(x, y)) \
+    DEF_BIN_16(gt_##s, LOAD, uint8_t, AS_BOOL, x > y)                                              \
+    DEF_BIN_16(ge_##s, LOAD, uint8_t, AS_BOOL, x >= y)                                             \
+    DEF_BIN_16(lt_##s, LOAD, uint8_t, AS_BOOL, x < y)                                              \
+    DEF_BIN_16(le_##s, LOAD, uint8_t, AS_BOOL, x <= y)                                             \
+    DEF_BIN_16(eq_##s, LOAD, uint8_t, AS_BOOL, x == y)                                             \
+    DEF_BIN_16(ne_##s, LOAD, uint8_t, AS_BOOL, x != y)
+DEF_FLOAT16(f16, kn__half_to_f32, kn__f32_to_half)
+DEF_FLOAT16(bf16, kn__bf16_to_f32, kn__f32_to_bf16)
 
 #define DEF_CMP(op, EXPR)                                                                          \
     DEF_BIN(op##_f32, float, uint8_t, EXPR)                                                        \
     DEF_BIN(op##_f64, double, uint8_t, EXPR)                                                       \
     DEF_BIN(op##_i32, int32_t, uint8_t, EXPR)                                                      \
     DEF_BIN(op##_i64, int64_t, uint8_t, EXPR)                                                      \
-    DEF_BIN(op##_u8, uint8_t, uint8_t, EXPR)
+    DEF_BIN(op##_u8, uint8_t, uint8_t, EXPR)                                                       \
+    DEF_BIN(op##_i8, int8_t, uint8_t, EXPR)                                                        \
+    DEF_BIN(op##_i16, int16_t, uint8_t, EXPR)                                                      \
+    DEF_BIN(op##_u16, uint16_t, uint8_t, EXPR)                                                     \
+    DEF_BIN(op##_u32, uint32_t, uint8_t, EXPR)                                                     \
+    DEF_BIN(op##_u64, uint64_t, uint8_t, EXPR)
 
 DEF_CMP(gt, x > y)
 DEF_CMP(ge, x >= y)
@@ -203,20 +306,18 @@ typedef struct bin_op {
     bin_rows_fn rows; /* float32 2-D fast path, or NULL */
 } bin_op;
 
+/* Every slot of prefix p: the float, integer and 16-bit float kernels. */
+#define ALL_INTS(p)                                                                                \
+    [T_I32] = p##_i32, [T_I64] = p##_i64, [T_U8] = p##_u8, [T_I8] = p##_i8, [T_I16] = p##_i16,     \
+    [T_U16] = p##_u16, [T_U32] = p##_u32, [T_U64] = p##_u64
+#define ALL_NUM(p) [T_F32] = p##_f32, [T_F64] = p##_f64, [T_F16] = p##_f16, [T_BF16] = p##_bf16, ALL_INTS(p)
 #define ARITH_ROW(name, p)                                                                         \
     {                                                                                              \
-        name, {[T_F32] = p##_f32, [T_F64] = p##_f64, [T_I32] = p##_i32, [T_I64] = p##_i64}, 0, 0,  \
-            p##_f32_rows                                                                           \
+        name, {ALL_NUM(p)}, 0, 0, p##_f32_rows                                                     \
     }
 #define CMP_ROW(name, p)                                                                           \
     {                                                                                              \
-        name,                                                                                      \
-            {[T_F32] = p##_f32,                                                                    \
-             [T_F64] = p##_f64,                                                                    \
-             [T_I32] = p##_i32,                                                                    \
-             [T_I64] = p##_i64,                                                                    \
-             [T_U8] = p##_u8},                                                                     \
-            1, 0, NULL                                                                             \
+        name, {ALL_NUM(p)}, 1, 0, NULL                                                             \
     }
 
 /* clang-format off */
@@ -225,33 +326,27 @@ static const bin_op bin_ops[] = {
     ARITH_ROW("AddV2", add),
     ARITH_ROW("Sub", sub),
     ARITH_ROW("Mul", mul),
-    {"RealDiv", {[T_F32] = div_f32, [T_F64] = div_f64}, 0, 0, div_f32_rows},
-    {"Maximum", {[T_F32] = max_f32, [T_F64] = max_f64, [T_I32] = max_i32, [T_I64] = max_i64,
-                 [T_U8] = max_u8}, 0, 0, max_f32_rows},
-    {"Minimum", {[T_F32] = min_f32, [T_F64] = min_f64, [T_I32] = min_i32, [T_I64] = min_i64,
-                 [T_U8] = min_u8}, 0, 0, min_f32_rows},
-    {"Pow", {[T_F32] = pow_f32, [T_F64] = pow_f64}, 0, 0, NULL},
+    {"RealDiv", {[T_F32] = div_f32, [T_F64] = div_f64, [T_F16] = div_f16, [T_BF16] = div_bf16},
+     0, 0, div_f32_rows},
+    ARITH_ROW("Maximum", max),
+    ARITH_ROW("Minimum", min),
+    {"Pow", {[T_F32] = pow_f32, [T_F64] = pow_f64, [T_F16] = pow_f16, [T_BF16] = pow_bf16}, 0, 0,
+     NULL},
     CMP_ROW("Greater", gt),
     CMP_ROW("GreaterEqual", ge),
     CMP_ROW("Less", lt),
     CMP_ROW("LessEqual", le),
-    {"Equal", {[T_F32] = eq_f32, [T_F64] = eq_f64, [T_I32] = eq_i32, [T_I64] = eq_i64,
-               [T_U8] = eq_u8, [T_BOOL] = eq_b}, 1, 0, NULL},
-    {"NotEqual", {[T_F32] = ne_f32, [T_F64] = ne_f64, [T_I32] = ne_i32, [T_I64] = ne_i64,
-                  [T_U8] = ne_u8, [T_BOOL] = ne_b}, 1, 0, NULL},
+    {"Equal", {ALL_NUM(eq), [T_BOOL] = eq_b}, 1, 0, NULL},
+    {"NotEqual", {ALL_NUM(ne), [T_BOOL] = ne_b}, 1, 0, NULL},
     {"SquaredDifference", {[T_F32] = sqdiff_f32, [T_F64] = sqdiff_f64}, 0, 0, sqdiff_f32_rows},
     {"DivNoNan", {[T_F32] = divnonan_f32, [T_F64] = divnonan_f64}, 0, 0, NULL},
-    {"FloorDiv", {[T_F32] = floordiv_f32, [T_F64] = floordiv_f64, [T_I32] = floordiv_i32,
-                  [T_I64] = floordiv_i64}, 0, 1, NULL},
-    {"FloorMod", {[T_F32] = floormod_f32, [T_F64] = floormod_f64, [T_I32] = floormod_i32,
-                  [T_I64] = floormod_i64}, 0, 1, NULL},
-    {"Div", {[T_F32] = div_f32, [T_F64] = div_f64, [T_I32] = tdiv_i32, [T_I64] = tdiv_i64}, 0, 1,
-            NULL},
-    {"TruncateDiv", {[T_I32] = tdiv_i32, [T_I64] = tdiv_i64}, 0, 1, NULL},
-    {"Mod", {[T_F32] = tmod_f32, [T_F64] = tmod_f64, [T_I32] = tmod_i32, [T_I64] = tmod_i64}, 0, 1,
-            NULL},
-    {"TruncateMod", {[T_F32] = tmod_f32, [T_F64] = tmod_f64, [T_I32] = tmod_i32,
-                     [T_I64] = tmod_i64}, 0, 1, NULL},
+    {"FloorDiv", {ALL_NUM(floordiv)}, 0, 1, NULL},
+    {"FloorMod", {ALL_NUM(floormod)}, 0, 1, NULL},
+    {"Div", {[T_F32] = div_f32, [T_F64] = div_f64, [T_F16] = div_f16, [T_BF16] = div_bf16,
+             ALL_INTS(tdiv)}, 0, 1, NULL},
+    {"TruncateDiv", {ALL_INTS(tdiv)}, 0, 1, NULL},
+    {"Mod", {ALL_NUM(tmod)}, 0, 1, NULL},
+    {"TruncateMod", {ALL_NUM(tmod)}, 0, 1, NULL},
     {"Atan2", {[T_F32] = atan2_f32, [T_F64] = atan2_f64}, 0, 0, NULL},
     {"Xlogy", {[T_F32] = xlogy_f32, [T_F64] = xlogy_f64}, 0, 0, NULL},
     {"LogicalAnd", {[T_BOOL] = and_b}, 1, 0, NULL},
@@ -334,11 +429,17 @@ static ms_status bin_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
     int slot = type_slot(in[0]->dtype);
     if (slot < 0 || op->fn[slot] == NULL)
         return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(in[0]->dtype));
-    if (op->int_divisor && (slot == T_I32 || slot == T_I64))
-        for (int64_t i = 0; i < in[1]->nelem; i++)
-            if (slot == T_I32 ? ((const int32_t *)in[1]->data)[i] == 0
-                              : ((const int64_t *)in[1]->data)[i] == 0)
-                return KN_EINVAL(node, "integer division by zero");
+    if (op->int_divisor && slot_is_int(slot)) {
+        /* An integer element is zero when all its bytes are. */
+        const size_t es = rt_dtype_size(in[1]->dtype);
+        const uint8_t *d = in[1]->data;
+        for (int64_t i = 0; i < in[1]->nelem; i++) {
+            uint8_t any = 0;
+            for (size_t k = 0; k < es; k++)
+                any |= d[(size_t)i * es + k];
+            if (any == 0) return KN_EINVAL(node, "integer division by zero");
+        }
+    }
     kn_bcast bc;
     const rt_shape *shapes[2] = {&in[0]->shape, &in[1]->shape};
     if ((st = kn__bcast_init(&bc, node, shapes, 2)) != MS_OK) return st;
@@ -773,6 +874,22 @@ static float v_as_f32(cval v) {
     return v.kind == 2 ? (float)v.f : v.kind == 1 ? (float)v.u : (float)v.i;
 }
 
+/* The element as a double that rounds to any format of at most 52
+ * mantissa bits as the element itself would: integers beyond 2^53 keep a
+ * sticky bit for what (double) would drop, so half and bfloat16 round
+ * once, to nearest even. */
+static double v_as_f_narrow(cval v) {
+    if (v.kind == 2) return v.f;
+    int neg = v.kind == 0 && v.i < 0;
+    uint64_t u = v.kind == 1 ? v.u : neg ? 0 - (uint64_t)v.i : (uint64_t)v.i;
+    int s = 0;
+    while ((u >> s) >= (1ull << 53))
+        s++;
+    uint64_t w = (u >> s) | ((u & ((1ull << s) - 1)) != 0);
+    double d = ldexp((double)w, s);
+    return neg ? -d : d;
+}
+
 static void cast_store(void *p, rt_dtype dt, int64_t i, cval v) {
     switch (dt) {
     case RT_DT_FLOAT:
@@ -781,11 +898,11 @@ static void cast_store(void *p, rt_dtype dt, int64_t i, cval v) {
     case RT_DT_DOUBLE:
         ((double *)p)[i] = v_as_f(v);
         break;
-    case RT_DT_HALF:
-        ((uint16_t *)p)[i] = kn__f32_to_half(v_as_f32(v));
+    case RT_DT_HALF: /* one rounding (through float would make two) */
+        ((uint16_t *)p)[i] = kn__f64_to_half(v_as_f_narrow(v));
         break;
     case RT_DT_BFLOAT16:
-        ((uint16_t *)p)[i] = kn__f32_to_bf16(v_as_f32(v));
+        ((uint16_t *)p)[i] = kn__f64_to_bf16(v_as_f_narrow(v));
         break;
     case RT_DT_COMPLEX64:
         ((float *)p)[2 * i] = v_as_f32(v);
@@ -928,7 +1045,10 @@ static ms_status fill_like_compute(kn_ctx *ctx, const kn_node *node, void *state
     if (st != MS_OK) return st;
     rt_dtype dt = in[0]->dtype;
     int ones = strcmp(node->op, "OnesLike") == 0;
-    if (!rt_dtype_is_pod(dt) || rt_dtype_size(dt) == 0 || (ones && type_slot(dt) < 0))
+    int slot = type_slot(dt);
+    if (!rt_dtype_is_pod(dt) || rt_dtype_size(dt) == 0 ||
+        (ones && slot != T_F32 && slot != T_F64 && slot != T_I32 && slot != T_I64 &&
+         slot != T_U8 && slot != T_BOOL))
         return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(dt));
     if ((st = kn__output(ctx, node, 0, dt, &in[0]->shape, &out[0])) != MS_OK) return st;
     int64_t n = out[0]->nelem;

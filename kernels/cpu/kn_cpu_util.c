@@ -395,6 +395,42 @@ uint16_t kn__f32_to_bf16(float f) {
     return (uint16_t)(x >> 16);
 }
 
+/* double -> a binary format of eb exponent and mb mantissa bits (IEEE
+ * layout with subnormals, inf and nan) in one rounding to nearest even:
+ * going through float would round twice and can miss the nearest value. */
+static uint16_t f64_to_narrow(double d, int eb, int mb) {
+    uint64_t x;
+    memcpy(&x, &d, 8);
+    const uint16_t sign = (uint16_t)((x >> 63) << (eb + mb));
+    const uint64_t ax = x & 0x7fffffffffffffffull;
+    const uint64_t inf = (((uint64_t)1 << eb) - 1) << mb;
+    if (ax >= 0x7ff0000000000000ull) /* inf or nan (quiet) */
+        return (uint16_t)(sign | inf | (ax > 0x7ff0000000000000ull ? (uint64_t)1 << (mb - 1) : 0));
+    const int bias = (1 << (eb - 1)) - 1;
+    const int e = (int)(ax >> 52) - 1023;
+    if (e < -1022) return sign; /* zero or a double subnormal: far below both formats */
+    const uint64_t m = (ax & ((1ull << 52) - 1)) | (1ull << 52);
+    const int sub = e < 1 - bias;
+    /* m * 2^(e-52) in units of the result's spacing 2^q. */
+    const int q = sub ? 1 - bias - mb : e - mb;
+    const int shift = q - (e - 52);
+    if (shift > 54) return sign; /* below half the smallest subnormal */
+    uint64_t r = m >> shift, rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+    if (rem > half || (rem == half && (r & 1))) r++;
+    /* A carry out of the mantissa moves into the exponent field by itself. */
+    uint64_t bits = sub ? r : ((uint64_t)(e + bias - 1) << mb) + r;
+    if (bits >= inf) bits = inf;
+    return (uint16_t)(sign | bits);
+}
+
+uint16_t kn__f64_to_half(double d) {
+    return f64_to_narrow(d, 5, 10);
+}
+
+uint16_t kn__f64_to_bf16(double d) {
+    return f64_to_narrow(d, 8, 7);
+}
+
 /* ---- window attributes ---- */
 
 ms_status kn__attr_hw(const kn_node *n, const char *key, int nchw, int64_t dflt, int64_t *h,

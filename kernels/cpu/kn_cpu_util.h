@@ -98,6 +98,9 @@ float kn__half_to_f32(uint16_t h);
 uint16_t kn__f32_to_half(float f);
 float kn__bf16_to_f32(uint16_t h);
 uint16_t kn__f32_to_bf16(float f);
+/* double -> half / bfloat16 bits in one rounding to nearest even. */
+uint16_t kn__f64_to_half(double d);
+uint16_t kn__f64_to_bf16(double d);
 
 /* ---- window attributes shared by convolutions and pools ---- */
 enum { KN_PAD_VALID, KN_PAD_SAME, KN_PAD_EXPLICIT };

@@ -377,9 +377,13 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
             dicom_found = 1;
             continue;
         }
-        if (dt != RT_DT_FLOAT && dt != RT_DT_INT64 && dt != RT_DT_INT32 && dt != RT_DT_BOOL)
-            return ms_errf(MS_ENOTSUP, "graph input \"%s\": element type %s is not supported",
-                           vi->name, rt_dtype_name(dt));
+        if (!rt__ox_dtype_num(dt) && dt != RT_DT_BOOL && dt != RT_DT_STRING) {
+            int32_t et = vi->type->tensor_type->has_elem_type ? vi->type->tensor_type->elem_type : 0;
+            return ms_errf(MS_ENOTSUP,
+                           "graph input \"%s\": element type %s is not supported (docs/onnx.md "
+                           "lists the types accepted)",
+                           vi->name, rt__ox_onnx_type_name(et));
+        }
         Tensorflow__NodeDef *nd = rt__tf_node(cv, "Placeholder", vi->name);
         rt__tf_attr_type(cv, nd, "dtype", dt);
         rt__tf_attr_shape(cv, nd, "shape", rank, dims);
@@ -414,7 +418,9 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
                                   n->input[k]);
         rt__ox_handler h = rt__ox_handler_for(op);
         if (h == NULL) return rt__ox_err(cv, MS_ENOTSUP, "unsupported ONNX op \"%s\"", op);
-        if ((st = rt__ox_check_version(cv, n)) != MS_OK || (st = h(cv, n)) != MS_OK) return st;
+        if ((st = rt__ox_check_version(cv, n)) != MS_OK ||
+            (st = rt__ox_check_dtypes(cv, n)) != MS_OK || (st = h(cv, n)) != MS_OK)
+            return st;
         for (size_t k = 0; k < n->n_output; k++)
             if (n->output[k] && n->output[k][0] && rt__ox_find(cv, n->output[k]) == NULL)
                 return rt__ox_err(cv, MS_EINTERNAL, "output \"%s\" was not produced", n->output[k]);

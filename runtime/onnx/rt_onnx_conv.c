@@ -293,6 +293,8 @@ rt_dtype rt__ox_onnx_dtype(int32_t t) {
         return RT_DT_UINT32;
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
         return RT_DT_UINT64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+        return RT_DT_BFLOAT16;
     default:
         return RT_DT_INVALID;
     }
@@ -672,6 +674,18 @@ const char *rt__tf_const_int(rt__ox_conv *cv, const char *hint, rt_dtype dt, int
         for (int64_t i = 0; i < n; i++)
             b[i] = (uint8_t)v[i];
         return const_node(cv, hint, dt, rank, dims, b, (size_t)n);
+    }
+    if (dt == RT_DT_INT16 || dt == RT_DT_UINT16) {
+        uint16_t *h = rt__ox_alloc(cv, (size_t)n * 2 + 2);
+        for (int64_t i = 0; i < n; i++)
+            h[i] = (uint16_t)v[i];
+        return const_node(cv, hint, dt, rank, dims, h, (size_t)n * 2);
+    }
+    if (dt == RT_DT_UINT32) {
+        uint32_t *w = rt__ox_alloc(cv, (size_t)n * 4 + 4);
+        for (int64_t i = 0; i < n; i++)
+            w[i] = (uint32_t)v[i];
+        return const_node(cv, hint, dt, rank, dims, w, (size_t)n * 4);
     }
     /* Everything else narrows to int32 (TF shape and index inputs). */
     int32_t *q = rt__ox_alloc(cv, (size_t)n * 4 + 4);

@@ -140,6 +140,17 @@ rt__ox_handler rt__ox_handler_for(const char *op_type);
  * handler reads; else MS_ENOTSUP naming the opset, version or attribute
  * (rt_onnx_opset.c). Ops without a row pass (the handler lookup fails). */
 ms_status rt__ox_check_version(rt__ox_conv *cv, const Onnx__NodeProto *n);
+/* MS_OK when every input of node n has an element type n's handler takes
+ * (rt_onnx_dtype.c: most handlers take float, int32, int64 and bool; Cast,
+ * arithmetic and comparisons take more); else MS_ENOTSUP naming the input
+ * and its type. Runs before the handler. */
+ms_status rt__ox_check_dtypes(rt__ox_conv *cv, const Onnx__NodeProto *n);
+/* ONNX TensorProto.DataType t's name ("FLOAT8E4M3FN"), for messages. */
+const char *rt__ox_onnx_type_name(int32_t t);
+/* 1 for the integer and floating-point types the executor computes with
+ * (int8-64, uint8-64, float, double, float16, bfloat16); _int: integers. */
+int rt__ox_dtype_num(rt_dtype dt);
+int rt__ox_dtype_int(rt_dtype dt);
 /* A printf-style error naming the current node and op, with code c. */
 ms_status rt__ox_err(rt__ox_conv *cv, ms_status c, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -237,7 +248,8 @@ ms_status rt__ox_op_constant(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_constant_of_shape(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_shape(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n);
-ms_status rt__ox_op_cast(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_cast(rt__ox_conv *cv, const Onnx__NodeProto *n); /* rt_onnx_dtype.c */
+ms_status rt__ox_op_cast_like(rt__ox_conv *cv, const Onnx__NodeProto *n); /* rt_onnx_dtype.c */
 ms_status rt__ox_op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n);
 
 /* Rank-5 (3-D) handlers in rt_onnx_3d.c, called by the rank-4 handlers of

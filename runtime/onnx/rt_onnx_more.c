@@ -183,8 +183,13 @@ static ms_status two_inputs(rt__ox_conv *cv, const Onnx__NodeProto *n, int (*ok)
     return MS_OK;
 }
 
+/* Comparisons and Mod take every integer and floating-point type the
+ * executor computes with (rt_onnx_dtype.c). */
+static int is_cmp(rt_dtype dt) {
+    return rt__ox_dtype_num(dt);
+}
 static int is_cmp_eq(rt_dtype dt) {
-    return is_num(dt) || dt == RT_DT_BOOL;
+    return rt__ox_dtype_num(dt) || dt == RT_DT_BOOL;
 }
 
 static ms_status op_compare(rt__ox_conv *cv, const Onnx__NodeProto *n) {
@@ -201,8 +206,9 @@ static ms_status op_compare(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *a, *b;
     int64_t od[OX_MAXR];
     int r;
-    ms_status st = two_inputs(cv, n, logic ? is_bool : k == 0 ? is_cmp_eq : is_num,
-                              logic ? "bool" : "float, int32, int64", &A, &B, &a, &b, &r, od);
+    ms_status st = two_inputs(cv, n, logic ? is_bool : k == 0 ? is_cmp_eq : is_cmp,
+                              logic ? "bool" : "integer and floating-point types", &A, &B, &a, &b,
+                              &r, od);
     if (st != MS_OK) return st;
     Tensorflow__NodeDef *nd = rt__tf_node(cv, map[k][1], rt__ox_hint_of(n));
     rt__tf_input(cv, nd, a);
@@ -217,13 +223,19 @@ static ms_status op_mod(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *a, *b;
     int64_t od[OX_MAXR];
     int r;
-    if (rt__ox_attr_i(n, "fmod", 0) != 0)
-        return rt__ox_err(cv, MS_ENOTSUP, "fmod=1 is not supported");
-    ms_status st = two_inputs(cv, n, is_int, "int32, int64", &A, &B, &a, &b, &r, od);
+    int64_t fm = rt__ox_attr_i(n, "fmod", 0);
+    if (fm != 0 && fm != 1) return rt__ox_err(cv, MS_EINVAL, "fmod must be 0 or 1");
+    ms_status st = two_inputs(cv, n, is_cmp, "integer and floating-point types", &A, &B, &a, &b,
+                              &r, od);
     if (st != MS_OK) return st;
-    /* fmod=0: the result has the divisor's sign, as TF's FloorMod. */
+    if (fm == 0 && !rt__ox_dtype_int(A->dt))
+        return rt__ox_err(cv, MS_EINVAL, "fmod=0 needs integer inputs (\"%s\" is %s)", A->name,
+                          rt_dtype_name(A->dt));
+    /* fmod=0: the result has the divisor's sign, as TF's FloorMod; fmod=1:
+     * the dividend's (C's fmod and %), as TruncateMod. */
     rt__ox_def_out(cv, n, 0, A->dt, r, od,
-                   rt__tf_binary(cv, "FloorMod", rt__ox_hint_of(n), a, b, A->dt));
+                   rt__tf_binary(cv, fm ? "TruncateMod" : "FloorMod", rt__ox_hint_of(n), a, b,
+                                 A->dt));
     return MS_OK;
 }
 
@@ -318,23 +330,6 @@ static ms_status op_size(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_type(cv, nd, "T", X->dt);
     rt__tf_attr_type(cv, nd, "out_type", RT_DT_INT64);
     rt__ox_def_out(cv, n, 0, RT_DT_INT64, 0, NULL, nd->name);
-    return MS_OK;
-}
-
-static ms_status op_cast_like(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X, *T;
-    const char *x;
-    ms_status st;
-    if ((st = in_typed(cv, n, 0, is_any, "float, int32, int64, bool", &X, &x)) != MS_OK ||
-        (st = rt__ox_need(cv, n, 1, &T, NULL)) != MS_OK)
-        return st;
-    if (!is_any(T->dt)) return bad_type(cv, T, "float, int32, int64, bool");
-    if (X->dt == T->dt) {
-        rt__ox_alias(cv, n, X);
-        return MS_OK;
-    }
-    rt__ox_def_out(cv, n, 0, T->dt, X->rank, X->dim,
-                   rt__tf_cast(cv, rt__ox_hint_of(n), x, X->dt, T->dt));
     return MS_OK;
 }
 
@@ -811,7 +806,7 @@ static const struct { const char *op; rt__ox_handler fn; } more[] = {
     {"And", op_compare}, {"Or", op_compare}, {"Xor", op_compare},
     {"Mod", op_mod}, {"PRelu", op_prelu}, {"Where", op_where},
     {"Sum", rt__ox_op_variadic}, {"Mean", rt__ox_op_variadic},
-    {"Size", op_size}, {"CastLike", op_cast_like}, {"Range", op_range}, {"Tile", op_tile},
+    {"Size", op_size}, {"CastLike", rt__ox_op_cast_like}, {"Range", op_range}, {"Tile", op_tile},
     {"Expand", op_expand}, {"ArgMax", op_argmax}, {"ArgMin", op_argmax},
     {"Hardmax", op_hardmax}, {"CumSum", op_cumsum}, {"Trilu", op_trilu},
     {"LayerNormalization", op_layernorm}, {"TopK", op_topk},

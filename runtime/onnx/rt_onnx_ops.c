@@ -838,6 +838,9 @@ static ms_status op_hard_sigmoid(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 static int fold_int_binary(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__ox_value *a,
                            const rt__ox_value *b, int rank, const int64_t *od) {
     if (!a->iv || !b->iv) return 0;
+    /* int64 arithmetic is int64's and int32's (shape values); narrower types
+     * would need wrapping: their kernels compute them at run time. */
+    if ((a->dt != RT_DT_INT64 && a->dt != RT_DT_INT32) || b->dt != a->dt) return 0;
     int64_t na = rt__ox_nelem(a), nb = rt__ox_nelem(b), no = na > nb ? na : nb;
     if (na < 0 || nb < 0 || (na != nb && na != 1 && nb != 1)) return 0;
     rt__ox_value *o = rt__ox_def_out(cv, n, 0, a->dt, rank, od, NULL);
@@ -885,6 +888,25 @@ static int fold_float_binary(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt
     return 1;
 }
 
+/* Pow of a base that is not float: computed in the base's type when the
+ * exponent has it too (double, float16, bfloat16), else in double, the
+ * result cast back to the base's type (ONNX's output type); an integer
+ * result is the double truncated toward zero, exact while it is below 2^53. */
+static ms_status pow_typed(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *A,
+                           rt__ox_value *B, int r, const int64_t *od) {
+    const char *h = rt__ox_hint_of(n), *a, *b;
+    ms_status st;
+    if ((st = rt__ox_tf(cv, A, &a)) != MS_OK || (st = rt__ox_tf(cv, B, &b)) != MS_OK) return st;
+    rt_dtype c = A->dt == B->dt && !rt__ox_dtype_int(A->dt) ? A->dt : RT_DT_DOUBLE;
+    if (A->dt != c) a = rt__tf_cast(cv, rt__ox_printf(cv, "%s/base", h), a, A->dt, c);
+    if (B->dt != c) b = rt__tf_cast(cv, rt__ox_printf(cv, "%s/exponent", h), b, B->dt, c);
+    const char *y = rt__tf_binary(cv, "Pow", c == A->dt ? h : rt__ox_printf(cv, "%s/pow", h), a,
+                                  b, c);
+    if (c != A->dt) y = rt__tf_cast(cv, h, y, c, A->dt);
+    rt__ox_def_out(cv, n, 0, A->dt, r, od, y);
+    return MS_OK;
+}
+
 static ms_status op_binary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     static const char *const map[][2] = {
         {"Add", "AddV2"}, {"Sub", "Sub"},     {"Mul", "Mul"},     {"Div", "RealDiv"},
@@ -908,19 +930,18 @@ static ms_status op_binary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                           B->name);
     if (r >= 0 && (fold_int_binary(cv, n, A, B, r, od) || fold_float_binary(cv, n, A, B, r, od)))
         return MS_OK;
-    /* Integer tensors at run time: the ops with integer kernels (not Div,
-     * whose ONNX rounding toward zero TF's integer ops lack, nor Pow). */
-    int int_ok = (A->dt == RT_DT_INT32 || A->dt == RT_DT_INT64) && B->dt == A->dt &&
-                 strcmp(n->op_type, "Div") != 0 && strcmp(n->op_type, "Pow") != 0;
-    if (A->dt != RT_DT_FLOAT && !int_ok)
-        return rt__ox_err(cv, MS_ENOTSUP,
-                          "only float tensors are supported at run time (\"%s\" "
-                          "is %s)",
-                          A->name, rt_dtype_name(A->dt));
-    if (int_ok) {
+    if (A->dt != RT_DT_FLOAT) {
+        /* The other types (rt__ox_check_dtypes lets integers, double,
+         * float16 and bfloat16 through) in their own type. */
+        if (strcmp(n->op_type, "Pow") == 0) return pow_typed(cv, n, A, B, r, od);
+        if (B->dt != A->dt)
+            return rt__ox_err(cv, MS_ENOTSUP, "inputs of types %s and %s are not supported",
+                              rt_dtype_name(A->dt), rt_dtype_name(B->dt));
         const char *op = NULL;
         for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
             if (strcmp(map[i][0], n->op_type) == 0) op = map[i][1];
+        /* Integer Div rounds toward zero in ONNX: TF's Div on integers. */
+        if (strcmp(op, "RealDiv") == 0 && rt__ox_dtype_int(A->dt)) op = "Div";
         if ((st = rt__ox_tf(cv, A, &a)) != MS_OK || (st = rt__ox_tf(cv, B, &b)) != MS_OK)
             return st;
         rt__ox_def_out(cv, n, 0, A->dt, r, od, rt__tf_binary(cv, op, h, a, b, A->dt));
@@ -930,7 +951,7 @@ static ms_status op_binary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         /* Pow's exponent may be an integer tensor (opset 12+); every other
          * op here takes one type. float(int) is exact up to 2^24, beyond
          * which powf overflows anyway. */
-        if (strcmp(n->op_type, "Pow") != 0 || (B->dt != RT_DT_INT32 && B->dt != RT_DT_INT64))
+        if (strcmp(n->op_type, "Pow") != 0 || !rt__ox_dtype_int(B->dt))
             return rt__ox_err(cv, MS_ENOTSUP, "inputs of types %s and %s are not supported",
                               rt_dtype_name(A->dt), rt_dtype_name(B->dt));
         if ((st = rt__ox_tf(cv, B, &b)) != MS_OK) return st;

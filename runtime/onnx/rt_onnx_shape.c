@@ -923,47 +923,6 @@ ms_status rt__ox_op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
-ms_status rt__ox_op_cast(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL;
-    ms_status st;
-    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
-    int64_t to = rt__ox_attr_i(n, "to", 1);
-    rt_dtype dt = to == 1   ? RT_DT_FLOAT
-                  : to == 7 ? RT_DT_INT64
-                  : to == 6 ? RT_DT_INT32
-                  : to == 9 ? RT_DT_BOOL
-                            : RT_DT_INVALID;
-    if (dt == RT_DT_INVALID) return rt__ox_err(cv, MS_ENOTSUP, "cast to type %lld", (long long)to);
-    int64_t ne = rt__ox_nelem(X);
-    if (is_known(X) && ne >= 0) {
-        rt__ox_value *o = rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim, NULL);
-        if (dt == RT_DT_FLOAT) {
-            o->f = rt__ox_alloc(cv, (size_t)ne * 4 + 4);
-            for (int64_t i = 0; i < ne; i++)
-                o->f[i] = X->f ? X->f[i] : (float)X->iv[i];
-            if (!X->f && !rt__ox_is_const(X))
-                return rt__ox_err(cv, MS_ENOTSUP, "cast of a dynamic shape value to float");
-        } else {
-            o->iv = rt__ox_alloc(cv, (size_t)ne * 8 + 8);
-            o->ik = rt__ox_alloc(cv, (size_t)ne + 1);
-            for (int64_t i = 0; i < ne; i++) {
-                o->iv[i] = X->f ? (int64_t)X->f[i] : X->iv[i];
-                o->ik[i] = X->f ? 1 : X->ik[i];
-                if (dt == RT_DT_BOOL) o->iv[i] = o->iv[i] != 0;
-            }
-        }
-        return MS_OK;
-    }
-    if (dt == X->dt) {
-        rt__ox_alias(cv, n, X);
-        return MS_OK;
-    }
-    const char *x;
-    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
-    rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim, rt__tf_cast(cv, rt__ox_hint_of(n), x, X->dt, dt));
-    return MS_OK;
-}
-
 ms_status rt__ox_op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     ms_status st;

@@ -37,7 +37,7 @@ typedef struct npy_type {
 
 /* clang-format off */
 static const struct { rt_dtype dt; const char *descr; } descr_table[] = {
-    {RT_DT_FLOAT,  "<f4"}, {RT_DT_DOUBLE, "<f8"},
+    {RT_DT_FLOAT,  "<f4"}, {RT_DT_DOUBLE, "<f8"}, {RT_DT_HALF,   "<f2"},
     {RT_DT_INT8,   "|i1"}, {RT_DT_INT16,  "<i2"}, {RT_DT_INT32,  "<i4"}, {RT_DT_INT64,  "<i8"},
     {RT_DT_UINT8,  "|u1"}, {RT_DT_UINT16, "<u2"}, {RT_DT_UINT32, "<u4"}, {RT_DT_UINT64, "<u8"},
     {RT_DT_BOOL,   "|b1"},
@@ -52,7 +52,9 @@ const char *rt_npy_descr(rt_dtype dt) {
 
 static rt_dtype dtype_of(char kind, int size) {
     switch (kind) {
-    case 'f': return size == 4 ? RT_DT_FLOAT : size == 8 ? RT_DT_DOUBLE : RT_DT_INVALID;
+    case 'f':
+        return size == 2 ? RT_DT_HALF : size == 4 ? RT_DT_FLOAT : size == 8 ? RT_DT_DOUBLE
+                                                                          : RT_DT_INVALID;
     case 'i':
         return size == 1   ? RT_DT_INT8
                : size == 2 ? RT_DT_INT16
@@ -92,7 +94,7 @@ static ms_status parse_descr(const char *what, const char *d, npy_type *t) {
     t->dtype = dtype_of(t->kind, t->size);
     if (t->dtype == RT_DT_INVALID)
         return ms_errf(MS_EINVAL,
-                       "%s: unsupported dtype descr '%s' (supported: f4 f8 i1 i2 i4 i8 u1 u2 u4 "
+                       "%s: unsupported dtype descr '%s' (supported: f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 "
                        "u8 b1 S<n>)",
                        what, d);
     /* '|' means "byte order not applicable": only right for 1-byte items and

@@ -7,7 +7,8 @@
  *     MODEL.onnx  WORKDIR  NIN  IN_NAME...  NOUT  OUT_NAME...
  * The inputs are read from WORKDIR/in_K.npy (K = 0..NIN-1, the graph inputs
  * in order, written by the runner); the model is imported into WORKDIR/sm and
- * the outputs written to WORKDIR/out_K.npy. One answer line per request,
+ * the outputs written to WORKDIR/out_K.npy. bfloat16 tensors, which numpy
+ * lacks, travel as their bits in uint16 arrays both ways. One answer line per request,
  * flushed before the next is read:
  *     ok                     outputs written
  *     refused<TAB>MESSAGE    the import refused the model
@@ -84,6 +85,9 @@ static void conf_one(kn_backend *be, char **f, int nf) {
             printf("error\tinput %s: %s\n", f[3 + i], one_line());
             ok = 0;
         } else {
+            /* numpy has no bfloat16: the runner writes its bits as uint16. */
+            if (ti->dtype == TENSORFLOW__DATA_TYPE__DT_BFLOAT16 && ins[i]->dtype == RT_DT_UINT16)
+                ins[i]->dtype = RT_DT_BFLOAT16;
             feeds[i] = (rt_feed){.name = ti->name, .tensor = ins[i]};
         }
     }
@@ -102,6 +106,17 @@ static void conf_one(kn_backend *be, char **f, int nf) {
     }
     for (int i = 0; ok && i < nout; i++) {
         snprintf(path, sizeof path, "%s/out_%d.npy", work, i);
+        if (outs[i]->dtype == RT_DT_BFLOAT16) { /* its bits as uint16 (see above) */
+            rt_tensor *bits = NULL;
+            if (rt_tensor_view(outs[i], &outs[i]->shape, &bits) != MS_OK) {
+                printf("error\toutput %s: %s\n", f[4 + nin + i], one_line());
+                ok = 0;
+                break;
+            }
+            bits->dtype = RT_DT_UINT16;
+            rt_tensor_unref(outs[i]);
+            outs[i] = bits;
+        }
         if (rt_npy_write_file(path, outs[i]) != MS_OK) {
             printf("error\toutput %s: %s\n", f[4 + nin + i], one_line());
             ok = 0;

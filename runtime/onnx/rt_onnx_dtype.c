@@ -1,0 +1,203 @@
+/* rt_onnx_dtype.c - element types in the ONNX converter: which types each
+ * op's handler takes at run time (checked before the handler runs, so a type
+ * a handler was not written for is refused at import, naming node, op and
+ * type, instead of failing or computing wrongly at run time), the names of
+ * ONNX types this build cannot hold, and Cast / CastLike between every type
+ * the executor holds.
+ *
+ * The executor's Cast kernel implements ONNX's rules: float to integer
+ * truncates toward zero (saturating, NaN -> 0, where ONNX leaves the result
+ * undefined), float16 / bfloat16 round to nearest even in one rounding, to
+ * bool is "not zero" (NaN -> true), integer to integer wraps.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "rt_onnx_int.h"
+
+#define B(dt) (1u << (dt))
+/* What every handler took at run time before the other types reached the
+ * converter (graph inputs and Cast results). */
+#define TY_BASE (B(RT_DT_FLOAT) | B(RT_DT_INT32) | B(RT_DT_INT64) | B(RT_DT_BOOL))
+#define TY_INTS                                                                                    \
+    (B(RT_DT_INT8) | B(RT_DT_INT16) | B(RT_DT_INT32) | B(RT_DT_INT64) | B(RT_DT_UINT8) |          \
+     B(RT_DT_UINT16) | B(RT_DT_UINT32) | B(RT_DT_UINT64))
+#define TY_FLOATS (B(RT_DT_FLOAT) | B(RT_DT_DOUBLE) | B(RT_DT_HALF) | B(RT_DT_BFLOAT16))
+#define TY_NUM (TY_INTS | TY_FLOATS)
+#define TY_ALL (TY_NUM | B(RT_DT_BOOL) | B(RT_DT_STRING))
+
+/* Ops whose handlers take more than TY_BASE: every input must be one of
+ * `types` (constants the converter folds included). */
+static const struct {
+    const char *op;
+    uint32_t types;
+} wide_ops[] = {
+    {"Cast", TY_NUM | B(RT_DT_BOOL)},
+    {"CastLike", TY_NUM | B(RT_DT_BOOL)},
+    {"Identity", TY_ALL},
+    /* rt_onnx_ops.c op_binary (two inputs; Max / Min of more are below) */
+    {"Add", TY_NUM},
+    {"Sub", TY_NUM},
+    {"Mul", TY_NUM},
+    {"Div", TY_NUM},
+    {"Pow", TY_NUM},
+    {"Max", TY_NUM},
+    {"Min", TY_NUM},
+    /* rt_onnx_more.c op_compare and op_mod */
+    {"Equal", TY_NUM | B(RT_DT_BOOL)},
+    {"Less", TY_NUM},
+    {"Greater", TY_NUM},
+    {"LessOrEqual", TY_NUM},
+    {"GreaterOrEqual", TY_NUM},
+    {"Mod", TY_NUM},
+    {"BitShift", B(RT_DT_UINT8) | B(RT_DT_UINT16) | B(RT_DT_UINT32) | B(RT_DT_UINT64)},
+};
+
+int rt__ox_dtype_num(rt_dtype dt) {
+    return dt < 32 && (B(dt) & TY_NUM) != 0;
+}
+
+int rt__ox_dtype_int(rt_dtype dt) {
+    return dt < 32 && (B(dt) & TY_INTS) != 0;
+}
+
+/* "float, int32, ..." for a type set, from the arena. */
+static const char *type_list(rt__ox_conv *cv, uint32_t types) {
+    static const struct {
+        rt_dtype dt;
+        const char *name;
+    } names[] = {
+        {RT_DT_FLOAT, "float"},   {RT_DT_DOUBLE, "double"}, {RT_DT_HALF, "float16"},
+        {RT_DT_BFLOAT16, "bfloat16"}, {RT_DT_INT8, "int8"},     {RT_DT_INT16, "int16"},
+        {RT_DT_INT32, "int32"},   {RT_DT_INT64, "int64"},   {RT_DT_UINT8, "uint8"},
+        {RT_DT_UINT16, "uint16"}, {RT_DT_UINT32, "uint32"}, {RT_DT_UINT64, "uint64"},
+        {RT_DT_BOOL, "bool"},     {RT_DT_STRING, "string"},
+    };
+    char *s = rt__ox_alloc(cv, 160);
+    size_t o = 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (types & B(names[i].dt)) {
+            size_t l = strlen(names[i].name);
+            if (o) {
+                memcpy(s + o, ", ", 2);
+                o += 2;
+            }
+            memcpy(s + o, names[i].name, l);
+            o += l;
+        }
+    s[o] = '\0';
+    return s;
+}
+
+ms_status rt__ox_check_dtypes(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    uint32_t types = TY_BASE;
+    const char *op = n->op_type ? n->op_type : "";
+    int variadic = (strcmp(op, "Max") == 0 || strcmp(op, "Min") == 0) && n->n_input != 2;
+    for (size_t i = 0; !variadic && i < sizeof(wide_ops) / sizeof(wide_ops[0]); i++)
+        if (strcmp(wide_ops[i].op, op) == 0) types = wide_ops[i].types;
+    for (size_t k = 0; k < n->n_input; k++) {
+        const rt__ox_value *v = rt__ox_in(cv, n, (int)k);
+        if (v == NULL) continue;
+        /* Folded constants are handled as before: the handlers read f / iv. */
+        if (types == TY_BASE && (v->f != NULL || v->iv != NULL)) continue;
+        if (v->dt < 32 && (B(v->dt) & types)) continue;
+        return rt__ox_err(cv, MS_ENOTSUP,
+                          "input %zu (\"%s\") has element type %s, which this op does not take "
+                          "(supported: %s)",
+                          k, v->name, rt_dtype_name(v->dt), type_list(cv, types));
+    }
+    return MS_OK;
+}
+
+const char *rt__ox_onnx_type_name(int32_t t) {
+    static const char *const names[] = {
+        "UNDEFINED", "FLOAT",        "UINT8",      "INT8",       "UINT16",         "INT16",
+        "INT32",     "INT64",        "STRING",     "BOOL",       "FLOAT16",        "DOUBLE",
+        "UINT32",    "UINT64",       "COMPLEX64",  "COMPLEX128", "BFLOAT16",       "FLOAT8E4M3FN",
+        "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",  "INT4",           "FLOAT4E2M1",
+        "FLOAT8E8M0", "UINT2",       "INT2",
+    };
+    if (t >= 0 && (size_t)t < sizeof(names) / sizeof(names[0])) return names[t];
+    return "an unknown type";
+}
+
+/* ---- Cast / CastLike ---- */
+
+/* Float f as integer type dt by the executor's Cast rules: truncation toward
+ * zero, saturating at dt's range, NaN -> 0. */
+static int64_t fold_f_to_int(double f, rt_dtype dt) {
+    double lo = dt == RT_DT_INT32 ? (double)INT32_MIN : (double)INT64_MIN;
+    double hi = dt == RT_DT_INT32 ? (double)INT32_MAX : 9223372036854775807.0;
+    if (f != f) return 0;
+    if (f <= lo) return dt == RT_DT_INT32 ? INT32_MIN : INT64_MIN;
+    if (f >= hi) return dt == RT_DT_INT32 ? INT32_MAX : INT64_MAX;
+    return (int64_t)f;
+}
+
+/* Output 0 of node n: X converted to dt (a Const folded at import when X is
+ * known and dt is one the converter folds, else a TF Cast). */
+static ms_status cast_to(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X, rt_dtype dt) {
+    ms_status st;
+    if (!rt__ox_dtype_num(dt) && dt != RT_DT_BOOL)
+        return rt__ox_err(cv, MS_ENOTSUP, "cast to %s is not supported", rt_dtype_name(dt));
+    int64_t ne = rt__ox_nelem(X);
+    int foldable = dt == RT_DT_FLOAT || dt == RT_DT_INT64 || dt == RT_DT_INT32 || dt == RT_DT_BOOL;
+    if ((X->f != NULL || X->iv != NULL) && ne >= 0 && foldable) {
+        if (dt == RT_DT_FLOAT && !X->f && !rt__ox_is_const(X))
+            return rt__ox_err(cv, MS_ENOTSUP, "cast of a dynamic shape value to float");
+        rt__ox_value *o = rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim, NULL);
+        if (dt == RT_DT_FLOAT) {
+            o->f = rt__ox_alloc(cv, (size_t)ne * 4 + 4);
+            for (int64_t i = 0; i < ne; i++)
+                o->f[i] = X->f ? X->f[i] : (float)X->iv[i];
+            return MS_OK;
+        }
+        o->iv = rt__ox_alloc(cv, (size_t)ne * 8 + 8);
+        o->ik = rt__ox_alloc(cv, (size_t)ne + 1);
+        for (int64_t i = 0; i < ne; i++) {
+            int64_t x;
+            if (dt == RT_DT_BOOL)
+                x = X->f ? X->f[i] != 0 : X->iv[i] != 0; /* NaN is not zero: true */
+            else if (X->f)
+                x = fold_f_to_int(X->f[i], dt);
+            else
+                x = dt == RT_DT_INT32 ? (int32_t)(uint32_t)(uint64_t)X->iv[i] : X->iv[i];
+            o->iv[i] = x;
+            o->ik[i] = X->f ? 1 : X->ik[i];
+        }
+        return MS_OK;
+    }
+    if (dt == X->dt) {
+        rt__ox_alias(cv, n, X);
+        return MS_OK;
+    }
+    const char *x;
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+    rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim, rt__tf_cast(cv, rt__ox_hint_of(n), x, X->dt, dt));
+    return MS_OK;
+}
+
+ms_status rt__ox_op_cast(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X = NULL;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    const Onnx__AttributeProto *a = rt__ox_attr(n, "to");
+    if (a == NULL) return rt__ox_err(cv, MS_EINVAL, "attribute \"to\" is missing");
+    int64_t to = rt__ox_attr_i(n, "to", 0);
+    rt_dtype dt = to >= 0 && to <= INT32_MAX ? rt__ox_onnx_dtype((int32_t)to) : RT_DT_INVALID;
+    if (dt == RT_DT_INVALID || (!rt__ox_dtype_num(dt) && dt != RT_DT_BOOL))
+        return rt__ox_err(cv, MS_ENOTSUP, "cast to type %lld (%s) is not supported", (long long)to,
+                          to >= 0 && to <= INT32_MAX ? rt__ox_onnx_type_name((int32_t)to)
+                                                     : "an unknown type");
+    /* saturate (opset 19+) only changes casts to float8 types, refused above. */
+    return cast_to(cv, n, X, dt);
+}
+
+ms_status rt__ox_op_cast_like(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X, *T;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &T, NULL)) != MS_OK)
+        return st;
+    return cast_to(cv, n, X, T->dt);
+}
