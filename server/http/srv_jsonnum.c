@@ -44,8 +44,9 @@ ms_status srv_json_number(double v, rt_dtype dt, const char *dtname, const char 
     case RT_DT_UINT32: { uint32_t x = (uint32_t)v; memcpy(dst, &x, 4); *n = 4; break; }
     case RT_DT_UINT64: { uint64_t x = (uint64_t)v; memcpy(dst, &x, 8); *n = 8; break; }
     case RT_DT_FLOAT: { float x = (float)v; memcpy(dst, &x, 4); *n = 4; break; }
-    case RT_DT_HALF: { uint16_t x = kn__f32_to_half((float)v); memcpy(dst, &x, 2); *n = 2; break; }
-    case RT_DT_BFLOAT16: { uint16_t x = kn__f32_to_bf16((float)v); memcpy(dst, &x, 2); *n = 2; break; }
+    /* One rounding from the double (through float would round twice). */
+    case RT_DT_HALF: { uint16_t x = kn__f64_to_half(v); memcpy(dst, &x, 2); *n = 2; break; }
+    case RT_DT_BFLOAT16: { uint16_t x = kn__f64_to_bf16(v); memcpy(dst, &x, 2); *n = 2; break; }
     default: memcpy(dst, &v, 8), *n = 8; break;
     }
     return MS_OK;

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kn_cpu_util.h"
 #include "kn_cuda_mem.h"
 #include "ms_log.h"
 #include "ms_watch.h"
@@ -203,6 +204,8 @@ static cJSON *elem_json(const rt_tensor *t, int64_t i) {
     case RT_DT_UINT32: return cJSON_CreateNumber(((const uint32_t *)t->data)[i]);
     case RT_DT_UINT64: return cJSON_CreateNumber((double)((const uint64_t *)t->data)[i]);
     case RT_DT_BOOL: return cJSON_CreateBool(((const uint8_t *)t->data)[i]);
+    case RT_DT_HALF: return cJSON_CreateNumber(kn__half_to_f32(((const uint16_t *)t->data)[i]));
+    case RT_DT_BFLOAT16: return cJSON_CreateNumber(kn__bf16_to_f32(((const uint16_t *)t->data)[i]));
     case RT_DT_STRING: {
         const rt_str *s = &rt_tensor_strs(t)[i];
         int text = 1;
