@@ -53,7 +53,9 @@ START_TEST(test_round_trip_all_dtypes) {
     uint32_t u4[] = {0, 4294967295u, 11, 12};
     uint64_t u8[] = {0, UINT64_MAX, 13, 14};
     uint8_t b1[] = {1, 0, 1, 1};
+    uint16_t f2[] = {0x3C00, 0xC000, 0x7C00, 0x0001}; /* float16 1, -2, inf, 2^-24 */
     round_trip(util_cli_tensor(RT_DT_FLOAT, 2, d23, f));
+    round_trip(util_cli_tensor(RT_DT_HALF, 1, d4, f2));
     round_trip(util_cli_tensor(RT_DT_DOUBLE, 1, d4, d));
     round_trip(util_cli_tensor(RT_DT_INT8, 1, d4, i1));
     round_trip(util_cli_tensor(RT_DT_INT16, 1, d4, i2));
