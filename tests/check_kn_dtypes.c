@@ -2,7 +2,8 @@
  * unsigned integer types, double, float16 and bfloat16 (the element types an
  * ONNX model brings): wrapping arithmetic, truncating division and both
  * remainders, unsigned comparisons, float16 / bfloat16 arithmetic rounded
- * to nearest even, and Cast's rounding, saturation and NaN rules. Expected
+ * to nearest even, Cast's rounding, saturation and NaN rules, shifts and
+ * Bitcast. Expected
  * values are worked out by hand in the comments. */
 #include <check.h>
 #include <math.h>
@@ -227,6 +228,34 @@ START_TEST(cast_nan_inf_to_int_and_bool) {
 }
 END_TEST
 
+/* ---- shifts and Bitcast ---- */
+
+START_TEST(shifts_and_bitcast) {
+    /* uint8 1 << 7 = 128, 255 << 1 = 254 (wraps), 1 << 8 = 0 (by the width) */
+    CHECK_BITS(bin("LeftShift", TU_U8(S(3), 1, 255, 1), TU_U8(S(3), 7, 1, 8)), RT_DT_UINT8,
+               uint8_t, S(3), 128, 254, 0);
+    /* uint64 2^63 >> 63 = 1 (logical, no sign); >> 64 = 0 */
+    CHECK_BITS(bin("RightShift", U64(S(2), 1ull << 63, 1ull << 63), U64(S(2), 63, 64)),
+               RT_DT_UINT64, uint64_t, S(2), 1, 0);
+    /* float 1.0 is 0x3F800000 = 1065353216 as int32; -0.0 is 0x80000000 */
+    Tensorflow__NodeDef *d = tu_node_new("Bitcast", "bc");
+    tu_attr_type(d, "T", RT_DT_FLOAT);
+    tu_attr_type(d, "type", RT_DT_INT32);
+    rt_tensor *x = TU_F32(S(2), 1.0f, -0.0f);
+    rt_tensor *o = tu_run1(d, &x, 1);
+    rt_tensor_unref(x);
+    TU_CHECK_INT(o, RT_DT_INT32, S(2), 1065353216, INT32_MIN);
+    rt_tensor_unref(o);
+    /* element sizes must match */
+    d = tu_node_new("Bitcast", "bc2");
+    tu_attr_type(d, "T", RT_DT_FLOAT);
+    tu_attr_type(d, "type", RT_DT_INT64);
+    x = TU_F32(S(2), 1.0f, 2.0f);
+    tu_run_fail(d, &x, 1, 1, MS_ENOTSUP, "element sizes");
+    rt_tensor_unref(x);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"int", int_arith_wraps},
@@ -237,6 +266,7 @@ int main(void) {
         {"cast", cast_to_half_ties_and_range},
         {"cast", cast_to_bf16},
         {"cast", cast_nan_inf_to_int_and_bool},
+        {"bits", shifts_and_bitcast},
     };
     return tu_suite_main("kn_dtypes", cases, sizeof(cases) / sizeof(cases[0]));
 }

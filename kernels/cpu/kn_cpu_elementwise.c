@@ -232,6 +232,20 @@ DEF_BIN(xlogy_f64, double, double, x == 0 ? 0.0 : x * log(y))
     DEF_BIN(tmod_##s, T, T, x % y)                                                                 \
     DEF_BIN(floordiv_##s, T, T, x / y)                                                             \
     DEF_BIN(floormod_##s, T, T, x % y)
+/* Shifts of unsigned integers (ONNX BitShift): a shift by the width or
+ * more gives 0 (C leaves it undefined); right shifts are logical. */
+#define DEF_SHIFTS(s, T, BITS)                                                                     \
+    DEF_BIN(shl_##s, T, T, y >= (BITS) ? (T)0 : (T)(x << y))                                       \
+    DEF_BIN(shr_##s, T, T, y >= (BITS) ? (T)0 : (T)(x >> y))
+DEF_SHIFTS(u8, uint8_t, 8)
+DEF_SHIFTS(u16, uint16_t, 16)
+DEF_SHIFTS(u32, uint32_t, 32)
+DEF_SHIFTS(u64, uint64_t, 64)
+#define SHIFT_ROW(name, p)                                                                         \
+    {                                                                                              \
+        name, {[T_U8] = p##_u8, [T_U16] = p##_u16, [T_U32] = p##_u32, [T_U64] = p##_u64}, 0, 0,    \
+            NULL                                                                                   \
+    }
 DEF_SINT(i8, int8_t, uint8_t)
 DEF_SINT(i16, int16_t, uint16_t)
 DEF_UINT(u8, uint8_t)
@@ -349,6 +363,8 @@ static const bin_op bin_ops[] = {
     {"TruncateMod", {ALL_NUM(tmod)}, 0, 1, NULL},
     {"Atan2", {[T_F32] = atan2_f32, [T_F64] = atan2_f64}, 0, 0, NULL},
     {"Xlogy", {[T_F32] = xlogy_f32, [T_F64] = xlogy_f64}, 0, 0, NULL},
+    SHIFT_ROW("LeftShift", shl),
+    SHIFT_ROW("RightShift", shr),
     {"LogicalAnd", {[T_BOOL] = and_b}, 1, 0, NULL},
     {"LogicalOr", {[T_BOOL] = or_b}, 1, 0, NULL},
 };
@@ -1034,6 +1050,24 @@ static ms_status cast_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     return MS_OK;
 }
 
+/* Bitcast between types of one element size: the bytes unchanged under
+ * the new type (ONNX BitCast; TF's also changes the shape when the sizes
+ * differ, which is refused here). */
+static ms_status bitcast_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                 rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    rt_dtype d = kn_attr_type(node, "type", RT_DT_INVALID);
+    size_t es = rt_dtype_size(in[0]->dtype);
+    if (!rt_dtype_is_pod(d) || !rt_dtype_is_pod(in[0]->dtype) || rt_dtype_size(d) != es)
+        return kn__errf(MS_ENOTSUP, node, "bitcast from %s to %s (element sizes must be equal)",
+                        rt_dtype_name(in[0]->dtype), rt_dtype_name(d));
+    if ((st = kn__output(ctx, node, 0, d, &in[0]->shape, &out[0])) != MS_OK) return st;
+    if (in[0]->nelem > 0) memcpy(out[0]->data, in[0]->data, rt_tensor_nbytes(in[0]));
+    return MS_OK;
+}
+
 /* ====================================================================== */
 /* ZerosLike, OnesLike, AddN                                              */
 /* ====================================================================== */
@@ -1174,6 +1208,8 @@ const kn_kernel kn_cpu_elementwise_kernels[] = {
     BIN("TruncateMod"),
     BIN("Atan2"),
     BIN("Xlogy"),
+    BIN("LeftShift"),
+    BIN("RightShift"),
     BIN("LogicalAnd"),
     BIN("LogicalOr"),
     UN("Square"),
@@ -1205,6 +1241,7 @@ const kn_kernel kn_cpu_elementwise_kernels[] = {
     {.op = "Select", .compute = select_compute},
     {.op = "SelectV2", .compute = select_compute},
     {.op = "Cast", .prepare = cast_prepare, .compute = cast_compute},
+    {.op = "Bitcast", .compute = bitcast_compute},
     {.op = "ZerosLike", .compute = fill_like_compute},
     {.op = "OnesLike", .compute = fill_like_compute},
     {.op = "AddN", .compute = addn_compute},

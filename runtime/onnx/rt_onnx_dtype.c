@@ -2,8 +2,8 @@
  * op's handler takes at run time (checked before the handler runs, so a type
  * a handler was not written for is refused at import, naming node, op and
  * type, instead of failing or computing wrongly at run time), the names of
- * ONNX types this build cannot hold, and Cast / CastLike between every type
- * the executor holds.
+ * ONNX types this build cannot hold, Cast / CastLike between every type the
+ * executor holds, and the bit-level ops BitShift and BitCast.
  *
  * The executor's Cast kernel implements ONNX's rules: float to integer
  * truncates toward zero (saturating, NaN -> 0, where ONNX leaves the result
@@ -51,6 +51,10 @@ static const struct {
     {"GreaterOrEqual", TY_NUM},
     {"Mod", TY_NUM},
     {"BitShift", B(RT_DT_UINT8) | B(RT_DT_UINT16) | B(RT_DT_UINT32) | B(RT_DT_UINT64)},
+    {"BitCast", TY_NUM | B(RT_DT_BOOL)},
+    /* rt_onnx_more.c */
+    {"Where", TY_NUM | B(RT_DT_BOOL)},
+    {"CumSum", TY_BASE | B(RT_DT_DOUBLE)},
 };
 
 int rt__ox_dtype_num(rt_dtype dt) {
@@ -200,4 +204,52 @@ ms_status rt__ox_op_cast_like(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         (st = rt__ox_need(cv, n, 1, &T, NULL)) != MS_OK)
         return st;
     return cast_to(cv, n, X, T->dt);
+}
+
+/* ---- BitShift, BitCast ---- */
+
+ms_status rt__ox_op_bitshift(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X, *Y;
+    const char *x, *y;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK || (st = rt__ox_need(cv, n, 1, &Y, &y)) != MS_OK)
+        return st;
+    int left = rt__ox_attr_is(n, "direction", "LEFT", "");
+    if (!left && !rt__ox_attr_is(n, "direction", "RIGHT", ""))
+        return rt__ox_err(cv, MS_EINVAL, "direction must be \"LEFT\" or \"RIGHT\"");
+    if (X->dt != Y->dt)
+        return rt__ox_err(cv, MS_EINVAL, "inputs have different types %s and %s",
+                          rt_dtype_name(X->dt), rt_dtype_name(Y->dt));
+    int64_t od[OX_MAXR];
+    int r = rt__ox_broadcast(X, Y, od);
+    if (r == -2) return rt__ox_err(cv, MS_EINVAL, "shapes do not broadcast");
+    if (r < 0) return rt__ox_err(cv, MS_ENOTSUP, "input ranks must be known");
+    rt__ox_def_out(cv, n, 0, X->dt, r, od,
+                   rt__tf_binary(cv, left ? "LeftShift" : "RightShift", rt__ox_hint_of(n), x, y,
+                                 X->dt));
+    return MS_OK;
+}
+
+ms_status rt__ox_op_bitcast(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X;
+    const char *x;
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    if (rt__ox_attr(n, "to") == NULL) return rt__ox_err(cv, MS_EINVAL, "attribute \"to\" is missing");
+    int64_t to = rt__ox_attr_i(n, "to", 0);
+    rt_dtype dt = to >= 0 && to <= INT32_MAX ? rt__ox_onnx_dtype((int32_t)to) : RT_DT_INVALID;
+    if (!rt__ox_dtype_num(dt) && dt != RT_DT_BOOL)
+        return rt__ox_err(cv, MS_ENOTSUP, "bitcast to type %lld (%s) is not supported",
+                          (long long)to,
+                          to >= 0 && to <= INT32_MAX ? rt__ox_onnx_type_name((int32_t)to)
+                                                     : "an unknown type");
+    if (rt_dtype_size(dt) != rt_dtype_size(X->dt))
+        return rt__ox_err(cv, MS_EINVAL, "bitcast from %s to %s: element sizes differ",
+                          rt_dtype_name(X->dt), rt_dtype_name(dt));
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Bitcast", rt__ox_hint_of(n));
+    rt__tf_input(cv, nd, x);
+    rt__tf_attr_type(cv, nd, "T", X->dt);
+    rt__tf_attr_type(cv, nd, "type", dt);
+    rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim, nd->name);
+    return MS_OK;
 }

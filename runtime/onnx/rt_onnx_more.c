@@ -260,8 +260,8 @@ static ms_status op_where(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *c, *x, *y;
     ms_status st;
     if ((st = in_typed(cv, n, 0, is_bool, "bool", &C, &c)) != MS_OK ||
-        (st = in_typed(cv, n, 1, is_any, "float, int32, int64, bool", &X, &x)) != MS_OK ||
-        (st = in_typed(cv, n, 2, is_any, "float, int32, int64, bool", &Y, &y)) != MS_OK)
+        (st = in_typed(cv, n, 1, is_cmp_eq, "integer, floating and bool types", &X, &x)) != MS_OK ||
+        (st = in_typed(cv, n, 2, is_cmp_eq, "integer, floating and bool types", &Y, &y)) != MS_OK)
         return st;
     if (X->dt != Y->dt) return rt__ox_err(cv, MS_EINVAL, "X and Y have different types");
     rt__ox_value t = {.rank = 0};
@@ -540,11 +540,16 @@ static ms_status op_hardmax(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+static int is_num_or_double(rt_dtype dt) {
+    return is_num(dt) || dt == RT_DT_DOUBLE;
+}
+
 static ms_status op_cumsum(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X, *A;
     const char *x, *a;
     ms_status st;
-    if ((st = in_typed(cv, n, 0, is_num, "float, int32, int64", &X, &x)) != MS_OK ||
+    if ((st = in_typed(cv, n, 0, is_num_or_double, "float, double, int32, int64", &X, &x)) !=
+            MS_OK ||
         (st = in_typed(cv, n, 1, is_int, "int32, int64", &A, &a)) != MS_OK)
         return st;
     if (A->rank > 0 && rt__ox_nelem(A) != 1) return rt__ox_err(cv, MS_EINVAL, "axis: a scalar");

@@ -1226,6 +1226,7 @@ static const struct { const char *op; rt__ox_handler fn; } handlers[] = {
     {"Constant", rt__ox_op_constant},         {"ConstantOfShape", rt__ox_op_constant_of_shape},
     {"Shape", rt__ox_op_shape},               {"Gather", rt__ox_op_gather},
     {"Cast", rt__ox_op_cast},
+    {"BitShift", rt__ox_op_bitshift},         {"BitCast", rt__ox_op_bitcast},
     {"Identity", rt__ox_op_identity},         {"Dropout", rt__ox_op_identity},
 };
 /* clang-format on */

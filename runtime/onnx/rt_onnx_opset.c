@@ -92,6 +92,8 @@ static const ox_opdef ox_defs[] = {
     {"Add", {7, 13, 14}, {1, 6}, ""},
     {"AveragePool", {7, 10, 11, 19, 22}, {1}, "auto_pad ceil_mode count_include_pad kernel_shape pads strides"},
     {"BatchNormalization", {7, 9, 14, 15}, {1, 6}, "epsilon momentum training_mode=0"},
+    {"BitCast", {26}, {0}, "to"},
+    {"BitShift", {11}, {0}, "direction"},
     {"Cast", {6, 9, 13, 19, TYPES25}, {1}, "to saturate"},
     {"Clip", {6, 11, 12, 13}, {1}, "min max"},
     {"Concat", {4, 11, 13}, {1}, "axis"},
