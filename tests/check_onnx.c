@@ -417,6 +417,87 @@ START_TEST(test_graph_without_nodes) {
 }
 END_TEST
 
+/* Converts the one-node graph x (ONNX element type in_type) -> op (node
+ * "n1", optional int attribute) -> y; returns the status (message in
+ * ms_errmsg). */
+static ms_status convert_one_node(int32_t in_type, const char *op, const char *attr,
+                                  int64_t attr_v) {
+    Onnx__TypeProto__Tensor tt = ONNX__TYPE_PROTO__TENSOR__INIT;
+    tt.has_elem_type = 1;
+    tt.elem_type = in_type;
+    Onnx__TypeProto ty = ONNX__TYPE_PROTO__INIT;
+    ty.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    ty.tensor_type = &tt;
+    Onnx__ValueInfoProto x = ONNX__VALUE_INFO_PROTO__INIT, y = ONNX__VALUE_INFO_PROTO__INIT;
+    Onnx__TypeProto yty = ONNX__TYPE_PROTO__INIT; /* y: no type, the converter's */
+    x.name = "x";
+    x.type = &ty;
+    y.name = "y";
+    y.type = &yty;
+    yty.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    Onnx__TypeProto__Tensor ytt = ONNX__TYPE_PROTO__TENSOR__INIT;
+    yty.tensor_type = &ytt;
+    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
+    a.name = (char *)attr;
+    a.has_type = 1;
+    a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    a.has_i = 1;
+    a.i = attr_v;
+    Onnx__AttributeProto *as[1] = {&a};
+    char *nin[1] = {"x"}, *nout[1] = {"y"};
+    Onnx__NodeProto nd = ONNX__NODE_PROTO__INIT;
+    nd.name = "n1";
+    nd.op_type = (char *)op;
+    nd.n_input = 1;
+    nd.input = nin;
+    nd.n_output = 1;
+    nd.output = nout;
+    nd.n_attribute = attr ? 1 : 0;
+    nd.attribute = attr ? as : NULL;
+    Onnx__NodeProto *nds[1] = {&nd};
+    Onnx__ValueInfoProto *ins[1] = {&x}, *outs[1] = {&y};
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "one";
+    g.n_node = 1;
+    g.node = nds;
+    g.n_input = 1;
+    g.input = ins;
+    g.n_output = 1;
+    g.output = outs;
+    size_t len = 0, n = 0;
+    uint8_t *buf = pack_model(&g, &len), *pb = NULL;
+    ms_status st = rt_onnx_convert_mem(buf, len, NULL, "one", NULL, &pb, &n);
+    free(buf);
+    free(pb);
+    return st;
+}
+
+/* Element types: every integer and floating type passes a Cast; a type this
+ * build cannot hold, a cast to one, and an op not written for a type are
+ * refused naming the input or node, the op and the type. */
+START_TEST(test_dtypes_accepted_and_refused) {
+    /* uint16 -> float16, double -> bfloat16 (16), float16 -> uint64 (13) */
+    ck_assert_int_eq(convert_one_node(4, "Cast", "to", 10), MS_OK);
+    ck_assert_int_eq(convert_one_node(11, "Cast", "to", 16), MS_OK);
+    ck_assert_int_eq(convert_one_node(10, "Cast", "to", 13), MS_OK);
+    ck_assert_int_eq(convert_one_node(3, "Identity", NULL, 0), MS_OK); /* int8 */
+    /* a FLOAT8E4M3FN (17) graph input */
+    ck_assert_int_eq(convert_one_node(17, "Identity", NULL, 0), MS_ENOTSUP);
+    ck_assert_msg(strstr(ms_errmsg(), "\"x\"") && strstr(ms_errmsg(), "FLOAT8E4M3FN"),
+                  "message: %s", ms_errmsg());
+    /* a cast to INT4 (22) */
+    ck_assert_int_eq(convert_one_node(1, "Cast", "to", 22), MS_ENOTSUP);
+    ck_assert_msg(strstr(ms_errmsg(), "n1") && strstr(ms_errmsg(), "Cast") &&
+                      strstr(ms_errmsg(), "INT4"),
+                  "message: %s", ms_errmsg());
+    /* Softmax of a double input: its handler takes float only */
+    ck_assert_int_eq(convert_one_node(11, "Softmax", NULL, 0), MS_ENOTSUP);
+    ck_assert_msg(strstr(ms_errmsg(), "n1") && strstr(ms_errmsg(), "Softmax") &&
+                      strstr(ms_errmsg(), "DT_DOUBLE"),
+                  "message: %s", ms_errmsg());
+}
+END_TEST
+
 START_TEST(test_missing_external_data) {
     /* mobile.onnx keeps its weights in mobile.weights beside it; a copy of
      * the model alone must fail naming the missing file. */
@@ -594,6 +675,7 @@ static Suite *onnx_suite(void) {
     tcase_add_test(tc, test_missing_file);
     tcase_add_test(tc, test_not_onnx);
     tcase_add_test(tc, test_graph_without_nodes);
+    tcase_add_test(tc, test_dtypes_accepted_and_refused);
     tcase_add_test(tc, test_missing_external_data);
     tcase_add_test(tc, test_external_data_outside);
     tcase_add_test(tc, test_dicom_input_bad_name_or_size);
