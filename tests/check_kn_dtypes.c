@@ -2,8 +2,8 @@
  * unsigned integer types, double, float16 and bfloat16 (the element types an
  * ONNX model brings): wrapping arithmetic, truncating division and both
  * remainders, unsigned comparisons, float16 / bfloat16 arithmetic rounded
- * to nearest even, Cast's rounding, saturation and NaN rules, shifts and
- * Bitcast. Expected
+ * to nearest even, Cast's rounding, saturation and NaN rules, shifts,
+ * Bitcast and string equality. Expected
  * values are worked out by hand in the comments. */
 #include <check.h>
 #include <math.h>
@@ -256,6 +256,22 @@ START_TEST(shifts_and_bitcast) {
 }
 END_TEST
 
+/* ---- strings ---- */
+
+START_TEST(string_equal) {
+    /* by bytes: "ab" == "ab", "ab" != "abc" (a prefix), "" == "", broadcast
+     * of a scalar "x" */
+    const char *a[] = {"ab", "ab", ""}, *b[] = {"ab", "abc", ""}, *c[] = {"x"};
+    rt_tensor *o = bin("Equal", tu_strings(S(3), a, 3), tu_strings(S(3), b, 3));
+    TU_CHECK_INT(o, RT_DT_BOOL, S(3), 1, 0, 1);
+    rt_tensor_unref(o);
+    const char *d[] = {"x", "y"};
+    o = bin("NotEqual", tu_strings(S(2), d, 2), tu_strings(TU_SCALAR, c, 1));
+    TU_CHECK_INT(o, RT_DT_BOOL, S(2), 0, 1);
+    rt_tensor_unref(o);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"int", int_arith_wraps},
@@ -267,6 +283,7 @@ int main(void) {
         {"cast", cast_to_bf16},
         {"cast", cast_nan_inf_to_int_and_bool},
         {"bits", shifts_and_bitcast},
+        {"string", string_equal},
     };
     return tu_suite_main("kn_dtypes", cases, sizeof(cases) / sizeof(cases[0]));
 }

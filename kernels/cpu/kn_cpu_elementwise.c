@@ -30,6 +30,7 @@ enum {
     T_U64,
     T_F16,
     T_BF16,
+    T_STR,
     T_COUNT
 };
 
@@ -61,6 +62,8 @@ static int type_slot(rt_dtype dt) {
         return T_F16;
     case RT_DT_BFLOAT16:
         return T_BF16;
+    case RT_DT_STRING:
+        return T_STR;
     default:
         return -1;
     }
@@ -309,6 +312,9 @@ DEF_CMP(eq, x == y)
 DEF_BIN(eq_b, uint8_t, uint8_t, (x != 0) == (y != 0))
 DEF_CMP(ne, x != y)
 DEF_BIN(ne_b, uint8_t, uint8_t, (x != 0) != (y != 0))
+/* Strings compare by their bytes. */
+DEF_BIN(eq_s, rt_str, uint8_t, x.len == y.len && (x.len == 0 || memcmp(x.data, y.data, x.len) == 0))
+DEF_BIN(ne_s, rt_str, uint8_t, x.len != y.len || (x.len != 0 && memcmp(x.data, y.data, x.len) != 0))
 DEF_BIN(and_b, uint8_t, uint8_t, x &&y)
 DEF_BIN(or_b, uint8_t, uint8_t, x || y)
 
@@ -350,8 +356,8 @@ static const bin_op bin_ops[] = {
     CMP_ROW("GreaterEqual", ge),
     CMP_ROW("Less", lt),
     CMP_ROW("LessEqual", le),
-    {"Equal", {ALL_NUM(eq), [T_BOOL] = eq_b}, 1, 0, NULL},
-    {"NotEqual", {ALL_NUM(ne), [T_BOOL] = ne_b}, 1, 0, NULL},
+    {"Equal", {ALL_NUM(eq), [T_BOOL] = eq_b, [T_STR] = eq_s}, 1, 0, NULL},
+    {"NotEqual", {ALL_NUM(ne), [T_BOOL] = ne_b, [T_STR] = ne_s}, 1, 0, NULL},
     {"SquaredDifference", {[T_F32] = sqdiff_f32, [T_F64] = sqdiff_f64}, 0, 0, sqdiff_f32_rows},
     {"DivNoNan", {[T_F32] = divnonan_f32, [T_F64] = divnonan_f64}, 0, 0, NULL},
     {"FloorDiv", {ALL_NUM(floordiv)}, 0, 1, NULL},
@@ -464,7 +470,7 @@ static ms_status bin_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
     ew_job job = {.bc = &bc, .nargs = 2, .bfn = op->fn[slot], .osize = rt_dtype_size(odt)};
     for (int k = 0; k < 2; k++) {
         job.src[k] = in[k]->data;
-        job.esize[k] = rt_dtype_size(in[k]->dtype);
+        job.esize[k] = slot == T_STR ? sizeof(rt_str) : rt_dtype_size(in[k]->dtype);
     }
     job.dst = out[0]->data;
     if (out[0]->nelem == 0) return MS_OK;

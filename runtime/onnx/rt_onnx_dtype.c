@@ -44,7 +44,7 @@ static const struct {
     {"Max", TY_NUM},
     {"Min", TY_NUM},
     /* rt_onnx_more.c op_compare and op_mod */
-    {"Equal", TY_NUM | B(RT_DT_BOOL)},
+    {"Equal", TY_NUM | B(RT_DT_BOOL) | B(RT_DT_STRING)},
     {"Less", TY_NUM},
     {"Greater", TY_NUM},
     {"LessOrEqual", TY_NUM},

@@ -191,6 +191,9 @@ static int is_cmp(rt_dtype dt) {
 static int is_cmp_eq(rt_dtype dt) {
     return rt__ox_dtype_num(dt) || dt == RT_DT_BOOL;
 }
+static int is_cmp_eq_str(rt_dtype dt) {
+    return is_cmp_eq(dt) || dt == RT_DT_STRING;
+}
 
 static ms_status op_compare(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     static const char *const map[][2] = {
@@ -206,7 +209,7 @@ static ms_status op_compare(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *a, *b;
     int64_t od[OX_MAXR];
     int r;
-    ms_status st = two_inputs(cv, n, logic ? is_bool : k == 0 ? is_cmp_eq : is_cmp,
+    ms_status st = two_inputs(cv, n, logic ? is_bool : k == 0 ? is_cmp_eq_str : is_cmp,
                               logic ? "bool" : "integer and floating-point types", &A, &B, &a, &b,
                               &r, od);
     if (st != MS_OK) return st;
