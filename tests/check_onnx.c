@@ -472,9 +472,10 @@ static ms_status convert_one_node(int32_t in_type, const char *op, const char *a
     return st;
 }
 
-/* Element types: every integer and floating type passes a Cast; a type this
- * build cannot hold, a cast to one, and an op not written for a type are
- * refused naming the input or node, the op and the type. */
+/* Element types: every integer and floating type passes a Cast; float16 /
+ * bfloat16 pass float-only ops (run in float); a type this build cannot
+ * hold, a cast to one, and an op not written for a type are refused naming
+ * the input or node, the op and the type. */
 START_TEST(test_dtypes_accepted_and_refused) {
     /* uint16 -> float16, double -> bfloat16 (16), float16 -> uint64 (13) */
     ck_assert_int_eq(convert_one_node(4, "Cast", "to", 10), MS_OK);
@@ -490,6 +491,9 @@ START_TEST(test_dtypes_accepted_and_refused) {
     ck_assert_msg(strstr(ms_errmsg(), "n1") && strstr(ms_errmsg(), "Cast") &&
                       strstr(ms_errmsg(), "INT4"),
                   "message: %s", ms_errmsg());
+    /* float16 and bfloat16 inputs of a float-only op run it in float between Casts */
+    ck_assert_msg(convert_one_node(10, "Sigmoid", NULL, 0) == MS_OK, "%s", ms_errmsg());
+    ck_assert_msg(convert_one_node(16, "Relu", NULL, 0) == MS_OK, "%s", ms_errmsg());
     /* Softmax of a double input: its handler takes float only */
     ck_assert_int_eq(convert_one_node(11, "Softmax", NULL, 0), MS_ENOTSUP);
     ck_assert_msg(strstr(ms_errmsg(), "n1") && strstr(ms_errmsg(), "Softmax") &&

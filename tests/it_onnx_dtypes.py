@@ -9,6 +9,7 @@ fields) and REST (JSON), KServe ModelInfer over gRPC (raw contents).
     yu = u * u            (uint16, wraps)
     y8 = i8 + i8          (int8, wraps)
     yd = Cast(u, DOUBLE)
+    ys = Sqrt(h)          (float16; computed in float, rounded once)
 
 Expected values come from numpy (float16 arithmetic, integer wrapping) and a
 bfloat16 rounding written here (round to nearest even on the float32 bits).
@@ -53,6 +54,7 @@ def expected():
         "yu": (U * U).astype(np.uint16),
         "y8": (I8 + I8).astype(np.int8),
         "yd": U.astype(np.float64),
+        "ys": np.sqrt(H.astype(np.float32)).astype(np.float16),
     }
 
 
@@ -63,13 +65,14 @@ def build(path):
          helper.make_node("Cast", ["h"], ["yb"], name="to_bf16", to=TensorProto.BFLOAT16),
          helper.make_node("Mul", ["u", "u"], ["yu"], name="mul_u"),
          helper.make_node("Add", ["i8", "i8"], ["y8"], name="add_i8"),
-         helper.make_node("Cast", ["u"], ["yd"], name="to_double", to=TensorProto.DOUBLE)],
+         helper.make_node("Cast", ["u"], ["yd"], name="to_double", to=TensorProto.DOUBLE),
+         helper.make_node("Sqrt", ["h"], ["ys"], name="sqrt_h")],
         "dtypes",
         [vi("h", TensorProto.FLOAT16, [3]), vi("u", TensorProto.UINT16, [2]),
          vi("i8", TensorProto.INT8, [2])],
         [vi("yh", TensorProto.FLOAT16, [3]), vi("yb", TensorProto.BFLOAT16, [3]),
          vi("yu", TensorProto.UINT16, [2]), vi("y8", TensorProto.INT8, [2]),
-         vi("yd", TensorProto.DOUBLE, [2])])
+         vi("yd", TensorProto.DOUBLE, [2]), vi("ys", TensorProto.FLOAT16, [3])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 7
     onnx.save(m, path)
@@ -106,7 +109,7 @@ def grpc_predict(d, pb, want):
     req.inputs["i8"].CopyFrom(i8)
     resp = d.stub.Predict(req, timeout=30)
     types = {"yh": fw.DT_HALF, "yb": fw.DT_BFLOAT16, "yu": fw.DT_UINT16, "y8": fw.DT_INT8,
-             "yd": fw.DT_DOUBLE}
+             "yd": fw.DT_DOUBLE, "ys": fw.DT_HALF}
     for k, w in want.items():
         tp = resp.outputs[k]
         got = from_tensor_proto(pb, tp)
@@ -144,7 +147,7 @@ def kserve_infer(d, pb, want):
         req.raw_input_contents.append(a.astype(a.dtype.newbyteorder("<")).tobytes())
     resp = d.stub.ModelInfer(req, timeout=30)
     types = {"yh": ("FP16", np.float16), "yb": ("BF16", np.uint16), "yu": ("UINT16", np.uint16),
-             "y8": ("INT8", np.int8), "yd": ("FP64", np.float64)}
+             "y8": ("INT8", np.int8), "yd": ("FP64", np.float64), "ys": ("FP16", np.float16)}
     check(len(resp.raw_output_contents) == len(resp.outputs),
           "ModelInfer: raw contents for every output (%d of %d)"
           % (len(resp.raw_output_contents), len(resp.outputs)))

@@ -419,7 +419,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
         rt__ox_handler h = rt__ox_handler_for(op);
         if (h == NULL) return rt__ox_err(cv, MS_ENOTSUP, "unsupported ONNX op \"%s\"", op);
         if ((st = rt__ox_check_version(cv, n)) != MS_OK ||
-            (st = rt__ox_check_dtypes(cv, n)) != MS_OK || (st = h(cv, n)) != MS_OK)
+            (st = rt__ox_run_handler(cv, n, h)) != MS_OK)
             return st;
         for (size_t k = 0; k < n->n_output; k++)
             if (n->output[k] && n->output[k][0] && rt__ox_find(cv, n->output[k]) == NULL)

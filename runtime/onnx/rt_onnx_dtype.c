@@ -93,12 +93,18 @@ static const char *type_list(rt__ox_conv *cv, uint32_t types) {
     return s;
 }
 
-ms_status rt__ox_check_dtypes(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+/* The types node n's handler takes at run time. */
+static uint32_t op_types(const Onnx__NodeProto *n) {
     uint32_t types = TY_BASE;
     const char *op = n->op_type ? n->op_type : "";
     int variadic = (strcmp(op, "Max") == 0 || strcmp(op, "Min") == 0) && n->n_input != 2;
     for (size_t i = 0; !variadic && i < sizeof(wide_ops) / sizeof(wide_ops[0]); i++)
         if (strcmp(wide_ops[i].op, op) == 0) types = wide_ops[i].types;
+    return types;
+}
+
+ms_status rt__ox_check_dtypes(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    uint32_t types = op_types(n);
     for (size_t k = 0; k < n->n_input; k++) {
         const rt__ox_value *v = rt__ox_in(cv, n, (int)k);
         if (v == NULL) continue;
@@ -111,6 +117,86 @@ ms_status rt__ox_check_dtypes(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                           k, v->name, rt_dtype_name(v->dt), type_list(cv, types));
     }
     return MS_OK;
+}
+
+/* The 16-bit float type of n's inputs when n is an op whose handler takes
+ * float but not that type and no attribute picks an output type (Cast's
+ * `to`, EyeLike's `dtype`, ...); RT_DT_INVALID when that is not the case or
+ * float16 and bfloat16 are mixed. */
+static rt_dtype narrow_float_of(rt__ox_conv *cv, const Onnx__NodeProto *n, uint32_t types) {
+    if (types & B(RT_DT_HALF)) return RT_DT_INVALID;
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        const char *a = n->attribute[i]->name ? n->attribute[i]->name : "";
+        if (strcmp(a, "to") == 0 || strcmp(a, "dtype") == 0 || strcmp(a, "output_datatype") == 0)
+            return RT_DT_INVALID;
+    }
+    rt_dtype nf = RT_DT_INVALID;
+    for (size_t k = 0; k < n->n_input; k++) {
+        const rt__ox_value *v = rt__ox_in(cv, n, (int)k);
+        if (v == NULL || (v->dt != RT_DT_HALF && v->dt != RT_DT_BFLOAT16)) continue;
+        if (nf != RT_DT_INVALID && nf != v->dt) return RT_DT_INVALID;
+        nf = v->dt;
+    }
+    return nf;
+}
+
+/* Runs handler h on n with its float16 / bfloat16 inputs cast to float and
+ * its float outputs cast back to nf (ONNX gives such outputs the input
+ * type): computed in float and rounded once per op to nearest even, as
+ * numpy computes float16 and as ONNX Runtime does for the float16 ops it
+ * runs in float. Integer and bool outputs (ArgMax, IsNaN, ...) pass as
+ * they are. */
+static ms_status run_in_float(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_handler h,
+                              rt_dtype nf) {
+    ms_status st;
+    const char *hint = rt__ox_hint_of(n);
+    Onnx__NodeProto *c = rt__ox_alloc(cv, sizeof(*c));
+    *c = *n;
+    c->input = rt__ox_alloc(cv, (n->n_input + 1) * sizeof(char *));
+    c->output = rt__ox_alloc(cv, (n->n_output + 1) * sizeof(char *));
+    for (size_t k = 0; k < n->n_input; k++) {
+        rt__ox_value *v = rt__ox_in(cv, n, (int)k);
+        c->input[k] = n->input[k];
+        if (v == NULL || v->dt != nf) continue;
+        const char *fname = rt__ox_printf(cv, "%s/as_float", v->name);
+        if (rt__ox_find(cv, fname) == NULL) {
+            const char *x;
+            if ((st = rt__ox_tf(cv, v, &x)) != MS_OK) return st;
+            rt__ox_value *f = rt__ox_define(cv, fname, RT_DT_FLOAT, v->rank, v->dim);
+            f->tf = rt__tf_cast(cv, fname, x, nf, RT_DT_FLOAT);
+        }
+        c->input[k] = (char *)fname;
+    }
+    for (size_t k = 0; k < n->n_output; k++)
+        c->output[k] = n->output[k] && n->output[k][0]
+                           ? rt__ox_printf(cv, "%s/float", n->output[k])
+                           : n->output[k];
+    if ((st = rt__ox_check_dtypes(cv, c)) != MS_OK || (st = h(cv, c)) != MS_OK) return st;
+    for (size_t k = 0; k < n->n_output; k++) {
+        if (n->output[k] == NULL || n->output[k][0] == '\0') continue;
+        rt__ox_value *v = rt__ox_find(cv, c->output[k]);
+        if (v == NULL) continue; /* the driver names the missing output */
+        if (v->dt != RT_DT_FLOAT) {
+            rt__ox_value *o = rt__ox_define(cv, n->output[k], v->dt, 0, NULL);
+            const char *nm = o->name;
+            *o = *v;
+            o->name = nm;
+            continue;
+        }
+        const char *y;
+        if ((st = rt__ox_tf(cv, v, &y)) != MS_OK) return st;
+        rt__ox_value *o = rt__ox_define(cv, n->output[k], nf, v->rank, v->dim);
+        o->tf = rt__tf_cast(cv, rt__ox_printf(cv, "%s/narrow", hint), y, RT_DT_FLOAT, nf);
+    }
+    return MS_OK;
+}
+
+ms_status rt__ox_run_handler(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_handler h) {
+    uint32_t types = op_types(n);
+    rt_dtype nf = narrow_float_of(cv, n, types);
+    if (nf != RT_DT_INVALID) return run_in_float(cv, n, h, nf);
+    ms_status st = rt__ox_check_dtypes(cv, n);
+    return st != MS_OK ? st : h(cv, n);
 }
 
 const char *rt__ox_onnx_type_name(int32_t t) {

@@ -145,6 +145,11 @@ ms_status rt__ox_check_version(rt__ox_conv *cv, const Onnx__NodeProto *n);
  * arithmetic and comparisons take more); else MS_ENOTSUP naming the input
  * and its type. Runs before the handler. */
 ms_status rt__ox_check_dtypes(rt__ox_conv *cv, const Onnx__NodeProto *n);
+/* Runs handler h on node n after rt__ox_check_dtypes; an op that takes
+ * float but not the float16 / bfloat16 its inputs have runs in float
+ * between Casts (rt_onnx_dtype.c). */
+ms_status rt__ox_run_handler(rt__ox_conv *cv, const Onnx__NodeProto *n,
+                             ms_status (*h)(rt__ox_conv *cv, const Onnx__NodeProto *n));
 /* ONNX TensorProto.DataType t's name ("FLOAT8E4M3FN"), for messages. */
 const char *rt__ox_onnx_type_name(int32_t t);
 /* 1 for the integer and floating-point types the executor computes with
