@@ -386,6 +386,27 @@ static uint8_t *pack_model(Onnx__GraphProto *g, size_t *len) {
     return buf;
 }
 
+/* Converts the graph g (its initializers set by the caller) made of node nd
+ * with graph input x and output y, with the model's folder dir. */
+static ms_status convert_node_graph(Onnx__GraphProto *g, Onnx__NodeProto *nd,
+                                    Onnx__ValueInfoProto *x, Onnx__ValueInfoProto *y,
+                                    const char *dir) {
+    Onnx__NodeProto *nodes[1] = {nd};
+    Onnx__ValueInfoProto *ins[1] = {x}, *outs[1] = {y};
+    g->n_node = 1;
+    g->node = nodes;
+    g->n_input = 1;
+    g->input = ins;
+    g->n_output = 1;
+    g->output = outs;
+    size_t len = 0, n = 0;
+    uint8_t *buf = pack_model(g, &len), *pb = NULL;
+    ms_status st = rt_onnx_convert_mem(buf, len, dir, g->name, NULL, &pb, &n);
+    free(buf);
+    free(pb);
+    return st;
+}
+
 START_TEST(test_graph_without_nodes) {
     Onnx__TypeProto__Tensor tt = ONNX__TYPE_PROTO__TENSOR__INIT;
     tt.has_elem_type = 1;
@@ -454,22 +475,9 @@ static ms_status convert_one_node(int32_t in_type, const char *op, const char *a
     nd.output = nout;
     nd.n_attribute = attr ? 1 : 0;
     nd.attribute = attr ? as : NULL;
-    Onnx__NodeProto *nds[1] = {&nd};
-    Onnx__ValueInfoProto *ins[1] = {&x}, *outs[1] = {&y};
     Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
     g.name = "one";
-    g.n_node = 1;
-    g.node = nds;
-    g.n_input = 1;
-    g.input = ins;
-    g.n_output = 1;
-    g.output = outs;
-    size_t len = 0, n = 0;
-    uint8_t *buf = pack_model(&g, &len), *pb = NULL;
-    ms_status st = rt_onnx_convert_mem(buf, len, NULL, "one", NULL, &pb, &n);
-    free(buf);
-    free(pb);
-    return st;
+    return convert_node_graph(&g, &nd, &x, &y, NULL);
 }
 
 /* Element types: every integer and floating type passes a Cast; float16 /
@@ -574,26 +582,11 @@ static ms_status convert_external(const char *dir, const char *loc) {
     add.input = ain;
     add.n_output = 1;
     add.output = aout;
-    Onnx__NodeProto *nodes[1] = {&add};
-    Onnx__ValueInfoProto *ins[1] = {&x}, *outs[1] = {&y};
     Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
     g.name = "ext";
-    g.n_node = 1;
-    g.node = nodes;
     g.n_initializer = 1;
     g.initializer = inits;
-    g.n_input = 1;
-    g.input = ins;
-    g.n_output = 1;
-    g.output = outs;
-    size_t len = 0;
-    uint8_t *buf = pack_model(&g, &len);
-    uint8_t *pb = NULL;
-    size_t n = 0;
-    ms_status st = rt_onnx_convert_mem(buf, len, dir, "ext", NULL, &pb, &n);
-    free(buf);
-    free(pb);
-    return st;
+    return convert_node_graph(&g, &add, &x, &y, dir);
 }
 
 static void put_bytes(const char *path, const char *text) {
