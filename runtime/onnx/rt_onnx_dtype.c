@@ -52,6 +52,8 @@ static const struct {
     {"Mod", TY_NUM},
     {"BitShift", B(RT_DT_UINT8) | B(RT_DT_UINT16) | B(RT_DT_UINT32) | B(RT_DT_UINT64)},
     {"BitCast", TY_NUM | B(RT_DT_BOOL)},
+    /* rt_onnx_ops.c op_clip (opset 11+) */
+    {"Clip", TY_NUM},
     /* rt_onnx_more.c */
     {"Where", TY_NUM | B(RT_DT_BOOL)},
     {"CumSum", TY_BASE | B(RT_DT_DOUBLE)},

@@ -763,6 +763,22 @@ static ms_status op_clip(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         (st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK)
         return st;
     float lo = NAN, hi = NAN;
+    if (X->dt != RT_DT_FLOAT && rt__ox_dtype_num(X->dt) && cv->opset >= 11) {
+        /* The other types (Clip-12 takes every integer type): max(x, min)
+         * then min(., max) in x's type; an absent bound is no bound. */
+        const char *h = rt__ox_hint_of(n), *b, *y = x;
+        for (int k = 1; k < 3; k++) {
+            rt__ox_value *B = rt__ox_in(cv, n, k);
+            if (B == NULL) continue;
+            if (B->dt != X->dt || rt__ox_nelem(B) != 1 || B->rank > 1)
+                return rt__ox_err(cv, MS_ENOTSUP, "min and max must be scalars of the input's type");
+            if ((st = rt__ox_tf(cv, B, &b)) != MS_OK) return st;
+            y = rt__tf_binary(cv, k == 2 ? "Minimum" : "Maximum",
+                              rt__ox_printf(cv, "%s/%s", h, k == 2 ? "max" : "min"), y, b, X->dt);
+        }
+        rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, y)->nhwc = last;
+        return MS_OK;
+    }
     if (X->dt != RT_DT_FLOAT)
         return rt__ox_err(cv, MS_ENOTSUP, "element type %s is not supported (float only)",
                           rt_dtype_name(X->dt));
