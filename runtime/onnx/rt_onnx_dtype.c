@@ -35,6 +35,9 @@ static const struct {
     {"Cast", TY_NUM | B(RT_DT_BOOL)},
     {"CastLike", TY_NUM | B(RT_DT_BOOL)},
     {"Identity", TY_ALL},
+    /* only the shape is read (rt_onnx_shape.c, rt_onnx_more.c op_size) */
+    {"Shape", TY_ALL},
+    {"Size", TY_ALL},
     /* rt_onnx_ops.c op_binary (two inputs; Max / Min of more are below) */
     {"Add", TY_NUM},
     {"Sub", TY_NUM},
