@@ -147,7 +147,7 @@ static rt_dtype narrow_float_of(rt__ox_conv *cv, const Onnx__NodeProto *n, uint3
 
 /* Runs handler h on n with its float16 / bfloat16 inputs cast to float and
  * its float outputs cast back to nf (ONNX gives such outputs the input
- * type): computed in float and rounded once per op to nearest even, as
+ * type, but for LayerNormalization's statistics): computed in float and rounded once per op to nearest even, as
  * numpy computes float16 and as ONNX Runtime does for the float16 ops it
  * runs in float. Integer and bool outputs (ArgMax, IsNaN, ...) pass as
  * they are. */
@@ -177,11 +177,15 @@ static ms_status run_in_float(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_
                            ? rt__ox_printf(cv, "%s/float", n->output[k])
                            : n->output[k];
     if ((st = rt__ox_check_dtypes(cv, c)) != MS_OK || (st = h(cv, c)) != MS_OK) return st;
+    /* LayerNormalization's Mean and InvStdDev have type U (stash_type,
+     * float), not the input's. */
+    size_t keep_from =
+        n->op_type && strcmp(n->op_type, "LayerNormalization") == 0 ? 1 : n->n_output;
     for (size_t k = 0; k < n->n_output; k++) {
         if (n->output[k] == NULL || n->output[k][0] == '\0') continue;
         rt__ox_value *v = rt__ox_find(cv, c->output[k]);
         if (v == NULL) continue; /* the driver names the missing output */
-        if (v->dt != RT_DT_FLOAT) {
+        if (v->dt != RT_DT_FLOAT || k >= keep_from) {
             rt__ox_value *o = rt__ox_define(cv, n->output[k], v->dt, 0, NULL);
             const char *nm = o->name;
             *o = *v;
