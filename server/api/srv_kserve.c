@@ -22,7 +22,6 @@
 #include "srv_kserve.h"
 
 #define SERVER_NAME    "dcmserve"
-#define PLATFORM       "tensorflow_savedmodel"
 
 /* clang-format off */
 static const struct { const char *name; rt_dtype dt; } g_types[] = {
@@ -159,9 +158,12 @@ ms_status srv_kserve_server_metadata(void *appv, srv_call *c, const uint8_t *req
     (void)c;
     (void)req;
     (void)n;
+    static const char *const ext[] = SRV_KSERVE_EXTENSIONS;
     Inference__ServerMetadataResponse r = INFERENCE__SERVER_METADATA_RESPONSE__INIT;
     r.name = (char *)SERVER_NAME;
     r.version = (char *)ms_build_version();
+    r.n_extensions = sizeof ext / sizeof ext[0];
+    r.extensions = (char **)ext;
     return srv_pack(&r.base, out);
 }
 
@@ -241,7 +243,7 @@ ms_status srv_kserve_model_metadata(void *appv, srv_call *c, const uint8_t *req,
     r.name = rq->name;
     r.n_versions = (size_t)navail;
     r.versions = vstr;
-    r.platform = (char *)PLATFORM;
+    r.platform = (char *)SRV_KSERVE_PLATFORM;
     r.n_inputs = ni;
     r.inputs = pin;
     r.n_outputs = no;

@@ -41,6 +41,7 @@ static int http_of(ms_status st) {
     case MS_EPRECOND:
     case MS_ENOTSUP: return 400;
     case MS_ENOTFOUND: return 404;
+    case MS_EPERM: return 403;
     case MS_ENOMEM: return 413;
     case MS_ETIMEDOUT: return 504;
     case MS_ESHUTDOWN:
@@ -72,6 +73,14 @@ static void set_error(srv_rest_reply *o, ms_status st, const char *msg) {
 static void set_status_error(srv_rest_reply *o, ms_status st) {
     const char *m = ms_errmsg();
     set_error(o, st, m[0] ? m : ms_status_name(st));
+}
+
+void srv_rest_v2_json(srv_rest_reply *o, int code, ms_status st, struct cJSON *j) {
+    set_json(o, code, st, j);
+}
+
+void srv_rest_v2_status_error(srv_rest_reply *o, ms_status st) {
+    set_status_error(o, st);
 }
 
 /* ---- JSON -> raw_input_contents ---------------------------------------- */
@@ -608,6 +617,8 @@ static void server_metadata(srv_app *app, srv_rest_reply *o) {
     cJSON_AddStringToObject(j, "version", rs->version);
     cJSON *ex = cJSON_AddArrayToObject(j, "extensions");
     cJSON_AddItemToArray(ex, cJSON_CreateString("binary_tensor_data"));
+    for (size_t i = 0; i < rs->n_extensions; i++) /* Triton's (srv_triton.c, srv_rest_triton.c) */
+        cJSON_AddItemToArray(ex, cJSON_CreateString(rs->extensions[i]));
     inference__server_metadata_response__free_unpacked(rs, NULL);
     set_json(o, 200, MS_OK, j);
 }
