@@ -358,7 +358,8 @@ static ms_status check_request(const char *what, const char *repo, const char *m
 }
 
 /* Both RPCs: the gate (gRPC call c, or REST from peer), the checks, then the
- * manager, waiting up to --reload wait (and the call's deadline). */
+ * manager, waiting as long as the reload RPC does (reload_wait_s) and within
+ * the call's deadline. */
 static ms_status repository_change(srv_app *app, int load, srv_call *c, const char *peer,
                                    const uint8_t *req, size_t n, srv_bytes *out) {
     const char *what = load ? "RepositoryModelLoad" : "RepositoryModelUnload";
