@@ -36,20 +36,6 @@ static Inference__DataType triton_type(rt_dtype dt) {
     return INFERENCE__DATA_TYPE__TYPE_INVALID;
 }
 
-/* "" -> 0 (server policy), "3" -> 3; MS_EINVAL otherwise. */
-static ms_status parse_version(const char *s, int64_t *out) {
-    *out = 0;
-    if (s == NULL || s[0] == '\0') return MS_OK;
-    int64_t v = 0;
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9' || v > (INT64_MAX - 9) / 10)
-            return ms_errf(MS_EINVAL, "model version must be a number, got \"%s\"", s);
-        v = v * 10 + (*p - '0');
-    }
-    *out = v;
-    return MS_OK;
-}
-
 /* ------------------------------------------------------------------------ */
 /* ModelConfig                                                               */
 /* ------------------------------------------------------------------------ */
@@ -128,7 +114,7 @@ ms_status srv_triton_model_config(void *appv, srv_call *c, const uint8_t *req, s
     int64_t version;
     Inference__ModelConfigRequest *rq = inference__model_config_request__unpack(NULL, n, req);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse ModelConfigRequest (%zu bytes)", n);
-    ms_status st = parse_version(rq->version, &version);
+    ms_status st = srv_kserve_parse_version(rq->version, &version);
     if (st != MS_OK) goto done;
     srv_req_model(srv_call_req(c), rq->name, version, NULL);
     if ((st = srv_manager_get(app->mgr, rq->name, version, NULL, &sv)) != MS_OK) goto done;
@@ -188,7 +174,7 @@ ms_status srv_triton_model_statistics(void *appv, srv_call *c, const uint8_t *re
     Inference__ModelStatisticsRequest *rq =
         inference__model_statistics_request__unpack(NULL, n, req);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse ModelStatisticsRequest (%zu bytes)", n);
-    ms_status st = parse_version(rq->version, &version);
+    ms_status st = srv_kserve_parse_version(rq->version, &version);
     if (st != MS_OK) goto done;
     int one = rq->name != NULL && rq->name[0] != '\0';
     if (one) {

@@ -311,14 +311,8 @@ int srv_rest_triton(srv_app *app, const char *method, const char *url, const cha
     }
     char model[256], version[24] = "";
     const char *p;
-    size_t n;
     if (strncmp(url, "/v2/repository/models/", 22) == 0) {
-        p = url + 22;
-        n = strcspn(p, "/");
-        if (n == 0 || n >= sizeof model) return -1;
-        memcpy(model, p, n);
-        model[n] = 0;
-        p += n;
+        if ((p = srv_rest_v2_model_path(url + 22, model, sizeof model, NULL, 0)) == NULL) return -1;
         int load = strcmp(p, "/load") == 0;
         if (!load && strcmp(p, "/unload") != 0) return -1;
         if (!post) return wrong_method(out, "use POST to load or unload a model");
@@ -327,20 +321,8 @@ int srv_rest_triton(srv_app *app, const char *method, const char *url, const cha
         return 0;
     }
     if (strncmp(url, "/v2/models/", 11) != 0) return -1;
-    p = url + 11;
-    n = strcspn(p, "/");
-    if (n == 0 || n >= sizeof model) return -1;
-    memcpy(model, p, n);
-    model[n] = 0;
-    p += n;
-    if (strncmp(p, "/versions/", 10) == 0) {
-        p += 10;
-        n = strcspn(p, "/");
-        if (n == 0 || n >= sizeof version || strspn(p, "0123456789") != n) return -1;
-        memcpy(version, p, n);
-        version[n] = 0;
-        p += n;
-    }
+    p = srv_rest_v2_model_path(url + 11, model, sizeof model, version, sizeof version);
+    if (p == NULL) return -1;
     int config = strcmp(p, "/config") == 0;
     if (!config && strcmp(p, "/stats") != 0) return -1;
     if (!get) return wrong_method(out, config ? "use GET for config" : "use GET for statistics");

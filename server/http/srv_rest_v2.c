@@ -623,6 +623,24 @@ static void server_metadata(srv_app *app, srv_rest_reply *o) {
     set_json(o, 200, MS_OK, j);
 }
 
+const char *srv_rest_v2_model_path(const char *p, char *model, size_t mcap, char *version,
+                                   size_t vcap) {
+    size_t n = strcspn(p, "/");
+    if (n == 0 || n >= mcap) return NULL;
+    memcpy(model, p, n);
+    model[n] = 0;
+    p += n;
+    if (version != NULL && strncmp(p, "/versions/", 10) == 0) {
+        p += 10;
+        n = strcspn(p, "/");
+        if (n == 0 || n >= vcap || strspn(p, "0123456789") != n) return NULL;
+        memcpy(version, p, n);
+        version[n] = 0;
+        p += n;
+    }
+    return p;
+}
+
 int srv_rest_v2(srv_app *app, const char *method, const char *url, const char *header_len,
                 const char *data, size_t len, srv_req *rec, srv_rest_reply *out) {
     memset(out, 0, sizeof *out);
@@ -638,20 +656,8 @@ int srv_rest_v2(srv_app *app, const char *method, const char *url, const char *h
     }
     if (strncmp(url, "/v2/models/", 11) != 0) return -1;
     char model[256], version[24] = "";
-    const char *p = url + 11;
-    size_t n = strcspn(p, "/");
-    if (n == 0 || n >= sizeof model) return -1;
-    memcpy(model, p, n);
-    model[n] = 0;
-    p += n;
-    if (strncmp(p, "/versions/", 10) == 0) {
-        p += 10;
-        n = strcspn(p, "/");
-        if (n == 0 || n >= sizeof version || strspn(p, "0123456789") != n) return -1;
-        memcpy(version, p, n);
-        version[n] = 0;
-        p += n;
-    }
+    const char *p = srv_rest_v2_model_path(url + 11, model, sizeof model, version, sizeof version);
+    if (p == NULL) return -1;
     srv_req_model(rec, model, strtoll(version, NULL, 10), NULL);
     if (*p == 0) {
         if (!get) {

@@ -34,6 +34,13 @@ int srv_rest_v2(srv_app *app, const char *method, const char *url, const char *h
 int srv_rest_triton(srv_app *app, const char *method, const char *url, const char *data,
                     size_t len, struct srv_req *rec, srv_rest_reply *out);
 
+/* The "{m}[/versions/{v}]" at p (a URL past "/v2/models/"): the model name
+ * into model[mcap], the version's digits into version[vcap] (version NULL:
+ * no "/versions/" part is read). Returns what follows, or NULL when the
+ * name is empty or too long or the version is not digits. */
+const char *srv_rest_v2_model_path(const char *p, char *model, size_t mcap, char *version,
+                                   size_t vcap);
+
 /* *o = JSON j (consumed) with HTTP code and status st, or the error of a
  * failed status (ms_errmsg) with its HTTP code: shared by the /v2 routes. */
 struct cJSON;
