@@ -25,11 +25,15 @@ real daemon on 127.0.0.1.
    refused. Gate closed (no --enable_reload_config_rpc): PERMISSION_DENIED /
    403 naming the flag, and the model keeps serving.
 6. ServerMetadata lists the extensions over gRPC and REST.
+7. With --enable_batching, N concurrent calls: success and inference_count
+   grow by exactly N and the rows, execution_count by 1..N (a batch runs
+   once; how many calls meet in one depends on timing, not asserted).
 """
 import http.client
 import json
 import os
 import sys
+import threading
 import time
 
 import grpc
@@ -357,9 +361,14 @@ def main():
     finally:
         d.close()
 
-    # ---- 5: gate closed ----
+    # ---- 5: gate closed; 7: batching ----
     rport = free_port()
-    d = Daemon(["--model_config_file=" + cfg, "--rest_api_port=%d" % rport])
+    bp = cfg + ".batching"
+    with open(bp, "w") as f:
+        f.write("max_batch_size { value: 8 }\nbatch_timeout_micros { value: 50000 }\n"
+                "num_batch_threads { value: 1 }\n")
+    d = Daemon(["--model_config_file=" + cfg, "--rest_api_port=%d" % rport, "--enable_batching",
+                "--batching_parameters_file=" + bp])
     try:
         d.wait_health(1)
         for method, req in (("RepositoryModelUnload", pb.ks.RepositoryModelUnloadRequest(model_name="hpt")),
@@ -372,10 +381,32 @@ def main():
         # what needs no gate still answers
         code, j = rest(rport, "POST", "/v2/repository/index")
         check(code == 200 and len(j) == 4, "index without the gate %s" % j, d)
+        before = stats_of(d, pb, "hpt")
+        n, errors = 8, []
+
+        def one_call():
+            try:
+                d.stub.ModelInfer(hpt_infer(pb, 1), timeout=30)
+            except grpc.RpcError as e:
+                errors.append(e)
+        threads = [threading.Thread(target=one_call) for _ in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        check(not errors, "batched calls failed: %s" % errors, d)
+        after = stats_of(d, pb, "hpt")
+        ex = after.execution_count - before.execution_count
+        check(after.inference_stats.success.count - before.inference_stats.success.count == n
+              and after.inference_count - before.inference_count == n,
+              "batched success / inference_count %s -> %s" % (before, after), d)
+        check(1 <= ex <= n, "execution_count grew by %d for %d calls" % (ex, n), d)
+        print("batching: %d calls ran in %d graph runs" % (n, ex), flush=True)
         check(d.stop() == 0, "clean exit", d)
     finally:
         d.close()
     os.unlink(cfg)
+    os.unlink(bp)
     print("it_triton_api: OK")
 
 
