@@ -177,6 +177,12 @@ ms_status srv_triton_model_statistics(void *appv, srv_call *c, const uint8_t *re
     ms_status st = srv_kserve_parse_version(rq->version, &version);
     if (st != MS_OK) goto done;
     int one = rq->name != NULL && rq->name[0] != '\0';
+    if (one && strlen(rq->name) >= sizeof s->model) {
+        /* the request record (srv_req) keeps as much of a name, and counts by it */
+        st = ms_errf(MS_ENOTSUP, "statistics are kept for model names of up to %zu bytes",
+                     sizeof s->model - 1);
+        goto done;
+    }
     if (one) {
         srv_req_model(srv_call_req(c), rq->name, version, NULL);
         srv_model_config cfg = {0}; /* an unknown model: NOT_FOUND naming those served */
