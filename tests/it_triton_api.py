@@ -17,7 +17,10 @@ real daemon on 127.0.0.1.
    nothing; REST /v2/models/stats and /v2/models/{m}[/versions/{v}]/stats
    say the same as gRPC; unknown model NOT_FOUND / 404.
 4. Repository index: every model and version with state READY, ready=true
-   filter, gRPC equals REST.
+   filter, gRPC equals REST. A model whose base path has no version yet is
+   listed UNAVAILABLE with the reason and keeps the server unready; its load
+   fails FAILED_PRECONDITION; unloading it makes the server ready; once a
+   version folder is there, a load serves it.
 5. Load / unload round trip (gRPC and REST) with the gate open: unload makes
    the model unready, listed UNAVAILABLE "unloaded", its inferences NOT_FOUND
    saying so, the server stays ready; load brings it back with statistics
@@ -32,7 +35,9 @@ real daemon on 127.0.0.1.
 import http.client
 import json
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 
@@ -199,20 +204,32 @@ def check_config(d, pb, rport, name, policy):
     check(code == 200 and j["name"] == name, "REST versioned config %d %s" % (code, j), d)
 
 
+def wait_models(d, pb, names, timeout=20.0):
+    end = time.monotonic() + timeout
+    while not all(d.stub.ModelReady(pb.ks.ModelReadyRequest(name=n), timeout=5).ready for n in names):
+        check(time.monotonic() < end and d.proc.poll() is None, "models %s not ready" % names, d)
+        time.sleep(0.05)
+
+
 def main():
     pb = gen_protos()
-    cfg = os.path.join(os.environ.get("TMPDIR", "/tmp"), "dcm_triton_%d.pbtxt" % os.getpid())
+    tmp = tempfile.mkdtemp(prefix="dcm_triton_")
+    empty = os.path.join(tmp, "empty")  # a model whose version comes later
+    os.mkdir(empty)
+    cfg = os.path.join(tmp, "models.pbtxt")
     with open(cfg, "w") as f:
         f.write('model_config_list {\n'
                 ' config { name: "hpt" base_path: "%s" model_platform: "tensorflow" }\n'
                 ' config { name: "demo_ct" base_path: "%s" model_platform: "tensorflow" }\n'
                 ' config { name: "two" base_path: "%s" model_platform: "tensorflow"\n'
-                '          model_version_policy { all {} } }\n}\n' % (HPT, DEMO, TWO_VERSIONS))
+                '          model_version_policy { all {} } }\n'
+                ' config { name: "empty" base_path: "%s" model_platform: "tensorflow" }\n}\n'
+                % (HPT, DEMO, TWO_VERSIONS, empty))
     rport = free_port()
     d = Daemon(["--model_config_file=" + cfg, "--rest_api_port=%d" % rport,
                 "--enable_reload_config_rpc"])
     try:
-        d.wait_health(1)
+        wait_models(d, pb, ["hpt", "demo_ct", "two"])
         s = d.stub
         # ---- 6: extensions ----
         ext = list(s.ServerMetadata(pb.ks.ServerMetadataRequest(), timeout=5).extensions)
@@ -305,15 +322,31 @@ def main():
         raw = raw_call(d, "RepositoryIndex", pb.ks.RepositoryIndexRequest())
         wire = [fields(m) for m in fields(raw).get(1, [])]  # models = 1 {name 1, version 2, state 3, reason 4}
         idx = sorted((one(m, 1).decode(), one(m, 2, b"").decode(), one(m, 3).decode()) for m in wire)
-        want = [("demo_ct", "1", "READY"), ("hpt", "123", "READY"), ("two", "123", "READY"), ("two", "124", "READY")]
+        ready = [("demo_ct", "1", "READY"), ("hpt", "123", "READY"), ("two", "123", "READY"), ("two", "124", "READY")]
+        want = sorted(ready + [("empty", "", "UNAVAILABLE")])
         check(idx == want, "index %s" % idx, d)
+        reason = [one(m, 4).decode() for m in wire if one(m, 1) == b"empty"]
+        check(reason == ["no version found under the base path yet"], "reason %s" % reason, d)
         code, j = rest(rport, "POST", "/v2/repository/index")
-        check(code == 200 and sorted((m["name"], m["version"], m["state"]) for m in j) == want,
+        check(code == 200 and sorted((m["name"], m.get("version", ""), m["state"]) for m in j) == want,
               "REST index %d %s" % (code, j), d)
         code, j2 = rest(rport, "POST", "/v2/repository/index", {"ready": True})
-        check(code == 200 and j2 == j, "REST index ready %s" % j2, d)
+        check(code == 200 and sorted((m["name"], m["version"], m["state"]) for m in j2) == ready,
+              "REST index ready %s" % j2, d)
+        ix = call(d, "RepositoryIndex", pb.ks.RepositoryIndexRequest(ready=True), pb.ks.RepositoryIndexResponse)
+        check(sorted((m.name, m.version, m.state) for m in ix.models) == ready, "gRPC index ready %s" % ix, d)
         code, j = rest(rport, "POST", "/v2/repository/index", {"ready": "yes"})
         check(code == 400, "REST index bad body %d" % code, d)
+        # the model without a version: keeps the server unready, cannot load; unloaded, it is
+        # no longer waited for
+        check(not s.ServerReady(pb.ks.ServerReadyRequest(), timeout=5).ready, "unready with 'empty'", d)
+        expect_code(lambda: raw_call(d, "RepositoryModelLoad", pb.ks.RepositoryModelLoadRequest(model_name="empty")),
+                    grpc.StatusCode.FAILED_PRECONDITION, "no complete version folder", empty, d=d)
+        raw_call(d, "RepositoryModelUnload", pb.ks.RepositoryModelUnloadRequest(model_name="empty"))
+        check(s.ServerReady(pb.ks.ServerReadyRequest(), timeout=5).ready, "ready once 'empty' is unloaded", d)
+        ix = call(d, "RepositoryIndex", pb.ks.RepositoryIndexRequest(), pb.ks.RepositoryIndexResponse)
+        e = [(m.version, m.state, m.reason) for m in ix.models if m.name == "empty"]
+        check(e == [("", "UNAVAILABLE", "unloaded")], "index of unloaded 'empty' %s" % e, d)
 
         # ---- 5: unload / load (gate open, loopback) ----
         raw_call(d, "RepositoryModelUnload", pb.ks.RepositoryModelUnloadRequest(model_name="hpt"))
@@ -357,13 +390,21 @@ def main():
         code, j = rest(rport, "GET", "/v2/repository/models/hpt/load")
         check(code == 405, "GET load %d" % code, d)
         check(s.ModelReady(pb.ks.ModelReadyRequest(name="hpt"), timeout=5).ready, "hpt still ready", d)
+        # a version folder for 'empty' appears: while unloaded nothing loads it; a load does
+        shutil.copytree(os.path.join(HPT, "00000123"), os.path.join(empty, "5"))
+        os.utime(os.path.join(empty, "5", "saved_model.pb"), (time.time() - 10, time.time() - 10))
+        time.sleep(1.5)  # the poll (1 s) passes and leaves it alone
+        check(not s.ModelReady(pb.ks.ModelReadyRequest(name="empty"), timeout=5).ready, "unloaded stays out", d)
+        code, j = rest(rport, "POST", "/v2/repository/models/empty/load")
+        check(code == 200, "REST load of 'empty' %d %s" % (code, j), d)
+        check(s.ModelReady(pb.ks.ModelReadyRequest(name="empty", version="5"), timeout=5).ready, "empty v5", d)
         check(d.stop() == 0, "clean exit", d)
     finally:
         d.close()
 
     # ---- 5: gate closed; 7: batching ----
     rport = free_port()
-    bp = cfg + ".batching"
+    bp = os.path.join(tmp, "batching.pbtxt")
     with open(bp, "w") as f:
         f.write("max_batch_size { value: 8 }\nbatch_timeout_micros { value: 50000 }\n"
                 "num_batch_threads { value: 1 }\n")
@@ -380,7 +421,7 @@ def main():
         check(d.stub.ModelReady(pb.ks.ModelReadyRequest(name="hpt"), timeout=5).ready, "hpt kept serving", d)
         # what needs no gate still answers
         code, j = rest(rport, "POST", "/v2/repository/index")
-        check(code == 200 and len(j) == 4, "index without the gate %s" % j, d)
+        check(code == 200 and len(j) == 5, "index without the gate %s" % j, d)
         before = stats_of(d, pb, "hpt")
         n, errors = 8, []
 
@@ -405,8 +446,7 @@ def main():
         check(d.stop() == 0, "clean exit", d)
     finally:
         d.close()
-    os.unlink(cfg)
-    os.unlink(bp)
+    shutil.rmtree(tmp)
     print("it_triton_api: OK")
 
 
