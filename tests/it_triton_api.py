@@ -10,7 +10,8 @@ real daemon on 127.0.0.1.
    equal the SavedModel signature read by GetModelMetadata; version_policy
    from the model config (latest 1, all); GET /v2/models/{m}/config is the
    same in Triton's JSON; an unknown model is NOT_FOUND / 404.
-3. Statistics: after N inferences (gRPC and REST) success, compute_input /
+3. Statistics: after N inferences (KServe ModelInfer over gRPC and REST, TF
+   Serving Predict and Classify) success, compute_input /
    compute_infer / compute_output counts and execution_count grow by exactly
    N, inference_count by the rows sent, fail by one per failed inference,
    last_inference lies in the test's window; metadata and config calls count
@@ -45,7 +46,8 @@ import grpc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import HPT, SRC, TWO_VERSIONS, Daemon, check, free_port, gen_protos  # noqa: E402
+from serve_client import (HPT, SRC, TWO_VERSIONS, Daemon, check, float_tensor, free_port,  # noqa: E402
+                          gen_protos)
 
 DEMO = os.path.join(SRC, "models", "demo_ct")
 SVC = "/inference.GRPCInferenceService/"
@@ -265,6 +267,19 @@ def main():
                            {"inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 1], "data": [1, 2]}]})
             check(code == 200, "REST infer %d %s" % (code, j), d)
             rows += 2
+        # TF Serving's Predict and Classify count too (rows: first dimension / examples)
+        pr = pb.tfs.PredictRequest()
+        pr.model_spec.name = "hpt"
+        pr.inputs["x"].CopyFrom(float_tensor([1.0, 2.0, 3.0, 4.0], [4, 1]))
+        d.stub.Predict(pr, timeout=10)
+        cr = pb.tfs.ClassificationRequest()
+        cr.model_spec.name = "hpt"
+        cr.model_spec.signature_name = "classify_x_to_y"
+        for v in (1.0, 2.0, 3.0):
+            cr.input.example_list.examples.add().features.feature["x"].float_list.value.append(v)
+        d.stub.Classify(cr, timeout=10)
+        n_rest += 2
+        rows += 4 + 3
         # metadata, config and statistics calls are no inferences
         d.stub.ModelMetadata(pb.ks.ModelMetadataRequest(name="hpt"), timeout=10)
         raw_call(d, "ModelConfig", pb.ks.ModelConfigRequest(name="hpt"))
