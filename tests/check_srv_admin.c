@@ -25,6 +25,27 @@ START_TEST(cn_list) {
 }
 END_TEST
 
+/* The REST gate of Triton's repository load / unload: off unless enabled
+ * (naming the call and the flag), then loopback peers only. */
+START_TEST(rest_peer_gate) {
+    srv_admin_policy p = {0};
+    ck_assert_int_eq(srv_admin_authorize_peer(&p, "RepositoryModelLoad", "ipv4:127.0.0.1:5"),
+                     MS_EPERM);
+    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "RepositoryModelLoad is disabled"));
+    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "--enable_reload_config_rpc"));
+    p.enabled = 1;
+    const char *ok[] = {"ipv4:127.0.0.1:5", "ipv4:127.8.9.1:80", "ipv6:[::1]:5",
+                        "ipv6:[::ffff:127.0.0.1]:5"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        ck_assert_msg(srv_admin_authorize_peer(&p, "x", ok[i]) == MS_OK, "refused %s", ok[i]);
+    const char *no[] = {"ipv4:10.0.0.1:5", "ipv4:128.0.0.1:5", "ipv6:[2001:db8::1]:5", "", NULL};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        ck_assert_msg(srv_admin_authorize_peer(&p, "RepositoryModelUnload", no[i]) == MS_EPERM,
+                      "allowed %s", no[i] ? no[i] : "NULL");
+    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "RepositoryModelUnload over REST"));
+}
+END_TEST
+
 static srv_config *one_model(const char *path) {
     srv_config *c = NULL;
     ck_assert_int_eq(srv_config_single("m", path, &c), MS_OK);
@@ -120,6 +141,7 @@ END_TEST
 int main(void) {
     const tu_case cases[] = {
         {"cn_list", cn_list},
+        {"rest_peer_gate", rest_peer_gate},
         {"prefix_confines", prefix_confines},
         {"max_models", max_models},
         {"ssl_config_parse", ssl_config_parse},

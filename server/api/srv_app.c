@@ -23,6 +23,12 @@ static const srv_method g_methods[] = {
     {"/inference.GRPCInferenceService/ServerMetadata", srv_kserve_server_metadata, NULL, NULL, 0, 0},
     {"/inference.GRPCInferenceService/ModelMetadata", srv_kserve_model_metadata, NULL, NULL, 0, 0},
     {"/inference.GRPCInferenceService/ModelInfer", srv_kserve_model_infer, NULL, NULL, 1, 0},
+    /* Triton's extensions; load and unload wait for the manager: on a worker */
+    {"/inference.GRPCInferenceService/ModelConfig", srv_triton_model_config, NULL, NULL, 0, 0},
+    {"/inference.GRPCInferenceService/ModelStatistics", srv_triton_model_statistics, NULL, NULL, 0, 0},
+    {"/inference.GRPCInferenceService/RepositoryIndex", srv_triton_repository_index, NULL, NULL, 0, 0},
+    {"/inference.GRPCInferenceService/RepositoryModelLoad", srv_triton_repository_load, NULL, NULL, 1, 0},
+    {"/inference.GRPCInferenceService/RepositoryModelUnload", srv_triton_repository_unload, NULL, NULL, 1, 0},
     /* grpc.health.v1: answered while draining, with NOT_SERVING */
     {"/grpc.health.v1.Health/Check", srv_health_check, NULL, NULL, 0, 1},
     {"/grpc.health.v1.Health/Watch", NULL, srv_health_watch, srv_health_watch_closed, 0, 1},

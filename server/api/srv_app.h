@@ -82,6 +82,24 @@ ms_status srv_kserve_model_metadata(void *app, srv_call *c, const uint8_t *req, 
 ms_status srv_kserve_model_infer(void *app, srv_call *c, const uint8_t *req, size_t n,
                                  srv_bytes *out);
 
+/* Triton's extensions of GRPCInferenceService (srv_triton.c): ModelConfig,
+ * ModelStatistics, RepositoryIndex, RepositoryModelLoad / Unload. Load and
+ * unload pass the admin gate (srv_admin_authorize_as). */
+ms_status srv_triton_model_config(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                  srv_bytes *out);
+ms_status srv_triton_model_statistics(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                      srv_bytes *out);
+ms_status srv_triton_repository_index(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                      srv_bytes *out);
+ms_status srv_triton_repository_load(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                     srv_bytes *out);
+ms_status srv_triton_repository_unload(void *app, srv_call *c, const uint8_t *req, size_t n,
+                                       srv_bytes *out);
+/* RepositoryModelLoad (load != 0) or Unload from REST: req is the packed
+ * request message, peer the client (srv_admin_authorize_peer's gate). */
+ms_status srv_triton_rest_repository(srv_app *app, int load, const char *peer, const uint8_t *req,
+                                     size_t n);
+
 /* KServe datatype names ("FP32", "BYTES", ...) <-> dtypes; RT_DT_INVALID /
  * "" when there is none. For the KServe REST API (srv_rest_v2.c). */
 rt_dtype srv_kserve_dtype(const char *name);

@@ -25,6 +25,7 @@
 
 #include "sig_signature.h"
 #include "srv_app.h"
+#include "srv_stats.h"
 #include "tf_serving.pb-c.h"
 
 #define CLASSIFY_METHOD "tensorflow/serving/classify"
@@ -336,8 +337,13 @@ static ms_status single_task(srv_app *app, srv_call *call, const ProtobufCMessag
     if ((st = sig_find(rt_model_meta_graph(sv.model), key, &sd)) != MS_OK) goto done;
     if ((st = check_task(sd, key, regress, &task)) != MS_OK) goto done;
     if ((st = input_tensor(input, &examples)) != MS_OK) goto done;
+    srv_req *rec = srv_call_req(call); /* phases and rows for /metrics and srv_stats */
+    srv_req_phase(rec, SRV_PHASE_DECODE);
     if ((st = run_tasks(call, sv.model, &task, 1, examples, &res, &nres)) != MS_OK) goto done;
+    srv_req_phase(rec, SRV_PHASE_COMPUTE);
     int64_t batch = examples->shape.dim[0];
+    srv_stats_execution(spec->name, sv.version); /* Triton's execution_count (srv_stats.h) */
+    srv_req_batch(rec, (int)batch);
     Tensorflow__Serving__ModelSpec ospec = TENSORFLOW__SERVING__MODEL_SPEC__INIT;
     Tensorflow__Serving__Int64Value ver = TENSORFLOW__SERVING__INT64_VALUE__INIT;
     fill_spec(&ospec, &ver, spec->name, sv.version, key);
@@ -355,6 +361,7 @@ static ms_status single_task(srv_app *app, srv_call *call, const ProtobufCMessag
         resp.model_spec = &ospec;
         st = srv_pack(&resp.base, out);
     }
+    srv_req_phase(rec, SRV_PHASE_SERIALIZE);
 done:
     mem_free(&mem);
     free_results(res, nres);
@@ -459,8 +466,13 @@ ms_status srv_tfs_multi_inference(void *appv, srv_call *call, const uint8_t *req
     for (int i = 0; i < nt; i++)
         if ((st = multi_task(mg, rq->tasks, i, tasks)) != MS_OK) goto done;
     if ((st = input_tensor(rq->input, &examples)) != MS_OK) goto done;
+    srv_req *rec = srv_call_req(call);
+    srv_req_phase(rec, SRV_PHASE_DECODE);
     if ((st = run_tasks(call, sv.model, tasks, nt, examples, &res, &nres)) != MS_OK) goto done;
+    srv_req_phase(rec, SRV_PHASE_COMPUTE);
     int64_t batch = examples->shape.dim[0];
+    srv_stats_execution(rq->tasks[0]->model_spec->name, sv.version); /* one run for all tasks */
+    srv_req_batch(rec, (int)batch);
     ver.value = sv.version;
     for (int i = 0; i < nt; i++) {
         Tensorflow__Serving__InferenceResult r0 = TENSORFLOW__SERVING__INFERENCE_RESULT__INIT;
@@ -486,6 +498,7 @@ ms_status srv_tfs_multi_inference(void *appv, srv_call *call, const uint8_t *req
     resp.n_results = (size_t)nt;
     resp.results = resultp;
     st = srv_pack(&resp.base, out);
+    srv_req_phase(rec, SRV_PHASE_SERIALIZE);
 done:
     mem_free(&mem);
     free_results(res, nres);

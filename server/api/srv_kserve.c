@@ -22,7 +22,6 @@
 #include "srv_kserve.h"
 
 #define SERVER_NAME    "dcmserve"
-#define PLATFORM       "tensorflow_savedmodel"
 
 /* clang-format off */
 static const struct { const char *name; rt_dtype dt; } g_types[] = {
@@ -86,8 +85,7 @@ static ms_status kserve_words(ms_status st) {
     return ms_errf(st, "%s", out);
 }
 
-/* "" -> 0 (server policy), "3" -> 3; MS_EINVAL otherwise. */
-static ms_status parse_version(const char *s, int64_t *out) {
+ms_status srv_kserve_parse_version(const char *s, int64_t *out) {
     *out = 0;
     if (s == NULL || s[0] == '\0') return MS_OK;
     int64_t v = 0;
@@ -139,7 +137,7 @@ ms_status srv_kserve_model_ready(void *appv, srv_call *c, const uint8_t *req, si
     (void)c;
     Inference__ModelReadyRequest *rq = inference__model_ready_request__unpack(NULL, n, req);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse ModelReadyRequest (%zu bytes)", n);
-    ms_status st = parse_version(rq->version, &version);
+    ms_status st = srv_kserve_parse_version(rq->version, &version);
     if (st == MS_OK) {
         srv_servable sv = {0};
         int ready = !atomic_load(&app->draining) &&
@@ -159,9 +157,12 @@ ms_status srv_kserve_server_metadata(void *appv, srv_call *c, const uint8_t *req
     (void)c;
     (void)req;
     (void)n;
+    static const char *const ext[] = SRV_KSERVE_EXTENSIONS;
     Inference__ServerMetadataResponse r = INFERENCE__SERVER_METADATA_RESPONSE__INIT;
     r.name = (char *)SERVER_NAME;
     r.version = (char *)ms_build_version();
+    r.n_extensions = sizeof ext / sizeof ext[0];
+    r.extensions = (char **)ext;
     return srv_pack(&r.base, out);
 }
 
@@ -200,7 +201,7 @@ ms_status srv_kserve_model_metadata(void *appv, srv_call *c, const uint8_t *req,
 
     Inference__ModelMetadataRequest *rq = inference__model_metadata_request__unpack(NULL, n, req);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse ModelMetadataRequest (%zu bytes)", n);
-    ms_status st = parse_version(rq->version, &version);
+    ms_status st = srv_kserve_parse_version(rq->version, &version);
     if (st != MS_OK) goto done;
     srv_req_model(srv_call_req(c), rq->name, version, NULL);
     if ((st = srv_manager_get(app->mgr, rq->name, version, NULL, &sv)) != MS_OK) goto done;
@@ -241,7 +242,7 @@ ms_status srv_kserve_model_metadata(void *appv, srv_call *c, const uint8_t *req,
     r.name = rq->name;
     r.n_versions = (size_t)navail;
     r.versions = vstr;
-    r.platform = (char *)PLATFORM;
+    r.platform = (char *)SRV_KSERVE_PLATFORM;
     r.n_inputs = ni;
     r.inputs = pin;
     r.n_outputs = no;
@@ -666,7 +667,7 @@ ms_status srv_kserve_model_infer(void *appv, srv_call *call, const uint8_t *req,
 
     Inference__ModelInferRequest *rq = inference__model_infer_request__unpack(NULL, n, req);
     if (rq == NULL) return ms_errf(MS_EINVAL, "cannot parse ModelInferRequest (%zu bytes)", n);
-    ms_status st = parse_version(rq->model_version, &version);
+    ms_status st = srv_kserve_parse_version(rq->model_version, &version);
     if (st != MS_OK) goto done;
     if (rq->model_name == NULL || rq->model_name[0] == '\0') {
         st = ms_errf(MS_EINVAL, "ModelInferRequest.model_name must be set");

@@ -7,6 +7,17 @@
 #include "ms_budget.h"
 #include "rt_tensor.h"
 
+/* The platform ModelMetadata and ModelConfig name (OIP's platform strings). */
+#define SRV_KSERVE_PLATFORM "tensorflow_savedmodel"
+
+/* The extensions ServerMetadata lists: Triton's that dcmserve serves
+ * (srv_triton.c), over gRPC and REST. */
+#define SRV_KSERVE_EXTENSIONS {"model_repository", "model_configuration", "statistics"}
+
+/* A KServe version string: "" -> 0 (server policy), "3" -> 3; MS_EINVAL
+ * otherwise. */
+ms_status srv_kserve_parse_version(const char *s, int64_t *out);
+
 /* One ModelInferRequest input to a tensor: typed contents, or raw (BYTES:
  * 4-byte little-endian length + bytes per element) when raw is not NULL.
  * Every count and byte length is checked against datatype and shape before

@@ -190,9 +190,11 @@ static const flag_def defs[] = {
      NULL},
     /* hostile clients (docs/security.md) */
     {"enable_reload_config_rpc", F_BOOL, OFF(enable_reload_config_rpc), 0, 0,
-     "answer HandleReloadConfigRequest (from loopback or --admin_client_cn clients only). Default false", NULL},
+     "answer HandleReloadConfigRequest and Triton's RepositoryModelLoad / Unload (from loopback or "
+     "--admin_client_cn clients only). Default false", NULL},
     {"admin_client_cn", F_STR, OFF(admin_client_cn), 0, 0,
-     "comma-separated certificate CNs of mTLS clients allowed to call HandleReloadConfigRequest", NULL},
+     "comma-separated certificate CNs of mTLS clients allowed to call HandleReloadConfigRequest "
+     "and RepositoryModelLoad / Unload", NULL},
     {"model_base_path_prefix", F_STR, OFF(model_base_path_prefix), 0, 0,
      "every model base path must resolve (symlinks, ..) inside this folder. Default: unset", NULL},
     {"max_num_models", F_INT, OFF(max_num_models), 1, 1000000,

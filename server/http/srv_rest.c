@@ -1247,6 +1247,7 @@ static srv_rest_reply route(srv_rest *r, struct MHD_Connection *c, const char *u
         return to_reply(ka, MS_OK);
     srv_rest_reply v2;
     const char *hl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Inference-Header-Content-Length");
+    if (srv_rest_triton(r->app, method, url, b->data, b->len, rec, &v2) == 0) return v2;
     if (srv_rest_v2(r->app, method, url, hl, b->data, b->len, rec, &v2) == 0) return v2;
     if (kind < 0) {
         char msg[480];

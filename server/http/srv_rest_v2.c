@@ -41,6 +41,7 @@ static int http_of(ms_status st) {
     case MS_EPRECOND:
     case MS_ENOTSUP: return 400;
     case MS_ENOTFOUND: return 404;
+    case MS_EPERM: return 403;
     case MS_ENOMEM: return 413;
     case MS_ETIMEDOUT: return 504;
     case MS_ESHUTDOWN:
@@ -72,6 +73,14 @@ static void set_error(srv_rest_reply *o, ms_status st, const char *msg) {
 static void set_status_error(srv_rest_reply *o, ms_status st) {
     const char *m = ms_errmsg();
     set_error(o, st, m[0] ? m : ms_status_name(st));
+}
+
+void srv_rest_v2_json(srv_rest_reply *o, int code, ms_status st, struct cJSON *j) {
+    set_json(o, code, st, j);
+}
+
+void srv_rest_v2_status_error(srv_rest_reply *o, ms_status st) {
+    set_status_error(o, st);
 }
 
 /* ---- JSON -> raw_input_contents ---------------------------------------- */
@@ -608,8 +617,28 @@ static void server_metadata(srv_app *app, srv_rest_reply *o) {
     cJSON_AddStringToObject(j, "version", rs->version);
     cJSON *ex = cJSON_AddArrayToObject(j, "extensions");
     cJSON_AddItemToArray(ex, cJSON_CreateString("binary_tensor_data"));
+    for (size_t i = 0; i < rs->n_extensions; i++) /* Triton's (srv_triton.c, srv_rest_triton.c) */
+        cJSON_AddItemToArray(ex, cJSON_CreateString(rs->extensions[i]));
     inference__server_metadata_response__free_unpacked(rs, NULL);
     set_json(o, 200, MS_OK, j);
+}
+
+const char *srv_rest_v2_model_path(const char *p, char *model, size_t mcap, char *version,
+                                   size_t vcap) {
+    size_t n = strcspn(p, "/");
+    if (n == 0 || n >= mcap) return NULL;
+    memcpy(model, p, n);
+    model[n] = 0;
+    p += n;
+    if (version != NULL && strncmp(p, "/versions/", 10) == 0) {
+        p += 10;
+        n = strcspn(p, "/");
+        if (n == 0 || n >= vcap || strspn(p, "0123456789") != n) return NULL;
+        memcpy(version, p, n);
+        version[n] = 0;
+        p += n;
+    }
+    return p;
 }
 
 int srv_rest_v2(srv_app *app, const char *method, const char *url, const char *header_len,
@@ -627,20 +656,8 @@ int srv_rest_v2(srv_app *app, const char *method, const char *url, const char *h
     }
     if (strncmp(url, "/v2/models/", 11) != 0) return -1;
     char model[256], version[24] = "";
-    const char *p = url + 11;
-    size_t n = strcspn(p, "/");
-    if (n == 0 || n >= sizeof model) return -1;
-    memcpy(model, p, n);
-    model[n] = 0;
-    p += n;
-    if (strncmp(p, "/versions/", 10) == 0) {
-        p += 10;
-        n = strcspn(p, "/");
-        if (n == 0 || n >= sizeof version || strspn(p, "0123456789") != n) return -1;
-        memcpy(version, p, n);
-        version[n] = 0;
-        p += n;
-    }
+    const char *p = srv_rest_v2_model_path(url + 11, model, sizeof model, version, sizeof version);
+    if (p == NULL) return -1;
     srv_req_model(rec, model, strtoll(version, NULL, 10), NULL);
     if (*p == 0) {
         if (!get) {

@@ -21,6 +21,7 @@
 #include "ms_build.h"
 #include "ms_log.h"
 #include "srv_metrics.h"
+#include "srv_stats.h"
 #include "srv_status.h"
 
 #define MAX_SERIES 256
@@ -289,6 +290,8 @@ void srv_req_end(srv_req *r, ms_status st) {
     s->bytes_in += r->bytes_in;
     s->bytes_out += r->bytes_out;
     pthread_mutex_unlock(&mu);
+    _Static_assert(SRV_NPHASES == 4, "srv_stats_request takes the four phases");
+    srv_stats_request(r->api, r->model, r->version, r->batch, r->phase, st, secs); /* Triton's */
     int mode = atomic_load(&reqlog_mode);
     if (mode == 0 || (mode == 1 && st == MS_OK)) return;
     if (r->peer[0] == '\0' && r->peer_fn != NULL) r->peer_fn(r->peer_arg, r->peer, sizeof r->peer);

@@ -26,7 +26,24 @@ int srv_admin_cn_listed(const char *list, const char *cn) {
     return 0;
 }
 
+static ms_status disabled(const char *what) {
+    return ms_errf(MS_EPERM, "%s is disabled on this server (start it with "
+                             "--enable_reload_config_rpc)", what);
+}
+
 ms_status srv_admin_authorize(const srv_admin_policy *p, srv_call *c, char *who, size_t cap) {
+    return srv_admin_authorize_as(p, "HandleReloadConfigRequest", c, who, cap);
+}
+
+ms_status srv_admin_authorize_peer(const srv_admin_policy *p, const char *what, const char *peer) {
+    if (!p->enabled) return disabled(what);
+    if (peer != NULL && srv_peer_is_loopback(peer)) return MS_OK;
+    return ms_errf(MS_EPERM, "%s over REST is allowed only from loopback (use gRPC with an admin "
+                             "certificate, --admin_client_cn, from elsewhere)", what);
+}
+
+ms_status srv_admin_authorize_as(const srv_admin_policy *p, const char *what, srv_call *c,
+                                 char *who, size_t cap) {
     char peer[300], cn[256];
     srv_call_peer(c, peer, sizeof(peer));
     int has_cn = srv_call_peer_cn(c, cn, sizeof(cn));
@@ -34,13 +51,11 @@ ms_status srv_admin_authorize(const srv_admin_policy *p, srv_call *c, char *who,
         snprintf(who, cap, "%s cn=%s", peer, cn);
     else
         snprintf(who, cap, "%s", peer);
-    if (!p->enabled)
-        return ms_errf(MS_EPERM, "HandleReloadConfigRequest is disabled on this server (start it "
-                                 "with --enable_reload_config_rpc)");
+    if (!p->enabled) return disabled(what);
     if (has_cn && srv_admin_cn_listed(p->client_cns, cn)) return MS_OK;
     if (srv_call_peer_is_loopback(c)) return MS_OK;
-    return ms_errf(MS_EPERM, "HandleReloadConfigRequest is allowed only from loopback or from "
-                             "clients with an admin certificate (--admin_client_cn)");
+    return ms_errf(MS_EPERM, "%s is allowed only from loopback or from clients with an admin "
+                             "certificate (--admin_client_cn)", what);
 }
 
 static int has_dotdot(const char *p) {

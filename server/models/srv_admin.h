@@ -31,6 +31,13 @@ typedef struct srv_admin_policy {
  * `who` receives the peer's description for the log ("ipv4:127.0.0.1:5000",
  * plus " cn=NAME" for a verified client certificate). */
 ms_status srv_admin_authorize(const srv_admin_policy *p, srv_call *c, char *who, size_t cap);
+/* The same gate for another admin call named `what` in the messages
+ * ("RepositoryModelLoad", ...): Triton's repository load / unload. */
+ms_status srv_admin_authorize_as(const srv_admin_policy *p, const char *what, srv_call *c,
+                                 char *who, size_t cap);
+/* The gate for an admin call over REST from `peer` (srv_call_peer's form):
+ * on, and from a loopback address (REST has no admin certificate check). */
+ms_status srv_admin_authorize_peer(const srv_admin_policy *p, const char *what, const char *peer);
 
 /* Checks a new model list against the policy: the number of models, and
  * every base path confined to the prefix (when set). A path that does not

@@ -2,6 +2,7 @@
  * unload, status. See srv_manager.h for the rules. */
 #include "srv_manager.h"
 #include "srv_metrics.h"
+#include "srv_stats.h"
 #include "srv_warmup.h"
 
 #include <dirent.h>
@@ -34,6 +35,7 @@ typedef struct mversion {
 typedef struct mmodel {
     srv_model_config cfg;
     int removed; /* dropped from the config: unload everything, then forget */
+    int unloaded; /* srv_manager_unload_model: nothing wanted until srv_manager_load_model */
     mversion *v;
     int nv;
     int warned_missing;
@@ -59,6 +61,7 @@ struct srv_manager {
     int nmodels;
     srv_config *pending;
     uint64_t gen_requested, gen_applied;
+    int rescan; /* srv_manager_load_model / _unload_model: scan on the loop thread */
     int loads_inflight;
     int stopping;
     void (*listener)(void *arg);
@@ -491,7 +494,8 @@ static void load_done(uv_work_t *req, int status) {
     m->loads_inflight--;
     mmodel *mm = find_model(m, j->name);
     mversion *v = mm ? find_version(mm, j->version) : NULL;
-    if (v == NULL || v->state != SRV_VSTATE_LOADING || m->stopping || mm->removed) {
+    if (v == NULL || v->state != SRV_VSTATE_LOADING || m->stopping || mm->removed ||
+        mm->unloaded) {
         drop = j->model;
         if (v != NULL && v->state == SRV_VSTATE_LOADING) {
             v->state = SRV_VSTATE_END; /* the model left the config meanwhile */
@@ -505,6 +509,7 @@ static void load_done(uv_work_t *req, int status) {
         MS_INFO("loaded model %s version %" PRId64 " from %s (%.0f ms)", j->name, j->version,
                 j->dir, j->ms);
         srv_metrics_model_load(j->name, 1, j->ms / 1000.0);
+        srv_stats_track(j->name, j->version);
     } else {
         v->state = SRV_VSTATE_END;
         v->code = j->st;
@@ -573,6 +578,7 @@ static void unload(mmodel *mm, mversion *v, rt_model **drop) {
     v->msg[0] = '\0';
     MS_INFO("unloaded model %s version %" PRId64, mm->cfg.name, v->version);
     srv_metrics_model_unload(mm->cfg.name);
+    srv_stats_forget(mm->cfg.name, v->version);
 }
 
 static int is_wanted(const int64_t *w, int nw, int64_t v) {
@@ -600,7 +606,7 @@ static void reconcile(srv_manager *m, mmodel *mm, disk_version *dv, int ndv, int
             dv[i].sig = v->sig;
         }
     }
-    if (!mm->removed && have_disk) {
+    if (!mm->removed && !mm->unloaded && have_disk) {
         const srv_model_config *c = &mm->cfg;
         if (c->policy == SRV_POLICY_LATEST) {
             int k = 0;
@@ -761,18 +767,20 @@ static void apply_pending(srv_manager *m) {
     pthread_mutex_lock(&m->mu);
     srv_config *cfg = m->pending;
     uint64_t gen = m->gen_requested;
+    int rescan = m->rescan;
     m->pending = NULL;
-    if (cfg == NULL) {
+    m->rescan = 0;
+    if (cfg == NULL && !rescan) {
         pthread_mutex_unlock(&m->mu);
         return;
     }
-    for (int i = 0; i < m->nmodels; i++) {
+    for (int i = 0; cfg != NULL && i < m->nmodels; i++) {
         int keep = 0;
         for (int k = 0; k < cfg->nmodels; k++)
             if (strcmp(cfg->models[k].name, m->models[i]->cfg.name) == 0) keep = 1;
         m->models[i]->removed = !keep;
     }
-    for (int k = 0; k < cfg->nmodels; k++) {
+    for (int k = 0; cfg != NULL && k < cfg->nmodels; k++) {
         mmodel *mm = find_model(m, cfg->models[k].name);
         if (mm != NULL) {
             if (!srv_model_config_equal(&mm->cfg, &cfg->models[k])) {
@@ -880,6 +888,24 @@ ms_status srv_manager_start(srv_manager *m, uv_loop_t *loop) {
     return MS_OK;
 }
 
+/* Waits (wait_s > 0) until generation gen is applied and no load is in
+ * flight, or wait_s passed. Called without m->mu. */
+static void wait_applied(srv_manager *m, uint64_t gen, double wait_s) {
+    if (wait_s <= 0) return;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += (time_t)wait_s;
+    dl.tv_nsec += (long)((wait_s - (double)(time_t)wait_s) * 1e9);
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&m->mu);
+    while ((m->gen_applied < gen || m->loads_inflight > 0) && !m->stopping)
+        if (pthread_cond_timedwait(&m->cv, &m->mu, &dl) == ETIMEDOUT) break;
+    pthread_mutex_unlock(&m->mu);
+}
+
 uint64_t srv_manager_apply(srv_manager *m, srv_config *cfg, double wait_s) {
     pthread_mutex_lock(&m->mu);
     if (m->pending) srv_config_free(m->pending);
@@ -887,20 +913,7 @@ uint64_t srv_manager_apply(srv_manager *m, srv_config *cfg, double wait_s) {
     uint64_t gen = ++m->gen_requested;
     pthread_mutex_unlock(&m->mu);
     if (m->started) uv_async_send(&m->async);
-    if (wait_s > 0) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_sec += (time_t)wait_s;
-        dl.tv_nsec += (long)((wait_s - (double)(time_t)wait_s) * 1e9);
-        if (dl.tv_nsec >= 1000000000L) {
-            dl.tv_sec++;
-            dl.tv_nsec -= 1000000000L;
-        }
-        pthread_mutex_lock(&m->mu);
-        while ((m->gen_applied < gen || m->loads_inflight > 0) && !m->stopping)
-            if (pthread_cond_timedwait(&m->cv, &m->mu, &dl) == ETIMEDOUT) break;
-        pthread_mutex_unlock(&m->mu);
-    }
+    wait_applied(m, gen, wait_s);
     return gen;
 }
 
@@ -992,7 +1005,11 @@ ms_status srv_manager_get(srv_manager *m, const char *name, int64_t version, con
             goto out;
         }
     list_versions(mm, list, sizeof(list));
-    st = ms_errf(MS_ENOTFOUND, "Servable not found for request: Latest(%s)%s", name, list);
+    st = ms_errf(MS_ENOTFOUND, "Servable not found for request: Latest(%s)%s%s", name, list,
+                 mm->unloaded ? "; the model was unloaded through the repository API (load it "
+                                "again with RepositoryModelLoad or POST /v2/repository/models/"
+                                "<name>/load)"
+                              : "");
 out:
     pthread_mutex_unlock(&m->mu);
     return st;
@@ -1074,7 +1091,8 @@ int srv_manager_ready(srv_manager *m) {
     pthread_mutex_lock(&m->mu);
     ready = 1;
     for (int i = 0; i < m->nmodels; i++) {
-        if (m->models[i]->removed) continue;
+        /* A model unloaded on purpose (repository API) is not waited for. */
+        if (m->models[i]->removed || m->models[i]->unloaded) continue;
         configured++;
         if (!model_ready_locked(m->models[i])) ready = 0;
     }
@@ -1113,4 +1131,159 @@ int srv_manager_loaded_versions(srv_manager *m) {
             n += m->models[i]->v[k].state == SRV_VSTATE_AVAILABLE;
     pthread_mutex_unlock(&m->mu);
     return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Repository API (Triton's model_repository extension)                      */
+/* ------------------------------------------------------------------------ */
+
+/* The configured model `name` (m->mu held), or NULL with MS_ENOTFOUND set. */
+static mmodel *configured(srv_manager *m, const char *name) {
+    mmodel *mm = find_model(m, name ? name : "");
+    if (mm != NULL && !mm->removed) return mm;
+    char list[1024];
+    list_models(m, list, sizeof(list));
+    ms_errf(MS_ENOTFOUND, "model %s is not in the model config%s", name ? name : "", list);
+    return NULL;
+}
+
+ms_status srv_manager_model_config(srv_manager *m, const char *name, srv_model_config *out) {
+    pthread_mutex_lock(&m->mu);
+    mmodel *mm = configured(m, name);
+    ms_status st = mm ? srv_model_config_copy(&mm->cfg, out) : MS_ENOTFOUND;
+    pthread_mutex_unlock(&m->mu);
+    return st;
+}
+
+static int cmp_index(const void *a, const void *b) {
+    const srv_index_entry *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c != 0) return c;
+    return (x->version > y->version) - (x->version < y->version);
+}
+
+ms_status srv_manager_index(srv_manager *m, srv_index_entry **out, int *n) {
+    ms_status st = MS_OK;
+    *out = NULL;
+    *n = 0;
+    pthread_mutex_lock(&m->mu);
+    int total = 0;
+    for (int i = 0; i < m->nmodels; i++)
+        total += m->models[i]->nv > 0 ? m->models[i]->nv : 1;
+    srv_index_entry *e = calloc((size_t)(total > 0 ? total : 1), sizeof(*e));
+    if (e == NULL) {
+        st = ms_errf(MS_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < m->nmodels; i++) {
+        const mmodel *mm = m->models[i];
+        if (mm->removed) continue;
+        for (int k = 0; k < (mm->nv > 0 ? mm->nv : 1); k++) {
+            srv_index_entry *x = &e[*n];
+            if ((x->name = strdup(mm->cfg.name)) == NULL) {
+                st = ms_errf(MS_ENOMEM, "out of memory");
+                goto out;
+            }
+            (*n)++;
+            x->unloaded = mm->unloaded;
+            if (mm->nv == 0) { /* nothing found under the base path yet */
+                x->state = SRV_VSTATE_UNKNOWN;
+                continue;
+            }
+            x->version = mm->v[k].version;
+            x->state = mm->v[k].state;
+            x->code = mm->v[k].code;
+            snprintf(x->msg, sizeof(x->msg), "%s", mm->v[k].msg);
+        }
+    }
+out:
+    pthread_mutex_unlock(&m->mu);
+    if (st != MS_OK) {
+        srv_manager_index_free(e, *n);
+        *n = 0;
+        return st;
+    }
+    if (*n > 1) qsort(e, (size_t)*n, sizeof(*e), cmp_index);
+    *out = e;
+    return MS_OK;
+}
+
+void srv_manager_index_free(srv_index_entry *e, int n) {
+    for (int i = 0; e != NULL && i < n; i++)
+        free(e[i].name);
+    free(e);
+}
+
+/* Asks the loop thread to scan every model now; returns the generation to
+ * wait for (m->mu held). */
+static uint64_t request_rescan(srv_manager *m) {
+    m->rescan = 1;
+    return ++m->gen_requested;
+}
+
+ms_status srv_manager_unload_model(srv_manager *m, const char *name, double wait_s) {
+    pthread_mutex_lock(&m->mu);
+    mmodel *mm = configured(m, name);
+    if (mm == NULL) {
+        pthread_mutex_unlock(&m->mu);
+        return MS_ENOTFOUND;
+    }
+    mm->unloaded = 1;
+    uint64_t gen = request_rescan(m);
+    pthread_mutex_unlock(&m->mu);
+    MS_INFO("model %s: unload requested", name);
+    if (m->started) uv_async_send(&m->async);
+    wait_applied(m, gen, wait_s);
+    ms_status st = MS_OK;
+    pthread_mutex_lock(&m->mu);
+    if ((mm = find_model(m, name)) != NULL && model_ready_locked(mm))
+        st = ms_errf(MS_ETIMEDOUT, "model %s: still unloading after %.1f s", name, wait_s);
+    pthread_mutex_unlock(&m->mu);
+    return st;
+}
+
+ms_status srv_manager_load_model(srv_manager *m, const char *name, double wait_s) {
+    pthread_mutex_lock(&m->mu);
+    mmodel *mm = configured(m, name);
+    if (mm == NULL) {
+        pthread_mutex_unlock(&m->mu);
+        return MS_ENOTFOUND;
+    }
+    mm->unloaded = 0;
+    mm->warned_missing = 0;
+    /* An explicit load retries the versions that failed, changed or not. */
+    for (int k = 0; k < mm->nv; k++)
+        if (mm->v[k].state == SRV_VSTATE_END && mm->v[k].code != MS_OK) mm->v[k].code = MS_OK;
+    uint64_t gen = request_rescan(m);
+    char *base = strdup(mm->cfg.base_path);
+    pthread_mutex_unlock(&m->mu);
+    MS_INFO("model %s: load requested", name);
+    if (m->started) uv_async_send(&m->async);
+    wait_applied(m, gen, wait_s);
+    ms_status st = MS_OK;
+    pthread_mutex_lock(&m->mu);
+    mm = find_model(m, name);
+    if (mm == NULL || mm->removed) {
+        st = ms_errf(MS_ENOTFOUND, "model %s left the model config while loading", name);
+    } else if (!model_ready_locked(mm)) {
+        const mversion *failed = NULL;
+        int loading = 0;
+        for (int k = 0; k < mm->nv; k++) {
+            if (mm->v[k].state == SRV_VSTATE_END && mm->v[k].code != MS_OK) failed = &mm->v[k];
+            if (mm->v[k].state == SRV_VSTATE_LOADING || mm->v[k].state == SRV_VSTATE_START)
+                loading = 1;
+        }
+        if (failed != NULL)
+            st = ms_errf(failed->code, "failed to load model %s version %" PRId64 ": %s", name,
+                         failed->version, failed->msg);
+        else if (loading)
+            st = ms_errf(MS_ETIMEDOUT, "model %s: still loading after %.1f s", name, wait_s);
+        else
+            st = ms_errf(MS_EPRECOND, "model %s: no complete version folder under base path %s "
+                                      "(expected numbered folders, e.g. %s/1/saved_model.pb)",
+                         name, base ? base : "", base ? base : "");
+    }
+    pthread_mutex_unlock(&m->mu);
+    free(base);
+    return st;
 }

@@ -128,6 +128,43 @@ int srv_manager_loaded_versions(srv_manager *m);
  * version, free pool bytes); returns how many. */
 int srv_manager_pool_bytes(srv_manager *m, srv_metrics_pool *out, int max);
 
+/* ---- Repository API (Triton's model_repository extension, docs/kserve.md) ---- */
+
+/* A copy of the configured model's config (srv_model_config_clear it).
+ * MS_ENOTFOUND naming the models served when `name` is not configured. */
+ms_status srv_manager_model_config(srv_manager *m, const char *name, srv_model_config *out);
+
+/* One row of the repository index: a configured model's version, or the
+ * model alone (version 0, state UNKNOWN) while no version folder is known. */
+typedef struct srv_index_entry {
+    char *name; /* owned */
+    int64_t version;
+    srv_vstate state;
+    int unloaded; /* unloaded through srv_manager_unload_model */
+    ms_status code; /* why the version's load failed (state END), else MS_OK */
+    char msg[512];
+} srv_index_entry;
+
+/* Every configured model's versions, sorted by name and version (*out
+ * malloc'ed; free with srv_manager_index_free). */
+ms_status srv_manager_index(srv_manager *m, srv_index_entry **out, int *n);
+void srv_manager_index_free(srv_index_entry *e, int n);
+
+/* Unloads every version of a configured model and keeps it unloaded (its
+ * base path is no longer polled for it, and readiness no longer waits for
+ * it) until srv_manager_load_model; it stays in the config and the index.
+ * Waits up to wait_s for the unload. MS_ENOTFOUND when not configured,
+ * MS_ETIMEDOUT when a version is still available after wait_s. Any thread. */
+ms_status srv_manager_unload_model(srv_manager *m, const char *name, double wait_s);
+
+/* Loads a configured model again from its base path, with its version
+ * policy: ends an unload, scans the base path now and retries versions
+ * whose load failed even if their folder did not change. Waits up to wait_s
+ * for the loads. MS_OK when a version is available; otherwise the failed
+ * load's code and message, MS_ETIMEDOUT while still loading, MS_EPRECOND when
+ * no complete version folder exists, MS_ENOTFOUND when not configured. */
+ms_status srv_manager_load_model(srv_manager *m, const char *name, double wait_s);
+
 /* Checks whether a version folder is complete enough to load. Returns 1 and
  * a fingerprint of its files (names, sizes, mtimes) in *sig when it is,
  * 0 (with the reason in ms_errmsg) when not. */

@@ -13,6 +13,7 @@
 
 #include "ms_log.h"
 #include "srv_metrics.h"
+#include "srv_stats.h"
 
 #define PARAMS_FILE "batching_params.pbtxt"
 #define MAX_CACHE   64
@@ -193,6 +194,8 @@ typedef struct member {
 
 typedef struct batch {
     rt_model *m;
+    const char *model_name; /* the leader's: it outlives the run */
+    int64_t version;
     const char *sig_key;
     const sig_input *in0; /* the leader's inputs: the group's shapes */
     int nin;
@@ -374,12 +377,14 @@ static ms_status slice_rows(const rt_tensor *t, int64_t off, int64_t rows, rt_te
 
 /* sig_run, counted and timed for /metrics (:tensorflow:core:graph_runs):
  * every graph run for requests passes here, a batched one once. */
-static ms_status graph_run(rt_model *m, const char *sig_key, const sig_input *in, int nin,
+static ms_status graph_run(const char *model_name, int64_t version, rt_model *m,
+                           const char *sig_key, const sig_input *in, int nin,
                            const char *const *output_filter, int nfilter, const rt_run_opts *opts,
                            sig_output **outs, int *nouts) {
     double t0 = srv_req_now();
     ms_status st = sig_run(m, sig_key, in, nin, output_filter, nfilter, opts, outs, nouts);
     srv_metrics_graph_run(srv_req_now() - t0);
+    if (st == MS_OK) srv_stats_execution(model_name, version); /* Triton's execution_count */
     return st;
 }
 
@@ -402,8 +407,8 @@ static void run_batch(srv_batcher *b, batch *bt, int64_t prows) {
     }
     rt_run_opts opts = {.cancelled = NULL}; /* the batch runs for all of its callers */
     if (st == MS_OK)
-        st = graph_run(bt->m, bt->sig_key, in, bt->nin, bt->filter, bt->nfilter, &opts, &outs,
-                     &nouts);
+        st = graph_run(bt->model_name, bt->version, bt->m, bt->sig_key, in, bt->nin, bt->filter,
+                       bt->nfilter, &opts, &outs, &nouts);
     for (int i = 0; i < nouts && st == MS_OK; i++)
         if (outs[i].tensor->shape.rank < 1 || outs[i].tensor->shape.dim[0] != prows) {
             st = MS_EINVAL;
@@ -463,7 +468,8 @@ ms_status srv_batch_run(srv_batcher *b, rt_model *m, const char *model_name, int
                         const char *const *output_filter, int nfilter, const rt_run_opts *opts,
                         sig_output **outs, int *nouts) {
     if (b == NULL)
-        return graph_run(m, sig_key, in, nin, output_filter, nfilter, opts, outs, nouts);
+        return graph_run(model_name, version, m, sig_key, in, nin, output_filter, nfilter, opts,
+                         outs, nouts);
     pthread_mutex_lock(&b->mu);
     srv_batch_params p = params_for(b, m);
     int64_t rows = call_rows(in, nin);
@@ -473,7 +479,8 @@ ms_status srv_batch_run(srv_batcher *b, rt_model *m, const char *model_name, int
     if (alone) {
         pthread_mutex_unlock(&b->mu);
         srv_metrics_batch_size(model_name, version, sig_key, (int)(rows > 0 ? rows : 1));
-        return graph_run(m, sig_key, in, nin, output_filter, nfilter, opts, outs, nouts);
+        return graph_run(model_name, version, m, sig_key, in, nin, output_filter, nfilter, opts,
+                         outs, nouts);
     }
     member me = {in, nin, rows, NULL, 0, M_WAIT, M_WAIT, NULL};
     batch *bt = NULL;
@@ -494,9 +501,11 @@ ms_status srv_batch_run(srv_batcher *b, rt_model *m, const char *model_name, int
         bt = calloc(1, sizeof(*bt));
         if (bt == NULL) {
             pthread_mutex_unlock(&b->mu);
-            return graph_run(m, sig_key, in, nin, output_filter, nfilter, opts, outs, nouts);
+            return graph_run(model_name, version, m, sig_key, in, nin, output_filter, nfilter,
+                             opts, outs, nouts);
         }
-        *bt = (batch){.m = m, .sig_key = sig_key, .in0 = in, .nin = nin,
+        *bt = (batch){.m = m, .model_name = model_name, .version = version,
+                      .sig_key = sig_key, .in0 = in, .nin = nin,
                       .filter = output_filter, .nfilter = nfilter, .max_rows = p.max_batch_size,
                       .head = &me, .tail = &me, .nmembers = 1, .left = 1, .rows = rows};
         pthread_cond_init(&bt->cv, NULL);
@@ -532,7 +541,9 @@ ms_status srv_batch_run(srv_batcher *b, rt_model *m, const char *model_name, int
     int solo = me.state == M_SOLO;
     if (--bt->left == 0) batch_free(bt);
     pthread_mutex_unlock(&b->mu);
-    if (solo) return graph_run(m, sig_key, in, nin, output_filter, nfilter, opts, outs, nouts);
+    if (solo)
+        return graph_run(model_name, version, m, sig_key, in, nin, output_filter, nfilter, opts,
+                         outs, nouts);
     *outs = me.outs;
     *nouts = me.nouts;
     return MS_OK;

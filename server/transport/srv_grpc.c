@@ -246,11 +246,15 @@ void srv_call_peer(srv_call *c, char *buf, size_t cap) {
     gpr_free(p);
 }
 
+int srv_peer_is_loopback(const char *peer) {
+    return strncmp(peer, "ipv4:127.", 9) == 0 || strncmp(peer, "ipv6:[::1]:", 11) == 0 ||
+           strncmp(peer, "ipv6:[::ffff:127.", 17) == 0 || strncmp(peer, "unix:", 5) == 0;
+}
+
 int srv_call_peer_is_loopback(srv_call *c) {
     char peer[300];
     srv_call_peer(c, peer, sizeof(peer));
-    return strncmp(peer, "ipv4:127.", 9) == 0 || strncmp(peer, "ipv6:[::1]:", 11) == 0 ||
-           strncmp(peer, "ipv6:[::ffff:127.", 17) == 0 || strncmp(peer, "unix:", 5) == 0;
+    return srv_peer_is_loopback(peer);
 }
 
 int srv_call_peer_cn(srv_call *c, char *buf, size_t cap) {

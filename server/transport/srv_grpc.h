@@ -148,6 +148,8 @@ double srv_call_time_left(srv_call *c);
 void srv_call_peer(srv_call *c, char *buf, size_t cap);
 /* Non-zero when the client's address is a loopback one (127/8, ::1, unix). */
 int srv_call_peer_is_loopback(srv_call *c);
+/* The same for an address written as srv_call_peer writes it (REST's too). */
+int srv_peer_is_loopback(const char *peer);
 /* When the client presented a certificate that TLS verified (mTLS), copies
  * its subject CN into buf and returns 1; otherwise buf = "" and returns 0. */
 int srv_call_peer_cn(srv_call *c, char *buf, size_t cap);
