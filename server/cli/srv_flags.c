@@ -39,7 +39,8 @@ static const flag_def defs[] = {
     {"rest_api_num_threads", F_INT, OFF(rest_api_num_threads), 0, 4096,
      "REST worker threads (libmicrohttpd thread pool). Default 0 = 4", NULL},
     {"rest_api_timeout_in_ms", F_INT, OFF(rest_api_timeout_in_ms), 0, INT32_MAX,
-     "REST: deadline of a :predict call (past it the run is cancelled: 504) and the idle "
+     "REST: deadline of a call that runs a model (:predict, :classify, :regress, KServe /infer; "
+     "past it the run is cancelled: 504) and the idle "
      "connection timeout (rounded up to seconds). Default 0 = calls 30000 ms (TF Serving's "
      "default), connections --idle_timeout_seconds", NULL},
     {"rest_read_timeout_seconds", F_INT, OFF(rest_read_timeout_seconds), 0, 86400,
