@@ -12,6 +12,9 @@
 3. 1,100 clients that each send one byte and close: their sockets do not stay
    in CLOSE-WAIT (the server closes them at once, not after the idle
    timeout), and REST answers within 5 s.
+5. --max_connections=2 with two endless calls running (it_serve_rest_deadline's
+   spinning model): a third connection is answered 503 naming the flag, and
+   the two running calls' connections are not closed for it.
 4. SIGTERM with 300 idle, 300 half-closed (a partial request, then FIN) and
    100 keep-alive connections open, after 300 one-byte-then-close clients:
    the process exits within the drain timeout (1 s) + 5 s.
@@ -22,11 +25,13 @@ import os
 import resource
 import socket
 import sys
+import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_client import HPT, Daemon, check, free_port, gen_protos  # noqa: E402
+from it_serve_rest_deadline import config, write_spin  # noqa: E402
 
 pb = gen_protos()
 MANY = 1100
@@ -275,6 +280,64 @@ def sigterm_with_connections():
         d.close()
 
 
+def refused_when_all_run():
+    """5. Every connection runs a call: a new one gets 503."""
+    top = tempfile.mkdtemp(prefix="it_rest_conns_")
+    write_spin(os.path.join(top, "spin", "1"))
+    rest = free_port()
+    d = Daemon(["--model_config_file=" + config(os.path.join(top, "spin")),
+                "--rest_api_port=%d" % rest, "--max_connections=2",
+                "--rest_api_timeout_in_ms=600000", "--enable_model_warmup=false"])
+    body = json.dumps({"inputs": [1.0]}).encode()
+    spin = (b"POST /v1/models/spin:predict HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+            % (len(body), body))
+    running = []
+    try:
+        end = time.monotonic() + 30
+        code, data = None, b""
+        while time.monotonic() < end:
+            running = [s for s in running if s.fileno() >= 0]
+            while len(running) < 2:  # (re)start the two endless calls
+                try:
+                    s = socket.create_connection(("127.0.0.1", rest), timeout=10)
+                    s.sendall(spin)
+                    running.append(s)
+                except OSError:
+                    time.sleep(0.2)
+            try:
+                code, data = rest_predict(rest, 5)
+            except OSError as e:
+                code, data = None, str(e).encode()
+            if code == 503:
+                break
+            for s in running:  # one closed for the probe before its call ran
+                s.setblocking(False)
+                try:
+                    if s.recv(1) == b"":
+                        s.close()
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    s.close()
+            time.sleep(0.2)
+        check(code == 503 and b"--max_connections" in data and "error" in json.loads(data),
+              "--max_connections=2, both running endless calls: a third connection gets 503 "
+              "naming the flag (got %s %r)" % (code, data[:200]), d)
+        for s in running:
+            s.setblocking(False)
+            try:
+                gone = s.recv(1) == b""
+            except BlockingIOError:
+                gone = False
+            except OSError:
+                gone = True
+            check(not gone, "a connection whose call runs was closed for a new one", d)
+    finally:
+        for s in running:
+            s.close()
+        d.close()
+
+
 def main():
     if not raise_fd_limit(MANY + 400):
         print("it_serve_rest_conns: cannot open %d descriptors; skipped" % (MANY + 400))
@@ -282,6 +345,7 @@ def main():
     tricklers()
     limit_keeps_room()
     one_byte_clients()
+    refused_when_all_run()
     sigterm_with_connections()
     print("it_serve_rest_conns: ok")
     return 0

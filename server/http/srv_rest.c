@@ -44,10 +44,11 @@
 #include "tf_serving.pb-c.h"
 
 /* One REST connection from accept to close, as the reaper sees it. States:
- * waiting for a request's headers, receiving its body, running it (until
- * the answer is sent), or refused (over the connection limit: answered 503
- * once its headers are in). */
-enum { C_WAIT, C_BODY, C_RUN, C_REFUSE };
+ * waiting for a request's headers, receiving its body, sending its answer
+ * (the call has run), running it, or refused (over the connection limit:
+ * answered 503 once its headers are in). The first three may be closed to
+ * make room for a new connection, in that order. */
+enum { C_WAIT, C_BODY, C_SEND, C_RUN, C_REFUSE };
 typedef struct rconn {
     int fd;
     int state;       /* C_* */
@@ -1465,11 +1466,12 @@ static void conn_cut(srv_rest *r, rconn *k) {
 }
 
 /* Whether a should be closed before b to make room: one waiting for its
- * request before one sending a body; among those, the one waiting longest
+ * request, then one sending a body, then one whose answer is being sent
+ * (a client that does not read it); among those, the one waiting longest
  * (or whose body moved least recently). */
 static int victim_before(const rconn *a, const rconn *b) {
-    if (a->state != b->state) return a->state == C_WAIT;
-    return a->state == C_WAIT ? a->since < b->since : a->progress < b->progress;
+    if (a->state != b->state) return a->state < b->state;
+    return a->state == C_BODY ? a->progress < b->progress : a->since < b->since;
 }
 
 /* The connection to close for a new one when REST is full; never one whose
@@ -1477,7 +1479,7 @@ static int victim_before(const rconn *a, const rconn *b) {
 static rconn *conn_victim(srv_rest *r) {
     rconn *best = NULL;
     for (rconn *k = r->conns; k; k = k->next) {
-        if (k->cut || !k->counted || (k->state != C_WAIT && k->state != C_BODY)) continue;
+        if (k->cut || !k->counted || k->state > C_SEND) continue;
         if (best == NULL || victim_before(k, best)) best = k;
     }
     return best;
@@ -1518,7 +1520,9 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         rconn *v = conn_victim(r);
         if (v != NULL) {
             MS_DEBUG("REST: %d connections (--max_connections): closing one %s for a new one",
-                     r->nlive, v->state == C_WAIT ? "waiting for a request" : "sending a body");
+                     r->nlive, v->state == C_WAIT   ? "waiting for a request"
+                               : v->state == C_BODY ? "sending a body"
+                                                    : "not reading its answer");
             conn_cut(r, v);
         }
     }
@@ -1682,8 +1686,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *data_size = 0;
         return MHD_YES;
     }
-    conn_set(r, conn_of(c), C_RUN);
-    return dispatch(r, c, url, method, b);
+    rconn *k = conn_of(c);
+    conn_set(r, k, C_RUN);
+    enum MHD_Result ret = dispatch(r, c, url, method, b);
+    conn_set(r, k, C_SEND);
+    return ret;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
