@@ -9,6 +9,7 @@ flag before it sends any of its body; once the 8 finish, those past the
 bound got 503 (or were cut) and the others 404; RSS comes back within 32 MiB
 of where it was, and a valid REST and gRPC call answer. Before, all 256 MiB
 were buffered (10 such clients of 255 MiB were OOM-killed in a 2 GiB cgroup).
+A body declared larger than the bound itself is answered 413 at once.
 """
 import http.client
 import json
@@ -139,6 +140,13 @@ def main():
                 pass
             check(time.monotonic() < end, "REST did not answer within 20 s", d)
             time.sleep(0.1)
+        s = socket.create_connection(("127.0.0.1", rest), timeout=10)
+        s.sendall(head(2 * BOUND))
+        code, body = read_status(s, 5)
+        s.close()
+        check(code == 413 and b"max_rest_buffered_bytes" in body,
+              "a body declared larger than the bound itself: 413 at once (got %s %r)"
+              % (code, body[:200]), d)
         rss0, hwm0 = mem(d.proc.pid)
         sent, go = threading.Semaphore(0), threading.Event()
         ups = [Upload(rest, sent, go) for _ in range(CLIENTS)]

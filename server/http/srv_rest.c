@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -1643,10 +1644,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             srv_rest_reply o = {MHD_HTTP_FORBIDDEN, MS_EPERM, t, strlen(t), 0, "application/json"};
             return send_reply(r, c, &o);
         }
-        /* A declared body that cannot fit now is refused before it is sent. */
+        /* A declared body that cannot fit now is refused before it is sent;
+         * one that never can, for good. */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
         long long n = cl ? strtoll(cl, NULL, 10) : 0;
+        if (n > r->max_buffered && n <= r->app->max_message_bytes) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "the request body (%lld bytes) is larger than all the REST "
+                     "bodies the server holds at once (--max_rest_buffered_bytes=%lld)", n,
+                     r->max_buffered);
+            return refuse(r, c, url, method, 413, MS_ENOMEM, msg);
+        }
         if (n > 0 && n <= r->app->max_message_bytes &&
             n + atomic_load(&r->buffered) > r->max_buffered)
             return refuse(r, c, url, method, 503, MS_EBUSY, buffered_msg(r));
@@ -1698,8 +1707,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)toe;
     srv_rest *r = cls;
     body *b = *con_cls;
+    size_t held = b ? b->charged : 0;
     if (b) body_drop(r, b);
     free(b);
+    /* A large body grew through heap blocks below the mmap threshold before
+     * it reached it; their free space at the top of the heap stays resident
+     * up to the trim threshold (ms_malloc.h) unless trimmed. A body of a
+     * MiB or more costs far more than the trim. */
+    if (held >= (size_t)1 << 20) malloc_trim(0);
     *con_cls = NULL;
     conn_set(r, conn_of(c), C_WAIT);
 }
