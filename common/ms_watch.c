@@ -92,6 +92,16 @@ int ms_watch_reason(const ms_watch *w) {
     return atomic_load(&w->reason);
 }
 
+static _Thread_local ms_watch *t_bound;
+
+void ms_watch_bind(ms_watch *w) {
+    t_bound = w;
+}
+
+const atomic_int *ms_watch_bound_flag(void) {
+    return t_bound ? &t_bound->cancelled : NULL;
+}
+
 void ms_watch_cancel_all(void) {
     pthread_mutex_lock(&g_mu);
     g_all_cancelled = 1;

@@ -38,4 +38,12 @@ int ms_watch_reason(const ms_watch *w);
  * running, REST calls and warm-up runs included, and what would start. */
 void ms_watch_cancel_all(void);
 
+/* The watch of the call this thread runs for now (NULL: none), for handlers
+ * that a REST call reaches without a gRPC call: srv_call_cancel_flag(NULL)
+ * reads ms_watch_bound_flag(), so that :classify, :regress and KServe REST
+ * infer stop at the REST deadline or hang-up as :predict does. */
+void ms_watch_bind(ms_watch *w);
+/* &w->cancelled of the bound watch, or NULL. */
+const atomic_int *ms_watch_bound_flag(void);
+
 #endif /* MS_WATCH_H */

@@ -485,6 +485,8 @@ int cli_serve(int argc, char **argv) {
                             .metrics_path = mpath,
                             .tls = d.tls,
                             .max_connections = d.flags.max_connections,
+                            .read_timeout_s = d.flags.rest_read_timeout_seconds,
+                            .max_buffered_bytes = d.flags.max_rest_buffered_bytes,
                             .bind_address = d.flags.bind_address};
         if (srv_rest_start(&d.app, &ro, &rest) != MS_OK)
             MS_ERROR("REST: %s", ms_errmsg());

@@ -39,9 +39,18 @@ static const flag_def defs[] = {
     {"rest_api_num_threads", F_INT, OFF(rest_api_num_threads), 0, 4096,
      "REST worker threads (libmicrohttpd thread pool). Default 0 = 4", NULL},
     {"rest_api_timeout_in_ms", F_INT, OFF(rest_api_timeout_in_ms), 0, INT32_MAX,
-     "REST: deadline of a :predict call (past it the run is cancelled: 504) and the idle "
+     "REST: deadline of a call that runs a model (:predict, :classify, :regress, KServe /infer; "
+     "past it the run is cancelled: 504) and the idle "
      "connection timeout (rounded up to seconds). Default 0 = calls 30000 ms (TF Serving's "
      "default), connections --idle_timeout_seconds", NULL},
+    {"rest_read_timeout_seconds", F_INT, OFF(rest_read_timeout_seconds), 0, 86400,
+     "REST: a new connection must send its request headers within this many seconds, and a "
+     "request body may pause no longer than this; slower senders are cut. 0 = never. Default 10",
+     NULL},
+    {"max_rest_buffered_bytes", F_INT64, OFF(max_rest_buffered_bytes), 0, 1e18,
+     "REST: request bodies held in memory at once, all connections together; a body past it is "
+     "answered 503. Default 0 = the smaller of --max_request_memory_bytes and a quarter of the "
+     "memory limit (cgroup or RAM)", NULL},
     {"rest_api_enable_cors_support", F_BOOL, OFF(rest_api_enable_cors_support), 0, 0,
      "REST: Access-Control-Allow-Origin: * on every answer, OPTIONS answered", NULL},
     {"enable_batching", F_BOOL, OFF(enable_batching), 0, 0,
@@ -202,7 +211,9 @@ static const flag_def defs[] = {
     {"allow_empty_model_config", F_BOOL, OFF(allow_empty_model_config), 0, 0,
      "let a re-read config or a reload drop every model (otherwise refused and logged). Default false", NULL},
     {"max_connections", F_INT, OFF(max_connections), 0, 1000000,
-     "open gRPC connections at most; past it new ones get an HTTP/2 GOAWAY. Default 0 = only the file-descriptor limit", NULL},
+     "open gRPC connections at most (past it new ones get an HTTP/2 GOAWAY), and REST connections at "
+     "most (past it the one idle or waiting longest for its request is closed; with none, 503). "
+     "Default 0 = gRPC: only the file-descriptor limit; REST: a quarter of it", NULL},
     {"idle_timeout_seconds", F_INT, OFF(idle_timeout_seconds), 0, 86400,
      "close gRPC connections with no call for this long, and those that send no HTTP/2 preface. Default 300; 0 = never", NULL},
     {"grpc_max_concurrent_streams", F_INT, OFF(grpc_max_concurrent_streams), 1, 100000,
@@ -260,6 +271,7 @@ void srv_flags_defaults(srv_flags *f) {
     f->num_request_iterations_for_warmup = 1;
     f->max_num_models = 1000;
     f->idle_timeout_seconds = 300;
+    f->rest_read_timeout_seconds = 10;
     f->grpc_max_concurrent_streams = 128;
     f->grpc_keepalive_time_seconds = 7200;
     f->grpc_keepalive_timeout_seconds = 20;

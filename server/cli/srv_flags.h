@@ -21,6 +21,8 @@ typedef struct srv_flags {
     int rest_api_num_threads;                /* REST worker threads; 0 = 4 */
     int rest_api_timeout_in_ms;              /* REST idle connection timeout; 0 = none */
     int rest_api_enable_cors_support;        /* Access-Control-Allow-Origin: * */
+    int rest_read_timeout_seconds;           /* REST slow senders cut after; 0 = never */
+    int64_t max_rest_buffered_bytes;         /* REST bodies held at once; 0 = derived */
     const char *bind_address;                /* --bind_address, default 0.0.0.0 */
     const char *model_name;                  /* --model_name, default "default" */
     const char *model_base_path;             /* --model_base_path */

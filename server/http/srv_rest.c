@@ -14,14 +14,20 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kn_cpu_util.h"
 #include "kn_cuda_mem.h"
@@ -39,6 +45,23 @@
 #include "srv_status.h"
 #include "tf_serving.pb-c.h"
 
+/* One REST connection from accept to close, as the reaper sees it. States:
+ * waiting for a request's headers, receiving its body, sending its answer
+ * (the call has run), running it, or refused (over the connection limit:
+ * answered 503 once its headers are in). The first three may be closed to
+ * make room for a new connection, in that order. */
+enum { C_WAIT, C_BODY, C_SEND, C_RUN, C_REFUSE };
+typedef struct rconn {
+    int fd;
+    int state;       /* C_* */
+    int nreq;        /* requests answered on it */
+    int counted;     /* in srv_rest.nlive */
+    int cut;         /* shut down by us; libmicrohttpd closes it next */
+    double since;    /* when the state began (CLOCK_MONOTONIC, s) */
+    double progress; /* the last body bytes (C_BODY) */
+    struct rconn *prev, *next;
+} rconn;
+
 struct srv_rest {
     struct MHD_Daemon *d;
     srv_app *app;
@@ -46,6 +69,20 @@ struct srv_rest {
     int tls_verify; /* client_verify: a verified client certificate is required */
     char metrics_path[256];
     int call_timeout_ms; /* srv_rest_opts.call_timeout_ms */
+    /* connections (docs/security.md, "REST connections") */
+    pthread_mutex_t mu;    /* conns, nlive, the rconn fields, stopping */
+    pthread_cond_t cv;     /* the reaper's tick; signalled to stop it */
+    rconn *conns;
+    int nlive;             /* counted connections: not cut, not refused */
+    int max_conns;
+    double read_timeout_s; /* 0 = none */
+    double idle_timeout_s; /* between requests; 0 = none */
+    int stopping;
+    int reaper_started;
+    pthread_t reaper;
+    /* request bodies held now, all connections (--max_rest_buffered_bytes) */
+    atomic_llong buffered;
+    long long max_buffered;
 };
 
 /* Per-request body accumulated by the access handler. */
@@ -53,6 +90,8 @@ typedef struct body {
     char *data;
     size_t len, cap;
     int too_big;
+    int refused;    /* past --max_rest_buffered_bytes: dropped, answered 503 */
+    size_t charged; /* bytes of srv_rest.buffered this body holds (its cap) */
 } body;
 
 /* ---- JSON -> tensor --------------------------------------------------- */
@@ -488,20 +527,54 @@ static void predict_job_run(void *arg) {
     j->a = predict_json(j->app, j->tg, j->b, j->version, j->st, j->rec, j->watch);
 }
 
-/* :predict on a gRPC worker through the model's queue (fair with gRPC calls;
- * 503 at once when the queue is full). The run is watched (ms_watch.h): past
- * the call deadline it is cancelled and answers 504; when the client closes
- * its connection it is cancelled too (nobody reads the answer). */
+typedef struct watched_job {
+    void (*fn)(void *arg);
+    void *arg;
+    ms_watch *watch;
+} watched_job;
+
+static void watched_job_run(void *arg) {
+    watched_job *w = arg;
+    ms_watch_bind(w->watch); /* for handlers reached with no gRPC call */
+    w->fn(w->arg);
+    ms_watch_bind(NULL);
+}
+
+/* Runs fn(arg), a REST call that runs a model, watched (ms_watch.h): past the
+ * call deadline (--rest_api_timeout_in_ms) the run is cancelled, and when
+ * the client closes its connection too (nobody reads the answer). With
+ * `model`, on a gRPC worker through that model's queue (fair with gRPC
+ * calls; MS_EBUSY at once when the queue is full); else on this thread. */
+static ms_status run_watched(srv_rest *r, struct MHD_Connection *c, const char *model,
+                             void (*fn)(void *arg), void *arg, ms_watch *watch) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    ms_watch_start(watch, r->call_timeout_ms, ci ? ci->connect_fd : -1);
+    watched_job w = {fn, arg, watch};
+    ms_status st = model && r->app->server
+                       ? srv_server_run_job(r->app->server, model, watched_job_run, &w)
+                       : (watched_job_run(&w), MS_OK);
+    ms_watch_stop(watch);
+    return st;
+}
+
+/* What a run stopped by its watch answers: DEADLINE_EXCEEDED (504) past the
+ * deadline; st otherwise. */
+static ms_status watched_status(const ms_watch *watch, ms_status st) {
+    if (st == MS_ECANCELED && watch && ms_watch_reason(watch) == MS_WATCH_DEADLINE)
+        return ms_errf(MS_ETIMEDOUT, "the call ran past its deadline (--rest_api_timeout_in_ms); "
+                                     "stopped");
+    if (st == MS_ECANCELED && watch && ms_watch_reason(watch) == MS_WATCH_HANGUP)
+        return ms_errf(MS_ECANCELED, "the client closed the connection; stopped");
+    return st;
+}
+
+/* :predict on a gRPC worker through the model's queue, watched (run_watched:
+ * 504 past the deadline, 503 at once when the queue is full). */
 static answer do_predict(srv_rest *r, struct MHD_Connection *c, const target *tg, const body *b,
                          int64_t *version, ms_status *st, srv_req *rec) {
-    srv_app *app = r->app;
     ms_watch watch;
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    ms_watch_start(&watch, r->call_timeout_ms, ci ? ci->connect_fd : -1);
-    predict_job j = {app, tg, b, version, st, rec, &watch, {0, NULL}};
-    ms_status qst = app->server ? srv_server_run_job(app->server, tg->name, predict_job_run, &j)
-                                : (predict_job_run(&j), MS_OK);
-    ms_watch_stop(&watch);
+    predict_job j = {r->app, tg, b, version, st, rec, &watch, {0, NULL}};
+    ms_status qst = run_watched(r, c, tg->name, predict_job_run, &j, &watch);
     if (qst != MS_OK) {
         *st = qst;
         return status_error(qst);
@@ -633,11 +706,7 @@ static answer predict_json(srv_app *app, const target *tg, const body *b, int64_
     st = srv_batch_run(app->batcher, sv.model, tg->name, sv.version, sig_key, in, nin, NULL, 0,
                        &opts, &outs, &nouts);
     srv_req_phase(rec, SRV_PHASE_COMPUTE);
-    if (st == MS_ECANCELED && watch && ms_watch_reason(watch) == MS_WATCH_DEADLINE)
-        st = ms_errf(MS_ETIMEDOUT, "the call ran past its deadline (--rest_api_timeout_in_ms); "
-                                   "stopped");
-    else if (st == MS_ECANCELED && watch && ms_watch_reason(watch) == MS_WATCH_HANGUP)
-        st = ms_errf(MS_ECANCELED, "the client closed the connection; stopped");
+    st = watched_status(watch, st);
     if (st != MS_OK) goto done;
     a.code = MHD_HTTP_OK;
     a.json = cJSON_CreateObject();
@@ -1188,18 +1257,68 @@ static void example_job_run(void *arg) {
     j->a = example_json(j->app, j->tg, j->b, j->regress, j->version, j->st);
 }
 
-/* :classify / :regress on a gRPC worker through the model's queue, as
- * :predict. */
-static answer do_example_api(srv_app *app, const target *tg, const body *b, int regress,
-                             int64_t *version, ms_status *st) {
-    example_job j = {app, tg, b, regress, version, st, {0, NULL}};
-    ms_status qst = app->server ? srv_server_run_job(app->server, tg->name, example_job_run, &j)
-                                : (example_job_run(&j), MS_OK);
+/* :classify / :regress on a gRPC worker through the model's queue, watched
+ * as :predict. */
+static answer do_example_api(srv_rest *r, struct MHD_Connection *c, const target *tg,
+                             const body *b, int regress, int64_t *version, ms_status *st) {
+    ms_watch watch;
+    example_job j = {r->app, tg, b, regress, version, st, {0, NULL}};
+    ms_status qst = run_watched(r, c, tg->name, example_job_run, &j, &watch);
     if (qst != MS_OK) {
         *st = qst;
         return status_error(qst);
     }
+    ms_status wst = watched_status(&watch, *st);
+    if (wst != *st) {
+        cJSON_Delete(j.a.json);
+        *st = wst;
+        return status_error(wst);
+    }
     return j.a;
+}
+
+typedef struct v2_job {
+    srv_app *app;
+    const char *method, *url, *hl;
+    const body *b;
+    srv_req *rec;
+    srv_rest_reply *out;
+    int ret;
+} v2_job;
+
+static void v2_job_run(void *arg) {
+    v2_job *j = arg;
+    j->ret = srv_rest_v2(j->app, j->method, j->url, j->hl, j->b->data, j->b->len, j->rec, j->out);
+}
+
+/* The /v2 routes (srv_rest_v2.c); an infer is watched as :predict. */
+static int do_v2(srv_rest *r, struct MHD_Connection *c, const char *method, const char *url,
+                 const body *b, srv_req *rec, srv_rest_reply *out) {
+    const char *hl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 "Inference-Header-Content-Length");
+    v2_job j = {r->app, method, url, hl, b, rec, out, -1};
+    size_t n = strlen(url);
+    if (strcmp(method, "POST") != 0 || n < 6 || strcmp(url + n - 6, "/infer") != 0) {
+        v2_job_run(&j);
+        return j.ret;
+    }
+    ms_watch watch;
+    run_watched(r, c, NULL, v2_job_run, &j, &watch);
+    ms_status wst = watched_status(&watch, out->st);
+    if (j.ret == 0 && wst != out->st) {
+        free(out->body);
+        *out = to_reply(status_error(wst), wst);
+    }
+    return j.ret;
+}
+
+/* The answer to a body past --max_rest_buffered_bytes (static storage). */
+static const char *buffered_msg(const srv_rest *r) {
+    static _Thread_local char msg[200];
+    snprintf(msg, sizeof msg, "the server holds %lld bytes of REST request bodies at most "
+             "(--max_rest_buffered_bytes) and this one does not fit now; try again later",
+             r->max_buffered);
+    return msg;
 }
 
 static const char *rest_api_name(const char *url, const char *method, int kind) {
@@ -1229,6 +1348,7 @@ static srv_rest_reply route(srv_rest *r, struct MHD_Connection *c, const char *u
                                   "(--max_message_bytes)", (long long)r->app->max_message_bytes);
         return to_reply(error_answer(413, msg), MS_ENOMEM);
     }
+    if (b->refused) return to_reply(error_answer(503, buffered_msg(r)), MS_EBUSY);
     if (strcmp(method, "OPTIONS") == 0 && r->cors)
         return to_reply((answer){MHD_HTTP_OK, cJSON_CreateObject()}, MS_OK);
     if ((strcmp(url, "/metrics") == 0 || (r->metrics_path[0] && strcmp(url, r->metrics_path) == 0)) &&
@@ -1246,9 +1366,8 @@ static srv_rest_reply route(srv_rest *r, struct MHD_Connection *c, const char *u
     if (strcmp(method, "GET") == 0 && kserve_health(r->app, url, &ka) == 0)
         return to_reply(ka, MS_OK);
     srv_rest_reply v2;
-    const char *hl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Inference-Header-Content-Length");
     if (srv_rest_triton(r->app, method, url, b->data, b->len, rec, &v2) == 0) return v2;
-    if (srv_rest_v2(r->app, method, url, hl, b->data, b->len, rec, &v2) == 0) return v2;
+    if (do_v2(r, c, method, url, b, rec, &v2) == 0) return v2;
     if (kind < 0) {
         char msg[480];
         snprintf(msg, sizeof msg, "Malformed request: %.16s %.200s (expected /v1/models/<name>"
@@ -1268,7 +1387,7 @@ static srv_rest_reply route(srv_rest *r, struct MHD_Connection *c, const char *u
         int64_t version = 0;
         ms_status st = MS_OK;
         answer a = kind == K_PREDICT ? do_predict(r, c, tg, b, &version, &st, rec)
-                                     : do_example_api(r->app, tg, b, kind == K_REGRESS, &version,
+                                     : do_example_api(r, c, tg, b, kind == K_REGRESS, &version,
                                                       &st);
         srv_req_model(rec, NULL, version, NULL);
         return to_reply(a, st);
@@ -1309,16 +1428,219 @@ static enum MHD_Result dispatch(srv_rest *r, struct MHD_Connection *c, const cha
     return send_reply(r, c, &o);
 }
 
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The connection's rconn (on_connection set it as its socket context). */
+static rconn *conn_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    /* the answer is the address of the connection's socket context */
+    return ci ? *(rconn *const *)(const void *)ci : NULL;
+}
+
+/* Moves k to `state` (C_WAIT: a request was answered); a refused
+ * connection stays refused. */
+static void conn_set(srv_rest *r, rconn *k, int state) {
+    if (k == NULL) return;
+    pthread_mutex_lock(&r->mu);
+    if (k->state != C_REFUSE) {
+        double now = mono_s();
+        if (state == C_WAIT && k->state != C_WAIT) k->nreq++;
+        if (state != k->state) k->since = now;
+        k->state = state;
+        k->progress = now;
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Shuts k's socket down; under r->mu. libmicrohttpd sees the end at its next
+ * poll and closes the connection; the descriptor is still k's, because
+ * on_connection's CLOSED (which takes r->mu) comes before the close. */
+static void conn_cut(srv_rest *r, rconn *k) {
+    if (k->cut) return;
+    k->cut = 1;
+    if (k->counted) {
+        k->counted = 0;
+        r->nlive--;
+    }
+    shutdown(k->fd, SHUT_RDWR);
+}
+
+/* Whether a should be closed before b to make room: one waiting for its
+ * request, then one sending a body, then one whose answer is being sent
+ * (a client that does not read it); among those, the one waiting longest
+ * (or whose body moved least recently). */
+static int victim_before(const rconn *a, const rconn *b) {
+    if (a->state != b->state) return a->state < b->state;
+    return a->state == C_BODY ? a->progress < b->progress : a->since < b->since;
+}
+
+/* The connection to close for a new one when REST is full; never one whose
+ * call runs. NULL when every one runs. Under r->mu. */
+static rconn *conn_victim(srv_rest *r) {
+    rconn *best = NULL;
+    for (rconn *k = r->conns; k; k = k->next) {
+        if (k->cut || !k->counted || k->state > C_SEND) continue;
+        if (best == NULL || victim_before(k, best)) best = k;
+    }
+    return best;
+}
+
+/* Tracks every connection (the reaper, the limit). Past the limit a new
+ * connection closes the one conn_victim names, or, when every one is
+ * running a call, is itself answered 503 once its headers are in. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    srv_rest *r = cls;
+    rconn *k = *socket_context;
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        if (k == NULL) return;
+        pthread_mutex_lock(&r->mu);
+        if (k->prev) k->prev->next = k->next;
+        else r->conns = k->next;
+        if (k->next) k->next->prev = k->prev;
+        if (k->counted) r->nlive--;
+        pthread_mutex_unlock(&r->mu);
+        free(k);
+        *socket_context = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    k = calloc(1, sizeof *k);
+    if (k == NULL || ci == NULL) { /* untracked would escape the limit: closed */
+        if (ci) shutdown(ci->connect_fd, SHUT_RDWR);
+        free(k);
+        *socket_context = NULL;
+        return;
+    }
+    k->fd = ci->connect_fd;
+    k->since = k->progress = mono_s();
+    pthread_mutex_lock(&r->mu);
+    if (r->nlive >= r->max_conns) {
+        rconn *v = conn_victim(r);
+        if (v != NULL) {
+            MS_DEBUG("REST: %d connections (--max_connections): closing one %s for a new one",
+                     r->nlive, v->state == C_WAIT   ? "waiting for a request"
+                               : v->state == C_BODY ? "sending a body"
+                                                    : "not reading its answer");
+            conn_cut(r, v);
+        }
+    }
+    if (r->nlive < r->max_conns) {
+        k->counted = 1;
+        r->nlive++;
+        k->state = C_WAIT;
+    } else {
+        k->state = C_REFUSE;
+    }
+    k->next = r->conns;
+    if (r->conns) r->conns->prev = k;
+    r->conns = k;
+    pthread_mutex_unlock(&r->mu);
+    *socket_context = k;
+}
+
+/* Cuts slow senders: a connection whose first request's headers are not in
+ * after read_timeout_s, a later request's not after idle_timeout_s, a body
+ * that has not moved for read_timeout_s, a refused connection that sends no
+ * headers for read_timeout_s. Calls that run are the call deadline's. */
+static void *reaper_main(void *arg) {
+    srv_rest *r = arg;
+    pthread_mutex_lock(&r->mu);
+    while (!r->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 200 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+        double now = mono_s();
+        for (rconn *k = r->conns; k; k = k->next) {
+            double limit, from = k->since;
+            if (k->cut) continue;
+            if (k->state == C_WAIT) {
+                limit = k->nreq == 0 ? r->read_timeout_s : r->idle_timeout_s;
+            } else if (k->state == C_BODY) {
+                limit = r->read_timeout_s;
+                from = k->progress;
+            } else if (k->state == C_REFUSE) {
+                limit = r->read_timeout_s > 0 ? r->read_timeout_s : r->idle_timeout_s;
+            } else {
+                continue;
+            }
+            if (limit > 0 && now - from > limit) conn_cut(r, k);
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+/* Takes n bytes of the bound on buffered bodies; 0 when they do not fit. */
+static int buffered_take(srv_rest *r, size_t n) {
+    long long cur = atomic_load(&r->buffered);
+    do {
+        if (cur + (long long)n > r->max_buffered) return 0;
+    } while (!atomic_compare_exchange_weak(&r->buffered, &cur, cur + (long long)n));
+    return 1;
+}
+
+static void body_drop(srv_rest *r, body *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    atomic_fetch_sub(&r->buffered, (long long)b->charged);
+    b->charged = 0;
+}
+
+/* An answer before the request is read (a refusal): counted as a request,
+ * and the connection is closed after it. */
+static enum MHD_Result refuse(srv_rest *r, struct MHD_Connection *c, const char *url,
+                              const char *method, int code, ms_status st, const char *msg) {
+    srv_req rec;
+    srv_req_begin(&rec, rest_api_name(url, method, -1), "");
+    ms_err_clear();
+    srv_rest_reply o = to_reply(error_answer(code, msg), st);
+    rec.bytes_out = o.len;
+    srv_req_end(&rec, st);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(o.len, o.body, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(o.body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    MHD_add_response_header(resp, "Connection", "close");
+    if (r->cors) MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *data,
                                   size_t *data_size, void **con_cls) {
     (void)version;
     srv_rest *r = cls;
     body *b = *con_cls;
-    if (b == NULL) {
+    if (b == NULL) { /* the headers are in */
         b = calloc(1, sizeof *b);
         if (b == NULL) return MHD_NO;
         *con_cls = b;
+        rconn *k = conn_of(c);
+        if (k != NULL && k->state == C_REFUSE) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "the server has %d REST connections open, its limit "
+                     "(--max_connections), all running calls; try again later", r->max_conns);
+            return refuse(r, c, url, method, 503, MS_EBUSY, msg);
+        }
+        conn_set(r, k, C_BODY);
         if (r->tls_verify && !srv_tls_rest_client_ok(c)) { /* mTLS (docs/security.md) */
             char *t = strdup("{\"error\": \"a client certificate signed by the server's "
                              "custom_ca is required\"}");
@@ -1326,39 +1648,134 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             srv_rest_reply o = {MHD_HTTP_FORBIDDEN, MS_EPERM, t, strlen(t), 0, "application/json"};
             return send_reply(r, c, &o);
         }
+        /* A declared body that cannot fit now is refused before it is sent;
+         * one that never can, for good. */
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        long long n = cl ? strtoll(cl, NULL, 10) : 0;
+        if (n > r->max_buffered && n <= r->app->max_message_bytes) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "the request body (%lld bytes) is larger than all the REST "
+                     "bodies the server holds at once (--max_rest_buffered_bytes=%lld)", n,
+                     r->max_buffered);
+            return refuse(r, c, url, method, 413, MS_ENOMEM, msg);
+        }
+        if (n > 0 && n <= r->app->max_message_bytes &&
+            n + atomic_load(&r->buffered) > r->max_buffered)
+            return refuse(r, c, url, method, 503, MS_EBUSY, buffered_msg(r));
         return MHD_YES;
     }
     if (*data_size > 0) {
+        conn_set(r, conn_of(c), C_BODY);
         if (!b->too_big && b->len + *data_size > (size_t)r->app->max_message_bytes) {
             b->too_big = 1;
-            free(b->data);
-            b->data = NULL;
-            b->len = b->cap = 0;
+            body_drop(r, b);
         }
-        if (!b->too_big) {
-            if (b->len + *data_size + 1 > b->cap) {
-                size_t cap = (b->len + *data_size + 1) * 2;
-                char *nd = realloc(b->data, cap);
-                if (nd == NULL) return MHD_NO;
+        if (!b->too_big && !b->refused && b->len + *data_size + 1 > b->cap) {
+            size_t need = b->len + *data_size + 1, cap = need * 2;
+            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_CONTENT_LENGTH);
+            long long declared = cl ? strtoll(cl, NULL, 10) : 0;
+            if (declared > 0 && (size_t)declared + 1 >= need && (size_t)declared + 1 < cap)
+                cap = (size_t)declared + 1; /* the body fits exactly */
+            char *nd = NULL;
+            if (buffered_take(r, cap - b->cap)) {
+                nd = realloc(b->data, cap);
+                if (nd == NULL) atomic_fetch_sub(&r->buffered, (long long)(cap - b->cap));
+            }
+            if (nd == NULL) { /* past the bound (or out of memory): dropped, 503 */
+                b->refused = 1;
+                body_drop(r, b);
+            } else {
                 b->data = nd;
+                b->charged += cap - b->cap;
                 b->cap = cap;
             }
-            if (*data_size) memcpy(b->data + b->len, data, *data_size);
+        }
+        if (!b->too_big && !b->refused) {
+            memcpy(b->data + b->len, data, *data_size);
             b->len += *data_size;
         }
         *data_size = 0;
         return MHD_YES;
     }
-    return dispatch(r, c, url, method, b);
+    rconn *k = conn_of(c);
+    conn_set(r, k, C_RUN);
+    enum MHD_Result ret = dispatch(r, c, url, method, b);
+    conn_set(r, k, C_SEND);
+    return ret;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)cls, (void)c, (void)toe;
+    (void)toe;
+    srv_rest *r = cls;
     body *b = *con_cls;
-    if (b) free(b->data);
+    size_t held = b ? b->charged : 0;
+    if (b) body_drop(r, b);
     free(b);
+    /* A large body grew through heap blocks below the mmap threshold before
+     * it reached it; their free space at the top of the heap stays resident
+     * up to the trim threshold (ms_malloc.h) unless trimmed. A body of a
+     * MiB or more costs far more than the trim. */
+    if (held >= (size_t)1 << 20) malloc_trim(0);
     *con_cls = NULL;
+    conn_set(r, conn_of(c), C_WAIT);
+}
+
+/* The memory this process may use: the smallest limit of its memory cgroup
+ * (v2 memory.max, v1 memory.limit_in_bytes, its folder and those above; the
+ * folder is looked for under each mount as the container may show it) and
+ * physical memory. */
+static long long memory_limit(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    long long lim = pages > 0 && psz > 0 ? (long long)pages * psz : (long long)1 << 40;
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    char line[1024];
+    while (f && fgets(line, sizeof line, f)) {
+        char *ctl = strchr(line, ':'), *path = ctl ? strchr(ctl + 1, ':') : NULL;
+        if (path == NULL) continue;
+        *path++ = 0;
+        path[strcspn(path, "\n")] = 0;
+        const char *mounts[2], *file;
+        int nm;
+        if (strcmp(ctl + 1, "") == 0) {
+            mounts[0] = "/sys/fs/cgroup";
+            mounts[1] = "/sys/fs/cgroup/unified";
+            nm = 2;
+            file = "memory.max";
+        } else if (strstr(ctl + 1, "memory") != NULL) {
+            mounts[0] = "/sys/fs/cgroup/memory";
+            nm = 1;
+            file = "memory.limit_in_bytes";
+        } else {
+            continue;
+        }
+        for (int m = 0; m < nm; m++)
+            for (const char *tail = path; tail; tail = strchr(tail + 1, '/')) {
+                char dir[1400];
+                snprintf(dir, sizeof dir, "%s%s", mounts[m], tail);
+                for (;;) { /* this folder and those above it */
+                    char fn[1500];
+                    snprintf(fn, sizeof fn, "%s/%s", dir, file);
+                    FILE *g = fopen(fn, "r");
+                    long long v = 0;
+                    if (g && fscanf(g, "%lld", &v) == 1 && v > 0 && v < lim) lim = v;
+                    if (g) fclose(g);
+                    char *slash = strrchr(dir, '/');
+                    if (slash == NULL || (size_t)(slash - dir) < strlen(mounts[m])) break;
+                    *slash = 0;
+                }
+            }
+    }
+    if (f) fclose(f);
+    return lim;
+}
+
+static void rest_free(srv_rest *r) {
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
 }
 
 ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
@@ -1370,17 +1787,45 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     if (o->metrics_path) snprintf(r->metrics_path, sizeof r->metrics_path, "%s", o->metrics_path);
     unsigned threads = o->threads > 0 ? (unsigned)o->threads : 4;
     unsigned timeout_s = o->timeout_ms > 0 ? (unsigned)((o->timeout_ms + 999) / 1000) : 0;
+    r->read_timeout_s = o->read_timeout_s > 0 ? o->read_timeout_s : 0;
+    r->idle_timeout_s = timeout_s;
+    /* The connection limit: --max_connections, else a quarter of the
+     * descriptors (the rest for gRPC and model files). */
+    r->max_conns = o->max_connections;
+    if (r->max_conns <= 0) {
+        struct rlimit rl;
+        rlim_t n = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+        if (n == RLIM_INFINITY || n > 1 << 20) n = 1 << 20;
+        r->max_conns = (int)(n / 4 < 64 ? 64 : n / 4);
+    }
+    r->max_buffered = o->max_buffered_bytes;
+    if (r->max_buffered <= 0) {
+        long long mem = memory_limit() / 4;
+        long long req = app->max_request_memory_bytes > 0 ? app->max_request_memory_bytes : mem;
+        r->max_buffered = req < mem ? req : mem;
+        if (r->max_buffered < 16 << 20) r->max_buffered = 16 << 20;
+    }
+    atomic_init(&r->buffered, 0);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
     /* TLS and the connection limit (docs/security.md) */
     struct MHD_OptionItem extra[7];
     int ne = 0;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+    /* poll, not epoll: epoll is edge-triggered in libmicrohttpd 0.9.75, and a
+     * peer whose bytes and FIN arrive together was never read again (its
+     * socket sat in CLOSE-WAIT until the idle timeout); poll sees the FIN. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
     if (o->tls != NULL) {
         /* The key and chain come from a callback on every handshake, so that
          * SIGHUP (srv_tls_reload) applies to new connections. */
         gnutls_certificate_retrieve_function2 *cb = NULL;
         ms_status tst = srv_tls_rest_callback(o->tls, &cb);
         if (tst != MS_OK) {
-            free(r);
+            rest_free(r);
             return tst;
         }
         flags |= MHD_USE_TLS;
@@ -1391,9 +1836,10 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
             r->tls_verify = 1;
         }
     }
-    if (o->max_connections > 0)
-        extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
-                                              (intptr_t)o->max_connections, NULL};
+    /* libmicrohttpd's own limit stops accepting (new clients wait in the
+     * backlog): set above ours, with room for the refused and the closing. */
+    long long lim = (long long)r->max_conns + r->max_conns / 4 + 16 + threads;
+    extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)lim, NULL};
     /* --bind_address, as for gRPC: an IPv4 or IPv6 literal ([::1] too) or a
      * host name; libmicrohttpd binds all of IPv4 without it. */
     struct addrinfo *ai = NULL;
@@ -1410,7 +1856,7 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
                                  .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
         int e = getaddrinfo(h, port, &hints, &ai);
         if (e != 0) {
-            free(r);
+            rest_free(r);
             return ms_errf(MS_EINVAL, "REST: --bind_address=%s: %s", host, gai_strerror(e));
         }
         if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
@@ -1419,14 +1865,20 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     extra[ne] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     r->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, r,
                             MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                            timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-                            MHD_OPTION_ARRAY, extra, MHD_OPTION_END);
+                            timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, r,
+                            MHD_OPTION_NOTIFY_CONNECTION, on_connection, r, MHD_OPTION_ARRAY,
+                            extra, MHD_OPTION_END);
     if (ai != NULL) freeaddrinfo(ai); /* bound (or failed) by now */
     if (r->d == NULL) {
-        free(r);
+        rest_free(r);
         return ms_errf(MS_EINVAL, "cannot serve REST on %s:%d (in use?)",
                        host != NULL && host[0] != '\0' ? host : "0.0.0.0", o->port);
     }
+    r->reaper_started = pthread_create(&r->reaper, NULL, reaper_main, r) == 0;
+    if (!r->reaper_started) MS_WARN("REST: no reaper thread: slow senders are not cut");
+    MS_INFO("REST: at most %d connections (--max_connections), %lld bytes of request bodies "
+            "held at once (--max_rest_buffered_bytes), slow senders cut after %g s "
+            "(--rest_read_timeout_seconds)", r->max_conns, r->max_buffered, r->read_timeout_s);
     *out = r;
     return MS_OK;
 }
@@ -1438,6 +1890,11 @@ int srv_rest_port(const srv_rest *r) {
 
 void srv_rest_stop(srv_rest *r) {
     if (r == NULL) return;
-    MHD_stop_daemon(r->d);
-    free(r);
+    MHD_stop_daemon(r->d); /* closes every connection (on_connection frees them) */
+    pthread_mutex_lock(&r->mu);
+    r->stopping = 1;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    if (r->reaper_started) pthread_join(r->reaper, NULL);
+    rest_free(r);
 }

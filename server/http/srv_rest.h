@@ -23,10 +23,17 @@ typedef struct srv_rest_opts {
     int cors;         /* Access-Control-Allow-Origin: * on every answer */
     const char *metrics_path; /* also serve /metrics here (NULL/"" = only /metrics) */
     srv_tls *tls;             /* HTTPS (and client certificates) when set; borrowed */
-    int max_connections;      /* MHD_OPTION_CONNECTION_LIMIT; <= 0 = libmicrohttpd's */
+    int max_connections;      /* REST connections at most: past it a new one closes the one
+                               * idle or waiting longest for its request, else answers 503;
+                               * <= 0 = a quarter of RLIMIT_NOFILE (at least 64) */
     const char *bind_address; /* --bind_address (IP literal or host name); NULL = 0.0.0.0 */
     int call_timeout_ms;      /* deadline of a :predict run (--rest_api_timeout_in_ms): past
-                               * it the run is cancelled and answers 504; <= 0 = none */
+                               * it the run is cancelled and answers 504; <= 0 = none; also
+                               * :classify, :regress and KServe /infer */
+    int read_timeout_s;       /* a new connection's headers within this, a body's pauses no
+                               * longer; slower senders are cut. <= 0 = none */
+    int64_t max_buffered_bytes; /* request bodies held at once, all connections; past it
+                                 * 503. <= 0 = min(max_request_memory_bytes, memory limit / 4) */
 } srv_rest_opts;
 
 ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out);

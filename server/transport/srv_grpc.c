@@ -33,6 +33,7 @@
 #include "ms_abseil.h"
 #include "ms_log.h"
 #include "ms_sched.h"
+#include "ms_watch.h"
 #include "ms_wire.h"
 #include "srv_metrics.h"
 #include "srv_queue.h"
@@ -191,7 +192,8 @@ static void call_unref(srv_call *c) {
 }
 
 const atomic_int *srv_call_cancel_flag(srv_call *c) {
-    return c ? &c->cancelled : NULL;
+    /* no gRPC call: a REST call's watch, when the thread has one (ms_watch.h) */
+    return c ? &c->cancelled : ms_watch_bound_flag();
 }
 
 int srv_call_cancelled(srv_call *c) {

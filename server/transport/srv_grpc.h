@@ -133,7 +133,9 @@ ms_status srv_server_run_job(srv_server *s, const char *model, void (*fn)(void *
 /* ---- call accessors (valid while the handler runs / the stream is open) ---- */
 
 /* Non-zero once the client cancelled or the deadline passed. The pointer is
- * for rt_run_opts.cancelled. */
+ * for rt_run_opts.cancelled. For a NULL call (a REST call in a gRPC
+ * handler): the flag of the watch bound to this thread (ms_watch_bind), or
+ * NULL. */
 const atomic_int *srv_call_cancel_flag(srv_call *c);
 struct srv_req;
 /* The call's metrics / request-log record (handlers name the model served
