@@ -28,10 +28,11 @@ static void usage(FILE *f) {
             "usage: dcmserve check DIR [--tag_set serve] [--signature_name KEY] [--json]\n"
             "\n"
             "Loads the SavedModel in DIR (an export dir, or a base dir whose highest numeric\n"
-            "version is used) as the daemon would, and prints per signature the ops it needs,\n"
-            "the unsupported ones with their nodes, the variables it reads (restored or not)\n"
-            "and a verdict: it serves when it loads and the signature requests call\n"
-            "(serving_default, or KEY) runs. Exit status 0: the model serves; 1: it does not.\n"
+            "version is used; a folder holding model.onnx is converted, as the daemon does)\n"
+            "as the daemon would, and prints per signature the ops it needs, the unsupported\n"
+            "ones with their nodes, the variables it reads (restored or not) and a verdict: it\n"
+            "serves when it loads and the signature requests call (serving_default, or KEY)\n"
+            "runs. Exit status 0: the model serves; 1: it does not.\n"
             "\n"
             "  --dir DIR      the same as the positional DIR\n"
             "  --tag_set T    comma-separated tag-set (default serve)\n"
@@ -333,7 +334,8 @@ int cli_check(int argc, char **argv) {
     }
     char export_dir[4096];
     if (cli_export_dir(dir, export_dir, sizeof export_dir) != 0) {
-        fprintf(stderr, "dcmserve check: %s has no saved_model.pb and no numeric version folder\n",
+        fprintf(stderr, "dcmserve check: %s has no saved_model.pb or model.onnx and no numeric "
+                        "version folder holding one\n",
                 dir);
         return 1;
     }
