@@ -27,8 +27,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 
 import numpy as np
 import onnx
@@ -37,7 +35,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ort_oracle  # noqa: E402
-from serve_client import Daemon, free_port, gen_protos  # noqa: E402
+from serve_client import Daemon, free_port, gen_protos, run_in_tmpdir  # noqa: E402
 
 SRC = os.environ.get("DCM_SRC", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DCMSERVE = os.environ.get("DCMSERVE", os.path.join(SRC, "build", "dcmserve"))
@@ -321,17 +319,7 @@ def main():
     print("references: numpy (this file) and " + (
         "ONNX Runtime (onnxruntime-node)" if not ort_why else
         "not ONNX Runtime: %s" % ort_why), flush=True)
-    tmp = tempfile.mkdtemp(prefix="it_onnx_arch_")
-    try:
-        served = run_cases(tmp, ort_why)
-        serve(tmp, served)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if FAILS:
-        print("%d check(s) failed" % len(FAILS))
-        return 1
-    print("all checks passed")
-    return 0
+    return run_in_tmpdir("it_onnx_arch_", lambda tmp: serve(tmp, run_cases(tmp, ort_why)), FAILS)
 
 
 def run_cases(tmp, ort_why):
@@ -416,7 +404,6 @@ def serve(tmp, served):
     finally:
         d.stop()
         d.close()
-    time.sleep(0)
 
 
 if __name__ == "__main__":

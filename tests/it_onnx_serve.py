@@ -29,7 +29,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -37,7 +36,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import HPT, Daemon, free_port, gen_protos  # noqa: E402
+from serve_client import HPT, Daemon, free_port, gen_protos, run_in_tmpdir  # noqa: E402
 
 SRC = os.environ.get("DCM_SRC", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DCMSERVE = os.environ.get("DCMSERVE", os.path.join(SRC, "build", "dcmserve"))
@@ -234,16 +233,7 @@ def check_serves(d, rest_port, name, w, what):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="it_onnx_serve_")
-    try:
-        run_all(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if FAILS:
-        print("%d check(s) failed" % len(FAILS))
-        return 1
-    print("all checks passed")
-    return 0
+    return run_in_tmpdir("it_onnx_serve_", run_all, FAILS)
 
 
 def run_all(tmp):
