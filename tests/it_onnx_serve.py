@@ -266,8 +266,15 @@ def run_all(tmp):
               "show --dir %s: serving_default by the graph's names\n%s%s"
               % (os.path.relpath(d, tmp), r.stdout, r.stderr))
     r = cli("check", cnn)
-    check(r.returncode == 0 and "verdict: serves" in r.stdout, "check cnn serves\n" + r.stdout
-          + r.stderr)
+    check(r.returncode == 0 and "verdict: serves" in r.stdout and
+          "format: model.onnx, converted at load" in r.stdout,
+          "check cnn serves\n" + r.stdout + r.stderr)
+    r = cli("check", cnn, "--json")
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        j = {}
+    check(j.get("format") == "onnx" and j.get("serves") is True, "check --json: %s" % r.stdout)
     x = np.random.default_rng(3).standard_normal((2, 1, 8, 8)).astype(np.float32)
     np.save(os.path.join(tmp, "x.npy"), x)
     outdir = os.path.join(tmp, "out")
