@@ -330,6 +330,23 @@ def run_all(tmp):
         check_serves(d, rest_port, "cnn", w1, "cnn")
         check_serves(d, rest_port, "ext", w1, "ext (external data)")
 
+        # the load generator against the served model.onnx (Predict, then KServe)
+        bench = os.path.join(os.environ.get("DCM_BIN", os.path.dirname(DCMSERVE)),
+                             "dcmserve-bench")
+        xb = os.path.join(tmp, "bench_x.npy")
+        np.save(xb, np.random.default_rng(4).standard_normal((2, 1, 8, 8)).astype(np.float32))
+        for api in ("predict", "infer"):
+            p = subprocess.run([bench, "--target=127.0.0.1:%d" % d.port, "--model=cnn",
+                                "--api=" + api, "--input=image", "--npy=" + xb,
+                                "--duration=0.5", "--warmup=0.1", "--json"],
+                               capture_output=True, text=True, timeout=60)
+            try:
+                r = json.loads(p.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                r = {}
+            check(p.returncode == 0 and r.get("calls", 0) > 0 and r.get("ok") == r.get("calls"),
+                  "dcmserve-bench --api=%s on cnn: %s %s" % (api, r, p.stderr[-300:]))
+
         mr = pb.tfs.GetModelMetadataRequest(metadata_field=["signature_def"])
         mr.model_spec.name = "cnn"
         sdm = pb.tfs.SignatureDefMap.FromString(
