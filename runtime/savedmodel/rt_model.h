@@ -1,6 +1,7 @@
 /* rt_model.h - a loaded SavedModel version: graph, variables, execution plans.
  *
- * rt_model_load reads <export_dir>/saved_model.pb, picks the MetaGraphDef whose
+ * rt_model_load reads <export_dir>/saved_model.pb (or converts model.onnx,
+ * below), picks the MetaGraphDef whose
  * tag set equals the requested one, inlines functions, checks every op has a
  * kernel (unknown op -> MS_ENOTSUP naming op and node), runs the saver's
  * restore op with the bundle prefix <export_dir>/variables/variables and then
