@@ -5,8 +5,9 @@
  * considered only when complete (saved_model.pb, variables.index with a
  * valid footer and every data shard present, or else a non-empty model.onnx
  * (rt_model.h), nothing written in the last 100 ms), the version policy
- * (latest N, all, specific) picks the wanted versions, and loads run on the libuv thread pool, each after reading the
- * whole tensor bundle once against its checksums (rt_bundle_verify). A new
+ * (latest N, all, specific) picks the wanted versions, and loads run on the
+ * libuv thread pool, each after reading the whole tensor bundle once against
+ * its checksums (rt_bundle_verify). A new
  * version is loaded before an old one is unloaded, and old versions stay
  * while a wanted version failed to load (the failure is kept in the status
  * and logged). A version that failed is retried only when its folder changes.
