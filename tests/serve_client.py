@@ -284,6 +284,21 @@ def copy_version(src_dir, dst_dir):
     shutil.copytree(src_dir, dst_dir)
 
 
+def run_in_tmpdir(prefix, body, fails):
+    """Runs body(tmp) in a fresh temporary folder, removed afterwards; the
+    exit code of a test whose soft checks appended to `fails` what failed."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        body(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if fails:
+        print("%d check(s) failed" % len(fails))
+        return 1
+    print("all checks passed")
+    return 0
+
+
 def check(cond, msg, daemon=None):
     if not cond:
         raise AssertionError(msg + ("\n--- daemon log ---\n" + daemon.log() if daemon else ""))

@@ -33,6 +33,7 @@ struct rt_model {
     atomic_int refs;
     char *dir;
     ms_dir root;                        /* the version folder: every file is read beneath it */
+    rt_model_format fmt;                /* saved_model.pb, or model.onnx converted at load */
     Tensorflow__SavedModel *sm;
     const Tensorflow__MetaGraphDef *mg; /* inside sm */
     rt_graph *g;
@@ -49,19 +50,64 @@ const kn_kernel *const rt_model_host_ops[] = {rt_ops_core_kernels, rt_ops_restor
                                               rt_ops_control_kernels, rt_ops_tensorlist_kernels,
                                               rt_ops_example_kernels, rt_ops_resource_kernels, NULL};
 
-/* ---- reading saved_model.pb ---- */
+/* ---- reading saved_model.pb, or converting model.onnx ---- */
 
-/* saved_model.pb of the folder root, read beneath it (ms_file.h). */
-static ms_status read_savedmodel(const ms_dir *root, Tensorflow__SavedModel **out) {
+static _Atomic(rt_model_onnx_converter) g_onnx_converter;
+
+void rt_model_set_onnx_converter(rt_model_onnx_converter fn) {
+    atomic_store(&g_onnx_converter, fn);
+}
+
+/* 1 when `rel` names something beneath root, or something the read will
+ * refuse with its reason (a link leaving the folder); 0 when absent. */
+static int present(const ms_dir *root, const char *rel) {
+    ms_status st = ms_file_find(root, rel);
+    if (st != MS_OK) ms_err_clear();
+    return st != MS_ENOTFOUND;
+}
+
+rt_model_format rt_model_dir_format(const ms_dir *root) {
+    if (present(root, "saved_model.pb")) return RT_MODEL_FMT_SAVEDMODEL;
+    if (present(root, RT_MODEL_ONNX_FILE)) return RT_MODEL_FMT_ONNX;
+    return RT_MODEL_FMT_NONE;
+}
+
+/* model.onnx of root through the installed converter. */
+static ms_status convert_onnx(const ms_dir *root, uint8_t **data, size_t *len) {
+    rt_model_onnx_converter conv = atomic_load(&g_onnx_converter);
+    if (conv == NULL)
+        return ms_errf(MS_ENOTSUP, "%s: holds %s and no saved_model.pb, and this program has no "
+                                   "ONNX importer (dcmserve serves model.onnx)",
+                       root->path, RT_MODEL_ONNX_FILE);
+    return conv(root, RT_MODEL_ONNX_FILE, data, len);
+}
+
+/* saved_model.pb of the folder root, read beneath it (ms_file.h), or
+ * model.onnx converted (rt_model.h); *fmt says which. */
+static ms_status read_savedmodel(const ms_dir *root, Tensorflow__SavedModel **out,
+                                 rt_model_format *fmt) {
     const char *export_dir = root->path;
+    const char *file = "saved_model.pb";
     uint8_t *data = NULL;
     size_t len = 0;
     ms_status st = ms_file_read(root, "saved_model.pb", SAVED_MODEL_MAX_BYTES, &data, &len);
+    *fmt = RT_MODEL_FMT_SAVEDMODEL;
+    if (st == MS_OK && present(root, RT_MODEL_ONNX_FILE))
+        MS_WARN("%s: holds both saved_model.pb and %s; reading saved_model.pb, %s is ignored",
+                export_dir, RT_MODEL_ONNX_FILE, RT_MODEL_ONNX_FILE);
+    if (st == MS_ENOTFOUND && present(root, RT_MODEL_ONNX_FILE)) {
+        ms_err_clear();
+        *fmt = RT_MODEL_FMT_ONNX;
+        file = RT_MODEL_ONNX_FILE " (converted)";
+        /* the converter's messages name the file and the node */
+        if ((st = convert_onnx(root, &data, &len)) != MS_OK) return st;
+    }
     if (st == MS_ENOTFOUND) {
         if (ms_file_find(root, "saved_model.pbtxt") == MS_OK)
             return ms_errf(MS_ENOTSUP, "%s: text-format SavedModels (saved_model.pbtxt) are not "
                                        "supported; export saved_model.pb", export_dir);
-        return ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb", export_dir);
+        return ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb (nor %s)", export_dir,
+                       RT_MODEL_ONNX_FILE);
     }
     if (st != MS_OK) return ms_errwrap(st, "%s", export_dir);
     /* protobuf-c recurses once per nesting level: bound it before unpacking. */
@@ -69,18 +115,17 @@ static ms_status read_savedmodel(const ms_dir *root, Tensorflow__SavedModel **ou
         char why[256];
         snprintf(why, sizeof why, "%s", ms_errmsg());
         free(data);
-        return ms_errf(st, "%s/saved_model.pb: cannot parse SavedModel protobuf (%zu bytes): %s",
-                       export_dir, len, why);
+        return ms_errf(st, "%s/%s: cannot parse SavedModel protobuf (%zu bytes): %s", export_dir,
+                       file, len, why);
     }
     Tensorflow__SavedModel *sm = tensorflow__saved_model__unpack(NULL, len, data);
     free(data);
     if (sm == NULL)
-        return ms_errf(MS_EINVAL, "%s/saved_model.pb: cannot parse SavedModel protobuf (%zu "
-                                  "bytes; truncated or corrupt)", export_dir, len);
+        return ms_errf(MS_EINVAL, "%s/%s: cannot parse SavedModel protobuf (%zu "
+                                  "bytes; truncated or corrupt)", export_dir, file, len);
     if (sm->n_meta_graphs == 0) {
         tensorflow__saved_model__free_unpacked(sm, NULL);
-        return ms_errf(MS_EINVAL, "%s/saved_model.pb: SavedModel has no MetaGraphDef",
-                       export_dir);
+        return ms_errf(MS_EINVAL, "%s/%s: SavedModel has no MetaGraphDef", export_dir, file);
     }
     *out = sm;
     return MS_OK;
@@ -88,10 +133,11 @@ static ms_status read_savedmodel(const ms_dir *root, Tensorflow__SavedModel **ou
 
 ms_status rt_savedmodel_read(const char *export_dir, Tensorflow__SavedModel **out) {
     ms_dir root;
+    rt_model_format fmt;
     ms_status st = ms_dir_open(export_dir, &root);
     if (st == MS_ENOTFOUND) return ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb", export_dir);
     if (st != MS_OK) return st;
-    st = read_savedmodel(&root, out);
+    st = read_savedmodel(&root, out, &fmt);
     ms_dir_close(&root);
     return st;
 }
@@ -575,7 +621,7 @@ static ms_status load(const char *export_dir, const char *const *tags, int ntags
         goto fail;
     }
     m->vars.files = &m->root;
-    if ((st = read_savedmodel(&m->root, &m->sm)) != MS_OK) goto fail;
+    if ((st = read_savedmodel(&m->root, &m->sm, &m->fmt)) != MS_OK) goto fail;
     int mgi = rt_savedmodel_find_meta_graph(m->sm, tags, ntags);
     if (mgi < 0) {
         char want[512], have[1024];
@@ -649,4 +695,8 @@ const Tensorflow__MetaGraphDef *rt_model_meta_graph(const rt_model *m) {
 
 const char *rt_model_dir(const rt_model *m) {
     return m->dir;
+}
+
+rt_model_format rt_model_format_of(const rt_model *m) {
+    return m->fmt;
 }

@@ -1,6 +1,7 @@
 /* rt_model.h - a loaded SavedModel version: graph, variables, execution plans.
  *
- * rt_model_load reads <export_dir>/saved_model.pb, picks the MetaGraphDef whose
+ * rt_model_load reads <export_dir>/saved_model.pb (or converts model.onnx,
+ * below), picks the MetaGraphDef whose
  * tag set equals the requested one, inlines functions, checks every op has a
  * kernel (unknown op -> MS_ENOTSUP naming op and node), runs the saver's
  * restore op with the bundle prefix <export_dir>/variables/variables and then
@@ -16,6 +17,7 @@
 
 #include "kn_backend.h"
 #include "ms_budget.h"
+#include "ms_file.h"
 #include "ms_status.h"
 #include "rt_graph.h"
 #include "rt_tensor.h"
@@ -24,7 +26,40 @@
 
 typedef struct rt_model rt_model;
 
-/* Reads and unpacks <export_dir>/saved_model.pb (no graph work). Free with
+/* ---- version folders holding model.onnx ----
+ * A version folder may hold model.onnx (Triton's <model>/<version>/model.onnx,
+ * external data files beside it) instead of saved_model.pb: it is converted in
+ * memory when read, into the SavedModel import-onnx would write (one
+ * MetaGraphDef tagged "serve", signature serving_default keyed by the graph's
+ * input and output names), and from there loads, shows and checks like one.
+ * The converter lives in runtime/onnx, a layer above this one, so the program
+ * installs it once at start (rt_onnx_serve_enable, rt_onnx.h); without it a
+ * model.onnx folder is refused saying so. When a folder holds both files,
+ * saved_model.pb is read (it is what import-onnx writes, e.g. with a DICOM
+ * front, beside its source) and model.onnx is ignored with a warning. */
+#define RT_MODEL_ONNX_FILE "model.onnx"
+
+/* Converts the ONNX model `name` beneath root (every file, external data
+ * included, read beneath it: ms_file.h) into a serialized SavedModel: *pb
+ * malloc'd, the caller frees it. */
+typedef ms_status (*rt_model_onnx_converter)(const ms_dir *root, const char *name, uint8_t **pb,
+                                             size_t *pb_len);
+/* Installs the converter (NULL removes it); process-wide, before loads start. */
+void rt_model_set_onnx_converter(rt_model_onnx_converter fn);
+
+/* What a version folder holds, as the loader reads it: RT_MODEL_FMT_SAVEDMODEL
+ * when it holds saved_model.pb (whether or not model.onnx is there too),
+ * RT_MODEL_FMT_ONNX when only model.onnx, RT_MODEL_FMT_NONE when neither (a
+ * name that resolves outside the folder counts as present: the read refuses it). */
+typedef enum rt_model_format {
+    RT_MODEL_FMT_NONE = 0,
+    RT_MODEL_FMT_SAVEDMODEL,
+    RT_MODEL_FMT_ONNX,
+} rt_model_format;
+rt_model_format rt_model_dir_format(const ms_dir *root);
+
+/* Reads and unpacks <export_dir>/saved_model.pb (no graph work), or converts
+ * <export_dir>/model.onnx (above). Free with
  * tensorflow__saved_model__free_unpacked(sm, NULL). */
 ms_status rt_savedmodel_read(const char *export_dir, Tensorflow__SavedModel **out);
 
@@ -63,6 +98,8 @@ const Tensorflow__MetaGraphDef *rt_model_meta_graph(const rt_model *m);
  * memory it holds beyond the tensors in use); for the server's metrics. */
 size_t rt_model_pool_free_bytes(const rt_model *m);
 const char *rt_model_dir(const rt_model *m);
+/* Which file the model was read from (RT_MODEL_FMT_SAVEDMODEL or _ONNX). */
+rt_model_format rt_model_format_of(const rt_model *m);
 rt_graph *rt_model_graph(rt_model *m);
 rt_vars *rt_model_vars(rt_model *m);
 

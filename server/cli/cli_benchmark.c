@@ -30,10 +30,10 @@ static void usage(FILE *f) {
                "           [--intra_op_threads T] [--iterations N] [--warmup N]\n"
                "           [--input_files KEY=FILE[,KEY=FILE...]] [--json]\n"
                "\n"
-               "Loads the SavedModel in DIR (an export dir, or a base dir whose highest\n"
-               "numeric version is used) once, feeds synthetic inputs that satisfy the\n"
-               "signature (dynamic batch -> N; floats uniform in [-1, 1)) and times the\n"
-               "graph in-process after warm-up.\n"
+               "Loads the SavedModel (or model.onnx) in DIR (an export dir, or a base dir\n"
+               "whose highest numeric version is used) once, feeds synthetic inputs that\n"
+               "satisfy the signature (dynamic batch -> N; floats uniform in [-1, 1)) and\n"
+               "times the graph in-process after warm-up.\n"
                "\n"
                "  --signature_def KEY  signature to run (default serving_default)\n"
                "  --batch N            batch size for dynamic batch dims (default 1)\n"
@@ -258,7 +258,8 @@ int cli_benchmark(int argc, char **argv) {
     ms_malloc_keep_heap();
     char export_dir[4096];
     if (cli_export_dir(dir, export_dir, sizeof export_dir) != 0) {
-        fprintf(stderr, "benchmark: %s has no saved_model.pb and no numeric version folder\n", dir);
+        fprintf(stderr, "benchmark: %s has no saved_model.pb or model.onnx and no numeric "
+                        "version folder holding one\n", dir);
         return 1;
     }
 

@@ -28,10 +28,11 @@ static void usage(FILE *f) {
             "usage: dcmserve check DIR [--tag_set serve] [--signature_name KEY] [--json]\n"
             "\n"
             "Loads the SavedModel in DIR (an export dir, or a base dir whose highest numeric\n"
-            "version is used) as the daemon would, and prints per signature the ops it needs,\n"
-            "the unsupported ones with their nodes, the variables it reads (restored or not)\n"
-            "and a verdict: it serves when it loads and the signature requests call\n"
-            "(serving_default, or KEY) runs. Exit status 0: the model serves; 1: it does not.\n"
+            "version is used; a folder holding model.onnx is converted, as the daemon does)\n"
+            "as the daemon would, and prints per signature the ops it needs, the unsupported\n"
+            "ones with their nodes, the variables it reads (restored or not) and a verdict: it\n"
+            "serves when it loads and the signature requests call (serving_default, or KEY)\n"
+            "runs. Exit status 0: the model serves; 1: it does not.\n"
             "\n"
             "  --dir DIR      the same as the positional DIR\n"
             "  --tag_set T    comma-separated tag-set (default serve)\n"
@@ -188,9 +189,22 @@ static int default_serves(const sig_report *r, int nr, const char *sig_name, cha
     return 0;
 }
 
-static void print_text(const char *dir, const char *load_err, sig_report *r, int nr, int serves,
-                       const char *verdict) {
+/* What the folder holds, as the loader reads it (rt_model.h). */
+static rt_model_format dir_format(const char *dir) {
+    ms_dir d;
+    if (ms_dir_open(dir, &d) != MS_OK) {
+        ms_err_clear();
+        return RT_MODEL_FMT_NONE;
+    }
+    rt_model_format f = rt_model_dir_format(&d);
+    ms_dir_close(&d);
+    return f;
+}
+
+static void print_text(const char *dir, rt_model_format fmt, const char *load_err, sig_report *r,
+                       int nr, int serves, const char *verdict) {
     printf("model: %s\n", dir);
+    if (fmt == RT_MODEL_FMT_ONNX) printf("format: model.onnx, converted at load\n");
     if (load_err) printf("load: failed: %s\n", load_err);
     for (int i = 0; i < nr; i++) {
         sig_report *s = &r[i];
@@ -228,10 +242,11 @@ static void print_text(const char *dir, const char *load_err, sig_report *r, int
         printf("\nverdict: does not serve: %s\n", verdict);
 }
 
-static void print_json(const char *dir, const char *load_err, sig_report *r, int nr, int serves,
-                       const char *verdict) {
+static void print_json(const char *dir, rt_model_format fmt, const char *load_err, sig_report *r,
+                       int nr, int serves, const char *verdict) {
     printf("{\"dir\": ");
     json_str(stdout, dir);
+    printf(", \"format\": \"%s\"", fmt == RT_MODEL_FMT_ONNX ? "onnx" : "savedmodel");
     printf(", \"serves\": %s, \"verdict\": ", serves ? "true" : "false");
     json_str(stdout, serves ? "serves" : verdict);
     printf(", \"why\": ");
@@ -333,11 +348,13 @@ int cli_check(int argc, char **argv) {
     }
     char export_dir[4096];
     if (cli_export_dir(dir, export_dir, sizeof export_dir) != 0) {
-        fprintf(stderr, "dcmserve check: %s has no saved_model.pb and no numeric version folder\n",
+        fprintf(stderr, "dcmserve check: %s has no saved_model.pb or model.onnx and no numeric "
+                        "version folder holding one\n",
                 dir);
         return 1;
     }
     ms_log_set_level(MS_LOG_ERROR);
+    rt_model_format fmt = dir_format(export_dir);
     char tagbuf[1024];
     const char *tags[64];
     snprintf(tagbuf, sizeof tagbuf, "%s", tag_set);
@@ -356,8 +373,8 @@ int cli_check(int argc, char **argv) {
     ms_err_clear();
     rt_model *m = NULL;
     if (rt_model_load_unplanned(export_dir, tags, ntags, be, &m) != MS_OK) {
-        if (json) print_json(export_dir, load_err, NULL, 0, 0, load_err);
-        else print_text(export_dir, load_err, NULL, 0, 0, load_err);
+        if (json) print_json(export_dir, fmt, load_err, NULL, 0, 0, load_err);
+        else print_text(export_dir, fmt, load_err, NULL, 0, 0, load_err);
         kn_backend_free(be);
         return 1;
     }
@@ -377,8 +394,8 @@ int cli_check(int argc, char **argv) {
     if (serves && r)
         serves = default_serves(r, nr, sig_name, verdict, sizeof verdict, why, sizeof why);
     if (serves) snprintf(verdict, sizeof verdict, "%s", why);
-    if (json) print_json(export_dir, loaded ? NULL : load_err, r, nr, serves, verdict);
-    else print_text(export_dir, loaded ? NULL : load_err, r, nr, serves, verdict);
+    if (json) print_json(export_dir, fmt, loaded ? NULL : load_err, r, nr, serves, verdict);
+    else print_text(export_dir, fmt, loaded ? NULL : load_err, r, nr, serves, verdict);
     for (int i = 0; i < nr; i++) {
         rt_opscan_free(r[i].ops);
         var_list_free(&r[i].vars);

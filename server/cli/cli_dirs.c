@@ -6,10 +6,22 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-int cli_export_dir(const char *dir, char *out, size_t cap) {
+#include "rt_model.h"
+
+/* 1 when dir holds a model the loader reads: saved_model.pb or model.onnx. */
+static int holds_model(const char *dir) {
+    static const char *const files[] = {"saved_model.pb", RT_MODEL_ONNX_FILE};
     struct stat sb;
-    snprintf(out, cap, "%s/saved_model.pb", dir);
-    if (stat(out, &sb) == 0) {
+    char path[4096 + 32];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (stat(path, &sb) == 0) return 1;
+    }
+    return 0;
+}
+
+int cli_export_dir(const char *dir, char *out, size_t cap) {
+    if (holds_model(dir)) {
         snprintf(out, cap, "%s", dir);
         return 0;
     }
@@ -22,9 +34,9 @@ int cli_export_dir(const char *dir, char *out, size_t cap) {
         char *end;
         long long v = strtoll(e->d_name, &end, 10);
         if (e->d_name[0] == '\0' || e->d_name[0] == '-' || *end != '\0' || v < 0) continue;
-        char pb[4096];
-        snprintf(pb, sizeof pb, "%s/%s/saved_model.pb", dir, e->d_name);
-        if (stat(pb, &sb) != 0) continue;
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+        if (!holds_model(sub)) continue;
         if (v > best) {
             best = v;
             snprintf(best_name, sizeof best_name, "%s", e->d_name); /* "00000123" stays so */

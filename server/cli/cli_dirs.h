@@ -4,9 +4,10 @@
 
 #include <stddef.h>
 
-/* The export dir for DIR: DIR itself when it holds saved_model.pb, else its
- * highest numeric subfolder (a base directory, as the daemon's
- * --model_base_path). 0 on success, -1 when neither exists. */
+/* The export dir for DIR: DIR itself when it holds saved_model.pb or
+ * model.onnx (rt_model.h), else its highest numeric subfolder holding one (a
+ * base directory, as the daemon's --model_base_path). 0 on success, -1 when
+ * neither exists. */
 int cli_export_dir(const char *dir, char *out, size_t cap);
 
 #endif /* CLI_DIRS_H */

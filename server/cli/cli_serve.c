@@ -214,10 +214,12 @@ static int check_config(const srv_config *cfg) {
             if (*c == '\0' && c != e->d_name) nver++;
         }
         closedir(dir);
-        if (nver == 0 && srv_manager_base_is_savedmodel(m->base_path)) {
-            fprintf(stderr, "dcmserve serve: model '%s': base_path '%s' is itself a SavedModel; "
+        int itself = nver == 0 ? srv_manager_base_is_savedmodel(m->base_path) : 0;
+        if (itself) {
+            fprintf(stderr, "dcmserve serve: model '%s': base_path '%s' is itself %s; "
                             "put it in a numbered version folder, e.g. %s/1/\n",
-                    m->name, m->base_path, m->base_path);
+                    m->name, m->base_path,
+                    itself == 2 ? "an ONNX model (model.onnx)" : "a SavedModel", m->base_path);
             return 1;
         }
         if (nver == 0) {

@@ -28,7 +28,8 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: dcmserve show --dir DIR [--tag_set TAGS] [--signature_def KEY] [--all]\n"
                "\n"
-               "  --dir DIR            SavedModel directory (holds saved_model.pb)\n"
+               "  --dir DIR            model directory: holds saved_model.pb, or model.onnx\n"
+               "                       (converted as the daemon loads it)\n"
                "  --tag_set TAGS       comma-separated tag-set of a MetaGraphDef (e.g. serve);\n"
                "                       without it, the tag-sets are listed\n"
                "  --signature_def KEY  show the inputs and outputs of this SignatureDef;\n"

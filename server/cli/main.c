@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "rt_onnx_load.h"
 
 static const struct {
     const char *name;
@@ -33,6 +34,8 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    /* every subcommand that loads a version folder also takes model.onnx */
+    rt_onnx_serve_enable();
     if (argc < 2) {
         usage(stderr);
         return 2;

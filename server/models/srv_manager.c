@@ -177,6 +177,31 @@ static double newest_mtime_ms_ago(const char *dir) {
     return best;
 }
 
+/* A version folder of Triton's layout, model.onnx without saved_model.pb
+ * (converted at load, rt_model.h): 1 when model.onnx is a non-empty regular
+ * file. The fingerprint covers every regular file of the folder, so that a
+ * changed external data file beside model.onnx reloads the version too;
+ * summed, so the order readdir lists them in does not matter. */
+static int onnx_version_sig(const char *dir, uint64_t *h) {
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", dir, RT_MODEL_ONNX_FILE);
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return 0;
+    DIR *d = opendir(dir);
+    if (d == NULL) return 0;
+    uint64_t sum = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char fp[4096 + 256];
+        snprintf(fp, sizeof(fp), "%s/%s", dir, e->d_name);
+        if (stat(fp, &st) == 0 && S_ISREG(st.st_mode)) sum += file_sig(*h, e->d_name, &st);
+    }
+    closedir(d);
+    *h = mix(*h, sum);
+    return 1;
+}
+
 int srv_version_dir_complete(const char *dir, uint64_t *sig) {
     char path[4096];
     struct stat st;
@@ -184,7 +209,8 @@ int srv_version_dir_complete(const char *dir, uint64_t *sig) {
 
     snprintf(path, sizeof(path), "%s/saved_model.pb", dir);
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
-        ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb yet", dir);
+        if (onnx_version_sig(dir, &h)) goto settled;
+        ms_errf(MS_ENOTFOUND, "%s: no saved_model.pb (nor %s) yet", dir, RT_MODEL_ONNX_FILE);
         return 0;
     }
     h = file_sig(h, "saved_model.pb", &st);
@@ -247,6 +273,7 @@ int srv_version_dir_complete(const char *dir, uint64_t *sig) {
         ms_errf(MS_ENOTFOUND, "%s: the graph restores variables but variables/ is missing", dir);
         return 0;
     }
+settled:
     /* A file written in the last moments may still be growing (a copy in
      * progress): wait for the next poll. */
     if (newest_mtime_ms_ago(dir) < SETTLE_MS) {
@@ -660,12 +687,13 @@ out:
 }
 
 int srv_manager_base_is_savedmodel(const char *base) {
-    static const char *const names[] = {"saved_model.pb", "saved_model.pbtxt"};
+    static const char *const names[] = {"saved_model.pb", "saved_model.pbtxt",
+                                        RT_MODEL_ONNX_FILE};
     char path[4096];
     struct stat st;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", base, names[i]);
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return 1;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return i < 2 ? 1 : 2;
     }
     return 0;
 }
@@ -698,12 +726,15 @@ static void scan_model(srv_manager *m, mmodel *mm) {
         mm->warned_missing = 1;
     } else if (!removed && ndv == 0) {
         if (!mm->warned_missing && srv_manager_base_is_savedmodel(base))
-            MS_WARN("model %s: no versions found under base path %s: it is itself a SavedModel; "
+            MS_WARN("model %s: no versions found under base path %s: it is itself %s; "
                     "put it in a numbered version folder, e.g. %s/1/ (the base path holds "
-                    "versions 1/, 2/, ... as in TF Serving)", mm->cfg.name, base, base);
+                    "versions 1/, 2/, ... as in TF Serving and Triton)", mm->cfg.name, base,
+                    srv_manager_base_is_savedmodel(base) == 2 ? "an ONNX model (model.onnx)"
+                                                              : "a SavedModel", base);
         else if (!mm->warned_missing)
             MS_WARN("model %s: no versions found under base path %s (expected numbered version "
-                    "folders, e.g. %s/1/saved_model.pb)", mm->cfg.name, base, base);
+                    "folders, e.g. %s/1/saved_model.pb or %s/1/model.onnx)", mm->cfg.name, base,
+                    base, base);
         mm->warned_missing = 1;
     } else {
         mm->warned_missing = 0;

@@ -3,10 +3,11 @@
  *
  * Runs on a libuv loop: a timer polls every base path, a version folder is
  * considered only when complete (saved_model.pb, variables.index with a
- * valid footer and every data shard present, nothing written in the last
- * 100 ms), the version policy (latest N, all, specific) picks the wanted
- * versions, and loads run on the libuv thread pool, each after reading the
- * whole tensor bundle once against its checksums (rt_bundle_verify). A new
+ * valid footer and every data shard present, or else a non-empty model.onnx
+ * (rt_model.h), nothing written in the last 100 ms), the version policy
+ * (latest N, all, specific) picks the wanted versions, and loads run on the
+ * libuv thread pool, each after reading the whole tensor bundle once against
+ * its checksums (rt_bundle_verify). A new
  * version is loaded before an old one is unloaded, and old versions stay
  * while a wanted version failed to load (the failure is kept in the status
  * and logged). A version that failed is retried only when its folder changes.
@@ -56,9 +57,10 @@ typedef struct srv_servable {
  * start (and on apply) only. */
 ms_status srv_manager_new(kn_backend *be, double poll_s, srv_manager **out);
 
-/* Non-zero when `base` is itself a SavedModel (holds saved_model.pb or
- * saved_model.pbtxt) rather than a folder of numbered versions: the usual
- * first mistake, which the "no versions" messages then name. */
+/* Non-zero when `base` is itself a model rather than a folder of numbered
+ * versions: 1 for a SavedModel (holds saved_model.pb or saved_model.pbtxt), 2
+ * for an ONNX model (holds model.onnx only). The usual first mistake, which
+ * the "no versions" messages then name. */
 int srv_manager_base_is_savedmodel(const char *base);
 /* Places every model loaded from now on between `device` (a GPU backend,
  * borrowed, outliving the manager; NULL = none) and `be` (rt_model_load_on,

@@ -1,11 +1,19 @@
-// ort_run.js - runs one ONNX model in onnxruntime-node for gen_onnx_models.py.
-// stdin: {"model": path, "outdir": dir, "inputs": [{"name", "dims", "file"}]}
-// with float32 little-endian raw input files; stdout: {"outputs": [{"name",
-// "dims", "file"}]} with the outputs written as raw float32 files in outdir.
+// ort_run.js - runs one ONNX model in onnxruntime-node (the reference for
+// gen_onnx_models.py, it_onnx_arch.py and it_onnx_wild.py's batch check).
+// stdin: {"model": path, "outdir": dir, "inputs": [{"name", "dims", "file",
+// "type"}]} with little-endian raw input files of ORT tensor type "type"
+// (float32 when absent: float32, float64, int32, int64, uint8, int8, bool);
+// stdout: {"outputs": [{"name", "dims", "type", "file"}]} with the outputs
+// written as raw files of that type in outdir.
 'use strict';
 const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
+
+const ARRAYS = {
+    float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array,
+    uint8: Uint8Array, int8: Int8Array, bool: Uint8Array,
+};
 
 async function main() {
     const spec = JSON.parse(fs.readFileSync(0, 'utf8'));
@@ -15,9 +23,13 @@ async function main() {
     });
     const feeds = {};
     for (const i of spec.inputs) {
+        const type = i.type || 'float32';
+        const A = ARRAYS[type];
+        if (!A) throw new Error('input ' + i.name + ': type ' + type + ' is not handled');
         const buf = fs.readFileSync(i.file);
-        const data = new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength / 4);
-        feeds[i.name] = new ort.Tensor('float32', Float32Array.from(data), i.dims);
+        // copied: the file's buffer need not be aligned for A
+        const data = new A(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength));
+        feeds[i.name] = new ort.Tensor(type, data, i.dims);
     }
     const res = await sess.run(feeds);
     const outs = [];
@@ -25,7 +37,7 @@ async function main() {
         const t = res[name];
         const file = path.join(spec.outdir, 'out_' + outs.length + '.bin');
         fs.writeFileSync(file, Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
-        outs.push({name: name, dims: Array.from(t.dims), file: file});
+        outs.push({name: name, dims: Array.from(t.dims), type: t.type, file: file});
     }
     process.stdout.write(JSON.stringify({outputs: outs}));
 }
