@@ -1,0 +1,24 @@
+/* rt_onnx_ext.h - handlers of the ONNX ops converted in rt_onnx_attn.c
+ * (Attention) and rt_onnx_loss.c (NegativeLogLikelihoodLoss,
+ * SoftmaxCrossEntropyLoss, ...), and the small emission helpers they share.
+ * rt_onnx_ops.c's lookup asks rt__ox_ext_handler for the ops its own tables
+ * lack.
+ */
+#ifndef RT_ONNX_EXT_H
+#define RT_ONNX_EXT_H
+
+#include "rt_onnx_int.h"
+
+/* The handler of an op converted in the files above, or NULL. */
+rt__ox_handler rt__ox_ext_handler(const char *op_type);
+
+ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_nll_loss(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_sce_loss(rt__ox_conv *cv, const Onnx__NodeProto *n);
+
+/* TF reduction `op` (Sum, Max, Mean, ...) of x of type dt over the int32
+ * axes ax[0..na), keeping them as 1s when keep. */
+const char *rt__ox_reduce(rt__ox_conv *cv, const char *op, const char *h, const char *x,
+                          rt_dtype dt, const int64_t *ax, int na, int keep);
+
+#endif /* RT_ONNX_EXT_H */
