@@ -14,5 +14,5 @@ static const struct { const char *op; rt__ox_handler fn; } ext[] = {
 rt__ox_handler rt__ox_ext_handler(const char *op_type) {
     for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++)
         if (strcmp(ext[i].op, op_type) == 0) return ext[i].fn;
-    return NULL;
+    return rt__ox_misc_handler(op_type);
 }

@@ -1,6 +1,6 @@
 /* rt_onnx_ext.h - handlers of the ONNX ops converted in rt_onnx_attn.c
  * (Attention) and rt_onnx_loss.c (NegativeLogLikelihoodLoss,
- * SoftmaxCrossEntropyLoss, ...), and the small emission helpers they share.
+ * SoftmaxCrossEntropyLoss), rt_onnx_misc.c (smaller ops), and the small emission helpers they share.
  * rt_onnx_ops.c's lookup asks rt__ox_ext_handler for the ops its own tables
  * lack.
  */
@@ -11,6 +11,10 @@
 
 /* The handler of an op converted in the files above, or NULL. */
 rt__ox_handler rt__ox_ext_handler(const char *op_type);
+/* The handler of an op of rt_onnx_misc.c (Swish, Shrink, LpNormalization,
+ * EyeLike, SpaceToDepth, DepthToSpace, OneHot, GatherND, the windows,
+ * MeanVarianceNormalization, NonZero, Compress), or NULL. */
+rt__ox_handler rt__ox_misc_handler(const char *op_type);
 
 ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_nll_loss(rt__ox_conv *cv, const Onnx__NodeProto *n);
