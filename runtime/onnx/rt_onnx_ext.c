@@ -14,5 +14,6 @@ static const struct { const char *op; rt__ox_handler fn; } ext[] = {
 rt__ox_handler rt__ox_ext_handler(const char *op_type) {
     for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++)
         if (strcmp(ext[i].op, op_type) == 0) return ext[i].fn;
-    return rt__ox_misc_handler(op_type);
+    rt__ox_handler h = rt__ox_misc_handler(op_type);
+    return h ? h : rt__ox_scatter_handler(op_type);
 }

@@ -1,0 +1,353 @@
+/* kn_cpu_onnx.c - ops of our own for ONNX operators no TF op means exactly
+ * (emitted by runtime/onnx; a SavedModel holding them runs in dcmserve
+ * only, docs/onnx.md):
+ *
+ *   OnnxGridSample     X (N, C, [D,] H, W), grid (N, [Do,] Ho, Wo, 2|3) ->
+ *                      (N, C, [Do,] Ho, Wo). attrs: mode (0 nearest, 1 linear,
+ *                      2 cubic - 4-D only), padding (0 zeros, 1 border,
+ *                      2 reflection), align_corners. ONNX GridSample 16-22:
+ *                      grid values in [-1, 1] map to the corner pixels'
+ *                      centres (align_corners) or edges; nearest rounds half to
+ *                      even; cubic is Keys' with a = -0.75; border clamps,
+ *                      reflection mirrors at the edges (or centres).
+ *   OnnxScatterND      data, indices (int64, last dim k), updates ->
+ *                      data with the slices data[idx] set (or combined) from
+ *                      updates. attr reduction (0 none, 1 add, 2 mul, 3 max,
+ *                      4 min).
+ *   OnnxScatterElements data, indices (int64, same rank), updates (indices'
+ *                      shape) -> data with data[.., idx, ..] (on axis) set /
+ *                      combined. attrs axis, reduction as above.
+ *
+ * Negative indices count from the end; an index out of range fails the run
+ * (INVALID_ARGUMENT), as duplicate-free updates are applied in order.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kn_cpu.h"
+#include "kn_cpu_util.h"
+
+/* ---- GridSample ---- */
+
+#define GS_COORD_MAX 1e12f /* keeps coordinates inside int64 after floor */
+
+enum { GS_NEAREST, GS_LINEAR, GS_CUBIC };
+enum { GS_ZEROS, GS_BORDER, GS_REFLECT };
+
+static float gs_denorm(float g, int64_t len, int align) {
+    return align ? (g + 1) / 2.0f * (float)(len - 1) : ((g + 1) * (float)len - 1) / 2.0f;
+}
+
+/* Mirrors x at lo and hi until it lies between them. */
+static float gs_reflect(float x, float lo, float hi) {
+    float range = hi - lo;
+    if (!(range > 0)) return lo;
+    if (x < lo) {
+        float dx = lo - x;
+        int64_t n = (int64_t)(dx / range);
+        float r = dx - (float)n * range;
+        return n % 2 == 0 ? lo + r : hi - r;
+    }
+    if (x > hi) {
+        float dx = x - hi;
+        int64_t n = (int64_t)(dx / range);
+        float r = dx - (float)n * range;
+        return n % 2 == 0 ? hi - r : lo + r;
+    }
+    return x;
+}
+
+typedef struct {
+    int nd;                /* spatial dims: 2 or 3 */
+    const int64_t *size;   /* their sizes, outermost first */
+    float lo[3], hi[3];    /* the reflection borders */
+    int pad;
+} gs_geom;
+
+/* The pixel at integer coordinates c (outermost first) of one channel. */
+static float gs_pixel(const gs_geom *g, const float *img, const int64_t *c) {
+    int64_t off = 0;
+    for (int k = 0; k < g->nd; k++) {
+        int64_t i = c[k], s = g->size[k];
+        if (g->pad == GS_ZEROS) {
+            if (i < 0 || i >= s) return 0.0f;
+        } else if (g->pad == GS_BORDER) {
+            i = i < 0 ? 0 : i >= s ? s - 1 : i;
+        } else {
+            i = (int64_t)gs_reflect((float)i, g->lo[k], g->hi[k]);
+            i = i < 0 ? 0 : i >= s ? s - 1 : i;
+        }
+        off = off * s + i;
+    }
+    return img[off];
+}
+
+static void gs_cubic_coeffs(float x, float *c) {
+    const float a = -0.75f;
+    x = fabsf(x);
+    c[0] = ((a * (x + 1) - 5 * a) * (x + 1) + 8 * a) * (x + 1) - 4 * a;
+    c[1] = ((a + 2) * x - (a + 3)) * x * x + 1;
+    c[2] = ((a + 2) * (1 - x) - (a + 3)) * (1 - x) * (1 - x) + 1;
+    c[3] = ((a * (2 - x) - 5 * a) * (2 - x) + 8 * a) * (2 - x) - 4 * a;
+}
+
+/* One output value at continuous coordinates x (outermost first). */
+static float gs_sample(const gs_geom *g, const float *img, const float *x, int mode) {
+    int nd = g->nd;
+    int64_t c[3];
+    if (mode == GS_NEAREST) {
+        for (int k = 0; k < nd; k++)
+            c[k] = (int64_t)x[k];
+        return gs_pixel(g, img, c);
+    }
+    if (mode == GS_LINEAR) {
+        int64_t base[3];
+        float frac[3];
+        for (int k = 0; k < nd; k++) {
+            float f = floorf(x[k]);
+            base[k] = (int64_t)f;
+            frac[k] = x[k] - f;
+        }
+        float acc = 0;
+        for (int corner = 0; corner < (1 << nd); corner++) {
+            float w = 1;
+            for (int k = 0; k < nd; k++) {
+                int up = (corner >> (nd - 1 - k)) & 1;
+                c[k] = base[k] + up;
+                w *= up ? frac[k] : 1 - frac[k];
+            }
+            acc += w * gs_pixel(g, img, c);
+        }
+        return acc;
+    }
+    /* cubic, 2-D: 4 x 4 neighbours from (floor - 1). */
+    int64_t y0 = (int64_t)floorf(x[0]) - 1, x0 = (int64_t)floorf(x[1]) - 1;
+    float cx[4], cy[4], v[4];
+    gs_cubic_coeffs(x[1] - (float)x0 - 1, cx);
+    gs_cubic_coeffs(x[0] - (float)y0 - 1, cy);
+    for (int i = 0; i < 4; i++) {
+        v[i] = 0;
+        for (int j = 0; j < 4; j++) {
+            c[0] = y0 + i, c[1] = x0 + j;
+            v[i] += cx[j] * gs_pixel(g, img, c);
+        }
+    }
+    return cy[0] * v[0] + cy[1] * v[1] + cy[2] * v[2] + cy[3] * v[3];
+}
+
+static ms_status grid_sample_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                     rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *X = in[0], *G = in[1];
+    int mode = (int)kn_attr_i(node, "mode", GS_LINEAR), pad = (int)kn_attr_i(node, "padding", 0);
+    int align = kn_attr_i(node, "align_corners", 0) != 0;
+    if (X->dtype != RT_DT_FLOAT || G->dtype != RT_DT_FLOAT)
+        return KN_EINVAL(node, "X and grid must be float, got %s and %s", rt_dtype_name(X->dtype),
+                         rt_dtype_name(G->dtype));
+    int r = X->shape.rank, nd = r - 2;
+    if ((r != 4 && r != 5) || G->shape.rank != r || G->shape.dim[0] != X->shape.dim[0] ||
+        G->shape.dim[r - 1] != nd)
+        return KN_EINVAL(node, "X %s and grid %s: want (N, C, spatial...) and (N, out..., %d)",
+                         kn__shp(&X->shape), kn__shp(&G->shape), nd);
+    if (mode < GS_NEAREST || mode > GS_CUBIC || pad < GS_ZEROS || pad > GS_REFLECT ||
+        (mode == GS_CUBIC && nd != 2))
+        return KN_EINVAL(node, "mode %d / padding %d is not supported for %d-D", mode, pad, nd);
+    rt_shape os = {.rank = r};
+    os.dim[0] = X->shape.dim[0];
+    os.dim[1] = X->shape.dim[1];
+    for (int k = 0; k < nd; k++)
+        os.dim[2 + k] = G->shape.dim[1 + k];
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    if (out[0]->nelem == 0) return MS_OK;
+    gs_geom g = {.nd = nd, .size = X->shape.dim + 2, .pad = pad};
+    int64_t plane = 1, opl = 1;
+    for (int k = 0; k < nd; k++) {
+        plane *= g.size[k];
+        opl *= os.dim[2 + k];
+        g.lo[k] = align ? 0.0f : -0.5f;
+        g.hi[k] = align ? (float)g.size[k] - 1 : (float)g.size[k] - 0.5f;
+    }
+    if (plane == 0) {
+        /* Nothing to sample from: zeros padding reads 0, the others have no
+         * pixel to repeat. */
+        if (pad != GS_ZEROS) return KN_EINVAL(node, "an empty input has no border to repeat");
+        memset(out[0]->data, 0, (size_t)out[0]->nelem * sizeof(float));
+        return MS_OK;
+    }
+    int64_t N = os.dim[0], C = os.dim[1];
+    const float *xd = X->data, *gd = G->data;
+    float *yd = out[0]->data;
+    for (int64_t b = 0; b < N; b++)
+        for (int64_t p = 0; p < opl; p++) {
+            const float *gp = gd + (b * opl + p) * nd;
+            float x[3];
+            int nan = 0, oob = 0;
+            for (int k = 0; k < nd; k++) {
+                /* grid holds (x, y[, z]): innermost dim first */
+                float v = gs_denorm(gp[nd - 1 - k], g.size[k], align);
+                if (isnan(v)) nan = 1;
+                v = v < -GS_COORD_MAX ? -GS_COORD_MAX : v > GS_COORD_MAX ? GS_COORD_MAX : v;
+                if (mode == GS_NEAREST) v = nearbyintf(v);
+                if (v < g.lo[k] || v > g.hi[k]) oob = 1;
+                x[k] = v;
+            }
+            if (oob && pad == GS_BORDER)
+                for (int k = 0; k < nd; k++)
+                    x[k] = x[k] < 0 ? 0 : x[k] > (float)(g.size[k] - 1) ? (float)(g.size[k] - 1)
+                                                                         : x[k];
+            else if (oob && pad == GS_REFLECT)
+                for (int k = 0; k < nd; k++)
+                    x[k] = gs_reflect(x[k], g.lo[k], g.hi[k]);
+            for (int64_t c = 0; c < C; c++)
+                yd[(b * C + c) * opl + p] =
+                    nan ? NAN : gs_sample(&g, xd + (b * C + c) * plane, x, mode);
+        }
+    return MS_OK;
+}
+
+/* ---- ScatterND / ScatterElements ---- */
+
+enum { SC_NONE, SC_ADD, SC_MUL, SC_MAX, SC_MIN };
+
+#define SC_COMBINE(T)                                                                          \
+    static void sc_##T(T *d, const T *u, int64_t n, int red) {                                 \
+        for (int64_t i = 0; i < n; i++)                                                        \
+            switch (red) {                                                                     \
+            case SC_ADD: d[i] += u[i]; break;                                                  \
+            case SC_MUL: d[i] *= u[i]; break;                                                  \
+            case SC_MAX: d[i] = d[i] > u[i] ? d[i] : u[i]; break;                              \
+            case SC_MIN: d[i] = d[i] < u[i] ? d[i] : u[i]; break;                              \
+            default: d[i] = u[i];                                                              \
+            }                                                                                  \
+    }
+SC_COMBINE(float)
+SC_COMBINE(int32_t)
+SC_COMBINE(int64_t)
+
+/* d[0..n) = combine(d, u) in type dt (reduction none: plain copy, any type). */
+static void sc_apply(rt_dtype dt, size_t es, void *d, const void *u, int64_t n, int red) {
+    if (red == SC_NONE)
+        memcpy(d, u, (size_t)n * es);
+    else if (dt == RT_DT_FLOAT)
+        sc_float(d, u, n, red);
+    else if (dt == RT_DT_INT32)
+        sc_int32_t(d, u, n, red);
+    else
+        sc_int64_t(d, u, n, red);
+}
+
+/* Common checks; copies data into the output. */
+static ms_status sc_begin(kn_ctx *ctx, const kn_node *node, rt_tensor *const *in, rt_tensor **out,
+                          int *red) {
+    ms_status st = kn__need_inputs(node, in, 3);
+    if (st != MS_OK) return st;
+    const rt_tensor *D = in[0], *I = in[1], *U = in[2];
+    *red = (int)kn_attr_i(node, "reduction", SC_NONE);
+    if (*red < SC_NONE || *red > SC_MIN) return KN_EINVAL(node, "reduction %d unknown", *red);
+    if (!rt_dtype_is_pod(D->dtype) || U->dtype != D->dtype)
+        return KN_EINVAL(node, "data (%s) and updates (%s) must be one plain type",
+                         rt_dtype_name(D->dtype), rt_dtype_name(U->dtype));
+    if (*red != SC_NONE && D->dtype != RT_DT_FLOAT && D->dtype != RT_DT_INT32 &&
+        D->dtype != RT_DT_INT64)
+        return KN_EINVAL(node, "reductions need float, int32 or int64 data, got %s",
+                         rt_dtype_name(D->dtype));
+    if (I->dtype != RT_DT_INT64)
+        return KN_EINVAL(node, "indices must be int64, got %s", rt_dtype_name(I->dtype));
+    if ((st = kn__output(ctx, node, 0, D->dtype, &D->shape, out)) != MS_OK) return st;
+    if (D->nelem > 0) memcpy((*out)->data, D->data, (size_t)D->nelem * rt_dtype_size(D->dtype));
+    return MS_OK;
+}
+
+static ms_status scatter_nd_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                    rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    int red;
+    ms_status st = sc_begin(ctx, node, in, out, &red);
+    if (st != MS_OK) return st;
+    const rt_tensor *D = in[0], *I = in[1], *U = in[2];
+    int r = D->shape.rank, q = I->shape.rank;
+    int64_t k = q >= 1 ? I->shape.dim[q - 1] : -1;
+    if (q < 1 || k < 0 || k > r || U->shape.rank != q - 1 + r - (int)k)
+        return KN_EINVAL(node, "indices %s do not fit data %s", kn__shp(&I->shape),
+                         kn__shp(&D->shape));
+    for (int i = 0; i < q - 1; i++)
+        if (U->shape.dim[i] != I->shape.dim[i])
+            return KN_EINVAL(node, "updates %s do not match indices %s", kn__shp(&U->shape),
+                             kn__shp(&I->shape));
+    int64_t slice = 1;
+    for (int i = (int)k; i < r; i++) {
+        if (U->shape.dim[q - 1 + i - (int)k] != D->shape.dim[i])
+            return KN_EINVAL(node, "updates %s do not match data %s", kn__shp(&U->shape),
+                             kn__shp(&D->shape));
+        slice *= D->shape.dim[i];
+    }
+    int64_t nidx = 1;
+    for (int i = 0; i < q - 1; i++)
+        nidx *= I->shape.dim[i];
+    size_t es = rt_dtype_size(D->dtype);
+    const int64_t *ix = I->data;
+    for (int64_t j = 0; j < nidx; j++) {
+        int64_t off = 0;
+        for (int64_t m = 0; m < k; m++) {
+            int64_t v = ix[j * k + m], s = D->shape.dim[m];
+            if (v < 0) v += s;
+            if (v < 0 || v >= s)
+                return KN_EINVAL(node, "index %lld is out of range for dim %lld of size %lld",
+                                 (long long)ix[j * k + m], (long long)m, (long long)s);
+            off = off * s + v;
+        }
+        sc_apply(D->dtype, es, (char *)(*out)->data + (size_t)(off * slice) * es,
+                 (const char *)U->data + (size_t)(j * slice) * es, slice, red);
+    }
+    return MS_OK;
+}
+
+static ms_status scatter_elements_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                          rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    int red;
+    ms_status st = sc_begin(ctx, node, in, out, &red);
+    if (st != MS_OK) return st;
+    const rt_tensor *D = in[0], *I = in[1], *U = in[2];
+    int r = D->shape.rank, axis = kn__axis(kn_attr_i(node, "axis", 0), r);
+    if (r < 1 || axis < 0 || I->shape.rank != r || U->shape.rank != r)
+        return KN_EINVAL(node, "data %s, indices %s, updates %s: ranks must match",
+                         kn__shp(&D->shape), kn__shp(&I->shape), kn__shp(&U->shape));
+    for (int i = 0; i < r; i++)
+        if (U->shape.dim[i] != I->shape.dim[i] || (i != axis && I->shape.dim[i] > D->shape.dim[i]))
+            return KN_EINVAL(node, "indices %s do not fit data %s / updates %s",
+                             kn__shp(&I->shape), kn__shp(&D->shape), kn__shp(&U->shape));
+    size_t es = rt_dtype_size(D->dtype);
+    const int64_t *ix = I->data;
+    int64_t pos[RT_MAX_RANK] = {0};
+    for (int64_t e = 0; e < I->nelem; e++) {
+        int64_t off = 0;
+        for (int i = 0; i < r; i++) {
+            int64_t v = pos[i], s = D->shape.dim[i];
+            if (i == axis) {
+                v = ix[e];
+                if (v < 0) v += s;
+                if (v < 0 || v >= s)
+                    return KN_EINVAL(node, "index %lld is out of range for axis size %lld",
+                                     (long long)ix[e], (long long)s);
+            }
+            off = off * s + v;
+        }
+        sc_apply(D->dtype, es, (char *)(*out)->data + (size_t)off * es,
+                 (const char *)U->data + (size_t)e * es, 1, red);
+        for (int i = r - 1; i >= 0; i--) {
+            if (++pos[i] < I->shape.dim[i]) break;
+            pos[i] = 0;
+        }
+    }
+    return MS_OK;
+}
+
+const kn_kernel kn_cpu_onnx_kernels[] = {
+    {.op = "OnnxGridSample", .compute = grid_sample_compute},
+    {.op = "OnnxScatterND", .compute = scatter_nd_compute},
+    {.op = "OnnxScatterElements", .compute = scatter_elements_compute},
+    {.op = NULL},
+};

@@ -1,0 +1,116 @@
+/* rt_onnx_scatter.c - ONNX ops converted to our own ops
+ * (kernels/cpu/kn_cpu_onnx.c), where no TF op means what ONNX means:
+ * GridSample (opsets 16-22) -> OnnxGridSample, ScatterND -> OnnxScatterND,
+ * ScatterElements and its old name Scatter -> OnnxScatterElements (the
+ * reductions of opsets 16 and 18 included). A SavedModel written with them
+ * runs in dcmserve only (docs/onnx.md).
+ */
+#include <string.h>
+
+#include "rt_onnx_ext.h"
+
+/* 1 when attribute key (default dflt) is one of the n names; *idx = its
+ * position. */
+static int pick(const Onnx__NodeProto *n, const char *key, const char *dflt,
+                const char *const *names, int count, int *idx) {
+    for (int i = 0; i < count; i++)
+        if (names[i] && rt__ox_attr_is(n, key, names[i], dflt)) {
+            *idx = i;
+            return 1;
+        }
+    return 0;
+}
+
+static ms_status op_grid_sample(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X, *G;
+    const char *x, *g, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &G, &g)) != MS_OK)
+        return st;
+    if (X->dt != RT_DT_FLOAT || G->dt != RT_DT_FLOAT)
+        return rt__ox_err(cv, MS_ENOTSUP, "X and grid must be float");
+    int v20 = cv->opset >= 20, r = X->rank, nd = r - 2;
+    /* Opset 16 names the modes bilinear / bicubic and is 4-D only; opset 20
+     * renames them linear / cubic and allows any rank (we run 4-D, 5-D). */
+    static const char *const m16[3] = {"nearest", "bilinear", "bicubic"};
+    static const char *const m20[3] = {"nearest", "linear", "cubic"};
+    static const char *const pads[3] = {"zeros", "border", "reflection"};
+    int mode, pad;
+    if (!pick(n, "mode", v20 ? "linear" : "bilinear", v20 ? m20 : m16, 3, &mode))
+        return rt__ox_err(cv, MS_ENOTSUP, "opset %lld: mode must be one of %s, %s, %s",
+                          (long long)cv->opset, (v20 ? m20 : m16)[0], (v20 ? m20 : m16)[1],
+                          (v20 ? m20 : m16)[2]);
+    if (!pick(n, "padding_mode", "zeros", pads, 3, &pad))
+        return rt__ox_err(cv, MS_ENOTSUP, "padding_mode must be zeros, border or reflection");
+    if (r != 4 && !(v20 && r == 5))
+        return rt__ox_err(cv, MS_ENOTSUP, "opset %lld: X of rank %d is not supported (4%s)",
+                          (long long)cv->opset, r, v20 ? " or 5" : "");
+    if (mode == 2 && r != 4)
+        return rt__ox_err(cv, MS_ENOTSUP, "cubic mode is supported for 4-D X only");
+    if (G->rank != r || (G->dim[r - 1] >= 0 && G->dim[r - 1] != nd))
+        return rt__ox_err(cv, MS_EINVAL, "grid must be (N, spatial..., %d)", nd);
+    Tensorflow__NodeDef *nd_ = rt__tf_node(cv, "OnnxGridSample", h);
+    rt__tf_input(cv, nd_, x);
+    rt__tf_input(cv, nd_, g);
+    rt__tf_attr_i(cv, nd_, "mode", mode);
+    rt__tf_attr_i(cv, nd_, "padding", pad);
+    rt__tf_attr_i(cv, nd_, "align_corners", rt__ox_attr_i(n, "align_corners", 0) != 0);
+    int64_t od[OX_MAXR] = {X->dim[0], X->dim[1]};
+    for (int k = 0; k < nd; k++)
+        od[2 + k] = G->dim[1 + k];
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, od, nd_->name);
+    return MS_OK;
+}
+
+/* ScatterND, ScatterElements, Scatter: the reduction in force at the
+ * model's opset (none before 16, max / min from 18). */
+static ms_status op_scatter(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *D, *I, *U;
+    const char *d, *ix, *u, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &D, &d)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &I, &ix)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 2, &U, &u)) != MS_OK)
+        return st;
+    static const char *const reds[5] = {"none", "add", "mul", "max", "min"};
+    int red, nred = cv->opset >= 18 ? 5 : cv->opset >= 16 ? 3 : 1;
+    if (!pick(n, "reduction", "none", reds, nred, &red))
+        return rt__ox_err(cv, MS_ENOTSUP, "opset %lld: reduction must be one of none%s%s",
+                          (long long)cv->opset, nred > 1 ? ", add, mul" : "",
+                          nred > 3 ? ", max, min" : "");
+    if (D->dt != RT_DT_FLOAT && D->dt != RT_DT_INT32 && D->dt != RT_DT_INT64 &&
+        !(D->dt == RT_DT_BOOL && red == 0))
+        return rt__ox_err(cv, MS_ENOTSUP, "data is %s; supported: float, int32, int64%s",
+                          rt_dtype_name(D->dt), red == 0 ? ", bool" : "");
+    if (U->dt != D->dt) return rt__ox_err(cv, MS_EINVAL, "updates and data differ in type");
+    if (I->dt != RT_DT_INT32 && I->dt != RT_DT_INT64)
+        return rt__ox_err(cv, MS_EINVAL, "indices must be int32 or int64");
+    if (I->dt != RT_DT_INT64)
+        ix = rt__tf_cast(cv, rt__ox_printf(cv, "%s/ix64", h), ix, I->dt, RT_DT_INT64);
+    int nd = strcmp(n->op_type, "ScatterND") == 0;
+    if (!nd && (I->rank != D->rank || rt__ox_norm_axis(rt__ox_attr_i(n, "axis", 0), D->rank) < 0))
+        return rt__ox_err(cv, MS_EINVAL, "indices must have data's rank; axis in range");
+    Tensorflow__NodeDef *s = rt__tf_node(cv, nd ? "OnnxScatterND" : "OnnxScatterElements", h);
+    rt__tf_input(cv, s, d);
+    rt__tf_input(cv, s, ix);
+    rt__tf_input(cv, s, u);
+    rt__tf_attr_type(cv, s, "T", D->dt);
+    rt__tf_attr_i(cv, s, "reduction", red);
+    if (!nd) rt__tf_attr_i(cv, s, "axis", rt__ox_norm_axis(rt__ox_attr_i(n, "axis", 0), D->rank));
+    rt__ox_def_out(cv, n, 0, D->dt, D->rank, D->dim, s->name);
+    return MS_OK;
+}
+
+/* clang-format off */
+static const struct { const char *op; rt__ox_handler fn; } tab[] = {
+    {"GridSample", op_grid_sample}, {"ScatterND", op_scatter},
+    {"ScatterElements", op_scatter}, {"Scatter", op_scatter},
+};
+/* clang-format on */
+
+rt__ox_handler rt__ox_scatter_handler(const char *op_type) {
+    for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+        if (strcmp(tab[i].op, op_type) == 0) return tab[i].fn;
+    return NULL;
+}
