@@ -1,0 +1,229 @@
+/* check_kn_onnx.c - our own ops for ONNX operators (kernels/cpu/kn_cpu_onnx.c):
+ * OnnxGridSample, OnnxScatterND, OnnxScatterElements, against values worked
+ * out by hand from the ONNX operator definitions (comments give the
+ * arithmetic), with empty tensors and hostile values. */
+#include <check.h>
+#include <math.h>
+
+#include "util_node.h"
+
+enum { NEAREST, LINEAR, CUBIC };
+enum { ZEROS, BORDER, REFLECT };
+
+static rt_tensor *gs(rt_tensor *x, rt_tensor *grid, int mode, int pad, int align) {
+    Tensorflow__NodeDef *d = tu_node_new("OnnxGridSample", "gs");
+    tu_attr_i(d, "mode", mode);
+    tu_attr_i(d, "padding", pad);
+    tu_attr_i(d, "align_corners", align);
+    rt_tensor *in[2] = {x, grid};
+    rt_tensor *o = tu_run1(d, in, 2);
+    rt_tensor_unref(grid);
+    return o;
+}
+
+START_TEST(test_grid_sample_linear) {
+    rt_tensor *x = TU_F32(TU_SHAPE(1, 1, 2, 2), 1, 2, 3, 4);
+    /* align_corners: -1 / 1 are the corner pixels' centres; (0, 0) the
+     * middle, (1 + 2 + 3 + 4) / 4; grid holds (x, y). */
+    rt_tensor *o = gs(x, TU_F32(TU_SHAPE(1, 1, 4, 2), -1, -1, 1, 1, 0, 0, 1, -1), LINEAR, ZEROS, 1);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 1, 4), 1e-6f, 1, 4, 2.5f, 2);
+    rt_tensor_unref(o);
+    /* Without align_corners -1 is the outer edge, pixel coordinate -0.5:
+     * a quarter of pixel (0, 0) with zeros; the border and reflection
+     * repeat pixel (0, 0) for the three outside neighbours. (1, 1) is 1.5:
+     * a quarter of pixel (1, 1). */
+    const int pads[3] = {ZEROS, BORDER, REFLECT};
+    const float want_a[3] = {0.25f, 1, 1}, want_b[3] = {1, 4, 4};
+    for (int p = 0; p < 3; p++) {
+        o = gs(x, TU_F32(TU_SHAPE(1, 1, 2, 2), -1, -1, 1, 1), LINEAR, pads[p], 0);
+        float w[2] = {want_a[p], want_b[p]};
+        tu_check_f32(o, TU_SHAPE(1, 1, 1, 2), w, 2, 1e-6f);
+        rt_tensor_unref(o);
+    }
+    rt_tensor_unref(x);
+}
+END_TEST
+
+START_TEST(test_grid_sample_nearest_cubic) {
+    rt_tensor *x = TU_F32(TU_SHAPE(1, 1, 2, 2), 1, 2, 3, 4);
+    /* No align: (0, 0) -> 0.5, rounded half to even -> pixel (0, 0);
+     * (0.5, 0.5) -> 1.0 -> pixel (1, 1); x = 1 -> 1.5 -> 2: outside, so 0
+     * with zeros and column 1 with border (y 0 -> 0.5 -> 0). */
+    rt_tensor *o = gs(x, TU_F32(TU_SHAPE(1, 1, 3, 2), 0, 0, 0.5f, 0.5f, 1, 0), NEAREST, ZEROS, 0);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 1, 3), 0, 1, 4, 0);
+    rt_tensor_unref(o);
+    o = gs(x, TU_F32(TU_SHAPE(1, 1, 1, 2), 1, 0), NEAREST, BORDER, 0);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 1, 1), 0, 2);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+    /* Cubic (Keys, a = -0.75): at a pixel centre the weights are 0, 1, 0, 0,
+     * so (0, 0) with align_corners on 3 x 3 is the middle pixel; a constant
+     * image stays constant anywhere with border padding (weights sum to 1). */
+    x = tu_iota_f32(TU_SHAPE(1, 1, 3, 3), 0, 1);
+    o = gs(x, TU_F32(TU_SHAPE(1, 1, 1, 2), 0, 0), CUBIC, ZEROS, 1);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 1, 1), 1e-6f, 4);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+    x = TU_F32(TU_SHAPE(1, 1, 3, 3), 5, 5, 5, 5, 5, 5, 5, 5, 5);
+    o = gs(x, TU_F32(TU_SHAPE(1, 1, 2, 2), 0.3f, -0.2f, -0.9f, 0.95f), CUBIC, BORDER, 0);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 1, 2), 1e-5f, 5, 5);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+}
+END_TEST
+
+START_TEST(test_grid_sample_3d_and_hostile) {
+    /* (1, 1, 2, 2, 2) of 0..7, align_corners: the centre is the mean 3.5;
+     * (x, y, z) = (1, -1, -1) is z 0, y 0, x 1: element 1. */
+    rt_tensor *x = tu_iota_f32(TU_SHAPE(1, 1, 2, 2, 2), 0, 1);
+    rt_tensor *o = gs(x, TU_F32(TU_SHAPE(1, 1, 1, 2, 3), 0, 0, 0, 1, -1, -1), LINEAR, ZEROS, 1);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 1, 1, 2), 1e-6f, 3.5f, 1);
+    rt_tensor_unref(o);
+    rt_tensor *in[2] = {x, TU_F32(TU_SHAPE(1, 1, 1, 1, 3), 0, 0, 0)};
+    Tensorflow__NodeDef *d = tu_node_new("OnnxGridSample", "gs_cubic3d");
+    tu_attr_i(d, "mode", CUBIC);
+    tu_run_fail(d, in, 2, 1, MS_EINVAL, "not supported");
+    rt_tensor_unref(in[1]);
+    in[1] = TU_F32(TU_SHAPE(1, 1, 1, 2), 0, 0);
+    tu_run_fail(tu_node_new("OnnxGridSample", "gs_rank"), in, 2, 1, MS_EINVAL, "grid");
+    rt_tensor_unref(in[1]);
+    rt_tensor_unref(x);
+    /* Far-away and NaN coordinates: 0 outside with zeros, the border pixel
+     * with border, NaN for NaN; never an out-of-range read. */
+    x = TU_F32(TU_SHAPE(1, 1, 2, 2), 1, 2, 3, 4);
+    const int modes[3] = {NEAREST, LINEAR, CUBIC};
+    for (int m = 0; m < 3; m++) {
+        o = gs(x, TU_F32(TU_SHAPE(1, 1, 2, 2), 1e30f, 1e30f, NAN, 0), modes[m], ZEROS, 0);
+        TU_CHECK_F32(o, TU_SHAPE(1, 1, 1, 2), 0, 0, NAN);
+        rt_tensor_unref(o);
+        o = gs(x, TU_F32(TU_SHAPE(1, 1, 1, 2), -1e30f, -1e30f), modes[m], REFLECT, 0);
+        ck_assert(isfinite(((float *)o->data)[0]));
+        rt_tensor_unref(o);
+    }
+    o = gs(x, TU_F32(TU_SHAPE(1, 1, 1, 2), 1e30f, 1e30f), LINEAR, BORDER, 0);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 1, 1), 0, 4);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+    /* Empty batch and empty input planes. */
+    rt_tensor *e, *eg;
+    rt_shape es = {.rank = 4, .dim = {0, 1, 2, 2}}, egs = {.rank = 4, .dim = {0, 1, 3, 2}};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &es, &e), MS_OK);
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &egs, &eg), MS_OK);
+    o = gs(e, eg, LINEAR, ZEROS, 0);
+    tu_check_shape(o, RT_DT_FLOAT, TU_SHAPE(0, 1, 1, 3));
+    rt_tensor_unref(o);
+    rt_tensor_unref(e);
+    rt_shape zs = {.rank = 4, .dim = {1, 1, 0, 2}};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &zs, &e), MS_OK);
+    o = gs(e, TU_F32(TU_SHAPE(1, 1, 1, 2), 0, 0), LINEAR, ZEROS, 0);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 1, 1), 0, 0);
+    rt_tensor_unref(o);
+    in[0] = e;
+    in[1] = TU_F32(TU_SHAPE(1, 1, 1, 2), 0, 0);
+    d = tu_node_new("OnnxGridSample", "gs_empty_border");
+    tu_attr_i(d, "padding", BORDER);
+    tu_run_fail(d, in, 2, 1, MS_EINVAL, "empty");
+    rt_tensor_unref(in[1]);
+    rt_tensor_unref(e);
+}
+END_TEST
+
+static rt_tensor *scatter(const char *op, int red, int axis, rt_tensor *data, rt_tensor *ix,
+                          rt_tensor *upd) {
+    Tensorflow__NodeDef *d = tu_node_new(op, "sc");
+    tu_attr_i(d, "reduction", red);
+    tu_attr_i(d, "axis", axis);
+    rt_tensor *in[3] = {data, ix, upd};
+    rt_tensor *o = tu_run1(d, in, 3);
+    rt_tensor_unref(ix);
+    rt_tensor_unref(upd);
+    return o;
+}
+
+START_TEST(test_scatter_nd) {
+    rt_tensor *x = TU_F32(TU_SHAPE(4), 1, 2, 3, 4);
+    /* indices [[1], [3]] take updates 10 and 20 at 1 and 3; -1 is 3. */
+    const float want[5][4] = {
+        {1, 10, 3, 20}, {1, 12, 3, 24}, {1, 20, 3, 80}, {1, 10, 3, 20}, {1, 2, 3, 4}};
+    for (int red = 0; red < 5; red++) {
+        rt_tensor *o = scatter("OnnxScatterND", red, 0, x, TU_I64(TU_SHAPE(2, 1), 1, -1),
+                               TU_F32(TU_SHAPE(2), 10, 20));
+        tu_check_f32(o, TU_SHAPE(4), want[red], 4, 0);
+        rt_tensor_unref(o);
+    }
+    /* Duplicates add up; whole rows as slices. */
+    rt_tensor *o = scatter("OnnxScatterND", 1, 0, x, TU_I64(TU_SHAPE(2, 1), 0, 0),
+                           TU_F32(TU_SHAPE(2), 1, 1));
+    TU_CHECK_F32(o, TU_SHAPE(4), 0, 3, 2, 3, 4);
+    rt_tensor_unref(o);
+    rt_tensor *m = TU_I32(TU_SHAPE(2, 2), 1, 2, 3, 4);
+    o = scatter("OnnxScatterND", 0, 0, m, TU_I64(TU_SHAPE(1, 1), 1), TU_I32(TU_SHAPE(1, 2), 7, 8));
+    TU_CHECK_INT(o, RT_DT_INT32, TU_SHAPE(2, 2), 1, 2, 7, 8);
+    rt_tensor_unref(o);
+    /* No indices: data unchanged. */
+    rt_tensor *ei, *eu;
+    rt_shape eis = {.rank = 2, .dim = {0, 1}}, eus = {.rank = 1, .dim = {0}};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_INT64, &eis, &ei), MS_OK);
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &eus, &eu), MS_OK);
+    o = scatter("OnnxScatterND", 0, 0, x, ei, eu);
+    TU_CHECK_F32(o, TU_SHAPE(4), 0, 1, 2, 3, 4);
+    rt_tensor_unref(o);
+    rt_tensor *in[3] = {x, TU_I64(TU_SHAPE(1, 1), 4), TU_F32(TU_SHAPE(1), 9)};
+    tu_run_fail(tu_node_new("OnnxScatterND", "nd_range"), in, 3, 1, MS_EINVAL, "out of range");
+    rt_tensor_unref(in[1]);
+    in[1] = TU_I64(TU_SHAPE(1, 2), 0, 0);
+    tu_run_fail(tu_node_new("OnnxScatterND", "nd_fit"), in, 3, 1, MS_EINVAL, "do not fit");
+    tu_unref(in + 1, 2);
+    rt_tensor_unref(x);
+    rt_tensor_unref(m);
+}
+END_TEST
+
+START_TEST(test_scatter_elements) {
+    rt_tensor *z = TU_F32(TU_SHAPE(2, 3), 0, 0, 0, 0, 0, 0);
+    /* axis 1: row 0 gets 5 at column 2, row 1 gets 6 at column 0 (-3). */
+    rt_tensor *o = scatter("OnnxScatterElements", 0, 1, z, TU_I64(TU_SHAPE(2, 1), 2, -3),
+                           TU_F32(TU_SHAPE(2, 1), 5, 6));
+    TU_CHECK_F32(o, TU_SHAPE(2, 3), 0, 0, 0, 5, 6, 0, 0);
+    rt_tensor_unref(o);
+    /* axis 0 on (3, 2) of 0..5: [[2, 0]] puts 7 at (2, 0) and 8 at (0, 1);
+     * with max only the larger stays (7 > 4, 8 > 1); with min neither. */
+    rt_tensor *x = TU_I64(TU_SHAPE(3, 2), 0, 1, 2, 3, 4, 5);
+    o = scatter("OnnxScatterElements", 3, 0, x, TU_I64(TU_SHAPE(1, 2), 2, 0),
+                TU_I64(TU_SHAPE(1, 2), 7, 8));
+    TU_CHECK_INT(o, RT_DT_INT64, TU_SHAPE(3, 2), 0, 8, 2, 3, 7, 5);
+    rt_tensor_unref(o);
+    o = scatter("OnnxScatterElements", 4, 0, x, TU_I64(TU_SHAPE(1, 2), 2, 0),
+                TU_I64(TU_SHAPE(1, 2), 7, 8));
+    TU_CHECK_INT(o, RT_DT_INT64, TU_SHAPE(3, 2), 0, 1, 2, 3, 4, 5);
+    rt_tensor_unref(o);
+    rt_tensor *in[3] = {z, TU_I64(TU_SHAPE(1, 1), 3), TU_F32(TU_SHAPE(1, 1), 1)};
+    Tensorflow__NodeDef *d = tu_node_new("OnnxScatterElements", "se_range");
+    tu_attr_i(d, "axis", 1);
+    tu_run_fail(d, in, 3, 1, MS_EINVAL, "out of range");
+    tu_unref(in + 1, 2);
+    in[1] = TU_I64(TU_SHAPE(1), 0);
+    in[2] = TU_F32(TU_SHAPE(1), 1);
+    tu_run_fail(tu_node_new("OnnxScatterElements", "se_rank"), in, 3, 1, MS_EINVAL, "ranks");
+    tu_unref(in + 1, 2);
+    in[1] = TU_I64(TU_SHAPE(1, 1), 0);
+    in[2] = TU_F32(TU_SHAPE(1, 1), 1);
+    d = tu_node_new("OnnxScatterElements", "se_red");
+    tu_attr_i(d, "reduction", 9);
+    tu_run_fail(d, in, 3, 1, MS_EINVAL, "reduction");
+    tu_unref(in + 1, 2);
+    rt_tensor_unref(z);
+    rt_tensor_unref(x);
+}
+END_TEST
+
+int main(void) {
+    const tu_case cases[] = {
+        {"grid_sample_linear", test_grid_sample_linear},
+        {"grid_sample_nearest_cubic", test_grid_sample_nearest_cubic},
+        {"grid_sample_3d_and_hostile", test_grid_sample_3d_and_hostile},
+        {"scatter_nd", test_scatter_nd},
+        {"scatter_elements", test_scatter_elements},
+    };
+    return tu_suite_main("kn_onnx", cases, sizeof(cases) / sizeof(cases[0]));
+}
