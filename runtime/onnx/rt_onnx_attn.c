@@ -1,4 +1,5 @@
-/* rt_onnx_attn.c - ONNX Attention (opsets 23 and 24) as a chain of TF ops,
+/* rt_onnx_attn.c - ONNX Attention (opsets 23 and 24) and RotaryEmbedding
+ * (23, at the end) as chains of TF ops; Attention
  * in the order of the op's function body so that the numbers match it:
  *
  *   3-D Q/K/V: (B, S, H*D) -> Reshape (B, S, H, D) -> Transpose (B, H, S, D)
@@ -345,5 +346,140 @@ ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_def_out(cv, n, 3, RT_DT_FLOAT, 4, sd,
                    rt__tf_unary(cv, "Identity", rt__ox_printf(cv, "%s/qk_out", h), qk[mode],
                                 RT_DT_FLOAT));
+    return MS_OK;
+}
+
+/* GatherV2 of x's last axis (rank r) at the n constant positions ix. */
+static const char *take_last(rt__ox_conv *cv, const char *h, const char *x, int r, int64_t n,
+                             const int64_t *ix) {
+    Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", h);
+    rt__tf_input(cv, g, x);
+    rt__tf_input(cv, g, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/ix", h), RT_DT_INT64, 1, &n, ix));
+    rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", h), r - 1));
+    rt__tf_attr_type(cv, g, "Tparams", RT_DT_FLOAT);
+    rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
+    rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
+    rt__tf_attr_i(cv, g, "batch_dims", 0);
+    return g->name;
+}
+
+/* positions from..from+n-1, or with step 2 (interleaved halves), or the
+ * interleaving permutation of two halves of n (0, n, 1, n + 1, ...). */
+static int64_t *positions(rt__ox_conv *cv, int64_t n, int64_t from, int64_t step) {
+    int64_t *v = rt__ox_alloc(cv, (size_t)(n + 1) * sizeof(int64_t));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = from + i * step;
+    return v;
+}
+
+static const char *concat_last(rt__ox_conv *cv, const char *h, const char *a, const char *b,
+                               int r) {
+    Tensorflow__NodeDef *c = rt__tf_node(cv, "ConcatV2", h);
+    rt__tf_input(cv, c, a);
+    rt__tf_input(cv, c, b);
+    rt__tf_input(cv, c, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", h), r - 1));
+    rt__tf_attr_i(cv, c, "N", 2);
+    rt__tf_attr_type(cv, c, "T", RT_DT_FLOAT);
+    rt__tf_attr_type(cv, c, "Tidx", RT_DT_INT32);
+    return c->name;
+}
+
+/* RotaryEmbedding (opset 23): the first rotary_embedding_dim features of
+ * each head rotated by the (cos, sin) of its position: halves (x1, x2), or
+ * even / odd features when interleaved, become (cos x1 - sin x2,
+ * sin x1 + cos x2). 4-D input is (B, H, S, D); 3-D (B, S, H*D) is split
+ * into num_heads heads. The caches are (max position, rd / 2) indexed by
+ * position_ids (B, S), or (B, S, rd / 2) without them. */
+ms_status rt__ox_op_rotary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X, *CC, *SC, *P = rt__ox_in(cv, n, 3);
+    const char *x, *cc, *scs, *p = NULL, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &CC, &cc)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 2, &SC, &scs)) != MS_OK)
+        return st;
+    if (X->dt != RT_DT_FLOAT || CC->dt != RT_DT_FLOAT || SC->dt != RT_DT_FLOAT)
+        return rt__ox_err(cv, MS_ENOTSUP, "input and caches must be float");
+    if (P && (st = rt__ox_need(cv, n, 3, &P, &p)) != MS_OK) return st;
+    if (P && ((P->dt != RT_DT_INT64 && P->dt != RT_DT_INT32) || P->rank != 2))
+        return rt__ox_err(cv, MS_EINVAL, "position_ids must be (batch, sequence) integers");
+    if (CC->rank != (P ? 2 : 3) || SC->rank != CC->rank)
+        return rt__ox_err(cv, MS_EINVAL, "the caches must be %s",
+                          P ? "(max position, rd / 2)" : "(batch, sequence, rd / 2)");
+    int r = X->rank;
+    int64_t D, heads = rt__ox_attr_i(n, "num_heads", 0);
+    if (r == 4) {
+        D = X->dim[3];
+    } else if (r == 3) {
+        if (heads <= 0 || X->dim[2] < 0 || X->dim[2] % heads != 0)
+            return rt__ox_err(cv, MS_EINVAL, "3-D input needs num_heads dividing a static hidden size");
+        D = X->dim[2] / heads;
+        int64_t d4[4] = {X->dim[0], X->dim[1], heads, D};
+        if (rt__ox_count_unknown(2, d4) > 1)
+            return rt__ox_err(cv, MS_ENOTSUP, "3-D input with dynamic batch and sequence");
+        x = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/heads", h), x, RT_DT_FLOAT, 4, d4);
+    } else {
+        return rt__ox_err(cv, MS_EINVAL, "the input must be 3-D or 4-D");
+    }
+    if (D < 0) return rt__ox_err(cv, MS_ENOTSUP, "the head size must be static");
+    int64_t rd = rt__ox_attr_i(n, "rotary_embedding_dim", 0);
+    if (rd == 0) rd = D;
+    if (rd < 2 || rd > D || rd % 2) return rt__ox_err(cv, MS_EINVAL, "rotary_embedding_dim out of range");
+    int64_t half = rd / 2, cl = CC->dim[CC->rank - 1];
+    if (cl >= 0 && cl < half) return rt__ox_err(cv, MS_EINVAL, "the caches are too narrow");
+    int inter = rt__ox_attr_i(n, "interleaved", 0) != 0;
+    /* cos / sin as (B, S, half), then with a heads axis of 1 where x has its
+     * heads: (B, 1, S, half) for 4-D, (B, S, 1, half) for 3-D. */
+    const char *cs[2] = {cc, scs};
+    for (int i = 0; i < 2; i++) {
+        const char *t = cs[i], *w = i ? "sin" : "cos";
+        if (P) {
+            Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", rt__ox_printf(cv, "%s/%s_pos", h, w));
+            rt__tf_input(cv, g, t);
+            rt__tf_input(cv, g, p);
+            rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", g->name), 0));
+            rt__tf_attr_type(cv, g, "Tparams", RT_DT_FLOAT);
+            rt__tf_attr_type(cv, g, "Tindices", P->dt);
+            rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
+            rt__tf_attr_i(cv, g, "batch_dims", 0);
+            t = g->name;
+        }
+        if (cl != half)
+            t = take_last(cv, rt__ox_printf(cv, "%s/%s_half", h, w), t, 3, half,
+                          positions(cv, half, 0, 1));
+        Tensorflow__NodeDef *e = rt__tf_node(cv, "ExpandDims", rt__ox_printf(cv, "%s/%s_4d", h, w));
+        rt__tf_input(cv, e, t);
+        rt__tf_input(cv, e, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", e->name), r == 4 ? 1 : 2));
+        rt__tf_attr_type(cv, e, "T", RT_DT_FLOAT);
+        rt__tf_attr_type(cv, e, "Tdim", RT_DT_INT32);
+        cs[i] = e->name;
+    }
+    const char *x1 = take_last(cv, rt__ox_printf(cv, "%s/x1", h), x, 4, half,
+                               positions(cv, half, 0, inter ? 2 : 1));
+    const char *x2 = take_last(cv, rt__ox_printf(cv, "%s/x2", h), x, 4, half,
+                               positions(cv, half, inter ? 1 : half, inter ? 2 : 1));
+    const char *a = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/c1", h), cs[0], x1, RT_DT_FLOAT);
+    const char *b = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/s2", h), cs[1], x2, RT_DT_FLOAT);
+    const char *re = rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/real", h), a, b, RT_DT_FLOAT);
+    a = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/s1", h), cs[1], x1, RT_DT_FLOAT);
+    b = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/c2", h), cs[0], x2, RT_DT_FLOAT);
+    const char *im = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/imag", h), a, b, RT_DT_FLOAT);
+    const char *y = concat_last(cv, rt__ox_printf(cv, "%s/rotated", h), re, im, 4);
+    if (inter) {
+        int64_t *perm = rt__ox_alloc(cv, (size_t)rd * sizeof(int64_t));
+        for (int64_t i = 0; i < rd; i++)
+            perm[i] = i % 2 ? half + i / 2 : i / 2;
+        y = take_last(cv, rt__ox_printf(cv, "%s/interleave", h), y, 4, rd, perm);
+    }
+    if (rd < D)
+        y = concat_last(cv, rt__ox_printf(cv, "%s/with_rest", h), y,
+                        take_last(cv, rt__ox_printf(cv, "%s/rest", h), x, 4, D - rd,
+                                  positions(cv, D - rd, rd, 1)),
+                        4);
+    if (r == 3)
+        y = rt__tf_reshape(cv, h, y, RT_DT_FLOAT, 3, X->dim);
+    else
+        y = rt__tf_unary(cv, "Identity", h, y, RT_DT_FLOAT);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, y);
     return MS_OK;
 }

@@ -6,6 +6,7 @@
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } ext[] = {
     {"Attention", rt__ox_op_attention},
+    {"RotaryEmbedding", rt__ox_op_rotary},
     {"NegativeLogLikelihoodLoss", rt__ox_op_nll_loss},
     {"SoftmaxCrossEntropyLoss", rt__ox_op_sce_loss},
 };

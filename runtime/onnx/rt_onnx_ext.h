@@ -20,6 +20,7 @@ rt__ox_handler rt__ox_misc_handler(const char *op_type);
 rt__ox_handler rt__ox_scatter_handler(const char *op_type);
 
 ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_rotary(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_nll_loss(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_sce_loss(rt__ox_conv *cv, const Onnx__NodeProto *n);
 

@@ -106,6 +106,7 @@ static const ox_opdef ox_defs[] = {
     {"MeanVarianceNormalization", {9, 13}, {0}, "axes"},
     {"NonZero", {9, 13}, {0}, ""},
     {"Compress", {9, 11}, {0}, "axis"},
+    {"RotaryEmbedding", {23}, {0}, "interleaved num_heads rotary_embedding_dim"},
     {"GridSample", {16, 20, 22}, {0}, "align_corners mode padding_mode"},
     {"ScatterND", {11, 13, 16, 18}, {0}, "reduction"},
     {"ScatterElements", {11, 13, 16, 18}, {0}, "axis reduction"},
