@@ -152,8 +152,8 @@ START_TEST(test_scatter_nd) {
         rt_tensor_unref(o);
     }
     /* Duplicates add up; whole rows as slices. */
-    rt_tensor *o = scatter("OnnxScatterND", 1, 0, x, TU_I64(TU_SHAPE(2, 1), 0, 0),
-                           TU_F32(TU_SHAPE(2), 1, 1));
+    rt_tensor *o =
+        scatter("OnnxScatterND", 1, 0, x, TU_I64(TU_SHAPE(2, 1), 0, 0), TU_F32(TU_SHAPE(2), 1, 1));
     TU_CHECK_F32(o, TU_SHAPE(4), 0, 3, 2, 3, 4);
     rt_tensor_unref(o);
     rt_tensor *m = TU_I32(TU_SHAPE(2, 2), 1, 2, 3, 4);

@@ -58,9 +58,9 @@ static float gs_reflect(float x, float lo, float hi) {
 }
 
 typedef struct {
-    int nd;                /* spatial dims: 2 or 3 */
-    const int64_t *size;   /* their sizes, outermost first */
-    float lo[3], hi[3];    /* the reflection borders */
+    int nd;              /* spatial dims: 2 or 3 */
+    const int64_t *size; /* their sizes, outermost first */
+    float lo[3], hi[3];  /* the reflection borders */
     int pad;
 } gs_geom;
 
@@ -195,8 +195,9 @@ static ms_status grid_sample_compute(kn_ctx *ctx, const kn_node *node, void *sta
             }
             if (oob && pad == GS_BORDER)
                 for (int k = 0; k < nd; k++)
-                    x[k] = x[k] < 0 ? 0 : x[k] > (float)(g.size[k] - 1) ? (float)(g.size[k] - 1)
-                                                                         : x[k];
+                    x[k] = x[k] < 0                        ? 0
+                           : x[k] > (float)(g.size[k] - 1) ? (float)(g.size[k] - 1)
+                                                           : x[k];
             else if (oob && pad == GS_REFLECT)
                 for (int k = 0; k < nd; k++)
                     x[k] = gs_reflect(x[k], g.lo[k], g.hi[k]);
@@ -211,16 +212,25 @@ static ms_status grid_sample_compute(kn_ctx *ctx, const kn_node *node, void *sta
 
 enum { SC_NONE, SC_ADD, SC_MUL, SC_MAX, SC_MIN };
 
-#define SC_COMBINE(T)                                                                          \
-    static void sc_##T(T *d, const T *u, int64_t n, int red) {                                 \
-        for (int64_t i = 0; i < n; i++)                                                        \
-            switch (red) {                                                                     \
-            case SC_ADD: d[i] += u[i]; break;                                                  \
-            case SC_MUL: d[i] *= u[i]; break;                                                  \
-            case SC_MAX: d[i] = d[i] > u[i] ? d[i] : u[i]; break;                              \
-            case SC_MIN: d[i] = d[i] < u[i] ? d[i] : u[i]; break;                              \
-            default: d[i] = u[i];                                                              \
-            }                                                                                  \
+#define SC_COMBINE(T)                                                                              \
+    static void sc_##T(T *d, const T *u, int64_t n, int red) {                                     \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            switch (red) {                                                                         \
+            case SC_ADD:                                                                           \
+                d[i] += u[i];                                                                      \
+                break;                                                                             \
+            case SC_MUL:                                                                           \
+                d[i] *= u[i];                                                                      \
+                break;                                                                             \
+            case SC_MAX:                                                                           \
+                d[i] = d[i] > u[i] ? d[i] : u[i];                                                  \
+                break;                                                                             \
+            case SC_MIN:                                                                           \
+                d[i] = d[i] < u[i] ? d[i] : u[i];                                                  \
+                break;                                                                             \
+            default:                                                                               \
+                d[i] = u[i];                                                                       \
+            }                                                                                      \
     }
 SC_COMBINE(float)
 SC_COMBINE(int32_t)
@@ -317,8 +327,8 @@ static ms_status scatter_elements_compute(kn_ctx *ctx, const kn_node *node, void
                          kn__shp(&D->shape), kn__shp(&I->shape), kn__shp(&U->shape));
     for (int i = 0; i < r; i++)
         if (U->shape.dim[i] != I->shape.dim[i] || (i != axis && I->shape.dim[i] > D->shape.dim[i]))
-            return KN_EINVAL(node, "indices %s do not fit data %s / updates %s",
-                             kn__shp(&I->shape), kn__shp(&D->shape), kn__shp(&U->shape));
+            return KN_EINVAL(node, "indices %s do not fit data %s / updates %s", kn__shp(&I->shape),
+                             kn__shp(&D->shape), kn__shp(&U->shape));
     size_t es = rt_dtype_size(D->dtype);
     const int64_t *ix = I->data;
     int64_t pos[RT_MAX_RANK] = {0};

@@ -69,8 +69,8 @@ static ms_status to_heads(rt__ox_conv *cv, const char *h, const char *what, rt__
     int64_t sd[4] = {X->dim[0], X->dim[1], heads, *hs};
     if (rt__ox_count_unknown(2, sd) > 1)
         return rt__ox_err(cv, MS_ENOTSUP, "3-D %s with both batch and sequence dynamic", what);
-    const char *t = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/%s_heads", h, what), x, RT_DT_FLOAT,
-                                   4, sd);
+    const char *t =
+        rt__tf_reshape(cv, rt__ox_printf(cv, "%s/%s_heads", h, what), x, RT_DT_FLOAT, 4, sd);
     static const int64_t perm[4] = {0, 2, 1, 3};
     *out = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/%s_bhsd", h, what), t, RT_DT_FLOAT, 4, perm);
     d4[0] = X->dim[0], d4[1] = heads, d4[2] = X->dim[1], d4[3] = *hs;
@@ -86,7 +86,8 @@ static const char *repeat_heads(rt__ox_conv *cv, const char *h, const char *x, i
         ix[i] = i / rep;
     Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", h);
     rt__tf_input(cv, g, x);
-    rt__tf_input(cv, g, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/ix", h), RT_DT_INT64, 1, &n, ix));
+    rt__tf_input(cv, g,
+                 rt__tf_const_int(cv, rt__ox_printf(cv, "%s/ix", h), RT_DT_INT64, 1, &n, ix));
     rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", h), 1));
     rt__tf_attr_type(cv, g, "Tparams", RT_DT_FLOAT);
     rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
@@ -124,10 +125,10 @@ static const char *per_batch(rt__ox_conv *cv, const char *h, const char *np, int
     int64_t d4[4] = {-1, 1, 1, 1};
     const char *t = rt__tf_reshape(cv, h, np, RT_DT_INT64, 4, d4);
     if (minus == 0) return t;
-    return rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/minus", h), t,
-                         rt__tf_const_int(cv, rt__ox_printf(cv, "%s/s", h), RT_DT_INT64, 0, NULL,
-                                          &minus),
-                         RT_DT_INT64);
+    return rt__tf_binary(
+        cv, "Sub", rt__ox_printf(cv, "%s/minus", h), t,
+        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/s", h), RT_DT_INT64, 0, NULL, &minus),
+        RT_DT_INT64);
 }
 
 /* The bias added to qk (NULL when none): mask, causal and padding parts. */
@@ -153,8 +154,7 @@ static ms_status attn_bias(rt__ox_conv *cv, const Onnx__NodeProto *n, const char
         if (M->rank < 1 || M->rank > 4)
             return rt__ox_err(cv, MS_EINVAL, "attn_mask must have rank 1 to 4");
         if (M->dt == RT_DT_BOOL)
-            m = rt__tf_select(cv, rt__ox_printf(cv, "%s/mask_bias", h), m, zero, ninf,
-                              RT_DT_FLOAT);
+            m = rt__tf_select(cv, rt__ox_printf(cv, "%s/mask_bias", h), m, zero, ninf, RT_DT_FLOAT);
         else if (M->dt != RT_DT_FLOAT)
             return rt__ox_err(cv, MS_ENOTSUP, "attn_mask is %s; supported: bool, float",
                               rt_dtype_name(M->dt));
@@ -166,8 +166,7 @@ static ms_status attn_bias(rt__ox_conv *cv, const Onnx__NodeProto *n, const char
                                   "opset %lld: attn_mask's last dim and the total sequence length "
                                   "must be static when they may differ",
                                   (long long)cv->opset);
-            if (ml > T)
-                return rt__ox_err(cv, MS_EINVAL, "attn_mask is longer than the sequence");
+            if (ml > T) return rt__ox_err(cv, MS_EINVAL, "attn_mask is longer than the sequence");
             int64_t pads[2 * OX_MAXR] = {0};
             pads[2 * M->rank - 1] = T - ml;
             m = rt__ox_emit_pad(cv, rt__ox_printf(cv, "%s/mask_pad", h), m, RT_DT_FLOAT, M->rank,
@@ -201,9 +200,9 @@ static ms_status attn_bias(rt__ox_conv *cv, const Onnx__NodeProto *n, const char
         const char *col = iota(cv, rt__ox_printf(cv, "%s/pad_col", h), T, 1);
         int64_t d4[4] = {1, 1, 1, T};
         col = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/pad_col4", h), col, RT_DT_INT64, 4, d4);
-        const char *in = rt__tf_binary(cv, "Less", rt__ox_printf(cv, "%s/in_seq", h), col,
-                                       per_batch(cv, rt__ox_printf(cv, "%s/len", h), np, 0),
-                                       RT_DT_INT64);
+        const char *in =
+            rt__tf_binary(cv, "Less", rt__ox_printf(cv, "%s/in_seq", h), col,
+                          per_batch(cv, rt__ox_printf(cv, "%s/len", h), np, 0), RT_DT_INT64);
         const char *p =
             rt__tf_select(cv, rt__ox_printf(cv, "%s/padding", h), in, zero, ninf, RT_DT_FLOAT);
         bias = add_bias(cv, rt__ox_printf(cv, "%s/bias_pad", h), bias, p);
@@ -221,8 +220,7 @@ ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         (st = rt__ox_need(cv, n, 2, &V, &v)) != MS_OK)
         return st;
     if (Q->dt != RT_DT_FLOAT || K->dt != RT_DT_FLOAT || V->dt != RT_DT_FLOAT)
-        return rt__ox_err(cv, MS_ENOTSUP, "Q, K and V must be float (is %s)",
-                          rt_dtype_name(Q->dt));
+        return rt__ox_err(cv, MS_ENOTSUP, "Q, K and V must be float (is %s)", rt_dtype_name(Q->dt));
     if ((Q->rank != 3 && Q->rank != 4) || K->rank != Q->rank || V->rank != Q->rank)
         return rt__ox_err(cv, MS_EINVAL, "Q, K and V must all be 3-D or all 4-D");
     int64_t mode = rt__ox_attr_i(n, "qk_matmul_output_mode", 0);
@@ -232,8 +230,7 @@ ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     float softcap = rt__ox_attr_f(n, "softcap", 0.0f);
     if (softcap < 0 || isnan(softcap))
         return rt__ox_err(cv, MS_ENOTSUP, "a negative softcap is not supported");
-    if (!PK != !PV)
-        return rt__ox_err(cv, MS_EINVAL, "past_key and past_value go together");
+    if (!PK != !PV) return rt__ox_err(cv, MS_EINVAL, "past_key and past_value go together");
 
     int64_t qh = Q->rank == 3 ? rt__ox_attr_i(n, "q_num_heads", 0) : Q->dim[1];
     int64_t kvh = Q->rank == 3 ? rt__ox_attr_i(n, "kv_num_heads", 0) : K->dim[1];
@@ -247,8 +244,7 @@ ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (kvh <= 0 || qh <= 0 || qh % kvh != 0)
         return rt__ox_err(cv, MS_EINVAL, "q heads (%lld) must be a multiple of kv heads (%lld)",
                           (long long)qh, (long long)kvh);
-    if (D >= 0 && Dk >= 0 && D != Dk)
-        return rt__ox_err(cv, MS_EINVAL, "Q and K head sizes differ");
+    if (D >= 0 && Dk >= 0 && D != Dk) return rt__ox_err(cv, MS_EINVAL, "Q and K head sizes differ");
 
     /* present_* = past_* then the new K / V along the sequence axis. */
     int64_t past = 0;
@@ -315,18 +311,17 @@ ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     qk[2] = bias ? rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/biased", h), qk[1], bias,
                                  RT_DT_FLOAT)
                  : qk[1];
-    const char *p = rt__tf_unary(cv, "Softmax", rt__ox_printf(cv, "%s/softmax", h), qk[2],
-                                 RT_DT_FLOAT);
+    const char *p =
+        rt__tf_unary(cv, "Softmax", rt__ox_printf(cv, "%s/softmax", h), qk[2], RT_DT_FLOAT);
     if (bias) {
         /* A row with every column masked gives 0s, not softmax's NaNs. */
         int64_t last = -1;
-        const char *mx =
-            rt__ox_reduce(cv, "Max", rt__ox_printf(cv, "%s/bias_max", h), bias, RT_DT_FLOAT,
-                          &last, 1, 1);
+        const char *mx = rt__ox_reduce(cv, "Max", rt__ox_printf(cv, "%s/bias_max", h), bias,
+                                       RT_DT_FLOAT, &last, 1, 1);
         const char *all = rt__tf_binary(cv, "Equal", rt__ox_printf(cv, "%s/all_masked", h), mx,
                                         sc(cv, h, "ninf_rows", -INFINITY), RT_DT_FLOAT);
-        p = rt__tf_select(cv, rt__ox_printf(cv, "%s/probs", h), all,
-                          sc(cv, h, "zero_prob", 0.0f), p, RT_DT_FLOAT);
+        p = rt__tf_select(cv, rt__ox_printf(cv, "%s/probs", h), all, sc(cv, h, "zero_prob", 0.0f),
+                          p, RT_DT_FLOAT);
     }
     qk[3] = p;
     const char *y = bmm(cv, rt__ox_printf(cv, "%s/pv", h), p, v);
@@ -343,9 +338,9 @@ ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, 4, od,
                        rt__tf_unary(cv, "Identity", h, y, RT_DT_FLOAT));
     }
-    rt__ox_def_out(cv, n, 3, RT_DT_FLOAT, 4, sd,
-                   rt__tf_unary(cv, "Identity", rt__ox_printf(cv, "%s/qk_out", h), qk[mode],
-                                RT_DT_FLOAT));
+    rt__ox_def_out(
+        cv, n, 3, RT_DT_FLOAT, 4, sd,
+        rt__tf_unary(cv, "Identity", rt__ox_printf(cv, "%s/qk_out", h), qk[mode], RT_DT_FLOAT));
     return MS_OK;
 }
 
@@ -354,7 +349,8 @@ static const char *take_last(rt__ox_conv *cv, const char *h, const char *x, int 
                              const int64_t *ix) {
     Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", h);
     rt__tf_input(cv, g, x);
-    rt__tf_input(cv, g, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/ix", h), RT_DT_INT64, 1, &n, ix));
+    rt__tf_input(cv, g,
+                 rt__tf_const_int(cv, rt__ox_printf(cv, "%s/ix", h), RT_DT_INT64, 1, &n, ix));
     rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", h), r - 1));
     rt__tf_attr_type(cv, g, "Tparams", RT_DT_FLOAT);
     rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
@@ -412,7 +408,8 @@ ms_status rt__ox_op_rotary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         D = X->dim[3];
     } else if (r == 3) {
         if (heads <= 0 || X->dim[2] < 0 || X->dim[2] % heads != 0)
-            return rt__ox_err(cv, MS_EINVAL, "3-D input needs num_heads dividing a static hidden size");
+            return rt__ox_err(cv, MS_EINVAL,
+                              "3-D input needs num_heads dividing a static hidden size");
         D = X->dim[2] / heads;
         int64_t d4[4] = {X->dim[0], X->dim[1], heads, D};
         if (rt__ox_count_unknown(2, d4) > 1)
@@ -424,7 +421,8 @@ ms_status rt__ox_op_rotary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (D < 0) return rt__ox_err(cv, MS_ENOTSUP, "the head size must be static");
     int64_t rd = rt__ox_attr_i(n, "rotary_embedding_dim", 0);
     if (rd == 0) rd = D;
-    if (rd < 2 || rd > D || rd % 2) return rt__ox_err(cv, MS_EINVAL, "rotary_embedding_dim out of range");
+    if (rd < 2 || rd > D || rd % 2)
+        return rt__ox_err(cv, MS_EINVAL, "rotary_embedding_dim out of range");
     int64_t half = rd / 2, cl = CC->dim[CC->rank - 1];
     if (cl >= 0 && cl < half) return rt__ox_err(cv, MS_EINVAL, "the caches are too narrow");
     int inter = rt__ox_attr_i(n, "interleaved", 0) != 0;
@@ -434,7 +432,8 @@ ms_status rt__ox_op_rotary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     for (int i = 0; i < 2; i++) {
         const char *t = cs[i], *w = i ? "sin" : "cos";
         if (P) {
-            Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", rt__ox_printf(cv, "%s/%s_pos", h, w));
+            Tensorflow__NodeDef *g =
+                rt__tf_node(cv, "GatherV2", rt__ox_printf(cv, "%s/%s_pos", h, w));
             rt__tf_input(cv, g, t);
             rt__tf_input(cv, g, p);
             rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", g->name), 0));

@@ -1,8 +1,7 @@
 /* rt_onnx_ext.h - handlers of the ONNX ops converted in rt_onnx_attn.c
  * (Attention) and rt_onnx_loss.c (NegativeLogLikelihoodLoss,
- * SoftmaxCrossEntropyLoss), rt_onnx_misc.c (smaller ops), and the small emission helpers they share.
- * rt_onnx_ops.c's lookup asks rt__ox_ext_handler for the ops its own tables
- * lack.
+ * SoftmaxCrossEntropyLoss), rt_onnx_misc.c (smaller ops), and the small emission helpers they
+ * share. rt_onnx_ops.c's lookup asks rt__ox_ext_handler for the ops its own tables lack.
  */
 #ifndef RT_ONNX_EXT_H
 #define RT_ONNX_EXT_H

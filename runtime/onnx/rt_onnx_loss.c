@@ -58,8 +58,8 @@ static ms_status nll(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__ox_val
         bd[i] = i == 1 ? C : 1;
     for (int64_t c = 0; c < C; c++)
         cls[c] = c;
-    const char *row = rt__tf_const_int(cv, rt__ox_printf(cv, "%s/classes", h), RT_DT_INT64, r, bd,
-                                       cls);
+    const char *row =
+        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/classes", h), RT_DT_INT64, r, bd, cls);
     Tensorflow__NodeDef *ed = rt__tf_node(cv, "ExpandDims", rt__ox_printf(cv, "%s/t_c", h));
     rt__tf_input(cv, ed, t);
     rt__tf_input(cv, ed, rt__tf_i32(cv, rt__ox_printf(cv, "%s/one", h), 1));
@@ -69,10 +69,10 @@ static ms_status nll(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__ox_val
         rt__tf_binary(cv, "Equal", rt__ox_printf(cv, "%s/hit", h), ed->name, row, RT_DT_INT64);
     const char *zero = rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/zero", h), 0.0f);
     int64_t one = 1;
-    const char *pick = rt__tf_select(cv, rt__ox_printf(cv, "%s/pick_sel", h), hit, x, zero,
-                                     RT_DT_FLOAT);
-    pick = rt__ox_reduce(cv, "Sum", rt__ox_printf(cv, "%s/picked", h), pick, RT_DT_FLOAT, &one, 1,
-                         0);
+    const char *pick =
+        rt__tf_select(cv, rt__ox_printf(cv, "%s/pick_sel", h), hit, x, zero, RT_DT_FLOAT);
+    pick =
+        rt__ox_reduce(cv, "Sum", rt__ox_printf(cv, "%s/picked", h), pick, RT_DT_FLOAT, &one, 1, 0);
     const char *wt = NULL;
     if (w) {
         w = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/w_c", h), w, RT_DT_FLOAT, r, bd);
@@ -86,12 +86,11 @@ static ms_status nll(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__ox_val
             rt__tf_const_int(cv, rt__ox_printf(cv, "%s/ii", h), RT_DT_INT64, 0, NULL, &ii),
             RT_DT_INT64);
         wt = wt ? rt__tf_select(cv, rt__ox_printf(cv, "%s/w_kept", h), keep, wt, zero, RT_DT_FLOAT)
-                : rt__tf_cast(cv, rt__ox_printf(cv, "%s/w_kept", h), keep, RT_DT_BOOL,
-                              RT_DT_FLOAT);
+                : rt__tf_cast(cv, rt__ox_printf(cv, "%s/w_kept", h), keep, RT_DT_BOOL, RT_DT_FLOAT);
     }
     const char *loss = rt__tf_unary(cv, "Neg", rt__ox_printf(cv, "%s/neg", h), pick, RT_DT_FLOAT);
-    if (wt) loss = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/weighted", h), loss, wt,
-                                 RT_DT_FLOAT);
+    if (wt)
+        loss = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/weighted", h), loss, wt, RT_DT_FLOAT);
     if (red == 0) {
         rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r - 1, T->dim,
                        rt__tf_unary(cv, "Identity", h, loss, RT_DT_FLOAT));

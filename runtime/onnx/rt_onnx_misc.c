@@ -53,15 +53,16 @@ static ms_status op_shrink(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     ms_status st = need_float(cv, n, 0, &X, &x);
     if (st != MS_OK) return st;
     float l = rt__ox_attr_f(n, "lambd", 0.5f), b = rt__ox_attr_f(n, "bias", 0.0f);
-    const char *lo = rt__tf_binary(cv, "Less", nm(cv, h, "below"), x, sc(cv, h, "neg_l", -l),
-                                   RT_DT_FLOAT);
-    const char *hi = rt__tf_binary(cv, "Greater", nm(cv, h, "above"), x, sc(cv, h, "l", l),
-                                   RT_DT_FLOAT);
-    const char *up = rt__tf_binary(cv, "AddV2", nm(cv, h, "plus"), x, sc(cv, h, "b", b),
-                                   RT_DT_FLOAT);
-    const char *dn = rt__tf_binary(cv, "Sub", nm(cv, h, "minus"), x, sc(cv, h, "b2", b),
-                                   RT_DT_FLOAT);
-    const char *y = rt__tf_select(cv, nm(cv, h, "upper"), hi, dn, sc(cv, h, "zero", 0), RT_DT_FLOAT);
+    const char *lo =
+        rt__tf_binary(cv, "Less", nm(cv, h, "below"), x, sc(cv, h, "neg_l", -l), RT_DT_FLOAT);
+    const char *hi =
+        rt__tf_binary(cv, "Greater", nm(cv, h, "above"), x, sc(cv, h, "l", l), RT_DT_FLOAT);
+    const char *up =
+        rt__tf_binary(cv, "AddV2", nm(cv, h, "plus"), x, sc(cv, h, "b", b), RT_DT_FLOAT);
+    const char *dn =
+        rt__tf_binary(cv, "Sub", nm(cv, h, "minus"), x, sc(cv, h, "b2", b), RT_DT_FLOAT);
+    const char *y =
+        rt__tf_select(cv, nm(cv, h, "upper"), hi, dn, sc(cv, h, "zero", 0), RT_DT_FLOAT);
     rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, X->dim,
                    rt__tf_select(cv, h, lo, up, y, RT_DT_FLOAT));
     return MS_OK;
@@ -95,8 +96,10 @@ static ms_status op_eyelike(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt_dtype dt = X->dt;
     if (rt__ox_attr(n, "dtype")) dt = rt__ox_onnx_dtype((int32_t)rt__ox_attr_i(n, "dtype", 1));
     if (dt != RT_DT_FLOAT && dt != RT_DT_INT32 && dt != RT_DT_INT64 && dt != RT_DT_BOOL)
-        return rt__ox_err(cv, MS_ENOTSUP, "output type %s is not supported (float, int32, int64, "
-                          "bool are)", rt_dtype_name(dt));
+        return rt__ox_err(cv, MS_ENOTSUP,
+                          "output type %s is not supported (float, int32, int64, "
+                          "bool are)",
+                          rt_dtype_name(dt));
     if (X->rank != 2 || X->dim[0] < 0 || X->dim[1] < 0 ||
         X->dim[0] * X->dim[1] > ((int64_t)1 << 24))
         return rt__ox_err(cv, MS_ENOTSUP, "the input must be 2-D of static shape");
@@ -172,8 +175,8 @@ static ms_status op_onehot(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt_dtype ok[3] = {I->dt, D->dt, V->dt};
     for (int i = 0; i < 3; i++)
         if (ok[i] != RT_DT_FLOAT && !is_idx(ok[i]))
-            return rt__ox_err(cv, MS_ENOTSUP, "input %d is %s; supported: float, int32, int64",
-                              i, rt_dtype_name(ok[i]));
+            return rt__ox_err(cv, MS_ENOTSUP, "input %d is %s; supported: float, int32, int64", i,
+                              rt_dtype_name(ok[i]));
     if (V->rank != 1 || (V->dim[0] >= 0 && V->dim[0] != 2))
         return rt__ox_err(cv, MS_EINVAL, "values must hold [off, on]");
     if (D->rank > 1 || (D->rank == 1 && D->dim[0] != 1))
@@ -189,10 +192,9 @@ static ms_status op_onehot(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (D->rank == 1) d = rt__tf_reshape(cv, nm(cv, h, "depth_s"), d, RT_DT_INT64, 0, NULL);
     int vers11 = cv->opset >= 11;
     if (vers11) {
-        const char *neg = rt__tf_binary(cv, "Less", nm(cv, h, "neg"), ix,
-                                        rt__tf_const_int(cv, nm(cv, h, "z"), RT_DT_INT64, 0, NULL,
-                                                         &(int64_t){0}),
-                                        RT_DT_INT64);
+        const char *neg = rt__tf_binary(
+            cv, "Less", nm(cv, h, "neg"), ix,
+            rt__tf_const_int(cv, nm(cv, h, "z"), RT_DT_INT64, 0, NULL, &(int64_t){0}), RT_DT_INT64);
         const char *up = rt__tf_binary(cv, "AddV2", nm(cv, h, "wrapped"), ix, d, RT_DT_INT64);
         ix = rt__tf_select(cv, nm(cv, h, "ix"), neg, up, ix, RT_DT_INT64);
     }
@@ -218,8 +220,7 @@ static ms_status op_onehot(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_type(cv, nd, "TI", RT_DT_INT64);
     rt__tf_attr_i(cv, nd, "axis", axis == r ? -1 : axis);
     int64_t od[OX_MAXR], depth = -1;
-    if (D->rank >= 0 && rt__ox_is_const(D))
-        depth = D->iv ? D->iv[0] : D->f ? (int64_t)D->f[0] : -1;
+    if (D->rank >= 0 && rt__ox_is_const(D)) depth = D->iv ? D->iv[0] : D->f ? (int64_t)D->f[0] : -1;
     for (int i = 0, s = 0; i <= r; i++)
         od[i] = i == axis ? depth : I->dim[s++];
     rt__ox_def_out(cv, n, 0, V->dt, r + 1, od, nd->name);
@@ -251,10 +252,9 @@ static ms_status op_gathernd(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     }
     if (I->dt != RT_DT_INT64) ix = rt__tf_cast(cv, nm(cv, h, "ix64"), ix, I->dt, RT_DT_INT64);
     const char *szc = rt__tf_const_int(cv, nm(cv, h, "sizes"), RT_DT_INT64, 1, &m, sz);
-    const char *neg = rt__tf_binary(cv, "Less", nm(cv, h, "neg"), ix,
-                                    rt__tf_const_int(cv, nm(cv, h, "z"), RT_DT_INT64, 0, NULL,
-                                                     &(int64_t){0}),
-                                    RT_DT_INT64);
+    const char *neg = rt__tf_binary(
+        cv, "Less", nm(cv, h, "neg"), ix,
+        rt__tf_const_int(cv, nm(cv, h, "z"), RT_DT_INT64, 0, NULL, &(int64_t){0}), RT_DT_INT64);
     const char *up = rt__tf_binary(cv, "AddV2", nm(cv, h, "wrapped"), ix, szc, RT_DT_INT64);
     ix = rt__tf_select(cv, nm(cv, h, "ix"), neg, up, ix, RT_DT_INT64);
     Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherNd", h);
@@ -308,9 +308,9 @@ static ms_status op_window(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *y = sc(cv, h, "a0", a[0]);
     for (int k = 1; k <= 2; k++) {
         if (a[k] == 0) continue;
-        const char *t = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/ki%d", h, k), i,
-                                      sc(cv, h, rt__ox_printf(cv, "w%d", k), 2.0f * k * (float)M_PI),
-                                      RT_DT_FLOAT);
+        const char *t = rt__tf_binary(
+            cv, "Mul", rt__ox_printf(cv, "%s/ki%d", h, k), i,
+            sc(cv, h, rt__ox_printf(cv, "w%d", k), 2.0f * k * (float)M_PI), RT_DT_FLOAT);
         t = rt__tf_binary(cv, "RealDiv", rt__ox_printf(cv, "%s/arg%d", h, k), t, N, RT_DT_FLOAT);
         t = rt__tf_unary(cv, "Cos", rt__ox_printf(cv, "%s/cos%d", h, k), t, RT_DT_FLOAT);
         t = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/term%d", h, k), t,
