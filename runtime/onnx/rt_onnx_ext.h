@@ -12,7 +12,8 @@
 rt__ox_handler rt__ox_ext_handler(const char *op_type);
 /* The handler of an op of rt_onnx_misc.c (Swish, Shrink, LpNormalization,
  * EyeLike, SpaceToDepth, DepthToSpace, OneHot, GatherND, the windows,
- * MeanVarianceNormalization, NonZero, Compress), or NULL. */
+ * MeanVarianceNormalization, NonZero, Compress, CenterCropPad, AffineGrid,
+ * CumProd, GroupNormalization), or NULL. */
 rt__ox_handler rt__ox_misc_handler(const char *op_type);
 /* The handler of GridSample, ScatterND, ScatterElements, Scatter
  * (rt_onnx_scatter.c: our own ops of kernels/cpu/kn_cpu_onnx.c), or NULL. */

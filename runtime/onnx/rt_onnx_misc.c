@@ -1,7 +1,8 @@
 /* rt_onnx_misc.c - smaller ONNX ops as short chains of TF ops: Swish,
  * Shrink, LpNormalization, EyeLike, SpaceToDepth, DepthToSpace, OneHot,
  * GatherND, the Hann / Hamming / Blackman windows,
- * MeanVarianceNormalization, NonZero and Compress.
+ * MeanVarianceNormalization, NonZero, Compress, CenterCropPad, AffineGrid,
+ * CumProd and GroupNormalization.
  *
  * They read and write ONNX order. Each checks the element types its TF ops
  * run with and refuses other types, attribute values and input forms at
@@ -424,6 +425,318 @@ static ms_status op_compress(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* Pack of the n tensors v (type dt) along axis. */
+static const char *pack(rt__ox_conv *cv, const char *h, int n, const char *const *v, rt_dtype dt,
+                        int axis) {
+    Tensorflow__NodeDef *p = rt__tf_node(cv, "Pack", h);
+    for (int i = 0; i < n; i++)
+        rt__tf_input(cv, p, v[i]);
+    rt__tf_attr_i(cv, p, "N", n);
+    rt__tf_attr_type(cv, p, "T", dt);
+    rt__tf_attr_i(cv, p, "axis", axis);
+    return p->name;
+}
+
+static const char *shape_of(rt__ox_conv *cv, const char *h, const char *x, rt_dtype dt) {
+    Tensorflow__NodeDef *s = rt__tf_node(cv, "Shape", h);
+    rt__tf_input(cv, s, x);
+    rt__tf_attr_type(cv, s, "T", dt);
+    rt__tf_attr_type(cv, s, "out_type", RT_DT_INT64);
+    return s->name;
+}
+
+static const char *i64(rt__ox_conv *cv, const char *h, int64_t v) {
+    return rt__tf_const_int(cv, h, RT_DT_INT64, 0, NULL, &v);
+}
+
+/* CenterCropPad: each listed axis cropped around its centre or padded with
+ * zeros around it to the run-time target length; start (in - out) / 2 and
+ * pad before (out - in) / 2, rounded down, as the operator's reference. */
+static ms_status op_center_crop_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X, *S;
+    const char *x, *s, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &S, &s)) != MS_OK)
+        return st;
+    int r = X->rank;
+    if (X->dt != RT_DT_FLOAT && !is_idx(X->dt) && X->dt != RT_DT_BOOL)
+        return rt__ox_err(cv, MS_ENOTSUP, "input is %s; supported: float, int32, int64, bool",
+                          rt_dtype_name(X->dt));
+    if (r < 1) return rt__ox_err(cv, MS_EINVAL, "the input must have rank >= 1");
+    int64_t axes[OX_MAXR];
+    int na = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
+    if (na < 0)
+        for (na = 0; na < r; na++)
+            axes[na] = na;
+    if (!is_idx(S->dt) || S->rank != 1 || (S->dim[0] >= 0 && S->dim[0] != na))
+        return rt__ox_err(cv, MS_EINVAL, "shape must hold one integer per axis (%d)", na);
+    /* idx[a]: where the target length of axis a is in concat(Shape(x), shape). */
+    int64_t idx[OX_MAXR];
+    for (int a = 0; a < r; a++)
+        idx[a] = a;
+    for (int j = 0; j < na; j++) {
+        int a = rt__ox_norm_axis(axes[j], r);
+        if (a < 0 || idx[a] != a) return rt__ox_err(cv, MS_EINVAL, "axes out of range or repeated");
+        idx[a] = r + j;
+    }
+    if (S->dt != RT_DT_INT64) s = rt__tf_cast(cv, nm(cv, h, "shape64"), s, S->dt, RT_DT_INT64);
+    const char *in = shape_of(cv, nm(cv, h, "in"), x, X->dt);
+    Tensorflow__NodeDef *c = rt__tf_node(cv, "ConcatV2", nm(cv, h, "both"));
+    rt__tf_input(cv, c, in);
+    rt__tf_input(cv, c, s);
+    rt__tf_input(cv, c, rt__tf_i32(cv, nm(cv, h, "axis0"), 0));
+    rt__tf_attr_i(cv, c, "N", 2);
+    rt__tf_attr_type(cv, c, "T", RT_DT_INT64);
+    rt__tf_attr_type(cv, c, "Tidx", RT_DT_INT32);
+    int64_t rr = r;
+    Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", nm(cv, h, "out"));
+    rt__tf_input(cv, g, c->name);
+    rt__tf_input(cv, g, rt__tf_const_int(cv, nm(cv, h, "pick"), RT_DT_INT64, 1, &rr, idx));
+    rt__tf_input(cv, g, rt__tf_i32(cv, nm(cv, h, "axis"), 0));
+    rt__tf_attr_type(cv, g, "Tparams", RT_DT_INT64);
+    rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
+    rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
+    rt__tf_attr_i(cv, g, "batch_dims", 0);
+    const char *out = g->name, *zero = i64(cv, nm(cv, h, "zero"), 0),
+               *two = i64(cv, nm(cv, h, "two"), 2);
+    const char *diff = rt__tf_binary(cv, "Sub", nm(cv, h, "diff"), in, out, RT_DT_INT64);
+    const char *crop = rt__tf_binary(cv, "Maximum", nm(cv, h, "crop"), diff, zero, RT_DT_INT64);
+    const char *begin = rt__tf_binary(cv, "FloorDiv", nm(cv, h, "begin"), crop, two, RT_DT_INT64);
+    const char *size = rt__tf_binary(cv, "Minimum", nm(cv, h, "size"), in, out, RT_DT_INT64);
+    Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", nm(cv, h, "cropped"));
+    rt__tf_input(cv, sl, x);
+    rt__tf_input(cv, sl, begin);
+    rt__tf_input(cv, sl, size);
+    rt__tf_attr_type(cv, sl, "T", X->dt);
+    rt__tf_attr_type(cv, sl, "Index", RT_DT_INT64);
+    const char *pad = rt__tf_unary(cv, "Neg", nm(cv, h, "neg_diff"), diff, RT_DT_INT64);
+    pad = rt__tf_binary(cv, "Maximum", nm(cv, h, "pad"), pad, zero, RT_DT_INT64);
+    const char *pb[2];
+    pb[0] = rt__tf_binary(cv, "FloorDiv", nm(cv, h, "before"), pad, two, RT_DT_INT64);
+    pb[1] = rt__tf_binary(cv, "Sub", nm(cv, h, "after"), pad, pb[0], RT_DT_INT64);
+    Tensorflow__NodeDef *pd = rt__tf_node(cv, "Pad", h);
+    rt__tf_input(cv, pd, sl->name);
+    rt__tf_input(cv, pd, pack(cv, nm(cv, h, "paddings"), 2, pb, RT_DT_INT64, 1));
+    rt__tf_attr_type(cv, pd, "T", X->dt);
+    rt__tf_attr_type(cv, pd, "Tpaddings", RT_DT_INT64);
+    int64_t od[OX_MAXR];
+    for (int a = 0; a < r; a++)
+        od[a] = idx[a] == a ? X->dim[a] : S->iv && rt__ox_is_const(S) ? S->iv[idx[a] - r] : -1;
+    rt__ox_def_out(cv, n, 0, X->dt, r, od, pd->name);
+    return MS_OK;
+}
+
+/* AffineGrid (opset 20): theta (N, 2, 3) or (N, 3, 4) applied to the
+ * normalised coordinates (x, y[, z], 1) of a run-time size (N, C, [D,] H, W):
+ * -1..1 over the pixel centres (align_corners) or (2 i + 1) / len - 1. */
+static ms_status op_affine_grid(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *T, *S;
+    const char *t, *s, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = need_float(cv, n, 0, &T, &t)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &S, &s)) != MS_OK)
+        return st;
+    int nd = T->rank == 3 && T->dim[1] == 2 && T->dim[2] == 3   ? 2
+             : T->rank == 3 && T->dim[1] == 3 && T->dim[2] == 4 ? 3
+                                                                : 0;
+    if (nd == 0) return rt__ox_err(cv, MS_EINVAL, "theta must be (N, 2, 3) or (N, 3, 4)");
+    if (!is_idx(S->dt) || S->rank != 1 || (S->dim[0] >= 0 && S->dim[0] != nd + 2))
+        return rt__ox_err(cv, MS_EINVAL, "size must hold %d integers", nd + 2);
+    if (S->dt != RT_DT_INT64) s = rt__tf_cast(cv, nm(cv, h, "size64"), s, S->dt, RT_DT_INT64);
+    int align = rt__ox_attr_i(n, "align_corners", 0) != 0;
+    /* Per spatial axis k (outermost first) the coordinates along it,
+     * shaped to broadcast over the grid (1 .. len .. 1). */
+    const char *coord[3], *lens[3];
+    for (int k = 0; k < nd; k++) {
+        int64_t at = 2 + k, one = 1;
+        Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", rt__ox_printf(cv, "%s/len%d", h, k));
+        rt__tf_input(cv, g, s);
+        rt__tf_input(
+            cv, g,
+            rt__tf_const_int(cv, rt__ox_printf(cv, "%s/at%d", h, k), RT_DT_INT64, 0, NULL, &at));
+        rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", g->name), 0));
+        rt__tf_attr_type(cv, g, "Tparams", RT_DT_INT64);
+        rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
+        rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
+        rt__tf_attr_i(cv, g, "batch_dims", 0);
+        lens[k] = g->name;
+        Tensorflow__NodeDef *rg = rt__tf_node(cv, "Range", rt__ox_printf(cv, "%s/i%d", h, k));
+        rt__tf_input(cv, rg, i64(cv, rt__ox_printf(cv, "%s/start%d", h, k), 0));
+        rt__tf_input(cv, rg, g->name);
+        rt__tf_input(cv, rg, i64(cv, rt__ox_printf(cv, "%s/step%d", h, k), one));
+        rt__tf_attr_type(cv, rg, "Tidx", RT_DT_INT64);
+        const char *i =
+            rt__tf_cast(cv, rt__ox_printf(cv, "%s/if%d", h, k), rg->name, RT_DT_INT64, RT_DT_FLOAT);
+        const char *len = rt__tf_cast(cv, rt__ox_printf(cv, "%s/lenf%d", h, k), g->name,
+                                      RT_DT_INT64, RT_DT_FLOAT);
+        const char *v;
+        if (align) {
+            /* -1 + 2 i / (len - 1); a single pixel sits at -1. */
+            const char *d = rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/lm1_%d", h, k), len,
+                                          sc(cv, h, rt__ox_printf(cv, "one%d", k), 1), RT_DT_FLOAT);
+            v = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/two_i%d", h, k), i,
+                              sc(cv, h, rt__ox_printf(cv, "two%d", k), 2), RT_DT_FLOAT);
+            v = rt__tf_binary(cv, "DivNoNan", rt__ox_printf(cv, "%s/frac%d", h, k), v, d,
+                              RT_DT_FLOAT);
+        } else {
+            v = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/two_i%d", h, k), i,
+                              sc(cv, h, rt__ox_printf(cv, "two%d", k), 2), RT_DT_FLOAT);
+            v = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/two_i1_%d", h, k), v,
+                              sc(cv, h, rt__ox_printf(cv, "one%d", k), 1), RT_DT_FLOAT);
+            v = rt__tf_binary(cv, "RealDiv", rt__ox_printf(cv, "%s/frac%d", h, k), v, len,
+                              RT_DT_FLOAT);
+        }
+        v = rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/c%d", h, k), v,
+                          sc(cv, h, rt__ox_printf(cv, "m1_%d", k), 1), RT_DT_FLOAT);
+        int64_t d[3] = {1, 1, 1};
+        d[k] = -1;
+        coord[k] = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/c%d_b", h, k), v, RT_DT_FLOAT, nd, d);
+    }
+    /* Every coordinate broadcast to the full grid: add zeros of it. */
+    const char *zeros = coord[0];
+    for (int k = 1; k < nd; k++)
+        zeros = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/span%d", h, k), zeros, coord[k],
+                              RT_DT_FLOAT);
+    zeros = rt__tf_unary(cv, "ZerosLike", nm(cv, h, "zeros"), zeros, RT_DT_FLOAT);
+    const char *comp[4];
+    for (int k = 0; k < nd; k++) /* (x, y, z): innermost axis first */
+        comp[k] = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/full%d", h, k), zeros,
+                                coord[nd - 1 - k], RT_DT_FLOAT);
+    comp[nd] =
+        rt__tf_binary(cv, "AddV2", nm(cv, h, "ones"), zeros, sc(cv, h, "one", 1), RT_DT_FLOAT);
+    const char *base = pack(cv, nm(cv, h, "base"), nd + 1, comp, RT_DT_FLOAT, nd);
+    int64_t flat[3] = {1, -1, nd + 1};
+    base = rt__tf_reshape(cv, nm(cv, h, "base_flat"), base, RT_DT_FLOAT, 3, flat);
+    Tensorflow__NodeDef *mm = rt__tf_node(cv, "BatchMatMulV2", nm(cv, h, "points"));
+    rt__tf_input(cv, mm, base);
+    rt__tf_input(cv, mm, t);
+    rt__tf_attr_type(cv, mm, "T", RT_DT_FLOAT);
+    rt__tf_attr_b(cv, mm, "adj_x", 0);
+    rt__tf_attr_b(cv, mm, "adj_y", 1);
+    /* (N, spatial..., nd): N from theta, the lengths from size. */
+    Tensorflow__NodeDef *nb = rt__tf_node(cv, "Shape", nm(cv, h, "theta_shape"));
+    rt__tf_input(cv, nb, t);
+    rt__tf_attr_type(cv, nb, "T", RT_DT_FLOAT);
+    rt__tf_attr_type(cv, nb, "out_type", RT_DT_INT64);
+    int64_t b0 = 0, ndv = nd;
+    Tensorflow__NodeDef *bn = rt__tf_node(cv, "GatherV2", nm(cv, h, "batch"));
+    rt__tf_input(cv, bn, nb->name);
+    rt__tf_input(cv, bn, rt__tf_const_int(cv, nm(cv, h, "b0"), RT_DT_INT64, 0, NULL, &b0));
+    rt__tf_input(cv, bn, rt__tf_i32(cv, nm(cv, h, "baxis"), 0));
+    rt__tf_attr_type(cv, bn, "Tparams", RT_DT_INT64);
+    rt__tf_attr_type(cv, bn, "Tindices", RT_DT_INT64);
+    rt__tf_attr_type(cv, bn, "Taxis", RT_DT_INT32);
+    rt__tf_attr_i(cv, bn, "batch_dims", 0);
+    const char *dims[5] = {bn->name};
+    for (int k = 0; k < nd; k++)
+        dims[1 + k] = lens[k];
+    dims[1 + nd] = rt__tf_const_int(cv, nm(cv, h, "nd"), RT_DT_INT64, 0, NULL, &ndv);
+    Tensorflow__NodeDef *rs = rt__tf_node(cv, "Reshape", h);
+    rt__tf_input(cv, rs, mm->name);
+    rt__tf_input(cv, rs, pack(cv, nm(cv, h, "grid_shape"), nd + 2, dims, RT_DT_INT64, 0));
+    rt__tf_attr_type(cv, rs, "T", RT_DT_FLOAT);
+    rt__tf_attr_type(cv, rs, "Tshape", RT_DT_INT64);
+    int64_t od[5] = {T->dim[0], -1, -1, -1, -1};
+    od[nd + 1] = nd;
+    if (S->iv && rt__ox_is_const(S))
+        for (int k = 0; k < nd; k++)
+            od[1 + k] = S->iv[2 + k];
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, nd + 2, od, rs->name);
+    return MS_OK;
+}
+
+/* CumProd: TF's Cumprod (exclusive, reverse as ONNX's). */
+static ms_status op_cumprod(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X, *A;
+    const char *x, *a, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &A, &a)) != MS_OK)
+        return st;
+    if (X->dt != RT_DT_FLOAT && X->dt != RT_DT_DOUBLE && !is_idx(X->dt))
+        return rt__ox_err(cv, MS_ENOTSUP, "input is %s; supported: float, double, int32, int64",
+                          rt_dtype_name(X->dt));
+    if (!is_idx(A->dt) || rt__ox_nelem(A) != 1)
+        return rt__ox_err(cv, MS_EINVAL, "axis must be one int32 or int64");
+    if (A->rank > 0) a = rt__tf_reshape(cv, nm(cv, h, "axis"), a, A->dt, 0, NULL);
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Cumprod", h);
+    rt__tf_input(cv, nd, x);
+    rt__tf_input(cv, nd, a);
+    rt__tf_attr_type(cv, nd, "T", X->dt);
+    rt__tf_attr_type(cv, nd, "Tidx", A->dt);
+    rt__tf_attr_b(cv, nd, "exclusive", rt__ox_attr_i(n, "exclusive", 0) != 0);
+    rt__tf_attr_b(cv, nd, "reverse", rt__ox_attr_i(n, "reverse", 0) != 0);
+    rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, nd->name);
+    return MS_OK;
+}
+
+/* GroupNormalization: x (N, C, ...) normalised over each group of C /
+ * num_groups channels and the spatial dims, then scale and bias per channel
+ * (opset 21) or per group (opset 18). */
+static ms_status op_group_norm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X, *S, *B;
+    const char *x, *s, *b, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = need_float(cv, n, 0, &X, &x)) != MS_OK ||
+        (st = need_float(cv, n, 1, &S, &s)) != MS_OK ||
+        (st = need_float(cv, n, 2, &B, &b)) != MS_OK)
+        return st;
+    if (rt__ox_attr_i(n, "stash_type", 1) != 1)
+        return rt__ox_err(cv, MS_ENOTSUP, "stash_type other than 1 (float) is not supported");
+    int r = X->rank;
+    int64_t G = rt__ox_attr_i(n, "num_groups", 0), C = r >= 2 ? X->dim[1] : -1;
+    if (r < 2 || C < 0 || G <= 0 || C % G != 0)
+        return rt__ox_err(cv, MS_EINVAL, "needs a static channel count that num_groups divides");
+    if (rt__ox_count_unknown(r, X->dim) > 1)
+        return rt__ox_err(cv, MS_ENOTSUP, "more than one dynamic dimension");
+    int per_channel = cv->opset >= 21;
+    int64_t want = per_channel ? C : G;
+    if (S->rank != 1 || B->rank != 1 || S->dim[0] != want || B->dim[0] != want)
+        return rt__ox_err(cv, MS_EINVAL, "scale and bias must hold %lld values (opset %lld)",
+                          (long long)want, (long long)cv->opset);
+    int64_t gd[3] = {X->dim[0], G, -1}, ax = 2;
+    if (gd[0] < 0) {
+        gd[2] = C / G;
+        for (int i = 2; i < r; i++)
+            gd[2] *= X->dim[i];
+    }
+    const char *t = rt__tf_reshape(cv, nm(cv, h, "groups"), x, RT_DT_FLOAT, 3, gd);
+    t = rt__ox_normalize(cv, h, t, rt__tf_i32vec(cv, nm(cv, h, "axes"), 1, &ax),
+                         rt__ox_attr_f(n, "epsilon", 1e-5f), NULL, NULL);
+    t = rt__tf_reshape(cv, nm(cv, h, "ungroup"), t, RT_DT_FLOAT, r, X->dim);
+    if (!per_channel) {
+        /* The per-group values repeated over each group's channels. */
+        int64_t *ix = rt__ox_alloc(cv, (size_t)C * sizeof(int64_t));
+        for (int64_t c = 0; c < C; c++)
+            ix[c] = c / (C / G);
+        const char *ixc = rt__tf_const_int(cv, nm(cv, h, "group_of"), RT_DT_INT64, 1, &C, ix);
+        const char *v[2] = {s, b};
+        for (int i = 0; i < 2; i++) {
+            Tensorflow__NodeDef *g =
+                rt__tf_node(cv, "GatherV2", nm(cv, h, i ? "bias_c" : "scale_c"));
+            rt__tf_input(cv, g, v[i]);
+            rt__tf_input(cv, g, ixc);
+            rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", g->name), 0));
+            rt__tf_attr_type(cv, g, "Tparams", RT_DT_FLOAT);
+            rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
+            rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
+            rt__tf_attr_i(cv, g, "batch_dims", 0);
+            v[i] = g->name;
+        }
+        s = v[0], b = v[1];
+    }
+    int64_t cd[OX_MAXR];
+    for (int i = 0; i < r - 1; i++)
+        cd[i] = i == 0 ? C : 1;
+    s = rt__tf_reshape(cv, nm(cv, h, "scale_b"), s, RT_DT_FLOAT, r - 1, cd);
+    b = rt__tf_reshape(cv, nm(cv, h, "bias_b"), b, RT_DT_FLOAT, r - 1, cd);
+    t = rt__tf_binary(cv, "Mul", nm(cv, h, "scaled"), t, s, RT_DT_FLOAT);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim,
+                   rt__tf_binary(cv, "AddV2", h, t, b, RT_DT_FLOAT));
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } misc[] = {
     {"Swish", op_swish}, {"Shrink", op_shrink}, {"LpNormalization", op_lpnorm},
@@ -431,6 +744,8 @@ static const struct { const char *op; rt__ox_handler fn; } misc[] = {
     {"OneHot", op_onehot}, {"GatherND", op_gathernd}, {"HannWindow", op_window},
     {"HammingWindow", op_window}, {"BlackmanWindow", op_window},
     {"MeanVarianceNormalization", op_mvn}, {"NonZero", op_nonzero}, {"Compress", op_compress},
+    {"CenterCropPad", op_center_crop_pad}, {"AffineGrid", op_affine_grid}, {"CumProd", op_cumprod},
+    {"GroupNormalization", op_group_norm},
 };
 /* clang-format on */
 
