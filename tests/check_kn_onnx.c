@@ -1,5 +1,5 @@
 /* check_kn_onnx.c - our own ops for ONNX operators (kernels/cpu/kn_cpu_onnx.c):
- * OnnxGridSample, OnnxScatterND, OnnxScatterElements, against values worked
+ * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxLpPool, against values worked
  * out by hand from the ONNX operator definitions (comments give the
  * arithmetic), with empty tensors and hostile values. */
 #include <check.h>
@@ -217,6 +217,50 @@ START_TEST(test_scatter_elements) {
 }
 END_TEST
 
+static rt_tensor *lp(rt_tensor *x, int64_t k, int64_t pb, int64_t pe, int64_t dil, int64_t p) {
+    Tensorflow__NodeDef *d = tu_node_new("OnnxLpPool", "lp");
+    tu_attr_ints(d, "ksize", k);
+    tu_attr_ints(d, "strides", 1);
+    tu_attr_ints(d, "dilations", dil);
+    tu_attr_ints(d, "pads", pb, pe);
+    tu_attr_i(d, "p", p);
+    return tu_run1(d, &x, 1);
+}
+
+START_TEST(test_lp_pool) {
+    rt_tensor *x = TU_F32(TU_SHAPE(1, 1, 3), 3, -4, 0);
+    /* p 2 over windows of 2: |(3, -4)| = 5, |(-4, 0)| = 4; padded by one on
+     * each side the outer windows see 3 and 0 alone. p 1 with dilation 2:
+     * |3| + |0|. p 3 of (3, -4): cbrt(27 + 64). */
+    rt_tensor *o = lp(x, 2, 0, 0, 1, 2);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 2), 1e-6f, 5, 4);
+    rt_tensor_unref(o);
+    o = lp(x, 2, 1, 1, 1, 2);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 4), 1e-6f, 3, 5, 4, 0);
+    rt_tensor_unref(o);
+    o = lp(x, 2, 0, 0, 2, 1);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 1), 1e-6f, 3);
+    rt_tensor_unref(o);
+    o = lp(x, 2, 0, 0, 1, 3);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 2), 1e-5f, cbrtf(91), 4);
+    rt_tensor_unref(o);
+    /* A window wider than the padded input, and an empty batch. */
+    Tensorflow__NodeDef *d = tu_node_new("OnnxLpPool", "lp_wide");
+    tu_attr_ints(d, "ksize", 5);
+    tu_attr_ints(d, "strides", 1);
+    tu_attr_ints(d, "dilations", 1);
+    tu_attr_ints(d, "pads", 0, 0);
+    tu_run_fail(d, &x, 1, 1, MS_EINVAL, "does not fit");
+    rt_tensor_unref(x);
+    rt_shape es = {.rank = 3, .dim = {0, 2, 3}};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &es, &x), MS_OK);
+    o = lp(x, 2, 0, 0, 1, 2);
+    tu_check_shape(o, RT_DT_FLOAT, TU_SHAPE(0, 2, 2));
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"grid_sample_linear", test_grid_sample_linear},
@@ -224,6 +268,7 @@ int main(void) {
         {"grid_sample_3d_and_hostile", test_grid_sample_3d_and_hostile},
         {"scatter_nd", test_scatter_nd},
         {"scatter_elements", test_scatter_elements},
+        {"lp_pool", test_lp_pool},
     };
     return tu_suite_main("kn_onnx", cases, sizeof(cases) / sizeof(cases[0]));
 }

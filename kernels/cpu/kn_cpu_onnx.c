@@ -17,6 +17,9 @@
  *   OnnxScatterElements data, indices (int64, same rank), updates (indices'
  *                      shape) -> data with data[.., idx, ..] (on axis) set /
  *                      combined. attrs axis, reduction as above.
+ *   OnnxLpPool         X (N, C, 1-3 spatial dims) -> (sum of |x|^p over each
+ *                      window)^(1/p); attrs ksize, strides, dilations, pads
+ *                      (explicit; zeros outside), p.
  *
  * Negative indices count from the end; an index out of range fails the run
  * (INVALID_ARGUMENT), as duplicate-free updates are applied in order.
@@ -355,7 +358,89 @@ static ms_status scatter_elements_compute(kn_ctx *ctx, const kn_node *node, void
     return MS_OK;
 }
 
+/* ---- LpPool ---- */
+
+/* (sum over each window of |x|^p)^(1/p), N-D (1 to 3 spatial dims), the
+ * padding contributing zeros. attrs ksize, strides, dilations (one per
+ * spatial dim), pads (begins then ends), p (>= 1). */
+static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                 rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    const rt_tensor *X = in[0];
+    int r = X->shape.rank, nd = r - 2;
+    int64_t k[3], s[3], d[3], pads[6], p = kn_attr_i(node, "p", 2);
+    if (X->dtype != RT_DT_FLOAT) return KN_EINVAL(node, "X must be float");
+    if (nd < 1 || nd > 3 || kn_attr_ilist(node, "ksize", k, 3) != nd ||
+        kn_attr_ilist(node, "strides", s, 3) != nd ||
+        kn_attr_ilist(node, "dilations", d, 3) != nd ||
+        kn_attr_ilist(node, "pads", pads, 6) != 2 * nd || p < 1)
+        return KN_EINVAL(node,
+                         "X %s: want (N, C, 1 to 3 spatial dims) and one ksize, stride, "
+                         "dilation and two pads per spatial dim, p >= 1",
+                         kn__shp(&X->shape));
+    rt_shape os = {.rank = r};
+    os.dim[0] = X->shape.dim[0];
+    os.dim[1] = X->shape.dim[1];
+    int64_t plane = 1, opl = 1;
+    for (int i = 0; i < nd; i++) {
+        int64_t ext = (k[i] - 1) * d[i] + 1, n = X->shape.dim[2 + i] + pads[i] + pads[nd + i];
+        if (k[i] < 1 || s[i] < 1 || d[i] < 1 || pads[i] < 0 || pads[nd + i] < 0 || ext > n)
+            return KN_EINVAL(node, "window %lld (dilation %lld, stride %lld) does not fit %lld",
+                             (long long)k[i], (long long)d[i], (long long)s[i], (long long)n);
+        os.dim[2 + i] = (n - ext) / s[i] + 1;
+        plane *= X->shape.dim[2 + i];
+        opl *= os.dim[2 + i];
+    }
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    if (out[0]->nelem == 0) return MS_OK;
+    const int64_t *in_d = X->shape.dim + 2, *out_d = os.dim + 2;
+    int64_t kn = 1;
+    for (int i = 0; i < nd; i++)
+        kn *= k[i];
+    const float *xd = X->data;
+    float *yd = out[0]->data;
+    for (int64_t pl = 0; pl < os.dim[0] * os.dim[1]; pl++) {
+        const float *src = xd + pl * plane;
+        for (int64_t o = 0; o < opl; o++) {
+            int64_t oc[3], rem = o;
+            for (int i = nd - 1; i >= 0; i--) {
+                oc[i] = rem % out_d[i];
+                rem /= out_d[i];
+            }
+            double acc = 0;
+            for (int64_t w = 0; w < kn; w++) {
+                int64_t off = 0, wr = w;
+                int inside = 1;
+                for (int i = nd - 1; i >= 0; i--) {
+                    int64_t kc = wr % k[i];
+                    wr /= k[i];
+                    int64_t c = oc[i] * s[i] - pads[i] + kc * d[i];
+                    if (c < 0 || c >= in_d[i]) inside = 0;
+                }
+                if (!inside) continue;
+                wr = w;
+                int64_t mul = 1;
+                for (int i = nd - 1; i >= 0; i--) {
+                    int64_t kc = wr % k[i];
+                    wr /= k[i];
+                    off += (oc[i] * s[i] - pads[i] + kc * d[i]) * mul;
+                    mul *= in_d[i];
+                }
+                double v = fabs((double)src[off]);
+                acc += p == 1 ? v : p == 2 ? v * v : pow(v, (double)p);
+            }
+            yd[pl * opl + o] = (float)(p == 1   ? acc
+                                       : p == 2 ? sqrt(acc)
+                                                : pow(acc, 1.0 / (double)p));
+        }
+    }
+    return MS_OK;
+}
+
 const kn_kernel kn_cpu_onnx_kernels[] = {
+    {.op = "OnnxLpPool", .compute = lp_pool_compute},
     {.op = "OnnxGridSample", .compute = grid_sample_compute},
     {.op = "OnnxScatterND", .compute = scatter_nd_compute},
     {.op = "OnnxScatterElements", .compute = scatter_elements_compute},

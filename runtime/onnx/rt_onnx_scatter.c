@@ -2,7 +2,7 @@
  * (kernels/cpu/kn_cpu_onnx.c), where no TF op means what ONNX means:
  * GridSample (opsets 16-22) -> OnnxGridSample, ScatterND -> OnnxScatterND,
  * ScatterElements and its old name Scatter -> OnnxScatterElements (the
- * reductions of opsets 16 and 18 included). A SavedModel written with them
+ * reductions of opsets 16 and 18 included), LpPool -> OnnxLpPool. A SavedModel written with them
  * runs in dcmserve only (docs/onnx.md).
  */
 #include <string.h>
@@ -102,10 +102,67 @@ static ms_status op_scatter(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* LpPool (opsets 2-22): explicit pads from pads or auto_pad (SAME_* need
+ * static spatial dims), ceil_mode 0. */
+static ms_status op_lp_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X;
+    const char *x, *h = rt__ox_hint_of(n);
+    ms_status st = rt__ox_need(cv, n, 0, &X, &x);
+    if (st != MS_OK) return st;
+    int r = X->rank, nd = r - 2;
+    if (X->dt != RT_DT_FLOAT) return rt__ox_err(cv, MS_ENOTSUP, "X must be float");
+    if (nd < 1 || nd > 3) return rt__ox_err(cv, MS_ENOTSUP, "1 to 3 spatial dims are supported");
+    int64_t k[3], s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, pads[6] = {0}, od[OX_MAXR];
+    if (rt__ox_attr_ints(n, "kernel_shape", k, 3) != nd)
+        return rt__ox_err(cv, MS_EINVAL, "kernel_shape must have %d values", nd);
+    if ((rt__ox_attr(n, "strides") && rt__ox_attr_ints(n, "strides", s, 3) != nd) ||
+        (rt__ox_attr(n, "dilations") && rt__ox_attr_ints(n, "dilations", d, 3) != nd) ||
+        (rt__ox_attr(n, "pads") && rt__ox_attr_ints(n, "pads", pads, 6) != 2 * nd))
+        return rt__ox_err(cv, MS_EINVAL, "strides, dilations and pads must match kernel_shape");
+    int64_t p = rt__ox_attr_i(n, "p", 2);
+    if (p < 1 || p > 64) return rt__ox_err(cv, MS_ENOTSUP, "p must be 1 to 64");
+    int same = rt__ox_attr_is(n, "auto_pad", "SAME_UPPER", "NOTSET") ||
+               rt__ox_attr_is(n, "auto_pad", "SAME_LOWER", "NOTSET");
+    int valid = rt__ox_attr_is(n, "auto_pad", "VALID", "NOTSET");
+    if (!same && !valid && !rt__ox_attr_is(n, "auto_pad", "NOTSET", "NOTSET"))
+        return rt__ox_err(cv, MS_ENOTSUP,
+                          "auto_pad must be NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+    od[0] = X->dim[0], od[1] = X->dim[1];
+    for (int i = 0; i < nd; i++) {
+        int64_t in = X->dim[2 + i], ext = (k[i] - 1) * d[i] + 1;
+        if (k[i] < 1 || k[i] > OX_WIN_MAX || s[i] < 1 || s[i] > OX_WIN_MAX || d[i] < 1 ||
+            d[i] > OX_WIN_MAX || pads[i] < 0 || pads[i] > OX_WIN_MAX || pads[nd + i] < 0 ||
+            pads[nd + i] > OX_WIN_MAX)
+            return rt__ox_err(cv, MS_EINVAL, "kernel_shape, strides, dilations, pads out of range");
+        if (valid) pads[i] = pads[nd + i] = 0;
+        if (same) {
+            if (in < 0)
+                return rt__ox_err(cv, MS_ENOTSUP, "auto_pad SAME_* needs static spatial dims");
+            int64_t o = (in + s[i] - 1) / s[i], tot = (o - 1) * s[i] + ext - in;
+            if (tot < 0) tot = 0;
+            int upper = rt__ox_attr_is(n, "auto_pad", "SAME_UPPER", "NOTSET");
+            pads[i] = upper ? tot / 2 : tot - tot / 2;
+            pads[nd + i] = tot - pads[i];
+        }
+        od[2 + i] = in < 0 ? -1 : (in + pads[i] + pads[nd + i] - ext) / s[i] + 1;
+        if (in >= 0 && od[2 + i] < 1)
+            return rt__ox_err(cv, MS_EINVAL, "the window does not fit spatial dim %d", i);
+    }
+    Tensorflow__NodeDef *lp = rt__tf_node(cv, "OnnxLpPool", h);
+    rt__tf_input(cv, lp, x);
+    rt__tf_attr_ilist(cv, lp, "ksize", k, nd);
+    rt__tf_attr_ilist(cv, lp, "strides", s, nd);
+    rt__tf_attr_ilist(cv, lp, "dilations", d, nd);
+    rt__tf_attr_ilist(cv, lp, "pads", pads, 2 * nd);
+    rt__tf_attr_i(cv, lp, "p", p);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, od, lp->name);
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } tab[] = {
     {"GridSample", op_grid_sample}, {"ScatterND", op_scatter},
-    {"ScatterElements", op_scatter}, {"Scatter", op_scatter},
+    {"ScatterElements", op_scatter}, {"Scatter", op_scatter}, {"LpPool", op_lp_pool},
 };
 /* clang-format on */
 
