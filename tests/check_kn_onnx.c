@@ -1,5 +1,6 @@
 /* check_kn_onnx.c - our own ops for ONNX operators (kernels/cpu/kn_cpu_onnx.c):
- * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxLpPool, against values worked
+ * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxLpPool,
+ * OnnxNonMaxSuppression, against values worked
  * out by hand from the ONNX operator definitions (comments give the
  * arithmetic), with empty tensors and hostile values. */
 #include <check.h>
@@ -261,6 +262,49 @@ START_TEST(test_lp_pool) {
 }
 END_TEST
 
+static rt_tensor *nms(rt_tensor *boxes, rt_tensor *scores, int64_t maxk, float iou, float thr,
+                      int use_thr, int center) {
+    Tensorflow__NodeDef *d = tu_node_new("OnnxNonMaxSuppression", "nms");
+    tu_attr_i(d, "center_point_box", center);
+    tu_attr_i(d, "use_score_threshold", use_thr);
+    rt_tensor *in[5] = {boxes, scores, TU_I64(TU_SCALAR, maxk), TU_F32(TU_SCALAR, iou),
+                        TU_F32(TU_SCALAR, thr)};
+    rt_tensor *o = tu_run1(d, in, 5);
+    tu_unref(in + 2, 3);
+    return o;
+}
+
+START_TEST(test_nms) {
+    /* Three unit boxes (y1, x1, y2, x2): box 1 is box 0 moved by 0.5 in x
+     * (IoU 0.5 / 1.5 = 1/3), box 2 far away. Scores 0.9, 0.8, 0.7 in class
+     * 0 and reversed in class 1. */
+    rt_tensor *b = TU_F32(TU_SHAPE(1, 3, 4), 0, 0, 1, 1, 0, 0.5f, 1, 1.5f, 5, 5, 6, 6);
+    rt_tensor *s = TU_F32(TU_SHAPE(1, 2, 3), 0.9f, 0.8f, 0.7f, 0.7f, 0.8f, 0.9f);
+    /* IoU threshold 0.3 < 1/3: box 1 goes in class 0, box 0 in class 1. */
+    rt_tensor *o = nms(b, s, 3, 0.3f, 0, 0, 0);
+    TU_CHECK_INT(o, RT_DT_INT64, TU_SHAPE(4, 3), 0, 0, 0, 0, 0, 2, 0, 1, 2, 0, 1, 1);
+    rt_tensor_unref(o);
+    /* Threshold 0.5 keeps all; at most 2 per class; score > 0.75 drops 0.7. */
+    o = nms(b, s, 2, 0.5f, 0.75f, 1, 0);
+    TU_CHECK_INT(o, RT_DT_INT64, TU_SHAPE(4, 3), 0, 0, 0, 0, 0, 1, 0, 1, 2, 0, 1, 1);
+    rt_tensor_unref(o);
+    /* No boxes wanted: an empty (0, 3) result. Centre format (xc, yc, w, h)
+     * of the same boxes gives the same answer as the corners. */
+    o = nms(b, s, 0, 0.5f, 0, 0, 0);
+    tu_check_shape(o, RT_DT_INT64, TU_SHAPE(0, 3));
+    rt_tensor_unref(o);
+    rt_tensor *bc = TU_F32(TU_SHAPE(1, 3, 4), 0.5f, 0.5f, 1, 1, 1, 0.5f, 1, 1, 5.5f, 5.5f, 1, 1);
+    o = nms(bc, s, 3, 0.3f, 0, 0, 1);
+    TU_CHECK_INT(o, RT_DT_INT64, TU_SHAPE(4, 3), 0, 0, 0, 0, 0, 2, 0, 1, 2, 0, 1, 1);
+    rt_tensor_unref(o);
+    rt_tensor *in[5] = {b, TU_F32(TU_SHAPE(1, 1, 2), 1, 2), TU_I64(TU_SCALAR, 1),
+                        TU_F32(TU_SCALAR, 0), TU_F32(TU_SCALAR, 0)};
+    tu_run_fail(tu_node_new("OnnxNonMaxSuppression", "nms_bad"), in, 5, 1, MS_EINVAL, "scores");
+    tu_unref(in + 1, 4);
+    tu_unref((rt_tensor *[]){b, s, bc}, 3);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"grid_sample_linear", test_grid_sample_linear},
@@ -269,6 +313,7 @@ int main(void) {
         {"scatter_nd", test_scatter_nd},
         {"scatter_elements", test_scatter_elements},
         {"lp_pool", test_lp_pool},
+        {"nms", test_nms},
     };
     return tu_suite_main("kn_onnx", cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -20,11 +20,15 @@
  *   OnnxLpPool         X (N, C, 1-3 spatial dims) -> (sum of |x|^p over each
  *                      window)^(1/p); attrs ksize, strides, dilations, pads
  *                      (explicit; zeros outside), p.
+ *   OnnxNonMaxSuppression boxes, scores, max per class, iou and score
+ *                      thresholds -> (K, 3) int64 (batch, class, box); greedy
+ *                      by score (ties: lower index), IoU > threshold suppresses.
  *
  * Negative indices count from the end; an index out of range fails the run
  * (INVALID_ARGUMENT), as duplicate-free updates are applied in order.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kn_cpu.h"
@@ -439,7 +443,121 @@ static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
     return MS_OK;
 }
 
+/* ---- NonMaxSuppression ---- */
+
+typedef struct {
+    float score;
+    int64_t index;
+} nms_cand;
+
+/* Higher score first; equal scores by the lower box index. */
+static int nms_cmp(const void *a, const void *b) {
+    const nms_cand *x = a, *y = b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Box i as (x min, y min, x max, y max). */
+static void nms_box(const float *b, int center, float *o) {
+    if (center) {
+        o[0] = b[0] - b[2] / 2, o[2] = b[0] + b[2] / 2;
+        o[1] = b[1] - b[3] / 2, o[3] = b[1] + b[3] / 2;
+    } else {
+        o[0] = fminf(b[1], b[3]), o[2] = fmaxf(b[1], b[3]);
+        o[1] = fminf(b[0], b[2]), o[3] = fmaxf(b[0], b[2]);
+    }
+}
+
+/* 1 when a and b overlap by more than thr (intersection over union). */
+static int nms_suppress(const float *a, const float *b, int center, float thr) {
+    float p[4], q[4];
+    nms_box(a, center, p);
+    nms_box(b, center, q);
+    float iw = fminf(p[2], q[2]) - fmaxf(p[0], q[0]), ih = fminf(p[3], q[3]) - fmaxf(p[1], q[1]);
+    float inter = fmaxf(iw, 0.0f) * fmaxf(ih, 0.0f);
+    if (!(inter > 0)) return 0;
+    float a1 = (p[2] - p[0]) * (p[3] - p[1]), a2 = (q[2] - q[0]) * (q[3] - q[1]);
+    float uni = a1 + a2 - inter;
+    if (!(a1 > 0) || !(a2 > 0) || !(uni > 0)) return 0;
+    return inter / uni > thr;
+}
+
+/* boxes (B, N, 4), scores (B, C, N), max per class (int64, one value),
+ * iou threshold and score threshold (float, one value each) -> selected
+ * (K, 3) int64 rows (batch, class, box), per batch and class in selection
+ * order. attrs center_point_box, use_score_threshold. */
+static ms_status nms_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                             rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 5);
+    if (st != MS_OK) return st;
+    const rt_tensor *B = in[0], *S = in[1];
+    if (B->dtype != RT_DT_FLOAT || S->dtype != RT_DT_FLOAT || B->shape.rank != 3 ||
+        S->shape.rank != 3 || B->shape.dim[2] != 4 || S->shape.dim[0] != B->shape.dim[0] ||
+        S->shape.dim[2] != B->shape.dim[1])
+        return KN_EINVAL(node, "boxes %s and scores %s: want float (B, N, 4) and (B, C, N)",
+                         kn__shp(&B->shape), kn__shp(&S->shape));
+    if (in[2]->dtype != RT_DT_INT64 || in[2]->nelem != 1 || in[3]->dtype != RT_DT_FLOAT ||
+        in[3]->nelem != 1 || in[4]->dtype != RT_DT_FLOAT || in[4]->nelem != 1)
+        return KN_EINVAL(node, "max_output_boxes_per_class (int64), iou_threshold and "
+                               "score_threshold (float) must hold one value each");
+    int64_t maxk = *(const int64_t *)in[2]->data, nb = B->shape.dim[0], nc = S->shape.dim[1],
+            n = B->shape.dim[1];
+    float iou = *(const float *)in[3]->data, sthr = *(const float *)in[4]->data;
+    int center = kn_attr_i(node, "center_point_box", 0) != 0;
+    int use_thr = kn_attr_i(node, "use_score_threshold", 0) != 0;
+    if (maxk < 0) maxk = 0;
+    if (maxk > n) maxk = n;
+    /* Worst case every box of every class: the rows are filled, then the
+     * output is made that long. */
+    nms_cand *cand = malloc((size_t)(n > 0 ? n : 1) * sizeof(*cand));
+    int64_t *sel = malloc((size_t)(maxk > 0 ? maxk : 1) * sizeof(int64_t));
+    int64_t cap = 64, cnt = 0, *rows = malloc((size_t)cap * 3 * sizeof(int64_t));
+    if (cand == NULL || sel == NULL || rows == NULL) {
+        st = MS_ENOMEM;
+        goto done;
+    }
+    for (int64_t b = 0; b < nb && maxk > 0; b++)
+        for (int64_t c = 0; c < nc; c++) {
+            const float *sc = (const float *)S->data + (b * nc + c) * n;
+            const float *bx = (const float *)B->data + b * n * 4;
+            int64_t m = 0, ns = 0;
+            for (int64_t i = 0; i < n; i++)
+                if (!use_thr || sc[i] > sthr) cand[m].score = sc[i], cand[m++].index = i;
+            qsort(cand, (size_t)m, sizeof(*cand), nms_cmp);
+            for (int64_t i = 0; i < m && ns < maxk; i++) {
+                int keep = 1;
+                for (int64_t j = 0; j < ns && keep; j++)
+                    if (nms_suppress(bx + cand[i].index * 4, bx + sel[j] * 4, center, iou))
+                        keep = 0;
+                if (!keep) continue;
+                sel[ns++] = cand[i].index;
+                if (cnt == cap) {
+                    int64_t *nr = realloc(rows, (size_t)cap * 2 * 3 * sizeof(int64_t));
+                    if (nr == NULL) {
+                        st = MS_ENOMEM;
+                        goto done;
+                    }
+                    rows = nr, cap *= 2;
+                }
+                rows[cnt * 3] = b, rows[cnt * 3 + 1] = c, rows[cnt * 3 + 2] = cand[i].index;
+                cnt++;
+            }
+        }
+    rt_shape os = {.rank = 2, .dim = {cnt, 3}};
+    if ((st = kn__output(ctx, node, 0, RT_DT_INT64, &os, &out[0])) == MS_OK && cnt > 0)
+        memcpy(out[0]->data, rows, (size_t)cnt * 3 * sizeof(int64_t));
+done:
+    if (st == MS_ENOMEM)
+        st = kn__errf(MS_ENOMEM, node, "out of memory for %lld boxes", (long long)n);
+    free(cand);
+    free(sel);
+    free(rows);
+    return st;
+}
+
 const kn_kernel kn_cpu_onnx_kernels[] = {
+    {.op = "OnnxNonMaxSuppression", .compute = nms_compute},
     {.op = "OnnxLpPool", .compute = lp_pool_compute},
     {.op = "OnnxGridSample", .compute = grid_sample_compute},
     {.op = "OnnxScatterND", .compute = scatter_nd_compute},

@@ -15,8 +15,9 @@ rt__ox_handler rt__ox_ext_handler(const char *op_type);
  * MeanVarianceNormalization, NonZero, Compress, CenterCropPad, AffineGrid,
  * CumProd, GroupNormalization), or NULL. */
 rt__ox_handler rt__ox_misc_handler(const char *op_type);
-/* The handler of GridSample, ScatterND, ScatterElements, Scatter, LpPool
- * (rt_onnx_scatter.c: our own ops of kernels/cpu/kn_cpu_onnx.c), or NULL. */
+/* The handler of GridSample, ScatterND, ScatterElements, Scatter, LpPool,
+ * NonMaxSuppression (rt_onnx_scatter.c: our own ops of
+ * kernels/cpu/kn_cpu_onnx.c), or NULL. */
 rt__ox_handler rt__ox_scatter_handler(const char *op_type);
 
 ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n);

@@ -2,7 +2,8 @@
  * (kernels/cpu/kn_cpu_onnx.c), where no TF op means what ONNX means:
  * GridSample (opsets 16-22) -> OnnxGridSample, ScatterND -> OnnxScatterND,
  * ScatterElements and its old name Scatter -> OnnxScatterElements (the
- * reductions of opsets 16 and 18 included), LpPool -> OnnxLpPool. A SavedModel written with them
+ * reductions of opsets 16 and 18 included), LpPool -> OnnxLpPool,
+ * NonMaxSuppression -> OnnxNonMaxSuppression. A SavedModel written with them
  * runs in dcmserve only (docs/onnx.md).
  */
 #include <string.h>
@@ -159,10 +160,52 @@ static ms_status op_lp_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* NonMaxSuppression (10, 11): the optional scalars as constants when
+ * absent (no boxes, IoU 0, no score threshold). */
+static ms_status op_nms(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *B, *S, *V[3];
+    const char *b, *s, *v[3], *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &B, &b)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &S, &s)) != MS_OK)
+        return st;
+    if (B->dt != RT_DT_FLOAT || S->dt != RT_DT_FLOAT || B->rank != 3 || S->rank != 3)
+        return rt__ox_err(cv, MS_EINVAL, "boxes and scores must be float (B, N, 4), (B, C, N)");
+    int64_t c = rt__ox_attr_i(n, "center_point_box", 0);
+    if (c != 0 && c != 1) return rt__ox_err(cv, MS_EINVAL, "center_point_box must be 0 or 1");
+    static const char *const what[3] = {"max_output_boxes_per_class", "iou_threshold",
+                                        "score_threshold"};
+    for (int i = 0; i < 3; i++) {
+        V[i] = rt__ox_in(cv, n, 2 + i);
+        rt_dtype want = i == 0 ? RT_DT_INT64 : RT_DT_FLOAT;
+        if (V[i] == NULL) {
+            int64_t zero = 0;
+            v[i] = i == 0 ? rt__tf_const_int(cv, rt__ox_printf(cv, "%s/%s", h, what[i]),
+                                             RT_DT_INT64, 0, NULL, &zero)
+                          : rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/%s", h, what[i]), 0);
+            continue;
+        }
+        if ((st = rt__ox_need(cv, n, 2 + i, &V[i], &v[i])) != MS_OK) return st;
+        if (V[i]->dt != want || (V[i]->rank >= 0 && rt__ox_nelem(V[i]) > 1))
+            return rt__ox_err(cv, MS_EINVAL, "%s must be one %s", what[i], rt_dtype_name(want));
+    }
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "OnnxNonMaxSuppression", h);
+    rt__tf_input(cv, nd, b);
+    rt__tf_input(cv, nd, s);
+    for (int i = 0; i < 3; i++)
+        rt__tf_input(cv, nd, v[i]);
+    rt__tf_attr_i(cv, nd, "center_point_box", c);
+    rt__tf_attr_i(cv, nd, "use_score_threshold", V[2] != NULL);
+    int64_t od[2] = {-1, 3};
+    rt__ox_def_out(cv, n, 0, RT_DT_INT64, 2, od, nd->name);
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } tab[] = {
     {"GridSample", op_grid_sample}, {"ScatterND", op_scatter},
     {"ScatterElements", op_scatter}, {"Scatter", op_scatter}, {"LpPool", op_lp_pool},
+    {"NonMaxSuppression", op_nms},
 };
 /* clang-format on */
 
