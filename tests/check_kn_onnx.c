@@ -1,6 +1,6 @@
 /* check_kn_onnx.c - our own ops for ONNX operators (kernels/cpu/kn_cpu_onnx.c):
  * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxLpPool,
- * OnnxNonMaxSuppression, against values worked
+ * OnnxNonMaxSuppression, OnnxDFT, against values worked
  * out by hand from the ONNX operator definitions (comments give the
  * arithmetic), with empty tensors and hostile values. */
 #include <check.h>
@@ -305,6 +305,44 @@ START_TEST(test_nms) {
 }
 END_TEST
 
+static rt_tensor *dft(rt_tensor *x, int64_t len, int inv, int one) {
+    Tensorflow__NodeDef *d = tu_node_new("OnnxDFT", "dft");
+    tu_attr_i(d, "axis", 1);
+    tu_attr_i(d, "inverse", inv);
+    tu_attr_i(d, "onesided", one);
+    rt_tensor *in[2] = {x, TU_I64(TU_SCALAR, len)};
+    rt_tensor *o = tu_run1(d, in, 2);
+    rt_tensor_unref(in[1]);
+    return o;
+}
+
+START_TEST(test_dft) {
+    /* DFT of (1, 2, 3, 4): 10, -2 + 2i, -2, -2 - 2i; one-sided keeps the
+     * first three; their inverse (N = 4, Hermitian) is the signal again;
+     * dft_length 2 takes (1, 2): 3, -1. */
+    rt_tensor *x = TU_F32(TU_SHAPE(1, 4, 1), 1, 2, 3, 4);
+    rt_tensor *o = dft(x, -1, 0, 0);
+    TU_CHECK_F32(o, TU_SHAPE(1, 4, 2), 1e-5f, 10, 0, -2, 2, -2, 0, -2, -2);
+    rt_tensor_unref(o);
+    o = dft(x, -1, 0, 1);
+    TU_CHECK_F32(o, TU_SHAPE(1, 3, 2), 1e-5f, 10, 0, -2, 2, -2, 0);
+    rt_tensor *back = dft(o, -1, 1, 1);
+    TU_CHECK_F32(back, TU_SHAPE(1, 4, 1), 1e-5f, 1, 2, 3, 4);
+    tu_unref((rt_tensor *[]){o, back}, 2);
+    o = dft(x, 2, 0, 0);
+    TU_CHECK_F32(o, TU_SHAPE(1, 2, 2), 1e-5f, 3, 0, -1, 0);
+    rt_tensor_unref(o);
+    rt_tensor *in[2] = {x, TU_I64(TU_SCALAR, 0)};
+    tu_run_fail(tu_node_new("OnnxDFT", "dft_len0"), in, 2, 1, MS_EINVAL, "out of range");
+    rt_tensor_unref(in[1]);
+    rt_tensor_unref(x);
+    in[0] = TU_F32(TU_SHAPE(1, 1, 3), 1, 2, 3);
+    in[1] = TU_I64(TU_SCALAR, -1);
+    tu_run_fail(tu_node_new("OnnxDFT", "dft_last3"), in, 2, 1, MS_EINVAL, "1 or 2");
+    tu_unref(in, 2);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"grid_sample_linear", test_grid_sample_linear},
@@ -314,6 +352,7 @@ int main(void) {
         {"scatter_elements", test_scatter_elements},
         {"lp_pool", test_lp_pool},
         {"nms", test_nms},
+        {"dft", test_dft},
     };
     return tu_suite_main("kn_onnx", cases, sizeof(cases) / sizeof(cases[0]));
 }
