@@ -1,6 +1,6 @@
 /* check_kn_onnx.c - our own ops for ONNX operators (kernels/cpu/kn_cpu_onnx.c):
  * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxLpPool,
- * OnnxNonMaxSuppression, OnnxDFT, against values worked
+ * OnnxNonMaxSuppression, OnnxDFT, OnnxCausalConvWithState, against values worked
  * out by hand from the ONNX operator definitions (comments give the
  * arithmetic), with empty tensors and hostile values. */
 #include <check.h>
@@ -343,6 +343,37 @@ START_TEST(test_dft) {
 }
 END_TEST
 
+START_TEST(test_causal_conv) {
+    /* past (4) ++ input (1, 2, 3) under weights (1, 10) + 0.5:
+     * 4 + 10 + 0.5, 1 + 20 + 0.5, 2 + 30 + 0.5; the new state is the last
+     * step, 3. SiLU of 0.5 (zero weights) is 0.5 / (1 + e^-0.5). */
+    rt_tensor *x = TU_F32(TU_SHAPE(1, 1, 3), 1, 2, 3);
+    rt_tensor *in[4] = {x, TU_F32(TU_SHAPE(1, 1, 2), 1, 10), TU_F32(TU_SHAPE(1), 0.5f),
+                        TU_F32(TU_SHAPE(1, 1, 1), 4)};
+    rt_tensor *o[2];
+    Tensorflow__NodeDef *d = tu_node_new("OnnxCausalConvWithState", "cc");
+    ck_assert_int_eq(tu_run(d, in, 4, o, 2), MS_OK);
+    tu_node_free(d);
+    TU_CHECK_F32(o[0], TU_SHAPE(1, 1, 3), 1e-6f, 14.5f, 21.5f, 32.5f);
+    TU_CHECK_F32(o[1], TU_SHAPE(1, 1, 1), 0, 3);
+    tu_unref(o, 2);
+    rt_tensor_unref(in[1]);
+    in[1] = TU_F32(TU_SHAPE(1, 1, 2), 0, 0);
+    d = tu_node_new("OnnxCausalConvWithState", "cc_silu");
+    tu_attr_i(d, "activation", 1);
+    ck_assert_int_eq(tu_run(d, in, 4, o, 2), MS_OK);
+    tu_node_free(d);
+    float v = 0.5f / (1.0f + expf(-0.5f));
+    TU_CHECK_F32(o[0], TU_SHAPE(1, 1, 3), 1e-6f, v, v, v);
+    tu_unref(o, 2);
+    /* A past state of the wrong length. */
+    rt_tensor_unref(in[3]);
+    in[3] = TU_F32(TU_SHAPE(1, 1, 2), 0, 0);
+    tu_run_fail(tu_node_new("OnnxCausalConvWithState", "cc_bad"), in, 4, 2, MS_EINVAL, "past");
+    tu_unref(in, 4);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"grid_sample_linear", test_grid_sample_linear},
@@ -353,6 +384,7 @@ int main(void) {
         {"lp_pool", test_lp_pool},
         {"nms", test_nms},
         {"dft", test_dft},
+        {"causal_conv", test_causal_conv},
     };
     return tu_suite_main("kn_onnx", cases, sizeof(cases) / sizeof(cases[0]));
 }

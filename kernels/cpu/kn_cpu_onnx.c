@@ -25,6 +25,8 @@
  *                      by score (ties: lower index), IoU > threshold suppresses.
  *   OnnxDFT            x (..., 1|2), dft_length -> the DFT along attr axis
  *                      (inverse, onesided as ONNX DFT 17-20).
+ *   OnnxCausalConvWithState input, weight, bias, past state -> output and
+ *                      present state (ONNX CausalConvWithState 27, depthwise).
  *
  * Negative indices count from the end; an index out of range fails the run
  * (INVALID_ARGUMENT), as duplicate-free updates are applied in order.
@@ -645,7 +647,57 @@ static ms_status dft_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
     return MS_OK;
 }
 
+/* ---- CausalConvWithState ---- */
+
+/* input (B, C, L), weight (C, 1, K), bias (C), past state (B, C, K - 1)
+ * -> output (B, C, L): the depthwise convolution of past ++ input (each
+ * output sees its K - 1 predecessors), SiLU when attr activation is 1;
+ * present state (B, C, K - 1): the last K - 1 steps of past ++ input. */
+static ms_status causal_conv_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                     rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 4);
+    if (st != MS_OK) return st;
+    const rt_tensor *X = in[0], *W = in[1], *Bs = in[2], *P = in[3];
+    int act = (int)kn_attr_i(node, "activation", 0);
+    if (X->dtype != RT_DT_FLOAT || W->dtype != RT_DT_FLOAT || Bs->dtype != RT_DT_FLOAT ||
+        P->dtype != RT_DT_FLOAT || X->shape.rank != 3 || W->shape.rank != 3 ||
+        W->shape.dim[0] != X->shape.dim[1] || W->shape.dim[1] != 1 || W->shape.dim[2] < 1 ||
+        Bs->shape.rank != 1 || Bs->shape.dim[0] != X->shape.dim[1] || P->shape.rank != 3 ||
+        P->shape.dim[0] != X->shape.dim[0] || P->shape.dim[1] != X->shape.dim[1] ||
+        P->shape.dim[2] != W->shape.dim[2] - 1)
+        return KN_EINVAL(node,
+                         "input %s, weight %s, bias %s, past %s: want float (B, C, L), "
+                         "(C, 1, K), (C), (B, C, K - 1)",
+                         kn__shp(&X->shape), kn__shp(&W->shape), kn__shp(&Bs->shape),
+                         kn__shp(&P->shape));
+    int64_t B = X->shape.dim[0], C = X->shape.dim[1], L = X->shape.dim[2], K = W->shape.dim[2];
+    rt_shape ps = P->shape;
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &X->shape, &out[0])) != MS_OK ||
+        (st = kn__output(ctx, node, 1, RT_DT_FLOAT, &ps, &out[1])) != MS_OK)
+        return st;
+    const float *x = X->data, *w = W->data, *b = Bs->data, *pd = P->data;
+    float *y = out[0]->data, *ns = out[1]->data;
+    for (int64_t bc = 0; bc < B * C; bc++) {
+        int64_t c = bc % C;
+        const float *xr = x + bc * L, *pr = pd + bc * (K - 1), *wr = w + c * K;
+        /* element t of past ++ input */
+#define CC_AT(t) ((t) < K - 1 ? pr[(t)] : xr[(t) - (K - 1)])
+        for (int64_t t = 0; t < L; t++) {
+            float acc = b[c];
+            for (int64_t j = 0; j < K; j++)
+                acc += wr[j] * CC_AT(t + j);
+            y[bc * L + t] = act == 1 ? acc / (1.0f + expf(-acc)) : acc;
+        }
+        for (int64_t j = 0; j < K - 1; j++)
+            ns[bc * (K - 1) + j] = CC_AT(L + j);
+#undef CC_AT
+    }
+    return MS_OK;
+}
+
 const kn_kernel kn_cpu_onnx_kernels[] = {
+    {.op = "OnnxCausalConvWithState", .compute = causal_conv_compute},
     {.op = "OnnxDFT", .compute = dft_compute},
     {.op = "OnnxNonMaxSuppression", .compute = nms_compute},
     {.op = "OnnxLpPool", .compute = lp_pool_compute},

@@ -3,7 +3,8 @@
  * GridSample (opsets 16-22) -> OnnxGridSample, ScatterND -> OnnxScatterND,
  * ScatterElements and its old name Scatter -> OnnxScatterElements (the
  * reductions of opsets 16 and 18 included), LpPool -> OnnxLpPool,
- * NonMaxSuppression -> OnnxNonMaxSuppression, DFT -> OnnxDFT. A SavedModel written with them
+ * NonMaxSuppression -> OnnxNonMaxSuppression, DFT -> OnnxDFT,
+ * CausalConvWithState -> OnnxCausalConvWithState. A SavedModel written with them
  * runs in dcmserve only (docs/onnx.md).
  */
 #include <string.h>
@@ -268,11 +269,84 @@ static ms_status op_dft(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* CausalConvWithState (27): depthwise causal 1-D convolution carrying its
+ * last K - 1 input steps; absent bias and past state become zeros. */
+static ms_status op_causal_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X, *W, *B = rt__ox_in(cv, n, 2), *P = rt__ox_in(cv, n, 3);
+    const char *x, *w, *b, *p, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &W, &w)) != MS_OK)
+        return st;
+    if (X->dt != RT_DT_FLOAT || W->dt != RT_DT_FLOAT || X->rank != 3 || W->rank != 3)
+        return rt__ox_err(cv, MS_ENOTSUP, "input and weight must be float (B, C, L), (C, 1, K)");
+    int64_t C = X->dim[1], K = W->dim[2];
+    if (C < 0 || K < 1 || K > OX_WIN_MAX || W->dim[0] != C || W->dim[1] != 1)
+        return rt__ox_err(cv, MS_ENOTSUP, "static channels, weight (C, 1, K) (depthwise)");
+    int act;
+    if (rt__ox_attr_is(n, "activation", "none", "none"))
+        act = 0;
+    else if (rt__ox_attr_is(n, "activation", "silu", "none") ||
+             rt__ox_attr_is(n, "activation", "swish", "none"))
+        act = 1;
+    else
+        return rt__ox_err(cv, MS_ENOTSUP, "activation must be none, silu or swish");
+    if (B) {
+        if ((st = rt__ox_need(cv, n, 2, &B, &b)) != MS_OK) return st;
+        if (B->dt != RT_DT_FLOAT) return rt__ox_err(cv, MS_EINVAL, "bias must be float");
+    } else {
+        float *z = rt__ox_alloc(cv, (size_t)(C + 1) * sizeof(float));
+        b = rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &C, z);
+    }
+    if (P) {
+        if ((st = rt__ox_need(cv, n, 3, &P, &p)) != MS_OK) return st;
+        if (P->dt != RT_DT_FLOAT) return rt__ox_err(cv, MS_EINVAL, "past_state must be float");
+    } else {
+        /* zeros (B, C, K - 1) of the run-time batch */
+        Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", rt__ox_printf(cv, "%s/in_shape", h));
+        rt__tf_input(cv, sh, x);
+        rt__tf_attr_type(cv, sh, "T", RT_DT_FLOAT);
+        rt__tf_attr_type(cv, sh, "out_type", RT_DT_INT64);
+        int64_t one = 1, zero = 0, km1[2] = {C, K - 1}, two = 2;
+        Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/batch", h));
+        rt__tf_input(cv, sl, sh->name);
+        rt__tf_input(
+            cv, sl,
+            rt__tf_const_int(cv, rt__ox_printf(cv, "%s/b0", h), RT_DT_INT64, 1, &one, &zero));
+        rt__tf_input(
+            cv, sl,
+            rt__tf_const_int(cv, rt__ox_printf(cv, "%s/b1", h), RT_DT_INT64, 1, &one, &one));
+        rt__tf_attr_type(cv, sl, "T", RT_DT_INT64);
+        rt__tf_attr_type(cv, sl, "Index", RT_DT_INT64);
+        Tensorflow__NodeDef *cc =
+            rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/past_shape", h));
+        rt__tf_input(cv, cc, sl->name);
+        rt__tf_input(
+            cv, cc, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/ck", h), RT_DT_INT64, 1, &two, km1));
+        rt__tf_input(cv, cc, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", cc->name), 0));
+        rt__tf_attr_i(cv, cc, "N", 2);
+        rt__tf_attr_type(cv, cc, "T", RT_DT_INT64);
+        rt__tf_attr_type(cv, cc, "Tidx", RT_DT_INT32);
+        p = rt__ox_fill(cv, rt__ox_printf(cv, "%s/past", h), cc->name, RT_DT_INT64, RT_DT_FLOAT, 0);
+    }
+    Tensorflow__NodeDef *d = rt__tf_node(cv, "OnnxCausalConvWithState", h);
+    rt__tf_input(cv, d, x);
+    rt__tf_input(cv, d, w);
+    rt__tf_input(cv, d, b);
+    rt__tf_input(cv, d, p);
+    rt__tf_attr_i(cv, d, "activation", act);
+    int64_t ps[3] = {X->dim[0], C, K - 1};
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, 3, X->dim, rt__tf_out(cv, d, 0));
+    rt__ox_def_out(cv, n, 1, RT_DT_FLOAT, 3, ps, rt__tf_out(cv, d, 1));
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } tab[] = {
     {"GridSample", op_grid_sample}, {"ScatterND", op_scatter},
     {"ScatterElements", op_scatter}, {"Scatter", op_scatter}, {"LpPool", op_lp_pool},
     {"NonMaxSuppression", op_nms}, {"DFT", op_dft},
+    {"CausalConvWithState", op_causal_conv},
 };
 /* clang-format on */
 
