@@ -1,7 +1,7 @@
 /* check_kn_onnx.c - our own ops for ONNX operators (kernels/cpu/kn_cpu_onnx.c):
  * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxLpPool,
- * OnnxNonMaxSuppression, OnnxDFT, OnnxCausalConvWithState, against values worked
- * out by hand from the ONNX operator definitions (comments give the
+ * OnnxNonMaxSuppression, OnnxDFT, OnnxCausalConvWithState, OnnxUnique, against
+ * values worked out by hand from the ONNX operator definitions (comments give the
  * arithmetic), with empty tensors and hostile values. */
 #include <check.h>
 #include <math.h>
@@ -374,6 +374,52 @@ START_TEST(test_causal_conv) {
 }
 END_TEST
 
+static void unique(rt_tensor *x, int sorted, int axis, rt_tensor **o) {
+    Tensorflow__NodeDef *d = tu_node_new("OnnxUnique", "uq");
+    tu_attr_i(d, "sorted", sorted);
+    tu_attr_i(d, "has_axis", axis >= 0);
+    tu_attr_i(d, "axis", axis >= 0 ? axis : 0);
+    ck_assert_msg(tu_run(d, &x, 1, o, 4) == MS_OK, "%s", ms_errmsg());
+    tu_node_free(d);
+}
+
+START_TEST(test_unique) {
+    /* (2, 1, 1, 3, 4, 3): sorted 1 2 3 4 first seen at 1 0 3 4; input i
+     * is output 1 0 0 2 3 2; counts 2 1 2 1. Unsorted: 2 1 3 4 in order of
+     * first occurrence. */
+    rt_tensor *x = TU_I64(TU_SHAPE(6), 2, 1, 1, 3, 4, 3), *o[4];
+    unique(x, 1, -1, o);
+    TU_CHECK_INT(o[0], RT_DT_INT64, TU_SHAPE(4), 1, 2, 3, 4);
+    TU_CHECK_INT(o[1], RT_DT_INT64, TU_SHAPE(4), 1, 0, 3, 4);
+    TU_CHECK_INT(o[2], RT_DT_INT64, TU_SHAPE(6), 1, 0, 0, 2, 3, 2);
+    TU_CHECK_INT(o[3], RT_DT_INT64, TU_SHAPE(4), 2, 1, 2, 1);
+    tu_unref(o, 4);
+    unique(x, 0, -1, o);
+    TU_CHECK_INT(o[0], RT_DT_INT64, TU_SHAPE(4), 2, 1, 3, 4);
+    TU_CHECK_INT(o[1], RT_DT_INT64, TU_SHAPE(4), 0, 1, 3, 4);
+    TU_CHECK_INT(o[2], RT_DT_INT64, TU_SHAPE(6), 0, 1, 1, 2, 3, 2);
+    TU_CHECK_INT(o[3], RT_DT_INT64, TU_SHAPE(4), 1, 2, 2, 1);
+    tu_unref(o, 4);
+    rt_tensor_unref(x);
+    /* Rows of (3, 2): (1, 0) twice and (0, 1) once; sorted (0, 1) first. */
+    x = TU_F32(TU_SHAPE(3, 2), 1, 0, 1, 0, 0, 1);
+    unique(x, 1, 0, o);
+    TU_CHECK_F32(o[0], TU_SHAPE(2, 2), 0, 0, 1, 1, 0);
+    TU_CHECK_INT(o[1], RT_DT_INT64, TU_SHAPE(2), 2, 0);
+    TU_CHECK_INT(o[2], RT_DT_INT64, TU_SHAPE(3), 1, 1, 0);
+    TU_CHECK_INT(o[3], RT_DT_INT64, TU_SHAPE(2), 1, 2);
+    tu_unref(o, 4);
+    rt_tensor_unref(x);
+    rt_shape es = {.rank = 1, .dim = {0}};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &es, &x), MS_OK);
+    unique(x, 1, -1, o);
+    tu_check_shape(o[0], RT_DT_FLOAT, es);
+    tu_check_shape(o[2], RT_DT_INT64, es);
+    tu_unref(o, 4);
+    rt_tensor_unref(x);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"grid_sample_linear", test_grid_sample_linear},
@@ -385,6 +431,7 @@ int main(void) {
         {"nms", test_nms},
         {"dft", test_dft},
         {"causal_conv", test_causal_conv},
+        {"unique", test_unique},
     };
     return tu_suite_main("kn_onnx", cases, sizeof(cases) / sizeof(cases[0]));
 }

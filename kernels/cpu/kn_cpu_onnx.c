@@ -27,6 +27,7 @@
  *                      (inverse, onesided as ONNX DFT 17-20).
  *   OnnxCausalConvWithState input, weight, bias, past state -> output and
  *                      present state (ONNX CausalConvWithState 27, depthwise).
+ *   OnnxUnique         X -> Y, indices, inverse indices, counts (ONNX Unique).
  *
  * Negative indices count from the end; an index out of range fails the run
  * (INVALID_ARGUMENT), as duplicate-free updates are applied in order.
@@ -696,7 +697,138 @@ static ms_status causal_conv_compute(kn_ctx *ctx, const kn_node *node, void *sta
     return MS_OK;
 }
 
+/* ---- Unique ---- */
+
+typedef struct {
+    const char *base; /* (outer, n, inner) elements of size es */
+    int64_t n, inner, outer;
+    rt_dtype dt;
+} uq_ctx;
+
+static _Thread_local const uq_ctx *uq_cur; /* qsort has no context argument */
+
+static int uq_cmp_elem(rt_dtype dt, const char *a, const char *b) {
+#define UQ_CMP(T)                                                                                  \
+    do {                                                                                           \
+        T x = *(const T *)a, y = *(const T *)b;                                                    \
+        return x < y ? -1 : x > y ? 1 : 0;                                                         \
+    } while (0)
+    if (dt == RT_DT_FLOAT) UQ_CMP(float);
+    if (dt == RT_DT_INT32) UQ_CMP(int32_t);
+    if (dt == RT_DT_INT64) UQ_CMP(int64_t);
+    UQ_CMP(uint8_t);
+#undef UQ_CMP
+}
+
+/* Slices i and j compared in memory order (outer major), then by index. */
+static int uq_cmp_slices(int64_t i, int64_t j) {
+    const uq_ctx *c = uq_cur;
+    size_t es = rt_dtype_size(c->dt);
+    for (int64_t o = 0; o < c->outer; o++)
+        for (int64_t q = 0; q < c->inner; q++) {
+            int r = uq_cmp_elem(c->dt, c->base + (size_t)((o * c->n + i) * c->inner + q) * es,
+                                c->base + (size_t)((o * c->n + j) * c->inner + q) * es);
+            if (r) return r;
+        }
+    return 0;
+}
+
+static int uq_cmp(const void *a, const void *b) {
+    int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    int r = uq_cmp_slices(i, j);
+    return r ? r : (i > j) - (i < j);
+}
+
+static int uq_by_first(const void *a, const void *b) {
+    const int64_t *x = a, *y = b; /* (first index, group) pairs */
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* X -> Y (the distinct slices along attr axis, or of the flattened input
+ * when attr has_axis is 0), indices (first occurrence of each), inverse
+ * indices (each input slice's position in Y) and counts; Y sorted when attr
+ * sorted, else in order of first occurrence. float, int32, int64, bool. */
+static ms_status unique_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    const rt_tensor *X = in[0];
+    if (X->dtype != RT_DT_FLOAT && X->dtype != RT_DT_INT32 && X->dtype != RT_DT_INT64 &&
+        X->dtype != RT_DT_BOOL)
+        return KN_EINVAL(node, "X must be float, int32, int64 or bool, got %s",
+                         rt_dtype_name(X->dtype));
+    int r = X->shape.rank, has_axis = kn_attr_i(node, "has_axis", 0) != 0;
+    int axis = has_axis ? kn__axis(kn_attr_i(node, "axis", 0), r) : 0;
+    if (has_axis && axis < 0)
+        return KN_EINVAL(node, "axis out of range for %s", kn__shp(&X->shape));
+    uq_ctx c = {.base = X->data, .dt = X->dtype, .n = X->nelem, .inner = 1, .outer = 1};
+    if (has_axis) {
+        c.n = X->shape.dim[axis];
+        for (int i = 0; i < axis; i++)
+            c.outer *= X->shape.dim[i];
+        for (int i = axis + 1; i < r; i++)
+            c.inner *= X->shape.dim[i];
+    }
+    int64_t n = c.n, *ord = malloc((size_t)(n + 1) * sizeof(int64_t));
+    int64_t *grp = malloc((size_t)(n + 1) * sizeof(int64_t));
+    int64_t *pairs = malloc((size_t)(2 * n + 2) * sizeof(int64_t));
+    int64_t *pos = malloc((size_t)(n + 1) * sizeof(int64_t));
+    if (!ord || !grp || !pairs || !pos) {
+        st = kn__errf(MS_ENOMEM, node, "out of memory for %lld slices", (long long)n);
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++)
+        ord[i] = i;
+    uq_cur = &c;
+    if (c.outer * c.inner > 0) qsort(ord, (size_t)n, sizeof(int64_t), uq_cmp);
+    /* Groups of equal slices in sorted order: (first index, group id). */
+    int64_t U = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (i == 0 || c.outer * c.inner == 0 || uq_cmp_slices(ord[i - 1], ord[i]) != 0) {
+            pairs[2 * U] = ord[i], pairs[2 * U + 1] = U;
+            U++;
+        }
+        grp[ord[i]] = U - 1;
+    }
+    uq_cur = NULL;
+    if (!kn_attr_i(node, "sorted", 1)) qsort(pairs, (size_t)U, 2 * sizeof(int64_t), uq_by_first);
+    for (int64_t u = 0; u < U; u++)
+        pos[pairs[2 * u + 1]] = u; /* group id -> output position */
+    rt_shape ys = {.rank = 1, .dim = {U}}, us = {.rank = 1, .dim = {U}},
+             ns = {.rank = 1, .dim = {n}};
+    if (has_axis) {
+        ys = X->shape;
+        ys.dim[axis] = U;
+    }
+    if ((st = kn__output(ctx, node, 0, X->dtype, &ys, &out[0])) != MS_OK ||
+        (st = kn__output(ctx, node, 1, RT_DT_INT64, &us, &out[1])) != MS_OK ||
+        (st = kn__output(ctx, node, 2, RT_DT_INT64, &ns, &out[2])) != MS_OK ||
+        (st = kn__output(ctx, node, 3, RT_DT_INT64, &us, &out[3])) != MS_OK)
+        goto done;
+    size_t es = rt_dtype_size(X->dtype);
+    int64_t *first = out[1]->data, *inv = out[2]->data, *cnt = out[3]->data;
+    for (int64_t u = 0; u < U; u++) {
+        first[u] = pairs[2 * u];
+        cnt[u] = 0;
+        for (int64_t o = 0; o < c.outer; o++)
+            memcpy((char *)out[0]->data + (size_t)((o * U + u) * c.inner) * es,
+                   c.base + (size_t)((o * n + first[u]) * c.inner) * es, (size_t)c.inner * es);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        inv[i] = pos[grp[i]];
+        cnt[inv[i]]++;
+    }
+done:
+    free(ord);
+    free(grp);
+    free(pairs);
+    free(pos);
+    return st;
+}
+
 const kn_kernel kn_cpu_onnx_kernels[] = {
+    {.op = "OnnxUnique", .compute = unique_compute},
     {.op = "OnnxCausalConvWithState", .compute = causal_conv_compute},
     {.op = "OnnxDFT", .compute = dft_compute},
     {.op = "OnnxNonMaxSuppression", .compute = nms_compute},

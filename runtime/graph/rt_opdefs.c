@@ -185,6 +185,7 @@ static const opdef_entry builtin[] = {
     {"OnnxScatterElements", {"output"}, 0}, {"OnnxLpPool", {"output"}, 0},
     {"OnnxNonMaxSuppression", {"output"}, 0}, {"OnnxDFT", {"output"}, 0},
     {"OnnxCausalConvWithState", {"output", "present_state"}, 0},
+    {"OnnxUnique", {"y", "indices", "inverse_indices", "counts"}, 0},
 };
 /* clang-format on */
 

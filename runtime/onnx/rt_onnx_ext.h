@@ -16,7 +16,7 @@ rt__ox_handler rt__ox_ext_handler(const char *op_type);
  * CumProd, GroupNormalization), or NULL. */
 rt__ox_handler rt__ox_misc_handler(const char *op_type);
 /* The handler of GridSample, ScatterND, ScatterElements, Scatter, LpPool,
- * NonMaxSuppression, DFT, CausalConvWithState (rt_onnx_scatter.c: our own ops of
+ * NonMaxSuppression, DFT, CausalConvWithState, Unique (rt_onnx_scatter.c: our own ops of
  * kernels/cpu/kn_cpu_onnx.c), or NULL. */
 rt__ox_handler rt__ox_scatter_handler(const char *op_type);
 

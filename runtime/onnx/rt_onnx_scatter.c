@@ -4,8 +4,8 @@
  * ScatterElements and its old name Scatter -> OnnxScatterElements (the
  * reductions of opsets 16 and 18 included), LpPool -> OnnxLpPool,
  * NonMaxSuppression -> OnnxNonMaxSuppression, DFT -> OnnxDFT,
- * CausalConvWithState -> OnnxCausalConvWithState. A SavedModel written with them
- * runs in dcmserve only (docs/onnx.md).
+ * CausalConvWithState -> OnnxCausalConvWithState, Unique -> OnnxUnique. A SavedModel written with
+ * them runs in dcmserve only (docs/onnx.md).
  */
 #include <string.h>
 
@@ -341,12 +341,42 @@ static ms_status op_causal_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* Unique (11): all four outputs from one OnnxUnique node. */
+static ms_status op_unique(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X;
+    const char *x, *h = rt__ox_hint_of(n);
+    ms_status st = rt__ox_need(cv, n, 0, &X, &x);
+    if (st != MS_OK) return st;
+    if (X->dt != RT_DT_FLOAT && X->dt != RT_DT_INT32 && X->dt != RT_DT_INT64 && X->dt != RT_DT_BOOL)
+        return rt__ox_err(cv, MS_ENOTSUP, "X is %s; supported: float, int32, int64, bool",
+                          rt_dtype_name(X->dt));
+    int has_axis = rt__ox_attr(n, "axis") != NULL, axis = 0;
+    if (has_axis) {
+        axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", 0), X->rank);
+        if (axis < 0) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+    }
+    Tensorflow__NodeDef *d = rt__tf_node(cv, "OnnxUnique", h);
+    rt__tf_input(cv, d, x);
+    rt__tf_attr_i(cv, d, "has_axis", has_axis);
+    rt__tf_attr_i(cv, d, "axis", axis);
+    rt__tf_attr_i(cv, d, "sorted", rt__ox_attr_i(n, "sorted", 1) != 0);
+    int64_t yd[OX_MAXR], u = -1, all = has_axis ? X->dim[axis] : rt__ox_nelem(X);
+    memcpy(yd, X->dim, sizeof yd);
+    yd[axis] = -1;
+    rt__ox_def_out(cv, n, 0, X->dt, has_axis ? X->rank : 1, has_axis ? yd : &u,
+                   rt__tf_out(cv, d, 0));
+    rt__ox_def_out(cv, n, 1, RT_DT_INT64, 1, &u, rt__tf_out(cv, d, 1));
+    rt__ox_def_out(cv, n, 2, RT_DT_INT64, 1, &all, rt__tf_out(cv, d, 2));
+    rt__ox_def_out(cv, n, 3, RT_DT_INT64, 1, &u, rt__tf_out(cv, d, 3));
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } tab[] = {
     {"GridSample", op_grid_sample}, {"ScatterND", op_scatter},
     {"ScatterElements", op_scatter}, {"Scatter", op_scatter}, {"LpPool", op_lp_pool},
     {"NonMaxSuppression", op_nms}, {"DFT", op_dft},
-    {"CausalConvWithState", op_causal_conv},
+    {"CausalConvWithState", op_causal_conv}, {"Unique", op_unique},
 };
 /* clang-format on */
 
