@@ -1,6 +1,7 @@
 /* check_kn_onnx.c - our own ops for ONNX operators (kernels/cpu/kn_cpu_onnx.c):
  * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxLpPool,
- * OnnxNonMaxSuppression, OnnxDFT, OnnxCausalConvWithState, OnnxUnique, against
+ * OnnxNonMaxSuppression, OnnxDFT, OnnxCausalConvWithState, OnnxUnique, OnnxDet,
+ * OnnxReverseSequence, against
  * values worked out by hand from the ONNX operator definitions (comments give the
  * arithmetic), with empty tensors and hostile values. */
 #include <check.h>
@@ -420,6 +421,34 @@ START_TEST(test_unique) {
 }
 END_TEST
 
+START_TEST(test_det_revseq) {
+    /* det [[1, 2], [3, 4]] = -2; [[0, 1], [1, 0]] needs a row swap: -1;
+     * [[1, 2], [2, 4]] is singular: 0. [[2, 0, 1], [1, 3, 2], [1, 1, 2]]:
+     * 2 (6 - 2) - 0 + 1 (1 - 3) = 6. */
+    rt_tensor *x = TU_F32(TU_SHAPE(3, 2, 2), 1, 2, 3, 4, 0, 1, 1, 0, 1, 2, 2, 4);
+    rt_tensor *o = tu_run1(tu_node_new("OnnxDet", "det"), &x, 1);
+    TU_CHECK_F32(o, TU_SHAPE(3), 1e-6f, -2, -1, 0);
+    tu_unref((rt_tensor *[]){o, x}, 2);
+    x = TU_F32(TU_SHAPE(3, 3), 2, 0, 1, 1, 3, 2, 1, 1, 2);
+    o = tu_run1(tu_node_new("OnnxDet", "det3"), &x, 1);
+    TU_CHECK_F32(o, TU_SCALAR, 1e-5f, 6);
+    tu_unref((rt_tensor *[]){o, x}, 2);
+    x = TU_F32(TU_SHAPE(2, 3), 1, 2, 3, 4, 5, 6);
+    tu_run_fail(tu_node_new("OnnxDet", "det_rect"), &x, 1, 1, MS_EINVAL, "square");
+    rt_tensor_unref(x);
+    /* Time-major (T 3, B 2): batch 0 reverses its first 3 steps, batch 1
+     * its first 1 (unchanged). */
+    rt_tensor *in[2] = {TU_I32(TU_SHAPE(3, 2), 0, 10, 1, 11, 2, 12), TU_I64(TU_SHAPE(2), 3, 1)};
+    o = tu_run1(tu_node_new("OnnxReverseSequence", "rs"), in, 2);
+    TU_CHECK_INT(o, RT_DT_INT32, TU_SHAPE(3, 2), 2, 10, 1, 11, 0, 12);
+    rt_tensor_unref(o);
+    rt_tensor_unref(in[1]);
+    in[1] = TU_I64(TU_SHAPE(2), 4, 1);
+    tu_run_fail(tu_node_new("OnnxReverseSequence", "rs_long"), in, 2, 1, MS_EINVAL, "outside");
+    tu_unref(in, 2);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"grid_sample_linear", test_grid_sample_linear},
@@ -432,6 +461,7 @@ int main(void) {
         {"dft", test_dft},
         {"causal_conv", test_causal_conv},
         {"unique", test_unique},
+        {"det_revseq", test_det_revseq},
     };
     return tu_suite_main("kn_onnx", cases, sizeof(cases) / sizeof(cases[0]));
 }

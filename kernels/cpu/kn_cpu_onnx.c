@@ -28,6 +28,7 @@
  *   OnnxCausalConvWithState input, weight, bias, past state -> output and
  *                      present state (ONNX CausalConvWithState 27, depthwise).
  *   OnnxUnique         X -> Y, indices, inverse indices, counts (ONNX Unique).
+ *   OnnxDet            (..., M, M) -> determinants; OnnxReverseSequence.
  *
  * Negative indices count from the end; an index out of range fails the run
  * (INVALID_ARGUMENT), as duplicate-free updates are applied in order.
@@ -827,7 +828,106 @@ done:
     return st;
 }
 
+/* ---- Det ---- */
+
+/* (..., M, M) float -> (...): LU with partial pivoting in double. */
+static ms_status det_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                             rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 1);
+    if (st != MS_OK) return st;
+    const rt_tensor *X = in[0];
+    int r = X->shape.rank;
+    if (X->dtype != RT_DT_FLOAT || r < 2 || X->shape.dim[r - 1] != X->shape.dim[r - 2])
+        return KN_EINVAL(node, "want float square matrices (..., M, M), got %s",
+                         kn__shp(&X->shape));
+    int64_t M = X->shape.dim[r - 1];
+    rt_shape os = {.rank = r - 2};
+    for (int i = 0; i < r - 2; i++)
+        os.dim[i] = X->shape.dim[i];
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    if (out[0]->nelem == 0) return MS_OK;
+    double *a = malloc((size_t)(M * M + 1) * sizeof(double));
+    if (a == NULL)
+        return kn__errf(MS_ENOMEM, node, "out of memory for %lld x %lld", (long long)M,
+                        (long long)M);
+    const float *xd = X->data;
+    float *yd = out[0]->data;
+    for (int64_t b = 0; b < out[0]->nelem; b++) {
+        for (int64_t i = 0; i < M * M; i++)
+            a[i] = xd[b * M * M + i];
+        double det = 1;
+        for (int64_t k = 0; k < M && det != 0; k++) {
+            int64_t p = k;
+            for (int64_t i = k + 1; i < M; i++)
+                if (fabs(a[i * M + k]) > fabs(a[p * M + k])) p = i;
+            if (a[p * M + k] == 0) {
+                det = 0;
+                break;
+            }
+            if (p != k) {
+                for (int64_t j = 0; j < M; j++) {
+                    double t = a[k * M + j];
+                    a[k * M + j] = a[p * M + j], a[p * M + j] = t;
+                }
+                det = -det;
+            }
+            det *= a[k * M + k];
+            for (int64_t i = k + 1; i < M; i++) {
+                double f = a[i * M + k] / a[k * M + k];
+                for (int64_t j = k; j < M; j++)
+                    a[i * M + j] -= f * a[k * M + j];
+            }
+        }
+        yd[b] = (float)det;
+    }
+    free(a);
+    return MS_OK;
+}
+
+/* ---- ReverseSequence ---- */
+
+/* x, sequence_lens (int64, one per batch entry) -> x with the first
+ * len[b] steps along attr time_axis reversed for each b along attr
+ * batch_axis (0 / 1, the other one time). */
+static ms_status revseq_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
+                                rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *X = in[0], *L = in[1];
+    int ba = (int)kn_attr_i(node, "batch_axis", 1), ta = (int)kn_attr_i(node, "time_axis", 0);
+    int r = X->shape.rank;
+    if (!rt_dtype_is_pod(X->dtype) || r < 2 || !((ba == 0 && ta == 1) || (ba == 1 && ta == 0)) ||
+        L->dtype != RT_DT_INT64 || L->shape.rank != 1 || L->shape.dim[0] != X->shape.dim[ba])
+        return KN_EINVAL(node,
+                         "x %s, sequence_lens %s: want rank >= 2, one int64 length per "
+                         "batch entry, batch and time axes 0 and 1",
+                         kn__shp(&X->shape), kn__shp(&L->shape));
+    if ((st = kn__output(ctx, node, 0, X->dtype, &X->shape, &out[0])) != MS_OK) return st;
+    if (X->nelem == 0) return MS_OK;
+    size_t es = rt_dtype_size(X->dtype), row = es;
+    for (int i = 2; i < r; i++)
+        row *= (size_t)X->shape.dim[i];
+    int64_t d0 = X->shape.dim[0], d1 = X->shape.dim[1], T = X->shape.dim[ta];
+    const int64_t *len = L->data;
+    for (int64_t b = 0; b < X->shape.dim[ba]; b++)
+        if (len[b] < 0 || len[b] > T)
+            return KN_EINVAL(node, "sequence length %lld is outside 0..%lld", (long long)len[b],
+                             (long long)T);
+    for (int64_t i = 0; i < d0; i++)
+        for (int64_t j = 0; j < d1; j++) {
+            int64_t b = ba == 0 ? i : j, t = ba == 0 ? j : i, src = t < len[b] ? len[b] - 1 - t : t;
+            int64_t si = ba == 0 ? i : src, sj = ba == 0 ? src : j;
+            memcpy((char *)out[0]->data + (size_t)(i * d1 + j) * row,
+                   (const char *)X->data + (size_t)(si * d1 + sj) * row, row);
+        }
+    return MS_OK;
+}
+
 const kn_kernel kn_cpu_onnx_kernels[] = {
+    {.op = "OnnxDet", .compute = det_compute},
+    {.op = "OnnxReverseSequence", .compute = revseq_compute},
     {.op = "OnnxUnique", .compute = unique_compute},
     {.op = "OnnxCausalConvWithState", .compute = causal_conv_compute},
     {.op = "OnnxDFT", .compute = dft_compute},

@@ -186,6 +186,7 @@ static const opdef_entry builtin[] = {
     {"OnnxNonMaxSuppression", {"output"}, 0}, {"OnnxDFT", {"output"}, 0},
     {"OnnxCausalConvWithState", {"output", "present_state"}, 0},
     {"OnnxUnique", {"y", "indices", "inverse_indices", "counts"}, 0},
+    {"OnnxDet", {"output"}, 0}, {"OnnxReverseSequence", {"output"}, 0},
 };
 /* clang-format on */
 

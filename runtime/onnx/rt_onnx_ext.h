@@ -16,8 +16,8 @@ rt__ox_handler rt__ox_ext_handler(const char *op_type);
  * CumProd, GroupNormalization), or NULL. */
 rt__ox_handler rt__ox_misc_handler(const char *op_type);
 /* The handler of GridSample, ScatterND, ScatterElements, Scatter, LpPool,
- * NonMaxSuppression, DFT, CausalConvWithState, Unique (rt_onnx_scatter.c: our own ops of
- * kernels/cpu/kn_cpu_onnx.c), or NULL. */
+ * NonMaxSuppression, DFT, CausalConvWithState, Unique, Det, ReverseSequence
+ * (rt_onnx_scatter.c: our own ops of kernels/cpu/kn_cpu_onnx.c), or NULL. */
 rt__ox_handler rt__ox_scatter_handler(const char *op_type);
 
 ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n);

@@ -119,6 +119,8 @@ static const ox_opdef ox_defs[] = {
     {"DFT", {17, 20}, {0}, "axis inverse onesided"},
     {"CausalConvWithState", {27}, {0}, "activation"},
     {"Unique", {11}, {0}, "axis sorted"},
+    {"Det", {11, 22}, {0}, ""},
+    {"ReverseSequence", {10}, {0}, "batch_axis time_axis"},
     {"LpPool", {2, 11, 18, 22}, {1}, "auto_pad ceil_mode=0 dilations kernel_shape p pads strides"},
     {"Add", {7, 13, 14}, {1, 6}, ""},
     {"AveragePool", {7, 10, 11, 19, 22}, {1}, "auto_pad ceil_mode count_include_pad kernel_shape pads strides"},

@@ -4,7 +4,8 @@
  * ScatterElements and its old name Scatter -> OnnxScatterElements (the
  * reductions of opsets 16 and 18 included), LpPool -> OnnxLpPool,
  * NonMaxSuppression -> OnnxNonMaxSuppression, DFT -> OnnxDFT,
- * CausalConvWithState -> OnnxCausalConvWithState, Unique -> OnnxUnique. A SavedModel written with
+ * CausalConvWithState -> OnnxCausalConvWithState, Unique -> OnnxUnique,
+ * Det -> OnnxDet, ReverseSequence -> OnnxReverseSequence. A SavedModel written with
  * them runs in dcmserve only (docs/onnx.md).
  */
 #include <string.h>
@@ -371,12 +372,49 @@ static ms_status op_unique(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* Det (11-22) -> OnnxDet; ReverseSequence (10) -> OnnxReverseSequence. */
+static ms_status op_det_revseq(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X;
+    const char *x, *h = rt__ox_hint_of(n);
+    ms_status st = rt__ox_need(cv, n, 0, &X, &x);
+    if (st != MS_OK) return st;
+    if (strcmp(n->op_type, "Det") == 0) {
+        if (X->dt != RT_DT_FLOAT || X->rank < 2)
+            return rt__ox_err(cv, MS_ENOTSUP, "X must be float (..., M, M)");
+        Tensorflow__NodeDef *d = rt__tf_node(cv, "OnnxDet", h);
+        rt__tf_input(cv, d, x);
+        rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank - 2, X->dim, d->name);
+        return MS_OK;
+    }
+    rt__ox_value *L;
+    const char *l;
+    if ((st = rt__ox_need(cv, n, 1, &L, &l)) != MS_OK) return st;
+    int64_t ba = rt__ox_attr_i(n, "batch_axis", 1), ta = rt__ox_attr_i(n, "time_axis", 0);
+    if (!((ba == 0 && ta == 1) || (ba == 1 && ta == 0)) || X->rank < 2)
+        return rt__ox_err(cv, MS_EINVAL, "batch_axis and time_axis must be 0 and 1, rank >= 2");
+    if (X->dt != RT_DT_FLOAT && X->dt != RT_DT_INT32 && X->dt != RT_DT_INT64 && X->dt != RT_DT_BOOL)
+        return rt__ox_err(cv, MS_ENOTSUP, "input is %s; supported: float, int32, int64, bool",
+                          rt_dtype_name(X->dt));
+    if (L->dt != RT_DT_INT64 && L->dt != RT_DT_INT32)
+        return rt__ox_err(cv, MS_EINVAL, "sequence_lens must be int32 or int64");
+    if (L->dt != RT_DT_INT64)
+        l = rt__tf_cast(cv, rt__ox_printf(cv, "%s/lens64", h), l, L->dt, RT_DT_INT64);
+    Tensorflow__NodeDef *d = rt__tf_node(cv, "OnnxReverseSequence", h);
+    rt__tf_input(cv, d, x);
+    rt__tf_input(cv, d, l);
+    rt__tf_attr_i(cv, d, "batch_axis", ba);
+    rt__tf_attr_i(cv, d, "time_axis", ta);
+    rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, d->name);
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } tab[] = {
     {"GridSample", op_grid_sample}, {"ScatterND", op_scatter},
     {"ScatterElements", op_scatter}, {"Scatter", op_scatter}, {"LpPool", op_lp_pool},
     {"NonMaxSuppression", op_nms}, {"DFT", op_dft},
     {"CausalConvWithState", op_causal_conv}, {"Unique", op_unique},
+    {"Det", op_det_revseq}, {"ReverseSequence", op_det_revseq},
 };
 /* clang-format on */
 
