@@ -13,7 +13,7 @@ rt__ox_handler rt__ox_ext_handler(const char *op_type);
 /* The handler of an op of rt_onnx_misc.c (Swish, Shrink, LpNormalization,
  * EyeLike, SpaceToDepth, DepthToSpace, OneHot, GatherND, the windows,
  * MeanVarianceNormalization, NonZero, Compress, CenterCropPad, AffineGrid,
- * CumProd, GroupNormalization), or NULL. */
+ * CumProd, GroupNormalization, LRN), or NULL. */
 rt__ox_handler rt__ox_misc_handler(const char *op_type);
 /* The handler of GridSample, ScatterND, ScatterElements, Scatter, LpPool,
  * NonMaxSuppression, DFT, CausalConvWithState, Unique, Det, ReverseSequence

@@ -2,7 +2,7 @@
  * Shrink, LpNormalization, EyeLike, SpaceToDepth, DepthToSpace, OneHot,
  * GatherND, the Hann / Hamming / Blackman windows,
  * MeanVarianceNormalization, NonZero, Compress, CenterCropPad, AffineGrid,
- * CumProd and GroupNormalization.
+ * CumProd, GroupNormalization and LRN.
  *
  * They read and write ONNX order. Each checks the element types its TF ops
  * run with and refuses other types, attribute values and input forms at
@@ -737,6 +737,52 @@ static ms_status op_group_norm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* LRN: x / (bias + alpha / size * (sum of x^2 over the size channels
+ * around c))^beta; the window runs from c - (size - 1) / 2 to
+ * c + ceil((size - 1) / 2): a zero Pad on the channel axis and size
+ * shifted Slices added up. */
+static ms_status op_lrn(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X;
+    const char *x, *h = rt__ox_hint_of(n);
+    ms_status st = need_float(cv, n, 0, &X, &x);
+    if (st != MS_OK) return st;
+    int r = X->rank;
+    int64_t size = rt__ox_attr_i(n, "size", 0), C = r >= 2 ? X->dim[1] : -1;
+    if (size < 1 || size > 64) return rt__ox_err(cv, MS_ENOTSUP, "size must be 1 to 64");
+    if (r < 3 || C < 0) return rt__ox_err(cv, MS_ENOTSUP, "needs (N, C, ...) with static C");
+    float alpha = rt__ox_attr_f(n, "alpha", 1e-4f), beta = rt__ox_attr_f(n, "beta", 0.75f),
+          bias = rt__ox_attr_f(n, "bias", 1.0f);
+    int64_t pads[2 * OX_MAXR] = {0};
+    pads[1] = (size - 1) / 2;
+    pads[r + 1] = size - 1 - pads[1];
+    const char *sq = rt__tf_unary(cv, "Square", nm(cv, h, "sq"), x, RT_DT_FLOAT);
+    sq = rt__ox_emit_pad(cv, nm(cv, h, "padded"), sq, RT_DT_FLOAT, r, pads, "constant", 0);
+    int64_t b[OX_MAXR] = {0}, sz[OX_MAXR];
+    for (int i = 0; i < r; i++)
+        sz[i] = i == 1 ? C : -1;
+    Tensorflow__NodeDef *add = rt__tf_node(cv, "AddN", nm(cv, h, "window_sum"));
+    for (int64_t k = 0; k < size; k++) {
+        b[1] = k;
+        Tensorflow__NodeDef *sl =
+            rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/shift%lld", h, (long long)k));
+        rt__tf_input(cv, sl, sq);
+        rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/b", sl->name), r, b));
+        rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/s", sl->name), r, sz));
+        rt__tf_attr_type(cv, sl, "T", RT_DT_FLOAT);
+        rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
+        rt__tf_input(cv, add, sl->name);
+    }
+    rt__tf_attr_i(cv, add, "N", size);
+    rt__tf_attr_type(cv, add, "T", RT_DT_FLOAT);
+    const char *t = rt__tf_binary(cv, "Mul", nm(cv, h, "scaled"), add->name,
+                                  sc(cv, h, "alpha", alpha / (float)size), RT_DT_FLOAT);
+    t = rt__tf_binary(cv, "AddV2", nm(cv, h, "biased"), t, sc(cv, h, "bias", bias), RT_DT_FLOAT);
+    t = rt__tf_binary(cv, "Pow", nm(cv, h, "pow"), t, sc(cv, h, "neg_beta", -beta), RT_DT_FLOAT);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim,
+                   rt__tf_binary(cv, "Mul", h, x, t, RT_DT_FLOAT));
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } misc[] = {
     {"Swish", op_swish}, {"Shrink", op_shrink}, {"LpNormalization", op_lpnorm},
@@ -745,7 +791,7 @@ static const struct { const char *op; rt__ox_handler fn; } misc[] = {
     {"HammingWindow", op_window}, {"BlackmanWindow", op_window},
     {"MeanVarianceNormalization", op_mvn}, {"NonZero", op_nonzero}, {"Compress", op_compress},
     {"CenterCropPad", op_center_crop_pad}, {"AffineGrid", op_affine_grid}, {"CumProd", op_cumprod},
-    {"GroupNormalization", op_group_norm},
+    {"GroupNormalization", op_group_norm}, {"LRN", op_lrn},
 };
 /* clang-format on */
 

@@ -110,6 +110,7 @@ static const ox_opdef ox_defs[] = {
     {"AffineGrid", {20}, {0}, "align_corners"},
     {"CumProd", {26}, {0}, "exclusive reverse"},
     {"GroupNormalization", {18, 21}, {0}, "epsilon num_groups stash_type"},
+    {"LRN", {1, 13}, {0}, "alpha beta bias size"},
     {"RotaryEmbedding", {23}, {0}, "interleaved num_heads rotary_embedding_dim"},
     {"GridSample", {16, 20, 22}, {0}, "align_corners mode padding_mode"},
     {"ScatterND", {11, 13, 16, 18}, {0}, "reduction"},
