@@ -84,15 +84,10 @@ static const char *repeat_heads(rt__ox_conv *cv, const char *h, const char *x, i
     int64_t n = kvh * rep, *ix = rt__ox_alloc(cv, (size_t)n * sizeof(int64_t));
     for (int64_t i = 0; i < n; i++)
         ix[i] = i / rep;
-    Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", h);
-    rt__tf_input(cv, g, x);
-    rt__tf_input(cv, g,
-                 rt__tf_const_int(cv, rt__ox_printf(cv, "%s/ix", h), RT_DT_INT64, 1, &n, ix));
-    rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", h), 1));
-    rt__tf_attr_type(cv, g, "Tparams", RT_DT_FLOAT);
-    rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
-    rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
-    rt__tf_attr_i(cv, g, "batch_dims", 0);
+    Tensorflow__NodeDef *g = rt__ox_gather_node(
+        cv, h, x, RT_DT_FLOAT,
+        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/ix", h), RT_DT_INT64, 1, &n, ix), RT_DT_INT64,
+        1);
     return g->name;
 }
 
@@ -347,15 +342,10 @@ ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 /* GatherV2 of x's last axis (rank r) at the n constant positions ix. */
 static const char *take_last(rt__ox_conv *cv, const char *h, const char *x, int r, int64_t n,
                              const int64_t *ix) {
-    Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", h);
-    rt__tf_input(cv, g, x);
-    rt__tf_input(cv, g,
-                 rt__tf_const_int(cv, rt__ox_printf(cv, "%s/ix", h), RT_DT_INT64, 1, &n, ix));
-    rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", h), r - 1));
-    rt__tf_attr_type(cv, g, "Tparams", RT_DT_FLOAT);
-    rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
-    rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
-    rt__tf_attr_i(cv, g, "batch_dims", 0);
+    Tensorflow__NodeDef *g = rt__ox_gather_node(
+        cv, h, x, RT_DT_FLOAT,
+        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/ix", h), RT_DT_INT64, 1, &n, ix), RT_DT_INT64,
+        r - 1);
     return g->name;
 }
 
@@ -432,15 +422,8 @@ ms_status rt__ox_op_rotary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     for (int i = 0; i < 2; i++) {
         const char *t = cs[i], *w = i ? "sin" : "cos";
         if (P) {
-            Tensorflow__NodeDef *g =
-                rt__tf_node(cv, "GatherV2", rt__ox_printf(cv, "%s/%s_pos", h, w));
-            rt__tf_input(cv, g, t);
-            rt__tf_input(cv, g, p);
-            rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", g->name), 0));
-            rt__tf_attr_type(cv, g, "Tparams", RT_DT_FLOAT);
-            rt__tf_attr_type(cv, g, "Tindices", P->dt);
-            rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
-            rt__tf_attr_i(cv, g, "batch_dims", 0);
+            Tensorflow__NodeDef *g = rt__ox_gather_node(cv, rt__ox_printf(cv, "%s/%s_pos", h, w), t,
+                                                        RT_DT_FLOAT, p, P->dt, 0);
             t = g->name;
         }
         if (cl != half)

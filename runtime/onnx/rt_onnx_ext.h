@@ -25,6 +25,11 @@ ms_status rt__ox_op_rotary(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_nll_loss(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_sce_loss(rt__ox_conv *cv, const Onnx__NodeProto *n);
 
+/* GatherV2 node of x (type dt) at the indices ix (type idt) on axis, with
+ * batch_dims 0. */
+Tensorflow__NodeDef *rt__ox_gather_node(rt__ox_conv *cv, const char *h, const char *x, rt_dtype dt,
+                                        const char *ix, rt_dtype idt, int axis);
+
 /* TF reduction `op` (Sum, Max, Mean, ...) of x of type dt over the int32
  * axes ax[0..na), keeping them as 1s when keep. */
 const char *rt__ox_reduce(rt__ox_conv *cv, const char *op, const char *h, const char *x,

@@ -202,14 +202,9 @@ static ms_status op_onehot(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *dd = rt__tf_cast(cv, nm(cv, h, "depth32"), d, RT_DT_INT64, RT_DT_INT32);
     const char *sel[2];
     for (int i = 0; i < 2; i++) {
-        Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", nm(cv, h, i ? "on" : "off"));
-        rt__tf_input(cv, g, v);
-        rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/ix", g->name), i));
-        rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", g->name), 0));
-        rt__tf_attr_type(cv, g, "Tparams", V->dt);
-        rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT32);
-        rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
-        rt__tf_attr_i(cv, g, "batch_dims", 0);
+        Tensorflow__NodeDef *g = rt__ox_gather_node(
+            cv, nm(cv, h, i ? "on" : "off"), v, V->dt,
+            rt__tf_i32(cv, nm(cv, h, i ? "on_ix" : "off_ix"), i), RT_DT_INT32, 0);
         sel[i] = g->name;
     }
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "OneHot", h);
@@ -412,14 +407,7 @@ static ms_status op_compress(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_type(cv, w, "T", RT_DT_BOOL);
     int64_t m1 = -1;
     const char *ix = rt__tf_reshape(cv, nm(cv, h, "ix"), w->name, RT_DT_INT64, 1, &m1);
-    Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", h);
-    rt__tf_input(cv, g, x);
-    rt__tf_input(cv, g, ix);
-    rt__tf_input(cv, g, rt__tf_i32(cv, nm(cv, h, "axis"), axis));
-    rt__tf_attr_type(cv, g, "Tparams", X->dt);
-    rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
-    rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
-    rt__tf_attr_i(cv, g, "batch_dims", 0);
+    Tensorflow__NodeDef *g = rt__ox_gather_node(cv, h, x, X->dt, ix, RT_DT_INT64, axis);
     od[axis] = -1;
     rt__ox_def_out(cv, n, 0, X->dt, r, od, g->name);
     return MS_OK;
@@ -490,14 +478,9 @@ static ms_status op_center_crop_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_type(cv, c, "T", RT_DT_INT64);
     rt__tf_attr_type(cv, c, "Tidx", RT_DT_INT32);
     int64_t rr = r;
-    Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", nm(cv, h, "out"));
-    rt__tf_input(cv, g, c->name);
-    rt__tf_input(cv, g, rt__tf_const_int(cv, nm(cv, h, "pick"), RT_DT_INT64, 1, &rr, idx));
-    rt__tf_input(cv, g, rt__tf_i32(cv, nm(cv, h, "axis"), 0));
-    rt__tf_attr_type(cv, g, "Tparams", RT_DT_INT64);
-    rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
-    rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
-    rt__tf_attr_i(cv, g, "batch_dims", 0);
+    Tensorflow__NodeDef *g = rt__ox_gather_node(
+        cv, nm(cv, h, "out"), c->name, RT_DT_INT64,
+        rt__tf_const_int(cv, nm(cv, h, "pick"), RT_DT_INT64, 1, &rr, idx), RT_DT_INT64, 0);
     const char *out = g->name, *zero = i64(cv, nm(cv, h, "zero"), 0),
                *two = i64(cv, nm(cv, h, "two"), 2);
     const char *diff = rt__tf_binary(cv, "Sub", nm(cv, h, "diff"), in, out, RT_DT_INT64);
@@ -550,16 +533,10 @@ static ms_status op_affine_grid(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *coord[3], *lens[3];
     for (int k = 0; k < nd; k++) {
         int64_t at = 2 + k, one = 1;
-        Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", rt__ox_printf(cv, "%s/len%d", h, k));
-        rt__tf_input(cv, g, s);
-        rt__tf_input(
-            cv, g,
-            rt__tf_const_int(cv, rt__ox_printf(cv, "%s/at%d", h, k), RT_DT_INT64, 0, NULL, &at));
-        rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", g->name), 0));
-        rt__tf_attr_type(cv, g, "Tparams", RT_DT_INT64);
-        rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
-        rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
-        rt__tf_attr_i(cv, g, "batch_dims", 0);
+        Tensorflow__NodeDef *g = rt__ox_gather_node(
+            cv, rt__ox_printf(cv, "%s/len%d", h, k), s, RT_DT_INT64,
+            rt__tf_const_int(cv, rt__ox_printf(cv, "%s/at%d", h, k), RT_DT_INT64, 0, NULL, &at),
+            RT_DT_INT64, 0);
         lens[k] = g->name;
         Tensorflow__NodeDef *rg = rt__tf_node(cv, "Range", rt__ox_printf(cv, "%s/i%d", h, k));
         rt__tf_input(cv, rg, i64(cv, rt__ox_printf(cv, "%s/start%d", h, k), 0));
@@ -620,14 +597,9 @@ static ms_status op_affine_grid(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_type(cv, nb, "T", RT_DT_FLOAT);
     rt__tf_attr_type(cv, nb, "out_type", RT_DT_INT64);
     int64_t b0 = 0, ndv = nd;
-    Tensorflow__NodeDef *bn = rt__tf_node(cv, "GatherV2", nm(cv, h, "batch"));
-    rt__tf_input(cv, bn, nb->name);
-    rt__tf_input(cv, bn, rt__tf_const_int(cv, nm(cv, h, "b0"), RT_DT_INT64, 0, NULL, &b0));
-    rt__tf_input(cv, bn, rt__tf_i32(cv, nm(cv, h, "baxis"), 0));
-    rt__tf_attr_type(cv, bn, "Tparams", RT_DT_INT64);
-    rt__tf_attr_type(cv, bn, "Tindices", RT_DT_INT64);
-    rt__tf_attr_type(cv, bn, "Taxis", RT_DT_INT32);
-    rt__tf_attr_i(cv, bn, "batch_dims", 0);
+    Tensorflow__NodeDef *bn = rt__ox_gather_node(
+        cv, nm(cv, h, "batch"), nb->name, RT_DT_INT64,
+        rt__tf_const_int(cv, nm(cv, h, "b0"), RT_DT_INT64, 0, NULL, &b0), RT_DT_INT64, 0);
     const char *dims[5] = {bn->name};
     for (int k = 0; k < nd; k++)
         dims[1 + k] = lens[k];
@@ -713,15 +685,8 @@ static ms_status op_group_norm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         const char *ixc = rt__tf_const_int(cv, nm(cv, h, "group_of"), RT_DT_INT64, 1, &C, ix);
         const char *v[2] = {s, b};
         for (int i = 0; i < 2; i++) {
-            Tensorflow__NodeDef *g =
-                rt__tf_node(cv, "GatherV2", nm(cv, h, i ? "bias_c" : "scale_c"));
-            rt__tf_input(cv, g, v[i]);
-            rt__tf_input(cv, g, ixc);
-            rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", g->name), 0));
-            rt__tf_attr_type(cv, g, "Tparams", RT_DT_FLOAT);
-            rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
-            rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
-            rt__tf_attr_i(cv, g, "batch_dims", 0);
+            Tensorflow__NodeDef *g = rt__ox_gather_node(cv, nm(cv, h, i ? "bias_c" : "scale_c"),
+                                                        v[i], RT_DT_FLOAT, ixc, RT_DT_INT64, 0);
             v[i] = g->name;
         }
         s = v[0], b = v[1];
