@@ -40,6 +40,19 @@ const char *rt__ox_reduce(rt__ox_conv *cv, const char *op, const char *h, const 
     return nd->name;
 }
 
+Tensorflow__NodeDef *rt__ox_gather_node(rt__ox_conv *cv, const char *h, const char *x, rt_dtype dt,
+                                        const char *ix, rt_dtype idt, int axis) {
+    Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", h);
+    rt__tf_input(cv, g, x);
+    rt__tf_input(cv, g, ix);
+    rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", g->name), axis));
+    rt__tf_attr_type(cv, g, "Tparams", dt);
+    rt__tf_attr_type(cv, g, "Tindices", idt);
+    rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
+    rt__tf_attr_i(cv, g, "batch_dims", 0);
+    return g;
+}
+
 static const char *sc(rt__ox_conv *cv, const char *h, const char *what, float x) {
     return rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/%s", h, what), x);
 }

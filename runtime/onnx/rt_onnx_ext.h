@@ -26,7 +26,7 @@ ms_status rt__ox_op_nll_loss(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_sce_loss(rt__ox_conv *cv, const Onnx__NodeProto *n);
 
 /* GatherV2 node of x (type dt) at the indices ix (type idt) on axis, with
- * batch_dims 0. */
+ * batch_dims 0 (rt_onnx_attn.c, as rt__ox_reduce). */
 Tensorflow__NodeDef *rt__ox_gather_node(rt__ox_conv *cv, const char *h, const char *x, rt_dtype dt,
                                         const char *ix, rt_dtype idt, int axis);
 
