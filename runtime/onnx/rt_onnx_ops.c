@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "rt_onnx_ext.h"
 #include "rt_onnx_int.h"
 
 typedef struct win2d {
@@ -1250,5 +1251,6 @@ static const struct { const char *op; rt__ox_handler fn; } handlers[] = {
 rt__ox_handler rt__ox_handler_for(const char *op_type) {
     for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
         if (strcmp(handlers[i].op, op_type) == 0) return handlers[i].fn;
-    return rt__ox_more_handler(op_type);
+    rt__ox_handler h = rt__ox_more_handler(op_type);
+    return h ? h : rt__ox_ext_handler(op_type);
 }

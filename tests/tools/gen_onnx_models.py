@@ -445,11 +445,13 @@ def pydicom_window(ds, center, width):
 
 
 def unsupported():
-    """A graph with an op the importer does not support (NonZero)."""
+    """A graph with an op the importer does not support (TfIdfVectorizer)."""
     b = Builder(4)
     h = b.op("Relu", ["x"])
-    b.nodes.append(helper.make_node("NonZero", [h], ["y"], name="my_nonzero"))
-    y = helper.make_tensor_value_info("y", TensorProto.INT64, [2, "K"])
+    b.nodes.append(helper.make_node("TfIdfVectorizer", [h], ["y"], name="my_tfidf", mode="TF",
+                                    min_gram_length=1, max_gram_length=1, max_skip_count=0,
+                                    ngram_counts=[0], ngram_indexes=[0], pool_int64s=[1]))
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1])
     return b.model([tinfo("x", ["N", 4])], [y], 13, "bad")
 
 
