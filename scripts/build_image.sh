@@ -120,8 +120,12 @@ base() {
     echo "build_image: $ref made in $(($(date +%s) - t0)) s" >&2
     echo "$ref"
 }
-build_base=$(base build "$(sh scripts/install_deps.sh --list build)")
-runtime_base=$(base runtime "$(sh scripts/install_deps.sh --list runtime)")
+# The two bases at once: mmdebstrap mostly waits on the mirror and on dpkg.
+base build "$(sh scripts/install_deps.sh --list build)" >build/image/ref-build &
+pid=$!
+runtime_base=$(base runtime "$(sh scripts/install_deps.sh --list runtime)") || { kill "$pid" 2>/dev/null; exit 1; }
+wait "$pid" || exit 1
+build_base=$(cat build/image/ref-build)
 
 t0=$(date +%s)
 # shellcheck disable=SC2046
