@@ -4,11 +4,13 @@
 #   make run      build, then serve the bundled demo model
 #   make test     build, then run every test (unit + integration)
 #   make test-asan  the same suite built with ASan+UBSan in build-asan/
+#   make image    the cpu container image, offline (podman + mmdebstrap bases)
+#   make test-image  make image, then tests/it_image.py runs it hardened
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 CTEST_ARGS ?=
 
-.PHONY: all deps deps-build build run test test-asan fuzz clean
+.PHONY: all deps deps-build build run test test-asan fuzz image test-image clean
 
 all: build
 
@@ -46,6 +48,19 @@ fuzz: deps
 	@cmake --build build-fuzz -j $(JOBS) --target fuzz_dicom fuzz_sstable fuzz_onnx fuzz_codecs fuzz_wire fuzz_handlers \
 	  fuzz_example fuzz_rest_examples fuzz_rest_predict fuzz_config
 	@sh scripts/run_fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# The Dockerfile's cpu target as IMAGE, built with no container registry:
+# podman build from two Debian 12 bases that mmdebstrap makes from Debian's
+# packages once per set of inputs (scripts/build_image.sh; docs/deploy.md).
+IMAGE ?= dcmserve:cpu
+image:
+	@sh scripts/install_deps.sh image
+	@sh scripts/build_image.sh $(IMAGE)
+
+# Runs IMAGE read-only, non-root, without capabilities: health, a DICOM
+# Predict, a SIGTERM drain (tests/it_image.py; skipped under plain ctest).
+test-image: deps image
+	@DCM_IMAGE_TEST=1 DCM_IMAGE=$(IMAGE) /usr/bin/python3 tests/it_image.py
 
 clean:
 	rm -rf build build-asan build-fuzz

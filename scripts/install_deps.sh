@@ -4,12 +4,17 @@
 # something is missing.
 set -eu
 
-# Usage: install_deps.sh [runtime|build|all]   (default all)
+# Usage: install_deps.sh [--list] [runtime|build|all|image]   (default all)
 #   runtime  shared libraries the built daemon needs (what an image carries)
 #   build    runtime + compilers, headers and generators (enough for `make run`)
 #   all      build + test-only packages (clang/fuzzing, valgrind, Python test
 #            modules, DICOM tools, kubectl, npm schema validators and
 #            promtool for the deploy and monitoring tests)
+#   image    what `make image` and `make test-image` need besides `all`:
+#            podman (with its buildah), mmdebstrap for the Debian bases, and
+#            runc (podman's runtime where crun cannot run: cgroup v1 hybrid)
+# --list prints the packages of that set, one line, and installs nothing
+# (scripts/build_image.sh puts them into its mmdebstrap bases).
 RUNTIME_PKGS="libgrpc29 libprotobuf-c1 libuv1 libcjson1 zlib1g libsnappy1v5
 libopenblas0-serial libjpeg62-turbo libcharls2 libopenjp2-7 libpng16-16 libmicrohttpd12
 libgnutls30"
@@ -26,6 +31,7 @@ libgdcm-tools openjph-tools python3-yaml
 python3-grpc-tools protobuf-compiler-grpc libprotobuf-dev curl python3-h2 openssl"
 # kubectl for the deploy test: Debian's kubernetes-client, unless some kubectl
 # is already installed (other packages ship /usr/bin/kubectl and conflict).
+IMAGE_PKGS="podman mmdebstrap runc"
 command -v kubectl >/dev/null 2>&1 || TEST_PKGS="$TEST_PKGS kubernetes-client"
 # npm for the Kubernetes schema validators of the deploy test (npm's
 # kubernetes-models, into tests/k8s_schema/node_modules below), unless some
@@ -52,12 +58,19 @@ if [ -r /etc/os-release ] && grep -q '^VERSION_CODENAME=noble' /etc/os-release; 
     BUILD_PKGS=$(ubuntu "$BUILD_PKGS")
 fi
 
+LIST=0
+if [ "${1:-}" = --list ]; then LIST=1; shift; fi
 case "${1:-all}" in
     runtime) PKGS="$RUNTIME_PKGS" ;;
     build) PKGS="$RUNTIME_PKGS $BUILD_PKGS" ;;
     all) PKGS="$RUNTIME_PKGS $BUILD_PKGS $TEST_PKGS" ;;
-    *) echo "install_deps.sh: expected runtime, build or all, got '$1'" >&2; exit 2 ;;
+    image) PKGS="$IMAGE_PKGS" ;;
+    *) echo "install_deps.sh: expected runtime, build, all or image, got '$1'" >&2; exit 2 ;;
 esac
+if [ "$LIST" = 1 ]; then
+    echo $PKGS
+    exit 0
+fi
 
 missing=""
 for p in $PKGS; do

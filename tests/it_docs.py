@@ -7,9 +7,11 @@
   docs/deploy.md name in backquotes exists;
 - README's quick start has exactly the two set-up commands `make test` and
   `make run`, and the PORT / REST_PORT it documents reach scripts/run_demo.sh;
-- the Dockerfile: the named stages, each runtime stage from the tested install
-  script and install_deps.sh runtime, non-root, EXPOSE 8500 8501, HEALTHCHECK by
-  `dcmserve health`, the entrypoint; nothing fetched but packages and base
+- the Dockerfile: the named stages, CPU ones first, the cpu stages on the
+  BUILD_BASE / RUNTIME_BASE arguments (debian:12, debian:12-slim by default),
+  each runtime stage from the tested install script and install_deps.sh
+  runtime followed by apt-get clean, non-root, EXPOSE 8500 8501, HEALTHCHECK by
+  `dcmserve health --service=liveness`, the entrypoint; nothing fetched but packages and base
   images (no ADD of URLs, no curl / wget / pip / git clone).
 (The Python snippets of README and docs/demo.md are run by it_examples_python.)
 """
@@ -104,8 +106,13 @@ def check_dockerfile():
     stages = {}
     for m in re.finditer(r"^FROM (\S+) AS (\S+)\n(.*?)(?=^FROM |\Z)", text, re.M | re.S):
         stages[m.group(2)] = (m.group(1), m.group(3))
-    check(set(stages) == {"build", "cpu", "gpu-build", "gpu"}, "stages %s" % sorted(stages))
-    check(stages["cpu"][0] == "debian:12-slim", "cpu base %s" % stages["cpu"][0])
+    # CPU stages first: Docker's legacy builder builds every stage up to the
+    # target, so `--target cpu` must not reach the CUDA base images.
+    check(list(stages) == ["build", "cpu", "gpu-build", "gpu"], "stages %s" % list(stages))
+    args = dict(re.findall(r"^ARG (\w+)=(\S+)", text, re.M))
+    for st, arg, default in (("build", "BUILD_BASE", "debian:12"), ("cpu", "RUNTIME_BASE", "debian:12-slim")):
+        check(stages[st][0] == "${%s}" % arg and args.get(arg) == default,
+              "%s base %s (ARG %s=%s)" % (st, stages[st][0], arg, args.get(arg)))
     check(re.match(r"nvidia/cuda:\$\{CUDA_TAG\}-runtime-ubuntu24\.04", stages["gpu"][0]),
           "gpu base %s" % stages["gpu"][0])
     tag = re.search(r"^ARG CUDA_TAG=(\S+)", text, re.M).group(1)
@@ -114,15 +121,18 @@ def check_dockerfile():
         body = stages[b][1]
         check("install_deps.sh build" in body and "deploy/install.sh /opt/dcmserve" in body,
               "%s does not use install_deps.sh build and deploy/install.sh" % b)
+        check("apt-get clean" in body, "%s: no apt-get clean" % b)
     check("DCMSERVE_CUDA=ON" in stages["gpu-build"][1], "gpu-build without -DDCMSERVE_CUDA=ON")
     for r, b in (("cpu", "build"), ("gpu", "gpu-build")):
         body = stages[r][1]
-        check("install_deps.sh runtime" in body, "%s: no install_deps.sh runtime" % r)
+        check("install_deps.sh runtime" in body and "apt-get clean" in body,
+              "%s: no install_deps.sh runtime with apt-get clean" % r)
         check("COPY --from=%s /opt/dcmserve /opt/dcmserve" % b in body, "%s: not from %s" % (r, b))
         user = re.search(r"^USER (\S+)", body, re.M)
         check(user and not user.group(1).startswith(("0", "root")), "%s: USER %r" % (r, user))
         check(re.search(r"^EXPOSE 8500 8501$", body, re.M), "%s: EXPOSE 8500 8501" % r)
-        check(re.search(r"^HEALTHCHECK .*\n?.*dcmserve health", body, re.M), "%s: HEALTHCHECK" % r)
+        check(re.search(r"^HEALTHCHECK .*\n?.*dcmserve health .*--service=liveness", body, re.M),
+              "%s: HEALTHCHECK of grpc.health service liveness" % r)
         check('ENTRYPOINT ["/opt/dcmserve/bin/dcmserve-entrypoint"]' in body, "%s: ENTRYPOINT" % r)
         check("MODEL_NAME=" in body and "MODEL_BASE_PATH=" in body, "%s: MODEL_* env" % r)
     for bad in (r"^ADD\s+https?:", r"\bcurl\b", r"\bwget\b", r"\bpip3?\s+install", r"git\s+clone"):
