@@ -639,7 +639,9 @@ static ms_status op_reduce(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (na > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "too many axes");
     int noop = (int)rt__ox_attr_i(n, "noop_with_empty_axes", 0);
     int keep = (int)rt__ox_attr_i(n, "keepdims", 1);
-    if (na < 0 && (A = rt__ox_in(cv, n, 1)) != NULL && !rt__ox_is_const(A)) {
+    if (na < 0 && (A = rt__ox_in(cv, n, 1)) != NULL && A->rank == 1 && A->dim[0] == 0) {
+        na = 0; /* an empty run-time list is known empty here */
+    } else if (na < 0 && (A = rt__ox_in(cv, n, 1)) != NULL && !rt__ox_is_const(A)) {
         /* Axes computed at run time: TF's reductions take them as a tensor.
          * An empty run-time list would mean "all axes" in ONNX and "none"
          * in TF, so the list length must be known and non-zero. */

@@ -25,6 +25,40 @@ static int is_known(const rt__ox_value *x) {
     return x->f != NULL || x->iv != NULL;
 }
 
+/* An int vector input of static length (its count in *len), for the run-time
+ * forms; MS_ENOTSUP naming `what` otherwise. */
+static ms_status int_vector(rt__ox_conv *cv, rt__ox_value *v, const char *what, int max,
+                            int64_t *len, const char **tf) {
+    if (v->rank != 1 || v->dim[0] < 0 || v->dim[0] > max ||
+        (v->dt != RT_DT_INT64 && v->dt != RT_DT_INT32))
+        return rt__ox_err(cv, MS_ENOTSUP, "%s must be an int32/int64 vector of static length",
+                          what);
+    *len = v->dim[0];
+    return rt__ox_tf(cv, v, tf);
+}
+
+/* 0..k-1 (axes) or k ones (steps) as an int64 Const. */
+static const char *seq_or_ones(rt__ox_conv *cv, const char *hint, int64_t k, int ones) {
+    int64_t v[2 * OX_MAXR];
+    for (int64_t j = 0; j < k; j++)
+        v[j] = ones ? 1 : j;
+    return rt__tf_const_int(cv, hint, RT_DT_INT64, 1, &k, v);
+}
+
+/* Marks in keep[] the axes of a rank-r tensor that constant axes input A
+ * (NULL: the first k axes) leaves alone; 0 when A is not a constant. */
+static int untouched_axes(const rt__ox_value *A, int r, int64_t k, uint8_t *keep) {
+    for (int i = 0; i < r; i++)
+        keep[i] = A != NULL || i >= k;
+    if (A == NULL) return 1;
+    if (!A->iv || !rt__ox_is_const(A) || rt__ox_nelem(A) > OX_MAXR) return 0;
+    for (int64_t j = 0; j < rt__ox_nelem(A); j++) {
+        int a = rt__ox_norm_axis(A->iv[j], r);
+        if (a >= 0 && a < r) keep[a] = 0;
+    }
+    return 1;
+}
+
 /* Reshape of x (value) to od (rank r, entries -1 = unknown); emits a TF
  * Reshape unless x is folded. */
 static ms_status reshape_to(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *x, int r,
@@ -186,6 +220,29 @@ ms_status rt__ox_op_squeeze_unsqueeze(rt__ox_conv *cv, const Onnx__NodeProto *n)
     int64_t axes[OX_MAXR];
     int na = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
     if (na > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "too many axes");
+    rt__ox_value *A = na < 0 ? rt__ox_in(cv, n, 1) : NULL;
+    if (A != NULL && (!A->iv || !rt__ox_is_const(A))) {
+        /* Axes computed at run time: our OnnxSqueeze / OnnxUnsqueeze (a
+         * view; the run checks the axes). The output rank follows from
+         * the axes' static count. */
+        const char *x, *a;
+        int64_t k, od[OX_MAXR];
+        if ((st = int_vector(cv, A, "run-time axes", OX_MAXR, &k, &a)) != MS_OK) return st;
+        int orank = unsq ? X->rank + (int)k : X->rank - (int)k;
+        if ((!unsq && k == 0) || orank < 0 || orank > OX_MAXR)
+            return rt__ox_err(cv, MS_ENOTSUP, "run-time axes of %lld values for rank %d",
+                              (long long)k, X->rank);
+        if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+        Tensorflow__NodeDef *nd =
+            rt__tf_node(cv, unsq ? "OnnxUnsqueeze" : "OnnxSqueeze", rt__ox_hint_of(n));
+        rt__tf_input(cv, nd, x);
+        rt__tf_input(cv, nd, a);
+        rt__tf_attr_type(cv, nd, "T", X->dt);
+        for (int i = 0; i < orank; i++)
+            od[i] = -1;
+        rt__ox_def_out(cv, n, 0, X->dt, orank, od, nd->name);
+        return MS_OK;
+    }
     if (na < 0 && (st = rt__ox_const_ints(cv, n, 1, axes, OX_MAXR, &na)) != MS_OK) return st;
     int64_t od[OX_MAXR];
     int r = 0;
@@ -400,12 +457,52 @@ static int64_t clampi(int64_t v, int64_t lo, int64_t hi) {
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* Slice whose starts, ends, axes or steps are computed at run time: our
+ * OnnxSlice op, which clamps as ONNX does (kn_cpu_shape.c). */
+static ms_status slice_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X) {
+    static const char *const names[5] = {"data", "starts", "ends", "axes", "steps"};
+    const char *h = rt__ox_hint_of(n), *t[5];
+    ms_status st;
+    int64_t k = -1, len;
+    if ((st = rt__ox_tf(cv, X, &t[0])) != MS_OK) return st;
+    for (int i = 1; i < 5; i++) {
+        rt__ox_value *v = rt__ox_in(cv, n, i);
+        if (v == NULL && i <= 2) return rt__ox_err(cv, MS_EINVAL, "input %s is missing", names[i]);
+        if (v == NULL) {
+            t[i] = seq_or_ones(cv, rt__ox_printf(cv, "%s/%s", h, names[i]), k, i == 4);
+            continue;
+        }
+        if ((st = int_vector(cv, v, rt__ox_printf(cv, "run-time %s", names[i]), OX_MAXR, &len,
+                             &t[i])) != MS_OK)
+            return st;
+        if (k >= 0 && len != k)
+            return rt__ox_err(cv, MS_EINVAL, "%s has %lld values, starts has %lld", names[i],
+                              (long long)len, (long long)k);
+        k = len;
+    }
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "OnnxSlice", h);
+    for (int i = 0; i < 5; i++)
+        rt__tf_input(cv, nd, t[i]);
+    rt__tf_attr_type(cv, nd, "T", X->dt);
+    int64_t od[OX_MAXR];
+    uint8_t keep[OX_MAXR];
+    int known = untouched_axes(rt__ox_in(cv, n, 3), X->rank, k, keep);
+    for (int i = 0; i < X->rank; i++)
+        od[i] = known && keep[i] ? X->dim[i] : -1;
+    rt__ox_def_out(cv, n, 0, X->dt, X->rank, od, nd->name);
+    return MS_OK;
+}
+
 ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
     int r = X->rank;
     if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
+    for (int i = 1; i < 5 && cv->opset >= 10; i++) {
+        rt__ox_value *v = rt__ox_in(cv, n, i);
+        if (v != NULL && (!v->iv || !rt__ox_is_const(v))) return slice_rt(cv, n, X);
+    }
     int64_t starts[OX_MAXR], ends[OX_MAXR], axes[OX_MAXR], steps[OX_MAXR];
     int c1, c2, c3, c4;
     if (cv->opset < 10) {
@@ -516,35 +613,116 @@ ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* A scalar of type dt holding v. */
+static const char *scalar_of(rt__ox_conv *cv, const char *h, rt_dtype dt, float v) {
+    int64_t iv = (int64_t)v;
+    if (dt == RT_DT_FLOAT) return rt__ox_scalar_f32(cv, h, v);
+    if ((dt == RT_DT_INT64 || dt == RT_DT_INT32 || dt == RT_DT_BOOL || dt == RT_DT_UINT8 ||
+         dt == RT_DT_INT8) &&
+        (float)iv == v)
+        return rt__tf_const_int(cv, h, dt, 0, NULL, &iv);
+    return rt__tf_cast(cv, h, rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/f", h), v), RT_DT_FLOAT,
+                       dt);
+}
+
+/* Pad in the forms TF's Pad/MirrorPad do not cover: pads, value or axes
+ * computed at run time, the axes input, negative pads, edge and wrap modes.
+ * Our OnnxPad op (kn_cpu_shape.c); pads0 (np0 values) are the constant
+ * pads when known (opset < 11 or a constant input), else NULL. */
+static ms_status pad_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X,
+                        const int64_t *pads0, int np0, float value0, const char *mode) {
+    const char *h = rt__ox_hint_of(n), *x, *p, *v, *a;
+    int r = X->rank;
+    int64_t na = r, np;
+    ms_status st;
+    rt__ox_value *P = cv->opset >= 11 ? rt__ox_in(cv, n, 1) : NULL;
+    rt__ox_value *V = cv->opset >= 11 ? rt__ox_in(cv, n, 2) : NULL;
+    rt__ox_value *A = cv->opset >= 18 ? rt__ox_in(cv, n, 3) : NULL;
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+    if (A != NULL) {
+        if ((st = int_vector(cv, A, "axes", OX_MAXR, &na, &a)) != MS_OK) return st;
+    } else {
+        a = seq_or_ones(cv, rt__ox_printf(cv, "%s/axes", h), r, 0);
+    }
+    if (pads0 != NULL) {
+        int64_t cnt = np0;
+        p = rt__tf_const_int(cv, rt__ox_printf(cv, "%s/pads", h), RT_DT_INT64, 1, &cnt, pads0);
+        np = cnt;
+    } else if (P == NULL) {
+        return rt__ox_err(cv, MS_EINVAL, "input pads is missing");
+    } else if ((st = int_vector(cv, P, "run-time pads", 2 * OX_MAXR, &np, &p)) != MS_OK) {
+        return st;
+    }
+    if (np != 2 * na)
+        return rt__ox_err(cv, MS_EINVAL, "pads has %lld values for %lld axes", (long long)np,
+                          (long long)na);
+    if (V != NULL && !(V->f && rt__ox_nelem(V) == 1 && X->dt == RT_DT_FLOAT)) {
+        if (V->dt != X->dt || (V->rank > 0 && rt__ox_nelem(V) != 1))
+            return rt__ox_err(cv, MS_EINVAL, "constant_value must be one %s value",
+                              rt_dtype_name(X->dt));
+        if ((st = rt__ox_tf(cv, V, &v)) != MS_OK) return st;
+    } else {
+        v = scalar_of(cv, rt__ox_printf(cv, "%s/value", h), X->dt, V ? V->f[0] : value0);
+    }
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "OnnxPad", h);
+    rt__tf_input(cv, nd, x);
+    rt__tf_input(cv, nd, p);
+    rt__tf_input(cv, nd, v);
+    rt__tf_input(cv, nd, a);
+    rt__tf_attr_type(cv, nd, "T", X->dt);
+    rt__tf_attr_s(cv, nd, "mode", mode);
+    int64_t od[OX_MAXR];
+    for (int i = 0; i < r; i++)
+        od[i] = pads0 != NULL && A == NULL && X->dim[i] >= 0 && np0 == 2 * r
+                    ? X->dim[i] + pads0[i] + pads0[i + r]
+                    : -1;
+    rt__ox_def_out(cv, n, 0, X->dt, r, od, nd->name);
+    return MS_OK;
+}
+
 ms_status rt__ox_op_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL, *V = NULL;
+    rt__ox_value *X = NULL, *V = NULL, *P = NULL;
     const char *x;
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
     int r = X->rank, last;
     if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
-    if ((st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK) return st;
+    static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+    const char *mode = NULL;
+    for (int m = 0; m < 4; m++)
+        if (rt__ox_attr_is(n, "mode", modes[m], "constant")) mode = modes[m];
+    if (mode == NULL || (cv->opset < 19 && strcmp(mode, "wrap") == 0))
+        return rt__ox_err(cv, MS_ENOTSUP, "mode must be constant, reflect, edge or wrap (wrap "
+                                          "from opset 19)");
     int64_t pads[2 * OX_MAXR];
-    int np;
+    int np = -1;
     float value = 0.0f;
     if (cv->opset < 11) {
         np = rt__ox_attr_ints(n, "pads", pads, 2 * OX_MAXR);
         value = rt__ox_attr_f(n, "value", 0.0f);
+        if (np < 0 || np > 2 * OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "pads must be given");
     } else {
-        if ((st = rt__ox_const_ints(cv, n, 1, pads, 2 * OX_MAXR, &np)) != MS_OK) return st;
-        if ((V = rt__ox_in(cv, n, 2)) && (st = rt__ox_const_float_scalar(cv, V, &value)) != MS_OK)
+        P = rt__ox_in(cv, n, 1);
+        if (P != NULL && P->iv && rt__ox_is_const(P) &&
+            (st = rt__ox_const_ints(cv, n, 1, pads, 2 * OX_MAXR, &np)) != MS_OK)
             return st;
-        if (rt__ox_in(cv, n, 3))
-            return rt__ox_err(cv, MS_ENOTSUP, "the axes input is not supported");
+        V = rt__ox_in(cv, n, 2);
+        if (V != NULL && (V->f || (V->iv && rt__ox_is_const(V))) && rt__ox_nelem(V) == 1)
+            value = V->f ? V->f[0] : (float)V->iv[0];
+        else if (V != NULL)
+            np = -2; /* a run-time value: OnnxPad */
     }
-    if (np != 2 * r) return rt__ox_err(cv, MS_EINVAL, "pads must have %d values", 2 * r);
-    int reflect = rt__ox_attr_is(n, "mode", "reflect", "constant");
-    if (!reflect && !rt__ox_attr_is(n, "mode", "constant", "constant"))
-        return rt__ox_err(cv, MS_ENOTSUP, "only constant and reflect modes are supported");
+    /* TF's Pad / PadV2 / MirrorPad: constant pads >= 0 of every axis. */
+    int tf_form = np == 2 * r && (cv->opset < 18 || rt__ox_in(cv, n, 3) == NULL) &&
+                  (strcmp(mode, "constant") == 0 || strcmp(mode, "reflect") == 0) &&
+                  (V == NULL || X->dt == RT_DT_FLOAT);
+    for (int i = 0; i < np && tf_form; i++)
+        tf_form = pads[i] >= 0;
+    if (!tf_form) return pad_rt(cv, n, X, np >= 0 ? pads : NULL, np, value, mode);
+    int reflect = strcmp(mode, "reflect") == 0;
+    if ((st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK) return st;
     int64_t od[OX_MAXR];
     for (int i = 0; i < r; i++) {
-        if (pads[i] < 0 || pads[i + r] < 0)
-            return rt__ox_err(cv, MS_ENOTSUP, "negative pads are not supported");
         if (pads[i] > OX_DIM_MAX || pads[i + r] > OX_DIM_MAX)
             return rt__ox_err(cv, MS_EINVAL, "pads too large");
         od[i] = X->dim[i] < 0 ? -1 : X->dim[i] + pads[i] + pads[i + r];
