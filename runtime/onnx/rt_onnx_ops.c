@@ -285,8 +285,8 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if ((st = rt__ox_need4(cv, n, 0, &X, &x)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &W, NULL)) != MS_OK)
         return st;
-    if (!W->f || W->rank != 4)
-        return rt__ox_err(cv, MS_ENOTSUP, "weights must be a constant 4-D float tensor");
+    if (W->rank != 4 || W->dt != RT_DT_FLOAT || rt__ox_count_unknown(4, W->dim) != 0)
+        return rt__ox_err(cv, MS_ENOTSUP, "weights must be a 4-D float tensor of static shape");
     if (rt__ox_attr_i(n, "group", 1) != 1)
         return rt__ox_err(cv, MS_ENOTSUP, "grouped ConvTranspose is not supported");
     if (rt__ox_attr(n, "output_shape"))
@@ -317,11 +317,22 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int64_t full[2] = {s[0] * (X->dim[2] - 1) + kh + op[0], s[1] * (X->dim[3] - 1) + kw + op[1]};
     /* TF filter [kh, kw, out_channels, in_channels]; no spatial flip. */
     int64_t fd[4] = {kh, kw, Co, Ci};
-    float *f = rt__ox_alloc(cv, (size_t)(kh * kw * Co * Ci) * sizeof(float));
-    for (int64_t ci = 0; ci < Ci; ci++)
-        for (int64_t co = 0; co < Co; co++)
-            for (int64_t y = 0; y < kh * kw; y++)
-                f[(y * Co + co) * Ci + ci] = W->f[(ci * Co + co) * kh * kw + y];
+    const char *filter;
+    if (W->f) {
+        float *f = rt__ox_alloc(cv, (size_t)(kh * kw * Co * Ci) * sizeof(float));
+        for (int64_t ci = 0; ci < Ci; ci++)
+            for (int64_t co = 0; co < Co; co++)
+                for (int64_t y = 0; y < kh * kw; y++)
+                    f[(y * Co + co) * Ci + ci] = W->f[(ci * Co + co) * kh * kw + y];
+        filter = rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 4, fd, f);
+    } else {
+        /* Weights computed at run time: the same transpose as a node. */
+        static const int64_t to_hwoi[4] = {2, 3, 1, 0};
+        const char *wt;
+        if ((st = rt__ox_tf(cv, W, &wt)) != MS_OK) return st;
+        filter = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/filter", h), wt, RT_DT_FLOAT, 4,
+                                  to_hwoi);
+    }
     /* input_sizes = [batch, Co, full_h, full_w]; the batch comes from x at run
      * time when it is dynamic. */
     const char *sizes;
@@ -363,7 +374,7 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int64_t l[4];
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "Conv2DBackpropInput", h);
     rt__tf_input(cv, nd, sizes);
-    rt__tf_input(cv, nd, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 4, fd, f));
+    rt__tf_input(cv, nd, filter);
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
     rt__ox_lay4(cv, l, 1, 1, s[0], s[1]);
@@ -387,12 +398,16 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         y = sl->name;
     }
     if (B != NULL) {
-        if (!B->f || rt__ox_nelem(B) != Co)
-            return rt__ox_err(cv, MS_ENOTSUP, "bias must be a constant of %lld floats",
-                              (long long)Co);
+        const char *bt = NULL;
+        if (B->dt != RT_DT_FLOAT || B->rank != 1 || B->dim[0] != Co)
+            return rt__ox_err(cv, MS_ENOTSUP, "bias must be %lld floats", (long long)Co);
+        if (B->f)
+            bt = rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &Co, B->f);
+        else if ((st = rt__ox_tf(cv, B, &bt)) != MS_OK)
+            return st;
         Tensorflow__NodeDef *ba = rt__tf_node(cv, "BiasAdd", rt__ox_printf(cv, "%s/bias_add", h));
         rt__tf_input(cv, ba, y);
-        rt__tf_input(cv, ba, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &Co, B->f));
+        rt__tf_input(cv, ba, bt);
         rt__tf_attr_type(cv, ba, "T", RT_DT_FLOAT);
         rt__tf_attr_s(cv, ba, "data_format", rt__ox_data_format(cv));
         y = ba->name;
@@ -430,7 +445,11 @@ static ms_status op_batchnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (st != MS_OK) return st;
     for (int i = 0; i < 4; i++) {
         if ((st = rt__ox_need(cv, n, i + 1, &p[i], NULL)) != MS_OK) return st;
-        if (!p[i]->f) return rt__ox_err(cv, MS_ENOTSUP, "parameters must be constants");
+        /* Run-time parameters: FusedBatchNormV3 takes them as tensors. */
+        if (!p[i]->f && (X->rank != 4 || p[i]->dt != RT_DT_FLOAT || p[i]->rank != 1))
+            return rt__ox_err(cv, MS_ENOTSUP,
+                              "parameters computed at run time need a 4-D input and float "
+                              "vectors");
     }
     if (X->rank < 2) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be >= 2");
     if (rt__ox_attr_i(n, "training_mode", 0) != 0)
@@ -474,7 +493,9 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         (st = rt__ox_need(cv, n, 1, &S, NULL)) != MS_OK ||
         (st = rt__ox_need(cv, n, 2, &B, NULL)) != MS_OK)
         return st;
-    if (!S->f || !B->f) return rt__ox_err(cv, MS_ENOTSUP, "scale and B must be constants");
+    if ((!S->f || !B->f) && (S->dt != RT_DT_FLOAT || B->dt != RT_DT_FLOAT || S->rank != 1 ||
+                             B->rank != 1))
+        return rt__ox_err(cv, MS_ENOTSUP, "scale and B must be float vectors");
     if (X->rank < 3) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be >= 3");
     int r = X->rank, last = r == 4 && cv->nhwc;
     /* A 3-D op's NDHWC result (rt_onnx_3d.c) is normalised channels-last. */
@@ -493,7 +514,25 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *ax = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/axes", h), r - 2, axes);
     const char *nrm =
         rt__ox_normalize(cv, h, x, ax, rt__ox_attr_f(n, "epsilon", 1e-5f), NULL, NULL);
-    const char *y = channel_affine(cv, h, nrm, r, rt__ox_nelem(S), S->f, B->f, last);
+    const char *y;
+    if (S->f && B->f) {
+        y = channel_affine(cv, h, nrm, r, rt__ox_nelem(S), S->f, B->f, last);
+    } else {
+        /* Scale and B computed at run time: [C] (channels last) or [C, 1, ...]. */
+        const char *sb[2];
+        int64_t d[OX_MAXR];
+        d[0] = -1;
+        for (int i = 1; i < r - 1; i++)
+            d[i] = 1;
+        for (int i = 0; i < 2; i++) {
+            if ((st = rt__ox_tf(cv, i ? B : S, &sb[i])) != MS_OK) return st;
+            if (!last)
+                sb[i] = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/%s", h, i ? "b" : "a"), sb[i],
+                                       RT_DT_FLOAT, r - 1, d);
+        }
+        y = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/scale", h), nrm, sb[0], RT_DT_FLOAT);
+        y = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/shift", h), y, sb[1], RT_DT_FLOAT);
+    }
     rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, ndhwc ? NULL : y);
     if (ndhwc)
         o->tf_alt = y; /* ONNX order made by rt__ox_tf when needed */
@@ -713,12 +752,24 @@ static ms_status op_unary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *x;
     int last;
     ms_status st;
-    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
-        (st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK)
-        return st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
     const char *op = NULL;
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (strcmp(map[i][0], n->op_type) == 0) op = map[i][1];
+    int64_t ne = rt__ox_nelem(X);
+    if (X->iv && ne >= 0 && ne <= OX_MAXR && (strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0)) {
+        /* Shape arithmetic (-axis, |d|) folds, keeping unknown entries unknown. */
+        rt__ox_value *o = rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, NULL);
+        o->iv = rt__ox_alloc(cv, (size_t)ne * 8 + 8);
+        o->ik = rt__ox_alloc(cv, (size_t)ne + 1);
+        for (int64_t i = 0; i < ne; i++) {
+            int64_t v = X->iv[i] == INT64_MIN ? INT64_MAX : X->iv[i];
+            o->iv[i] = op[0] == 'N' ? -v : v < 0 ? -v : v;
+            o->ik[i] = X->ik[i];
+        }
+        return MS_OK;
+    }
+    if ((st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK) return st;
     if (strcmp(op, "Relu") == 0 && rt__ox_op3_unary(cv, n, op)) return MS_OK;
     Tensorflow__NodeDef *nd = rt__tf_node(cv, op, rt__ox_hint_of(n));
     rt__tf_input(cv, nd, x);
@@ -1011,7 +1062,14 @@ static ms_status op_gemm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     float alpha = rt__ox_attr_f(n, "alpha", 1.0f), beta = rt__ox_attr_f(n, "beta", 1.0f);
     int64_t N = tb ? B->dim[0] : B->dim[1], M = ta ? A->dim[1] : A->dim[0];
     if (alpha != 1.0f) {
-        if (!B->f) return rt__ox_err(cv, MS_ENOTSUP, "alpha != 1 needs a constant B");
+        if (!B->f) {
+            /* B computed at run time: alpha * B before the product. */
+            if ((st = rt__ox_tf(cv, B, &b)) != MS_OK) return st;
+            b = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/alpha_b", h), b,
+                              rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/alpha", h), alpha),
+                              RT_DT_FLOAT);
+            goto product;
+        }
         int64_t ne = rt__ox_nelem(B);
         float *s = rt__ox_alloc(cv, (size_t)ne * 4);
         for (int64_t i = 0; i < ne; i++)
@@ -1020,6 +1078,7 @@ static ms_status op_gemm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     } else if ((st = rt__ox_tf(cv, B, &b)) != MS_OK) {
         return st;
     }
+product:;
     Tensorflow__NodeDef *mm = rt__tf_node(cv, "MatMul", h);
     rt__tf_input(cv, mm, a);
     rt__tf_input(cv, mm, b);
