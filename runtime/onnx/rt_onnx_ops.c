@@ -913,6 +913,19 @@ static int fold_int_binary(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__
         else
             o->ik[i] = 0;
     }
+    /* Partially known (a dynamic dim in shape arithmetic): also the TF op,
+     * so that the value can feed a run-time Reshape, Fill, ... */
+    const char *tfop = strcmp(op, "Add") == 0   ? "AddV2"
+                       : strcmp(op, "Sub") == 0 ? "Sub"
+                       : strcmp(op, "Mul") == 0 ? "Mul"
+                       : strcmp(op, "Div") == 0 ? "TruncateDiv"
+                                                : NULL;
+    rt__ox_value *va = (rt__ox_value *)a, *vb = (rt__ox_value *)b;
+    const char *ta, *tb;
+    if (!rt__ox_is_const(o) && tfop && a->dt == b->dt && (a->tf || rt__ox_is_const(a)) &&
+        (b->tf || rt__ox_is_const(b)) && rt__ox_tf(cv, va, &ta) == MS_OK &&
+        rt__ox_tf(cv, vb, &tb) == MS_OK)
+        o->tf = rt__tf_binary(cv, tfop, rt__ox_hint_of(n), ta, tb, a->dt);
     return 1;
 }
 

@@ -25,6 +25,11 @@ static int is_known(const rt__ox_value *x) {
     return x->f != NULL || x->iv != NULL;
 }
 
+/* 1 when v can become a TF tensor (known in full, or computed by a node). */
+static int has_tensor(const rt__ox_value *v) {
+    return v->tf != NULL || rt__ox_is_const(v);
+}
+
 /* An int vector input of static length (its count in *len), for the run-time
  * forms; MS_ENOTSUP naming `what` otherwise. */
 static ms_status int_vector(rt__ox_conv *cv, rt__ox_value *v, const char *what, int max,
@@ -65,6 +70,10 @@ static ms_status reshape_to(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_va
                             const int64_t *od) {
     if (is_known(x) && rt__ox_count_unknown(r, od) == 0) {
         fold_reshape(cv, n, x, r, od);
+        /* A partially known shape value keeps its run-time tensor. */
+        if (!rt__ox_is_const(x) && x->tf != NULL)
+            rt__ox_find(cv, n->output[0])->tf =
+                rt__tf_reshape(cv, rt__ox_hint_of(n), x->tf, x->dt, r, od);
         return MS_OK;
     }
     if (rt__ox_count_unknown(r, od) > 1)
@@ -168,6 +177,9 @@ ms_status rt__ox_op_reshape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         if (od[i] >= 0 && __builtin_mul_overflow(known, od[i], &known))
             return rt__ox_err(cv, MS_EINVAL, "shape too large");
     }
+    if (rt__ox_count_unknown(r, od) > 1 && S->tf != NULL && S->dt == RT_DT_INT64 &&
+        X->rank >= 0)
+        return reshape_rt(cv, n, X, S, allowzero); /* shape computed at run time */
     /* Resolve the -1 when the input size is static. */
     int64_t total = rt__ox_nelem(X);
     if (total >= 0 && rt__ox_count_unknown(r, od) == 1 && known > 0)
@@ -331,6 +343,7 @@ ms_status rt__ox_op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__ox_alias(cv, n, v[0]);
         return MS_OK;
     }
+    rt__ox_value *folded = NULL;
     if (all_known) {
         int isf = v[0]->f != NULL;
         rt__ox_value *o = rt__ox_def_out(cv, n, 0, v[0]->dt, r, od, NULL);
@@ -355,7 +368,13 @@ ms_status rt__ox_op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                     }
                 }
             }
-        return MS_OK;
+        /* Partially known (shape arithmetic with dynamic dims): also the
+         * ConcatV2 of the inputs' run-time tensors. */
+        int tensors = !rt__ox_is_const(o);
+        for (int i = 0; i < ni && tensors; i++)
+            tensors = has_tensor(v[i]);
+        if (!tensors) return MS_OK;
+        folded = o;
     }
     int last = 0;
     for (int i = 0; i < ni && r == 4 && axis == 1; i++)
@@ -371,7 +390,9 @@ ms_status rt__ox_op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_i(cv, nd, "N", ni);
     rt__tf_attr_type(cv, nd, "T", v[0]->dt);
     rt__tf_attr_type(cv, nd, "Tidx", RT_DT_INT32);
-    rt__ox_def_out(cv, n, 0, v[0]->dt, r, od, nd->name)->nhwc = last;
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, v[0]->dt, r, od, nd->name);
+    o->nhwc = last;
+    if (folded != NULL) o->iv = folded->iv, o->ik = folded->ik;
     return MS_OK;
 }
 
@@ -561,6 +582,7 @@ ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         if (step != 1) any_step = 1;
     }
     /* Known 1-D vectors (shape arithmetic) fold. */
+    rt__ox_value *folded = NULL;
     if (X->iv && r == 1 && X->dim[0] >= 0) {
         rt__ox_value *o = rt__ox_def_out(cv, n, 0, X->dt, 1, od, NULL);
         o->iv = rt__ox_alloc(cv, (size_t)od[0] * 8 + 8);
@@ -569,7 +591,9 @@ ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             o->iv[k] = X->iv[b[0] + k * s[0]];
             o->ik[k] = X->ik[b[0] + k * s[0]];
         }
-        return MS_OK;
+        /* Partially known: also the TF slice of X's run-time tensor. */
+        if (rt__ox_is_const(o) || X->tf == NULL) return MS_OK;
+        folded = o;
     }
     const char *x;
     if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
@@ -609,7 +633,8 @@ ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     }
     rt__tf_attr_type(cv, nd, "T", X->dt);
     rt__tf_attr_type(cv, nd, "Index", RT_DT_INT32);
-    rt__ox_def_out(cv, n, 0, X->dt, r, od, nd->name);
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, X->dt, r, od, nd->name);
+    if (folded != NULL) o->iv = folded->iv, o->ik = folded->ik;
     return MS_OK;
 }
 
@@ -969,6 +994,41 @@ ms_status rt__ox_op_shape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         o->iv[i] = X->dim[b + i];
         o->ik[i] = X->dim[b + i] >= 0;
     }
+    /* A rank-5 value of rt_onnx_3d.c may only have its NDHWC tensor. */
+    int ndhwc = X->tf == NULL && X->tf_alt != NULL && r == 5;
+    if (rt__ox_is_const(o) || (X->tf == NULL && !ndhwc)) return MS_OK;
+    /* Dynamic dims: the run-time Shape too (of the stored tensor, permuted
+     * back to ONNX order when it is channels-last), for consumers that
+     * need the value as a tensor. */
+    const char *h = rt__ox_hint_of(n);
+    Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", h);
+    rt__tf_input(cv, sh, ndhwc ? X->tf_alt : X->tf);
+    rt__tf_attr_type(cv, sh, "T", X->dt);
+    rt__tf_attr_type(cv, sh, "out_type", RT_DT_INT64);
+    const char *t = sh->name;
+    if (X->nhwc || ndhwc) {
+        static const int64_t p4[4] = {0, 3, 1, 2}, p5[5] = {0, 4, 1, 2, 3};
+        const int64_t *perm = ndhwc ? p5 : p4;
+        Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", rt__ox_printf(cv, "%s/nchw", h));
+        rt__tf_input(cv, g, t);
+        rt__tf_input(cv, g, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/perm", h), r, perm));
+        rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", h), 0));
+        rt__tf_attr_type(cv, g, "Tparams", RT_DT_INT64);
+        rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT32);
+        rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
+        rt__tf_attr_i(cv, g, "batch_dims", 0);
+        t = g->name;
+    }
+    if (b != 0 || len != r) {
+        Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/part", h));
+        rt__tf_input(cv, sl, t);
+        rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", h), 1, &b));
+        rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", h), 1, &len));
+        rt__tf_attr_type(cv, sl, "T", RT_DT_INT64);
+        rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
+        t = sl->name;
+    }
+    o->tf = t;
     return MS_OK;
 }
 
@@ -1067,6 +1127,14 @@ ms_status rt__ox_op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                     else
                         o->iv[pos] = X->iv[src], o->ik[pos] = X->ik[src];
                 }
+        if (rt__ox_is_const(o) || X->tf == NULL || !rt__ox_is_const(I)) return MS_OK;
+        /* Partially known: also the run-time GatherV2. */
+        int64_t *iv = o->iv;
+        uint8_t *ik = o->ik;
+        ms_status gs = gather_rt(cv, n, X, I);
+        if (gs != MS_OK) return gs;
+        o = rt__ox_find(cv, n->output[0]);
+        o->iv = iv, o->ik = ik;
         return MS_OK;
     }
     /* A run-time tensor: one index (or a contiguous range) as a Slice. */
@@ -1129,6 +1197,9 @@ ms_status rt__ox_op_cast(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                 o->ik[i] = X->f ? 1 : X->ik[i];
                 if (dt == RT_DT_BOOL) o->iv[i] = o->iv[i] != 0;
             }
+            if (!rt__ox_is_const(o) && X->tf != NULL)
+                o->tf = dt == X->dt ? X->tf
+                                    : rt__tf_cast(cv, rt__ox_hint_of(n), X->tf, X->dt, dt);
         }
         return MS_OK;
     }
