@@ -1,6 +1,7 @@
 /* check_kn_shape.c - CPU shape kernels: views (Reshape, Squeeze, ExpandDims),
  * ConcatV2, Pack, Transpose, Pad/PadV2/MirrorPad, Shape, Fill, Slice,
- * StridedSlice, Split, SplitV, Tile. Expected values worked out by hand. */
+ * StridedSlice, Split, SplitV, Tile; the ONNX forms OnnxSlice, OnnxPad,
+ * OnnxSqueeze, OnnxUnsqueeze. Expected values worked out by hand. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,6 +471,141 @@ START_TEST(huge_sizes) {
 }
 END_TEST
 
+/* ---- ONNX forms with run-time inputs (OnnxSlice, OnnxPad, OnnxSqueeze,
+ * OnnxUnsqueeze): ONNX's semantics, values worked out by hand. ---- */
+
+START_TEST(onnx_slice) {
+    /* [0..9] from -3 to INT64_MAX: 7, 8, 9 (the end clamps to 10). */
+    rt_tensor *in[5] = {tu_iota_f32(S(10), 0, 1), TU_I64(S(1), -3), TU_I64(S(1), INT64_MAX),
+                        TU_I32(S(1), 0), TU_I64(S(1), 1)};
+    rt_tensor *o = tu_run1(tu_node_new("OnnxSlice", "s"), in, 5);
+    TU_CHECK_F32(o, S(3), 0, 7, 8, 9);
+    rt_tensor_unref(o);
+    /* From the last back to INT64_MIN by -3: start 9, end clamps to -1
+     * (through index 0): 9, 6, 3, 0. */
+    rt_tensor_unref(in[1]), in[1] = TU_I64(S(1), -1);
+    rt_tensor_unref(in[2]), in[2] = TU_I64(S(1), INT64_MIN);
+    rt_tensor_unref(in[4]), in[4] = TU_I64(S(1), -3);
+    o = tu_run1(tu_node_new("OnnxSlice", "s"), in, 5);
+    TU_CHECK_F32(o, S(4), 0, 9, 6, 3, 0);
+    rt_tensor_unref(o);
+    /* Start past the end: empty. */
+    rt_tensor_unref(in[1]), in[1] = TU_I64(S(1), 5);
+    rt_tensor_unref(in[2]), in[2] = TU_I64(S(1), 2);
+    rt_tensor_unref(in[4]), in[4] = TU_I64(S(1), 1);
+    o = tu_run1(tu_node_new("OnnxSlice", "s"), in, 5);
+    tu_check_shape(o, RT_DT_FLOAT, S(0));
+    rt_tensor_unref(o);
+    /* Step 0 and a repeated axis are refused. */
+    rt_tensor_unref(in[4]), in[4] = TU_I64(S(1), 0);
+    tu_run_fail(tu_node_new("OnnxSlice", "bad_step"), in, 5, 1, MS_EINVAL, "step");
+    tu_unref(in, 5);
+    /* (2,3) [[0,1,2],[3,4,5]], axis -1 from 1 to 3: [[1,2],[4,5]]; axes [0, 0]
+     * is refused. */
+    rt_tensor *in2[5] = {tu_iota_f32(S(2, 3), 0, 1), TU_I64(S(1), 1), TU_I64(S(1), 3),
+                         TU_I64(S(1), -1), TU_I64(S(1), 1)};
+    o = tu_run1(tu_node_new("OnnxSlice", "s"), in2, 5);
+    TU_CHECK_F32(o, S(2, 2), 0, 1, 2, 4, 5);
+    rt_tensor_unref(o);
+    tu_unref(in2 + 1, 4);
+    in2[1] = TU_I64(S(2), 0, 0), in2[2] = TU_I64(S(2), 1, 1), in2[3] = TU_I64(S(2), 0, 0);
+    in2[4] = TU_I64(S(2), 1, 1);
+    tu_run_fail(tu_node_new("OnnxSlice", "bad_axes"), in2, 5, 1, MS_EINVAL, "repeated");
+    rt_tensor_unref(in2[4]), in2[4] = TU_I64(S(1), 1);
+    tu_run_fail(tu_node_new("OnnxSlice", "bad_len"), in2, 5, 1, MS_EINVAL, "steps");
+    tu_unref(in2, 5);
+}
+END_TEST
+
+/* OnnxPad of [1,2,3] by (before, after) in mode m; value 9. */
+static rt_tensor *pad3(const char *m, int64_t b, int64_t a) {
+    rt_tensor *in[4] = {TU_F32(S(3), 1, 2, 3), TU_I64(S(2), b, a), TU_F32(TU_SCALAR, 9),
+                        TU_I64(S(1), 0)};
+    Tensorflow__NodeDef *d = tu_node_new("OnnxPad", "p");
+    tu_attr_s(d, "mode", m);
+    return run(d, in, 4);
+}
+
+START_TEST(onnx_pad) {
+    rt_tensor *o = pad3("constant", 2, 1);
+    TU_CHECK_F32(o, S(6), 0, 9, 9, 1, 2, 3, 9);
+    rt_tensor_unref(o);
+    o = pad3("edge", 2, 1);
+    TU_CHECK_F32(o, S(6), 0, 1, 1, 1, 2, 3, 3);
+    rt_tensor_unref(o);
+    o = pad3("wrap", 2, 1); /* -2 -> 1, -1 -> 2, 3 -> 0 */
+    TU_CHECK_F32(o, S(6), 0, 2, 3, 1, 2, 3, 1);
+    rt_tensor_unref(o);
+    o = pad3("reflect", 2, 1); /* -2 -> 2, -1 -> 1, 3 -> 1 */
+    TU_CHECK_F32(o, S(6), 0, 3, 2, 1, 2, 3, 2);
+    rt_tensor_unref(o);
+    o = pad3("reflect", 3, 0); /* reflects again past the edge, as numpy: -3 -> 1 */
+    TU_CHECK_F32(o, S(6), 0, 2, 3, 2, 1, 2, 3);
+    rt_tensor_unref(o);
+    o = pad3("constant", -1, 1); /* a negative pad removes */
+    TU_CHECK_F32(o, S(3), 0, 2, 3, 9);
+    rt_tensor_unref(o);
+    o = pad3("edge", -3, 0); /* everything removed */
+    tu_check_shape(o, RT_DT_FLOAT, S(0));
+    rt_tensor_unref(o);
+    /* (2,2) padded on axis 1 only, one column before: [[0,1,2],[0,3,4]]. */
+    rt_tensor *in[4] = {TU_F32(S(2, 2), 1, 2, 3, 4), TU_I64(S(2), 1, 0), TU_F32(TU_SCALAR, 0),
+                        TU_I64(S(1), -1)};
+    o = tu_run1(tu_node_new("OnnxPad", "p"), in, 4);
+    TU_CHECK_F32(o, S(2, 3), 0, 0, 1, 2, 0, 3, 4);
+    rt_tensor_unref(o);
+    /* pads not 2 per axis; too negative */
+    rt_tensor_unref(in[1]), in[1] = TU_I64(S(4), 1, 0, 0, 0);
+    tu_run_fail(tu_node_new("OnnxPad", "bad_pads"), in, 4, 1, MS_EINVAL, "pads");
+    rt_tensor_unref(in[1]), in[1] = TU_I64(S(2), -2, -1);
+    tu_run_fail(tu_node_new("OnnxPad", "bad_pads"), in, 4, 1, MS_EINVAL, "do not fit");
+    tu_unref(in, 4);
+    /* An empty input: constant pads fill, edge cannot. */
+    rt_tensor *in2[4] = {tu_t(RT_DT_FLOAT, S(0), NULL, 0), TU_I64(S(2), 1, 1),
+                         TU_F32(TU_SCALAR, 7), TU_I64(S(1), 0)};
+    o = tu_run1(tu_node_new("OnnxPad", "p"), in2, 4);
+    TU_CHECK_F32(o, S(2), 0, 7, 7);
+    rt_tensor_unref(o);
+    Tensorflow__NodeDef *d = tu_node_new("OnnxPad", "bad_edge");
+    tu_attr_s(d, "mode", "edge");
+    tu_run_fail(d, in2, 4, 1, MS_EINVAL, "empty");
+    d = tu_node_new("OnnxPad", "bad_mode");
+    tu_attr_s(d, "mode", "symmetric");
+    tu_run_fail(d, in2, 4, 1, MS_EINVAL, "mode");
+    tu_unref(in2, 4);
+}
+END_TEST
+
+START_TEST(onnx_squeeze) {
+    /* Unsqueeze (2,3) at 0 and -1 (of the output's rank 4): (1,2,3,1). */
+    rt_tensor *in[2] = {tu_iota_f32(S(2, 3), 0, 1), TU_I64(S(2), 0, -1)};
+    rt_tensor *o = tu_run1(tu_node_new("OnnxUnsqueeze", "u"), in, 2);
+    TU_CHECK_F32(o, S(1, 2, 3, 1), 0, 0, 1, 2, 3, 4, 5);
+    rt_tensor_unref(o);
+    rt_tensor_unref(in[1]), in[1] = TU_I64(S(2), 1, 1);
+    tu_run_fail(tu_node_new("OnnxUnsqueeze", "bad_axes"), in, 2, 1, MS_EINVAL, "repeated");
+    tu_unref(in, 2);
+    /* Squeeze (1,2,1,3) at -2: (1,2,3); an empty list drops every 1; axis 1
+     * (size 2) is refused. */
+    rt_tensor *in2[2] = {tu_iota_f32(S(1, 2, 1, 3), 0, 1), TU_I64(S(1), -2)};
+    o = tu_run1(tu_node_new("OnnxSqueeze", "s"), in2, 2);
+    tu_check_shape(o, RT_DT_FLOAT, S(1, 2, 3));
+    rt_tensor_unref(o);
+    rt_tensor_unref(in2[1]), in2[1] = tu_t(RT_DT_INT64, S(0), NULL, 0);
+    o = tu_run1(tu_node_new("OnnxSqueeze", "s"), in2, 2);
+    TU_CHECK_F32(o, S(2, 3), 0, 0, 1, 2, 3, 4, 5);
+    rt_tensor_unref(o);
+    rt_tensor_unref(in2[1]), in2[1] = TU_I32(S(1), 1);
+    tu_run_fail(tu_node_new("OnnxSqueeze", "bad_sq"), in2, 2, 1, MS_EINVAL, "size 1");
+    tu_unref(in2, 2);
+    /* An empty tensor (0,1) squeezed at 1: (0). */
+    rt_tensor *in3[2] = {tu_t(RT_DT_FLOAT, S(0, 1), NULL, 0), TU_I64(S(1), 1)};
+    o = run(tu_node_new("OnnxSqueeze", "s"), in3, 2);
+    tu_check_shape(o, RT_DT_FLOAT, S(0));
+    rt_tensor_unref(o);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("kn_shape");
     struct {
@@ -492,6 +628,9 @@ static Suite *suite(void) {
         {"huge_sizes", huge_sizes},
         {"gather", gather},
         {"range", range},
+        {"onnx_slice", onnx_slice},
+        {"onnx_pad", onnx_pad},
+        {"onnx_squeeze", onnx_squeeze},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

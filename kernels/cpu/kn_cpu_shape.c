@@ -903,7 +903,7 @@ static ms_status onnx_ints(const kn_node *node, const rt_tensor *t, const char *
     int cnt;
     ms_status st = kn__read_ints(node, t, what, v, max, &cnt);
     if (st != MS_OK) return st;
-    if (cnt != n) return KN_EINVAL(node, "%s has %d values, starts/axes have %d", what, cnt, n);
+    if (cnt != n) return KN_EINVAL(node, "%s has %d values, expected %d", what, cnt, n);
     return MS_OK;
 }
 
