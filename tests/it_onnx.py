@@ -159,9 +159,8 @@ def dicom_guards(tmp):
 
 def refusals(tmp):
     """Forms that would give a wrong answer are refused at import, naming what is missing:
-    Resize with antialias, Resize by a scale whose in * scale is not an integer (TF maps by
-    out / in, ONNX by the scale), Dropout in training mode, an attribute the handler does not
-    read, an op version the converter does not implement."""
+    a Resize coordinate mode of a later opset, Dropout in training mode, an attribute the
+    handler does not read, an op version the converter does not implement."""
     from onnx import TensorProto, helper
 
     def model(node, inits, opset, out_dims):
@@ -174,14 +173,11 @@ def refusals(tmp):
         return helper.make_tensor("s", TensorProto.FLOAT, [4], v)
 
     cases = [
-        ("antialias", model(helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs",
-                                             mode="linear", antialias=1),
-                            [scales([1, 1, 0.5, 0.5])], 18, [1, 1, 2, 2]),
-         ["rs", "Resize", "antialias"]),
-        ("fractional scale", model(helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs",
-                                                    mode="linear"),
-                                   [scales([1, 1, 0.8, 0.8])], 13, [1, 1, 3, 3]),
-         ["rs", "Resize", "scale 0.8"]),
+        ("coordinate mode of a later opset",
+         model(helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs", mode="linear",
+                                coordinate_transformation_mode="half_pixel_symmetric"),
+               [scales([1, 1, 0.5, 0.5])], 18, [1, 1, 2, 2]),
+         ["rs", "Resize", "opset 18", "half_pixel_symmetric"]),
         ("training dropout", model(helper.make_node("Dropout", ["x", "", "t"], ["y"], name="dr"),
                                    [helper.make_tensor("t", TensorProto.BOOL, [], [True])], 13,
                                    [1, 1, 4, 4]),

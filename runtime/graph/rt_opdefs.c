@@ -59,6 +59,7 @@ static const opdef_entry builtin[] = {
     /* ONNX forms with run-time inputs (kn_cpu_shape.c, emitted by the ONNX importer). */
     {"OnnxSlice", {"output"}, 0}, {"OnnxPad", {"output"}, 0},
     {"OnnxSqueeze", {"output"}, 0}, {"OnnxUnsqueeze", {"output"}, 0},
+    {"OnnxResize", {"output"}, 0},
     /* Checkpoint plumbing in TF2 exports' saver functions. */
     {"ShardedFilename", {"filename"}, 0}, {"StringJoin", {"output"}, 0},
     {"SaveV2", {NULL}, 1}, {"Save", {NULL}, 1}, {"SaveSlices", {NULL}, 1},

@@ -343,7 +343,8 @@ ms_status rt__ox_op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__ox_alias(cv, n, v[0]);
         return MS_OK;
     }
-    rt__ox_value *folded = NULL;
+    int64_t *fiv = NULL; /* the folded values, when a node is emitted too */
+    uint8_t *fik = NULL;
     if (all_known) {
         int isf = v[0]->f != NULL;
         rt__ox_value *o = rt__ox_def_out(cv, n, 0, v[0]->dt, r, od, NULL);
@@ -374,7 +375,7 @@ ms_status rt__ox_op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         for (int i = 0; i < ni && tensors; i++)
             tensors = has_tensor(v[i]);
         if (!tensors) return MS_OK;
-        folded = o;
+        fiv = o->iv, fik = o->ik;
     }
     int last = 0;
     for (int i = 0; i < ni && r == 4 && axis == 1; i++)
@@ -392,7 +393,7 @@ ms_status rt__ox_op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_type(cv, nd, "Tidx", RT_DT_INT32);
     rt__ox_value *o = rt__ox_def_out(cv, n, 0, v[0]->dt, r, od, nd->name);
     o->nhwc = last;
-    if (folded != NULL) o->iv = folded->iv, o->ik = folded->ik;
+    if (fiv != NULL) o->iv = fiv, o->ik = fik;
     return MS_OK;
 }
 
@@ -582,7 +583,8 @@ ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         if (step != 1) any_step = 1;
     }
     /* Known 1-D vectors (shape arithmetic) fold. */
-    rt__ox_value *folded = NULL;
+    int64_t *fiv = NULL; /* the folded values, when a node is emitted too */
+    uint8_t *fik = NULL;
     if (X->iv && r == 1 && X->dim[0] >= 0) {
         rt__ox_value *o = rt__ox_def_out(cv, n, 0, X->dt, 1, od, NULL);
         o->iv = rt__ox_alloc(cv, (size_t)od[0] * 8 + 8);
@@ -593,7 +595,7 @@ ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         }
         /* Partially known: also the TF slice of X's run-time tensor. */
         if (rt__ox_is_const(o) || X->tf == NULL) return MS_OK;
-        folded = o;
+        fiv = o->iv, fik = o->ik;
     }
     const char *x;
     if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
@@ -634,7 +636,7 @@ ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_type(cv, nd, "T", X->dt);
     rt__tf_attr_type(cv, nd, "Index", RT_DT_INT32);
     rt__ox_value *o = rt__ox_def_out(cv, n, 0, X->dt, r, od, nd->name);
-    if (folded != NULL) o->iv = folded->iv, o->ik = folded->ik;
+    if (fiv != NULL) o->iv = fiv, o->ik = fik;
     return MS_OK;
 }
 
@@ -765,18 +767,20 @@ ms_status rt__ox_op_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
-/* align_corners ignores the scale (it maps by (in - 1) / (out - 1)). */
-static int align_corners_mode(const Onnx__NodeProto *n, int upsample, int64_t opset) {
-    const char *dflt = (upsample || opset < 11) ? "asymmetric" : "half_pixel";
-    return rt__ox_attr_is(n, "coordinate_transformation_mode", "align_corners", dflt);
-}
-
-ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+/* Resize / Upsample with TF's ResizeBilinear / ResizeNearestNeighbor (the
+ * fast path, also for the fused CNN graphs): MS_ENOTSUP for every form they
+ * do not compute exactly as ONNX does. */
+static ms_status resize_tf(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int upsample = strcmp(n->op_type, "Upsample") == 0;
     rt__ox_value *X = NULL, *S = NULL;
     const char *h = rt__ox_hint_of(n);
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if (rt__ox_attr_i(n, "antialias", 0) != 0 || rt__ox_attr_i(n, "exclude_outside", 0) != 0 ||
+        rt__ox_attr(n, "axes") != NULL ||
+        !rt__ox_attr_is(n, "keep_aspect_ratio_policy", "stretch", "stretch"))
+        return rt__ox_err(cv, MS_ENOTSUP, "antialias, exclude_outside, axes or "
+                                          "keep_aspect_ratio_policy");
     if (X->rank == 5 && !upsample) return rt__ox_op3_resize(cv, n);
     if (!rt__ox_need_rank(cv, X, 4, &st)) return st;
     if (X->dim[2] < 0 || X->dim[3] < 0)
@@ -823,11 +827,11 @@ ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             if (!(o >= 1.0f && o <= (float)OX_DIM_MAX))
                 return rt__ox_err(cv, MS_EINVAL, "scales give an output size out of range");
             out[a] = (int64_t)o;
-            /* ONNX maps coordinates with the given scale, TF's resize ops
-             * with out / in: the same only when out = in * scale exactly
-             * (0.8 on 4 gives 3 and maps by 0.8, TF would map by 0.75). */
-            if ((double)out[a] != (double)X->dim[2 + a] * (double)scales[2 + a] &&
-                !(align_corners_mode(n, upsample, cv->opset)))
+            /* ONNX maps coordinates with the given scale (align_corners
+             * by (in - 1) / (in * scale - 1)), TF's resize ops with out / in:
+             * the same only when out = in * scale exactly (0.8 on 4 gives 3
+             * and maps by 0.8, TF would map by 0.75); OnnxResize otherwise. */
+            if ((double)out[a] != (double)X->dim[2 + a] * (double)scales[2 + a])
                 return rt__ox_err(cv, MS_ENOTSUP,
                                   "scale %g on a dimension of %lld gives a fractional output "
                                   "size; only scales with in * scale integral are supported",
@@ -894,6 +898,136 @@ ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     t = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_nchw", h), nd->name, RT_DT_FLOAT, 4, to_nchw);
     rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, 4, od, t);
     return MS_OK;
+}
+
+/* A string attribute as a C string (dflt when absent). */
+static const char *attr_str(rt__ox_conv *cv, const Onnx__NodeProto *n, const char *key,
+                            const char *dflt) {
+    const Onnx__AttributeProto *a = rt__ox_attr(n, key);
+    if (a == NULL) return dflt;
+    return rt__ox_printf(cv, "%.*s", (int)a->s.len, a->s.data ? (const char *)a->s.data : "");
+}
+
+/* 1 when s is one of the space-separated words of list. */
+static int one_of(const char *s, const char *list) {
+    size_t k = strlen(s);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ' ');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == k && strncmp(p, s, k) == 0) return 1;
+        p += len + (e != NULL);
+    }
+    return 0;
+}
+
+/* Resize / Upsample in every form ONNX defines (modes nearest, linear and
+ * cubic, every coordinate transformation, antialias, axes, aspect-ratio
+ * policies, scales and sizes known only at run time): our OnnxResize op
+ * (kn_cpu_image.c), which computes as ONNX's reference does. */
+static ms_status resize_onnx(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    int legacy = strcmp(n->op_type, "Upsample") == 0 || cv->opset < 11;
+    rt__ox_value *X = NULL, *in[3] = {NULL, NULL, NULL}; /* roi, scales, sizes */
+    const char *h = rt__ox_hint_of(n), *x, *t[3];
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if (X->dt != RT_DT_FLOAT || X->rank < 1)
+        return rt__ox_err(cv, MS_ENOTSUP, "input must be float of known rank");
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+    float fs[OX_MAXR];
+    int64_t zero = 0, nfs = -1;
+    if (strcmp(n->op_type, "Upsample") == 0 && cv->opset < 9) {
+        const Onnx__AttributeProto *a = rt__ox_attr(n, "scales");
+        if (a == NULL || a->n_floats != (size_t)X->rank)
+            return rt__ox_err(cv, MS_EINVAL, "scales must have %d values", X->rank);
+        for (int i = 0; i < X->rank; i++)
+            fs[i] = a->floats[i];
+        nfs = X->rank;
+    } else if (legacy) {
+        in[1] = rt__ox_in(cv, n, 1);
+    } else {
+        for (int i = 0; i < 3; i++)
+            in[i] = rt__ox_in(cv, n, i + 1);
+    }
+    static const rt_dtype want[3] = {RT_DT_FLOAT, RT_DT_FLOAT, RT_DT_INT64};
+    static const char *const names[3] = {"roi", "scales", "sizes"};
+    for (int i = 0; i < 3; i++) {
+        const char *hi = rt__ox_printf(cv, "%s/%s", h, names[i]);
+        if (in[i] != NULL) {
+            if (in[i]->dt != want[i] || in[i]->rank != 1)
+                return rt__ox_err(cv, MS_ENOTSUP, "%s must be a %s vector", names[i],
+                                  rt_dtype_name(want[i]));
+            if ((st = rt__ox_tf(cv, in[i], &t[i])) != MS_OK) return st;
+        } else if (i == 1 && nfs >= 0) {
+            t[i] = rt__tf_const_f32(cv, hi, 1, &nfs, fs);
+        } else {
+            t[i] = i == 2 ? rt__tf_const_int(cv, hi, RT_DT_INT64, 1, &zero, &zero)
+                          : rt__tf_const_f32(cv, hi, 1, &zero, fs);
+        }
+    }
+    const char *mode = attr_str(cv, n, "mode", "nearest");
+    if (strcmp(mode, "bilinear") == 0 && legacy) mode = "linear";
+    const char *ctm = attr_str(cv, n, "coordinate_transformation_mode",
+                               legacy ? "asymmetric" : "half_pixel");
+    const char *nm = attr_str(cv, n, "nearest_mode", legacy ? "floor" : "round_prefer_floor");
+    const char *pol = attr_str(cv, n, "keep_aspect_ratio_policy", "stretch");
+    if (!one_of(mode, "nearest linear cubic") ||
+        !one_of(ctm, cv->opset >= 19 ? "half_pixel half_pixel_symmetric pytorch_half_pixel "
+                                       "align_corners asymmetric tf_crop_and_resize"
+                                     : "half_pixel pytorch_half_pixel align_corners asymmetric "
+                                       "tf_crop_and_resize") ||
+        !one_of(nm, "round_prefer_floor round_prefer_ceil floor ceil") ||
+        !one_of(pol, "stretch not_larger not_smaller"))
+        return rt__ox_err(cv, MS_ENOTSUP,
+                          "opset %lld: mode \"%s\", coordinate_transformation_mode \"%s\", "
+                          "nearest_mode \"%s\" or keep_aspect_ratio_policy \"%s\" is not "
+                          "supported",
+                          (long long)cv->opset, mode, ctm, nm, pol);
+    int64_t axes[OX_MAXR];
+    int na = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
+    if (na > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "too many axes");
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "OnnxResize", h);
+    rt__tf_input(cv, nd, x);
+    for (int i = 0; i < 3; i++)
+        rt__tf_input(cv, nd, t[i]);
+    rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
+    rt__tf_attr_s(cv, nd, "mode", mode);
+    rt__tf_attr_s(cv, nd, "coordinate_transformation_mode", ctm);
+    rt__tf_attr_s(cv, nd, "nearest_mode", nm);
+    rt__tf_attr_s(cv, nd, "keep_aspect_ratio_policy", pol);
+    rt__tf_attr_f(cv, nd, "cubic_coeff_a", rt__ox_attr_f(n, "cubic_coeff_a", -0.75f));
+    rt__tf_attr_f(cv, nd, "extrapolation_value", rt__ox_attr_f(n, "extrapolation_value", 0.0f));
+    rt__tf_attr_i(cv, nd, "exclude_outside", rt__ox_attr_i(n, "exclude_outside", 0));
+    rt__tf_attr_i(cv, nd, "antialias", rt__ox_attr_i(n, "antialias", 0));
+    if (na >= 0) rt__tf_attr_ilist(cv, nd, "axes", axes, na);
+    /* Output dims: the resized axes unknown unless scales are constants. */
+    int64_t od[OX_MAXR];
+    uint8_t resized[OX_MAXR] = {0};
+    for (int i = 0; i < (na < 0 ? X->rank : na); i++) {
+        int a = na < 0 ? i : rt__ox_norm_axis(axes[i], X->rank);
+        if (a < 0 || a >= X->rank) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+        resized[a] = 1;
+    }
+    rt__ox_value *S = in[1];
+    int const_scales = in[2] == NULL && ((S && S->f && rt__ox_nelem(S) == (na < 0 ? X->rank : na)) ||
+                                         nfs >= 0);
+    for (int a = 0, k = 0; a < X->rank; a++) {
+        od[a] = X->dim[a];
+        if (!resized[a]) continue;
+        float sc = nfs >= 0 ? fs[a] : const_scales ? S->f[k] : 0.0f;
+        k++;
+        od[a] = const_scales && X->dim[a] >= 0 && sc > 0.0f &&
+                        (double)X->dim[a] * sc < (double)OX_DIM_MAX
+                    ? (int64_t)floor((double)X->dim[a] * (double)sc)
+                    : -1;
+    }
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, od, nd->name);
+    return MS_OK;
+}
+
+ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    ms_status st = resize_tf(cv, n);
+    if (st != MS_ENOTSUP) return st;
+    return resize_onnx(cv, n);
 }
 
 /* ======================================================================
