@@ -1,7 +1,8 @@
 /* check_kn_shape.c - CPU shape kernels: views (Reshape, Squeeze, ExpandDims),
  * ConcatV2, Pack, Transpose, Pad/PadV2/MirrorPad, Shape, Fill, Slice,
  * StridedSlice, Split, SplitV, Tile; the ONNX forms OnnxSlice, OnnxPad,
- * OnnxSqueeze, OnnxUnsqueeze. Expected values worked out by hand. */
+ * OnnxSqueeze, OnnxUnsqueeze and OnnxResize. Expected values worked out by
+ * hand. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -606,6 +607,106 @@ START_TEST(onnx_squeeze) {
 }
 END_TEST
 
+/* OnnxResize of x by scales (sizes NULL) or sizes; roi may be NULL. */
+static rt_tensor *resize(rt_tensor *x, rt_tensor *roi, rt_tensor *scales, rt_tensor *sizes,
+                         const char *mode, const char *ctm, const char *nm) {
+    rt_tensor *in[4] = {x, roi ? roi : tu_t(RT_DT_FLOAT, S(0), NULL, 0),
+                        scales ? scales : tu_t(RT_DT_FLOAT, S(0), NULL, 0),
+                        sizes ? sizes : tu_t(RT_DT_INT64, S(0), NULL, 0)};
+    Tensorflow__NodeDef *d = tu_node_new("OnnxResize", "rz");
+    tu_attr_s(d, "mode", mode);
+    tu_attr_s(d, "coordinate_transformation_mode", ctm);
+    tu_attr_s(d, "nearest_mode", nm);
+    tu_attr_f(d, "extrapolation_value", 7);
+    return run(d, in, 4);
+}
+
+START_TEST(onnx_resize) {
+    /* Linear, half_pixel, [0, 10] by 2: source -0.25, 0.25, 0.75, 1.25
+     * (edge-clamped neighbours): 0, 2.5, 7.5, 10. */
+    rt_tensor *o = resize(TU_F32(S(2), 0, 10), NULL, TU_F32(S(1), 2), NULL, "linear",
+                          "half_pixel", "floor");
+    TU_CHECK_F32(o, S(4), 1e-6, 0, 2.5, 7.5, 10);
+    rt_tensor_unref(o);
+    /* Nearest to size 3 from [1, 2] (scale 1.5). asymmetric/floor: 0, 0.67,
+     * 1.33 -> 1, 1, 2; half_pixel: -0.17, 0.5, 1.17 -> round_prefer_ceil
+     * takes the tie up (1, 2, 2), round_prefer_floor down (1, 1, 2). */
+    o = resize(TU_F32(S(2), 1, 2), NULL, NULL, TU_I64(S(1), 3), "nearest", "asymmetric",
+               "floor");
+    TU_CHECK_F32(o, S(3), 0, 1, 1, 2);
+    rt_tensor_unref(o);
+    o = resize(TU_F32(S(2), 1, 2), NULL, NULL, TU_I64(S(1), 3), "nearest", "half_pixel",
+               "round_prefer_ceil");
+    TU_CHECK_F32(o, S(3), 0, 1, 2, 2);
+    rt_tensor_unref(o);
+    o = resize(TU_F32(S(2), 1, 2), NULL, NULL, TU_I64(S(1), 3), "nearest", "half_pixel",
+               "round_prefer_floor");
+    TU_CHECK_F32(o, S(3), 0, 1, 1, 2);
+    rt_tensor_unref(o);
+    /* tf_crop_and_resize, roi [0.5, 1] of [0, 10, 20] to 2: sources 1 and 2
+     * (10, 20); roi [0.5, 1.5]: the second source 3 lies outside -> 7. */
+    o = resize(TU_F32(S(3), 0, 10, 20), TU_F32(S(2), 0.5, 1), NULL, TU_I64(S(1), 2), "linear",
+               "tf_crop_and_resize", "floor");
+    TU_CHECK_F32(o, S(2), 1e-6, 10, 20);
+    rt_tensor_unref(o);
+    o = resize(TU_F32(S(3), 0, 10, 20), TU_F32(S(2), 0.5, 1.5), NULL, TU_I64(S(1), 2), "linear",
+               "tf_crop_and_resize", "floor");
+    TU_CHECK_F32(o, S(2), 1e-6, 10, 7);
+    rt_tensor_unref(o);
+    /* Empty in, empty out; an empty input cannot grow. */
+    o = resize(tu_t(RT_DT_FLOAT, S(0), NULL, 0), NULL, NULL, TU_I64(S(1), 0), "linear",
+               "half_pixel", "floor");
+    tu_check_shape(o, RT_DT_FLOAT, S(0));
+    rt_tensor_unref(o);
+    rt_tensor *bad[4] = {tu_t(RT_DT_FLOAT, S(0), NULL, 0), tu_t(RT_DT_FLOAT, S(0), NULL, 0),
+                         tu_t(RT_DT_FLOAT, S(0), NULL, 0), TU_I64(S(1), 2)};
+    tu_run_fail(tu_node_new("OnnxResize", "bad_empty"), bad, 4, 1, MS_EINVAL, "empty");
+    tu_unref(bad, 4);
+}
+END_TEST
+
+START_TEST(onnx_resize_antialias_axes) {
+    /* Antialiased linear by 0.5 of [0, 4, 8, 12]: the triangle stretched to 4
+     * taps, weights (0.25, 0.75, 0.75, 0.25) / 2 around sources 0.5 and 2.5:
+     * 0*.125 + 0*.375 + 4*.375 + 8*.125 = 2.5 and 4*.125 + 8*.375 + 12*.375 +
+     * 12*.125 = 9.5. */
+    rt_tensor *in[4] = {TU_F32(S(4), 0, 4, 8, 12), tu_t(RT_DT_FLOAT, S(0), NULL, 0),
+                        TU_F32(S(1), 0.5), tu_t(RT_DT_INT64, S(0), NULL, 0)};
+    Tensorflow__NodeDef *d = tu_node_new("OnnxResize", "rz");
+    tu_attr_s(d, "mode", "linear");
+    tu_attr_i(d, "antialias", 1);
+    rt_tensor *o = run(d, in, 4);
+    TU_CHECK_F32(o, S(2), 1e-6, 2.5, 9.5);
+    rt_tensor_unref(o);
+    /* axes [1] of [[1,2],[3,4]] by 2, nearest asymmetric floor:
+     * [[1,1,2,2],[3,3,4,4]]. */
+    rt_tensor *in2[4] = {TU_F32(S(2, 2), 1, 2, 3, 4), tu_t(RT_DT_FLOAT, S(0), NULL, 0),
+                         TU_F32(S(1), 2), tu_t(RT_DT_INT64, S(0), NULL, 0)};
+    d = tu_node_new("OnnxResize", "rz");
+    tu_attr_s(d, "coordinate_transformation_mode", "asymmetric");
+    tu_attr_s(d, "nearest_mode", "floor");
+    int64_t ax = 1;
+    tu_attr_ilist(d, "axes", 1, &ax);
+    o = tu_run1(d, in2, 4);
+    TU_CHECK_F32(o, S(2, 4), 0, 1, 1, 2, 2, 3, 3, 4, 4);
+    rt_tensor_unref(o);
+    /* not_larger: sizes (2, 2) of a (2, 4) input keep the aspect ratio with
+     * the smaller factor 0.5: (1, 2). */
+    rt_tensor_unref(in2[2]), in2[2] = tu_t(RT_DT_FLOAT, S(0), NULL, 0);
+    rt_tensor_unref(in2[0]), in2[0] = tu_iota_f32(S(2, 4), 0, 1);
+    rt_tensor_unref(in2[3]), in2[3] = TU_I64(S(2), 2, 2);
+    d = tu_node_new("OnnxResize", "rz");
+    tu_attr_s(d, "keep_aspect_ratio_policy", "not_larger");
+    o = tu_run1(d, in2, 4);
+    tu_check_shape(o, RT_DT_FLOAT, S(1, 2));
+    rt_tensor_unref(o);
+    d = tu_node_new("OnnxResize", "bad_mode");
+    tu_attr_s(d, "mode", "bicubic");
+    tu_run_fail(d, in2, 4, 1, MS_EINVAL, "mode");
+    tu_unref(in2, 4);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("kn_shape");
     struct {
@@ -631,6 +732,8 @@ static Suite *suite(void) {
         {"onnx_slice", onnx_slice},
         {"onnx_pad", onnx_pad},
         {"onnx_squeeze", onnx_squeeze},
+        {"onnx_resize", onnx_resize},
+        {"onnx_resize_antialias_axes", onnx_resize_antialias_axes},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

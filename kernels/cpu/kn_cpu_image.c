@@ -362,10 +362,10 @@ static ms_status onnx_resize_compute(kn_ctx *ctx, const kn_node *node, void *sta
         double pick = r.policy == 1 ? INFINITY : 0.0;
         for (int i = 0; i < na; i++) {
             int64_t d = x->shape.dim[ax[i]];
-            if (sz[i] < 0 || sz[i] > INT32_MAX || d == 0)
+            if (sz[i] < 0 || sz[i] > INT32_MAX)
                 return KN_EINVAL(node, "size %lld for a dim of %lld", (long long)sz[i],
                                  (long long)d);
-            double q = (double)sz[i] / (double)d;
+            double q = d ? (double)sz[i] / (double)d : 1.0; /* empty: checked below */
             scale[ax[i]] = q, os.dim[ax[i]] = sz[i];
             pick = r.policy == 1 ? fmin(pick, q) : fmax(pick, q);
         }
