@@ -177,9 +177,6 @@ ms_status rt__ox_op_reshape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         if (od[i] >= 0 && __builtin_mul_overflow(known, od[i], &known))
             return rt__ox_err(cv, MS_EINVAL, "shape too large");
     }
-    if (rt__ox_count_unknown(r, od) > 1 && S->tf != NULL && S->dt == RT_DT_INT64 &&
-        X->rank >= 0)
-        return reshape_rt(cv, n, X, S, allowzero); /* shape computed at run time */
     /* Resolve the -1 when the input size is static. */
     int64_t total = rt__ox_nelem(X);
     if (total >= 0 && rt__ox_count_unknown(r, od) == 1 && known > 0)
@@ -200,6 +197,9 @@ ms_status rt__ox_op_reshape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             if (rest % known == 0) od[infer] = rest / known;
         }
     }
+    /* Still several unknown entries: the shape's run-time tensor. */
+    if (rt__ox_count_unknown(r, od) > 1 && S->tf != NULL && S->dt == RT_DT_INT64)
+        return reshape_rt(cv, n, X, S, allowzero);
     return reshape_to(cv, n, X, r, od);
 }
 
