@@ -309,12 +309,12 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             return rt__ox_err(cv, MS_EINVAL,
                               "strides must be in 1..2^20, output_padding below "
                               "the stride, pads in 0..2^20");
-    if (X->dim[2] < 0 || X->dim[3] < 0)
-        return rt__ox_err(cv, MS_ENOTSUP, "ConvTranspose needs static spatial dims");
     if (X->dim[1] >= 0 && X->dim[1] != Ci)
         return rt__ox_err(cv, MS_EINVAL, "weights expect %lld input channels, input has %lld",
                           (long long)Ci, (long long)X->dim[1]);
     int64_t full[2] = {s[0] * (X->dim[2] - 1) + kh + op[0], s[1] * (X->dim[3] - 1) + kw + op[1]};
+    for (int a = 0; a < 2; a++)
+        if (X->dim[2 + a] < 0) full[a] = -1;
     /* TF filter [kh, kw, out_channels, in_channels]; no spatial flip. */
     int64_t fd[4] = {kh, kw, Co, Ci};
     const char *filter;
@@ -333,43 +333,32 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         filter = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/filter", h), wt, RT_DT_FLOAT, 4,
                                   to_hwoi);
     }
-    /* input_sizes = [batch, Co, full_h, full_w]; the batch comes from x at run
-     * time when it is dynamic. */
-    const char *sizes;
-    if (X->dim[0] >= 0) {
+    /* input_sizes = [batch, Co, full_h, full_w] (graph layout); computed from
+     * x's shape at run time when a dim is dynamic: shape * [1, 0, s, s] +
+     * [0, Co, k + op - s, ...], and the crop keeps that minus the pads. */
+    const char *sizes, *crop_size = NULL;
+    if (X->dim[0] >= 0 && full[0] >= 0 && full[1] >= 0) {
         int64_t sz[4];
         rt__ox_lay4(cv, sz, X->dim[0], Co, full[0], full[1]);
         sizes = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/input_sizes", h), 4, sz);
     } else {
+        int64_t mul[4], add[4], cut[4];
+        rt__ox_lay4(cv, mul, 1, 0, s[0], s[1]);
+        rt__ox_lay4(cv, add, 0, Co, kh + op[0] - s[0], kw + op[1] - s[1]);
+        rt__ox_lay4(cv, cut, 0, 0, pads[0] + pads[2], pads[1] + pads[3]);
         Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", rt__ox_printf(cv, "%s/shape", h));
         rt__tf_input(cv, sh, x);
         rt__tf_attr_type(cv, sh, "T", RT_DT_FLOAT);
         rt__tf_attr_type(cv, sh, "out_type", RT_DT_INT32);
-        int64_t b0 = 0, b1 = 1;
-        Tensorflow__NodeDef *ss = rt__tf_node(cv, "StridedSlice", rt__ox_printf(cv, "%s/batch", h));
-        rt__tf_input(cv, ss, sh->name);
-        rt__tf_input(cv, ss, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", ss->name), 1, &b0));
-        rt__tf_input(cv, ss, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/end", ss->name), 1, &b1));
-        rt__tf_input(cv, ss, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/strides", ss->name), 1, &b1));
-        rt__tf_attr_type(cv, ss, "T", RT_DT_INT32);
-        rt__tf_attr_type(cv, ss, "Index", RT_DT_INT32);
-        rt__tf_attr_i(cv, ss, "begin_mask", 0);
-        rt__tf_attr_i(cv, ss, "end_mask", 0);
-        rt__tf_attr_i(cv, ss, "ellipsis_mask", 0);
-        rt__tf_attr_i(cv, ss, "new_axis_mask", 0);
-        rt__tf_attr_i(cv, ss, "shrink_axis_mask", 0);
-        int64_t rest[4];
-        rt__ox_lay4(cv, rest, 0, Co, full[0], full[1]);
-        Tensorflow__NodeDef *cat =
-            rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/input_sizes", h));
-        rt__tf_input(cv, cat, ss->name);
-        rt__tf_input(cv, cat,
-                     rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/chw", cat->name), 3, rest + 1));
-        rt__tf_input(cv, cat, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", cat->name), 0));
-        rt__tf_attr_i(cv, cat, "N", 2);
-        rt__tf_attr_type(cv, cat, "T", RT_DT_INT32);
-        rt__tf_attr_type(cv, cat, "Tidx", RT_DT_INT32);
-        sizes = cat->name;
+        const char *m = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/scaled", h), sh->name,
+                                      rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/mul", h), 4, mul),
+                                      RT_DT_INT32);
+        sizes = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/input_sizes", h), m,
+                              rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/add", h), 4, add),
+                              RT_DT_INT32);
+        crop_size = rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/crop_size", h), sizes,
+                                  rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/cut", h), 4, cut),
+                                  RT_DT_INT32);
     }
     int64_t l[4];
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "Conv2DBackpropInput", h);
@@ -384,7 +373,8 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_s(cv, nd, "padding", "VALID");
     rt__tf_attr_s(cv, nd, "data_format", rt__ox_data_format(cv));
     const char *y = nd->name;
-    int64_t oh = full[0] - pads[0] - pads[2], ow = full[1] - pads[1] - pads[3];
+    int64_t oh = full[0] < 0 ? -1 : full[0] - pads[0] - pads[2];
+    int64_t ow = full[1] < 0 ? -1 : full[1] - pads[1] - pads[3];
     if (pads[0] || pads[1] || pads[2] || pads[3]) {
         Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/crop", h));
         int64_t b[4], z[4];
@@ -392,7 +382,9 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__ox_lay4(cv, z, -1, Co, oh, ow);
         rt__tf_input(cv, sl, y);
         rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", sl->name), 4, b));
-        rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", sl->name), 4, z));
+        rt__tf_input(cv, sl, crop_size ? crop_size
+                                       : rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", sl->name),
+                                                       4, z));
         rt__tf_attr_type(cv, sl, "T", RT_DT_FLOAT);
         rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
         y = sl->name;
