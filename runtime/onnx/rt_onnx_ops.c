@@ -173,6 +173,7 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     {
         rt__ox_value *X5 = rt__ox_in(cv, n, 0);
         if (X5 != NULL && X5->rank == 5) return rt__ox_op3_conv(cv, n);
+        if (X5 != NULL && X5->rank == 3) return rt__ox_op1d(cv, n, op_conv);
     }
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
     const char *x, *h = rt__ox_hint_of(n);
@@ -180,18 +181,28 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if ((st = rt__ox_need4(cv, n, 0, &X, &x)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &W, NULL)) != MS_OK)
         return st;
-    /* Weights computed at run time (group 1, static shape): TF's filter is
-     * their HWIO transpose. */
+    /* Weights computed at run time (static shape): TF's filter is their HWIO
+     * transpose (group 1), or for depthwise (group = C, one input channel
+     * per group) [C, mult, kh, kw] transposed to [kh, kw, C, mult]. */
     const char *wrt = NULL;
-    if (!W->f && W->rank == 4 && W->dt == RT_DT_FLOAT && rt__ox_count_unknown(4, W->dim) == 0 &&
-        rt__ox_attr_i(n, "group", 1) == 1) {
-        static const int64_t to_hwio[4] = {2, 3, 1, 0};
+    int64_t grp = rt__ox_attr_i(n, "group", 1);
+    int rt_w = !W->f && W->rank == 4 && W->dt == RT_DT_FLOAT &&
+               rt__ox_count_unknown(4, W->dim) == 0;
+    int rt_dw = rt_w && grp > 1 && W->dim[1] == 1 && X->dim[1] == grp && W->dim[0] % grp == 0;
+    if (rt_w && (grp == 1 || rt_dw)) {
+        static const int64_t to_hwio[4] = {2, 3, 1, 0}, dw[4] = {2, 3, 0, 1};
         const char *wt;
         if ((st = rt__ox_tf(cv, W, &wt)) != MS_OK) return st;
+        if (rt_dw) {
+            int64_t cm[4] = {grp, W->dim[0] / grp, W->dim[2], W->dim[3]};
+            wt = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/w_cm", h), wt, RT_DT_FLOAT, 4, cm);
+        }
         wrt = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/filter", h), wt, RT_DT_FLOAT, 4,
-                               to_hwio);
+                               rt_dw ? dw : to_hwio);
     } else if (!W->f || W->rank != 4) {
-        return rt__ox_err(cv, MS_ENOTSUP, "weights must be a constant 4-D float tensor");
+        return rt__ox_err(cv, MS_ENOTSUP,
+                          "weights must be a 4-D float tensor, constant unless group is 1 or "
+                          "depthwise");
     }
     int64_t M = W->dim[0], Cg = W->dim[1], g = rt__ox_attr_i(n, "group", 1);
     int64_t C = X->dim[1] >= 0 ? X->dim[1] : Cg * g;
@@ -209,7 +220,7 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int64_t fd[4] = {ks[0], ks[1], Cg, M};
     const char *y;
     if (wrt != NULL) {
-        y = conv2d_node(cv, "Conv2D", h, x, wrt, &w);
+        y = conv2d_node(cv, g == 1 ? "Conv2D" : "DepthwiseConv2dNative", h, x, wrt, &w);
     } else if (g == 1) {
         y = conv2d_node(
             cv, "Conv2D", h, x,
@@ -278,6 +289,7 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     {
         rt__ox_value *X5 = rt__ox_in(cv, n, 0);
         if (X5 != NULL && X5->rank == 5) return rt__ox_op3_conv_transpose(cv, n);
+        if (X5 != NULL && X5->rank == 3) return rt__ox_op1d(cv, n, op_conv_transpose);
     }
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
     const char *x, *h = rt__ox_hint_of(n);
@@ -541,6 +553,7 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     {
         rt__ox_value *X5 = rt__ox_in(cv, n, 0);
         if (X5 != NULL && X5->rank == 5) return rt__ox_op3_pool(cv, n);
+        if (X5 != NULL && X5->rank == 3) return rt__ox_op1d(cv, n, op_pool);
     }
     int is_max = strcmp(n->op_type, "MaxPool") == 0;
     rt__ox_value *X = NULL;
