@@ -208,6 +208,25 @@ ms_status rt__ox_op3_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+const char *rt__ox_deconv_sizes(rt__ox_conv *cv, const char *h, const char *x, int r,
+                                const int64_t *mul, const int64_t *add, const int64_t *cut,
+                                const char **crop_size) {
+    Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", rt__ox_printf(cv, "%s/in_shape", h));
+    rt__tf_input(cv, sh, x);
+    rt__tf_attr_type(cv, sh, "T", RT_DT_FLOAT);
+    rt__tf_attr_type(cv, sh, "out_type", RT_DT_INT32);
+    const char *m = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/scaled", h), sh->name,
+                                  rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/mul", h), r, mul),
+                                  RT_DT_INT32);
+    const char *sizes =
+        rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/input_sizes", h), m,
+                      rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/add", h), r, add), RT_DT_INT32);
+    *crop_size = rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/crop_size", h), sizes,
+                               rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/cut", h), r, cut),
+                               RT_DT_INT32);
+    return sizes;
+}
+
 ms_status rt__ox_op3_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
     const char *x, *h = rt__ox_hint_of(n);
@@ -263,19 +282,7 @@ ms_status rt__ox_op3_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             add[1 + a] = (W->dim[2 + a] - 1) * d[a] + 1 + op[a] - s[a];
             cut[1 + a] = pads[a] + pads[a + 3];
         }
-        Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", rt__ox_printf(cv, "%s/in_shape", h));
-        rt__tf_input(cv, sh, x);
-        rt__tf_attr_type(cv, sh, "T", RT_DT_FLOAT);
-        rt__tf_attr_type(cv, sh, "out_type", RT_DT_INT32);
-        const char *m = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/scaled", h), sh->name,
-                                      rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/mul", h), 5, mul),
-                                      RT_DT_INT32);
-        sizes = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/input_sizes", h), m,
-                              rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/add", h), 5, add),
-                              RT_DT_INT32);
-        crop_size = rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/crop_size", h), sizes,
-                                  rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/cut", h), 5, cut),
-                                  RT_DT_INT32);
+        sizes = rt__ox_deconv_sizes(cv, h, x, 5, mul, add, cut, &crop_size);
     }
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "Conv3DBackpropInputV2", h);
     rt__tf_input(cv, nd, sizes);

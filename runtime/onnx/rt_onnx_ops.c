@@ -358,19 +358,7 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__ox_lay4(cv, mul, 1, 0, s[0], s[1]);
         rt__ox_lay4(cv, add, 0, Co, kh + op[0] - s[0], kw + op[1] - s[1]);
         rt__ox_lay4(cv, cut, 0, 0, pads[0] + pads[2], pads[1] + pads[3]);
-        Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", rt__ox_printf(cv, "%s/shape", h));
-        rt__tf_input(cv, sh, x);
-        rt__tf_attr_type(cv, sh, "T", RT_DT_FLOAT);
-        rt__tf_attr_type(cv, sh, "out_type", RT_DT_INT32);
-        const char *m = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/scaled", h), sh->name,
-                                      rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/mul", h), 4, mul),
-                                      RT_DT_INT32);
-        sizes = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/input_sizes", h), m,
-                              rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/add", h), 4, add),
-                              RT_DT_INT32);
-        crop_size = rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/crop_size", h), sizes,
-                                  rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/cut", h), 4, cut),
-                                  RT_DT_INT32);
+        sizes = rt__ox_deconv_sizes(cv, h, x, 4, mul, add, cut, &crop_size);
     }
     int64_t l[4];
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "Conv2DBackpropInput", h);

@@ -85,6 +85,18 @@ static ms_status reshape_to(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_va
     return MS_OK;
 }
 
+/* Elements [b, b + len) of the int64 vector t (a TF Slice). */
+static const char *slice_vec(rt__ox_conv *cv, const char *hint, const char *t, int64_t b,
+                             int64_t len) {
+    Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", hint);
+    rt__tf_input(cv, sl, t);
+    rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", sl->name), 1, &b));
+    rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", sl->name), 1, &len));
+    rt__tf_attr_type(cv, sl, "T", RT_DT_INT64);
+    rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
+    return sl->name;
+}
+
 /* Reshape to a shape computed at run time (an int64 vector of static length
  * r). ONNX's 0 entries copy the input's dim (unless allowzero); TF's Reshape
  * takes 0 literally, so those entries are replaced by Shape(x)'s first.
@@ -104,14 +116,7 @@ static ms_status reshape_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_va
         int64_t zeros[OX_MAXR] = {0}, len = r - X->rank;
         const char *xs = sh->name;
         if (r < X->rank) {
-            int64_t b = 0, sz = r;
-            Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/head", h));
-            rt__tf_input(cv, sl, xs);
-            rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/b", h), 1, &b));
-            rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/sz", h), 1, &sz));
-            rt__tf_attr_type(cv, sl, "T", RT_DT_INT64);
-            rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
-            xs = sl->name;
+            xs = slice_vec(cv, rt__ox_printf(cv, "%s/head", h), xs, 0, r);
         } else if (r > X->rank) {
             Tensorflow__NodeDef *cc = rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/pad", h));
             rt__tf_input(cv, cc, xs);
@@ -1153,15 +1158,7 @@ ms_status rt__ox_op_shape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__tf_attr_i(cv, g, "batch_dims", 0);
         t = g->name;
     }
-    if (b != 0 || len != r) {
-        Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/part", h));
-        rt__tf_input(cv, sl, t);
-        rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", h), 1, &b));
-        rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", h), 1, &len));
-        rt__tf_attr_type(cv, sl, "T", RT_DT_INT64);
-        rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
-        t = sl->name;
-    }
+    if (b != 0 || len != r) t = slice_vec(cv, rt__ox_printf(cv, "%s/part", h), t, b, len);
     o->tf = t;
     return MS_OK;
 }
