@@ -559,6 +559,7 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (w.d[0] != 1 || w.d[1] != 1)
         return rt__ox_err(cv, MS_ENOTSUP, "dilated pooling is not supported");
     int explicit_pads = 0;
+    const char *rescale = NULL; /* AveragePool excluding other pads: k / count */
     if (is_max) {
         if (rt__ox_attr_i(n, "storage_order", 0) != 0)
             return rt__ox_err(cv, MS_ENOTSUP, "storage_order 1 is not supported");
@@ -579,11 +580,32 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     } else if (w.padding == NULL ||
                (strcmp(w.padding, "SAME") == 0 && rt__ox_attr_i(n, "count_include_pad", 0))) {
         /* Zero padding counted in the average = explicit Pad + VALID; TF's SAME
-         * excludes the padding from the count. */
-        if (!rt__ox_attr_i(n, "count_include_pad", 0))
-            return rt__ox_err(cv, MS_ENOTSUP,
-                              "pads that are neither SAME nor VALID need "
-                              "count_include_pad=1");
+         * excludes the padding from the count. Excluded from the count with
+         * other pads: the same, times k / (input elements in the window), a
+         * constant when the spatial dims are static. */
+        if (!rt__ox_attr_i(n, "count_include_pad", 0)) {
+            if (X->dim[2] < 0 || X->dim[3] < 0 || w.out[0] < 1 || w.out[1] < 1 ||
+                w.out[0] * w.out[1] > ((int64_t)1 << 24))
+                return rt__ox_err(cv, MS_ENOTSUP,
+                                  "pads that are neither SAME nor VALID with "
+                                  "count_include_pad=0 need static spatial dims");
+            float *f = rt__ox_alloc(cv, (size_t)(w.out[0] * w.out[1]) * sizeof(float));
+            for (int64_t i = 0; i < w.out[0]; i++)
+                for (int64_t j = 0; j < w.out[1]; j++) {
+                    int64_t cnt = 1;
+                    for (int a = 0; a < 2; a++) {
+                        int64_t b = (a ? j : i) * w.s[a] - w.pads[a], e = b + w.k[a];
+                        cnt *= (e < X->dim[2 + a] ? e : X->dim[2 + a]) - (b > 0 ? b : 0);
+                    }
+                    if (cnt <= 0)
+                        return rt__ox_err(cv, MS_ENOTSUP, "a window lies wholly in the padding "
+                                                          "(count_include_pad=0)");
+                    f[i * w.out[1] + j] = (float)(w.k[0] * w.k[1]) / (float)cnt;
+                }
+            int64_t fd[4];
+            rt__ox_lay4(cv, fd, 1, 1, w.out[0], w.out[1]);
+            rescale = rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/rescale", h), 4, fd, f);
+        }
         w.padding = NULL;
         x = pad_for_window(cv, h, x, &w, 0.0f);
     }
@@ -607,7 +629,11 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     }
     rt__tf_attr_s(cv, nd, "data_format", rt__ox_data_format(cv));
     int64_t od[4] = {X->dim[0], X->dim[1], w.out[0], w.out[1]};
-    rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, od, nd->name);
+    const char *y = nd->name;
+    if (rescale != NULL)
+        y = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/exclude_pad", h), y, rescale,
+                          RT_DT_FLOAT);
+    rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, od, y);
     return MS_OK;
 }
 
