@@ -10,7 +10,7 @@ unsupported op fails naming op and node; `dcmserve show` prints the signature;
 (also with a DICOM file through --dicom_input); the daemon serves imported
 models over TF Serving's Predict with the same results; benchmarks an imported
 model with --json; a 3-D U-Net with dynamic batch and spatial axes imports and
-runs at two input sizes against numpy. The Check test `onnx` covers the same numerics in-process.
+runs at two input sizes against numpy, as does a 2-D ConvTranspose with dynamic N, H, W. The Check test `onnx` covers the same numerics in-process.
 """
 import json
 import os
@@ -296,6 +296,47 @@ def dynamic_unet(tmp):
                   % (shape, name, list(got.shape), diff))
 
 
+def dynamic_convtranspose2d(tmp):
+    """A 2-D ConvTranspose (stride 2, asymmetric pads, output_padding) on an input with
+    symbolic N, H, W: input_sizes and the crop come from the input's shape at run time; two
+    sizes against a numpy reference."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(7)
+    w = rng.normal(size=(3, 2, 3, 3)).astype(np.float32)
+    b = rng.normal(size=2).astype(np.float32)
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2],
+                            pads=[1, 0, 0, 1], output_padding=[1, 0])
+    g = helper.make_graph(
+        [node], "ct2d", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2, "OH", "OW"])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    path = os.path.join(tmp, "ct2d_dyn.onnx")
+    onnx.save_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    out = os.path.join(tmp, "ct2d_dyn", "1")
+    r = run("import-onnx", path, "--output_dir", out)
+    check(r.returncode == 0, "dynamic 2-D ConvTranspose: import (%s)" % r.stderr.strip())
+    if r.returncode != 0:
+        return
+    for shape in ((1, 3, 4, 5), (2, 3, 7, 3)):
+        x = rng.normal(size=shape).astype(np.float32)
+        n, _, hh, ww = shape
+        full = np.zeros((n, 2, (hh - 1) * 2 + 3 + 1, (ww - 1) * 2 + 3))
+        for i in range(hh):
+            for j in range(ww):
+                full[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3] += np.einsum("nc,cokl->nokl",
+                                                                       x[:, :, i, j], w)
+        ref = full[:, :, 1:, :-1] + b.reshape(1, -1, 1, 1)
+        xin = os.path.join(tmp, "ct2d_x.npy")
+        np.save(xin, x)
+        outdir = os.path.join(tmp, "ct2d_out_%d" % n)
+        r = run("run", "--dir", out, "--inputs", "x=" + xin, "--outdir", outdir)
+        got = np.load(os.path.join(outdir, "y.npy")) if r.returncode == 0 else None
+        diff = (float(np.max(np.abs(got - ref))) if got is not None and got.shape == ref.shape
+                else float("inf"))
+        check(diff <= 1e-4, "dynamic 2-D ConvTranspose %s: y %s within 1e-4 of numpy (max abs %g)"
+              % (shape, list(ref.shape), diff))
+
+
 def serve_checks(tmp):
     """`dcmserve serve` on imported models: Predict over gRPC vs ORT outputs."""
     pb = gen_protos()
@@ -471,6 +512,7 @@ def main():
         check(r.returncode == 1 and "nope" in r.stderr, "benchmark: unknown signature fails")
         serve_checks(tmp)
         dynamic_unet(tmp)
+        dynamic_convtranspose2d(tmp)
     if FAILS:
         print("%d check(s) failed" % len(FAILS))
         return 1
