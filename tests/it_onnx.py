@@ -10,7 +10,8 @@ unsupported op fails naming op and node; `dcmserve show` prints the signature;
 (also with a DICOM file through --dicom_input); the daemon serves imported
 models over TF Serving's Predict with the same results; benchmarks an imported
 model with --json; a 3-D U-Net with dynamic batch and spatial axes imports and
-runs at two input sizes against numpy, as does a 2-D ConvTranspose with dynamic N, H, W. The Check test `onnx` covers the same numerics in-process.
+runs at two input sizes against numpy, as does a 2-D ConvTranspose with
+dynamic N, H, W. The Check test `onnx` covers the same numerics in-process.
 """
 import json
 import os
