@@ -1,6 +1,8 @@
 /* check_kn_shape.c - CPU shape kernels: views (Reshape, Squeeze, ExpandDims),
  * ConcatV2, Pack, Transpose, Pad/PadV2/MirrorPad, Shape, Fill, Slice,
- * StridedSlice, Split, SplitV, Tile. Expected values worked out by hand. */
+ * StridedSlice, Split, SplitV, Tile; the ONNX forms OnnxSlice, OnnxPad,
+ * OnnxSqueeze, OnnxUnsqueeze and OnnxResize. Expected values worked out by
+ * hand. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,6 +472,241 @@ START_TEST(huge_sizes) {
 }
 END_TEST
 
+/* ---- ONNX forms with run-time inputs (OnnxSlice, OnnxPad, OnnxSqueeze,
+ * OnnxUnsqueeze): ONNX's semantics, values worked out by hand. ---- */
+
+START_TEST(onnx_slice) {
+    /* [0..9] from -3 to INT64_MAX: 7, 8, 9 (the end clamps to 10). */
+    rt_tensor *in[5] = {tu_iota_f32(S(10), 0, 1), TU_I64(S(1), -3), TU_I64(S(1), INT64_MAX),
+                        TU_I32(S(1), 0), TU_I64(S(1), 1)};
+    rt_tensor *o = tu_run1(tu_node_new("OnnxSlice", "s"), in, 5);
+    TU_CHECK_F32(o, S(3), 0, 7, 8, 9);
+    rt_tensor_unref(o);
+    /* From the last back to INT64_MIN by -3: start 9, end clamps to -1
+     * (through index 0): 9, 6, 3, 0. */
+    rt_tensor_unref(in[1]), in[1] = TU_I64(S(1), -1);
+    rt_tensor_unref(in[2]), in[2] = TU_I64(S(1), INT64_MIN);
+    rt_tensor_unref(in[4]), in[4] = TU_I64(S(1), -3);
+    o = tu_run1(tu_node_new("OnnxSlice", "s"), in, 5);
+    TU_CHECK_F32(o, S(4), 0, 9, 6, 3, 0);
+    rt_tensor_unref(o);
+    /* Start past the end: empty. */
+    rt_tensor_unref(in[1]), in[1] = TU_I64(S(1), 5);
+    rt_tensor_unref(in[2]), in[2] = TU_I64(S(1), 2);
+    rt_tensor_unref(in[4]), in[4] = TU_I64(S(1), 1);
+    o = tu_run1(tu_node_new("OnnxSlice", "s"), in, 5);
+    tu_check_shape(o, RT_DT_FLOAT, S(0));
+    rt_tensor_unref(o);
+    /* Step 0 and a repeated axis are refused. */
+    rt_tensor_unref(in[4]), in[4] = TU_I64(S(1), 0);
+    tu_run_fail(tu_node_new("OnnxSlice", "bad_step"), in, 5, 1, MS_EINVAL, "step");
+    tu_unref(in, 5);
+    /* (2,3) [[0,1,2],[3,4,5]], axis -1 from 1 to 3: [[1,2],[4,5]]; axes [0, 0]
+     * is refused. */
+    rt_tensor *in2[5] = {tu_iota_f32(S(2, 3), 0, 1), TU_I64(S(1), 1), TU_I64(S(1), 3),
+                         TU_I64(S(1), -1), TU_I64(S(1), 1)};
+    o = tu_run1(tu_node_new("OnnxSlice", "s"), in2, 5);
+    TU_CHECK_F32(o, S(2, 2), 0, 1, 2, 4, 5);
+    rt_tensor_unref(o);
+    tu_unref(in2 + 1, 4);
+    in2[1] = TU_I64(S(2), 0, 0), in2[2] = TU_I64(S(2), 1, 1), in2[3] = TU_I64(S(2), 0, 0);
+    in2[4] = TU_I64(S(2), 1, 1);
+    tu_run_fail(tu_node_new("OnnxSlice", "bad_axes"), in2, 5, 1, MS_EINVAL, "repeated");
+    rt_tensor_unref(in2[4]), in2[4] = TU_I64(S(1), 1);
+    tu_run_fail(tu_node_new("OnnxSlice", "bad_len"), in2, 5, 1, MS_EINVAL, "steps");
+    tu_unref(in2, 5);
+}
+END_TEST
+
+/* OnnxPad of [1,2,3] by (before, after) in mode m; value 9. */
+static rt_tensor *pad3(const char *m, int64_t b, int64_t a) {
+    rt_tensor *in[4] = {TU_F32(S(3), 1, 2, 3), TU_I64(S(2), b, a), TU_F32(TU_SCALAR, 9),
+                        TU_I64(S(1), 0)};
+    Tensorflow__NodeDef *d = tu_node_new("OnnxPad", "p");
+    tu_attr_s(d, "mode", m);
+    return run(d, in, 4);
+}
+
+START_TEST(onnx_pad) {
+    rt_tensor *o = pad3("constant", 2, 1);
+    TU_CHECK_F32(o, S(6), 0, 9, 9, 1, 2, 3, 9);
+    rt_tensor_unref(o);
+    o = pad3("edge", 2, 1);
+    TU_CHECK_F32(o, S(6), 0, 1, 1, 1, 2, 3, 3);
+    rt_tensor_unref(o);
+    o = pad3("wrap", 2, 1); /* -2 -> 1, -1 -> 2, 3 -> 0 */
+    TU_CHECK_F32(o, S(6), 0, 2, 3, 1, 2, 3, 1);
+    rt_tensor_unref(o);
+    o = pad3("reflect", 2, 1); /* -2 -> 2, -1 -> 1, 3 -> 1 */
+    TU_CHECK_F32(o, S(6), 0, 3, 2, 1, 2, 3, 2);
+    rt_tensor_unref(o);
+    o = pad3("reflect", 3, 0); /* reflects again past the edge, as numpy: -3 -> 1 */
+    TU_CHECK_F32(o, S(6), 0, 2, 3, 2, 1, 2, 3);
+    rt_tensor_unref(o);
+    o = pad3("constant", -1, 1); /* a negative pad removes */
+    TU_CHECK_F32(o, S(3), 0, 2, 3, 9);
+    rt_tensor_unref(o);
+    o = pad3("edge", -3, 0); /* everything removed */
+    tu_check_shape(o, RT_DT_FLOAT, S(0));
+    rt_tensor_unref(o);
+    /* (2,2) padded on axis 1 only, one column before: [[0,1,2],[0,3,4]]. */
+    rt_tensor *in[4] = {TU_F32(S(2, 2), 1, 2, 3, 4), TU_I64(S(2), 1, 0), TU_F32(TU_SCALAR, 0),
+                        TU_I64(S(1), -1)};
+    o = tu_run1(tu_node_new("OnnxPad", "p"), in, 4);
+    TU_CHECK_F32(o, S(2, 3), 0, 0, 1, 2, 0, 3, 4);
+    rt_tensor_unref(o);
+    /* pads not 2 per axis; too negative */
+    rt_tensor_unref(in[1]), in[1] = TU_I64(S(4), 1, 0, 0, 0);
+    tu_run_fail(tu_node_new("OnnxPad", "bad_pads"), in, 4, 1, MS_EINVAL, "pads");
+    rt_tensor_unref(in[1]), in[1] = TU_I64(S(2), -2, -1);
+    tu_run_fail(tu_node_new("OnnxPad", "bad_pads"), in, 4, 1, MS_EINVAL, "do not fit");
+    tu_unref(in, 4);
+    /* An empty input: constant pads fill, edge cannot. */
+    rt_tensor *in2[4] = {tu_t(RT_DT_FLOAT, S(0), NULL, 0), TU_I64(S(2), 1, 1),
+                         TU_F32(TU_SCALAR, 7), TU_I64(S(1), 0)};
+    o = tu_run1(tu_node_new("OnnxPad", "p"), in2, 4);
+    TU_CHECK_F32(o, S(2), 0, 7, 7);
+    rt_tensor_unref(o);
+    Tensorflow__NodeDef *d = tu_node_new("OnnxPad", "bad_edge");
+    tu_attr_s(d, "mode", "edge");
+    tu_run_fail(d, in2, 4, 1, MS_EINVAL, "empty");
+    d = tu_node_new("OnnxPad", "bad_mode");
+    tu_attr_s(d, "mode", "symmetric");
+    tu_run_fail(d, in2, 4, 1, MS_EINVAL, "mode");
+    tu_unref(in2, 4);
+}
+END_TEST
+
+START_TEST(onnx_squeeze) {
+    /* Unsqueeze (2,3) at 0 and -1 (of the output's rank 4): (1,2,3,1). */
+    rt_tensor *in[2] = {tu_iota_f32(S(2, 3), 0, 1), TU_I64(S(2), 0, -1)};
+    rt_tensor *o = tu_run1(tu_node_new("OnnxUnsqueeze", "u"), in, 2);
+    TU_CHECK_F32(o, S(1, 2, 3, 1), 0, 0, 1, 2, 3, 4, 5);
+    rt_tensor_unref(o);
+    rt_tensor_unref(in[1]), in[1] = TU_I64(S(2), 1, 1);
+    tu_run_fail(tu_node_new("OnnxUnsqueeze", "bad_axes"), in, 2, 1, MS_EINVAL, "repeated");
+    tu_unref(in, 2);
+    /* Squeeze (1,2,1,3) at -2: (1,2,3); an empty list drops every 1; axis 1
+     * (size 2) is refused. */
+    rt_tensor *in2[2] = {tu_iota_f32(S(1, 2, 1, 3), 0, 1), TU_I64(S(1), -2)};
+    o = tu_run1(tu_node_new("OnnxSqueeze", "s"), in2, 2);
+    tu_check_shape(o, RT_DT_FLOAT, S(1, 2, 3));
+    rt_tensor_unref(o);
+    rt_tensor_unref(in2[1]), in2[1] = tu_t(RT_DT_INT64, S(0), NULL, 0);
+    o = tu_run1(tu_node_new("OnnxSqueeze", "s"), in2, 2);
+    TU_CHECK_F32(o, S(2, 3), 0, 0, 1, 2, 3, 4, 5);
+    rt_tensor_unref(o);
+    rt_tensor_unref(in2[1]), in2[1] = TU_I32(S(1), 1);
+    tu_run_fail(tu_node_new("OnnxSqueeze", "bad_sq"), in2, 2, 1, MS_EINVAL, "size 1");
+    tu_unref(in2, 2);
+    /* An empty tensor (0,1) squeezed at 1: (0). */
+    rt_tensor *in3[2] = {tu_t(RT_DT_FLOAT, S(0, 1), NULL, 0), TU_I64(S(1), 1)};
+    o = run(tu_node_new("OnnxSqueeze", "s"), in3, 2);
+    tu_check_shape(o, RT_DT_FLOAT, S(0));
+    rt_tensor_unref(o);
+}
+END_TEST
+
+/* OnnxResize of x by scales (sizes NULL) or sizes; roi may be NULL. */
+static rt_tensor *resize(rt_tensor *x, rt_tensor *roi, rt_tensor *scales, rt_tensor *sizes,
+                         const char *mode, const char *ctm, const char *nm) {
+    rt_tensor *in[4] = {x, roi ? roi : tu_t(RT_DT_FLOAT, S(0), NULL, 0),
+                        scales ? scales : tu_t(RT_DT_FLOAT, S(0), NULL, 0),
+                        sizes ? sizes : tu_t(RT_DT_INT64, S(0), NULL, 0)};
+    Tensorflow__NodeDef *d = tu_node_new("OnnxResize", "rz");
+    tu_attr_s(d, "mode", mode);
+    tu_attr_s(d, "coordinate_transformation_mode", ctm);
+    tu_attr_s(d, "nearest_mode", nm);
+    tu_attr_f(d, "extrapolation_value", 7);
+    return run(d, in, 4);
+}
+
+START_TEST(onnx_resize) {
+    /* Linear, half_pixel, [0, 10] by 2: source -0.25, 0.25, 0.75, 1.25
+     * (edge-clamped neighbours): 0, 2.5, 7.5, 10. */
+    rt_tensor *o = resize(TU_F32(S(2), 0, 10), NULL, TU_F32(S(1), 2), NULL, "linear",
+                          "half_pixel", "floor");
+    TU_CHECK_F32(o, S(4), 1e-6, 0, 2.5, 7.5, 10);
+    rt_tensor_unref(o);
+    /* Nearest to size 3 from [1, 2] (scale 1.5). asymmetric/floor: 0, 0.67,
+     * 1.33 -> 1, 1, 2; half_pixel: -0.17, 0.5, 1.17 -> round_prefer_ceil
+     * takes the tie up (1, 2, 2), round_prefer_floor down (1, 1, 2). */
+    o = resize(TU_F32(S(2), 1, 2), NULL, NULL, TU_I64(S(1), 3), "nearest", "asymmetric",
+               "floor");
+    TU_CHECK_F32(o, S(3), 0, 1, 1, 2);
+    rt_tensor_unref(o);
+    o = resize(TU_F32(S(2), 1, 2), NULL, NULL, TU_I64(S(1), 3), "nearest", "half_pixel",
+               "round_prefer_ceil");
+    TU_CHECK_F32(o, S(3), 0, 1, 2, 2);
+    rt_tensor_unref(o);
+    o = resize(TU_F32(S(2), 1, 2), NULL, NULL, TU_I64(S(1), 3), "nearest", "half_pixel",
+               "round_prefer_floor");
+    TU_CHECK_F32(o, S(3), 0, 1, 1, 2);
+    rt_tensor_unref(o);
+    /* tf_crop_and_resize, roi [0.5, 1] of [0, 10, 20] to 2: sources 1 and 2
+     * (10, 20); roi [0.5, 1.5]: the second source 3 lies outside -> 7. */
+    o = resize(TU_F32(S(3), 0, 10, 20), TU_F32(S(2), 0.5, 1), NULL, TU_I64(S(1), 2), "linear",
+               "tf_crop_and_resize", "floor");
+    TU_CHECK_F32(o, S(2), 1e-6, 10, 20);
+    rt_tensor_unref(o);
+    o = resize(TU_F32(S(3), 0, 10, 20), TU_F32(S(2), 0.5, 1.5), NULL, TU_I64(S(1), 2), "linear",
+               "tf_crop_and_resize", "floor");
+    TU_CHECK_F32(o, S(2), 1e-6, 10, 7);
+    rt_tensor_unref(o);
+    /* Empty in, empty out; an empty input cannot grow. */
+    o = resize(tu_t(RT_DT_FLOAT, S(0), NULL, 0), NULL, NULL, TU_I64(S(1), 0), "linear",
+               "half_pixel", "floor");
+    tu_check_shape(o, RT_DT_FLOAT, S(0));
+    rt_tensor_unref(o);
+    rt_tensor *bad[4] = {tu_t(RT_DT_FLOAT, S(0), NULL, 0), tu_t(RT_DT_FLOAT, S(0), NULL, 0),
+                         tu_t(RT_DT_FLOAT, S(0), NULL, 0), TU_I64(S(1), 2)};
+    tu_run_fail(tu_node_new("OnnxResize", "bad_empty"), bad, 4, 1, MS_EINVAL, "empty");
+    tu_unref(bad, 4);
+}
+END_TEST
+
+START_TEST(onnx_resize_antialias_axes) {
+    /* Antialiased linear by 0.5 of [0, 4, 8, 12]: the triangle stretched to 4
+     * taps, weights (0.25, 0.75, 0.75, 0.25) / 2 around sources 0.5 and 2.5:
+     * 0*.125 + 0*.375 + 4*.375 + 8*.125 = 2.5 and 4*.125 + 8*.375 + 12*.375 +
+     * 12*.125 = 9.5. */
+    rt_tensor *in[4] = {TU_F32(S(4), 0, 4, 8, 12), tu_t(RT_DT_FLOAT, S(0), NULL, 0),
+                        TU_F32(S(1), 0.5), tu_t(RT_DT_INT64, S(0), NULL, 0)};
+    Tensorflow__NodeDef *d = tu_node_new("OnnxResize", "rz");
+    tu_attr_s(d, "mode", "linear");
+    tu_attr_i(d, "antialias", 1);
+    rt_tensor *o = run(d, in, 4);
+    TU_CHECK_F32(o, S(2), 1e-6, 2.5, 9.5);
+    rt_tensor_unref(o);
+    /* axes [1] of [[1,2],[3,4]] by 2, nearest asymmetric floor:
+     * [[1,1,2,2],[3,3,4,4]]. */
+    rt_tensor *in2[4] = {TU_F32(S(2, 2), 1, 2, 3, 4), tu_t(RT_DT_FLOAT, S(0), NULL, 0),
+                         TU_F32(S(1), 2), tu_t(RT_DT_INT64, S(0), NULL, 0)};
+    d = tu_node_new("OnnxResize", "rz");
+    tu_attr_s(d, "coordinate_transformation_mode", "asymmetric");
+    tu_attr_s(d, "nearest_mode", "floor");
+    int64_t ax = 1;
+    tu_attr_ilist(d, "axes", 1, &ax);
+    o = tu_run1(d, in2, 4);
+    TU_CHECK_F32(o, S(2, 4), 0, 1, 1, 2, 2, 3, 3, 4, 4);
+    rt_tensor_unref(o);
+    /* not_larger: sizes (2, 2) of a (2, 4) input keep the aspect ratio with
+     * the smaller factor 0.5: (1, 2). */
+    rt_tensor_unref(in2[2]), in2[2] = tu_t(RT_DT_FLOAT, S(0), NULL, 0);
+    rt_tensor_unref(in2[0]), in2[0] = tu_iota_f32(S(2, 4), 0, 1);
+    rt_tensor_unref(in2[3]), in2[3] = TU_I64(S(2), 2, 2);
+    d = tu_node_new("OnnxResize", "rz");
+    tu_attr_s(d, "keep_aspect_ratio_policy", "not_larger");
+    o = tu_run1(d, in2, 4);
+    tu_check_shape(o, RT_DT_FLOAT, S(1, 2));
+    rt_tensor_unref(o);
+    d = tu_node_new("OnnxResize", "bad_mode");
+    tu_attr_s(d, "mode", "bicubic");
+    tu_run_fail(d, in2, 4, 1, MS_EINVAL, "mode");
+    tu_unref(in2, 4);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("kn_shape");
     struct {
@@ -492,6 +729,11 @@ static Suite *suite(void) {
         {"huge_sizes", huge_sizes},
         {"gather", gather},
         {"range", range},
+        {"onnx_slice", onnx_slice},
+        {"onnx_pad", onnx_pad},
+        {"onnx_squeeze", onnx_squeeze},
+        {"onnx_resize", onnx_resize},
+        {"onnx_resize_antialias_axes", onnx_resize_antialias_axes},
     };
     for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
         TCase *tc = tcase_create(tests[i].name);

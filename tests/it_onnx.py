@@ -9,7 +9,9 @@ unsupported op fails naming op and node; `dcmserve show` prints the signature;
 `dcmserve run` on the stored inputs writes outputs within 1e-4 of ONNX Runtime's
 (also with a DICOM file through --dicom_input); the daemon serves imported
 models over TF Serving's Predict with the same results; benchmarks an imported
-model with --json. The Check test `onnx` covers the same numerics in-process.
+model with --json; a 3-D U-Net with dynamic batch and spatial axes imports and
+runs at two input sizes against numpy, as does a 2-D ConvTranspose with
+dynamic N, H, W. The Check test `onnx` covers the same numerics in-process.
 """
 import json
 import os
@@ -158,9 +160,8 @@ def dicom_guards(tmp):
 
 def refusals(tmp):
     """Forms that would give a wrong answer are refused at import, naming what is missing:
-    Resize with antialias, Resize by a scale whose in * scale is not an integer (TF maps by
-    out / in, ONNX by the scale), Dropout in training mode, an attribute the handler does not
-    read, an op version the converter does not implement."""
+    a Resize coordinate mode of a later opset, Dropout in training mode, an attribute the
+    handler does not read, an op version the converter does not implement."""
     from onnx import TensorProto, helper
 
     def model(node, inits, opset, out_dims):
@@ -173,14 +174,11 @@ def refusals(tmp):
         return helper.make_tensor("s", TensorProto.FLOAT, [4], v)
 
     cases = [
-        ("antialias", model(helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs",
-                                             mode="linear", antialias=1),
-                            [scales([1, 1, 0.5, 0.5])], 18, [1, 1, 2, 2]),
-         ["rs", "Resize", "antialias"]),
-        ("fractional scale", model(helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs",
-                                                    mode="linear"),
-                                   [scales([1, 1, 0.8, 0.8])], 13, [1, 1, 3, 3]),
-         ["rs", "Resize", "scale 0.8"]),
+        ("coordinate mode of a later opset",
+         model(helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs", mode="linear",
+                                coordinate_transformation_mode="half_pixel_symmetric"),
+               [scales([1, 1, 0.5, 0.5])], 18, [1, 1, 2, 2]),
+         ["rs", "Resize", "opset 18", "half_pixel_symmetric"]),
         ("training dropout", model(helper.make_node("Dropout", ["x", "", "t"], ["y"], name="dr"),
                                    [helper.make_tensor("t", TensorProto.BOOL, [], [True])], 13,
                                    [1, 1, 4, 4]),
@@ -199,6 +197,145 @@ def refusals(tmp):
         check(r.returncode == 1 and all(w in r.stderr for w in words),
               "%s refused at import naming %s: exit %d, %s"
               % (what, words, r.returncode, r.stderr.strip()))
+
+
+def _conv3d(x, w, b, stride, pad):
+    """numpy Conv3d (NCDHW, OIDHW weights), the reference for dynamic_unet."""
+    xp = np.pad(x, ((0, 0), (0, 0)) + ((pad, pad),) * 3)
+    k = w.shape[2]
+    o = [(xp.shape[2 + a] - k) // stride + 1 for a in range(3)]
+    y = np.zeros((x.shape[0], w.shape[0], *o), np.float64)
+    for i in range(k):
+        for j in range(k):
+            for m in range(k):
+                patch = xp[:, :, i:i + stride * (o[0] - 1) + 1:stride,
+                           j:j + stride * (o[1] - 1) + 1:stride,
+                           m:m + stride * (o[2] - 1) + 1:stride]
+                y += np.einsum("ncdhw,mc->nmdhw", patch, w[:, :, i, j, m])
+    return y + b.reshape(1, -1, 1, 1, 1)
+
+
+def dynamic_unet(tmp):
+    """A PyTorch-style 3-D U-Net block exported with dynamic batch and spatial axes
+    (N, D, H, W symbolic; Conv3d, InstanceNorm3d, LeakyReLU, strided Conv3d,
+    ConvTranspose3d, skip Concat, and a Shape -> Slice -> Concat -> Reshape flatten of
+    the result) imports as published and runs at two input sizes; outputs against a
+    numpy reference computed here."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(28)
+    w = {"w1": rng.normal(0, 0.4, (4, 1, 3, 3, 3)), "b1": rng.normal(0, 0.1, 4),
+         "s1": rng.uniform(0.5, 1.5, 4), "t1": rng.normal(0, 0.1, 4),
+         "w2": rng.normal(0, 0.2, (8, 4, 3, 3, 3)), "b2": rng.normal(0, 0.1, 8),
+         "w3": rng.normal(0, 0.3, (8, 4, 2, 2, 2)), "b3": rng.normal(0, 0.1, 4),
+         "w4": rng.normal(0, 0.3, (2, 8, 1, 1, 1)), "b4": rng.normal(0, 0.1, 2),
+         "keep": np.array([0], np.int64), "two": np.array([2], np.int64),
+         "minus1": np.array([-1], np.int64)}
+    w = {k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in w.items()}
+    H = helper.make_node
+    nodes = [
+        H("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3, 3], pads=[1] * 6),
+        H("InstanceNormalization", ["c1", "s1", "t1"], ["n1"], epsilon=1e-5),
+        H("LeakyRelu", ["n1"], ["a1"], alpha=0.01),
+        H("Conv", ["a1", "w2", "b2"], ["c2"], kernel_shape=[3, 3, 3], pads=[1] * 6,
+          strides=[2, 2, 2]),
+        H("LeakyRelu", ["c2"], ["a2"], alpha=0.01),
+        H("ConvTranspose", ["a2", "w3", "b3"], ["u3"], kernel_shape=[2, 2, 2],
+          strides=[2, 2, 2]),
+        H("Concat", ["u3", "a1"], ["cat"], axis=1),
+        H("Conv", ["cat", "w4", "b4"], ["y"], kernel_shape=[1, 1, 1]),
+        H("Shape", ["y"], ["ys"]),
+        H("Slice", ["ys", "keep", "two"], ["nc"]),
+        H("Concat", ["nc", "minus1"], ["flat_shape"], axis=0),
+        H("Reshape", ["y", "flat_shape"], ["flat"]),
+    ]
+    g = helper.make_graph(
+        nodes, "unet3d_dyn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, "D", "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2, "D", "H", "W"]),
+         helper.make_tensor_value_info("flat", TensorProto.FLOAT, ["N", 2, "S"])],
+        [numpy_helper.from_array(v, k) for k, v in w.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    path = os.path.join(tmp, "unet3d_dyn.onnx")
+    onnx.save_model(m, path)
+    out = os.path.join(tmp, "unet3d_dyn", "1")
+    r = run("import-onnx", path, "--output_dir", out)
+    check(r.returncode == 0, "dynamic 3-D U-Net: import with symbolic N, D, H, W (%s)"
+          % r.stderr.strip())
+    if r.returncode != 0:
+        return
+
+    def leaky(v):
+        return np.where(v > 0, v, 0.01 * v)
+    for shape in ((1, 1, 8, 8, 8), (3, 1, 4, 6, 10)):
+        x = rng.normal(0, 1, shape).astype(np.float32)
+        c1 = _conv3d(x, w["w1"], w["b1"], 1, 1)
+        mu, var = c1.mean(axis=(2, 3, 4), keepdims=True), c1.var(axis=(2, 3, 4), keepdims=True)
+        a1 = leaky((c1 - mu) / np.sqrt(var + 1e-5) * w["s1"].reshape(1, -1, 1, 1, 1)
+                   + w["t1"].reshape(1, -1, 1, 1, 1))
+        a2 = leaky(_conv3d(a1, w["w2"], w["b2"], 2, 1))
+        u3 = np.zeros((shape[0], 4, shape[2], shape[3], shape[4]))
+        for i in range(2):
+            for j in range(2):
+                for k in range(2):
+                    u3[:, :, i::2, j::2, k::2] = np.einsum("ncdhw,co->nodhw", a2,
+                                                           w["w3"][:, :, i, j, k])
+        u3 += w["b3"].reshape(1, -1, 1, 1, 1)
+        y = _conv3d(np.concatenate([u3, a1], axis=1), w["w4"], w["b4"], 1, 0)
+        xin = os.path.join(tmp, "unet3d_dyn_x.npy")
+        np.save(xin, x)
+        outdir = os.path.join(tmp, "unet3d_dyn_out_%d" % shape[0])
+        r = run("run", "--dir", out, "--inputs", "x=" + xin, "--outdir", outdir)
+        check(r.returncode == 0, "dynamic 3-D U-Net %s: run exits 0 (%s)"
+              % (shape, r.stderr.strip()))
+        if r.returncode != 0:
+            continue
+        for name, ref in (("y", y), ("flat", y.reshape(shape[0], 2, -1))):
+            got = np.load(os.path.join(outdir, name + ".npy"))
+            diff = (float(np.max(np.abs(got - ref))) if got.shape == ref.shape
+                    else float("inf"))
+            check(diff <= 1e-4, "dynamic 3-D U-Net %s: %s %s within 1e-4 of numpy (max abs %g)"
+                  % (shape, name, list(got.shape), diff))
+
+
+def dynamic_convtranspose2d(tmp):
+    """A 2-D ConvTranspose (stride 2, asymmetric pads, output_padding) on an input with
+    symbolic N, H, W: input_sizes and the crop come from the input's shape at run time; two
+    sizes against a numpy reference."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(7)
+    w = rng.normal(size=(3, 2, 3, 3)).astype(np.float32)
+    b = rng.normal(size=2).astype(np.float32)
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2],
+                            pads=[1, 0, 0, 1], output_padding=[1, 0])
+    g = helper.make_graph(
+        [node], "ct2d", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2, "OH", "OW"])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    path = os.path.join(tmp, "ct2d_dyn.onnx")
+    onnx.save_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    out = os.path.join(tmp, "ct2d_dyn", "1")
+    r = run("import-onnx", path, "--output_dir", out)
+    check(r.returncode == 0, "dynamic 2-D ConvTranspose: import (%s)" % r.stderr.strip())
+    if r.returncode != 0:
+        return
+    for shape in ((1, 3, 4, 5), (2, 3, 7, 3)):
+        x = rng.normal(size=shape).astype(np.float32)
+        n, _, hh, ww = shape
+        full = np.zeros((n, 2, (hh - 1) * 2 + 3 + 1, (ww - 1) * 2 + 3))
+        for i in range(hh):
+            for j in range(ww):
+                full[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3] += np.einsum("nc,cokl->nokl",
+                                                                       x[:, :, i, j], w)
+        ref = full[:, :, 1:, :-1] + b.reshape(1, -1, 1, 1)
+        xin = os.path.join(tmp, "ct2d_x.npy")
+        np.save(xin, x)
+        outdir = os.path.join(tmp, "ct2d_out_%d" % n)
+        r = run("run", "--dir", out, "--inputs", "x=" + xin, "--outdir", outdir)
+        got = np.load(os.path.join(outdir, "y.npy")) if r.returncode == 0 else None
+        diff = (float(np.max(np.abs(got - ref))) if got is not None and got.shape == ref.shape
+                else float("inf"))
+        check(diff <= 1e-4, "dynamic 2-D ConvTranspose %s: y %s within 1e-4 of numpy (max abs %g)"
+              % (shape, list(ref.shape), diff))
 
 
 def serve_checks(tmp):
@@ -375,6 +512,8 @@ def main():
                 "--iterations", "1")
         check(r.returncode == 1 and "nope" in r.stderr, "benchmark: unknown signature fails")
         serve_checks(tmp)
+        dynamic_unet(tmp)
+        dynamic_convtranspose2d(tmp)
     if FAILS:
         print("%d check(s) failed" % len(FAILS))
         return 1

@@ -1,7 +1,9 @@
 /* kn_cpu_shape.c - CPU kernels of the shape group: Reshape, Squeeze,
  * ExpandDims (views), ConcatV2, Pack, Split, SplitV (block copies),
  * Transpose, Pad, PadV2, MirrorPad, Slice, StridedSlice, Tile (table-driven
- * gathers, see kn__gather_run), Shape and Fill.
+ * gathers, see kn__gather_run), Shape and Fill; ONNX's Slice, Pad,
+ * Squeeze and Unsqueeze with run-time inputs (OnnxSlice, OnnxPad,
+ * OnnxSqueeze, OnnxUnsqueeze: ops of ours, emitted by the ONNX importer).
  *
  * All copying ops work on any fixed-size dtype by element size; DT_STRING is
  * reported as unsupported except by the view ops and Shape.
@@ -886,6 +888,225 @@ static ms_status range_compute(kn_ctx *ctx, const kn_node *node, void *state, rt
 }
 
 /* ====================================================================== */
+/* ONNX forms whose "attribute" inputs (starts, pads, axes) are tensors    */
+/* computed at run time; the ONNX importer emits these ops when they are   */
+/* not constants (with constants it emits the TF ops above).               */
+/* ====================================================================== */
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Reads the int vector input i into v and checks that it has n values. */
+static ms_status onnx_ints(const kn_node *node, const rt_tensor *t, const char *what, int64_t *v,
+                           int max, int n) {
+    int cnt;
+    ms_status st = kn__read_ints(node, t, what, v, max, &cnt);
+    if (st != MS_OK) return st;
+    if (cnt != n) return KN_EINVAL(node, "%s has %d values, expected %d", what, cnt, n);
+    return MS_OK;
+}
+
+/* OnnxSlice(x, starts, ends, axes, steps): ONNX Slice-13, all five inputs
+ * present with as many values each (the importer supplies 0..n-1 and 1s for
+ * absent axes and steps). Negative starts and ends count from the end; then
+ * positive steps clamp both to [0, d], negative steps the start to
+ * [0, d - 1] and the end to [-1, d - 1] (-1: through index 0). */
+static ms_status onnx_slice_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                    rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 5);
+    if (st != MS_OK) return st;
+    const rt_tensor *x = in[0];
+    int rank = x->shape.rank, n;
+    int64_t sv[RT_MAX_RANK], ev[RT_MAX_RANK], av[RT_MAX_RANK], pv[RT_MAX_RANK];
+    if ((st = kn__read_ints(node, in[1], "starts", sv, RT_MAX_RANK, &n)) != MS_OK ||
+        (st = onnx_ints(node, in[2], "ends", ev, RT_MAX_RANK, n)) != MS_OK ||
+        (st = onnx_ints(node, in[3], "axes", av, RT_MAX_RANK, n)) != MS_OK ||
+        (st = onnx_ints(node, in[4], "steps", pv, RT_MAX_RANK, n)) != MS_OK)
+        return st;
+    size_t es;
+    if ((st = pod_size(node, x->dtype, &es)) != MS_OK) return st;
+    int64_t b[RT_MAX_RANK], step[RT_MAX_RANK];
+    uint8_t seen[RT_MAX_RANK] = {0};
+    rt_shape os = x->shape;
+    for (int d = 0; d < rank; d++)
+        b[d] = 0, step[d] = 1;
+    for (int i = 0; i < n; i++) {
+        int a = kn__axis(av[i], rank);
+        if (a < 0 || seen[a])
+            return KN_EINVAL(node, "axis %lld is out of range or repeated for input %s",
+                             (long long)av[i], kn__shp(&x->shape));
+        seen[a] = 1;
+        int64_t d = x->shape.dim[a], p = pv[i];
+        if (p == 0) return KN_EINVAL(node, "step of axis %d is 0", a);
+        /* Into [-d - 1, d + 1] first, so that adding d cannot overflow. */
+        int64_t s = clamp64(sv[i], -d - 1, d + 1), e = clamp64(ev[i], -d - 1, d + 1);
+        if (s < 0) s += d;
+        if (e < 0) e += d;
+        uint64_t ap = p > 0 ? (uint64_t)p : 0u - (uint64_t)p, cnt;
+        if (p > 0) {
+            s = clamp64(s, 0, d);
+            e = clamp64(e, 0, d);
+            cnt = e > s ? (uint64_t)(e - s - 1) / ap + 1 : 0;
+        } else {
+            s = clamp64(s, 0, d - 1);
+            e = clamp64(e, -1, d - 1);
+            cnt = s > e ? (uint64_t)(s - e - 1) / ap + 1 : 0;
+        }
+        b[a] = s;
+        step[a] = cnt > 1 ? p : 1; /* a single element needs no step (no overflow) */
+        os.dim[a] = (int64_t)cnt;
+    }
+    int64_t ist[RT_MAX_RANK];
+    strides_of(&x->shape, ist);
+    kn_gather g;
+    int done;
+    if ((st = gather_begin(ctx, node, &g, x, &os, &os, es, out, &done)) != MS_OK || done) return st;
+    if (rank == 0) g.tab[0][0] = 0;
+    for (int d = 0; d < rank; d++)
+        for (int64_t c = 0; c < os.dim[d]; c++)
+            g.tab[d][c] = (b[d] + c * step[d]) * ist[d];
+    kn__gather_run(ctx, &g);
+    kn__gather_destroy(&g);
+    return MS_OK;
+}
+
+enum { OPAD_CONSTANT, OPAD_REFLECT, OPAD_EDGE, OPAD_WRAP };
+
+static ms_status onnx_pad_mode(const kn_node *node, int *mode) {
+    static const char *const names[] = {"constant", "reflect", "edge", "wrap"};
+    for (int m = 0; m < 4; m++)
+        if (kn_attr_s_eq(node, "mode", names[m], "constant")) {
+            *mode = m;
+            return MS_OK;
+        }
+    return KN_EINVAL(node, "mode must be constant, reflect, edge or wrap");
+}
+
+static ms_status onnx_pad_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+    (void)const_in;
+    (void)state;
+    int mode;
+    return onnx_pad_mode(node, &mode);
+}
+
+/* Source index of output position s (relative to the input's start) of an
+ * axis of n elements in a non-constant mode; n >= 1. */
+static int64_t onnx_pad_src(int mode, int64_t s, int64_t n) {
+    if (mode == OPAD_EDGE) return clamp64(s, 0, n - 1);
+    if (mode == OPAD_WRAP) return ((s % n) + n) % n;
+    if (n == 1) return 0; /* reflect */
+    int64_t per = 2 * (n - 1), m = ((s % per) + per) % per;
+    return m < n ? m : per - m;
+}
+
+/* OnnxPad(x, pads, constant_value, axes), attr mode: ONNX Pad-18. pads has
+ * the begins then the ends of the listed axes; negative pads remove
+ * elements. constant_value is one element of x's type. */
+static ms_status onnx_pad_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                  rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    int mode, na;
+    ms_status st = onnx_pad_mode(node, &mode);
+    if (st != MS_OK) return st;
+    if ((st = kn__need_inputs(node, in, 4)) != MS_OK) return st;
+    const rt_tensor *x = in[0];
+    int rank = x->shape.rank;
+    size_t es;
+    if ((st = pod_size(node, x->dtype, &es)) != MS_OK) return st;
+    int64_t av[RT_MAX_RANK], pv[2 * RT_MAX_RANK], pb[RT_MAX_RANK] = {0}, pa[RT_MAX_RANK] = {0};
+    if ((st = kn__read_ints(node, in[3], "axes", av, RT_MAX_RANK, &na)) != MS_OK ||
+        (st = onnx_ints(node, in[1], "pads", pv, 2 * RT_MAX_RANK, 2 * na)) != MS_OK)
+        return st;
+    if (in[2]->dtype != x->dtype || in[2]->nelem != 1)
+        return KN_EINVAL(node, "constant_value must be one %s value", rt_dtype_name(x->dtype));
+    uint8_t seen[RT_MAX_RANK] = {0};
+    for (int i = 0; i < na; i++) {
+        int a = kn__axis(av[i], rank);
+        if (a < 0 || seen[a])
+            return KN_EINVAL(node, "axis %lld is out of range or repeated for input %s",
+                             (long long)av[i], kn__shp(&x->shape));
+        seen[a] = 1;
+        pb[a] = pv[i];
+        pa[a] = pv[i + na];
+    }
+    rt_shape os = {.rank = rank};
+    for (int d = 0; d < rank; d++) {
+        int64_t n = x->shape.dim[d];
+        if (pb[d] < -n || pa[d] < -n || pb[d] > INT32_MAX || pa[d] > INT32_MAX ||
+            n + pb[d] + pa[d] < 0)
+            return KN_EINVAL(node, "pads (%lld, %lld) do not fit dim %d of input %s",
+                             (long long)pb[d], (long long)pa[d], d, kn__shp(&x->shape));
+        os.dim[d] = n + pb[d] + pa[d];
+        if (mode != OPAD_CONSTANT && n == 0 && os.dim[d] > 0)
+            return KN_EINVAL(node, "cannot pad the empty dim %d of input %s in this mode", d,
+                             kn__shp(&x->shape));
+    }
+    int64_t ist[RT_MAX_RANK];
+    strides_of(&x->shape, ist);
+    kn_gather g;
+    int done;
+    if ((st = gather_begin(ctx, node, &g, x, &os, &os, es, out, &done)) != MS_OK || done) return st;
+    if (rank == 0) g.tab[0][0] = 0;
+    for (int d = 0; d < rank; d++) {
+        int64_t n = x->shape.dim[d];
+        for (int64_t c = 0; c < os.dim[d]; c++) {
+            int64_t s = c - pb[d];
+            if (s < 0 || s >= n) {
+                if (mode == OPAD_CONSTANT) {
+                    g.tab[d][c] = KN_GATHER_PAD;
+                    continue;
+                }
+                s = onnx_pad_src(mode, s, n);
+            }
+            g.tab[d][c] = s * ist[d];
+        }
+    }
+    g.pad = in[2]->data;
+    kn__gather_run(ctx, &g);
+    kn__gather_destroy(&g);
+    return MS_OK;
+}
+
+/* OnnxUnsqueeze(x, axes) / OnnxSqueeze(x, axes): ONNX's forms with the axes
+ * as a run-time tensor (a view of x). Unsqueeze counts the axes in the
+ * output's rank; Squeeze's axes must be dims of 1, and an empty list drops
+ * every dim of 1. Repeated axes are refused. */
+static ms_status onnx_squeeze_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                      rt_tensor *const *in, rt_tensor **out) {
+    (void)ctx;
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_shape *is = &in[0]->shape;
+    int unsq = strcmp(node->op, "OnnxUnsqueeze") == 0, na;
+    int64_t av[RT_MAX_RANK];
+    if ((st = kn__read_ints(node, in[1], "axes", av, RT_MAX_RANK, &na)) != MS_OK) return st;
+    int orank = unsq ? is->rank + na : is->rank;
+    if (orank > RT_MAX_RANK)
+        return KN_EINVAL(node, "%d axes inserted into input %s exceed the maximum rank", na,
+                         kn__shp(is));
+    uint8_t mark[RT_MAX_RANK] = {0};
+    for (int i = 0; i < na; i++) {
+        int a = kn__axis(av[i], orank);
+        if (a < 0 || mark[a] || (!unsq && is->dim[a] != 1))
+            return KN_EINVAL(node, "axis %lld is out of range, repeated or not of size 1 for "
+                                   "input %s",
+                             (long long)av[i], kn__shp(is));
+        mark[a] = 1;
+    }
+    rt_shape s = {.rank = 0};
+    for (int d = 0, k = 0; d < orank; d++) {
+        if (unsq)
+            s.dim[s.rank++] = mark[d] ? 1 : is->dim[k++];
+        else if (!(mark[d] || (na == 0 && is->dim[d] == 1)))
+            s.dim[s.rank++] = is->dim[d];
+    }
+    return rt_tensor_view(in[0], &s, &out[0]);
+}
+
+/* ====================================================================== */
 
 const kn_kernel kn_cpu_shape_kernels[] = {
     {.op = "Reshape", .compute = reshape_compute},
@@ -909,5 +1130,9 @@ const kn_kernel kn_cpu_shape_kernels[] = {
     {.op = "GatherV2", .compute = gather_compute},
     {.op = "Gather", .compute = gather_compute},
     {.op = "Range", .compute = range_compute},
+    {.op = "OnnxSlice", .compute = onnx_slice_compute},
+    {.op = "OnnxPad", .prepare = onnx_pad_prepare, .compute = onnx_pad_compute},
+    {.op = "OnnxSqueeze", .compute = onnx_squeeze_compute},
+    {.op = "OnnxUnsqueeze", .compute = onnx_squeeze_compute},
     {.op = NULL},
 };

@@ -56,6 +56,10 @@ static const opdef_entry builtin[] = {
     {"MaxPool", {"output"}, 0}, {"AvgPool", {"output"}, 0},
     {"ResizeBilinear", {"resized_images"}, 0}, {"ResizeNearestNeighbor", {"resized_images"}, 0},
     {"DcmDecodeHU", {"hu", "mask"}, 0},
+    /* ONNX forms with run-time inputs (kn_cpu_shape.c, emitted by the ONNX importer). */
+    {"OnnxSlice", {"output"}, 0}, {"OnnxPad", {"output"}, 0},
+    {"OnnxSqueeze", {"output"}, 0}, {"OnnxUnsqueeze", {"output"}, 0},
+    {"OnnxResize", {"output"}, 0},
     /* Checkpoint plumbing in TF2 exports' saver functions. */
     {"ShardedFilename", {"filename"}, 0}, {"StringJoin", {"output"}, 0},
     {"SaveV2", {NULL}, 1}, {"Save", {NULL}, 1}, {"SaveSlices", {NULL}, 1},

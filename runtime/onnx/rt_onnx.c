@@ -464,6 +464,56 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
     return MS_OK;
 }
 
+/* Node index by name, for prune_dead. */
+typedef struct ox_named {
+    const char *name;
+    size_t idx;
+} ox_named;
+
+static int named_cmp(const void *a, const void *b) {
+    return strcmp(((const ox_named *)a)->name, ((const ox_named *)b)->name);
+}
+
+/* Index of the node a tensor reference ("node", "node:1", "^node") names,
+ * or n when none. */
+static size_t named_find(rt__ox_conv *cv, const ox_named *tab, size_t n, const char *ref) {
+    if (ref[0] == '^') ref++;
+    const char *c = strrchr(ref, ':');
+    ox_named key = {c ? rt__ox_printf(cv, "%.*s", (int)(c - ref), ref) : ref, 0};
+    const ox_named *hit = bsearch(&key, tab, n, sizeof(*tab), named_cmp);
+    return hit ? hit->idx : n;
+}
+
+/* Drops the nodes that no signature output needs: a shape vector with
+ * dynamic entries gets a run-time twin (rt_onnx_shape.c) that only some
+ * consumers read. Placeholders stay (the signature's inputs). */
+static void prune_dead(rt__ox_conv *cv, const Tensorflow__SignatureDef *sig) {
+    size_t n = cv->nnodes, top = 0;
+    ox_named *tab = rt__ox_alloc(cv, (n + 1) * sizeof(*tab));
+    size_t *stack = rt__ox_alloc(cv, (n + 1) * sizeof(*stack));
+    uint8_t *live = rt__ox_alloc(cv, n + 1);
+    for (size_t i = 0; i < n; i++)
+        tab[i] = (ox_named){cv->nodes[i]->name, i};
+    qsort(tab, n, sizeof(*tab), named_cmp);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(cv->nodes[i]->op, "Placeholder") == 0) live[i] = 1, stack[top++] = i;
+    for (size_t i = 0; i < sig->n_outputs; i++) {
+        size_t k = named_find(cv, tab, n, sig->outputs[i]->value->name);
+        if (k < n && !live[k]) live[k] = 1, stack[top++] = k;
+    }
+    while (top > 0) {
+        const Tensorflow__NodeDef *nd = cv->nodes[stack[--top]];
+        for (size_t j = 0; j < nd->n_input; j++) {
+            size_t k = named_find(cv, tab, n, nd->input[j]);
+            if (k < n && !live[k]) live[k] = 1, stack[top++] = k;
+        }
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++)
+        if (live[i]) cv->nodes[j++] = cv->nodes[i];
+    cv->nnodes = j;
+}
+
 ms_status rt_onnx_convert(const char *onnx_path, const rt_onnx_opts *opts, uint8_t **pb,
                           size_t *pb_len) {
     uint8_t *data = NULL;
@@ -534,6 +584,7 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
         goto done;
     }
     rt__ox_fuse(cv);
+    prune_dead(cv, sig);
 
     Tensorflow__GraphDef *gd = rt__ox_alloc(cv, sizeof(*gd));
     tensorflow__graph_def__init(gd);

@@ -8,7 +8,9 @@
  * its ONNX-order (NCDHW) tensor in tf (a Transpose, only run when some
  * consumer needs it) and its NDHWC tensor in tf_alt, so chains of 3-D ops
  * (and Relu, handled by rt__ox_op3_unary) pass NDHWC tensors along without
- * transposes. Spatial dimensions must be static.
+ * transposes. The batch and spatial dimensions may be dynamic (known only at
+ * run time; ConvTranspose then sizes its output from the input's shape at
+ * run time); channels must be static.
  */
 #include <float.h>
 #include <string.h>
@@ -26,9 +28,7 @@ static ms_status need5(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, rt__ox_
     if (x->rank != 5)
         return rt__ox_err(cv, MS_ENOTSUP, "input \"%s\" must have rank 5 (got %d)", x->name,
                           x->rank);
-    for (int a = 1; a < 5; a++)
-        if (x->dim[a] < 0)
-            return rt__ox_err(cv, MS_ENOTSUP, "3-D ops need static channel and spatial dims");
+    if (x->dim[1] < 0) return rt__ox_err(cv, MS_ENOTSUP, "3-D ops need a static channel count");
     if (x->tf_alt == NULL) {
         const char *t;
         if ((st = rt__ox_tf(cv, x, &t)) != MS_OK) return st;
@@ -90,6 +90,16 @@ static ms_status window3(rt__ox_conv *cv, const Onnx__NodeProto *n, const int64_
     int zero = 1, same = 1;
     for (int a = 0; a < 3; a++) {
         int64_t keff = (w->k[a] - 1) * w->d[a] + 1;
+        if (in[a] < 0) {
+            /* Dynamic: SAME_UPPER is TF's SAME, computed by the op at run
+             * time; explicit pads stay explicit. */
+            if (lower)
+                return rt__ox_err(cv, MS_ENOTSUP, "auto_pad SAME_LOWER needs static spatial dims");
+            if (!upper && (w->pads[a] || w->pads[a + 3])) zero = 0, same = 0;
+            if (upper) zero = 0;
+            w->out[a] = -1;
+            continue;
+        }
         int64_t o = (in[a] + w->s[a] - 1) / w->s[a];
         int64_t tot = (o - 1) * w->s[a] + keff - in[a];
         if (tot < 0) tot = 0;
@@ -140,33 +150,51 @@ static const char *bias_add(rt__ox_conv *cv, const char *h, const char *y, int64
     return ba->name;
 }
 
+/* TF's 3-D filter [kd, kh, kw, C, M] from ONNX weights [M, C, kd, kh, kw]
+ * (Conv) or [Ci, Co, kd, kh, kw] (ConvTranspose, giving [.., Co, Ci]): a
+ * Const when the weights are known, else a Transpose run with the model. */
+static ms_status filter5(rt__ox_conv *cv, const char *h, rt__ox_value *W, const char **out) {
+    static const int64_t perm[5] = {2, 3, 4, 1, 0};
+    if (W->rank != 5 || W->dt != RT_DT_FLOAT || rt__ox_count_unknown(5, W->dim) != 0)
+        return rt__ox_err(cv, MS_ENOTSUP, "weights must be a 5-D float tensor of static shape");
+    int64_t A = W->dim[0], B = W->dim[1], taps = W->dim[2] * W->dim[3] * W->dim[4];
+    int64_t fd[5] = {W->dim[2], W->dim[3], W->dim[4], B, A};
+    if (!W->f) {
+        const char *wt;
+        ms_status st = rt__ox_tf(cv, W, &wt);
+        if (st != MS_OK) return st;
+        *out = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/filter", h), wt, RT_DT_FLOAT, 5, perm);
+        return MS_OK;
+    }
+    float *f = rt__ox_alloc(cv, (size_t)(taps * A * B) * sizeof(float) + 4);
+    for (int64_t i = 0; i < A; i++)
+        for (int64_t j = 0; j < B; j++)
+            for (int64_t t = 0; t < taps; t++)
+                f[(t * B + j) * A + i] = W->f[(i * B + j) * taps + t];
+    *out = rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 5, fd, f);
+    return MS_OK;
+}
+
 ms_status rt__ox_op3_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
     if ((st = need5(cv, n, 0, &X, &x)) != MS_OK || (st = rt__ox_need(cv, n, 1, &W, NULL)) != MS_OK)
         return st;
-    if (!W->f || W->rank != 5)
-        return rt__ox_err(cv, MS_ENOTSUP, "weights must be a constant 5-D float tensor");
+    const char *filter;
+    if ((st = filter5(cv, h, W, &filter)) != MS_OK) return st;
     if (rt__ox_attr_i(n, "group", 1) != 1)
         return rt__ox_err(cv, MS_ENOTSUP, "grouped 3-D Conv is not supported");
-    int64_t M = W->dim[0], C = W->dim[1], taps = W->dim[2] * W->dim[3] * W->dim[4];
+    int64_t M = W->dim[0], C = W->dim[1];
     if (C != X->dim[1])
         return rt__ox_err(cv, MS_EINVAL, "weights expect %lld input channels, input has %lld",
                           (long long)C, (long long)X->dim[1]);
     win3 w;
     if ((st = window3(cv, n, X->dim + 2, W->dim + 2, &w)) != MS_OK) return st;
     x = pad3(cv, h, x, &w, 0.0f);
-    /* DHWIO filter from [M, C, kd, kh, kw]. */
-    float *f = rt__ox_alloc(cv, (size_t)(taps * C * M) * sizeof(float) + 4);
-    for (int64_t m = 0; m < M; m++)
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t t = 0; t < taps; t++)
-                f[(t * C + c) * M + m] = W->f[(m * C + c) * taps + t];
-    int64_t fd[5] = {W->dim[2], W->dim[3], W->dim[4], C, M};
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "Conv3D", h);
     rt__tf_input(cv, nd, x);
-    rt__tf_input(cv, nd, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 5, fd, f));
+    rt__tf_input(cv, nd, filter);
     win_attrs(cv, nd, &w, 1);
     const char *y = nd->name;
     if (B != NULL) {
@@ -180,14 +208,33 @@ ms_status rt__ox_op3_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+const char *rt__ox_deconv_sizes(rt__ox_conv *cv, const char *h, const char *x, int r,
+                                const int64_t *mul, const int64_t *add, const int64_t *cut,
+                                const char **crop_size) {
+    Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", rt__ox_printf(cv, "%s/in_shape", h));
+    rt__tf_input(cv, sh, x);
+    rt__tf_attr_type(cv, sh, "T", RT_DT_FLOAT);
+    rt__tf_attr_type(cv, sh, "out_type", RT_DT_INT32);
+    const char *m = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/scaled", h), sh->name,
+                                  rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/mul", h), r, mul),
+                                  RT_DT_INT32);
+    const char *sizes =
+        rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/input_sizes", h), m,
+                      rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/add", h), r, add), RT_DT_INT32);
+    *crop_size = rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/crop_size", h), sizes,
+                               rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/cut", h), r, cut),
+                               RT_DT_INT32);
+    return sizes;
+}
+
 ms_status rt__ox_op3_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
     if ((st = need5(cv, n, 0, &X, &x)) != MS_OK || (st = rt__ox_need(cv, n, 1, &W, NULL)) != MS_OK)
         return st;
-    if (!W->f || W->rank != 5)
-        return rt__ox_err(cv, MS_ENOTSUP, "weights must be a constant 5-D float tensor");
+    const char *filter;
+    if ((st = filter5(cv, h, W, &filter)) != MS_OK) return st;
     if (rt__ox_attr_i(n, "group", 1) != 1)
         return rt__ox_err(cv, MS_ENOTSUP, "grouped ConvTranspose is not supported");
     if (rt__ox_attr(n, "output_shape"))
@@ -195,8 +242,7 @@ ms_status rt__ox_op3_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (!rt__ox_attr_is(n, "auto_pad", "NOTSET", "NOTSET") &&
         !rt__ox_attr_is(n, "auto_pad", "VALID", "NOTSET"))
         return rt__ox_err(cv, MS_ENOTSUP, "auto_pad SAME is not supported");
-    if (X->dim[0] < 0) return rt__ox_err(cv, MS_ENOTSUP, "3-D ConvTranspose needs a static batch");
-    int64_t Ci = W->dim[0], Co = W->dim[1], taps = W->dim[2] * W->dim[3] * W->dim[4];
+    int64_t Ci = W->dim[0], Co = W->dim[1];
     if (Ci != X->dim[1])
         return rt__ox_err(cv, MS_EINVAL, "weights expect %lld input channels, input has %lld",
                           (long long)Ci, (long long)X->dim[1]);
@@ -216,19 +262,31 @@ ms_status rt__ox_op3_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                               "the stride, pads in 0..2^20");
         full[a] = s[a] * (X->dim[2 + a] - 1) + (W->dim[2 + a] - 1) * d[a] + 1 + op[a];
         od[2 + a] = full[a] - pads[a] - pads[a + 3];
-        if (od[2 + a] < 1) return rt__ox_err(cv, MS_EINVAL, "pads leave an empty output");
+        if (X->dim[2 + a] < 0) {
+            full[a] = od[2 + a] = -1;
+        } else if (od[2 + a] < 1) {
+            return rt__ox_err(cv, MS_EINVAL, "pads leave an empty output");
+        }
     }
-    /* TF filter [kd, kh, kw, Co (dx channels), Ci (dy channels)]. */
-    float *f = rt__ox_alloc(cv, (size_t)(taps * Co * Ci) * sizeof(float) + 4);
-    for (int64_t ci = 0; ci < Ci; ci++)
-        for (int64_t co = 0; co < Co; co++)
-            for (int64_t t = 0; t < taps; t++)
-                f[(t * Co + co) * Ci + ci] = W->f[(ci * Co + co) * taps + t];
-    int64_t fd[5] = {W->dim[2], W->dim[3], W->dim[4], Co, Ci};
+    int dyn = X->dim[0] < 0 || full[0] < 0 || full[1] < 0 || full[2] < 0;
     int64_t sz[5] = {X->dim[0], full[0], full[1], full[2], Co};
+    const char *sizes, *crop_size = NULL;
+    if (!dyn) {
+        sizes = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/input_sizes", h), 5, sz);
+    } else {
+        /* From x's NDHWC shape at run time: [N, s*in + keff + op - s, ..., Co]
+         * = shape * [1, s, s, s, 0] + [0, keff + op - s, ..., Co]; the crop
+         * keeps that minus the pads. */
+        int64_t mul[5] = {1, s[0], s[1], s[2], 0}, add[5] = {0, 0, 0, 0, Co}, cut[5] = {0};
+        for (int a = 0; a < 3; a++) {
+            add[1 + a] = (W->dim[2 + a] - 1) * d[a] + 1 + op[a] - s[a];
+            cut[1 + a] = pads[a] + pads[a + 3];
+        }
+        sizes = rt__ox_deconv_sizes(cv, h, x, 5, mul, add, cut, &crop_size);
+    }
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "Conv3DBackpropInputV2", h);
-    rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/input_sizes", h), 5, sz));
-    rt__tf_input(cv, nd, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 5, fd, f));
+    rt__tf_input(cv, nd, sizes);
+    rt__tf_input(cv, nd, filter);
     rt__tf_input(cv, nd, x);
     win3 w = {.padding = "VALID"};
     memcpy(w.s, s, sizeof(s));
@@ -244,7 +302,9 @@ ms_status rt__ox_op3_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         int64_t b[5] = {0, pads[0], pads[1], pads[2], 0}, z[5] = {-1, od[2], od[3], od[4], Co};
         rt__tf_input(cv, sl, y);
         rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", sl->name), 5, b));
-        rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", sl->name), 5, z));
+        rt__tf_input(cv, sl, crop_size ? crop_size
+                                       : rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", sl->name),
+                                                       5, z));
         rt__tf_attr_type(cv, sl, "T", RT_DT_FLOAT);
         rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
         y = sl->name;
@@ -310,6 +370,8 @@ ms_status rt__ox_op3_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if ((st = need5(cv, n, 0, &X, &x)) != MS_OK) return st;
     if (!rt__ox_attr_is(n, "mode", "nearest", "nearest"))
         return rt__ox_err(cv, MS_ENOTSUP, "3-D Resize supports mode nearest only");
+    if (X->dim[2] < 0 || X->dim[3] < 0 || X->dim[4] < 0)
+        return rt__ox_err(cv, MS_ENOTSUP, "3-D Resize needs static spatial dims");
     if (rt__ox_attr_is(n, "coordinate_transformation_mode", "tf_crop_and_resize", "half_pixel"))
         return rt__ox_err(cv, MS_ENOTSUP, "tf_crop_and_resize is not supported");
     /* Output size from scales (input 2) or sizes (input 3). */

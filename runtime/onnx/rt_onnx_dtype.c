@@ -264,6 +264,9 @@ static ms_status cast_to(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value
             o->iv[i] = x;
             o->ik[i] = X->f ? 1 : X->ik[i];
         }
+        /* A shape value with dynamic entries keeps its run-time twin. */
+        if (!rt__ox_is_const(o) && X->tf != NULL)
+            o->tf = dt == X->dt ? X->tf : rt__tf_cast(cv, rt__ox_hint_of(n), X->tf, X->dt, dt);
         return MS_OK;
     }
     if (dt == X->dt) {

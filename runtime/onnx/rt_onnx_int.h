@@ -267,6 +267,16 @@ ms_status rt__ox_op3_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op3_pool(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op3_resize(rt__ox_conv *cv, const Onnx__NodeProto *n);
 int rt__ox_op3_unary(rt__ox_conv *cv, const Onnx__NodeProto *n, const char *tf_op);
+/* Rank-3 (1-D) Conv, ConvTranspose, MaxPool, AveragePool in rt_onnx_1d.c:
+ * node n lifted to rank 4 (height 1) and converted by h4, the rank-4
+ * handler of the same op; the result squeezed back to rank 3. */
+ms_status rt__ox_op1d(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_handler h4);
 int rt__ox_op3_concat(rt__ox_conv *cv, const Onnx__NodeProto *n);
+/* A transposed convolution's input_sizes from float x's rank-r shape at run
+ * time, shape * mul + add (graph layout), and in *crop_size that minus cut
+ * (the pads), for inputs with dynamic dims (rt_onnx_3d.c). */
+const char *rt__ox_deconv_sizes(rt__ox_conv *cv, const char *h, const char *x, int r,
+                                const int64_t *mul, const int64_t *add, const int64_t *cut,
+                                const char **crop_size);
 
 #endif /* RT_ONNX_INT_H */

@@ -174,6 +174,7 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     {
         rt__ox_value *X5 = rt__ox_in(cv, n, 0);
         if (X5 != NULL && X5->rank == 5) return rt__ox_op3_conv(cv, n);
+        if (X5 != NULL && X5->rank == 3) return rt__ox_op1d(cv, n, op_conv);
     }
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
     const char *x, *h = rt__ox_hint_of(n);
@@ -181,18 +182,28 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if ((st = rt__ox_need4(cv, n, 0, &X, &x)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &W, NULL)) != MS_OK)
         return st;
-    /* Weights computed at run time (group 1, static shape): TF's filter is
-     * their HWIO transpose. */
+    /* Weights computed at run time (static shape): TF's filter is their HWIO
+     * transpose (group 1), or for depthwise (group = C, one input channel
+     * per group) [C, mult, kh, kw] transposed to [kh, kw, C, mult]. */
     const char *wrt = NULL;
-    if (!W->f && W->rank == 4 && W->dt == RT_DT_FLOAT && rt__ox_count_unknown(4, W->dim) == 0 &&
-        rt__ox_attr_i(n, "group", 1) == 1) {
-        static const int64_t to_hwio[4] = {2, 3, 1, 0};
+    int64_t grp = rt__ox_attr_i(n, "group", 1);
+    int rt_w = !W->f && W->rank == 4 && W->dt == RT_DT_FLOAT &&
+               rt__ox_count_unknown(4, W->dim) == 0;
+    int rt_dw = rt_w && grp > 1 && W->dim[1] == 1 && X->dim[1] == grp && W->dim[0] % grp == 0;
+    if (rt_w && (grp == 1 || rt_dw)) {
+        static const int64_t to_hwio[4] = {2, 3, 1, 0}, dw[4] = {2, 3, 0, 1};
         const char *wt;
         if ((st = rt__ox_tf(cv, W, &wt)) != MS_OK) return st;
+        if (rt_dw) {
+            int64_t cm[4] = {grp, W->dim[0] / grp, W->dim[2], W->dim[3]};
+            wt = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/w_cm", h), wt, RT_DT_FLOAT, 4, cm);
+        }
         wrt = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/filter", h), wt, RT_DT_FLOAT, 4,
-                               to_hwio);
+                               rt_dw ? dw : to_hwio);
     } else if (!W->f || W->rank != 4) {
-        return rt__ox_err(cv, MS_ENOTSUP, "weights must be a constant 4-D float tensor");
+        return rt__ox_err(cv, MS_ENOTSUP,
+                          "weights must be a 4-D float tensor, constant unless group is 1 or "
+                          "depthwise");
     }
     int64_t M = W->dim[0], Cg = W->dim[1], g = rt__ox_attr_i(n, "group", 1);
     int64_t C = X->dim[1] >= 0 ? X->dim[1] : Cg * g;
@@ -210,7 +221,7 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int64_t fd[4] = {ks[0], ks[1], Cg, M};
     const char *y;
     if (wrt != NULL) {
-        y = conv2d_node(cv, "Conv2D", h, x, wrt, &w);
+        y = conv2d_node(cv, g == 1 ? "Conv2D" : "DepthwiseConv2dNative", h, x, wrt, &w);
     } else if (g == 1) {
         y = conv2d_node(
             cv, "Conv2D", h, x,
@@ -279,6 +290,7 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     {
         rt__ox_value *X5 = rt__ox_in(cv, n, 0);
         if (X5 != NULL && X5->rank == 5) return rt__ox_op3_conv_transpose(cv, n);
+        if (X5 != NULL && X5->rank == 3) return rt__ox_op1d(cv, n, op_conv_transpose);
     }
     rt__ox_value *X = NULL, *W = NULL, *B = rt__ox_in(cv, n, 2);
     const char *x, *h = rt__ox_hint_of(n);
@@ -286,8 +298,8 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if ((st = rt__ox_need4(cv, n, 0, &X, &x)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &W, NULL)) != MS_OK)
         return st;
-    if (!W->f || W->rank != 4)
-        return rt__ox_err(cv, MS_ENOTSUP, "weights must be a constant 4-D float tensor");
+    if (W->rank != 4 || W->dt != RT_DT_FLOAT || rt__ox_count_unknown(4, W->dim) != 0)
+        return rt__ox_err(cv, MS_ENOTSUP, "weights must be a 4-D float tensor of static shape");
     if (rt__ox_attr_i(n, "group", 1) != 1)
         return rt__ox_err(cv, MS_ENOTSUP, "grouped ConvTranspose is not supported");
     if (rt__ox_attr(n, "output_shape"))
@@ -310,61 +322,49 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             return rt__ox_err(cv, MS_EINVAL,
                               "strides must be in 1..2^20, output_padding below "
                               "the stride, pads in 0..2^20");
-    if (X->dim[2] < 0 || X->dim[3] < 0)
-        return rt__ox_err(cv, MS_ENOTSUP, "ConvTranspose needs static spatial dims");
     if (X->dim[1] >= 0 && X->dim[1] != Ci)
         return rt__ox_err(cv, MS_EINVAL, "weights expect %lld input channels, input has %lld",
                           (long long)Ci, (long long)X->dim[1]);
     int64_t full[2] = {s[0] * (X->dim[2] - 1) + kh + op[0], s[1] * (X->dim[3] - 1) + kw + op[1]};
+    for (int a = 0; a < 2; a++)
+        if (X->dim[2 + a] < 0) full[a] = -1;
     /* TF filter [kh, kw, out_channels, in_channels]; no spatial flip. */
     int64_t fd[4] = {kh, kw, Co, Ci};
-    float *f = rt__ox_alloc(cv, (size_t)(kh * kw * Co * Ci) * sizeof(float));
-    for (int64_t ci = 0; ci < Ci; ci++)
-        for (int64_t co = 0; co < Co; co++)
-            for (int64_t y = 0; y < kh * kw; y++)
-                f[(y * Co + co) * Ci + ci] = W->f[(ci * Co + co) * kh * kw + y];
-    /* input_sizes = [batch, Co, full_h, full_w]; the batch comes from x at run
-     * time when it is dynamic. */
-    const char *sizes;
-    if (X->dim[0] >= 0) {
+    const char *filter;
+    if (W->f) {
+        float *f = rt__ox_alloc(cv, (size_t)(kh * kw * Co * Ci) * sizeof(float));
+        for (int64_t ci = 0; ci < Ci; ci++)
+            for (int64_t co = 0; co < Co; co++)
+                for (int64_t y = 0; y < kh * kw; y++)
+                    f[(y * Co + co) * Ci + ci] = W->f[(ci * Co + co) * kh * kw + y];
+        filter = rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 4, fd, f);
+    } else {
+        /* Weights computed at run time: the same transpose as a node. */
+        static const int64_t to_hwoi[4] = {2, 3, 1, 0};
+        const char *wt;
+        if ((st = rt__ox_tf(cv, W, &wt)) != MS_OK) return st;
+        filter = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/filter", h), wt, RT_DT_FLOAT, 4,
+                                  to_hwoi);
+    }
+    /* input_sizes = [batch, Co, full_h, full_w] (graph layout); computed from
+     * x's shape at run time when a dim is dynamic: shape * [1, 0, s, s] +
+     * [0, Co, k + op - s, ...], and the crop keeps that minus the pads. */
+    const char *sizes, *crop_size = NULL;
+    if (X->dim[0] >= 0 && full[0] >= 0 && full[1] >= 0) {
         int64_t sz[4];
         rt__ox_lay4(cv, sz, X->dim[0], Co, full[0], full[1]);
         sizes = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/input_sizes", h), 4, sz);
     } else {
-        Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", rt__ox_printf(cv, "%s/shape", h));
-        rt__tf_input(cv, sh, x);
-        rt__tf_attr_type(cv, sh, "T", RT_DT_FLOAT);
-        rt__tf_attr_type(cv, sh, "out_type", RT_DT_INT32);
-        int64_t b0 = 0, b1 = 1;
-        Tensorflow__NodeDef *ss = rt__tf_node(cv, "StridedSlice", rt__ox_printf(cv, "%s/batch", h));
-        rt__tf_input(cv, ss, sh->name);
-        rt__tf_input(cv, ss, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", ss->name), 1, &b0));
-        rt__tf_input(cv, ss, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/end", ss->name), 1, &b1));
-        rt__tf_input(cv, ss, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/strides", ss->name), 1, &b1));
-        rt__tf_attr_type(cv, ss, "T", RT_DT_INT32);
-        rt__tf_attr_type(cv, ss, "Index", RT_DT_INT32);
-        rt__tf_attr_i(cv, ss, "begin_mask", 0);
-        rt__tf_attr_i(cv, ss, "end_mask", 0);
-        rt__tf_attr_i(cv, ss, "ellipsis_mask", 0);
-        rt__tf_attr_i(cv, ss, "new_axis_mask", 0);
-        rt__tf_attr_i(cv, ss, "shrink_axis_mask", 0);
-        int64_t rest[4];
-        rt__ox_lay4(cv, rest, 0, Co, full[0], full[1]);
-        Tensorflow__NodeDef *cat =
-            rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/input_sizes", h));
-        rt__tf_input(cv, cat, ss->name);
-        rt__tf_input(cv, cat,
-                     rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/chw", cat->name), 3, rest + 1));
-        rt__tf_input(cv, cat, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", cat->name), 0));
-        rt__tf_attr_i(cv, cat, "N", 2);
-        rt__tf_attr_type(cv, cat, "T", RT_DT_INT32);
-        rt__tf_attr_type(cv, cat, "Tidx", RT_DT_INT32);
-        sizes = cat->name;
+        int64_t mul[4], add[4], cut[4];
+        rt__ox_lay4(cv, mul, 1, 0, s[0], s[1]);
+        rt__ox_lay4(cv, add, 0, Co, kh + op[0] - s[0], kw + op[1] - s[1]);
+        rt__ox_lay4(cv, cut, 0, 0, pads[0] + pads[2], pads[1] + pads[3]);
+        sizes = rt__ox_deconv_sizes(cv, h, x, 4, mul, add, cut, &crop_size);
     }
     int64_t l[4];
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "Conv2DBackpropInput", h);
     rt__tf_input(cv, nd, sizes);
-    rt__tf_input(cv, nd, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 4, fd, f));
+    rt__tf_input(cv, nd, filter);
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
     rt__ox_lay4(cv, l, 1, 1, s[0], s[1]);
@@ -374,7 +374,8 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_s(cv, nd, "padding", "VALID");
     rt__tf_attr_s(cv, nd, "data_format", rt__ox_data_format(cv));
     const char *y = nd->name;
-    int64_t oh = full[0] - pads[0] - pads[2], ow = full[1] - pads[1] - pads[3];
+    int64_t oh = full[0] < 0 ? -1 : full[0] - pads[0] - pads[2];
+    int64_t ow = full[1] < 0 ? -1 : full[1] - pads[1] - pads[3];
     if (pads[0] || pads[1] || pads[2] || pads[3]) {
         Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/crop", h));
         int64_t b[4], z[4];
@@ -382,18 +383,24 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__ox_lay4(cv, z, -1, Co, oh, ow);
         rt__tf_input(cv, sl, y);
         rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", sl->name), 4, b));
-        rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", sl->name), 4, z));
+        rt__tf_input(cv, sl, crop_size ? crop_size
+                                       : rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", sl->name),
+                                                       4, z));
         rt__tf_attr_type(cv, sl, "T", RT_DT_FLOAT);
         rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
         y = sl->name;
     }
     if (B != NULL) {
-        if (!B->f || rt__ox_nelem(B) != Co)
-            return rt__ox_err(cv, MS_ENOTSUP, "bias must be a constant of %lld floats",
-                              (long long)Co);
+        const char *bt = NULL;
+        if (B->dt != RT_DT_FLOAT || B->rank != 1 || B->dim[0] != Co)
+            return rt__ox_err(cv, MS_ENOTSUP, "bias must be %lld floats", (long long)Co);
+        if (B->f)
+            bt = rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &Co, B->f);
+        else if ((st = rt__ox_tf(cv, B, &bt)) != MS_OK)
+            return st;
         Tensorflow__NodeDef *ba = rt__tf_node(cv, "BiasAdd", rt__ox_printf(cv, "%s/bias_add", h));
         rt__tf_input(cv, ba, y);
-        rt__tf_input(cv, ba, rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/bias", h), 1, &Co, B->f));
+        rt__tf_input(cv, ba, bt);
         rt__tf_attr_type(cv, ba, "T", RT_DT_FLOAT);
         rt__tf_attr_s(cv, ba, "data_format", rt__ox_data_format(cv));
         y = ba->name;
@@ -431,7 +438,11 @@ static ms_status op_batchnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (st != MS_OK) return st;
     for (int i = 0; i < 4; i++) {
         if ((st = rt__ox_need(cv, n, i + 1, &p[i], NULL)) != MS_OK) return st;
-        if (!p[i]->f) return rt__ox_err(cv, MS_ENOTSUP, "parameters must be constants");
+        /* Run-time parameters: FusedBatchNormV3 takes them as tensors. */
+        if (!p[i]->f && (X->rank != 4 || p[i]->dt != RT_DT_FLOAT || p[i]->rank != 1))
+            return rt__ox_err(cv, MS_ENOTSUP,
+                              "parameters computed at run time need a 4-D input and float "
+                              "vectors");
     }
     if (X->rank < 2) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be >= 2");
     if (rt__ox_attr_i(n, "training_mode", 0) != 0)
@@ -475,7 +486,9 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         (st = rt__ox_need(cv, n, 1, &S, NULL)) != MS_OK ||
         (st = rt__ox_need(cv, n, 2, &B, NULL)) != MS_OK)
         return st;
-    if (!S->f || !B->f) return rt__ox_err(cv, MS_ENOTSUP, "scale and B must be constants");
+    if ((!S->f || !B->f) && (S->dt != RT_DT_FLOAT || B->dt != RT_DT_FLOAT || S->rank != 1 ||
+                             B->rank != 1))
+        return rt__ox_err(cv, MS_ENOTSUP, "scale and B must be float vectors");
     if (X->rank < 3) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be >= 3");
     int r = X->rank, last = r == 4 && cv->nhwc;
     /* A 3-D op's NDHWC result (rt_onnx_3d.c) is normalised channels-last. */
@@ -494,7 +507,25 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *ax = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/axes", h), r - 2, axes);
     const char *nrm =
         rt__ox_normalize(cv, h, x, ax, rt__ox_attr_f(n, "epsilon", 1e-5f), NULL, NULL);
-    const char *y = channel_affine(cv, h, nrm, r, rt__ox_nelem(S), S->f, B->f, last);
+    const char *y;
+    if (S->f && B->f) {
+        y = channel_affine(cv, h, nrm, r, rt__ox_nelem(S), S->f, B->f, last);
+    } else {
+        /* Scale and B computed at run time: [C] (channels last) or [C, 1, ...]. */
+        const char *sb[2];
+        int64_t d[OX_MAXR];
+        d[0] = -1;
+        for (int i = 1; i < r - 1; i++)
+            d[i] = 1;
+        for (int i = 0; i < 2; i++) {
+            if ((st = rt__ox_tf(cv, i ? B : S, &sb[i])) != MS_OK) return st;
+            if (!last)
+                sb[i] = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/%s", h, i ? "b" : "a"), sb[i],
+                                       RT_DT_FLOAT, r - 1, d);
+        }
+        y = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/scale", h), nrm, sb[0], RT_DT_FLOAT);
+        y = rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/shift", h), y, sb[1], RT_DT_FLOAT);
+    }
     rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, ndhwc ? NULL : y);
     if (ndhwc)
         o->tf_alt = y; /* ONNX order made by rt__ox_tf when needed */
@@ -511,6 +542,7 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     {
         rt__ox_value *X5 = rt__ox_in(cv, n, 0);
         if (X5 != NULL && X5->rank == 5) return rt__ox_op3_pool(cv, n);
+        if (X5 != NULL && X5->rank == 3) return rt__ox_op1d(cv, n, op_pool);
     }
     int is_max = strcmp(n->op_type, "MaxPool") == 0;
     rt__ox_value *X = NULL;
@@ -528,6 +560,7 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (w.d[0] != 1 || w.d[1] != 1)
         return rt__ox_err(cv, MS_ENOTSUP, "dilated pooling is not supported");
     int explicit_pads = 0;
+    const char *rescale = NULL; /* AveragePool excluding other pads: k / count */
     if (is_max) {
         if (rt__ox_attr_i(n, "storage_order", 0) != 0)
             return rt__ox_err(cv, MS_ENOTSUP, "storage_order 1 is not supported");
@@ -548,11 +581,32 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     } else if (w.padding == NULL ||
                (strcmp(w.padding, "SAME") == 0 && rt__ox_attr_i(n, "count_include_pad", 0))) {
         /* Zero padding counted in the average = explicit Pad + VALID; TF's SAME
-         * excludes the padding from the count. */
-        if (!rt__ox_attr_i(n, "count_include_pad", 0))
-            return rt__ox_err(cv, MS_ENOTSUP,
-                              "pads that are neither SAME nor VALID need "
-                              "count_include_pad=1");
+         * excludes the padding from the count. Excluded from the count with
+         * other pads: the same, times k / (input elements in the window), a
+         * constant when the spatial dims are static. */
+        if (!rt__ox_attr_i(n, "count_include_pad", 0)) {
+            if (X->dim[2] < 0 || X->dim[3] < 0 || w.out[0] < 1 || w.out[1] < 1 ||
+                w.out[0] * w.out[1] > ((int64_t)1 << 24))
+                return rt__ox_err(cv, MS_ENOTSUP,
+                                  "pads that are neither SAME nor VALID with "
+                                  "count_include_pad=0 need static spatial dims");
+            float *f = rt__ox_alloc(cv, (size_t)(w.out[0] * w.out[1]) * sizeof(float));
+            for (int64_t i = 0; i < w.out[0]; i++)
+                for (int64_t j = 0; j < w.out[1]; j++) {
+                    int64_t cnt = 1;
+                    for (int a = 0; a < 2; a++) {
+                        int64_t b = (a ? j : i) * w.s[a] - w.pads[a], e = b + w.k[a];
+                        cnt *= (e < X->dim[2 + a] ? e : X->dim[2 + a]) - (b > 0 ? b : 0);
+                    }
+                    if (cnt <= 0)
+                        return rt__ox_err(cv, MS_ENOTSUP, "a window lies wholly in the padding "
+                                                          "(count_include_pad=0)");
+                    f[i * w.out[1] + j] = (float)(w.k[0] * w.k[1]) / (float)cnt;
+                }
+            int64_t fd[4];
+            rt__ox_lay4(cv, fd, 1, 1, w.out[0], w.out[1]);
+            rescale = rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/rescale", h), 4, fd, f);
+        }
         w.padding = NULL;
         x = pad_for_window(cv, h, x, &w, 0.0f);
     }
@@ -576,7 +630,11 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     }
     rt__tf_attr_s(cv, nd, "data_format", rt__ox_data_format(cv));
     int64_t od[4] = {X->dim[0], X->dim[1], w.out[0], w.out[1]};
-    rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, od, nd->name);
+    const char *y = nd->name;
+    if (rescale != NULL)
+        y = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/exclude_pad", h), y, rescale,
+                          RT_DT_FLOAT);
+    rt__ox_def_out4(cv, n, 0, RT_DT_FLOAT, od, y);
     return MS_OK;
 }
 
@@ -640,7 +698,9 @@ static ms_status op_reduce(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (na > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "too many axes");
     int noop = (int)rt__ox_attr_i(n, "noop_with_empty_axes", 0);
     int keep = (int)rt__ox_attr_i(n, "keepdims", 1);
-    if (na < 0 && (A = rt__ox_in(cv, n, 1)) != NULL && !rt__ox_is_const(A)) {
+    if (na < 0 && (A = rt__ox_in(cv, n, 1)) != NULL && A->rank == 1 && A->dim[0] == 0) {
+        na = 0; /* an empty run-time list is known empty here */
+    } else if (na < 0 && (A = rt__ox_in(cv, n, 1)) != NULL && !rt__ox_is_const(A)) {
         /* Axes computed at run time: TF's reductions take them as a tensor.
          * An empty run-time list would mean "all axes" in ONNX and "none"
          * in TF, so the list length must be known and non-zero. */
@@ -712,12 +772,24 @@ static ms_status op_unary(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *x;
     int last;
     ms_status st;
-    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
-        (st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK)
-        return st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
     const char *op = NULL;
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (strcmp(map[i][0], n->op_type) == 0) op = map[i][1];
+    int64_t ne = rt__ox_nelem(X);
+    if (X->iv && ne >= 0 && ne <= OX_MAXR && (strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0)) {
+        /* Shape arithmetic (-axis, |d|) folds, keeping unknown entries unknown. */
+        rt__ox_value *o = rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, NULL);
+        o->iv = rt__ox_alloc(cv, (size_t)ne * 8 + 8);
+        o->ik = rt__ox_alloc(cv, (size_t)ne + 1);
+        for (int64_t i = 0; i < ne; i++) {
+            int64_t v = X->iv[i] == INT64_MIN ? INT64_MAX : X->iv[i];
+            o->iv[i] = op[0] == 'N' ? -v : v < 0 ? -v : v;
+            o->ik[i] = X->ik[i];
+        }
+        return MS_OK;
+    }
+    if ((st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK) return st;
     if (strcmp(op, "Relu") == 0 && rt__ox_op3_unary(cv, n, op)) return MS_OK;
     Tensorflow__NodeDef *nd = rt__tf_node(cv, op, rt__ox_hint_of(n));
     rt__tf_input(cv, nd, x);
@@ -880,6 +952,19 @@ static int fold_int_binary(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__
         else
             o->ik[i] = 0;
     }
+    /* Partially known (a dynamic dim in shape arithmetic): also the TF op,
+     * so that the value can feed a run-time Reshape, Fill, ... */
+    const char *tfop = strcmp(op, "Add") == 0   ? "AddV2"
+                       : strcmp(op, "Sub") == 0 ? "Sub"
+                       : strcmp(op, "Mul") == 0 ? "Mul"
+                       : strcmp(op, "Div") == 0 ? "TruncateDiv"
+                                                : NULL;
+    rt__ox_value *va = (rt__ox_value *)a, *vb = (rt__ox_value *)b;
+    const char *ta, *tb;
+    if (!rt__ox_is_const(o) && tfop && a->dt == b->dt && (a->tf || rt__ox_is_const(a)) &&
+        (b->tf || rt__ox_is_const(b)) && rt__ox_tf(cv, va, &ta) == MS_OK &&
+        rt__ox_tf(cv, vb, &tb) == MS_OK)
+        o->tf = rt__tf_binary(cv, tfop, rt__ox_hint_of(n), ta, tb, a->dt);
     return 1;
 }
 
@@ -1047,7 +1132,14 @@ static ms_status op_gemm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     float alpha = rt__ox_attr_f(n, "alpha", 1.0f), beta = rt__ox_attr_f(n, "beta", 1.0f);
     int64_t N = tb ? B->dim[0] : B->dim[1], M = ta ? A->dim[1] : A->dim[0];
     if (alpha != 1.0f) {
-        if (!B->f) return rt__ox_err(cv, MS_ENOTSUP, "alpha != 1 needs a constant B");
+        if (!B->f) {
+            /* B computed at run time: alpha * B before the product. */
+            if ((st = rt__ox_tf(cv, B, &b)) != MS_OK) return st;
+            b = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/alpha_b", h), b,
+                              rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/alpha", h), alpha),
+                              RT_DT_FLOAT);
+            goto product;
+        }
         int64_t ne = rt__ox_nelem(B);
         float *s = rt__ox_alloc(cv, (size_t)ne * 4);
         for (int64_t i = 0; i < ne; i++)
@@ -1056,6 +1148,7 @@ static ms_status op_gemm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     } else if ((st = rt__ox_tf(cv, B, &b)) != MS_OK) {
         return st;
     }
+product:;
     Tensorflow__NodeDef *mm = rt__tf_node(cv, "MatMul", h);
     rt__tf_input(cv, mm, a);
     rt__tf_input(cv, mm, b);

@@ -169,7 +169,7 @@ static const ox_opdef ox_defs[] = {
     {"ReduceLogSumExp", {1, 11, 13, 18}, {0}, "axes keepdims noop_with_empty_axes"},
     {"Relu", {6, 13, 14}, {1}, ""},
     {"Reshape", {5, 13, 14, 19, TYPES25}, {1}, "allowzero"},
-    {"Resize", {10, 11, 13, 18, 19}, {0}, "antialias=0 coordinate_transformation_mode cubic_coeff_a exclude_outside=0 extrapolation_value mode nearest_mode"},
+    {"Resize", {10, 11, 13, 18, 19}, {0}, "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
     {"Shape", {1, 13, 15, 19, TYPES25}, {0}, "end start"},
     {"Sigmoid", {6, 13}, {1}, ""},
     {"Slice", {1, 10, 11, 13}, {0}, "axes ends starts"},

@@ -25,12 +25,55 @@ static int is_known(const rt__ox_value *x) {
     return x->f != NULL || x->iv != NULL;
 }
 
+/* 1 when v can become a TF tensor (known in full, or computed by a node). */
+static int has_tensor(const rt__ox_value *v) {
+    return v->tf != NULL || rt__ox_is_const(v);
+}
+
+/* An int vector input of static length (its count in *len), for the run-time
+ * forms; MS_ENOTSUP naming `what` otherwise. */
+static ms_status int_vector(rt__ox_conv *cv, rt__ox_value *v, const char *what, int max,
+                            int64_t *len, const char **tf) {
+    if (v->rank != 1 || v->dim[0] < 0 || v->dim[0] > max ||
+        (v->dt != RT_DT_INT64 && v->dt != RT_DT_INT32))
+        return rt__ox_err(cv, MS_ENOTSUP, "%s must be an int32/int64 vector of static length",
+                          what);
+    *len = v->dim[0];
+    return rt__ox_tf(cv, v, tf);
+}
+
+/* 0..k-1 (axes) or k ones (steps) as an int64 Const. */
+static const char *seq_or_ones(rt__ox_conv *cv, const char *hint, int64_t k, int ones) {
+    int64_t v[2 * OX_MAXR];
+    for (int64_t j = 0; j < k; j++)
+        v[j] = ones ? 1 : j;
+    return rt__tf_const_int(cv, hint, RT_DT_INT64, 1, &k, v);
+}
+
+/* Marks in keep[] the axes of a rank-r tensor that constant axes input A
+ * (NULL: the first k axes) leaves alone; 0 when A is not a constant. */
+static int untouched_axes(const rt__ox_value *A, int r, int64_t k, uint8_t *keep) {
+    for (int i = 0; i < r; i++)
+        keep[i] = A != NULL || i >= k;
+    if (A == NULL) return 1;
+    if (!A->iv || !rt__ox_is_const(A) || rt__ox_nelem(A) > OX_MAXR) return 0;
+    for (int64_t j = 0; j < rt__ox_nelem(A); j++) {
+        int a = rt__ox_norm_axis(A->iv[j], r);
+        if (a >= 0 && a < r) keep[a] = 0;
+    }
+    return 1;
+}
+
 /* Reshape of x (value) to od (rank r, entries -1 = unknown); emits a TF
  * Reshape unless x is folded. */
 static ms_status reshape_to(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *x, int r,
                             const int64_t *od) {
     if (is_known(x) && rt__ox_count_unknown(r, od) == 0) {
         fold_reshape(cv, n, x, r, od);
+        /* A partially known shape value keeps its run-time tensor. */
+        if (!rt__ox_is_const(x) && x->tf != NULL)
+            rt__ox_find(cv, n->output[0])->tf =
+                rt__tf_reshape(cv, rt__ox_hint_of(n), x->tf, x->dt, r, od);
         return MS_OK;
     }
     if (rt__ox_count_unknown(r, od) > 1)
@@ -40,6 +83,18 @@ static ms_status reshape_to(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_va
     if (st != MS_OK) return st;
     rt__ox_def_out(cv, n, 0, x->dt, r, od, rt__tf_reshape(cv, rt__ox_hint_of(n), t, x->dt, r, od));
     return MS_OK;
+}
+
+/* Elements [b, b + len) of the int64 vector t (a TF Slice). */
+static const char *slice_vec(rt__ox_conv *cv, const char *hint, const char *t, int64_t b,
+                             int64_t len) {
+    Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", hint);
+    rt__tf_input(cv, sl, t);
+    rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", sl->name), 1, &b));
+    rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", sl->name), 1, &len));
+    rt__tf_attr_type(cv, sl, "T", RT_DT_INT64);
+    rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
+    return sl->name;
 }
 
 /* Reshape to a shape computed at run time (an int64 vector of static length
@@ -61,14 +116,7 @@ static ms_status reshape_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_va
         int64_t zeros[OX_MAXR] = {0}, len = r - X->rank;
         const char *xs = sh->name;
         if (r < X->rank) {
-            int64_t b = 0, sz = r;
-            Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/head", h));
-            rt__tf_input(cv, sl, xs);
-            rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/b", h), 1, &b));
-            rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/sz", h), 1, &sz));
-            rt__tf_attr_type(cv, sl, "T", RT_DT_INT64);
-            rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
-            xs = sl->name;
+            xs = slice_vec(cv, rt__ox_printf(cv, "%s/head", h), xs, 0, r);
         } else if (r > X->rank) {
             Tensorflow__NodeDef *cc = rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/pad", h));
             rt__tf_input(cv, cc, xs);
@@ -154,6 +202,9 @@ ms_status rt__ox_op_reshape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             if (rest % known == 0) od[infer] = rest / known;
         }
     }
+    /* Still several unknown entries: the shape's run-time tensor. */
+    if (rt__ox_count_unknown(r, od) > 1 && S->tf != NULL && S->dt == RT_DT_INT64)
+        return reshape_rt(cv, n, X, S, allowzero);
     return reshape_to(cv, n, X, r, od);
 }
 
@@ -186,6 +237,29 @@ ms_status rt__ox_op_squeeze_unsqueeze(rt__ox_conv *cv, const Onnx__NodeProto *n)
     int64_t axes[OX_MAXR];
     int na = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
     if (na > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "too many axes");
+    rt__ox_value *A = na < 0 ? rt__ox_in(cv, n, 1) : NULL;
+    if (A != NULL && (!A->iv || !rt__ox_is_const(A))) {
+        /* Axes computed at run time: our OnnxSqueeze / OnnxUnsqueeze (a
+         * view; the run checks the axes). The output rank follows from
+         * the axes' static count. */
+        const char *x, *a;
+        int64_t k, od[OX_MAXR];
+        if ((st = int_vector(cv, A, "run-time axes", OX_MAXR, &k, &a)) != MS_OK) return st;
+        int orank = unsq ? X->rank + (int)k : X->rank - (int)k;
+        if ((!unsq && k == 0) || orank < 0 || orank > OX_MAXR)
+            return rt__ox_err(cv, MS_ENOTSUP, "run-time axes of %lld values for rank %d",
+                              (long long)k, X->rank);
+        if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+        Tensorflow__NodeDef *nd =
+            rt__tf_node(cv, unsq ? "OnnxUnsqueeze" : "OnnxSqueeze", rt__ox_hint_of(n));
+        rt__tf_input(cv, nd, x);
+        rt__tf_input(cv, nd, a);
+        rt__tf_attr_type(cv, nd, "T", X->dt);
+        for (int i = 0; i < orank; i++)
+            od[i] = -1;
+        rt__ox_def_out(cv, n, 0, X->dt, orank, od, nd->name);
+        return MS_OK;
+    }
     if (na < 0 && (st = rt__ox_const_ints(cv, n, 1, axes, OX_MAXR, &na)) != MS_OK) return st;
     int64_t od[OX_MAXR];
     int r = 0;
@@ -274,6 +348,8 @@ ms_status rt__ox_op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__ox_alias(cv, n, v[0]);
         return MS_OK;
     }
+    int64_t *fiv = NULL; /* the folded values, when a node is emitted too */
+    uint8_t *fik = NULL;
     if (all_known) {
         int isf = v[0]->f != NULL;
         rt__ox_value *o = rt__ox_def_out(cv, n, 0, v[0]->dt, r, od, NULL);
@@ -298,7 +374,13 @@ ms_status rt__ox_op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                     }
                 }
             }
-        return MS_OK;
+        /* Partially known (shape arithmetic with dynamic dims): also the
+         * ConcatV2 of the inputs' run-time tensors. */
+        int tensors = !rt__ox_is_const(o);
+        for (int i = 0; i < ni && tensors; i++)
+            tensors = has_tensor(v[i]);
+        if (!tensors) return MS_OK;
+        fiv = o->iv, fik = o->ik;
     }
     int last = 0;
     for (int i = 0; i < ni && r == 4 && axis == 1; i++)
@@ -314,7 +396,9 @@ ms_status rt__ox_op_concat(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_i(cv, nd, "N", ni);
     rt__tf_attr_type(cv, nd, "T", v[0]->dt);
     rt__tf_attr_type(cv, nd, "Tidx", RT_DT_INT32);
-    rt__ox_def_out(cv, n, 0, v[0]->dt, r, od, nd->name)->nhwc = last;
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, v[0]->dt, r, od, nd->name);
+    o->nhwc = last;
+    if (fiv != NULL) o->iv = fiv, o->ik = fik;
     return MS_OK;
 }
 
@@ -400,12 +484,52 @@ static int64_t clampi(int64_t v, int64_t lo, int64_t hi) {
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* Slice whose starts, ends, axes or steps are computed at run time: our
+ * OnnxSlice op, which clamps as ONNX does (kn_cpu_shape.c). */
+static ms_status slice_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X) {
+    static const char *const names[5] = {"data", "starts", "ends", "axes", "steps"};
+    const char *h = rt__ox_hint_of(n), *t[5];
+    ms_status st;
+    int64_t k = -1, len;
+    if ((st = rt__ox_tf(cv, X, &t[0])) != MS_OK) return st;
+    for (int i = 1; i < 5; i++) {
+        rt__ox_value *v = rt__ox_in(cv, n, i);
+        if (v == NULL && i <= 2) return rt__ox_err(cv, MS_EINVAL, "input %s is missing", names[i]);
+        if (v == NULL) {
+            t[i] = seq_or_ones(cv, rt__ox_printf(cv, "%s/%s", h, names[i]), k, i == 4);
+            continue;
+        }
+        if ((st = int_vector(cv, v, rt__ox_printf(cv, "run-time %s", names[i]), OX_MAXR, &len,
+                             &t[i])) != MS_OK)
+            return st;
+        if (k >= 0 && len != k)
+            return rt__ox_err(cv, MS_EINVAL, "%s has %lld values, starts has %lld", names[i],
+                              (long long)len, (long long)k);
+        k = len;
+    }
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "OnnxSlice", h);
+    for (int i = 0; i < 5; i++)
+        rt__tf_input(cv, nd, t[i]);
+    rt__tf_attr_type(cv, nd, "T", X->dt);
+    int64_t od[OX_MAXR];
+    uint8_t keep[OX_MAXR];
+    int known = untouched_axes(rt__ox_in(cv, n, 3), X->rank, k, keep);
+    for (int i = 0; i < X->rank; i++)
+        od[i] = known && keep[i] ? X->dim[i] : -1;
+    rt__ox_def_out(cv, n, 0, X->dt, X->rank, od, nd->name);
+    return MS_OK;
+}
+
 ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
     int r = X->rank;
     if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known and >= 1");
+    for (int i = 1; i < 5 && cv->opset >= 10; i++) {
+        rt__ox_value *v = rt__ox_in(cv, n, i);
+        if (v != NULL && (!v->iv || !rt__ox_is_const(v))) return slice_rt(cv, n, X);
+    }
     int64_t starts[OX_MAXR], ends[OX_MAXR], axes[OX_MAXR], steps[OX_MAXR];
     int c1, c2, c3, c4;
     if (cv->opset < 10) {
@@ -464,6 +588,8 @@ ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         if (step != 1) any_step = 1;
     }
     /* Known 1-D vectors (shape arithmetic) fold. */
+    int64_t *fiv = NULL; /* the folded values, when a node is emitted too */
+    uint8_t *fik = NULL;
     if (X->iv && r == 1 && X->dim[0] >= 0) {
         rt__ox_value *o = rt__ox_def_out(cv, n, 0, X->dt, 1, od, NULL);
         o->iv = rt__ox_alloc(cv, (size_t)od[0] * 8 + 8);
@@ -472,7 +598,9 @@ ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             o->iv[k] = X->iv[b[0] + k * s[0]];
             o->ik[k] = X->ik[b[0] + k * s[0]];
         }
-        return MS_OK;
+        /* Partially known: also the TF slice of X's run-time tensor. */
+        if (rt__ox_is_const(o) || X->tf == NULL) return MS_OK;
+        fiv = o->iv, fik = o->ik;
     }
     const char *x;
     if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
@@ -512,39 +640,121 @@ ms_status rt__ox_op_slice(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     }
     rt__tf_attr_type(cv, nd, "T", X->dt);
     rt__tf_attr_type(cv, nd, "Index", RT_DT_INT32);
+    rt__ox_value *o = rt__ox_def_out(cv, n, 0, X->dt, r, od, nd->name);
+    if (fiv != NULL) o->iv = fiv, o->ik = fik;
+    return MS_OK;
+}
+
+/* A scalar of type dt holding v. */
+static const char *scalar_of(rt__ox_conv *cv, const char *h, rt_dtype dt, float v) {
+    int64_t iv = (int64_t)v;
+    if (dt == RT_DT_FLOAT) return rt__ox_scalar_f32(cv, h, v);
+    if ((dt == RT_DT_INT64 || dt == RT_DT_INT32 || dt == RT_DT_BOOL || dt == RT_DT_UINT8 ||
+         dt == RT_DT_INT8) &&
+        (float)iv == v)
+        return rt__tf_const_int(cv, h, dt, 0, NULL, &iv);
+    return rt__tf_cast(cv, h, rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/f", h), v), RT_DT_FLOAT,
+                       dt);
+}
+
+/* Pad in the forms TF's Pad/MirrorPad do not cover: pads, value or axes
+ * computed at run time, the axes input, negative pads, edge and wrap modes.
+ * Our OnnxPad op (kn_cpu_shape.c); pads0 (np0 values) are the constant
+ * pads when known (opset < 11 or a constant input), else NULL. */
+static ms_status pad_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X,
+                        const int64_t *pads0, int np0, float value0, const char *mode) {
+    const char *h = rt__ox_hint_of(n), *x, *p, *v, *a;
+    int r = X->rank;
+    int64_t na = r, np;
+    ms_status st;
+    rt__ox_value *P = cv->opset >= 11 ? rt__ox_in(cv, n, 1) : NULL;
+    rt__ox_value *V = cv->opset >= 11 ? rt__ox_in(cv, n, 2) : NULL;
+    rt__ox_value *A = cv->opset >= 18 ? rt__ox_in(cv, n, 3) : NULL;
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+    if (A != NULL) {
+        if ((st = int_vector(cv, A, "axes", OX_MAXR, &na, &a)) != MS_OK) return st;
+    } else {
+        a = seq_or_ones(cv, rt__ox_printf(cv, "%s/axes", h), r, 0);
+    }
+    if (pads0 != NULL) {
+        int64_t cnt = np0;
+        p = rt__tf_const_int(cv, rt__ox_printf(cv, "%s/pads", h), RT_DT_INT64, 1, &cnt, pads0);
+        np = cnt;
+    } else if (P == NULL) {
+        return rt__ox_err(cv, MS_EINVAL, "input pads is missing");
+    } else if ((st = int_vector(cv, P, "run-time pads", 2 * OX_MAXR, &np, &p)) != MS_OK) {
+        return st;
+    }
+    if (np != 2 * na)
+        return rt__ox_err(cv, MS_EINVAL, "pads has %lld values for %lld axes", (long long)np,
+                          (long long)na);
+    if (V != NULL && !(V->f && rt__ox_nelem(V) == 1 && X->dt == RT_DT_FLOAT)) {
+        if (V->dt != X->dt || (V->rank > 0 && rt__ox_nelem(V) != 1))
+            return rt__ox_err(cv, MS_EINVAL, "constant_value must be one %s value",
+                              rt_dtype_name(X->dt));
+        if ((st = rt__ox_tf(cv, V, &v)) != MS_OK) return st;
+    } else {
+        v = scalar_of(cv, rt__ox_printf(cv, "%s/value", h), X->dt, V ? V->f[0] : value0);
+    }
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "OnnxPad", h);
+    rt__tf_input(cv, nd, x);
+    rt__tf_input(cv, nd, p);
+    rt__tf_input(cv, nd, v);
+    rt__tf_input(cv, nd, a);
+    rt__tf_attr_type(cv, nd, "T", X->dt);
+    rt__tf_attr_s(cv, nd, "mode", mode);
+    int64_t od[OX_MAXR];
+    for (int i = 0; i < r; i++)
+        od[i] = pads0 != NULL && A == NULL && X->dim[i] >= 0 && np0 == 2 * r
+                    ? X->dim[i] + pads0[i] + pads0[i + r]
+                    : -1;
     rt__ox_def_out(cv, n, 0, X->dt, r, od, nd->name);
     return MS_OK;
 }
 
 ms_status rt__ox_op_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    rt__ox_value *X = NULL, *V = NULL;
+    rt__ox_value *X = NULL, *V = NULL, *P = NULL;
     const char *x;
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
     int r = X->rank, last;
     if (r < 1) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
-    if ((st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK) return st;
+    static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+    const char *mode = NULL;
+    for (int m = 0; m < 4; m++)
+        if (rt__ox_attr_is(n, "mode", modes[m], "constant")) mode = modes[m];
+    if (mode == NULL || (cv->opset < 19 && strcmp(mode, "wrap") == 0))
+        return rt__ox_err(cv, MS_ENOTSUP, "mode must be constant, reflect, edge or wrap (wrap "
+                                          "from opset 19)");
     int64_t pads[2 * OX_MAXR];
-    int np;
+    int np = -1;
     float value = 0.0f;
     if (cv->opset < 11) {
         np = rt__ox_attr_ints(n, "pads", pads, 2 * OX_MAXR);
         value = rt__ox_attr_f(n, "value", 0.0f);
+        if (np < 0 || np > 2 * OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "pads must be given");
     } else {
-        if ((st = rt__ox_const_ints(cv, n, 1, pads, 2 * OX_MAXR, &np)) != MS_OK) return st;
-        if ((V = rt__ox_in(cv, n, 2)) && (st = rt__ox_const_float_scalar(cv, V, &value)) != MS_OK)
+        P = rt__ox_in(cv, n, 1);
+        if (P != NULL && P->iv && rt__ox_is_const(P) &&
+            (st = rt__ox_const_ints(cv, n, 1, pads, 2 * OX_MAXR, &np)) != MS_OK)
             return st;
-        if (rt__ox_in(cv, n, 3))
-            return rt__ox_err(cv, MS_ENOTSUP, "the axes input is not supported");
+        V = rt__ox_in(cv, n, 2);
+        if (V != NULL && (V->f || (V->iv && rt__ox_is_const(V))) && rt__ox_nelem(V) == 1)
+            value = V->f ? V->f[0] : (float)V->iv[0];
+        else if (V != NULL)
+            np = -2; /* a run-time value: OnnxPad */
     }
-    if (np != 2 * r) return rt__ox_err(cv, MS_EINVAL, "pads must have %d values", 2 * r);
-    int reflect = rt__ox_attr_is(n, "mode", "reflect", "constant");
-    if (!reflect && !rt__ox_attr_is(n, "mode", "constant", "constant"))
-        return rt__ox_err(cv, MS_ENOTSUP, "only constant and reflect modes are supported");
+    /* TF's Pad / PadV2 / MirrorPad: constant pads >= 0 of every axis. */
+    int tf_form = np == 2 * r && (cv->opset < 18 || rt__ox_in(cv, n, 3) == NULL) &&
+                  (strcmp(mode, "constant") == 0 || strcmp(mode, "reflect") == 0) &&
+                  (V == NULL || X->dt == RT_DT_FLOAT);
+    for (int i = 0; i < np && tf_form; i++)
+        tf_form = pads[i] >= 0;
+    if (!tf_form) return pad_rt(cv, n, X, np >= 0 ? pads : NULL, np, value, mode);
+    int reflect = strcmp(mode, "reflect") == 0;
+    if ((st = rt__ox_in_any(cv, X, &x, &last)) != MS_OK) return st;
     int64_t od[OX_MAXR];
     for (int i = 0; i < r; i++) {
-        if (pads[i] < 0 || pads[i + r] < 0)
-            return rt__ox_err(cv, MS_ENOTSUP, "negative pads are not supported");
         if (pads[i] > OX_DIM_MAX || pads[i + r] > OX_DIM_MAX)
             return rt__ox_err(cv, MS_EINVAL, "pads too large");
         od[i] = X->dim[i] < 0 ? -1 : X->dim[i] + pads[i] + pads[i + r];
@@ -562,18 +772,20 @@ ms_status rt__ox_op_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
-/* align_corners ignores the scale (it maps by (in - 1) / (out - 1)). */
-static int align_corners_mode(const Onnx__NodeProto *n, int upsample, int64_t opset) {
-    const char *dflt = (upsample || opset < 11) ? "asymmetric" : "half_pixel";
-    return rt__ox_attr_is(n, "coordinate_transformation_mode", "align_corners", dflt);
-}
-
-ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+/* Resize / Upsample with TF's ResizeBilinear / ResizeNearestNeighbor (the
+ * fast path, also for the fused CNN graphs): MS_ENOTSUP for every form they
+ * do not compute exactly as ONNX does. */
+static ms_status resize_tf(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int upsample = strcmp(n->op_type, "Upsample") == 0;
     rt__ox_value *X = NULL, *S = NULL;
     const char *h = rt__ox_hint_of(n);
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if (rt__ox_attr_i(n, "antialias", 0) != 0 || rt__ox_attr_i(n, "exclude_outside", 0) != 0 ||
+        rt__ox_attr(n, "axes") != NULL ||
+        !rt__ox_attr_is(n, "keep_aspect_ratio_policy", "stretch", "stretch"))
+        return rt__ox_err(cv, MS_ENOTSUP, "antialias, exclude_outside, axes or "
+                                          "keep_aspect_ratio_policy");
     if (X->rank == 5 && !upsample) return rt__ox_op3_resize(cv, n);
     if (!rt__ox_need_rank(cv, X, 4, &st)) return st;
     if (X->dim[2] < 0 || X->dim[3] < 0)
@@ -620,11 +832,11 @@ ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             if (!(o >= 1.0f && o <= (float)OX_DIM_MAX))
                 return rt__ox_err(cv, MS_EINVAL, "scales give an output size out of range");
             out[a] = (int64_t)o;
-            /* ONNX maps coordinates with the given scale, TF's resize ops
-             * with out / in: the same only when out = in * scale exactly
-             * (0.8 on 4 gives 3 and maps by 0.8, TF would map by 0.75). */
-            if ((double)out[a] != (double)X->dim[2 + a] * (double)scales[2 + a] &&
-                !(align_corners_mode(n, upsample, cv->opset)))
+            /* ONNX maps coordinates with the given scale (align_corners
+             * by (in - 1) / (in * scale - 1)), TF's resize ops with out / in:
+             * the same only when out = in * scale exactly (0.8 on 4 gives 3
+             * and maps by 0.8, TF would map by 0.75); OnnxResize otherwise. */
+            if ((double)out[a] != (double)X->dim[2 + a] * (double)scales[2 + a])
                 return rt__ox_err(cv, MS_ENOTSUP,
                                   "scale %g on a dimension of %lld gives a fractional output "
                                   "size; only scales with in * scale integral are supported",
@@ -691,6 +903,136 @@ ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     t = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_nchw", h), nd->name, RT_DT_FLOAT, 4, to_nchw);
     rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, 4, od, t);
     return MS_OK;
+}
+
+/* A string attribute as a C string (dflt when absent). */
+static const char *attr_str(rt__ox_conv *cv, const Onnx__NodeProto *n, const char *key,
+                            const char *dflt) {
+    const Onnx__AttributeProto *a = rt__ox_attr(n, key);
+    if (a == NULL) return dflt;
+    return rt__ox_printf(cv, "%.*s", (int)a->s.len, a->s.data ? (const char *)a->s.data : "");
+}
+
+/* 1 when s is one of the space-separated words of list. */
+static int one_of(const char *s, const char *list) {
+    size_t k = strlen(s);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ' ');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == k && strncmp(p, s, k) == 0) return 1;
+        p += len + (e != NULL);
+    }
+    return 0;
+}
+
+/* Resize / Upsample in every form ONNX defines (modes nearest, linear and
+ * cubic, every coordinate transformation, antialias, axes, aspect-ratio
+ * policies, scales and sizes known only at run time): our OnnxResize op
+ * (kn_cpu_image.c), which computes as ONNX's reference does. */
+static ms_status resize_onnx(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    int legacy = strcmp(n->op_type, "Upsample") == 0 || cv->opset < 11;
+    rt__ox_value *X = NULL, *in[3] = {NULL, NULL, NULL}; /* roi, scales, sizes */
+    const char *h = rt__ox_hint_of(n), *x, *t[3];
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if (X->dt != RT_DT_FLOAT || X->rank < 1)
+        return rt__ox_err(cv, MS_ENOTSUP, "input must be float of known rank");
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+    float fs[OX_MAXR];
+    int64_t zero = 0, nfs = -1;
+    if (strcmp(n->op_type, "Upsample") == 0 && cv->opset < 9) {
+        const Onnx__AttributeProto *a = rt__ox_attr(n, "scales");
+        if (a == NULL || a->n_floats != (size_t)X->rank)
+            return rt__ox_err(cv, MS_EINVAL, "scales must have %d values", X->rank);
+        for (int i = 0; i < X->rank; i++)
+            fs[i] = a->floats[i];
+        nfs = X->rank;
+    } else if (legacy) {
+        in[1] = rt__ox_in(cv, n, 1);
+    } else {
+        for (int i = 0; i < 3; i++)
+            in[i] = rt__ox_in(cv, n, i + 1);
+    }
+    static const rt_dtype want[3] = {RT_DT_FLOAT, RT_DT_FLOAT, RT_DT_INT64};
+    static const char *const names[3] = {"roi", "scales", "sizes"};
+    for (int i = 0; i < 3; i++) {
+        const char *hi = rt__ox_printf(cv, "%s/%s", h, names[i]);
+        if (in[i] != NULL) {
+            if (in[i]->dt != want[i] || in[i]->rank != 1)
+                return rt__ox_err(cv, MS_ENOTSUP, "%s must be a %s vector", names[i],
+                                  rt_dtype_name(want[i]));
+            if ((st = rt__ox_tf(cv, in[i], &t[i])) != MS_OK) return st;
+        } else if (i == 1 && nfs >= 0) {
+            t[i] = rt__tf_const_f32(cv, hi, 1, &nfs, fs);
+        } else {
+            t[i] = i == 2 ? rt__tf_const_int(cv, hi, RT_DT_INT64, 1, &zero, &zero)
+                          : rt__tf_const_f32(cv, hi, 1, &zero, fs);
+        }
+    }
+    const char *mode = attr_str(cv, n, "mode", "nearest");
+    if (strcmp(mode, "bilinear") == 0 && legacy) mode = "linear";
+    const char *ctm = attr_str(cv, n, "coordinate_transformation_mode",
+                               legacy ? "asymmetric" : "half_pixel");
+    const char *nm = attr_str(cv, n, "nearest_mode", legacy ? "floor" : "round_prefer_floor");
+    const char *pol = attr_str(cv, n, "keep_aspect_ratio_policy", "stretch");
+    if (!one_of(mode, "nearest linear cubic") ||
+        !one_of(ctm, cv->opset >= 19 ? "half_pixel half_pixel_symmetric pytorch_half_pixel "
+                                       "align_corners asymmetric tf_crop_and_resize"
+                                     : "half_pixel pytorch_half_pixel align_corners asymmetric "
+                                       "tf_crop_and_resize") ||
+        !one_of(nm, "round_prefer_floor round_prefer_ceil floor ceil") ||
+        !one_of(pol, "stretch not_larger not_smaller"))
+        return rt__ox_err(cv, MS_ENOTSUP,
+                          "opset %lld: mode \"%s\", coordinate_transformation_mode \"%s\", "
+                          "nearest_mode \"%s\" or keep_aspect_ratio_policy \"%s\" is not "
+                          "supported",
+                          (long long)cv->opset, mode, ctm, nm, pol);
+    int64_t axes[OX_MAXR];
+    int na = rt__ox_attr_ints(n, "axes", axes, OX_MAXR);
+    if (na > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "too many axes");
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "OnnxResize", h);
+    rt__tf_input(cv, nd, x);
+    for (int i = 0; i < 3; i++)
+        rt__tf_input(cv, nd, t[i]);
+    rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
+    rt__tf_attr_s(cv, nd, "mode", mode);
+    rt__tf_attr_s(cv, nd, "coordinate_transformation_mode", ctm);
+    rt__tf_attr_s(cv, nd, "nearest_mode", nm);
+    rt__tf_attr_s(cv, nd, "keep_aspect_ratio_policy", pol);
+    rt__tf_attr_f(cv, nd, "cubic_coeff_a", rt__ox_attr_f(n, "cubic_coeff_a", -0.75f));
+    rt__tf_attr_f(cv, nd, "extrapolation_value", rt__ox_attr_f(n, "extrapolation_value", 0.0f));
+    rt__tf_attr_i(cv, nd, "exclude_outside", rt__ox_attr_i(n, "exclude_outside", 0));
+    rt__tf_attr_i(cv, nd, "antialias", rt__ox_attr_i(n, "antialias", 0));
+    if (na >= 0) rt__tf_attr_ilist(cv, nd, "axes", axes, na);
+    /* Output dims: the resized axes unknown unless scales are constants. */
+    int64_t od[OX_MAXR];
+    uint8_t resized[OX_MAXR] = {0};
+    for (int i = 0; i < (na < 0 ? X->rank : na); i++) {
+        int a = na < 0 ? i : rt__ox_norm_axis(axes[i], X->rank);
+        if (a < 0 || a >= X->rank) return rt__ox_err(cv, MS_EINVAL, "axis out of range");
+        resized[a] = 1;
+    }
+    rt__ox_value *S = in[1];
+    int const_scales = in[2] == NULL && ((S && S->f && rt__ox_nelem(S) == (na < 0 ? X->rank : na)) ||
+                                         nfs >= 0);
+    for (int a = 0, k = 0; a < X->rank; a++) {
+        od[a] = X->dim[a];
+        if (!resized[a]) continue;
+        float sc = nfs >= 0 ? fs[a] : const_scales ? S->f[k] : 0.0f;
+        k++;
+        od[a] = const_scales && X->dim[a] >= 0 && sc > 0.0f &&
+                        (double)X->dim[a] * sc < (double)OX_DIM_MAX
+                    ? (int64_t)floor((double)X->dim[a] * (double)sc)
+                    : -1;
+    }
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, od, nd->name);
+    return MS_OK;
+}
+
+ms_status rt__ox_op_resize(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    ms_status st = resize_tf(cv, n);
+    if (st != MS_ENOTSUP) return st;
+    return resize_onnx(cv, n);
 }
 
 /* ======================================================================
@@ -791,6 +1133,33 @@ ms_status rt__ox_op_shape(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         o->iv[i] = X->dim[b + i];
         o->ik[i] = X->dim[b + i] >= 0;
     }
+    /* A rank-5 value of rt_onnx_3d.c may only have its NDHWC tensor. */
+    int ndhwc = X->tf == NULL && X->tf_alt != NULL && r == 5;
+    if (rt__ox_is_const(o) || (X->tf == NULL && !ndhwc)) return MS_OK;
+    /* Dynamic dims: the run-time Shape too (of the stored tensor, permuted
+     * back to ONNX order when it is channels-last), for consumers that
+     * need the value as a tensor. */
+    const char *h = rt__ox_hint_of(n);
+    Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", h);
+    rt__tf_input(cv, sh, ndhwc ? X->tf_alt : X->tf);
+    rt__tf_attr_type(cv, sh, "T", X->dt);
+    rt__tf_attr_type(cv, sh, "out_type", RT_DT_INT64);
+    const char *t = sh->name;
+    if (X->nhwc || ndhwc) {
+        static const int64_t p4[4] = {0, 3, 1, 2}, p5[5] = {0, 4, 1, 2, 3};
+        const int64_t *perm = ndhwc ? p5 : p4;
+        Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherV2", rt__ox_printf(cv, "%s/nchw", h));
+        rt__tf_input(cv, g, t);
+        rt__tf_input(cv, g, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/perm", h), r, perm));
+        rt__tf_input(cv, g, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", h), 0));
+        rt__tf_attr_type(cv, g, "Tparams", RT_DT_INT64);
+        rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT32);
+        rt__tf_attr_type(cv, g, "Taxis", RT_DT_INT32);
+        rt__tf_attr_i(cv, g, "batch_dims", 0);
+        t = g->name;
+    }
+    if (b != 0 || len != r) t = slice_vec(cv, rt__ox_printf(cv, "%s/part", h), t, b, len);
+    o->tf = t;
     return MS_OK;
 }
 
@@ -889,6 +1258,14 @@ ms_status rt__ox_op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                     else
                         o->iv[pos] = X->iv[src], o->ik[pos] = X->ik[src];
                 }
+        if (rt__ox_is_const(o) || X->tf == NULL || !rt__ox_is_const(I)) return MS_OK;
+        /* Partially known: also the run-time GatherV2. */
+        int64_t *iv = o->iv;
+        uint8_t *ik = o->ik;
+        ms_status gs = gather_rt(cv, n, X, I);
+        if (gs != MS_OK) return gs;
+        o = rt__ox_find(cv, n->output[0]);
+        o->iv = iv, o->ik = ik;
         return MS_OK;
     }
     /* A run-time tensor: one index (or a contiguous range) as a Slice. */
