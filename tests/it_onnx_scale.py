@@ -14,7 +14,8 @@ checks that the large model's answer is the chain's (so the timing is of a
 conversion that is right).
 
   usage: it_onnx_scale.py [--nodes N] [--rounds R]   (defaults 2000, 3)
-  Also writes ONNX chains for benchmarks: it_onnx_scale.py --write N FILE
+  Also writes ONNX chains for benchmarks: it_onnx_scale.py --write N FILE [elementwise]
+  (the Conv/BN/Relu/Add blocks above, or a chain of Add, Relu and Mul)
 """
 import os
 import re
@@ -61,6 +62,23 @@ def chain(n_nodes):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), blocks
 
 
+def elementwise_chain(n_nodes):
+    """x [1, C] through n_nodes nodes cycling Add(0.5), Relu, Mul(0.5): the
+    plain chain of docs/benchmarks_onnx.md's 10^6-node figure."""
+    c = numpy_helper.from_array(np.array([0.5], dtype=np.float32), "c")
+    nodes, prev = [], "x"
+    for i in range(n_nodes):
+        o = "t%d" % i
+        op = ("Add", "Relu", "Mul")[i % 3]
+        nodes.append(helper.make_node(op, [prev] if op == "Relu" else [prev, "c"], [o],
+                                      name="n%d" % i))
+        prev = o
+    g = helper.make_graph(nodes, "chain",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C])],
+                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, C])], [c])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def expected(blocks, v=0.0):
     for _ in range(blocks):
         v = (v + 0.5) * 0.5 + 0.25  # tends to 1.0
@@ -86,7 +104,8 @@ def timed(args, limit):
 def main():
     argv = sys.argv[1:]
     if argv[:1] == ["--write"]:
-        onnx.save(chain(int(argv[1]))[0], argv[2])
+        n = int(argv[1])
+        onnx.save(elementwise_chain(n) if argv[3:4] == ["elementwise"] else chain(n)[0], argv[2])
         return 0
     n, rounds = 2000, 3
     for i in range(0, len(argv) - 1, 2):
