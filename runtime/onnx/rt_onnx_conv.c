@@ -583,10 +583,18 @@ Tensorflow__NodeDef *rt__tf_node(rt__ox_conv *cv, const char *op, const char *hi
 }
 
 void rt__tf_input(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *tensor) {
-    char **in = rt__ox_alloc(cv, (nd->n_input + 1) * sizeof(char *));
-    if (nd->n_input) memcpy(in, nd->input, nd->n_input * sizeof(char *));
-    in[nd->n_input++] = rt__ox_strdup(cv, tensor);
+    /* Every TF input array is grown here, to powers of two: its room is the
+     * power of two >= n_input, so it is full when n_input is 0 or a power of
+     * two, and a node of n inputs (a Concat of 10^5) costs O(n), not O(n^2). */
+    size_t n = nd->n_input;
+    char **in = nd->input;
+    if ((n & (n - 1)) == 0) {
+        in = rt__ox_alloc(cv, (n ? 2 * n : 1) * sizeof(char *));
+        if (n) memcpy(in, nd->input, n * sizeof(char *));
+    }
+    in[n] = rt__ox_strdup(cv, tensor);
     nd->input = in;
+    nd->n_input = n + 1;
 }
 
 static Tensorflow__AttrValue *new_attr(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key) {
