@@ -46,7 +46,7 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DMS_FUZZ=ON -DMS_SANITIZE=ON >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target fuzz_dicom fuzz_sstable fuzz_onnx fuzz_codecs fuzz_wire fuzz_handlers \
-	  fuzz_example fuzz_rest_examples fuzz_rest_predict fuzz_config
+	  fuzz_example fuzz_rest_examples fuzz_rest_predict fuzz_config fuzz_rest_http fuzz_model_folder
 	@sh scripts/run_fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # The Dockerfile's cpu target as IMAGE, built with no container registry:

@@ -9,7 +9,10 @@
 # starts from requests for half_plus_two (tests/fuzz/seed_handlers.py); the
 # tf.Example and REST :classify/:regress targets from tests/fuzz/seed_examples.py;
 # the REST :predict / KServe v2 infer target and the config target from the
-# bodies and files written below.
+# bodies and files written below; the REST connection target (fuzz_rest_http)
+# from tests/fuzz/seed_rest_http.py's requests, the model folder target from the version
+# folders of tests/data/savedmodels (and ../shared/testdata/wild when there),
+# packed by tests/fuzz/seed_model_folder.py.
 # Corpora grow under BUILD_DIR/corpus.
 set -eu
 BUILD=$1
@@ -85,3 +88,10 @@ req = ld(1, ld(1, ld(1, model)))  # ReloadConfigRequest.config.model_config_list
 open(sys.argv[1], "wb").write(b"\x03" + req)
 PY
 run fuzz_config "$BUILD/corpus/config" "$BUILD/seeds/config"
+mkdir -p "$BUILD/corpus/rest_http"
+/usr/bin/python3 tests/fuzz/seed_rest_http.py "$BUILD/seeds/rest_http"
+run fuzz_rest_http "$BUILD/corpus/rest_http" "$BUILD/seeds/rest_http"
+mkdir -p "$BUILD/corpus/model_folder"
+/usr/bin/python3 tests/fuzz/seed_model_folder.py "$BUILD/seeds/model_folder" tests/data/savedmodels \
+    ../shared/testdata/wild >/dev/null
+run fuzz_model_folder "$BUILD/corpus/model_folder" "$BUILD/seeds/model_folder"

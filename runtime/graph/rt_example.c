@@ -78,6 +78,10 @@ static int next_field(const uint8_t **p, const uint8_t *end, uint32_t *field, in
 
 /* The Feature message of `key` in an Example: *found 0 when absent. */
 static int find_feature(span ex, const char *key, size_t klen, span *feat, int *found) {
+    if (ex.n == 0) { /* an empty Example (its bytes may be NULL: no pointer arithmetic) */
+        *found = 0;
+        return 0;
+    }
     const uint8_t *p = ex.p, *end = ex.p + ex.n;
     uint32_t f;
     int wt, r;

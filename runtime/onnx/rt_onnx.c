@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,20 +258,22 @@ static Tensorflow__OpList *dicom_oplist(rt__ox_conv *cv) {
     return l;
 }
 
-static int is_initializer(const Onnx__GraphProto *g, const char *name) {
-    for (size_t i = 0; i < g->n_initializer; i++)
-        if (g->initializer[i]->name && strcmp(g->initializer[i]->name, name) == 0) return 1;
-    return 0;
-}
-
-static int consumers(const Onnx__GraphProto *g, const char *name) {
-    int c = 0;
+/* How many node inputs and graph outputs name each tensor (the map holds
+ * count + 0: counts as pointers, read with (intptr_t)). */
+static void count_consumers(rt__ox_conv *cv, const Onnx__GraphProto *g, rt__ox_map *uses) {
     for (size_t i = 0; i < g->n_node; i++)
-        for (size_t k = 0; k < g->node[i]->n_input; k++)
-            if (g->node[i]->input[k] && strcmp(g->node[i]->input[k], name) == 0) c++;
-    for (size_t i = 0; i < g->n_output; i++)
-        if (g->output[i]->name && strcmp(g->output[i]->name, name) == 0) c++;
-    return c;
+        for (size_t k = 0; k < g->node[i]->n_input; k++) {
+            const char *nm = g->node[i]->input[k];
+            if (nm == NULL) continue;
+            intptr_t c = (intptr_t)rt__ox_map_get(uses, nm, strlen(nm));
+            rt__ox_map_put(cv, uses, nm, (void *)(c + 1));
+        }
+    for (size_t i = 0; i < g->n_output; i++) {
+        const char *nm = g->output[i]->name;
+        if (nm == NULL) continue;
+        intptr_t c = (intptr_t)rt__ox_map_get(uses, nm, strlen(nm));
+        rt__ox_map_put(cv, uses, nm, (void *)(c + 1));
+    }
 }
 
 static const rt__ox_value *const_float_input(rt__ox_conv *cv, const Onnx__NodeProto *n, size_t i) {
@@ -288,20 +291,23 @@ static const rt__ox_value *const_float_input(rt__ox_conv *cv, const Onnx__NodePr
  * model itself is never modified. */
 static void fold_batchnorm(rt__ox_conv *cv, const Onnx__GraphProto *g, Onnx__NodeProto **nodes,
                            uint8_t *skip) {
+    rt__ox_map producer = {0}; /* output 0 of the nodes before i -> index + 1 */
+    rt__ox_map uses = {0};     /* filled at the first BatchNormalization */
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *bn = g->node[i];
+        if (i > 0 && g->node[i - 1]->n_output >= 1 && g->node[i - 1]->output[0])
+            rt__ox_map_put(cv, &producer, g->node[i - 1]->output[0], (void *)(intptr_t)i);
         if (strcmp(bn->op_type ? bn->op_type : "", "BatchNormalization") != 0 || bn->n_input != 5 ||
             bn->n_output < 1 || rt__ox_attr_i(bn, "training_mode", 0) != 0)
             continue;
         if (bn->n_output > 1) continue; /* running stats requested: leave alone */
-        const Onnx__NodeProto *conv = NULL;
-        size_t ci = 0;
-        for (size_t k = 0; k < i; k++)
-            if (g->node[k]->n_output >= 1 && g->node[k]->output[0] &&
-                strcmp(g->node[k]->output[0], bn->input[0]) == 0)
-                conv = g->node[k], ci = k;
+        if (uses.cap == 0) count_consumers(cv, g, &uses);
+        const char *x = bn->input[0] ? bn->input[0] : "";
+        intptr_t pi = (intptr_t)rt__ox_map_get(&producer, x, strlen(x));
+        const Onnx__NodeProto *conv = pi > 0 ? g->node[pi - 1] : NULL;
+        size_t ci = pi > 0 ? (size_t)(pi - 1) : 0;
         if (conv == NULL || strcmp(conv->op_type ? conv->op_type : "", "Conv") != 0 ||
-            conv->n_output != 1 || consumers(g, bn->input[0]) != 1)
+            conv->n_output != 1 || (intptr_t)rt__ox_map_get(&uses, x, strlen(x)) != 1)
             continue;
         const rt__ox_value *W = const_float_input(cv, conv, 1), *B = const_float_input(cv, conv, 2);
         const rt__ox_value *p[4];
@@ -361,11 +367,14 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
     }
 
     /* Graph inputs (those that are not initializers) become Placeholders. */
+    rt__ox_map inits = {0};
+    for (size_t i = 0; i < g->n_initializer; i++)
+        rt__ox_map_put(cv, &inits, g->initializer[i]->name, (void *)g->initializer[i]);
     size_t nin = 0;
     Tensorflow__SignatureDef__InputsEntry **ins = rt__ox_alloc(cv, (g->n_input + 1) * sizeof(*ins));
     for (size_t i = 0; i < g->n_input; i++) {
         const Onnx__ValueInfoProto *vi = g->input[i];
-        if (vi->name == NULL || is_initializer(g, vi->name)) continue;
+        if (vi->name == NULL || rt__ox_map_get(&inits, vi->name, strlen(vi->name))) continue;
         rt_dtype dt;
         int rank;
         int64_t dims[RT_MAX_RANK];

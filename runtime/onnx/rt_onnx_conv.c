@@ -98,23 +98,69 @@ ms_status rt__ox_err(rt__ox_conv *cv, ms_status c, const char *fmt, ...) {
 }
 
 /* ======================================================================
+ * Maps
+ * ====================================================================== */
+
+static uint64_t map_hash(const char *s, size_t len) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The slot of key[0..len): where it is, or the empty slot where it goes. */
+static size_t map_slot(const rt__ox_map *m, const char *key, size_t len) {
+    size_t i = map_hash(key, len) & (m->cap - 1);
+    while (m->key[i] != NULL && (m->klen[i] != len || memcmp(m->key[i], key, len) != 0))
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+void *rt__ox_map_get(const rt__ox_map *m, const char *key, size_t len) {
+    if (m->cap == 0) return NULL;
+    size_t i = map_slot(m, key, len);
+    return m->key[i] ? m->val[i] : NULL;
+}
+
+void rt__ox_map_put(rt__ox_conv *cv, rt__ox_map *m, const char *key, void *val) {
+    if ((m->n + 1) * 2 > m->cap) { /* at most half full; old tables stay in the arena */
+        rt__ox_map old = *m;
+        m->cap = old.cap ? old.cap * 2 : 64;
+        m->key = rt__ox_alloc(cv, m->cap * sizeof(*m->key));
+        m->klen = rt__ox_alloc(cv, m->cap * sizeof(*m->klen));
+        m->val = rt__ox_alloc(cv, m->cap * sizeof(*m->val));
+        for (size_t i = 0; i < old.cap; i++) {
+            if (old.key[i] == NULL) continue;
+            size_t j = map_slot(m, old.key[i], old.klen[i]);
+            m->key[j] = old.key[i];
+            m->klen[j] = old.klen[i];
+            m->val[j] = old.val[i];
+        }
+    }
+    size_t len = strlen(key), i = map_slot(m, key, len);
+    if (m->key[i] == NULL) {
+        m->key[i] = key;
+        m->klen[i] = len;
+        m->n++;
+    }
+    m->val[i] = val;
+}
+
+/* ======================================================================
  * Values
  * ====================================================================== */
 
 rt__ox_value *rt__ox_find(rt__ox_conv *cv, const char *name) {
-    for (size_t i = cv->nvals; i-- > 0;)
-        if (strcmp(cv->vals[i]->name, name) == 0) return cv->vals[i];
-    return NULL;
+    return rt__ox_map_get(&cv->vals, name, strlen(name));
 }
 
 rt__ox_value *rt__ox_define(rt__ox_conv *cv, const char *name, rt_dtype dt, int rank,
                             const int64_t *dims) {
     rt__ox_value *v = rt__ox_find(cv, name);
     if (v == NULL) {
-        cv->vals = grow(cv, cv->vals, sizeof(*cv->vals), &cv->capvals, cv->nvals + 1);
         v = rt__ox_alloc(cv, sizeof(*v));
-        cv->vals[cv->nvals++] = v;
         v->name = rt__ox_strdup(cv, name);
+        rt__ox_map_put(cv, &cv->vals, v->name, v);
     }
     const char *nm = v->name;
     memset(v, 0, sizeof(*v));
@@ -493,9 +539,7 @@ count:
  * ====================================================================== */
 
 static int name_taken(rt__ox_conv *cv, const char *s) {
-    for (size_t i = 0; i < cv->nnodes; i++)
-        if (strcmp(cv->nodes[i]->name, s) == 0) return 1;
-    return 0;
+    return rt__ox_map_get(&cv->node_names, s, strlen(s)) != NULL;
 }
 
 /* TF node names: [A-Za-z0-9.][A-Za-z0-9_./-]*; ':' would clash with ports. */
@@ -521,22 +565,38 @@ static char *sanitize(rt__ox_conv *cv, const char *hint) {
 Tensorflow__NodeDef *rt__tf_node(rt__ox_conv *cv, const char *op, const char *hint) {
     char *base = sanitize(cv, hint);
     char *name = base;
-    for (int k = 1; name_taken(cv, name); k++)
-        name = rt__ox_printf(cv, "%s_%d", base, k);
+    if (name_taken(cv, name)) {
+        /* Many nodes of one hint: each search starts where the last ended. */
+        intptr_t k = (intptr_t)rt__ox_map_get(&cv->suffixes, base, strlen(base));
+        if (k == 0) k = 1;
+        do
+            name = rt__ox_printf(cv, "%s_%lld", base, (long long)k++);
+        while (name_taken(cv, name));
+        rt__ox_map_put(cv, &cv->suffixes, base, (void *)k);
+    }
     Tensorflow__NodeDef *nd = rt__ox_alloc(cv, sizeof(*nd));
     tensorflow__node_def__init(nd);
     nd->name = name;
     nd->op = rt__ox_strdup(cv, op);
     cv->nodes = grow(cv, cv->nodes, sizeof(*cv->nodes), &cv->capnodes, cv->nnodes + 1);
     cv->nodes[cv->nnodes++] = nd;
+    rt__ox_map_put(cv, &cv->node_names, name, nd);
     return nd;
 }
 
 void rt__tf_input(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *tensor) {
-    char **in = rt__ox_alloc(cv, (nd->n_input + 1) * sizeof(char *));
-    if (nd->n_input) memcpy(in, nd->input, nd->n_input * sizeof(char *));
-    in[nd->n_input++] = rt__ox_strdup(cv, tensor);
+    /* Every TF input array is grown here, to powers of two: its room is the
+     * power of two >= n_input, so it is full when n_input is 0 or a power of
+     * two, and a node of n inputs (a Concat of 10^5) costs O(n), not O(n^2). */
+    size_t n = nd->n_input;
+    char **in = nd->input;
+    if ((n & (n - 1)) == 0) {
+        in = rt__ox_alloc(cv, (n ? 2 * n : 1) * sizeof(char *));
+        if (n) memcpy(in, nd->input, n * sizeof(char *));
+    }
+    in[n] = rt__ox_strdup(cv, tensor);
     nd->input = in;
+    nd->n_input = n + 1;
 }
 
 static Tensorflow__AttrValue *new_attr(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key) {

@@ -10,6 +10,7 @@
  * are never fused away). The last node of a chain keeps its name, so its
  * consumers need no rewriting.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,8 @@ typedef struct fz {
     rt__ox_conv *cv;
     size_t n;
     char *dead;
+    int *uses;       /* uses[i]: input references to node i from live nodes */
+    rt__ox_map index; /* node name -> its index + 1 */
 } fz;
 
 /* Node name of tensor reference s ("node", "node:1", "^node"); the port in *port. */
@@ -33,41 +36,44 @@ static size_t ref_name(const char *s, int *port) {
     return len;
 }
 
-static int ref_is(const char *ref, const char *name) {
+/* Index of the node that tensor reference ref names (any port, control
+ * inputs too), or f->n. */
+static size_t ref_index(fz *f, const char *ref) {
     int port;
     if (ref[0] == '^') ref++;
     size_t len = ref_name(ref, &port);
-    return strlen(name) == len && strncmp(ref, name, len) == 0;
+    intptr_t i = (intptr_t)rt__ox_map_get(&f->index, ref, len);
+    return i > 0 ? (size_t)(i - 1) : f->n;
 }
 
 static Tensorflow__NodeDef *find_node(fz *f, const char *ref) {
     int port;
     if (ref[0] == '^') return NULL;
-    size_t len = ref_name(ref, &port);
-    if (port != 0) return NULL;
-    for (size_t i = 0; i < f->n; i++) {
-        Tensorflow__NodeDef *nd = f->cv->nodes[i];
-        if (!f->dead[i] && strlen(nd->name) == len && strncmp(nd->name, ref, len) == 0) return nd;
-    }
-    return NULL;
+    ref_name(ref, &port);
+    size_t i = ref_index(f, ref);
+    return port == 0 && i < f->n && !f->dead[i] ? f->cv->nodes[i] : NULL;
 }
 
 static size_t index_of(fz *f, const Tensorflow__NodeDef *nd) {
-    for (size_t i = 0; i < f->n; i++)
-        if (f->cv->nodes[i] == nd) return i;
-    return f->n;
+    return ref_index(f, nd->name);
 }
 
-/* Number of input references to node `name` in live nodes. */
+/* Number of input references to node `name` in live nodes. The counts are
+ * kept right through the rewrites: a fused node takes over its source's
+ * inputs, so only the new zero bias adds a reference. */
 static int consumers(fz *f, const char *name) {
-    int c = 0;
-    for (size_t i = 0; i < f->n; i++) {
-        if (f->dead[i]) continue;
-        const Tensorflow__NodeDef *nd = f->cv->nodes[i];
-        for (size_t k = 0; k < nd->n_input; k++)
-            c += ref_is(nd->input[k], name);
-    }
-    return c;
+    size_t i = ref_index(f, name);
+    return i < f->n ? f->uses[i] : 0;
+}
+
+/* Node i (appended to cv->nodes) joins the tables with `uses` consumers;
+ * the tables have room (rt__ox_fuse). */
+static void add_node(fz *f, size_t i, int uses) {
+    rt__ox_conv *cv = f->cv;
+    f->dead[i] = 0;
+    f->uses[i] = uses;
+    f->n = i + 1;
+    rt__ox_map_put(cv, &f->index, cv->nodes[i]->name, (void *)(intptr_t)(i + 1));
 }
 
 static Tensorflow__AttrValue *get_attr(const Tensorflow__NodeDef *nd, const char *key) {
@@ -213,11 +219,8 @@ static void fuse_act(fz *f, size_t i) {
         float *z = rt__ox_alloc(cv, (size_t)nch * sizeof(float) + 1);
         const char *bias =
             rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/zero_bias", src->name), 1, &nch, z);
-        /* rt__tf_const_f32 may have moved the node table. */
-        f->n = cv->nnodes;
-        f->dead = realloc(f->dead, f->n);
-        if (f->dead == NULL) longjmp(cv->oom, 1);
-        f->dead[f->n - 1] = 0;
+        /* rt__tf_const_f32 appended one node (and may have moved the table). */
+        add_node(f, cv->nnodes - 1, 1);
         nd = cv->nodes[i];
         make_fused(f, nd, src, bias);
         src = nd;
@@ -245,8 +248,16 @@ static void fuse_act(fz *f, size_t i) {
 
 void rt__ox_fuse(rt__ox_conv *cv) {
     fz f = {.cv = cv, .n = cv->nnodes};
-    f.dead = calloc(f.n + 1, 1);
-    if (f.dead == NULL) longjmp(cv->oom, 1);
+    /* Room for one zero bias per node besides the nodes themselves. */
+    f.dead = rt__ox_alloc(cv, 2 * f.n + 1);
+    f.uses = rt__ox_alloc(cv, (2 * f.n + 1) * sizeof(*f.uses));
+    for (size_t i = 0; i < f.n; i++)
+        rt__ox_map_put(cv, &f.index, cv->nodes[i]->name, (void *)(intptr_t)(i + 1));
+    for (size_t i = 0; i < f.n; i++)
+        for (size_t k = 0; k < cv->nodes[i]->n_input; k++) {
+            size_t j = ref_index(&f, cv->nodes[i]->input[k]);
+            if (j < f.n) f.uses[j]++;
+        }
     /* Nodes are in topological order, so a producer is seen before its consumer. */
     for (size_t i = 0; i < f.n; i++)
         if (!f.dead[i]) fuse_bias(&f, i);
@@ -256,5 +267,4 @@ void rt__ox_fuse(rt__ox_conv *cv) {
     for (size_t i = 0; i < f.n; i++)
         if (!f.dead[i]) cv->nodes[j++] = cv->nodes[i];
     cv->nnodes = j;
-    free(f.dead);
 }

@@ -42,6 +42,17 @@ typedef struct rt__ox_value {
                                  whose batch entry is dynamic) */
 } rt__ox_value;
 
+/* String-keyed hash map (open addressing) whose tables live in the arena:
+ * the value table, TF node names and the passes' indexes, so that lookups
+ * stay O(1) and a conversion stays linear in the graph's size. Keys are
+ * borrowed (arena or model strings that outlive the map). */
+typedef struct rt__ox_map {
+    const char **key;
+    size_t *klen;
+    void **val;
+    size_t cap, n;
+} rt__ox_map;
+
 typedef struct rt__ox_conv {
     jmp_buf oom; /* longjmp target on allocation failure */
     rt__ox_block *arena;
@@ -50,10 +61,11 @@ typedef struct rt__ox_conv {
     int nhwc;              /* emit channels-last convolutions, pools, ... */
     int dicom_used;        /* the DICOM ops are in the graph (add their OpDefs) */
     int64_t opset;
-    rt__ox_value **vals; /* pointers stay valid while the table grows */
-    size_t nvals, capvals;
+    rt__ox_map vals;     /* ONNX name -> rt__ox_value* (pointers stay valid) */
     Tensorflow__NodeDef **nodes;
     size_t nnodes, capnodes;
+    rt__ox_map node_names; /* TF node name -> its NodeDef */
+    rt__ox_map suffixes;   /* rt__tf_node: name base -> next "_k" to try */
     const Onnx__NodeProto *cur; /* node being converted (messages) */
 } rt__ox_conv;
 
@@ -66,6 +78,12 @@ rt_dtype rt__ox_onnx_dtype(int32_t t);
 Tensorflow__TensorShapeProto *rt__ox_shape_proto(rt__ox_conv *cv, int rank, const int64_t *dims);
 char *rt__ox_strdup(rt__ox_conv *cv, const char *s);
 char *rt__ox_printf(rt__ox_conv *cv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- maps ---- */
+/* The value stored under key[0..len), or NULL. */
+void *rt__ox_map_get(const rt__ox_map *m, const char *key, size_t len);
+/* Stores val under key (NUL-terminated, borrowed), replacing an old value. */
+void rt__ox_map_put(rt__ox_conv *cv, rt__ox_map *m, const char *key, void *val);
 
 /* ---- values ---- */
 rt__ox_value *rt__ox_find(rt__ox_conv *cv, const char *name);

@@ -426,7 +426,8 @@ static void blk_add(blk_builder *b, const uint8_t *key, size_t klen, const uint8
     rt_bytes_put_varint32(&b->buf, (uint32_t)shared);
     rt_bytes_put_varint32(&b->buf, (uint32_t)(klen - shared));
     rt_bytes_put_varint32(&b->buf, (uint32_t)vlen);
-    rt_bytes_append(&b->buf, key + shared, klen - shared);
+    /* The empty key (the bundle header's) may come as NULL: no NULL + 0. */
+    if (klen > shared) rt_bytes_append(&b->buf, key + shared, klen - shared);
     rt_bytes_append(&b->buf, val, vlen);
     b->last_key.len = 0;
     rt_bytes_append(&b->last_key, key, klen);
