@@ -29,8 +29,12 @@ static void run_nms(const char *op, int pad, rt_tensor *boxes, rt_tensor *scores
     Tensorflow__NodeDef *d = tu_node_new(op, "nms");
     if (pad >= 0) tu_attr_b(d, "pad_to_max_output_size", pad);
     int nin = !strcmp(op, "NonMaxSuppressionV2") ? 4 : !strcmp(op, "NonMaxSuppressionV5") ? 6 : 5;
-    rt_tensor *in[6] = {boxes, scores, TU_I32(TU_SCALAR, max), TU_F32(TU_SCALAR, iou),
-                        TU_F32(TU_SCALAR, sthr), TU_F32(TU_SCALAR, sigma)};
+    rt_tensor *in[6] = {boxes,
+                        scores,
+                        TU_I32(TU_SCALAR, max),
+                        TU_F32(TU_SCALAR, iou),
+                        TU_F32(TU_SCALAR, sthr),
+                        TU_F32(TU_SCALAR, sigma)};
     ms_status st = tu_run(d, in, nin, out, nout);
     ck_assert_msg(st == MS_OK, "%s: %s", op, ms_errmsg());
     tu_node_free(d);
@@ -52,8 +56,8 @@ START_TEST(test_clusters) {
     check_sel("NonMaxSuppressionV3", CLUSTERS, SCORES, 3, 0.5f, 0, w305, 3);
     check_sel("NonMaxSuppressionV2", CLUSTERS, SCORES, 2, 0.5f, 0, w305, 2);
     /* the same boxes with corners flipped: IoU takes the normalised corners */
-    rt_tensor *flip = TU_F32(TU_SHAPE(6, 4), 1, 1, 0, 0, 0, 0.1f, 1, 1.1f, 0, 0.9f, 1, -0.1f, 0,
-                             10, 1, 11, 1, 10.1f, 0, 11.1f, 1, 101, 0, 100);
+    rt_tensor *flip = TU_F32(TU_SHAPE(6, 4), 1, 1, 0, 0, 0, 0.1f, 1, 1.1f, 0, 0.9f, 1, -0.1f, 0, 10,
+                             1, 11, 1, 10.1f, 0, 11.1f, 1, 101, 0, 100);
     check_sel("NonMaxSuppressionV3", flip, SCORES, 3, 0.5f, 0, w305, 3);
     /* score_threshold 0.4 drops box 5 (.3): [3, 0] even with room for 6 */
     check_sel("NonMaxSuppressionV3", CLUSTERS, SCORES, 6, 0.5f, 0.4f, w305, 2);
@@ -120,7 +124,7 @@ START_TEST(test_v5_soft) {
      * 0.8 * exp(-0.5 / 0.5 * (1/3)^2) = 0.8 * exp(-1/9) = 0.7158712 < C's,
      * so C is kept before B. */
     const float wb = 0.8f * expf(-1.0f / 9.0f);
-#define ABC TU_F32(TU_SHAPE(3, 4), 0, 0, 1, 1, 0, 0.5f, 1, 1.5f, 0, 3, 1, 4)
+#define ABC   TU_F32(TU_SHAPE(3, 4), 0, 0, 1, 1, 0, 0.5f, 1, 1.5f, 0, 3, 1, 4)
 #define ABC_S TU_F32(TU_SHAPE(3), 0.9f, 0.8f, 0.75f)
     rt_tensor *o[3] = {0};
     run_nms("NonMaxSuppressionV5", 0, ABC, ABC_S, 5, 0.5f, 0, 0.5f, o, 3);
@@ -174,11 +178,12 @@ END_TEST
 
 static void run_comb(int pad, int clip, int32_t per_class, int32_t total, rt_tensor **o) {
     /* boxes [1, 3, 1, 4]: b0 unit box, b1 overlapping it (iou .818), b2 apart */
-    rt_tensor *in[6] = {
-        TU_F32(TU_SHAPE(1, 3, 1, 4), 0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 2, 1, 3),
-        TU_F32(TU_SHAPE(1, 3, 2), 0.9f, 0.2f, 0.8f, 0.7f, 0.3f, 0.6f),
-        TU_I32(TU_SCALAR, per_class), TU_I32(TU_SCALAR, total), TU_F32(TU_SCALAR, 0.5f),
-        TU_F32(TU_SCALAR, 0.25f)};
+    rt_tensor *in[6] = {TU_F32(TU_SHAPE(1, 3, 1, 4), 0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 2, 1, 3),
+                        TU_F32(TU_SHAPE(1, 3, 2), 0.9f, 0.2f, 0.8f, 0.7f, 0.3f, 0.6f),
+                        TU_I32(TU_SCALAR, per_class),
+                        TU_I32(TU_SCALAR, total),
+                        TU_F32(TU_SCALAR, 0.5f),
+                        TU_F32(TU_SCALAR, 0.25f)};
     Tensorflow__NodeDef *d = tu_node_new("CombinedNonMaxSuppression", "comb");
     tu_attr_b(d, "pad_per_class", pad);
     tu_attr_b(d, "clip_boxes", clip);
@@ -217,6 +222,25 @@ START_TEST(test_combined) {
     TU_CHECK_F32(o[2], TU_SHAPE(1, 2), 0, 0, 1);
     TU_CHECK_INT(o[3], RT_DT_INT32, TU_SHAPE(1), 2);
     tu_unref(o, 4);
+    /* boxes per class (q = 2): box 1 is box 0 for class 0 (suppressed) and
+     * apart for class 1 (kept) */
+    rt_tensor *in[6] = {
+        TU_F32(TU_SHAPE(1, 2, 2, 4), 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 5, 1, 6),
+        TU_F32(TU_SHAPE(1, 2, 2), 0.9f, 0.8f, 0.7f, 0.6f),
+        TU_I32(TU_SCALAR, 2),
+        TU_I32(TU_SCALAR, 4),
+        TU_F32(TU_SCALAR, 0.5f),
+        TU_F32(TU_SCALAR, 0)};
+    Tensorflow__NodeDef *d = tu_node_new("CombinedNonMaxSuppression", "comb_q");
+    tu_attr_b(d, "clip_boxes", 0);
+    ck_assert_msg(tu_run(d, in, 6, o, 4) == MS_OK, "%s", ms_errmsg());
+    TU_CHECK_F32(o[0], TU_SHAPE(1, 4, 4), 0, 0, 0, 1, 1, 0, 0, 1, 1, 0, 5, 1, 6, 0, 0, 0, 0);
+    TU_CHECK_F32(o[1], TU_SHAPE(1, 4), 0, 0.9f, 0.8f, 0.6f, 0);
+    TU_CHECK_F32(o[2], TU_SHAPE(1, 4), 0, 0, 1, 1, 0);
+    TU_CHECK_INT(o[3], RT_DT_INT32, TU_SHAPE(1), 3);
+    tu_unref(o, 4);
+    tu_node_free(d);
+    tu_unref(in, 6);
 }
 END_TEST
 
@@ -241,8 +265,12 @@ START_TEST(test_million) {
     const kn_kernel *k = kn_backend_kernel(be, "NonMaxSuppressionV3");
     ck_assert_ptr_nonnull(k);
     Tensorflow__NodeDef *d = tu_node_new("NonMaxSuppressionV3", "big");
-    kn_node node = {.name = "big", .op = "NonMaxSuppressionV3", .def = d,
-                    .attrs = &rt_nodedef_attrs, .nin = 5, .nout = 1};
+    kn_node node = {.name = "big",
+                    .op = "NonMaxSuppressionV3",
+                    .def = d,
+                    .attrs = &rt_nodedef_attrs,
+                    .nin = 5,
+                    .nout = 1};
     ms_budget bud;
     ms_budget_init(&bud, (uint64_t)4 << 20);
     kn_ctx ctx = {.nthreads = 1, .budget = &bud};
@@ -271,9 +299,9 @@ END_TEST
 
 int main(void) {
     const tu_case cases[] = {
-        {"clusters", test_clusters},   {"ties_nan_empty", test_ties_nan_empty},
-        {"v4_pad", test_v4_pad},       {"v5_soft", test_v5_soft},
-        {"errors", test_errors},       {"combined", test_combined},
+        {"clusters", test_clusters}, {"ties_nan_empty", test_ties_nan_empty},
+        {"v4_pad", test_v4_pad},     {"v5_soft", test_v5_soft},
+        {"errors", test_errors},     {"combined", test_combined},
         {"million", test_million},
     };
     return tu_suite_main("kn_nms", cases, sizeof(cases) / sizeof(cases[0]));

@@ -151,14 +151,14 @@ static void heap_up(nms_cand *h, int64_t i) {
 }
 
 typedef struct nms_job {
-    const float *boxes;   /* box i at boxes + i * box_stride (4 floats) */
+    const float *boxes; /* box i at boxes + i * box_stride (4 floats) */
     int64_t box_stride;
-    const float *scores;  /* score i at scores[i * score_stride] */
+    const float *scores; /* score i at scores[i * score_stride] */
     int64_t score_stride;
     int64_t n;
     int64_t max_out;
     float iou_thr, score_thr, sigma;
-    int combined;         /* CombinedNonMaxSuppression's loop (no soft NMS) */
+    int combined; /* CombinedNonMaxSuppression's loop (no soft NMS) */
 } nms_job;
 
 /* Runs one NMS; heap has room for n candidates, sel/sel_score for
@@ -233,7 +233,8 @@ static ms_status scalar_i(const kn_node *n, const rt_tensor *t, const char *what
 }
 
 static ms_status check_iou(const kn_node *n, float iou) {
-    if (!(iou >= 0 && iou <= 1)) return KN_EINVAL(n, "iou_threshold must be in [0, 1], got %g", iou);
+    if (!(iou >= 0 && iou <= 1))
+        return KN_EINVAL(n, "iou_threshold must be in [0, 1], got %g", iou);
     return MS_OK;
 }
 
@@ -248,13 +249,16 @@ static ms_status nms_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
     if (st != MS_OK) return st;
     const rt_tensor *boxes = in[0], *scores = in[1];
     if (boxes->dtype != RT_DT_FLOAT || scores->dtype != RT_DT_FLOAT)
-        return kn__errf(MS_ENOTSUP, n, "boxes and scores must be float32 (%s, %s is not implemented)",
+        return kn__errf(MS_ENOTSUP, n,
+                        "boxes and scores must be float32 (%s, %s is not implemented)",
                         rt_dtype_name(boxes->dtype), rt_dtype_name(scores->dtype));
-    if (boxes->shape.rank != 2) return KN_EINVAL(n, "boxes must be 2-D, got %s", kn__shp(&boxes->shape));
-    if (boxes->shape.dim[1] != 4) return KN_EINVAL(n, "boxes must have 4 columns, got %s", kn__shp(&boxes->shape));
+    if (boxes->shape.rank != 2)
+        return KN_EINVAL(n, "boxes must be 2-D, got %s", kn__shp(&boxes->shape));
+    if (boxes->shape.dim[1] != 4)
+        return KN_EINVAL(n, "boxes must have 4 columns, got %s", kn__shp(&boxes->shape));
     if (scores->shape.rank != 1 || scores->shape.dim[0] != boxes->shape.dim[0])
-        return KN_EINVAL(n, "scores has incompatible shape %s for boxes %s", kn__shp(&scores->shape),
-                         kn__shp(&boxes->shape));
+        return KN_EINVAL(n, "scores has incompatible shape %s for boxes %s",
+                         kn__shp(&scores->shape), kn__shp(&boxes->shape));
     const int64_t num = boxes->shape.dim[0];
     if (num > INT32_MAX) return KN_EINVAL(n, "%lld boxes: indices are int32", (long long)num);
     int64_t max_out;
@@ -281,9 +285,15 @@ static ms_status nms_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
     if ((st = tmp_alloc(&tmp, n, (uint64_t)cap, sizeof(int32_t), &mem[1])) != MS_OK) goto done;
     if ((st = tmp_alloc(&tmp, n, (uint64_t)cap, sizeof(float), &mem[2])) != MS_OK) goto done;
     heap = mem[0], sel = mem[1], sel_score = mem[2];
-    nms_job job = {.boxes = rt_tensor_f32(boxes), .box_stride = 4, .scores = rt_tensor_f32(scores),
-                   .score_stride = 1, .n = num, .max_out = max_out, .iou_thr = iou,
-                   .score_thr = sthr, .sigma = sigma};
+    nms_job job = {.boxes = rt_tensor_f32(boxes),
+                   .box_stride = 4,
+                   .scores = rt_tensor_f32(scores),
+                   .score_stride = 1,
+                   .n = num,
+                   .max_out = max_out,
+                   .iou_thr = iou,
+                   .score_thr = sthr,
+                   .sigma = sigma};
     if ((st = nms_greedy(ctx, n, &job, heap, sel, sel_score, &ns)) != MS_OK) goto done;
 
     const int64_t len = pad ? max_out : ns;
@@ -318,10 +328,10 @@ done:
 /* ---- CombinedNonMaxSuppression ---- */
 
 typedef struct comb_rc {
-    int32_t box;   /* -1: an unused slot (score -1, class -1, box 0) */
+    int32_t box; /* -1: an unused slot (score -1, class -1, box 0) */
     float score;
     int32_t cls;
-    int32_t pos;   /* slot in the candidate list: the stable sort's tie-break */
+    int32_t pos; /* slot in the candidate list: the stable sort's tie-break */
     float coord[4];
 } comb_rc;
 
@@ -339,7 +349,8 @@ static ms_status comb_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_ten
     if (st != MS_OK) return st;
     const rt_tensor *boxes = in[0], *scores = in[1];
     if (boxes->dtype != RT_DT_FLOAT || scores->dtype != RT_DT_FLOAT)
-        return kn__errf(MS_ENOTSUP, n, "boxes and scores must be float32 (%s, %s is not implemented)",
+        return kn__errf(MS_ENOTSUP, n,
+                        "boxes and scores must be float32 (%s, %s is not implemented)",
                         rt_dtype_name(boxes->dtype), rt_dtype_name(scores->dtype));
     int64_t per_class, total;
     float iou, sthr;
@@ -348,21 +359,26 @@ static ms_status comb_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_ten
     if ((st = scalar_f(n, in[4], "iou_threshold", &iou)) != MS_OK) return st;
     if ((st = scalar_f(n, in[5], "score_threshold", &sthr)) != MS_OK) return st;
     if (per_class <= 0 || per_class > INT32_MAX)
-        return KN_EINVAL(n, "max_size_per_class must be positive (int32), got %lld", (long long)per_class);
+        return KN_EINVAL(n, "max_size_per_class must be positive (int32), got %lld",
+                         (long long)per_class);
     if (total <= 0 || total > INT32_MAX)
         return KN_EINVAL(n, "max_total_size must be > 0 (int32), got %lld", (long long)total);
     if ((st = check_iou(n, iou)) != MS_OK) return st;
-    if (boxes->shape.rank != 4) return KN_EINVAL(n, "boxes must be 4-D, got %s", kn__shp(&boxes->shape));
-    if (scores->shape.rank != 3) return KN_EINVAL(n, "scores must be 3-D, got %s", kn__shp(&scores->shape));
+    if (boxes->shape.rank != 4)
+        return KN_EINVAL(n, "boxes must be 4-D, got %s", kn__shp(&boxes->shape));
+    if (scores->shape.rank != 3)
+        return KN_EINVAL(n, "scores must be 3-D, got %s", kn__shp(&scores->shape));
     const int64_t B = boxes->shape.dim[0], N = boxes->shape.dim[1], q = boxes->shape.dim[2];
     const int64_t C = scores->shape.dim[2];
     if (q != 1 && q != C)
-        return KN_EINVAL(n, "third dimension of boxes must be either 1 or num classes (%lld), got %s",
+        return KN_EINVAL(n,
+                         "third dimension of boxes must be either 1 or num classes (%lld), got %s",
                          (long long)C, kn__shp(&boxes->shape));
-    if (boxes->shape.dim[3] != 4) return KN_EINVAL(n, "boxes must have 4 columns, got %s", kn__shp(&boxes->shape));
+    if (boxes->shape.dim[3] != 4)
+        return KN_EINVAL(n, "boxes must have 4 columns, got %s", kn__shp(&boxes->shape));
     if (scores->shape.dim[0] != B || scores->shape.dim[1] != N)
-        return KN_EINVAL(n, "scores has incompatible shape %s for boxes %s", kn__shp(&scores->shape),
-                         kn__shp(&boxes->shape));
+        return KN_EINVAL(n, "scores has incompatible shape %s for boxes %s",
+                         kn__shp(&scores->shape), kn__shp(&boxes->shape));
     if (N > INT32_MAX || C > INT32_MAX) return KN_EINVAL(n, "more than 2^31 boxes or classes");
     const int pad_per_class = kn_attr_b(n, "pad_per_class", 0);
     const int clip = kn_attr_b(n, "clip_boxes", 1);
@@ -375,7 +391,8 @@ static ms_status comb_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_ten
     nms_tmp tmp = {.ctx = ctx};
     void *mem[3] = {0};
     if ((st = tmp_alloc(&tmp, n, (uint64_t)N, sizeof(nms_cand), &mem[0])) != MS_OK) goto done;
-    if ((st = tmp_alloc(&tmp, n, (uint64_t)size_per_class, sizeof(int32_t), &mem[1])) != MS_OK) goto done;
+    if ((st = tmp_alloc(&tmp, n, (uint64_t)size_per_class, sizeof(int32_t), &mem[1])) != MS_OK)
+        goto done;
     if ((st = tmp_alloc(&tmp, n, nrc, sizeof(comb_rc), &mem[2])) != MS_OK) goto done;
     nms_cand *heap = mem[0];
     int32_t *sel = mem[1];
@@ -395,9 +412,15 @@ static ms_status comb_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_ten
             rc[i] = (comb_rc){.box = -1, .score = -1.0f, .cls = -1, .pos = (int32_t)i};
         for (int64_t c = 0; c < C; c++) {
             const float *cb = bx + (b * N * q + (q > 1 ? c : 0)) * 4;
-            nms_job job = {.boxes = cb, .box_stride = q * 4, .scores = sc + b * N * C + c,
-                           .score_stride = C, .n = N, .max_out = size_per_class,
-                           .iou_thr = iou, .score_thr = sthr, .combined = 1};
+            nms_job job = {.boxes = cb,
+                           .box_stride = q * 4,
+                           .scores = sc + b * N * C + c,
+                           .score_stride = C,
+                           .n = N,
+                           .max_out = size_per_class,
+                           .iou_thr = iou,
+                           .score_thr = sthr,
+                           .combined = 1};
             int64_t ns = 0;
             if ((st = nms_greedy(ctx, n, &job, heap, sel, NULL, &ns)) != MS_OK) goto done;
             for (int64_t k = 0; k < ns; k++) {
