@@ -291,6 +291,15 @@ START_TEST(test_million) {
     tu_check_int(o, RT_DT_INT32, TU_SHAPE(1), &best, 1);
     ck_assert_uint_eq(atomic_load(&bud.used), 0);
     rt_tensor_unref(o);
+    o = NULL;
+    /* a cancelled request stops inside the loop (2 IoUs a candidate here:
+     * the first look comes after 2^19 of the 10^6) and gives its bytes back */
+    atomic_int cancelled = 1;
+    ctx.cancelled = &cancelled;
+    st = k->compute(&ctx, &node, NULL, in, &o);
+    ck_assert_int_eq(st, MS_ECANCELED);
+    ck_assert_ptr_null(o);
+    ck_assert_uint_eq(atomic_load(&bud.used), 0);
     tu_node_free(d);
     tu_unref(in, 5);
     kn_backend_free(be);
