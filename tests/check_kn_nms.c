@@ -172,6 +172,10 @@ START_TEST(test_errors) {
     rt_tensor_unref(in[1]);
     in[1] = TU_F32(TU_SHAPE(5), 1, 2, 3, 4, 5);
     tu_run_fail(tu_node_new("NonMaxSuppressionV3", "shape"), in, 5, 1, MS_EINVAL, "incompatible");
+    /* half boxes / scores (attr T) are refused by name before running */
+    Tensorflow__NodeDef *d = tu_node_new("NonMaxSuppressionV3", "half");
+    tu_attr_type(d, "T", RT_DT_HALF);
+    tu_run_fail(d, in, 5, 1, MS_ENOTSUP, "float32");
     tu_unref(in, 5);
 }
 END_TEST

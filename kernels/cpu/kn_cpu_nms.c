@@ -465,11 +465,25 @@ done:
     return st;
 }
 
+/* At load: TensorFlow's T (boxes, scores, V5's thresholds) and V4's
+ * T_threshold may be half; only float32 is implemented, so a half model is
+ * refused by name before it serves. */
+static ms_status nms_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
+    (void)cin;
+    *state = NULL;
+    rt_dtype t = kn_attr_type(n, "T", RT_DT_FLOAT),
+             tt = kn_attr_type(n, "T_threshold", RT_DT_FLOAT);
+    if (t != RT_DT_FLOAT || tt != RT_DT_FLOAT)
+        return kn__errf(MS_ENOTSUP, n, "T %s, T_threshold %s: only float32 is implemented",
+                        rt_dtype_name(t), rt_dtype_name(tt));
+    return MS_OK;
+}
+
 const kn_kernel kn_cpu_nms_kernels[] = {
-    {.op = "NonMaxSuppressionV2", .compute = nms_compute},
-    {.op = "NonMaxSuppressionV3", .compute = nms_compute},
-    {.op = "NonMaxSuppressionV4", .compute = nms_compute},
-    {.op = "NonMaxSuppressionV5", .compute = nms_compute},
+    {.op = "NonMaxSuppressionV2", .prepare = nms_prepare, .compute = nms_compute},
+    {.op = "NonMaxSuppressionV3", .prepare = nms_prepare, .compute = nms_compute},
+    {.op = "NonMaxSuppressionV4", .prepare = nms_prepare, .compute = nms_compute},
+    {.op = "NonMaxSuppressionV5", .prepare = nms_prepare, .compute = nms_compute},
     {.op = "CombinedNonMaxSuppression", .compute = comb_compute},
     {.op = NULL},
 };
