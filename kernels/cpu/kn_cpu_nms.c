@@ -14,7 +14,8 @@
  *   -> nmsed_boxes [B, M, 4], nmsed_scores [B, M], nmsed_classes [B, M]
  *      (float), valid_detections int32 [B]
  *
- * Semantics are TensorFlow's CPU kernel's, step for step:
+ * float32 only (a half T / T_threshold is refused at load). Semantics are
+ * TensorFlow's CPU kernel's, step for step:
  *  - a box is [y1, x1, y2, x2] with the corners in either order; IoU is taken
  *    on the normalised corners and is 0 when either box has no area;
  *  - a box is a candidate when score > score_threshold (strict; V2 has the
