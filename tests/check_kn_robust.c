@@ -1,5 +1,5 @@
 /* check_kn_robust.c - every CPU kernel of the elementwise, shape, reduce, nn,
- * fast, conv3d, einsum, sparse, math and space tables, fed random small inputs
+ * fast, conv3d, einsum, sparse, math, space and nms tables, fed random small inputs
  * (shapes, dtypes, index values, attrs), must either succeed with all outputs
  * set or fail with a message naming the node: never crash, never leak (run it
  * under the ASan build). */
@@ -187,6 +187,9 @@ static void fuzz_table(const kn_kernel *table, unsigned seed, int rounds) {
             if (strncmp(k->op, "FusedBatchNorm", 14) == 0)
                 nout = strcmp(k->op, "FusedBatchNorm") == 0 ? 5 : 6;
             if (strcmp(k->op, "Assert") == 0) nout = 0; /* it has no outputs */
+            if (strcmp(k->op, "NonMaxSuppressionV4") == 0) nout = 2;
+            if (strcmp(k->op, "NonMaxSuppressionV5") == 0) nout = 3;
+            if (strcmp(k->op, "CombinedNonMaxSuppression") == 0) nout = 4;
             rt_tensor *in[5] = {0}, *outs[6] = {0};
             in[0] = rand_tensor(&seed);
             /* nn ops: mostly float images or volumes */
@@ -269,6 +272,7 @@ START_TEST(fuzz_issue10) {
     fuzz_table(kn_cpu_sparse_kernels, 8u, 300);
     fuzz_table(kn_cpu_math_kernels, 9u, 100);
     fuzz_table(kn_cpu_space_kernels, 10u, 300);
+    fuzz_table(kn_cpu_nms_kernels, 11u, 300);
 }
 END_TEST
 

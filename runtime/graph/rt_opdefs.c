@@ -164,6 +164,13 @@ static const opdef_entry builtin[] = {
     {"ExtractImagePatches", {"patches"}, 0},
     {"ImageProjectiveTransformV2", {"transformed_images"}, 0},
     {"ImageProjectiveTransformV3", {"transformed_images"}, 0},
+    /* Non-max suppression (kn_cpu_nms.c). */
+    {"NonMaxSuppressionV2", {"selected_indices"}, 0},
+    {"NonMaxSuppressionV3", {"selected_indices"}, 0},
+    {"NonMaxSuppressionV4", {"selected_indices", "valid_outputs"}, 0},
+    {"NonMaxSuppressionV5", {"selected_indices", "selected_scores", "valid_outputs"}, 0},
+    {"CombinedNonMaxSuppression", {"nmsed_boxes", "nmsed_scores", "nmsed_classes",
+                                   "valid_detections"}, 0},
     /* Segments. */
     {"SegmentSum", {"output"}, 0}, {"UnsortedSegmentSum", {"output"}, 0},
     {"SparseSegmentSum", {"output"}, 0}, {"SparseSegmentMean", {"output"}, 0},
