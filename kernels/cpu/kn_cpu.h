@@ -25,6 +25,7 @@ extern const kn_kernel kn_cpu_sparse_kernels[];      /* SparseReshape, SparseFil
 extern const kn_kernel kn_cpu_einsum_kernels[];      /* Einsum */
 extern const kn_kernel kn_cpu_math_kernels[];        /* Erfc, Log1p, Cumsum, ClipByValue, ... */
 extern const kn_kernel kn_cpu_space_kernels[];       /* SpaceToBatchND, BatchToSpaceND, ExtractImagePatches */
+extern const kn_kernel kn_cpu_resize_kernels[];      /* ResizeBicubic, ResizeArea, CropAndResize */
 extern const kn_kernel kn_cpu_dcmxform_kernels[];     /* _DcmPixelTransform (kn_dicom_xform.h) */
 
 #endif /* KN_CPU_H */

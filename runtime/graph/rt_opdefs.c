@@ -55,6 +55,8 @@ static const opdef_entry builtin[] = {
     {"Abs", {"y"}, 0}, {"Floor", {"y"}, 0}, {"LogicalNot", {"y"}, 0},
     {"MaxPool", {"output"}, 0}, {"AvgPool", {"output"}, 0},
     {"ResizeBilinear", {"resized_images"}, 0}, {"ResizeNearestNeighbor", {"resized_images"}, 0},
+    {"ResizeBicubic", {"resized_images"}, 0}, {"ResizeArea", {"resized_images"}, 0},
+    {"CropAndResize", {"crops"}, 0},
     {"DcmDecodeHU", {"hu", "mask"}, 0},
     /* Checkpoint plumbing in TF2 exports' saver functions. */
     {"ShardedFilename", {"filename"}, 0}, {"StringJoin", {"output"}, 0},
