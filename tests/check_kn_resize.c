@@ -8,6 +8,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kn_cpu.h"
 #include "util_node.h"
@@ -130,6 +131,7 @@ START_TEST(resize_empty_and_errors) {
     rt_tensor *out = NULL;
     Tensorflow__NodeDef *d = tu_node_new("ResizeArea", "huge");
     ck_assert_int_ne(tu_run(d, in, 2, &out, 1), MS_OK);
+    ck_assert_msg(strstr(ms_errmsg(), "output 0") != NULL, "%s", ms_errmsg());
     tu_node_free(d);
     rt_tensor_unref(in[1]);
     /* both flags; a dtype the op does not take */
@@ -140,7 +142,13 @@ START_TEST(resize_empty_and_errors) {
     tu_run_fail(d, in, 2, 1, MS_EINVAL, "half_pixel_centers");
     rt_tensor_unref(in[0]);
     in[0] = TU_BOOL(S(1, 1, 1, 1), 1);
-    tu_run_fail(tu_node_new("ResizeArea", "bool"), in, 2, 1, MS_ENOTSUP, "bool");
+    tu_run_fail(tu_node_new("ResizeArea", "b8"), in, 2, 1, MS_ENOTSUP, "DT_BOOL");
+    /* ... also when attr T says so, before any request (at load) */
+    rt_tensor_unref(in[0]);
+    in[0] = TU_F32(S(1, 1, 1, 1), 1);
+    d = tu_node_new("ResizeBicubic", "str_t");
+    tu_attr_type(d, "T", RT_DT_STRING);
+    tu_run_fail(d, in, 2, 1, MS_ENOTSUP, "DT_STRING");
     tu_unref(in, 2);
 }
 END_TEST
@@ -252,6 +260,7 @@ START_TEST(crop_empty_and_errors) {
     rt_tensor *out = NULL;
     Tensorflow__NodeDef *d = crop_node(NULL, 0);
     ck_assert_int_ne(tu_run(d, in, 4, &out, 1), MS_OK);
+    ck_assert_msg(strstr(ms_errmsg(), "output 0") != NULL, "%s", ms_errmsg());
     tu_node_free(d);
     rt_tensor_unref(in[3]);
     in[3] = TU_I32(S(2), 2, 2);
@@ -260,6 +269,9 @@ START_TEST(crop_empty_and_errors) {
     in[1] = TU_F32(S(1, 4), 0, NAN, 1, 1);
     tu_run_fail(crop_node(NULL, 0), in, 4, 1, MS_EINVAL, "finite");
     tu_run_fail(crop_node("bicubic", 0), in, 4, 1, MS_EINVAL, "method");
+    d = crop_node(NULL, 0);
+    tu_attr_type(d, "T", RT_DT_BOOL);
+    tu_run_fail(d, in, 4, 1, MS_ENOTSUP, "DT_BOOL");
     tu_unref(in + 1, 3);
     rt_tensor_unref(empty);
     rt_tensor_unref(img);

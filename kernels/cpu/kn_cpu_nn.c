@@ -906,6 +906,10 @@ static ms_status bn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
 
 ms_status kn__resize_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
     (void)const_in;
+    /* A dtype none of the resize ops take is refused at load already. */
+    rt_dtype t = kn_attr_type(node, "T", RT_DT_FLOAT);
+    if (!kn__resize_dtype_ok(t))
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(t));
     kn__resize_attrs *r = malloc(sizeof(*r));
     if (r == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     r->align_corners = kn_attr_b(node, "align_corners", 0);

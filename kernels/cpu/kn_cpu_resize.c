@@ -254,6 +254,9 @@ typedef struct crop_attrs {
 
 static ms_status crop_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
     (void)const_in;
+    rt_dtype t = kn_attr_type(node, "T", RT_DT_FLOAT);
+    if (!kn__resize_dtype_ok(t))
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(t));
     crop_attrs a = {.extrapolation = kn_attr_f(node, "extrapolation_value", 0.0f)};
     if (kn_attr_s_eq(node, "method", "nearest", NULL)) {
         a.nearest = 1;

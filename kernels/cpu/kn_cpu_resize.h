@@ -12,24 +12,6 @@
 #include "kn_backend.h"
 #include "kn_cpu_util.h"
 
-typedef struct kn__resize_attrs {
-    int align_corners, half_pixel;
-} kn__resize_attrs;
-
-/* Prepare of the Resize* ops: a malloc'd kn__resize_attrs in *state (free()
- * releases it); MS_EINVAL when both align_corners and half_pixel_centers. */
-ms_status kn__resize_prepare(const kn_node *node, rt_tensor *const *const_in, void **state);
-
-/* TensorFlow's CalculateResizeScale: (in-1)/(out-1) with align_corners and
- * out > 1, else in/out, in float. */
-float kn__resize_scale(int64_t in, int64_t out, int align);
-
-/* Checks images (4-D NHWC, non-empty H, W, C below 2^31, a numeric dtype the
- * resize ops take) and size (int32 [2], both positive) as TensorFlow's
- * ImageResizerState; sets dims = N, H, W, C and out_hw = new height, width. */
-ms_status kn__resize_check(const kn_node *node, const rt_tensor *x, const rt_tensor *size,
-                           int64_t dims[4], int64_t out_hw[2]);
-
 /* Whether images of dtype dt are taken (TensorFlow's resize and crop ops'
  * T: the integers up to 64 bits, half, bfloat16, float, double). */
 static inline int kn__resize_dtype_ok(rt_dtype dt) {
@@ -49,6 +31,25 @@ static inline int kn__resize_dtype_ok(rt_dtype dt) {
         return 0;
     }
 }
+
+typedef struct kn__resize_attrs {
+    int align_corners, half_pixel;
+} kn__resize_attrs;
+
+/* Prepare of the Resize* ops: a malloc'd kn__resize_attrs in *state (free()
+ * releases it); MS_EINVAL when both align_corners and half_pixel_centers,
+ * MS_ENOTSUP when attr T is a dtype kn__resize_dtype_ok refuses. */
+ms_status kn__resize_prepare(const kn_node *node, rt_tensor *const *const_in, void **state);
+
+/* TensorFlow's CalculateResizeScale: (in-1)/(out-1) with align_corners and
+ * out > 1, else in/out, in float. */
+float kn__resize_scale(int64_t in, int64_t out, int align);
+
+/* Checks images (4-D NHWC, non-empty H, W, C below 2^31, a numeric dtype the
+ * resize ops take) and size (int32 [2], both positive) as TensorFlow's
+ * ImageResizerState; sets dims = N, H, W, C and out_hw = new height, width. */
+ms_status kn__resize_check(const kn_node *node, const rt_tensor *x, const rt_tensor *size,
+                           int64_t dims[4], int64_t out_hw[2]);
 
 /* Element i of a numeric tensor's data as float (0 for other dtypes; callers
  * check dtypes first). Inline: it sits in the per-element loops. */
