@@ -30,6 +30,17 @@ static void free_state(void *state) { free(state); }
 
 static int64_t bound(int64_t v, int64_t limit) { return v < 0 ? 0 : v > limit - 1 ? limit - 1 : v; }
 
+/* The common start of ResizeBicubic and ResizeArea: checks the inputs (dims
+ * = N, H, W, C; out_hw = new height, width) and makes the float output. */
+static ms_status resize_output(kn_ctx *ctx, const kn_node *node, rt_tensor *const *in,
+                               int64_t dims[4], int64_t out_hw[2], rt_tensor **out) {
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    if ((st = kn__resize_check(node, in[0], in[1], dims, out_hw)) != MS_OK) return st;
+    rt_shape os = {.rank = 4, .dim = {dims[0], out_hw[0], out_hw[1], dims[3]}};
+    return kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0]);
+}
+
 /* ====================================================================== */
 /* ResizeBicubic                                                          */
 /* ====================================================================== */
@@ -116,13 +127,9 @@ static void cubic_rows(void *arg, int64_t b, int64_t e) {
 static ms_status bicubic_compute(kn_ctx *ctx, const kn_node *node, void *state,
                                  rt_tensor *const *in, rt_tensor **out) {
     const kn__resize_attrs *ra = state;
-    ms_status st = kn__need_inputs(node, in, 2);
-    if (st != MS_OK) return st;
     int64_t d[4], o[2];
-    if ((st = kn__resize_check(node, in[0], in[1], d, o)) != MS_OK) return st;
-    rt_shape os = {.rank = 4, .dim = {d[0], o[0], o[1], d[3]}};
-    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
-    if (out[0]->nelem == 0) return MS_OK;
+    ms_status st = resize_output(ctx, node, in, d, o, out);
+    if (st != MS_OK || out[0]->nelem == 0) return st;
     cubic_taps *t = kn__scratch(SCR_TAPS, (size_t)(o[0] + o[1]) * sizeof(*t));
     if (t == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     cubic_weights(o[0], d[1], kn__resize_scale(d[1], o[0], ra->align_corners), ra->half_pixel, t);
@@ -213,13 +220,9 @@ static void area_rows(void *arg, int64_t b, int64_t e) {
 static ms_status area_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                               rt_tensor **out) {
     const kn__resize_attrs *ra = state;
-    ms_status st = kn__need_inputs(node, in, 2);
-    if (st != MS_OK) return st;
     int64_t d[4], o[2];
-    if ((st = kn__resize_check(node, in[0], in[1], d, o)) != MS_OK) return st;
-    rt_shape os = {.rank = 4, .dim = {d[0], o[0], o[1], d[3]}};
-    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
-    if (out[0]->nelem == 0) return MS_OK;
+    ms_status st = resize_output(ctx, node, in, d, o, out);
+    if (st != MS_OK || out[0]->nelem == 0) return st;
     float hs = kn__resize_scale(d[1], o[0], ra->align_corners);
     float ws = kn__resize_scale(d[2], o[1], ra->align_corners);
     area_span *s = kn__scratch(SCR_TAPS, (size_t)(o[0] + o[1]) * sizeof(*s));
