@@ -278,12 +278,63 @@ START_TEST(crop_empty_and_errors) {
 }
 END_TEST
 
+/* Batches, channels and many rows (the kernels split rows over threads) on
+ * linear images v = 10 r + c + 100 ch + 1000 n, where a box mean is the
+ * value at the box centre and a bilinear sample the value at its
+ * coordinates. */
+START_TEST(strides_linear) {
+    enum { N = 2, H = 8, W = 9, C = 3 };
+    float v[N * H * W * C];
+    for (int n = 0; n < N; n++)
+        for (int r = 0; r < H; r++)
+            for (int c = 0; c < W; c++)
+                for (int ch = 0; ch < C; ch++)
+                    v[((n * H + r) * W + c) * C + ch] = (float)(10 * r + c + 100 * ch + 1000 * n);
+    rt_tensor *x = tu_t(RT_DT_FLOAT, S(N, H, W, C), v, N * H * W * C);
+    /* area 8x9 -> 4x3: boxes of 2 rows and 3 columns, centres at row
+     * 2i + 0.5 and column 3j + 1 */
+    rt_tensor *o = resize("ResizeArea", x, 4, 3, 0, 0);
+    tu_check_shape(o, RT_DT_FLOAT, S(N, 4, 3, C));
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 3; j++)
+                for (int ch = 0; ch < C; ch++) {
+                    double want = 10 * (2 * i + 0.5) + (3 * j + 1) + 100 * ch + 1000 * n;
+                    double got = rt_tensor_f32(o)[((n * 4 + i) * 3 + j) * C + ch];
+                    ck_assert_msg(fabs(got - want) < 1e-3, "area %d %d %d %d: %g != %g", n, i, j,
+                                  ch, got, want);
+                }
+    rt_tensor_unref(o);
+    /* crops 5x4 of three boxes inside the image, one flipped */
+    const float bx[12] = {0.1f, 0.2f, 0.9f, 0.7f, 0.8f, 0.9f, 0.3f, 0.1f, 0, 0, 1, 1};
+    const int32_t bi[3] = {1, 0, 1};
+    o = crop(crop_node(NULL, 0), x, tu_t(RT_DT_FLOAT, S(3, 4), bx, 12),
+             tu_t(RT_DT_INT32, S(3), bi, 3), 5, 4);
+    tu_check_shape(o, RT_DT_FLOAT, S(3, 5, 4, C));
+    for (int b = 0; b < 3; b++)
+        for (int i = 0; i < 5; i++)
+            for (int j = 0; j < 4; j++)
+                for (int ch = 0; ch < C; ch++) {
+                    const float *q = bx + 4 * b;
+                    double ry = (q[0] + (q[2] - q[0]) * i / 4.0) * (H - 1);
+                    double cx = (q[1] + (q[3] - q[1]) * j / 3.0) * (W - 1);
+                    double want = 10 * ry + cx + 100 * ch + 1000 * bi[b];
+                    double got = rt_tensor_f32(o)[((b * 5 + i) * 4 + j) * C + ch];
+                    ck_assert_msg(fabs(got - want) < 1e-3, "crop %d %d %d %d: %g != %g", b, i, j,
+                                  ch, got, want);
+                }
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"bicubic", bicubic_half_pixel},     {"bicubic", bicubic_legacy_align},
         {"area", area_box_means},            {"area", area_fractional},
         {"errors", resize_empty_and_errors}, {"crop", crop_flipped_and_outside},
         {"crop", crop_nearest_and_centre},   {"crop", crop_empty_and_errors},
+        {"strides", strides_linear},
     };
     return tu_suite_main("kn_resize", cases, sizeof cases / sizeof cases[0]);
 }
