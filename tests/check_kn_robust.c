@@ -1,6 +1,6 @@
 /* check_kn_robust.c - every CPU kernel of the elementwise, shape, reduce, nn,
- * fast, conv3d, einsum, sparse, math, space and nms tables, fed random small inputs
- * (shapes, dtypes, index values, attrs), must either succeed with all outputs
+ * fast, conv3d, einsum, sparse, math, space, nms and resize tables, fed random small
+ * inputs (shapes, dtypes, index values, attrs), must either succeed with all outputs
  * set or fail with a message naming the node: never crash, never leak (run it
  * under the ASan build). */
 #include <check.h>
@@ -151,6 +151,20 @@ static rt_tensor *related(const char *op, int i, const rt_tensor *x, unsigned *s
             ((int32_t *)t->data)[j] = 1 + (int32_t)(rnd(seed) % 5);
         return t;
     }
+    if (strcmp(op, "CropAndResize") == 0 && r < 8) {
+        /* boxes [n, 4] (values -1.5 .. 2.5: flipped and outside boxes),
+         * box_ind [n] mostly inside the batch, crop_size int32 [2] */
+        /* n from x: the same for boxes and box_ind */
+        int64_t n = x->nelem % 4, batch = x->shape.rank > 0 ? x->shape.dim[0] : 1;
+        rt_shape v = i == 1 ? (rt_shape){.rank = 2, .dim = {n, 4}}
+                            : (rt_shape){.rank = 1, .dim = {i == 2 ? n : 2}};
+        rt_tensor *t = new_t(i == 1 ? RT_DT_FLOAT : RT_DT_INT32, v, seed);
+        for (int64_t j = 0; i > 1 && j < t->nelem; j++)
+            ((int32_t *)t->data)[j] =
+                i == 3 ? 1 + (int32_t)(rnd(seed) % 4)
+                       : (int32_t)(rnd(seed) % (uint64_t)(batch > 0 ? batch + 1 : 1));
+        return t;
+    }
     if (r < 4) return new_t(x->dtype, s, seed);
     if (r < 5 && s.rank > 0) {
         int drop = 1 + (int)(rnd(seed) % (unsigned)s.rank);
@@ -190,11 +204,12 @@ static void fuzz_table(const kn_kernel *table, unsigned seed, int rounds) {
             if (strcmp(k->op, "NonMaxSuppressionV4") == 0) nout = 2;
             if (strcmp(k->op, "NonMaxSuppressionV5") == 0) nout = 3;
             if (strcmp(k->op, "CombinedNonMaxSuppression") == 0) nout = 4;
+            if (strcmp(k->op, "CropAndResize") == 0 && it % 4) nin = 4;
             rt_tensor *in[5] = {0}, *outs[6] = {0};
             in[0] = rand_tensor(&seed);
             /* nn ops: mostly float images or volumes */
             while ((table == kn_cpu_nn_kernels || table == kn_cpu_fast_kernels ||
-                    table == kn_cpu_conv3d_kernels) &&
+                    table == kn_cpu_conv3d_kernels || table == kn_cpu_resize_kernels) &&
                    rnd(&seed) % 10 < 8 &&
                    (in[0]->dtype != RT_DT_FLOAT || in[0]->shape.rank < 4)) {
                 rt_tensor_unref(in[0]);
@@ -204,6 +219,13 @@ static void fuzz_table(const kn_kernel *table, unsigned seed, int rounds) {
                 in[i] = related(k->op, i, in[0], &seed);
             Tensorflow__NodeDef *d = tu_node_new(k->op, "fuzz_node");
             rand_attrs(d, nout, in[0]->shape.rank, &seed);
+            if (table == kn_cpu_resize_kernels) {
+                static const char *const methods[] = {"bilinear", "nearest", "bicubic"};
+                tu_attr_b(d, "align_corners", (int)(rnd(&seed) % 3 == 0));
+                tu_attr_b(d, "half_pixel_centers", (int)(rnd(&seed) % 3 == 0));
+                tu_attr_s(d, "method", methods[rnd(&seed) % 3]);
+                tu_attr_f(d, "extrapolation_value", -1.0f);
+            }
             if (strcmp(k->op, "Einsum") == 0) {
                 static const char *const eqs[] = {"ij,jk->ik", "...ij,...jk", "ii->i", "ij->",
                                                   "bij,bkj->bik", "a,a->", "ab...,b->...a",
@@ -276,6 +298,12 @@ START_TEST(fuzz_issue10) {
 }
 END_TEST
 
+/* ResizeBicubic, ResizeArea, CropAndResize (kn_cpu_resize.c). */
+START_TEST(fuzz_resize) {
+    fuzz_table(kn_cpu_resize_kernels, 11u, 300);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kn_robust");
     TCase *tc = tcase_create("fuzz");
@@ -287,6 +315,7 @@ int main(void) {
     tcase_add_test(tc, fuzz_fast);
     tcase_add_test(tc, fuzz_conv3d);
     tcase_add_test(tc, fuzz_issue10);
+    tcase_add_test(tc, fuzz_resize);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

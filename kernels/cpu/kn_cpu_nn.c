@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kn_cpu.h"
+#include "kn_cpu_resize.h"
 #include "kn_cpu_util.h"
 
 /* ====================================================================== */
@@ -903,13 +904,13 @@ static ms_status bn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
 /* ResizeBilinear, ResizeNearestNeighbor                                  */
 /* ====================================================================== */
 
-typedef struct resize_attrs {
-    int align_corners, half_pixel;
-} resize_attrs;
-
-static ms_status resize_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
+ms_status kn__resize_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
     (void)const_in;
-    resize_attrs *r = malloc(sizeof(*r));
+    /* A dtype none of the resize ops take is refused at load already. */
+    rt_dtype t = kn_attr_type(node, "T", RT_DT_FLOAT);
+    if (!kn__resize_dtype_ok(t))
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(t));
+    kn__resize_attrs *r = malloc(sizeof(*r));
     if (r == NULL) return ms_errf(MS_ENOMEM, "%s: out of memory", node->name);
     r->align_corners = kn_attr_b(node, "align_corners", 0);
     r->half_pixel = kn_attr_b(node, "half_pixel_centers", 0);
@@ -921,36 +922,35 @@ static ms_status resize_prepare(const kn_node *node, rt_tensor *const *const_in,
     return MS_OK;
 }
 
-static float resize_scale(int64_t in, int64_t out, int align) {
+float kn__resize_scale(int64_t in, int64_t out, int align) {
     return (align && out > 1) ? (float)(in - 1) / (float)(out - 1) : (float)in / (float)out;
 }
 
-/* Value of element i of a numeric tensor as float. */
-static float load_f(const void *p, rt_dtype dt, int64_t i) {
-    switch (dt) {
-    case RT_DT_FLOAT:
-        return ((const float *)p)[i];
-    case RT_DT_DOUBLE:
-        return (float)((const double *)p)[i];
-    case RT_DT_INT8:
-        return ((const int8_t *)p)[i];
-    case RT_DT_UINT8:
-        return ((const uint8_t *)p)[i];
-    case RT_DT_INT16:
-        return ((const int16_t *)p)[i];
-    case RT_DT_UINT16:
-        return ((const uint16_t *)p)[i];
-    case RT_DT_INT32:
-        return (float)((const int32_t *)p)[i];
-    case RT_DT_INT64:
-        return (float)((const int64_t *)p)[i];
-    case RT_DT_HALF:
-        return kn__half_to_f32(((const uint16_t *)p)[i]);
-    case RT_DT_BFLOAT16:
-        return kn__bf16_to_f32(((const uint16_t *)p)[i]);
-    default:
-        return 0;
-    }
+ms_status kn__resize_check(const kn_node *node, const rt_tensor *x, const rt_tensor *size,
+                           int64_t dims[4], int64_t out_hw[2]) {
+    if (x->shape.rank != 4)
+        return KN_EINVAL(node, "images must be 4-D NHWC, got %s", kn__shp(&x->shape));
+    if (size->dtype != RT_DT_INT32 || size->nelem != 2 || size->shape.rank != 1)
+        return KN_EINVAL(node, "size must be an int32 vector [height, width], got %s %s",
+                         rt_dtype_name(size->dtype), kn__shp(&size->shape));
+    const int32_t *sz = size->data;
+    for (int i = 0; i < 4; i++)
+        dims[i] = x->shape.dim[i];
+    out_hw[0] = sz[0];
+    out_hw[1] = sz[1];
+    if (out_hw[0] <= 0 || out_hw[1] <= 0)
+        return KN_EINVAL(node, "size must be positive, got [%lld, %lld]", (long long)out_hw[0],
+                         (long long)out_hw[1]);
+    /* As TensorFlow's ImageResizerState: empty images are refused even in an
+     * empty batch. */
+    if (dims[3] <= 0 || dims[1] <= 0 || dims[2] <= 0 || dims[1] > INT32_MAX || dims[2] > INT32_MAX)
+        return KN_EINVAL(node,
+                         "images %s must have non-zero height, width and channels below "
+                         "2^31",
+                         kn__shp(&x->shape));
+    if (!kn__resize_dtype_ok(x->dtype))
+        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
+    return MS_OK;
 }
 
 typedef struct interp {
@@ -987,10 +987,10 @@ static void bilinear_rows(void *arg, int64_t b, int64_t e) {
                     bl = xf[i10];
                     br = xf[i11];
                 } else {
-                    tl = load_f(j->x->data, j->x->dtype, i00);
-                    tr = load_f(j->x->data, j->x->dtype, i01);
-                    bl = load_f(j->x->data, j->x->dtype, i10);
-                    br = load_f(j->x->data, j->x->dtype, i11);
+                    tl = kn__load_f(j->x->data, j->x->dtype, i00);
+                    tr = kn__load_f(j->x->data, j->x->dtype, i01);
+                    bl = kn__load_f(j->x->data, j->x->dtype, i10);
+                    br = kn__load_f(j->x->data, j->x->dtype, i11);
                 }
                 float t = tl + (tr - tl) * ix->lerp;
                 float bo = bl + (br - bl) * ix->lerp;
@@ -1071,7 +1071,7 @@ static void nearest_rows(void *arg, int64_t b, int64_t e) {
     }
 }
 
-static void nearest_index(int64_t out, int64_t in, float scale, const resize_attrs *ra,
+static void nearest_index(int64_t out, int64_t in, float scale, const kn__resize_attrs *ra,
                           int64_t *idx) {
     for (int64_t i = 0; i < out; i++) {
         float v = ra->half_pixel ? ((float)i + 0.5f) * scale : (float)i * scale;
@@ -1084,46 +1084,17 @@ static void nearest_index(int64_t out, int64_t in, float scale, const resize_att
 
 static ms_status resize_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                                 rt_tensor **out) {
-    const resize_attrs *ra = state;
+    const kn__resize_attrs *ra = state;
     ms_status st = kn__need_inputs(node, in, 2);
     if (st != MS_OK) return st;
     const rt_tensor *x = in[0];
     int bilinear = strcmp(node->op, "ResizeBilinear") == 0;
-    if (x->shape.rank != 4)
-        return KN_EINVAL(node, "images must be 4-D NHWC, got %s", kn__shp(&x->shape));
-    if (in[1]->dtype != RT_DT_INT32 || in[1]->nelem != 2 || in[1]->shape.rank != 1)
-        return KN_EINVAL(node, "size must be an int32 vector [height, width], got %s %s",
-                         rt_dtype_name(in[1]->dtype), kn__shp(&in[1]->shape));
-    const int32_t *sz = in[1]->data;
-    int64_t N = x->shape.dim[0], H = x->shape.dim[1], W = x->shape.dim[2], C = x->shape.dim[3];
-    int64_t OH = sz[0], OW = sz[1];
-    if (OH <= 0 || OW <= 0)
-        return KN_EINVAL(node, "size must be positive, got [%lld, %lld]", (long long)OH,
-                         (long long)OW);
-    /* As TensorFlow's ImageResizerState: empty images are refused even in an
-     * empty batch. */
-    if (C <= 0 || H <= 0 || W <= 0 || H > INT32_MAX || W > INT32_MAX)
-        return KN_EINVAL(node,
-                         "images %s must have non-zero height, width and channels below "
-                         "2^31",
-                         kn__shp(&x->shape));
-    switch (x->dtype) {
-    case RT_DT_FLOAT:
-    case RT_DT_DOUBLE:
-    case RT_DT_INT8:
-    case RT_DT_UINT8:
-    case RT_DT_INT16:
-    case RT_DT_UINT16:
-    case RT_DT_INT32:
-    case RT_DT_INT64:
-    case RT_DT_HALF:
-    case RT_DT_BFLOAT16:
-        break;
-    default:
-        return kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(x->dtype));
-    }
+    int64_t d[4], o[2];
+    if ((st = kn__resize_check(node, x, in[1], d, o)) != MS_OK) return st;
+    int64_t N = d[0], H = d[1], W = d[2], C = d[3], OH = o[0], OW = o[1];
     rt_shape os = {.rank = 4, .dim = {N, OH, OW, C}};
-    float hs = resize_scale(H, OH, ra->align_corners), wsc = resize_scale(W, OW, ra->align_corners);
+    float hs = kn__resize_scale(H, OH, ra->align_corners);
+    float wsc = kn__resize_scale(W, OW, ra->align_corners);
     if (bilinear) {
         if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
         if (out[0]->nelem == 0) return MS_OK;
@@ -1479,11 +1450,11 @@ const kn_kernel kn_cpu_nn_kernels[] = {
     {.op = "FusedBatchNormV2", .prepare = bn_prepare, .compute = bn_compute, .release = free_state},
     {.op = "FusedBatchNormV3", .prepare = bn_prepare, .compute = bn_compute, .release = free_state},
     {.op = "ResizeBilinear",
-     .prepare = resize_prepare,
+     .prepare = kn__resize_prepare,
      .compute = resize_compute,
      .release = free_state},
     {.op = "ResizeNearestNeighbor",
-     .prepare = resize_prepare,
+     .prepare = kn__resize_prepare,
      .compute = resize_compute,
      .release = free_state},
     {.op = "Conv3D", .prepare = win3_prepare, .compute = conv3d_compute, .release = free_state},

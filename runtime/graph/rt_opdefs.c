@@ -55,6 +55,8 @@ static const opdef_entry builtin[] = {
     {"Abs", {"y"}, 0}, {"Floor", {"y"}, 0}, {"LogicalNot", {"y"}, 0},
     {"MaxPool", {"output"}, 0}, {"AvgPool", {"output"}, 0},
     {"ResizeBilinear", {"resized_images"}, 0}, {"ResizeNearestNeighbor", {"resized_images"}, 0},
+    {"ResizeBicubic", {"resized_images"}, 0}, {"ResizeArea", {"resized_images"}, 0},
+    {"CropAndResize", {"crops"}, 0},
     {"DcmDecodeHU", {"hu", "mask"}, 0},
     /* ONNX forms with run-time inputs (kn_cpu_shape.c, emitted by the ONNX importer). */
     {"OnnxSlice", {"output"}, 0}, {"OnnxPad", {"output"}, 0},
