@@ -1,6 +1,7 @@
 /* check_kn_bufpool.c - the kernels' output buffer pool (kernels/kn_ctx.c):
  * reuse of a returned buffer, the byte cap on free buffers, the idle trim by
- * the pool's trimmer thread, and that the process's resident memory comes
+ * the pool's trimmer thread, a reuse window that follows the pause between
+ * requests, and that the process's resident memory comes
  * back near its pre-burst figure after a burst of large buffers. */
 #include <check.h>
 #include <stdio.h>
