@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "kn_threadpool.h"
@@ -15,12 +16,24 @@
 
 /* Free buffers are kept for reuse, at most POOL_KEEP of them and at most
  * max_free bytes in all (a burst of large requests must not stay resident),
- * and each is freed once it has been idle for idle_ms: a process-wide trimmer
- * thread, started with the first pool, walks every live pool for that and
- * then hands freed heap memory back to the system (malloc_trim). */
+ * and each is freed once it has been idle for its reuse window: a
+ * process-wide trimmer thread, started with the first pool, walks every live
+ * pool for that and then hands freed heap memory back to the system
+ * (malloc_trim).
+ *
+ * The reuse window follows the request rate: it is idle_ms, or POOL_GAP_MULT
+ * times the longest pause between two buffer requests of this pool seen in
+ * the last idle_max_ms, whichever is longer, and never more than idle_max_ms.
+ * A fixed window shorter than the time between a client's requests (a
+ * whole CT series takes seconds to send and parse on a loaded machine) made
+ * every request fault its volume in again; pauses longer than idle_max_ms /
+ * POOL_GAP_MULT are not a rate worth keeping memory for and are ignored, so
+ * after a burst memory still goes back within idle_max_ms at the most. */
 #define POOL_KEEP 64                                   /* most free buffers kept */
 #define POOL_MAX_FREE_DEFAULT ((size_t)512 << 20)      /* bytes kept free, per pool */
-#define POOL_IDLE_MS_DEFAULT 2000                      /* a free buffer's longest idle time */
+#define POOL_IDLE_MS_DEFAULT 2000                      /* shortest reuse window */
+#define POOL_IDLE_MAX_MS_DEFAULT 20000                 /* longest reuse window */
+#define POOL_GAP_MULT 2
 #define POOL_TRIM_PERIOD_MS 250
 
 struct kn_pool {
@@ -29,9 +42,13 @@ struct kn_pool {
     int nfree;
     size_t free_bytes; /* sum of the free buffers' sizes */
     size_t max_free;
-    int64_t idle_ms;
+    int64_t idle_ms;     /* shortest reuse window; < 0: never trimmed */
+    int64_t idle_max_ms; /* longest reuse window */
+    int64_t last_get_ms; /* the last kn_pool_get (monotonic; 0: none yet) */
+    int64_t gap_ms;      /* longest pause between two gets counted ... */
+    int64_t gap_at_ms;   /* ... and when it ended */
     rt_buf *free_list[POOL_KEEP];
-    int64_t freed_ms[POOL_KEEP]; /* when each free buffer came back (monotonic) */
+    int64_t expire_ms[POOL_KEEP]; /* when each free buffer's window ends (monotonic) */
     kn_pool *prev, *next;        /* the trimmer's list of live pools */
 };
 
@@ -50,22 +67,22 @@ static int64_t pool_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Frees, under p->mu, the free buffers idle since before `cutoff` (all of
- * them for INT64_MAX). Returns the bytes freed. The pool's references
+/* Frees, under p->mu, the free buffers whose window ended before `cutoff`
+ * (all of them for INT64_MAX). Returns the bytes freed. The pool's references
  * held by those buffers are dropped by the caller (n_out of them), outside
  * the lock. */
 static size_t pool_drop_idle(kn_pool *p, int64_t cutoff, int *n_out) {
     size_t bytes = 0;
     int n = 0;
     for (int i = 0; i < p->nfree;) {
-        if (p->freed_ms[i] < cutoff) {
+        if (p->expire_ms[i] < cutoff) {
             rt_buf *b = p->free_list[i];
             bytes += b->size;
             free(b->data);
             free(b);
             p->nfree--;
             p->free_list[i] = p->free_list[p->nfree];
-            p->freed_ms[i] = p->freed_ms[p->nfree];
+            p->expire_ms[i] = p->expire_ms[p->nfree];
             n++;
         } else {
             i++;
@@ -87,7 +104,7 @@ static void *pool_trimmer(void *arg) {
         for (kn_pool *p = g_pools; p != NULL; p = p->next) {
             int n = 0;
             pthread_mutex_lock(&p->mu);
-            if (p->idle_ms >= 0) freed += pool_drop_idle(p, now - p->idle_ms, &n);
+            if (p->idle_ms >= 0) freed += pool_drop_idle(p, now, &n);
             pthread_mutex_unlock(&p->mu);
             /* Those buffers held references, but the pool's creator still
              * holds one (it is on this list), so this never frees the pool. */
@@ -125,6 +142,7 @@ kn_pool *kn_pool_new(void) {
     atomic_init(&p->refs, 1);
     p->max_free = (size_t)pool_env("DCMSERVE_POOL_MAX_FREE_BYTES", (int64_t)POOL_MAX_FREE_DEFAULT);
     p->idle_ms = pool_env("DCMSERVE_POOL_IDLE_MS", POOL_IDLE_MS_DEFAULT);
+    p->idle_max_ms = pool_env("DCMSERVE_POOL_IDLE_MAX_MS", POOL_IDLE_MAX_MS_DEFAULT);
     pthread_once(&g_trimmer_once, pool_start_trimmer);
     pthread_mutex_lock(&g_pools_mu);
     p->next = g_pools;
@@ -139,6 +157,37 @@ void kn_pool_set_limits(kn_pool *p, size_t max_free_bytes, int64_t idle_ms) {
     p->max_free = max_free_bytes;
     p->idle_ms = idle_ms;
     pthread_mutex_unlock(&p->mu);
+}
+
+void kn_pool_set_idle_max(kn_pool *p, int64_t idle_max_ms) {
+    pthread_mutex_lock(&p->mu);
+    p->idle_max_ms = idle_max_ms;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* The reuse window of a buffer freed now, under p->mu (see the top). */
+static int64_t pool_window_ms(const kn_pool *p, int64_t now) {
+    int64_t w = p->idle_ms;
+    if (p->gap_ms > 0 && now - p->gap_at_ms <= p->idle_max_ms) {
+        int64_t g = p->gap_ms * POOL_GAP_MULT;
+        if (g > w) w = g;
+    }
+    return w < p->idle_max_ms ? w : (p->idle_max_ms > p->idle_ms ? p->idle_max_ms : p->idle_ms);
+}
+
+/* Records a get at `now`, under p->mu: the pause since the previous one
+ * counts towards the window if it is short enough to be a request rate, and
+ * replaces the remembered one if longer or if that one is too old. */
+static void pool_note_get(kn_pool *p, int64_t now) {
+    if (p->last_get_ms > 0) {
+        int64_t gap = now - p->last_get_ms;
+        if (gap * POOL_GAP_MULT <= p->idle_max_ms &&
+            (gap >= p->gap_ms || now - p->gap_at_ms > p->idle_max_ms)) {
+            p->gap_ms = gap;
+            p->gap_at_ms = now;
+        }
+    }
+    p->last_get_ms = now;
 }
 
 size_t kn_pool_free_bytes(kn_pool *p) {
@@ -187,7 +236,7 @@ static void pooled_release(rt_buf *b) {
     pthread_mutex_lock(&p->mu);
     if (p->nfree < POOL_KEEP && atomic_load(&p->refs) > 1 &&
         b->size <= p->max_free - p->free_bytes && p->free_bytes <= p->max_free) {
-        p->freed_ms[p->nfree] = pool_now_ms();
+        p->expire_ms[p->nfree] = pool_now_ms() + pool_window_ms(p, pool_now_ms());
         p->free_list[p->nfree++] = b;
         p->free_bytes += b->size;
         pthread_mutex_unlock(&p->mu);
@@ -200,8 +249,28 @@ static void pooled_release(rt_buf *b) {
     pool_unref(p);
 }
 
+/* Asks the kernel for transparent huge pages on the 2 MiB-aligned inside of a
+ * fresh large buffer (before anything touched it): a 150 MB CT volume is
+ * then faulted in as about 70 pages of 2 MiB instead of 36,000 of 4 KiB,
+ * where the fault handling, not the zeroing, was most of the cost. Only
+ * advice: where THP is off or no huge page is free, nothing changes. */
+#define POOL_HUGE_MIN ((size_t)8 << 20)
+#define POOL_HUGE_PAGE ((uintptr_t)2 << 20)
+static void pool_advise_huge(void *data, size_t size) {
+#ifdef MADV_HUGEPAGE
+    if (size < POOL_HUGE_MIN) return;
+    uintptr_t lo = ((uintptr_t)data + POOL_HUGE_PAGE - 1) & ~(POOL_HUGE_PAGE - 1);
+    uintptr_t hi = ((uintptr_t)data + size) & ~(POOL_HUGE_PAGE - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)data;
+    (void)size;
+#endif
+}
+
 rt_buf *kn_pool_get(kn_pool *p, size_t size) {
     pthread_mutex_lock(&p->mu);
+    pool_note_get(p, pool_now_ms());
     int best = -1;
     for (int i = 0; i < p->nfree; i++) {
         size_t s = p->free_list[i]->size;
@@ -213,7 +282,7 @@ rt_buf *kn_pool_get(kn_pool *p, size_t size) {
         p->free_bytes -= b->size;
         p->nfree--;
         p->free_list[best] = p->free_list[p->nfree];
-        p->freed_ms[best] = p->freed_ms[p->nfree];
+        p->expire_ms[best] = p->expire_ms[p->nfree];
         pthread_mutex_unlock(&p->mu);
         atomic_init(&b->refs, 1);
         return b;
@@ -221,6 +290,7 @@ rt_buf *kn_pool_get(kn_pool *p, size_t size) {
     pthread_mutex_unlock(&p->mu);
     rt_buf *b = rt_buf_alloc(size);
     if (b == NULL) return NULL;
+    pool_advise_huge(b->data, size);
     b->release = pooled_release;
     b->release_frees = 1;
     b->owner = p;

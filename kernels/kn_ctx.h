@@ -17,11 +17,17 @@ kn_pool *kn_pool_new(void);
 void kn_pool_release(kn_pool *p);
 rt_buf *kn_pool_get(kn_pool *p, size_t size);
 /* Free buffers kept for reuse: at most max_free_bytes in all (a buffer that
- * does not fit is freed on release) and each for at most idle_ms after it came
- * back (-1: no idle trim); a process-wide thread trims every 250 ms and then
- * calls malloc_trim. Defaults: 512 MiB and 2000 ms, or the environment's
- * DCMSERVE_POOL_MAX_FREE_BYTES / DCMSERVE_POOL_IDLE_MS. */
+ * does not fit is freed on release) and each for a reuse window after it
+ * came back: idle_ms, or twice the longest pause between two gets of the pool
+ * in the last idle_max_ms if longer (the request rate), but never more than
+ * idle_max_ms (-1 idle_ms: no idle trim); a process-wide thread trims every
+ * 250 ms and then calls malloc_trim. Defaults: 512 MiB, 2000 ms and 20000 ms,
+ * or the environment's DCMSERVE_POOL_MAX_FREE_BYTES / DCMSERVE_POOL_IDLE_MS /
+ * DCMSERVE_POOL_IDLE_MAX_MS. */
 void kn_pool_set_limits(kn_pool *p, size_t max_free_bytes, int64_t idle_ms);
+/* The longest reuse window (see kn_pool_set_limits); idle_ms or less: a
+ * fixed window of idle_ms. */
+void kn_pool_set_idle_max(kn_pool *p, int64_t idle_max_ms);
 /* Bytes held in free buffers now. */
 size_t kn_pool_free_bytes(kn_pool *p);
 

@@ -1,6 +1,7 @@
 /* check_kn_bufpool.c - the kernels' output buffer pool (kernels/kn_ctx.c):
  * reuse of a returned buffer, the byte cap on free buffers, the idle trim by
- * the pool's trimmer thread, and that the process's resident memory comes
+ * the pool's trimmer thread, a reuse window that follows the pause between
+ * requests, and that the process's resident memory comes
  * back near its pre-burst figure after a burst of large buffers. */
 #include <check.h>
 #include <stdio.h>
@@ -80,6 +81,40 @@ START_TEST(test_idle_trim) {
 }
 END_TEST
 
+static long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The reuse window follows the pause between gets: a buffer freed after a
+ * 1 s pause is kept past the 100 ms floor (when checked well within twice
+ * that pause), and still goes back once the window ends (as it does in a
+ * pool whose longest window is its floor). */
+START_TEST(test_window_follows_rate) {
+    for (int fixed = 0; fixed < 2; fixed++) {
+        kn_pool *p = kn_pool_new();
+        kn_pool_set_limits(p, 64 * MIB, 100);
+        kn_pool_set_idle_max(p, fixed ? 100 : 10000);
+        rt_buf *a = kn_pool_get(p, MIB);
+        sleep_ms(1000);
+        rt_buf *b = kn_pool_get(p, MIB);
+        rt_buf_unref(a);
+        rt_buf_unref(b);
+        long t0 = now_ms();
+        sleep_ms(600);
+        size_t kept = kn_pool_free_bytes(p);
+        long waited = now_ms() - t0;
+        if (!fixed && waited < 1500)
+            ck_assert_msg(kept == 2 * MIB, "freed %ld ms after a 1 s pause: %zu bytes kept",
+                          waited, kept);
+        for (int i = 0; i < 400 && kn_pool_free_bytes(p) > 0; i++) sleep_ms(50);
+        ck_assert_uint_eq(kn_pool_free_bytes(p), 0);
+        kn_pool_release(p);
+    }
+}
+END_TEST
+
 START_TEST(test_rss_returns_after_burst) {
 #ifdef MS_SANITIZE
     /* ASan's allocator keeps freed memory in its quarantine and ignores
@@ -140,6 +175,7 @@ int main(void) {
         {"reuse", test_reuse},
         {"byte_cap", test_byte_cap},
         {"idle_trim", test_idle_trim},
+        {"window_follows_rate", test_window_follows_rate},
         {"rss_returns_after_burst", test_rss_returns_after_burst},
         {"release_with_buffers_in_use", test_release_with_buffers_in_use},
     };

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -424,6 +425,29 @@ static void reply_error_rec(srv_call *c, ms_status st) {
     reply_error(c, st);
 }
 
+/* A large uncompressed request arrives as many slices and is flattened
+ * into one buffer for the parser. That buffer (a whole CT series is 70 MB)
+ * is fresh memory on every call; it is advised for transparent huge pages
+ * before the copy, so the copy faults it in as about 35 pages of 2 MiB, not
+ * 17,000 of 4 KiB (the fault handling was a quarter of such a request's
+ * CPU). Only advice: with THP off the copy is the same as gRPC's readall. */
+#define FLAT_HUGE_MIN ((size_t)8 << 20)
+static grpc_slice flatten_large(const grpc_slice_buffer *sb) {
+    grpc_slice flat = grpc_slice_malloc_large(sb->length);
+    uint8_t *dst = GRPC_SLICE_START_PTR(flat);
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t lo = ((uintptr_t)dst + huge - 1) & ~(huge - 1);
+    uintptr_t hi = ((uintptr_t)dst + sb->length) & ~(huge - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#endif
+    for (size_t i = 0; i < sb->count; i++) {
+        size_t n = GRPC_SLICE_LENGTH(sb->slices[i]);
+        memcpy(dst, GRPC_SLICE_START_PTR(sb->slices[i]), n);
+        dst += n;
+    }
+    return flat;
+}
 /* Flattens the request payload; an absent payload reads as an empty message. */
 static ms_status run_unary_body(srv_call *c) {
     const srv_method *m = &c->s->methods[c->method];
@@ -447,6 +471,10 @@ static ms_status run_unary_body(srv_call *c) {
         c->req->data.raw.slice_buffer.count == 1) {
         /* One uncompressed slice: read in place, no copy. */
         flat = grpc_slice_ref(c->req->data.raw.slice_buffer.slices[0]);
+    } else if (c->req != NULL && c->req->type == GRPC_BB_RAW &&
+               c->req->data.raw.compression == GRPC_COMPRESS_NONE &&
+               c->req->data.raw.slice_buffer.length >= FLAT_HUGE_MIN) {
+        flat = flatten_large(&c->req->data.raw.slice_buffer);
     } else if (c->req != NULL) {
         grpc_byte_buffer_reader rd;
         if (!grpc_byte_buffer_reader_init(&rd, c->req)) {
