@@ -310,11 +310,14 @@ def refused_when_all_run():
                 code, data = None, str(e).encode()
             if code == 503:
                 break
-            for s in running:  # one closed for the probe before its call ran
+            for s in running:
+                # An endless call never answers: a connection that was closed
+                # for the probe before its call ran, or that was answered (the
+                # model not loaded yet: 404), is not running; start another.
                 s.setblocking(False)
                 try:
-                    if s.recv(1) == b"":
-                        s.close()
+                    s.recv(1)
+                    s.close()
                 except BlockingIOError:
                     pass
                 except OSError:
