@@ -1,6 +1,6 @@
 /* check_kn_quant.c - ONNX linear quantisation ops (kernels/cpu/kn_cpu_quant.c):
  * OnnxQuantizeLinear, OnnxDequantizeLinear, OnnxDynamicQuantizeLinear,
- * OnnxMatMulInteger, OnnxQLinearMatMul, against values worked out by hand
+ * OnnxMatMulInteger, OnnxQLinearMatMul, OnnxConvInteger, OnnxQLinearConv, against values worked out by hand
  * from the ONNX definitions (comments give the arithmetic): rounding ties go
  * to even, results saturate, per-axis and blocked scales, empty tensors. */
 #include <check.h>
@@ -178,6 +178,41 @@ START_TEST(test_qlinear_matmul) {
 }
 END_TEST
 
+START_TEST(test_conv_integer) {
+    /* x - 1 = [[0, 1], [2, 3]], w 2x2 of ones: one window, 0 + 1 + 2 + 3 = 6;
+     * with one column of zero padding on the right a second window at
+     * columns 1..2: 1 + 3 = 4. */
+    rt_tensor *in[9] = {TU_U8(TU_SHAPE(1, 1, 2, 2), 1, 2, 3, 4), TU_U8(TU_SHAPE(1, 1, 2, 2), 1, 1, 1, 1),
+                        TU_U8(TU_SCALAR, 1)};
+    Tensorflow__NodeDef *d = tu_node_new("OnnxConvInteger", "ci");
+    tu_attr_i(d, "has_za", 1);
+    tu_attr_ints(d, "pads", 0, 0, 0, 1);
+    rt_tensor *o = tu_run1(d, in, 3);
+    TU_CHECK_INT(o, RT_DT_INT32, TU_SHAPE(1, 1, 1, 2), 6, 4);
+    rt_tensor_unref(o);
+    /* QLinearConv: x (as above) scale 0.5, zero point 1; w scale 1 (one per
+     * output channel), zero point 0; y scale 2, zero point 0; B 4: factor
+     * 0.5 * 1 / 2 = 0.25; (6 + 4) * 0.25 = 2.5 -> 2, (4 + 4) * 0.25 = 2. */
+    rt_tensor *x = in[0], *w = in[1], *zx = in[2];
+    rt_tensor *q[9] = {x, TU_F32(TU_SCALAR, 0.5f), zx, w, TU_F32(TU_SHAPE(1), 1),
+                       TU_U8(TU_SCALAR, 0), TU_F32(TU_SCALAR, 2), TU_U8(TU_SCALAR, 0),
+                       TU_I32(TU_SHAPE(1), 4)};
+    d = tu_node_new("OnnxQLinearConv", "qc");
+    tu_attr_i(d, "has_b", 1);
+    tu_attr_ints(d, "pads", 0, 0, 0, 1);
+    o = tu_run1(d, q, 9);
+    TU_CHECK_INT(o, RT_DT_UINT8, TU_SHAPE(1, 1, 1, 2), 2, 2);
+    rt_tensor_unref(o);
+    /* Channels that do not fit the group fail. */
+    d = tu_node_new("OnnxConvInteger", "ci");
+    tu_attr_i(d, "group", 2);
+    tu_run_fail(d, in, 2, 1, MS_EINVAL, "channels");
+    tu_unref(q + 4, 5);
+    rt_tensor_unref(q[1]);
+    tu_unref(in, 3);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"quantize_ties_saturation", test_quantize_ties_saturation},
@@ -187,6 +222,7 @@ int main(void) {
         {"dynamic_quantize", test_dynamic_quantize},
         {"matmul_integer", test_matmul_integer},
         {"qlinear_matmul", test_qlinear_matmul},
+        {"conv_integer", test_conv_integer},
     };
     return tu_suite_main("kn_quant", cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -21,6 +21,13 @@
  *   OnnxQLinearMatMul    a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp ->
  *                        saturate(rint(acc * (a_scale * b_scale / y_scale)) +
  *                        y_zp), the product in double as ONNX's reference.
+ *   OnnxConvInteger      x, w (int8 / uint8, rank 4), [x_zp], [w_zp] (attrs
+ *                        has_za, has_zb) -> int32 2-D convolution; attrs pads
+ *                        (top, left, bottom, right), strides, dilations, group.
+ *   OnnxQLinearConv      x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp,
+ *                        [B] (attr has_b) -> as OnnxQLinearMatMul over the
+ *                        convolution's sums plus B; w_scale / w_zp one value or
+ *                        one per output channel.
  */
 #include <math.h>
 #include <stdint.h>
@@ -335,11 +342,140 @@ done:
     return st;
 }
 
+
+/* ---- ConvInteger / QLinearConv (2-D) ---- */
+
+/* acc (int32, [N, M, OH, OW]) = conv(x - zx, w - zw) with attrs pads (t, l,
+ * b, r), strides, dilations, group; zw one value or one per output channel. */
+static ms_status conv_int(const kn_node *node, const rt_tensor *X, const rt_tensor *W,
+                          const rt_tensor *ZX, const rt_tensor *ZW, int32_t **acc, rt_shape *shp) {
+    int64_t p[4] = {0, 0, 0, 0}, st[2] = {1, 1}, dl[2] = {1, 1};
+    int64_t g = kn_attr_i(node, "group", 1);
+    kn_attr_ilist(node, "pads", p, 4);
+    kn_attr_ilist(node, "strides", st, 2);
+    kn_attr_ilist(node, "dilations", dl, 2);
+    if ((X->dtype != RT_DT_INT8 && X->dtype != RT_DT_UINT8) ||
+        (W->dtype != RT_DT_INT8 && W->dtype != RT_DT_UINT8))
+        return KN_EINVAL(node, "x %s, w %s: want int8 or uint8", rt_dtype_name(X->dtype),
+                         rt_dtype_name(W->dtype));
+    if (X->shape.rank != 4 || W->shape.rank != 4 || g < 1 || st[0] < 1 || st[1] < 1 ||
+        dl[0] < 1 || dl[1] < 1 || p[0] < 0 || p[1] < 0 || p[2] < 0 || p[3] < 0)
+        return KN_EINVAL(node, "x %s, w %s: want rank 4, positive strides and dilations",
+                         kn__shp(&X->shape), kn__shp(&W->shape));
+    int64_t N = X->shape.dim[0], C = X->shape.dim[1], H = X->shape.dim[2], Wd = X->shape.dim[3];
+    int64_t M = W->shape.dim[0], CG = W->shape.dim[1], KH = W->shape.dim[2], KW = W->shape.dim[3];
+    if (C != CG * g || M % g != 0)
+        return KN_EINVAL(node, "x %s, w %s, group %lld: channels do not fit", kn__shp(&X->shape),
+                         kn__shp(&W->shape), (long long)g);
+    int64_t OH = (H + p[0] + p[2] - dl[0] * (KH - 1) - 1) / st[0] + 1;
+    int64_t OW = (Wd + p[1] + p[3] - dl[1] * (KW - 1) - 1) / st[1] + 1;
+    if (OH < 0) OH = 0;
+    if (OW < 0) OW = 0;
+    int pz;
+    if (ZX != NULL && (ZX->dtype != X->dtype || ZX->nelem != 1))
+        return KN_EINVAL(node, "x_zero_point: want one %s", rt_dtype_name(X->dtype));
+    ms_status s = mm_zp(node, ZW, W->dtype, M, "w_zero_point", &pz);
+    if (s != MS_OK) return s;
+    *shp = (rt_shape){.rank = 4, .dim = {N, M, OH, OW}};
+    int64_t n = N * M * OH * OW;
+    *acc = calloc((size_t)(n ? n : 1), sizeof(int32_t));
+    if (*acc == NULL) return kn__errf(MS_ENOMEM, node, "no memory for %lld sums", (long long)n);
+    int32_t zx = ZX ? (int32_t)qget(ZX->data, X->dtype, 0) : 0;
+    int64_t mg = M / g;
+    for (int64_t b = 0; b < N; b++)
+        for (int64_t m = 0; m < M; m++) {
+            int32_t zw = ZW ? (int32_t)qget(ZW->data, W->dtype, pz ? m : 0) : 0;
+            int64_t c0 = (m / mg) * CG;
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    int32_t sum = 0;
+                    for (int64_t c = 0; c < CG; c++)
+                        for (int64_t kh = 0; kh < KH; kh++) {
+                            int64_t ih = oh * st[0] - p[0] + kh * dl[0];
+                            if (ih < 0 || ih >= H) continue;
+                            for (int64_t kw = 0; kw < KW; kw++) {
+                                int64_t iw = ow * st[1] - p[1] + kw * dl[1];
+                                if (iw < 0 || iw >= Wd) continue;
+                                int32_t xv = (int32_t)qget(X->data, X->dtype,
+                                                           ((b * C + c0 + c) * H + ih) * Wd + iw);
+                                int32_t wv = (int32_t)qget(W->data, W->dtype,
+                                                           ((m * CG + c) * KH + kh) * KW + kw);
+                                sum += (xv - zx) * (wv - zw);
+                            }
+                        }
+                    (*acc)[((b * M + m) * OH + oh) * OW + ow] = sum;
+                }
+        }
+    return MS_OK;
+}
+
+static ms_status convint_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                 rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    int ha = (int)kn_attr_i(node, "has_za", 0), hb = (int)kn_attr_i(node, "has_zb", 0);
+    ms_status st = kn__need_inputs(node, in, 2 + ha + hb);
+    if (st != MS_OK) return st;
+    int32_t *acc = NULL;
+    rt_shape shp;
+    if ((st = conv_int(node, in[0], in[1], ha ? in[2] : NULL, hb ? in[2 + ha] : NULL, &acc,
+                       &shp)) != MS_OK)
+        goto done;
+    if ((st = kn__output(ctx, node, 0, RT_DT_INT32, &shp, &out[0])) != MS_OK) goto done;
+    memcpy(out[0]->data, acc, (size_t)out[0]->nelem * sizeof(int32_t));
+done:
+    free(acc);
+    return st;
+}
+
+/* QLinearConv 10: x, x_scale, x_zp, w, w_scale (one or per output
+ * channel), w_zp, y_scale, y_zp, [B int32] (attr has_b). */
+static ms_status qlconv_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    int hb = (int)kn_attr_i(node, "has_b", 0);
+    ms_status st = kn__need_inputs(node, in, 8 + hb);
+    if (st != MS_OK) return st;
+    float xs, ys;
+    double lo, hi;
+    int32_t *acc = NULL;
+    rt_shape shp;
+    const rt_tensor *WS = in[4], *YZ = in[7], *B = hb ? in[8] : NULL;
+    if ((st = one_f(node, in[1], "x_scale", &xs)) != MS_OK ||
+        (st = one_f(node, in[6], "y_scale", &ys)) != MS_OK)
+        return st;
+    if (!qrange(YZ->dtype, &lo, &hi) || YZ->nelem != 1 ||
+        (YZ->dtype != RT_DT_INT8 && YZ->dtype != RT_DT_UINT8))
+        return KN_EINVAL(node, "y_zero_point %s %s: want one int8 or uint8",
+                         rt_dtype_name(YZ->dtype), kn__shp(&YZ->shape));
+    if ((st = conv_int(node, in[0], in[3], in[2], in[5], &acc, &shp)) != MS_OK) goto done;
+    int64_t M = shp.dim[1], hw = shp.dim[2] * shp.dim[3];
+    if (WS->dtype != RT_DT_FLOAT || (WS->nelem != 1 && WS->nelem != M) ||
+        (B != NULL && (B->dtype != RT_DT_INT32 || B->nelem != M))) {
+        st = KN_EINVAL(node, "w_scale %s, B: want float w_scale and int32 B of one per output "
+                       "channel (%lld)", kn__shp(&WS->shape), (long long)M);
+        goto done;
+    }
+    if ((st = kn__output(ctx, node, 0, YZ->dtype, &shp, &out[0])) != MS_OK) goto done;
+    const float *ws = WS->data;
+    double z = qget(YZ->data, YZ->dtype, 0);
+    for (int64_t k = 0; k < out[0]->nelem; k++) {
+        int64_t m = (k / hw) % M;
+        double f = (double)(float)((xs * ws[WS->nelem == 1 ? 0 : m]) / ys);
+        int32_t a = acc[k] + (B ? ((const int32_t *)B->data)[m] : 0);
+        qput(out[0]->data, YZ->dtype, k, qsat(rint((double)a * f) + z, lo, hi));
+    }
+done:
+    free(acc);
+    return st;
+}
+
 const kn_kernel kn_cpu_quant_kernels[] = {
     {.op = "OnnxQuantizeLinear", .compute = quantize_compute},
     {.op = "OnnxDequantizeLinear", .compute = dequantize_compute},
     {.op = "OnnxDynamicQuantizeLinear", .compute = dynq_compute},
     {.op = "OnnxMatMulInteger", .compute = mmint_compute},
     {.op = "OnnxQLinearMatMul", .compute = qlmm_compute},
+    {.op = "OnnxConvInteger", .compute = convint_compute},
+    {.op = "OnnxQLinearConv", .compute = qlconv_compute},
     {.op = NULL},
 };

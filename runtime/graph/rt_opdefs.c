@@ -196,6 +196,7 @@ static const opdef_entry builtin[] = {
     {"OnnxQuantizeLinear", {"output"}, 0}, {"OnnxDequantizeLinear", {"output"}, 0},
     {"OnnxDynamicQuantizeLinear", {"y", "y_scale", "y_zero_point"}, 0},
     {"OnnxMatMulInteger", {"output"}, 0}, {"OnnxQLinearMatMul", {"output"}, 0},
+    {"OnnxConvInteger", {"output"}, 0}, {"OnnxQLinearConv", {"output"}, 0},
 };
 /* clang-format on */
 

@@ -65,6 +65,8 @@ static const struct {
     {"DequantizeLinear", TY_NUM},
     {"MatMulInteger", TY_NUM},
     {"QLinearMatMul", TY_NUM},
+    {"ConvInteger", TY_NUM},
+    {"QLinearConv", TY_NUM},
 };
 
 int rt__ox_dtype_num(rt_dtype dt) {

@@ -127,6 +127,8 @@ static const ox_opdef ox_defs[] = {
     {"DynamicQuantizeLinear", {11}, {0}, ""},
     {"MatMulInteger", {10}, {0}, ""},
     {"QLinearMatMul", {10, 21}, {0}, ""},
+    {"ConvInteger", {10}, {0}, "auto_pad dilations group kernel_shape pads strides"},
+    {"QLinearConv", {10}, {0}, "auto_pad dilations group kernel_shape pads strides"},
     {"LpPool", {2, 11, 18, 22}, {1}, "auto_pad ceil_mode=0 dilations kernel_shape p pads strides"},
     {"Add", {7, 13, 14}, {1, 6}, ""},
     {"AveragePool", {7, 10, 11, 19, 22}, {1}, "auto_pad ceil_mode count_include_pad kernel_shape pads strides"},

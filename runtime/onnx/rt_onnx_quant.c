@@ -1,6 +1,6 @@
 /* rt_onnx_quant.c - ONNX linear quantisation: QuantizeLinear (10-25),
  * DequantizeLinear (10-25), DynamicQuantizeLinear (11), MatMulInteger (10)
- * and QLinearMatMul (10, 21) -> our own ops of kernels/cpu/kn_cpu_quant.c
+ * QLinearMatMul (10, 21), ConvInteger (10) and QLinearConv (10, 2-D) -> our own ops of kernels/cpu/kn_cpu_quant.c
  * (OnnxQuantizeLinear, ...), which compute as ONNX's definitions: float32
  * division, rint (half to even), saturation to the integer type.
  *
@@ -175,11 +175,86 @@ static ms_status op_qlmm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+
+/* ConvInteger 10 / QLinearConv 10: rank-4 (2-D) only, explicit pads or
+ * auto_pad VALID; the attributes go to the op as explicit lists. */
+static ms_status op_qconv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    int ql = strcmp(n->op_type, "QLinearConv") == 0;
+    int wi = ql ? 3 : 1, nin = (int)n->n_input;
+    rt__ox_value *X, *W, *v;
+    const char *t, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if (ql && nin < 8) return rt__ox_err(cv, MS_EINVAL, "%d inputs; QLinearConv needs 8 or 9", nin);
+    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK ||
+        (st = rt__ox_need(cv, n, wi, &W, NULL)) != MS_OK)
+        return st;
+    if (X->rank != 4 || W->rank != 4)
+        return rt__ox_err(cv, MS_ENOTSUP, "x of rank %d, w of rank %d; supported: 2-D (rank 4)",
+                          X->rank, W->rank);
+    if (!q_8bit(X) || !q_8bit(W))
+        return rt__ox_err(cv, MS_ENOTSUP, "x %s, w %s; supported: int8, uint8",
+                          rt_dtype_name(X->dt), rt_dtype_name(W->dt));
+    if (!rt__ox_attr_is(n, "auto_pad", "NOTSET", "NOTSET") &&
+        !rt__ox_attr_is(n, "auto_pad", "VALID", "NOTSET"))
+        return rt__ox_err(cv, MS_ENOTSUP, "auto_pad SAME_UPPER / SAME_LOWER; supported: NOTSET, "
+                          "VALID");
+    int64_t p[4] = {0, 0, 0, 0}, s2[2] = {1, 1}, d2[2] = {1, 1}, k[2];
+    int np = rt__ox_attr_ints(n, "pads", p, 4), ns = rt__ox_attr_ints(n, "strides", s2, 2);
+    int nd = rt__ox_attr_ints(n, "dilations", d2, 2), nk = rt__ox_attr_ints(n, "kernel_shape", k, 2);
+    if ((np >= 0 && np != 4) || (ns >= 0 && ns != 2) || (nd >= 0 && nd != 2) ||
+        (nk >= 0 && (nk != 2 || (W->dim[2] >= 0 && k[0] != W->dim[2]) ||
+                     (W->dim[3] >= 0 && k[1] != W->dim[3]))))
+        return rt__ox_err(cv, MS_EINVAL, "pads, strides, dilations or kernel_shape do not fit 2-D");
+    for (int i = 0; i < 4; i++)
+        if (rt__ox_out_of(p[i], 0, OX_DIM_MAX) || (i < 2 && (rt__ox_out_of(s2[i], 1, OX_DIM_MAX) ||
+                                                             rt__ox_out_of(d2[i], 1, OX_DIM_MAX))))
+            return rt__ox_err(cv, MS_EINVAL, "pads, strides or dilations out of range");
+    int64_t g = rt__ox_attr_i(n, "group", 1);
+    if (rt__ox_out_of(g, 1, OX_DIM_MAX)) return rt__ox_err(cv, MS_EINVAL, "group out of range");
+    Tensorflow__NodeDef *d = rt__tf_node(cv, ql ? "OnnxQLinearConv" : "OnnxConvInteger", h);
+    int present = 0;
+    for (int i = 0; i < nin && i < (ql ? 9 : 4); i++) {
+        if (rt__ox_in(cv, n, i) == NULL) {
+            if (ql && i < 8) return rt__ox_err(cv, MS_EINVAL, "input %d is required", i);
+            if (!ql) rt__tf_attr_i(cv, d, i == 2 ? "has_za" : "has_zb", 0);
+            continue;
+        }
+        if ((st = rt__ox_need(cv, n, i, &v, &t)) != MS_OK) return st;
+        if (ql && (i == 1 || i == 4 || i == 6) && v->dt != RT_DT_FLOAT)
+            return rt__ox_err(cv, MS_ENOTSUP, "input %d is %s; scales supported: float", i,
+                              rt_dtype_name(v->dt));
+        rt__tf_input(cv, d, t);
+        if (!ql && i >= 2) rt__tf_attr_i(cv, d, i == 2 ? "has_za" : "has_zb", 1);
+        present = i;
+    }
+    if (ql) rt__tf_attr_i(cv, d, "has_b", present == 8);
+    rt__tf_attr_ilist(cv, d, "pads", p, 4);
+    rt__tf_attr_ilist(cv, d, "strides", s2, 2);
+    rt__tf_attr_ilist(cv, d, "dilations", d2, 2);
+    rt__tf_attr_i(cv, d, "group", g);
+    int64_t od[4] = {X->dim[0], W->dim[0], -1, -1};
+    for (int i = 0; i < 2; i++)
+        if (X->dim[2 + i] >= 0 && W->dim[2 + i] >= 0) {
+            int64_t o = (X->dim[2 + i] + p[i] + p[i + 2] - d2[i] * (W->dim[2 + i] - 1) - 1) / s2[i] + 1;
+            od[2 + i] = o < 0 ? 0 : o;
+        }
+    rt_dtype yt = RT_DT_INT32;
+    if (ql) {
+        rt__ox_value *YZ = rt__ox_in(cv, n, 7);
+        if (!q_8bit(YZ))
+            return rt__ox_err(cv, MS_ENOTSUP, "y_zero_point is %s; supported: int8, uint8",
+                              rt_dtype_name(YZ->dt));
+        yt = YZ->dt;
+    }
+    rt__ox_def_out(cv, n, 0, yt, 4, od, d->name);
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } tab[] = {
     {"QuantizeLinear", op_qdq}, {"DequantizeLinear", op_qdq},
     {"DynamicQuantizeLinear", op_dynq}, {"MatMulInteger", op_mmint},
-    {"QLinearMatMul", op_qlmm},
+    {"QLinearMatMul", op_qlmm}, {"ConvInteger", op_qconv}, {"QLinearConv", op_qconv},
 };
 /* clang-format on */
 
