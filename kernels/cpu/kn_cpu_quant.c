@@ -314,6 +314,15 @@ static ms_status one_f(const kn_node *node, const rt_tensor *t, const char *what
     return MS_OK;
 }
 
+/* Checks y's zero point (one int8 or uint8) and gives its type's range. */
+static ms_status y_zp(const kn_node *node, const rt_tensor *YZ, double *lo, double *hi) {
+    if (!qrange(YZ->dtype, lo, hi) || YZ->nelem != 1 ||
+        (YZ->dtype != RT_DT_INT8 && YZ->dtype != RT_DT_UINT8))
+        return KN_EINVAL(node, "y_zero_point %s %s: want one int8 or uint8",
+                         rt_dtype_name(YZ->dtype), kn__shp(&YZ->shape));
+    return MS_OK;
+}
+
 static ms_status qlmm_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                               rt_tensor **out) {
     (void)state;
@@ -328,10 +337,7 @@ static ms_status qlmm_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
         (st = one_f(node, in[4], "b_scale", &bs)) != MS_OK ||
         (st = one_f(node, in[6], "y_scale", &ys)) != MS_OK)
         return st;
-    if (!qrange(YZ->dtype, &lo, &hi) || YZ->nelem != 1 ||
-        (YZ->dtype != RT_DT_INT8 && YZ->dtype != RT_DT_UINT8))
-        return KN_EINVAL(node, "y_zero_point %s %s: want one int8 or uint8",
-                         rt_dtype_name(YZ->dtype), kn__shp(&YZ->shape));
+    if ((st = y_zp(node, YZ, &lo, &hi)) != MS_OK) return st;
     if ((st = mm_int(node, in[0], in[3], in[2], in[5], &acc, &shp)) != MS_OK) goto done;
     if ((st = kn__output(ctx, node, 0, YZ->dtype, &shp, &out[0])) != MS_OK) goto done;
     double f = (double)(float)((as * bs) / ys), z = qget(YZ->data, YZ->dtype, 0);
@@ -443,10 +449,7 @@ static ms_status qlconv_compute(kn_ctx *ctx, const kn_node *node, void *state,
     if ((st = one_f(node, in[1], "x_scale", &xs)) != MS_OK ||
         (st = one_f(node, in[6], "y_scale", &ys)) != MS_OK)
         return st;
-    if (!qrange(YZ->dtype, &lo, &hi) || YZ->nelem != 1 ||
-        (YZ->dtype != RT_DT_INT8 && YZ->dtype != RT_DT_UINT8))
-        return KN_EINVAL(node, "y_zero_point %s %s: want one int8 or uint8",
-                         rt_dtype_name(YZ->dtype), kn__shp(&YZ->shape));
+    if ((st = y_zp(node, YZ, &lo, &hi)) != MS_OK) return st;
     if ((st = conv_int(node, in[0], in[3], in[2], in[5], &acc, &shp)) != MS_OK) goto done;
     int64_t M = shp.dim[1], hw = shp.dim[2] * shp.dim[3];
     if (WS->dtype != RT_DT_FLOAT || (WS->nelem != 1 && WS->nelem != M) ||
