@@ -28,6 +28,7 @@ extern const kn_kernel kn_cpu_space_kernels[];       /* SpaceToBatchND, BatchToS
 extern const kn_kernel kn_cpu_onnx_kernels[];        /* OnnxGridSample, OnnxScatterND, ... */
 extern const kn_kernel kn_cpu_nms_kernels[];         /* NonMaxSuppressionV2..V5, CombinedNonMaxSuppression */
 extern const kn_kernel kn_cpu_resize_kernels[];      /* ResizeBicubic, ResizeArea, CropAndResize */
+extern const kn_kernel kn_cpu_quant_kernels[];       /* OnnxQuantizeLinear, OnnxQLinearMatMul, ... */
 extern const kn_kernel kn_cpu_dcmxform_kernels[];     /* _DcmPixelTransform (kn_dicom_xform.h) */
 
 #endif /* KN_CPU_H */

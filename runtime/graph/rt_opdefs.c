@@ -201,6 +201,11 @@ static const opdef_entry builtin[] = {
     {"OnnxCausalConvWithState", {"output", "present_state"}, 0},
     {"OnnxUnique", {"y", "indices", "inverse_indices", "counts"}, 0},
     {"OnnxDet", {"output"}, 0}, {"OnnxReverseSequence", {"output"}, 0},
+    /* ONNX linear quantisation (kernels/cpu/kn_cpu_quant.c). */
+    {"OnnxQuantizeLinear", {"output"}, 0}, {"OnnxDequantizeLinear", {"output"}, 0},
+    {"OnnxDynamicQuantizeLinear", {"y", "y_scale", "y_zero_point"}, 0},
+    {"OnnxMatMulInteger", {"output"}, 0}, {"OnnxQLinearMatMul", {"output"}, 0},
+    {"OnnxConvInteger", {"output"}, 0}, {"OnnxQLinearConv", {"output"}, 0},
 };
 /* clang-format on */
 

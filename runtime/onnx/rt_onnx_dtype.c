@@ -60,6 +60,13 @@ static const struct {
     /* rt_onnx_more.c */
     {"Where", TY_NUM | B(RT_DT_BOOL)},
     {"CumSum", TY_BASE | B(RT_DT_DOUBLE)},
+    /* rt_onnx_quant.c (its handlers check the exact types) */
+    {"QuantizeLinear", TY_NUM},
+    {"DequantizeLinear", TY_NUM},
+    {"MatMulInteger", TY_NUM},
+    {"QLinearMatMul", TY_NUM},
+    {"ConvInteger", TY_NUM},
+    {"QLinearConv", TY_NUM},
 };
 
 int rt__ox_dtype_num(rt_dtype dt) {
