@@ -1336,6 +1336,8 @@ static const struct { const char *op; rt__ox_handler fn; } handlers[] = {
     {"Constant", rt__ox_op_constant},         {"ConstantOfShape", rt__ox_op_constant_of_shape},
     {"Shape", rt__ox_op_shape},               {"Gather", rt__ox_op_gather},
     {"Cast", rt__ox_op_cast},
+    {"BitwiseAnd", rt__ox_op_bitwise},        {"BitwiseOr", rt__ox_op_bitwise},
+    {"BitwiseXor", rt__ox_op_bitwise},        {"BitwiseNot", rt__ox_op_bitwise},
     {"BitShift", rt__ox_op_bitshift},         {"BitCast", rt__ox_op_bitcast},
     {"Identity", rt__ox_op_identity},         {"Dropout", rt__ox_op_identity},
 };
