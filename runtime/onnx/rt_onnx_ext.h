@@ -19,6 +19,8 @@ rt__ox_handler rt__ox_misc_handler(const char *op_type);
  * NonMaxSuppression, DFT, CausalConvWithState, Unique, Det, ReverseSequence
  * (rt_onnx_scatter.c: our own ops of kernels/cpu/kn_cpu_onnx.c), or NULL. */
 rt__ox_handler rt__ox_scatter_handler(const char *op_type);
+/* MaxPool / AveragePool given dilations (rt_onnx_scatter.c: OnnxPool). */
+ms_status rt__ox_op_window_pool(rt__ox_conv *cv, const Onnx__NodeProto *n);
 
 ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_rotary(rt__ox_conv *cv, const Onnx__NodeProto *n);

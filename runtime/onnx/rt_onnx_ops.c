@@ -539,6 +539,7 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
  * ====================================================================== */
 
 static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    if (rt__ox_attr(n, "dilations") != NULL) return rt__ox_op_window_pool(cv, n);
     {
         rt__ox_value *X5 = rt__ox_in(cv, n, 0);
         if (X5 != NULL && X5->rank == 5) return rt__ox_op3_pool(cv, n);

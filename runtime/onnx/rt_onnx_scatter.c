@@ -105,16 +105,33 @@ static ms_status op_scatter(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
-/* LpPool (opsets 2-22): explicit pads from pads or auto_pad (SAME_* need
- * static spatial dims), ceil_mode 0. */
+/* The output length of a window of extent ext and stride s over in with
+ * pads lo / hi; ceil_mode rounds up but drops a last window that would start
+ * in the end padding (ONNX, as PyTorch; kn_cpu_onnx.c's OnnxPool agrees). */
+static int64_t pool_out(int64_t in, int64_t lo, int64_t hi, int64_t ext, int64_t s, int ceil_mode) {
+    int64_t span = in + lo + hi - ext;
+    if (span < 0) return 0;
+    if (!ceil_mode) return span / s + 1;
+    int64_t o = (span + s - 1) / s + 1;
+    if ((o - 1) * s >= in + lo) o--;
+    return o;
+}
+
+/* LpPool (opsets 2-22), and MaxPool / AveragePool given dilations (any
+ * opset): explicit pads from pads or auto_pad (SAME_* need static spatial
+ * dims). LpPool -> OnnxLpPool (ceil_mode 0), the others -> OnnxPool with
+ * mode, ceil_mode and count_include_pad; MaxPool's Indices output is refused. */
 static ms_status op_lp_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X;
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st = rt__ox_need(cv, n, 0, &X, &x);
     if (st != MS_OK) return st;
+    int is_lp = strcmp(n->op_type, "LpPool") == 0, is_max = strcmp(n->op_type, "MaxPool") == 0;
     int r = X->rank, nd = r - 2;
     if (X->dt != RT_DT_FLOAT) return rt__ox_err(cv, MS_ENOTSUP, "X must be float");
     if (nd < 1 || nd > 3) return rt__ox_err(cv, MS_ENOTSUP, "1 to 3 spatial dims are supported");
+    if (is_max && n->n_output > 1 && n->output[1] && n->output[1][0])
+        return rt__ox_err(cv, MS_ENOTSUP, "the Indices output is not supported with dilations");
     int64_t k[3], s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, pads[6] = {0}, od[OX_MAXR];
     if (rt__ox_attr_ints(n, "kernel_shape", k, 3) != nd)
         return rt__ox_err(cv, MS_EINVAL, "kernel_shape must have %d values", nd);
@@ -122,14 +139,16 @@ static ms_status op_lp_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         (rt__ox_attr(n, "dilations") && rt__ox_attr_ints(n, "dilations", d, 3) != nd) ||
         (rt__ox_attr(n, "pads") && rt__ox_attr_ints(n, "pads", pads, 6) != 2 * nd))
         return rt__ox_err(cv, MS_EINVAL, "strides, dilations and pads must match kernel_shape");
-    int64_t p = rt__ox_attr_i(n, "p", 2);
-    if (p < 1 || p > 64) return rt__ox_err(cv, MS_ENOTSUP, "p must be 1 to 64");
+    int64_t p = rt__ox_attr_i(n, "p", 2), ceil_mode = is_lp ? 0 : rt__ox_attr_i(n, "ceil_mode", 0);
+    if (is_lp && (p < 1 || p > 64)) return rt__ox_err(cv, MS_ENOTSUP, "p must be 1 to 64");
     int same = rt__ox_attr_is(n, "auto_pad", "SAME_UPPER", "NOTSET") ||
                rt__ox_attr_is(n, "auto_pad", "SAME_LOWER", "NOTSET");
     int valid = rt__ox_attr_is(n, "auto_pad", "VALID", "NOTSET");
     if (!same && !valid && !rt__ox_attr_is(n, "auto_pad", "NOTSET", "NOTSET"))
         return rt__ox_err(cv, MS_ENOTSUP,
                           "auto_pad must be NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+    if (same && ceil_mode)
+        return rt__ox_err(cv, MS_ENOTSUP, "auto_pad SAME_* with ceil_mode 1 is not supported");
     od[0] = X->dim[0], od[1] = X->dim[1];
     for (int i = 0; i < nd; i++) {
         int64_t in = X->dim[2 + i], ext = (k[i] - 1) * d[i] + 1;
@@ -147,19 +166,29 @@ static ms_status op_lp_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             pads[i] = upper ? tot / 2 : tot - tot / 2;
             pads[nd + i] = tot - pads[i];
         }
-        od[2 + i] = in < 0 ? -1 : (in + pads[i] + pads[nd + i] - ext) / s[i] + 1;
+        od[2 + i] = in < 0 ? -1 : pool_out(in, pads[i], pads[nd + i], ext, s[i], (int)ceil_mode);
         if (in >= 0 && od[2 + i] < 1)
             return rt__ox_err(cv, MS_EINVAL, "the window does not fit spatial dim %d", i);
     }
-    Tensorflow__NodeDef *lp = rt__tf_node(cv, "OnnxLpPool", h);
+    Tensorflow__NodeDef *lp = rt__tf_node(cv, is_lp ? "OnnxLpPool" : "OnnxPool", h);
     rt__tf_input(cv, lp, x);
     rt__tf_attr_ilist(cv, lp, "ksize", k, nd);
     rt__tf_attr_ilist(cv, lp, "strides", s, nd);
     rt__tf_attr_ilist(cv, lp, "dilations", d, nd);
     rt__tf_attr_ilist(cv, lp, "pads", pads, 2 * nd);
-    rt__tf_attr_i(cv, lp, "p", p);
+    if (is_lp) {
+        rt__tf_attr_i(cv, lp, "p", p);
+    } else {
+        rt__tf_attr_i(cv, lp, "mode", is_max ? 1 : 2);
+        rt__tf_attr_i(cv, lp, "ceil_mode", ceil_mode != 0);
+        rt__tf_attr_i(cv, lp, "count_include_pad", rt__ox_attr_i(n, "count_include_pad", 0) != 0);
+    }
     rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, od, lp->name);
     return MS_OK;
+}
+
+ms_status rt__ox_op_window_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    return op_lp_pool(cv, n);
 }
 
 /* NonMaxSuppression (10, 11): the optional scalars as constants when
