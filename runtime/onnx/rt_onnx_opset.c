@@ -121,6 +121,7 @@ static const ox_opdef ox_defs[] = {
     {"CausalConvWithState", {27}, {0}, "activation"},
     {"Unique", {11}, {0}, "axis sorted"},
     {"Det", {11, 22}, {0}, ""},
+    {"Einsum", {12}, {0}, "equation"},
     {"ReverseSequence", {10}, {0}, "batch_axis time_axis"},
     {"LpPool", {2, 11, 18, 22}, {1}, "auto_pad ceil_mode=0 dilations kernel_shape p pads strides"},
     {"Add", {7, 13, 14}, {1, 6}, ""},

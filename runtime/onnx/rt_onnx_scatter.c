@@ -437,13 +437,136 @@ static ms_status op_det_revseq(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* One Einsum term: its labels (letters, '.' for the ellipsis), at most
+ * OX_MAXR of them. Returns the count, or -1 if malformed. */
+static int einsum_term(const char *t, size_t len, char *lab) {
+    int n = 0, ell = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = t[i];
+        if (c == '.') {
+            if (ell || i + 2 >= len || t[i + 1] != '.' || t[i + 2] != '.') return -1;
+            ell = 1, i += 2, c = '.';
+        } else if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) {
+            return -1;
+        }
+        if (n >= OX_MAXR) return -1;
+        lab[n++] = c;
+    }
+    return n;
+}
+
+/* Einsum (12): TF's Einsum (float, double; one or two inputs), the equation
+ * without spaces; the output shape as numpy's einsum gives it (labels of
+ * equal size, ellipsis axes broadcast). */
+static ms_status op_einsum(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    const Onnx__AttributeProto *a = rt__ox_attr(n, "equation");
+    if (a == NULL) return rt__ox_err(cv, MS_EINVAL, "attribute \"equation\" is missing");
+    if (a->s.len > 4096) return rt__ox_err(cv, MS_EINVAL, "the equation is too long");
+    char eq[4097];
+    size_t len = 0;
+    for (size_t i = 0; i < a->s.len; i++)
+        if (a->s.data[i] != ' ') eq[len++] = (char)a->s.data[i];
+    eq[len] = 0;
+    size_t nin = n->n_input;
+    if (nin < 1 || nin > 2)
+        return rt__ox_err(cv, MS_ENOTSUP, "Einsum of %zu inputs is not supported (1 or 2)", nin);
+    const char *arrow = strstr(eq, "->"), *comma = strchr(eq, ',');
+    size_t lhs = arrow ? (size_t)(arrow - eq) : len;
+    if ((comma != NULL && (size_t)(comma - eq) < lhs) != (nin == 2) ||
+        (comma != NULL && strchr(comma + 1, ',') != NULL))
+        return rt__ox_err(cv, MS_EINVAL, "the equation does not name %zu inputs", nin);
+    rt__ox_value *X[2];
+    const char *x[2];
+    char lab[3][OX_MAXR];
+    int nl[3];
+    int64_t ldim[128], ell[OX_MAXR];
+    int lcount[128] = {0}, nell = 0;
+    for (int c = 0; c < 128; c++)
+        ldim[c] = -2;
+    for (int k = 0; k < OX_MAXR; k++)
+        ell[k] = 1;
+    for (size_t i = 0; i < nin; i++) {
+        ms_status st = rt__ox_need(cv, n, (int)i, &X[i], &x[i]);
+        if (st != MS_OK) return st;
+        if ((X[i]->dt != RT_DT_FLOAT && X[i]->dt != RT_DT_DOUBLE) || X[i]->dt != X[0]->dt)
+            return rt__ox_err(cv, MS_ENOTSUP, "inputs must be both float or both double");
+        if (X[i]->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input ranks must be known");
+        size_t b = i == 0 ? 0 : (size_t)(comma - eq) + 1, e = i == 0 && nin == 2 ? (size_t)(comma - eq) : lhs;
+        nl[i] = einsum_term(eq + b, e - b, lab[i]);
+        if (nl[i] < 0) return rt__ox_err(cv, MS_EINVAL, "input term %zu is malformed", i);
+        int has_ell = memchr(lab[i], '.', (size_t)nl[i]) != NULL, ne = X[i]->rank - (nl[i] - has_ell);
+        if (ne < 0 || (!has_ell && ne != 0))
+            return rt__ox_err(cv, MS_EINVAL, "input %zu has rank %d, its term %d labels", i,
+                              X[i]->rank, nl[i]);
+        for (int j = 0, ax = 0; j < nl[i]; j++) {
+            if (lab[i][j] == '.') {
+                /* right-aligned broadcast of the ellipsis axes (ell counts
+                 * from the last axis) */
+                for (int k = 0; k < ne; k++) {
+                    int64_t dv = X[i]->dim[ax + k], *ev = &ell[ne - 1 - k];
+                    if (*ev == 1 || *ev == -1) {
+                        if (!(*ev == -1 && dv == 1)) *ev = dv;
+                    } else if (dv != 1 && dv != -1 && dv != *ev) {
+                        return rt__ox_err(cv, MS_EINVAL, "the ellipsis axes do not broadcast");
+                    }
+                }
+                if (ne > nell) nell = ne;
+                ax += ne;
+                continue;
+            }
+            int c = (unsigned char)lab[i][j];
+            int64_t dv = X[i]->dim[ax++];
+            lcount[c]++;
+            if (ldim[c] == -2 || ldim[c] == -1) ldim[c] = dv;
+            else if (dv != -1 && dv != ldim[c])
+                return rt__ox_err(cv, MS_EINVAL, "label '%c' has sizes %lld and %lld", c,
+                                  (long long)ldim[c], (long long)dv);
+        }
+    }
+    int64_t od[OX_MAXR];
+    int r = 0;
+    if (arrow) {
+        nl[2] = einsum_term(arrow + 2, len - lhs - 2, lab[2]);
+        if (nl[2] < 0) return rt__ox_err(cv, MS_EINVAL, "the output term is malformed");
+        for (int j = 0; j < nl[2]; j++) {
+            int c = (unsigned char)lab[2][j];
+            if (c == '.') {
+                if (r + nell > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "output rank too large");
+                for (int k = nell - 1; k >= 0; k--)
+                    od[r++] = ell[k];
+            } else {
+                if (ldim[c] == -2 || memchr(lab[2], c, (size_t)j) != NULL)
+                    return rt__ox_err(cv, MS_EINVAL, "output label '%c' is not an input's or repeats", c);
+                if (r >= OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "output rank too large");
+                od[r++] = ldim[c];
+            }
+        }
+    } else {
+        for (int k = nell - 1; k >= 0; k--)
+            od[r++] = ell[k];
+        for (int c = 0; c < 128; c++)
+            if (lcount[c] == 1) {
+                if (r >= OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "output rank too large");
+                od[r++] = ldim[c];
+            }
+    }
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Einsum", rt__ox_hint_of(n));
+    for (size_t i = 0; i < nin; i++)
+        rt__tf_input(cv, nd, x[i]);
+    rt__tf_attr_s(cv, nd, "equation", eq);
+    rt__tf_attr_i(cv, nd, "N", (int64_t)nin);
+    rt__tf_attr_type(cv, nd, "T", X[0]->dt);
+    rt__ox_def_out(cv, n, 0, X[0]->dt, r, od, nd->name);
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } tab[] = {
     {"GridSample", op_grid_sample}, {"ScatterND", op_scatter},
     {"ScatterElements", op_scatter}, {"Scatter", op_scatter}, {"LpPool", op_lp_pool},
     {"NonMaxSuppression", op_nms}, {"DFT", op_dft},
     {"CausalConvWithState", op_causal_conv}, {"Unique", op_unique},
-    {"Det", op_det_revseq}, {"ReverseSequence", op_det_revseq},
+    {"Det", op_det_revseq}, {"ReverseSequence", op_det_revseq}, {"Einsum", op_einsum},
 };
 /* clang-format on */
 
