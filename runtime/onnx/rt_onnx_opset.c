@@ -72,7 +72,7 @@ static const ox_opdef ox_defs[] = {
     {"Not", {1}, {0}, ""},
     {"Or", {7}, {1}, ""},
     {"PRelu", {7, 9, 16}, {1, 6}, ""},
-    {"Range", {11}, {27}, ""},
+    {"Range", {11, 27}, {0}, "stash_type=1"},
     {"Reciprocal", {6, 13}, {1}, ""},
     {"RMSNormalization", {23}, {0}, "axis epsilon stash_type"},
     {"Round", {11, 22}, {0}, ""},
