@@ -311,6 +311,22 @@ ms_status rt__ox_op_cast_like(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 
 /* ---- BitShift, BitCast ---- */
 
+/* Defines output 0 of n as TF's `tf` (x, y): inputs of one type whose shapes
+ * broadcast. */
+static ms_status same_type_binary(rt__ox_conv *cv, const Onnx__NodeProto *n, const char *tf,
+                                  const rt__ox_value *X, const char *x, const rt__ox_value *Y,
+                                  const char *y) {
+    if (X->dt != Y->dt)
+        return rt__ox_err(cv, MS_EINVAL, "inputs have different types %s and %s",
+                          rt_dtype_name(X->dt), rt_dtype_name(Y->dt));
+    int64_t od[OX_MAXR];
+    int r = rt__ox_broadcast(X, Y, od);
+    if (r == -2) return rt__ox_err(cv, MS_EINVAL, "shapes do not broadcast");
+    if (r < 0) return rt__ox_err(cv, MS_ENOTSUP, "input ranks must be known");
+    rt__ox_def_out(cv, n, 0, X->dt, r, od, rt__tf_binary(cv, tf, rt__ox_hint_of(n), x, y, X->dt));
+    return MS_OK;
+}
+
 ms_status rt__ox_op_bitshift(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X, *Y;
     const char *x, *y;
@@ -320,17 +336,7 @@ ms_status rt__ox_op_bitshift(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int left = rt__ox_attr_is(n, "direction", "LEFT", "");
     if (!left && !rt__ox_attr_is(n, "direction", "RIGHT", ""))
         return rt__ox_err(cv, MS_EINVAL, "direction must be \"LEFT\" or \"RIGHT\"");
-    if (X->dt != Y->dt)
-        return rt__ox_err(cv, MS_EINVAL, "inputs have different types %s and %s",
-                          rt_dtype_name(X->dt), rt_dtype_name(Y->dt));
-    int64_t od[OX_MAXR];
-    int r = rt__ox_broadcast(X, Y, od);
-    if (r == -2) return rt__ox_err(cv, MS_EINVAL, "shapes do not broadcast");
-    if (r < 0) return rt__ox_err(cv, MS_ENOTSUP, "input ranks must be known");
-    rt__ox_def_out(cv, n, 0, X->dt, r, od,
-                   rt__tf_binary(cv, left ? "LeftShift" : "RightShift", rt__ox_hint_of(n), x, y,
-                                 X->dt));
-    return MS_OK;
+    return same_type_binary(cv, n, left ? "LeftShift" : "RightShift", X, x, Y, y);
 }
 
 /* BitwiseAnd / Or / Xor (18) with broadcasting, BitwiseNot (18): TF's
@@ -345,18 +351,10 @@ ms_status rt__ox_op_bitwise(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         return MS_OK;
     }
     if ((st = rt__ox_need(cv, n, 1, &Y, &y)) != MS_OK) return st;
-    if (X->dt != Y->dt)
-        return rt__ox_err(cv, MS_EINVAL, "inputs have different types %s and %s",
-                          rt_dtype_name(X->dt), rt_dtype_name(Y->dt));
-    int64_t od[OX_MAXR];
-    int r = rt__ox_broadcast(X, Y, od);
-    if (r == -2) return rt__ox_err(cv, MS_EINVAL, "shapes do not broadcast");
-    if (r < 0) return rt__ox_err(cv, MS_ENOTSUP, "input ranks must be known");
     const char *tf = strcmp(n->op_type, "BitwiseAnd") == 0  ? "BitwiseAnd"
                      : strcmp(n->op_type, "BitwiseOr") == 0 ? "BitwiseOr"
                                                              : "BitwiseXor";
-    rt__ox_def_out(cv, n, 0, X->dt, r, od, rt__tf_binary(cv, tf, h, x, y, X->dt));
-    return MS_OK;
+    return same_type_binary(cv, n, tf, X, x, Y, y);
 }
 
 ms_status rt__ox_op_bitcast(rt__ox_conv *cv, const Onnx__NodeProto *n) {
