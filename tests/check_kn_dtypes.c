@@ -256,6 +256,53 @@ START_TEST(shifts_and_bitcast) {
 }
 END_TEST
 
+/* ---- bitwise and / or / xor / invert ---- */
+
+START_TEST(bitwise_ops) {
+    /* int8: -1 (0xFF) & 0x0F = 15, -128 (0x80) | 1 = -127, 0x55 ^ -1 = 0xAA = -86 */
+    CHECK_BITS(bin("BitwiseAnd", T8(S(3), -1, -128, 0x55), T8(S(3), 0x0F, 1, -1)), RT_DT_INT8,
+               int8_t, S(3), 15, -128 & 1, 0x55 & -1);
+    CHECK_BITS(bin("BitwiseOr", T8(S(3), -1, -128, 0x55), T8(S(3), 0x0F, 1, -1)), RT_DT_INT8,
+               int8_t, S(3), -1, -127, -1);
+    CHECK_BITS(bin("BitwiseXor", T8(S(3), -1, -128, 0x55), T8(S(3), 0x0F, 1, -1)), RT_DT_INT8,
+               int8_t, S(3), -16, -127, -86);
+    /* uint64 broadcast of a (1) against (2): 0xF0..0 ^ {0xFF, high bit} */
+    CHECK_BITS(bin("BitwiseXor", U64(S(2), 0xFFull, 1ull << 63), U64(S(1), 0x0Full)),
+               RT_DT_UINT64, uint64_t, S(2), 0xF0ull, (1ull << 63) | 0x0Full);
+    /* int32 and uint16 */
+    CHECK_BITS(bin("BitwiseAnd", TU_I32(S(2), 6, INT32_MIN), TU_I32(S(2), 3, -1)), RT_DT_INT32,
+               int32_t, S(2), 2, INT32_MIN);
+    CHECK_BITS(bin("BitwiseOr", U16(S(2), 0x0100, 0), U16(S(2), 0x0001, 0)), RT_DT_UINT16,
+               uint16_t, S(2), 0x0101, 0);
+    /* empty in, empty out */
+    rt_tensor *o = bin("BitwiseAnd", tu_t(RT_DT_INT64, S(0), NULL, 0), TU_I64(S(1), 5));
+    tu_check_shape(o, RT_DT_INT64, S(0));
+    rt_tensor_unref(o);
+    /* Invert: int16 0 -> -1, 5 -> -6; uint8 0x0F -> 0xF0; uint32 0 -> max */
+    rt_tensor *x = T16(S(2), 0, 5);
+    o = tu_run1(tu_node_new("Invert", "inv"), &x, 1);
+    rt_tensor_unref(x);
+    CHECK_BITS(o, RT_DT_INT16, int16_t, S(2), -1, -6);
+    x = TU_U8(S(1), 0x0F);
+    o = tu_run1(tu_node_new("Invert", "inv"), &x, 1);
+    rt_tensor_unref(x);
+    CHECK_BITS(o, RT_DT_UINT8, uint8_t, S(1), 0xF0);
+    x = U32(S(1), 0);
+    o = tu_run1(tu_node_new("Invert", "inv"), &x, 1);
+    rt_tensor_unref(x);
+    CHECK_BITS(o, RT_DT_UINT32, uint32_t, S(1), UINT32_MAX);
+    x = tu_t(RT_DT_INT32, S(2, 0), NULL, 0);
+    o = tu_run1(tu_node_new("Invert", "inv"), &x, 1);
+    rt_tensor_unref(x);
+    tu_check_shape(o, RT_DT_INT32, S(2, 0));
+    rt_tensor_unref(o);
+    /* not for floats */
+    x = TU_F32(S(1), 1.0f);
+    tu_run_fail(tu_node_new("Invert", "inv"), &x, 1, 1, MS_ENOTSUP, "dtype");
+    rt_tensor_unref(x);
+}
+END_TEST
+
 /* ---- strings ---- */
 
 START_TEST(string_equal) {
@@ -283,6 +330,7 @@ int main(void) {
         {"cast", cast_to_bf16},
         {"cast", cast_nan_inf_to_int_and_bool},
         {"bits", shifts_and_bitcast},
+        {"bits", bitwise_ops},
         {"string", string_equal},
     };
     return tu_suite_main("kn_dtypes", cases, sizeof(cases) / sizeof(cases[0]));

@@ -1,5 +1,5 @@
 /* check_kn_onnx.c - our own ops for ONNX operators (kernels/cpu/kn_cpu_onnx.c):
- * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxLpPool,
+ * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxLpPool, OnnxPool,
  * OnnxNonMaxSuppression, OnnxDFT, OnnxCausalConvWithState, OnnxUnique, OnnxDet,
  * OnnxReverseSequence, against
  * values worked out by hand from the ONNX operator definitions (comments give the
@@ -263,6 +263,67 @@ START_TEST(test_lp_pool) {
 }
 END_TEST
 
+static rt_tensor *pool(rt_tensor *x, int mode, int64_t k, int64_t st, int64_t dil, int64_t pb,
+                       int64_t pe, int ceil_mode, int cip) {
+    Tensorflow__NodeDef *d = tu_node_new("OnnxPool", "pool");
+    tu_attr_ints(d, "ksize", k);
+    tu_attr_ints(d, "strides", st);
+    tu_attr_ints(d, "dilations", dil);
+    tu_attr_ints(d, "pads", pb, pe);
+    tu_attr_i(d, "mode", mode);
+    tu_attr_i(d, "ceil_mode", ceil_mode);
+    tu_attr_i(d, "count_include_pad", cip);
+    return tu_run1(d, &x, 1);
+}
+
+START_TEST(test_pool_dilated) {
+    rt_tensor *x = TU_F32(TU_SHAPE(1, 1, 5), 1, 5, 2, 8, 3);
+    /* max, kernel 2 dilation 2 (extent 3), stride 1: taps (0, 2), (1, 3),
+     * (2, 4) -> 2, 8, 3 */
+    rt_tensor *o = pool(x, 1, 2, 1, 2, 0, 0, 0, 0);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 3), 0, 2, 8, 3);
+    rt_tensor_unref(o);
+    /* mean, stride 3, ceil: (5 - 3) / 3 rounds up to 1 -> 2 windows; the
+     * second's taps 3 and 5, 5 outside X and the (empty) padding: 8 / 1;
+     * the first (1 + 2) / 2 */
+    o = pool(x, 2, 2, 3, 2, 0, 0, 1, 1);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 2), 1e-6f, 1.5f, 8);
+    rt_tensor_unref(o);
+    /* pads 1, 1, ceil: ceil(4 / 3) + 1 = 3 windows, the last starting at 6 >=
+     * 5 + 1 (in the end padding) is dropped. The first's taps -1 (pad) and 1
+     * (5): count_include_pad 5 / 2, else 5 / 1; the second (2 + 3) / 2. */
+    o = pool(x, 2, 2, 3, 2, 1, 1, 1, 1);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 2), 1e-6f, 2.5f, 2.5f);
+    rt_tensor_unref(o);
+    o = pool(x, 2, 2, 3, 2, 1, 1, 1, 0);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 2), 1e-6f, 5, 2.5f);
+    rt_tensor_unref(o);
+    /* max, kernel 1 stride 2, end pad 1, ceil: ceil(5 / 2) + 1 = 4, the
+     * window at 6 >= 5 dropped -> taps 0, 2, 4 */
+    o = pool(x, 1, 1, 2, 1, 0, 1, 1, 0);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 3), 0, 1, 2, 3);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+    /* a window of padding only: X (1), taps -1 and 1 */
+    x = TU_F32(TU_SHAPE(1, 1, 1), 7);
+    Tensorflow__NodeDef *d = tu_node_new("OnnxPool", "pool_pad");
+    tu_attr_ints(d, "ksize", 2);
+    tu_attr_ints(d, "strides", 1);
+    tu_attr_ints(d, "dilations", 2);
+    tu_attr_ints(d, "pads", 1, 1);
+    tu_attr_i(d, "mode", 1);
+    tu_run_fail(d, &x, 1, 1, MS_EINVAL, "no element");
+    rt_tensor_unref(x);
+    /* an empty batch */
+    rt_shape es = {.rank = 3, .dim = {0, 1, 5}};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &es, &x), MS_OK);
+    o = pool(x, 2, 2, 1, 2, 0, 0, 0, 0);
+    tu_check_shape(o, RT_DT_FLOAT, TU_SHAPE(0, 1, 3));
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+}
+END_TEST
+
 static rt_tensor *nms(rt_tensor *boxes, rt_tensor *scores, int64_t maxk, float iou, float thr,
                       int use_thr, int center) {
     Tensorflow__NodeDef *d = tu_node_new("OnnxNonMaxSuppression", "nms");
@@ -457,6 +518,7 @@ int main(void) {
         {"scatter_nd", test_scatter_nd},
         {"scatter_elements", test_scatter_elements},
         {"lp_pool", test_lp_pool},
+        {"pool", test_pool_dilated},
         {"nms", test_nms},
         {"dft", test_dft},
         {"causal_conv", test_causal_conv},

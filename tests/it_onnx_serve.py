@@ -247,6 +247,13 @@ def run_all(tmp):
           "the external-data model keeps its weights in weights.bin")
     bad = os.path.join(tmp, "bad")
     save(refused_model(), os.path.join(bad, "1"))
+    # a graph with no inputs (legal ONNX): a signature without inputs
+    noin = os.path.join(tmp, "noin")
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
+    g = helper.make_graph([helper.make_node("Constant", [], ["y"], value=helper.make_tensor(
+        "c", TensorProto.FLOAT, [3], [1.5, -2.0, 4.0]))], "noin", [], [y])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]),
+         os.path.join(noin, "1"))
     both = os.path.join(tmp, "both")
     shutil.copytree(os.path.join(HPT, "00000123"), os.path.join(both, "1"))
     save(make_model(w1), os.path.join(both, "1"))
@@ -316,7 +323,7 @@ def run_all(tmp):
     with open(cfg, "w") as f:
         f.write("model_config_list {\n")
         for name, base in (("cnn", cnn), ("ext", ext), ("bad", bad), ("both", both),
-                           ("leak", leak)):
+                           ("leak", leak), ("noin", noin)):
             f.write('  config { name: "%s" base_path: "%s" }\n' % (name, base))
         f.write("}\n")
     rest_port = free_port()
@@ -358,6 +365,16 @@ def run_all(tmp):
         check(code == 200 and [i["name"] for i in r.get("inputs", [])] == ["image"] and
               r["inputs"][0].get("shape") == [-1, 1, 8, 8],
               "KServe v2 model metadata %d %s" % (code, r))
+
+        wait_version(d, "noin", 1, AVAIL)
+        r = pb.tfs.PredictRequest()
+        r.model_spec.name = "noin"
+        resp = d.stub.Predict(r, timeout=30)
+        check(list(resp.outputs["y"].float_val) == [1.5, -2.0, 4.0],
+              "noin: a graph without inputs serves its constant: %s" % resp.outputs["y"])
+        code, r = rest(rest_port, "POST", "/v1/models/noin:predict", {"inputs": {}})
+        check(code == 200 and r.get("outputs") == [1.5, -2.0, 4.0],
+              "noin: REST :predict with no inputs (%d) %s" % (code, r))
 
         v = wait_version(d, "bad", 1, END)
         m = v.status.error_message

@@ -249,6 +249,20 @@ DEF_SHIFTS(u64, uint64_t, 64)
         name, {[T_U8] = p##_u8, [T_U16] = p##_u16, [T_U32] = p##_u32, [T_U64] = p##_u64}, 0, 0,    \
             NULL                                                                                   \
     }
+/* Bitwise and / or / xor of every integer type (ONNX BitwiseAnd, BitwiseOr,
+ * BitwiseXor): the two's complement bits, computed unsigned. */
+#define DEF_BITWISE(s, T)                                                                          \
+    DEF_BIN(band_##s, T, T, WRAP(T, &))                                                            \
+    DEF_BIN(bor_##s, T, T, WRAP(T, |))                                                             \
+    DEF_BIN(bxor_##s, T, T, WRAP(T, ^))
+DEF_BITWISE(i8, int8_t)
+DEF_BITWISE(i16, int16_t)
+DEF_BITWISE(i32, int32_t)
+DEF_BITWISE(i64, int64_t)
+DEF_BITWISE(u8, uint8_t)
+DEF_BITWISE(u16, uint16_t)
+DEF_BITWISE(u32, uint32_t)
+DEF_BITWISE(u64, uint64_t)
 DEF_SINT(i8, int8_t, uint8_t)
 DEF_SINT(i16, int16_t, uint16_t)
 DEF_UINT(u8, uint8_t)
@@ -371,6 +385,9 @@ static const bin_op bin_ops[] = {
     {"Xlogy", {[T_F32] = xlogy_f32, [T_F64] = xlogy_f64}, 0, 0, NULL},
     SHIFT_ROW("LeftShift", shl),
     SHIFT_ROW("RightShift", shr),
+    {"BitwiseAnd", {ALL_INTS(band)}, 0, 0, NULL},
+    {"BitwiseOr", {ALL_INTS(bor)}, 0, 0, NULL},
+    {"BitwiseXor", {ALL_INTS(bxor)}, 0, 0, NULL},
     {"LogicalAnd", {[T_BOOL] = and_b}, 1, 0, NULL},
     {"LogicalOr", {[T_BOOL] = or_b}, 1, 0, NULL},
 };
@@ -587,6 +604,15 @@ DEF_UN(relu_i64, int64_t, int64_t, x > 0 ? x : 0)
 DEF_UN(relu6_i32, int32_t, int32_t, x > 6 ? 6 : (x > 0 ? x : 0))
 DEF_UN(relu6_i64, int64_t, int64_t, x > 6 ? 6 : (x > 0 ? x : 0))
 DEF_UN(not_b, uint8_t, uint8_t, !x)
+/* Invert (ONNX BitwiseNot): every bit flipped, of every integer type. */
+DEF_UN(inv_i8, int8_t, int8_t, ~(uint8_t)x)
+DEF_UN(inv_i16, int16_t, int16_t, ~(uint16_t)x)
+DEF_UN(inv_i32, int32_t, int32_t, ~(uint32_t)x)
+DEF_UN(inv_i64, int64_t, int64_t, ~(uint64_t)x)
+DEF_UN(inv_u8, uint8_t, uint8_t, ~x)
+DEF_UN(inv_u16, uint16_t, uint16_t, ~x)
+DEF_UN(inv_u32, uint32_t, uint32_t, ~x)
+DEF_UN(inv_u64, uint64_t, uint64_t, ~x)
 
 typedef struct un_op {
     const char *op;
@@ -634,6 +660,7 @@ static const un_op un_ops[] = {
     UN_F("Tan", tan),
     UN_FI("Sign", sign),
     {"LogicalNot", {[T_BOOL] = not_b}},
+    {"Invert", {ALL_INTS(inv)}},
 };
 /* clang-format on */
 
@@ -1216,6 +1243,9 @@ const kn_kernel kn_cpu_elementwise_kernels[] = {
     BIN("Xlogy"),
     BIN("LeftShift"),
     BIN("RightShift"),
+    BIN("BitwiseAnd"),
+    BIN("BitwiseOr"),
+    BIN("BitwiseXor"),
     BIN("LogicalAnd"),
     BIN("LogicalOr"),
     UN("Square"),
@@ -1231,6 +1261,7 @@ const kn_kernel kn_cpu_elementwise_kernels[] = {
     UN("LeakyRelu"),
     UN("Floor"),
     UN("LogicalNot"),
+    UN("Invert"),
     UN("Ceil"),
     UN("Round"),
     UN("Log"),

@@ -20,6 +20,12 @@
  *   OnnxLpPool         X (N, C, 1-3 spatial dims) -> (sum of |x|^p over each
  *                      window)^(1/p); attrs ksize, strides, dilations, pads
  *                      (explicit; zeros outside), p.
+ *   OnnxPool           X as OnnxLpPool -> the max (mode 1) or mean (mode 2) of
+ *                      each dilated window (ONNX MaxPool / AveragePool with
+ *                      dilations); attrs as OnnxLpPool less p, plus ceil_mode
+ *                      (a last window starting in the end padding is dropped)
+ *                      and count_include_pad (the mean divides by the taps
+ *                      inside the padded extent instead of inside X).
  *   OnnxNonMaxSuppression boxes, scores, max per class, iou and score
  *                      thresholds -> (K, 3) int64 (batch, class, box); greedy
  *                      by score (ties: lower index), IoU > threshold suppresses.
@@ -368,11 +374,24 @@ static ms_status scatter_elements_compute(kn_ctx *ctx, const kn_node *node, void
     return MS_OK;
 }
 
-/* ---- LpPool ---- */
+/* ---- LpPool, dilated MaxPool / AveragePool ---- */
 
-/* (sum over each window of |x|^p)^(1/p), N-D (1 to 3 spatial dims), the
- * padding contributing zeros. attrs ksize, strides, dilations (one per
- * spatial dim), pads (begins then ends), p (>= 1). */
+/* Output length of a window of extent ext, stride s over n (pads included)
+ * whose input proper starts at lo and has length in; ceil_mode rounds up but
+ * drops a last window starting in the end padding. -1 if it does not fit. */
+static int64_t pool_len(int64_t in, int64_t lo, int64_t n, int64_t ext, int64_t s, int ceil_mode) {
+    if (ext > n) return -1;
+    if (!ceil_mode) return (n - ext) / s + 1;
+    int64_t o = (n - ext + s - 1) / s + 1;
+    if ((o - 1) * s >= in + lo) o--;
+    return o;
+}
+
+/* OnnxLpPool: (sum over each window of |x|^p)^(1/p), N-D (1 to 3 spatial
+ * dims), the padding contributing zeros. attrs ksize, strides, dilations
+ * (one per spatial dim), pads (begins then ends), p (>= 1). OnnxPool: the
+ * max or mean of the taps inside X (mode 1, 2), ceil_mode,
+ * count_include_pad. */
 static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
                                  rt_tensor *const *in, rt_tensor **out) {
     (void)state;
@@ -381,14 +400,18 @@ static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
     const rt_tensor *X = in[0];
     int r = X->shape.rank, nd = r - 2;
     int64_t k[3], s[3], d[3], pads[6], p = kn_attr_i(node, "p", 2);
+    int is_pool = strcmp(node->op, "OnnxPool") == 0;
+    int mode = is_pool ? (int)kn_attr_i(node, "mode", 1) : 0;
+    int ceil_mode = mode != 0 && kn_attr_i(node, "ceil_mode", 0) != 0;
+    int cip = kn_attr_i(node, "count_include_pad", 0) != 0;
     if (X->dtype != RT_DT_FLOAT) return KN_EINVAL(node, "X must be float");
     if (nd < 1 || nd > 3 || kn_attr_ilist(node, "ksize", k, 3) != nd ||
         kn_attr_ilist(node, "strides", s, 3) != nd ||
         kn_attr_ilist(node, "dilations", d, 3) != nd ||
-        kn_attr_ilist(node, "pads", pads, 6) != 2 * nd || p < 1)
+        kn_attr_ilist(node, "pads", pads, 6) != 2 * nd || p < 1 || (is_pool && mode != 1 && mode != 2))
         return KN_EINVAL(node,
                          "X %s: want (N, C, 1 to 3 spatial dims) and one ksize, stride, "
-                         "dilation and two pads per spatial dim, p >= 1",
+                         "dilation and two pads per spatial dim, p >= 1, mode 1 or 2",
                          kn__shp(&X->shape));
     rt_shape os = {.rank = r};
     os.dim[0] = X->shape.dim[0];
@@ -396,10 +419,13 @@ static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
     int64_t plane = 1, opl = 1;
     for (int i = 0; i < nd; i++) {
         int64_t ext = (k[i] - 1) * d[i] + 1, n = X->shape.dim[2 + i] + pads[i] + pads[nd + i];
-        if (k[i] < 1 || s[i] < 1 || d[i] < 1 || pads[i] < 0 || pads[nd + i] < 0 || ext > n)
+        int64_t o = k[i] < 1 || s[i] < 1 || d[i] < 1 || pads[i] < 0 || pads[nd + i] < 0
+                        ? -1
+                        : pool_len(X->shape.dim[2 + i], pads[i], n, ext, s[i], ceil_mode);
+        if (o < 1)
             return KN_EINVAL(node, "window %lld (dilation %lld, stride %lld) does not fit %lld",
                              (long long)k[i], (long long)d[i], (long long)s[i], (long long)n);
-        os.dim[2 + i] = (n - ext) / s[i] + 1;
+        os.dim[2 + i] = o;
         plane *= X->shape.dim[2 + i];
         opl *= os.dim[2 + i];
     }
@@ -414,22 +440,25 @@ static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
     for (int64_t pl = 0; pl < os.dim[0] * os.dim[1]; pl++) {
         const float *src = xd + pl * plane;
         for (int64_t o = 0; o < opl; o++) {
-            int64_t oc[3], rem = o;
+            int64_t oc[3], rem = o, taps = 0, padded = 0;
             for (int i = nd - 1; i >= 0; i--) {
                 oc[i] = rem % out_d[i];
                 rem /= out_d[i];
             }
-            double acc = 0;
+            double acc = mode == 1 ? -INFINITY : 0;
             for (int64_t w = 0; w < kn; w++) {
                 int64_t off = 0, wr = w;
-                int inside = 1;
+                int inside = 1, in_pad = 1;
                 for (int i = nd - 1; i >= 0; i--) {
                     int64_t kc = wr % k[i];
                     wr /= k[i];
                     int64_t c = oc[i] * s[i] - pads[i] + kc * d[i];
                     if (c < 0 || c >= in_d[i]) inside = 0;
+                    if (c < -pads[i] || c >= in_d[i] + pads[nd + i]) in_pad = 0;
                 }
+                padded += in_pad;
                 if (!inside) continue;
+                taps++;
                 wr = w;
                 int64_t mul = 1;
                 for (int i = nd - 1; i >= 0; i--) {
@@ -438,12 +467,23 @@ static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
                     off += (oc[i] * s[i] - pads[i] + kc * d[i]) * mul;
                     mul *= in_d[i];
                 }
-                double v = fabs((double)src[off]);
-                acc += p == 1 ? v : p == 2 ? v * v : pow(v, (double)p);
+                double v = (double)src[off];
+                if (mode == 1) {
+                    if (v > acc || v != v) acc = v;
+                } else if (mode == 2) {
+                    acc += v;
+                } else {
+                    v = fabs(v);
+                    acc += p == 1 ? v : p == 2 ? v * v : pow(v, (double)p);
+                }
             }
-            yd[pl * opl + o] = (float)(p == 1   ? acc
-                                       : p == 2 ? sqrt(acc)
-                                                : pow(acc, 1.0 / (double)p));
+            if (mode != 0 && taps == 0)
+                return KN_EINVAL(node, "a window holds no element of X (pads too large)");
+            yd[pl * opl + o] = (float)(mode == 1   ? acc
+                                       : mode == 2 ? acc / (double)(cip ? padded : taps)
+                                       : p == 1    ? acc
+                                       : p == 2    ? sqrt(acc)
+                                                   : pow(acc, 1.0 / (double)p));
         }
     }
     return MS_OK;
@@ -933,6 +973,7 @@ const kn_kernel kn_cpu_onnx_kernels[] = {
     {.op = "OnnxDFT", .compute = dft_compute},
     {.op = "OnnxNonMaxSuppression", .compute = nms_compute},
     {.op = "OnnxLpPool", .compute = lp_pool_compute},
+    {.op = "OnnxPool", .compute = lp_pool_compute},
     {.op = "OnnxGridSample", .compute = grid_sample_compute},
     {.op = "OnnxScatterND", .compute = scatter_nd_compute},
     {.op = "OnnxScatterElements", .compute = scatter_elements_compute},

@@ -129,7 +129,9 @@ static const opdef_entry builtin[] = {
     {"SelectV2", {"output"}, 0}, {"CheckNumerics", {"output"}, 0},
     {"Bucketize", {"output"}, 0}, {"TruncateDiv", {"z"}, 0}, {"TruncateMod", {"z"}, 0},
     {"Atan2", {"z"}, 0}, {"Xlogy", {"z"}, 0}, {"Assert", {NULL}, 1},
-    {"LeftShift", {"z"}, 0}, {"RightShift", {"z"}, 0}, {"Bitcast", {"output"}, 0},
+    {"LeftShift", {"z"}, 0}, {"RightShift", {"z"}, 0},
+    {"BitwiseAnd", {"z"}, 0}, {"BitwiseOr", {"z"}, 0}, {"BitwiseXor", {"z"}, 0}, {"Invert", {"y"}, 0},
+    {"Bitcast", {"output"}, 0},
     /* Reductions, scans, arg-extrema. */
     {"All", {"output"}, 0}, {"Any", {"output"}, 0}, {"Max", {"output"}, 0},
     {"Min", {"output"}, 0}, {"Mean", {"output"}, 0}, {"Prod", {"output"}, 0},
@@ -197,6 +199,7 @@ static const opdef_entry builtin[] = {
     /* ONNX operators without a TF equivalent (kernels/cpu/kn_cpu_onnx.c). */
     {"OnnxGridSample", {"output"}, 0}, {"OnnxScatterND", {"output"}, 0},
     {"OnnxScatterElements", {"output"}, 0}, {"OnnxLpPool", {"output"}, 0},
+    {"OnnxPool", {"output"}, 0},
     {"OnnxNonMaxSuppression", {"output"}, 0}, {"OnnxDFT", {"output"}, 0},
     {"OnnxCausalConvWithState", {"output", "present_state"}, 0},
     {"OnnxUnique", {"y", "indices", "inverse_indices", "counts"}, 0},

@@ -404,7 +404,6 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
         e->value = tensor_info(cv, nd->name, dt, rank, dims);
         ins[nin++] = e;
     }
-    if (nin == 0) return ms_errf(MS_EINVAL, "ONNX graph has no inputs");
     if (dicom && !dicom_found)
         return ms_errf(MS_EINVAL, "--dicom_input %s: the graph has no input of that name", dicom);
 

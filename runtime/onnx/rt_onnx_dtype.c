@@ -3,7 +3,7 @@
  * a handler was not written for is refused at import, naming node, op and
  * type, instead of failing or computing wrongly at run time), the names of
  * ONNX types this build cannot hold, Cast / CastLike between every type the
- * executor holds, and the bit-level ops BitShift and BitCast.
+ * executor holds, and the bit-level ops BitShift, BitCast and Bitwise*.
  *
  * The executor's Cast kernel implements ONNX's rules: float to integer
  * truncates toward zero (saturating, NaN -> 0, where ONNX leaves the result
@@ -55,6 +55,11 @@ static const struct {
     {"Mod", TY_NUM},
     {"BitShift", B(RT_DT_UINT8) | B(RT_DT_UINT16) | B(RT_DT_UINT32) | B(RT_DT_UINT64)},
     {"BitCast", TY_NUM | B(RT_DT_BOOL)},
+    {"Einsum", B(RT_DT_FLOAT) | B(RT_DT_DOUBLE)},
+    {"BitwiseAnd", TY_INTS},
+    {"BitwiseOr", TY_INTS},
+    {"BitwiseXor", TY_INTS},
+    {"BitwiseNot", TY_INTS},
     /* rt_onnx_ops.c op_clip (opset 11+) */
     {"Clip", TY_NUM},
     /* rt_onnx_more.c */
@@ -313,6 +318,22 @@ ms_status rt__ox_op_cast_like(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 
 /* ---- BitShift, BitCast ---- */
 
+/* Defines output 0 of n as TF's `tf` (x, y): inputs of one type whose shapes
+ * broadcast. */
+static ms_status same_type_binary(rt__ox_conv *cv, const Onnx__NodeProto *n, const char *tf,
+                                  const rt__ox_value *X, const char *x, const rt__ox_value *Y,
+                                  const char *y) {
+    if (X->dt != Y->dt)
+        return rt__ox_err(cv, MS_EINVAL, "inputs have different types %s and %s",
+                          rt_dtype_name(X->dt), rt_dtype_name(Y->dt));
+    int64_t od[OX_MAXR];
+    int r = rt__ox_broadcast(X, Y, od);
+    if (r == -2) return rt__ox_err(cv, MS_EINVAL, "shapes do not broadcast");
+    if (r < 0) return rt__ox_err(cv, MS_ENOTSUP, "input ranks must be known");
+    rt__ox_def_out(cv, n, 0, X->dt, r, od, rt__tf_binary(cv, tf, rt__ox_hint_of(n), x, y, X->dt));
+    return MS_OK;
+}
+
 ms_status rt__ox_op_bitshift(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X, *Y;
     const char *x, *y;
@@ -322,17 +343,25 @@ ms_status rt__ox_op_bitshift(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int left = rt__ox_attr_is(n, "direction", "LEFT", "");
     if (!left && !rt__ox_attr_is(n, "direction", "RIGHT", ""))
         return rt__ox_err(cv, MS_EINVAL, "direction must be \"LEFT\" or \"RIGHT\"");
-    if (X->dt != Y->dt)
-        return rt__ox_err(cv, MS_EINVAL, "inputs have different types %s and %s",
-                          rt_dtype_name(X->dt), rt_dtype_name(Y->dt));
-    int64_t od[OX_MAXR];
-    int r = rt__ox_broadcast(X, Y, od);
-    if (r == -2) return rt__ox_err(cv, MS_EINVAL, "shapes do not broadcast");
-    if (r < 0) return rt__ox_err(cv, MS_ENOTSUP, "input ranks must be known");
-    rt__ox_def_out(cv, n, 0, X->dt, r, od,
-                   rt__tf_binary(cv, left ? "LeftShift" : "RightShift", rt__ox_hint_of(n), x, y,
-                                 X->dt));
-    return MS_OK;
+    return same_type_binary(cv, n, left ? "LeftShift" : "RightShift", X, x, Y, y);
+}
+
+/* BitwiseAnd / Or / Xor (18) with broadcasting, BitwiseNot (18): TF's
+ * BitwiseAnd / BitwiseOr / BitwiseXor / Invert over every integer type. */
+ms_status rt__ox_op_bitwise(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X, *Y;
+    const char *x, *y, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    if (strcmp(n->op_type, "BitwiseNot") == 0) {
+        rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, rt__tf_unary(cv, "Invert", h, x, X->dt));
+        return MS_OK;
+    }
+    if ((st = rt__ox_need(cv, n, 1, &Y, &y)) != MS_OK) return st;
+    const char *tf = strcmp(n->op_type, "BitwiseAnd") == 0  ? "BitwiseAnd"
+                     : strcmp(n->op_type, "BitwiseOr") == 0 ? "BitwiseOr"
+                                                             : "BitwiseXor";
+    return same_type_binary(cv, n, tf, X, x, Y, y);
 }
 
 ms_status rt__ox_op_bitcast(rt__ox_conv *cv, const Onnx__NodeProto *n) {

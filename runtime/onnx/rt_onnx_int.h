@@ -274,6 +274,7 @@ ms_status rt__ox_op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_cast(rt__ox_conv *cv, const Onnx__NodeProto *n); /* rt_onnx_dtype.c */
 ms_status rt__ox_op_cast_like(rt__ox_conv *cv, const Onnx__NodeProto *n); /* rt_onnx_dtype.c */
 ms_status rt__ox_op_bitshift(rt__ox_conv *cv, const Onnx__NodeProto *n);  /* rt_onnx_dtype.c */
+ms_status rt__ox_op_bitwise(rt__ox_conv *cv, const Onnx__NodeProto *n);   /* rt_onnx_dtype.c */
 ms_status rt__ox_op_bitcast(rt__ox_conv *cv, const Onnx__NodeProto *n);   /* rt_onnx_dtype.c */
 ms_status rt__ox_op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n);
 

@@ -539,6 +539,7 @@ static ms_status op_instancenorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
  * ====================================================================== */
 
 static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    if (rt__ox_attr(n, "dilations") != NULL) return rt__ox_op_window_pool(cv, n);
     {
         rt__ox_value *X5 = rt__ox_in(cv, n, 0);
         if (X5 != NULL && X5->rank == 5) return rt__ox_op3_pool(cv, n);
@@ -1336,6 +1337,8 @@ static const struct { const char *op; rt__ox_handler fn; } handlers[] = {
     {"Constant", rt__ox_op_constant},         {"ConstantOfShape", rt__ox_op_constant_of_shape},
     {"Shape", rt__ox_op_shape},               {"Gather", rt__ox_op_gather},
     {"Cast", rt__ox_op_cast},
+    {"BitwiseAnd", rt__ox_op_bitwise},        {"BitwiseOr", rt__ox_op_bitwise},
+    {"BitwiseXor", rt__ox_op_bitwise},        {"BitwiseNot", rt__ox_op_bitwise},
     {"BitShift", rt__ox_op_bitshift},         {"BitCast", rt__ox_op_bitcast},
     {"Identity", rt__ox_op_identity},         {"Dropout", rt__ox_op_identity},
 };

@@ -105,16 +105,33 @@ static ms_status op_scatter(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
-/* LpPool (opsets 2-22): explicit pads from pads or auto_pad (SAME_* need
- * static spatial dims), ceil_mode 0. */
+/* The output length of a window of extent ext and stride s over in with
+ * pads lo / hi; ceil_mode rounds up but drops a last window that would start
+ * in the end padding (ONNX, as PyTorch; kn_cpu_onnx.c's OnnxPool agrees). */
+static int64_t pool_out(int64_t in, int64_t lo, int64_t hi, int64_t ext, int64_t s, int ceil_mode) {
+    int64_t span = in + lo + hi - ext;
+    if (span < 0) return 0;
+    if (!ceil_mode) return span / s + 1;
+    int64_t o = (span + s - 1) / s + 1;
+    if ((o - 1) * s >= in + lo) o--;
+    return o;
+}
+
+/* LpPool (opsets 2-22), and MaxPool / AveragePool given dilations (any
+ * opset): explicit pads from pads or auto_pad (SAME_* need static spatial
+ * dims). LpPool -> OnnxLpPool (ceil_mode 0), the others -> OnnxPool with
+ * mode, ceil_mode and count_include_pad; MaxPool's Indices output is refused. */
 static ms_status op_lp_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X;
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st = rt__ox_need(cv, n, 0, &X, &x);
     if (st != MS_OK) return st;
+    int is_lp = strcmp(n->op_type, "LpPool") == 0, is_max = strcmp(n->op_type, "MaxPool") == 0;
     int r = X->rank, nd = r - 2;
     if (X->dt != RT_DT_FLOAT) return rt__ox_err(cv, MS_ENOTSUP, "X must be float");
     if (nd < 1 || nd > 3) return rt__ox_err(cv, MS_ENOTSUP, "1 to 3 spatial dims are supported");
+    if (is_max && n->n_output > 1 && n->output[1] && n->output[1][0])
+        return rt__ox_err(cv, MS_ENOTSUP, "the Indices output is not supported with dilations");
     int64_t k[3], s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, pads[6] = {0}, od[OX_MAXR];
     if (rt__ox_attr_ints(n, "kernel_shape", k, 3) != nd)
         return rt__ox_err(cv, MS_EINVAL, "kernel_shape must have %d values", nd);
@@ -122,14 +139,16 @@ static ms_status op_lp_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         (rt__ox_attr(n, "dilations") && rt__ox_attr_ints(n, "dilations", d, 3) != nd) ||
         (rt__ox_attr(n, "pads") && rt__ox_attr_ints(n, "pads", pads, 6) != 2 * nd))
         return rt__ox_err(cv, MS_EINVAL, "strides, dilations and pads must match kernel_shape");
-    int64_t p = rt__ox_attr_i(n, "p", 2);
-    if (p < 1 || p > 64) return rt__ox_err(cv, MS_ENOTSUP, "p must be 1 to 64");
+    int64_t p = rt__ox_attr_i(n, "p", 2), ceil_mode = is_lp ? 0 : rt__ox_attr_i(n, "ceil_mode", 0);
+    if (is_lp && (p < 1 || p > 64)) return rt__ox_err(cv, MS_ENOTSUP, "p must be 1 to 64");
     int same = rt__ox_attr_is(n, "auto_pad", "SAME_UPPER", "NOTSET") ||
                rt__ox_attr_is(n, "auto_pad", "SAME_LOWER", "NOTSET");
     int valid = rt__ox_attr_is(n, "auto_pad", "VALID", "NOTSET");
     if (!same && !valid && !rt__ox_attr_is(n, "auto_pad", "NOTSET", "NOTSET"))
         return rt__ox_err(cv, MS_ENOTSUP,
                           "auto_pad must be NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+    if (same && ceil_mode)
+        return rt__ox_err(cv, MS_ENOTSUP, "auto_pad SAME_* with ceil_mode 1 is not supported");
     od[0] = X->dim[0], od[1] = X->dim[1];
     for (int i = 0; i < nd; i++) {
         int64_t in = X->dim[2 + i], ext = (k[i] - 1) * d[i] + 1;
@@ -147,19 +166,29 @@ static ms_status op_lp_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             pads[i] = upper ? tot / 2 : tot - tot / 2;
             pads[nd + i] = tot - pads[i];
         }
-        od[2 + i] = in < 0 ? -1 : (in + pads[i] + pads[nd + i] - ext) / s[i] + 1;
+        od[2 + i] = in < 0 ? -1 : pool_out(in, pads[i], pads[nd + i], ext, s[i], (int)ceil_mode);
         if (in >= 0 && od[2 + i] < 1)
             return rt__ox_err(cv, MS_EINVAL, "the window does not fit spatial dim %d", i);
     }
-    Tensorflow__NodeDef *lp = rt__tf_node(cv, "OnnxLpPool", h);
+    Tensorflow__NodeDef *lp = rt__tf_node(cv, is_lp ? "OnnxLpPool" : "OnnxPool", h);
     rt__tf_input(cv, lp, x);
     rt__tf_attr_ilist(cv, lp, "ksize", k, nd);
     rt__tf_attr_ilist(cv, lp, "strides", s, nd);
     rt__tf_attr_ilist(cv, lp, "dilations", d, nd);
     rt__tf_attr_ilist(cv, lp, "pads", pads, 2 * nd);
-    rt__tf_attr_i(cv, lp, "p", p);
+    if (is_lp) {
+        rt__tf_attr_i(cv, lp, "p", p);
+    } else {
+        rt__tf_attr_i(cv, lp, "mode", is_max ? 1 : 2);
+        rt__tf_attr_i(cv, lp, "ceil_mode", ceil_mode != 0);
+        rt__tf_attr_i(cv, lp, "count_include_pad", rt__ox_attr_i(n, "count_include_pad", 0) != 0);
+    }
     rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, od, lp->name);
     return MS_OK;
+}
+
+ms_status rt__ox_op_window_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    return op_lp_pool(cv, n);
 }
 
 /* NonMaxSuppression (10, 11): the optional scalars as constants when
@@ -408,13 +437,136 @@ static ms_status op_det_revseq(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* One Einsum term: its labels (letters, '.' for the ellipsis), at most
+ * OX_MAXR of them. Returns the count, or -1 if malformed. */
+static int einsum_term(const char *t, size_t len, char *lab) {
+    int n = 0, ell = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = t[i];
+        if (c == '.') {
+            if (ell || i + 2 >= len || t[i + 1] != '.' || t[i + 2] != '.') return -1;
+            ell = 1, i += 2, c = '.';
+        } else if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) {
+            return -1;
+        }
+        if (n >= OX_MAXR) return -1;
+        lab[n++] = c;
+    }
+    return n;
+}
+
+/* Einsum (12): TF's Einsum (float, double; one or two inputs), the equation
+ * without spaces; the output shape as numpy's einsum gives it (labels of
+ * equal size, ellipsis axes broadcast). */
+static ms_status op_einsum(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    const Onnx__AttributeProto *a = rt__ox_attr(n, "equation");
+    if (a == NULL) return rt__ox_err(cv, MS_EINVAL, "attribute \"equation\" is missing");
+    if (a->s.len > 4096) return rt__ox_err(cv, MS_EINVAL, "the equation is too long");
+    char eq[4097];
+    size_t len = 0;
+    for (size_t i = 0; i < a->s.len; i++)
+        if (a->s.data[i] != ' ') eq[len++] = (char)a->s.data[i];
+    eq[len] = 0;
+    size_t nin = n->n_input;
+    if (nin < 1 || nin > 2)
+        return rt__ox_err(cv, MS_ENOTSUP, "Einsum of %zu inputs is not supported (1 or 2)", nin);
+    const char *arrow = strstr(eq, "->"), *comma = strchr(eq, ',');
+    size_t lhs = arrow ? (size_t)(arrow - eq) : len;
+    if ((comma != NULL && (size_t)(comma - eq) < lhs) != (nin == 2) ||
+        (comma != NULL && strchr(comma + 1, ',') != NULL))
+        return rt__ox_err(cv, MS_EINVAL, "the equation does not name %zu inputs", nin);
+    rt__ox_value *X[2];
+    const char *x[2];
+    char lab[3][OX_MAXR];
+    int nl[3];
+    int64_t ldim[128], ell[OX_MAXR];
+    int lcount[128] = {0}, nell = 0;
+    for (int c = 0; c < 128; c++)
+        ldim[c] = -2;
+    for (int k = 0; k < OX_MAXR; k++)
+        ell[k] = 1;
+    for (size_t i = 0; i < nin; i++) {
+        ms_status st = rt__ox_need(cv, n, (int)i, &X[i], &x[i]);
+        if (st != MS_OK) return st;
+        if ((X[i]->dt != RT_DT_FLOAT && X[i]->dt != RT_DT_DOUBLE) || X[i]->dt != X[0]->dt)
+            return rt__ox_err(cv, MS_ENOTSUP, "inputs must be both float or both double");
+        if (X[i]->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input ranks must be known");
+        size_t b = i == 0 ? 0 : (size_t)(comma - eq) + 1, e = i == 0 && nin == 2 ? (size_t)(comma - eq) : lhs;
+        nl[i] = einsum_term(eq + b, e - b, lab[i]);
+        if (nl[i] < 0) return rt__ox_err(cv, MS_EINVAL, "input term %zu is malformed", i);
+        int has_ell = memchr(lab[i], '.', (size_t)nl[i]) != NULL, ne = X[i]->rank - (nl[i] - has_ell);
+        if (ne < 0 || (!has_ell && ne != 0))
+            return rt__ox_err(cv, MS_EINVAL, "input %zu has rank %d, its term %d labels", i,
+                              X[i]->rank, nl[i]);
+        for (int j = 0, ax = 0; j < nl[i]; j++) {
+            if (lab[i][j] == '.') {
+                /* right-aligned broadcast of the ellipsis axes (ell counts
+                 * from the last axis) */
+                for (int k = 0; k < ne; k++) {
+                    int64_t dv = X[i]->dim[ax + k], *ev = &ell[ne - 1 - k];
+                    if (*ev == 1 || *ev == -1) {
+                        if (!(*ev == -1 && dv == 1)) *ev = dv;
+                    } else if (dv != 1 && dv != -1 && dv != *ev) {
+                        return rt__ox_err(cv, MS_EINVAL, "the ellipsis axes do not broadcast");
+                    }
+                }
+                if (ne > nell) nell = ne;
+                ax += ne;
+                continue;
+            }
+            int c = (unsigned char)lab[i][j];
+            int64_t dv = X[i]->dim[ax++];
+            lcount[c]++;
+            if (ldim[c] == -2 || ldim[c] == -1) ldim[c] = dv;
+            else if (dv != -1 && dv != ldim[c])
+                return rt__ox_err(cv, MS_EINVAL, "label '%c' has sizes %lld and %lld", c,
+                                  (long long)ldim[c], (long long)dv);
+        }
+    }
+    int64_t od[OX_MAXR];
+    int r = 0;
+    if (arrow) {
+        nl[2] = einsum_term(arrow + 2, len - lhs - 2, lab[2]);
+        if (nl[2] < 0) return rt__ox_err(cv, MS_EINVAL, "the output term is malformed");
+        for (int j = 0; j < nl[2]; j++) {
+            int c = (unsigned char)lab[2][j];
+            if (c == '.') {
+                if (r + nell > OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "output rank too large");
+                for (int k = nell - 1; k >= 0; k--)
+                    od[r++] = ell[k];
+            } else {
+                if (ldim[c] == -2 || memchr(lab[2], c, (size_t)j) != NULL)
+                    return rt__ox_err(cv, MS_EINVAL, "output label '%c' is not an input's or repeats", c);
+                if (r >= OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "output rank too large");
+                od[r++] = ldim[c];
+            }
+        }
+    } else {
+        for (int k = nell - 1; k >= 0; k--)
+            od[r++] = ell[k];
+        for (int c = 0; c < 128; c++)
+            if (lcount[c] == 1) {
+                if (r >= OX_MAXR) return rt__ox_err(cv, MS_EINVAL, "output rank too large");
+                od[r++] = ldim[c];
+            }
+    }
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Einsum", rt__ox_hint_of(n));
+    for (size_t i = 0; i < nin; i++)
+        rt__tf_input(cv, nd, x[i]);
+    rt__tf_attr_s(cv, nd, "equation", eq);
+    rt__tf_attr_i(cv, nd, "N", (int64_t)nin);
+    rt__tf_attr_type(cv, nd, "T", X[0]->dt);
+    rt__ox_def_out(cv, n, 0, X[0]->dt, r, od, nd->name);
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } tab[] = {
     {"GridSample", op_grid_sample}, {"ScatterND", op_scatter},
     {"ScatterElements", op_scatter}, {"Scatter", op_scatter}, {"LpPool", op_lp_pool},
     {"NonMaxSuppression", op_nms}, {"DFT", op_dft},
     {"CausalConvWithState", op_causal_conv}, {"Unique", op_unique},
-    {"Det", op_det_revseq}, {"ReverseSequence", op_det_revseq},
+    {"Det", op_det_revseq}, {"ReverseSequence", op_det_revseq}, {"Einsum", op_einsum},
 };
 /* clang-format on */
 

@@ -1302,20 +1302,31 @@ ms_status rt__ox_op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 
 ms_status rt__ox_op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
+    const char *x;
     ms_status st;
-    if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
-    if (strcmp(n->op_type, "Dropout") == 0) {
-        /* Opset 12+: training_mode (input 2) must be known false, else
-         * Dropout is not the identity. */
-        rt__ox_value *T = rt__ox_in(cv, n, 2);
-        if (T != NULL && (!T->iv || rt__ox_nelem(T) != 1 || T->iv[0] != 0))
+    if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK) return st;
+    int dropout = strcmp(n->op_type, "Dropout") == 0;
+    if (dropout) {
+        /* Opset 12+: training_mode (input 2) must be known false, or the
+         * ratio (input 1) known 0, else Dropout is not the identity. */
+        rt__ox_value *T = rt__ox_in(cv, n, 2), *R = rt__ox_in(cv, n, 1);
+        int ratio0 = R != NULL && R->f != NULL && rt__ox_nelem(R) == 1 && R->f[0] == 0.0f;
+        if (T != NULL && (!T->iv || rt__ox_nelem(T) != 1 || T->iv[0] != 0) && !ratio0)
             return rt__ox_err(cv, MS_ENOTSUP,
-                              "training_mode must be a constant false (training-mode "
-                              "dropout is not supported)");
+                              "training_mode must be a constant false, or ratio a constant 0 "
+                              "(training-mode dropout is not supported)");
     }
     rt__ox_alias(cv, n, X);
-    /* Dropout's optional mask output is not produced at inference. */
-    if (n->n_output > 1 && n->output[1] && n->output[1][0])
-        return rt__ox_err(cv, MS_ENOTSUP, "the mask output is not supported");
+    if (n->n_output > 1 && n->output[1] && n->output[1][0]) {
+        if (!dropout) return rt__ox_err(cv, MS_ENOTSUP, "a second output is not supported");
+        /* Dropout as the identity keeps every element: the mask is all true,
+         * not (zeros of X's shape) so that NaN elements count too. */
+        const char *h = rt__ox_hint_of(n);
+        const char *z = rt__tf_unary(cv, "ZerosLike", rt__ox_printf(cv, "%s/zeros", h), x, X->dt);
+        const char *b = rt__tf_cast(cv, rt__ox_printf(cv, "%s/zeros_bool", h), z, X->dt, RT_DT_BOOL);
+        Tensorflow__NodeDef *m = rt__tf_node(cv, "LogicalNot", rt__ox_printf(cv, "%s/mask", h));
+        rt__tf_input(cv, m, b);
+        rt__ox_def_out(cv, n, 1, RT_DT_BOOL, X->rank, X->dim, m->name);
+    }
     return MS_OK;
 }
