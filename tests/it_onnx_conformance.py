@@ -133,6 +133,15 @@ def npy_able(a):
     return a.dtype.kind in "fiub" and a.dtype.itemsize in (1, 2, 4, 8)
 
 
+def as_bytes(a):
+    """An object array of str / bytes as numpy bytes, str encoded as UTF-8
+    (the worker's form; numpy's own "S" conversion takes ASCII only)."""
+    if not a.size:
+        return np.zeros(a.shape, "S1")
+    flat = [v.encode("utf-8") if isinstance(v, str) else v for v in a.ravel().tolist()]
+    return np.array(flat, dtype="S").reshape(a.shape)
+
+
 def write_inputs(test, work):
     """Writes in_K.npy; returns the expected outputs (or raise)."""
     name, folder, ins, outs, _, _ = test
@@ -140,7 +149,7 @@ def write_inputs(test, work):
     for k in range(len(ins)):
         a = read_pb(os.path.join(ds, "input_%d.pb" % k), bf16_bits=True)
         if a.dtype == object:
-            a = np.array(a.tolist(), dtype="S") if a.size else np.zeros(a.shape, "S1")
+            a = as_bytes(a)
         if a.dtype.kind == "S" or npy_able(a):
             np.save(os.path.join(work, "in_%d.npy" % k), a)
     return [(read_pb(os.path.join(ds, "output_%d.pb" % k)),
@@ -150,7 +159,7 @@ def write_inputs(test, work):
 def compare(want, got):
     """None when got matches want by ONNX's rule, else why not."""
     if want.dtype == object:
-        want = np.array(want.tolist(), dtype="S") if want.size else want.astype("S1")
+        want = as_bytes(want)
     if got.shape != want.shape:
         return "shape %s, expected %s" % (got.shape, want.shape)
     if got.dtype != want.dtype:

@@ -683,6 +683,21 @@ Tensorflow__TensorShapeProto *rt__ox_shape_proto(rt__ox_conv *cv, int rank, cons
     return s;
 }
 
+void rt__tf_attr_slist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key,
+                       const ProtobufCBinaryData *x, int n) {
+    Tensorflow__AttrValue *v = new_attr(cv, nd, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+    v->list = rt__ox_alloc(cv, sizeof(*v->list));
+    tensorflow__attr_value__list_value__init(v->list);
+    v->list->n_s = (size_t)n;
+    v->list->s = rt__ox_alloc(cv, (size_t)n * sizeof(*v->list->s) + 1);
+    for (int i = 0; i < n; i++) {
+        v->list->s[i].len = x[i].len;
+        v->list->s[i].data = rt__ox_alloc(cv, x[i].len + 1);
+        if (x[i].len) memcpy(v->list->s[i].data, x[i].data, x[i].len);
+    }
+}
+
 void rt__tf_attr_shape(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, int rank,
                        const int64_t *dims) {
     Tensorflow__AttrValue *v = new_attr(cv, nd, key);

@@ -64,6 +64,9 @@ static const struct {
     {"Clip", TY_NUM},
     /* rt_onnx_more.c */
     {"Where", TY_NUM | B(RT_DT_BOOL)},
+    {"StringConcat", B(RT_DT_STRING)},
+    {"StringSplit", B(RT_DT_STRING)},
+    {"StringNormalizer", B(RT_DT_STRING)},
     {"CumSum", TY_BASE | B(RT_DT_DOUBLE)},
     /* rt_onnx_quant.c (its handlers check the exact types) */
     {"QuantizeLinear", TY_NUM},

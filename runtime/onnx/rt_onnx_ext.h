@@ -22,6 +22,9 @@ rt__ox_handler rt__ox_scatter_handler(const char *op_type);
 /* The handler of QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  * MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv (rt_onnx_quant.c), or NULL. */
 rt__ox_handler rt__ox_quant_handler(const char *op_type);
+/* The handler of StringConcat, StringSplit, StringNormalizer (rt_onnx_str.c:
+ * our own ops of kernels/cpu/kn_cpu_onnx_str.c), or NULL. */
+rt__ox_handler rt__ox_str_handler(const char *op_type);
 /* MaxPool / AveragePool given dilations (rt_onnx_scatter.c: OnnxPool). */
 ms_status rt__ox_op_window_pool(rt__ox_conv *cv, const Onnx__NodeProto *n);
 

@@ -121,6 +121,9 @@ void rt__tf_attr_i(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, in
 void rt__tf_attr_f(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, float v);
 void rt__tf_attr_b(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, int v);
 void rt__tf_attr_s(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, const char *v);
+/* List-of-strings attr (bytes, copied). */
+void rt__tf_attr_slist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key,
+                       const ProtobufCBinaryData *v, int n);
 void rt__tf_attr_ilist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, const int64_t *v,
                        int n);
 void rt__tf_attr_flist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, const float *v,
