@@ -204,6 +204,7 @@ static const opdef_entry builtin[] = {
     {"OnnxCausalConvWithState", {"output", "present_state"}, 0},
     {"OnnxUnique", {"y", "indices", "inverse_indices", "counts"}, 0},
     {"OnnxDet", {"output"}, 0}, {"OnnxReverseSequence", {"output"}, 0},
+    {"OnnxRNN", {"y", "y_h", "y_c"}, 0},
     /* ONNX linear quantisation (kernels/cpu/kn_cpu_quant.c). */
     {"OnnxQuantizeLinear", {"output"}, 0}, {"OnnxDequantizeLinear", {"output"}, 0},
     {"OnnxDynamicQuantizeLinear", {"y", "y_scale", "y_zero_point"}, 0},
