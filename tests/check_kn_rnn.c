@@ -43,9 +43,10 @@ START_TEST(test_lstm_one_step) {
     tu_unref(o, 3);
     /* Peephole P (i, o, f) = (0, 1, 0): o = sigmoid(1 * c) = 0.799119, so
      * h = 0.799119 * tanh(1.380797) = 0.704127. */
-    rt_tensor *in2[6] = {TU_F32(TU_SHAPE(1, 1, 1), 1), TU_F32(TU_SHAPE(1, 4, 1), 0, 0, 0, 1),
-                         TU_F32(TU_SHAPE(1, 4, 1), 0, 0, 0, 0), TU_F32(TU_SHAPE(1, 1, 1), 0),
-                         TU_F32(TU_SHAPE(1, 1, 1), 2), TU_F32(TU_SHAPE(1, 3), 0, 1, 0)};
+    rt_tensor *in2[6] = {
+        TU_F32(TU_SHAPE(1, 1, 1), 1),          TU_F32(TU_SHAPE(1, 4, 1), 0, 0, 0, 1),
+        TU_F32(TU_SHAPE(1, 4, 1), 0, 0, 0, 0), TU_F32(TU_SHAPE(1, 1, 1), 0),
+        TU_F32(TU_SHAPE(1, 1, 1), 2),          TU_F32(TU_SHAPE(1, 3), 0, 1, 0)};
     run(LSTM, 0, 0, 1, 0, H0 | C0 | P_, acts, 3, in2, 6, o);
     TU_CHECK_F32(o[1], TU_SHAPE(1, 1, 1), 1e-5f, 0.704127f);
     TU_CHECK_F32(o[2], TU_SHAPE(1, 1, 1), 1e-5f, 1.380797f);
@@ -72,8 +73,7 @@ START_TEST(test_gru_one_step) {
                              TU_F32(TU_SHAPE(1, 6), 0, 0, 0, 0, 0, 1),
                              TU_F32(TU_SHAPE(1, 1, 1), 1)};
         run(GRU, 0, 0, 1, lbr, B_ | H0, acts, 2, in2, 5, o);
-        TU_CHECK_F32(o[1], TU_SHAPE(1, 1, 1), 1e-5f,
-                     lbr ? 0.993307f : 0.5f * tanhf(3) + 0.5f);
+        TU_CHECK_F32(o[1], TU_SHAPE(1, 1, 1), 1e-5f, lbr ? 0.993307f : 0.5f * tanhf(3) + 0.5f);
         tu_unref(o, 3);
     }
 }
@@ -114,8 +114,8 @@ START_TEST(test_empty_and_bad) {
     const int64_t acts[3] = {0, 1, 1};
     rt_tensor *o[3];
     rt_tensor *in[4] = {tu_t(RT_DT_FLOAT, TU_SHAPE(0, 1, 1), NULL, 0),
-                        TU_F32(TU_SHAPE(1, 4, 1), 1, 1, 1, 1), TU_F32(TU_SHAPE(1, 4, 1), 1, 1, 1, 1),
-                        TU_F32(TU_SHAPE(1, 1, 1), 7)};
+                        TU_F32(TU_SHAPE(1, 4, 1), 1, 1, 1, 1),
+                        TU_F32(TU_SHAPE(1, 4, 1), 1, 1, 1, 1), TU_F32(TU_SHAPE(1, 1, 1), 7)};
     run(LSTM, 0, 0, 1, 0, H0, acts, 3, in, 4, o);
     tu_check_shape(o[0], RT_DT_FLOAT, TU_SHAPE(0, 1, 1, 1));
     TU_CHECK_F32(o[1], TU_SHAPE(1, 1, 1), 0, 7);

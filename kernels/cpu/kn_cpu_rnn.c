@@ -29,11 +29,16 @@ enum { RN_SIGMOID, RN_TANH, RN_RELU, RN_SOFTSIGN, RN_SOFTPLUS, RN_NACT };
 
 static float rn_act(int code, float x) {
     switch (code) {
-    case RN_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case RN_TANH: return tanhf(x);
-    case RN_RELU: return x > 0 ? x : 0;
-    case RN_SOFTSIGN: return x / (1.0f + fabsf(x));
-    default: return log1pf(expf(x));
+    case RN_SIGMOID:
+        return 1.0f / (1.0f + expf(-x));
+    case RN_TANH:
+        return tanhf(x);
+    case RN_RELU:
+        return x > 0 ? x : 0;
+    case RN_SOFTSIGN:
+        return x / (1.0f + fabsf(x));
+    default:
+        return log1pf(expf(x));
     }
 }
 
@@ -63,8 +68,8 @@ static void rn_matvec(const float *m, const float *v, int64_t rows, int64_t cols
 /* One step of direction d's cell for one batch entry: x (I), h and c (H)
  * updated in place; gx, gh scratch of G*H, t of 2*H. */
 static void rn_step(const rn_cfg *c, const float *W, const float *R, const float *Bi,
-                    const float *P, const int *act, const float *x, float *h, float *cs,
-                    float *gx, float *gh, float *t) {
+                    const float *P, const int *act, const float *x, float *h, float *cs, float *gx,
+                    float *gh, float *t) {
     int64_t H = c->H, GH = c->G * H;
     rn_matvec(W, x, GH, c->I, gx);
     rn_matvec(R, h, GH, H, gh);
@@ -91,7 +96,7 @@ static void rn_step(const rn_cfg *c, const float *W, const float *R, const float
         }
         return;
     }
-    /* GRU: z, r, then h~ from r * h (or r * (h R + Rb) with linear_before_reset). */
+    /* GRU: z, r, then h~ from r * h (or r * (h R + Rb), linear_before_reset). */
     for (int64_t j = 0; j < 2 * H; j++)
         gx[j] = rn_act(act[0], rn_clip(c, gx[j] + gh[j])); /* z then r */
     if (c->lbr) {
@@ -152,11 +157,11 @@ static ms_status rn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
                          kn__shp(&R->shape), kn__shp(&X->shape), (long long)H);
     const rt_tensor *Bt = opt[0], *L = opt[1], *H0 = opt[2], *C0 = opt[3], *Pt = opt[4];
     if (Bt && (Bt->dtype != RT_DT_FLOAT || Bt->nelem != D * 2 * GH))
-        return KN_EINVAL(node, "B %s must be float (%lld, %lld)", kn__shp(&Bt->shape),
-                         (long long)D, (long long)(2 * GH));
+        return KN_EINVAL(node, "B %s must be float (%lld, %lld)", kn__shp(&Bt->shape), (long long)D,
+                         (long long)(2 * GH));
     if (Pt && (Pt->dtype != RT_DT_FLOAT || Pt->nelem != D * 3 * H))
-        return KN_EINVAL(node, "P %s must be float (%lld, %lld)", kn__shp(&Pt->shape),
-                         (long long)D, (long long)(3 * H));
+        return KN_EINVAL(node, "P %s must be float (%lld, %lld)", kn__shp(&Pt->shape), (long long)D,
+                         (long long)(3 * H));
     const rt_tensor *S0[2] = {H0, C0};
     for (int i = 0; i < 2; i++)
         if (S0[i] && (S0[i]->dtype != RT_DT_FLOAT || S0[i]->nelem != D * c.B * H))
@@ -190,20 +195,29 @@ static ms_status rn_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
         const float *Bd = Bt ? (const float *)Bt->data + d * 2 * GH : NULL;
         const float *Pd = Pt ? (const float *)Pt->data + d * 3 * H : NULL;
         for (int64_t b = 0; b < c.B; b++) {
+            if (kn_ctx_cancelled(ctx)) { /* a long sequence: stop at the deadline */
+                free(scr);
+                return kn__errf(MS_ECANCELED, node, "cancelled");
+            }
             /* state offset in Y_h / initial_h for (d, b) */
             int64_t so = layout ? (b * D + d) * H : (d * c.B + b) * H;
             float *h = Yh + so;
-            if (H0) memcpy(h, (const float *)H0->data + so, sizeof(float) * (size_t)H);
-            else memset(h, 0, sizeof(float) * (size_t)H);
-            if (C0) memcpy(cs, (const float *)C0->data + so, sizeof(float) * (size_t)H);
-            else memset(cs, 0, sizeof(float) * (size_t)H);
+            if (H0)
+                memcpy(h, (const float *)H0->data + so, sizeof(float) * (size_t)H);
+            else
+                memset(h, 0, sizeof(float) * (size_t)H);
+            if (C0)
+                memcpy(cs, (const float *)C0->data + so, sizeof(float) * (size_t)H);
+            else
+                memset(cs, 0, sizeof(float) * (size_t)H);
             int64_t len = c.T;
-            if (L) len = L->dtype == RT_DT_INT64 ? ((const int64_t *)L->data)[b]
-                                                 : ((const int32_t *)L->data)[b];
+            if (L)
+                len = L->dtype == RT_DT_INT64 ? ((const int64_t *)L->data)[b]
+                                              : ((const int32_t *)L->data)[b];
             if (len < 0 || len > c.T) {
                 free(scr);
-                return KN_EINVAL(node, "sequence length %lld is outside 0..%lld",
-                                 (long long)len, (long long)c.T);
+                return KN_EINVAL(node, "sequence length %lld is outside 0..%lld", (long long)len,
+                                 (long long)c.T);
             }
             for (int64_t s = 0; s < len; s++) {
                 int64_t tt = rev ? len - 1 - s : s;

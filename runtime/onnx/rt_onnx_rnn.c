@@ -28,14 +28,23 @@ static ms_status op_rnn(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (X->rank != 3 || W->rank != 3 || R->rank != 3)
         return rt__ox_err(cv, MS_EINVAL, "X, W and R must be rank 3");
     int dir;
-    if (rt__ox_attr_is(n, "direction", "forward", "forward")) dir = 0;
-    else if (rt__ox_attr_is(n, "direction", "reverse", "forward")) dir = 1;
-    else if (rt__ox_attr_is(n, "direction", "bidirectional", "forward")) dir = 2;
-    else return rt__ox_err(cv, MS_EINVAL, "direction must be forward, reverse or bidirectional");
+    if (rt__ox_attr_is(n, "direction", "forward", "forward"))
+        dir = 0;
+    else if (rt__ox_attr_is(n, "direction", "reverse", "forward"))
+        dir = 1;
+    else if (rt__ox_attr_is(n, "direction", "bidirectional", "forward"))
+        dir = 2;
+    else
+        return rt__ox_err(cv, MS_EINVAL, "direction must be forward, reverse or bidirectional");
     int64_t D = dir == 2 ? 2 : 1, layout = rt__ox_attr_i(n, "layout", 0);
     int64_t H = rt__ox_attr_i(n, "hidden_size", R->dim[2]);
     if (layout != 0 && layout != 1) return rt__ox_err(cv, MS_EINVAL, "layout must be 0 or 1");
     if (H <= 0) return rt__ox_err(cv, MS_EINVAL, "hidden_size is required (or R's shape)");
+    int64_t G = cell == 2 ? 4 : cell == 1 ? 3 : 1;
+    if ((W->dim[0] >= 0 && W->dim[0] != D) || (W->dim[1] >= 0 && W->dim[1] != G * H) ||
+        (R->dim[2] >= 0 && R->dim[2] != H))
+        return rt__ox_err(cv, MS_EINVAL, "W and R do not fit hidden_size %lld, %lld direction(s)",
+                          (long long)H, (long long)D);
     if (rt__ox_attr_i(n, "input_forget", 0) != 0)
         return rt__ox_err(cv, MS_ENOTSUP, "attribute input_forget=1 is not implemented");
     int64_t acts[RN_MAXACT];
