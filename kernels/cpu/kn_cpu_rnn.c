@@ -1,5 +1,5 @@
 /* kn_cpu_rnn.c - OnnxRNN: the recurrent layers of ONNX (RNN, GRU, LSTM,
- * opsets 7-22), one kernel per cell type computing as ONNX's definition:
+ * opsets 7-22), one kernel whose step computes each cell type as ONNX's definition:
  *
  *   inputs   X, W, R, then those of B, sequence_lens, initial_h, initial_c,
  *            P that attr present (bits 0-4, in that order) says are given.
