@@ -161,12 +161,13 @@ def dicom_guards(tmp):
 def refusals(tmp):
     """Forms that would give a wrong answer are refused at import, naming what is missing:
     a Resize coordinate mode of a later opset, Dropout in training mode, an attribute the
-    handler does not read, an op version the converter does not implement."""
+    handler does not read, an op version the converter does not implement, LSTM / GRU
+    activations with parameters."""
     from onnx import TensorProto, helper
 
-    def model(node, inits, opset, out_dims):
+    def model(node, inits, opset, out_dims, in_dims=(1, 1, 4, 4)):
         g = helper.make_graph(
-            [node], "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+            [node], "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(in_dims))],
             [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_dims)], inits)
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
 
@@ -189,6 +190,24 @@ def refusals(tmp):
         ("op version", model(helper.make_node("Upsample", ["x", "s"], ["y"], name="up"),
                              [scales([1, 1, 2, 2])], 10, [1, 1, 8, 8]),
          ["up", "Upsample", "opset 10", "version 10"]),
+    ]
+    # LSTM / GRU over x (T 2, B 1, I 4) with hidden size 2: activation_alpha, and an
+    # activation that needs one, are refused naming the attribute.
+    def rnn_w(name, gates, cols):
+        return helper.make_tensor(name, TensorProto.FLOAT, [1, gates * 2, cols],
+                                  [0.1] * (gates * 2 * cols))
+    cases += [
+        ("LSTM activation_alpha",
+         model(helper.make_node("LSTM", ["x", "w", "r"], ["y"], name="ls", hidden_size=2,
+                                activations=["Sigmoid", "Tanh", "Tanh"],
+                                activation_alpha=[1.0, 1.0, 1.0]),
+               [rnn_w("w", 4, 4), rnn_w("r", 4, 2)], 14, [2, 1, 1, 2], (2, 1, 4)),
+         ["ls", "LSTM", "activation_alpha"]),
+        ("GRU HardSigmoid",
+         model(helper.make_node("GRU", ["x", "w", "r"], ["y"], name="gr", hidden_size=2,
+                                activations=["HardSigmoid", "Tanh"]),
+               [rnn_w("w", 3, 4), rnn_w("r", 3, 2)], 14, [2, 1, 1, 2], (2, 1, 4)),
+         ["gr", "GRU", "activations", "HardSigmoid"]),
     ]
     for what, m, words in cases:
         path = os.path.join(tmp, "refuse.onnx")

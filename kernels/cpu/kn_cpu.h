@@ -27,6 +27,7 @@ extern const kn_kernel kn_cpu_math_kernels[];        /* Erfc, Log1p, Cumsum, Cli
 extern const kn_kernel kn_cpu_space_kernels[];       /* SpaceToBatchND, BatchToSpaceND, ExtractImagePatches */
 extern const kn_kernel kn_cpu_onnx_kernels[];        /* OnnxGridSample, OnnxScatterND, ... */
 extern const kn_kernel kn_cpu_onnx_str_kernels[];    /* OnnxStringConcat, OnnxStringSplit, ... */
+extern const kn_kernel kn_cpu_rnn_kernels[];         /* OnnxRNN (RNN, GRU, LSTM) */
 extern const kn_kernel kn_cpu_nms_kernels[];         /* NonMaxSuppressionV2..V5, CombinedNonMaxSuppression */
 extern const kn_kernel kn_cpu_resize_kernels[];      /* ResizeBicubic, ResizeArea, CropAndResize */
 extern const kn_kernel kn_cpu_quant_kernels[];       /* OnnxQuantizeLinear, OnnxQLinearMatMul, ... */

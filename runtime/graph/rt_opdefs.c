@@ -207,6 +207,7 @@ static const opdef_entry builtin[] = {
     /* ONNX string ops (kernels/cpu/kn_cpu_onnx_str.c). */
     {"OnnxStringConcat", {"output"}, 0}, {"OnnxStringSplit", {"y", "z"}, 0},
     {"OnnxStringNormalizer", {"output"}, 0},
+    {"OnnxRNN", {"y", "y_h", "y_c"}, 0},
     /* ONNX linear quantisation (kernels/cpu/kn_cpu_quant.c). */
     {"OnnxQuantizeLinear", {"output"}, 0}, {"OnnxDequantizeLinear", {"output"}, 0},
     {"OnnxDynamicQuantizeLinear", {"y", "y_scale", "y_zero_point"}, 0},

@@ -18,5 +18,6 @@ rt__ox_handler rt__ox_ext_handler(const char *op_type) {
     rt__ox_handler h = rt__ox_misc_handler(op_type);
     if (h == NULL) h = rt__ox_scatter_handler(op_type);
     if (h == NULL) h = rt__ox_str_handler(op_type);
+    if (h == NULL) h = rt__ox_rnn_handler(op_type);
     return h ? h : rt__ox_quant_handler(op_type);
 }

@@ -19,6 +19,8 @@ rt__ox_handler rt__ox_misc_handler(const char *op_type);
  * NonMaxSuppression, DFT, CausalConvWithState, Unique, Det, ReverseSequence
  * (rt_onnx_scatter.c: our own ops of kernels/cpu/kn_cpu_onnx.c), or NULL. */
 rt__ox_handler rt__ox_scatter_handler(const char *op_type);
+/* The handler of RNN, GRU, LSTM (rt_onnx_rnn.c: OnnxRNN), or NULL. */
+rt__ox_handler rt__ox_rnn_handler(const char *op_type);
 /* The handler of QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  * MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv (rt_onnx_quant.c), or NULL. */
 rt__ox_handler rt__ox_quant_handler(const char *op_type);
