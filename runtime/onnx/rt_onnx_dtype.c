@@ -65,6 +65,30 @@ static const struct {
     /* rt_onnx_more.c */
     {"Where", TY_NUM | B(RT_DT_BOOL)},
     {"CumSum", TY_BASE | B(RT_DT_DOUBLE)},
+    /* rt_onnx_misc.c op_cumprod: the kernel accumulates in double */
+    {"CumProd", TY_BASE | B(RT_DT_DOUBLE)},
+    /* rt_onnx_ops.c op_unary: every kernel of its map has a double form
+     * (computed in double by libm, not through float) */
+    {"Relu", TY_BASE | B(RT_DT_DOUBLE)},
+    {"Sigmoid", TY_BASE | B(RT_DT_DOUBLE)},
+    {"Tanh", TY_BASE | B(RT_DT_DOUBLE)},
+    {"Sqrt", TY_BASE | B(RT_DT_DOUBLE)},
+    {"Exp", TY_BASE | B(RT_DT_DOUBLE)},
+    {"Abs", TY_BASE | B(RT_DT_DOUBLE)},
+    {"Neg", TY_BASE | B(RT_DT_DOUBLE)},
+    {"Floor", TY_BASE | B(RT_DT_DOUBLE)},
+    /* rt_onnx_ops.c op_reduce: float or double data (the reduce kernel
+     * accumulates both in double), integer axes */
+    {"ReduceSum", TY_BASE | B(RT_DT_DOUBLE)},
+    {"ReduceMean", TY_BASE | B(RT_DT_DOUBLE)},
+    {"ReduceMax", TY_BASE | B(RT_DT_DOUBLE)},
+    {"ReduceMin", TY_BASE | B(RT_DT_DOUBLE)},
+    {"ReduceProd", TY_BASE | B(RT_DT_DOUBLE)},
+    {"ReduceSumSquare", TY_BASE | B(RT_DT_DOUBLE)},
+    {"ReduceL1", TY_BASE | B(RT_DT_DOUBLE)},
+    {"ReduceL2", TY_BASE | B(RT_DT_DOUBLE)},
+    {"ReduceLogSum", TY_BASE | B(RT_DT_DOUBLE)},
+    {"ReduceLogSumExp", TY_BASE | B(RT_DT_DOUBLE)},
     /* rt_onnx_quant.c (its handlers check the exact types) */
     {"QuantizeLinear", TY_NUM},
     {"DequantizeLinear", TY_NUM},
