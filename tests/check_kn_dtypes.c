@@ -3,7 +3,8 @@
  * ONNX model brings): wrapping arithmetic, truncating division and both
  * remainders, unsigned comparisons, float16 / bfloat16 arithmetic rounded
  * to nearest even, Cast's rounding, saturation and NaN rules, shifts,
- * Bitcast and string equality. Expected
+ * Bitcast, string equality, and Exp / Log / Cumprod / Sum computed in
+ * double (not through float). Expected
  * values are worked out by hand in the comments. */
 #include <check.h>
 #include <math.h>
@@ -303,6 +304,54 @@ START_TEST(bitwise_ops) {
 }
 END_TEST
 
+/* ---- double (ONNX Exp, Log, CumProd, ReduceLogSumExp) ---- */
+
+static rt_tensor *un(const char *op, rt_tensor *x) {
+    rt_tensor *o = tu_run1(tu_node_new(op, "un"), &x, 1);
+    rt_tensor_unref(x);
+    return o;
+}
+
+START_TEST(double_exp_log_cumprod_logsumexp) {
+    /* exp(0) = 1, exp(1) = e = 2.718281828459045; exp(1e-10) = 1 + 1e-10 +
+     * 5e-21 = 1.0000000001 (through float it would be 1: 1e-10 is below
+     * float's half ulp of 1); exp(10 ln 2) = 1024 */
+    rt_tensor *o = un("Exp", TU_F64(S(4), 0, 1, 1e-10, 10 * M_LN2));
+    TU_CHECK_F64(o, S(4), 1e-15, 1, 2.718281828459045, 1.0000000001, 1024);
+    rt_tensor_unref(o);
+    /* log(e) = 1; log(1e300) = 300 ln 10 = 690.7755278982137 (1e300 is
+     * beyond float's range) */
+    o = un("Log", TU_F64(S(2), M_E, 1e300));
+    TU_CHECK_F64(o, S(2), 1e-15, 1, 690.7755278982137);
+    rt_tensor_unref(o);
+    /* Cumprod of [1 + 2^-40, 1 + 2^-40, 4]: 1 + 2^-40, (1 + 2^-40)^2 =
+     * 1 + 2^-39 + 2^-80 (rounds to 1 + 2^-39), 4 + 2^-37; float would give
+     * 1, 1, 4. Exclusive and reversed: [(1 + 2^-40) 4, 4, 1]. */
+    double a = 1 + ldexp(1, -40);
+    rt_tensor *in[2] = {TU_F64(S(3), a, a, 4), TU_I32(TU_SCALAR, 0)};
+    o = tu_run1(tu_node_new("Cumprod", "cp"), in, 2);
+    TU_CHECK_F64(o, S(3), 1e-16, a, 1 + ldexp(1, -39), 4 + ldexp(1, -37));
+    rt_tensor_unref(o);
+    Tensorflow__NodeDef *d = tu_node_new("Cumprod", "cp");
+    tu_attr_b(d, "exclusive", 1);
+    tu_attr_b(d, "reverse", 1);
+    o = tu_run1(d, in, 2);
+    TU_CHECK_F64(o, S(3), 1e-16, 4 * a, 4, 1);
+    rt_tensor_unref(o);
+    tu_unref(in, 2);
+    /* ReduceLogSumExp as the converter lowers it, Log(Sum(Exp(x))), of
+     * [100, 100]: exp(100) = 2.69e43 overflows float but not double;
+     * log(2 exp(100)) = 100 + ln 2 = 100.69314718055995 */
+    rt_tensor *r[2] = {un("Exp", TU_F64(S(2), 100, 100)), TU_I32(S(1), 0)};
+    d = tu_node_new("Sum", "sum");
+    tu_attr_b(d, "keep_dims", 0);
+    o = un("Log", tu_run1(d, r, 2));
+    tu_unref(r, 2);
+    TU_CHECK_F64(o, TU_SCALAR, 1e-15, 100.69314718055995);
+    rt_tensor_unref(o);
+}
+END_TEST
+
 /* ---- strings ---- */
 
 START_TEST(string_equal) {
@@ -332,6 +381,7 @@ int main(void) {
         {"bits", shifts_and_bitcast},
         {"bits", bitwise_ops},
         {"string", string_equal},
+        {"double", double_exp_log_cumprod_logsumexp},
     };
     return tu_suite_main("kn_dtypes", cases, sizeof(cases) / sizeof(cases[0]));
 }

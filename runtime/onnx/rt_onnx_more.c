@@ -34,6 +34,11 @@ static ms_status in_typed(rt__ox_conv *cv, const Onnx__NodeProto *n, int i, int 
 static int is_float(rt_dtype dt) {
     return dt == RT_DT_FLOAT;
 }
+/* float or double: the unary kernels behind unary_map compute double in
+ * double (libm's double functions, not through float) */
+static int is_real(rt_dtype dt) {
+    return dt == RT_DT_FLOAT || dt == RT_DT_DOUBLE;
+}
 static int is_bool(rt_dtype dt) {
     return dt == RT_DT_BOOL;
 }
@@ -63,12 +68,12 @@ static ms_status op_unary_more(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X;
     const char *x;
     ms_status st;
-    if ((st = in_typed(cv, n, 0, is_float, "float", &X, &x)) != MS_OK) return st;
+    if ((st = in_typed(cv, n, 0, is_real, "float or double", &X, &x)) != MS_OK) return st;
     size_t k = 0;
     while (strcmp(unary_map[k][0], n->op_type) != 0)
         k++;
     int pred = strncmp(n->op_type, "Is", 2) == 0;
-    rt_dtype odt = pred ? RT_DT_BOOL : RT_DT_FLOAT;
+    rt_dtype odt = pred ? RT_DT_BOOL : X->dt;
     Tensorflow__NodeDef *nd = rt__tf_node(cv, unary_map[k][1], rt__ox_hint_of(n));
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", X->dt);

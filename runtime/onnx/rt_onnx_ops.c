@@ -688,8 +688,8 @@ static ms_status op_reduce(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK) return st;
     if (X->rank < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
-    if (X->dt != RT_DT_FLOAT)
-        return rt__ox_err(cv, MS_ENOTSUP, "element type %s is not supported (float only)",
+    if (X->dt != RT_DT_FLOAT && X->dt != RT_DT_DOUBLE)
+        return rt__ox_err(cv, MS_ENOTSUP, "element type %s is not supported (float, double)",
                           rt_dtype_name(X->dt));
     size_t k = 0;
     while (strcmp(reduce_map[k][0], n->op_type) != 0)
