@@ -29,6 +29,12 @@ DECLARED = 40 * MIB
 FIRST = 32 * MIB
 CLIENTS = 8
 PATH = "/v1/models/nosuch:predict"
+# Under ASan (DCM_ASAN=1, or a build-asan binary) freed blocks wait in a 256 MiB
+# quarantine before reuse, so the memory bounds get that much more room there
+# (the refusals are checked the same).
+ASAN = bool(os.environ.get("DCM_ASAN")) or "asan" in os.environ.get("DCMSERVE", "") or \
+    "asan" in os.environ.get("DCM_BIN", "")
+SLACK = 256 * MIB if ASAN else 0
 
 
 def mem(pid):
@@ -177,17 +183,17 @@ def main():
             if r and r[0] == 503:
                 check("error" in json.loads(r[1]), "a 503 body is {\"error\": ...}: %r"
                       % r[1][:200], d)
-        check(hwm - hwm0 < 160 * MIB,
-              "peak RSS grew by %d MiB while 8 x 40 MiB were sent (bound 64 MiB)"
-              % ((hwm - hwm0) // MIB), d)
+        check(hwm - hwm0 < 160 * MIB + SLACK,
+              "peak RSS grew by %d MiB while 8 x 40 MiB were sent (bound 64 MiB; %d MiB allowed)"
+              % ((hwm - hwm0) // MIB, (160 * MIB + SLACK) // MIB), d)
         check(d.proc.poll() is None, "the daemon is alive", d)
         rss = rss0
         for _ in range(50):
             rss, _ = mem(d.proc.pid)
-            if rss < rss0 + 32 * MIB:
+            if rss < rss0 + 32 * MIB + SLACK:
                 break
             time.sleep(0.1)
-        check(rss < rss0 + 32 * MIB, "RSS back within 32 MiB: %d MiB before, %d MiB after"
+        check(rss < rss0 + 32 * MIB + SLACK, "RSS back within 32 MiB: %d MiB before, %d MiB after"
               % (rss0 // MIB, rss // MIB), d)
         code, data = rest_predict(rest)
         check(code == 200, "REST answers after: %s %r" % (code, data[:200]), d)
