@@ -20,7 +20,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import HPT, Daemon, check, free_port, gen_protos  # noqa: E402
+from serve_client import (HPT, Daemon, check, free_port, gen_protos,  # noqa: E402
+                          hpt_grpc_predict, hpt_rest_predict)
 
 pb = gen_protos()
 MIB = 1 << 20
@@ -111,25 +112,8 @@ class Upload(threading.Thread):
             s.close()
 
 
-def rest_predict(rest):
-    c = http.client.HTTPConnection("127.0.0.1", rest, timeout=10)
-    try:
-        c.request("POST", "/v1/models/hpt:predict", json.dumps({"instances": [1.0]}),
-                  {"Content-Type": "application/json"})
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
 
 
-def grpc_predict(d):
-    req = pb.tfs.PredictRequest()
-    req.model_spec.name = "hpt"
-    req.inputs["x"].dtype = pb.fw.DT_FLOAT
-    req.inputs["x"].tensor_shape.dim.add(size=1)
-    req.inputs["x"].tensor_shape.dim.add(size=1)
-    req.inputs["x"].float_val.append(1.0)
-    return list(d.stub.Predict(req, timeout=10).outputs["y"].float_val)
 
 
 def main():
@@ -140,7 +124,7 @@ def main():
         end = time.monotonic() + 20
         while True:
             try:
-                if rest_predict(rest)[0] == 200:
+                if hpt_rest_predict(rest)[0] == 200:
                     break
             except OSError:
                 pass
@@ -195,9 +179,9 @@ def main():
             time.sleep(0.1)
         check(rss < rss0 + 32 * MIB + SLACK, "RSS back within 32 MiB: %d MiB before, %d MiB after"
               % (rss0 // MIB, rss // MIB), d)
-        code, data = rest_predict(rest)
+        code, data = hpt_rest_predict(rest)
         check(code == 200, "REST answers after: %s %r" % (code, data[:200]), d)
-        check(grpc_predict(d) == [2.5], "gRPC answers after", d)
+        check(hpt_grpc_predict(d) == [2.5], "gRPC answers after", d)
         print("it_serve_rest_buffered: 8 uploads -> %s; peak RSS +%d MiB; RSS %d -> %d MiB"
               % (codes, (hwm - hwm0) // MIB, rss0 // MIB, rss // MIB))
     finally:

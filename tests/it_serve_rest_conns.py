@@ -30,7 +30,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import HPT, Daemon, check, free_port, gen_protos  # noqa: E402
+from serve_client import (HPT, Daemon, check, free_port, gen_protos,  # noqa: E402
+                          hpt_grpc_predict, hpt_rest_predict)
 from it_serve_rest_deadline import config, write_spin  # noqa: E402
 
 pb = gen_protos()
@@ -52,7 +53,7 @@ def start(rest, *extra):
     end = time.monotonic() + 20
     while True:
         try:
-            if rest_predict(rest)[0] == 200:
+            if hpt_rest_predict(rest)[0] == 200:
                 return d
         except OSError:
             pass
@@ -60,32 +61,15 @@ def start(rest, *extra):
         time.sleep(0.1)
 
 
-def rest_predict(rest, timeout=5):
-    c = http.client.HTTPConnection("127.0.0.1", rest, timeout=timeout)
-    try:
-        c.request("POST", "/v1/models/hpt:predict", json.dumps({"instances": [1.0]}),
-                  {"Content-Type": "application/json"})
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
 
 
-def grpc_predict(d, timeout=5):
-    req = pb.tfs.PredictRequest()
-    req.model_spec.name = "hpt"
-    req.inputs["x"].dtype = pb.fw.DT_FLOAT
-    req.inputs["x"].tensor_shape.dim.add(size=1)
-    req.inputs["x"].tensor_shape.dim.add(size=1)
-    req.inputs["x"].float_val.append(1.0)
-    return list(d.stub.Predict(req, timeout=timeout).outputs["y"].float_val)
 
 
 def answers_within(d, rest, what, seconds=5.0):
     """A valid REST call and a gRPC call each answer within `seconds`."""
     t0 = time.monotonic()
     try:
-        code, data = rest_predict(rest, seconds)
+        code, data = hpt_rest_predict(rest, seconds)
     except OSError as e:
         code, data = None, str(e).encode()
     took = time.monotonic() - t0
@@ -93,7 +77,7 @@ def answers_within(d, rest, what, seconds=5.0):
           "%s: REST answers within %g s (got %s %r after %.1f s)" % (what, seconds, code,
                                                                    data[:200], took), d)
     try:
-        got = grpc_predict(d, seconds)
+        got = hpt_grpc_predict(d, seconds)
     except Exception as e:  # noqa: BLE001 - reported below
         got = str(e)
     check(got == [2.5], "%s: gRPC answers within %g s: %r" % (what, seconds, got), d)
@@ -305,7 +289,7 @@ def refused_when_all_run():
                 except OSError:
                     time.sleep(0.2)
             try:
-                code, data = rest_predict(rest, 5)
+                code, data = hpt_rest_predict(rest, 5)
             except OSError as e:
                 code, data = None, str(e).encode()
             if code == 503:

@@ -271,6 +271,32 @@ def stub_compilers():
     return out
 
 
+def hpt_rest_predict(rest, timeout=10):
+    """REST :predict of half_plus_two (model "hpt") with x = 1.0: (status, body)."""
+    import http.client
+    import json
+    c = http.client.HTTPConnection("127.0.0.1", rest, timeout=timeout)
+    try:
+        c.request("POST", "/v1/models/hpt:predict", json.dumps({"instances": [1.0]}),
+                  {"Content-Type": "application/json"})
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def hpt_grpc_predict(d, timeout=10):
+    """gRPC Predict of half_plus_two (model "hpt") with x = [[1.0]]: the y values."""
+    pb = gen_protos()
+    req = pb.tfs.PredictRequest()
+    req.model_spec.name = "hpt"
+    req.inputs["x"].dtype = pb.fw.DT_FLOAT
+    req.inputs["x"].tensor_shape.dim.add(size=1)
+    req.inputs["x"].tensor_shape.dim.add(size=1)
+    req.inputs["x"].float_val.append(1.0)
+    return list(d.stub.Predict(req, timeout=timeout).outputs["y"].float_val)
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     s = socket.socket()
