@@ -15,6 +15,10 @@
 5. --max_connections=2 with two endless calls running (it_serve_rest_deadline's
    spinning model): a third connection is answered 503 naming the flag, and
    the two running calls' connections are not closed for it.
+6. --rest_api_num_threads=1 with an endless call running: a keep-alive
+   connection served by the same libmicrohttpd thread, and a new one, still
+   get model status within 5 s (calls run on workers, their connections
+   suspended; before, the thread ran the call and served nobody else).
 4. SIGTERM with 300 idle, 300 half-closed (a partial request, then FIN) and
    100 keep-alive connections open, after 300 one-byte-then-close clients:
    the process exits within the drain timeout (1 s) + 5 s.
@@ -325,6 +329,68 @@ def refused_when_all_run():
         d.close()
 
 
+def long_call_blocks_nobody():
+    """6. An endless call holds up no other connection on its thread."""
+    top = tempfile.mkdtemp(prefix="it_rest_conns_")
+    write_spin(os.path.join(top, "spin", "1"))
+    rest = free_port()
+    d = Daemon(["--model_config_file=" + config(os.path.join(top, "spin")),
+                "--rest_api_port=%d" % rest, "--rest_api_num_threads=1",
+                "--rest_api_timeout_in_ms=600000", "--enable_model_warmup=false"])
+    body = json.dumps({"inputs": [1.0]}).encode()
+    spin = None
+    keep = None
+    try:
+        end = time.monotonic() + 30
+        while True:  # both models loaded
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", rest, timeout=5)
+                c.request("GET", "/v1/models/spin")
+                r = c.getresponse()
+                ready = r.status == 200 and b"AVAILABLE" in r.read()
+                c.close()
+                if ready and hpt_rest_predict(rest, 5)[0] == 200:
+                    break
+            except OSError:
+                pass
+            check(time.monotonic() < end, "spin and hpt not available within 30 s", d)
+            time.sleep(0.2)
+        keep = http.client.HTTPConnection("127.0.0.1", rest, timeout=5)
+        keep.request("GET", "/v1/models/hpt")
+        r = keep.getresponse()
+        check(r.status == 200 and b"AVAILABLE" in r.read(), "keep-alive status answered", d)
+        spin = socket.create_connection(("127.0.0.1", rest), timeout=10)
+        spin.sendall(b"POST /v1/models/spin:predict HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        time.sleep(0.5)
+        spin.setblocking(False)
+        try:
+            early = spin.recv(1)
+        except BlockingIOError:
+            early = None
+        check(early is None, "the endless call runs (got %r)" % early, d)
+        for what, conn in (("the keep-alive connection", keep),
+                           ("a new connection",
+                            http.client.HTTPConnection("127.0.0.1", rest, timeout=5))):
+            t0 = time.monotonic()
+            try:
+                conn.request("GET", "/v1/models/hpt")
+                r = conn.getresponse()
+                code, data = r.status, r.read()
+            except OSError as e:
+                code, data = None, str(e).encode()
+            check(code == 200 and b"AVAILABLE" in data,
+                  "--rest_api_num_threads=1, an endless call running: %s gets model status "
+                  "within 5 s (got %s %r after %.1f s)"
+                  % (what, code, data[:200], time.monotonic() - t0), d)
+    finally:
+        if keep is not None:
+            keep.close()
+        if spin is not None:
+            spin.close()
+        d.close()
+
+
 def main():
     if not raise_fd_limit(MANY + 400):
         print("it_serve_rest_conns: cannot open %d descriptors; skipped" % (MANY + 400))
@@ -333,6 +399,7 @@ def main():
     limit_keeps_room()
     one_byte_clients()
     refused_when_all_run()
+    long_call_blocks_nobody()
     sigterm_with_connections()
     print("it_serve_rest_conns: ok")
     return 0

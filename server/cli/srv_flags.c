@@ -37,7 +37,7 @@ static const flag_def defs[] = {
     {"rest_api_port", F_INT, OFF(rest_api_port), 0, 65535,
      "REST/HTTP port: TF Serving's /v1/models API, KServe v2 REST, /metrics (docs/serving.md). Default 0 (off)", NULL},
     {"rest_api_num_threads", F_INT, OFF(rest_api_num_threads), 0, 4096,
-     "REST worker threads (libmicrohttpd thread pool). Default 0 = 4", NULL},
+     "REST threads: libmicrohttpd's pool and as many workers that run calls. Default 0 = 4", NULL},
     {"rest_api_timeout_in_ms", F_INT, OFF(rest_api_timeout_in_ms), 0, INT32_MAX,
      "REST: deadline of a call that runs a model (:predict, :classify, :regress, KServe /infer; "
      "past it the run is cancelled: 504) and the idle "

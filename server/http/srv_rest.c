@@ -83,6 +83,15 @@ struct srv_rest {
     /* request bodies held now, all connections (--max_rest_buffered_bytes) */
     atomic_llong buffered;
     long long max_buffered;
+    /* POST calls run on these workers, their connections suspended, so that
+     * a long call never holds up another connection libmicrohttpd's thread
+     * serves (a keep-alive client, a new one, a 503 refusal, a probe). */
+    pthread_mutex_t qmu;
+    pthread_cond_t qcv;
+    struct body *qhead, *qtail; /* calls waiting for a worker */
+    int qstop;                  /* srv_rest_stop: workers end once the queue is empty */
+    pthread_t *workers;
+    unsigned nworkers;
 };
 
 /* Per-request body accumulated by the access handler. */
@@ -92,6 +101,12 @@ typedef struct body {
     int too_big;
     int refused;    /* past --max_rest_buffered_bytes: dropped, answered 503 */
     size_t charged; /* bytes of srv_rest.buffered this body holds (its cap) */
+    /* a call on a worker (rest_async): what it runs, then its answer */
+    struct MHD_Connection *conn;
+    const char *url, *method; /* libmicrohttpd's, alive while the request is */
+    struct body *qnext;
+    int ran;              /* the worker has put the answer in `reply` */
+    srv_rest_reply reply; /* sent when libmicrohttpd resumes the connection */
 } body;
 
 /* ---- JSON -> tensor --------------------------------------------------- */
@@ -1396,8 +1411,8 @@ static srv_rest_reply route(srv_rest *r, struct MHD_Connection *c, const char *u
     return to_reply(a, status_of(a.code));
 }
 
-/* One request: route it, send the reply, one record (metrics + log line). */
-static enum MHD_Result dispatch(srv_rest *r, struct MHD_Connection *c, const char *url,
+/* One request: route it, one record (metrics + log line); the reply. */
+static srv_rest_reply dispatch(srv_rest *r, struct MHD_Connection *c, const char *url,
                                 const char *method, body *b) {
     target tg;
     int kind = strncmp(url, "/v1/models/", 11) == 0 ? parse_url(url, &tg) : -1;
@@ -1425,7 +1440,52 @@ static enum MHD_Result dispatch(srv_rest *r, struct MHD_Connection *c, const cha
     rec.bytes_out = o.len;
     ms_status st = o.code == 200 ? MS_OK : o.st != MS_OK ? o.st : status_of(o.code);
     srv_req_end(&rec, st); /* before the answer: a client that has it finds it counted */
-    return send_reply(r, c, &o);
+    return o;
+}
+
+/* A worker: runs the queued calls, puts each answer in its body and resumes
+ * its connection (libmicrohttpd then calls on_request again, which sends
+ * it). Ends when srv_rest_stop asks and the queue is empty. */
+static void *rest_worker_main(void *arg) {
+    srv_rest *r = arg;
+    pthread_mutex_lock(&r->qmu);
+    for (;;) {
+        while (r->qhead == NULL && !r->qstop) pthread_cond_wait(&r->qcv, &r->qmu);
+        body *b = r->qhead;
+        if (b == NULL) break;
+        r->qhead = b->qnext;
+        if (r->qhead == NULL) r->qtail = NULL;
+        pthread_mutex_unlock(&r->qmu);
+        b->reply = dispatch(r, b->conn, b->url, b->method, b);
+        b->ran = 1;
+        MHD_resume_connection(b->conn); /* orders the stores above before the resume */
+        pthread_mutex_lock(&r->qmu);
+    }
+    pthread_mutex_unlock(&r->qmu);
+    return NULL;
+}
+
+/* Queues the call on the workers, its connection suspended; 0 when the
+ * workers are stopping (or none started): the caller runs it itself. */
+static int rest_async(srv_rest *r, struct MHD_Connection *c, const char *url, const char *method,
+                      body *b) {
+    pthread_mutex_lock(&r->qmu);
+    if (r->qstop || r->nworkers == 0) {
+        pthread_mutex_unlock(&r->qmu);
+        return 0;
+    }
+    b->conn = c;
+    b->url = url;
+    b->method = method;
+    b->qnext = NULL;
+    b->ran = 0;
+    MHD_suspend_connection(c); /* before a worker can resume it */
+    if (r->qtail) r->qtail->qnext = b;
+    else r->qhead = b;
+    r->qtail = b;
+    pthread_cond_signal(&r->qcv);
+    pthread_mutex_unlock(&r->qmu);
+    return 1;
 }
 
 static double mono_s(void) {
@@ -1700,10 +1760,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     rconn *k = conn_of(c);
+    if (b->ran) { /* resumed: the worker's answer */
+        b->ran = 0;
+        conn_set(r, k, C_SEND);
+        return send_reply(r, c, &b->reply);
+    }
     conn_set(r, k, C_RUN);
-    enum MHD_Result ret = dispatch(r, c, url, method, b);
+    /* A call that runs a model (POST) on a worker; status, metadata and
+     * metrics here, so that probes answer while every worker runs a call. */
+    if (strcmp(method, MHD_HTTP_METHOD_POST) == 0 && rest_async(r, c, url, method, b))
+        return MHD_YES;
+    srv_rest_reply o = dispatch(r, c, url, method, b);
     conn_set(r, k, C_SEND);
-    return ret;
+    return send_reply(r, c, &o);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -1713,6 +1782,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     body *b = *con_cls;
     size_t held = b ? b->charged : 0;
     if (b) body_drop(r, b);
+    if (b && b->ran) free(b->reply.body); /* resumed, then closed before it was sent */
     free(b);
     /* A large body grew through heap blocks below the mmap threshold before
      * it reached it; their free space at the top of the heap stays resident
@@ -1773,9 +1843,23 @@ static long long memory_limit(void) {
 }
 
 static void rest_free(srv_rest *r) {
+    pthread_cond_destroy(&r->qcv);
+    pthread_mutex_destroy(&r->qmu);
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
+    free(r->workers);
     free(r);
+}
+
+/* Ends the workers once every queued call has run and its connection is
+ * resumed: libmicrohttpd must not be stopped with one suspended. */
+static void workers_stop(srv_rest *r) {
+    pthread_mutex_lock(&r->qmu);
+    r->qstop = 1;
+    pthread_cond_broadcast(&r->qcv);
+    pthread_mutex_unlock(&r->qmu);
+    for (unsigned i = 0; i < r->nworkers; i++) pthread_join(r->workers[i], NULL);
+    r->nworkers = 0;
 }
 
 ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
@@ -1812,13 +1896,15 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&r->cv, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&r->qmu, NULL);
+    pthread_cond_init(&r->qcv, NULL);
     /* TLS and the connection limit (docs/security.md) */
     struct MHD_OptionItem extra[7];
     int ne = 0;
     /* poll, not epoll: epoll is edge-triggered in libmicrohttpd 0.9.75, and a
      * peer whose bytes and FIN arrive together was never read again (its
      * socket sat in CLOSE-WAIT until the idle timeout); poll sees the FIN. */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
     if (o->tls != NULL) {
         /* The key and chain come from a callback on every handshake, so that
          * SIGHUP (srv_tls_reload) applies to new connections. */
@@ -1874,6 +1960,14 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
         return ms_errf(MS_EINVAL, "cannot serve REST on %s:%d (in use?)",
                        host != NULL && host[0] != '\0' ? host : "0.0.0.0", o->port);
     }
+    /* as many workers as libmicrohttpd threads: the calls that run at once
+     * (--rest_api_num_threads), as before they left its threads */
+    r->workers = calloc(threads, sizeof *r->workers);
+    for (unsigned i = 0; r->workers && i < threads; i++) {
+        if (pthread_create(&r->workers[i], NULL, rest_worker_main, r) != 0) break;
+        r->nworkers++;
+    }
+    if (r->nworkers == 0) MS_WARN("REST: no worker threads: calls run on the connection threads");
     r->reaper_started = pthread_create(&r->reaper, NULL, reaper_main, r) == 0;
     if (!r->reaper_started) MS_WARN("REST: no reaper thread: slow senders are not cut");
     MS_INFO("REST: at most %d connections (--max_connections), %lld bytes of request bodies "
@@ -1890,6 +1984,7 @@ int srv_rest_port(const srv_rest *r) {
 
 void srv_rest_stop(srv_rest *r) {
     if (r == NULL) return;
+    workers_stop(r); /* later calls run on libmicrohttpd's threads */
     MHD_stop_daemon(r->d); /* closes every connection (on_connection frees them) */
     pthread_mutex_lock(&r->mu);
     r->stopping = 1;
