@@ -363,8 +363,13 @@ def run_all(tmp):
               "GetModelMetadata: serving_default keyed by the graph's names")
         code, r = rest(rest_port, "GET", "/v2/models/cnn")
         check(code == 200 and [i["name"] for i in r.get("inputs", [])] == ["image"] and
-              r["inputs"][0].get("shape") == [-1, 1, 8, 8],
-              "KServe v2 model metadata %d %s" % (code, r))
+              r["inputs"][0].get("shape") == [-1, 1, 8, 8] and
+              r.get("platform") == "onnxruntime_onnx",
+              "KServe v2 model metadata (platform onnxruntime_onnx, as Triton names an ONNX "
+              "model) %d %s" % (code, r))
+        code, r = rest(rest_port, "GET", "/v2/models/cnn/config")
+        check(code == 200 and r.get("platform") == "onnxruntime_onnx",
+              "Triton model config: platform onnxruntime_onnx %d %s" % (code, r))
 
         wait_version(d, "noin", 1, AVAIL)
         r = pb.tfs.PredictRequest()

@@ -187,6 +187,10 @@ static void fill_meta(Inference__ModelMetadataResponse__TensorMetadata *tm, int6
     }
 }
 
+const char *srv_kserve_platform(const rt_model *m) {
+    return rt_model_format_of(m) == RT_MODEL_FMT_ONNX ? "onnxruntime_onnx" : "tensorflow_savedmodel";
+}
+
 ms_status srv_kserve_model_metadata(void *appv, srv_call *c, const uint8_t *req, size_t n,
                                     srv_bytes *out) {
     srv_app *app = appv;
@@ -242,7 +246,7 @@ ms_status srv_kserve_model_metadata(void *appv, srv_call *c, const uint8_t *req,
     r.name = rq->name;
     r.n_versions = (size_t)navail;
     r.versions = vstr;
-    r.platform = (char *)SRV_KSERVE_PLATFORM;
+    r.platform = (char *)srv_kserve_platform(sv.model);
     r.n_inputs = ni;
     r.inputs = pin;
     r.n_outputs = no;

@@ -5,10 +5,13 @@
 
 #include "kserve.pb-c.h"
 #include "ms_budget.h"
+#include "rt_model.h"
 #include "rt_tensor.h"
 
-/* The platform ModelMetadata and ModelConfig name (OIP's platform strings). */
-#define SRV_KSERVE_PLATFORM "tensorflow_savedmodel"
+/* The platform ModelMetadata and ModelConfig name for a model, as Triton
+ * names it: "onnxruntime_onnx" for a version folder holding model.onnx
+ * (converted at load), "tensorflow_savedmodel" otherwise. */
+const char *srv_kserve_platform(const rt_model *m);
 
 /* The extensions ServerMetadata lists: Triton's that dcmserve serves
  * (srv_triton.c), over gRPC and REST. */

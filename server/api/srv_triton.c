@@ -142,7 +142,7 @@ ms_status srv_triton_model_config(void *appv, srv_call *c, const uint8_t *req, s
         vp.latest = &latest;
     }
     mc.name = rq->name;
-    mc.platform = (char *)SRV_KSERVE_PLATFORM;
+    mc.platform = (char *)srv_kserve_platform(sv.model);
     mc.version_policy = &vp;
     mc.max_batch_size = 0; /* dims are the signature's whole shapes, batch dimension included */
     if ((st = config_tensors(sd, &mc, &mem)) != MS_OK) goto done;
