@@ -293,6 +293,30 @@ def run_all(tmp):
                for k in ("logits", "probs")]
         check(r.returncode == 0 and close(got[0], logits) and close(got[1], probs),
               "run --dir %s matches numpy\n%s" % (os.path.basename(base), r.stderr))
+    # Output names with '/' (common in exported graphs) are subfolders of --outdir, as
+    # saved_model_cli joins them; one that would leave --outdir is refused before the run.
+    for outs, ok in ((["scores/raw", "scores/sub/copy"], True), (["../escaped"], False)):
+        vdir = os.path.join(tmp, "slash_%d" % ok, "1")
+        os.makedirs(vdir)
+        g = helper.make_graph([helper.make_node("Identity", ["x"], [o]) for o in outs], "slash",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, [2])
+                               for o in outs])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]),
+                  os.path.join(vdir, "model.onnx"))
+        np.save(os.path.join(tmp, "v.npy"), np.array([1.5, -2.0], np.float32))
+        sub = os.path.join(tmp, "slash_out_%d" % ok, "o")
+        r = cli("run", "--dir", vdir, "--inputs", "x=" + os.path.join(tmp, "v.npy"),
+                "--outdir", sub)
+        if ok:
+            got = [np.load(os.path.join(sub, o + ".npy")) if r.returncode == 0 else None
+                   for o in outs]
+            check(r.returncode == 0 and all(close(v, np.array([1.5, -2.0], np.float32)) for v in got),
+                  "run --outdir with output keys holding '/': DIR/scores/raw.npy ...\n" + r.stderr)
+        else:
+            check(r.returncode == 1 and '"../escaped" names no file below --outdir' in r.stderr
+                  and not os.path.exists(os.path.join(tmp, "slash_out_0", "escaped.npy")),
+                  "run --outdir refuses an output key with '..' before running\n" + r.stderr)
     r = cli("check", bad)
     msg = r.stdout + r.stderr
     check(r.returncode == 1 and all(s in msg for s in (

@@ -898,9 +898,32 @@ static int mkdir_p(const char *dir) {
     return stat(buf, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : -1;
 }
 
-static void out_path(const char *outdir, const char *key, char *buf, size_t n) {
+/* DIR/<key>.npy, as saved_model_cli joins them: a '/' in the key (an ONNX
+ * output named "logits/Softmax:0" ...) is a subfolder of DIR, made when the
+ * file is written. 0 when the key would leave DIR or name no file (an empty,
+ * "." or ".." part, or a leading '/') or the path does not fit. */
+static int out_path(const char *outdir, const char *key, char *buf, size_t n) {
+    for (const char *p = key;;) {
+        const char *e = strchr(p, '/');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == 0 || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.')) return 0;
+        if (e == NULL) break;
+        p = e + 1;
+    }
     size_t l = strlen(outdir);
-    snprintf(buf, n, "%s%s%s.npy", outdir, (l > 0 && outdir[l - 1] == '/') ? "" : "/", key);
+    int w = snprintf(buf, n, "%s%s%s.npy", outdir, (l > 0 && outdir[l - 1] == '/') ? "" : "/",
+                     key);
+    return w > 0 && (size_t)w < n;
+}
+
+/* Makes the folders of path's key below outdir (mkdir_p of its dirname). */
+static int out_parent(const char *path) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL || slash == dir) return 0;
+    *slash = '\0';
+    return mkdir_p(dir);
 }
 
 static int fail(const char *what) {
@@ -1007,6 +1030,15 @@ int cli_run(int argc, char **argv) {
         }
     }
     /* Refuse to clobber before anything runs. */
+    for (size_t i = 0; outdir != NULL && i < sd->n_outputs; i++) {
+        char path[4096];
+        if (!out_path(outdir, sd->outputs[i]->key, path, sizeof(path))) {
+            snprintf(msg, sizeof(msg), "output key \"%s\" names no file below --outdir (an "
+                     "empty, \".\" or \"..\" part, or too long)", sd->outputs[i]->key);
+            rc = fail(msg);
+            goto done;
+        }
+    }
     if (outdir != NULL && !overwrite) {
         for (size_t i = 0; i < sd->n_outputs; i++) {
             char path[4096];
@@ -1042,6 +1074,13 @@ int cli_run(int argc, char **argv) {
         if (outdir != NULL) {
             char path[4096];
             out_path(outdir, outs[i].key, path, sizeof(path));
+            if (out_parent(path) != 0) {
+                fflush(stdout);
+                snprintf(msg, sizeof(msg), "cannot create the folder of %.1024s: %s", path,
+                         strerror(errno));
+                rc = fail(msg);
+                goto done;
+            }
             if ((st = rt_npy_write_file(path, outs[i].tensor)) != MS_OK) {
                 fflush(stdout);
                 rc = fail(ms_errmsg());
