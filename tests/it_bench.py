@@ -49,7 +49,9 @@ def main():
         r, err = bench(d.port, "--values=1,2,5", "--max_consecutive_errors=0", want_rc=1)
         check(r["ok"] == 0 and r["errors"].get("INVALID_ARGUMENT") == r["calls"] > 0, "bad shape: %r" % r)
         check(not r["stopped_on_errors"], "bad shape, no wall: %r" % r)
-        r, _ = bench(d.port, "--values=1,2,5", "--max_consecutive_errors=50", want_rc=1)
+        # Long enough for 50 calls on a loaded host: the wall ends it early.
+        r, _ = bench(d.port, "--values=1,2,5", "--max_consecutive_errors=50", want_rc=1,
+                     duration="30")
         check(r["ok"] == 0 and r["stopped_on_errors"], "bad shape, wall of 50: %r" % r)
         check("expected rank 2" in err, "bad shape: the server's message is not shown: %s" % err)
         r, _ = bench(d.port, "--values=1,2,5", "--shape=3,1", host="localhost")
@@ -62,7 +64,10 @@ def main():
         check("50 calls in a row failed (last: UNAVAILABLE)" in err and "--tls" in err,
               "--tls against plaintext: %s" % err)
         r, _ = bench(d.port, "--values=1,2,5", "--shape=3,1", "--rate=200")
-        check(180 <= r["calls"] <= 201 and r["mode"] == "rate", "rate 200/s for 1 s: %r" % r)
+        # Open loop: the calls sent plus those the client could not send in time
+        # (a loaded host) make the schedule, 200 in 1 s.
+        check(180 <= r["calls"] + r["unsent"] <= 201 and r["calls"] > 0 and r["mode"] == "rate",
+              "rate 200/s for 1 s: %r" % r)
     finally:
         d.close()
 

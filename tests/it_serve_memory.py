@@ -135,7 +135,7 @@ def cases(d):
     q = P(model_spec=pb.tfs.ModelSpec(name="hpt"))
     q.inputs["x"].CopyFrom(float_tensor([1.0], [200000000, 1]))
     yield ("Predict [200000000, 1] broadcast from one float_val (%d bytes)" % q.ByteSize(),
-           lambda: predict(q.SerializeToString(), timeout=120), grpc.StatusCode.RESOURCE_EXHAUSTED,
+           lambda: predict(q.SerializeToString(), timeout=400), grpc.StatusCode.RESOURCE_EXHAUSTED,
            ["--max_request_memory_bytes", str(GIB)], GIB)
 
     q2 = P(model_spec=pb.tfs.ModelSpec(name="hpt"))
@@ -158,14 +158,14 @@ def cases(d):
     t.tensor_shape.dim.add(size=10000)
     q3.inputs["dicom"].CopyFrom(t)
     yield ("a %d-byte DICOM broadcast to [10000]" % len(ct),
-           lambda: predict(q3.SerializeToString(), timeout=120), grpc.StatusCode.RESOURCE_EXHAUSTED,
+           lambda: predict(q3.SerializeToString(), timeout=400), grpc.StatusCode.RESOURCE_EXHAUSTED,
            ["--max_request_memory_bytes", "DICOM"], SMALL)
 
     q4 = P(model_spec=pb.tfs.ModelSpec(name="demo_ct"))
     t = fw.TensorProto(dtype=fw.DT_STRING, string_val=[b""] * 1000000)
     t.tensor_shape.dim.add(size=1000000)
     q4.inputs["dicom"].CopyFrom(t)
-    yield ("10^6 empty strings", lambda: predict(q4.SerializeToString(), timeout=120),
+    yield ("10^6 empty strings", lambda: predict(q4.SerializeToString(), timeout=400),
            grpc.StatusCode.RESOURCE_EXHAUSTED, ["fields"], SMALL)
 
     bomb = deflate_bomb(GIB)
@@ -174,7 +174,7 @@ def cases(d):
     t.tensor_shape.dim.add(size=8)
     q5.inputs["dicom"].CopyFrom(t)
     yield ("8 deflate bombs of %d bytes (1 GiB inflated each)" % len(bomb),
-           lambda: predict(q5.SerializeToString(), timeout=120), grpc.StatusCode.INVALID_ARGUMENT,
+           lambda: predict(q5.SerializeToString(), timeout=400), grpc.StatusCode.INVALID_ARGUMENT,
            ["inflates past", str(256 << 20)], GIB)
 
     q6 = P(model_spec=pb.tfs.ModelSpec(name="hpt"))
@@ -185,7 +185,7 @@ def cases(d):
     body = q6.SerializeToString()
     del q6, t
     yield ("a gzip-compressed PredictRequest inflating to %d bytes" % len(body),
-           lambda: predict(body, timeout=120, compression=grpc.Compression.Gzip),
+           lambda: predict(body, timeout=400, compression=grpc.Compression.Gzip),
            grpc.StatusCode.RESOURCE_EXHAUSTED, [str(256 << 20)], (256 << 20) + SMALL)
 
 
