@@ -15,8 +15,8 @@ ImagePositionPatient equal to its source slice's, each frame's referenced SOP
 Instance UID the source's, Referenced Series Sequence = every source
 instance, Frame of Reference and Study UIDs copied, orientation and pixel
 spacing, the pixel bits equal to the label masks. Refusals: a label value
-above the configured segments, labels not on the series' grid (import-onnx
-refuses --spacing with it), a float output. dciodvfy (Debian's dicom3tools)
+above the configured segments, labels not on the series' grid (a model that
+drops a slice; import-onnx refuses --spacing with it), a float output. dciodvfy (Debian's dicom3tools)
 is run on the file when installed; its errors fail the test.
 """
 import os
@@ -82,10 +82,12 @@ def hu(ds):
         np.float32(float(ds.get("RescaleIntercept", 0)))
 
 
-def label_model(path, t2, out_dtype=TensorProto.UINT8):
-    """[1, 1, D, H, W] HU -> labels (x > T1) + (x > t2), cast to out_dtype."""
-    x = helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 1, "D", "H", "W"])
-    y = helper.make_tensor_value_info("labels", out_dtype, [1, 1, "D", "H", "W"])
+def label_model(path, t2, out_dtype=TensorProto.UINT8, cut=False):
+    """[1, 1, D, H, W] HU -> labels (x > T1) + (x > t2), cast to out_dtype;
+    cut: the last slice dropped (labels off the series' grid)."""
+    dims = [1, 1, 9, 64, 64] if cut else [1, 1, "D", "H", "W"]  # Slice wants a static axis
+    x = helper.make_tensor_value_info("image", TensorProto.FLOAT, dims)
+    y = helper.make_tensor_value_info("labels", out_dtype, [1, 1, 8, 64, 64] if cut else dims)
     t1 = helper.make_tensor("t1", TensorProto.FLOAT, [], [T1])
     t2 = helper.make_tensor("t2", TensorProto.FLOAT, [], [t2])
     nodes = [
@@ -94,9 +96,15 @@ def label_model(path, t2, out_dtype=TensorProto.UINT8):
         helper.make_node("Cast", ["g1"], ["f1"], to=TensorProto.FLOAT),
         helper.make_node("Cast", ["g2"], ["f2"], to=TensorProto.FLOAT),
         helper.make_node("Add", ["f1", "f2"], ["s"]),
-        helper.make_node("Cast", ["s"], ["labels"], to=out_dtype),
+        helper.make_node("Cast", ["sc" if cut else "s"], ["labels"], to=out_dtype),
     ]
-    g = helper.make_graph(nodes, "seg", [x], [y], initializer=[t1, t2])
+    inits = [t1, t2]
+    if cut:
+        inits += [helper.make_tensor("st", TensorProto.INT64, [1], [0]),
+                  helper.make_tensor("en", TensorProto.INT64, [1], [-1]),
+                  helper.make_tensor("ax", TensorProto.INT64, [1], [2])]
+        nodes.insert(-1, helper.make_node("Slice", ["s", "st", "en", "ax"], ["sc"]))
+    g = helper.make_graph(nodes, "seg", [x], [y], initializer=inits)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
@@ -154,10 +162,17 @@ def main():
         r2 = run("import-onnx", onnx_path, "--output_dir", m1, "--dicom_input", "image",
                  "--dicom_volume", "--dicom_seg_output", "labels", "--dicom_seg_labels", "one")
         check(r2.returncode == 0, "import-onnx with one segment label")
+        cpath = os.path.join(tmp, "segc.onnx")
+        label_model(cpath, t2, cut=True)
+        mc = os.path.join(tmp, "segc", "1")
+        r2 = run("import-onnx", cpath, "--output_dir", mc, "--dicom_input", "image",
+                 "--dicom_volume", "--dicom_seg_output", "labels")
+        check(r2.returncode == 0, "import-onnx of a model whose labels drop a slice (%s)"
+              % r2.stderr.strip())
 
         pb = sc.gen_protos()
         base = os.path.dirname(mdir)
-        d = sc.Daemon(["--model_config_file=" + write_config(tmp, base, os.path.dirname(m1)),
+        d = sc.Daemon(["--model_config_file=" + write_config(tmp, base, os.path.dirname(m1), os.path.dirname(mc)),
                        "--log_level=debug"])
         try:
             d.wait_health()
@@ -211,6 +226,14 @@ def main():
                 check(e.code() == grpc.StatusCode.INVALID_ARGUMENT and
                       "label value 2" in e.details() and "Test^Seg" not in e.details(),
                       "a label above the segments is refused naming it (%s)" % e.details())
+            try:
+                predict("segc", blobs)
+                check(False, "labels off the series' grid are refused")
+            except grpc.RpcError as e:
+                check(e.code() == grpc.StatusCode.INVALID_ARGUMENT and
+                      "the series is 9x64x64" in e.details(),
+                      "labels off the series' grid are refused naming both shapes (%s)"
+                      % e.details())
             other = pydicom.dcmread(BytesIO(blobs[3]))
             other.SeriesInstanceUID = generate_uid()
             buf = BytesIO()
@@ -239,13 +262,14 @@ def sc_series_offset(blob, offset):
     return buf.getvalue()
 
 
-def write_config(tmp, base, base1):
+def write_config(tmp, base, base1, basec):
     p = os.path.join(tmp, "models.config")
     with open(p, "w") as fh:
         fh.write('model_config_list {\n'
                  '  config { name: "seg" base_path: "%s" model_platform: "tensorflow" }\n'
                  '  config { name: "seg1" base_path: "%s" model_platform: "tensorflow" }\n'
-                 '}\n' % (base, base1))
+                 '  config { name: "segc" base_path: "%s" model_platform: "tensorflow" }\n'
+                 '}\n' % (base, base1, basec))
     return p
 
 
