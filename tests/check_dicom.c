@@ -412,6 +412,54 @@ START_TEST(encaps_frames) {
 }
 END_TEST
 
+/* lim.header_only: the walk stops at the top-level pixel data. Broken
+ * fragments and bytes after the pixel data are never read; a native file's
+ * pixels stay reachable (a native view), an encapsulated one's need a full
+ * parse, and the general decoder refuses the header-only data set. */
+START_TEST(header_only_parse) {
+    dcm_limits lim;
+    dcm_limits_default(&lim);
+    lim.header_only = 1;
+    ut_dbuf d;
+    encaps_file(&d, 3, 0, 0, 1);
+    d.p[d.n - 8 - 8 - 4] = 0x40; /* last fragment's length past EOF */
+    expect_einval(d.p, d.n, "runs past");
+    dcm_dataset *ds = NULL;
+    ck_assert_msg(dcm_parse(d.p, d.n, &lim, &ds) == MS_OK, "%s", ms_errmsg());
+    ck_assert_int_eq(ds->header_only, 1);
+    ck_assert_int_eq(ds->encapsulated, 1);
+    ck_assert_uint_eq(ds->nfrags, 0);
+    dcm_info info;
+    ck_assert_int_eq(dcm_read_info(ds, &info), MS_OK);
+    ck_assert_uint_eq(info.frames, 3);
+    ck_assert_uint_eq(info.rows, 2);
+    ck_assert_int_eq(info.encapsulated, 1);
+    dcm_image *img = NULL;
+    ck_assert_int_eq(dcm_decode_hu_ds(ds, NULL, &img), MS_EINTERNAL);
+    ck_assert_ptr_null(img);
+    dcm_dataset_free(ds);
+    ut_dbuf_free(&d);
+    /* native: garbage after the pixel data is not read; the pixels are */
+    file_2x2(&d, TS_EXPLICIT, 1, 0, NULL);
+    ut_dbuf_bytes(&d, "\xE0\x7F\x10\x00OB\0\0\xFF\xFF\xFF\x7F", 12);
+    ds = NULL;
+    ck_assert_int_ne(dcm_parse(d.p, d.n, NULL, &ds), MS_OK);
+    ck_assert_msg(dcm_parse(d.p, d.n, &lim, &ds) == MS_OK, "%s", ms_errmsg());
+    ck_assert_int_eq(ds->header_only, 1);
+    ck_assert_int_eq(dcm_read_info(ds, &info), MS_OK);
+    dcm_native_view v;
+    ck_assert_int_eq(dcm_native_view_of(ds, &info, NULL, 0, &v), 1);
+    const uint64_t p0 = dcm_pixels_decoded();
+    float hu[4];
+    dcm_native_view_hu(&v, 0, 2, hu);
+    ck_assert_uint_eq(dcm_pixels_decoded() - p0, 4);
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq(hu[i], k_hu[i]);
+    dcm_dataset_free(ds);
+    ut_dbuf_free(&d);
+}
+END_TEST
+
 /* Frame starts found from codec markers when the BOT is empty (JPEG SOI). */
 START_TEST(encaps_marker_mapping) {
     ut_dbuf d;
@@ -700,6 +748,7 @@ static Suite *dicom_suite(void) {
     suite_add_tcase(s, tc);
     tc = tcase_create("sequences");
     tcase_add_test(tc, nested_sequences);
+    tcase_add_test(tc, header_only_parse);
     tcase_add_test(tc, modality_lut_sequence);
     suite_add_tcase(s, tc);
     tc = tcase_create("deflate");

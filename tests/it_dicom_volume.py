@@ -241,16 +241,22 @@ def reference(paths, spacing=None, windowed=True):
 
 # ---- running ----
 
-def frames_decoded(port):
-    """dcmserve_dicom_frames_total from the daemon's /metrics."""
+def decoded(port):
+    """(dcmserve_dicom_frames_total, dcmserve_dicom_pixels_total) from the
+    daemon's /metrics: frames the ops decoded, and pixels the pixel module
+    itself converted (counted where the pixel bytes are read)."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     c.request("GET", "/metrics")
     text = c.getresponse().read().decode()
     c.close()
+    got = {}
     for line in text.splitlines():
-        if line.startswith("dcmserve_dicom_frames_total "):
-            return float(line.split()[1])
-    raise AssertionError("no dcmserve_dicom_frames_total in /metrics")
+        for k in ("dcmserve_dicom_frames_total", "dcmserve_dicom_pixels_total"):
+            if line.startswith(k + " "):
+                got[k] = float(line.split()[1])
+    if len(got) != 2:
+        raise AssertionError("no dcmserve_dicom_frames_total / pixels_total in /metrics")
+    return got["dcmserve_dicom_frames_total"], got["dcmserve_dicom_pixels_total"]
 
 
 def ours_run(model_dir, paths, tmp):
@@ -443,6 +449,20 @@ def main():
         # a multi-frame file among single-frame ones
         hostile.append(("multi-frame among files", cta[:2] + series["enhanced CT 6 frames"],
                         "frames"))
+        # a compressed file of another series whose last fragment is cut short:
+        # the series check reads headers only (it stops at the pixel data), so
+        # the refusal is the series', not the fragment walk's
+        rle = series["CT RLE 5 slices"]
+        p = os.path.join(tmp, "h_rle_mixed.dcm")
+        ds = pydicom.dcmread(rle[3])
+        ds.SeriesInstanceUID = generate_uid()
+        ds.save_as(p)
+        with open(p, "rb") as fh:
+            cut = fh.read()
+        with open(p, "wb") as fh:
+            fh.write(cut[:-200])
+        hostile.append(("mixed series, compressed, cut", rle[:3] + [p] + rle[4:],
+                        "mixed series: dicom[3]"))
         # a series whose headers add up to more than the decode limit (1 GiB of
         # float32): refused before any pixel is decoded (the pixel data is short)
         big = []
@@ -459,10 +479,13 @@ def main():
         got, err = ours_run(m_ct, series["MR axial 6 slices"], tmp)
         check(got is None and "Modality is 'MR'" in (err or ""),
               "--dicom_modality CT refuses an MR series (%s)" % err)
+        cli_msg = {}
         for name, paths, needle in hostile:
             got, err = ours_run(m_nchw, paths, tmp)
             check(got is None and needle in (err or ""),
                   "hostile: %s is refused naming it (%s)" % (name, err))
+            # the op's own message, as `dcmserve run` prints it after "...: "
+            cli_msg[name] = (err or "").split("DcmDecodeVolume")[-1]
 
         # ---- through the daemon ----
         pb = sc.gen_protos()
@@ -501,10 +524,20 @@ def main():
                       "daemon: a mixed series gets INVALID_ARGUMENT naming it (%s)" % e.details())
             # Refused before any pixel is decoded: the frames counter of /metrics
             # moves by a volume's slices for a good series, by none for a refused one.
-            f0 = frames_decoded(rest)
+            # The pixel counter is the pixel module's own (where file bytes
+            # are read), so no path of the op can decode without moving it.
+            f0, p0 = decoded(rest)
             predict(series["CT axial 7 slices"])
-            f1 = frames_decoded(rest)
+            f1, p1 = decoded(rest)
             check(f1 - f0 == 7, "daemon: a 7-slice series counts 7 frames decoded (%g)" % (f1 - f0))
+            check(p1 - p0 == 7 * 128 * 128,
+                  "daemon: ... and 7 x 128 x 128 pixels decoded (%g)" % (p1 - p0))
+            predict(series["CT RLE 5 slices"])
+            f1, p2 = decoded(rest)
+            check(p2 - p1 == 5 * 128 * 128,
+                  "daemon: an RLE series (codec path) counts its 5 x 128 x 128 pixels (%g)"
+                  % (p2 - p1))
+            p1 = p2
             for name, paths, needle in hostile:
                 if name == "series over the size limit":
                     continue  # 260 MB of request; refused before decoding by its headers
@@ -514,10 +547,14 @@ def main():
                     continue
                 except grpc.RpcError as e:
                     msg = e.details()
-                f2 = frames_decoded(rest)
-                check(f2 == f1 and needle in msg,
-                      "daemon: %s refused having decoded %g frames (%s)" % (name, f2 - f1, msg))
-                f1 = f2
+                f2, p2 = decoded(rest)
+                check(f2 == f1 and p2 == p1 and needle in msg,
+                      "daemon: %s refused having decoded %g frames, %g pixels (%s)"
+                      % (name, f2 - f1, p2 - p1, msg))
+                check(cli_msg[name].strip(": ") in msg,
+                      "daemon: %s: the same message as `dcmserve run` (%r in %r)"
+                      % (name, cli_msg[name], msg))
+                f1, p1 = f2, p2
             resp = predict(series["enhanced CT 6 frames"])
             check(list(dd.size for dd in resp.outputs["vol"].tensor_shape.dim) == [1, 1, 6, 128, 128],
                   "daemon: still serving; the enhanced CT gives (1, 1, 6, 128, 128)")

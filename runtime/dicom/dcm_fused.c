@@ -297,6 +297,7 @@ static void win_row(const fw_job *j, const fw_file *f, uint32_t r, float *restri
         if (f->fast) {
             const dcm_native_view *v = &f->view;
             float *dst = C == 1 ? buf : tmp;
+            dcm_pixels_count(v->cols);
             hu_win_16(v->raw + (size_t)r * v->cols * 2, v->cols, v->mask, v->sign, v->slope,
                       v->intercept, s->lo, s->hi, s->range, dst);
             if (C != 1)
@@ -560,6 +561,7 @@ ms_status dcm_raw_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor 
             p.intercept = f->view.intercept;
         }
         memcpy(&pf[i], &p, sizeof(p));
+        if (f->fast) dcm_pixels_count((uint64_t)f->rows * f->cols);
         for (uint32_t r = 0; r < f->rows; r++) {
             if (words) {
                 uint16_t *dst = (uint16_t *)out[0]->data + ((uint64_t)i * H + r) * W;

@@ -25,6 +25,7 @@ typedef enum dcm_err_reason {
 
 typedef struct dcm_ops_stats {
     uint64_t files, bytes, frames;
+    uint64_t pixels; /* samples decoded by the pixel module (dcm_pixels_decoded) */
     uint64_t errors[DCM_ERR_NREASONS];
 } dcm_ops_stats;
 

@@ -41,4 +41,11 @@ ms_status dcm_volume_prepare(const kn_node *n, rt_tensor *const *cin, void **sta
 ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
                              rt_tensor **out);
 
+/* DcmEncodeSeg (dcm_seg.c): a label volume and its source series to a
+ * DICOM Segmentation file (DT_STRING scalar). */
+ms_status dcm_seg_prepare(const kn_node *n, rt_tensor *const *cin, void **state);
+ms_status dcm_seg_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
+                          rt_tensor **out);
+void dcm_seg_release(void *state);
+
 #endif /* DCM_OPS_INT_H */

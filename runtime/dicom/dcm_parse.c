@@ -25,6 +25,7 @@ void dcm_limits_default(dcm_limits *lim) {
     lim->allow_no_meta = 1;
     lim->threads = 1;
     lim->budget = NULL;
+    lim->header_only = 0;
 }
 
 /* ---- byte order helpers ---- */
@@ -395,6 +396,19 @@ static ms_status parse_body(dcm_dataset *ds, const dcm_limits *lim) {
                       .big_endian = f->big,
                       .flags = undef ? DCM_ELEM_UNDEF_LEN : 0};
         e.end = ds->nelems + 1;
+        /* A header-only walk ends at the top-level pixel data, before a byte
+         * of it is read (lim->header_only, dcm_parse.h). */
+        const int stop = lim->header_only && sp == 1 &&
+                         (tag == DCM_TAG_PIXEL_DATA || tag == DCM_TAG_FLOAT_PIXEL_DATA ||
+                          tag == DCM_TAG_DOUBLE_PIXEL_DATA);
+        if (stop && undef && tag == DCM_TAG_PIXEL_DATA) {
+            e.flags |= DCM_ELEM_ENCAPS;
+            e.len = f->limit - pos;
+            if ((st = push_elem(ds, lim, &e)) != MS_OK) goto done;
+            ds->encapsulated = 1;
+            ds->header_only = 1;
+            break;
+        }
 
         if (undef &&
             (tag == DCM_TAG_PIXEL_DATA || vr == DCM_VR('O', 'B') || vr == DCM_VR('O', 'W'))) {
@@ -447,6 +461,10 @@ static ms_status parse_body(dcm_dataset *ds, const dcm_limits *lim) {
         }
         if ((st = push_elem(ds, lim, &e)) != MS_OK) goto done;
         pos += len;
+        if (stop) {
+            ds->header_only = 1;
+            break;
+        }
     }
 done:
     free(stk);

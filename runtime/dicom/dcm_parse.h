@@ -41,6 +41,7 @@ typedef struct dcm_limits {
                                * encapsulated file (0 or 1: serial, the default) */
     ms_budget *budget;        /* the request's memory budget (NULL: none): inflated bytes
                                * are taken from it as they grow, given back on free */
+    int header_only;          /* not a limit: stop at the top-level pixel data (0) */
 } dcm_limits;
 
 void dcm_limits_default(dcm_limits *lim);
@@ -108,13 +109,21 @@ typedef struct dcm_dataset {
     dcm_fragment *frags;
     uint32_t nfrags, cap_frags;
     int missing_seq_delim; /* tolerated: Pixel Data ran to EOF without (FFFE,E0DD) */
+    int header_only;       /* parsed with lim->header_only and stopped at the pixel data */
     ms_budget *budget;     /* what the inflated bytes were taken from */
     uint64_t budget_held;
 } dcm_dataset;
 
 /* Parses a Part 10 file (or bare data set) of `len` bytes. MS_EINVAL with a
  * reason for malformed input, MS_ENOTSUP for an unsupported transfer syntax
- * (the message names its UID), MS_ENOMEM when a limit or malloc fails. */
+ * (the message names its UID), MS_ENOMEM when a limit or malloc fails.
+ * With lim->header_only the walk ends at the top-level (7FE0,0008/0009/0010):
+ * that element is recorded (a defined length checked against the bytes left;
+ * encapsulated data flagged DCM_ELEM_ENCAPS, ds->encapsulated set, no
+ * fragment walked, its length running to the end) and nothing after it is
+ * read; ds->header_only says so. Such a data set answers every header
+ * question and native pixel views (dcm_native_view_of); anything that needs
+ * the fragments (dcm_decode_hu_ds, dcm_encaps_map) wants a full parse. */
 ms_status dcm_parse(const uint8_t *bytes, size_t len, const dcm_limits *lim, dcm_dataset **out);
 void dcm_dataset_free(dcm_dataset *ds);
 

@@ -4,6 +4,7 @@
 #include "dcm_pixel.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,16 @@
 #endif
 
 #define TAG(g, e) DCM_TAG(g, e)
+
+static _Atomic uint64_t g_pixels;
+
+void dcm_pixels_count(uint64_t n) {
+    atomic_fetch_add_explicit(&g_pixels, n, memory_order_relaxed);
+}
+
+uint64_t dcm_pixels_decoded(void) {
+    return atomic_load(&g_pixels);
+}
 
 static int streq(const char *a, const char *b) {
     return strcmp(a, b) == 0;
@@ -286,6 +297,7 @@ static void frame_to_hu(const pixfmt *f, const modality *m, uint32_t frame, cons
                         uint64_t bit0, float *out) {
     const uint64_t npix = (uint64_t)f->rows * f->cols;
     const uint32_t spp = f->samples;
+    dcm_pixels_count(npix * spp);
     if (f->fmt_float) {
         for (uint64_t i = 0; i < npix * spp; i++) {
             float v;
@@ -740,6 +752,10 @@ static ms_status decode_ds(const dcm_dataset *ds, const dcm_limits *lim_in, int 
         st = ms_errf(MS_EINVAL, "encapsulated pixel data not at the top level");
         goto fail;
     }
+    if (encaps && ds->header_only) {
+        st = ms_errf(MS_EINTERNAL, "encapsulated pixel data of a header-only parse");
+        goto fail;
+    }
     if (!encaps && ds->codec != DCM_CODEC_NONE && !in->float_pixels) {
         st = ms_errf(MS_EINVAL, "transfer syntax %s needs encapsulated pixel data", in->ts_uid);
         goto fail;
@@ -807,6 +823,7 @@ int dcm_native_view_of(const dcm_dataset *ds, const dcm_info *in, const dcm_limi
 void dcm_native_view_hu(const dcm_native_view *v, uint32_t r0, uint32_t r1, float *out) {
     const uint64_t n = (uint64_t)(r1 - r0) * v->cols;
     const uint8_t *raw = v->raw + (uint64_t)r0 * v->cols * 2;
+    dcm_pixels_count(n);
     /* The loops frame_to_hu runs for these files (mask and sign as there). */
     if (v->sign)
         hu_s16(raw, n, v->mask, v->sign, v->slope, v->intercept, out);

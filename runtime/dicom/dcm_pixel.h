@@ -103,6 +103,15 @@ int dcm_native_view_of(const dcm_dataset *ds, const dcm_info *info, const dcm_li
  * into out: the values dcm_decode_hu_ds gives for them, bit for bit. */
 void dcm_native_view_hu(const dcm_native_view *v, uint32_t r0, uint32_t r1, float *out);
 
+/* Pixels (samples) decoded from files so far in this process: every frame
+ * the pixel module converts, every row range of dcm_native_view_hu and the
+ * rows the fused op reads straight from a file. Monotonic; what /metrics
+ * shows as dcmserve_dicom_pixels_total and what tests read to see that a
+ * refusal decoded nothing. dcm_pixels_count adds n (for decoders outside
+ * this file). */
+void dcm_pixels_count(uint64_t n);
+uint64_t dcm_pixels_decoded(void);
+
 /* Bilinear resize of one (ih, iw, c) float image to (oh, ow, c) as
  * TensorFlow's ResizeBilinear with half_pixel_centers=True. */
 void dcm_resize_bilinear(const float *in, uint32_t ih, uint32_t iw, uint32_t c, float *out,

@@ -5,6 +5,7 @@
 
 #include "dcm_ops.h"
 #include "dcm_ops_int.h"
+#include "dcm_pixel.h"
 
 static _Atomic uint64_t g_files, g_bytes, g_frames, g_errors[DCM_ERR_NREASONS];
 
@@ -12,6 +13,7 @@ void dcm_ops_stats_read(dcm_ops_stats *out) {
     out->files = atomic_load(&g_files);
     out->bytes = atomic_load(&g_bytes);
     out->frames = atomic_load(&g_frames);
+    out->pixels = dcm_pixels_decoded();
     for (int r = 0; r < DCM_ERR_NREASONS; r++)
         out->errors[r] = atomic_load(&g_errors[r]);
 }

@@ -25,8 +25,9 @@
  * float32, b clamped at the last slice; the axis length becomes
  * floor((n - 1) * s / t + RS_TOL) + 1.
  *
- * Every header is read before any pixel is decoded: a refused series costs its
- * parse, and the pixels of one that passes go straight into the output. */
+ * Every header is read (up to its pixel data, dcm_parse's header_only) before
+ * any pixel is decoded: a refused series costs the parse of its headers, and
+ * the pixels of one that passes go straight into the output. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -199,13 +200,16 @@ static ms_status read_geometry(const dcm_dataset *ds, uint32_t frames, vol_geom 
     return MS_OK;
 }
 
-/* Phase 1: parse and read the header summary; no pixel is decoded. */
+/* Phase 1: parse each header up to its pixel data (lim.header_only: no
+ * pixel byte is read, no fragment walked) and read the summary. */
 static void parse_range(void *arg, int64_t b, int64_t e) {
     vol_job *j = arg;
+    dcm_limits hl = j->lim;
+    hl.header_only = 1;
     for (int64_t i = b; i < e; i++) {
         vol_file *f = &j->f[i];
         ms_err_clear();
-        ms_status st = dcm_parse(j->files[i].data, (size_t)j->files[i].len, &j->lim, &f->ds);
+        ms_status st = dcm_parse(j->files[i].data, (size_t)j->files[i].len, &hl, &f->ds);
         if (st == MS_OK) st = dcm_read_info(f->ds, &f->info);
         f->st = st;
         if (st != MS_OK) snprintf(f->err, ERR_MAX, "%s", ms_errmsg());
@@ -228,10 +232,23 @@ static void geom_range(void *arg, int64_t b, int64_t e) {
     }
 }
 
+/* File i's data set in full (its fragments walked) when phase 1 stopped at
+ * its pixel data: what the general decoder needs. */
+static ms_status full_parse(const vol_job *j, int64_t i) {
+    vol_file *f = &j->f[i];
+    if (!f->ds->header_only) return MS_OK;
+    dcm_dataset *ds = NULL;
+    ms_status st = dcm_parse(j->files[i].data, (size_t)j->files[i].len, &j->lim, &ds);
+    if (st != MS_OK) return st;
+    dcm_dataset_free(f->ds);
+    f->ds = ds;
+    return MS_OK;
+}
+
 /* Phase 3 (the series checked): slice k's HU, windowed, straight into its
  * place in the volume. Native 16-bit frames are converted from the request's
- * bytes; others go through the general decoder (one file decoded whole
- * beforehand when it is the series alone: j->whole). */
+ * bytes; others are parsed in full and go through the general decoder (one
+ * file decoded whole beforehand when it is the series alone: j->whole). */
 static void decode_range(void *arg, int64_t b, int64_t e) {
     vol_job *j = arg;
     for (int64_t k = b; k < e && !atomic_load(&j->failed); k++) {
@@ -247,7 +264,8 @@ static void decode_range(void *arg, int64_t b, int64_t e) {
             dcm_native_view_hu(&v, 0, v.rows, o);
         } else {
             dcm_image *im = NULL;
-            st = dcm_decode_hu_ds(f->ds, &j->lim, &im);
+            st = full_parse(j, q->file);
+            if (st == MS_OK) st = dcm_decode_hu_ds(f->ds, &j->lim, &im);
             if (st == MS_OK && ((uint64_t)im->rows * im->cols != j->plane || im->samples != 1 ||
                                 q->frame >= im->frames))
                 st = ms_errf(MS_EINVAL, "decoded image is %ux%ux%u, its header says %ux%ux%u",
@@ -533,9 +551,11 @@ static ms_status resample(const vol_state *s, const float *vol, const int64_t di
     return MS_OK;
 }
 
-/* The volume of files[0..nf) into *out (out[0]); geom as far as known. */
+/* The volume of files[0..nf) into *out (out[0]); geom as far as known.
+ * With out NULL: the series checked and ordered only (no pixel decoded),
+ * order[k] (nf entries) the file of slice k. */
 static ms_status vol_run(kn_ctx *ctx, const vol_state *s, const rt_str *files, int64_t nf,
-                         rt_tensor **out, dcm_volume_geom *geom) {
+                         rt_tensor **out, dcm_volume_geom *geom, int64_t *order) {
     if (nf < 1) return ms_errf(MS_EINVAL, "a volume needs at least one DICOM file, got none");
     vol_job j = {.files = files, .s = s};
     atomic_init(&j.failed, 0);
@@ -608,6 +628,15 @@ static ms_status vol_run(kn_ctx *ctx, const vol_state *s, const rt_str *files, i
     geom->dim[1] = H;
     geom->dim[2] = W;
     if ((st = order_slices(j.f, nf, sl, D, &gap, px)) != MS_OK) goto done;
+    if (out == NULL) {
+        if (nf != D) {
+            st = ms_errf(MS_EINVAL, "a multi-frame file where a series of single-frame files "
+                                    "is needed");
+            goto done;
+        }
+        for (int64_t k = 0; k < D; k++)
+            order[k] = sl[k].file;
+    }
     const int64_t dim[3] = {D, H, W};
     const double have[3] = {gap, px[0], px[1]};
     const vol_geom *g0 = &j.f[sl[0].file].g[sl[0].frame];
@@ -616,6 +645,7 @@ static ms_status vol_run(kn_ctx *ctx, const vol_state *s, const rt_str *files, i
     memcpy(geom->ori, g0->ori, sizeof(geom->ori));
     memcpy(geom->first, g0->pos, sizeof(geom->first));
     memcpy(geom->last, g1->pos, sizeof(geom->last));
+    if (out == NULL) goto done;
     int64_t odim[3];
     if ((st = out_shape(s, &j.lim, dim, have, odim)) != MS_OK) goto done;
     memcpy(geom->out, odim, sizeof(odim));
@@ -641,7 +671,8 @@ static ms_status vol_run(kn_ctx *ctx, const vol_state *s, const rt_str *files, i
     dcm_native_view v;
     if (nf == 1 && !dcm_native_view_of(j.f[0].ds, in0, &j.lim, 0, &v)) {
         ms_err_clear();
-        if ((st = dcm_decode_hu_ds(j.f[0].ds, &j.lim, &whole)) != MS_OK) {
+        if ((st = full_parse(&j, 0)) != MS_OK ||
+            (st = dcm_decode_hu_ds(j.f[0].ds, &j.lim, &whole)) != MS_OK) {
             snprintf(j.err, ERR_MAX, "%s", ms_errmsg());
             st = file_error(0, st, j.err);
             goto fail_out;
@@ -691,7 +722,7 @@ ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
                        rt_dtype_name(x->dtype));
     dcm_volume_geom geom;
     memset(&geom, 0, sizeof(geom));
-    return vol_run(ctx, s, rt_tensor_strs(x), x->nelem, out, &geom);
+    return vol_run(ctx, s, rt_tensor_strs(x), x->nelem, out, &geom, NULL);
 }
 
 ms_status dcm_volume_decode(kn_ctx *ctx, const dcm_volume_opts *o, const rt_str *files, int64_t n,
@@ -722,7 +753,15 @@ ms_status dcm_volume_decode(kn_ctx *ctx, const dcm_volume_opts *o, const rt_str 
             s.spacing[a] = (float)o->spacing[a];
         }
     out[0] = NULL;
-    ms_status st = vol_run(ctx, &s, files, n, out, &g);
+    ms_status st = vol_run(ctx, &s, files, n, out, &g, NULL);
     if (geom != NULL) *geom = g;
     return st;
+}
+
+ms_status dcm_volume_order(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t *order,
+                           dcm_volume_geom *geom) {
+    vol_state s;
+    memset(&s, 0, sizeof(s));
+    memset(geom, 0, sizeof(*geom));
+    return vol_run(ctx, &s, files, n, NULL, geom, order);
 }

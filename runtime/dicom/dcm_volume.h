@@ -33,4 +33,11 @@ typedef struct dcm_volume_geom {
 ms_status dcm_volume_decode(kn_ctx *ctx, const dcm_volume_opts *o, const rt_str *files, int64_t n,
                             rt_tensor **out, dcm_volume_geom *geom);
 
+/* The checks of dcm_volume_decode on files[0..n), single-frame files of one
+ * series, on their headers alone (no pixel decoded): order[k] (n entries,
+ * caller's) is the file of slice k in the volume's order, geom the series'
+ * geometry. The same refusals; a multi-frame file is refused. */
+ms_status dcm_volume_order(kn_ctx *ctx, const rt_str *files, int64_t n, int64_t *order,
+                           dcm_volume_geom *geom);
+
 #endif /* DCM_VOLUME_H */

@@ -157,6 +157,41 @@ static ms_status dicom_volume_front(rt__ox_conv *cv, const char *name, rt_dtype 
     return MS_OK;
 }
 
+/* --dicom_seg_output NAME: DcmEncodeSeg(labels = graph output NAME's
+ * Identity, contents = the series' Placeholder) as signature output
+ * "dicom_seg" (outs has room for one more entry). */
+static ms_status seg_output(rt__ox_conv *cv, const Onnx__GraphProto *g,
+                            Tensorflow__SignatureDef__OutputsEntry **outs, size_t *nout) {
+    const rt_onnx_opts *o = cv->opts;
+    size_t i = 0;
+    while (i < g->n_output && strcmp(outs[i]->key, o->dicom_seg_output) != 0) i++;
+    if (i == g->n_output)
+        return ms_errf(MS_EINVAL, "--dicom_seg_output %s: the graph has no output of that name",
+                       o->dicom_seg_output);
+    for (size_t k = 0; k < g->n_output; k++)
+        if (strcmp(outs[k]->key, "dicom_seg") == 0)
+            return ms_errf(MS_EINVAL, "--dicom_seg_output: the graph already has an output "
+                                      "named dicom_seg");
+    const rt_dtype dt = (rt_dtype)outs[i]->value->dtype;
+    if (dt != RT_DT_UINT8 && dt != RT_DT_INT32 && dt != RT_DT_INT64)
+        return ms_errf(MS_EINVAL,
+                       "--dicom_seg_output %s: a SEG encodes labels (uint8, int32 or int64), the "
+                       "output is %s (an ArgMax over the classes gives labels)",
+                       o->dicom_seg_output, rt_dtype_name(dt));
+    Tensorflow__NodeDef *seg =
+        rt__tf_node(cv, "DcmEncodeSeg", rt__ox_printf(cv, "%s/dicom_seg", o->dicom_input));
+    rt__tf_input(cv, seg, outs[i]->key); /* the output's Identity node */
+    rt__tf_input(cv, seg, o->dicom_input);
+    if (o->dicom_seg_labels) rt__tf_attr_s(cv, seg, "segments", o->dicom_seg_labels);
+    if (o->dicom_seg_uid_root) rt__tf_attr_s(cv, seg, "uid_root", o->dicom_seg_uid_root);
+    Tensorflow__SignatureDef__OutputsEntry *e = rt__ox_alloc(cv, sizeof(*e));
+    tensorflow__signature_def__outputs_entry__init(e);
+    e->key = rt__ox_strdup(cv, "dicom_seg");
+    e->value = tensor_info(cv, seg->name, RT_DT_STRING, 0, NULL);
+    outs[(*nout)++] = e;
+    return MS_OK;
+}
+
 /* --dicom_input: Placeholder(DT_STRING [-1]) -> DcmDecodeHU -> DcmWindow,
  * defining the ONNX input value from the windowed images. Fills the
  * signature entry (DT_STRING, [-1]). */
@@ -464,9 +499,12 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
         outs[i]->key = rt__ox_strdup(cv, vi->name);
         outs[i]->value = tensor_info(cv, nd->name, dt, rank, dims);
     }
+    size_t nout = g->n_output;
+    if (cv->opts->dicom_seg_output != NULL && (st = seg_output(cv, g, outs, &nout)) != MS_OK)
+        return st;
     sig->n_inputs = nin;
     sig->inputs = ins;
-    sig->n_outputs = g->n_output;
+    sig->n_outputs = nout;
     sig->outputs = outs;
     sig->method_name = rt__ox_strdup(cv, "tensorflow/serving/predict");
     return MS_OK;

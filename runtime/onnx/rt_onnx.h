@@ -44,6 +44,12 @@ typedef struct rt_onnx_opts {
      * [1, 1, D, H, W] (or [1, D, H, W, 1] with dicom_nhwc) */
     int dicom_volume;
     float spacing[3]; /* with dicom_volume: resample to [z, y, x] mm; 0 = keep */
+    /* with dicom_volume: the graph output of this name (a label volume) is
+     * also encoded by DcmEncodeSeg as a DICOM Segmentation of the input
+     * series, signature output "dicom_seg" (DT_STRING scalar); NULL = none.
+     * Labels (comma-separated; NULL = "Segment k") and UID root (NULL =
+     * 2.25) are its attrs. */
+    const char *dicom_seg_output, *dicom_seg_labels, *dicom_seg_uid_root;
 } rt_onnx_opts;
 
 /* Converts the ONNX file at onnx_path. On success *pb is a malloc'ed

@@ -36,6 +36,11 @@ static void usage(FILE *f) {
             "                       series in any order, or one multi-frame file) as a\n"
             "                       5-D volume [1, 1, D, H, W] (NDHWC with --layout NHWC)\n"
             "  --spacing Z,Y,X      with --dicom_volume: resample to this spacing (mm)\n"
+            "  --dicom_seg_output NAME  with --dicom_volume: the graph output NAME (a label\n"
+            "                       volume, uint8/int32/int64, on the series' grid) is also\n"
+            "                       returned as a DICOM Segmentation file, output \"dicom_seg\"\n"
+            "  --dicom_seg_labels A,B,...  segment labels (label value 1 is A, ...)\n"
+            "  --dicom_seg_uid_root ROOT   UID root for the SEG's new UIDs (default 2.25)\n"
             "  --tf_layout L        NHWC (default: activations channels-last inside the\n"
             "                       graph, the CPU kernels' native layout) or NCHW\n"
             "  --log_level LEVEL    debug, info, warn, error\n");
@@ -64,6 +69,9 @@ int cli_import_onnx(int argc, char **argv) {
         {"dicom_modality", required_argument, NULL, 'M'},
         {"dicom_volume", no_argument, NULL, 'V'},
         {"spacing", required_argument, NULL, 'S'},
+        {"dicom_seg_output", required_argument, NULL, 'g'},
+        {"dicom_seg_labels", required_argument, NULL, 'G'},
+        {"dicom_seg_uid_root", required_argument, NULL, 'U'},
         {"tf_layout", required_argument, NULL, 'T'},
         {"log_level", required_argument, NULL, 'L'},
         {"overwrite", no_argument, NULL, 'O'},
@@ -120,6 +128,15 @@ int cli_import_onnx(int argc, char **argv) {
         case 'V':
             opts.dicom_volume = 1;
             break;
+        case 'g':
+            opts.dicom_seg_output = optarg;
+            break;
+        case 'G':
+            opts.dicom_seg_labels = optarg;
+            break;
+        case 'U':
+            opts.dicom_seg_uid_root = optarg;
+            break;
         case 'S': {
             char extra;
             float *sp = opts.spacing;
@@ -174,6 +191,22 @@ int cli_import_onnx(int argc, char **argv) {
     }
     if (opts.dicom_volume && opts.size_h > 0) {
         fprintf(stderr, "import-onnx: --size is for 2-D images; a volume takes --spacing Z,Y,X\n");
+        return 2;
+    }
+    if ((opts.dicom_seg_output || opts.dicom_seg_labels || opts.dicom_seg_uid_root) &&
+        !opts.dicom_volume) {
+        fprintf(stderr, "import-onnx: --dicom_seg_output, --dicom_seg_labels and "
+                        "--dicom_seg_uid_root go with --dicom_volume\n");
+        return 2;
+    }
+    if ((opts.dicom_seg_labels || opts.dicom_seg_uid_root) && !opts.dicom_seg_output) {
+        fprintf(stderr, "import-onnx: --dicom_seg_labels and --dicom_seg_uid_root need "
+                        "--dicom_seg_output\n");
+        return 2;
+    }
+    if (opts.dicom_seg_output && opts.spacing[0] > 0) {
+        fprintf(stderr, "import-onnx: --dicom_seg_output needs the labels on the series' own "
+                        "grid; it does not go with --spacing\n");
         return 2;
     }
     if (opts.spacing[0] > 0 && !opts.dicom_volume) {

@@ -606,9 +606,11 @@ static void render_dicom(sbuf *b) {
             "# TYPE dcmserve_dicom_bytes_total counter\ndcmserve_dicom_bytes_total %" PRIu64 "\n"
             "# HELP dcmserve_dicom_frames_total Frames decoded.\n"
             "# TYPE dcmserve_dicom_frames_total counter\ndcmserve_dicom_frames_total %" PRIu64 "\n"
+            "# HELP dcmserve_dicom_pixels_total Pixels (samples) decoded from DICOM files.\n"
+            "# TYPE dcmserve_dicom_pixels_total counter\ndcmserve_dicom_pixels_total %" PRIu64 "\n"
             "# HELP dcmserve_dicom_decode_errors_total DICOM files refused, by reason.\n"
             "# TYPE dcmserve_dicom_decode_errors_total counter\n",
-        ds.files, ds.bytes, ds.frames);
+        ds.files, ds.bytes, ds.frames, ds.pixels);
     for (int r = 0; r < DCM_ERR_NREASONS; r++)
         put(b, "dcmserve_dicom_decode_errors_total{reason=\"%s\"} %" PRIu64 "\n",
             dcm_ops_err_reason_name(r), ds.errors[r]);
