@@ -548,6 +548,16 @@ static ms_status sliding_window(rt__ox_conv *cv, const char *name, const rt__ox_
     rt__tf_attr_i(cv, sw, "sw_batch", o->sw_batch > 0 ? o->sw_batch : 1);
     rt__tf_attr_s(cv, sw, "data_format", ndhwc ? "NDHWC" : "NCDHW");
     *src = sw->name;
+    if (o->spacing[0] > 0) {
+        /* Back to the series' own grid (DcmDecodeVolume's geometry output). */
+        Tensorflow__NodeDef *bk =
+            rt__tf_node(cv, "_DcmResampleBack", rt__ox_printf(cv, "%s/resample_back", name));
+        rt__tf_input(cv, bk, sw->name);
+        rt__tf_input(cv, bk, rt__ox_printf(cv, "%s:1", cv->sw_volume));
+        rt__tf_attr_flist(cv, bk, "spacing", o->spacing, 3);
+        rt__tf_attr_s(cv, bk, "data_format", ndhwc ? "NDHWC" : "NCDHW");
+        *src = bk->name;
+    }
     *rank = 5;
     for (int a = 0; a < 5; a++) dims[a] = -1;
     dims[0] = 1;
@@ -556,7 +566,7 @@ static ms_status sliding_window(rt__ox_conv *cv, const char *name, const rt__ox_
     /* Labels: ArgMax over the channels (the first maximum, as numpy), uint8. */
     const char *ln = rt__ox_printf(cv, "%s_labels", name);
     Tensorflow__NodeDef *am = rt__tf_node(cv, "ArgMax", rt__ox_printf(cv, "%s/argmax", ln));
-    rt__tf_input(cv, am, sw->name);
+    rt__tf_input(cv, am, *src);
     rt__tf_input(cv, am, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", ln), cx));
     rt__tf_attr_type(cv, am, "T", RT_DT_FLOAT);
     rt__tf_attr_type(cv, am, "Tidx", RT_DT_INT32);

@@ -40,7 +40,8 @@ static void usage(FILE *f) {
             "  --sliding_window roi=Z,Y,X  (implies --dicom_volume) run the 3-D model on\n"
             "                       patches of Z x Y x X voxels over the whole volume and\n"
             "                       blend them (MONAI's SlidingWindowInferer); the output\n"
-            "                       is the blended full-volume prediction\n"
+            "                       is the blended full-volume prediction (with --spacing:\n"
+            "                       resampled back to the series' own grid)\n"
             "  --overlap O          window overlap, 0 <= O < 1 (default 0.25)\n"
             "  --blend constant|gaussian  weights (default constant)\n"
             "  --sigma_scale S      gaussian sigma = S * roi per axis (default 0.125)\n"
@@ -253,12 +254,6 @@ int cli_import_onnx(int argc, char **argv) {
     if (opts.sw_roi[0] > 0) {
         if (!opts.dicom_input) {
             fprintf(stderr, "import-onnx: --sliding_window goes with --dicom_input\n");
-            return 2;
-        }
-        if (opts.spacing[0] > 0) {
-            /* Not built: the answer would be on the resampled grid, not the series'. */
-            fprintf(stderr, "import-onnx: --sliding_window with --spacing is not supported yet "
-                            "(resampling the answer back to the series' grid is not built)\n");
             return 2;
         }
         opts.dicom_volume = 1;
