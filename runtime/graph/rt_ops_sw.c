@@ -14,15 +14,17 @@
  * overlap)), 1), computed by import-onnx in double from the overlap the
  * user typed, so it floors as MONAI does); blend "constant" | "gaussian";
  * sigma_scale float (0.125); sw_batch int (patches per model run);
- * data_format "NCDHW" | "NDHWC" (the model's input and output layout).
+ * data_format "NCDHW" | "NDHWC" (the model's input and output layout);
+ * channels int (the model's output channels when static at import, else 0).
  * Output: float32 (1, C, D, H, W) or (1, D, H, W, C): the blended answer
  * for every voxel, Sum(w * p) / Sum(w) over the windows covering it.
  *
  * Memory: one batch of patches and its prediction at a time, the output
  * (the accumulator when the volume needs no padding, else one padded
  * accumulator cropped into it) and one float weight sum per voxel, all
- * charged to the request's budget before the first patch runs where their
- * size is known (the accumulators: after the first batch tells C).
+ * charged to the request's budget before they are allocated: all of them
+ * before the first patch runs when `channels` is known, else the
+ * accumulators once the first prediction gives the channel count.
  * Cancellation is checked before every batch. */
 #include <math.h>
 #include <stdlib.h>
@@ -37,6 +39,7 @@ typedef struct sw_state {
     rt_plan *plan;
     int64_t roi[3], interval[3];
     int64_t batch;
+    int64_t channels; /* the model's output channels when static, else 0 */
     int ndhwc;
     float *wmap; /* roi[0] * roi[1] * roi[2] importance weights */
 } sw_state;
@@ -136,6 +139,12 @@ static ms_status sw_prepare(const kn_node *n, rt_tensor *const *cin, void **stat
     if (s->roi[0] * s->roi[1] > INT32_MAX / s->roi[2]) {
         st = kn__errf(MS_EINVAL, n, "roi of %lld x %lld x %lld voxels is too large",
                       (long long)s->roi[0], (long long)s->roi[1], (long long)s->roi[2]);
+        goto done;
+    }
+    s->channels = kn_attr_i(n, "channels", 0);
+    if (s->channels < 0 || s->channels > INT32_MAX) {
+        st = kn__errf(MS_EINVAL, n, "channels %lld: want 0 (unknown) or more",
+                      (long long)s->channels);
         goto done;
     }
     s->batch = kn_attr_i(n, "sw_batch", 1);
@@ -240,17 +249,38 @@ static void cut_patch(const sw_run *r, int64_t w, float *patch) {
     }
 }
 
-/* acc += w * p and wsum += w over window w; p is one prediction in the
- * model's layout. */
-static void add_pred(sw_run *r, int64_t w, const float *p) {
+/* One step of the run split over the intra-op pool: patches of a batch cut,
+ * a window's z rows added, the output's z slices divided. Each range writes
+ * its own elements, so the sums keep their window order whatever the split. */
+typedef struct sw_job {
+    sw_run *r;
+    int64_t w;       /* cut: the batch's first window; add: the window */
+    float *patch;    /* cut: the batch */
+    const float *p;  /* add: the window's prediction */
+    float *o;        /* divide: the output */
+} sw_job;
+
+static void cut_range(void *arg, int64_t b, int64_t e) {
+    const sw_job *j = arg;
+    const int64_t *roi = j->r->s->roi, pvox = roi[0] * roi[1] * roi[2];
+    for (int64_t i = b; i < e; i++) cut_patch(j->r, j->w + i, j->patch + i * pvox);
+}
+
+/* acc += w * p and wsum += w over z rows [b, e) of window j->w; p is one
+ * prediction in the model's layout. */
+static void add_range(void *arg, int64_t b, int64_t e) {
+    const sw_job *j = arg;
+    sw_run *r = j->r;
     const sw_state *s = r->s;
     const int64_t *roi = s->roi, c = r->c;
-    const int64_t vox = roi[0] * roi[1] * roi[2];
+    const int64_t vox = roi[0] * roi[1] * roi[2], plane = r->len[0] * r->len[1] * r->len[2];
+    const float *p = j->p;
     int64_t o[3];
-    win_start(r, w, o);
-    for (int64_t z = 0, k = 0; z < roi[0]; z++)
+    win_start(r, j->w, o);
+    for (int64_t z = b; z < e; z++)
         for (int64_t y = 0; y < roi[1]; y++) {
             int64_t row = ((o[0] + z) * r->len[1] + o[1] + y) * r->len[2] + o[2];
+            int64_t k = (z * roi[1] + y) * roi[2];
             for (int64_t x = 0; x < roi[2]; x++, k++) {
                 float wt = s->wmap[k];
                 int64_t v = row + x;
@@ -258,11 +288,66 @@ static void add_pred(sw_run *r, int64_t w, const float *p) {
                 if (s->ndhwc)
                     for (int64_t ch = 0; ch < c; ch++) r->acc[v * c + ch] += wt * p[k * c + ch];
                 else
-                    for (int64_t ch = 0; ch < c; ch++)
-                        r->acc[ch * r->len[0] * r->len[1] * r->len[2] + v] +=
-                            wt * p[ch * vox + k];
+                    for (int64_t ch = 0; ch < c; ch++) r->acc[ch * plane + v] += wt * p[ch * vox + k];
             }
         }
+}
+
+/* Sum(w * p) / Sum(w) for z slices [b, e) of the volume, cropped from the
+ * padded accumulator (or in place when it is the output). */
+static void divide_range(void *arg, int64_t b, int64_t e) {
+    const sw_job *j = arg;
+    const sw_run *r = j->r;
+    const int64_t c = r->c, vox = r->len[0] * r->len[1] * r->len[2];
+    const int64_t ov = r->dim[0] * r->dim[1] * r->dim[2];
+    for (int64_t z = b; z < e; z++)
+        for (int64_t y = 0; y < r->dim[1]; y++) {
+            int64_t k = (z * r->dim[1] + y) * r->dim[2];
+            for (int64_t x = 0; x < r->dim[2]; x++, k++) {
+                int64_t pv =
+                    ((z + r->pad[0]) * r->len[1] + y + r->pad[1]) * r->len[2] + x + r->pad[2];
+                float ws = r->wsum[pv];
+                for (int64_t ch = 0; ch < c; ch++) {
+                    if (r->s->ndhwc)
+                        j->o[k * c + ch] = r->acc[pv * c + ch] / ws;
+                    else
+                        j->o[ch * ov + k] = r->acc[ch * vox + pv] / ws;
+                }
+            }
+        }
+}
+
+/* The output (1, C, D, H, W) (or NDHWC) and, for a padded volume, the
+ * padded accumulator, zeroed; their bytes taken from the request's budget
+ * (added to *held: the output's is held while the patches run, the executor
+ * charges it as an output once the op returns). Sets r->c and r->acc. */
+static ms_status alloc_acc(kn_ctx *ctx, sw_run *r, int64_t c, int padded, float **acc_pad,
+                           rt_tensor **acc_t, uint64_t *held) {
+    ms_budget *budget = ctx ? ctx->budget : NULL;
+    const int64_t vox = r->len[0] * r->len[1] * r->len[2];
+    int64_t od[5] = {1, c, r->dim[0], r->dim[1], r->dim[2]};
+    if (r->s->ndhwc) od[1] = r->dim[0], od[2] = r->dim[1], od[3] = r->dim[2], od[4] = c;
+    rt_shape os = rt_shape_make(5, od);
+    ms_status st = MS_OK;
+    r->c = c;
+    if (padded) {
+        uint64_t ab = (uint64_t)vox * (uint64_t)c * sizeof(float);
+        if ((st = ms_budget_take(budget, ab, "the sliding window's padded accumulator")) != MS_OK)
+            return st;
+        *held += ab;
+        if ((*acc_pad = calloc((size_t)vox, sizeof(float) * (size_t)c)) == NULL)
+            return ms_errf(MS_ENOMEM, "out of memory");
+        r->acc = *acc_pad;
+    }
+    uint64_t ob = (uint64_t)rt_shape_nelem(&os) * sizeof(float);
+    if ((st = ms_budget_take(budget, ob, "the sliding window's output")) != MS_OK) return st;
+    *held += ob;
+    if ((st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &os, acc_t)) != MS_OK) return st;
+    if (!padded) {
+        r->acc = (*acc_t)->data;
+        memset(r->acc, 0, sizeof(float) * (size_t)(*acc_t)->nelem);
+    }
+    return MS_OK;
 }
 
 static ms_status sw_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
@@ -310,6 +395,11 @@ static ms_status sw_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor 
         st = ms_errf(MS_ENOMEM, "out of memory");
         goto done;
     }
+    /* With the model's channel count known at load, every buffer is taken
+     * before the first patch runs. */
+    if (s->channels > 0 &&
+        (st = alloc_acc(ctx, &r, s->channels, padded, &acc_pad, &acc_t, &held)) != MS_OK)
+        goto done;
     for (int64_t w0 = 0; w0 < r.nwin; w0 += s->batch) {
         if (kn_ctx_cancelled(ctx)) {
             st = ms_errf(MS_ECANCELED, "request cancelled");
@@ -331,7 +421,8 @@ static ms_status sw_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor 
             }
             if ((st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &bs, &batch)) != MS_OK) goto done;
         }
-        for (int64_t i = 0; i < nb; i++) cut_patch(&r, w0 + i, (float *)batch->data + i * pvox);
+        sw_job cj = {.r = &r, .w = w0, .patch = batch->data};
+        kn_ctx_parallel_for(ctx, nb, 1, cut_range, &cj);
         rt_tensor *p = NULL;
         if ((st = rt_plan_run(s->plan, ctx, rt_hostctx_of(ctx) ? rt_hostctx_of(ctx)->vars : NULL,
                               &batch, &p)) != MS_OK) {
@@ -355,53 +446,23 @@ static ms_status sw_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor 
             rt_tensor_unref(p);
             goto done;
         }
-        if (r.c == 0) {
-            r.c = p->shape.dim[cx];
-            int64_t od[5] = {1, r.c, r.dim[0], r.dim[1], r.dim[2]};
-            if (s->ndhwc) od[1] = r.dim[0], od[2] = r.dim[1], od[3] = r.dim[2], od[4] = r.c;
-            rt_shape os = rt_shape_make(5, od);
-            if (padded) {
-                uint64_t ab = (uint64_t)vox * (uint64_t)r.c * sizeof(float);
-                st = ms_budget_take(budget, ab, "the sliding window's padded accumulator");
-                if (st == MS_OK) held += ab;
-                if (st == MS_OK &&
-                    (acc_pad = calloc((size_t)vox, sizeof(float) * (size_t)r.c)) == NULL)
-                    st = ms_errf(MS_ENOMEM, "out of memory");
-                r.acc = acc_pad;
-            }
-            /* Held while the patches run; the executor charges it as an
-             * output once the op returns. */
-            uint64_t ob = (uint64_t)rt_shape_nelem(&os) * sizeof(float);
-            if (st == MS_OK) st = ms_budget_take(budget, ob, "the sliding window's output");
-            if (st == MS_OK) held += ob;
-            if (st == MS_OK) st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &os, &acc_t);
-            if (st == MS_OK && !padded) {
-                r.acc = acc_t->data;
-                memset(r.acc, 0, sizeof(float) * (size_t)acc_t->nelem);
-            }
-            if (st != MS_OK) {
-                rt_tensor_unref(p);
-                goto done;
-            }
+        if (r.c == 0 && (st = alloc_acc(ctx, &r, p->shape.dim[cx], padded, &acc_pad, &acc_t,
+                                        &held)) != MS_OK) {
+            rt_tensor_unref(p);
+            goto done;
         }
-        for (int64_t i = 0; i < nb; i++)
-            add_pred(&r, w0 + i, (const float *)p->data + i * pvox * r.c);
+        /* Windows in order (they overlap); one window's rows in parallel,
+         * when it is worth a hand-off. */
+        const int64_t min_z = (KN_PAR_MIN_VALUES + s->roi[1] * s->roi[2] * r.c - 1) /
+                              (s->roi[1] * s->roi[2] * r.c);
+        for (int64_t i = 0; i < nb; i++) {
+            sw_job aj = {.r = &r, .w = w0 + i, .p = (const float *)p->data + i * pvox * r.c};
+            kn_ctx_parallel_for(ctx, s->roi[0], min_z, add_range, &aj);
+        }
         rt_tensor_unref(p);
     }
-    /* Sum(w * p) / Sum(w), cropped to the volume. */
-    float *o = acc_t->data;
-    for (int64_t z = 0, k = 0; z < r.dim[0]; z++)
-        for (int64_t y = 0; y < r.dim[1]; y++)
-            for (int64_t x = 0; x < r.dim[2]; x++, k++) {
-                int64_t pv = ((z + r.pad[0]) * r.len[1] + y + r.pad[1]) * r.len[2] + x + r.pad[2];
-                float ws = r.wsum[pv];
-                for (int64_t ch = 0; ch < r.c; ch++) {
-                    if (s->ndhwc)
-                        o[k * r.c + ch] = r.acc[pv * r.c + ch] / ws;
-                    else
-                        o[ch * r.dim[0] * r.dim[1] * r.dim[2] + k] = r.acc[ch * vox + pv] / ws;
-                }
-            }
+    sw_job dj = {.r = &r, .o = acc_t->data};
+    kn_ctx_parallel_for(ctx, r.dim[0], 1, divide_range, &dj);
     out[0] = acc_t;
     acc_t = NULL;
 done:

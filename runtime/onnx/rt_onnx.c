@@ -547,6 +547,7 @@ static ms_status sliding_window(rt__ox_conv *cv, const char *name, const rt__ox_
     rt__tf_attr_f(cv, sw, "sigma_scale", o->sw_sigma_scale > 0 ? o->sw_sigma_scale : 0.125f);
     rt__tf_attr_i(cv, sw, "sw_batch", o->sw_batch > 0 ? o->sw_batch : 1);
     rt__tf_attr_s(cv, sw, "data_format", ndhwc ? "NDHWC" : "NCDHW");
+    if (c > 0) rt__tf_attr_i(cv, sw, "channels", c);
     *src = sw->name;
     if (o->spacing[0] > 0) {
         /* Back to the series' own grid (DcmDecodeVolume's geometry output). */
