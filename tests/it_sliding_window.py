@@ -22,7 +22,6 @@ spacings swapped, written here too); served once over gRPC.
 import copy
 import itertools
 import os
-import subprocess
 import sys
 import tempfile
 import warnings
@@ -34,26 +33,18 @@ from onnx import TensorProto, helper, numpy_helper
 from pydicom.uid import generate_uid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import it_dicom_volume as dv  # noqa: E402
 import serve_client as sc  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
 DCMSERVE = sc.DCMSERVE
 TEST_FILES = os.path.join(os.path.dirname(pydicom.__file__), "data", "test_files")
-WINDOW = (40.0, 400.0)
+WINDOW = dv.WINDOW
 ROI = (32, 32, 32)
 TOL = 1e-5
-FAILS = []
-
-
-def check(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
-
-
-def run(*args):
-    return subprocess.run([DCMSERVE] + list(args), capture_output=True, text=True, timeout=600)
+# Shared with it_dicom_volume: its check / run helpers and failure list.
+check, run, FAILS = dv.check, dv.run, dv.FAILS
 
 
 # ---- the model, in ONNX and in numpy ----
@@ -159,33 +150,14 @@ def sliding_window(vol, overlap, gaussian):
     return out[(slice(None),) + crop].astype(np.float32)
 
 
-# ---- resampling to --spacing and back (docs/dicom.md "Series volumes") ----
-
-RS_TOL = 1e-4
-
-
-def resample_to(v, axis, s, t, m):
-    """Output index i of m reads input index p = i * t / s (snapped to an
-    index within RS_TOL), linearly between its two neighbours."""
-    n = v.shape[axis]
-    p = np.arange(m, dtype=np.float64) * t / s
-    r = np.floor(p + 0.5)
-    p = np.where(np.abs(p - r) <= RS_TOL, r, p)
-    i0 = np.minimum(np.floor(p).astype(np.int64), n - 1)
-    i1 = np.minimum(i0 + 1, n - 1)
-    f = (p - i0).astype(np.float32)
-    shape = [1] * v.ndim
-    shape[axis] = m
-    a, b = np.take(v, i0, axis=axis), np.take(v, i1, axis=axis)
-    return a + (b - a) * f.reshape(shape)
-
+# ---- resampling to --spacing and back (docs/dicom.md "Series volumes"; the
+# formula's numpy form is it_dicom_volume's) ----
 
 def forward(vol, have, spacing):
     """The decoded volume at `spacing` (the op's float32 attr widened)."""
     for ax in range(3):
         t = float(np.float32(spacing[ax]))
-        m = int(np.floor((vol.shape[ax] - 1) * have[ax] / t + RS_TOL)) + 1
-        vol = resample_to(vol, ax, have[ax], t, m)
+        vol = dv.resample(vol, ax, have[ax], t)
     return vol.astype(np.float32)
 
 
@@ -194,7 +166,7 @@ def back(pred, have, spacing, dims):
     the same formula with the spacings swapped."""
     for ax in range(3):
         t = float(np.float32(spacing[ax]))
-        pred = resample_to(pred, ax + 1, t, have[ax], dims[ax])
+        pred = dv.resample(pred, ax + 1, t, have[ax], dims[ax])
     return pred
 
 
@@ -218,18 +190,8 @@ def make_series(n, rows, tmp, tag, rng):
         ds.RescaleSlope = "1"
         ds.RescaleIntercept = "-1024"
         out.append(ds)
-        hu = a.astype(np.float32) * np.float32(1.0) + np.float32(-1024.0)
-        c, wd = WINDOW
-        lo, hi = np.float32(c - wd / 2.0), np.float32(c + wd / 2.0)
-        vols.append((np.clip(hu, lo, hi) - lo) / (hi - lo))
-    order = list(range(n))
-    rng.shuffle(order)
-    paths = []
-    for i, k in enumerate(order):
-        p = os.path.join(tmp, "%s_%02d.dcm" % (tag, i))
-        out[k].save_as(p, write_like_original=False)
-        paths.append(p)
-    return paths, np.stack(vols).astype(np.float32)
+        vols.append(dv.window(a.astype(np.float32) * np.float32(1.0) + np.float32(-1024.0)))
+    return dv.save_shuffled(out, rng, tmp, tag), np.stack(vols).astype(np.float32)
 
 
 def import_sw(tmp, name, layout, *extra):
@@ -347,18 +309,14 @@ def main():
         d = sc.Daemon(["--model_name=sw", "--model_base_path=" + os.path.join(tmp, "sw_const")])
         try:
             d.wait_health()
-            req = pb.tfs.PredictRequest()
-            req.model_spec.name = "sw"
-            t = req.inputs["image"]
-            t.dtype = pb.fw.DT_STRING
-            t.tensor_shape.dim.add().size = len(paths)
+            files = []
             for q in paths:
                 with open(q, "rb") as fh:
-                    t.string_val.append(fh.read())
+                    files.append(fh.read())
+            req = sc.dicom_request(files, model="sw", key="image")
             resp = d.stub.Predict(req, timeout=300)
             tp = resp.outputs["prob"]
-            g = np.array(tp.float_val if tp.float_val else
-                         np.frombuffer(tp.tensor_content, dtype=np.float32), dtype=np.float32)
+            g = np.array(sc.tensor_values(tp), dtype=np.float32)
             g = g.reshape([dd.size for dd in tp.tensor_shape.dim])
             close(g, want[None], "daemon: gRPC Predict of the 64-file series")
             lp = resp.outputs["prob_labels"]
