@@ -17,7 +17,8 @@ sigma = 0.125 * roi, floored at max(min, 1e-3); answer Sum(w p) / Sum(w)).
 Compared within 1e-5 for constant and Gaussian blending, NCDHW and NDHWC,
 with --argmax labels, and with --spacing (the volume resampled for the model,
 the answer resampled back to the series' grid: the volume's formula with the
-spacings swapped, written here too); served once over gRPC.
+spacings swapped); served over gRPC within a 24 MB request budget (a
+smaller one refused naming the buffer), a 1 ms deadline cancels.
 """
 import copy
 import itertools
@@ -306,7 +307,11 @@ def main():
 
         # ---- served once over gRPC ----
         pb = sc.gen_protos()
-        d = sc.Daemon(["--model_name=sw", "--model_base_path=" + os.path.join(tmp, "sw_const")])
+        # A 24 MB request budget: the volume (2.4 MB), the weight sum (2.4), the
+        # output (7.1) and one batch of 4 patches with its activations fit; the
+        # 75 patches at once would not (their Conv3d 1->4 output alone: 39 MB).
+        d = sc.Daemon(["--model_name=sw", "--model_base_path=" + os.path.join(tmp, "sw_const"),
+                       "--max_request_memory_bytes=24000000"])
         try:
             d.wait_health()
             files = []
@@ -318,7 +323,8 @@ def main():
             tp = resp.outputs["prob"]
             g = np.array(sc.tensor_values(tp), dtype=np.float32)
             g = g.reshape([dd.size for dd in tp.tensor_shape.dim])
-            close(g, want[None], "daemon: gRPC Predict of the 64-file series")
+            close(g, want[None], "daemon: gRPC Predict of the 64-file series within a 24 MB "
+                  "request budget")
             lp = resp.outputs["prob_labels"]
             check(lp.dtype == pb.fw.DT_UINT8 and
                   [dd.size for dd in lp.tensor_shape.dim] == [1, 64, 96, 96],
@@ -333,6 +339,21 @@ def main():
                       "daemon: a 1 ms deadline gives DEADLINE_EXCEEDED (%s)" % e.code())
             resp = d.stub.Predict(req, timeout=300)
             check("prob" in resp.outputs, "daemon: serves the next request after that")
+        finally:
+            d.close()
+        # 9 MB: the output does not fit beside the volume and the weight sum.
+        d = sc.Daemon(["--model_name=sw", "--model_base_path=" + os.path.join(tmp, "sw_const"),
+                       "--max_request_memory_bytes=9000000"])
+        try:
+            d.wait_health()
+            try:
+                d.stub.Predict(req, timeout=300)
+                check(False, "daemon: a 9 MB request budget refuses the sliding window")
+            except grpc.RpcError as e:
+                check(e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and
+                      "the sliding window's output needs 7077888 bytes" in e.details(),
+                      "daemon: a 9 MB request budget gives RESOURCE_EXHAUSTED naming the "
+                      "output (%s)" % e.details())
         finally:
             d.close()
 

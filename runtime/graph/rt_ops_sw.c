@@ -339,10 +339,14 @@ static ms_status alloc_acc(kn_ctx *ctx, sw_run *r, int64_t c, int padded, float 
             return ms_errf(MS_ENOMEM, "out of memory");
         r->acc = *acc_pad;
     }
+    /* Checked (naming it), allocated (kn_ctx_output checks again), then
+     * taken: taken first, the second check would count it twice. */
     uint64_t ob = (uint64_t)rt_shape_nelem(&os) * sizeof(float);
+    if ((st = ms_budget_check(budget, ob, "the sliding window's output")) != MS_OK ||
+        (st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &os, acc_t)) != MS_OK)
+        return st;
     if ((st = ms_budget_take(budget, ob, "the sliding window's output")) != MS_OK) return st;
     *held += ob;
-    if ((st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &os, acc_t)) != MS_OK) return st;
     if (!padded) {
         r->acc = (*acc_t)->data;
         memset(r->acc, 0, sizeof(float) * (size_t)(*acc_t)->nelem);
@@ -413,13 +417,12 @@ static ms_status sw_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor 
             if (batch != NULL) ms_budget_give(budget, batch_held);
             rt_tensor_unref(batch);
             batch = NULL;
-            batch_held = (uint64_t)nb * (uint64_t)pvox * sizeof(float);
-            if ((st = ms_budget_take(budget, batch_held, "a batch of sliding-window patches")) !=
-                MS_OK) {
-                batch_held = 0;
-                goto done;
-            }
+            batch_held = 0;
             if ((st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &bs, &batch)) != MS_OK) goto done;
+            uint64_t bb = (uint64_t)nb * (uint64_t)pvox * sizeof(float);
+            if ((st = ms_budget_take(budget, bb, "a batch of sliding-window patches")) != MS_OK)
+                goto done;
+            batch_held = bb;
         }
         sw_job cj = {.r = &r, .w = w0, .patch = batch->data};
         kn_ctx_parallel_for(ctx, nb, 1, cut_range, &cj);
