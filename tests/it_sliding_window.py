@@ -293,6 +293,13 @@ def main():
                       "%s, --spacing: labels are the arg-max of the answer on the series' grid"
                       % blend)
 
+        # `dcmserve check` lists the wrapped model's ops too (reached through the
+        # op's pred attr, not an edge)
+        r = run("check", os.path.dirname(m))
+        check(r.returncode == 0 and "_SlidingWindow" in r.stdout and "Sigmoid" in r.stdout and
+              "Relu" in r.stdout, "dcmserve check lists _SlidingWindow and the model's ops (%s)" %
+              [ln for ln in r.stdout.splitlines() if "ops (" in ln])
+
         # refusals at import
         onnx_path = os.path.join(tmp, "unet_NCHW.onnx")
         r = run("import-onnx", onnx_path, "--output_dir", os.path.join(tmp, "x1", "1"),

@@ -19,6 +19,10 @@ extern const kn_kernel rt_ops_example_kernels[];    /* ParseExample* (rt_example
 extern const kn_kernel rt_ops_resource_kernels[];   /* ResourceGather(Nd) (rt_ops_resource.c) */
 extern const kn_kernel rt_ops_sw_kernels[];         /* _SlidingWindow (rt_ops_sw.c) */
 
+/* The sliding-window op: runs the model between its `patch` Placeholder and
+ * its `pred` tensor (string attrs) over patches of its input volume. */
+#define RT_SW_OP "_SlidingWindow"
+
 /* Whether op is refused by name (TF1 Enter/Exit/Merge/Switch loops: their
  * kernels only fail with a clear message). rt_ops_control.c. */
 int rt_ops_control_refused(const char *op);

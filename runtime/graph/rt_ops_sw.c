@@ -33,8 +33,6 @@
 #include "rt_exec.h"
 #include "rt_ops.h"
 
-#define SW_OP "_SlidingWindow"
-
 typedef struct sw_state {
     rt_plan *plan;
     int64_t roi[3], interval[3];
@@ -479,6 +477,6 @@ done:
 }
 
 const kn_kernel rt_ops_sw_kernels[] = {
-    {.op = SW_OP, .prepare = sw_prepare, .compute = sw_compute, .release = sw_release},
+    {.op = RT_SW_OP, .prepare = sw_prepare, .compute = sw_compute, .release = sw_release},
     {.op = NULL},
 };
