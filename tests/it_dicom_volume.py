@@ -112,12 +112,17 @@ def make_series(src_name, n, gap, oblique, rng, tmp, tag, pixel_spacing=None, rl
         if rle:  # through the codec, not the native path
             ds.compress(RLELossless, a)
         out.append(ds)
-    order = list(range(n))
+    return save_shuffled(out, rng, tmp, tag)
+
+
+def save_shuffled(datasets, rng, tmp, tag):
+    """Writes the datasets as tmp/<tag>_<i>.dcm in a shuffled order; their paths."""
+    order = list(range(len(datasets)))
     rng.shuffle(order)
     paths = []
     for i, k in enumerate(order):
         p = os.path.join(tmp, "%s_%02d.dcm" % (tag, i))
-        out[k].save_as(p, write_like_original=False)
+        datasets[k].save_as(p, write_like_original=False)
         paths.append(p)
     return paths
 
@@ -208,9 +213,12 @@ def ref_slices(paths):
 RS_TOL = 1e-4  # docs/dicom.md: positions within 1e-4 of an input index are that index
 
 
-def resample(v, axis, s, t):
+def resample(v, axis, s, t, m=None):
+    """Axis `axis` of v from spacing s to t: output index i reads input index
+    i * t / s; m output indices (default: as many as the op gives)."""
     n = v.shape[axis]
-    m = int(np.floor((n - 1) * s / t + RS_TOL)) + 1
+    if m is None:
+        m = int(np.floor((n - 1) * s / t + RS_TOL)) + 1
     p = np.arange(m, dtype=np.float64) * t / s
     r = np.floor(p + 0.5)
     p = np.where(np.abs(p - r) <= RS_TOL, r, p)
@@ -219,7 +227,7 @@ def resample(v, axis, s, t):
     f = (p - i0).astype(np.float32)
     a = np.take(v, i0, axis=axis)
     b = np.take(v, i1, axis=axis)
-    shape = [1, 1, 1]
+    shape = [1] * v.ndim
     shape[axis] = m
     return a + (b - a) * f.reshape(shape)
 

@@ -40,6 +40,11 @@ ms_status dcm_raw_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor 
 ms_status dcm_volume_prepare(const kn_node *n, rt_tensor *const *cin, void **state);
 ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tensor *const *in,
                              rt_tensor **out);
+/* _DcmResampleBack (dcm_volume.c): a prediction on DcmDecodeVolume's
+ * resampled grid back to the series' own (its geometry output). */
+ms_status dcm_resample_back_prepare(const kn_node *n, rt_tensor *const *cin, void **state);
+ms_status dcm_resample_back_compute(kn_ctx *ctx, const kn_node *n, void *state,
+                                    rt_tensor *const *in, rt_tensor **out);
 
 /* DcmEncodeSeg (dcm_seg.c): a label volume and its source series to a
  * DICOM Segmentation file (DT_STRING scalar). */

@@ -7,6 +7,9 @@
  *          spacing: list(float) = []   [z, y, x] mm: resample to this spacing
  *          expect_shape: list(int) = [] [D, H, W], <= 0 = any: refuse others
  *   output volume: DT_FLOAT (1, D, H, W, 1)
+ *          geometry: DT_DOUBLE [6], the series' own [D, H, W] and spacing
+ *          [z, y, x] mm (0 where unknown: one slice, no PixelSpacing), for
+ *          _DcmResampleBack (below) to bring an answer back to that grid
  *
  * Slices are sorted by ImagePositionPatient projected on the normal of
  * ImageOrientationPatient (row x column), ascending. A multi-frame file's
@@ -528,14 +531,15 @@ static ms_status out_shape(const vol_state *s, const dcm_limits *lim, const int6
     return MS_OK;
 }
 
-/* Resamples vol (dim) to dst (odim) along z, then y, then x; each stage
- * into a new buffer, the last into dst. */
-static ms_status resample(const vol_state *s, const float *vol, const int64_t dim[3],
+/* Resamples vol (dim, spacing have) to dst (odim, spacing to) along z,
+ * then y, then x; each stage into a new buffer, the last into dst. An axis
+ * whose have is 0 (one slice) is kept. */
+static ms_status resample(const double to[3], const float *vol, const int64_t dim[3],
                           const double have[3], const int64_t odim[3], float *dst) {
     const float *cur = vol;
     int64_t cd[3] = {dim[0], dim[1], dim[2]};
     for (int q = 0; q < 3; q++) {
-        const double sq = have[q] > 0 ? have[q] : 1.0, tq = have[q] > 0 ? s->spacing[q] : 1.0;
+        const double sq = have[q] > 0 ? have[q] : 1.0, tq = have[q] > 0 ? to[q] : 1.0;
         int64_t nd[3] = {cd[0], cd[1], cd[2]};
         nd[q] = odim[q];
         float *o = q == 2 ? dst : malloc(sizeof(float) * (size_t)(nd[0] * nd[1] * nd[2]));
@@ -694,7 +698,8 @@ static ms_status vol_run(kn_ctx *ctx, const vol_state *s, const rt_str *files, i
         st = file_error(j.err_file, j.st, j.err);
         goto fail_out;
     }
-    if (resample_to && (st = resample(s, tmp, dim, have, odim, dst)) != MS_OK) goto fail_out;
+    if (resample_to && (st = resample(s->spacing, tmp, dim, have, odim, dst)) != MS_OK)
+        goto fail_out;
     goto done;
 fail_out:
     rt_tensor_unref(out[0]);
@@ -722,7 +727,109 @@ ms_status dcm_volume_compute(kn_ctx *ctx, const kn_node *n, void *state, rt_tens
                        rt_dtype_name(x->dtype));
     dcm_volume_geom geom;
     memset(&geom, 0, sizeof(geom));
-    return vol_run(ctx, s, rt_tensor_strs(x), x->nelem, out, &geom, NULL);
+    ms_status st = vol_run(ctx, s, rt_tensor_strs(x), x->nelem, out, &geom, NULL);
+    if (st != MS_OK || n->nout < 2) return st;
+    /* geometry: the series' own size and spacing, for _DcmResampleBack. */
+    rt_shape gs = rt_shape_make(1, (int64_t[]){6});
+    if ((st = kn_ctx_output(ctx, 1, RT_DT_DOUBLE, &gs, &out[1])) != MS_OK) {
+        rt_tensor_unref(out[0]);
+        out[0] = NULL;
+        return st;
+    }
+    double *g = out[1]->data;
+    for (int q = 0; q < 3; q++) {
+        g[q] = (double)geom.dim[q];
+        g[3 + q] = geom.spacing[q];
+    }
+    return MS_OK;
+}
+
+/* _DcmResampleBack: x (1, C, d, h, w) or (1, d, h, w, C) with data_format
+ * NDHWC, on the grid DcmDecodeVolume resampled to `spacing`, back to the
+ * series' own grid given by that op's geometry output [D, H, W, s_z, s_y,
+ * s_x]: the volume's formula with the two spacings swapped (output index j
+ * reads input index j * s / t), each channel on its own. */
+typedef struct back_state {
+    double spacing[3];
+    int ndhwc;
+} back_state;
+
+ms_status dcm_resample_back_prepare(const kn_node *n, rt_tensor *const *cin, void **state) {
+    (void)cin;
+    float sp[3];
+    if (kn_attr_flist(n, "spacing", sp, 3) != 3 || !(sp[0] > 0) || !(sp[1] > 0) ||
+        !(sp[2] > 0) || !isfinite(sp[0]) || !isfinite(sp[1]) || !isfinite(sp[2]))
+        return kn__errf(MS_EINVAL, n, "needs spacing [z, y, x] in mm, each > 0");
+    back_state *s = calloc(1, sizeof(*s));
+    if (s == NULL) return ms_errf(MS_ENOMEM, "out of memory");
+    for (int q = 0; q < 3; q++) s->spacing[q] = sp[q];
+    s->ndhwc = kn_attr_s_eq(n, "data_format", "NDHWC", "NCDHW");
+    *state = s;
+    return MS_OK;
+}
+
+ms_status dcm_resample_back_compute(kn_ctx *ctx, const kn_node *n, void *state,
+                                    rt_tensor *const *in, rt_tensor **out) {
+    const back_state *s = state;
+    const rt_tensor *x = in[0], *gt = in[1];
+    const int cx = s->ndhwc ? 4 : 1, sx = s->ndhwc ? 1 : 2;
+    if (x->dtype != RT_DT_FLOAT || x->shape.rank != 5 || x->shape.dim[0] != 1 ||
+        gt->dtype != RT_DT_DOUBLE || gt->nelem != 6)
+        return kn__errf(MS_EINVAL, n, "wants a float (1, ...) 5-D volume and DcmDecodeVolume's "
+                        "geometry");
+    const double *g = gt->data;
+    const int64_t c = x->shape.dim[cx];
+    int64_t m[3], dim[3];
+    double have[3], from[3];
+    for (int q = 0; q < 3; q++) {
+        m[q] = x->shape.dim[sx + q];
+        dim[q] = (int64_t)g[q];
+        have[q] = g[3 + q];
+        /* An axis the decode kept (one slice) stays as it is. */
+        from[q] = have[q] > 0 ? s->spacing[q] : 0;
+        int64_t want = have[q] > 0 ? resampled_len(dim[q], have[q], s->spacing[q]) : dim[q];
+        if (m[q] != want)
+            return kn__errf(MS_EINVAL, n, "axis %d has %lld voxels; the series' %lld at %g mm "
+                            "resampled to %g mm give %lld",
+                            q, (long long)m[q], (long long)dim[q], have[q], s->spacing[q],
+                            (long long)want);
+    }
+    int64_t od[5] = {1, c, dim[0], dim[1], dim[2]};
+    if (s->ndhwc) od[1] = dim[0], od[2] = dim[1], od[3] = dim[2], od[4] = c;
+    rt_shape os = rt_shape_make(5, od);
+    ms_status st = kn_ctx_output(ctx, 0, RT_DT_FLOAT, &os, &out[0]);
+    if (st != MS_OK) return st;
+    const int64_t mv = m[0] * m[1] * m[2], nv = dim[0] * dim[1] * dim[2];
+    /* One channel at a time: its input (NDHWC: gathered) and output. */
+    const uint64_t tb = s->ndhwc ? (uint64_t)(mv + nv) * sizeof(float) : 0;
+    ms_budget *budget = ctx ? ctx->budget : NULL;
+    float *ci = NULL, *co = NULL;
+    if (tb && (st = ms_budget_take(budget, tb, "resampling back to the series' grid")) != MS_OK)
+        goto fail;
+    if (tb && ((ci = malloc(sizeof(float) * (size_t)mv)) == NULL ||
+               (co = malloc(sizeof(float) * (size_t)nv)) == NULL)) {
+        st = ms_errf(MS_ENOMEM, "out of memory");
+        goto done;
+    }
+    const float *xd = x->data;
+    float *od_ = out[0]->data;
+    for (int64_t ch = 0; ch < c && st == MS_OK; ch++) {
+        if (s->ndhwc)
+            for (int64_t v = 0; v < mv; v++) ci[v] = xd[v * c + ch];
+        st = resample(have, s->ndhwc ? ci : xd + ch * mv, m, from, dim,
+                      s->ndhwc ? co : od_ + ch * nv);
+        if (st == MS_OK && s->ndhwc)
+            for (int64_t v = 0; v < nv; v++) od_[v * c + ch] = co[v];
+    }
+done:
+    free(ci);
+    free(co);
+    if (tb) ms_budget_give(budget, tb);
+    if (st == MS_OK) return MS_OK;
+fail:
+    rt_tensor_unref(out[0]);
+    out[0] = NULL;
+    return st;
 }
 
 ms_status dcm_volume_decode(kn_ctx *ctx, const dcm_volume_opts *o, const rt_str *files, int64_t n,

@@ -195,8 +195,10 @@ static const opdef_entry builtin[] = {
     {"RefMerge", {"output", "value_index"}, 0},
     /* DICOM (runtime/dicom/dcm_ops.c) and TensorFlow I/O's decoder. */
     {"DcmDecodeWindow", {"output"}, 0}, {"DcmWindow", {"output"}, 0},
-    {"DcmDecodeVolume", {"output"}, 0}, {"IO>DecodeDICOMImage", {"output"}, 0},
-    {"DcmEncodeSeg", {"output"}, 0},
+    {"DcmDecodeVolume", {"output", "geometry"}, 0}, {"IO>DecodeDICOMImage", {"output"}, 0},
+    {"DcmEncodeSeg", {"output"}, 0}, {"_DcmResampleBack", {"output"}, 0},
+    /* sliding-window inference (runtime/graph/rt_ops_sw.c), written by import-onnx */
+    {"_SlidingWindow", {"output"}, 0},
     /* ONNX operators without a TF equivalent (kernels/cpu/kn_cpu_onnx.c). */
     {"OnnxGridSample", {"output"}, 0}, {"OnnxScatterND", {"output"}, 0},
     {"OnnxScatterElements", {"output"}, 0}, {"OnnxLpPool", {"output"}, 0},

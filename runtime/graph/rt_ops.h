@@ -17,6 +17,11 @@ extern const kn_kernel rt_ops_control_kernels[];    /* While, If, Case (rt_ops_c
 extern const kn_kernel rt_ops_tensorlist_kernels[]; /* TensorList* (rt_ops_tensorlist.c) */
 extern const kn_kernel rt_ops_example_kernels[];    /* ParseExample* (rt_example.c) */
 extern const kn_kernel rt_ops_resource_kernels[];   /* ResourceGather(Nd) (rt_ops_resource.c) */
+extern const kn_kernel rt_ops_sw_kernels[];         /* _SlidingWindow (rt_ops_sw.c) */
+
+/* The sliding-window op: runs the model between its `patch` Placeholder and
+ * its `pred` tensor (string attrs) over patches of its input volume. */
+#define RT_SW_OP "_SlidingWindow"
 
 /* Whether op is refused by name (TF1 Enter/Exit/Merge/Switch loops: their
  * kernels only fail with a clear message). rt_ops_control.c. */

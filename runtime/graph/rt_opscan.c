@@ -187,6 +187,31 @@ static void enter_cond(scanner *sc, const rt_graph *g, const rt_gnode *n, unsign
     free(c.sw);
 }
 
+/* A sliding window (rt_ops.h): the model it runs is reached through its
+ * `pred` attr, not an edge; the scan goes on from there (down to the patch
+ * Placeholder). */
+static void enter_model(const rt_graph *g, const rt_gnode *n, unsigned char *seen, int *stack,
+                        int *sp) {
+    const Tensorflow__NodeDef *d = n->def;
+    for (size_t i = 0; d && i < d->n_attr; i++) {
+        const Tensorflow__AttrValue *a = d->attr[i]->value;
+        if (strcmp(d->attr[i]->key, "pred") != 0 || a->value_case != TENSORFLOW__ATTR_VALUE__VALUE_S)
+            continue;
+        char *name = malloc(a->s.len + 1);
+        rt_edge e;
+        if (name == NULL) return; /* the op's prepare fails the load anyway */
+        memcpy(name, a->s.data, a->s.len);
+        name[a->s.len] = '\0';
+        ms_status st = rt_graph_tensor(g, name, &e);
+        free(name);
+        if (st != MS_OK) {
+            ms_err_clear(); /* the op's prepare names it */
+            return;
+        }
+        if (!seen[e.node]) seen[e.node] = 1, stack[(*sp)++] = e.node;
+    }
+}
+
 /* A node reached that cannot run though its op has a kernel (a function
  * body's input that did not resolve): its message, kept once. */
 static void note_broken(scanner *sc, const char *why) {
@@ -246,6 +271,7 @@ ms_status rt_opscan_run(const rt_graph *g, const rt_edge *feeds, int nfeeds, con
         record(&sc, n->kn.op, "", n->name);
         if (n->broken) note_broken(&sc, n->broken);
         if (n->def && strcmp(n->kn.op, "IdentityN") != 0) scan_callees(&sc, n->def, n->name, 0);
+        if (strcmp(n->kn.op, RT_SW_OP) == 0) enter_model(g, n, seen, stack, &sp);
         for (int i = 0; i < n->nin; i++)
             if (!seen[n->in[i].node]) seen[n->in[i].node] = 1, stack[sp++] = n->in[i].node;
         for (int i = 0; i < n->nctl; i++)

@@ -125,6 +125,27 @@ static ms_status dicom_volume_front(rt__ox_conv *cv, const char *name, rt_dtype 
     memcpy(d, dims, sizeof(d));
     d[0] = 1;
     d[cx] = 1;
+    const int sw = o->sw_roi[0] > 0;
+    if (sw) {
+        /* The model sees patches of roi voxels, in batches of sw_batch. */
+        int64_t b = o->sw_batch > 0 ? o->sw_batch : 1;
+        if (dims[0] >= 0 && !(dims[0] == 1 && b == 1))
+            return ms_errf(MS_EINVAL,
+                           "--dicom_input %s: the model takes a batch of %lld patches; "
+                           "--sliding_window needs a dynamic batch (or 1 with --sw_batch 1)",
+                           name, (long long)dims[0]);
+        for (int a = 0; a < 3; a++) {
+            if (dims[dx + a] >= 0 && dims[dx + a] != o->sw_roi[a])
+                return ms_errf(MS_EINVAL,
+                               "--sliding_window roi=%lld,%lld,%lld does not match the model "
+                               "input %s (%s %lld)",
+                               (long long)o->sw_roi[0], (long long)o->sw_roi[1],
+                               (long long)o->sw_roi[2], name, a == 0 ? "depth" :
+                               a == 1 ? "height" : "width", (long long)dims[dx + a]);
+            d[dx + a] = o->sw_roi[a];
+        }
+        d[0] = dims[0];
+    }
     Tensorflow__NodeDef *ph = rt__tf_node(cv, "Placeholder", name);
     rt__tf_attr_type(cv, ph, "dtype", RT_DT_STRING);
     int64_t one = -1;
@@ -140,9 +161,20 @@ static ms_status dicom_volume_front(rt__ox_conv *cv, const char *name, rt_dtype 
         rt__tf_attr_s(cv, dec, "modalities", o->dicom_modality);
     if (o->spacing[0] > 0) rt__tf_attr_flist(cv, dec, "spacing", o->spacing, 3);
     int64_t ex[3] = {d[dx], d[dx + 1], d[dx + 2]};
-    if (ex[0] > 0 || ex[1] > 0 || ex[2] > 0) rt__tf_attr_ilist(cv, dec, "expect_shape", ex, 3);
+    if (!sw && (ex[0] > 0 || ex[1] > 0 || ex[2] > 0))
+        rt__tf_attr_ilist(cv, dec, "expect_shape", ex, 3);
     const char *t = dec->name;
-    if (!o->dicom_nhwc) {
+    if (sw) {
+        /* The model's input becomes a Placeholder the _SlidingWindow node
+         * feeds; the volume goes to that node (convert_graph's outputs). */
+        Tensorflow__NodeDef *pp =
+            rt__tf_node(cv, "Placeholder", rt__ox_printf(cv, "%s/patch", ph->name));
+        rt__tf_attr_type(cv, pp, "dtype", RT_DT_FLOAT);
+        rt__tf_attr_shape(cv, pp, "shape", 5, d);
+        cv->sw_volume = dec->name;
+        cv->sw_patch = pp->name;
+        t = pp->name;
+    } else if (!o->dicom_nhwc) {
         static const int64_t perm[5] = {0, 4, 1, 2, 3};
         t = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/to_ncdhw", ph->name), t, RT_DT_FLOAT, 5,
                              perm);
@@ -162,13 +194,14 @@ static ms_status dicom_volume_front(rt__ox_conv *cv, const char *name, rt_dtype 
  * "dicom_seg" (outs has room for one more entry). */
 static ms_status seg_output(rt__ox_conv *cv, const Onnx__GraphProto *g,
                             Tensorflow__SignatureDef__OutputsEntry **outs, size_t *nout) {
+    (void)g; /* the outputs are outs[0 .. *nout): the graph's and --argmax's labels */
     const rt_onnx_opts *o = cv->opts;
     size_t i = 0;
-    while (i < g->n_output && strcmp(outs[i]->key, o->dicom_seg_output) != 0) i++;
-    if (i == g->n_output)
+    while (i < *nout && strcmp(outs[i]->key, o->dicom_seg_output) != 0) i++;
+    if (i == *nout)
         return ms_errf(MS_EINVAL, "--dicom_seg_output %s: the graph has no output of that name",
                        o->dicom_seg_output);
-    for (size_t k = 0; k < g->n_output; k++)
+    for (size_t k = 0; k < *nout; k++)
         if (strcmp(outs[k]->key, "dicom_seg") == 0)
             return ms_errf(MS_EINVAL, "--dicom_seg_output: the graph already has an output "
                                       "named dicom_seg");
@@ -385,6 +418,10 @@ static void fold_batchnorm(rt__ox_conv *cv, const Onnx__GraphProto *g, Onnx__Nod
     }
 }
 
+static ms_status sliding_window(rt__ox_conv *cv, const char *name, const rt__ox_value *v,
+                                const char **src, int *rank, int64_t *dims,
+                                Tensorflow__SignatureDef__OutputsEntry **labels);
+
 static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
                                Tensorflow__SignatureDef *sig) {
     const Onnx__GraphProto *g = m->graph;
@@ -470,10 +507,13 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
     }
     cv->cur = NULL;
 
+    if (cv->sw_patch != NULL && g->n_output != 1)
+        return ms_errf(MS_ENOTSUP, "--sliding_window: the model has %zu outputs; it blends one",
+                       g->n_output);
     /* Graph outputs: an Identity named after each, so the graph tensor
      * carries the ONNX name. */
     Tensorflow__SignatureDef__OutputsEntry **outs =
-        rt__ox_alloc(cv, (g->n_output + 1) * sizeof(*outs));
+        rt__ox_alloc(cv, (g->n_output + 2) * sizeof(*outs));
     for (size_t i = 0; i < g->n_output; i++) {
         const Onnx__ValueInfoProto *vi = g->output[i];
         rt__ox_value *v = vi->name ? rt__ox_find(cv, vi->name) : NULL;
@@ -491,6 +531,9 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
             rank = v->rank;
             memcpy(dims, v->dim, sizeof(dims));
         }
+        if (cv->sw_patch != NULL &&
+            (st = sliding_window(cv, vi->name, v, &src, &rank, dims, outs + g->n_output)) != MS_OK)
+            return st;
         Tensorflow__NodeDef *nd = rt__tf_node(cv, "Identity", vi->name);
         rt__tf_input(cv, nd, src);
         rt__tf_attr_type(cv, nd, "T", v->dt);
@@ -499,7 +542,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
         outs[i]->key = rt__ox_strdup(cv, vi->name);
         outs[i]->value = tensor_info(cv, nd->name, dt, rank, dims);
     }
-    size_t nout = g->n_output;
+    size_t nout = g->n_output + (outs[g->n_output] != NULL); /* + --argmax's labels */
     if (cv->opts->dicom_seg_output != NULL && (st = seg_output(cv, g, outs, &nout)) != MS_OK)
         return st;
     sig->n_inputs = nin;
@@ -507,6 +550,76 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
     sig->n_outputs = nout;
     sig->outputs = outs;
     sig->method_name = rt__ox_strdup(cv, "tensorflow/serving/predict");
+    return MS_OK;
+}
+
+/* --sliding_window, for the model output `name` (value v, its TF tensor
+ * *src): an Identity "<name>/sw_pred" the _SlidingWindow node fetches, the
+ * node itself over the decoded volume; *src becomes its blended output
+ * (rank 5: batch 1, the model's channels, the volume's size) and, with
+ * sw_argmax, *labels the signature entry of "<name>_labels" (uint8). */
+static ms_status sliding_window(rt__ox_conv *cv, const char *name, const rt__ox_value *v,
+                                const char **src, int *rank, int64_t *dims,
+                                Tensorflow__SignatureDef__OutputsEntry **labels) {
+    const rt_onnx_opts *o = cv->opts;
+    const int ndhwc = o->dicom_nhwc, cx = ndhwc ? 4 : 1;
+    if (v->dt != RT_DT_FLOAT || (v->rank >= 0 && v->rank != 5))
+        return ms_errf(MS_EINVAL,
+                       "--sliding_window: the model output %s must be a 5-D float tensor of the "
+                       "patch's size (got rank %d, %s)",
+                       name, v->rank, rt_dtype_name(v->dt));
+    int64_t c = v->rank == 5 ? v->dim[cx] : -1;
+    Tensorflow__NodeDef *pred =
+        rt__tf_node(cv, "Identity", rt__ox_printf(cv, "%s/sw_pred", name));
+    rt__tf_input(cv, pred, *src);
+    rt__tf_attr_type(cv, pred, "T", RT_DT_FLOAT);
+    cv->sw_pred = pred->name;
+    Tensorflow__NodeDef *sw =
+        rt__tf_node(cv, "_SlidingWindow", rt__ox_printf(cv, "%s/sliding_window", name));
+    rt__tf_input(cv, sw, cv->sw_volume);
+    rt__tf_attr_s(cv, sw, "patch", cv->sw_patch);
+    rt__tf_attr_s(cv, sw, "pred", pred->name);
+    rt__tf_attr_ilist(cv, sw, "roi", o->sw_roi, 3);
+    rt__tf_attr_ilist(cv, sw, "scan_interval", o->sw_interval, 3);
+    rt__tf_attr_f(cv, sw, "overlap", o->sw_overlap);
+    rt__tf_attr_s(cv, sw, "blend", o->sw_gaussian ? "gaussian" : "constant");
+    rt__tf_attr_f(cv, sw, "sigma_scale", o->sw_sigma_scale > 0 ? o->sw_sigma_scale : 0.125f);
+    rt__tf_attr_i(cv, sw, "sw_batch", o->sw_batch > 0 ? o->sw_batch : 1);
+    rt__tf_attr_s(cv, sw, "data_format", ndhwc ? "NDHWC" : "NCDHW");
+    if (c > 0) rt__tf_attr_i(cv, sw, "channels", c);
+    *src = sw->name;
+    if (o->spacing[0] > 0) {
+        /* Back to the series' own grid (DcmDecodeVolume's geometry output). */
+        Tensorflow__NodeDef *bk =
+            rt__tf_node(cv, "_DcmResampleBack", rt__ox_printf(cv, "%s/resample_back", name));
+        rt__tf_input(cv, bk, sw->name);
+        rt__tf_input(cv, bk, rt__ox_printf(cv, "%s:1", cv->sw_volume));
+        rt__tf_attr_flist(cv, bk, "spacing", o->spacing, 3);
+        rt__tf_attr_s(cv, bk, "data_format", ndhwc ? "NDHWC" : "NCDHW");
+        *src = bk->name;
+    }
+    *rank = 5;
+    for (int a = 0; a < 5; a++) dims[a] = -1;
+    dims[0] = 1;
+    dims[cx] = c;
+    if (!o->sw_argmax) return MS_OK;
+    /* Labels: ArgMax over the channels (the first maximum, as numpy), uint8. */
+    const char *ln = rt__ox_printf(cv, "%s_labels", name);
+    Tensorflow__NodeDef *am = rt__tf_node(cv, "ArgMax", rt__ox_printf(cv, "%s/argmax", ln));
+    rt__tf_input(cv, am, *src);
+    rt__tf_input(cv, am, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", ln), cx));
+    rt__tf_attr_type(cv, am, "T", RT_DT_FLOAT);
+    rt__tf_attr_type(cv, am, "Tidx", RT_DT_INT32);
+    rt__tf_attr_type(cv, am, "output_type", RT_DT_INT32);
+    Tensorflow__NodeDef *cast = rt__tf_node(cv, "Cast", ln);
+    rt__tf_input(cv, cast, am->name);
+    rt__tf_attr_type(cv, cast, "SrcT", RT_DT_INT32);
+    rt__tf_attr_type(cv, cast, "DstT", RT_DT_UINT8);
+    int64_t ld[4] = {1, -1, -1, -1};
+    *labels = rt__ox_alloc(cv, sizeof(**labels));
+    tensorflow__signature_def__outputs_entry__init(*labels);
+    (*labels)->key = rt__ox_strdup(cv, ln);
+    (*labels)->value = tensor_info(cv, cast->name, RT_DT_UINT8, 4, ld);
     return MS_OK;
 }
 
@@ -545,6 +658,10 @@ static void prune_dead(rt__ox_conv *cv, const Tensorflow__SignatureDef *sig) {
         if (strcmp(cv->nodes[i]->op, "Placeholder") == 0) live[i] = 1, stack[top++] = i;
     for (size_t i = 0; i < sig->n_outputs; i++) {
         size_t k = named_find(cv, tab, n, sig->outputs[i]->value->name);
+        if (k < n && !live[k]) live[k] = 1, stack[top++] = k;
+    }
+    if (cv->sw_pred != NULL) { /* fetched by the _SlidingWindow node, not by an edge */
+        size_t k = named_find(cv, tab, n, cv->sw_pred);
         if (k < n && !live[k]) live[k] = 1, stack[top++] = k;
     }
     while (top > 0) {

@@ -50,6 +50,18 @@ typedef struct rt_onnx_opts {
      * Labels (comma-separated; NULL = "Segment k") and UID root (NULL =
      * 2.25) are its attrs. */
     const char *dicom_seg_output, *dicom_seg_labels, *dicom_seg_uid_root;
+    /* Sliding-window inference (with dicom_volume; sw_roi[0] > 0 turns it
+     * on): the model runs on patches of sw_roi [z, y, x] voxels cut from the
+     * whole volume by a _SlidingWindow node (runtime/graph/rt_ops_sw.c), its
+     * predictions blended into one full-volume output. sw_interval: the step
+     * between windows per axis, max(int(roi * (1 - overlap)), 1) in double
+     * (MONAI's scan interval); sw_overlap is kept for the record. */
+    int64_t sw_roi[3], sw_interval[3];
+    float sw_overlap;
+    int sw_gaussian;       /* blend: 0 constant, 1 gaussian */
+    float sw_sigma_scale;  /* gaussian sigma = sigma_scale * roi; 0 = 0.125 */
+    int64_t sw_batch;      /* patches per model run; 0 = 1 */
+    int sw_argmax;         /* add output "<output>_labels": arg-max over channels, uint8 */
 } rt_onnx_opts;
 
 /* Converts the ONNX file at onnx_path. On success *pb is a malloc'ed

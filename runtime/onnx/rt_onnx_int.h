@@ -60,6 +60,10 @@ typedef struct rt__ox_conv {
     const char *model_dir; /* for external data */
     int nhwc;              /* emit channels-last convolutions, pools, ... */
     int dicom_used;        /* the DICOM ops are in the graph (add their OpDefs) */
+    /* sliding window: the volume it cuts, the Placeholder its patches are
+     * fed at (the model's input); NULL without one */
+    const char *sw_volume, *sw_patch;
+    const char *sw_pred;   /* the model output it fetches (kept by prune_dead) */
     int64_t opset;
     rt__ox_map vals;     /* ONNX name -> rt__ox_value* (pointers stay valid) */
     Tensorflow__NodeDef **nodes;

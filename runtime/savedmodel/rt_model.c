@@ -48,7 +48,8 @@ struct rt_model {
 const kn_kernel *const rt_model_host_ops[] = {rt_ops_core_kernels, rt_ops_restore_kernels,
                                               dcm_ops_kernels, rt_ops_table_kernels,
                                               rt_ops_control_kernels, rt_ops_tensorlist_kernels,
-                                              rt_ops_example_kernels, rt_ops_resource_kernels, NULL};
+                                              rt_ops_example_kernels, rt_ops_resource_kernels,
+                                              rt_ops_sw_kernels, NULL};
 
 /* ---- reading saved_model.pb, or converting model.onnx ---- */
 

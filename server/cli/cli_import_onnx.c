@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,16 @@ static void usage(FILE *f) {
             "                       returned as a DICOM Segmentation file, output \"dicom_seg\"\n"
             "  --dicom_seg_labels A,B,...  segment labels (label value 1 is A, ...)\n"
             "  --dicom_seg_uid_root ROOT   UID root for the SEG's new UIDs (default 2.25)\n"
+            "  --sliding_window roi=Z,Y,X  (implies --dicom_volume) run the 3-D model on\n"
+            "                       patches of Z x Y x X voxels over the whole volume and\n"
+            "                       blend them (MONAI's SlidingWindowInferer); the output\n"
+            "                       is the blended full-volume prediction (with --spacing:\n"
+            "                       resampled back to the series' own grid)\n"
+            "  --overlap O          window overlap, 0 <= O < 1 (default 0.25)\n"
+            "  --blend constant|gaussian  weights (default constant)\n"
+            "  --sigma_scale S      gaussian sigma = S * roi per axis (default 0.125)\n"
+            "  --sw_batch B         patches per model run (default 1)\n"
+            "  --argmax             also output NAME_labels: arg-max over channels, uint8\n"
             "  --tf_layout L        NHWC (default: activations channels-last inside the\n"
             "                       graph, the CPU kernels' native layout) or NCHW\n"
             "  --log_level LEVEL    debug, info, warn, error\n");
@@ -73,6 +84,12 @@ int cli_import_onnx(int argc, char **argv) {
         {"dicom_seg_labels", required_argument, NULL, 'G'},
         {"dicom_seg_uid_root", required_argument, NULL, 'U'},
         {"tf_layout", required_argument, NULL, 'T'},
+        {"sliding_window", required_argument, NULL, 'W'},
+        {"overlap", required_argument, NULL, 'P'},
+        {"blend", required_argument, NULL, 'B'},
+        {"sigma_scale", required_argument, NULL, 'Z'},
+        {"sw_batch", required_argument, NULL, 'N'},
+        {"argmax", no_argument, NULL, 'A'},
         {"log_level", required_argument, NULL, 'L'},
         {"overwrite", no_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
@@ -80,7 +97,8 @@ int cli_import_onnx(int argc, char **argv) {
     };
     const char *out_dir = NULL;
     rt_onnx_opts opts = {0};
-    int have_window = 0, overwrite = 0;
+    int have_window = 0, overwrite = 0, sw_opt = 0;
+    double overlap = 0.25;
     optind = 1;
     opterr = 0;
     int c;
@@ -148,6 +166,66 @@ int cli_import_onnx(int argc, char **argv) {
             }
             break;
         }
+        case 'W': {
+            long long r[3];
+            char extra;
+            if (sscanf(optarg, "roi=%lld,%lld,%lld%c", &r[0], &r[1], &r[2], &extra) != 3 ||
+                r[0] <= 0 || r[1] <= 0 || r[2] <= 0 || r[0] > INT32_MAX || r[1] > INT32_MAX ||
+                r[2] > INT32_MAX) {
+                fprintf(stderr, "import-onnx: --sliding_window wants roi=Z,Y,X (voxels, all > 0), "
+                                "got \"%s\"\n", optarg);
+                return 2;
+            }
+            for (int a = 0; a < 3; a++) opts.sw_roi[a] = r[a];
+            break;
+        }
+        case 'P': {
+            char *end;
+            overlap = strtod(optarg, &end);
+            if (end == optarg || *end || !(overlap >= 0 && overlap < 1)) {
+                fprintf(stderr, "import-onnx: --overlap wants 0 <= O < 1, got \"%s\"\n", optarg);
+                return 2;
+            }
+            sw_opt = 1;
+            break;
+        }
+        case 'B':
+            if (strcmp(optarg, "constant") == 0 || strcmp(optarg, "gaussian") == 0)
+                opts.sw_gaussian = optarg[0] == 'g';
+            else {
+                fprintf(stderr, "import-onnx: --blend wants constant or gaussian, got \"%s\"\n",
+                        optarg);
+                return 2;
+            }
+            sw_opt = 1;
+            break;
+        case 'Z': {
+            char *end;
+            double v = strtod(optarg, &end);
+            if (end == optarg || *end || !(v > 0 && v <= 100)) {
+                fprintf(stderr, "import-onnx: --sigma_scale wants a number in (0, 100], got "
+                                "\"%s\"\n", optarg);
+                return 2;
+            }
+            opts.sw_sigma_scale = (float)v;
+            sw_opt = 1;
+            break;
+        }
+        case 'N': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || v < 1 || v > 4096) {
+                fprintf(stderr, "import-onnx: --sw_batch wants 1..4096, got \"%s\"\n", optarg);
+                return 2;
+            }
+            opts.sw_batch = v;
+            sw_opt = 1;
+            break;
+        }
+        case 'A':
+            opts.sw_argmax = 1;
+            sw_opt = 1;
+            break;
         case 'T':
             if (strcmp(optarg, "NCHW") == 0)
                 opts.tf_nchw = 1;
@@ -184,6 +262,24 @@ int cli_import_onnx(int argc, char **argv) {
         fprintf(stderr, "import-onnx: need exactly one MODEL.onnx and --output_dir\n");
         usage(stderr);
         return 2;
+    }
+    if (sw_opt && opts.sw_roi[0] == 0) {
+        fprintf(stderr, "import-onnx: --overlap, --blend, --sigma_scale, --sw_batch and --argmax "
+                        "go with --sliding_window\n");
+        return 2;
+    }
+    if (opts.sw_roi[0] > 0) {
+        if (!opts.dicom_input) {
+            fprintf(stderr, "import-onnx: --sliding_window goes with --dicom_input\n");
+            return 2;
+        }
+        opts.dicom_volume = 1;
+        /* MONAI's scan interval, in double as it computes it. */
+        for (int a = 0; a < 3; a++) {
+            int64_t iv = (int64_t)((double)opts.sw_roi[a] * (1.0 - overlap));
+            opts.sw_interval[a] = iv > 0 ? iv : 1;
+        }
+        opts.sw_overlap = (float)overlap;
     }
     if ((opts.dicom_volume || opts.spacing[0] > 0) && !opts.dicom_input) {
         fprintf(stderr, "import-onnx: --dicom_volume and --spacing go with --dicom_input\n");
