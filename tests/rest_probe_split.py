@@ -71,24 +71,47 @@ class Probe:
     """The probe in a process of its own: in the attacker's process it would
     wait for Python's interpreter lock behind the attacking threads."""
 
-    def __init__(self, rest):
-        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "probe", str(rest)],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    def __init__(self, rest, grpc_port=0):
+        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "probe", str(rest),
+                                   str(grpc_port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.res = []
 
     def start(self):
-        time.sleep(0.5)
+        self.p.stdout.readline()  # ready
+        time.sleep(0.3)
 
     def join(self):
         out, _ = self.p.communicate(b"stop\n")
         self.res = json.loads(out)
 
 
-def probe_main(rest):
+def probe_main(rest, grpc_port):
+    """Each round: the REST probe, then (with grpc_port) a gRPC Predict of
+    half_plus_two on one channel: (start, connect, answer, ok, gRPC s, gRPC ok)."""
     res, stop = [], []
+    stub = None
+    if grpc_port:
+        from serve_client import Stubs, channel, gen_protos
+        pb = gen_protos()
+        stub = Stubs(channel(grpc_port))
+        req = pb.tfs.PredictRequest()
+        req.model_spec.name = "hpt"
+        req.inputs["x"].dtype = pb.fw.DT_FLOAT
+        req.inputs["x"].tensor_shape.dim.add(size=1)
+        req.inputs["x"].tensor_shape.dim.add(size=1)
+        req.inputs["x"].float_val.append(1.0)
+    print("ready", flush=True)
     threading.Thread(target=lambda: stop.append(sys.stdin.readline()), daemon=True).start()
     while not stop:
-        res.append(probe_once(rest))
+        r = probe_once(rest)
+        if stub is not None:
+            t0 = time.monotonic()
+            try:
+                ok = list(stub.Predict(req, timeout=5).outputs["y"].float_val) == [2.5]
+            except Exception:  # noqa: BLE001 - counted as failed
+                ok = False
+            r += (time.monotonic() - t0, ok)
+        res.append(r)
         time.sleep(0.1)
     print(json.dumps(res))
 
@@ -144,13 +167,13 @@ def idle(rest):
 ATTACKS = {"bomb": bomb, "conns": many, "trickle": trickle, "idle": idle}
 
 
-def measure(rest, attack, rounds, verbose=False):
+def measure(rest, attack, rounds, verbose=False, grpc_port=0):
     """Runs attack(rest) `rounds` times with the probe going; returns the
     probes, each (start after its round's attack began, connect s, answer s,
     answered 200), the listen-queue overflows and the median load."""
     res, ovf, loads = [], 0, []
     for _ in range(rounds):
-        p = Probe(rest)
+        p = Probe(rest, grpc_port)
         o0 = nstat("ListenOverflows")
         p.start()
         ta = time.monotonic()
@@ -161,21 +184,27 @@ def measure(rest, attack, rounds, verbose=False):
         loads.append(os.getloadavg()[0])
         if verbose:
             print("  attack %.2f s; slow probes (start after the attack's, connect, answer): %s"
-                  % (tb - ta, ["%.2f %.2f %.2f" % (t - ta, c, a) for t, c, a, _ in p.res
-                               if c + a > 0.5]))
-        res += [(t - ta, c, a, ok) for t, c, a, ok in p.res]
+                  % (tb - ta, ["%.2f %.2f %.2f" % (r[0] - ta, r[1], r[2]) for r in p.res
+                               if r[1] + r[2] > 0.5]))
+        res += [(r[0] - ta,) + tuple(r[1:]) for r in p.res]
         time.sleep(1)
     return res, ovf, statistics.median(loads)
 
 
 def summary(name, rounds, res, ovf, load):
-    allc = [c for _, c, _, _ in res]
-    alla = [a for _, _, a, _ in res]
-    return ("%-8s %d rounds, %d probes: connect median %.3f max %.2f s; answer median %.3f "
-            "max %.2f s; %d over 1 s, %d failed; listen overflows %d; load %.1f"
-            % (name, rounds, len(res), statistics.median(allc), max(allc),
-               statistics.median(alla), max(alla), sum(c + a > 1.0 for _, c, a, _ in res),
-               sum(not ok for *_, ok in res), ovf, load))
+    allc = [r[1] for r in res]
+    alla = [r[2] for r in res]
+    out = ("%-8s %d rounds, %d probes: REST connect median %.3f max %.2f s; answer median %.3f "
+           "max %.2f s; %d over 1 s, %d failed; listen overflows %d; load %.1f"
+           % (name, rounds, len(res), statistics.median(allc), max(allc),
+              statistics.median(alla), max(alla), sum(r[1] + r[2] > 1.0 for r in res),
+              sum(not r[3] for r in res), ovf, load))
+    g = [r[4] for r in res if len(r) > 4]
+    if g:
+        out += "; gRPC median %.3f max %.2f s, %d over 1 s, %d failed" % (
+            statistics.median(g), max(g), sum(x > 1.0 for x in g),
+            sum(not r[5] for r in res if len(r) > 4))
+    return out
 
 
 def use_conns():
@@ -187,7 +216,7 @@ def use_conns():
 
 def main():
     if sys.argv[1:2] == ["probe"]:
-        return probe_main(int(sys.argv[2]))
+        return probe_main(int(sys.argv[2]), int(sys.argv[3]))
     from serve_client import free_port
     use_conns().raise_fd_limit(16000)
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
@@ -198,7 +227,7 @@ def main():
     d = conns.start(rest)
     try:
         for name in names:
-            print(summary(name, rounds, *measure(rest, ATTACKS[name], rounds, verbose)),
+            print(summary(name, rounds, *measure(rest, ATTACKS[name], rounds, verbose, d.port)),
                   flush=True)
     finally:
         d.close()
