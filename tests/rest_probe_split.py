@@ -89,25 +89,21 @@ def probe_main(rest, grpc_port):
     """Each round: the REST probe, then (with grpc_port) a gRPC Predict of
     half_plus_two on one channel: (start, connect, answer, ok, gRPC s, gRPC ok)."""
     res, stop = [], []
-    stub = None
+    grpc_to = None
     if grpc_port:
-        from serve_client import Stubs, channel, gen_protos
-        pb = gen_protos()
-        stub = Stubs(channel(grpc_port))
-        req = pb.tfs.PredictRequest()
-        req.model_spec.name = "hpt"
-        req.inputs["x"].dtype = pb.fw.DT_FLOAT
-        req.inputs["x"].tensor_shape.dim.add(size=1)
-        req.inputs["x"].tensor_shape.dim.add(size=1)
-        req.inputs["x"].float_val.append(1.0)
+        from serve_client import Stubs, channel, hpt_grpc_predict
+
+        class Target:  # what hpt_grpc_predict takes from a Daemon
+            stub = Stubs(channel(grpc_port))
+        grpc_to = Target()
     print("ready", flush=True)
     threading.Thread(target=lambda: stop.append(sys.stdin.readline()), daemon=True).start()
     while not stop:
         r = probe_once(rest)
-        if stub is not None:
+        if grpc_to is not None:
             t0 = time.monotonic()
             try:
-                ok = list(stub.Predict(req, timeout=5).outputs["y"].float_val) == [2.5]
+                ok = hpt_grpc_predict(grpc_to, 5) == [2.5]
             except Exception:  # noqa: BLE001 - counted as failed
                 ok = False
             r += (time.monotonic() - t0, ok)
