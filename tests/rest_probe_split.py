@@ -12,7 +12,8 @@ attack, and the load average.
   usage: DCMSERVE=build/dcmserve python3 tests/rest_probe_split.py [ROUNDS] [ATTACK...]
 attacks: bomb (64 MiB of `0,` to hpt: 413 after the body), conns (6,000 new idle
 connections), trickle (8 bodies of 16 MiB sent in 64 KiB pieces then a
-byte every 2 s), idle (none: the probe alone for 5 s, the load's share).
+byte every 2 s), idle (none: the probe alone for 5 s, the load's share), uploads (F2: 10
+connections each sending 255 MiB at once).
 """
 import json
 import os
@@ -156,11 +157,32 @@ def trickle(rest):
         s.close()
 
 
+def uploads(rest):
+    """F2: 10 connections each declaring and sending 255 MiB at once."""
+    def one():
+        s = socket.create_connection(("127.0.0.1", rest), timeout=120)
+        try:
+            s.sendall(b"POST /v1/models/hpt:predict HTTP/1.1\r\nHost: x\r\nContent-Length: %d"
+                      b"\r\n\r\n" % (255 * MIB))
+            chunk = b"0," * (MIB // 2)
+            for _ in range(255):
+                s.sendall(chunk)
+            s.recv(100)
+        except OSError:
+            pass
+        s.close()
+    ts = [threading.Thread(target=one) for _ in range(10)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
 def idle(rest):
     time.sleep(5)
 
 
-ATTACKS = {"bomb": bomb, "conns": many, "trickle": trickle, "idle": idle}
+ATTACKS = {"bomb": bomb, "conns": many, "trickle": trickle, "idle": idle, "uploads": uploads}
 
 
 def measure(rest, attack, rounds, verbose=False, grpc_port=0):
