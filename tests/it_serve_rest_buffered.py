@@ -10,6 +10,13 @@ bound got 503 (or were cut) and the others 404; RSS comes back within 32 MiB
 of where it was, and a valid REST and gRPC call answer. Before, all 256 MiB
 were buffered (10 such clients of 255 MiB were OOM-killed in a 2 GiB cgroup).
 A body declared larger than the bound itself is answered 413 at once.
+
+Then a trickle (--max_rest_buffered_bytes=16 MiB, --rest_read_timeout_seconds=2):
+a client declares 12 MiB, sends 8 MiB at once and then one byte every 0.5 s
+(never pausing as long as the read timeout). It is cut (it brings less than
+64 KiB per read timeout) within 20 s, and a 12 MiB body sent after that is
+answered 200. Before, the trickle held its part of the bound as long as it
+went on (12 MiB: the whole declared body): not cut within 20 s.
 """
 import http.client
 import json
@@ -49,9 +56,13 @@ def mem(pid):
     return out["VmRSS"], out["VmHWM"]
 
 
-def head(n):
+def head_for(path, n):
     return (b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\n\r\n" % (PATH.encode(), n))
+            b"Content-Length: %d\r\n\r\n" % (path.encode(), n))
+
+
+def head(n):
+    return head_for(PATH, n)
 
 
 def read_status(s, timeout):
@@ -116,20 +127,70 @@ class Upload(threading.Thread):
 
 
 
+def trickle_holds_its_share():
+    rest = free_port()
+    d = Daemon(["--model_name=hpt", "--model_base_path=" + HPT, "--rest_api_port=%d" % rest,
+                "--max_rest_buffered_bytes=%d" % (16 * MIB), "--rest_read_timeout_seconds=2"])
+    t = None
+    try:
+        wait_rest(d, rest)
+        t = socket.create_connection(("127.0.0.1", rest), timeout=10)
+        t.sendall(head_for("/v1/models/hpt:predict", 12 * MIB) + b" " * (8 * MIB))
+        t0 = time.monotonic()
+        cut = False
+        while not cut and time.monotonic() - t0 < 20:
+            try:
+                t.sendall(b" ")
+                t.setblocking(False)
+                try:
+                    cut = t.recv(1 << 16) == b""
+                except BlockingIOError:
+                    pass
+                t.setblocking(True)
+            except OSError:  # reset: cut
+                cut = True
+            time.sleep(0.5)
+        took = time.monotonic() - t0
+        check(cut, "a body trickling a byte every 0.5 s after 8 MiB is cut within 20 s "
+              "(--rest_read_timeout_seconds=2)", d)
+        body = b'{"instances": [1.0]}'
+        body += b" " * (12 * MIB - len(body))
+        s = socket.create_connection(("127.0.0.1", rest), timeout=10)
+        try:
+            s.sendall(head_for("/v1/models/hpt:predict", len(body)) + body)
+        except OSError:
+            pass
+        code, data = read_status(s, 30)
+        s.close()
+        check(code == 200, "a 12 MiB body after the trickle was cut: 200 (got %s %r)"
+              % (code, data[:200]), d)
+        print("it_serve_rest_buffered: the trickle was cut after %.1f s of trickling; a 12 MiB "
+              "body then: %s" % (took, code))
+    finally:
+        if t is not None:
+            t.close()
+        d.close()
+
+
+def wait_rest(d, rest):
+    end = time.monotonic() + 20
+    while True:
+        try:
+            if hpt_rest_predict(rest)[0] == 200:
+                return
+        except OSError:
+            pass
+        check(time.monotonic() < end, "REST did not answer within 20 s", d)
+        time.sleep(0.1)
+
+
 def main():
+    trickle_holds_its_share()
     rest = free_port()
     d = Daemon(["--model_name=hpt", "--model_base_path=" + HPT, "--rest_api_port=%d" % rest,
                 "--max_rest_buffered_bytes=%d" % BOUND])
     try:
-        end = time.monotonic() + 20
-        while True:
-            try:
-                if hpt_rest_predict(rest)[0] == 200:
-                    break
-            except OSError:
-                pass
-            check(time.monotonic() < end, "REST did not answer within 20 s", d)
-            time.sleep(0.1)
+        wait_rest(d, rest)
         s = socket.create_connection(("127.0.0.1", rest), timeout=10)
         s.sendall(head(2 * BOUND))
         code, body = read_status(s, 5)

@@ -45,7 +45,8 @@ static const flag_def defs[] = {
      "default), connections --idle_timeout_seconds", NULL},
     {"rest_read_timeout_seconds", F_INT, OFF(rest_read_timeout_seconds), 0, 86400,
      "REST: a new connection must send its request headers within this many seconds, and a "
-     "request body may pause no longer than this; slower senders are cut. 0 = never. Default 10",
+     "request body may pause no longer than this and must bring 64 KiB per such period; slower "
+     "senders are cut. 0 = never. Default 10",
      NULL},
     {"max_rest_buffered_bytes", F_INT64, OFF(max_rest_buffered_bytes), 0, 1e18,
      "REST: request bodies held in memory at once, all connections together; a body past it is "

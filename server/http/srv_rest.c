@@ -13,6 +13,7 @@
  * the nested lists; sig_run validates everything else. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <arpa/inet.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -32,6 +34,7 @@
 #include "kn_cpu_util.h"
 #include "kn_cuda_mem.h"
 #include "ms_log.h"
+#include "ms_malloc.h"
 #include "ms_watch.h"
 #include "rt_model.h"
 #include "sig_signature.h"
@@ -51,6 +54,11 @@
  * answered 503 once its headers are in). The first three may be closed to
  * make room for a new connection, in that order. */
 enum { C_WAIT, C_BODY, C_SEND, C_RUN, C_REFUSE };
+/* A body must bring at least this much per --rest_read_timeout_seconds
+ * (6.4 KiB/s at the default 10 s), else it is cut: a client that sends a
+ * byte every few seconds holds what it has sent, of the bound on buffered
+ * bodies, for one such period at most, not for as long as it trickles. */
+#define REST_BODY_MIN_BYTES (64 << 10)
 typedef struct rconn {
     int fd;
     int state;       /* C_* */
@@ -59,7 +67,14 @@ typedef struct rconn {
     int cut;         /* shut down by us; libmicrohttpd closes it next */
     double since;    /* when the state began (CLOCK_MONOTONIC, s) */
     double progress; /* the last body bytes (C_BODY) */
+    long long got;   /* body bytes of the current request (C_BODY) */
+    double win_from; /* the current rate window began (C_BODY) */
+    long long win_got; /* got when it began */
     struct rconn *prev, *next;
+    /* in srv_rest.byst[state] while counted, not cut and state <= C_SEND,
+     * in the order conn_victim takes them (oldest since / progress first) */
+    struct rconn *sprev, *snext;
+    int linked;
 } rconn;
 
 struct srv_rest {
@@ -73,6 +88,10 @@ struct srv_rest {
     pthread_mutex_t mu;    /* conns, nlive, the rconn fields, stopping */
     pthread_cond_t cv;     /* the reaper's tick; signalled to stop it */
     rconn *conns;
+    /* the candidates to close for a new connection, per state: a list each,
+     * so that finding one is O(1) (a walk over thousands of connections per
+     * new one was half the REST CPU of a 6,000-connection flood) */
+    rconn *byst[C_SEND + 1], *byst_tail[C_SEND + 1];
     int nlive;             /* counted connections: not cut, not refused */
     int max_conns;
     double read_timeout_s; /* 0 = none */
@@ -92,6 +111,13 @@ struct srv_rest {
     int qstop;                  /* srv_rest_stop: workers end once the queue is empty */
     pthread_t *workers;
     unsigned nworkers;
+    /* the listen socket, taken from libmicrohttpd (acceptor_main) */
+    int port;
+    int lfd;          /* -1: libmicrohttpd accepts itself */
+    int wake[2];      /* a byte here stops the acceptor */
+    long long accept_lim; /* the acceptor leaves new clients queued past it */
+    int acceptor_started;
+    pthread_t acceptor;
 };
 
 /* Per-request body accumulated by the access handler. */
@@ -1502,6 +1528,30 @@ static rconn *conn_of(struct MHD_Connection *c) {
     return ci ? *(rconn *const *)(const void *)ci : NULL;
 }
 
+/* Takes k out of its byst list; under r->mu. */
+static void st_unlink(srv_rest *r, rconn *k) {
+    if (!k->linked) return;
+    if (k->sprev) k->sprev->snext = k->snext;
+    else r->byst[k->state] = k->snext;
+    if (k->snext) k->snext->sprev = k->sprev;
+    else r->byst_tail[k->state] = k->sprev;
+    k->sprev = k->snext = NULL;
+    k->linked = 0;
+}
+
+/* Puts k at the end of its state's list (it is the newest, or its body has
+ * just moved) when it may be closed for a new connection; under r->mu. */
+static void st_link(srv_rest *r, rconn *k) {
+    st_unlink(r, k);
+    if (!k->counted || k->cut || k->state > C_SEND) return;
+    k->sprev = r->byst_tail[k->state];
+    k->snext = NULL;
+    if (k->sprev) k->sprev->snext = k;
+    else r->byst[k->state] = k;
+    r->byst_tail[k->state] = k;
+    k->linked = 1;
+}
+
 /* Moves k to `state` (C_WAIT: a request was answered); a refused
  * connection stays refused. */
 static void conn_set(srv_rest *r, rconn *k, int state) {
@@ -1510,9 +1560,27 @@ static void conn_set(srv_rest *r, rconn *k, int state) {
     if (k->state != C_REFUSE) {
         double now = mono_s();
         if (state == C_WAIT && k->state != C_WAIT) k->nreq++;
-        if (state != k->state) k->since = now;
+        int moved = state != k->state || state == C_BODY; /* C_BODY: by progress */
+        if (moved) st_unlink(r, k);
+        if (state != k->state) {
+            k->since = k->win_from = now;
+            k->got = k->win_got = 0;
+        }
         k->state = state;
         k->progress = now;
+        if (moved) st_link(r, k);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* n more body bytes arrived on k (C_BODY). */
+static void conn_body(srv_rest *r, rconn *k, size_t n) {
+    if (k == NULL) return;
+    pthread_mutex_lock(&r->mu);
+    if (k->state == C_BODY) {
+        k->got += (long long)n;
+        k->progress = mono_s();
+        if (k->linked && k->snext != NULL) st_link(r, k); /* the newest progress */
     }
     pthread_mutex_unlock(&r->mu);
 }
@@ -1522,6 +1590,7 @@ static void conn_set(srv_rest *r, rconn *k, int state) {
  * on_connection's CLOSED (which takes r->mu) comes before the close. */
 static void conn_cut(srv_rest *r, rconn *k) {
     if (k->cut) return;
+    st_unlink(r, k);
     k->cut = 1;
     if (k->counted) {
         k->counted = 0;
@@ -1530,24 +1599,15 @@ static void conn_cut(srv_rest *r, rconn *k) {
     shutdown(k->fd, SHUT_RDWR);
 }
 
-/* Whether a should be closed before b to make room: one waiting for its
- * request, then one sending a body, then one whose answer is being sent
- * (a client that does not read it); among those, the one waiting longest
- * (or whose body moved least recently). */
-static int victim_before(const rconn *a, const rconn *b) {
-    if (a->state != b->state) return a->state < b->state;
-    return a->state == C_BODY ? a->progress < b->progress : a->since < b->since;
-}
-
 /* The connection to close for a new one when REST is full; never one whose
- * call runs. NULL when every one runs. Under r->mu. */
+ * call runs. NULL when every one runs. One waiting for its request, then
+ * one sending a body, then one whose answer is being sent (a client that
+ * does not read it); among those, the one waiting longest (or whose body
+ * moved least recently): the head of its byst list. Under r->mu. */
 static rconn *conn_victim(srv_rest *r) {
-    rconn *best = NULL;
-    for (rconn *k = r->conns; k; k = k->next) {
-        if (k->cut || !k->counted || k->state > C_SEND) continue;
-        if (best == NULL || victim_before(k, best)) best = k;
-    }
-    return best;
+    for (int st = C_WAIT; st <= C_SEND; st++)
+        if (r->byst[st] != NULL) return r->byst[st];
+    return NULL;
 }
 
 /* Tracks every connection (the reaper, the limit). Past the limit a new
@@ -1560,6 +1620,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
         if (k == NULL) return;
         pthread_mutex_lock(&r->mu);
+        st_unlink(r, k);
         if (k->prev) k->prev->next = k->next;
         else r->conns = k->next;
         if (k->next) k->next->prev = k->prev;
@@ -1601,6 +1662,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     k->next = r->conns;
     if (r->conns) r->conns->prev = k;
     r->conns = k;
+    st_link(r, k);
     pthread_mutex_unlock(&r->mu);
     *socket_context = k;
 }
@@ -1630,6 +1692,16 @@ static void *reaper_main(void *arg) {
             } else if (k->state == C_BODY) {
                 limit = r->read_timeout_s;
                 from = k->progress;
+                /* a trickle (a byte now and then) would hold its part of
+                 * --max_rest_buffered_bytes for as long as it lasts */
+                if (limit > 0 && now - k->win_from >= limit) {
+                    if (k->got - k->win_got < REST_BODY_MIN_BYTES) {
+                        conn_cut(r, k);
+                        continue;
+                    }
+                    k->win_from = now;
+                    k->win_got = k->got;
+                }
             } else if (k->state == C_REFUSE) {
                 limit = r->read_timeout_s > 0 ? r->read_timeout_s : r->idle_timeout_s;
             } else {
@@ -1726,13 +1798,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (*data_size > 0) {
-        conn_set(r, conn_of(c), C_BODY);
+        conn_body(r, conn_of(c), *data_size);
         if (!b->too_big && b->len + *data_size > (size_t)r->app->max_message_bytes) {
             b->too_big = 1;
             body_drop(r, b);
         }
         if (!b->too_big && !b->refused && b->len + *data_size + 1 > b->cap) {
-            size_t need = b->len + *data_size + 1, cap = need * 2;
+            /* Doubling below the mmap threshold; above it realloc moves
+             * pages (mremap), not bytes, so a quarter more is as cheap and
+             * a body holds little more of the bound than it has sent. */
+            size_t need = b->len + *data_size + 1;
+            size_t cap = need < MS_MALLOC_MMAP_THRESHOLD ? need * 2 : need + need / 4;
             const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                          MHD_HTTP_HEADER_CONTENT_LENGTH);
             long long declared = cl ? strtoll(cl, NULL, 10) : 0;
@@ -1842,7 +1918,83 @@ static long long memory_limit(void) {
     return lim;
 }
 
+/* libmicrohttpd 0.9.75 accepts one connection per poll round of a thread,
+ * and a round walks every connection that thread serves: thousands of new
+ * connections at once took seconds to be accepted, the listen queue filled,
+ * and a valid client's SYN was dropped (its connect waits 1 s, then 3 s).
+ * This thread owns the listen socket (MHD_quiesce_daemon gave it up) and
+ * takes every pending connection at once (accept4 until EAGAIN), handing
+ * each to libmicrohttpd (MHD_add_connection queues it for one of its
+ * threads and wakes that thread, which adds all it was given in its next
+ * round). libmicrohttpd still binds and configures the socket. */
+static void *acceptor_main(void *arg) {
+    srv_rest *r = arg;
+    struct pollfd p[2] = {{.fd = r->lfd, .events = POLLIN}, {.fd = r->wake[0], .events = POLLIN}};
+    for (;;) {
+        /* Past accept_lim (cut connections not closed yet) new clients wait
+         * in the listen queue, as they did with libmicrohttpd accepting:
+         * handed over, its own limit would close them. Looked at again
+         * every 10 ms until there is room. */
+        const union MHD_DaemonInfo *ci =
+            MHD_get_daemon_info(r->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        long long room = r->accept_lim - (ci ? (long long)ci->num_connections : 0);
+        p[0].events = room > 0 ? POLLIN : 0;
+        if (poll(p, 2, room > 0 ? -1 : 10) < 0 && errno != EINTR) break;
+        if (p[1].revents != 0) break;
+        while (room-- > 0) {
+            struct sockaddr_storage sa;
+            socklen_t sl = sizeof sa;
+            int fd = accept4(r->lfd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd >= 0) {
+                /* closes fd itself when it cannot take it (its own limit) */
+                (void)MHD_add_connection(r->d, fd, (struct sockaddr *)&sa, sl);
+                continue;
+            }
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                /* out of descriptors or memory: the connection stays queued
+                 * and the socket readable; wait instead of spinning */
+                struct timespec ts = {0, 10 * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* Takes the listen socket from libmicrohttpd and starts acceptor_main; when
+ * either fails, libmicrohttpd keeps accepting (slower under a flood). */
+static void acceptor_start(srv_rest *r) {
+    r->wake[0] = r->wake[1] = -1;
+    if (pipe2(r->wake, O_CLOEXEC) != 0) {
+        MS_WARN("REST: no acceptor thread (pipe: %s): libmicrohttpd accepts", strerror(errno));
+        r->wake[0] = r->wake[1] = -1;
+        return;
+    }
+    r->lfd = MHD_quiesce_daemon(r->d);
+    if (r->lfd < 0) {
+        MS_WARN("REST: no acceptor thread (libmicrohttpd kept its listen socket)");
+        return;
+    }
+    r->acceptor_started = pthread_create(&r->acceptor, NULL, acceptor_main, r) == 0;
+    if (!r->acceptor_started) MS_WARN("REST: no acceptor thread: new connections are not taken");
+}
+
+static void acceptor_stop(srv_rest *r) {
+    if (r->acceptor_started) {
+        ssize_t w = write(r->wake[1], "x", 1);
+        (void)w;
+        pthread_join(r->acceptor, NULL);
+        r->acceptor_started = 0;
+    }
+}
+
 static void rest_free(srv_rest *r) {
+    /* libmicrohttpd is stopped: the socket it gave up is ours to close */
+    if (r->lfd >= 0) close(r->lfd);
+    if (r->wake[0] >= 0) close(r->wake[0]);
+    if (r->wake[1] >= 0) close(r->wake[1]);
     pthread_cond_destroy(&r->qcv);
     pthread_mutex_destroy(&r->qmu);
     pthread_cond_destroy(&r->cv);
@@ -1866,6 +2018,7 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     srv_rest *r = calloc(1, sizeof *r);
     if (r == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     r->app = app;
+    r->lfd = r->wake[0] = r->wake[1] = -1;
     r->cors = o->cors;
     r->call_timeout_ms = o->call_timeout_ms;
     if (o->metrics_path) snprintf(r->metrics_path, sizeof r->metrics_path, "%s", o->metrics_path);
@@ -1899,7 +2052,7 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     pthread_mutex_init(&r->qmu, NULL);
     pthread_cond_init(&r->qcv, NULL);
     /* TLS and the connection limit (docs/security.md) */
-    struct MHD_OptionItem extra[7];
+    struct MHD_OptionItem extra[8];
     int ne = 0;
     /* poll, not epoll: epoll is edge-triggered in libmicrohttpd 0.9.75, and a
      * peer whose bytes and FIN arrive together was never read again (its
@@ -1922,10 +2075,18 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
             r->tls_verify = 1;
         }
     }
-    /* libmicrohttpd's own limit stops accepting (new clients wait in the
-     * backlog): set above ours, with room for the refused and the closing. */
+    /* Past lim new clients wait in the listen queue: above ours, with room
+     * for the refused and the closing. */
     long long lim = (long long)r->max_conns + r->max_conns / 4 + 16 + threads;
-    extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)lim, NULL};
+    r->accept_lim = lim;
+    /* with the acceptor (below) it keeps to lim itself; libmicrohttpd's
+     * limit is then only a backstop for the connections handed over but
+     * not yet counted by libmicrohttpd's threads */
+    extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)(2 * lim), NULL};
+    /* The listen queue as long as the kernel allows (net.core.somaxconn caps
+     * it): a burst of new connections waits there for the acceptor instead
+     * of having its SYNs dropped. */
+    extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 65535, NULL};
     /* --bind_address, as for gRPC: an IPv4 or IPv6 literal ([::1] too) or a
      * host name; libmicrohttpd binds all of IPv4 without it. */
     struct addrinfo *ai = NULL;
@@ -1960,6 +2121,9 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
         return ms_errf(MS_EINVAL, "cannot serve REST on %s:%d (in use?)",
                        host != NULL && host[0] != '\0' ? host : "0.0.0.0", o->port);
     }
+    const union MHD_DaemonInfo *pi = MHD_get_daemon_info(r->d, MHD_DAEMON_INFO_BIND_PORT);
+    r->port = pi ? pi->port : 0;
+    acceptor_start(r);
     /* as many workers as libmicrohttpd threads: the calls that run at once
      * (--rest_api_num_threads), as before they left its threads */
     r->workers = calloc(threads, sizeof *r->workers);
@@ -1978,12 +2142,12 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
 }
 
 int srv_rest_port(const srv_rest *r) {
-    const union MHD_DaemonInfo *i = MHD_get_daemon_info(r->d, MHD_DAEMON_INFO_BIND_PORT);
-    return i ? i->port : 0;
+    return r->port;
 }
 
 void srv_rest_stop(srv_rest *r) {
     if (r == NULL) return;
+    acceptor_stop(r); /* no new connections from here */
     workers_stop(r); /* later calls run on libmicrohttpd's threads */
     MHD_stop_daemon(r->d); /* closes every connection (on_connection frees them) */
     pthread_mutex_lock(&r->mu);
