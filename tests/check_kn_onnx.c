@@ -1,5 +1,6 @@
 /* check_kn_onnx.c - our own ops for ONNX operators (kernels/cpu/kn_cpu_onnx.c):
- * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxLpPool, OnnxPool,
+ * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxGatherElements,
+ * OnnxLpPool, OnnxPool,
  * OnnxNonMaxSuppression, OnnxDFT, OnnxCausalConvWithState, OnnxUnique, OnnxDet,
  * OnnxReverseSequence, against
  * values worked out by hand from the ONNX operator definitions (comments give the
@@ -178,6 +179,39 @@ START_TEST(test_scatter_nd) {
     tu_unref(in + 1, 2);
     rt_tensor_unref(x);
     rt_tensor_unref(m);
+}
+END_TEST
+
+START_TEST(test_gather_elements) {
+    rt_tensor *x = TU_U8(TU_SHAPE(2, 3), 10, 11, 12, 20, 21, 22);
+    /* axis 1, indices (2, 2): row 0 takes columns 2 and -3 (0), row 1
+     * columns 1 and 1. */
+    Tensorflow__NodeDef *d = tu_node_new("OnnxGatherElements", "ge");
+    tu_attr_i(d, "axis", 1);
+    rt_tensor *in[2] = {x, TU_I64(TU_SHAPE(2, 2), 2, -3, 1, 1)};
+    rt_tensor *o = tu_run1(d, in, 2);
+    TU_CHECK_INT(o, RT_DT_UINT8, TU_SHAPE(2, 2), 12, 10, 21, 21);
+    rt_tensor_unref(o);
+    rt_tensor_unref(in[1]);
+    /* axis 0 with int32 indices of shape (1, 3): x[i][j] for (i, j) =
+     * (1, 0), (0, 1), (1, 2). */
+    d = tu_node_new("OnnxGatherElements", "ge0");
+    in[1] = TU_I32(TU_SHAPE(1, 3), 1, 0, 1);
+    o = tu_run1(d, in, 2);
+    TU_CHECK_INT(o, RT_DT_UINT8, TU_SHAPE(1, 3), 20, 11, 22);
+    rt_tensor_unref(o);
+    rt_tensor_unref(in[1]);
+    d = tu_node_new("OnnxGatherElements", "ge_range");
+    tu_attr_i(d, "axis", 1);
+    in[1] = TU_I64(TU_SHAPE(1, 1), 3);
+    tu_run_fail(d, in, 2, 1, MS_EINVAL, "out of range");
+    rt_tensor_unref(in[1]);
+    in[1] = TU_I64(TU_SHAPE(3, 1), 0, 0, 0); /* 3 rows of 2 */
+    d = tu_node_new("OnnxGatherElements", "ge_fit");
+    tu_attr_i(d, "axis", 1);
+    tu_run_fail(d, in, 2, 1, MS_EINVAL, "do not fit");
+    rt_tensor_unref(in[1]);
+    rt_tensor_unref(x);
 }
 END_TEST
 
@@ -517,6 +551,7 @@ int main(void) {
         {"grid_sample_3d_and_hostile", test_grid_sample_3d_and_hostile},
         {"scatter_nd", test_scatter_nd},
         {"scatter_elements", test_scatter_elements},
+        {"gather_elements", test_gather_elements},
         {"lp_pool", test_lp_pool},
         {"pool", test_pool_dilated},
         {"nms", test_nms},

@@ -17,6 +17,9 @@
  *   OnnxScatterElements data, indices (int64, same rank), updates (indices'
  *                      shape) -> data with data[.., idx, ..] (on axis) set /
  *                      combined. attrs axis, reduction as above.
+ *   OnnxGatherElements data, indices (int32 / int64, same rank, each dim but
+ *                      axis's at most data's) -> data[.., idx, ..] (on axis),
+ *                      the indices' shape. attr axis.
  *   OnnxLpPool         X (N, C, 1-3 spatial dims) -> (sum of |x|^p over each
  *                      window)^(1/p); attrs ksize, strides, dilations, pads
  *                      (explicit; zeros outside), p.
@@ -366,6 +369,53 @@ static ms_status scatter_elements_compute(kn_ctx *ctx, const kn_node *node, void
         }
         sc_apply(D->dtype, es, (char *)(*out)->data + (size_t)off * es,
                  (const char *)U->data + (size_t)e * es, 1, red);
+        for (int i = r - 1; i >= 0; i--) {
+            if (++pos[i] < I->shape.dim[i]) break;
+            pos[i] = 0;
+        }
+    }
+    return MS_OK;
+}
+
+/* OnnxGatherElements: out[pos] = data[pos with idx[pos] on axis]; out has
+ * the indices' shape (known at run time only). */
+static ms_status gather_elements_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                         rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *D = in[0], *I = in[1];
+    int r = D->shape.rank, axis = kn__axis(kn_attr_i(node, "axis", 0), r);
+    if (!rt_dtype_is_pod(D->dtype))
+        return KN_EINVAL(node, "data of %s is not supported", rt_dtype_name(D->dtype));
+    if (I->dtype != RT_DT_INT64 && I->dtype != RT_DT_INT32)
+        return KN_EINVAL(node, "indices must be int32 or int64, got %s", rt_dtype_name(I->dtype));
+    if (r < 1 || axis < 0 || I->shape.rank != r)
+        return KN_EINVAL(node, "data %s, indices %s: ranks must match, axis in range",
+                         kn__shp(&D->shape), kn__shp(&I->shape));
+    for (int i = 0; i < r; i++)
+        if (i != axis && I->shape.dim[i] > D->shape.dim[i])
+            return KN_EINVAL(node, "indices %s do not fit data %s", kn__shp(&I->shape),
+                             kn__shp(&D->shape));
+    if ((st = kn__output(ctx, node, 0, D->dtype, &I->shape, &out[0])) != MS_OK) return st;
+    size_t es = rt_dtype_size(D->dtype);
+    int64_t pos[RT_MAX_RANK] = {0};
+    for (int64_t e = 0; e < I->nelem; e++) {
+        int64_t off = 0;
+        for (int i = 0; i < r; i++) {
+            int64_t v = pos[i], s = D->shape.dim[i];
+            if (i == axis) {
+                int64_t ix = I->dtype == RT_DT_INT64 ? ((const int64_t *)I->data)[e]
+                                                     : ((const int32_t *)I->data)[e];
+                v = ix < 0 ? ix + s : ix;
+                if (v < 0 || v >= s)
+                    return KN_EINVAL(node, "index %lld is out of range for axis size %lld",
+                                     (long long)ix, (long long)s);
+            }
+            off = off * s + v;
+        }
+        memcpy((char *)out[0]->data + (size_t)e * es, (const char *)D->data + (size_t)off * es,
+               es);
         for (int i = r - 1; i >= 0; i--) {
             if (++pos[i] < I->shape.dim[i]) break;
             pos[i] = 0;
@@ -977,5 +1027,6 @@ const kn_kernel kn_cpu_onnx_kernels[] = {
     {.op = "OnnxGridSample", .compute = grid_sample_compute},
     {.op = "OnnxScatterND", .compute = scatter_nd_compute},
     {.op = "OnnxScatterElements", .compute = scatter_elements_compute},
+    {.op = "OnnxGatherElements", .compute = gather_elements_compute},
     {.op = NULL},
 };

@@ -521,11 +521,73 @@ static const char *channel_affine(rt__ox_conv *cv, const char *h, const char *x,
                          rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/b", h), cr, d, b), RT_DT_FLOAT);
 }
 
+/* BatchNormalization with training_mode = 1 (opset 14+): normalised by the
+ * batch's own mean and (population) variance over every axis but 1, and
+ * outputs 1 and 2 the running statistics ONNX defines: input_mean * momentum
+ * + batch mean * (1 - momentum), the same for the variance. */
+static ms_status batchnorm_train(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X) {
+    const char *h = rt__ox_hint_of(n), *x, *t[4];
+    ms_status st;
+    int r = X->rank;
+    if (X->dt != RT_DT_FLOAT || r < 2)
+        return rt__ox_err(cv, MS_ENOTSUP, "training_mode needs a float input of rank >= 2");
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+    for (int i = 0; i < 4; i++) {
+        rt__ox_value *P;
+        if ((st = rt__ox_need(cv, n, i + 1, &P, &t[i])) != MS_OK) return st;
+        if (P->dt != RT_DT_FLOAT || P->rank != 1)
+            return rt__ox_err(cv, MS_ENOTSUP, "parameters must be float vectors");
+    }
+    float eps = rt__ox_attr_f(n, "epsilon", 1e-5f), mom = rt__ox_attr_f(n, "momentum", 0.9f);
+    int64_t ax[OX_MAXR], cs[OX_MAXR], flat = -1;
+    int na = 0;
+    for (int i = 0; i < r; i++) {
+        if (i != 1) ax[na++] = i;
+        cs[i] = i == 1 ? -1 : 1;
+    }
+    const char *mean = rt__ox_reduce(cv, "Mean", rt__ox_printf(cv, "%s/mean", h), x,
+                                     RT_DT_FLOAT, ax, na, 1);
+    const char *d = rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/centred", h), x, mean,
+                                  RT_DT_FLOAT);
+    const char *sq = rt__tf_unary(cv, "Square", rt__ox_printf(cv, "%s/sq", h), d, RT_DT_FLOAT);
+    const char *var = rt__ox_reduce(cv, "Mean", rt__ox_printf(cv, "%s/var", h), sq, RT_DT_FLOAT,
+                                    ax, na, 1);
+    const char *inv = rt__tf_unary(
+        cv, "Rsqrt", rt__ox_printf(cv, "%s/inv_std", h),
+        rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/var_eps", h), var,
+                      rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/eps", h), eps), RT_DT_FLOAT),
+        RT_DT_FLOAT);
+    const char *sc = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/scale_c", h), t[0], RT_DT_FLOAT, r, cs);
+    const char *bi = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/bias_c", h), t[1], RT_DT_FLOAT, r, cs);
+    const char *y = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/norm", h), d, inv, RT_DT_FLOAT);
+    y = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/scaled", h), y, sc, RT_DT_FLOAT);
+    y = rt__tf_binary(cv, "AddV2", h, y, bi, RT_DT_FLOAT);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, y);
+    const char *stat[2] = {mean, var};
+    for (int k = 0; k < 2; k++) {
+        if (n->n_output <= (size_t)k + 1 || !n->output[k + 1] || !n->output[k + 1][0]) continue;
+        const char *kh = rt__ox_printf(cv, "%s/running_%s", h, k ? "var" : "mean");
+        const char *b = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/batch", kh), stat[k],
+                                       RT_DT_FLOAT, 1, &flat);
+        const char *old = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/old", kh), t[2 + k],
+                                        rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/m", kh), mom),
+                                        RT_DT_FLOAT);
+        b = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/new", kh), b,
+                          rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/m1", kh), 1.0f - mom),
+                          RT_DT_FLOAT);
+        int64_t C = X->dim[1];
+        rt__ox_def_out(cv, n, k + 1, RT_DT_FLOAT, 1, &C,
+                       rt__tf_binary(cv, "AddV2", kh, old, b, RT_DT_FLOAT));
+    }
+    return MS_OK;
+}
+
 static ms_status op_batchnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *p[4];
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if (rt__ox_attr_i(n, "training_mode", 0) != 0) return batchnorm_train(cv, n, X);
     st = X->rank == 4 ? rt__ox_need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
     if (st != MS_OK) return st;
     for (int i = 0; i < 4; i++) {
@@ -537,8 +599,6 @@ static ms_status op_batchnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                               "vectors");
     }
     if (X->rank < 2) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be >= 2");
-    if (rt__ox_attr_i(n, "training_mode", 0) != 0)
-        return rt__ox_err(cv, MS_ENOTSUP, "training_mode is not supported");
     int64_t C = rt__ox_nelem(p[0]);
     float eps = rt__ox_attr_f(n, "epsilon", 1e-5f);
     const char *y;
@@ -1286,6 +1346,54 @@ product:;
     return MS_OK;
 }
 
+static ms_status op_matmul(rt__ox_conv *cv, const Onnx__NodeProto *n);
+
+/* MatMul with a 1-D operand, as numpy's matmul: a 1-D A is the row [1, K], a
+ * 1-D B the column [K, 1], and the axis added is squeezed from the product. */
+static ms_status matmul_1d(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *A,
+                           const char *a, rt__ox_value *B, const char *b) {
+    const char *h = rt__ox_hint_of(n);
+    ms_status st;
+    Onnx__NodeProto *c = rt__ox_alloc(cv, sizeof(*c));
+    *c = *n;
+    c->input = rt__ox_alloc(cv, 3 * sizeof(char *));
+    c->output = rt__ox_alloc(cv, 2 * sizeof(char *));
+    c->n_input = 2;
+    c->n_output = 1;
+    rt__ox_value *V[2] = {A, B};
+    const char *t[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        c->input[i] = n->input[i];
+        if (V[i]->rank != 1) continue;
+        int64_t d2[2] = {1, V[i]->dim[0]};
+        if (i == 1) d2[0] = V[i]->dim[0], d2[1] = 1;
+        int64_t rs[2] = {d2[0] < 0 ? -1 : d2[0], d2[1] < 0 ? -1 : d2[1]};
+        const char *nm = rt__ox_printf(cv, "%s/%s_2d", h, i ? "b" : "a");
+        rt__ox_value *v = rt__ox_define(cv, nm, RT_DT_FLOAT, 2, d2);
+        v->tf = rt__tf_reshape(cv, nm, t[i], RT_DT_FLOAT, 2, rs);
+        c->input[i] = (char *)nm;
+    }
+    c->output[0] = (char *)rt__ox_printf(cv, "%s/2d", h);
+    if ((st = op_matmul(cv, c)) != MS_OK) return st;
+    rt__ox_value *P = rt__ox_find(cv, c->output[0]);
+    const char *p;
+    if (P == NULL || (st = rt__ox_tf(cv, P, &p)) != MS_OK)
+        return P == NULL ? rt__ox_err(cv, MS_EINTERNAL, "no 2-D product") : st;
+    int64_t sq[2], od[OX_MAXR];
+    int nsq = 0, r = 0;
+    if (A->rank == 1) sq[nsq++] = P->rank - 2;
+    if (B->rank == 1) sq[nsq++] = P->rank - 1;
+    for (int i = 0; i < P->rank; i++)
+        if (!((A->rank == 1 && i == P->rank - 2) || (B->rank == 1 && i == P->rank - 1)))
+            od[r++] = P->dim[i];
+    Tensorflow__NodeDef *s = rt__tf_node(cv, "Squeeze", h);
+    rt__tf_input(cv, s, p);
+    rt__tf_attr_ilist(cv, s, "squeeze_dims", sq, nsq);
+    rt__tf_attr_type(cv, s, "T", RT_DT_FLOAT);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, od, s->name);
+    return MS_OK;
+}
+
 static ms_status op_matmul(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *A = NULL, *B = NULL;
     const char *a, *b, *h = rt__ox_hint_of(n);
@@ -1295,6 +1403,7 @@ static ms_status op_matmul(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         return st;
     if (A->dt != RT_DT_FLOAT || B->dt != RT_DT_FLOAT)
         return rt__ox_err(cv, MS_ENOTSUP, "A and B must be float");
+    if (A->rank == 1 || B->rank == 1) return matmul_1d(cv, n, A, a, B, b);
     if (A->rank >= 2 && B->rank > 2) {
         /* Batched on both sides: BatchMatMulV2 broadcasts the batch dims as
          * numpy's matmul does. */
