@@ -338,7 +338,31 @@ START_TEST(test_pool_dilated) {
     TU_CHECK_F32(o, TU_SHAPE(1, 1, 3), 0, 1, 2, 3);
     rt_tensor_unref(o);
     rt_tensor_unref(x);
+    /* MaxPool's Indices: 2 x 3 plane of channel 1 (flat offset 6), 2 x 2
+     * windows, stride 1: maxima 9 at (0, 1) and 10 at (1, 2) -> 6 + 1, 6 + 5;
+     * storage_order 1 counts (h, w) as w * 2 + h: 6 + 2, 6 + 5. Channel 0
+     * is all 0: ties take the first tap, (0, 0) and (0, 1). */
+    x = TU_F32(TU_SHAPE(1, 2, 2, 3), 0, 0, 0, 0, 0, 0, 1, 9, 2, 3, 4, 10);
+    for (int order = 0; order < 2; order++) {
+        Tensorflow__NodeDef *pd = tu_node_new("OnnxPool", "pool_ix");
+        tu_attr_ints(pd, "ksize", 2, 2);
+        tu_attr_ints(pd, "strides", 1, 1);
+        tu_attr_ints(pd, "dilations", 1, 1);
+        tu_attr_ints(pd, "pads", 0, 0, 0, 0);
+        tu_attr_i(pd, "mode", 1);
+        tu_attr_i(pd, "storage_order", order);
+        rt_tensor *po[2] = {NULL, NULL};
+        ck_assert_int_eq(tu_run(pd, &x, 1, po, 2), MS_OK);
+        TU_CHECK_F32(po[0], TU_SHAPE(1, 2, 1, 2), 0, 0, 0, 9, 10);
+        if (order == 0)
+            TU_CHECK_INT(po[1], RT_DT_INT64, TU_SHAPE(1, 2, 1, 2), 0, 1, 7, 11);
+        else
+            TU_CHECK_INT(po[1], RT_DT_INT64, TU_SHAPE(1, 2, 1, 2), 0, 2, 8, 11);
+        tu_unref(po, 2);
+        tu_node_free(pd);
+    }
     /* a window of padding only: X (1), taps -1 and 1 */
+    rt_tensor_unref(x);
     x = TU_F32(TU_SHAPE(1, 1, 1), 7);
     Tensorflow__NodeDef *d = tu_node_new("OnnxPool", "pool_pad");
     tu_attr_ints(d, "ksize", 2);

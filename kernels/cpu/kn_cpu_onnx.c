@@ -480,6 +480,11 @@ static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
         opl *= os.dim[2 + i];
     }
     if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    int64_t *ix = NULL, order = kn_attr_i(node, "storage_order", 0);
+    if (mode == 1 && node->nout > 1) {
+        if ((st = kn__output(ctx, node, 1, RT_DT_INT64, &os, &out[1])) != MS_OK) return st;
+        ix = out[1]->data;
+    }
     if (out[0]->nelem == 0) return MS_OK;
     const int64_t *in_d = X->shape.dim + 2, *out_d = os.dim + 2;
     int64_t kn = 1;
@@ -496,6 +501,7 @@ static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
                 rem /= out_d[i];
             }
             double acc = mode == 1 ? -INFINITY : 0;
+            int64_t best = -1; /* offset of the maximum in the plane */
             for (int64_t w = 0; w < kn; w++) {
                 int64_t off = 0, wr = w;
                 int inside = 1, in_pad = 1;
@@ -519,7 +525,7 @@ static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
                 }
                 double v = (double)src[off];
                 if (mode == 1) {
-                    if (v > acc || v != v) acc = v;
+                    if (best < 0 || v > acc || v != v) acc = v, best = off;
                 } else if (mode == 2) {
                     acc += v;
                 } else {
@@ -529,6 +535,18 @@ static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
             }
             if (mode != 0 && taps == 0)
                 return KN_EINVAL(node, "a window holds no element of X (pads too large)");
+            if (ix != NULL) { /* flat index in X; storage_order 1: spatial dims column-major */
+                int64_t at = best;
+                if (order == 1) {
+                    int64_t c[3], rm = best, mul = 1;
+                    for (int i = nd - 1; i >= 0; i--)
+                        c[i] = rm % in_d[i], rm /= in_d[i];
+                    at = 0;
+                    for (int i = 0; i < nd; i++)
+                        at += c[i] * mul, mul *= in_d[i];
+                }
+                ix[pl * opl + o] = pl * plane + at;
+            }
             yd[pl * opl + o] = (float)(mode == 1   ? acc
                                        : mode == 2 ? acc / (double)(cip ? padded : taps)
                                        : p == 1    ? acc

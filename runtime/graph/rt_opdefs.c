@@ -200,7 +200,7 @@ static const opdef_entry builtin[] = {
     {"OnnxGridSample", {"output"}, 0}, {"OnnxScatterND", {"output"}, 0},
     {"OnnxScatterElements", {"output"}, 0}, {"OnnxLpPool", {"output"}, 0},
     {"OnnxGatherElements", {"output"}, 0},
-    {"OnnxPool", {"output"}, 0},
+    {"OnnxPool", {"output", "indices"}, 0},
     {"OnnxNonMaxSuppression", {"output"}, 0}, {"OnnxDFT", {"output"}, 0},
     {"OnnxCausalConvWithState", {"output", "present_state"}, 0},
     {"OnnxUnique", {"y", "indices", "inverse_indices", "counts"}, 0},

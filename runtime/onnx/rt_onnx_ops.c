@@ -701,9 +701,10 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
+    /* MaxPool's Indices output: OnnxPool computes it (rt_onnx_scatter.c). */
+    if (is_max && n->n_output > 1 && n->output[1] && n->output[1][0])
+        return rt__ox_op_window_pool(cv, n);
     if ((st = rt__ox_need4(cv, n, 0, &X, &x)) != MS_OK) return st;
-    if (n->n_output > 1 && n->output[1] && n->output[1][0])
-        return rt__ox_err(cv, MS_ENOTSUP, "the Indices output is not supported");
     int64_t ks[8];
     if (rt__ox_attr_ints(n, "kernel_shape", ks, 8) != 2)
         return rt__ox_err(cv, MS_ENOTSUP, "kernel_shape must have 2 values");

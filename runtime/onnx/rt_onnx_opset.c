@@ -169,7 +169,7 @@ static const ox_opdef ox_defs[] = {
     {"LeakyRelu", {6, 16}, {1}, "alpha"},
     {"MatMul", {1, 9, 13}, {0}, ""},
     {"Max", {8, 12, 13}, {1, 6}, ""},
-    {"MaxPool", {8, 10, 11, 12, 22}, {1}, "auto_pad ceil_mode dilations kernel_shape pads storage_order=0 strides"},
+    {"MaxPool", {8, 10, 11, 12, 22}, {1}, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides"},
     {"Min", {8, 12, 13}, {1, 6}, ""},
     {"Mul", {7, 13, 14}, {1, 6}, ""},
     {"Neg", {6, 13}, {1}, ""},
