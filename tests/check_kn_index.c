@@ -39,6 +39,27 @@ START_TEST(topk) {
     ((int32_t *)in[1]->data)[0] = -1;
     tu_run_fail(tu_node_new("TopKV2", "bad_top"), in, 2, 2, MS_EINVAL, "k >= 0");
     tu_unref(in, 2);
+    /* 64-bit integers compare exactly: 2^63 + 1 above 2^63 (equal as
+     * doubles, which would keep index order), int64 -2^62 - 1 below -2^62 */
+    const uint64_t two63 = (uint64_t)1 << 63;
+    rt_tensor *big[2] = {tu_t(RT_DT_UINT64, S(3), TU_NV(uint64_t, two63, two63 + 1, 5)),
+                         TU_I32(TU_SCALAR, 2)};
+    d = tu_node_new("TopKV2", "top");
+    ck_assert_int_eq(tu_run(d, big, 2, o, 2), MS_OK);
+    ck_assert_uint_eq(((uint64_t *)o[0]->data)[0], two63 + 1);
+    ck_assert_uint_eq(((uint64_t *)o[0]->data)[1], two63);
+    TU_CHECK_INT(o[1], RT_DT_INT32, S(2), 1, 0);
+    tu_unref(o, 2);
+    tu_node_free(d);
+    rt_tensor_unref(big[0]);
+    big[0] = TU_I64(S(3), -((int64_t)1 << 62) - 1, -((int64_t)1 << 62), -5);
+    d = tu_node_new("TopKV2", "top");
+    ck_assert_int_eq(tu_run(d, big, 2, o, 2), MS_OK);
+    TU_CHECK_INT(o[0], RT_DT_INT64, S(2), -5, -((int64_t)1 << 62));
+    TU_CHECK_INT(o[1], RT_DT_INT32, S(2), 2, 1);
+    tu_unref(o, 2);
+    tu_node_free(d);
+    tu_unref(big, 2);
     /* int32 values, no rows at all */
     rt_tensor *in2[2] = {TU_I32(S(3), 7, -2, 9), TU_I64(TU_SCALAR, 1)};
     d = tu_node_new("TopKV2", "top");

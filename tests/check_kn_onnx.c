@@ -1,5 +1,6 @@
 /* check_kn_onnx.c - our own ops for ONNX operators (kernels/cpu/kn_cpu_onnx.c):
- * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxLpPool, OnnxPool,
+ * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxGatherElements, OnnxDropout,
+ * OnnxLpPool, OnnxPool,
  * OnnxNonMaxSuppression, OnnxDFT, OnnxCausalConvWithState, OnnxUnique, OnnxDet,
  * OnnxReverseSequence, against
  * values worked out by hand from the ONNX operator definitions (comments give the
@@ -181,6 +182,64 @@ START_TEST(test_scatter_nd) {
 }
 END_TEST
 
+START_TEST(test_gather_elements) {
+    rt_tensor *x = TU_U8(TU_SHAPE(2, 3), 10, 11, 12, 20, 21, 22);
+    /* axis 1, indices (2, 2): row 0 takes columns 2 and -3 (0), row 1
+     * columns 1 and 1. */
+    Tensorflow__NodeDef *d = tu_node_new("OnnxGatherElements", "ge");
+    tu_attr_i(d, "axis", 1);
+    rt_tensor *in[2] = {x, TU_I64(TU_SHAPE(2, 2), 2, -3, 1, 1)};
+    rt_tensor *o = tu_run1(d, in, 2);
+    TU_CHECK_INT(o, RT_DT_UINT8, TU_SHAPE(2, 2), 12, 10, 21, 21);
+    rt_tensor_unref(o);
+    rt_tensor_unref(in[1]);
+    /* axis 0 with int32 indices of shape (1, 3): x[i][j] for (i, j) =
+     * (1, 0), (0, 1), (1, 2). */
+    d = tu_node_new("OnnxGatherElements", "ge0");
+    in[1] = TU_I32(TU_SHAPE(1, 3), 1, 0, 1);
+    o = tu_run1(d, in, 2);
+    TU_CHECK_INT(o, RT_DT_UINT8, TU_SHAPE(1, 3), 20, 11, 22);
+    rt_tensor_unref(o);
+    rt_tensor_unref(in[1]);
+    d = tu_node_new("OnnxGatherElements", "ge_range");
+    tu_attr_i(d, "axis", 1);
+    in[1] = TU_I64(TU_SHAPE(1, 1), 3);
+    tu_run_fail(d, in, 2, 1, MS_EINVAL, "out of range");
+    rt_tensor_unref(in[1]);
+    in[1] = TU_I64(TU_SHAPE(3, 1), 0, 0, 0); /* 3 rows of 2 */
+    d = tu_node_new("OnnxGatherElements", "ge_fit");
+    tu_attr_i(d, "axis", 1);
+    tu_run_fail(d, in, 2, 1, MS_EINVAL, "do not fit");
+    rt_tensor_unref(in[1]);
+    rt_tensor_unref(x);
+}
+END_TEST
+
+START_TEST(test_dropout) {
+    /* ratio 0 in training, or any ratio outside it: x and an all-true mask */
+    rt_tensor *in[3] = {TU_F32(TU_SHAPE(2), 1.5f, -2), TU_F32(TU_SCALAR, 0),
+                        tu_t(RT_DT_BOOL, TU_SCALAR, TU_NV(uint8_t, 1))};
+    rt_tensor *o[2] = {NULL, NULL};
+    Tensorflow__NodeDef *d = tu_node_new("OnnxDropout", "do");
+    ck_assert_int_eq(tu_run(d, in, 3, o, 2), MS_OK);
+    TU_CHECK_F32(o[0], TU_SHAPE(2), 0, 1.5f, -2);
+    TU_CHECK_INT(o[1], RT_DT_BOOL, TU_SHAPE(2), 1, 1);
+    tu_unref(o, 2);
+    tu_node_free(d);
+    ((float *)in[1]->data)[0] = 0.5f;
+    ((uint8_t *)in[2]->data)[0] = 0;
+    d = tu_node_new("OnnxDropout", "do");
+    ck_assert_int_eq(tu_run(d, in, 3, o, 2), MS_OK);
+    TU_CHECK_F32(o[0], TU_SHAPE(2), 0, 1.5f, -2);
+    tu_unref(o, 2);
+    tu_node_free(d);
+    /* training with ratio 0.5: a random mask, not supported */
+    ((uint8_t *)in[2]->data)[0] = 1;
+    tu_run_fail(tu_node_new("OnnxDropout", "do_rand"), in, 3, 2, MS_ENOTSUP, "random mask");
+    tu_unref(in, 3);
+}
+END_TEST
+
 START_TEST(test_scatter_elements) {
     rt_tensor *z = TU_F32(TU_SHAPE(2, 3), 0, 0, 0, 0, 0, 0);
     /* axis 1: row 0 gets 5 at column 2, row 1 gets 6 at column 0 (-3). */
@@ -304,7 +363,31 @@ START_TEST(test_pool_dilated) {
     TU_CHECK_F32(o, TU_SHAPE(1, 1, 3), 0, 1, 2, 3);
     rt_tensor_unref(o);
     rt_tensor_unref(x);
+    /* MaxPool's Indices: 2 x 3 plane of channel 1 (flat offset 6), 2 x 2
+     * windows, stride 1: maxima 9 at (0, 1) and 10 at (1, 2) -> 6 + 1, 6 + 5;
+     * storage_order 1 counts (h, w) as w * 2 + h: 6 + 2, 6 + 5. Channel 0
+     * is all 0: ties take the first tap, (0, 0) and (0, 1). */
+    x = TU_F32(TU_SHAPE(1, 2, 2, 3), 0, 0, 0, 0, 0, 0, 1, 9, 2, 3, 4, 10);
+    for (int order = 0; order < 2; order++) {
+        Tensorflow__NodeDef *pd = tu_node_new("OnnxPool", "pool_ix");
+        tu_attr_ints(pd, "ksize", 2, 2);
+        tu_attr_ints(pd, "strides", 1, 1);
+        tu_attr_ints(pd, "dilations", 1, 1);
+        tu_attr_ints(pd, "pads", 0, 0, 0, 0);
+        tu_attr_i(pd, "mode", 1);
+        tu_attr_i(pd, "storage_order", order);
+        rt_tensor *po[2] = {NULL, NULL};
+        ck_assert_int_eq(tu_run(pd, &x, 1, po, 2), MS_OK);
+        TU_CHECK_F32(po[0], TU_SHAPE(1, 2, 1, 2), 0, 0, 0, 9, 10);
+        if (order == 0)
+            TU_CHECK_INT(po[1], RT_DT_INT64, TU_SHAPE(1, 2, 1, 2), 0, 1, 7, 11);
+        else
+            TU_CHECK_INT(po[1], RT_DT_INT64, TU_SHAPE(1, 2, 1, 2), 0, 2, 8, 11);
+        tu_unref(po, 2);
+        tu_node_free(pd);
+    }
     /* a window of padding only: X (1), taps -1 and 1 */
+    rt_tensor_unref(x);
     x = TU_F32(TU_SHAPE(1, 1, 1), 7);
     Tensorflow__NodeDef *d = tu_node_new("OnnxPool", "pool_pad");
     tu_attr_ints(d, "ksize", 2);
@@ -517,6 +600,8 @@ int main(void) {
         {"grid_sample_3d_and_hostile", test_grid_sample_3d_and_hostile},
         {"scatter_nd", test_scatter_nd},
         {"scatter_elements", test_scatter_elements},
+        {"gather_elements", test_gather_elements},
+        {"dropout", test_dropout},
         {"lp_pool", test_lp_pool},
         {"pool", test_pool_dilated},
         {"nms", test_nms},

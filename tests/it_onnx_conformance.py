@@ -12,7 +12,9 @@ float32 values, the form onnx's numpy_helper reads it in).
 
 Each test ends as one of
     pass     imported, ran, every output matched
-    refused  the import refused it (the message names what is missing)
+    refused  the import refused it (the message names what is missing), or the run
+             refused as not implemented a value only known then (Dropout's
+             run-time training_mode with a ratio above 0: a random mask)
     wrong    imported, and then the run failed or an output differed
     crash    the worker died or hung on it
 The test FAILS on any wrong or crash, and when a test listed in

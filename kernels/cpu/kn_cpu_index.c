@@ -68,7 +68,8 @@ static const char *tf_shp(const rt_shape *s) {
 /* ---- TopKV2 ---- */
 
 typedef struct {
-    double v;
+    double v;   /* floats */
+    uint64_t u; /* integers: an order-preserving key, exact for all 64 bits */
     int64_t i;
 } topk_item;
 
@@ -79,7 +80,37 @@ static int topk_cmp(const void *pa, const void *pb) {
     if (na != nb) return na ? -1 : 1;
     if (a->v > b->v) return -1;
     if (a->v < b->v) return 1;
+    if (a->u > b->u) return -1;
+    if (a->u < b->u) return 1;
     return (a->i > b->i) - (a->i < b->i); /* ties: lower index first */
+}
+
+static int topk_type_ok(rt_dtype dt) {
+    return dt == RT_DT_FLOAT || dt == RT_DT_DOUBLE || dt == RT_DT_INT8 || dt == RT_DT_INT16 ||
+           dt == RT_DT_INT32 || dt == RT_DT_INT64 || dt == RT_DT_UINT8 || dt == RT_DT_UINT16 ||
+           dt == RT_DT_UINT32 || dt == RT_DT_UINT64;
+}
+
+/* Element j of x (a topk_type_ok type) as a sort item: floats in v, integers as u (signed ones
+ * with the sign bit flipped, so unsigned order is their order). */
+static void topk_get(const rt_tensor *x, int64_t j, topk_item *it) {
+    const void *d = x->data;
+    it->v = 0;
+    it->u = 0;
+    switch (x->dtype) {
+    case RT_DT_FLOAT: it->v = ((const float *)d)[j]; return;
+    case RT_DT_DOUBLE: it->v = ((const double *)d)[j]; return;
+    case RT_DT_INT8: it->u = (uint64_t)(int64_t)((const int8_t *)d)[j]; break;
+    case RT_DT_INT16: it->u = (uint64_t)(int64_t)((const int16_t *)d)[j]; break;
+    case RT_DT_INT32: it->u = (uint64_t)(int64_t)((const int32_t *)d)[j]; break;
+    case RT_DT_INT64: it->u = (uint64_t)((const int64_t *)d)[j]; break;
+    case RT_DT_UINT8: it->u = ((const uint8_t *)d)[j]; return;
+    case RT_DT_UINT16: it->u = ((const uint16_t *)d)[j]; return;
+    case RT_DT_UINT32: it->u = ((const uint32_t *)d)[j]; return;
+    case RT_DT_UINT64: it->u = ((const uint64_t *)d)[j]; return;
+    default: return;
+    }
+    it->u ^= (uint64_t)1 << 63;
 }
 
 static ms_status topk_compute(kn_ctx *ctx, const kn_node *node, void *state,
@@ -88,7 +119,7 @@ static ms_status topk_compute(kn_ctx *ctx, const kn_node *node, void *state,
     ms_status st = kn__need_inputs(node, in, 2);
     if (st != MS_OK) return st;
     const rt_tensor *x = in[0];
-    if (!is_num(x->dtype))
+    if (!topk_type_ok(x->dtype))
         return KN_EINVAL(node, "input must be a real number tensor, got %s",
                          rt_dtype_name(x->dtype));
     if (x->shape.rank < 1)
@@ -118,7 +149,7 @@ static ms_status topk_compute(kn_ctx *ctx, const kn_node *node, void *state,
     size_t es = rt_dtype_size(x->dtype);
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t j = 0; j < n; j++) {
-            num_get(x, r * n + j, &items[j].v);
+            topk_get(x, r * n + j, &items[j]);
             items[j].i = j;
         }
         /* sorted=false allows any order; sorted order satisfies it too. */
@@ -226,7 +257,7 @@ static ms_status bucketize_compute(kn_ctx *ctx, const kn_node *node, void *state
     if ((st = kn__output(ctx, node, 0, RT_DT_INT32, &x->shape, &out[0])) != MS_OK) return st;
     int32_t *o = out[0]->data;
     for (int64_t i = 0; i < x->nelem; i++) {
-        double v;
+        double v = 0; /* is_num above: num_get sets it */
         num_get(x, i, &v);
         /* upper bound: the first boundary > v */
         int lo = 0, hi = bs ? bs->n : 0;

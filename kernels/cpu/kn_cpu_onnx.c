@@ -17,6 +17,12 @@
  *   OnnxScatterElements data, indices (int64, same rank), updates (indices'
  *                      shape) -> data with data[.., idx, ..] (on axis) set /
  *                      combined. attrs axis, reduction as above.
+ *   OnnxDropout        x, ratio, training_mode (run-time scalars) -> x and an
+ *                      all-true mask; training with a ratio above 0 (a random
+ *                      mask) fails the run as not supported.
+ *   OnnxGatherElements data, indices (int32 / int64, same rank, each dim but
+ *                      axis's at most data's) -> data[.., idx, ..] (on axis),
+ *                      the indices' shape. attr axis.
  *   OnnxLpPool         X (N, C, 1-3 spatial dims) -> (sum of |x|^p over each
  *                      window)^(1/p); attrs ksize, strides, dilations, pads
  *                      (explicit; zeros outside), p.
@@ -374,6 +380,82 @@ static ms_status scatter_elements_compute(kn_ctx *ctx, const kn_node *node, void
     return MS_OK;
 }
 
+/* OnnxDropout: x, ratio (float / double scalar), training_mode (bool scalar)
+ * known only at run time -> x and an all-true mask when that is what ONNX's
+ * Dropout gives (training_mode false, or ratio 0); training with a ratio
+ * above 0 draws a random mask, which is refused (MS_ENOTSUP). */
+static ms_status dropout_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                 rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 3);
+    if (st != MS_OK) return st;
+    const rt_tensor *X = in[0], *R = in[1], *T = in[2];
+    if (!rt_dtype_is_pod(X->dtype) || R->nelem != 1 ||
+        (R->dtype != RT_DT_FLOAT && R->dtype != RT_DT_DOUBLE) || T->nelem != 1 ||
+        T->dtype != RT_DT_BOOL)
+        return KN_EINVAL(node, "want data, a float ratio and a bool training_mode scalar");
+    double ratio = R->dtype == RT_DT_FLOAT ? *(const float *)R->data : *(const double *)R->data;
+    if (*(const uint8_t *)T->data && ratio != 0)
+        return kn__errf(MS_ENOTSUP, node,
+                        "training_mode is true with ratio %g: Dropout would draw a random mask, "
+                        "which is not supported (ratio 0 or training_mode false only)",
+                        ratio);
+    if ((st = kn__output(ctx, node, 0, X->dtype, &X->shape, &out[0])) != MS_OK) return st;
+    if (X->nelem > 0) memcpy(out[0]->data, X->data, (size_t)X->nelem * rt_dtype_size(X->dtype));
+    if (node->nout > 1) {
+        if ((st = kn__output(ctx, node, 1, RT_DT_BOOL, &X->shape, &out[1])) != MS_OK) return st;
+        if (X->nelem > 0) memset(out[1]->data, 1, (size_t)X->nelem);
+    }
+    return MS_OK;
+}
+
+/* OnnxGatherElements: out[pos] = data[pos with idx[pos] on axis]; out has
+ * the indices' shape (known at run time only). */
+static ms_status gather_elements_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                         rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 2);
+    if (st != MS_OK) return st;
+    const rt_tensor *D = in[0], *I = in[1];
+    int r = D->shape.rank, axis = kn__axis(kn_attr_i(node, "axis", 0), r);
+    if (!rt_dtype_is_pod(D->dtype))
+        return KN_EINVAL(node, "data of %s is not supported", rt_dtype_name(D->dtype));
+    if (I->dtype != RT_DT_INT64 && I->dtype != RT_DT_INT32)
+        return KN_EINVAL(node, "indices must be int32 or int64, got %s", rt_dtype_name(I->dtype));
+    if (r < 1 || axis < 0 || I->shape.rank != r)
+        return KN_EINVAL(node, "data %s, indices %s: ranks must match, axis in range",
+                         kn__shp(&D->shape), kn__shp(&I->shape));
+    for (int i = 0; i < r; i++)
+        if (i != axis && I->shape.dim[i] > D->shape.dim[i])
+            return KN_EINVAL(node, "indices %s do not fit data %s", kn__shp(&I->shape),
+                             kn__shp(&D->shape));
+    if ((st = kn__output(ctx, node, 0, D->dtype, &I->shape, &out[0])) != MS_OK) return st;
+    size_t es = rt_dtype_size(D->dtype);
+    int64_t pos[RT_MAX_RANK] = {0};
+    for (int64_t e = 0; e < I->nelem; e++) {
+        int64_t off = 0;
+        for (int i = 0; i < r; i++) {
+            int64_t v = pos[i], s = D->shape.dim[i];
+            if (i == axis) {
+                int64_t ix = I->dtype == RT_DT_INT64 ? ((const int64_t *)I->data)[e]
+                                                     : ((const int32_t *)I->data)[e];
+                v = ix < 0 ? ix + s : ix;
+                if (v < 0 || v >= s)
+                    return KN_EINVAL(node, "index %lld is out of range for axis size %lld",
+                                     (long long)ix, (long long)s);
+            }
+            off = off * s + v;
+        }
+        memcpy((char *)out[0]->data + (size_t)e * es, (const char *)D->data + (size_t)off * es,
+               es);
+        for (int i = r - 1; i >= 0; i--) {
+            if (++pos[i] < I->shape.dim[i]) break;
+            pos[i] = 0;
+        }
+    }
+    return MS_OK;
+}
+
 /* ---- LpPool, dilated MaxPool / AveragePool ---- */
 
 /* Output length of a window of extent ext, stride s over n (pads included)
@@ -430,6 +512,11 @@ static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
         opl *= os.dim[2 + i];
     }
     if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    int64_t *ix = NULL, order = kn_attr_i(node, "storage_order", 0);
+    if (mode == 1 && node->nout > 1) {
+        if ((st = kn__output(ctx, node, 1, RT_DT_INT64, &os, &out[1])) != MS_OK) return st;
+        ix = out[1]->data;
+    }
     if (out[0]->nelem == 0) return MS_OK;
     const int64_t *in_d = X->shape.dim + 2, *out_d = os.dim + 2;
     int64_t kn = 1;
@@ -446,6 +533,7 @@ static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
                 rem /= out_d[i];
             }
             double acc = mode == 1 ? -INFINITY : 0;
+            int64_t best = -1; /* offset of the maximum in the plane */
             for (int64_t w = 0; w < kn; w++) {
                 int64_t off = 0, wr = w;
                 int inside = 1, in_pad = 1;
@@ -469,7 +557,7 @@ static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
                 }
                 double v = (double)src[off];
                 if (mode == 1) {
-                    if (v > acc || v != v) acc = v;
+                    if (best < 0 || v > acc || v != v) acc = v, best = off;
                 } else if (mode == 2) {
                     acc += v;
                 } else {
@@ -479,6 +567,18 @@ static ms_status lp_pool_compute(kn_ctx *ctx, const kn_node *node, void *state,
             }
             if (mode != 0 && taps == 0)
                 return KN_EINVAL(node, "a window holds no element of X (pads too large)");
+            if (ix != NULL) { /* flat index in X; storage_order 1: spatial dims column-major */
+                int64_t at = best;
+                if (order == 1) {
+                    int64_t c[3], rm = best, mul = 1;
+                    for (int i = nd - 1; i >= 0; i--)
+                        c[i] = rm % in_d[i], rm /= in_d[i];
+                    at = 0;
+                    for (int i = 0; i < nd; i++)
+                        at += c[i] * mul, mul *= in_d[i];
+                }
+                ix[pl * opl + o] = pl * plane + at;
+            }
             yd[pl * opl + o] = (float)(mode == 1   ? acc
                                        : mode == 2 ? acc / (double)(cip ? padded : taps)
                                        : p == 1    ? acc
@@ -977,5 +1077,7 @@ const kn_kernel kn_cpu_onnx_kernels[] = {
     {.op = "OnnxGridSample", .compute = grid_sample_compute},
     {.op = "OnnxScatterND", .compute = scatter_nd_compute},
     {.op = "OnnxScatterElements", .compute = scatter_elements_compute},
+    {.op = "OnnxGatherElements", .compute = gather_elements_compute},
+    {.op = "OnnxDropout", .compute = dropout_compute},
     {.op = NULL},
 };

@@ -60,6 +60,11 @@ static const struct {
     {"BitwiseOr", TY_INTS},
     {"BitwiseXor", TY_INTS},
     {"BitwiseNot", TY_INTS},
+    /* rt_onnx_more.c op_expand: BroadcastTo, or x + zeros (float16 and
+     * bfloat16 go through float, exactly) */
+    {"Expand", TY_BASE | TY_INTS | B(RT_DT_DOUBLE)},
+    /* rt_onnx_more.c op_topk (float16 / bfloat16 through float) */
+    {"TopK", TY_BASE | TY_INTS | B(RT_DT_DOUBLE)},
     /* rt_onnx_ops.c op_clip (opset 11+) */
     {"Clip", TY_NUM},
     /* rt_onnx_more.c */
@@ -206,14 +211,58 @@ static rt_dtype narrow_float_of(rt__ox_conv *cv, const Onnx__NodeProto *n, uint3
     return nf;
 }
 
+#define TY_NARROW_INTS                                                                             \
+    (B(RT_DT_INT8) | B(RT_DT_INT16) | B(RT_DT_UINT8) | B(RT_DT_UINT16) | B(RT_DT_UINT32) |         \
+     B(RT_DT_UINT64))
+
+/* Ops whose handlers take float, int64 (TY_BASE) but not these types, run in
+ * a carrier type that holds them exactly: float for max and min of small
+ * integers and bool (float keeps their order), int64 for data movement (any
+ * integer goes to int64 and back unchanged, uint64 by wrapping). */
+static const struct {
+    const char *op;
+    uint32_t types;
+    rt_dtype carrier;
+} carried_ops[] = {
+    {"MaxPool", B(RT_DT_INT8) | B(RT_DT_UINT8), RT_DT_FLOAT},
+    {"ReduceMax", B(RT_DT_BOOL) | B(RT_DT_INT8) | B(RT_DT_UINT8), RT_DT_FLOAT},
+    {"ReduceMin", B(RT_DT_BOOL) | B(RT_DT_INT8) | B(RT_DT_UINT8), RT_DT_FLOAT},
+    {"Tile", TY_NARROW_INTS, RT_DT_INT64},
+    {"Pad", TY_NARROW_INTS, RT_DT_INT64},
+    {"Transpose", TY_NARROW_INTS, RT_DT_INT64},
+    {"Slice", TY_NARROW_INTS, RT_DT_INT64},
+    {"Concat", TY_NARROW_INTS, RT_DT_INT64},
+    {"Gather", TY_NARROW_INTS, RT_DT_INT64},
+    {"GatherElements", TY_NARROW_INTS, RT_DT_INT64},
+    {"Reshape", TY_NARROW_INTS, RT_DT_INT64},
+    {"Flatten", TY_NARROW_INTS, RT_DT_INT64},
+    {"Squeeze", TY_NARROW_INTS, RT_DT_INT64},
+    {"Unsqueeze", TY_NARROW_INTS, RT_DT_INT64},
+};
+
+/* The type of n's input 0 when n is a carried_ops op and it is one of its
+ * types (*carrier set); else RT_DT_INVALID. */
+static rt_dtype carried_of(rt__ox_conv *cv, const Onnx__NodeProto *n, rt_dtype *carrier) {
+    const rt__ox_value *v = n->n_input ? rt__ox_in(cv, n, 0) : NULL;
+    for (size_t i = 0; v && i < sizeof(carried_ops) / sizeof(carried_ops[0]); i++)
+        if (n->op_type && strcmp(n->op_type, carried_ops[i].op) == 0 && v->dt < 32 &&
+            (B(v->dt) & carried_ops[i].types)) {
+            *carrier = carried_ops[i].carrier;
+            return v->dt;
+        }
+    return RT_DT_INVALID;
+}
+
 /* Runs handler h on n with its float16 / bfloat16 inputs cast to float and
  * its float outputs cast back to nf (ONNX gives such outputs the input
  * type, but for LayerNormalization's statistics): computed in float and rounded once per op to nearest even, as
  * numpy computes float16 and as ONNX Runtime does for the float16 ops it
  * runs in float. Integer and bool outputs (ArgMax, IsNaN, ...) pass as
- * they are. */
+ * they are. The carried_ops run the same way in their carrier type (float
+ * or int64), which holds nf exactly; a bool result from float is y > 0. */
 static ms_status run_in_float(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_handler h,
-                              rt_dtype nf) {
+                              rt_dtype nf, rt_dtype carrier) {
+    const char *cname = carrier == RT_DT_FLOAT ? "float" : "int64";
     ms_status st;
     const char *hint = rt__ox_hint_of(n);
     Onnx__NodeProto *c = rt__ox_alloc(cv, sizeof(*c));
@@ -224,18 +273,18 @@ static ms_status run_in_float(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_
         rt__ox_value *v = rt__ox_in(cv, n, (int)k);
         c->input[k] = n->input[k];
         if (v == NULL || v->dt != nf) continue;
-        const char *fname = rt__ox_printf(cv, "%s/as_float", v->name);
+        const char *fname = rt__ox_printf(cv, "%s/as_%s", v->name, cname);
         if (rt__ox_find(cv, fname) == NULL) {
             const char *x;
             if ((st = rt__ox_tf(cv, v, &x)) != MS_OK) return st;
-            rt__ox_value *f = rt__ox_define(cv, fname, RT_DT_FLOAT, v->rank, v->dim);
-            f->tf = rt__tf_cast(cv, fname, x, nf, RT_DT_FLOAT);
+            rt__ox_value *f = rt__ox_define(cv, fname, carrier, v->rank, v->dim);
+            f->tf = rt__tf_cast(cv, fname, x, nf, carrier);
         }
         c->input[k] = (char *)fname;
     }
     for (size_t k = 0; k < n->n_output; k++)
         c->output[k] = n->output[k] && n->output[k][0]
-                           ? rt__ox_printf(cv, "%s/float", n->output[k])
+                           ? rt__ox_printf(cv, "%s/%s", n->output[k], cname)
                            : n->output[k];
     if ((st = rt__ox_check_dtypes(cv, c)) != MS_OK || (st = h(cv, c)) != MS_OK) return st;
     /* LayerNormalization's Mean and InvStdDev have type U (stash_type,
@@ -246,7 +295,7 @@ static ms_status run_in_float(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_
         if (n->output[k] == NULL || n->output[k][0] == '\0') continue;
         rt__ox_value *v = rt__ox_find(cv, c->output[k]);
         if (v == NULL) continue; /* the driver names the missing output */
-        if (v->dt != RT_DT_FLOAT || k >= keep_from) {
+        if (v->dt != carrier || k >= keep_from) {
             rt__ox_value *o = rt__ox_define(cv, n->output[k], v->dt, 0, NULL);
             const char *nm = o->name;
             *o = *v;
@@ -256,15 +305,22 @@ static ms_status run_in_float(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_
         const char *y;
         if ((st = rt__ox_tf(cv, v, &y)) != MS_OK) return st;
         rt__ox_value *o = rt__ox_define(cv, n->output[k], nf, v->rank, v->dim);
-        o->tf = rt__tf_cast(cv, rt__ox_printf(cv, "%s/narrow", hint), y, RT_DT_FLOAT, nf);
+        if (nf == RT_DT_BOOL) /* y > 0: a max of nothing (-inf) is false, as ONNX has it */
+            o->tf = rt__tf_binary(cv, "Greater", rt__ox_printf(cv, "%s/narrow", hint), y,
+                                  rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/zero", hint), 0),
+                                  RT_DT_FLOAT);
+        else /* integers: exact; from float a max or min of nothing saturates to the
+              * type's bound */
+            o->tf = rt__tf_cast(cv, rt__ox_printf(cv, "%s/narrow", hint), y, carrier, nf);
     }
     return MS_OK;
 }
 
 ms_status rt__ox_run_handler(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_handler h) {
     uint32_t types = op_types(n);
-    rt_dtype nf = narrow_float_of(cv, n, types);
-    if (nf != RT_DT_INVALID) return run_in_float(cv, n, h, nf);
+    rt_dtype carrier = RT_DT_FLOAT, nf = narrow_float_of(cv, n, types);
+    if (nf == RT_DT_INVALID) nf = carried_of(cv, n, &carrier);
+    if (nf != RT_DT_INVALID) return run_in_float(cv, n, h, nf, carrier);
     ms_status st = rt__ox_check_dtypes(cv, n);
     return st != MS_OK ? st : h(cv, n);
 }

@@ -430,8 +430,13 @@ static ms_status expand_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_val
     if (r < 0) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be known");
     for (int i = 0; i < r; i++) /* a 1 may still meet a larger run-time entry */
         if (od[i] == 1) od[i] = -1;
-    const char *z = rt__ox_fill(cv, rt__ox_printf(cv, "%s/zeros", h), s, S->dt,
-                                X->dt == RT_DT_BOOL ? RT_DT_BOOL : X->dt, 0);
+    const char *z;
+    if (is_any(X->dt)) {
+        z = rt__ox_fill(cv, rt__ox_printf(cv, "%s/zeros", h), s, S->dt, X->dt, 0);
+    } else { /* int64 zeros cast to the type (Fill's constant is int64 or float) */
+        z = rt__ox_fill(cv, rt__ox_printf(cv, "%s/zeros64", h), s, S->dt, RT_DT_INT64, 0);
+        z = rt__tf_cast(cv, rt__ox_printf(cv, "%s/zeros", h), z, RT_DT_INT64, X->dt);
+    }
     const char *y = X->dt == RT_DT_BOOL ? rt__tf_binary(cv, "LogicalOr", h, x, z, RT_DT_BOOL)
                                         : rt__tf_binary(cv, "AddV2", h, x, z, X->dt);
     rt__ox_def_out(cv, n, 0, X->dt, r, od, y);
@@ -442,7 +447,8 @@ static ms_status op_expand(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X, *S;
     const char *x;
     ms_status st;
-    if ((st = in_typed(cv, n, 0, is_any, "float, int32, int64, bool", &X, &x)) != MS_OK ||
+    /* any type of the executor (rt_onnx_dtype.c's table lets them in) */
+    if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK ||
         (st = rt__ox_need(cv, n, 1, &S, NULL)) != MS_OK)
         return st;
     if (S->rank != 1 || S->dim[0] < 0 || S->dim[0] > OX_MAXR || !is_int(S->dt))
@@ -703,11 +709,16 @@ static ms_status op_layernorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* TopKV2's kernel compares every integer type exactly (64-bit keys). */
+static int is_topk_type(rt_dtype dt) {
+    return dt == RT_DT_FLOAT || dt == RT_DT_DOUBLE || rt__ox_dtype_int(dt);
+}
+
 static ms_status op_topk(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X, *K;
     const char *x, *k, *h = rt__ox_hint_of(n);
     ms_status st;
-    if ((st = in_typed(cv, n, 0, is_num, "float, int32, int64", &X, &x)) != MS_OK ||
+    if ((st = in_typed(cv, n, 0, is_topk_type, "float, double, integers", &X, &x)) != MS_OK ||
         (st = in_typed(cv, n, 1, is_int, "int64", &K, &k)) != MS_OK)
         return st;
     int r = X->rank, axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", -1), r);
@@ -751,13 +762,12 @@ static ms_status op_topk(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
-/* GatherElements through GatherNd: the coordinates of every output element
- * are its own position except on `axis`, where the index (negative ones
- * moved up by the axis size) goes. The positions are constants, so the
- * indices' shape must be static. */
+/* GatherElements: our OnnxGatherElements kernel (the output takes the
+ * indices' shape at run time; negative indices count from the end, one out of
+ * range fails the run). */
 static ms_status op_gather_elements(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X, *I;
-    const char *x, *ix, *h = rt__ox_hint_of(n);
+    const char *x, *ix;
     ms_status st;
     if ((st = in_typed(cv, n, 0, is_any, "float, int32, int64, bool", &X, &x)) != MS_OK ||
         (st = in_typed(cv, n, 1, is_int, "int32, int64", &I, &ix)) != MS_OK)
@@ -765,39 +775,10 @@ static ms_status op_gather_elements(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int r = X->rank, axis = rt__ox_norm_axis(rt__ox_attr_i(n, "axis", 0), r);
     if (r < 1 || axis < 0 || I->rank != r)
         return rt__ox_err(cv, MS_EINVAL, "indices must have the input's rank; axis in range");
-    int64_t ne = rt__ox_nelem(I), d = X->dim[axis];
-    if (ne < 0 || d < 0 || ne > ((int64_t)1 << 22))
-        return rt__ox_err(cv, MS_ENOTSUP, "the indices' shape and the axis size must be static");
-    if (I->dt != RT_DT_INT64)
-        ix = rt__tf_cast(cv, rt__ox_printf(cv, "%s/i64", h), ix, I->dt, RT_DT_INT64);
-    const char *wix = rt__ox_wrap_index(cv, h, ix, RT_DT_INT64, d);
-    int64_t cd[OX_MAXR + 1];
-    memcpy(cd, I->dim, sizeof(int64_t) * (size_t)r);
-    cd[r] = 1;
-    Tensorflow__NodeDef *cat = rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/coords", h));
-    for (int j = 0; j < r; j++) {
-        if (j == axis) {
-            rt__tf_input(cv, cat, rt__tf_reshape(cv, rt__ox_printf(cv, "%s/axis_coord", h),
-                                                 wix, RT_DT_INT64, r + 1, cd));
-            continue;
-        }
-        int64_t *pos = rt__ox_alloc(cv, (size_t)(ne + 1) * sizeof(int64_t)), inner = 1;
-        for (int q = j + 1; q < r; q++)
-            inner *= I->dim[q];
-        for (int64_t e = 0; e < ne; e++)
-            pos[e] = (e / inner) % I->dim[j];
-        rt__tf_input(cv, cat, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/pos%d", h, j),
-                                               RT_DT_INT64, r + 1, cd, pos));
-    }
-    rt__tf_input(cv, cat, rt__tf_i32(cv, rt__ox_printf(cv, "%s/last", h), r));
-    rt__tf_attr_i(cv, cat, "N", r);
-    rt__tf_attr_type(cv, cat, "T", RT_DT_INT64);
-    rt__tf_attr_type(cv, cat, "Tidx", RT_DT_INT32);
-    Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherNd", h);
+    Tensorflow__NodeDef *g = rt__tf_node(cv, "OnnxGatherElements", rt__ox_hint_of(n));
     rt__tf_input(cv, g, x);
-    rt__tf_input(cv, g, cat->name);
-    rt__tf_attr_type(cv, g, "Tparams", X->dt);
-    rt__tf_attr_type(cv, g, "Tindices", RT_DT_INT64);
+    rt__tf_input(cv, g, ix);
+    rt__tf_attr_i(cv, g, "axis", axis);
     rt__ox_def_out(cv, n, 0, X->dt, r, I->dim, g->name);
     return MS_OK;
 }

@@ -286,6 +286,84 @@ static ms_status op_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* One group of a 2-D ConvTranspose: y = the transposed convolution of x
+ * (graph layout) with filter [kh, kw, Co, Ci] (TF's form), before its pads
+ * are cropped: full[] is its static spatial size (-1: dynamic; the sizes then
+ * come from x's shape at run time). */
+static const char *deconv_group(rt__ox_conv *cv, const char *h, const char *x,
+                                const rt__ox_value *X, const char *filter, int64_t Co,
+                                const int64_t *k, const int64_t *s, const int64_t *d,
+                                const int64_t *op, const int64_t *pads, const int64_t *full) {
+    int64_t ek[2] = {(k[0] - 1) * d[0] + 1, (k[1] - 1) * d[1] + 1};
+    const char *sizes, *crop_size = NULL;
+    if (X->dim[0] >= 0 && full[0] >= 0 && full[1] >= 0) {
+        int64_t sz[4];
+        rt__ox_lay4(cv, sz, X->dim[0], Co, full[0], full[1]);
+        sizes = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/input_sizes", h), 4, sz);
+    } else {
+        /* shape * [1, 0, s, s] + [0, Co, ek + op - s, ...]; the crop keeps
+         * that minus the pads. */
+        int64_t mul[4], add[4], cut[4];
+        rt__ox_lay4(cv, mul, 1, 0, s[0], s[1]);
+        rt__ox_lay4(cv, add, 0, Co, ek[0] + op[0] - s[0], ek[1] + op[1] - s[1]);
+        rt__ox_lay4(cv, cut, 0, 0, pads[0] + pads[2], pads[1] + pads[3]);
+        sizes = rt__ox_deconv_sizes(cv, h, x, 4, mul, add, cut, &crop_size);
+    }
+    int64_t l[4];
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Conv2DBackpropInput", h);
+    rt__tf_input(cv, nd, sizes);
+    rt__tf_input(cv, nd, filter);
+    rt__tf_input(cv, nd, x);
+    rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
+    rt__ox_lay4(cv, l, 1, 1, s[0], s[1]);
+    rt__tf_attr_ilist(cv, nd, "strides", l, 4);
+    rt__ox_lay4(cv, l, 1, 1, d[0], d[1]);
+    rt__tf_attr_ilist(cv, nd, "dilations", l, 4);
+    rt__tf_attr_s(cv, nd, "padding", "VALID");
+    rt__tf_attr_s(cv, nd, "data_format", rt__ox_data_format(cv));
+    const char *y = nd->name;
+    if (pads[0] || pads[1] || pads[2] || pads[3]) {
+        int64_t oh = full[0] < 0 ? -1 : full[0] - pads[0] - pads[2];
+        int64_t ow = full[1] < 0 ? -1 : full[1] - pads[1] - pads[3];
+        Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/crop", h));
+        int64_t b[4], z[4];
+        rt__ox_lay4(cv, b, 0, 0, pads[0], pads[1]);
+        rt__ox_lay4(cv, z, -1, Co, oh, ow);
+        rt__tf_input(cv, sl, y);
+        rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", sl->name), 4, b));
+        rt__tf_input(cv, sl, crop_size ? crop_size
+                                       : rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", sl->name),
+                                                       4, z));
+        rt__tf_attr_type(cv, sl, "T", RT_DT_FLOAT);
+        rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
+        y = sl->name;
+    }
+    return y;
+}
+
+/* Slice of t (graph layout when lay, else as it is) on axis ax: [b, b + n). */
+static const char *slice_axis(rt__ox_conv *cv, const char *h, const char *t, int ax, int64_t b,
+                              int64_t n) {
+    int64_t bg[4] = {0, 0, 0, 0}, sz[4] = {-1, -1, -1, -1};
+    bg[ax] = b;
+    sz[ax] = n;
+    Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", h);
+    rt__tf_input(cv, sl, t);
+    rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", h), 4, bg));
+    rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", h), 4, sz));
+    rt__tf_attr_type(cv, sl, "T", RT_DT_FLOAT);
+    rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
+    return sl->name;
+}
+
+/* ConvTranspose on NCHW: Conv2DBackpropInput (dilations as TF's), the pads
+ * cropped after it. output_shape and auto_pad SAME give the pads by ONNX's
+ * rule (total = s * (in - 1) + output_padding + (k - 1) * d + 1 - out; SAME
+ * has out = in * s; SAME_UPPER and an explicit output_shape put the odd one at
+ * the end, SAME_LOWER at the start); a negative end pad (an output_shape up to
+ * stride - 1 past the full size) grows the output like output_padding.
+ * group g runs g transposed convolutions on the channel slices and
+ * concatenates them. */
 static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     {
         rt__ox_value *X5 = rt__ox_in(cv, n, 0);
@@ -300,43 +378,77 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         return st;
     if (W->rank != 4 || W->dt != RT_DT_FLOAT || rt__ox_count_unknown(4, W->dim) != 0)
         return rt__ox_err(cv, MS_ENOTSUP, "weights must be a 4-D float tensor of static shape");
-    if (rt__ox_attr_i(n, "group", 1) != 1)
-        return rt__ox_err(cv, MS_ENOTSUP, "grouped ConvTranspose is not supported");
-    if (rt__ox_attr(n, "output_shape"))
-        return rt__ox_err(cv, MS_ENOTSUP, "the output_shape attribute is not supported; use pads");
-    if (!rt__ox_attr_is(n, "auto_pad", "NOTSET", "NOTSET") &&
+    int64_t g = rt__ox_attr_i(n, "group", 1);
+    int upper = rt__ox_attr_is(n, "auto_pad", "SAME_UPPER", "NOTSET");
+    int lower = rt__ox_attr_is(n, "auto_pad", "SAME_LOWER", "NOTSET");
+    if (!upper && !lower && !rt__ox_attr_is(n, "auto_pad", "NOTSET", "NOTSET") &&
         !rt__ox_attr_is(n, "auto_pad", "VALID", "NOTSET"))
-        return rt__ox_err(cv, MS_ENOTSUP, "auto_pad SAME is not supported");
-    int64_t Ci = W->dim[0], Co = W->dim[1], kh = W->dim[2], kw = W->dim[3];
+        return rt__ox_err(cv, MS_EINVAL, "auto_pad must be NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+    int64_t Ci = W->dim[0], Cog = W->dim[1], kh = W->dim[2], kw = W->dim[3];
+    if (rt__ox_out_of(g, 1, OX_WIN_MAX) || Ci % g != 0)
+        return rt__ox_err(cv, MS_EINVAL, "group must divide the %lld input channels",
+                          (long long)Ci);
+    int64_t Co = Cog * g, k[2] = {kh, kw};
     int64_t s[2] = {1, 1}, d[2] = {1, 1}, pads[4] = {0, 0, 0, 0}, op[2] = {0, 0}, tmp[8];
+    int64_t osh[2] = {-1, -1};
     if (rt__ox_attr_ints(n, "strides", tmp, 8) == 2) s[0] = tmp[0], s[1] = tmp[1];
     if (rt__ox_attr_ints(n, "dilations", tmp, 8) == 2) d[0] = tmp[0], d[1] = tmp[1];
     if (rt__ox_attr_ints(n, "pads", tmp, 8) == 4) memcpy(pads, tmp, sizeof(pads));
     if (rt__ox_attr_ints(n, "output_padding", tmp, 8) == 2) op[0] = tmp[0], op[1] = tmp[1];
     if (rt__ox_attr_is(n, "auto_pad", "VALID", "NOTSET")) memset(pads, 0, sizeof(pads));
-    if (d[0] != 1 || d[1] != 1)
-        return rt__ox_err(cv, MS_ENOTSUP, "dilated ConvTranspose is not supported");
+    int nos = rt__ox_attr_ints(n, "output_shape", tmp, 8);
+    if (nos >= 2) osh[0] = tmp[nos - 2], osh[1] = tmp[nos - 1];
+    else if (rt__ox_attr(n, "output_shape"))
+        return rt__ox_err(cv, MS_EINVAL, "output_shape must give the output's height and width");
     for (int a = 0; a < 2; a++)
-        if (rt__ox_out_of(s[a], 1, OX_WIN_MAX) || rt__ox_out_of(op[a], 0, s[a] - 1) ||
-            rt__ox_out_of(pads[a], 0, OX_WIN_MAX) || rt__ox_out_of(pads[a + 2], 0, OX_WIN_MAX))
+        if (rt__ox_out_of(s[a], 1, OX_WIN_MAX) || rt__ox_out_of(d[a], 1, OX_WIN_MAX) ||
+            rt__ox_out_of(op[a], 0, s[a] - 1) || rt__ox_out_of(pads[a], 0, OX_WIN_MAX) ||
+            rt__ox_out_of(pads[a + 2], 0, OX_WIN_MAX) ||
+            (osh[a] != -1 && rt__ox_out_of(osh[a], 0, OX_DIM_MAX)))
             return rt__ox_err(cv, MS_EINVAL,
-                              "strides must be in 1..2^20, output_padding below "
+                              "strides and dilations must be in 1..2^20, output_padding below "
                               "the stride, pads in 0..2^20");
     if (X->dim[1] >= 0 && X->dim[1] != Ci)
         return rt__ox_err(cv, MS_EINVAL, "weights expect %lld input channels, input has %lld",
                           (long long)Ci, (long long)X->dim[1]);
-    int64_t full[2] = {s[0] * (X->dim[2] - 1) + kh + op[0], s[1] * (X->dim[3] - 1) + kw + op[1]};
+    int64_t ek[2] = {(kh - 1) * d[0] + 1, (kw - 1) * d[1] + 1};
+    if ((upper || lower) && osh[0] < 0)
+        for (int a = 0; a < 2; a++)
+            osh[a] = X->dim[2 + a] < 0 ? -2 : X->dim[2 + a] * s[a];
+    if (osh[0] != -1) {
+        /* pads from the wanted output size (ONNX's rule, docstring above) */
+        for (int a = 0; a < 2; a++) {
+            if (X->dim[2 + a] < 0 || osh[a] < 0)
+                return rt__ox_err(cv, MS_ENOTSUP,
+                                  "output_shape / auto_pad SAME need the input's height and "
+                                  "width known at conversion time");
+            int64_t tot = s[a] * (X->dim[2 + a] - 1) + op[a] + ek[a] - osh[a];
+            int64_t half = tot >= 0 ? tot / 2 : -((-tot + 1) / 2); /* floor */
+            int64_t lo = lower ? tot - half : half, hi = tot - lo;
+            if (!upper && !lower) lo = tot - half, hi = half;
+            if (hi < 0) op[a] -= hi, hi = 0;
+            if (lo < 0 || op[a] > s[a] - 1)
+                return rt__ox_err(cv, MS_ENOTSUP,
+                                  "output_shape %lld on axis %d is not reachable (full size "
+                                  "%lld; at most stride - 1 more is supported)",
+                                  (long long)osh[a], 2 + a, (long long)(tot + osh[a]));
+            pads[a] = lo;
+            pads[a + 2] = hi;
+        }
+    }
+    int64_t full[2] = {s[0] * (X->dim[2] - 1) + ek[0] + op[0],
+                       s[1] * (X->dim[3] - 1) + ek[1] + op[1]};
     for (int a = 0; a < 2; a++)
         if (X->dim[2 + a] < 0) full[a] = -1;
     /* TF filter [kh, kw, out_channels, in_channels]; no spatial flip. */
-    int64_t fd[4] = {kh, kw, Co, Ci};
+    int64_t fd[4] = {kh, kw, Cog, Ci};
     const char *filter;
     if (W->f) {
-        float *f = rt__ox_alloc(cv, (size_t)(kh * kw * Co * Ci) * sizeof(float));
+        float *f = rt__ox_alloc(cv, (size_t)(kh * kw * Cog * Ci) * sizeof(float));
         for (int64_t ci = 0; ci < Ci; ci++)
-            for (int64_t co = 0; co < Co; co++)
+            for (int64_t co = 0; co < Cog; co++)
                 for (int64_t y = 0; y < kh * kw; y++)
-                    f[(y * Co + co) * Ci + ci] = W->f[(ci * Co + co) * kh * kw + y];
+                    f[(y * Cog + co) * Ci + ci] = W->f[(ci * Cog + co) * kh * kw + y];
         filter = rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/filter", h), 4, fd, f);
     } else {
         /* Weights computed at run time: the same transpose as a node. */
@@ -346,50 +458,30 @@ static ms_status op_conv_transpose(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         filter = rt__tf_transpose(cv, rt__ox_printf(cv, "%s/filter", h), wt, RT_DT_FLOAT, 4,
                                   to_hwoi);
     }
-    /* input_sizes = [batch, Co, full_h, full_w] (graph layout); computed from
-     * x's shape at run time when a dim is dynamic: shape * [1, 0, s, s] +
-     * [0, Co, k + op - s, ...], and the crop keeps that minus the pads. */
-    const char *sizes, *crop_size = NULL;
-    if (X->dim[0] >= 0 && full[0] >= 0 && full[1] >= 0) {
-        int64_t sz[4];
-        rt__ox_lay4(cv, sz, X->dim[0], Co, full[0], full[1]);
-        sizes = rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/input_sizes", h), 4, sz);
+    const char *y;
+    if (g == 1) {
+        y = deconv_group(cv, h, x, X, filter, Co, k, s, d, op, pads, full);
     } else {
-        int64_t mul[4], add[4], cut[4];
-        rt__ox_lay4(cv, mul, 1, 0, s[0], s[1]);
-        rt__ox_lay4(cv, add, 0, Co, kh + op[0] - s[0], kw + op[1] - s[1]);
-        rt__ox_lay4(cv, cut, 0, 0, pads[0] + pads[2], pads[1] + pads[3]);
-        sizes = rt__ox_deconv_sizes(cv, h, x, 4, mul, add, cut, &crop_size);
+        int64_t lay[4];
+        rt__ox_lay4(cv, lay, 0, 1, 2, 3);
+        int cax = lay[0] == 1 ? 0 : lay[1] == 1 ? 1 : lay[2] == 1 ? 2 : 3; /* channel axis */
+        int64_t Cig = Ci / g;
+        Tensorflow__NodeDef *cat = rt__tf_node(cv, "ConcatV2", rt__ox_printf(cv, "%s/groups", h));
+        for (int64_t gi = 0; gi < g; gi++) {
+            const char *gh = rt__ox_printf(cv, "%s/g%lld", h, (long long)gi);
+            const char *xg = slice_axis(cv, rt__ox_printf(cv, "%s/x", gh), x, cax, gi * Cig, Cig);
+            const char *fg =
+                slice_axis(cv, rt__ox_printf(cv, "%s/filter", gh), filter, 3, gi * Cig, Cig);
+            rt__tf_input(cv, cat, deconv_group(cv, gh, xg, X, fg, Cog, k, s, d, op, pads, full));
+        }
+        rt__tf_input(cv, cat, rt__tf_i32(cv, rt__ox_printf(cv, "%s/axis", cat->name), cax));
+        rt__tf_attr_i(cv, cat, "N", g);
+        rt__tf_attr_type(cv, cat, "T", RT_DT_FLOAT);
+        rt__tf_attr_type(cv, cat, "Tidx", RT_DT_INT32);
+        y = cat->name;
     }
-    int64_t l[4];
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Conv2DBackpropInput", h);
-    rt__tf_input(cv, nd, sizes);
-    rt__tf_input(cv, nd, filter);
-    rt__tf_input(cv, nd, x);
-    rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
-    rt__ox_lay4(cv, l, 1, 1, s[0], s[1]);
-    rt__tf_attr_ilist(cv, nd, "strides", l, 4);
-    rt__ox_lay4(cv, l, 1, 1, 1, 1);
-    rt__tf_attr_ilist(cv, nd, "dilations", l, 4);
-    rt__tf_attr_s(cv, nd, "padding", "VALID");
-    rt__tf_attr_s(cv, nd, "data_format", rt__ox_data_format(cv));
-    const char *y = nd->name;
     int64_t oh = full[0] < 0 ? -1 : full[0] - pads[0] - pads[2];
     int64_t ow = full[1] < 0 ? -1 : full[1] - pads[1] - pads[3];
-    if (pads[0] || pads[1] || pads[2] || pads[3]) {
-        Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/crop", h));
-        int64_t b[4], z[4];
-        rt__ox_lay4(cv, b, 0, 0, pads[0], pads[1]);
-        rt__ox_lay4(cv, z, -1, Co, oh, ow);
-        rt__tf_input(cv, sl, y);
-        rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", sl->name), 4, b));
-        rt__tf_input(cv, sl, crop_size ? crop_size
-                                       : rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", sl->name),
-                                                       4, z));
-        rt__tf_attr_type(cv, sl, "T", RT_DT_FLOAT);
-        rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
-        y = sl->name;
-    }
     if (B != NULL) {
         const char *bt = NULL;
         if (B->dt != RT_DT_FLOAT || B->rank != 1 || B->dim[0] != Co)
@@ -429,11 +521,73 @@ static const char *channel_affine(rt__ox_conv *cv, const char *h, const char *x,
                          rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/b", h), cr, d, b), RT_DT_FLOAT);
 }
 
+/* BatchNormalization with training_mode = 1 (opset 14+): normalised by the
+ * batch's own mean and (population) variance over every axis but 1, and
+ * outputs 1 and 2 the running statistics ONNX defines: input_mean * momentum
+ * + batch mean * (1 - momentum), the same for the variance. */
+static ms_status batchnorm_train(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X) {
+    const char *h = rt__ox_hint_of(n), *x, *t[4];
+    ms_status st;
+    int r = X->rank;
+    if (X->dt != RT_DT_FLOAT || r < 2)
+        return rt__ox_err(cv, MS_ENOTSUP, "training_mode needs a float input of rank >= 2");
+    if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+    for (int i = 0; i < 4; i++) {
+        rt__ox_value *P;
+        if ((st = rt__ox_need(cv, n, i + 1, &P, &t[i])) != MS_OK) return st;
+        if (P->dt != RT_DT_FLOAT || P->rank != 1)
+            return rt__ox_err(cv, MS_ENOTSUP, "parameters must be float vectors");
+    }
+    float eps = rt__ox_attr_f(n, "epsilon", 1e-5f), mom = rt__ox_attr_f(n, "momentum", 0.9f);
+    int64_t ax[OX_MAXR], cs[OX_MAXR], flat = -1;
+    int na = 0;
+    for (int i = 0; i < r; i++) {
+        if (i != 1) ax[na++] = i;
+        cs[i] = i == 1 ? -1 : 1;
+    }
+    const char *mean = rt__ox_reduce(cv, "Mean", rt__ox_printf(cv, "%s/mean", h), x,
+                                     RT_DT_FLOAT, ax, na, 1);
+    const char *d = rt__tf_binary(cv, "Sub", rt__ox_printf(cv, "%s/centred", h), x, mean,
+                                  RT_DT_FLOAT);
+    const char *sq = rt__tf_unary(cv, "Square", rt__ox_printf(cv, "%s/sq", h), d, RT_DT_FLOAT);
+    const char *var = rt__ox_reduce(cv, "Mean", rt__ox_printf(cv, "%s/var", h), sq, RT_DT_FLOAT,
+                                    ax, na, 1);
+    const char *inv = rt__tf_unary(
+        cv, "Rsqrt", rt__ox_printf(cv, "%s/inv_std", h),
+        rt__tf_binary(cv, "AddV2", rt__ox_printf(cv, "%s/var_eps", h), var,
+                      rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/eps", h), eps), RT_DT_FLOAT),
+        RT_DT_FLOAT);
+    const char *sc = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/scale_c", h), t[0], RT_DT_FLOAT, r, cs);
+    const char *bi = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/bias_c", h), t[1], RT_DT_FLOAT, r, cs);
+    const char *y = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/norm", h), d, inv, RT_DT_FLOAT);
+    y = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/scaled", h), y, sc, RT_DT_FLOAT);
+    y = rt__tf_binary(cv, "AddV2", h, y, bi, RT_DT_FLOAT);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, X->dim, y);
+    const char *stat[2] = {mean, var};
+    for (int k = 0; k < 2; k++) {
+        if (n->n_output <= (size_t)k + 1 || !n->output[k + 1] || !n->output[k + 1][0]) continue;
+        const char *kh = rt__ox_printf(cv, "%s/running_%s", h, k ? "var" : "mean");
+        const char *b = rt__tf_reshape(cv, rt__ox_printf(cv, "%s/batch", kh), stat[k],
+                                       RT_DT_FLOAT, 1, &flat);
+        const char *old = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/old", kh), t[2 + k],
+                                        rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/m", kh), mom),
+                                        RT_DT_FLOAT);
+        b = rt__tf_binary(cv, "Mul", rt__ox_printf(cv, "%s/new", kh), b,
+                          rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/m1", kh), 1.0f - mom),
+                          RT_DT_FLOAT);
+        int64_t C = X->dim[1];
+        rt__ox_def_out(cv, n, k + 1, RT_DT_FLOAT, 1, &C,
+                       rt__tf_binary(cv, "AddV2", kh, old, b, RT_DT_FLOAT));
+    }
+    return MS_OK;
+}
+
 static ms_status op_batchnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL, *p[4];
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, NULL)) != MS_OK) return st;
+    if (rt__ox_attr_i(n, "training_mode", 0) != 0) return batchnorm_train(cv, n, X);
     st = X->rank == 4 ? rt__ox_need4(cv, n, 0, &X, &x) : rt__ox_tf(cv, X, &x);
     if (st != MS_OK) return st;
     for (int i = 0; i < 4; i++) {
@@ -445,8 +599,6 @@ static ms_status op_batchnorm(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                               "vectors");
     }
     if (X->rank < 2) return rt__ox_err(cv, MS_ENOTSUP, "input rank must be >= 2");
-    if (rt__ox_attr_i(n, "training_mode", 0) != 0)
-        return rt__ox_err(cv, MS_ENOTSUP, "training_mode is not supported");
     int64_t C = rt__ox_nelem(p[0]);
     float eps = rt__ox_attr_f(n, "epsilon", 1e-5f);
     const char *y;
@@ -549,9 +701,10 @@ static ms_status op_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     const char *x, *h = rt__ox_hint_of(n);
     ms_status st;
+    /* MaxPool's Indices output: OnnxPool computes it (rt_onnx_scatter.c). */
+    if (is_max && n->n_output > 1 && n->output[1] && n->output[1][0])
+        return rt__ox_op_window_pool(cv, n);
     if ((st = rt__ox_need4(cv, n, 0, &X, &x)) != MS_OK) return st;
-    if (n->n_output > 1 && n->output[1] && n->output[1][0])
-        return rt__ox_err(cv, MS_ENOTSUP, "the Indices output is not supported");
     int64_t ks[8];
     if (rt__ox_attr_ints(n, "kernel_shape", ks, 8) != 2)
         return rt__ox_err(cv, MS_ENOTSUP, "kernel_shape must have 2 values");
@@ -1194,6 +1347,54 @@ product:;
     return MS_OK;
 }
 
+static ms_status op_matmul(rt__ox_conv *cv, const Onnx__NodeProto *n);
+
+/* MatMul with a 1-D operand, as numpy's matmul: a 1-D A is the row [1, K], a
+ * 1-D B the column [K, 1], and the axis added is squeezed from the product. */
+static ms_status matmul_1d(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *A,
+                           const char *a, rt__ox_value *B, const char *b) {
+    const char *h = rt__ox_hint_of(n);
+    ms_status st;
+    Onnx__NodeProto *c = rt__ox_alloc(cv, sizeof(*c));
+    *c = *n;
+    c->input = rt__ox_alloc(cv, 3 * sizeof(char *));
+    c->output = rt__ox_alloc(cv, 2 * sizeof(char *));
+    c->n_input = 2;
+    c->n_output = 1;
+    rt__ox_value *V[2] = {A, B};
+    const char *t[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        c->input[i] = n->input[i];
+        if (V[i]->rank != 1) continue;
+        int64_t d2[2] = {1, V[i]->dim[0]};
+        if (i == 1) d2[0] = V[i]->dim[0], d2[1] = 1;
+        int64_t rs[2] = {d2[0] < 0 ? -1 : d2[0], d2[1] < 0 ? -1 : d2[1]};
+        const char *nm = rt__ox_printf(cv, "%s/%s_2d", h, i ? "b" : "a");
+        rt__ox_value *v = rt__ox_define(cv, nm, RT_DT_FLOAT, 2, d2);
+        v->tf = rt__tf_reshape(cv, nm, t[i], RT_DT_FLOAT, 2, rs);
+        c->input[i] = (char *)nm;
+    }
+    c->output[0] = (char *)rt__ox_printf(cv, "%s/2d", h);
+    if ((st = op_matmul(cv, c)) != MS_OK) return st;
+    rt__ox_value *P = rt__ox_find(cv, c->output[0]);
+    const char *p;
+    if (P == NULL || (st = rt__ox_tf(cv, P, &p)) != MS_OK)
+        return P == NULL ? rt__ox_err(cv, MS_EINTERNAL, "no 2-D product") : st;
+    int64_t sq[2], od[OX_MAXR];
+    int nsq = 0, r = 0;
+    if (A->rank == 1) sq[nsq++] = P->rank - 2;
+    if (B->rank == 1) sq[nsq++] = P->rank - 1;
+    for (int i = 0; i < P->rank; i++)
+        if (!((A->rank == 1 && i == P->rank - 2) || (B->rank == 1 && i == P->rank - 1)))
+            od[r++] = P->dim[i];
+    Tensorflow__NodeDef *s = rt__tf_node(cv, "Squeeze", h);
+    rt__tf_input(cv, s, p);
+    rt__tf_attr_ilist(cv, s, "squeeze_dims", sq, nsq);
+    rt__tf_attr_type(cv, s, "T", RT_DT_FLOAT);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, od, s->name);
+    return MS_OK;
+}
+
 static ms_status op_matmul(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *A = NULL, *B = NULL;
     const char *a, *b, *h = rt__ox_hint_of(n);
@@ -1203,6 +1404,7 @@ static ms_status op_matmul(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         return st;
     if (A->dt != RT_DT_FLOAT || B->dt != RT_DT_FLOAT)
         return rt__ox_err(cv, MS_ENOTSUP, "A and B must be float");
+    if (A->rank == 1 || B->rank == 1) return matmul_1d(cv, n, A, a, B, b);
     if (A->rank >= 2 && B->rank > 2) {
         /* Batched on both sides: BatchMatMulV2 broadcasts the batch dims as
          * numpy's matmul does. */

@@ -120,7 +120,9 @@ static int64_t pool_out(int64_t in, int64_t lo, int64_t hi, int64_t ext, int64_t
 /* LpPool (opsets 2-22), and MaxPool / AveragePool given dilations (any
  * opset): explicit pads from pads or auto_pad (SAME_* need static spatial
  * dims). LpPool -> OnnxLpPool (ceil_mode 0), the others -> OnnxPool with
- * mode, ceil_mode and count_include_pad; MaxPool's Indices output is refused. */
+ * mode, ceil_mode and count_include_pad; MaxPool's Indices output (also without
+ * dilations) is OnnxPool's second: the flat index of each maximum in X (the
+ * spatial dims in column-major order with storage_order 1). */
 static ms_status op_lp_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X;
     const char *x, *h = rt__ox_hint_of(n);
@@ -130,8 +132,9 @@ static ms_status op_lp_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int r = X->rank, nd = r - 2;
     if (X->dt != RT_DT_FLOAT) return rt__ox_err(cv, MS_ENOTSUP, "X must be float");
     if (nd < 1 || nd > 3) return rt__ox_err(cv, MS_ENOTSUP, "1 to 3 spatial dims are supported");
-    if (is_max && n->n_output > 1 && n->output[1] && n->output[1][0])
-        return rt__ox_err(cv, MS_ENOTSUP, "the Indices output is not supported with dilations");
+    int indices = is_max && n->n_output > 1 && n->output[1] && n->output[1][0];
+    int64_t order = rt__ox_attr_i(n, "storage_order", 0);
+    if (order != 0 && order != 1) return rt__ox_err(cv, MS_EINVAL, "storage_order must be 0 or 1");
     int64_t k[3], s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, pads[6] = {0}, od[OX_MAXR];
     if (rt__ox_attr_ints(n, "kernel_shape", k, 3) != nd)
         return rt__ox_err(cv, MS_EINVAL, "kernel_shape must have %d values", nd);
@@ -182,8 +185,10 @@ static ms_status op_lp_pool(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__tf_attr_i(cv, lp, "mode", is_max ? 1 : 2);
         rt__tf_attr_i(cv, lp, "ceil_mode", ceil_mode != 0);
         rt__tf_attr_i(cv, lp, "count_include_pad", rt__ox_attr_i(n, "count_include_pad", 0) != 0);
+        if (indices) rt__tf_attr_i(cv, lp, "storage_order", order);
     }
     rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, r, od, lp->name);
+    if (indices) rt__ox_def_out(cv, n, 1, RT_DT_INT64, r, od, rt__tf_out(cv, lp, 1));
     return MS_OK;
 }
 

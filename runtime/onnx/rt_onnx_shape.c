@@ -293,6 +293,21 @@ ms_status rt__ox_op_squeeze_unsqueeze(rt__ox_conv *cv, const Onnx__NodeProto *n)
         for (int i = 0; i < X->rank; i++)
             if (!drop[i]) od[r++] = X->dim[i];
     }
+    if (!is_known(X) && na > 0 && rt__ox_count_unknown(r, od) > 1) {
+        /* More than one dynamic dim, which one Reshape cannot take: our
+         * OnnxSqueeze / OnnxUnsqueeze with the constant axes (a view). */
+        const char *x;
+        int64_t k = na;
+        if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+        const char *h = rt__ox_hint_of(n);
+        Tensorflow__NodeDef *nd = rt__tf_node(cv, unsq ? "OnnxUnsqueeze" : "OnnxSqueeze", h);
+        rt__tf_input(cv, nd, x);
+        rt__tf_input(cv, nd, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/axes", h), RT_DT_INT64,
+                                              1, &k, axes));
+        rt__tf_attr_type(cv, nd, "T", X->dt);
+        rt__ox_def_out(cv, n, 0, X->dt, r, od, nd->name);
+        return MS_OK;
+    }
     return reshape_to(cv, n, X, r, od);
 }
 
@@ -1300,6 +1315,31 @@ ms_status rt__ox_op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* Dropout whose ratio or training_mode comes at run time: OnnxDropout (the
+ * identity and an all-true mask, or a run-time refusal for a random mask). */
+static ms_status dropout_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X,
+                            const char *x, rt__ox_value *R, rt__ox_value *T) {
+    const char *h = rt__ox_hint_of(n), *r, *t;
+    ms_status st;
+    if (R != NULL && (R->rank != 0 || (R->dt != RT_DT_FLOAT && R->dt != RT_DT_DOUBLE)))
+        return rt__ox_err(cv, MS_ENOTSUP, "ratio must be a float or double scalar");
+    if (T->rank != 0 || T->dt != RT_DT_BOOL)
+        return rt__ox_err(cv, MS_EINVAL, "training_mode must be a bool scalar");
+    if (R == NULL)
+        r = rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/ratio", h), 0.5f);
+    else if ((st = rt__ox_tf(cv, R, &r)) != MS_OK)
+        return st;
+    if ((st = rt__ox_tf(cv, T, &t)) != MS_OK) return st;
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "OnnxDropout", h);
+    rt__tf_input(cv, nd, x);
+    rt__tf_input(cv, nd, r);
+    rt__tf_input(cv, nd, t);
+    rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, rt__tf_out(cv, nd, 0));
+    if (n->n_output > 1 && n->output[1] && n->output[1][0])
+        rt__ox_def_out(cv, n, 1, RT_DT_BOOL, X->rank, X->dim, rt__tf_out(cv, nd, 1));
+    return MS_OK;
+}
+
 ms_status rt__ox_op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     const char *x;
@@ -1307,14 +1347,21 @@ ms_status rt__ox_op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK) return st;
     int dropout = strcmp(n->op_type, "Dropout") == 0;
     if (dropout) {
-        /* Opset 12+: training_mode (input 2) must be known false, or the
-         * ratio (input 1) known 0, else Dropout is not the identity. */
+        /* Opset 12+: with training_mode (input 2) known false, or the ratio
+         * (input 1) known 0, Dropout is the identity; with both constants
+         * otherwise it draws a random mask (refused); when either comes at
+         * run time, OnnxDropout decides there. */
         rt__ox_value *T = rt__ox_in(cv, n, 2), *R = rt__ox_in(cv, n, 1);
         int ratio0 = R != NULL && R->f != NULL && rt__ox_nelem(R) == 1 && R->f[0] == 0.0f;
-        if (T != NULL && (!T->iv || rt__ox_nelem(T) != 1 || T->iv[0] != 0) && !ratio0)
-            return rt__ox_err(cv, MS_ENOTSUP,
-                              "training_mode must be a constant false, or ratio a constant 0 "
-                              "(training-mode dropout is not supported)");
+        int t_known = T == NULL || (T->iv && rt__ox_is_const(T) && rt__ox_nelem(T) == 1);
+        int r_known = R == NULL || (R->f && rt__ox_nelem(R) == 1);
+        if (T != NULL && (!t_known || T->iv[0] != 0) && !ratio0) {
+            if (t_known && r_known)
+                return rt__ox_err(cv, MS_ENOTSUP,
+                                  "training_mode is true and ratio not 0: Dropout would draw a "
+                                  "random mask (training-mode dropout is not supported)");
+            return dropout_rt(cv, n, X, x, R, T);
+        }
     }
     rt__ox_alias(cv, n, X);
     if (n->n_output > 1 && n->output[1] && n->output[1][0]) {
