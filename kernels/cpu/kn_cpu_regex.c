@@ -4,7 +4,7 @@
  *
  * TensorFlow's patterns are RE2 syntax. PCRE2 reads most of it the same
  * way; a pattern is checked and translated here before PCRE2 compiles it
- * (docs/ops.md "Regular expressions" lists the subset):
+ * (docs/kernels_cpu.md "Regular expressions" lists the subset):
  *   - refused: what RE2 rejects or what PCRE2 reads differently:
  *     backreferences (\1..\9, \g, \k, (?P=name)), lookaround, atomic groups,
  *     possessive quantifiers, recursion, conditionals, callouts, comments,
@@ -268,7 +268,7 @@ static ms_status rx_compile(const kn_node *node, const char *pat, size_t len, rx
     r->code = NULL;
     if (rx_translate(pat, len, &tr, &why, esc) != 0)
         return KN_EINVAL(node, "regex \"%.*s\" uses %s (TensorFlow's patterns are RE2 syntax; "
-                         "see docs/ops.md for the subset served)",
+                         "docs/kernels_cpu.md lists the subset served)",
                          (int)(len > 200 ? 200 : len), pat, why);
     pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
     if (cc == NULL) {
