@@ -483,6 +483,12 @@ static ms_status as_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
     }
     const as_state *as = state;
     const rt_tensor *x = in[0];
+    rt_dtype t = kn_attr_type(node, "T", RT_DT_FLOAT);
+    if (x->dtype != t) { /* the format was made for T */
+        st = KN_EINVAL(node, "input is %s, attr T is %s", rt_dtype_name(x->dtype),
+                       rt_dtype_name(t));
+        goto done;
+    }
     char buf[1400]; /* width and precision <= 1000, a double's 309 integer digits */
     if (x->dtype == RT_DT_STRING) {
         out[0] = rt_tensor_ref(in[0]);
