@@ -559,13 +559,19 @@ START_TEST(test_regex_refused) {
                 "rewrite");
     /* accepted RE2 forms: named groups both ways, flags groups, \pL, \Q..\E, {2,1000} */
     static const char *const good[] = {"(?P<x>a)", "(?<x>a)", "(?i:A)", "(?s).", "\\pL",
-                                       "\\Qa\\E", "a{1,1000}", "[]a]", "(?U)a+"};
+                                       "\\Qa\\E", "a{1,1000}", "[]a]", "(?U)a+",
+                                       "\\x{61}", "\\x{0061}", "\\p{Latin}"};
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         rt_tensor *o = tu_run1(rx_node("StaticRegexFullMatch", "fm_good", good[i], NULL, -1),
                                &x, 1);
         TU_CHECK_INT(o, RT_DT_BOOL, TU_SHAPE(1), 1);
         rt_tensor_unref(o);
     }
+    /* \x{1001} is a character (U+1001), not a count above 1000 */
+    rt_tensor *o =
+        tu_run1(rx_node("StaticRegexFullMatch", "fm_x", "\\x{1001}", NULL, -1), &x, 1);
+    TU_CHECK_INT(o, RT_DT_BOOL, TU_SHAPE(1), 0);
+    rt_tensor_unref(o);
     rt_tensor_unref(x);
 }
 END_TEST
@@ -682,7 +688,8 @@ START_TEST(test_hostile_sizes) {
     Tensorflow__NodeDef *d = tu_node_new("StringJoin", "huge_join");
     ms_status st = run_budget("StringJoin", d, in, 2, o, 1, (uint64_t)64 << 20, &bud);
     ck_assert_int_eq(st, MS_ENOMEM);
-    ck_assert_msg(strstr(ms_errmsg(), "huge_join") && strstr(ms_errmsg(), "max_request_memory_bytes"),
+    ck_assert_msg(strstr(ms_errmsg(), "huge_join") &&
+                      strstr(ms_errmsg(), "max_request_memory_bytes"),
                   "%s", ms_errmsg());
     /* one string joined: fits */
     rt_tensor_unref(in[0]);

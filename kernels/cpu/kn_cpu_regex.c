@@ -111,6 +111,17 @@ static int rx_translate(const char *pat, size_t len, char **out, const char **wh
                 p += 2;
                 continue;
             }
+            if ((e == 'x' || e == 'p' || e == 'P') && p + 2 < end && p[2] == '{') {
+                /* \x{10FFFF}, \p{Greek}: copied whole (the braces are no count) */
+                const char *q = memchr(p + 3, '}', (size_t)(end - p - 3));
+                if (q == NULL) {
+                    *why = "an unterminated \\x{ or \\p{";
+                    break;
+                }
+                err = rx_put(&b, p, (size_t)(q + 1 - p));
+                p = q + 1;
+                continue;
+            }
             if (e == 'v') {
                 err = rx_put(&b, "\\x0B", 4);
                 p += 2;

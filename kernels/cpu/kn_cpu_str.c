@@ -466,7 +466,8 @@ static int as_one(const rt_tensor *x, int64_t i, const char *fmt, char *buf, siz
         return snprintf(buf, cap, fmt, (double)kn__half_to_f32(((const uint16_t *)x->data)[i]));
     case RT_DT_BFLOAT16:
         return snprintf(buf, cap, fmt, (double)kn__bf16_to_f32(((const uint16_t *)x->data)[i]));
-    case RT_DT_BOOL: return snprintf(buf, cap, "%s", ((const uint8_t *)x->data)[i] ? "true" : "false");
+    case RT_DT_BOOL:
+        return snprintf(buf, cap, "%s", ((const uint8_t *)x->data)[i] ? "true" : "false");
     default: return -1;
     }
 #pragma GCC diagnostic pop
