@@ -342,6 +342,7 @@ static void split_v2(const char *name, rt_tensor *x, const char *sep, int64_t ma
 }
 
 START_TEST(test_split_v2) {
+    Tensorflow__NodeDef *d1;
     /* the op's example: 'hello world', 'a b c' split on whitespace */
     rt_tensor *x = STRS(TU_SHAPE(2), "hello world", "a b c"), *o[3];
     split_v2("sv", x, "", -2, o);
@@ -380,6 +381,40 @@ START_TEST(test_split_v2) {
     TU_CHECK_INT(o[2], RT_DT_INT64, TU_SHAPE(2), 0, 0);
     tu_unref(o, 3);
     rt_tensor_unref(x);
+    /* the legacy StringSplit: tf.compat.v1.string_split(['hello world', 'a b c']) gives
+     * the same; any byte of the delimiter separates, empty parts dropped unless
+     * skip_empty is false, "" splits into bytes */
+    x = STRS(TU_SHAPE(2), "hello world", "a b c");
+    rt_tensor *v1[2] = {x, STRS(TU_SCALAR, " ")};
+    ck_assert_int_eq(tu_run(d1 = tu_node_new("StringSplit", "s1"), v1, 2, o, 3), MS_OK);
+    tu_node_free(d1);
+    TU_CHECK_INT(o[0], RT_DT_INT64, TU_SHAPE(5, 2), 0, 0, 0, 1, 1, 0, 1, 1, 1, 2);
+    CHECK_STRS(o[1], TU_SHAPE(5), "hello", "world", "a", "b", "c");
+    TU_CHECK_INT(o[2], RT_DT_INT64, TU_SHAPE(2), 2, 3);
+    tu_unref(o, 3);
+    tu_unref(v1, 2);
+    v1[0] = STRS(TU_SHAPE(3), "a,,b;c", "", "xy");
+    v1[1] = STRS(TU_SCALAR, ",;");
+    ck_assert_int_eq(tu_run(d1 = tu_node_new("StringSplit", "s1_set"), v1, 2, o, 3), MS_OK);
+    tu_node_free(d1);
+    CHECK_STRS(o[1], TU_SHAPE(4), "a", "b", "c", "xy");
+    TU_CHECK_INT(o[2], RT_DT_INT64, TU_SHAPE(2), 3, 3);
+    tu_unref(o, 3);
+    d1 = tu_node_new("StringSplit", "s1_keep");
+    tu_attr_b(d1, "skip_empty", 0);
+    ck_assert_int_eq(tu_run(d1, v1, 2, o, 3), MS_OK);
+    tu_node_free(d1);
+    CHECK_STRS(o[1], TU_SHAPE(5), "a", "", "b", "c", "xy");
+    TU_CHECK_INT(o[0], RT_DT_INT64, TU_SHAPE(5, 2), 0, 0, 0, 1, 0, 2, 0, 3, 2, 0);
+    tu_unref(o, 3);
+    rt_tensor_unref(v1[1]);
+    v1[1] = STRS(TU_SCALAR, "");
+    ck_assert_int_eq(tu_run(d1 = tu_node_new("StringSplit", "s1_bytes"), v1, 2, o, 3), MS_OK);
+    tu_node_free(d1);
+    CHECK_STRS(o[1], TU_SHAPE(8), "a", ",", ",", "b", ";", "c", "x", "y");
+    TU_CHECK_INT(o[2], RT_DT_INT64, TU_SHAPE(2), 3, 6);
+    tu_unref(o, 3);
+    tu_unref(v1, 2);
     /* the input must be a vector */
     x = STRS(TU_SHAPE(1, 1), "a");
     rt_tensor *in[2] = {x, STRS(TU_SCALAR, ",")};

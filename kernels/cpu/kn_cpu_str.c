@@ -23,6 +23,9 @@
  *                 values [M] and dense shape [N, max parts]: Python's
  *                 str.split(sep) with maxsplit, or (sep "") runs of ASCII
  *                 whitespace as one separator, as TensorFlow's SplitV2.
+ *   StringSplit   the legacy op (tf.compat.v1.string_split): the same outputs;
+ *                 any byte of `delimiter` separates ("" splits into bytes),
+ *                 empty parts dropped when skip_empty (default), "" gives none.
  *   StringStrip   leading and trailing ASCII whitespace removed.
  *   AsString      numbers and bools as text through the printf format
  *                 TensorFlow builds from the attrs (fill flag, width,
@@ -323,6 +326,36 @@ static int64_t split_v2(const rt_str *s, const uint8_t *sep, size_t seplen, int6
     return n + 1;
 }
 
+/* TensorFlow's legacy StringSplit of s: "" gives no part; an empty delimiter
+ * gives each byte; else any byte of delim separates, and empty parts are
+ * dropped when skip_empty. Fills parts when non-NULL; returns the count. */
+static int64_t split_v1(const rt_str *s, const uint8_t *delim, size_t dlen, int skip_empty,
+                        rt_str *parts) {
+    int64_t n = 0;
+    if (s->len == 0) return 0;
+    if (dlen == 0) {
+        for (uint64_t i = 0; i < s->len; i++, n++)
+            if (parts) parts[n] = (rt_str){s->data + i, 1};
+        return n;
+    }
+    uint64_t start = 0;
+    for (uint64_t i = 0; i <= s->len; i++) {
+        if (i < s->len && memchr(delim, s->data[i], dlen) == NULL) continue;
+        if (!skip_empty || i > start) {
+            if (parts) parts[n] = (rt_str){s->data + start, i - start};
+            n++;
+        }
+        start = i + 1;
+    }
+    return n;
+}
+
+/* The parts of s for StringSplit (v1) or StringSplitV2 (v2). */
+static int64_t split_any(int v2, const rt_str *s, const rt_str *sep, int64_t opt, rt_str *parts) {
+    return v2 ? split_v2(s, sep->data, (size_t)sep->len, opt, parts)
+              : split_v1(s, sep->data, (size_t)sep->len, (int)opt, parts);
+}
+
 static ms_status split_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                                rt_tensor **out) {
     (void)state;
@@ -336,11 +369,12 @@ static ms_status split_compute(kn_ctx *ctx, const kn_node *node, void *state, rt
     if (in[1]->shape.rank != 0)
         return KN_EINVAL(node, "sep must be a scalar, got shape %s", kn__shp(&in[1]->shape));
     const rt_str *sep = rt_tensor_strs(in[1]);
-    int64_t maxsplit = kn_attr_i(node, "maxsplit", -1);
+    int v2 = strcmp(node->op, "StringSplitV2") == 0;
+    int64_t opt = v2 ? kn_attr_i(node, "maxsplit", -1) : kn_attr_b(node, "skip_empty", 1);
     const rt_str *xs = rt_tensor_strs(x);
     int64_t total = 0, widest = 0;
     for (int64_t i = 0; i < x->nelem; i++) {
-        int64_t c = split_v2(&xs[i], sep->data, (size_t)sep->len, maxsplit, NULL);
+        int64_t c = split_any(v2, &xs[i], sep, opt, NULL);
         total += c;
         if (c > widest) widest = c;
     }
@@ -353,7 +387,7 @@ static ms_status split_compute(kn_ctx *ctx, const kn_node *node, void *state, rt
     int64_t *idx = out[0]->data, *dense = out[2]->data;
     rt_str *v = rt_tensor_strs(out[1]);
     for (int64_t i = 0, at = 0; i < x->nelem; i++) {
-        int64_t c = split_v2(&xs[i], sep->data, (size_t)sep->len, maxsplit, v + at);
+        int64_t c = split_any(v2, &xs[i], sep, opt, v + at);
         for (int64_t j = 0; j < c; j++, at++) {
             idx[2 * at] = i;
             idx[2 * at + 1] = j;
@@ -526,6 +560,7 @@ const kn_kernel kn_cpu_str_kernels[] = {
     {.op = "StringUpper", .prepare = case_prepare, .compute = case_compute},
     {.op = "Substr", .prepare = unit_prepare, .compute = substr_compute},
     {.op = "StringSplitV2", .compute = split_compute},
+    {.op = "StringSplit", .compute = split_compute},
     {.op = "StringStrip", .compute = strip_compute},
     {.op = "AsString", .prepare = as_prepare, .compute = as_compute, .release = as_release},
     {.op = NULL},
