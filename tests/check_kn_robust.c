@@ -1,8 +1,8 @@
 /* check_kn_robust.c - every CPU kernel of the elementwise, shape, reduce, nn,
- * fast, conv3d, einsum, sparse, math, space, nms and resize tables, fed random small
- * inputs (shapes, dtypes, index values, attrs), must either succeed with all outputs
- * set or fail with a message naming the node: never crash, never leak (run it
- * under the ASan build). */
+ * fast, conv3d, einsum, sparse, math, space, nms, resize, unique, string and regex
+ * tables, fed random small inputs (shapes, dtypes, index values, attrs), must either
+ * succeed with all outputs set or fail with a message naming the node: never crash,
+ * never leak (run it under the ASan build). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,6 +304,14 @@ START_TEST(fuzz_resize) {
 }
 END_TEST
 
+/* Unique*, the string and regex kernels (numeric inputs: refused by name). */
+START_TEST(fuzz_text) {
+    fuzz_table(kn_cpu_unique_kernels, 12u, 300);
+    fuzz_table(kn_cpu_str_kernels, 13u, 100);
+    fuzz_table(kn_cpu_regex_kernels, 14u, 100);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kn_robust");
     TCase *tc = tcase_create("fuzz");
@@ -316,6 +324,7 @@ int main(void) {
     tcase_add_test(tc, fuzz_conv3d);
     tcase_add_test(tc, fuzz_issue10);
     tcase_add_test(tc, fuzz_resize);
+    tcase_add_test(tc, fuzz_text);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

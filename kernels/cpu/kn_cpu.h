@@ -20,7 +20,10 @@ extern const kn_kernel kn_cpu_conv3d_kernels[];      /* Conv3D, 3-D pools, Conv3
 extern const kn_kernel kn_cpu_random_kernels[];      /* stateless Philox random ops */
 extern const kn_kernel kn_cpu_imgproj_kernels[];     /* ImageProjectiveTransformV2/V3 */
 extern const kn_kernel kn_cpu_segment_kernels[];     /* SparseSegment*, TensorScatterUpdate */
-extern const kn_kernel kn_cpu_hash_kernels[];        /* StringToHashBucketFast/Strong */
+extern const kn_kernel kn_cpu_hash_kernels[];        /* StringToHashBucket, ...Fast, ...Strong */
+extern const kn_kernel kn_cpu_str_kernels[];         /* StringJoin, Substr, StringSplitV2, ... */
+extern const kn_kernel kn_cpu_regex_kernels[];       /* RegexReplace, StaticRegexFullMatch, ... */
+extern const kn_kernel kn_cpu_unique_kernels[];      /* Unique, UniqueV2, UniqueWithCounts(V2) */
 extern const kn_kernel kn_cpu_sparse_kernels[];      /* SparseReshape, SparseFillEmptyRows, ... */
 extern const kn_kernel kn_cpu_einsum_kernels[];      /* Einsum */
 extern const kn_kernel kn_cpu_math_kernels[];        /* Erfc, Log1p, Cumsum, ClipByValue, ... */

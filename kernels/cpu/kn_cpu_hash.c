@@ -1,5 +1,6 @@
 /* kn_cpu_hash.c - CPU kernels that hash strings into buckets:
- * StringToHashBucketFast and StringToHashBucketStrong.
+ * StringToHashBucketFast, StringToHashBucketStrong and the legacy
+ * StringToHashBucket.
  *
  * StringToHashBucketFast is TensorFlow's Fingerprint64 of each string modulo
  * num_buckets. Fingerprint64 is FarmHash's 64-bit fingerprint, whose bytes
@@ -11,7 +12,13 @@
  *
  * StringToHashBucketStrong is SipHash-2-4 keyed by the attr key = [k0, k1]
  * (two 64-bit words, the 128-bit SipHash key k0 || k1 in little-endian),
- * modulo num_buckets. Both take the hash as unsigned before the modulo.
+ * modulo num_buckets.
+ *
+ * StringToHashBucket is TensorFlow's own Hash64 (tensorflow/core/lib/hash):
+ * MurmurHash2's 64-bit MurmurHash64A with the seed 0xDECAFCAFFE, 8-byte
+ * little-endian blocks, the tail bytes taken unsigned.
+ *
+ * All take the hash as unsigned before the modulo.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -197,11 +204,32 @@ static uint64_t siphash24(uint64_t k0, uint64_t k1, const uint8_t *s, size_t len
     return v0 ^ v1 ^ v2 ^ v3;
 }
 
+/* ---- MurmurHash64A, TensorFlow's Hash64 ---- */
+
+static uint64_t murmur64a(const uint8_t *s, size_t len, uint64_t seed) {
+    const uint64_t m = 0xc6a4a7935bd1e995ull;
+    uint64_t h = seed ^ (len * m);
+    size_t full = len & ~(size_t)7;
+    for (size_t i = 0; i < full; i += 8) {
+        uint64_t k = ld64(s + i) * m;
+        k ^= k >> 47;
+        h = (h ^ (k * m)) * m;
+    }
+    size_t rest = len & 7;
+    if (rest) {
+        for (size_t i = rest; i-- > 0;) h ^= (uint64_t)s[full + i] << (8 * i);
+        h *= m;
+    }
+    h ^= h >> 47;
+    h *= m;
+    return h ^ (h >> 47);
+}
+
 /* ---- the kernels ---- */
 
 typedef struct {
     uint64_t buckets;
-    int strong;
+    int kind; /* 0 fast, 1 strong, 2 legacy */
     uint64_t key[2];
 } hash_state;
 
@@ -212,8 +240,10 @@ static ms_status hash_prepare(const kn_node *node, rt_tensor *const *const_in, v
     hash_state *s = calloc(1, sizeof(*s));
     if (s == NULL) return kn__errf(MS_ENOMEM, node, "out of memory");
     s->buckets = (uint64_t)nb;
-    s->strong = strcmp(node->op, "StringToHashBucketStrong") == 0;
-    if (s->strong) {
+    s->kind = strcmp(node->op, "StringToHashBucketStrong") == 0 ? 1
+              : strcmp(node->op, "StringToHashBucket") == 0     ? 2
+                                                                : 0;
+    if (s->kind == 1) {
         int64_t key[2];
         int n = kn_attr_ilist(node, "key", key, 2);
         if (n != 2) {
@@ -254,8 +284,10 @@ static ms_status hash_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
     int64_t *o = out[0]->data;
     for (int64_t i = 0; i < x->nelem; i++) {
         const uint8_t *p = sv[i].len ? sv[i].data : (const uint8_t *)"";
-        uint64_t h = hs->strong ? siphash24(hs->key[0], hs->key[1], p, (size_t)sv[i].len)
-                                : fingerprint64(p, (size_t)sv[i].len);
+        size_t n = (size_t)sv[i].len;
+        uint64_t h = hs->kind == 1   ? siphash24(hs->key[0], hs->key[1], p, n)
+                     : hs->kind == 2 ? murmur64a(p, n, 0xDECAFCAFFEull)
+                                     : fingerprint64(p, n);
         o[i] = (int64_t)(h % hs->buckets);
     }
     free(own);
@@ -267,6 +299,8 @@ const kn_kernel kn_cpu_hash_kernels[] = {
     {.op = "StringToHashBucketFast", .prepare = hash_prepare, .compute = hash_compute,
      .release = hash_release},
     {.op = "StringToHashBucketStrong", .prepare = hash_prepare, .compute = hash_compute,
+     .release = hash_release},
+    {.op = "StringToHashBucket", .prepare = hash_prepare, .compute = hash_compute,
      .release = hash_release},
     {.op = NULL},
 };

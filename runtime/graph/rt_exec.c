@@ -52,7 +52,12 @@ ms_status rt_gnode_prepare(rt_graph *g, int idx) {
         tl_prep_graph = outer;
         if (cin != cin_s) free(cin);
         n = &g->nodes[idx];
-        if (st != MS_OK) return ms_errwrap(st, "node '%s' (%s)", n->name, n->kn.op);
+        if (st != MS_OK) { /* kernels usually name their node already; say it once */
+            char who[600];
+            snprintf(who, sizeof who, "node '%s'", n->name);
+            if (strncmp(ms_errmsg(), who, strlen(who)) == 0) return st;
+            return ms_errwrap(st, "node '%s' (%s)", n->name, n->kn.op);
+        }
         n->state = state;
     }
     n->prepared = 1;

@@ -71,6 +71,7 @@ static const struct {
     {"Where", TY_NUM | B(RT_DT_BOOL)},
     {"StringConcat", B(RT_DT_STRING)},
     {"StringSplit", B(RT_DT_STRING)},
+    {"RegexFullMatch", B(RT_DT_STRING)},
     {"StringNormalizer", B(RT_DT_STRING)},
     {"CumSum", TY_BASE | B(RT_DT_DOUBLE)},
     /* rt_onnx_misc.c op_cumprod: the kernel accumulates in double */

@@ -128,6 +128,7 @@ static const ox_opdef ox_defs[] = {
     {"ReverseSequence", {10}, {0}, "batch_axis time_axis"},
     {"StringConcat", {20}, {0}, ""},
     {"StringSplit", {20}, {0}, "delimiter maxsplit"},
+    {"RegexFullMatch", {20}, {0}, "pattern"},
     {"StringNormalizer", {10}, {0}, "case_change_action is_case_sensitive locale stopwords"},
     {"QuantizeLinear", {10, 13, 19, 21, 23, 24, 25}, {0}, "axis block_size output_dtype precision saturate"},
     {"DequantizeLinear", {10, 13, 19, 21, 23, 24, 25}, {0}, "axis block_size output_dtype"},

@@ -3,7 +3,9 @@
  * StringJoin broadcasts scalars only, StringSplit returns a sparse result and
  * splits on single spaces, and TF has no stopword filter):
  * StringConcat -> OnnxStringConcat, StringSplit -> OnnxStringSplit,
- * StringNormalizer -> OnnxStringNormalizer.
+ * StringNormalizer -> OnnxStringNormalizer; and RegexFullMatch, which is
+ * TF's StaticRegexFullMatch exactly (RE2 syntax, the whole string must
+ * match; the kernel refuses at load what it does not serve).
  */
 #include <string.h>
 
@@ -107,10 +109,30 @@ static ms_status op_normalizer(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* RegexFullMatch (20): pattern (RE2) -> StaticRegexFullMatch. */
+static ms_status op_regex_full_match(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *X;
+    const char *x, *h = rt__ox_hint_of(n);
+    ms_status st = rt__ox_need(cv, n, 0, &X, &x);
+    if (st != MS_OK) return st;
+    if (!is_str(X)) return rt__ox_err(cv, MS_EINVAL, "X must be strings");
+    const Onnx__AttributeProto *a = rt__ox_attr(n, "pattern");
+    if (a == NULL || !a->has_s) return rt__ox_err(cv, MS_EINVAL, "attribute pattern is missing");
+    if (memchr(a->s.data, 0, a->s.len) != NULL)
+        return rt__ox_err(cv, MS_ENOTSUP, "a pattern holding a NUL byte");
+    char *p = rt__ox_alloc(cv, a->s.len + 1);
+    memcpy(p, a->s.data, a->s.len);
+    Tensorflow__NodeDef *d = rt__tf_node(cv, "StaticRegexFullMatch", h);
+    rt__tf_input(cv, d, x);
+    rt__tf_attr_s(cv, d, "pattern", p);
+    rt__ox_def_out(cv, n, 0, RT_DT_BOOL, X->rank, X->dim, d->name);
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } tab[] = {
     {"StringConcat", op_concat}, {"StringSplit", op_split},
-    {"StringNormalizer", op_normalizer},
+    {"StringNormalizer", op_normalizer}, {"RegexFullMatch", op_regex_full_match},
 };
 /* clang-format on */
 
