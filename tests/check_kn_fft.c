@@ -20,6 +20,7 @@
 #include "util_node.h"
 
 #define S TU_SHAPE
+#define S1 TU_SCALAR
 
 typedef double complex dc;
 
@@ -498,12 +499,85 @@ START_TEST(complex_arith) {
 }
 END_TEST
 
+/* Runs op on a complex input x (plus int32 operands) and checks the
+ * output's elements are the given elements of x, in order. */
+static void moved(rt_dtype dt, const char *op, rt_tensor *x, rt_tensor *const *extra, int nextra,
+                  rt_shape s, const int *from, int nfrom, void (*attrs)(Tensorflow__NodeDef *)) {
+    Tensorflow__NodeDef *d = tu_node_new(op, "mv");
+    if (attrs) attrs(d);
+    rt_tensor *in[4] = {x};
+    for (int i = 0; i < nextra; i++) in[1 + i] = extra[i];
+    rt_tensor *o = tu_run1(d, in, 1 + nextra);
+    tu_check_shape(o, dt, s);
+    size_t es = rt_dtype_size(dt);
+    ck_assert_int_eq(o->nelem, nfrom);
+    for (int i = 0; i < nfrom; i++)
+        ck_assert_msg(memcmp((const char *)o->data + i * es, (const char *)x->data + from[i] * es,
+                             es) == 0,
+                      "%s on %s: element %d is not element %d of the input", op, rt_dtype_name(dt),
+                      i, from[i]);
+    rt_tensor_unref(o);
+}
+
+static void attrs_concat(Tensorflow__NodeDef *d) { tu_attr_i(d, "N", 2); }
+static void attrs_pack(Tensorflow__NodeDef *d) {
+    tu_attr_i(d, "N", 2);
+    tu_attr_i(d, "axis", 1);
+}
+
+START_TEST(complex_shape_ops) {
+    /* The dtype-agnostic layout ops move complex64 / complex128 elements
+     * whole (both parts) as any other element. */
+    const rt_dtype dts[2] = {RT_DT_COMPLEX64, RT_DT_COMPLEX128};
+    for (int t = 0; t < 2; t++) {
+        rt_dtype dt = dts[t];
+        double v[12];
+        float f[12];
+        for (int i = 0; i < 12; i++) v[i] = f[i] = (float)(i + 1) * (i % 2 ? -0.5f : 1.0f);
+        rt_tensor *x = tu_t(dt, S(2, 3), dt == RT_DT_COMPLEX64 ? (const void *)f : (const void *)v, 6);
+        rt_tensor *shp = TU_I32(S(2), 3, 2), *perm = TU_I32(S(2), 1, 0);
+        moved(dt, "Reshape", x, &shp, 1, S(3, 2), (const int[]){0, 1, 2, 3, 4, 5}, 6, NULL);
+        moved(dt, "Transpose", x, &perm, 1, S(3, 2), (const int[]){0, 3, 1, 4, 2, 5}, 6, NULL);
+        rt_tensor *b = TU_I32(S(2), 1, 1), *sz = TU_I32(S(2), 1, 2);
+        moved(dt, "Slice", x, (rt_tensor *[]){b, sz}, 2, S(1, 2), (const int[]){4, 5}, 2, NULL);
+        rt_tensor *e = TU_I32(S(2), 2, 3), *st1 = TU_I32(S(2), 1, 2);
+        moved(dt, "StridedSlice", x, (rt_tensor *[]){b, e, st1}, 3, S(1, 1), (const int[]){4}, 1,
+              NULL);
+        rt_tensor *ax = TU_I32(S1, 0);
+        moved(dt, "ConcatV2", x, (rt_tensor *[]){x, ax}, 2, S(4, 3),
+              (const int[]){0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5}, 12, attrs_concat);
+        moved(dt, "Pack", x, &x, 1, S(2, 2, 3), (const int[]){0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5},
+              12, attrs_pack);
+        rt_tensor *idx = TU_I32(S(2), 2, 0), *ax1 = TU_I32(S1, 1);
+        moved(dt, "GatherV2", x, (rt_tensor *[]){idx, ax1}, 2, S(2, 2), (const int[]){2, 0, 5, 3}, 4,
+              NULL);
+        rt_tensor *mult = TU_I32(S(2), 1, 2);
+        moved(dt, "Tile", x, &mult, 1, S(2, 6), (const int[]){0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5},
+              12, NULL);
+        moved(dt, "ReverseV2", x, &ax1, 1, S(2, 3), (const int[]){2, 1, 0, 5, 4, 3}, 6, NULL);
+        /* Pad: the padding is complex zero. */
+        rt_tensor *pads = TU_I32(S(2, 2), 0, 0, 1, 0);
+        Tensorflow__NodeDef *d = tu_node_new("Pad", "pad");
+        rt_tensor *o = tu_run1(d, (rt_tensor *[]){x, pads}, 2);
+        tu_check_shape(o, dt, S(2, 4));
+        size_t es = rt_dtype_size(dt);
+        const char zero[16] = {0};
+        for (int r = 0; r < 2; r++) {
+            ck_assert(memcmp((const char *)o->data + (size_t)(4 * r) * es, zero, es) == 0);
+            ck_assert(memcmp((const char *)o->data + (size_t)(4 * r + 1) * es,
+                             (const char *)x->data + (size_t)(3 * r) * es, 3 * es) == 0);
+        }
+        tu_unref((rt_tensor *[]){o, x, shp, perm, b, sz, e, st1, ax, idx, ax1, mult, pads}, 13);
+    }
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"hand", hand_worked},     {"c2c", c2c_lengths},        {"c2c", c2c_multi_dim},
         {"r2c", r2c},              {"c2r", c2r},                {"round_trip", round_trip},
         {"empty", empty},          {"errors", errors},          {"complex", complex_ops},
-        {"complex", complex_arith},
+        {"complex", complex_arith}, {"complex", complex_shape_ops},
     };
     return tu_suite_main("kn_fft", cases, sizeof cases / sizeof cases[0]);
 }
