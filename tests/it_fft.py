@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import Daemon, check, free_port, gen_protos  # noqa: E402
+from serve_client import Daemon, check, free_port, gen_protos, serve_graph  # noqa: E402
 
 pb = gen_protos()
 fw = pb.fw
@@ -39,17 +39,7 @@ F, D, I32, C64, C128 = fw.DT_FLOAT, fw.DT_DOUBLE, fw.DT_INT32, fw.DT_COMPLEX64, 
 
 
 def write_model(d, c128=False):
-    sm = pb.sm.SavedModel(saved_model_schema_version=1)
-    mg = sm.meta_graphs.add()
-    mg.meta_info_def.tags.append("serve")
-    g = mg.graph_def
-
-    def node(name, op, inputs=(), **types):
-        n = g.node.add(name=name, op=op)
-        n.input.extend(inputs)
-        for k, v in types.items():
-            n.attr[k].type = v
-        return n
+    sm, mg, node = serve_graph()
 
     def ph(name, dtype, dims):
         n = node(name, "Placeholder", dtype=dtype)

@@ -402,17 +402,24 @@ static ms_status read_lengths(const kn_node *node, const rt_tensor *t, int rank,
     return MS_OK;
 }
 
+/* The transformed input: dtype `want`, rank at least the op's. */
+static ms_status check_input(const kn_node *node, const fft_op *op, const rt_tensor *x,
+                             rt_dtype want) {
+    if (x->dtype != want)
+        return kn__errf(MS_ENOTSUP, node, "input dtype %s is not supported (%s only)",
+                        rt_dtype_name(x->dtype), rt_dtype_name(want));
+    if (x->shape.rank < op->rank)
+        return KN_EINVAL(node, "input %s has rank %d; this op transforms its %d innermost dims",
+                         kn__shp(&x->shape), x->shape.rank, op->rank);
+    return MS_OK;
+}
+
 static ms_status c2c_compute(kn_ctx *ctx, const kn_node *node, fft_state *s, const rt_tensor *x,
                              rt_tensor **out) {
     const fft_op *op = s->op;
     int r = x->shape.rank;
-    if (x->dtype != RT_DT_COMPLEX64)
-        return kn__errf(MS_ENOTSUP, node, "input dtype %s is not supported (DT_COMPLEX64 only)",
-                        rt_dtype_name(x->dtype));
-    if (r < op->rank)
-        return KN_EINVAL(node, "input %s has rank %d; this op transforms its %d innermost dims",
-                         kn__shp(&x->shape), r, op->rank);
-    ms_status st;
+    ms_status st = check_input(node, op, x, RT_DT_COMPLEX64);
+    if (st != MS_OK) return st;
     for (int d = r - op->rank; d < r; d++)
         if ((st = check_len(node, x->shape.dim[d], "a dim")) != MS_OK) return st;
     if ((st = kn__output(ctx, node, 0, RT_DT_COMPLEX64, &x->shape, out)) != MS_OK) return st;
@@ -466,15 +473,9 @@ static ms_status r2c_compute(kn_ctx *ctx, const kn_node *node, fft_state *s, rt_
     const fft_op *op = s->op;
     const rt_tensor *x = in[0];
     int r = x->shape.rank, k = op->rank;
-    if (x->dtype != RT_DT_FLOAT)
-        return kn__errf(MS_ENOTSUP, node, "input dtype %s is not supported (DT_FLOAT only)",
-                        rt_dtype_name(x->dtype));
-    if (r < k)
-        return KN_EINVAL(node, "input %s has rank %d; this op transforms its %d innermost dims",
-                         kn__shp(&x->shape), r, k);
     int64_t len[3];
-    ms_status st = read_lengths(node, in[1], k, len);
-    if (st != MS_OK) return st;
+    ms_status st = check_input(node, op, x, RT_DT_FLOAT);
+    if (st != MS_OK || (st = read_lengths(node, in[1], k, len)) != MS_OK) return st;
     rt_shape os = x->shape; /* the output: crop / pad, innermost n / 2 + 1 */
     for (int i = 0; i < k; i++)
         os.dim[r - k + i] = len[i];
@@ -501,15 +502,9 @@ static ms_status c2r_compute(kn_ctx *ctx, const kn_node *node, fft_state *s, rt_
     const fft_op *op = s->op;
     const rt_tensor *x = in[0];
     int r = x->shape.rank, k = op->rank;
-    if (x->dtype != RT_DT_COMPLEX64)
-        return kn__errf(MS_ENOTSUP, node, "input dtype %s is not supported (DT_COMPLEX64 only)",
-                        rt_dtype_name(x->dtype));
-    if (r < k)
-        return KN_EINVAL(node, "input %s has rank %d; this op transforms its %d innermost dims",
-                         kn__shp(&x->shape), r, k);
     int64_t len[3];
-    ms_status st = read_lengths(node, in[1], k, len);
-    if (st != MS_OK) return st;
+    ms_status st = check_input(node, op, x, RT_DT_COMPLEX64);
+    if (st != MS_OK || (st = read_lengths(node, in[1], k, len)) != MS_OK) return st;
     rt_shape os = x->shape, ws = x->shape; /* real output; the cropped / padded spectrum */
     for (int i = 0; i < k; i++)
         os.dim[r - k + i] = ws.dim[r - k + i] = len[i];
