@@ -179,6 +179,26 @@ START_TEST(c2c_multi_dim) {
 }
 END_TEST
 
+/* x of shape s cropped / zero-padded to shape t (same rank): a new array. */
+static dc *crop_pad(const dc *x, rt_shape s, rt_shape t) {
+    int64_t tn = rt_shape_nelem(&t);
+    dc *y = calloc((size_t)(tn ? tn : 1), sizeof(dc));
+    int64_t idx[RT_MAX_RANK] = {0};
+    for (int64_t i = 0; i < tn; i++) {
+        int64_t src = 0, in_range = 1;
+        for (int d = 0; d < s.rank; d++) {
+            if (idx[d] >= s.dim[d]) in_range = 0;
+            src = src * s.dim[d] + idx[d];
+        }
+        if (in_range) y[i] = x[src];
+        for (int d = s.rank - 1; d >= 0; d--) {
+            if (++idx[d] < t.dim[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return y;
+}
+
 /* RFFT of `rank` dims: x random real of shape s, fft_length l: the naive
  * DFT of x cropped / zero-padded to l, its innermost dim cut to l/2 + 1. */
 static void r2c_case(const char *op, int rank, rt_shape s, const int64_t *l) {
@@ -190,21 +210,10 @@ static void r2c_case(const char *op, int rank, rt_shape s, const int64_t *l) {
     rt_tensor *o = run1(op, x, len);
     rt_shape fs = s; /* the full transform's shape */
     for (int i = 0; i < rank; i++) fs.dim[s.rank - rank + i] = l[i];
-    int64_t fn = rt_shape_nelem(&fs);
-    dc *f = calloc((size_t)(fn ? fn : 1), sizeof(dc));
-    int64_t idx[RT_MAX_RANK] = {0};
-    for (int64_t i = 0; i < fn; i++) {
-        int64_t src = 0, in_range = 1;
-        for (int d = 0; d < s.rank; d++) {
-            if (idx[d] >= s.dim[d]) in_range = 0;
-            src = src * s.dim[d] + idx[d];
-        }
-        if (in_range) f[i] = xv[src];
-        for (int d = s.rank - 1; d >= 0; d--) {
-            if (++idx[d] < fs.dim[d]) break;
-            idx[d] = 0;
-        }
-    }
+    dc *xd = malloc((size_t)(n ? n : 1) * sizeof(dc));
+    for (int64_t i = 0; i < n; i++) xd[i] = xv[i];
+    dc *f = crop_pad(xd, s, fs);
+    free(xd);
     for (int d = s.rank - 1; d >= s.rank - rank; d--) naive_dim(f, fs.dim, fs.rank, d, 0);
     rt_shape os = fs;
     int64_t L = l[rank - 1], H = L ? L / 2 + 1 : 0;
@@ -260,20 +269,7 @@ static void c2r_case(const char *op, int rank, rt_shape s, const int64_t *l) {
     for (int i = 0; i < rank; i++) ws.dim[s.rank - rank + i] = l[i];
     ws.dim[ws.rank - 1] = H;
     int64_t wn = rt_shape_nelem(&ws);
-    dc *w = calloc((size_t)(wn ? wn : 1), sizeof(dc));
-    int64_t idx[RT_MAX_RANK] = {0};
-    for (int64_t i = 0; i < wn; i++) {
-        int64_t src = 0, in_range = 1;
-        for (int d = 0; d < s.rank; d++) {
-            if (idx[d] >= s.dim[d]) in_range = 0;
-            src = src * s.dim[d] + idx[d];
-        }
-        if (in_range) w[i] = xv[src];
-        for (int d = s.rank - 1; d >= 0; d--) {
-            if (++idx[d] < ws.dim[d]) break;
-            idx[d] = 0;
-        }
-    }
+    dc *w = crop_pad(xv, s, ws);
     for (int d = s.rank - 2; d >= s.rank - rank; d--) naive_dim(w, ws.dim, ws.rank, d, 1);
     int64_t rows = H ? wn / H : 0;
     double *want = malloc((size_t)(rows * L + 1) * sizeof(double));

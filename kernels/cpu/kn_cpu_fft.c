@@ -468,17 +468,29 @@ static int64_t *row_map(const rt_shape *od, const rt_shape *sd, int rank, int64_
     return map;
 }
 
+/* RFFT / IRFFT: checks in[0] (dtype `want`) and fft_length in[1] (into
+ * len); *shape: in[0]'s with the transformed dims set to fft_length. */
+static ms_status real_prologue(const kn_node *node, const fft_op *op, rt_tensor *const *in,
+                               rt_dtype want, int64_t *len, rt_shape *shape) {
+    const rt_tensor *x = in[0];
+    int r = x->shape.rank, k = op->rank;
+    ms_status st = check_input(node, op, x, want);
+    if (st != MS_OK || (st = read_lengths(node, in[1], k, len)) != MS_OK) return st;
+    *shape = x->shape;
+    for (int i = 0; i < k; i++)
+        shape->dim[r - k + i] = len[i];
+    return MS_OK;
+}
+
 static ms_status r2c_compute(kn_ctx *ctx, const kn_node *node, fft_state *s, rt_tensor *const *in,
                              rt_tensor **out) {
     const fft_op *op = s->op;
     const rt_tensor *x = in[0];
     int r = x->shape.rank, k = op->rank;
     int64_t len[3];
-    ms_status st = check_input(node, op, x, RT_DT_FLOAT);
-    if (st != MS_OK || (st = read_lengths(node, in[1], k, len)) != MS_OK) return st;
-    rt_shape os = x->shape; /* the output: crop / pad, innermost n / 2 + 1 */
-    for (int i = 0; i < k; i++)
-        os.dim[r - k + i] = len[i];
+    rt_shape os; /* the output: crop / pad, innermost n / 2 + 1 */
+    ms_status st = real_prologue(node, op, in, RT_DT_FLOAT, len, &os);
+    if (st != MS_OK) return st;
     int64_t n = len[k - 1];
     os.dim[r - 1] = n > 0 ? n / 2 + 1 : 0;
     if ((st = kn__output(ctx, node, 0, RT_DT_COMPLEX64, &os, out)) != MS_OK) return st;
@@ -503,11 +515,10 @@ static ms_status c2r_compute(kn_ctx *ctx, const kn_node *node, fft_state *s, rt_
     const rt_tensor *x = in[0];
     int r = x->shape.rank, k = op->rank;
     int64_t len[3];
-    ms_status st = check_input(node, op, x, RT_DT_COMPLEX64);
-    if (st != MS_OK || (st = read_lengths(node, in[1], k, len)) != MS_OK) return st;
-    rt_shape os = x->shape, ws = x->shape; /* real output; the cropped / padded spectrum */
-    for (int i = 0; i < k; i++)
-        os.dim[r - k + i] = ws.dim[r - k + i] = len[i];
+    rt_shape os; /* real output */
+    ms_status st = real_prologue(node, op, in, RT_DT_COMPLEX64, len, &os);
+    if (st != MS_OK) return st;
+    rt_shape ws = os; /* the cropped / padded spectrum */
     int64_t n = len[k - 1], bins = n / 2 + 1;
     ws.dim[r - 1] = bins;
     if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, out)) != MS_OK) return st;
