@@ -272,14 +272,20 @@ typedef struct line_job {
     const int64_t *srow; /* R2C: source row of each output row, or -1 */
 } line_job;
 
+/* A chunk's buffers: input line, result line (n each) and the plan's work;
+ * NULL (the job marked failed) when out of memory. */
+static cpx *line_scratch(void *arg) {
+    line_job *j = arg;
+    cpx *buf = kn__scratch(SCR_LINE, (size_t)(2 * j->n + plan_work(j->plan)) * sizeof(cpx));
+    if (buf == NULL) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    return buf;
+}
+
 static void c2c_lines(void *arg, int64_t begin, int64_t end) {
     const line_job *j = arg;
     int64_t n = j->n, inner = j->inner;
-    cpx *buf = kn__scratch(SCR_LINE, (size_t)(2 * n + plan_work(j->plan)) * sizeof(cpx));
-    if (buf == NULL) {
-        __atomic_store_n(&((line_job *)arg)->failed, 1, __ATOMIC_RELAXED);
-        return;
-    }
+    cpx *buf = line_scratch(arg);
+    if (buf == NULL) return;
     cpx *line = buf, *res = buf + n, *work = buf + 2 * n;
     for (int64_t l = begin; l < end; l++) {
         cpx *base = j->data + (l / inner) * n * inner + l % inner;
@@ -295,11 +301,8 @@ static void c2c_lines(void *arg, int64_t begin, int64_t end) {
 static void r2c_lines(void *arg, int64_t begin, int64_t end) {
     const line_job *j = arg;
     int64_t n = j->n, bins = n / 2 + 1, copy = j->src_len < n ? j->src_len : n;
-    cpx *buf = kn__scratch(SCR_LINE, (size_t)(2 * n + plan_work(j->plan)) * sizeof(cpx));
-    if (buf == NULL) {
-        __atomic_store_n(&((line_job *)arg)->failed, 1, __ATOMIC_RELAXED);
-        return;
-    }
+    cpx *buf = line_scratch(arg);
+    if (buf == NULL) return;
     cpx *line = buf, *res = buf + n, *work = buf + 2 * n;
     const float *src = j->src;
     cpx *dst = j->dst;
@@ -322,11 +325,8 @@ static void r2c_lines(void *arg, int64_t begin, int64_t end) {
 static void c2r_lines(void *arg, int64_t begin, int64_t end) {
     const line_job *j = arg;
     int64_t n = j->n, bins = j->bins;
-    cpx *buf = kn__scratch(SCR_LINE, (size_t)(2 * n + plan_work(j->plan)) * sizeof(cpx));
-    if (buf == NULL) {
-        __atomic_store_n(&((line_job *)arg)->failed, 1, __ATOMIC_RELAXED);
-        return;
-    }
+    cpx *buf = line_scratch(arg);
+    if (buf == NULL) return;
     cpx *line = buf, *res = buf + n, *work = buf + 2 * n;
     const cpx *src = j->src;
     float *dst = j->dst;
