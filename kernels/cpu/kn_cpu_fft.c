@@ -16,7 +16,7 @@
  * Debian's KissFFT is single precision, so these run on complex64 / float32
  * only; a node whose Tcomplex / Treal is complex128 / float64 is refused at
  * load. Lengths with a prime factor above BLUESTEIN_PRIME go through
- * Bluestein's chirp-z transform on a power-of-two KissFFT (KissFFT's generic
+ * Bluestein's chirp-z transform on a 2-3-5-smooth KissFFT (KissFFT's generic
  * radix costs O(n p) for a prime factor p, hours for one long prime length).
  * Plans are made on first use and kept per node (a few lengths); they are
  * read-only once made, so concurrent runs share them.
@@ -49,7 +49,7 @@ typedef struct fft_plan {
     int64_t n;
     int inverse;
     kiss_fft_cfg cfg; /* n points; NULL under Bluestein */
-    /* Bluestein: m >= 2n - 1 points, a power of two. */
+    /* Bluestein: m >= 2n - 1 points, 2-3-5-smooth. */
     int64_t m;
     kiss_fft_cfg fwd, inv;
     cpx *chirp; /* n: exp(sign i pi k^2 / n) */
@@ -86,9 +86,8 @@ static fft_plan *plan_new(int64_t n, int inverse) {
         if (p->cfg == NULL) goto fail;
         return p;
     }
-    int64_t m = 1;
-    while (m < 2 * n - 1)
-        m *= 2;
+    /* m: the smallest 2-3-5-smooth length >= 2n - 1 (KissFFT's fast radices). */
+    int64_t m = kiss_fft_next_fast_size((int)(2 * n - 1));
     p->m = m;
     p->fwd = kiss_fft_alloc((int)m, 0, NULL, NULL);
     p->inv = kiss_fft_alloc((int)m, 1, NULL, NULL);
@@ -298,6 +297,10 @@ static void c2c_lines(void *arg, int64_t begin, int64_t end) {
     kn__scratch_done(SCR_LINE, buf);
 }
 
+/* Two real rows a, b go through one complex transform: z = a + i b,
+ * Z = DFT(z), A[k] = (Z[k] + conj(Z[n-k])) / 2, B[k] = (Z[k] - conj(Z[n-k])) / 2i
+ * (half the work of one transform per row, any n). Rows without a source
+ * (padding) are zeros. */
 static void r2c_lines(void *arg, int64_t begin, int64_t end) {
     const line_job *j = arg;
     int64_t n = j->n, bins = n / 2 + 1, copy = j->src_len < n ? j->src_len : n;
@@ -306,22 +309,52 @@ static void r2c_lines(void *arg, int64_t begin, int64_t end) {
     cpx *line = buf, *res = buf + n, *work = buf + 2 * n;
     const float *src = j->src;
     cpx *dst = j->dst;
-    for (int64_t r = begin; r < end; r++) {
-        cpx *o = dst + r * bins;
+    int64_t r = begin;
+    while (r < end) {
         if (j->srow[r] < 0) {
-            memset(o, 0, (size_t)bins * sizeof(cpx));
+            memset(dst + r * bins, 0, (size_t)bins * sizeof(cpx));
+            r++;
             continue;
         }
-        const float *x = src + j->srow[r] * j->src_len;
+        int64_t r2 = r + 1;
+        while (r2 < end && j->srow[r2] < 0) {
+            memset(dst + r2 * bins, 0, (size_t)bins * sizeof(cpx));
+            r2++;
+        }
+        int pair = r2 < end;
+        const float *xa = src + j->srow[r] * j->src_len;
+        const float *xb = pair ? src + j->srow[r2] * j->src_len : NULL;
         for (int64_t k = 0; k < copy; k++)
-            line[k] = (cpx){x[k], 0};
+            line[k] = (cpx){xa[k], pair ? xb[k] : 0};
         memset(line + copy, 0, (size_t)(n - copy) * sizeof(cpx));
         plan_run(j->plan, line, res, work);
-        memcpy(o, res, (size_t)bins * sizeof(cpx));
+        cpx *oa = dst + r * bins;
+        if (!pair) {
+            memcpy(oa, res, (size_t)bins * sizeof(cpx));
+            break;
+        }
+        cpx *ob = dst + r2 * bins;
+        for (int64_t k = 0; k < bins; k++) {
+            cpx z = res[k], w = res[k ? n - k : 0];
+            oa[k] = (cpx){(z.r + w.r) * 0.5f, (z.i - w.i) * 0.5f};
+            ob[k] = (cpx){(z.i + w.i) * 0.5f, (w.r - z.r) * 0.5f};
+        }
+        r = r2 + 1;
     }
     kn__scratch_done(SCR_LINE, buf);
 }
 
+/* Bin k of the full spectrum of half spectrum x (Hermitian symmetry,
+ * X[n - k] = conj(X[k])), with the imaginary parts a c2r transform ignores
+ * (zero frequency; Nyquist for even n) dropped. */
+static inline cpx full_bin(const cpx *x, int64_t n, int64_t bins, int64_t k) {
+    cpx v = k < bins ? x[k] : (cpx){x[n - k].r, -x[n - k].i};
+    if (k == 0 || 2 * k == n) v.i = 0;
+    return v;
+}
+
+/* Two half spectra A, B through one inverse transform: IDFT(A + i B) =
+ * a + i b for real a, b. */
 static void c2r_lines(void *arg, int64_t begin, int64_t end) {
     const line_job *j = arg;
     int64_t n = j->n, bins = j->bins;
@@ -330,17 +363,19 @@ static void c2r_lines(void *arg, int64_t begin, int64_t end) {
     cpx *line = buf, *res = buf + n, *work = buf + 2 * n;
     const cpx *src = j->src;
     float *dst = j->dst;
-    for (int64_t r = begin; r < end; r++) {
-        const cpx *x = src + r * bins;
-        /* The full spectrum by Hermitian symmetry: X[n - k] = conj(X[k]). */
-        for (int64_t k = 0; k < n; k++)
-            line[k] = k < bins ? x[k] : (cpx){x[n - k].r, -x[n - k].i};
-        line[0].i = 0;
-        if (n % 2 == 0) line[n / 2].i = 0;
+    for (int64_t r = begin; r < end; r += 2) {
+        int pair = r + 1 < end;
+        const cpx *xa = src + r * bins, *xb = xa + bins;
+        for (int64_t k = 0; k < n; k++) {
+            cpx a = full_bin(xa, n, bins, k), b = pair ? full_bin(xb, n, bins, k) : (cpx){0, 0};
+            line[k] = (cpx){a.r - b.i, a.i + b.r};
+        }
         plan_run(j->plan, line, res, work);
-        float *o = dst + r * n;
+        float *oa = dst + r * n, *ob = oa + n;
         for (int64_t k = 0; k < n; k++)
-            o[k] = res[k].r * j->scale;
+            oa[k] = res[k].r * j->scale;
+        for (int64_t k = 0; pair && k < n; k++)
+            ob[k] = res[k].i * j->scale;
     }
     kn__scratch_done(SCR_LINE, buf);
 }
