@@ -17,13 +17,13 @@ set -eu
 # (scripts/build_image.sh puts them into its mmdebstrap bases).
 RUNTIME_PKGS="libgrpc29 libprotobuf-c1 libuv1 libcjson1 zlib1g libsnappy1v5
 libopenblas0-serial libjpeg62-turbo libcharls2 libopenjp2-7 libpng16-16 libmicrohttpd12
-libgnutls30 libpcre2-8-0"
+libgnutls30 libpcre2-8-0 libkissfft-float131"
 BUILD_PKGS="build-essential cmake pkg-config git
 libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
 libuv1-dev libcjson-dev check libmicrohttpd-dev
 zlib1g-dev libsnappy-dev libopenblas-dev libopenblas-serial-dev
 libjpeg62-turbo-dev libcharls-dev libopenjp2-7-dev libpng-dev
-libgnutls28-dev libpcre2-dev"
+libgnutls28-dev libpcre2-dev libkissfft-dev"
 TEST_PKGS="clang libclang-rt-14-dev valgrind
 python3 python3-numpy python3-pydicom python3-gdcm python3-onnx
 python3-grpcio python3-protobuf python3-prometheus-client

@@ -165,6 +165,15 @@ static rt_tensor *related(const char *op, int i, const rt_tensor *x, unsigned *s
                        : (int32_t)(rnd(seed) % (uint64_t)(batch > 0 ? batch + 1 : 1));
         return t;
     }
+    if (strstr(op, "RFFT") && i == 1 && r < 8) {
+        /* fft_length: int32 [rank of the transform], 0 .. 8 (crop, pad, empty) */
+        rt_shape v = {.rank = 1, .dim = {strstr(op, "2D") ? 2 : strstr(op, "3D") ? 3 : 1}};
+        rt_tensor *t = new_t(RT_DT_INT32, v, seed);
+        for (int64_t j = 0; j < t->nelem; j++)
+            ((int32_t *)t->data)[j] = (int32_t)(rnd(seed) % 9);
+        return t;
+    }
+    if (strcmp(op, "Complex") == 0 && i == 1 && r < 8) return new_t(x->dtype, s, seed);
     if (r < 4) return new_t(x->dtype, s, seed);
     if (r < 5 && s.rank > 0) {
         int drop = 1 + (int)(rnd(seed) % (unsigned)s.rank);
@@ -205,6 +214,8 @@ static void fuzz_table(const kn_kernel *table, unsigned seed, int rounds) {
             if (strcmp(k->op, "NonMaxSuppressionV5") == 0) nout = 3;
             if (strcmp(k->op, "CombinedNonMaxSuppression") == 0) nout = 4;
             if (strcmp(k->op, "CropAndResize") == 0 && it % 4) nin = 4;
+            if ((table == kn_cpu_fft_kernels || table == kn_cpu_complex_kernels) && it % 8)
+                nin = strstr(k->op, "RFFT") || strcmp(k->op, "Complex") == 0 ? 2 : 1;
             rt_tensor *in[5] = {0}, *outs[6] = {0};
             in[0] = rand_tensor(&seed);
             /* nn ops: mostly float images or volumes */
@@ -214,6 +225,18 @@ static void fuzz_table(const kn_kernel *table, unsigned seed, int rounds) {
                    (in[0]->dtype != RT_DT_FLOAT || in[0]->shape.rank < 4)) {
                 rt_tensor_unref(in[0]);
                 in[0] = rand_tensor(&seed);
+            }
+            /* FFT and complex ops: often a complex64 input (pairs of the floats). */
+            if ((table == kn_cpu_fft_kernels || table == kn_cpu_complex_kernels) &&
+                rnd(&seed) % 2 && in[0]->dtype == RT_DT_FLOAT) {
+                rt_tensor *c = NULL;
+                ck_assert_int_eq(rt_tensor_new(RT_DT_COMPLEX64, &in[0]->shape, &c), MS_OK);
+                for (int64_t j = 0; j < c->nelem; j++) {
+                    ((float *)c->data)[2 * j] = rt_tensor_f32(in[0])[j];
+                    ((float *)c->data)[2 * j + 1] = (float)(j % 3) - 1.0f;
+                }
+                rt_tensor_unref(in[0]);
+                in[0] = c;
             }
             for (int i = 1; i < nin; i++)
                 in[i] = related(k->op, i, in[0], &seed);
@@ -312,6 +335,13 @@ START_TEST(fuzz_text) {
 }
 END_TEST
 
+/* The FFT family and the complex ops (kn_cpu_fft.c, kn_cpu_complex.c). */
+START_TEST(fuzz_fft) {
+    fuzz_table(kn_cpu_fft_kernels, 15u, 200);
+    fuzz_table(kn_cpu_complex_kernels, 16u, 200);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kn_robust");
     TCase *tc = tcase_create("fuzz");
@@ -325,6 +355,7 @@ int main(void) {
     tcase_add_test(tc, fuzz_issue10);
     tcase_add_test(tc, fuzz_resize);
     tcase_add_test(tc, fuzz_text);
+    tcase_add_test(tc, fuzz_fft);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import gen_protos  # noqa: E402
+from serve_client import gen_protos, serve_graph  # noqa: E402
 
 DCMSERVE = os.environ["DCMSERVE"]
 SRC = os.environ.get("DCM_SRC", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -40,18 +40,7 @@ def write_table_model(d, fname, asset=None):
     number); the file name is a Const `fname`, or with asset= the tensor fed
     with <d>/assets/<asset> through asset_file_def."""
     os.makedirs(d, exist_ok=True)
-    sm = pb.sm.SavedModel(saved_model_schema_version=1)
-    mg = sm.meta_graphs.add()
-    mg.meta_info_def.tags.append("serve")
-    g = mg.graph_def
-
-    def node(name, op, inputs=(), **types):
-        n = g.node.add(name=name, op=op)
-        n.input.extend(inputs)
-        for k, v in types.items():
-            n.attr[k].type = v
-        return n
-
+    sm, mg, node = serve_graph()
     q = node("q", "Placeholder", dtype=pb.fw.DT_STRING)
     del q
     fn = node("fname", "Const", dtype=pb.fw.DT_STRING)

@@ -221,6 +221,24 @@ def float_tensor(values, shape, content=False):
     return t
 
 
+def serve_graph():
+    """A new SavedModel with one "serve" meta graph: (sm, mg, node), where
+    node(name, op, inputs=(), **types) adds a NodeDef with type attrs."""
+    pb = gen_protos()
+    sm = pb.sm.SavedModel(saved_model_schema_version=1)
+    mg = sm.meta_graphs.add()
+    mg.meta_info_def.tags.append("serve")
+    g = mg.graph_def
+
+    def node(name, op, inputs=(), **types):
+        n = g.node.add(name=name, op=op)
+        n.input.extend(inputs)
+        for k, v in types.items():
+            n.attr[k].type = v
+        return n
+    return sm, mg, node
+
+
 def tensor_values(tp):
     """Values of a DT_FLOAT TensorProto (either encoding) as a list."""
     import numpy as np

@@ -33,6 +33,8 @@ extern const kn_kernel kn_cpu_onnx_str_kernels[];    /* OnnxStringConcat, OnnxSt
 extern const kn_kernel kn_cpu_rnn_kernels[];         /* OnnxRNN (RNN, GRU, LSTM) */
 extern const kn_kernel kn_cpu_nms_kernels[];         /* NonMaxSuppressionV2..V5, CombinedNonMaxSuppression */
 extern const kn_kernel kn_cpu_resize_kernels[];      /* ResizeBicubic, ResizeArea, CropAndResize */
+extern const kn_kernel kn_cpu_fft_kernels[];         /* FFT, IFFT, RFFT, IRFFT (1-3 D), KissFFT */
+extern const kn_kernel kn_cpu_complex_kernels[];     /* ComplexAbs, Real, Imag, Complex, Angle, Conj */
 extern const kn_kernel kn_cpu_quant_kernels[];       /* OnnxQuantizeLinear, OnnxQLinearMatMul, ... */
 extern const kn_kernel kn_cpu_dcmxform_kernels[];     /* _DcmPixelTransform (kn_dicom_xform.h) */
 

@@ -16,6 +16,7 @@ static const kn_kernel *const groups[] = {
     kn_cpu_hash_kernels, kn_cpu_str_kernels, kn_cpu_regex_kernels, kn_cpu_unique_kernels,
     kn_cpu_sparse_kernels, kn_cpu_einsum_kernels, kn_cpu_math_kernels,
     kn_cpu_space_kernels, kn_cpu_nms_kernels, kn_cpu_resize_kernels,
+    kn_cpu_fft_kernels, kn_cpu_complex_kernels,
     kn_cpu_dcmxform_kernels,
     kn_cpu_onnx_kernels, kn_cpu_onnx_str_kernels,
     kn_cpu_rnn_kernels,

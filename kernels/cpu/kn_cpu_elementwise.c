@@ -31,6 +31,8 @@ enum {
     T_F16,
     T_BF16,
     T_STR,
+    T_C64,
+    T_C128,
     T_COUNT
 };
 
@@ -64,6 +66,10 @@ static int type_slot(rt_dtype dt) {
         return T_BF16;
     case RT_DT_STRING:
         return T_STR;
+    case RT_DT_COMPLEX64:
+        return T_C64;
+    case RT_DT_COMPLEX128:
+        return T_C128;
     default:
         return -1;
     }
@@ -326,6 +332,22 @@ DEF_CMP(eq, x == y)
 DEF_BIN(eq_b, uint8_t, uint8_t, (x != 0) == (y != 0))
 DEF_CMP(ne, x != y)
 DEF_BIN(ne_b, uint8_t, uint8_t, (x != 0) != (y != 0))
+
+/* complex64 / complex128 as C's _Complex (TensorFlow's layout: real part
+ * first); products and quotients as C (Annex G) computes them, as
+ * std::complex does for TensorFlow. */
+typedef float _Complex c64;
+typedef double _Complex c128;
+#define DEF_CPLX(s, T)                                                                             \
+    DEF_BIN(add_##s, T, T, x + y)                                                                  \
+    DEF_BIN(sub_##s, T, T, x - y)                                                                  \
+    DEF_BIN(mul_##s, T, T, x *y)                                                                   \
+    DEF_BIN(div_##s, T, T, x / y)                                                                  \
+    DEF_BIN(eq_##s, T, uint8_t, x == y)                                                            \
+    DEF_BIN(ne_##s, T, uint8_t, x != y)
+DEF_CPLX(c64, c64)
+DEF_CPLX(c128, c128)
+#define CPLX(p) [T_C64] = p##_c64, [T_C128] = p##_c128
 /* Strings compare by their bytes. */
 DEF_BIN(eq_s, rt_str, uint8_t, x.len == y.len && (x.len == 0 || memcmp(x.data, y.data, x.len) == 0))
 DEF_BIN(ne_s, rt_str, uint8_t, x.len != y.len || (x.len != 0 && memcmp(x.data, y.data, x.len) != 0))
@@ -356,12 +378,12 @@ typedef struct bin_op {
 
 /* clang-format off */
 static const bin_op bin_ops[] = {
-    ARITH_ROW("Add", add),
-    ARITH_ROW("AddV2", add),
-    ARITH_ROW("Sub", sub),
-    ARITH_ROW("Mul", mul),
-    {"RealDiv", {[T_F32] = div_f32, [T_F64] = div_f64, [T_F16] = div_f16, [T_BF16] = div_bf16},
-     0, 0, div_f32_rows},
+    {"Add", {ALL_NUM(add), CPLX(add)}, 0, 0, add_f32_rows},
+    {"AddV2", {ALL_NUM(add), CPLX(add)}, 0, 0, add_f32_rows},
+    {"Sub", {ALL_NUM(sub), CPLX(sub)}, 0, 0, sub_f32_rows},
+    {"Mul", {ALL_NUM(mul), CPLX(mul)}, 0, 0, mul_f32_rows},
+    {"RealDiv", {[T_F32] = div_f32, [T_F64] = div_f64, [T_F16] = div_f16, [T_BF16] = div_bf16,
+                 CPLX(div)}, 0, 0, div_f32_rows},
     ARITH_ROW("Maximum", max),
     ARITH_ROW("Minimum", min),
     {"Pow", {[T_F32] = pow_f32, [T_F64] = pow_f64, [T_F16] = pow_f16, [T_BF16] = pow_bf16}, 0, 0,
@@ -370,14 +392,14 @@ static const bin_op bin_ops[] = {
     CMP_ROW("GreaterEqual", ge),
     CMP_ROW("Less", lt),
     CMP_ROW("LessEqual", le),
-    {"Equal", {ALL_NUM(eq), [T_BOOL] = eq_b, [T_STR] = eq_s}, 1, 0, NULL},
-    {"NotEqual", {ALL_NUM(ne), [T_BOOL] = ne_b, [T_STR] = ne_s}, 1, 0, NULL},
+    {"Equal", {ALL_NUM(eq), [T_BOOL] = eq_b, [T_STR] = eq_s, CPLX(eq)}, 1, 0, NULL},
+    {"NotEqual", {ALL_NUM(ne), [T_BOOL] = ne_b, [T_STR] = ne_s, CPLX(ne)}, 1, 0, NULL},
     {"SquaredDifference", {[T_F32] = sqdiff_f32, [T_F64] = sqdiff_f64}, 0, 0, sqdiff_f32_rows},
     {"DivNoNan", {[T_F32] = divnonan_f32, [T_F64] = divnonan_f64}, 0, 0, NULL},
     {"FloorDiv", {ALL_NUM(floordiv)}, 0, 1, NULL},
     {"FloorMod", {ALL_NUM(floormod)}, 0, 1, NULL},
     {"Div", {[T_F32] = div_f32, [T_F64] = div_f64, [T_F16] = div_f16, [T_BF16] = div_bf16,
-             ALL_INTS(tdiv)}, 0, 1, NULL},
+             ALL_INTS(tdiv), CPLX(div)}, 0, 1, NULL},
     {"TruncateDiv", {ALL_INTS(tdiv)}, 0, 1, NULL},
     {"Mod", {ALL_NUM(tmod)}, 0, 1, NULL},
     {"TruncateMod", {ALL_NUM(tmod)}, 0, 1, NULL},
@@ -604,6 +626,10 @@ DEF_UN(relu_i64, int64_t, int64_t, x > 0 ? x : 0)
 DEF_UN(relu6_i32, int32_t, int32_t, x > 6 ? 6 : (x > 0 ? x : 0))
 DEF_UN(relu6_i64, int64_t, int64_t, x > 6 ? 6 : (x > 0 ? x : 0))
 DEF_UN(not_b, uint8_t, uint8_t, !x)
+DEF_UN(neg_c64, c64, c64, -x)
+DEF_UN(neg_c128, c128, c128, -x)
+DEF_UN(square_c64, c64, c64, x *x)
+DEF_UN(square_c128, c128, c128, x *x)
 /* Invert (ONNX BitwiseNot): every bit flipped, of every integer type. */
 DEF_UN(inv_i8, int8_t, int8_t, ~(uint8_t)x)
 DEF_UN(inv_i16, int16_t, int16_t, ~(uint16_t)x)
@@ -634,11 +660,13 @@ typedef struct un_op {
 
 /* clang-format off */
 static const un_op un_ops[] = {
-    UN_FI("Square", square),
+    {"Square", {[T_F32] = square_f32, [T_F64] = square_f64, [T_I32] = square_i32,
+                [T_I64] = square_i64, CPLX(square)}},
     UN_F("Sqrt", sqrt),
     UN_F("Rsqrt", rsqrt),
     UN_F("Exp", exp),
-    UN_FI("Neg", neg),
+    {"Neg", {[T_F32] = neg_f32, [T_F64] = neg_f64, [T_I32] = neg_i32, [T_I64] = neg_i64,
+             CPLX(neg)}},
     UN_FI("Abs", abs),
     UN_FI("Relu", relu),
     UN_FI("Relu6", relu6),
@@ -793,6 +821,7 @@ typedef struct cval {
     int64_t i;
     uint64_t u;
     double f;
+    double fi; /* imaginary part of a complex source (kind 2), else 0 */
 } cval;
 
 static int cast_supported(rt_dtype dt) {
@@ -824,7 +853,7 @@ static int cast_supported(rt_dtype dt) {
 }
 
 static cval cast_load(const void *p, rt_dtype dt, int64_t i) {
-    cval v = {0, 0, 0, 0};
+    cval v = {0, 0, 0, 0, 0};
     switch (dt) {
     case RT_DT_FLOAT:
         v.kind = 2;
@@ -842,13 +871,15 @@ static cval cast_load(const void *p, rt_dtype dt, int64_t i) {
         v.kind = 2;
         v.f = kn__bf16_to_f32(((const uint16_t *)p)[i]);
         break;
-    case RT_DT_COMPLEX64:
+    case RT_DT_COMPLEX64: /* to a real type: the real part, as TensorFlow's Cast */
         v.kind = 2;
         v.f = ((const float *)p)[2 * i];
+        v.fi = ((const float *)p)[2 * i + 1];
         break;
     case RT_DT_COMPLEX128:
         v.kind = 2;
         v.f = ((const double *)p)[2 * i];
+        v.fi = ((const double *)p)[2 * i + 1];
         break;
     case RT_DT_INT8:
     case RT_DT_QINT8:
@@ -955,11 +986,11 @@ static void cast_store(void *p, rt_dtype dt, int64_t i, cval v) {
         break;
     case RT_DT_COMPLEX64:
         ((float *)p)[2 * i] = v_as_f32(v);
-        ((float *)p)[2 * i + 1] = 0;
+        ((float *)p)[2 * i + 1] = (float)v.fi;
         break;
     case RT_DT_COMPLEX128:
         ((double *)p)[2 * i] = v_as_f(v);
-        ((double *)p)[2 * i + 1] = 0;
+        ((double *)p)[2 * i + 1] = v.fi;
         break;
     case RT_DT_INT8:
     case RT_DT_QINT8:
@@ -991,7 +1022,7 @@ static void cast_store(void *p, rt_dtype dt, int64_t i, cval v) {
         ((uint64_t *)p)[i] = v_as_u(v, UINT64_MAX);
         break;
     case RT_DT_BOOL:
-        ((uint8_t *)p)[i] = v.kind == 2 ? v.f != 0 : v.kind == 1 ? v.u != 0 : v.i != 0;
+        ((uint8_t *)p)[i] = v.kind == 2 ? v.f != 0 || v.fi != 0 : v.kind == 1 ? v.u != 0 : v.i != 0;
         break;
     default:
         break;

@@ -29,6 +29,17 @@ rt_graph *rt_preparing_graph(void) {
     return tl_prep_graph;
 }
 
+/* A prepare error with the node named once: kernels' messages (kn__errf)
+ * already start "node '<name>' (<op>): ". */
+static ms_status named_error(ms_status st, const rt_gnode *n) {
+    const char *m = ms_errmsg();
+    size_t len = strlen(n->name);
+    if (strncmp(m, "node '", 6) == 0 && strncmp(m + 6, n->name, len) == 0 &&
+        strncmp(m + 6 + len, "' (", 3) == 0)
+        return st;
+    return ms_errwrap(st, "node '%s' (%s)", n->name, n->kn.op);
+}
+
 ms_status rt_gnode_prepare(rt_graph *g, int idx) {
     rt_gnode *n = &g->nodes[idx];
     if (n->prepared) return MS_OK;
@@ -52,12 +63,7 @@ ms_status rt_gnode_prepare(rt_graph *g, int idx) {
         tl_prep_graph = outer;
         if (cin != cin_s) free(cin);
         n = &g->nodes[idx];
-        if (st != MS_OK) { /* kernels usually name their node already; say it once */
-            char who[600];
-            snprintf(who, sizeof who, "node '%s'", n->name);
-            if (strncmp(ms_errmsg(), who, strlen(who)) == 0) return st;
-            return ms_errwrap(st, "node '%s' (%s)", n->name, n->kn.op);
-        }
+        if (st != MS_OK) return named_error(st, n);
         n->state = state;
     }
     n->prepared = 1;

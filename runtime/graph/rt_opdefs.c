@@ -175,6 +175,13 @@ static const opdef_entry builtin[] = {
     {"NonMaxSuppressionV5", {"selected_indices", "selected_scores", "valid_outputs"}, 0},
     {"CombinedNonMaxSuppression", {"nmsed_boxes", "nmsed_scores", "nmsed_classes",
                                    "valid_detections"}, 0},
+    /* FFT and complex numbers (kn_cpu_fft.c, kn_cpu_complex.c). */
+    {"FFT", {"output"}, 0}, {"IFFT", {"output"}, 0}, {"FFT2D", {"output"}, 0},
+    {"IFFT2D", {"output"}, 0}, {"FFT3D", {"output"}, 0}, {"IFFT3D", {"output"}, 0},
+    {"RFFT", {"output"}, 0}, {"RFFT2D", {"output"}, 0}, {"RFFT3D", {"output"}, 0},
+    {"IRFFT", {"output"}, 0}, {"IRFFT2D", {"output"}, 0}, {"IRFFT3D", {"output"}, 0},
+    {"ComplexAbs", {"y"}, 0}, {"Real", {"output"}, 0}, {"Imag", {"output"}, 0},
+    {"Complex", {"out"}, 0}, {"Angle", {"output"}, 0}, {"Conj", {"output"}, 0},
     /* Segments. */
     {"SegmentSum", {"output"}, 0}, {"UnsortedSegmentSum", {"output"}, 0},
     {"SparseSegmentSum", {"output"}, 0}, {"SparseSegmentMean", {"output"}, 0},

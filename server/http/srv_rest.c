@@ -310,6 +310,17 @@ static cJSON *elem_json(const rt_tensor *t, int64_t i) {
     }
 }
 
+/* 1 when elem_json writes elements of dt (JSON has no complex numbers, and
+ * neither has TF Serving's REST API). */
+static int json_dtype_ok(rt_dtype dt) {
+    switch (dt) {
+    case RT_DT_FLOAT: case RT_DT_DOUBLE: case RT_DT_INT32: case RT_DT_INT64: case RT_DT_INT16:
+    case RT_DT_INT8: case RT_DT_UINT8: case RT_DT_UINT16: case RT_DT_UINT32: case RT_DT_UINT64:
+    case RT_DT_BOOL: case RT_DT_HALF: case RT_DT_BFLOAT16: case RT_DT_STRING: return 1;
+    default: return 0;
+    }
+}
+
 /* Nested lists for the elements [*i, ...) of shape dims[depth..rank). */
 static cJSON *tensor_json_at(const rt_tensor *t, int rank, int depth, int64_t *i) {
     if (depth == rank) return elem_json(t, (*i)++);
@@ -749,6 +760,13 @@ static answer predict_json(srv_app *app, const target *tg, const body *b, int64_
     srv_req_phase(rec, SRV_PHASE_COMPUTE);
     st = watched_status(watch, st);
     if (st != MS_OK) goto done;
+    for (int i = 0; i < nouts; i++)
+        if (!json_dtype_ok(outs[i].tensor->dtype)) {
+            st = ms_errf(MS_ENOTSUP, "output \"%s\": %s cannot be written in JSON; ask for it "
+                                     "over gRPC",
+                         outs[i].key, rt_dtype_name(outs[i].tensor->dtype));
+            goto done;
+        }
     a.code = MHD_HTTP_OK;
     a.json = cJSON_CreateObject();
     if (inputs) {
