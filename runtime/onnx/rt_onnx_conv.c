@@ -341,6 +341,27 @@ rt_dtype rt__ox_onnx_dtype(int32_t t) {
         return RT_DT_UINT64;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
         return RT_DT_BFLOAT16;
+    /* ONNX 17-26, which the generated enum of proto/onnx.proto does not name */
+    case 17:
+        return RT_DT_FLOAT8_E4M3FN;
+    case 18:
+        return RT_DT_FLOAT8_E4M3FNUZ;
+    case 19:
+        return RT_DT_FLOAT8_E5M2;
+    case 20:
+        return RT_DT_FLOAT8_E5M2FNUZ;
+    case 21:
+        return RT_DT_UINT4;
+    case 22:
+        return RT_DT_INT4;
+    case 23:
+        return RT_DT_FLOAT4_E2M1FN;
+    case 24:
+        return RT_DT_FLOAT8_E8M0;
+    case 25:
+        return RT_DT_UINT2;
+    case 26:
+        return RT_DT_INT2;
     default:
         return RT_DT_INVALID;
     }
