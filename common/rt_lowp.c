@@ -189,3 +189,15 @@ void rt_lowp_unpack(rt_dtype dt, const uint8_t *in, int64_t n, uint8_t *out) {
         out[i] = dt == RT_DT_INT4 || dt == RT_DT_INT2 ? (uint8_t)(int8_t)rt_lowp_to_int(dt, b) : b;
     }
 }
+
+int64_t rt_lowp_first_invalid(rt_dtype dt, const uint8_t *p, int64_t n) {
+    int bits = rt_lowp_bits(dt);
+    if (bits == 0 || bits == 8) return -1;
+    int sign = dt == RT_DT_INT4 || dt == RT_DT_INT2;
+    for (int64_t i = 0; i < n; i++) {
+        uint8_t low = (uint8_t)(p[i] & ((1u << bits) - 1));
+        uint8_t want = sign ? (uint8_t)(int8_t)rt_lowp_to_int(dt, low) : low;
+        if (p[i] != want) return i;
+    }
+    return -1;
+}

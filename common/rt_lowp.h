@@ -57,6 +57,10 @@ int rt_lowp_to_int(rt_dtype dt, uint8_t b);
  * element (signed integer types sign-extended); 8-bit types are copied.
  * `in` holds rt_lowp_packed_size(dt, n) bytes. */
 void rt_lowp_unpack(rt_dtype dt, const uint8_t *in, int64_t n, uint8_t *out);
+/* Index of the first of n element bytes of dt that is not the one-byte form
+ * of an element (4- and 2-bit types: the value sign-extended (INT4, INT2)
+ * or zero-extended); -1 when all are (always for the 8-bit types). */
+int64_t rt_lowp_first_invalid(rt_dtype dt, const uint8_t *p, int64_t n);
 /* Bytes that n packed elements of dt take ((n * bits + 7) / 8). */
 int64_t rt_lowp_packed_size(rt_dtype dt, int64_t n);
 

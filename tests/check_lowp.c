@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "rt_lowp.h"
+#include "rt_tensor_proto.h"
 #include "util_node.h"
 
 #define S TU_SHAPE
@@ -243,6 +244,56 @@ START_TEST(cast_kernel) {
 }
 END_TEST
 
+/* A TensorProto of dtype dt, shape [n], tensor_content bytes. */
+static ms_status from_content(rt_dtype dt, const uint8_t *bytes, size_t n, rt_tensor **out) {
+    Tensorflow__TensorProto p = TENSORFLOW__TENSOR_PROTO__INIT;
+    Tensorflow__TensorShapeProto sh = TENSORFLOW__TENSOR_SHAPE_PROTO__INIT;
+    Tensorflow__TensorShapeProto__Dim d = TENSORFLOW__TENSOR_SHAPE_PROTO__DIM__INIT;
+    Tensorflow__TensorShapeProto__Dim *dims[1] = {&d};
+    d.size = (int64_t)n;
+    sh.dim = dims;
+    sh.n_dim = 1;
+    p.dtype = (Tensorflow__DataType)dt;
+    p.tensor_shape = &sh;
+    p.tensor_content.data = (uint8_t *)bytes;
+    p.tensor_content.len = n;
+    return rt_tensor_from_request_proto(&p, NULL, NULL, out);
+}
+
+START_TEST(tensor_proto_one_byte_per_element) {
+    /* float8: every byte is an element; the output goes back as the same bytes */
+    const uint8_t f8[] = {0x00, 0x7F, 0xFF, 0x38};
+    rt_tensor *t = NULL;
+    ck_assert_int_eq(from_content(RT_DT_FLOAT8_E4M3FN, f8, 4, &t), MS_OK);
+    Tensorflow__TensorProto p = TENSORFLOW__TENSOR_PROTO__INIT;
+    ck_assert_int_eq(rt_tensor_to_proto(t, 0, &p), MS_OK);
+    ck_assert_int_eq(p.dtype, 25); /* TensorFlow's DT_FLOAT8_E4M3FN */
+    ck_assert_uint_eq(p.tensor_content.len, 4);
+    ck_assert_mem_eq(p.tensor_content.data, f8, 4);
+    rt_tensor_proto_clear(&p);
+    rt_tensor_unref(t);
+    /* int4: -8..7 sign-extended; 0x08 (bits beyond the nibble's sign) is refused */
+    const uint8_t i4[] = {0xF8, 0x07, 0x00}, bad[] = {0x01, 0x08};
+    ck_assert_int_eq(from_content(RT_DT_INT4, i4, 3, &t), MS_OK);
+    rt_tensor_unref(t);
+    t = NULL;
+    ck_assert_int_eq(from_content(RT_DT_INT4, bad, 2, &t), MS_EINVAL);
+    ck_assert_ptr_null(t);
+    ck_assert_ptr_nonnull(strstr(ms_errmsg(), "byte 1 (0x08)"));
+    const uint8_t u2[] = {0x03, 0x04};
+    ck_assert_int_eq(from_content(RT_DT_UINT2, u2, 2, &t), MS_EINVAL);
+    /* the typed value fields have no slot for these types: refused */
+    Tensorflow__TensorProto q = TENSORFLOW__TENSOR_PROTO__INIT;
+    Tensorflow__TensorShapeProto sh = TENSORFLOW__TENSOR_SHAPE_PROTO__INIT;
+    int32_t iv[] = {1};
+    q.dtype = (Tensorflow__DataType)RT_DT_FLOAT8_E5M2;
+    q.tensor_shape = &sh;
+    q.int_val = iv;
+    q.n_int_val = 1;
+    ck_assert_int_eq(rt_tensor_from_request_proto(&q, NULL, NULL, &t), MS_EINVAL);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"decode", decode_every_code},
@@ -251,6 +302,7 @@ int main(void) {
         {"e8m0", e8m0_round_modes},
         {"int", ints_wrap_and_unpack},
         {"cast", cast_kernel},
+        {"proto", tensor_proto_one_byte_per_element},
     };
     return tu_suite_main("lowp", cases, sizeof(cases) / sizeof(cases[0]));
 }
