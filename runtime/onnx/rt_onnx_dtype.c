@@ -26,8 +26,8 @@
 #define TY_FLOATS (B(RT_DT_FLOAT) | B(RT_DT_DOUBLE) | B(RT_DT_HALF) | B(RT_DT_BFLOAT16))
 #define TY_NUM (TY_INTS | TY_FLOATS)
 #define TY_ALL (TY_NUM | B(RT_DT_BOOL) | B(RT_DT_STRING))
-/* float8, float4, e8m0, int4, int2 (rt_lowp.h): Cast / CastLike and
- * Quantize / DequantizeLinear only */
+/* float8, float4, e8m0, int4, int2 (rt_lowp.h): Cast / CastLike,
+ * Quantize / DequantizeLinear, Identity, Shape and Size only */
 #define TY_LOWP                                                                                    \
     (B(RT_DT_FLOAT8_E4M3FN) | B(RT_DT_FLOAT8_E4M3FNUZ) | B(RT_DT_FLOAT8_E5M2) |                   \
      B(RT_DT_FLOAT8_E5M2FNUZ) | B(RT_DT_FLOAT8_E8M0) | B(RT_DT_FLOAT4_E2M1FN) | B(RT_DT_INT4) |    \
@@ -41,10 +41,10 @@ static const struct {
 } wide_ops[] = {
     {"Cast", TY_NUM | B(RT_DT_BOOL) | TY_LOWP},
     {"CastLike", TY_NUM | B(RT_DT_BOOL) | TY_LOWP},
-    {"Identity", TY_ALL},
+    {"Identity", TY_ALL | TY_LOWP},
     /* only the shape is read (rt_onnx_shape.c, rt_onnx_more.c op_size) */
-    {"Shape", TY_ALL},
-    {"Size", TY_ALL},
+    {"Shape", TY_ALL | TY_LOWP},
+    {"Size", TY_ALL | TY_LOWP},
     /* rt_onnx_ops.c op_binary (two inputs; Max / Min of more are below) */
     {"Add", TY_NUM},
     {"Sub", TY_NUM},
