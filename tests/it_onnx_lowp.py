@@ -172,11 +172,8 @@ def main():
             finally:
                 d.stop()
                 d.close()
-    if FAILS:
-        print("%d check(s) failed" % len(FAILS))
-        return 1
-    print("all checks passed")
-    return 0
+    print("%d check(s) failed" % len(FAILS) if FAILS else "all checks passed")
+    return 1 if FAILS else 0
 
 
 if __name__ == "__main__":
