@@ -7,11 +7,11 @@
 /* One floating format of at most 8 bits (E8M0 aside). */
 typedef struct lp_fmt {
     int ebits, mbits, bias;
-    int has_inf;   /* E5M2: S.11111.00 */
-    int fnuz;      /* no -0; NaN is 0x80 */
-    int fn_nan;    /* E4M3FN: NaN is S.1111.111 */
-    uint8_t nan;   /* the positive NaN code (sign added where the type has one) */
-    double max;    /* largest finite value */
+    int has_inf; /* E5M2: S.11111.00 */
+    int fnuz;    /* no -0; NaN is 0x80 */
+    int fn_nan;  /* E4M3FN: NaN is S.1111.111 */
+    uint8_t nan; /* the positive NaN code (sign added where the type has one) */
+    double max;  /* largest finite value */
 } lp_fmt;
 
 static const lp_fmt *fmt_of(rt_dtype dt) {
@@ -21,12 +21,18 @@ static const lp_fmt *fmt_of(rt_dtype dt) {
     static const lp_fmt e5m2fnuz = {5, 2, 16, 0, 1, 0, 0x80, 57344.0};
     static const lp_fmt e2m1 = {2, 1, 1, 0, 0, 0, 0x8, 6.0};
     switch (dt) {
-    case RT_DT_FLOAT8_E4M3FN: return &e4m3fn;
-    case RT_DT_FLOAT8_E4M3FNUZ: return &e4m3fnuz;
-    case RT_DT_FLOAT8_E5M2: return &e5m2;
-    case RT_DT_FLOAT8_E5M2FNUZ: return &e5m2fnuz;
-    case RT_DT_FLOAT4_E2M1FN: return &e2m1;
-    default: return NULL;
+    case RT_DT_FLOAT8_E4M3FN:
+        return &e4m3fn;
+    case RT_DT_FLOAT8_E4M3FNUZ:
+        return &e4m3fnuz;
+    case RT_DT_FLOAT8_E5M2:
+        return &e5m2;
+    case RT_DT_FLOAT8_E5M2FNUZ:
+        return &e5m2fnuz;
+    case RT_DT_FLOAT4_E2M1FN:
+        return &e2m1;
+    default:
+        return NULL;
     }
 }
 
@@ -36,13 +42,17 @@ int rt_lowp_bits(rt_dtype dt) {
     case RT_DT_FLOAT8_E4M3FN:
     case RT_DT_FLOAT8_E4M3FNUZ:
     case RT_DT_FLOAT8_E5M2FNUZ:
-    case RT_DT_FLOAT8_E8M0: return 8;
+    case RT_DT_FLOAT8_E8M0:
+        return 8;
     case RT_DT_INT4:
     case RT_DT_UINT4:
-    case RT_DT_FLOAT4_E2M1FN: return 4;
+    case RT_DT_FLOAT4_E2M1FN:
+        return 4;
     case RT_DT_INT2:
-    case RT_DT_UINT2: return 2;
-    default: return 0;
+    case RT_DT_UINT2:
+        return 2;
+    default:
+        return 0;
     }
 }
 
@@ -56,11 +66,16 @@ int rt_dtype_is_lowp_float(rt_dtype dt) {
 
 int rt_lowp_to_int(rt_dtype dt, uint8_t b) {
     switch (dt) {
-    case RT_DT_INT4: return (b & 0x8) ? (int)(b & 0xF) - 16 : (int)(b & 0xF);
-    case RT_DT_UINT4: return b & 0xF;
-    case RT_DT_INT2: return (b & 0x2) ? (int)(b & 0x3) - 4 : (int)(b & 0x3);
-    case RT_DT_UINT2: return b & 0x3;
-    default: return 0;
+    case RT_DT_INT4:
+        return (b & 0x8) ? (int)(b & 0xF) - 16 : (int)(b & 0xF);
+    case RT_DT_UINT4:
+        return b & 0xF;
+    case RT_DT_INT2:
+        return (b & 0x2) ? (int)(b & 0x3) - 4 : (int)(b & 0x3);
+    case RT_DT_UINT2:
+        return b & 0x3;
+    default:
+        return 0;
     }
 }
 
@@ -116,7 +131,9 @@ uint8_t rt_lowp_from_f64(rt_dtype dt, double x, int saturate, rt_e8m0_round roun
     }
     int nb = 1 + f->ebits + f->mbits;
     uint8_t sign = signbit(x) ? (uint8_t)(1u << (nb - 1)) : 0;
-    uint8_t maxcode = (uint8_t)(f->fn_nan ? (0x7F - 1) : ((1u << (nb - 1)) - 1) - (f->has_inf ? (1u << f->mbits) : 0));
+    uint8_t maxcode =
+        (uint8_t)(f->fn_nan ? (0x7F - 1)
+                            : ((1u << (nb - 1)) - 1) - (f->has_inf ? (1u << f->mbits) : 0));
     if (isnan(x)) return f->fnuz || dt == RT_DT_FLOAT4_E2M1FN ? f->nan : (uint8_t)(f->nan | sign);
     double a = fabs(x);
     if (isinf(a) || a > f->max) {
@@ -154,11 +171,16 @@ uint8_t rt_lowp_from_f64(rt_dtype dt, double x, int saturate, rt_e8m0_round roun
 
 uint8_t rt_lowp_from_i64(rt_dtype dt, int64_t v, int saturate, rt_e8m0_round round) {
     switch (dt) {
-    case RT_DT_INT4: return (uint8_t)(int8_t)rt_lowp_to_int(dt, (uint8_t)((uint64_t)v & 0xF));
-    case RT_DT_UINT4: return (uint8_t)((uint64_t)v & 0xF);
-    case RT_DT_INT2: return (uint8_t)(int8_t)rt_lowp_to_int(dt, (uint8_t)((uint64_t)v & 0x3));
-    case RT_DT_UINT2: return (uint8_t)((uint64_t)v & 0x3);
-    default: break;
+    case RT_DT_INT4:
+        return (uint8_t)(int8_t)rt_lowp_to_int(dt, (uint8_t)((uint64_t)v & 0xF));
+    case RT_DT_UINT4:
+        return (uint8_t)((uint64_t)v & 0xF);
+    case RT_DT_INT2:
+        return (uint8_t)(int8_t)rt_lowp_to_int(dt, (uint8_t)((uint64_t)v & 0x3));
+    case RT_DT_UINT2:
+        return (uint8_t)((uint64_t)v & 0x3);
+    default:
+        break;
     }
     /* Beyond 2^53 keep a sticky bit for what (double) would drop, so the
      * value rounds once to the target. */

@@ -23,8 +23,8 @@ typedef struct fmt {
 } fmt;
 
 static const fmt fmts[] = {
-    {RT_DT_FLOAT8_E4M3FN, 4, 3, 7, 448.0},     {RT_DT_FLOAT8_E4M3FNUZ, 4, 3, 8, 240.0},
-    {RT_DT_FLOAT8_E5M2, 5, 2, 15, 57344.0},    {RT_DT_FLOAT8_E5M2FNUZ, 5, 2, 16, 57344.0},
+    {RT_DT_FLOAT8_E4M3FN, 4, 3, 7, 448.0},  {RT_DT_FLOAT8_E4M3FNUZ, 4, 3, 8, 240.0},
+    {RT_DT_FLOAT8_E5M2, 5, 2, 15, 57344.0}, {RT_DT_FLOAT8_E5M2FNUZ, 5, 2, 16, 57344.0},
     {RT_DT_FLOAT4_E2M1FN, 2, 1, 1, 6.0},
 };
 #define NFMT (int)(sizeof(fmts) / sizeof(fmts[0]))
@@ -38,8 +38,10 @@ static double by_definition(const fmt *f, unsigned c, int *nan) {
     if ((f->dt == RT_DT_FLOAT8_E4M3FNUZ || f->dt == RT_DT_FLOAT8_E5M2FNUZ) && c == 0x80) *nan = 1;
     if (f->dt == RT_DT_FLOAT8_E4M3FN && e == 15 && m == 7) *nan = 1;
     if (f->dt == RT_DT_FLOAT8_E5M2 && e == 31) {
-        if (m != 0) *nan = 1;
-        else return s ? -INFINITY : INFINITY;
+        if (m != 0)
+            *nan = 1;
+        else
+            return s ? -INFINITY : INFINITY;
     }
     double v = e == 0 ? m * pow(2.0, 1 - f->bias) / (1 << f->mbits)
                       : (1.0 + (double)m / (1 << f->mbits)) * pow(2.0, (int)e - f->bias);
@@ -59,8 +61,8 @@ START_TEST(decode_every_code) {
                 ck_assert_msg(isnan(got), "%s 0x%02x: %g, want NaN", rt_dtype_name(f->dt), c, got);
                 continue;
             }
-            ck_assert_msg(got == want && signbit(got) == signbit(want),
-                          "%s 0x%02x: %g, want %g", rt_dtype_name(f->dt), c, got, want);
+            ck_assert_msg(got == want && signbit(got) == signbit(want), "%s 0x%02x: %g, want %g",
+                          rt_dtype_name(f->dt), c, got, want);
             if (isfinite(got) && got > mx) mx = got;
         }
         ck_assert_msg(mx == f->max, "%s: largest %g, want %g", rt_dtype_name(f->dt), mx, f->max);
@@ -91,7 +93,8 @@ START_TEST(encode_round_trips_and_ties_to_even) {
         int top = (1 << (f->ebits + f->mbits)) - 1;
         for (int c = 0; c < top; c++) {
             int n1, n2;
-            double a = by_definition(f, (unsigned)c, &n1), b = by_definition(f, (unsigned)c + 1, &n2);
+            double a = by_definition(f, (unsigned)c, &n1),
+                   b = by_definition(f, (unsigned)c + 1, &n2);
             if (n1 || n2 || isinf(b)) break;
             double mid = (a + b) / 2;
             int even = (c & 1) ? c + 1 : c;
@@ -127,14 +130,15 @@ START_TEST(saturation_nan_inf_and_zero) {
     ck_assert_uint_eq(rt_lowp_from_f64(RT_DT_FLOAT8_E5M2, 61440, 0, 0), 0x7C);
     ck_assert_uint_eq(rt_lowp_from_f64(RT_DT_FLOAT8_E5M2, 61440, 1, 0), 0x7B);
     ck_assert_uint_eq(rt_lowp_from_f64(RT_DT_FLOAT8_E5M2, -INFINITY, 0, 0), 0xFC);
-    ck_assert(isnan(rt_lowp_to_f64(RT_DT_FLOAT8_E5M2, rt_lowp_from_f64(RT_DT_FLOAT8_E5M2, NAN, 0, 0))));
+    ck_assert(
+        isnan(rt_lowp_to_f64(RT_DT_FLOAT8_E5M2, rt_lowp_from_f64(RT_DT_FLOAT8_E5M2, NAN, 0, 0))));
     /* E5M2FNUZ: overflow without saturate is NaN (0x80) */
     ck_assert_uint_eq(rt_lowp_from_f64(RT_DT_FLOAT8_E5M2FNUZ, 61440, 0, 0), 0x80);
     ck_assert_uint_eq(rt_lowp_from_f64(RT_DT_FLOAT8_E5M2FNUZ, -61440, 1, 0), 0xFF);
     /* E2M1: no Inf / NaN: beyond 6 is 6 either way, NaN 0x8 */
     ck_assert_uint_eq(rt_lowp_from_f64(RT_DT_FLOAT4_E2M1FN, 7, 0, 0), 0x7);
     ck_assert_uint_eq(rt_lowp_from_f64(RT_DT_FLOAT4_E2M1FN, -INFINITY, 0, 0), 0xF);
-    ck_assert_uint_eq(rt_lowp_from_f64(RT_DT_FLOAT4_E2M1FN, 5, 1, 0), 0x6);   /* tie 4 / 6 */
+    ck_assert_uint_eq(rt_lowp_from_f64(RT_DT_FLOAT4_E2M1FN, 5, 1, 0), 0x6);    /* tie 4 / 6 */
     ck_assert_uint_eq(rt_lowp_from_f64(RT_DT_FLOAT4_E2M1FN, 0.25, 1, 0), 0x0); /* tie 0 / 0.5 */
     ck_assert_uint_eq(rt_lowp_from_f64(RT_DT_FLOAT4_E2M1FN, NAN, 1, 0), 0x8);
 }

@@ -21,8 +21,9 @@ static int q_int(rt_dtype dt, int with32) {
            (with32 && dt == RT_DT_INT32) || (rt_dtype_is_lowp(dt) && dt != RT_DT_FLOAT8_E8M0);
 }
 
+/* The quantised types, for messages. */
 #define Q_TYPES                                                                                    \
-    "int8, uint8, int16, uint16, int4, uint4, int2, uint2, float8e4m3fn, float8e4m3fnuz, "          \
+    "int8, uint8, int16, uint16, int4, uint4, int2, uint2, float8e4m3fn, float8e4m3fnuz, "        \
     "float8e5m2, float8e5m2fnuz, float4e2m1"
 
 /* Quantize/DequantizeLinear: x, scale, [zero_point]. */

@@ -113,10 +113,13 @@ static void conf_one(kn_backend *be, char **f, int nf) {
     }
     for (int i = 0; ok && i < nout; i++) {
         snprintf(path, sizeof path, "%s/out_%d.npy", work, i);
-        rt_dtype bits_dt = outs[i]->dtype == RT_DT_BFLOAT16                                ? RT_DT_UINT16
-                           : outs[i]->dtype == RT_DT_INT4 || outs[i]->dtype == RT_DT_INT2 ? RT_DT_INT8
-                           : rt_dtype_is_lowp(outs[i]->dtype)                              ? RT_DT_UINT8
-                                                                                           : RT_DT_INVALID;
+        rt_dtype odt = outs[i]->dtype, bits_dt = RT_DT_INVALID;
+        if (odt == RT_DT_BFLOAT16)
+            bits_dt = RT_DT_UINT16;
+        else if (odt == RT_DT_INT4 || odt == RT_DT_INT2)
+            bits_dt = RT_DT_INT8;
+        else if (rt_dtype_is_lowp(odt))
+            bits_dt = RT_DT_UINT8;
         if (bits_dt != RT_DT_INVALID) { /* its bits as uint16 / uint8 / int8 (see above) */
             rt_tensor *bits = NULL;
             if (rt_tensor_view(outs[i], &outs[i]->shape, &bits) != MS_OK) {
