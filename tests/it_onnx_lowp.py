@@ -4,7 +4,10 @@ built here with onnx's helper, imported with `dcmserve import-onnx` and
 served; what each wire does with them (docs/onnx.md, "The 8-, 4- and 2-bit
 types"):
 
-  model lp:  x (float [4]) -> y8 = Cast(x, FLOAT8E4M3FN), y4 = Cast(x, INT4)
+  model lp:  x (float [4]) -> y8 = Cast(x, FLOAT8E4M3FN), y4 = Cast(x, INT4);
+             yw = DequantizeLinear(w, 0.5) of an INT4 initializer w packed two
+             per byte in raw_data (5 elements: the last byte half padding),
+             yc = Cast(c, FLOAT) of a FLOAT8E4M3FN Constant c
   model lq:  q (INT4 [3])  -> yq = Cast(q, FLOAT), yi = Identity(q)
 
   TF Serving gRPC Predict: tensor_content, one byte per element, dtypes
@@ -43,6 +46,10 @@ Y8_REST = [0.3125, 448.0, -2.0, 0.0]  # the values for x with 0 for NaN (JSON in
 # int4: truncation, then modulo 16: 0, 1000000 = 0xF4240 -> 0, -2, NaN -> 0
 Y4 = [0, 0, -2, 0]
 Q = [-8, 7, -1]
+# w = [-8, 7, -1, 3, 0] packed: element 0 in the low nibble: 0x78, 0x3F, 0x00
+W_PACKED, YW = bytes([0x78, 0x3F, 0x00]), [-4.0, 3.5, -0.5, 1.5, 0.0]
+# c: E4M3FN 0x38 = 1.0 (field 7), 0xC4 = -(1.5 * 2^1) = -3.0
+C_BITS, YC = bytes([0x38, 0xC4]), [1.0, -3.0]
 
 
 def check(cond, what):
@@ -54,16 +61,24 @@ def check(cond, what):
 def build(path, which):
     vi = helper.make_tensor_value_info
     if which == "lp":
+        c = TensorProto(name="c_value", data_type=FLOAT8E4M3FN, dims=[2], raw_data=C_BITS)
         nodes = [helper.make_node("Cast", ["x"], ["y8"], name="to_f8", to=FLOAT8E4M3FN),
-                 helper.make_node("Cast", ["x"], ["y4"], name="to_i4", to=INT4)]
+                 helper.make_node("Cast", ["x"], ["y4"], name="to_i4", to=INT4),
+                 helper.make_node("DequantizeLinear", ["w", "s"], ["yw"], name="deq"),
+                 helper.make_node("Constant", [], ["c"], name="c", value=c),
+                 helper.make_node("Cast", ["c"], ["yc"], name="c_to_f", to=TensorProto.FLOAT)]
         ins = [vi("x", TensorProto.FLOAT, [4])]
-        outs = [vi("y8", FLOAT8E4M3FN, [4]), vi("y4", INT4, [4])]
+        outs = [vi("y8", FLOAT8E4M3FN, [4]), vi("y4", INT4, [4]),
+                vi("yw", TensorProto.FLOAT, [5]), vi("yc", TensorProto.FLOAT, [2])]
+        inits = [TensorProto(name="w", data_type=INT4, dims=[5], raw_data=W_PACKED),
+                 helper.make_tensor("s", TensorProto.FLOAT, [], [0.5])]
     else:
         nodes = [helper.make_node("Cast", ["q"], ["yq"], name="to_f", to=TensorProto.FLOAT),
                  helper.make_node("Identity", ["q"], ["yi"], name="same")]
         ins = [vi("q", INT4, [3])]
         outs = [vi("yq", TensorProto.FLOAT, [3]), vi("yi", INT4, [3])]
-    m = helper.make_model(helper.make_graph(nodes, which, ins, outs),
+        inits = []
+    m = helper.make_model(helper.make_graph(nodes, which, ins, outs, initializer=inits),
                           opset_imports=[helper.make_opsetid("", 21)])
     m.ir_version = 10
     onnx.save(m, path)
@@ -110,10 +125,13 @@ def check_lp(d, rest, pb):
     got4 = np.frombuffer(y4.tensor_content, dtype=np.int8).tolist()
     check(y4.dtype == 29 and got4 == Y4,
           "gRPC y4: dtype %d, elements %s, want 29 and %s" % (y4.dtype, got4, Y4))
+    yw, yc = list(resp.outputs["yw"].float_val), list(resp.outputs["yc"].float_val)
+    check(yw == YW, "packed INT4 initializer dequantized: %s, want %s" % (yw, YW))
+    check(yc == YC, "FLOAT8E4M3FN Constant cast to float: %s, want %s" % (yc, YC))
     st, data = rest_post(rest, "lp", {"inputs": {"x": [0.3, 1e6, -2.0, 0.0]}})
     if st == 200:
         outs = json.loads(data)["outputs"]
-        check(outs.get("y8") == Y8_REST and outs.get("y4") == Y4,
+        check(outs.get("y8") == Y8_REST and outs.get("y4") == Y4 and outs.get("yw") == YW,
               "REST outputs as values: %s, want y8 %s, y4 %s" % (outs, Y8_REST, Y4))
     else:
         check(False, "REST predict: status %d (%s)" % (st, data[:200]))
