@@ -432,6 +432,25 @@ static ms_status read_external(rt__ox_conv *cv, const Onnx__TensorProto *t, size
 static ms_status load_lowp(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox_value *v,
                            int64_t n);
 
+/* t's bytes when it keeps them as bytes (external data, raw_data), which
+ * must be `want` of them; *raw = NULL when it keeps typed values. */
+static ms_status tensor_bytes(rt__ox_conv *cv, const Onnx__TensorProto *t, size_t want,
+                              const uint8_t **raw) {
+    *raw = NULL;
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        uint8_t *buf = NULL;
+        ms_status st = read_external(cv, t, want, &buf);
+        if (st != MS_OK) return st;
+        *raw = buf;
+    } else if (t->has_raw_data) {
+        if (t->raw_data.len != want)
+            return ms_errf(MS_EINVAL, "tensor \"%s\": raw_data has %zu bytes, dims need %zu",
+                           t->name ? t->name : "", t->raw_data.len, want);
+        *raw = t->raw_data.data;
+    }
+    return MS_OK;
+}
+
 ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox_value *v) {
     const char *tn = t->name ? t->name : "";
     rt_dtype dt = rt__ox_onnx_dtype(t->data_type);
@@ -473,17 +492,8 @@ ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox
     }
     const uint8_t *raw = NULL;
     size_t want = (size_t)n * esz;
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        uint8_t *buf = NULL;
-        ms_status st = read_external(cv, t, want, &buf);
-        if (st != MS_OK) return st;
-        raw = buf;
-    } else if (t->has_raw_data) {
-        if (t->raw_data.len != want)
-            return ms_errf(MS_EINVAL, "tensor \"%s\": raw_data has %zu bytes, dims need %zu", tn,
-                           t->raw_data.len, want);
-        raw = t->raw_data.data;
-    }
+    ms_status rst = tensor_bytes(cv, t, want, &raw);
+    if (rst != MS_OK) return rst;
     /* Check the value count before allocating for it (dims come from the file). */
     if (raw == NULL) {
         size_t have = dt == RT_DT_FLOAT   ? t->n_float_data
@@ -763,17 +773,9 @@ static ms_status load_lowp(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox_v
     const char *tn = t->name ? t->name : "";
     size_t want = (size_t)rt_lowp_packed_size(v->dt, n);
     const uint8_t *raw = NULL;
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        uint8_t *buf = NULL;
-        ms_status st = read_external(cv, t, want, &buf);
-        if (st != MS_OK) return st;
-        raw = buf;
-    } else if (t->has_raw_data) {
-        if (t->raw_data.len != want)
-            return ms_errf(MS_EINVAL, "tensor \"%s\": raw_data has %zu bytes, dims need %zu (%s "
-                                      "packed)", tn, t->raw_data.len, want, rt_dtype_name(v->dt));
-        raw = t->raw_data.data;
-    } else {
+    ms_status st = tensor_bytes(cv, t, want, &raw); /* want: the packed size */
+    if (st != MS_OK) return st;
+    if (raw == NULL) {
         if (t->n_int32_data != want)
             return ms_errf(MS_EINVAL, "tensor \"%s\": %zu int32_data values, dims need %zu (%s "
                                       "packed)", tn, t->n_int32_data, want, rt_dtype_name(v->dt));
