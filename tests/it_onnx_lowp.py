@@ -119,7 +119,8 @@ def check_lp(d, rest, pb):
     req.inputs["x"].CopyFrom(x)
     resp = d.stub.Predict(req, timeout=30)
     y8, y4 = resp.outputs["y8"], resp.outputs["y4"]
-    check(y8.dtype == 25 and y8.tensor_content == Y8 and [s.size for s in y8.tensor_shape.dim] == [4],
+    dims8 = [s.size for s in y8.tensor_shape.dim]
+    check(y8.dtype == 25 and y8.tensor_content == Y8 and dims8 == [4],
           "gRPC y8: dtype %d, content %s, want 25 and %s" % (y8.dtype, y8.tensor_content.hex(),
                                                             Y8.hex()))
     got4 = np.frombuffer(y4.tensor_content, dtype=np.int8).tolist()
