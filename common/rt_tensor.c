@@ -33,6 +33,16 @@ static const struct { const char *name; size_t size; } dtypes[RT_DT_COUNT] = {
     [RT_DT_VARIANT]    = {"DT_VARIANT", 0},
     [RT_DT_UINT32]     = {"DT_UINT32", 4},
     [RT_DT_UINT64]     = {"DT_UINT64", 8},
+    [RT_DT_FLOAT8_E5M2]     = {"DT_FLOAT8_E5M2", 1},
+    [RT_DT_FLOAT8_E4M3FN]   = {"DT_FLOAT8_E4M3FN", 1},
+    [RT_DT_FLOAT8_E4M3FNUZ] = {"DT_FLOAT8_E4M3FNUZ", 1},
+    [RT_DT_FLOAT8_E5M2FNUZ] = {"DT_FLOAT8_E5M2FNUZ", 1},
+    [RT_DT_INT4]            = {"DT_INT4", 1},
+    [RT_DT_UINT4]           = {"DT_UINT4", 1},
+    [RT_DT_INT2]            = {"DT_INT2", 1},
+    [RT_DT_UINT2]           = {"DT_UINT2", 1},
+    [RT_DT_FLOAT4_E2M1FN]   = {"DT_FLOAT4_E2M1FN", 1},
+    [RT_DT_FLOAT8_E8M0]     = {"DT_FLOAT8_E8M0", 1},
 };
 /* clang-format on */
 

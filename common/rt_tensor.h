@@ -16,7 +16,14 @@
 
 #include "ms_status.h"
 
-/* Values equal TensorFlow's DataType enum, so a proto value casts directly. */
+/* Values equal TensorFlow's DataType enum, so a proto value casts directly.
+ * The low-precision types (24..33, 48) hold ONE element per byte in memory
+ * (int4 / int2 / float4 unpacked, as ml_dtypes holds them; ONNX packs them
+ * only in files, which the importer unpacks): float8 / float4 / e8m0 as their
+ * bits in the byte's low bits, int4 / int2 as the value in an int8_t or
+ * uint8_t. Readers take only the type's own low bits (rt_lowp.h).
+ * RT_DT_FLOAT8_E8M0 is private: TensorFlow has no such type; 48 stays clear
+ * of the values TensorFlow has assigned (up to 33). */
 typedef enum rt_dtype {
     RT_DT_INVALID = 0,
     RT_DT_FLOAT = 1,
@@ -42,6 +49,17 @@ typedef enum rt_dtype {
     RT_DT_VARIANT = 21,
     RT_DT_UINT32 = 22,
     RT_DT_UINT64 = 23,
+    RT_DT_FLOAT8_E5M2 = 24,
+    RT_DT_FLOAT8_E4M3FN = 25,
+    RT_DT_FLOAT8_E4M3FNUZ = 26,
+    /* 27 is TensorFlow's DT_FLOAT8_E4M3B11FNUZ, which ONNX lacks: not held */
+    RT_DT_FLOAT8_E5M2FNUZ = 28,
+    RT_DT_INT4 = 29,
+    RT_DT_UINT4 = 30,
+    RT_DT_INT2 = 31,
+    RT_DT_UINT2 = 32,
+    RT_DT_FLOAT4_E2M1FN = 33,
+    RT_DT_FLOAT8_E8M0 = 48, /* private (see above) */
     RT_DT_COUNT
 } rt_dtype;
 

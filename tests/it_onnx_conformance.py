@@ -8,7 +8,11 @@ runs it on input_K.pb and writes the outputs, which are compared with
 output_K.pb by ONNX's rule: same shape and dtype, floats within
 numpy.testing.assert_allclose(rtol=1e-3, atol=1e-7) (NaN equal to NaN),
 integers, bools and strings exact (bfloat16, which numpy lacks, compared as
-float32 values, the form onnx's numpy_helper reads it in).
+float32 values, the form onnx's numpy_helper reads it in). The low-precision
+types (ONNX 17-26: float8, float4, e8m0, int4, int2), which neither numpy nor
+this onnx package decodes, are read here from raw_data: float8 / float4 / e8m0
+compared by their values (decoded by each format's formula, NaN equal to
+NaN), int4 / int2 exactly.
 
 Each test ends as one of
     pass     imported, ran, every output matched
@@ -107,12 +111,77 @@ def load_tests(only):
     return tests, other
 
 
+# ONNX's low-precision types: data_type -> (name, bits per element, kind),
+# kind "f" for floating (compared by value), "i" / "u" for signed / unsigned
+# integers.
+LOWP = {17: ("FLOAT8E4M3FN", 8, "f"), 18: ("FLOAT8E4M3FNUZ", 8, "f"),
+        19: ("FLOAT8E5M2", 8, "f"), 20: ("FLOAT8E5M2FNUZ", 8, "f"), 21: ("UINT4", 4, "u"),
+        22: ("INT4", 4, "i"), 23: ("FLOAT4E2M1", 4, "f"), 24: ("FLOAT8E8M0", 8, "f"),
+        25: ("UINT2", 2, "u"), 26: ("INT2", 2, "i")}
+
+
+def lowp_elements(t):
+    """The elements of a low-precision TensorProto one per byte: float bits
+    as uint8, integers as int8 / uint8 values (the worker's form)."""
+    _, bits, kind = LOWP[t.data_type]
+    n = int(np.prod(t.dims)) if len(t.dims) else 1
+    if t.raw_data:
+        packed = np.frombuffer(t.raw_data, dtype=np.uint8)
+    elif len(t.int32_data) == n:  # one element per value
+        packed, bits = np.array(t.int32_data, dtype=np.uint32).astype(np.uint8), 8
+    else:  # packed bytes, one per value
+        packed = np.array(t.int32_data, dtype=np.uint32).astype(np.uint8)
+    per = 8 // bits
+    if len(packed) != (n * bits + 7) // 8:
+        raise ValueError("%s: %d bytes for %d elements" % (LOWP[t.data_type][0], len(packed), n))
+    idx = np.arange(n)
+    v = (packed[idx // per] >> ((idx % per) * bits).astype(np.uint8)) & ((1 << bits) - 1) \
+        if per > 1 else packed[:n].copy()
+    v = v.astype(np.uint8)
+    if kind == "i":  # sign-extend
+        v = np.where(v >= (1 << (bits - 1)), v.astype(np.int16) - (1 << bits),
+                     v.astype(np.int16)).astype(np.int8)
+    return v.reshape(tuple(t.dims))
+
+
+def lowp_values(data_type, b):
+    """float64 values of low-precision float elements b (uint8 bits), by each
+    format's definition: sign, exponent with bias, implicit leading one,
+    subnormals at exponent 0; its NaN / Inf codes."""
+    name = LOWP[data_type][0]
+    b = b.astype(np.int64)
+    if name == "FLOAT8E8M0":
+        return np.where(b == 0xFF, np.nan, np.ldexp(1.0, (b - 127).astype(np.int32)))
+    ebits, mbits, bias = {"FLOAT8E4M3FN": (4, 3, 7), "FLOAT8E4M3FNUZ": (4, 3, 8),
+                          "FLOAT8E5M2": (5, 2, 15), "FLOAT8E5M2FNUZ": (5, 2, 16),
+                          "FLOAT4E2M1": (2, 1, 1)}[name]
+    nb = 1 + ebits + mbits
+    sign = np.where((b >> (nb - 1)) & 1, -1.0, 1.0)
+    e = (b >> mbits) & ((1 << ebits) - 1)
+    m = b & ((1 << mbits) - 1)
+    mag = np.where(e == 0, m * 2.0 ** (1 - bias - mbits),
+                   (1 + m / 2.0 ** mbits) * np.ldexp(1.0, (e - bias).astype(np.int32)))
+    v = sign * mag
+    emax = (1 << ebits) - 1
+    if name == "FLOAT8E4M3FN":
+        v = np.where((e == emax) & (m == (1 << mbits) - 1), np.nan, v)
+    elif name == "FLOAT8E5M2":
+        v = np.where((e == emax) & (m == 0), sign * np.inf, v)
+        v = np.where((e == emax) & (m != 0), np.nan, v)
+    elif name.endswith("FNUZ"):
+        v = np.where(b == 0x80, np.nan, v)
+    return v
+
+
 def read_pb(path, bf16_bits=False):
     """The tensor as numpy reads it; bfloat16 (which numpy lacks) as float32,
-    or with bf16_bits as its bits in a uint16 array (the worker's form)."""
+    or with bf16_bits as its bits in a uint16 array (the worker's form); the
+    low-precision types one element per byte (lowp_elements)."""
     t = onnx.TensorProto()
     with open(path, "rb") as f:
         t.ParseFromString(f.read())
+    if t.data_type in LOWP:
+        return lowp_elements(t)
     if bf16_bits and t.data_type == onnx.TensorProto.BFLOAT16:
         bits = np.frombuffer(t.raw_data, dtype="<u2") if t.raw_data else \
             np.array(t.int32_data, dtype=np.uint16)
@@ -120,11 +189,11 @@ def read_pb(path, bf16_bits=False):
     return numpy_helper.to_array(t)
 
 
-def is_bf16(path):
+def pb_type(path):
     t = onnx.TensorProto()
     with open(path, "rb") as f:
         t.ParseFromString(f.read())
-    return t.data_type == onnx.TensorProto.BFLOAT16
+    return t.data_type
 
 
 def bf16_to_f32(bits):
@@ -155,7 +224,7 @@ def write_inputs(test, work):
         if a.dtype.kind == "S" or npy_able(a):
             np.save(os.path.join(work, "in_%d.npy" % k), a)
     return [(read_pb(os.path.join(ds, "output_%d.pb" % k)),
-             is_bf16(os.path.join(ds, "output_%d.pb" % k))) for k in range(len(outs))]
+             pb_type(os.path.join(ds, "output_%d.pb" % k))) for k in range(len(outs))]
 
 
 def compare(want, got):
@@ -237,13 +306,19 @@ def run_one(worker, test, tmp):
         return "wrong", msg, worker
     if want is None:  # imported, but its answer cannot be checked: counts against us
         return "wrong", unreadable, worker
-    for k, (w, bf16) in enumerate(want):
+    for k, (w, ty) in enumerate(want):
         got = np.load(os.path.join(work, "out_%d.npy" % k))
-        if bf16:  # the worker writes bfloat16 as its bits, any other type as itself
+        if ty == onnx.TensorProto.BFLOAT16:  # the worker writes bfloat16 as its bits
             if got.dtype != np.uint16:
                 return "wrong", "output %s: dtype %s, expected bfloat16" % (outs[k], got.dtype), \
                     worker
             got = bf16_to_f32(got)
+        elif ty in LOWP:  # one element per byte, as lowp_elements reads w
+            if got.dtype != w.dtype:
+                return "wrong", "output %s: dtype %s, expected %s (as %s)" % (
+                    outs[k], got.dtype, LOWP[ty][0], w.dtype), worker
+            if LOWP[ty][2] == "f":
+                got, w = lowp_values(ty, got), lowp_values(ty, w)
         why = compare(w, got)
         if why:
             return "wrong", "output %s: %s" % (outs[k], why), worker

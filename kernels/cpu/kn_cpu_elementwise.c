@@ -14,6 +14,7 @@
 
 #include "kn_cpu.h"
 #include "kn_cpu_util.h"
+#include "rt_lowp.h"
 
 /* dtype slots of the op tables */
 enum {
@@ -848,7 +849,7 @@ static int cast_supported(rt_dtype dt) {
     case RT_DT_QINT32:
         return 1;
     default:
-        return 0;
+        return rt_dtype_is_lowp(dt);
     }
 }
 
@@ -919,6 +920,13 @@ static cval cast_load(const void *p, rt_dtype dt, int64_t i) {
         v.u = ((const uint8_t *)p)[i] != 0;
         break;
     default:
+        /* float8 / float4 / e8m0 by value, int4 / int2 as integers */
+        if (rt_dtype_is_lowp_float(dt)) {
+            v.kind = 2;
+            v.f = rt_lowp_to_f64(dt, ((const uint8_t *)p)[i]);
+        } else if (rt_dtype_is_lowp(dt)) {
+            v.i = rt_lowp_to_int(dt, ((const uint8_t *)p)[i]);
+        }
         break;
     }
     return v;
@@ -1033,7 +1041,22 @@ typedef struct cast_job {
     const void *src;
     void *dst;
     rt_dtype sdt, ddt;
+    int saturate;          /* to float8: ONNX Cast's saturate */
+    rt_e8m0_round round;   /* to float8e8m0: ONNX Cast's round_mode */
 } cast_job;
+
+/* Element i of j's source as an element of its low-precision target type. */
+static uint8_t cast_lowp(const cast_job *j, int64_t i) {
+    cval v = cast_load(j->src, j->sdt, i);
+    if (v.kind == 2) return rt_lowp_from_f64(j->ddt, v.f, j->saturate, j->round);
+    if (v.kind == 0 || v.u <= (uint64_t)INT64_MAX)
+        return rt_lowp_from_i64(j->ddt, v.kind == 0 ? v.i : (int64_t)v.u, j->saturate, j->round);
+    if (!rt_dtype_is_lowp_float(j->ddt)) /* integer targets keep the low bits */
+        return rt_lowp_from_i64(j->ddt, (int64_t)(v.u & 0xFF), j->saturate, j->round);
+    /* above 2^63: halve with a sticky bit (exact for the few bits kept) */
+    return rt_lowp_from_f64(j->ddt, 2.0 * (double)((v.u >> 1) | (v.u & 1)), j->saturate,
+                            j->round);
+}
 
 #define CAST_FAST(ST, DT)                                                                          \
     do {                                                                                           \
@@ -1046,6 +1069,12 @@ typedef struct cast_job {
 
 static void cast_chunk(void *arg, int64_t begin, int64_t end) {
     cast_job *j = arg;
+    if (rt_dtype_is_lowp(j->ddt)) {
+        uint8_t *d = j->dst;
+        for (int64_t i = begin; i < end; i++)
+            d[i] = cast_lowp(j, i);
+        return;
+    }
     /* Lossless-by-C-rules pairs common in imaging pipelines run typed loops. */
     if (j->ddt == RT_DT_FLOAT) {
         switch (j->sdt) {
@@ -1082,9 +1111,30 @@ static void cast_chunk(void *arg, int64_t begin, int64_t end) {
         cast_store(j->dst, j->ddt, i, cast_load(j->src, j->sdt, i));
 }
 
+/* The node's round_mode attribute (ONNX Cast's, for float8e8m0 targets;
+ * "up" when absent). */
+static ms_status cast_round_mode(const kn_node *node, rt_e8m0_round *out) {
+    size_t n = 0;
+    const char *s = kn_attr_s(node, "round_mode", &n);
+    *out = RT_E8M0_UP;
+    if (s == NULL || (n == 2 && memcmp(s, "up", 2) == 0)) return MS_OK;
+    if (n == 4 && memcmp(s, "down", 4) == 0) {
+        *out = RT_E8M0_DOWN;
+        return MS_OK;
+    }
+    if (n == 7 && memcmp(s, "nearest", 7) == 0) {
+        *out = RT_E8M0_NEAREST;
+        return MS_OK;
+    }
+    return KN_EINVAL(node, "round_mode \"%.*s\" is not one of up, down, nearest", (int)n, s);
+}
+
 static ms_status cast_prepare(const kn_node *node, rt_tensor *const *const_in, void **state) {
     (void)const_in;
     (void)state;
+    rt_e8m0_round r;
+    ms_status st = cast_round_mode(node, &r);
+    if (st != MS_OK) return st;
     rt_dtype d = kn_attr_type(node, "DstT", RT_DT_INVALID);
     if (!cast_supported(d))
         return KN_EINVAL(node, "DstT %s is not a supported cast target", rt_dtype_name(d));
@@ -1109,7 +1159,12 @@ static ms_status cast_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_
         return MS_OK;
     }
     if ((st = kn__output(ctx, node, 0, d, &in[0]->shape, &out[0])) != MS_OK) return st;
-    cast_job job = {.src = in[0]->data, .dst = out[0]->data, .sdt = in[0]->dtype, .ddt = d};
+    cast_job job = {.src = in[0]->data,
+                    .dst = out[0]->data,
+                    .sdt = in[0]->dtype,
+                    .ddt = d,
+                    .saturate = kn_attr_b(node, "saturate", 1)};
+    if ((st = cast_round_mode(node, &job.round)) != MS_OK) return st;
     if (in[0]->nelem > 0) kn_ctx_parallel_for(ctx, in[0]->nelem, 16384, cast_chunk, &job);
     return MS_OK;
 }

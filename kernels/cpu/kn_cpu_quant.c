@@ -2,10 +2,14 @@
  * runtime/onnx/rt_onnx_quant.c; docs/onnx.md):
  *
  *   OnnxQuantizeLinear   x (float), scale (float), [zero_point (attr T)] ->
- *                        y (attr T: int8, uint8, int16, uint16, int32):
- *                        saturate(rint(x / scale) + zero_point), the division
- *                        in float32 and rint rounding half to even.
- *   OnnxDequantizeLinear x (int8, uint8, int16, uint16, int32), scale (float),
+ *                        y (attr T: int8, uint8, int16, uint16, int32, int4,
+ *                        uint4, int2, uint2): saturate(rint(x / scale) +
+ *                        zero_point), the division in float32 and rint
+ *                        rounding half to even; T float8 / float4: x / scale
+ *                        (zero_point must be 0) cast as ONNX's Cast with
+ *                        attr saturate (rt_lowp.h).
+ *   OnnxDequantizeLinear x (int8, uint8, int16, uint16, int32, the int4 /
+ *                        int2 and float8 / float4 types), scale (float),
  *                        [zero_point (x's type)] -> (x - zero_point) * scale,
  *                        in float32 (x and zero_point converted first).
  *   Both: attr axis (normalised), block_size; attr has_zp says whether
@@ -36,6 +40,7 @@
 
 #include "kn_cpu.h"
 #include "kn_cpu_util.h"
+#include "rt_lowp.h"
 
 /* Range of an integer quantisation type; 0 when not one. */
 static int qrange(rt_dtype dt, double *lo, double *hi) {
@@ -45,6 +50,10 @@ static int qrange(rt_dtype dt, double *lo, double *hi) {
     case RT_DT_INT16: *lo = -32768, *hi = 32767; return 1;
     case RT_DT_UINT16: *lo = 0, *hi = 65535; return 1;
     case RT_DT_INT32: *lo = -2147483648.0, *hi = 2147483647.0; return 1;
+    case RT_DT_INT4: *lo = -8, *hi = 7; return 1;
+    case RT_DT_UINT4: *lo = 0, *hi = 15; return 1;
+    case RT_DT_INT2: *lo = -2, *hi = 1; return 1;
+    case RT_DT_UINT2: *lo = 0, *hi = 3; return 1;
     default: return 0;
     }
 }
@@ -55,7 +64,8 @@ static double qget(const void *p, rt_dtype dt, int64_t i) {
     case RT_DT_UINT8: return ((const uint8_t *)p)[i];
     case RT_DT_INT16: return ((const int16_t *)p)[i];
     case RT_DT_UINT16: return ((const uint16_t *)p)[i];
-    default: return ((const int32_t *)p)[i];
+    case RT_DT_INT32: return ((const int32_t *)p)[i];
+    default: return rt_lowp_to_f64(dt, ((const uint8_t *)p)[i]); /* int4 ... float8 */
     }
 }
 
@@ -65,7 +75,8 @@ static void qput(void *p, rt_dtype dt, int64_t i, double v) {
     case RT_DT_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
     case RT_DT_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
     case RT_DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
-    default: ((int32_t *)p)[i] = (int32_t)v; break;
+    case RT_DT_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    default: ((uint8_t *)p)[i] = rt_lowp_from_i64(dt, (int64_t)v, 1, RT_E8M0_UP); break;
     }
 }
 
@@ -134,7 +145,12 @@ static ms_status q_inputs(const kn_node *node, rt_tensor *const *in, rt_dtype qt
         return KN_EINVAL(node, "scale is %s; want float", rt_dtype_name(S->dtype));
     if ((st = q_layout(node, X, S, m)) != MS_OK) return st;
     *zp = has_zp ? in[2] : NULL;
-    if (*zp != NULL && ((*zp)->dtype != qt || !rt_shape_equal(&(*zp)->shape, &S->shape)))
+    /* One value each may differ in rank ([1] with a scalar scale, as ONNX's
+     * tests give); otherwise the shapes match. */
+    int one = *zp != NULL && (*zp)->nelem == 1 && S->nelem == 1 && (*zp)->shape.rank <= 1 &&
+              S->shape.rank <= 1;
+    if (*zp != NULL &&
+        ((*zp)->dtype != qt || (!one && !rt_shape_equal(&(*zp)->shape, &S->shape))))
         return KN_EINVAL(node, "zero_point %s %s: want %s %s like scale",
                          rt_dtype_name((*zp)->dtype), kn__shp(&(*zp)->shape), rt_dtype_name(qt),
                          kn__shp(&S->shape));
@@ -145,12 +161,13 @@ static ms_status quantize_compute(kn_ctx *ctx, const kn_node *node, void *state,
                                   rt_tensor *const *in, rt_tensor **out) {
     (void)state;
     rt_dtype qt = kn_attr_type(node, "T", RT_DT_UINT8);
-    double lo, hi;
+    double lo = 0, hi = 0;
     q_map m;
     const rt_tensor *Z;
-    if (!qrange(qt, &lo, &hi))
-        return KN_EINVAL(node, "output type %s is not an integer quantisation type",
-                         rt_dtype_name(qt));
+    int fl = rt_dtype_is_lowp_float(qt) && qt != RT_DT_FLOAT8_E8M0;
+    int saturate = (int)kn_attr_i(node, "saturate", 1);
+    if (!fl && !qrange(qt, &lo, &hi))
+        return KN_EINVAL(node, "output type %s is not a quantisation type", rt_dtype_name(qt));
     ms_status st = q_inputs(node, in, qt, &m, &Z);
     if (st != MS_OK) return st;
     const rt_tensor *X = in[0];
@@ -163,7 +180,13 @@ static ms_status quantize_compute(kn_ctx *ctx, const kn_node *node, void *state,
             for (int64_t i = 0; i < m.inner; i++, k++) {
                 int64_t j = q_at(&m, o, a, i);
                 double z = Z ? qget(Z->data, qt, j) : 0;
-                qput(out[0]->data, qt, k, qsat((double)rintf(x[k] / s[j]) + z, lo, hi));
+                if (fl && z != 0) /* ONNX: float8 / float4 zero points are 0 */
+                    return KN_EINVAL(node, "zero_point of %s must be 0", rt_dtype_name(qt));
+                if (fl) /* x / scale in float32, then one rounding to qt */
+                    ((uint8_t *)out[0]->data)[k] =
+                        rt_lowp_from_f64(qt, (double)(x[k] / s[j]), saturate, RT_E8M0_UP);
+                else
+                    qput(out[0]->data, qt, k, qsat((double)rintf(x[k] / s[j]) + z, lo, hi));
             }
     return MS_OK;
 }
@@ -177,8 +200,9 @@ static ms_status dequantize_compute(kn_ctx *ctx, const kn_node *node, void *stat
     ms_status st = kn__need_inputs(node, in, 2);
     if (st != MS_OK) return st;
     const rt_tensor *X = in[0];
-    if (!qrange(X->dtype, &lo, &hi))
-        return KN_EINVAL(node, "x is %s; want an integer quantisation type",
+    if (!qrange(X->dtype, &lo, &hi) &&
+        !(rt_dtype_is_lowp_float(X->dtype) && X->dtype != RT_DT_FLOAT8_E8M0))
+        return KN_EINVAL(node, "x is %s; want a quantisation type",
                          rt_dtype_name(X->dtype));
     if ((st = q_inputs(node, in, X->dtype, &m, &Z)) != MS_OK) return st;
     if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &X->shape, &out[0])) != MS_OK) return st;

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rt_lowp.h"
+
 ms_status rt_shape_from_proto(const Tensorflow__TensorShapeProto *p, rt_shape *out) {
     memset(out, 0, sizeof(*out));
     if (p == NULL) return MS_OK;
@@ -224,6 +226,19 @@ static ms_status from_proto(const Tensorflow__TensorProto *p, int request, ms_bu
     }
     if (p->tensor_content.len > 0) {
         memcpy(t->data, p->tensor_content.data, rt_tensor_nbytes(t));
+        /* int4 / int2 / float4 come one element per byte (as TensorFlow
+         * holds them); a byte with bits beyond the element's is refused, not
+         * read as some other value. */
+        int64_t bad = rt_lowp_first_invalid(dt, t->data, t->nelem);
+        if (bad >= 0) {
+            uint8_t b = ((const uint8_t *)t->data)[bad];
+            rt_tensor_unref(t);
+            return ms_errf(MS_EINVAL,
+                           "tensor_content of a %s tensor: byte %lld (0x%02x) is not an element "
+                           "(one element per byte, %d value bits%s)",
+                           rt_dtype_name(dt), (long long)bad, b, rt_lowp_bits(dt),
+                           dt == RT_DT_INT4 || dt == RT_DT_INT2 ? ", sign-extended" : "");
+        }
         *out = t;
         return MS_OK;
     }

@@ -17,6 +17,7 @@
 #include "ms_log.h"
 #include "ms_wire.h"
 #include "rt_bundle.h"
+#include "rt_lowp.h"
 #include "rt_model.h"
 #include "rt_onnx_int.h"
 #include "tf_savedmodel.pb-c.h"
@@ -458,7 +459,8 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
             dicom_found = 1;
             continue;
         }
-        if (!rt__ox_dtype_num(dt) && dt != RT_DT_BOOL && dt != RT_DT_STRING) {
+        if (!rt__ox_dtype_num(dt) && dt != RT_DT_BOOL && dt != RT_DT_STRING &&
+            !rt_dtype_is_lowp(dt)) {
             int32_t et = vi->type->tensor_type->has_elem_type ? vi->type->tensor_type->elem_type : 0;
             return ms_errf(MS_ENOTSUP,
                            "graph input \"%s\": element type %s is not supported (docs/onnx.md "

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ms_file.h"
+#include "rt_lowp.h"
 #include "rt_onnx_int.h"
 
 /* ======================================================================
@@ -341,6 +342,27 @@ rt_dtype rt__ox_onnx_dtype(int32_t t) {
         return RT_DT_UINT64;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
         return RT_DT_BFLOAT16;
+    /* ONNX 17-26, which the generated enum of proto/onnx.proto does not name */
+    case 17:
+        return RT_DT_FLOAT8_E4M3FN;
+    case 18:
+        return RT_DT_FLOAT8_E4M3FNUZ;
+    case 19:
+        return RT_DT_FLOAT8_E5M2;
+    case 20:
+        return RT_DT_FLOAT8_E5M2FNUZ;
+    case 21:
+        return RT_DT_UINT4;
+    case 22:
+        return RT_DT_INT4;
+    case 23:
+        return RT_DT_FLOAT4_E2M1FN;
+    case 24:
+        return RT_DT_FLOAT8_E8M0;
+    case 25:
+        return RT_DT_UINT2;
+    case 26:
+        return RT_DT_INT2;
     default:
         return RT_DT_INVALID;
     }
@@ -407,6 +429,28 @@ static ms_status read_external(rt__ox_conv *cv, const Onnx__TensorProto *t, size
     return MS_OK;
 }
 
+static ms_status load_lowp(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox_value *v,
+                           int64_t n);
+
+/* t's bytes when it keeps them as bytes (external data, raw_data), which
+ * must be `want` of them; *raw = NULL when it keeps typed values. */
+static ms_status tensor_bytes(rt__ox_conv *cv, const Onnx__TensorProto *t, size_t want,
+                              const uint8_t **raw) {
+    *raw = NULL;
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        uint8_t *buf = NULL;
+        ms_status st = read_external(cv, t, want, &buf);
+        if (st != MS_OK) return st;
+        *raw = buf;
+    } else if (t->has_raw_data) {
+        if (t->raw_data.len != want)
+            return ms_errf(MS_EINVAL, "tensor \"%s\": raw_data has %zu bytes, dims need %zu",
+                           t->name ? t->name : "", t->raw_data.len, want);
+        *raw = t->raw_data.data;
+    }
+    return MS_OK;
+}
+
 ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox_value *v) {
     const char *tn = t->name ? t->name : "";
     rt_dtype dt = rt__ox_onnx_dtype(t->data_type);
@@ -423,6 +467,7 @@ ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox
     v->rank = (int)t->n_dims;
     for (size_t i = 0; i < t->n_dims; i++)
         v->dim[i] = t->dims[i];
+    if (rt_dtype_is_lowp(dt)) return load_lowp(cv, t, v, n);
     size_t esz;
     switch (dt) {
     case RT_DT_FLOAT:
@@ -447,17 +492,8 @@ ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox
     }
     const uint8_t *raw = NULL;
     size_t want = (size_t)n * esz;
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        uint8_t *buf = NULL;
-        ms_status st = read_external(cv, t, want, &buf);
-        if (st != MS_OK) return st;
-        raw = buf;
-    } else if (t->has_raw_data) {
-        if (t->raw_data.len != want)
-            return ms_errf(MS_EINVAL, "tensor \"%s\": raw_data has %zu bytes, dims need %zu", tn,
-                           t->raw_data.len, want);
-        raw = t->raw_data.data;
-    }
+    ms_status rst = tensor_bytes(cv, t, want, &raw);
+    if (rst != MS_OK) return rst;
     /* Check the value count before allocating for it (dims come from the file). */
     if (raw == NULL) {
         size_t have = dt == RT_DT_FLOAT   ? t->n_float_data
@@ -725,6 +761,33 @@ static const char *const_node(rt__ox_conv *cv, const char *hint, rt_dtype dt, in
     v->tensor->tensor_content.data = copy;
     v->tensor->tensor_content.len = nbytes;
     return nd->name;
+}
+
+/* A float8 / float4 / e8m0 / int4 / int2 tensor of n elements (v's dt and
+ * dims set): ONNX packs the 4- and 2-bit ones (two or four per byte, element
+ * 0 in the low bits) in raw_data, external data and int32_data (one packed
+ * byte per value; 8-bit types one element per value); unpacked here to one
+ * byte per element (rt_lowp.h) and emitted as a Const. */
+static ms_status load_lowp(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox_value *v,
+                           int64_t n) {
+    const char *tn = t->name ? t->name : "";
+    size_t want = (size_t)rt_lowp_packed_size(v->dt, n);
+    const uint8_t *raw = NULL;
+    ms_status st = tensor_bytes(cv, t, want, &raw); /* want: the packed size */
+    if (st != MS_OK) return st;
+    if (raw == NULL) {
+        if (t->n_int32_data != want)
+            return ms_errf(MS_EINVAL, "tensor \"%s\": %zu int32_data values, dims need %zu (%s "
+                                      "packed)", tn, t->n_int32_data, want, rt_dtype_name(v->dt));
+        uint8_t *b = rt__ox_alloc(cv, want + 1);
+        for (size_t i = 0; i < want; i++)
+            b[i] = (uint8_t)t->int32_data[i];
+        raw = b;
+    }
+    uint8_t *el = rt__ox_alloc(cv, (size_t)n + 1);
+    rt_lowp_unpack(v->dt, raw, n, el);
+    v->tf = const_node(cv, tn, v->dt, v->rank, v->dim, el, (size_t)n);
+    return MS_OK;
 }
 
 static int64_t dims_nelem(int rank, const int64_t *dims) {

@@ -13,9 +13,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "rt_lowp.h"
 #include "rt_onnx_int.h"
 
-#define B(dt) (1u << (dt))
+#define B(dt) (1ull << (dt))
 /* What every handler took at run time before the other types reached the
  * converter (graph inputs and Cast results). */
 #define TY_BASE (B(RT_DT_FLOAT) | B(RT_DT_INT32) | B(RT_DT_INT64) | B(RT_DT_BOOL))
@@ -25,19 +26,25 @@
 #define TY_FLOATS (B(RT_DT_FLOAT) | B(RT_DT_DOUBLE) | B(RT_DT_HALF) | B(RT_DT_BFLOAT16))
 #define TY_NUM (TY_INTS | TY_FLOATS)
 #define TY_ALL (TY_NUM | B(RT_DT_BOOL) | B(RT_DT_STRING))
+/* float8, float4, e8m0, int4, int2 (rt_lowp.h): Cast / CastLike,
+ * Quantize / DequantizeLinear, Identity, Shape and Size only */
+#define TY_LOWP                                                                                    \
+    (B(RT_DT_FLOAT8_E4M3FN) | B(RT_DT_FLOAT8_E4M3FNUZ) | B(RT_DT_FLOAT8_E5M2) |                   \
+     B(RT_DT_FLOAT8_E5M2FNUZ) | B(RT_DT_FLOAT8_E8M0) | B(RT_DT_FLOAT4_E2M1FN) | B(RT_DT_INT4) |    \
+     B(RT_DT_UINT4) | B(RT_DT_INT2) | B(RT_DT_UINT2))
 
 /* Ops whose handlers take more than TY_BASE: every input must be one of
  * `types` (constants the converter folds included). */
 static const struct {
     const char *op;
-    uint32_t types;
+    uint64_t types;
 } wide_ops[] = {
-    {"Cast", TY_NUM | B(RT_DT_BOOL)},
-    {"CastLike", TY_NUM | B(RT_DT_BOOL)},
-    {"Identity", TY_ALL},
+    {"Cast", TY_NUM | B(RT_DT_BOOL) | TY_LOWP},
+    {"CastLike", TY_NUM | B(RT_DT_BOOL) | TY_LOWP},
+    {"Identity", TY_ALL | TY_LOWP},
     /* only the shape is read (rt_onnx_shape.c, rt_onnx_more.c op_size) */
-    {"Shape", TY_ALL},
-    {"Size", TY_ALL},
+    {"Shape", TY_ALL | TY_LOWP},
+    {"Size", TY_ALL | TY_LOWP},
     /* rt_onnx_ops.c op_binary (two inputs; Max / Min of more are below) */
     {"Add", TY_NUM},
     {"Sub", TY_NUM},
@@ -121,8 +128,8 @@ static const struct {
     {"ReduceLogSum", TY_BASE | B(RT_DT_DOUBLE)},
     {"ReduceLogSumExp", TY_BASE | B(RT_DT_DOUBLE)},
     /* rt_onnx_quant.c (its handlers check the exact types) */
-    {"QuantizeLinear", TY_NUM},
-    {"DequantizeLinear", TY_NUM},
+    {"QuantizeLinear", TY_NUM | TY_LOWP},
+    {"DequantizeLinear", TY_NUM | TY_LOWP},
     {"MatMulInteger", TY_NUM},
     {"QLinearMatMul", TY_NUM},
     {"ConvInteger", TY_NUM},
@@ -130,15 +137,15 @@ static const struct {
 };
 
 int rt__ox_dtype_num(rt_dtype dt) {
-    return dt < 32 && (B(dt) & TY_NUM) != 0;
+    return dt < 64 && (B(dt) & TY_NUM) != 0;
 }
 
 int rt__ox_dtype_int(rt_dtype dt) {
-    return dt < 32 && (B(dt) & TY_INTS) != 0;
+    return dt < 64 && (B(dt) & TY_INTS) != 0;
 }
 
 /* "float, int32, ..." for a type set, from the arena. */
-static const char *type_list(rt__ox_conv *cv, uint32_t types) {
+static const char *type_list(rt__ox_conv *cv, uint64_t types) {
     static const struct {
         rt_dtype dt;
         const char *name;
@@ -148,8 +155,12 @@ static const char *type_list(rt__ox_conv *cv, uint32_t types) {
         {RT_DT_INT32, "int32"},   {RT_DT_INT64, "int64"},   {RT_DT_UINT8, "uint8"},
         {RT_DT_UINT16, "uint16"}, {RT_DT_UINT32, "uint32"}, {RT_DT_UINT64, "uint64"},
         {RT_DT_BOOL, "bool"},     {RT_DT_STRING, "string"},
+        {RT_DT_FLOAT8_E4M3FN, "float8e4m3fn"}, {RT_DT_FLOAT8_E4M3FNUZ, "float8e4m3fnuz"},
+        {RT_DT_FLOAT8_E5M2, "float8e5m2"}, {RT_DT_FLOAT8_E5M2FNUZ, "float8e5m2fnuz"},
+        {RT_DT_FLOAT8_E8M0, "float8e8m0"}, {RT_DT_FLOAT4_E2M1FN, "float4e2m1"},
+        {RT_DT_INT4, "int4"}, {RT_DT_UINT4, "uint4"}, {RT_DT_INT2, "int2"}, {RT_DT_UINT2, "uint2"},
     };
-    char *s = rt__ox_alloc(cv, 160);
+    char *s = rt__ox_alloc(cv, 400);
     size_t o = 0;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (types & B(names[i].dt)) {
@@ -166,8 +177,8 @@ static const char *type_list(rt__ox_conv *cv, uint32_t types) {
 }
 
 /* The types node n's handler takes at run time. */
-static uint32_t op_types(const Onnx__NodeProto *n) {
-    uint32_t types = TY_BASE;
+static uint64_t op_types(const Onnx__NodeProto *n) {
+    uint64_t types = TY_BASE;
     const char *op = n->op_type ? n->op_type : "";
     int variadic = (strcmp(op, "Max") == 0 || strcmp(op, "Min") == 0) && n->n_input != 2;
     for (size_t i = 0; !variadic && i < sizeof(wide_ops) / sizeof(wide_ops[0]); i++)
@@ -176,13 +187,13 @@ static uint32_t op_types(const Onnx__NodeProto *n) {
 }
 
 ms_status rt__ox_check_dtypes(rt__ox_conv *cv, const Onnx__NodeProto *n) {
-    uint32_t types = op_types(n);
+    uint64_t types = op_types(n);
     for (size_t k = 0; k < n->n_input; k++) {
         const rt__ox_value *v = rt__ox_in(cv, n, (int)k);
         if (v == NULL) continue;
         /* Folded constants are handled as before: the handlers read f / iv. */
         if (types == TY_BASE && (v->f != NULL || v->iv != NULL)) continue;
-        if (v->dt < 32 && (B(v->dt) & types)) continue;
+        if (v->dt < 64 && (B(v->dt) & types)) continue;
         return rt__ox_err(cv, MS_ENOTSUP,
                           "input %zu (\"%s\") has element type %s, which this op does not take "
                           "(supported: %s)",
@@ -195,7 +206,7 @@ ms_status rt__ox_check_dtypes(rt__ox_conv *cv, const Onnx__NodeProto *n) {
  * float but not that type and no attribute picks an output type (Cast's
  * `to`, EyeLike's `dtype`, ...); RT_DT_INVALID when that is not the case or
  * float16 and bfloat16 are mixed. */
-static rt_dtype narrow_float_of(rt__ox_conv *cv, const Onnx__NodeProto *n, uint32_t types) {
+static rt_dtype narrow_float_of(rt__ox_conv *cv, const Onnx__NodeProto *n, uint64_t types) {
     if (types & B(RT_DT_HALF)) return RT_DT_INVALID;
     for (size_t i = 0; i < n->n_attribute; i++) {
         const char *a = n->attribute[i]->name ? n->attribute[i]->name : "";
@@ -222,7 +233,7 @@ static rt_dtype narrow_float_of(rt__ox_conv *cv, const Onnx__NodeProto *n, uint3
  * integer goes to int64 and back unchanged, uint64 by wrapping). */
 static const struct {
     const char *op;
-    uint32_t types;
+    uint64_t types;
     rt_dtype carrier;
 } carried_ops[] = {
     {"MaxPool", B(RT_DT_INT8) | B(RT_DT_UINT8), RT_DT_FLOAT},
@@ -246,7 +257,7 @@ static const struct {
 static rt_dtype carried_of(rt__ox_conv *cv, const Onnx__NodeProto *n, rt_dtype *carrier) {
     const rt__ox_value *v = n->n_input ? rt__ox_in(cv, n, 0) : NULL;
     for (size_t i = 0; v && i < sizeof(carried_ops) / sizeof(carried_ops[0]); i++)
-        if (n->op_type && strcmp(n->op_type, carried_ops[i].op) == 0 && v->dt < 32 &&
+        if (n->op_type && strcmp(n->op_type, carried_ops[i].op) == 0 && v->dt < 64 &&
             (B(v->dt) & carried_ops[i].types)) {
             *carrier = carried_ops[i].carrier;
             return v->dt;
@@ -318,7 +329,7 @@ static ms_status run_in_float(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_
 }
 
 ms_status rt__ox_run_handler(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_handler h) {
-    uint32_t types = op_types(n);
+    uint64_t types = op_types(n);
     rt_dtype carrier = RT_DT_FLOAT, nf = narrow_float_of(cv, n, types);
     if (nf == RT_DT_INVALID) nf = carried_of(cv, n, &carrier);
     if (nf != RT_DT_INVALID) return run_in_float(cv, n, h, nf, carrier);
@@ -355,7 +366,7 @@ static int64_t fold_f_to_int(double f, rt_dtype dt) {
  * known and dt is one the converter folds, else a TF Cast). */
 static ms_status cast_to(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X, rt_dtype dt) {
     ms_status st;
-    if (!rt__ox_dtype_num(dt) && dt != RT_DT_BOOL)
+    if (!rt__ox_dtype_num(dt) && dt != RT_DT_BOOL && !rt_dtype_is_lowp(dt))
         return rt__ox_err(cv, MS_ENOTSUP, "cast to %s is not supported", rt_dtype_name(dt));
     int64_t ne = rt__ox_nelem(X);
     int foldable = dt == RT_DT_FLOAT || dt == RT_DT_INT64 || dt == RT_DT_INT32 || dt == RT_DT_BOOL;
@@ -393,7 +404,29 @@ static ms_status cast_to(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value
     }
     const char *x;
     if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
-    rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim, rt__tf_cast(cv, rt__ox_hint_of(n), x, X->dt, dt));
+    if (!rt_dtype_is_lowp(dt)) {
+        rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim,
+                       rt__tf_cast(cv, rt__ox_hint_of(n), x, X->dt, dt));
+        return MS_OK;
+    }
+    /* saturate (19+) and round_mode (24+) change casts to float8 / e8m0:
+     * the kernel takes them as attributes of its Cast node. */
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Cast", rt__ox_hint_of(n));
+    rt__tf_input(cv, nd, x);
+    rt__tf_attr_type(cv, nd, "SrcT", X->dt);
+    rt__tf_attr_type(cv, nd, "DstT", dt);
+    const char *mode = "up";
+    if (rt__ox_attr(n, "round_mode") != NULL) {
+        if (rt__ox_attr_is(n, "round_mode", "down", NULL))
+            mode = "down";
+        else if (rt__ox_attr_is(n, "round_mode", "nearest", NULL))
+            mode = "nearest";
+        else if (!rt__ox_attr_is(n, "round_mode", "up", NULL))
+            return rt__ox_err(cv, MS_EINVAL, "round_mode must be up, down or nearest");
+    }
+    rt__tf_attr_b(cv, nd, "saturate", rt__ox_attr_i(n, "saturate", 1) != 0);
+    rt__tf_attr_s(cv, nd, "round_mode", mode);
+    rt__ox_def_out(cv, n, 0, dt, X->rank, X->dim, nd->name);
     return MS_OK;
 }
 
@@ -405,11 +438,10 @@ ms_status rt__ox_op_cast(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (a == NULL) return rt__ox_err(cv, MS_EINVAL, "attribute \"to\" is missing");
     int64_t to = rt__ox_attr_i(n, "to", 0);
     rt_dtype dt = to >= 0 && to <= INT32_MAX ? rt__ox_onnx_dtype((int32_t)to) : RT_DT_INVALID;
-    if (dt == RT_DT_INVALID || (!rt__ox_dtype_num(dt) && dt != RT_DT_BOOL))
+    if (dt == RT_DT_INVALID || (!rt__ox_dtype_num(dt) && dt != RT_DT_BOOL && !rt_dtype_is_lowp(dt)))
         return rt__ox_err(cv, MS_ENOTSUP, "cast to type %lld (%s) is not supported", (long long)to,
                           to >= 0 && to <= INT32_MAX ? rt__ox_onnx_type_name((int32_t)to)
                                                      : "an unknown type");
-    /* saturate (opset 19+) only changes casts to float8 types, refused above. */
     return cast_to(cv, n, X, dt);
 }
 

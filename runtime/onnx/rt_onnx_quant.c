@@ -4,19 +4,27 @@
  * (OnnxQuantizeLinear, ...), which compute as ONNX's definitions: float32
  * division, rint (half to even), saturation to the integer type.
  *
- * Integer types int8, uint8, int16, uint16 (and int32 for DequantizeLinear's
- * input); scales float32. float8, float4, int4 / int2 and float16 /
- * bfloat16 scales are refused by name, as are precision other than float32.
+ * Integer types int8, uint8, int16, uint16, int4, uint4, int2, uint2 (and
+ * int32 for DequantizeLinear's input), float8 (but e8m0) and float4e2m1;
+ * scales float32. float16 / bfloat16 scales are refused by name, as are
+ * precision other than float32.
  */
 #include <string.h>
 
+#include "rt_lowp.h"
 #include "rt_onnx_ext.h"
 
-/* 1 for the integer types quantisation writes (int32: dequantize only). */
+/* 1 for the types quantisation writes (int32: dequantize only): the
+ * integer ones and the low-precision ones but float8e8m0 (rt_lowp.h). */
 static int q_int(rt_dtype dt, int with32) {
     return dt == RT_DT_INT8 || dt == RT_DT_UINT8 || dt == RT_DT_INT16 || dt == RT_DT_UINT16 ||
-           (with32 && dt == RT_DT_INT32);
+           (with32 && dt == RT_DT_INT32) || (rt_dtype_is_lowp(dt) && dt != RT_DT_FLOAT8_E8M0);
 }
+
+/* The quantised types, for messages. */
+#define Q_TYPES                                                                                    \
+    "int8, uint8, int16, uint16, int4, uint4, int2, uint2, float8e4m3fn, float8e4m3fnuz, "        \
+    "float8e5m2, float8e5m2fnuz, float4e2m1"
 
 /* Quantize/DequantizeLinear: x, scale, [zero_point]. */
 static ms_status op_qdq(rt__ox_conv *cv, const Onnx__NodeProto *n) {
@@ -26,23 +34,30 @@ static ms_status op_qdq(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     ms_status st;
     if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK || (st = rt__ox_need(cv, n, 1, &S, &s)))
         return st;
-    if (S->dt != RT_DT_FLOAT)
-        return rt__ox_err(cv, MS_ENOTSUP, "x_scale is %s; supported: float",
-                          rt_dtype_name(S->dt));
+    /* A float16 scale (DequantizeLinear: y is float16) is taken when x has at
+     * most 8 significant bits: (x - zero_point) * scale is then exact in
+     * float32, and its one rounding to float16 is y's. */
+    int half = deq && S->dt == RT_DT_HALF &&
+               (X->dt == RT_DT_INT8 || X->dt == RT_DT_UINT8 || rt_dtype_is_lowp(X->dt));
+    if (S->dt != RT_DT_FLOAT && !half)
+        return rt__ox_err(cv, MS_ENOTSUP, "x_scale is %s; supported: float%s",
+                          rt_dtype_name(S->dt), deq ? " (float16 for 8-bit and smaller x)" : "");
+    if (half) s = rt__tf_cast(cv, rt__ox_printf(cv, "%s/scale_f32", h), s, RT_DT_HALF, RT_DT_FLOAT);
     int64_t prec = rt__ox_attr_i(n, "precision", 0);
     if (prec != 0 && prec != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
         return rt__ox_err(cv, MS_ENOTSUP, "precision %s; supported: float",
                           rt__ox_onnx_type_name((int32_t)prec));
     int64_t od = rt__ox_attr_i(n, "output_dtype", 0);
     rt_dtype qt = deq ? X->dt : RT_DT_UINT8;
-    if (deq && od != 0 && od != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+    if (deq && od != 0 && od != (half ? ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16
+                                      : ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT))
         return rt__ox_err(cv, MS_ENOTSUP, "output_dtype %s; supported: float (the scale's)",
                           rt__ox_onnx_type_name((int32_t)od));
     if (!deq && od != 0) {
         qt = rt__ox_onnx_dtype((int32_t)od);
         if (!q_int(qt, 0))
             return rt__ox_err(cv, MS_ENOTSUP,
-                              "output_dtype %s; supported: int8, uint8, int16, uint16",
+                              "output_dtype %s; supported: " Q_TYPES,
                               rt__ox_onnx_type_name((int32_t)od));
     }
     if (Z != NULL) {
@@ -57,10 +72,10 @@ static ms_status op_qdq(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     }
     if (deq ? !q_int(X->dt, 1) : X->dt != RT_DT_FLOAT)
         return rt__ox_err(cv, MS_ENOTSUP, "x is %s; supported: %s", rt_dtype_name(X->dt),
-                          deq ? "int8, uint8, int16, uint16, int32" : "float");
+                          deq ? Q_TYPES ", int32" : "float");
     if (!q_int(qt, deq))
-        return rt__ox_err(cv, MS_ENOTSUP, "quantised type %s; supported: int8, uint8, int16, "
-                          "uint16", rt_dtype_name(qt));
+        return rt__ox_err(cv, MS_ENOTSUP, "quantised type %s; supported: " Q_TYPES,
+                          rt_dtype_name(qt));
     int64_t block = rt__ox_attr_i(n, "block_size", 0);
     int64_t ns = rt__ox_nelem(S);
     int per_tensor = block == 0 && S->rank >= 0 && S->rank <= 1 && ns == 1;
@@ -84,7 +99,10 @@ static ms_status op_qdq(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__tf_attr_i(cv, d, "axis", axis);
     rt__tf_attr_i(cv, d, "block_size", block);
     rt__tf_attr_type(cv, d, "T", qt);
-    rt__ox_def_out(cv, n, 0, deq ? RT_DT_FLOAT : qt, X->rank, X->dim, d->name);
+    if (!deq) rt__tf_attr_i(cv, d, "saturate", rt__ox_attr_i(n, "saturate", 1) != 0);
+    const char *y = d->name;
+    if (half) y = rt__tf_cast(cv, rt__ox_printf(cv, "%s/half", h), y, RT_DT_FLOAT, RT_DT_HALF);
+    rt__ox_def_out(cv, n, 0, half ? RT_DT_HALF : deq ? RT_DT_FLOAT : qt, X->rank, X->dim, y);
     return MS_OK;
 }
 

@@ -1096,6 +1096,8 @@ ms_status rt__ox_op_constant_of_shape(rt__ox_conv *cv, const Onnx__NodeProto *n)
     const Onnx__AttributeProto *a = rt__ox_attr(n, "value");
     if (a && a->t && (st = rt__ox_load_tensor(cv, a->t, &fill)) != MS_OK) return st;
     rt_dtype dt = a && a->t ? fill.dt : RT_DT_FLOAT;
+    if (fill.tf != NULL) /* a value the converter does not hold as numbers (rt_lowp.h) */
+        return rt__ox_err(cv, MS_ENOTSUP, "value of type %s", rt_dtype_name(dt));
     if (S != NULL && !rt__ox_is_const(S)) {
         /* A shape known at run time only: TF's Fill. */
         const char *s;

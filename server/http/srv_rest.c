@@ -36,6 +36,7 @@
 #include "ms_log.h"
 #include "ms_malloc.h"
 #include "ms_watch.h"
+#include "rt_lowp.h"
 #include "rt_model.h"
 #include "sig_signature.h"
 #include "srv_batch.h"
@@ -306,7 +307,12 @@ static cJSON *elem_json(const rt_tensor *t, int64_t i) {
         free(e);
         return r;
     }
-    default: return NULL;
+    default:
+        /* float8 / float4 / e8m0 and int4 / int2 (rt_lowp.h): their exact
+         * values, as float16 gives its values */
+        if (rt_dtype_is_lowp(t->dtype))
+            return cJSON_CreateNumber(rt_lowp_to_f64(t->dtype, ((const uint8_t *)t->data)[i]));
+        return NULL;
     }
 }
 

@@ -8,7 +8,10 @@
  * The inputs are read from WORKDIR/in_K.npy (K = 0..NIN-1, the graph inputs
  * in order, written by the runner); the model is imported into WORKDIR/sm and
  * the outputs written to WORKDIR/out_K.npy. bfloat16 tensors, which numpy
- * lacks, travel as their bits in uint16 arrays both ways. One answer line per request,
+ * lacks, travel as their bits in uint16 arrays both ways; so do the
+ * low-precision types (rt_lowp.h), one element per byte: float8 / float4 /
+ * e8m0 as their bits in uint8, int4 / int2 as int8 and uint4 / uint2 as
+ * uint8 values. One answer line per request,
  * flushed before the next is read:
  *     ok                     outputs written
  *     refused<TAB>MESSAGE    the import refused the model, or the run refused
@@ -25,6 +28,7 @@
 #include "kn_backend.h"
 #include "kn_cpu_backend.h"
 #include "ms_status.h"
+#include "rt_lowp.h"
 #include "rt_model.h"
 #include "rt_npy.h"
 #include "rt_onnx.h"
@@ -89,6 +93,9 @@ static void conf_one(kn_backend *be, char **f, int nf) {
             /* numpy has no bfloat16: the runner writes its bits as uint16. */
             if (ti->dtype == TENSORFLOW__DATA_TYPE__DT_BFLOAT16 && ins[i]->dtype == RT_DT_UINT16)
                 ins[i]->dtype = RT_DT_BFLOAT16;
+            if (rt_dtype_is_lowp((rt_dtype)ti->dtype) &&
+                (ins[i]->dtype == RT_DT_UINT8 || ins[i]->dtype == RT_DT_INT8))
+                ins[i]->dtype = (rt_dtype)ti->dtype;
             feeds[i] = (rt_feed){.name = ti->name, .tensor = ins[i]};
         }
     }
@@ -111,14 +118,21 @@ static void conf_one(kn_backend *be, char **f, int nf) {
     }
     for (int i = 0; ok && i < nout; i++) {
         snprintf(path, sizeof path, "%s/out_%d.npy", work, i);
-        if (outs[i]->dtype == RT_DT_BFLOAT16) { /* its bits as uint16 (see above) */
+        rt_dtype odt = outs[i]->dtype, bits_dt = RT_DT_INVALID;
+        if (odt == RT_DT_BFLOAT16)
+            bits_dt = RT_DT_UINT16;
+        else if (odt == RT_DT_INT4 || odt == RT_DT_INT2)
+            bits_dt = RT_DT_INT8;
+        else if (rt_dtype_is_lowp(odt))
+            bits_dt = RT_DT_UINT8;
+        if (bits_dt != RT_DT_INVALID) { /* its bits as uint16 / uint8 / int8 (see above) */
             rt_tensor *bits = NULL;
             if (rt_tensor_view(outs[i], &outs[i]->shape, &bits) != MS_OK) {
                 printf("error\toutput %s: %s\n", f[4 + nin + i], one_line());
                 ok = 0;
                 break;
             }
-            bits->dtype = RT_DT_UINT16;
+            bits->dtype = bits_dt;
             rt_tensor_unref(outs[i]);
             outs[i] = bits;
         }
