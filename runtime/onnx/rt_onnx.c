@@ -63,8 +63,7 @@ static ms_status read_whole(const char *path, uint8_t **data, size_t *len) {
     return MS_OK;
 }
 
-/* Type and shape of an ONNX graph input/output; unknown dims become -1. */
-static ms_status value_info(const Onnx__ValueInfoProto *vi, rt_dtype *dt, int *rank,
+ms_status rt__ox_value_info(const Onnx__ValueInfoProto *vi, rt_dtype *dt, int *rank,
                             int64_t *dims) {
     const char *nm = vi->name ? vi->name : "";
     if (vi->type == NULL || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
@@ -350,6 +349,35 @@ static void fold_batchnorm(rt__ox_conv *cv, const Onnx__GraphProto *g, Onnx__Nod
     }
 }
 
+ms_status rt__ox_convert_nodes(rt__ox_conv *cv, const Onnx__GraphProto *g,
+                               Onnx__NodeProto *const *nodes, const uint8_t *skip) {
+    ms_status st;
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = nodes ? nodes[i] : g->node[i];
+        if (skip && skip[i]) continue;
+        cv->cur = n;
+        const char *op = n->op_type ? n->op_type : "";
+        if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+            return rt__ox_err(cv, MS_ENOTSUP, "operator domain \"%s\" is not supported", n->domain);
+        for (size_t k = 0; k < n->n_input; k++)
+            if (n->input[k] && n->input[k][0] && rt__ox_find(cv, n->input[k]) == NULL)
+                return rt__ox_err(cv, MS_EINVAL,
+                                  "input \"%s\" is not produced by an earlier node (the graph "
+                                  "must be topologically sorted)",
+                                  n->input[k]);
+        rt__ox_handler h = rt__ox_handler_for(op);
+        if (h == NULL) return rt__ox_err(cv, MS_ENOTSUP, "unsupported ONNX op \"%s\"", op);
+        if ((st = rt__ox_check_version(cv, n)) != MS_OK ||
+            (st = rt__ox_run_handler(cv, n, h)) != MS_OK)
+            return st;
+        for (size_t k = 0; k < n->n_output; k++)
+            if (n->output[k] && n->output[k][0] && rt__ox_find(cv, n->output[k]) == NULL)
+                return rt__ox_err(cv, MS_EINTERNAL, "output \"%s\" was not produced", n->output[k]);
+    }
+    cv->cur = NULL;
+    return MS_OK;
+}
+
 static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
                                Tensorflow__SignatureDef *sig) {
     const Onnx__GraphProto *g = m->graph;
@@ -378,7 +406,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
         rt_dtype dt;
         int rank;
         int64_t dims[RT_MAX_RANK];
-        if ((st = value_info(vi, &dt, &rank, dims)) != MS_OK) return st;
+        if ((st = rt__ox_value_info(vi, &dt, &rank, dims)) != MS_OK) return st;
         if (dicom && strcmp(dicom, vi->name) == 0) {
             ins[nin] = rt__ox_alloc(cv, sizeof(*ins[nin]));
             if ((st = dicom_front(cv, vi->name, dt, rank, dims, ins[nin])) != MS_OK) return st;
@@ -411,29 +439,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
     uint8_t *skip = rt__ox_alloc(cv, g->n_node + 1);
     if (g->n_node > 0) memcpy(nodes, g->node, g->n_node * sizeof(*nodes));
     fold_batchnorm(cv, g, nodes, skip);
-    for (size_t i = 0; i < g->n_node; i++) {
-        const Onnx__NodeProto *n = nodes[i];
-        if (skip[i]) continue;
-        cv->cur = n;
-        const char *op = n->op_type ? n->op_type : "";
-        if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
-            return rt__ox_err(cv, MS_ENOTSUP, "operator domain \"%s\" is not supported", n->domain);
-        for (size_t k = 0; k < n->n_input; k++)
-            if (n->input[k] && n->input[k][0] && rt__ox_find(cv, n->input[k]) == NULL)
-                return rt__ox_err(cv, MS_EINVAL,
-                                  "input \"%s\" is not produced by an earlier node (the graph "
-                                  "must be topologically sorted)",
-                                  n->input[k]);
-        rt__ox_handler h = rt__ox_handler_for(op);
-        if (h == NULL) return rt__ox_err(cv, MS_ENOTSUP, "unsupported ONNX op \"%s\"", op);
-        if ((st = rt__ox_check_version(cv, n)) != MS_OK ||
-            (st = rt__ox_run_handler(cv, n, h)) != MS_OK)
-            return st;
-        for (size_t k = 0; k < n->n_output; k++)
-            if (n->output[k] && n->output[k][0] && rt__ox_find(cv, n->output[k]) == NULL)
-                return rt__ox_err(cv, MS_EINTERNAL, "output \"%s\" was not produced", n->output[k]);
-    }
-    cv->cur = NULL;
+    if ((st = rt__ox_convert_nodes(cv, g, nodes, skip)) != MS_OK) return st;
 
     /* Graph outputs: an Identity named after each, so the graph tensor
      * carries the ONNX name. */
@@ -450,7 +456,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
         rt_dtype dt;
         int rank;
         int64_t dims[RT_MAX_RANK];
-        if ((st = value_info(vi, &dt, &rank, dims)) != MS_OK) return st;
+        if ((st = rt__ox_value_info(vi, &dt, &rank, dims)) != MS_OK) return st;
         if (dt == RT_DT_INVALID) dt = v->dt;
         if (rank < 0 && v->rank >= 0) {
             rank = v->rank;
@@ -492,25 +498,26 @@ static size_t named_find(rt__ox_conv *cv, const ox_named *tab, size_t n, const c
     return hit ? hit->idx : n;
 }
 
-/* Drops the nodes that no signature output needs: a shape vector with
- * dynamic entries gets a run-time twin (rt_onnx_shape.c) that only some
- * consumers read. Placeholders stay (the signature's inputs). */
-static void prune_dead(rt__ox_conv *cv, const Tensorflow__SignatureDef *sig) {
-    size_t n = cv->nnodes, top = 0;
+/* Drops the nodes that no signature output (no function return value)
+ * needs: a shape vector with dynamic entries gets a run-time twin
+ * (rt_onnx_shape.c) that only some consumers read. */
+void rt__ox_prune(rt__ox_conv *cv, Tensorflow__NodeDef **list, size_t *count,
+                  const char *const *roots, size_t nroots) {
+    size_t n = *count, top = 0;
     ox_named *tab = rt__ox_alloc(cv, (n + 1) * sizeof(*tab));
     size_t *stack = rt__ox_alloc(cv, (n + 1) * sizeof(*stack));
     uint8_t *live = rt__ox_alloc(cv, n + 1);
     for (size_t i = 0; i < n; i++)
-        tab[i] = (ox_named){cv->nodes[i]->name, i};
+        tab[i] = (ox_named){list[i]->name, i};
     qsort(tab, n, sizeof(*tab), named_cmp);
     for (size_t i = 0; i < n; i++)
-        if (strcmp(cv->nodes[i]->op, "Placeholder") == 0) live[i] = 1, stack[top++] = i;
-    for (size_t i = 0; i < sig->n_outputs; i++) {
-        size_t k = named_find(cv, tab, n, sig->outputs[i]->value->name);
+        if (strcmp(list[i]->op, "Placeholder") == 0) live[i] = 1, stack[top++] = i;
+    for (size_t i = 0; i < nroots; i++) {
+        size_t k = named_find(cv, tab, n, roots[i]);
         if (k < n && !live[k]) live[k] = 1, stack[top++] = k;
     }
     while (top > 0) {
-        const Tensorflow__NodeDef *nd = cv->nodes[stack[--top]];
+        const Tensorflow__NodeDef *nd = list[stack[--top]];
         for (size_t j = 0; j < nd->n_input; j++) {
             size_t k = named_find(cv, tab, n, nd->input[j]);
             if (k < n && !live[k]) live[k] = 1, stack[top++] = k;
@@ -518,8 +525,17 @@ static void prune_dead(rt__ox_conv *cv, const Tensorflow__SignatureDef *sig) {
     }
     size_t j = 0;
     for (size_t i = 0; i < n; i++)
-        if (live[i]) cv->nodes[j++] = cv->nodes[i];
-    cv->nnodes = j;
+        if (live[i]) list[j++] = list[i];
+    *count = j;
+}
+
+/* Drops the main graph's nodes that no signature output needs;
+ * Placeholders stay (the signature's inputs). */
+static void prune_dead(rt__ox_conv *cv, const Tensorflow__SignatureDef *sig) {
+    const char **roots = rt__ox_alloc(cv, (sig->n_outputs + 1) * sizeof(*roots));
+    for (size_t i = 0; i < sig->n_outputs; i++)
+        roots[i] = sig->outputs[i]->value->name;
+    rt__ox_prune(cv, cv->nodes, &cv->nnodes, roots, sig->n_outputs);
 }
 
 ms_status rt_onnx_convert(const char *onnx_path, const rt_onnx_opts *opts, uint8_t **pb,
@@ -601,6 +617,12 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
     gd->versions = rt__ox_alloc(cv, sizeof(*gd->versions));
     tensorflow__version_def__init(gd->versions);
     gd->versions->producer = 1087;
+    if (cv->nfuncs > 0) {
+        gd->library = rt__ox_alloc(cv, sizeof(*gd->library));
+        tensorflow__function_def_library__init(gd->library);
+        gd->library->n_function = cv->nfuncs;
+        gd->library->function = cv->funcs;
+    }
 
     Tensorflow__MetaGraphDef__MetaInfoDef *mi = rt__ox_alloc(cv, sizeof(*mi));
     tensorflow__meta_graph_def__meta_info_def__init(mi);

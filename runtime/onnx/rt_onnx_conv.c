@@ -150,13 +150,51 @@ void rt__ox_map_put(rt__ox_conv *cv, rt__ox_map *m, const char *key, void *val) 
  * Values
  * ====================================================================== */
 
+/* `name` at the level whose table is m and whose scope is sc (NULL: the
+ * main graph): its own value, else the enclosing level's, copied into m. */
+static rt__ox_value *find_at(rt__ox_conv *cv, rt__ox_scope *sc, rt__ox_map *m, const char *name) {
+    rt__ox_value *v = rt__ox_map_get(m, name, strlen(name));
+    if (v != NULL || sc == NULL) return v;
+    rt__ox_value *ov = find_at(cv, sc->parent, &sc->saved, name);
+    if (ov == NULL) return NULL;
+    v = rt__ox_alloc(cv, sizeof(*v));
+    *v = *ov;
+    /* The copy owns no TF tensor of the enclosing graph: a constant is
+     * emitted again inside the function, anything else arrives as an
+     * argument, in ONNX order. Known contents and dims stay. */
+    v->tf = NULL;
+    v->tf_alt = NULL;
+    v->nhwc = 0;
+    if (!rt__ox_is_const(ov)) {
+        if (sc->ncap == sc->capcap) {
+            int cap = sc->capcap ? 2 * sc->capcap : 8;
+            rt__ox_value **o = rt__ox_alloc(cv, (size_t)cap * sizeof(*o));
+            const char **a = rt__ox_alloc(cv, (size_t)cap * sizeof(*a));
+            if (sc->ncap) {
+                memcpy(o, sc->cap_outer, (size_t)sc->ncap * sizeof(*o));
+                memcpy(a, sc->cap_arg, (size_t)sc->ncap * sizeof(*a));
+            }
+            sc->cap_outer = o;
+            sc->cap_arg = a;
+            sc->capcap = cap;
+        }
+        v->tf = rt__ox_unique_name(cv, rt__ox_printf(cv, "%s/captured", name));
+        sc->cap_outer[sc->ncap] = ov;
+        sc->cap_arg[sc->ncap++] = v->tf;
+    }
+    rt__ox_map_put(cv, m, v->name, v);
+    return v;
+}
+
 rt__ox_value *rt__ox_find(rt__ox_conv *cv, const char *name) {
-    return rt__ox_map_get(&cv->vals, name, strlen(name));
+    return find_at(cv, cv->scope, &cv->vals, name);
 }
 
 rt__ox_value *rt__ox_define(rt__ox_conv *cv, const char *name, rt_dtype dt, int rank,
                             const int64_t *dims) {
-    rt__ox_value *v = rt__ox_find(cv, name);
+    /* The current graph's own table only: a subgraph's value of the same name
+     * as an enclosing graph's shadows it. */
+    rt__ox_value *v = rt__ox_map_get(&cv->vals, name, strlen(name));
     if (v == NULL) {
         v = rt__ox_alloc(cv, sizeof(*v));
         v->name = rt__ox_strdup(cv, name);
@@ -562,7 +600,7 @@ static char *sanitize(rt__ox_conv *cv, const char *hint) {
     return s;
 }
 
-Tensorflow__NodeDef *rt__tf_node(rt__ox_conv *cv, const char *op, const char *hint) {
+const char *rt__ox_unique_name(rt__ox_conv *cv, const char *hint) {
     char *base = sanitize(cv, hint);
     char *name = base;
     if (name_taken(cv, name)) {
@@ -574,9 +612,16 @@ Tensorflow__NodeDef *rt__tf_node(rt__ox_conv *cv, const char *op, const char *hi
         while (name_taken(cv, name));
         rt__ox_map_put(cv, &cv->suffixes, base, (void *)k);
     }
+    /* Taken from now on (a function argument's name is no node). */
+    rt__ox_map_put(cv, &cv->node_names, name, name);
+    return name;
+}
+
+Tensorflow__NodeDef *rt__tf_node(rt__ox_conv *cv, const char *op, const char *hint) {
+    const char *name = rt__ox_unique_name(cv, hint);
     Tensorflow__NodeDef *nd = rt__ox_alloc(cv, sizeof(*nd));
     tensorflow__node_def__init(nd);
-    nd->name = name;
+    nd->name = (char *)name;
     nd->op = rt__ox_strdup(cv, op);
     cv->nodes = grow(cv, cv->nodes, sizeof(*cv->nodes), &cv->capnodes, cv->nnodes + 1);
     cv->nodes[cv->nnodes++] = nd;
@@ -653,6 +698,27 @@ void rt__tf_attr_ilist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key
     v->list->n_i = (size_t)n;
     v->list->i = rt__ox_alloc(cv, (size_t)n * sizeof(int64_t) + 1);
     if (n) memcpy(v->list->i, x, (size_t)n * sizeof(int64_t));
+}
+
+void rt__tf_attr_tlist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key,
+                       const rt_dtype *x, int n) {
+    Tensorflow__AttrValue *v = new_attr(cv, nd, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+    v->list = rt__ox_alloc(cv, sizeof(*v->list));
+    tensorflow__attr_value__list_value__init(v->list);
+    v->list->n_type = (size_t)n;
+    v->list->type = rt__ox_alloc(cv, (size_t)n * sizeof(*v->list->type) + 1);
+    for (int i = 0; i < n; i++)
+        v->list->type[i] = (Tensorflow__DataType)x[i];
+}
+
+void rt__tf_attr_func(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key,
+                      const char *fname) {
+    Tensorflow__AttrValue *v = new_attr(cv, nd, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_FUNC;
+    v->func = rt__ox_alloc(cv, sizeof(*v->func));
+    tensorflow__name_attr_list__init(v->func);
+    v->func->name = rt__ox_strdup(cv, fname);
 }
 
 void rt__tf_attr_flist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, const float *x,
