@@ -349,33 +349,52 @@ static void fold_batchnorm(rt__ox_conv *cv, const Onnx__GraphProto *g, Onnx__Nod
     }
 }
 
+/* Converts node n (unless skipped). */
+static ms_status convert_node(rt__ox_conv *cv, const Onnx__NodeProto *n, int skipped) {
+    ms_status st;
+    if (skipped) return MS_OK;
+    cv->cur = n;
+    const char *op = n->op_type ? n->op_type : "";
+    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+        return rt__ox_err(cv, MS_ENOTSUP, "operator domain \"%s\" is not supported", n->domain);
+    for (size_t k = 0; k < n->n_input; k++)
+        if (n->input[k] && n->input[k][0] && rt__ox_find(cv, n->input[k]) == NULL)
+            return rt__ox_err(cv, MS_EINVAL,
+                              "input \"%s\" is not produced by an earlier node (the graph "
+                              "must be topologically sorted)",
+                              n->input[k]);
+    rt__ox_handler h = rt__ox_handler_for(op);
+    if (h == NULL) return rt__ox_err(cv, MS_ENOTSUP, "unsupported ONNX op \"%s\"", op);
+    if ((st = rt__ox_check_version(cv, n)) != MS_OK ||
+        (st = rt__ox_run_handler(cv, n, h)) != MS_OK)
+        return st;
+    if (cv->walk->done) return MS_OK; /* its outputs live inside its branches */
+    for (size_t k = 0; k < n->n_output; k++)
+        if (n->output[k] && n->output[k][0] && rt__ox_find(cv, n->output[k]) == NULL)
+            return rt__ox_err(cv, MS_EINTERNAL, "output \"%s\" was not produced", n->output[k]);
+    return MS_OK;
+}
+
 ms_status rt__ox_convert_nodes(rt__ox_conv *cv, const Onnx__GraphProto *g,
                                Onnx__NodeProto *const *nodes, const uint8_t *skip) {
-    ms_status st;
-    for (size_t i = 0; i < g->n_node; i++) {
-        const Onnx__NodeProto *n = nodes ? nodes[i] : g->node[i];
-        if (skip && skip[i]) continue;
-        cv->cur = n;
-        const char *op = n->op_type ? n->op_type : "";
-        if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
-            return rt__ox_err(cv, MS_ENOTSUP, "operator domain \"%s\" is not supported", n->domain);
-        for (size_t k = 0; k < n->n_input; k++)
-            if (n->input[k] && n->input[k][0] && rt__ox_find(cv, n->input[k]) == NULL)
-                return rt__ox_err(cv, MS_EINVAL,
-                                  "input \"%s\" is not produced by an earlier node (the graph "
-                                  "must be topologically sorted)",
-                                  n->input[k]);
-        rt__ox_handler h = rt__ox_handler_for(op);
-        if (h == NULL) return rt__ox_err(cv, MS_ENOTSUP, "unsupported ONNX op \"%s\"", op);
-        if ((st = rt__ox_check_version(cv, n)) != MS_OK ||
-            (st = rt__ox_run_handler(cv, n, h)) != MS_OK)
-            return st;
-        for (size_t k = 0; k < n->n_output; k++)
-            if (n->output[k] && n->output[k][0] && rt__ox_find(cv, n->output[k]) == NULL)
-                return rt__ox_err(cv, MS_EINTERNAL, "output \"%s\" was not produced", n->output[k]);
+    int done;
+    return rt__ox_convert_from(cv, g, nodes, skip, 0, &done);
+}
+
+ms_status rt__ox_convert_from(rt__ox_conv *cv, const Onnx__GraphProto *g,
+                              Onnx__NodeProto *const *nodes, const uint8_t *skip, size_t from,
+                              int *done) {
+    rt__ox_walk w = {.g = g, .nodes = nodes, .skip = skip}, *outer = cv->walk;
+    ms_status st = MS_OK;
+    cv->walk = &w;
+    for (size_t i = from; i < g->n_node && st == MS_OK && !w.done; i++) {
+        w.next = i + 1;
+        st = convert_node(cv, nodes ? nodes[i] : g->node[i], skip && skip[i]);
     }
-    cv->cur = NULL;
-    return MS_OK;
+    cv->walk = outer;
+    *done = w.done;
+    if (st == MS_OK) cv->cur = NULL;
+    return st;
 }
 
 static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,

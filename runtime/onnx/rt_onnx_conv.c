@@ -793,6 +793,22 @@ static const char *const_node(rt__ox_conv *cv, const char *hint, rt_dtype dt, in
     return nd->name;
 }
 
+const char *rt__tf_const_str(rt__ox_conv *cv, const char *hint, const char *str) {
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Const", hint);
+    rt__tf_attr_type(cv, nd, "dtype", RT_DT_STRING);
+    Tensorflow__AttrValue *v = new_attr(cv, nd, "value");
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_TENSOR;
+    v->tensor = rt__ox_alloc(cv, sizeof(*v->tensor));
+    tensorflow__tensor_proto__init(v->tensor);
+    v->tensor->dtype = (Tensorflow__DataType)RT_DT_STRING;
+    v->tensor->tensor_shape = rt__ox_shape_proto(cv, 0, NULL);
+    v->tensor->n_string_val = 1;
+    v->tensor->string_val = rt__ox_alloc(cv, sizeof(*v->tensor->string_val));
+    v->tensor->string_val[0].data = (uint8_t *)rt__ox_strdup(cv, str);
+    v->tensor->string_val[0].len = strlen(str);
+    return nd->name;
+}
+
 static int64_t dims_nelem(int rank, const int64_t *dims) {
     int64_t n = 1;
     for (int i = 0; i < rank; i++)

@@ -40,6 +40,10 @@
 #include "rt_onnx_ext.h"
 #include "rt_onnx_int.h"
 
+/* Ifs that take the rest of their graph into their branches, nested
+ * (split_if): each doubles what follows them. */
+#define MAX_SPLITS 8
+
 /* A function being built from a subgraph (or from scratch: a loop's cond). */
 typedef struct fnb {
     rt__ox_scope sc;
@@ -202,7 +206,10 @@ static const Onnx__GraphProto *graph_attr(const Onnx__NodeProto *n, const char *
 static ms_status check_tensors(rt__ox_conv *cv, const char *what, const Onnx__GraphProto *g) {
     for (size_t i = 0; i < g->n_input + g->n_output; i++) {
         const Onnx__ValueInfoProto *vi = i < g->n_input ? g->input[i] : g->output[i - g->n_input];
-        if (vi->type != NULL && vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        /* Undeclared types (exporters often leave them out) are tensors:
+         * every value the converter computes is one. */
+        if (vi->type != NULL && vi->type->value_case != ONNX__TYPE_PROTO__VALUE__NOT_SET &&
+            vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
             return rt__ox_err(cv, MS_ENOTSUP,
                               "%s %s \"%s\" is not a tensor (sequence and optional values in "
                               "control flow are not supported)",
@@ -242,9 +249,185 @@ static void alias_out(rt__ox_conv *cv, const Onnx__NodeProto *n, size_t i, const
     o->name = nm;
 }
 
+/* StatelessIf over the finished branches f[0] (then) and f[1] (else),
+ * giving values ov[b][i] of types dts[b][i]; defines names[0..no) (empty:
+ * unused) as its results, with the shape both branches agree on. */
+static ms_status emit_if(rt__ox_conv *cv, const Onnx__NodeProto *n, fnb *f, rt__ox_value *c,
+                         const char *ctf, rt__ox_value **ov[2], rt_dtype *dts[2],
+                         const char *const *names, size_t no) {
+    const char *h = rt__ox_hint_of(n);
+    ms_status st;
+    for (size_t i = 0; i < no; i++)
+        if (dts[0][i] != dts[1][i])
+            return rt__ox_err(cv, MS_EINVAL,
+                              "result %zu (\"%s\") is %s in then_branch and %s in else_branch", i,
+                              names[i] ? names[i] : "", rt_dtype_name(dts[0][i]),
+                              rt_dtype_name(dts[1][i]));
+    fn_args(cv, &f[0], NULL, 0, cap_types(cv, &f[1]), f[1].sc.ncap);
+    fn_args(cv, &f[1], cap_types(cv, &f[0]), f[0].sc.ncap, NULL, 0);
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "StatelessIf", h);
+    rt__tf_input(cv, nd, to_scalar(cv, rt__ox_printf(cv, "%s/cond", h), ctf, c->dt, c));
+    int ntin = 0;
+    rt_dtype *tin = rt__ox_alloc(cv, (size_t)(f[0].sc.ncap + f[1].sc.ncap + 1) * sizeof(*tin));
+    for (int b = 0; b < 2; b++)
+        if ((st = feed_caps(cv, &f[b], nd, tin, &ntin)) != MS_OK) return st;
+    rt__tf_attr_type(cv, nd, "Tcond", c->dt);
+    rt__tf_attr_tlist(cv, nd, "Tin", tin, ntin);
+    rt__tf_attr_tlist(cv, nd, "Tout", dts[0], (int)no);
+    rt__tf_attr_func(cv, nd, "then_branch", f[0].fd->signature->name);
+    rt__tf_attr_func(cv, nd, "else_branch", f[1].fd->signature->name);
+    for (size_t i = 0; i < no; i++) {
+        if (names[i] == NULL || names[i][0] == '\0') continue;
+        const rt__ox_value *a = ov[0][i], *b = ov[1][i];
+        int rank = a->rank == b->rank ? a->rank : -1;
+        int64_t dims[OX_MAXR];
+        for (int k = 0; k < rank; k++)
+            dims[k] = a->dim[k] == b->dim[k] ? a->dim[k] : -1;
+        rt__ox_define(cv, names[i], dts[0][i], rank, dims)->tf = rt__tf_out(cv, nd, (int)i);
+    }
+    return MS_OK;
+}
+
+static ms_status split_if(rt__ox_conv *cv, const Onnx__NodeProto *n,
+                          const Onnx__GraphProto *const br[2], rt__ox_value *c, const char *ctf);
+
+/* Branch br of If node n as function f: its nodes, then (with rest) the
+ * rest of that node list, returning the values names[0..no) (rest: the
+ * list's graph outputs; else the branch's outputs). */
+static ms_status branch_fn(rt__ox_conv *cv, const Onnx__NodeProto *n, fnb *f,
+                           const Onnx__GraphProto *br, const rt__ox_walk *rest,
+                           const char *const *names, size_t no, rt__ox_value **ov, rt_dtype *dts,
+                           const char *fname) {
+    const char **rets = rt__ox_alloc(cv, (no + 1) * sizeof(*rets));
+    fn_begin(cv, f);
+    ms_status st = rt__ox_convert_nodes(cv, br, NULL, NULL);
+    cv->cur = n;
+    for (size_t i = 0; rest != NULL && i < n->n_output && st == MS_OK; i++) {
+        rt__ox_value *v = NULL;
+        const char *t;
+        if ((st = out_tf(cv, br->output[i]->name, &v, &t)) == MS_OK) alias_out(cv, n, i, v);
+    }
+    int done;
+    if (st == MS_OK && rest != NULL)
+        st = rt__ox_convert_from(cv, rest->g, rest->nodes, rest->skip, rest->next, &done);
+    cv->cur = n;
+    for (size_t i = 0; i < no && st == MS_OK; i++) {
+        st = out_tf(cv, rest ? names[i] : br->output[i]->name, &ov[i], &rets[i]);
+        if (st == MS_OK) dts[i] = ov[i]->dt;
+    }
+    if (st != MS_OK) {
+        fn_leave(cv, f);
+        return st;
+    }
+    fn_end(cv, f, fname, rets, dts, (int)no);
+    return MS_OK;
+}
+
+/* A branch the converter cannot take (why: its refusal) as a function that
+ * fails the run with that message when the branch is taken; its results
+ * have the types dts of the other branch. MS_ENOTSUP when a type has no
+ * placeholder value (strings). Exporters emit such branches for inputs
+ * their model never gets (PyTorch's rank checks), which ONNX Runtime too
+ * would only fail on when taken. */
+static ms_status failing_fn(rt__ox_conv *cv, fnb *f, const char *why, const rt_dtype *dts,
+                            size_t no, const char *fname) {
+    for (size_t i = 0; i < no; i++)
+        if (!rt__ox_dtype_num(dts[i]) && dts[i] != RT_DT_BOOL) return MS_ENOTSUP;
+    const char **rets = rt__ox_alloc(cv, (no + 1) * sizeof(*rets));
+    fn_begin(cv, f);
+    int64_t no_ = 0;
+    Tensorflow__NodeDef *as = rt__tf_node(cv, "Assert", rt__ox_printf(cv, "%s/fail", fname));
+    rt__tf_input(cv, as, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/false", fname), RT_DT_BOOL,
+                                          0, NULL, &no_));
+    rt__tf_input(cv, as, rt__tf_const_str(cv, rt__ox_printf(cv, "%s/why", fname), why));
+    rt_dtype sdt = RT_DT_STRING;
+    rt__tf_attr_tlist(cv, as, "T", &sdt, 1);
+    rt__tf_attr_i(cv, as, "summarize", 1);
+    const char *zero = rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/zero", fname), 0.0f);
+    const char *ctl = rt__ox_printf(cv, "^%s", as->name);
+    for (size_t i = 0; i < no; i++) {
+        Tensorflow__NodeDef *c = rt__tf_node(cv, "Cast", rt__ox_printf(cv, "%s/ret", fname));
+        rt__tf_input(cv, c, zero);
+        rt__tf_input(cv, c, ctl);
+        rt__tf_attr_type(cv, c, "SrcT", RT_DT_FLOAT);
+        rt__tf_attr_type(cv, c, "DstT", dts[i]);
+        rets[i] = c->name;
+    }
+    fn_end(cv, f, fname, rets, dts, (int)no);
+    return MS_OK;
+}
+
+/* The two branches of If node n (rest: with the rest of that node list,
+ * split_if), then the StatelessIf defining names[0..no). A branch that
+ * cannot be converted fails the run when taken (failing_fn) as long as the
+ * other one converts; results whose ranks differ split the rest into the
+ * branches (split_if) while MAX_SPLITS allows. */
+static ms_status two_branches(rt__ox_conv *cv, const Onnx__NodeProto *n,
+                              const Onnx__GraphProto *const br[2], const rt__ox_walk *rest,
+                              const char *const *names, size_t no, rt__ox_value *c,
+                              const char *ctf) {
+    const char *h = rt__ox_hint_of(n);
+    size_t nfuncs0 = cv->nfuncs;
+    fnb f[2];
+    rt__ox_value **ov[2];
+    rt_dtype *dts[2];
+    ms_status st[2];
+    const char *why[2] = {NULL, NULL}, *fname[2];
+    for (int b = 0; b < 2; b++) {
+        ov[b] = rt__ox_alloc(cv, (no + 1) * sizeof(*ov[b]));
+        dts[b] = rt__ox_alloc(cv, (no + 1) * sizeof(*dts[b]));
+        fname[b] = rt__ox_printf(cv, "%s/%s%s", h, b ? "else" : "then", rest ? "_and_rest" : "");
+        st[b] = branch_fn(cv, n, &f[b], br[b], rest, names, no, ov[b], dts[b], fname[b]);
+        if (st[b] == MS_ENOMEM || st[b] == MS_EINTERNAL) return st[b];
+        if (st[b] != MS_OK) why[b] = rt__ox_strdup(cv, ms_errmsg());
+    }
+    if (st[0] != MS_OK && st[1] != MS_OK) return ms_errf(st[0], "%s", why[0]);
+    for (int b = 0; b < 2; b++) {
+        if (st[b] == MS_OK) continue;
+        /* The other branch's results stand for this one's (a run that takes
+         * this branch fails). */
+        memcpy(ov[b], ov[1 - b], no * sizeof(*ov[b]));
+        memcpy(dts[b], dts[1 - b], no * sizeof(*dts[b]));
+        if (failing_fn(cv, &f[b], rt__ox_printf(cv, "ONNX node \"%s\" (op If): its %s cannot run: %s",
+                                                n->name ? n->name : "", b ? "else_branch" : "then_branch", why[b]),
+                       dts[b], no, fname[b]) != MS_OK)
+            return ms_errf(st[b], "%s", why[b]);
+    }
+    int split = 0;
+    for (size_t i = 0; i < no && rest == NULL; i++)
+        split |= ov[0][i]->rank != ov[1][i]->rank;
+    if (split && cv->walk != NULL && cv->splits < MAX_SPLITS) {
+        cv->nfuncs = nfuncs0; /* these functions (and those nested in them) go unused */
+        return split_if(cv, n, br, c, ctf);
+    }
+    return emit_if(cv, n, f, c, ctf, ov, dts, names, no);
+}
+
+/* An If whose branches give results of different ranks (PyTorch's
+ * "squeeze when the dim is 1" on a dynamic batch dim) leaves the ops after
+ * it without a rank to convert them with. So the rest of the node list
+ * being converted moves into both branches, each converted with its own
+ * ranks, and the If gives that list's outputs instead: If(c){A}{B}; rest
+ * -> If(c){A; rest}{B; rest}. Nested such Ifs split again, up to
+ * MAX_SPLITS deep (each doubles the rest); past that the results keep an
+ * unknown rank. */
+static ms_status split_if(rt__ox_conv *cv, const Onnx__NodeProto *n,
+                          const Onnx__GraphProto *const br[2], rt__ox_value *c, const char *ctf) {
+    rt__ox_walk *w = cv->walk;
+    const Onnx__GraphProto *g = w->g;
+    size_t no = g->n_output;
+    const char **names = rt__ox_alloc(cv, (no + 1) * sizeof(*names));
+    for (size_t i = 0; i < no; i++)
+        names[i] = g->output[i]->name ? g->output[i]->name : "";
+    cv->splits++;
+    ms_status st = two_branches(cv, n, br, w, names, no, c, ctf);
+    cv->splits--;
+    if (st == MS_OK) w->done = 1;
+    return st;
+}
+
 static ms_status op_if(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const Onnx__GraphProto *br[2] = {graph_attr(n, "then_branch"), graph_attr(n, "else_branch")};
-    const char *h = rt__ox_hint_of(n);
     rt__ox_value *c;
     const char *ctf;
     ms_status st = rt__ox_need(cv, n, 0, &c, NULL);
@@ -280,54 +463,10 @@ static ms_status op_if(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     }
     if ((st = rt__ox_tf(cv, c, &ctf)) != MS_OK) return st;
     size_t no = n->n_output;
-    fnb f[2];
-    rt__ox_value **ov[2];
-    rt_dtype *dts[2];
-    for (int b = 0; b < 2; b++) {
-        ov[b] = rt__ox_alloc(cv, (no + 1) * sizeof(*ov[b]));
-        dts[b] = rt__ox_alloc(cv, (no + 1) * sizeof(*dts[b]));
-        const char **rets = rt__ox_alloc(cv, (no + 1) * sizeof(*rets));
-        fn_begin(cv, &f[b]);
-        st = rt__ox_convert_nodes(cv, br[b], NULL, NULL);
-        cv->cur = n;
-        for (size_t i = 0; i < no && st == MS_OK; i++) {
-            st = out_tf(cv, br[b]->output[i]->name, &ov[b][i], &rets[i]);
-            if (st == MS_OK) dts[b][i] = ov[b][i]->dt;
-        }
-        if (st != MS_OK) {
-            fn_leave(cv, &f[b]);
-            return st;
-        }
-        fn_end(cv, &f[b], rt__ox_printf(cv, "%s/%s", h, b ? "else" : "then"), rets, dts[b],
-               (int)no);
-    }
+    const char **names = rt__ox_alloc(cv, (no + 1) * sizeof(*names));
     for (size_t i = 0; i < no; i++)
-        if (dts[0][i] != dts[1][i])
-            return rt__ox_err(cv, MS_EINVAL, "output %zu is %s in then_branch and %s in else_branch",
-                              i, rt_dtype_name(dts[0][i]), rt_dtype_name(dts[1][i]));
-    fn_args(cv, &f[0], NULL, 0, cap_types(cv, &f[1]), f[1].sc.ncap);
-    fn_args(cv, &f[1], cap_types(cv, &f[0]), f[0].sc.ncap, NULL, 0);
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, "StatelessIf", h);
-    rt__tf_input(cv, nd, to_scalar(cv, rt__ox_printf(cv, "%s/cond", h), ctf, c->dt, c));
-    int ntin = 0;
-    rt_dtype *tin = rt__ox_alloc(cv, (size_t)(f[0].sc.ncap + f[1].sc.ncap + 1) * sizeof(*tin));
-    for (int b = 0; b < 2; b++)
-        if ((st = feed_caps(cv, &f[b], nd, tin, &ntin)) != MS_OK) return st;
-    rt__tf_attr_type(cv, nd, "Tcond", c->dt);
-    rt__tf_attr_tlist(cv, nd, "Tin", tin, ntin);
-    rt__tf_attr_tlist(cv, nd, "Tout", dts[0], (int)no);
-    rt__tf_attr_func(cv, nd, "then_branch", f[0].fd->signature->name);
-    rt__tf_attr_func(cv, nd, "else_branch", f[1].fd->signature->name);
-    for (size_t i = 0; i < no; i++) {
-        /* The shape both branches agree on. */
-        const rt__ox_value *a = ov[0][i], *b = ov[1][i];
-        int rank = a->rank == b->rank ? a->rank : -1;
-        int64_t dims[OX_MAXR];
-        for (int k = 0; k < rank; k++)
-            dims[k] = a->dim[k] == b->dim[k] ? a->dim[k] : -1;
-        rt__ox_def_out(cv, n, (int)i, dts[0][i], rank, dims, rt__tf_out(cv, nd, (int)i));
-    }
-    return MS_OK;
+        names[i] = n->output[i];
+    return two_branches(cv, n, br, NULL, names, no, c, ctf);
 }
 
 /* ---- Loop and Scan: StatelessWhile ---- */
@@ -339,7 +478,7 @@ static ms_status carried_rank(rt__ox_conv *cv, const Onnx__ValueInfoProto *vi,
     rt_dtype dt;
     int64_t dims[RT_MAX_RANK];
     *rank = init->rank;
-    if (vi->type == NULL) return MS_OK;
+    if (vi->type == NULL || vi->type->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return MS_OK;
     ms_status st = rt__ox_value_info(vi, &dt, rank, dims);
     if (st != MS_OK) return rt__ox_err(cv, st, "%s", ms_errmsg());
     if (*rank < 0) *rank = init->rank;

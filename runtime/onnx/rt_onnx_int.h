@@ -68,6 +68,17 @@ typedef struct rt__ox_scope {
     const char **cap_arg;     /* the argument each one arrives in */
 } rt__ox_scope;
 
+/* The node list being converted (rt__ox_convert_nodes), so that an If
+ * whose branches give results of different ranks can take the rest of the
+ * list into its branches (rt_onnx_ctrl.c). */
+typedef struct rt__ox_walk {
+    const Onnx__GraphProto *g;
+    Onnx__NodeProto *const *nodes; /* NULL: g->node */
+    const uint8_t *skip;           /* NULL: none skipped */
+    size_t next;                   /* the node after the one being converted */
+    int done;                      /* a handler converted the rest and g's outputs */
+} rt__ox_walk;
+
 typedef struct rt__ox_conv {
     jmp_buf oom; /* longjmp target on allocation failure */
     rt__ox_block *arena;
@@ -85,6 +96,8 @@ typedef struct rt__ox_conv {
     rt__ox_scope *scope;        /* subgraph being converted, or NULL (the main graph) */
     Tensorflow__FunctionDef **funcs; /* the library: one function per converted subgraph */
     size_t nfuncs, capfuncs;
+    rt__ox_walk *walk; /* the innermost node list being converted */
+    int splits;        /* Ifs that took the rest of their graph, nested (bounded) */
 } rt__ox_conv;
 
 /* ---- arena ---- */
@@ -141,6 +154,11 @@ ms_status rt__ox_value_info(const Onnx__ValueInfoProto *vi, rt_dtype *dt, int *r
  * the first node that cannot be converted (rt_onnx.c). */
 ms_status rt__ox_convert_nodes(rt__ox_conv *cv, const Onnx__GraphProto *g,
                                Onnx__NodeProto *const *nodes, const uint8_t *skip);
+/* The same from node `from` on; *done = 1 when a handler converted the
+ * rest of the list and defined g's outputs itself. */
+ms_status rt__ox_convert_from(rt__ox_conv *cv, const Onnx__GraphProto *g,
+                              Onnx__NodeProto *const *nodes, const uint8_t *skip, size_t from,
+                              int *done);
 /* Drops the nodes of list[0..*n) that none of the tensors roots[0..nroots)
  * needs; Placeholders stay (rt_onnx.c). */
 void rt__ox_prune(rt__ox_conv *cv, Tensorflow__NodeDef **list, size_t *n, const char *const *roots,
@@ -179,6 +197,8 @@ const char *rt__tf_const_f32(rt__ox_conv *cv, const char *hint, int rank, const 
                              const float *v);
 const char *rt__tf_const_int(rt__ox_conv *cv, const char *hint, rt_dtype dt, int rank,
                              const int64_t *dims, const int64_t *v);
+/* A string scalar Const. */
+const char *rt__tf_const_str(rt__ox_conv *cv, const char *hint, const char *s);
 /* int32 vector / scalar shortcuts. */
 const char *rt__tf_i32vec(rt__ox_conv *cv, const char *hint, int n, const int64_t *v);
 const char *rt__tf_i32(rt__ox_conv *cv, const char *hint, int64_t v);

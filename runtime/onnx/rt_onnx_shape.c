@@ -293,6 +293,22 @@ ms_status rt__ox_op_squeeze_unsqueeze(rt__ox_conv *cv, const Onnx__NodeProto *n)
         for (int i = 0; i < X->rank; i++)
             if (!drop[i]) od[r++] = X->dim[i];
     }
+    if (rt__ox_count_unknown(r, od) > 1 && !is_known(X)) {
+        /* Several dynamic dims: no Reshape target can say it; our
+         * OnnxSqueeze / OnnxUnsqueeze take the constant axes instead (a
+         * view; the run checks the axes). */
+        const char *x;
+        if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
+        const char *h = rt__ox_hint_of(n);
+        Tensorflow__NodeDef *nd = rt__tf_node(cv, unsq ? "OnnxUnsqueeze" : "OnnxSqueeze", h);
+        rt__tf_input(cv, nd, x);
+        int64_t k = na;
+        rt__tf_input(cv, nd, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/axes", nd->name),
+                                              RT_DT_INT64, 1, &k, axes));
+        rt__tf_attr_type(cv, nd, "T", X->dt);
+        rt__ox_def_out(cv, n, 0, X->dt, r, od, nd->name);
+        return MS_OK;
+    }
     return reshape_to(cv, n, X, r, od);
 }
 
