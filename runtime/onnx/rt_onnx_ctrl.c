@@ -520,10 +520,17 @@ static const char *empty_list(rt__ox_conv *cv, const char *h, rt_dtype dt) {
     return nd->name;
 }
 
-static const char *stack_list(rt__ox_conv *cv, const char *h, const char *list, rt_dtype dt) {
+/* The stacked list; an element shape the converter knows (elem) lets an
+ * empty list (a loop that ran zero times) stack to [0, dims...]. */
+static const char *stack_list(rt__ox_conv *cv, const char *h, const char *list, rt_dtype dt,
+                              const rt__ox_value *elem) {
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "TensorListStack", h);
     rt__tf_input(cv, nd, list);
-    rt__tf_input(cv, nd, rt__tf_i32(cv, rt__ox_printf(cv, "%s/element_shape", h), -1));
+    const char *es = rt__ox_printf(cv, "%s/element_shape", h);
+    if (elem->rank >= 0 && rt__ox_nelem(elem) >= 0)
+        rt__tf_input(cv, nd, rt__tf_i32vec(cv, es, elem->rank, elem->dim));
+    else
+        rt__tf_input(cv, nd, rt__tf_i32(cv, es, -1));
     rt__tf_attr_type(cv, nd, "element_dtype", dt);
     rt__tf_attr_i(cv, nd, "num_elements", -1);
     return nd->name;
@@ -707,7 +714,7 @@ static ms_status op_loop(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__ox_def_out(cv, n, j, dt[3 + j], rank[j], NULL, rt__tf_out(cv, w, 3 + j));
     for (int k = 0; k < ns; k++) {
         const char *s = stack_list(cv, rt__ox_printf(cv, "%s/scan%d_out", h, k),
-                                   rt__tf_out(cv, w, 3 + nc + k), sv[k]->dt);
+                                   rt__tf_out(cv, w, 3 + nc + k), sv[k]->dt, sv[k]);
         int64_t dims[OX_MAXR];
         int r = sv[k]->rank >= 0 && sv[k]->rank < OX_MAXR ? sv[k]->rank + 1 : -1;
         dims[0] = -1;
@@ -879,7 +886,7 @@ static ms_status op_scan(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__ox_def_out(cv, n, j, dt[2 + j], rank[j], NULL, rt__tf_out(cv, w, 2 + j));
     for (int k = 0; k < no; k++) {
         const char *hk = rt__ox_printf(cv, "%s/scan%d_out", h, k);
-        const char *s = stack_list(cv, hk, rt__tf_out(cv, w, 2 + ns + m + k), sv[k]->dt);
+        const char *s = stack_list(cv, hk, rt__tf_out(cv, w, 2 + ns + m + k), sv[k]->dt, sv[k]);
         int r = sv[k]->rank >= 0 && sv[k]->rank < OX_MAXR ? sv[k]->rank + 1 : -1;
         int64_t dims[OX_MAXR], od[OX_MAXR];
         dims[0] = -1;
