@@ -150,6 +150,84 @@ void rt__ox_map_put(rt__ox_conv *cv, rt__ox_map *m, const char *key, void *val) 
  * Values
  * ====================================================================== */
 
+ms_status rt__ox_value_info(const Onnx__ValueInfoProto *vi, rt_dtype *dt, int *rank,
+                            int64_t *dims) {
+    const char *nm = vi->name ? vi->name : "";
+    if (vi->type == NULL || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        return ms_errf(MS_ENOTSUP, "graph input/output \"%s\" is not a tensor", nm);
+    const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+    *dt = rt__ox_onnx_dtype(tt->has_elem_type ? tt->elem_type : 0);
+    if (tt->shape == NULL) {
+        *rank = -1;
+        return MS_OK;
+    }
+    if (tt->shape->n_dim > RT_MAX_RANK)
+        return ms_errf(MS_ENOTSUP, "graph input/output \"%s\": rank > %d", nm, RT_MAX_RANK);
+    *rank = (int)tt->shape->n_dim;
+    for (size_t i = 0; i < tt->shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        dims[i] = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
+                      ? d->dim_value
+                      : -1;
+        if (dims[i] > INT32_MAX || dims[i] < -1)
+            return ms_errf(MS_EINVAL, "graph input/output \"%s\": dim %zu = %lld out of range", nm,
+                           i, (long long)dims[i]);
+    }
+    return MS_OK;
+}
+
+/* Node index by name, for rt__ox_prune. */
+typedef struct ox_named {
+    const char *name;
+    size_t idx;
+} ox_named;
+
+static int named_cmp(const void *a, const void *b) {
+    return strcmp(((const ox_named *)a)->name, ((const ox_named *)b)->name);
+}
+
+/* Index of the node a tensor reference ("node", "node:1", "^node") names,
+ * or n when none. */
+static size_t named_find(rt__ox_conv *cv, const ox_named *tab, size_t n, const char *ref) {
+    if (ref[0] == '^') ref++;
+    const char *c = strrchr(ref, ':');
+    ox_named key = {c ? rt__ox_printf(cv, "%.*s", (int)(c - ref), ref) : ref, 0};
+    const ox_named *hit = bsearch(&key, tab, n, sizeof(*tab), named_cmp);
+    return hit ? hit->idx : n;
+}
+
+/* Drops the nodes that no signature output (no function return value)
+ * needs: a shape vector with dynamic entries gets a run-time twin
+ * (rt_onnx_shape.c) that only some consumers read. */
+void rt__ox_prune(rt__ox_conv *cv, Tensorflow__NodeDef **list, size_t *count,
+                  const char *const *roots, size_t nroots) {
+    size_t n = *count, top = 0;
+    ox_named *tab = rt__ox_alloc(cv, (n + 1) * sizeof(*tab));
+    size_t *stack = rt__ox_alloc(cv, (n + 1) * sizeof(*stack));
+    uint8_t *live = rt__ox_alloc(cv, n + 1);
+    for (size_t i = 0; i < n; i++)
+        tab[i] = (ox_named){list[i]->name, i};
+    qsort(tab, n, sizeof(*tab), named_cmp);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i]->op, "Placeholder") == 0) live[i] = 1, stack[top++] = i;
+    for (size_t i = 0; i < nroots; i++) {
+        size_t k = named_find(cv, tab, n, roots[i]);
+        if (k < n && !live[k]) live[k] = 1, stack[top++] = k;
+    }
+    while (top > 0) {
+        const Tensorflow__NodeDef *nd = list[stack[--top]];
+        for (size_t j = 0; j < nd->n_input; j++) {
+            size_t k = named_find(cv, tab, n, nd->input[j]);
+            if (k < n && !live[k]) live[k] = 1, stack[top++] = k;
+        }
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++)
+        if (live[i]) list[j++] = list[i];
+    *count = j;
+}
+
+
 /* `name` at the level whose table is m and whose scope is sc (NULL: the
  * main graph): its own value, else the enclosing level's, copied into m. */
 static rt__ox_value *find_at(rt__ox_conv *cv, rt__ox_scope *sc, rt__ox_map *m, const char *name) {

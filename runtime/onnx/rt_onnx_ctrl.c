@@ -58,6 +58,13 @@ typedef struct fnb {
     size_t nbody;
 } fnb;
 
+/* Every node of subgraph g. */
+static ms_status convert_all(rt__ox_conv *cv, const Onnx__GraphProto *g,
+                             Onnx__NodeProto *const *nodes, const uint8_t *skip) {
+    int done;
+    return cv->convert_from(cv, g, nodes, skip, 0, &done);
+}
+
 static void fn_begin(rt__ox_conv *cv, fnb *f) {
     memset(f, 0, sizeof(*f));
     f->sc.parent = cv->scope;
@@ -300,7 +307,7 @@ static ms_status branch_fn(rt__ox_conv *cv, const Onnx__NodeProto *n, fnb *f,
                            const char *fname) {
     const char **rets = rt__ox_alloc(cv, (no + 1) * sizeof(*rets));
     fn_begin(cv, f);
-    ms_status st = rt__ox_convert_nodes(cv, br, NULL, NULL);
+    ms_status st = convert_all(cv, br, NULL, NULL);
     cv->cur = n;
     for (size_t i = 0; rest != NULL && i < n->n_output && st == MS_OK; i++) {
         rt__ox_value *v = NULL;
@@ -309,7 +316,7 @@ static ms_status branch_fn(rt__ox_conv *cv, const Onnx__NodeProto *n, fnb *f,
     }
     int done;
     if (st == MS_OK && rest != NULL)
-        st = rt__ox_convert_from(cv, rest->g, rest->nodes, rest->skip, rest->next, &done);
+        st = cv->convert_from(cv, rest->g, rest->nodes, rest->skip, rest->next, &done);
     cv->cur = n;
     for (size_t i = 0; i < no && st == MS_OK; i++) {
         st = out_tf(cv, rest ? names[i] : br->output[i]->name, &ov[i], &rets[i]);
@@ -388,9 +395,10 @@ static ms_status two_branches(rt__ox_conv *cv, const Onnx__NodeProto *n,
          * this branch fails). */
         memcpy(ov[b], ov[1 - b], no * sizeof(*ov[b]));
         memcpy(dts[b], dts[1 - b], no * sizeof(*dts[b]));
-        if (failing_fn(cv, &f[b], rt__ox_printf(cv, "ONNX node \"%s\" (op If): its %s cannot run: %s",
-                                                n->name ? n->name : "", b ? "else_branch" : "then_branch", why[b]),
-                       dts[b], no, fname[b]) != MS_OK)
+        const char *msg = rt__ox_printf(cv, "ONNX node \"%s\" (op If): its %s cannot run: %s",
+                                        n->name ? n->name : "",
+                                        b ? "else_branch" : "then_branch", why[b]);
+        if (failing_fn(cv, &f[b], msg, dts[b], no, fname[b]) != MS_OK)
             return ms_errf(st[b], "%s", why[b]);
     }
     int split = 0;
@@ -450,7 +458,7 @@ static ms_status op_if(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         /* Known condition: the taken branch's nodes join this graph. */
         int take = c->f ? c->f[0] != 0.0f : c->iv[0] != 0;
         const Onnx__GraphProto *g = br[take ? 0 : 1];
-        if ((st = rt__ox_convert_nodes(cv, g, NULL, NULL)) != MS_OK) return st;
+        if ((st = convert_all(cv, g, NULL, NULL)) != MS_OK) return st;
         cv->cur = n;
         for (size_t i = 0; i < n->n_output; i++) {
             rt__ox_value *v = g->output[i]->name ? rt__ox_find(cv, g->output[i]->name) : NULL;
@@ -478,7 +486,8 @@ static ms_status carried_rank(rt__ox_conv *cv, const Onnx__ValueInfoProto *vi,
     rt_dtype dt;
     int64_t dims[RT_MAX_RANK];
     *rank = init->rank;
-    if (vi->type == NULL || vi->type->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return MS_OK;
+    if (vi->type == NULL || vi->type->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET)
+        return MS_OK;
     ms_status st = rt__ox_value_info(vi, &dt, rank, dims);
     if (st != MS_OK) return rt__ox_err(cv, st, "%s", ms_errmsg());
     if (*rank < 0) *rank = init->rank;
@@ -658,7 +667,7 @@ static ms_status op_loop(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char **acc = rt__ox_alloc(cv, ((size_t)ns + 1) * sizeof(*acc));
     for (int k = 0; k < ns; k++)
         acc[k] = fn_arg(cv, &f, rt__ox_printf(cv, "%s/scan%d", h, k), RT_DT_VARIANT);
-    st = rt__ox_convert_nodes(cv, g, NULL, NULL);
+    st = convert_all(cv, g, NULL, NULL);
     cv->cur = n;
     const char **rets = rt__ox_alloc(cv, ((size_t)nv + 1) * sizeof(*rets));
     rt__ox_value **sv = rt__ox_alloc(cv, ((size_t)ns + 1) * sizeof(*sv));
@@ -835,7 +844,7 @@ static ms_status op_scan(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__ox_value *ev = rt__ox_define(cv, nm, s->dt, s->rank - 1, dims);
         ev->tf = e;
     }
-    st = rt__ox_convert_nodes(cv, g, NULL, NULL);
+    st = convert_all(cv, g, NULL, NULL);
     cv->cur = n;
     const char **rets = rt__ox_alloc(cv, ((size_t)nv + 1) * sizeof(*rets));
     rt__ox_value **sv = rt__ox_alloc(cv, ((size_t)no + 1) * sizeof(*sv));

@@ -79,7 +79,8 @@ typedef struct rt__ox_walk {
     int done;                      /* a handler converted the rest and g's outputs */
 } rt__ox_walk;
 
-typedef struct rt__ox_conv {
+typedef struct rt__ox_conv rt__ox_conv;
+struct rt__ox_conv {
     jmp_buf oom; /* longjmp target on allocation failure */
     rt__ox_block *arena;
     const rt_onnx_opts *opts;
@@ -97,8 +98,14 @@ typedef struct rt__ox_conv {
     Tensorflow__FunctionDef **funcs; /* the library: one function per converted subgraph */
     size_t nfuncs, capfuncs;
     rt__ox_walk *walk; /* the innermost node list being converted */
+    /* rt__ox_convert_from (rt_onnx.c), for the handlers that convert
+     * subgraphs (rt_onnx_ctrl.c): called through here, since the driver
+     * reaches them through the op table. */
+    ms_status (*convert_from)(rt__ox_conv *cv, const Onnx__GraphProto *g,
+                              Onnx__NodeProto *const *nodes, const uint8_t *skip, size_t from,
+                              int *done);
     int splits;        /* Ifs that took the rest of their graph, nested (bounded) */
-} rt__ox_conv;
+};
 
 /* ---- arena ---- */
 void *rt__ox_alloc(rt__ox_conv *cv, size_t n); /* zeroed */
@@ -145,8 +152,8 @@ int rt__ox_attr_ints(const Onnx__NodeProto *n, const char *key, int64_t *out, in
 /* Decodes an ONNX TensorProto (initializer or Constant value) into value v. */
 ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox_value *v);
 
-/* Type and shape of an ONNX graph input / output; unknown dims become -1
- * (rt_onnx.c). MS_ENOTSUP for a value that is not a tensor. */
+/* Type and shape of an ONNX graph input / output; unknown dims become -1.
+ * MS_ENOTSUP for a value that is not a tensor. */
 ms_status rt__ox_value_info(const Onnx__ValueInfoProto *vi, rt_dtype *dt, int *rank,
                             int64_t *dims);
 /* Converts the nodes of graph g in order (nodes[i] stands for g->node[i];
@@ -155,12 +162,13 @@ ms_status rt__ox_value_info(const Onnx__ValueInfoProto *vi, rt_dtype *dt, int *r
 ms_status rt__ox_convert_nodes(rt__ox_conv *cv, const Onnx__GraphProto *g,
                                Onnx__NodeProto *const *nodes, const uint8_t *skip);
 /* The same from node `from` on; *done = 1 when a handler converted the
- * rest of the list and defined g's outputs itself. */
+ * rest of the list and defined g's outputs itself. Handlers call it as
+ * cv->convert_from. */
 ms_status rt__ox_convert_from(rt__ox_conv *cv, const Onnx__GraphProto *g,
                               Onnx__NodeProto *const *nodes, const uint8_t *skip, size_t from,
                               int *done);
 /* Drops the nodes of list[0..*n) that none of the tensors roots[0..nroots)
- * needs; Placeholders stay (rt_onnx.c). */
+ * needs; Placeholders stay. */
 void rt__ox_prune(rt__ox_conv *cv, Tensorflow__NodeDef **list, size_t *n, const char *const *roots,
                   size_t nroots);
 
