@@ -606,6 +606,49 @@ static Tensorflow__NodeDef *emit_while(rt__ox_conv *cv, const char *h, fnb *f, c
     return nd;
 }
 
+/* The end of a Loop's or Scan's conversion (*st: the body's so far): the
+ * body's scan outputs outs[0..no) pushed onto the lists acc (their rets and
+ * dt entries from `at` on), the body function ended with its captures
+ * passing through, the lists' initial values (in from `at` on) and the
+ * StatelessWhile over in[0..nv) and the captures; NULL with *st on failure. */
+static Tensorflow__NodeDef *while_tail(rt__ox_conv *cv, const Onnx__NodeProto *n, fnb *f,
+                                       Onnx__ValueInfoProto *const *outs, int no,
+                                       const char **acc, rt__ox_value **sv, const char **rets,
+                                       const char **in, rt_dtype *dt, int at, int nv, cond_fn mk,
+                                       ms_status *st) {
+    const char *h = rt__ox_hint_of(n);
+    for (int k = 0; k < no && *st == MS_OK; k++) {
+        const char *t;
+        *st = out_tf(cv, outs[k]->name, &sv[k], &t);
+        if (*st == MS_OK) *st = check_scan_dtype(cv, sv[k]);
+        if (*st == MS_OK)
+            rets[at + k] = push_back(cv, rt__ox_printf(cv, "%s/push%d", h, k), acc[k], t,
+                                     sv[k]->dt);
+        dt[at + k] = RT_DT_VARIANT;
+    }
+    if (*st != MS_OK) {
+        fn_leave(cv, f);
+        return NULL;
+    }
+    int nall = nv + f->sc.ncap;
+    const char **r2 = rt__ox_alloc(cv, ((size_t)nall + 1) * sizeof(*r2));
+    rt_dtype *d2 = rt__ox_alloc(cv, ((size_t)nall + 1) * sizeof(*d2));
+    memcpy(r2, rets, (size_t)nv * sizeof(*r2));
+    memcpy(d2, dt, (size_t)nv * sizeof(*d2));
+    for (int i = 0; i < f->sc.ncap; i++) {
+        r2[nv + i] = f->sc.cap_arg[i]; /* captures pass through unchanged */
+        d2[nv + i] = f->sc.cap_outer[i]->dt;
+    }
+    fn_end(cv, f, rt__ox_printf(cv, "%s/body", h), r2, d2, nall);
+    for (int k = 0; k < no; k++)
+        in[at + k] = empty_list(cv, rt__ox_printf(cv, "%s/scan%d_init", h, k), sv[k]->dt);
+    const char **win = rt__ox_alloc(cv, ((size_t)nall + 1) * sizeof(*win));
+    rt_dtype *wdt = rt__ox_alloc(cv, ((size_t)nall + 1) * sizeof(*wdt));
+    memcpy(win, in, (size_t)nv * sizeof(*win));
+    memcpy(wdt, dt, (size_t)nv * sizeof(*wdt));
+    return emit_while(cv, h, f, win, wdt, nv, mk, st);
+}
+
 static ms_status op_loop(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const Onnx__GraphProto *g = graph_attr(n, "body");
     const char *h = rt__ox_hint_of(n);
@@ -688,36 +731,9 @@ static ms_status op_loop(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         st = out_tf(cv, g->output[1 + j]->name, &v, &rets[3 + j]);
         if (st == MS_OK) st = check_carried(cv, v, dt[3 + j], rank[j]);
     }
-    for (int k = 0; k < ns && st == MS_OK; k++) {
-        const char *t;
-        st = out_tf(cv, g->output[1 + nc + k]->name, &sv[k], &t);
-        if (st == MS_OK) st = check_scan_dtype(cv, sv[k]);
-        if (st == MS_OK)
-            rets[3 + nc + k] = push_back(cv, rt__ox_printf(cv, "%s/push%d", h, k), acc[k], t,
-                                         sv[k]->dt);
-        dt[3 + nc + k] = RT_DT_VARIANT;
-    }
-    if (st != MS_OK) {
-        fn_leave(cv, &f);
-        return st;
-    }
-    int nall = nv + f.sc.ncap;
-    const char **r2 = rt__ox_alloc(cv, ((size_t)nall + 1) * sizeof(*r2));
-    rt_dtype *d2 = rt__ox_alloc(cv, ((size_t)nall + 1) * sizeof(*d2));
-    memcpy(r2, rets, (size_t)nv * sizeof(*r2));
-    memcpy(d2, dt, (size_t)nv * sizeof(*d2));
-    for (int i = 0; i < f.sc.ncap; i++) {
-        r2[nv + i] = f.sc.cap_arg[i]; /* captures pass through unchanged */
-        d2[nv + i] = f.sc.cap_outer[i]->dt;
-    }
-    fn_end(cv, &f, rt__ox_printf(cv, "%s/body", h), r2, d2, nall);
-    for (int k = 0; k < ns; k++)
-        in[3 + nc + k] = empty_list(cv, rt__ox_printf(cv, "%s/scan%d_init", h, k), sv[k]->dt);
-    const char **win = rt__ox_alloc(cv, ((size_t)nall + 1) * sizeof(*win));
-    rt_dtype *wdt = rt__ox_alloc(cv, ((size_t)nall + 1) * sizeof(*wdt));
-    memcpy(win, in, (size_t)nv * sizeof(*win));
-    memcpy(wdt, dt, (size_t)nv * sizeof(*wdt));
-    Tensorflow__NodeDef *w = emit_while(cv, h, &f, win, wdt, nv, loop_cond, &st);
+    Tensorflow__NodeDef *w =
+        while_tail(cv, n, &f, g->output + 1 + nc, ns, acc, sv, rets, in, dt, 3 + nc, nv,
+                   loop_cond, &st);
     if (w == NULL) return st;
     for (int j = 0; j < nc; j++)
         rt__ox_def_out(cv, n, j, dt[3 + j], rank[j], NULL, rt__tf_out(cv, w, 3 + j));
@@ -860,36 +876,9 @@ static ms_status op_scan(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     }
     for (int j = 0; j < m; j++)
         rets[2 + ns + j] = a_x[j];
-    for (int k = 0; k < no && st == MS_OK; k++) {
-        const char *t;
-        st = out_tf(cv, g->output[ns + k]->name, &sv[k], &t);
-        if (st == MS_OK) st = check_scan_dtype(cv, sv[k]);
-        if (st == MS_OK)
-            rets[2 + ns + m + k] = push_back(cv, rt__ox_printf(cv, "%s/push%d", h, k), acc[k], t,
-                                             sv[k]->dt);
-        dt[2 + ns + m + k] = RT_DT_VARIANT;
-    }
-    if (st != MS_OK) {
-        fn_leave(cv, &f);
-        return st;
-    }
-    int nall = nv + f.sc.ncap;
-    const char **r2 = rt__ox_alloc(cv, ((size_t)nall + 1) * sizeof(*r2));
-    rt_dtype *d2 = rt__ox_alloc(cv, ((size_t)nall + 1) * sizeof(*d2));
-    memcpy(r2, rets, (size_t)nv * sizeof(*r2));
-    memcpy(d2, dt, (size_t)nv * sizeof(*d2));
-    for (int i = 0; i < f.sc.ncap; i++) {
-        r2[nv + i] = f.sc.cap_arg[i];
-        d2[nv + i] = f.sc.cap_outer[i]->dt;
-    }
-    fn_end(cv, &f, rt__ox_printf(cv, "%s/body", h), r2, d2, nall);
-    for (int k = 0; k < no; k++)
-        in[2 + ns + m + k] = empty_list(cv, rt__ox_printf(cv, "%s/scan%d_init", h, k), sv[k]->dt);
-    const char **win = rt__ox_alloc(cv, ((size_t)nall + 1) * sizeof(*win));
-    rt_dtype *wdt = rt__ox_alloc(cv, ((size_t)nall + 1) * sizeof(*wdt));
-    memcpy(win, in, (size_t)nv * sizeof(*win));
-    memcpy(wdt, dt, (size_t)nv * sizeof(*wdt));
-    Tensorflow__NodeDef *w = emit_while(cv, h, &f, win, wdt, nv, scan_cond, &st);
+    Tensorflow__NodeDef *w =
+        while_tail(cv, n, &f, g->output + ns, no, acc, sv, rets, in, dt, 2 + ns + m, nv,
+                   scan_cond, &st);
     if (w == NULL) return st;
     for (int j = 0; j < ns; j++)
         rt__ox_def_out(cv, n, j, dt[2 + j], rank[j], NULL, rt__tf_out(cv, w, 2 + j));
