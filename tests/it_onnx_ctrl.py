@@ -11,6 +11,8 @@ compared with the same computation written in numpy in this file:
 - if_rank: PyTorch's "squeeze when the batch is 1" (an If whose branches give
   ranks 1 and 2 on a dynamic batch), followed by ops that need the rank
   (Shape, Size); run at batch 1 and batch 3.
+- if_fail: the same If followed by a Transpose only the rank-2 branch has: batch
+  3 runs, batch 1 fails the run with the converter's refusal (docs/onnx.md).
 - loop: a Loop with trip count M, a condition computed in the body from an
   outer-scope limit, two loop-carried values (one reading the iteration number)
   and a scan output; run where M ends it, where the condition ends it, and
@@ -103,6 +105,22 @@ def if_rank():
 def if_rank_ref(x):
     y = x[0] if x.shape[0] == 1 else x
     return {"out": np.float32(y.sum() + y.ndim)}
+
+
+def if_fail():
+    """if_rank's If followed by a Transpose that only a rank-2 value has: the
+    squeezed branch's rest cannot be converted and fails the run when taken."""
+    m = if_rank()
+    g = m.graph
+    tail = [n for n in g.node if n.op_type != "If" and n.output[0] in ("s", "ys", "rank", "rankf",
+                                                                          "out")]
+    for n in tail:
+        g.node.remove(n)
+    g.node.append(helper.make_node("Transpose", ["y"], ["out"], perm=[1, 0]))
+    del g.output[:]
+    g.output.append(vi("out", F, [4, "N"]))
+    onnx.checker.check_model(m)
+    return m
 
 
 def loop():
@@ -230,6 +248,15 @@ def body(tmp):
         x = rng.standard_normal((n, 4)).astype(np.float32)
         got, err = dcm_run(f, {"x": x}, os.path.join(tmp, "w"))
         compare("if_rank (batch %d)" % n, got, err, if_rank_ref(x))
+
+    f = save(tmp, "if_fail", if_fail())
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    got, err = dcm_run(f, {"x": x}, os.path.join(tmp, "w"))
+    compare("if_fail (batch 3, the branch that converts)", got, err, {"out": x.T.copy()})
+    got, err = dcm_run(f, {"x": x[:1]}, os.path.join(tmp, "w"))
+    check(got is None and "cannot run" in err and "Transpose" in err,
+          "if_fail (batch 1): the branch that could not be converted fails the run naming why: " +
+          err[:300])
 
     f = save(tmp, "loop", loop())
     base = {"acc0": np.array([0.5, -1.0, 2.0], np.float32), "cnt0": np.float32(1.0),

@@ -330,12 +330,13 @@ static ms_status branch_fn(rt__ox_conv *cv, const Onnx__NodeProto *n, fnb *f,
     return MS_OK;
 }
 
-/* A branch the converter cannot take (why: its refusal) as a function that
- * fails the run with that message when the branch is taken; its results
- * have the types dts of the other branch. MS_ENOTSUP when a type has no
- * placeholder value (strings). Exporters emit such branches for inputs
- * their model never gets (PyTorch's rank checks), which ONNX Runtime too
- * would only fail on when taken. */
+/* A split's branch the converter cannot take (why: its refusal) as a
+ * function that fails the run with that message when the branch is taken;
+ * its results have the types dts of the other branch. MS_ENOTSUP when a
+ * type has no placeholder value (strings). Exporters emit such branches
+ * for inputs their model never gets (silero_vad's LSTM fed a rank-4 tensor
+ * when its "squeeze if the dim is 1" did not squeeze), which ONNX Runtime
+ * too would only fail on when taken. */
 static ms_status failing_fn(rt__ox_conv *cv, fnb *f, const char *why, const rt_dtype *dts,
                             size_t no, const char *fname) {
     for (size_t i = 0; i < no; i++)
@@ -365,10 +366,10 @@ static ms_status failing_fn(rt__ox_conv *cv, fnb *f, const char *why, const rt_d
 }
 
 /* The two branches of If node n (rest: with the rest of that node list,
- * split_if), then the StatelessIf defining names[0..no). A branch that
- * cannot be converted fails the run when taken (failing_fn) as long as the
- * other one converts; results whose ranks differ split the rest into the
- * branches (split_if) while MAX_SPLITS allows. */
+ * split_if), then the StatelessIf defining names[0..no). In a split, a
+ * branch that cannot be converted fails the run when taken (failing_fn) as
+ * long as the other one converts; results whose ranks differ split the
+ * rest into the branches (split_if) while MAX_SPLITS allows. */
 static ms_status two_branches(rt__ox_conv *cv, const Onnx__NodeProto *n,
                               const Onnx__GraphProto *const br[2], const rt__ox_walk *rest,
                               const char *const *names, size_t no, rt__ox_value *c,
@@ -388,7 +389,12 @@ static ms_status two_branches(rt__ox_conv *cv, const Onnx__NodeProto *n,
         if (st[b] == MS_ENOMEM || st[b] == MS_EINTERNAL) return st[b];
         if (st[b] != MS_OK) why[b] = rt__ox_strdup(cv, ms_errmsg());
     }
-    if (st[0] != MS_OK && st[1] != MS_OK) return ms_errf(st[0], "%s", why[0]);
+    /* Only a split's branch may fail at run time: the rest of its graph was
+     * converted under that branch's ranks, which the run may never give. A
+     * plain branch the converter cannot take is refused at import. */
+    for (int b = 0; b < 2; b++)
+        if (st[b] != MS_OK && (rest == NULL || st[1 - b] != MS_OK))
+            return ms_errf(st[b], "%s", why[b]);
     for (int b = 0; b < 2; b++) {
         if (st[b] == MS_OK) continue;
         /* The other branch's results stand for this one's (a run that takes
