@@ -854,8 +854,10 @@ const char *rt__tf_out(rt__ox_conv *cv, const Tensorflow__NodeDef *nd, int i) {
     return rt__ox_printf(cv, "%s:%d", nd->name, i);
 }
 
-static const char *const_node(rt__ox_conv *cv, const char *hint, rt_dtype dt, int rank,
-                              const int64_t *dims, const void *bytes, size_t nbytes) {
+/* A Const node of type dt and shape (rank, dims) whose value the caller
+ * fills in (*t); returns its name. */
+static const char *const_empty(rt__ox_conv *cv, const char *hint, rt_dtype dt, int rank,
+                               const int64_t *dims, Tensorflow__TensorProto **t) {
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "Const", hint);
     rt__tf_attr_type(cv, nd, "dtype", dt);
     Tensorflow__AttrValue *v = new_attr(cv, nd, "value");
@@ -864,27 +866,29 @@ static const char *const_node(rt__ox_conv *cv, const char *hint, rt_dtype dt, in
     tensorflow__tensor_proto__init(v->tensor);
     v->tensor->dtype = (Tensorflow__DataType)dt;
     v->tensor->tensor_shape = rt__ox_shape_proto(cv, rank, dims);
-    uint8_t *copy = rt__ox_alloc(cv, nbytes ? nbytes : 1);
-    if (nbytes) memcpy(copy, bytes, nbytes);
-    v->tensor->tensor_content.data = copy;
-    v->tensor->tensor_content.len = nbytes;
+    *t = v->tensor;
     return nd->name;
 }
 
+static const char *const_node(rt__ox_conv *cv, const char *hint, rt_dtype dt, int rank,
+                              const int64_t *dims, const void *bytes, size_t nbytes) {
+    Tensorflow__TensorProto *t;
+    const char *name = const_empty(cv, hint, dt, rank, dims, &t);
+    uint8_t *copy = rt__ox_alloc(cv, nbytes ? nbytes : 1);
+    if (nbytes) memcpy(copy, bytes, nbytes);
+    t->tensor_content.data = copy;
+    t->tensor_content.len = nbytes;
+    return name;
+}
+
 const char *rt__tf_const_str(rt__ox_conv *cv, const char *hint, const char *str) {
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, "Const", hint);
-    rt__tf_attr_type(cv, nd, "dtype", RT_DT_STRING);
-    Tensorflow__AttrValue *v = new_attr(cv, nd, "value");
-    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_TENSOR;
-    v->tensor = rt__ox_alloc(cv, sizeof(*v->tensor));
-    tensorflow__tensor_proto__init(v->tensor);
-    v->tensor->dtype = (Tensorflow__DataType)RT_DT_STRING;
-    v->tensor->tensor_shape = rt__ox_shape_proto(cv, 0, NULL);
-    v->tensor->n_string_val = 1;
-    v->tensor->string_val = rt__ox_alloc(cv, sizeof(*v->tensor->string_val));
-    v->tensor->string_val[0].data = (uint8_t *)rt__ox_strdup(cv, str);
-    v->tensor->string_val[0].len = strlen(str);
-    return nd->name;
+    Tensorflow__TensorProto *t;
+    const char *name = const_empty(cv, hint, RT_DT_STRING, 0, NULL, &t);
+    t->n_string_val = 1;
+    t->string_val = rt__ox_alloc(cv, sizeof(*t->string_val));
+    t->string_val[0].data = (uint8_t *)rt__ox_strdup(cv, str);
+    t->string_val[0].len = strlen(str);
+    return name;
 }
 
 static int64_t dims_nelem(int rank, const int64_t *dims) {
