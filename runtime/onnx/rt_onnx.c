@@ -64,32 +64,6 @@ static ms_status read_whole(const char *path, uint8_t **data, size_t *len) {
     return MS_OK;
 }
 
-/* Type and shape of an ONNX graph input/output; unknown dims become -1. */
-static ms_status value_info(const Onnx__ValueInfoProto *vi, rt_dtype *dt, int *rank,
-                            int64_t *dims) {
-    const char *nm = vi->name ? vi->name : "";
-    if (vi->type == NULL || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
-        return ms_errf(MS_ENOTSUP, "graph input/output \"%s\" is not a tensor", nm);
-    const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
-    *dt = rt__ox_onnx_dtype(tt->has_elem_type ? tt->elem_type : 0);
-    if (tt->shape == NULL) {
-        *rank = -1;
-        return MS_OK;
-    }
-    if (tt->shape->n_dim > RT_MAX_RANK)
-        return ms_errf(MS_ENOTSUP, "graph input/output \"%s\": rank > %d", nm, RT_MAX_RANK);
-    *rank = (int)tt->shape->n_dim;
-    for (size_t i = 0; i < tt->shape->n_dim; i++) {
-        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-        dims[i] = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
-                      ? d->dim_value
-                      : -1;
-        if (dims[i] > INT32_MAX || dims[i] < -1)
-            return ms_errf(MS_EINVAL, "graph input/output \"%s\": dim %zu = %lld out of range", nm,
-                           i, (long long)dims[i]);
-    }
-    return MS_OK;
-}
 
 static Tensorflow__TensorInfo *tensor_info(rt__ox_conv *cv, const char *tensor, rt_dtype dt,
                                            int rank, const int64_t *dims) {
@@ -422,6 +396,53 @@ static void fold_batchnorm(rt__ox_conv *cv, const Onnx__GraphProto *g, Onnx__Nod
 static ms_status sliding_window(rt__ox_conv *cv, const char *name, const rt__ox_value *v,
                                 const char **src, int *rank, int64_t *dims,
                                 Tensorflow__SignatureDef__OutputsEntry **labels);
+/* Converts node n (unless skipped). */
+static ms_status convert_node(rt__ox_conv *cv, const Onnx__NodeProto *n, int skipped) {
+    ms_status st;
+    if (skipped) return MS_OK;
+    cv->cur = n;
+    const char *op = n->op_type ? n->op_type : "";
+    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+        return rt__ox_err(cv, MS_ENOTSUP, "operator domain \"%s\" is not supported", n->domain);
+    for (size_t k = 0; k < n->n_input; k++)
+        if (n->input[k] && n->input[k][0] && rt__ox_find(cv, n->input[k]) == NULL)
+            return rt__ox_err(cv, MS_EINVAL,
+                              "input \"%s\" is not produced by an earlier node (the graph "
+                              "must be topologically sorted)",
+                              n->input[k]);
+    rt__ox_handler h = rt__ox_handler_for(op);
+    if (h == NULL) return rt__ox_err(cv, MS_ENOTSUP, "unsupported ONNX op \"%s\"", op);
+    if ((st = rt__ox_check_version(cv, n)) != MS_OK ||
+        (st = rt__ox_run_handler(cv, n, h)) != MS_OK)
+        return st;
+    if (cv->walk->done) return MS_OK; /* its outputs live inside its branches */
+    for (size_t k = 0; k < n->n_output; k++)
+        if (n->output[k] && n->output[k][0] && rt__ox_find(cv, n->output[k]) == NULL)
+            return rt__ox_err(cv, MS_EINTERNAL, "output \"%s\" was not produced", n->output[k]);
+    return MS_OK;
+}
+
+ms_status rt__ox_convert_nodes(rt__ox_conv *cv, const Onnx__GraphProto *g,
+                               Onnx__NodeProto *const *nodes, const uint8_t *skip) {
+    int done;
+    return rt__ox_convert_from(cv, g, nodes, skip, 0, &done);
+}
+
+ms_status rt__ox_convert_from(rt__ox_conv *cv, const Onnx__GraphProto *g,
+                              Onnx__NodeProto *const *nodes, const uint8_t *skip, size_t from,
+                              int *done) {
+    rt__ox_walk w = {.g = g, .nodes = nodes, .skip = skip}, *outer = cv->walk;
+    ms_status st = MS_OK;
+    cv->walk = &w;
+    for (size_t i = from; i < g->n_node && st == MS_OK && !w.done; i++) {
+        w.next = i + 1;
+        st = convert_node(cv, nodes ? nodes[i] : g->node[i], skip && skip[i]);
+    }
+    cv->walk = outer;
+    *done = w.done;
+    if (st == MS_OK) cv->cur = NULL;
+    return st;
+}
 
 static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
                                Tensorflow__SignatureDef *sig) {
@@ -451,7 +472,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
         rt_dtype dt;
         int rank;
         int64_t dims[RT_MAX_RANK];
-        if ((st = value_info(vi, &dt, &rank, dims)) != MS_OK) return st;
+        if ((st = rt__ox_value_info(vi, &dt, &rank, dims)) != MS_OK) return st;
         if (dicom && strcmp(dicom, vi->name) == 0) {
             ins[nin] = rt__ox_alloc(cv, sizeof(*ins[nin]));
             if ((st = dicom_front(cv, vi->name, dt, rank, dims, ins[nin])) != MS_OK) return st;
@@ -485,29 +506,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
     uint8_t *skip = rt__ox_alloc(cv, g->n_node + 1);
     if (g->n_node > 0) memcpy(nodes, g->node, g->n_node * sizeof(*nodes));
     fold_batchnorm(cv, g, nodes, skip);
-    for (size_t i = 0; i < g->n_node; i++) {
-        const Onnx__NodeProto *n = nodes[i];
-        if (skip[i]) continue;
-        cv->cur = n;
-        const char *op = n->op_type ? n->op_type : "";
-        if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
-            return rt__ox_err(cv, MS_ENOTSUP, "operator domain \"%s\" is not supported", n->domain);
-        for (size_t k = 0; k < n->n_input; k++)
-            if (n->input[k] && n->input[k][0] && rt__ox_find(cv, n->input[k]) == NULL)
-                return rt__ox_err(cv, MS_EINVAL,
-                                  "input \"%s\" is not produced by an earlier node (the graph "
-                                  "must be topologically sorted)",
-                                  n->input[k]);
-        rt__ox_handler h = rt__ox_handler_for(op);
-        if (h == NULL) return rt__ox_err(cv, MS_ENOTSUP, "unsupported ONNX op \"%s\"", op);
-        if ((st = rt__ox_check_version(cv, n)) != MS_OK ||
-            (st = rt__ox_run_handler(cv, n, h)) != MS_OK)
-            return st;
-        for (size_t k = 0; k < n->n_output; k++)
-            if (n->output[k] && n->output[k][0] && rt__ox_find(cv, n->output[k]) == NULL)
-                return rt__ox_err(cv, MS_EINTERNAL, "output \"%s\" was not produced", n->output[k]);
-    }
-    cv->cur = NULL;
+    if ((st = rt__ox_convert_nodes(cv, g, nodes, skip)) != MS_OK) return st;
 
     if (cv->sw_patch != NULL && g->n_output != 1)
         return ms_errf(MS_ENOTSUP, "--sliding_window: the model has %zu outputs; it blends one",
@@ -527,7 +526,7 @@ static ms_status convert_graph(rt__ox_conv *cv, const Onnx__ModelProto *m,
         rt_dtype dt;
         int rank;
         int64_t dims[RT_MAX_RANK];
-        if ((st = value_info(vi, &dt, &rank, dims)) != MS_OK) return st;
+        if ((st = rt__ox_value_info(vi, &dt, &rank, dims)) != MS_OK) return st;
         if (dt == RT_DT_INVALID) dt = v->dt;
         if (rank < 0 && v->rank >= 0) {
             rank = v->rank;
@@ -625,58 +624,16 @@ static ms_status sliding_window(rt__ox_conv *cv, const char *name, const rt__ox_
     return MS_OK;
 }
 
-/* Node index by name, for prune_dead. */
-typedef struct ox_named {
-    const char *name;
-    size_t idx;
-} ox_named;
-
-static int named_cmp(const void *a, const void *b) {
-    return strcmp(((const ox_named *)a)->name, ((const ox_named *)b)->name);
-}
-
-/* Index of the node a tensor reference ("node", "node:1", "^node") names,
- * or n when none. */
-static size_t named_find(rt__ox_conv *cv, const ox_named *tab, size_t n, const char *ref) {
-    if (ref[0] == '^') ref++;
-    const char *c = strrchr(ref, ':');
-    ox_named key = {c ? rt__ox_printf(cv, "%.*s", (int)(c - ref), ref) : ref, 0};
-    const ox_named *hit = bsearch(&key, tab, n, sizeof(*tab), named_cmp);
-    return hit ? hit->idx : n;
-}
-
-/* Drops the nodes that no signature output needs: a shape vector with
- * dynamic entries gets a run-time twin (rt_onnx_shape.c) that only some
- * consumers read. Placeholders stay (the signature's inputs). */
+/* Drops the main graph's nodes that no signature output needs;
+ * Placeholders stay (the signature's inputs). */
 static void prune_dead(rt__ox_conv *cv, const Tensorflow__SignatureDef *sig) {
-    size_t n = cv->nnodes, top = 0;
-    ox_named *tab = rt__ox_alloc(cv, (n + 1) * sizeof(*tab));
-    size_t *stack = rt__ox_alloc(cv, (n + 1) * sizeof(*stack));
-    uint8_t *live = rt__ox_alloc(cv, n + 1);
-    for (size_t i = 0; i < n; i++)
-        tab[i] = (ox_named){cv->nodes[i]->name, i};
-    qsort(tab, n, sizeof(*tab), named_cmp);
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(cv->nodes[i]->op, "Placeholder") == 0) live[i] = 1, stack[top++] = i;
-    for (size_t i = 0; i < sig->n_outputs; i++) {
-        size_t k = named_find(cv, tab, n, sig->outputs[i]->value->name);
-        if (k < n && !live[k]) live[k] = 1, stack[top++] = k;
-    }
-    if (cv->sw_pred != NULL) { /* fetched by the _SlidingWindow node, not by an edge */
-        size_t k = named_find(cv, tab, n, cv->sw_pred);
-        if (k < n && !live[k]) live[k] = 1, stack[top++] = k;
-    }
-    while (top > 0) {
-        const Tensorflow__NodeDef *nd = cv->nodes[stack[--top]];
-        for (size_t j = 0; j < nd->n_input; j++) {
-            size_t k = named_find(cv, tab, n, nd->input[j]);
-            if (k < n && !live[k]) live[k] = 1, stack[top++] = k;
-        }
-    }
-    size_t j = 0;
-    for (size_t i = 0; i < n; i++)
-        if (live[i]) cv->nodes[j++] = cv->nodes[i];
-    cv->nnodes = j;
+    const char **roots = rt__ox_alloc(cv, (sig->n_outputs + 2) * sizeof(*roots));
+    size_t nroots = 0;
+    for (size_t i = 0; i < sig->n_outputs; i++)
+        roots[nroots++] = sig->outputs[i]->value->name;
+    /* fetched by the _SlidingWindow node, not by an edge */
+    if (cv->sw_pred != NULL) roots[nroots++] = cv->sw_pred;
+    rt__ox_prune(cv, cv->nodes, &cv->nnodes, roots, nroots);
 }
 
 ms_status rt_onnx_convert(const char *onnx_path, const rt_onnx_opts *opts, uint8_t **pb,
@@ -723,6 +680,7 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
         goto done;
     }
     cv->opts = opts ? opts : &no_opts;
+    cv->convert_from = rt__ox_convert_from;
     cv->nhwc = !cv->opts->tf_nchw;
     cv->model_dir = model_dir ? rt__ox_strdup(cv, model_dir) : NULL;
     cv->opset = -1;
@@ -758,6 +716,12 @@ ms_status rt_onnx_convert_mem(const uint8_t *data, size_t len, const char *model
     gd->versions = rt__ox_alloc(cv, sizeof(*gd->versions));
     tensorflow__version_def__init(gd->versions);
     gd->versions->producer = 1087;
+    if (cv->nfuncs > 0) {
+        gd->library = rt__ox_alloc(cv, sizeof(*gd->library));
+        tensorflow__function_def_library__init(gd->library);
+        gd->library->n_function = cv->nfuncs;
+        gd->library->function = cv->funcs;
+    }
 
     Tensorflow__MetaGraphDef__MetaInfoDef *mi = rt__ox_alloc(cv, sizeof(*mi));
     tensorflow__meta_graph_def__meta_info_def__init(mi);

@@ -151,13 +151,129 @@ void rt__ox_map_put(rt__ox_conv *cv, rt__ox_map *m, const char *key, void *val) 
  * Values
  * ====================================================================== */
 
+ms_status rt__ox_value_info(const Onnx__ValueInfoProto *vi, rt_dtype *dt, int *rank,
+                            int64_t *dims) {
+    const char *nm = vi->name ? vi->name : "";
+    if (vi->type == NULL || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        return ms_errf(MS_ENOTSUP, "graph input/output \"%s\" is not a tensor", nm);
+    const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+    *dt = rt__ox_onnx_dtype(tt->has_elem_type ? tt->elem_type : 0);
+    if (tt->shape == NULL) {
+        *rank = -1;
+        return MS_OK;
+    }
+    if (tt->shape->n_dim > RT_MAX_RANK)
+        return ms_errf(MS_ENOTSUP, "graph input/output \"%s\": rank > %d", nm, RT_MAX_RANK);
+    *rank = (int)tt->shape->n_dim;
+    for (size_t i = 0; i < tt->shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        dims[i] = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
+                      ? d->dim_value
+                      : -1;
+        if (dims[i] > INT32_MAX || dims[i] < -1)
+            return ms_errf(MS_EINVAL, "graph input/output \"%s\": dim %zu = %lld out of range", nm,
+                           i, (long long)dims[i]);
+    }
+    return MS_OK;
+}
+
+/* Node index by name, for rt__ox_prune. */
+typedef struct ox_named {
+    const char *name;
+    size_t idx;
+} ox_named;
+
+static int named_cmp(const void *a, const void *b) {
+    return strcmp(((const ox_named *)a)->name, ((const ox_named *)b)->name);
+}
+
+/* Index of the node a tensor reference ("node", "node:1", "^node") names,
+ * or n when none. */
+static size_t named_find(rt__ox_conv *cv, const ox_named *tab, size_t n, const char *ref) {
+    if (ref[0] == '^') ref++;
+    const char *c = strrchr(ref, ':');
+    ox_named key = {c ? rt__ox_printf(cv, "%.*s", (int)(c - ref), ref) : ref, 0};
+    const ox_named *hit = bsearch(&key, tab, n, sizeof(*tab), named_cmp);
+    return hit ? hit->idx : n;
+}
+
+/* Drops the nodes that no signature output (no function return value)
+ * needs: a shape vector with dynamic entries gets a run-time twin
+ * (rt_onnx_shape.c) that only some consumers read. */
+void rt__ox_prune(rt__ox_conv *cv, Tensorflow__NodeDef **list, size_t *count,
+                  const char *const *roots, size_t nroots) {
+    size_t n = *count, top = 0;
+    ox_named *tab = rt__ox_alloc(cv, (n + 1) * sizeof(*tab));
+    size_t *stack = rt__ox_alloc(cv, (n + 1) * sizeof(*stack));
+    uint8_t *live = rt__ox_alloc(cv, n + 1);
+    for (size_t i = 0; i < n; i++)
+        tab[i] = (ox_named){list[i]->name, i};
+    qsort(tab, n, sizeof(*tab), named_cmp);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i]->op, "Placeholder") == 0) live[i] = 1, stack[top++] = i;
+    for (size_t i = 0; i < nroots; i++) {
+        size_t k = named_find(cv, tab, n, roots[i]);
+        if (k < n && !live[k]) live[k] = 1, stack[top++] = k;
+    }
+    while (top > 0) {
+        const Tensorflow__NodeDef *nd = list[stack[--top]];
+        for (size_t j = 0; j < nd->n_input; j++) {
+            size_t k = named_find(cv, tab, n, nd->input[j]);
+            if (k < n && !live[k]) live[k] = 1, stack[top++] = k;
+        }
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++)
+        if (live[i]) list[j++] = list[i];
+    *count = j;
+}
+
+
+/* `name` at the level whose table is m and whose scope is sc (NULL: the
+ * main graph): its own value, else the enclosing level's, copied into m. */
+static rt__ox_value *find_at(rt__ox_conv *cv, rt__ox_scope *sc, rt__ox_map *m, const char *name) {
+    rt__ox_value *v = rt__ox_map_get(m, name, strlen(name));
+    if (v != NULL || sc == NULL) return v;
+    rt__ox_value *ov = find_at(cv, sc->parent, &sc->saved, name);
+    if (ov == NULL) return NULL;
+    v = rt__ox_alloc(cv, sizeof(*v));
+    *v = *ov;
+    /* The copy owns no TF tensor of the enclosing graph: a constant is
+     * emitted again inside the function, anything else arrives as an
+     * argument, in ONNX order. Known contents and dims stay. */
+    v->tf = NULL;
+    v->tf_alt = NULL;
+    v->nhwc = 0;
+    if (!rt__ox_is_const(ov)) {
+        if (sc->ncap == sc->capcap) {
+            int cap = sc->capcap ? 2 * sc->capcap : 8;
+            rt__ox_value **o = rt__ox_alloc(cv, (size_t)cap * sizeof(*o));
+            const char **a = rt__ox_alloc(cv, (size_t)cap * sizeof(*a));
+            if (sc->ncap) {
+                memcpy(o, sc->cap_outer, (size_t)sc->ncap * sizeof(*o));
+                memcpy(a, sc->cap_arg, (size_t)sc->ncap * sizeof(*a));
+            }
+            sc->cap_outer = o;
+            sc->cap_arg = a;
+            sc->capcap = cap;
+        }
+        v->tf = rt__ox_unique_name(cv, rt__ox_printf(cv, "%s/captured", name));
+        sc->cap_outer[sc->ncap] = ov;
+        sc->cap_arg[sc->ncap++] = v->tf;
+    }
+    rt__ox_map_put(cv, m, v->name, v);
+    return v;
+}
+
 rt__ox_value *rt__ox_find(rt__ox_conv *cv, const char *name) {
-    return rt__ox_map_get(&cv->vals, name, strlen(name));
+    return find_at(cv, cv->scope, &cv->vals, name);
 }
 
 rt__ox_value *rt__ox_define(rt__ox_conv *cv, const char *name, rt_dtype dt, int rank,
                             const int64_t *dims) {
-    rt__ox_value *v = rt__ox_find(cv, name);
+    /* The current graph's own table only: a subgraph's value of the same name
+     * as an enclosing graph's shadows it. */
+    rt__ox_value *v = rt__ox_map_get(&cv->vals, name, strlen(name));
     if (v == NULL) {
         v = rt__ox_alloc(cv, sizeof(*v));
         v->name = rt__ox_strdup(cv, name);
@@ -598,7 +714,7 @@ static char *sanitize(rt__ox_conv *cv, const char *hint) {
     return s;
 }
 
-Tensorflow__NodeDef *rt__tf_node(rt__ox_conv *cv, const char *op, const char *hint) {
+const char *rt__ox_unique_name(rt__ox_conv *cv, const char *hint) {
     char *base = sanitize(cv, hint);
     char *name = base;
     if (name_taken(cv, name)) {
@@ -610,9 +726,16 @@ Tensorflow__NodeDef *rt__tf_node(rt__ox_conv *cv, const char *op, const char *hi
         while (name_taken(cv, name));
         rt__ox_map_put(cv, &cv->suffixes, base, (void *)k);
     }
+    /* Taken from now on (a function argument's name is no node). */
+    rt__ox_map_put(cv, &cv->node_names, name, name);
+    return name;
+}
+
+Tensorflow__NodeDef *rt__tf_node(rt__ox_conv *cv, const char *op, const char *hint) {
+    const char *name = rt__ox_unique_name(cv, hint);
     Tensorflow__NodeDef *nd = rt__ox_alloc(cv, sizeof(*nd));
     tensorflow__node_def__init(nd);
-    nd->name = name;
+    nd->name = (char *)name;
     nd->op = rt__ox_strdup(cv, op);
     cv->nodes = grow(cv, cv->nodes, sizeof(*cv->nodes), &cv->capnodes, cv->nnodes + 1);
     cv->nodes[cv->nnodes++] = nd;
@@ -691,6 +814,27 @@ void rt__tf_attr_ilist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key
     if (n) memcpy(v->list->i, x, (size_t)n * sizeof(int64_t));
 }
 
+void rt__tf_attr_tlist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key,
+                       const rt_dtype *x, int n) {
+    Tensorflow__AttrValue *v = new_attr(cv, nd, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_LIST;
+    v->list = rt__ox_alloc(cv, sizeof(*v->list));
+    tensorflow__attr_value__list_value__init(v->list);
+    v->list->n_type = (size_t)n;
+    v->list->type = rt__ox_alloc(cv, (size_t)n * sizeof(*v->list->type) + 1);
+    for (int i = 0; i < n; i++)
+        v->list->type[i] = (Tensorflow__DataType)x[i];
+}
+
+void rt__tf_attr_func(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key,
+                      const char *fname) {
+    Tensorflow__AttrValue *v = new_attr(cv, nd, key);
+    v->value_case = TENSORFLOW__ATTR_VALUE__VALUE_FUNC;
+    v->func = rt__ox_alloc(cv, sizeof(*v->func));
+    tensorflow__name_attr_list__init(v->func);
+    v->func->name = rt__ox_strdup(cv, fname);
+}
+
 void rt__tf_attr_flist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, const float *x,
                        int n) {
     Tensorflow__AttrValue *v = new_attr(cv, nd, key);
@@ -746,8 +890,10 @@ const char *rt__tf_out(rt__ox_conv *cv, const Tensorflow__NodeDef *nd, int i) {
     return rt__ox_printf(cv, "%s:%d", nd->name, i);
 }
 
-static const char *const_node(rt__ox_conv *cv, const char *hint, rt_dtype dt, int rank,
-                              const int64_t *dims, const void *bytes, size_t nbytes) {
+/* A Const node of type dt and shape (rank, dims) whose value the caller
+ * fills in (*t); returns its name. */
+static const char *const_empty(rt__ox_conv *cv, const char *hint, rt_dtype dt, int rank,
+                               const int64_t *dims, Tensorflow__TensorProto **t) {
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "Const", hint);
     rt__tf_attr_type(cv, nd, "dtype", dt);
     Tensorflow__AttrValue *v = new_attr(cv, nd, "value");
@@ -756,11 +902,29 @@ static const char *const_node(rt__ox_conv *cv, const char *hint, rt_dtype dt, in
     tensorflow__tensor_proto__init(v->tensor);
     v->tensor->dtype = (Tensorflow__DataType)dt;
     v->tensor->tensor_shape = rt__ox_shape_proto(cv, rank, dims);
+    *t = v->tensor;
+    return nd->name;
+}
+
+static const char *const_node(rt__ox_conv *cv, const char *hint, rt_dtype dt, int rank,
+                              const int64_t *dims, const void *bytes, size_t nbytes) {
+    Tensorflow__TensorProto *t;
+    const char *name = const_empty(cv, hint, dt, rank, dims, &t);
     uint8_t *copy = rt__ox_alloc(cv, nbytes ? nbytes : 1);
     if (nbytes) memcpy(copy, bytes, nbytes);
-    v->tensor->tensor_content.data = copy;
-    v->tensor->tensor_content.len = nbytes;
-    return nd->name;
+    t->tensor_content.data = copy;
+    t->tensor_content.len = nbytes;
+    return name;
+}
+
+const char *rt__tf_const_str(rt__ox_conv *cv, const char *hint, const char *str) {
+    Tensorflow__TensorProto *t;
+    const char *name = const_empty(cv, hint, RT_DT_STRING, 0, NULL, &t);
+    t->n_string_val = 1;
+    t->string_val = rt__ox_alloc(cv, sizeof(*t->string_val));
+    t->string_val[0].data = (uint8_t *)rt__ox_strdup(cv, str);
+    t->string_val[0].len = strlen(str);
+    return name;
 }
 
 /* A float8 / float4 / e8m0 / int4 / int2 tensor of n elements (v's dt and

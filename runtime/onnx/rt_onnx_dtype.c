@@ -42,6 +42,10 @@ static const struct {
     {"Cast", TY_NUM | B(RT_DT_BOOL) | TY_LOWP},
     {"CastLike", TY_NUM | B(RT_DT_BOOL) | TY_LOWP},
     {"Identity", TY_ALL | TY_LOWP},
+    /* rt_onnx_ctrl.c: values only pass through (the condition is checked there) */
+    {"If", TY_ALL},
+    {"Loop", TY_ALL},
+    {"Scan", TY_ALL},
     /* only the shape is read (rt_onnx_shape.c, rt_onnx_more.c op_size) */
     {"Shape", TY_ALL | TY_LOWP},
     {"Size", TY_ALL | TY_LOWP},

@@ -19,5 +19,6 @@ rt__ox_handler rt__ox_ext_handler(const char *op_type) {
     if (h == NULL) h = rt__ox_scatter_handler(op_type);
     if (h == NULL) h = rt__ox_str_handler(op_type);
     if (h == NULL) h = rt__ox_rnn_handler(op_type);
+    if (h == NULL) h = rt__ox_ctrl_handler(op_type);
     return h ? h : rt__ox_quant_handler(op_type);
 }

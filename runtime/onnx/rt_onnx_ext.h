@@ -21,6 +21,9 @@ rt__ox_handler rt__ox_misc_handler(const char *op_type);
 rt__ox_handler rt__ox_scatter_handler(const char *op_type);
 /* The handler of RNN, GRU, LSTM (rt_onnx_rnn.c: OnnxRNN), or NULL. */
 rt__ox_handler rt__ox_rnn_handler(const char *op_type);
+/* The handler of If, Loop, Scan (rt_onnx_ctrl.c: StatelessIf and
+ * StatelessWhile over library functions), or NULL. */
+rt__ox_handler rt__ox_ctrl_handler(const char *op_type);
 /* The handler of QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  * MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv (rt_onnx_quant.c), or NULL. */
 rt__ox_handler rt__ox_quant_handler(const char *op_type);

@@ -53,7 +53,34 @@ typedef struct rt__ox_map {
     size_t cap, n;
 } rt__ox_map;
 
-typedef struct rt__ox_conv {
+/* A subgraph (If branch, Loop / Scan body) being converted into a TF
+ * function of the graph's library (rt_onnx_ctrl.c). While it is converted,
+ * cv->vals is its own value table and the enclosing graph's table waits in
+ * `saved`. A name the subgraph reads from an enclosing graph (ONNX's outer
+ * scope) is looked up there: a constant is copied in (and emitted as a Const
+ * inside the function), any other value becomes a capture, an extra
+ * argument of the function that the calling node feeds. */
+typedef struct rt__ox_scope {
+    struct rt__ox_scope *parent; /* the enclosing subgraph's scope; NULL: the main graph */
+    rt__ox_map saved;            /* the enclosing graph's value table */
+    int ncap, capcap;
+    rt__ox_value **cap_outer; /* captured values, as the enclosing graph holds them */
+    const char **cap_arg;     /* the argument each one arrives in */
+} rt__ox_scope;
+
+/* The node list being converted (rt__ox_convert_nodes), so that an If
+ * whose branches give results of different ranks can take the rest of the
+ * list into its branches (rt_onnx_ctrl.c). */
+typedef struct rt__ox_walk {
+    const Onnx__GraphProto *g;
+    Onnx__NodeProto *const *nodes; /* NULL: g->node */
+    const uint8_t *skip;           /* NULL: none skipped */
+    size_t next;                   /* the node after the one being converted */
+    int done;                      /* a handler converted the rest and g's outputs */
+} rt__ox_walk;
+
+typedef struct rt__ox_conv rt__ox_conv;
+struct rt__ox_conv {
     jmp_buf oom; /* longjmp target on allocation failure */
     rt__ox_block *arena;
     const rt_onnx_opts *opts;
@@ -71,7 +98,18 @@ typedef struct rt__ox_conv {
     rt__ox_map node_names; /* TF node name -> its NodeDef */
     rt__ox_map suffixes;   /* rt__tf_node: name base -> next "_k" to try */
     const Onnx__NodeProto *cur; /* node being converted (messages) */
-} rt__ox_conv;
+    rt__ox_scope *scope;        /* subgraph being converted, or NULL (the main graph) */
+    Tensorflow__FunctionDef **funcs; /* the library: one function per converted subgraph */
+    size_t nfuncs, capfuncs;
+    rt__ox_walk *walk; /* the innermost node list being converted */
+    /* rt__ox_convert_from (rt_onnx.c), for the handlers that convert
+     * subgraphs (rt_onnx_ctrl.c): called through here, since the driver
+     * reaches them through the op table. */
+    ms_status (*convert_from)(rt__ox_conv *cv, const Onnx__GraphProto *g,
+                              Onnx__NodeProto *const *nodes, const uint8_t *skip, size_t from,
+                              int *done);
+    int splits;        /* Ifs that took the rest of their graph, nested (bounded) */
+};
 
 /* ---- arena ---- */
 void *rt__ox_alloc(rt__ox_conv *cv, size_t n); /* zeroed */
@@ -90,6 +128,8 @@ void *rt__ox_map_get(const rt__ox_map *m, const char *key, size_t len);
 void rt__ox_map_put(rt__ox_conv *cv, rt__ox_map *m, const char *key, void *val);
 
 /* ---- values ---- */
+/* The value `name` as the graph being converted sees it: its own, else (in a
+ * subgraph) an enclosing graph's, copied in or captured (rt__ox_scope). */
 rt__ox_value *rt__ox_find(rt__ox_conv *cv, const char *name);
 /* Adds (or replaces) the value `name`; dims may be NULL when rank <= 0. */
 rt__ox_value *rt__ox_define(rt__ox_conv *cv, const char *name, rt_dtype dt, int rank,
@@ -116,7 +156,29 @@ int rt__ox_attr_ints(const Onnx__NodeProto *n, const char *key, int64_t *out, in
 /* Decodes an ONNX TensorProto (initializer or Constant value) into value v. */
 ms_status rt__ox_load_tensor(rt__ox_conv *cv, const Onnx__TensorProto *t, rt__ox_value *v);
 
+/* Type and shape of an ONNX graph input / output; unknown dims become -1.
+ * MS_ENOTSUP for a value that is not a tensor. */
+ms_status rt__ox_value_info(const Onnx__ValueInfoProto *vi, rt_dtype *dt, int *rank,
+                            int64_t *dims);
+/* Converts the nodes of graph g in order (nodes[i] stands for g->node[i];
+ * skip[i] = 1 leaves it out; both may be NULL for g's own list), refusing
+ * the first node that cannot be converted (rt_onnx.c). */
+ms_status rt__ox_convert_nodes(rt__ox_conv *cv, const Onnx__GraphProto *g,
+                               Onnx__NodeProto *const *nodes, const uint8_t *skip);
+/* The same from node `from` on; *done = 1 when a handler converted the
+ * rest of the list and defined g's outputs itself. Handlers call it as
+ * cv->convert_from. */
+ms_status rt__ox_convert_from(rt__ox_conv *cv, const Onnx__GraphProto *g,
+                              Onnx__NodeProto *const *nodes, const uint8_t *skip, size_t from,
+                              int *done);
+/* Drops the nodes of list[0..*n) that none of the tensors roots[0..nroots)
+ * needs; Placeholders stay. */
+void rt__ox_prune(rt__ox_conv *cv, Tensorflow__NodeDef **list, size_t *n, const char *const *roots,
+                  size_t nroots);
+
 /* ---- TF graph emission ---- */
+/* A TF node name derived from hint, unique in the graph and its functions. */
+const char *rt__ox_unique_name(rt__ox_conv *cv, const char *hint);
 /* New node with a unique name derived from hint (sanitised for TF). */
 Tensorflow__NodeDef *rt__tf_node(rt__ox_conv *cv, const char *op, const char *hint);
 void rt__tf_input(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *tensor);
@@ -134,6 +196,12 @@ void rt__tf_attr_flist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key
                        int n);
 void rt__tf_attr_shape(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key, int rank,
                        const int64_t *dims);
+/* List-of-types attr (Tin, Tout, T of control-flow nodes). */
+void rt__tf_attr_tlist(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key,
+                       const rt_dtype *v, int n);
+/* Function attr (then_branch, body, ...): the library function fname. */
+void rt__tf_attr_func(rt__ox_conv *cv, Tensorflow__NodeDef *nd, const char *key,
+                      const char *fname);
 /* "name" for output 0, "name:i" otherwise. */
 const char *rt__tf_out(rt__ox_conv *cv, const Tensorflow__NodeDef *nd, int i);
 /* Const nodes; return the tensor name. rank 0 = scalar (n must be 1). */
@@ -141,6 +209,8 @@ const char *rt__tf_const_f32(rt__ox_conv *cv, const char *hint, int rank, const 
                              const float *v);
 const char *rt__tf_const_int(rt__ox_conv *cv, const char *hint, rt_dtype dt, int rank,
                              const int64_t *dims, const int64_t *v);
+/* A string scalar Const. */
+const char *rt__tf_const_str(rt__ox_conv *cv, const char *hint, const char *s);
 /* int32 vector / scalar shortcuts. */
 const char *rt__tf_i32vec(rt__ox_conv *cv, const char *hint, int n, const int64_t *v);
 const char *rt__tf_i32(rt__ox_conv *cv, const char *hint, int64_t v);

@@ -86,6 +86,17 @@ static ms_status op_not(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     const char *x;
     ms_status st;
     if ((st = in_typed(cv, n, 0, is_bool, "bool", &X, &x)) != MS_OK) return st;
+    int64_t ne = rt__ox_nelem(X);
+    if (X->iv != NULL && rt__ox_is_const(X) && ne >= 0) {
+        /* Known (a condition folded from static shapes): folded too, so that
+         * an If on it takes its branch at import (rt_onnx_ctrl.c). */
+        rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_BOOL, X->rank, X->dim, NULL);
+        o->iv = rt__ox_alloc(cv, (size_t)ne * sizeof(int64_t) + 8);
+        o->ik = rt__ox_alloc(cv, (size_t)ne + 1);
+        for (int64_t i = 0; i < ne; i++)
+            o->iv[i] = X->iv[i] == 0, o->ik[i] = 1;
+        return MS_OK;
+    }
     Tensorflow__NodeDef *nd = rt__tf_node(cv, "LogicalNot", rt__ox_hint_of(n));
     rt__tf_input(cv, nd, x);
     rt__ox_def_out(cv, n, 0, RT_DT_BOOL, X->rank, X->dim, nd->name);
@@ -218,6 +229,25 @@ static ms_status op_compare(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                               logic ? "bool" : "integer and floating-point types", &A, &B, &a, &b,
                               &r, od);
     if (st != MS_OK) return st;
+    int64_t na = rt__ox_nelem(A), nb = rt__ox_nelem(B), no = 1;
+    for (int i = 0; i < r && no >= 0; i++)
+        no = od[i] >= 0 ? no * od[i] : -1;
+    int folds = A->dt == RT_DT_INT64 || A->dt == RT_DT_INT32 || A->dt == RT_DT_BOOL;
+    if (folds && A->iv && B->iv && rt__ox_is_const(A) && rt__ox_is_const(B) && no >= 0 &&
+        (na == 1 || na == no) && (nb == 1 || nb == no)) {
+        /* Integers known at import (shape arithmetic): folded, so that an If
+         * on the result takes its branch at import (rt_onnx_ctrl.c). */
+        rt__ox_value *o = rt__ox_def_out(cv, n, 0, RT_DT_BOOL, r, od, NULL);
+        o->iv = rt__ox_alloc(cv, (size_t)no * sizeof(int64_t) + 8);
+        o->ik = rt__ox_alloc(cv, (size_t)no + 1);
+        memset(o->ik, 1, (size_t)no);
+        for (int64_t i = 0; i < no; i++) {
+            int64_t x = A->iv[na == 1 ? 0 : i], y = B->iv[nb == 1 ? 0 : i];
+            int v[8] = {x == y, x < y, x > y, x <= y, x >= y, x && y, x || y, !x != !y};
+            o->iv[i] = v[k];
+        }
+        return MS_OK;
+    }
     Tensorflow__NodeDef *nd = rt__tf_node(cv, map[k][1], rt__ox_hint_of(n));
     rt__tf_input(cv, nd, a);
     rt__tf_input(cv, nd, b);

@@ -294,16 +294,17 @@ ms_status rt__ox_op_squeeze_unsqueeze(rt__ox_conv *cv, const Onnx__NodeProto *n)
             if (!drop[i]) od[r++] = X->dim[i];
     }
     if (!is_known(X) && na > 0 && rt__ox_count_unknown(r, od) > 1) {
-        /* More than one dynamic dim, which one Reshape cannot take: our
-         * OnnxSqueeze / OnnxUnsqueeze with the constant axes (a view). */
+        /* Several dynamic dims: no Reshape target can say it; our
+         * OnnxSqueeze / OnnxUnsqueeze take the constant axes instead (a
+         * view; the run checks the axes). */
         const char *x;
-        int64_t k = na;
         if ((st = rt__ox_tf(cv, X, &x)) != MS_OK) return st;
         const char *h = rt__ox_hint_of(n);
         Tensorflow__NodeDef *nd = rt__tf_node(cv, unsq ? "OnnxUnsqueeze" : "OnnxSqueeze", h);
         rt__tf_input(cv, nd, x);
-        rt__tf_input(cv, nd, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/axes", h), RT_DT_INT64,
-                                              1, &k, axes));
+        int64_t k = na;
+        rt__tf_input(cv, nd, rt__tf_const_int(cv, rt__ox_printf(cv, "%s/axes", nd->name),
+                                              RT_DT_INT64, 1, &k, axes));
         rt__tf_attr_type(cv, nd, "T", X->dt);
         rt__ox_def_out(cv, n, 0, X->dt, r, od, nd->name);
         return MS_OK;

@@ -323,7 +323,7 @@ static int json_dtype_ok(rt_dtype dt) {
     case RT_DT_FLOAT: case RT_DT_DOUBLE: case RT_DT_INT32: case RT_DT_INT64: case RT_DT_INT16:
     case RT_DT_INT8: case RT_DT_UINT8: case RT_DT_UINT16: case RT_DT_UINT32: case RT_DT_UINT64:
     case RT_DT_BOOL: case RT_DT_HALF: case RT_DT_BFLOAT16: case RT_DT_STRING: return 1;
-    default: return 0;
+    default: return rt_dtype_is_lowp(dt); /* float8, int4 ...: their values as numbers */
     }
 }
 
