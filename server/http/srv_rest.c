@@ -118,6 +118,7 @@ struct srv_rest {
     int wake[2];      /* a byte here stops the acceptor */
     long long accept_lim; /* the acceptor leaves new clients queued past it */
     int acceptor_started;
+    int acceptor_wanted; /* 0: libmicrohttpd accepts (acceptor_start) */
     pthread_t acceptor;
 };
 
@@ -1991,6 +1992,13 @@ static void *acceptor_main(void *arg) {
  * either fails, libmicrohttpd keeps accepting (slower under a flood). */
 static void acceptor_start(srv_rest *r) {
     r->wake[0] = r->wake[1] = -1;
+    /* Off: with connections handed over by MHD_add_connection, libmicrohttpd
+     * 0.9.75's pool threads were seen deadlocked on each other's mutexes
+     * (each holding its own, in libmicrohttpd's code, none in ours) within
+     * seconds of 600 connections past --max_connections=100; every REST
+     * connection then hung. libmicrohttpd accepts again until that is
+     * understood (docs/security.md, "REST connections"). */
+    if (!r->acceptor_wanted) return;
     if (pipe2(r->wake, O_CLOEXEC) != 0) {
         MS_WARN("REST: no acceptor thread (pipe: %s): libmicrohttpd accepts", strerror(errno));
         r->wake[0] = r->wake[1] = -1;
@@ -2106,7 +2114,8 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     /* with the acceptor (below) it keeps to lim itself; libmicrohttpd's
      * limit is then only a backstop for the connections handed over but
      * not yet counted by libmicrohttpd's threads */
-    extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)(2 * lim), NULL};
+    intptr_t mhd_lim = (intptr_t)(r->acceptor_wanted ? 2 * lim : lim);
+    extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, mhd_lim, NULL};
     /* The listen queue as long as the kernel allows (net.core.somaxconn caps
      * it): a burst of new connections waits there for the acceptor instead
      * of having its SYNs dropped. */
