@@ -213,6 +213,7 @@ static void fuzz_table(const kn_kernel *table, unsigned seed, int rounds) {
             if (strcmp(k->op, "NonMaxSuppressionV4") == 0) nout = 2;
             if (strcmp(k->op, "NonMaxSuppressionV5") == 0) nout = 3;
             if (strcmp(k->op, "CombinedNonMaxSuppression") == 0) nout = 4;
+            if (strncmp(k->op, "Unique", 6) == 0) nout = strstr(k->op, "Counts") ? 3 : 2;
             if (strcmp(k->op, "CropAndResize") == 0 && it % 4) nin = 4;
             if ((table == kn_cpu_fft_kernels || table == kn_cpu_complex_kernels) && it % 8)
                 nin = strstr(k->op, "RFFT") || strcmp(k->op, "Complex") == 0 ? 2 : 1;

@@ -92,6 +92,7 @@ def main():
             env["DCMSERVE_PROFILE"] = v
         d = Daemon(["--model_name=demo", "--model_base_path=" + MODEL_BASE], env=env)
         try:
+            d.wait_health()  # the model loads after the port opens
             outs = []
             for _ in range(5):
                 resp = d.stub.Predict(dicom_request([blob], model="demo"), timeout=30)

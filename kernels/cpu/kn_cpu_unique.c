@@ -127,6 +127,8 @@ static ms_status uq_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
     int counts = strstr(node->op, "Counts") != NULL;
     ms_status st = kn__need_inputs(node, in, v2 ? 2 : 1);
     if (st != MS_OK) return st;
+    if (node->nout < (counts ? 3 : 2))
+        return KN_EINVAL(node, "has %d outputs, wants %d", node->nout, counts ? 3 : 2);
     const rt_tensor *x = in[0];
     rt_dtype it = kn_attr_type(node, "out_idx", RT_DT_INT32);
     if (it != RT_DT_INT32 && it != RT_DT_INT64)
@@ -201,6 +203,11 @@ static ms_status uq_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_te
     }
 done:
     kn__tmp_give(ctx, bytes, tab);
+    if (st != MS_OK) /* a kernel that fails leaves no outputs */
+        for (int k = 0; k < (counts ? 3 : 2); k++) {
+            rt_tensor_unref(out[k]);
+            out[k] = NULL;
+        }
     return st;
 }
 
