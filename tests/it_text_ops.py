@@ -154,6 +154,7 @@ def main():
         d = Daemon(["--model_name=text", "--model_base_path=" + base,
                     "--rest_api_port=%d" % rest])
         try:
+            d.wait_health()  # the model loads after the port opens
             req = pb.tfs.PredictRequest()
             req.model_spec.name = "text"
             for k, vals in (("text", TEXT), ("keys", KEYS)):
