@@ -32,6 +32,7 @@ def main():
     d = Daemon(["--model_name=hpt", "--model_base_path=" + HPT, "--rest_api_port=%d" % rest,
                 "--max_request_memory_bytes=67108864"])
     try:
+        d.wait_health()  # the model loads after the port opens
         code, body = post(rest, "/v1/models/nosuch:predict", b"{not json" + b"0," * 1000)
         check(code == 404 and b"nosuch" in body,
               "unknown model with a body that is not JSON: 404 before parsing (got %s %r)"
