@@ -13,7 +13,6 @@
  * the nested lists; sig_run validates everything else. */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <arpa/inet.h>
@@ -25,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -112,14 +110,7 @@ struct srv_rest {
     int qstop;                  /* srv_rest_stop: workers end once the queue is empty */
     pthread_t *workers;
     unsigned nworkers;
-    /* the listen socket, taken from libmicrohttpd (acceptor_main) */
-    int port;
-    int lfd;          /* -1: libmicrohttpd accepts itself */
-    int wake[2];      /* a byte here stops the acceptor */
-    long long accept_lim; /* the acceptor leaves new clients queued past it */
-    int acceptor_started;
-    int acceptor_wanted; /* 0: libmicrohttpd accepts (acceptor_start) */
-    pthread_t acceptor;
+    int port; /* the bound port (--rest_api_port=0: the kernel's choice) */
 };
 
 /* Per-request body accumulated by the access handler. */
@@ -1943,90 +1934,7 @@ static long long memory_limit(void) {
     return lim;
 }
 
-/* libmicrohttpd 0.9.75 accepts one connection per poll round of a thread,
- * and a round walks every connection that thread serves: thousands of new
- * connections at once took seconds to be accepted, the listen queue filled,
- * and a valid client's SYN was dropped (its connect waits 1 s, then 3 s).
- * This thread owns the listen socket (MHD_quiesce_daemon gave it up) and
- * takes every pending connection at once (accept4 until EAGAIN), handing
- * each to libmicrohttpd (MHD_add_connection queues it for one of its
- * threads and wakes that thread, which adds all it was given in its next
- * round). libmicrohttpd still binds and configures the socket. */
-static void *acceptor_main(void *arg) {
-    srv_rest *r = arg;
-    struct pollfd p[2] = {{.fd = r->lfd, .events = POLLIN}, {.fd = r->wake[0], .events = POLLIN}};
-    for (;;) {
-        /* Past accept_lim (cut connections not closed yet) new clients wait
-         * in the listen queue, as they did with libmicrohttpd accepting:
-         * handed over, its own limit would close them. Looked at again
-         * every 10 ms until there is room. */
-        const union MHD_DaemonInfo *ci =
-            MHD_get_daemon_info(r->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-        long long room = r->accept_lim - (ci ? (long long)ci->num_connections : 0);
-        p[0].events = room > 0 ? POLLIN : 0;
-        if (poll(p, 2, room > 0 ? -1 : 10) < 0 && errno != EINTR) break;
-        if (p[1].revents != 0) break;
-        while (room-- > 0) {
-            struct sockaddr_storage sa;
-            socklen_t sl = sizeof sa;
-            int fd = accept4(r->lfd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd >= 0) {
-                /* closes fd itself when it cannot take it (its own limit) */
-                (void)MHD_add_connection(r->d, fd, (struct sockaddr *)&sa, sl);
-                continue;
-            }
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                /* out of descriptors or memory: the connection stays queued
-                 * and the socket readable; wait instead of spinning */
-                struct timespec ts = {0, 10 * 1000000L};
-                nanosleep(&ts, NULL);
-            }
-            break;
-        }
-    }
-    return NULL;
-}
-
-/* Takes the listen socket from libmicrohttpd and starts acceptor_main; when
- * either fails, libmicrohttpd keeps accepting (slower under a flood). */
-static void acceptor_start(srv_rest *r) {
-    r->wake[0] = r->wake[1] = -1;
-    /* Off: with connections handed over by MHD_add_connection, libmicrohttpd
-     * 0.9.75's pool threads were seen deadlocked on each other's mutexes
-     * (each holding its own, in libmicrohttpd's code, none in ours) within
-     * seconds of 600 connections past --max_connections=100; every REST
-     * connection then hung. libmicrohttpd accepts again until that is
-     * understood (docs/security.md, "REST connections"). */
-    if (!r->acceptor_wanted) return;
-    if (pipe2(r->wake, O_CLOEXEC) != 0) {
-        MS_WARN("REST: no acceptor thread (pipe: %s): libmicrohttpd accepts", strerror(errno));
-        r->wake[0] = r->wake[1] = -1;
-        return;
-    }
-    r->lfd = MHD_quiesce_daemon(r->d);
-    if (r->lfd < 0) {
-        MS_WARN("REST: no acceptor thread (libmicrohttpd kept its listen socket)");
-        return;
-    }
-    r->acceptor_started = pthread_create(&r->acceptor, NULL, acceptor_main, r) == 0;
-    if (!r->acceptor_started) MS_WARN("REST: no acceptor thread: new connections are not taken");
-}
-
-static void acceptor_stop(srv_rest *r) {
-    if (r->acceptor_started) {
-        ssize_t w = write(r->wake[1], "x", 1);
-        (void)w;
-        pthread_join(r->acceptor, NULL);
-        r->acceptor_started = 0;
-    }
-}
-
 static void rest_free(srv_rest *r) {
-    /* libmicrohttpd is stopped: the socket it gave up is ours to close */
-    if (r->lfd >= 0) close(r->lfd);
-    if (r->wake[0] >= 0) close(r->wake[0]);
-    if (r->wake[1] >= 0) close(r->wake[1]);
     pthread_cond_destroy(&r->qcv);
     pthread_mutex_destroy(&r->qmu);
     pthread_cond_destroy(&r->cv);
@@ -2050,7 +1958,6 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     srv_rest *r = calloc(1, sizeof *r);
     if (r == NULL) return ms_errf(MS_ENOMEM, "out of memory");
     r->app = app;
-    r->lfd = r->wake[0] = r->wake[1] = -1;
     r->cors = o->cors;
     r->call_timeout_ms = o->call_timeout_ms;
     if (o->metrics_path) snprintf(r->metrics_path, sizeof r->metrics_path, "%s", o->metrics_path);
@@ -2110,15 +2017,10 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     /* Past lim new clients wait in the listen queue: above ours, with room
      * for the refused and the closing. */
     long long lim = (long long)r->max_conns + r->max_conns / 4 + 16 + threads;
-    r->accept_lim = lim;
-    /* with the acceptor (below) it keeps to lim itself; libmicrohttpd's
-     * limit is then only a backstop for the connections handed over but
-     * not yet counted by libmicrohttpd's threads */
-    intptr_t mhd_lim = (intptr_t)(r->acceptor_wanted ? 2 * lim : lim);
-    extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, mhd_lim, NULL};
+    extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)lim, NULL};
     /* The listen queue as long as the kernel allows (net.core.somaxconn caps
-     * it): a burst of new connections waits there for the acceptor instead
-     * of having its SYNs dropped. */
+     * it): a burst of new connections waits there to be accepted instead of
+     * having its SYNs dropped. */
     extra[ne++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 65535, NULL};
     /* --bind_address, as for gRPC: an IPv4 or IPv6 literal ([::1] too) or a
      * host name; libmicrohttpd binds all of IPv4 without it. */
@@ -2156,7 +2058,6 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     }
     const union MHD_DaemonInfo *pi = MHD_get_daemon_info(r->d, MHD_DAEMON_INFO_BIND_PORT);
     r->port = pi ? pi->port : 0;
-    acceptor_start(r);
     /* as many workers as libmicrohttpd threads: the calls that run at once
      * (--rest_api_num_threads), as before they left its threads */
     r->workers = calloc(threads, sizeof *r->workers);
@@ -2180,7 +2081,6 @@ int srv_rest_port(const srv_rest *r) {
 
 void srv_rest_stop(srv_rest *r) {
     if (r == NULL) return;
-    acceptor_stop(r); /* no new connections from here */
     workers_stop(r); /* later calls run on libmicrohttpd's threads */
     MHD_stop_daemon(r->d); /* closes every connection (on_connection frees them) */
     pthread_mutex_lock(&r->mu);
