@@ -7,6 +7,7 @@ stubs with channel.unary_unary / unary_stream, and starts the real daemon
 """
 import collections
 import os
+import random
 import resource
 import select
 import shutil
@@ -31,8 +32,14 @@ TWO_VERSIONS = os.path.join(MODELS, "saved_model_half_plus_two_2_versions")
 # Exit status of a skipped test (ctest's SKIP_RETURN_CODE in CMakeLists.txt).
 SKIP_RC = 77
 # How long a daemon may take to say where it listens, and then to become
-# SERVING, before its test fails with the tail of its log.
-START_TIMEOUT = 20.0
+# SERVING, before its test fails with the tail of its log. A limit for a
+# daemon that is stuck, not an expectation: on a loaded 2-core machine (ctest
+# -j2 beside busy loops, sanitizer builds) a start that takes 1 s alone can
+# take tens of seconds, and the wait ends as soon as the condition holds.
+START_TIMEOUT = 120.0
+# The same for any other condition a test waits for (a reload, a log line, a
+# drain): the limit after which the test gives up, never a bound it asserts.
+WAIT = START_TIMEOUT
 LOG_TAIL_LINES = 20
 
 
@@ -134,6 +141,29 @@ class Daemon:
         self.port = int(line.rsplit(":", 1)[1])
         self.channel = channel(self.port)
         self.stub = Stubs(self.channel)
+        rest = rest_port_of(args)
+        if rest:
+            self._wait_rest(rest, start_timeout)
+
+    def _wait_rest(self, rest, timeout):
+        """The daemon opens its REST port after printing the gRPC one: waits
+        until its log says REST listens (or why not), so that no test's first
+        REST call can find the port closed."""
+        end = time.monotonic() + timeout
+        while True:
+            log = self.log()
+            if "REST listening on" in log:
+                return
+            why = [ln for ln in log.splitlines() if "REST: " in ln]
+            if why or self.proc.poll() is not None or time.monotonic() > end:
+                hint = ""
+                if any("in use" in ln for ln in why):
+                    hint = (" (port %d was taken by another process after free_port() found it "
+                            "free)" % rest)
+                msg = "REST port %d did not open%s\n%s" % (rest, hint, self.log_tail())
+                self.close()
+                raise RuntimeError(msg)
+            time.sleep(0.02)
 
     def _first_line(self, timeout):
         """The daemon's first stdout line, or what came of it within timeout s."""
@@ -184,7 +214,7 @@ class Daemon:
         raise AssertionError("health of %r stayed %s, wanted %s, for %gs\n%s"
                              % (service, last, want, timeout, self.log_tail()))
 
-    def stop(self, sig=signal.SIGTERM, timeout=30):
+    def stop(self, sig=signal.SIGTERM, timeout=WAIT):
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
@@ -315,8 +345,46 @@ def hpt_grpc_predict(d, timeout=10):
     return list(d.stub.Predict(req, timeout=timeout).outputs["y"].float_val)
 
 
+def rest_port_of(args):
+    """The --rest_api_port in a daemon's args (either spelling), or 0."""
+    args = list(args)
+    for i, a in enumerate(args):
+        if a.startswith("--rest_api_port="):
+            v = a.split("=", 1)[1]
+        elif a == "--rest_api_port" and i + 1 < len(args):
+            v = args[i + 1]
+        else:
+            continue
+        return int(v) if v.isdigit() else 0
+    return 0
+
+
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+            return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    """A TCP port on 127.0.0.1 that was free a moment ago. Picked at random
+    below the kernel's ephemeral range: a port from bind(port 0) is one the
+    kernel also hands to the next client connection or --port=0 daemon of a
+    test running beside this one, and the daemon would then find it taken."""
+    lo, hi = _ephemeral_range()
+    span = (10000, lo - 1) if lo > 12000 else (hi + 1, 65535) if hi < 63000 else None
+    for _ in range(200 if span else 0):
+        p = random.randint(*span)
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", p))
+            return p
+        except OSError:
+            continue
+        finally:
+            s.close()
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     p = s.getsockname()[1]
