@@ -10,7 +10,6 @@ Expected values come from half_plus_two's definition y = 0.5 * x + 2
 import os
 import struct
 import sys
-import time
 
 import grpc
 import numpy as np
@@ -200,15 +199,15 @@ def main():
         resp = s.Predict(predict_req(), timeout=10)
         check(np.allclose(tensor_values(resp.outputs["y"]), Y.ravel()), "still serving after errors", d)
 
-        # --- unknown method: UNIMPLEMENTED at once, not at the deadline ---
+        # --- unknown method: UNIMPLEMENTED, not left to the deadline (which
+        # would end in DEADLINE_EXCEEDED: the code tells the two apart, with
+        # no bound on the time that a loaded machine could exceed) ---
         unk = d.channel.unary_unary("/tensorflow.serving.PredictionService/Nope")
-        t0 = time.time()
         try:
-            unk(b"", timeout=20)
+            unk(b"", timeout=120)
             raise AssertionError("unknown method succeeded")
         except grpc.RpcError as e:
             check(e.code() == grpc.StatusCode.UNIMPLEMENTED, "unknown method gave %s" % e.code(), d)
-        check(time.time() - t0 < 2.0, "UNIMPLEMENTED took %.2fs" % (time.time() - t0), d)
 
         # --- health service names ---
         H = pb.health
