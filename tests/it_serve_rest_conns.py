@@ -3,25 +3,29 @@
 
 1. 1,100 connections trickle a request line a byte at a time (more than
    libmicrohttpd's default limit of 1,020, which locked REST out): a valid
-   REST call and a gRPC call each answer within 5 s while they trickle, and
+   REST call and a gRPC call each answer while they trickle, and
    every trickler is cut once --rest_read_timeout_seconds=2 has passed
    without its headers.
 2. --max_connections=100 with 300 idle connections and 300 tricklers: a new
    valid REST call still gets through (the connection waiting longest is
-   closed to make room) within 5 s.
+   closed to make room).
 3. 1,100 clients that each send one byte and close: their sockets do not stay
    in CLOSE-WAIT (the server closes them at once, not after the idle
-   timeout), and REST answers within 5 s.
+   timeout), and REST answers.
 5. --max_connections=2 with two endless calls running (it_serve_rest_deadline's
    spinning model): a third connection is answered 503 naming the flag, and
    the two running calls' connections are not closed for it.
 6. --rest_api_num_threads=1 with an endless call running: a keep-alive
    connection served by the same libmicrohttpd thread, and a new one, still
-   get model status within 5 s (calls run on workers, their connections
+   get model status (calls run on workers, their connections
    suspended; before, the thread ran the call and served nobody else).
 4. SIGTERM with 300 idle, 300 half-closed (a partial request, then FIN) and
    100 keep-alive connections open, after 300 one-byte-then-close clients:
-   the process exits within the drain timeout (1 s) + 5 s.
+   the process exits within a minute (drain timeout 1 s; a drain that
+   waited for the connections would take the 300 s idle timeout).
+Every "answers" is a call with a generous deadline (ANSWER_S): the failures
+these phases catch are refused or never-answered calls, not slow ones, and a
+loaded machine must not fail them.
 """
 import http.client
 import json
@@ -34,13 +38,15 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import (HPT, Daemon, check, free_port, gen_protos,  # noqa: E402
+from serve_client import (HPT, WAIT, Daemon, check, free_port, gen_protos,  # noqa: E402
                           hpt_grpc_predict, hpt_rest_predict)
 from it_serve_rest_deadline import config, write_spin  # noqa: E402
 
 pb = gen_protos()
 MANY = 1100
 LINE = b"POST /v1/models/hpt:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n"
+# The deadline of a call that must be answered (see the docstring).
+ANSWER_S = 60.0
 
 
 def raise_fd_limit(need):
@@ -54,14 +60,14 @@ def start(rest, *extra):
     """The daemon, once its REST port answers (it opens after the gRPC one)."""
     d = Daemon(["--model_name=hpt", "--model_base_path=" + HPT, "--rest_api_port=%d" % rest]
                + list(extra))
-    end = time.monotonic() + 20
+    end = time.monotonic() + WAIT
     while True:
         try:
             if hpt_rest_predict(rest)[0] == 200:
                 return d
         except OSError:
             pass
-        check(time.monotonic() < end, "REST did not answer within 20 s of the start", d)
+        check(time.monotonic() < end, "REST did not answer within %g s of the start" % WAIT, d)
         time.sleep(0.1)
 
 
@@ -69,7 +75,7 @@ def start(rest, *extra):
 
 
 
-def answers_within(d, rest, what, seconds=5.0):
+def answers_within(d, rest, what, seconds=ANSWER_S):
     """A valid REST call and a gRPC call each answer within `seconds`."""
     t0 = time.monotonic()
     try:
@@ -184,13 +190,13 @@ def tricklers():
         try:
             answers_within(d, rest, "with %d connections trickling a request line" % MANY)
             cut = 0
-            while time.monotonic() < t0 + 2 + 15:
+            while time.monotonic() < t0 + 2 + WAIT:
                 cut = tr.closed_by_server()
                 if cut == MANY:
                     break
                 time.sleep(0.5)
-            check(cut == MANY, "tricklers cut by the server within 15 s of their 2 s: %d of %d"
-                  % (cut, MANY), d)
+            check(cut == MANY, "tricklers cut by the server within %g s of their 2 s: %d of %d"
+                  % (WAIT, cut, MANY), d)
         finally:
             tr.close()
         answers_within(d, rest, "after the tricklers")
@@ -221,13 +227,13 @@ def one_byte_clients():
     d = start(rest)
     try:
         one_byte_then_close(rest, MANY)
-        end = time.monotonic() + 5
+        end = time.monotonic() + WAIT
         n = close_wait(rest)
         while n > 10 and time.monotonic() < end:
             time.sleep(0.2)
             n = close_wait(rest)
         check(n <= 10, "%d clients sent one byte and closed: %d sockets still in CLOSE-WAIT "
-              "after 5 s" % (MANY, n), d)
+              "after %g s" % (MANY, n, WAIT), d)
         answers_within(d, rest, "after %d one-byte clients" % MANY)
     finally:
         d.close()
@@ -254,11 +260,11 @@ def sigterm_with_connections():
         t0 = time.monotonic()
         d.proc.send_signal(15)
         try:
-            d.proc.wait(timeout=30)
+            d.proc.wait(timeout=WAIT)
             took = time.monotonic() - t0
         except Exception:  # noqa: BLE001 - reported below
             took = None
-        check(took is not None and took < 1 + 5,
+        check(took is not None and took < 60,
               "SIGTERM with 700 idle, half-closed and keep-alive REST connections (and 300 "
               "closed ones): exited after "
               "%s s (drain timeout 1 s)" % (None if took is None else round(took, 1)), d)
@@ -281,7 +287,7 @@ def refused_when_all_run():
             % (len(body), body))
     running = []
     try:
-        end = time.monotonic() + 30
+        end = time.monotonic() + WAIT
         code, data = None, b""
         while time.monotonic() < end:
             running = [s for s in running if s.fileno() >= 0]
@@ -293,7 +299,7 @@ def refused_when_all_run():
                 except OSError:
                     time.sleep(0.2)
             try:
-                code, data = hpt_rest_predict(rest, 5)
+                code, data = hpt_rest_predict(rest, ANSWER_S)
             except OSError as e:
                 code, data = None, str(e).encode()
             if code == 503:
@@ -341,21 +347,21 @@ def long_call_blocks_nobody():
     spin = None
     keep = None
     try:
-        end = time.monotonic() + 30
+        end = time.monotonic() + WAIT
         while True:  # both models loaded
             try:
-                c = http.client.HTTPConnection("127.0.0.1", rest, timeout=5)
+                c = http.client.HTTPConnection("127.0.0.1", rest, timeout=ANSWER_S)
                 c.request("GET", "/v1/models/spin")
                 r = c.getresponse()
                 ready = r.status == 200 and b"AVAILABLE" in r.read()
                 c.close()
-                if ready and hpt_rest_predict(rest, 5)[0] == 200:
+                if ready and hpt_rest_predict(rest, ANSWER_S)[0] == 200:
                     break
             except OSError:
                 pass
-            check(time.monotonic() < end, "spin and hpt not available within 30 s", d)
+            check(time.monotonic() < end, "spin and hpt not available within %g s" % WAIT, d)
             time.sleep(0.2)
-        keep = http.client.HTTPConnection("127.0.0.1", rest, timeout=5)
+        keep = http.client.HTTPConnection("127.0.0.1", rest, timeout=ANSWER_S)
         keep.request("GET", "/v1/models/hpt")
         r = keep.getresponse()
         check(r.status == 200 and b"AVAILABLE" in r.read(), "keep-alive status answered", d)
@@ -371,7 +377,7 @@ def long_call_blocks_nobody():
         check(early is None, "the endless call runs (got %r)" % early, d)
         for what, conn in (("the keep-alive connection", keep),
                            ("a new connection",
-                            http.client.HTTPConnection("127.0.0.1", rest, timeout=5))):
+                            http.client.HTTPConnection("127.0.0.1", rest, timeout=ANSWER_S))):
             t0 = time.monotonic()
             try:
                 conn.request("GET", "/v1/models/hpt")
@@ -381,8 +387,8 @@ def long_call_blocks_nobody():
                 code, data = None, str(e).encode()
             check(code == 200 and b"AVAILABLE" in data,
                   "--rest_api_num_threads=1, an endless call running: %s gets model status "
-                  "within 5 s (got %s %r after %.1f s)"
-                  % (what, code, data[:200], time.monotonic() - t0), d)
+                  "within %g s (got %s %r after %.1f s)"
+                  % (what, ANSWER_S, code, data[:200], time.monotonic() - t0), d)
     finally:
         if keep is not None:
             keep.close()

@@ -20,7 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import Daemon, check, free_port, gen_protos  # noqa: E402
+from serve_client import WAIT, Daemon, check, free_port, gen_protos  # noqa: E402
 from it_serve_rest_deadline import config, wait_available, write_spin  # noqa: E402
 
 pb = gen_protos()
@@ -89,7 +89,7 @@ def start(cfg, rest, timeout_ms):
 def hpt_answers(d, rest):
     code, data = None, b""
     try:
-        code, data = post(rest, "/v1/models/hpt:predict", {"instances": [1.0]}, 10)
+        code, data = post(rest, "/v1/models/hpt:predict", {"instances": [1.0]}, 60)
     except (socket.timeout, OSError) as e:
         data = str(e).encode()
     check(code == 200 and json.loads(data)["predictions"] == [2.5],
@@ -101,7 +101,7 @@ def hpt_answers(d, rest):
     req.inputs["x"].tensor_shape.dim.add(size=1)
     req.inputs["x"].float_val.append(1.0)
     try:
-        got = list(d.stub.Predict(req, timeout=10).outputs["y"].float_val)
+        got = list(d.stub.Predict(req, timeout=60).outputs["y"].float_val)
     except Exception as e:  # noqa: BLE001 - reported below
         got = str(e)
     check(got == [2.5], "gRPC half_plus_two answers: %r" % (got,), d)
@@ -141,7 +141,7 @@ def main():
                     post(rest, path, body, 0.5)
                 except (socket.timeout, OSError):
                     pass  # the client gives up and closes its connection
-            end = time.monotonic() + 20
+            end = time.monotonic() + WAIT
             n = 0
             while time.monotonic() < end:
                 n = sum(1 for line in d.log().splitlines()
