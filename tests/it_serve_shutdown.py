@@ -26,10 +26,18 @@ import grpc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import DCMSERVE, HPT, Daemon, check, float_tensor, gen_protos  # noqa: E402
+from serve_client import DCMSERVE, HPT, WAIT, Daemon, check, float_tensor, gen_protos  # noqa: E402
 
 pb = gen_protos()
 H = pb.health.HealthCheckResponse
+
+
+def until(cond, timeout=WAIT):
+    """Waits for cond() (at most timeout s); its last value."""
+    end = time.monotonic() + timeout
+    while not cond() and time.monotonic() < end:
+        time.sleep(0.02)
+    return cond()
 
 
 def savedmodel_as_base():
@@ -37,7 +45,7 @@ def savedmodel_as_base():
     want = "is itself a SavedModel; put it in a numbered version folder, e.g. %s/1/" % sm
     d = Daemon(["--model_name=m", "--model_base_path=" + sm])
     try:
-        end = time.monotonic() + 10
+        end = time.monotonic() + WAIT
         while want not in d.log() and time.monotonic() < end:
             time.sleep(0.05)
         check(want in d.log(), "a SavedModel as base path is not named as such", d)
@@ -67,12 +75,13 @@ def main():
               "ModelService health", d)
         check(not d.stub.ServerReady(pb.ks.ServerReadyRequest(), timeout=5).ready, "ServerReady before model", d)
         check(d.stub.ServerLive(pb.ks.ServerLiveRequest(), timeout=5).live, "ServerLive", d)
-        check("no versions found" in d.log() or "cannot be read" in d.log(), "missing base path not logged", d)
+        check(until(lambda: "no versions found" in d.log() or "cannot be read" in d.log()),
+              "missing base path not logged", d)
         seen, unknown = [], []
 
         def watch(service, out):
             try:
-                for r in d.stub.Watch(pb.health.HealthCheckRequest(service=service), timeout=30):
+                for r in d.stub.Watch(pb.health.HealthCheckRequest(service=service), timeout=10 * WAIT):
                     out.append(r.status)
             except grpc.RpcError as e:
                 out.append("rpc:%s" % e.code())
@@ -81,13 +90,16 @@ def main():
                    threading.Thread(target=watch, args=("no.such.Service", unknown), daemon=True)]
         for t in threads:
             t.start()
-        time.sleep(0.3)
+        # Both watches have their first status before the model appears, and
+        # the SERVING one before SIGINT (conditions, not sleeps: a loaded
+        # machine can take longer than any fixed pause).
+        check(until(lambda: seen and unknown), "Watch sent no first status: %s %s" % (seen, unknown), d)
         shutil.copytree(os.path.join(HPT, "00000123"), os.path.join(base, "7"))
-        d.wait_health(H.SERVING, timeout=10)
-        time.sleep(0.3)
+        d.wait_health(H.SERVING)
+        check(until(lambda: H.SERVING in seen), "Watch never saw SERVING: %s" % seen, d)
         check(d.stop(signal.SIGINT) == 0, "SIGINT exit code", d)
         for t in threads:
-            t.join(timeout=10)
+            t.join(timeout=WAIT)
         check(seen[:2] == [H.NOT_SERVING, H.SERVING] and seen[-1] == H.NOT_SERVING,
               "Watch before/after the model appeared: %s" % seen, d)
         check(unknown and unknown[0] == H.SERVICE_UNKNOWN, "Watch of an unknown service: %s" % unknown, d)
@@ -126,7 +138,7 @@ def sigterm_scenario(tmp, attempt):
 
         def watcher():
             try:
-                for r in d.stub.Watch(pb.health.HealthCheckRequest(), timeout=60):
+                for r in d.stub.Watch(pb.health.HealthCheckRequest(), timeout=10 * WAIT):
                     watch_seen.append(r.status)
             except grpc.RpcError as e:
                 watch_seen.append("rpc:%s" % e.code())
@@ -183,11 +195,11 @@ def sigterm_scenario(tmp, attempt):
         time.sleep(0.02 + 0.013 * attempt)
         t_sig[0] = time.time()
         d.proc.send_signal(signal.SIGTERM)
-        rc = d.proc.wait(timeout=60)
+        rc = d.proc.wait(timeout=WAIT)
         stop.set()
         for t in threads:
-            t.join(timeout=30)
-        watch_done.wait(timeout=10)
+            t.join(timeout=WAIT)
+        watch_done.wait(timeout=WAIT)
         log = d.log()
         check(rc == 0, "exit code %d" % rc, d)
         oks = [r for r in results if r[0] == "ok"]
