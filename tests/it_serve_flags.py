@@ -36,8 +36,8 @@ import grpc  # noqa: E402
 import it_serve_rest  # noqa: E402
 from it_serve_rest import call, free_port, metrics, sample  # noqa: E402
 from it_serve_tls import make_ca, make_cert, read, write_ssl_config  # noqa: E402
-from serve_client import (DCMSERVE, HPT, Daemon, check, float_tensor, gen_protos,  # noqa: E402
-                          tensor_values)
+from serve_client import (DCMSERVE, HPT, WAIT, Daemon, check, float_tensor,  # noqa: E402
+                          gen_protos, tensor_values)
 
 pb = gen_protos()
 
@@ -185,7 +185,7 @@ def every_flag(tmp):
         check(sample(m1, ":tensorflow:serving:request_count_total", **tfs)
               == sample(m0, ":tensorflow:serving:request_count_total", **tfs) + 3, "request_count", d)
         # Requests: the first scrape, 2 Predict, 1 REST predict, the second scrape.
-        end = time.monotonic() + 5
+        end = time.monotonic() + WAIT
         while len(request_lines(d)) < n0 + 5 and time.monotonic() < end:
             time.sleep(0.02)
         time.sleep(0.3)
@@ -246,7 +246,7 @@ def tags():
     try:
         d.wait_health(2)  # NOT_SERVING: no MetaGraph has exactly {serve, gpu}
         # NOT_SERVING also holds while the load is still running: wait for its end.
-        end = time.monotonic() + 20
+        end = time.monotonic() + WAIT
         while "failed to load model hpt version 123" not in d.log() and time.monotonic() < end:
             time.sleep(0.05)
         check("failed to load model hpt version 123" in d.log(), "no load failure logged", d)

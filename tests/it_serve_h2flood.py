@@ -84,7 +84,7 @@ def predict_ok(d):
     try:
         r = pb.tfs.PredictRequest(model_spec=pb.tfs.ModelSpec(name="hpt"))
         r.inputs["x"].CopyFrom(float_tensor([1.0, 2.0, 5.0], [3, 1]))
-        got = tensor_values(Stubs(ch).Predict(r, timeout=30).outputs["y"])
+        got = tensor_values(Stubs(ch).Predict(r, timeout=60).outputs["y"])
         check(got == [2.5, 3.0, 4.5], "Predict during a flood gave %s" % got, d)
     finally:
         ch.close()

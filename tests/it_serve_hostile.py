@@ -19,8 +19,8 @@ import time
 import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import (DCMSERVE, HPT, Daemon, check, float_tensor, gen_protos,  # noqa: E402
-                          tensor_values)
+from serve_client import (DCMSERVE, HPT, WAIT, Daemon, check, float_tensor,  # noqa: E402
+                          gen_protos, tensor_values)
 
 pb = gen_protos()
 
@@ -103,7 +103,7 @@ def files():
                   "%s nesting bomb: rc=%d stderr=%r" % (what, p.returncode, p.stderr[-300:]))
         d = Daemon(["--model_name=bomb", "--model_base_path=" + os.path.join(t, "m")])
         try:
-            end = time.monotonic() + 20
+            end = time.monotonic() + WAIT
             while "nesting deeper than 100" not in d.log() and time.monotonic() < end:
                 time.sleep(0.1)
             check("nesting deeper than 100" in d.log(), "the daemon's load error should name the nesting", d)

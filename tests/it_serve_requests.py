@@ -27,7 +27,7 @@ import grpc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import (DCMSERVE, HPT, SRC, Daemon, check, float_tensor,  # noqa: E402
+from serve_client import (DCMSERVE, HPT, SRC, WAIT, Daemon, check, float_tensor,  # noqa: E402
                           gen_protos, tensor_values)
 
 pb = gen_protos()
@@ -133,7 +133,7 @@ def file_caps():
         for base, words in ((os.path.join(t, "m"), "not read"), (os.path.join(t, "w"), "larger than the limit")):
             d = Daemon(["--model_name=big", "--model_base_path=" + base])
             try:
-                end = time.monotonic() + 30
+                end = time.monotonic() + WAIT
                 while words not in d.log() and time.monotonic() < end and d.proc.poll() is None:
                     time.sleep(0.1)
                 check(words in d.log(), "the load should say %r" % words, d)

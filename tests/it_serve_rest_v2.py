@@ -34,7 +34,7 @@ import pydicom
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from it_serve_rest import DEMO, free_port, metrics, sample  # noqa: E402
-from serve_client import HPT, Daemon, check, gen_protos  # noqa: E402
+from serve_client import WAIT, HPT, Daemon, check, gen_protos  # noqa: E402
 
 CT = os.path.join(os.path.dirname(pydicom.__file__), "data", "test_files", "CT_small.dcm")
 
@@ -86,7 +86,7 @@ def request_lines(d):
     return out
 
 
-def wait_lines(d, n, timeout=5.0):
+def wait_lines(d, n, timeout=WAIT):
     """The request lines once there are at least n (log lines follow the reply)."""
     end = time.monotonic() + timeout
     while True:

@@ -33,8 +33,8 @@ import grpc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import (HPT, SRC, Daemon, check, dicom_request, float_tensor, free_port,  # noqa: E402
-                          gen_protos, shifted_dicoms, tensor_values)
+from serve_client import (HPT, SRC, WAIT, Daemon, check, dicom_request, float_tensor,  # noqa: E402
+                          free_port, gen_protos, shifted_dicoms, tensor_values)
 
 pb = gen_protos()
 DEMO = os.path.join(SRC, "models", "demo_ct")
@@ -363,7 +363,7 @@ def warmup(tmp):
         f.write(bytes(data))
     d = Daemon(["--model_name=hpt", "--model_base_path=" + base])
     try:
-        t_end = time.monotonic() + 30
+        t_end = time.monotonic() + WAIT
         while time.monotonic() < t_end and "failed to load model hpt" not in d.log():
             time.sleep(0.05)
         check("data CRC mismatch" in d.log() and "tf_serving_warmup_requests" in d.log(),

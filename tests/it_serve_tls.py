@@ -42,9 +42,9 @@ import grpc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import (HPT, SKIP_RC, Daemon, Stubs, answered_within, check,  # noqa: E402
-                          exhaust_fds, exhaustion_survived, fd_exhaustion_possible, float_tensor,
-                          gen_protos, tensor_values, free_port)
+from serve_client import (HPT, SKIP_RC, WAIT, Daemon, Stubs, answered_within, check,  # noqa: E402
+                          exhaust_fds, exhaustion_survived, fd_exhaustion_possible,
+                          float_tensor, free_port, gen_protos, tensor_values)
 
 pb = gen_protos()
 X = [1.0, 2.0, 5.0]
@@ -209,7 +209,7 @@ def main():
     dm = Daemon(["--model_name=hpt", "--model_base_path=" + HPT, "--ssl_config_file=" + cfg,
                  "--rest_api_port=%d" % rest])
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + WAIT
         while True:
             try:
                 got = grpc_predict(dm.port, d, "ca1")
@@ -231,7 +231,7 @@ def main():
         # --- 3. SIGHUP re-reads the certificates ---
         write_ssl_config(cfg, d, "server2.key", "server2.crt")
         dm.proc.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT
         while "TLS certificates re-read" not in dm.log():
             check(time.monotonic() < deadline, "SIGHUP: certificates not re-read", dm)
             time.sleep(0.1)
@@ -247,7 +247,7 @@ def main():
         with open(cfg, "w") as f:
             f.write("server_key: \"\"\n")
         dm.proc.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT
         while "TLS certificates not reloaded" not in dm.log():
             check(time.monotonic() < deadline, "SIGHUP with a broken file: no error logged", dm)
             time.sleep(0.1)
@@ -259,7 +259,7 @@ def main():
         write_ssl_config(cfg, d, "server1.crt", "server1.crt")
         n_err = dm.log().count("TLS certificates not reloaded")
         dm.proc.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT
         while dm.log().count("TLS certificates not reloaded") <= n_err:
             check(time.monotonic() < deadline, "SIGHUP with a bad key: no error logged", dm)
             time.sleep(0.1)
@@ -278,7 +278,7 @@ def main():
             "--admin_client_cn=admin-client"]
     dm = Daemon(args)
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + WAIT
         while True:
             try:
                 got = grpc_predict(dm.port, d, "ca1", client="client1")
@@ -301,7 +301,7 @@ def main():
         # SIGHUP with custom_ca now ca2: client certificates of ca2 pass, of ca1 fail.
         write_ssl_config(cfg, d, "server1.key", "server1.crt", ca="ca2.crt", verify=True)
         dm.proc.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT
         while "TLS certificates re-read" not in dm.log():
             check(time.monotonic() < deadline, "mTLS SIGHUP: certificates not re-read", dm)
             time.sleep(0.1)
@@ -326,7 +326,7 @@ def main():
     socks = []
     try:
         dm.channel.close()  # a plaintext channel to the TLS port would hold a connection
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + WAIT
         while True:
             try:
                 got = grpc_predict(dm.port, d, "ca1")
@@ -357,7 +357,7 @@ def main():
               "the daemon says the limit does not apply to TLS", dm)
         for x in socks[:2]:
             x.close()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT
         while True:
             try:
                 got = grpc_predict(dm.port, d, "ca1")
@@ -394,7 +394,7 @@ def main():
                     return Stubs(ch).HandleReloadConfigRequest(pb.tfs.ReloadConfigRequest(), timeout=10)
                 finally:
                     ch.close()
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + WAIT
             while True:
                 try:
                     r = reload_as("client1")

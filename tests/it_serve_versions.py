@@ -13,8 +13,8 @@ import time
 import grpc
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import (DCMSERVE, HPT, TWO_VERSIONS, Daemon, check, float_tensor,  # noqa: E402
-                          gen_protos, tensor_values)
+from serve_client import (DCMSERVE, HPT, TWO_VERSIONS, WAIT, Daemon, check,  # noqa: E402
+                          float_tensor, gen_protos, tensor_values)
 
 pb = gen_protos()
 AV = pb.tfs.ModelVersionStatus.AVAILABLE
@@ -52,7 +52,7 @@ def predict(d, name, version=None, label=None):
     return resp.model_spec.version.value
 
 
-def wait_for(pred, timeout=10.0):
+def wait_for(pred, timeout=WAIT):
     t0 = time.time()
     while time.time() - t0 < timeout:
         if pred():
@@ -180,7 +180,7 @@ def main():
         run_policies(d)
         with open(pbtxt, "w") as f:
             f.write("model_config_list { config { name: 'only' base_path: '%s' } }" % TWO_VERSIONS)
-        check(wait_for(lambda: available(d, "only") == [124], 5), "poll re-read: %s" % available(d, "only"), d)
+        check(wait_for(lambda: available(d, "only") == [124]), "poll re-read: %s" % available(d, "only"), d)
         check(d.stop() == 0, "exit code", d)
     finally:
         d.close()

@@ -46,8 +46,8 @@ import grpc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_client import (HPT, SRC, TWO_VERSIONS, Daemon, check, float_tensor, free_port,  # noqa: E402
-                          gen_protos)
+from serve_client import (HPT, SRC, TWO_VERSIONS, WAIT, Daemon, check, float_tensor,  # noqa: E402
+                          free_port, gen_protos)
 
 DEMO = os.path.join(SRC, "models", "demo_ct")
 SVC = "/inference.GRPCInferenceService/"
@@ -206,7 +206,7 @@ def check_config(d, pb, rport, name, policy):
     check(code == 200 and j["name"] == name, "REST versioned config %d %s" % (code, j), d)
 
 
-def wait_models(d, pb, names, timeout=20.0):
+def wait_models(d, pb, names, timeout=WAIT):
     end = time.monotonic() + timeout
     while not all(d.stub.ModelReady(pb.ks.ModelReadyRequest(name=n), timeout=5).ready for n in names):
         check(time.monotonic() < end and d.proc.poll() is None, "models %s not ready" % names, d)
