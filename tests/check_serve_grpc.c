@@ -275,15 +275,14 @@ START_TEST(test_unknown_method_and_bad_bytes) {
     start(hpt_base(base, sizeof(base)), "1");
     wait_serving();
     ut_reply r;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* UNIMPLEMENTED, not left to the deadline (that would be
+     * DEADLINE_EXCEEDED): the status tells the two apart, with no bound on
+     * the time that a loaded machine could exceed. */
     ck_assert_int_eq(ut_call(g_ch, "/tensorflow.serving.PredictionService/Nope",
-                             (const uint8_t *)"", 0, 20000, &r),
+                             (const uint8_t *)"", 0, 60000, &r),
                      0);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     ck_assert_int_eq(r.status, GRPC_STATUS_UNIMPLEMENTED);
     ck_assert_ptr_nonnull(strstr(r.details, "Nope"));
-    ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 3);
     ut_reply_free(&r);
     /* Bytes that are not a PredictRequest. */
     const uint8_t junk[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01};
@@ -367,8 +366,11 @@ START_TEST(test_thousand_requests_three_reloads) {
         ck_assert_msg(v > 0, "request %d failed with status %lld", i, (long long)-v);
         ck_assert_int_le(v, want);
         if (i % 250 == 249 && want > 1) {
-            /* Before the next copy, the current one must have taken over. */
-            for (int k = 0; k < 200 && predict(x, 3, 10000) != want; k++)
+            /* Before the next copy, the current one must have taken over
+             * (waited for up to UT_START_TIMEOUT_S: a load on a loaded
+             * machine can take seconds). */
+            double end = now_s() + UT_START_TIMEOUT_S;
+            while (predict(x, 3, 10000) != want && now_s() < end)
                 usleep(20000);
             ck_assert_int_eq(predict(x, 3, 10000), want);
         }
