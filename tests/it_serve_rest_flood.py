@@ -16,7 +16,12 @@ take over SLOW, and at most 15 % of the gRPC calls take over SLOW or fail,
 where SLOW is 1 s or 5 times the median probe without the flood (measured
 first over a round of its own), whichever is more: relative to the machine's
 speed at the time, so that a loaded machine does not fail it, while a probe
-queued behind the flood (seconds) still does. On the binary before, at a load average of 21 to 23 on 2 cores: 5
+queued behind the flood (seconds) still does. A measurement that misses a
+bound is repeated (3 attempts at most; one must hold every bound): a CPU hog
+beside the test comes and goes, the queueing behind the flood is there in
+every measurement (4 of
+22 probes over 1 s was seen once under two busy loops at a load of 14).
+On the binary before, at a load average of 21 to 23 on 2 cores: 5
 of 18 and 6 of 10 probes over 1 s; after: 0 of 53, 0 of 60, 1 of 48.
 """
 import os
@@ -30,6 +35,7 @@ from serve_client import check, free_port  # noqa: E402
 FLOOD = 6000
 LIMIT = 4000
 ROUNDS = 3
+ATTEMPTS = 3
 
 
 def flood(rest):
@@ -37,6 +43,35 @@ def flood(rest):
     split.time.sleep(1)
     for s in socks:
         s.close()
+
+
+def attempt(d, rest):
+    """One measurement (the probe alone, then ROUNDS floods): the list of
+    what failed, empty when every bound held."""
+    base = split.measure(rest, lambda r: split.time.sleep(3), 1)
+    res, ovf, load = split.measure(rest, flood, ROUNDS, grpc_port=d.port)
+    print(split.summary("alone", 1, *base))
+    print(split.summary("flood", ROUNDS, res, ovf, load))
+    took = [r[1] + r[2] for r in res]
+    alone = statistics.median(r[1] + r[2] for r in base[0])
+    slow_s = max(1.0, 5 * alone)
+    failed = [round(r[0], 2) for r in res if not r[3]]
+    gslow = [round(r[4], 2) for r in res if not r[5] or r[4] > slow_s]
+    slow = sum(t > slow_s for t in took)
+    checks = [
+        (len(res) >= ROUNDS, "the probe ran (%d probes)" % len(res)),
+        (not failed, "every probe answered 200 within 5 s during the floods (failed at %s s into "
+         "their round)" % failed),
+        (statistics.median(took) < slow_s,
+         "the median probe during %d floods of %d connections answers within %.2f s: %.2f s "
+         "(alone: %.3f s; load %.1f)" % (ROUNDS, FLOOD, slow_s, statistics.median(took), alone,
+                                          load)),
+        (len(gslow) <= 0.15 * len(res), "gRPC Predict during the floods: at most 15 %% over "
+         "%.2f s or failed: %s of %d" % (slow_s, gslow, len(res))),
+        (slow <= 0.15 * len(took), "at most 15 %% of the probes during the floods take over "
+         "%.2f s: %d of %d" % (slow_s, slow, len(took))),
+    ]
+    return [msg for ok, msg in checks if not ok]
 
 
 def main():
@@ -48,28 +83,17 @@ def main():
     rest = free_port()
     d = conns.start(rest, "--max_connections=%d" % LIMIT)
     try:
-        base = split.measure(rest, lambda r: split.time.sleep(3), 1)
-        res, ovf, load = split.measure(rest, flood, ROUNDS, grpc_port=d.port)
-        print(split.summary("alone", 1, *base))
-        print(split.summary("flood", ROUNDS, res, ovf, load))
-        took = [r[1] + r[2] for r in res]
-        alone = statistics.median(r[1] + r[2] for r in base[0])
-        slow_s = max(1.0, 5 * alone)
-        failed = [round(r[0], 2) for r in res if not r[3]]
-        gslow = [round(r[4], 2) for r in res if not r[5] or r[4] > slow_s]
-        check(len(res) >= ROUNDS, "the probe ran (%d probes)" % len(res), d)
-        check(not failed, "every probe answered 200 within 5 s during the floods (failed at %s "
-              "s into their round)" % failed, d)
-        check(statistics.median(took) < slow_s,
-              "the median probe during %d floods of %d connections answers within %.2f s: %.2f s "
-              "(alone: %.3f s; load %.1f)" % (ROUNDS, FLOOD, slow_s, statistics.median(took),
-                                              alone, load), d)
-        check(len(gslow) <= 0.15 * len(res), "gRPC Predict during the floods: at most 15 %% "
-              "over %.2f s or failed: %s of %d" % (slow_s, gslow, len(res)), d)
-        slow = sum(t > slow_s for t in took)
-        check(slow <= 0.15 * len(took), "at most 15 %% of the probes during the floods take over "
-              "%.2f s: %d of %d" % (slow_s, slow, len(took)), d)
-        check(d.proc.poll() is None, "the daemon is alive", d)
+        # A CPU hog beside the test slows the probes as much as the flood
+        # does; it comes and goes, while the queueing behind the flood is
+        # there in every measurement. So the measurement is
+        # repeated, ATTEMPTS times at most, until one holds every bound.
+        for k in range(ATTEMPTS):
+            fails = attempt(d, rest)
+            check(d.proc.poll() is None, "the daemon is alive", d)
+            if not fails:
+                break
+            print("attempt %d of %d: %s" % (k + 1, ATTEMPTS, "; ".join(fails)))
+        check(not fails, "in %d attempts: %s" % (ATTEMPTS, "; ".join(fails)), d)
     finally:
         d.close()
     print("it_serve_rest_flood: ok")
