@@ -19,8 +19,8 @@ speed at the time, so that a loaded machine does not fail it, while a probe
 queued behind the flood (seconds) still does. A measurement that misses a
 bound is repeated (3 attempts at most; one must hold every bound): a CPU hog
 beside the test comes and goes, the queueing behind the flood is there in
-every measurement (4 of
-22 probes over 1 s was seen once under two busy loops at a load of 14).
+every measurement (4 of 22 probes over 1 s was seen once under two busy
+loops at a load of 14).
 On the binary before, at a load average of 21 to 23 on 2 cores: 5
 of 18 and 6 of 10 probes over 1 s; after: 0 of 53, 0 of 60, 1 of 48.
 """
