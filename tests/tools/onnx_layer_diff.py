@@ -37,7 +37,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -46,6 +45,7 @@ import onnx
 from onnx import helper, numpy_helper, shape_inference
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import it_onnx_wild  # noqa: E402
 import ort_oracle  # noqa: E402
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -196,26 +196,12 @@ def eval_f64(model, inputs):
     return {o.name: val[o.name] for o in g.output if o.name in val and o.name in need}
 
 
-def dcmserve_run(exe, folder, inputs, work):
+def dcmserve_run(folder, inputs, work):
     """{output name: array} of `dcmserve run` on version folder `folder`."""
-    spec = []
-    for i, (name, arr) in enumerate(inputs.items()):
-        p = os.path.join(work, "in_%d.npy" % i)
-        np.save(p, arr)
-        spec.append("%s=%s" % (name, p))
-    outdir = os.path.join(work, "out")
-    shutil.rmtree(outdir, ignore_errors=True)
-    r = subprocess.run([exe, "run", "--dir", folder, "--inputs", ";".join(spec),
-                        "--outdir", outdir, "--overwrite"], capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("dcmserve run failed:\n" + r.stderr[-2000:])
-    return outdir
-
-
-def load_out(outdir, name):
-    # a name with '/' is written in sub-folders, as the output key says
-    p = os.path.join(outdir, name + ".npy")
-    return np.load(p) if os.path.isfile(p) else None
+    rc, err, outs = it_onnx_wild.run_model(folder, inputs, work)
+    if rc != 0:
+        sys.exit("dcmserve run failed:\n" + err[-2000:])
+    return outs
 
 
 def main():
@@ -225,6 +211,7 @@ def main():
     ap.add_argument("--f64", action="store_true", help="also against a float64 evaluation")
     ap.add_argument("--dcmserve", default=os.path.join(SRC, "build", "dcmserve"))
     a = ap.parse_args()
+    it_onnx_wild.DCMSERVE = a.dcmserve
     why = ort_oracle.available()
     if why:
         sys.exit(why)
@@ -254,12 +241,12 @@ def main():
         onnx.save(model, os.path.join(vdir, "model.onnx"))
         ort = {opt: ort_oracle.run(os.path.join(vdir, "model.onnx"), inputs, opt)
                for opt in ("all", "disabled")}
-        outdir = dcmserve_run(a.dcmserve, vdir, inputs, work)
+        outs = dcmserve_run(vdir, inputs, os.path.join(work, "layers"))
         print("%4s %-10s %-32s %9s | %-25s | %-25s | %-25s" % (
             "node", "op", "output (tail)", "max|ref|", "dcm-dis: diff rel outside",
             "all-dis", "dcm-all"))
         for o in sorted(added + own, key=lambda x: order.get(x, (1 << 30, ""))[0]):
-            got, r_all, r_dis = load_out(outdir, o), ort["all"].get(o), ort["disabled"].get(o)
+            got, r_all, r_dis = outs.get(o), ort["all"].get(o), ort["disabled"].get(o)
             if got is None or r_all is None or r_all.dtype != np.float32:
                 continue
             if got.shape != r_all.shape:
@@ -273,10 +260,10 @@ def main():
         # the model's own outputs, with ORT free to fuse everything
         plain = {opt: ort_oracle.run(os.path.join(a.folder, "model.onnx"), inputs, opt)
                  for opt in ("all", "disabled")}
-        plain_out = dcmserve_run(a.dcmserve, a.folder, inputs, work)
+        plain_out = dcmserve_run(a.folder, inputs, os.path.join(work, "plain"))
         print("unchanged model:")
         for o in own:
-            got, r_all, r_dis = load_out(plain_out, o), plain["all"][o], plain["disabled"][o]
+            got, r_all, r_dis = plain_out.get(o), plain["all"][o], plain["disabled"][o]
             if got is None or r_all.dtype != np.float32:
                 continue
             cols = [stats(got, r_dis), stats(r_all, r_dis), stats(got, r_all)]
@@ -286,7 +273,7 @@ def main():
             truth = eval_f64(onnx.load(os.path.join(a.folder, "model.onnx")), inputs)
             print("against float64 (diff, rel, outside the rule): ORT all | ORT disabled | dcm")
             for o, t in truth.items():
-                got = load_out(plain_out, o)
+                got = plain_out.get(o)
                 cols = [stats(plain["all"][o], t), stats(plain["disabled"][o], t)]
                 cols += [stats(got, t)] if got is not None else []
                 print("     %-10s %-32s %9.3g | %s" % ("output", o[-32:], float(np.abs(t).max()),
