@@ -227,6 +227,52 @@ START_TEST(conv_packed_isa_switch) {
 }
 END_TEST
 
+/* The direct NHWC kernel (constant filter, AVX2 / AVX-512) sums a window's
+ * depth in slices of 128, each from zero, the slices added in turn (as ONNX
+ * Runtime's MLAS does): a 1x1 conv over 384 channels must equal that sum bit
+ * for bit, and the data are such that one long chain gives another result. */
+START_TEST(conv_depth_slices) {
+    enum { W = 5, C = 384, OC = 32, SL = 128 };
+    const conv_case c = {1, 1, W, C, 1, 1, OC, 1, 1, 1, 1, "VALID", {0}};
+    const kn_kernel *fast = find(kn_cpu_fast_kernels, "Conv2D");
+    rt_tensor *in[2] = {rand_t(xshape(&c, 0)), rand_t(S(1, 1, C, OC))};
+    const float *x = in[0]->data, *f = in[1]->data;
+    float want[W * OC];
+    int chain_differs = 0;
+    for (int p = 0; p < W; p++)
+        for (int o = 0; o < OC; o++) {
+            float total = 0, part = 0, chain = 0;
+            for (int k = 0; k < C; k++) {
+                part = fmaf(x[p * C + k], f[k * OC + o], part);
+                chain = fmaf(x[p * C + k], f[k * OC + o], chain);
+                if ((k + 1) % SL == 0 || k + 1 == C) {
+                    total += part;
+                    part = 0;
+                }
+            }
+            want[p * OC + o] = total;
+            chain_differs += chain != total;
+        }
+    ck_assert_msg(chain_differs > 0, "the data do not tell the orders apart");
+    Tensorflow__NodeDef *d = conv_def("Conv2D", &c, 0);
+    int ran = 0;
+    for (int i = KN_GEMM_ISA_AVX2; i <= KN_GEMM_ISA_AVX512; i++) {
+        if (kn__gemm_set_isa((kn_gemm_isa)i) != MS_OK) continue;
+        rt_tensor *got = run_k(fast, d, in, 2, 2);
+        const float *g = got->data;
+        for (int e = 0; e < W * OC; e++)
+            ck_assert_msg(g[e] == want[e], "%s: element %d is %.9g, the 128-slice sum %.9g",
+                          kn__gemm_isa_name((kn_gemm_isa)i), e, g[e], want[e]);
+        rt_tensor_unref(got);
+        ran++;
+    }
+    kn__gemm_set_isa(KN_GEMM_ISA_AUTO);
+    if (ran == 0) printf("conv_depth_slices: no AVX2 on this CPU, the direct kernel is not used\n");
+    tu_node_free(d);
+    tu_unref(in, 2);
+}
+END_TEST
+
 START_TEST(depthwise_vs_reference) {
     kn_gemm_isa isa[3];
     int nisa = isas(isa);
@@ -675,6 +721,7 @@ static Suite *suite(void) {
     tcase_set_timeout(t, 300);
     tcase_add_test(t, conv_vs_reference);
     tcase_add_test(t, conv_packed_isa_switch);
+    tcase_add_test(t, conv_depth_slices);
     tcase_add_test(t, depthwise_vs_reference);
     tcase_add_test(t, deconv_vs_reference);
     suite_add_tcase(s, t);

@@ -107,9 +107,12 @@ def run_model(folder, inputs, work):
                        capture_output=True, text=True, timeout=900)
     outs = {}
     if r.returncode == 0 and os.path.isdir(outdir):
-        for f in os.listdir(outdir):
-            if f.endswith(".npy"):
-                outs[f[:-4]] = np.load(os.path.join(outdir, f))
+        # an output name with '/' is written in sub-folders
+        for top, _, files in os.walk(outdir):
+            for f in files:
+                if f.endswith(".npy"):
+                    p = os.path.join(top, f)
+                    outs[os.path.relpath(p, outdir)[:-4]] = np.load(p)
     return r.returncode, r.stderr, outs
 
 

@@ -34,10 +34,11 @@ def available():
     return ""
 
 
-def run(model_path, inputs):
-    """Runs model_path on {name: numpy array}; {output name: array}."""
+def run(model_path, inputs, opt="all"):
+    """Runs model_path on {name: numpy array} with ORT's graph optimisation
+    level opt ("all", "extended", "basic", "disabled"); {output name: array}."""
     with tempfile.TemporaryDirectory() as tmp:
-        spec = {"model": os.path.abspath(model_path), "inputs": [], "outdir": tmp}
+        spec = {"model": os.path.abspath(model_path), "inputs": [], "outdir": tmp, "opt": opt}
         for k, (name, arr) in enumerate(inputs.items()):
             p = os.path.join(tmp, "in%d.bin" % k)
             np.ascontiguousarray(arr).tofile(p)

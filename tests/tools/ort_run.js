@@ -4,7 +4,9 @@
 // "type"}]} with little-endian raw input files of ORT tensor type "type"
 // (float32 when absent: float32, float64, int32, int64, uint8, int8, bool);
 // stdout: {"outputs": [{"name", "dims", "type", "file"}]} with the outputs
-// written as raw files of that type in outdir.
+// written as raw files of that type in outdir. Optional "opt": ORT's
+// graphOptimizationLevel ('all' when absent; 'disabled', 'basic',
+// 'extended'), to tell ORT's own fusions from the operators' arithmetic.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -19,7 +21,7 @@ async function main() {
     const spec = JSON.parse(fs.readFileSync(0, 'utf8'));
     const sess = await ort.InferenceSession.create(spec.model, {
         intraOpNumThreads: 1,
-        graphOptimizationLevel: 'all',
+        graphOptimizationLevel: spec.opt || 'all',
     });
     const feeds = {};
     for (const i of spec.inputs) {
