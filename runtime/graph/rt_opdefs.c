@@ -218,7 +218,7 @@ static const opdef_entry builtin[] = {
     /* ONNX operators without a TF equivalent (kernels/cpu/kn_cpu_onnx.c). */
     {"OnnxGridSample", {"output"}, 0}, {"OnnxScatterND", {"output"}, 0},
     {"OnnxScatterElements", {"output"}, 0}, {"OnnxLpPool", {"output"}, 0},
-    {"OnnxGatherElements", {"output"}, 0}, {"OnnxDropout", {"output", "mask"}, 0},
+    {"OnnxGatherElements", {"output"}, 0},
     {"OnnxPool", {"output", "indices"}, 0},
     {"OnnxNonMaxSuppression", {"output"}, 0}, {"OnnxDFT", {"output"}, 0},
     {"OnnxCausalConvWithState", {"output", "present_state"}, 0},
