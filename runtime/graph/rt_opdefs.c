@@ -224,6 +224,8 @@ static const opdef_entry builtin[] = {
     {"OnnxCausalConvWithState", {"output", "present_state"}, 0},
     {"OnnxUnique", {"y", "indices", "inverse_indices", "counts"}, 0},
     {"OnnxDet", {"output"}, 0}, {"OnnxReverseSequence", {"output"}, 0},
+    {"OnnxRoiAlign", {"output"}, 0}, {"OnnxMaxUnpool", {"output"}, 0},
+    {"OnnxCol2Im", {"output"}, 0},
     /* ONNX string ops (kernels/cpu/kn_cpu_onnx_str.c). */
     {"OnnxStringConcat", {"output"}, 0}, {"OnnxStringSplit", {"y", "z"}, 0},
     {"OnnxStringNormalizer", {"output"}, 0},
