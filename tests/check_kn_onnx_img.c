@@ -1,5 +1,5 @@
 /* check_kn_onnx_img.c - our own ops for ONNX's image operators
- * (kernels/cpu/kn_cpu_onnx_img.c): OnnxRoiAlign, OnnxMaxUnpool, OnnxCol2Im,
+ * (kernels/cpu/kn_cpu_onnx_img.c): OnnxRoiAlign, OnnxMaxUnpool, OnnxCol2Im, OnnxDeformConv,
  * against values worked out by hand from the ONNX operator definitions
  * (comments give the arithmetic), with empty tensors and hostile sizes. */
 #include <check.h>
@@ -187,12 +187,67 @@ START_TEST(test_col2im) {
 }
 END_TEST
 
+static Tensorflow__NodeDef *dc_node(void) {
+    Tensorflow__NodeDef *d = tu_node_new("OnnxDeformConv", "dc");
+    tu_attr_ilist(d, "strides", 2, (int64_t[]){1, 1});
+    tu_attr_ilist(d, "pads", 4, (int64_t[]){0, 0, 0, 0});
+    tu_attr_ilist(d, "dilations", 2, (int64_t[]){1, 1});
+    tu_attr_i(d, "group", 1);
+    tu_attr_i(d, "offset_group", 1);
+    return d;
+}
+
+START_TEST(test_deform_conv) {
+    /* X f(y, x) = 1 + x + 2y on 2x2, a 1x1 kernel of weight 2. Offsets 0:
+     * 2 X. Offsets (dy 0, dx 0.5): samples 1.5, (x 1.5: half of pixel 2,
+     * the other half outside) 1, 3.5, 2, doubled 3, 2, 7, 4. With mask 0.5
+     * and bias 1: 2.5, 2, 4.5, 3. */
+    rt_tensor *none = NULL;
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &TU_SHAPE(0), &none), MS_OK);
+    rt_tensor *in[5] = {TU_F32(TU_SHAPE(1, 1, 2, 2), 1, 2, 3, 4), TU_F32(TU_SHAPE(1, 1, 1, 1), 2),
+                        TU_F32(TU_SHAPE(1, 2, 2, 2), 0, 0, 0, 0, 0, 0, 0, 0), none, none};
+    rt_tensor *o = tu_run1(dc_node(), in, 5);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 2, 2), 1e-6f, 2, 4, 6, 8);
+    rt_tensor_unref(o);
+    for (int i = 4; i < 8; i++)
+        ((float *)in[2]->data)[i] = 0.5f;
+    o = tu_run1(dc_node(), in, 5);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 2, 2), 1e-6f, 3, 2, 7, 4);
+    rt_tensor_unref(o);
+    in[3] = TU_F32(TU_SHAPE(1), 1);
+    in[4] = TU_F32(TU_SHAPE(1, 1, 2, 2), 0.5f, 0.5f, 0.5f, 0.5f);
+    o = tu_run1(dc_node(), in, 5);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 2, 2), 1e-6f, 2.5f, 2, 4.5f, 3);
+    rt_tensor_unref(o);
+    /* Offsets far outside or NaN sample zeros (only the bias remains). */
+    ((float *)in[2]->data)[0] = 1e30f, ((float *)in[2]->data)[1] = NAN;
+    o = tu_run1(dc_node(), in, 5);
+    TU_CHECK_F32(o, TU_SHAPE(1, 1, 2, 2), 1e-6f, 1, 1, 4.5f, 3);
+    rt_tensor_unref(o);
+    /* An offset of the wrong shape is refused naming the shapes. */
+    rt_tensor *bad[5] = {in[0], in[1], TU_F32(TU_SHAPE(1, 2, 1, 2), 0, 0, 0, 0), in[3], in[4]};
+    tu_run_fail(dc_node(), bad, 5, 1, MS_EINVAL, "do not fit");
+    rt_tensor_unref(bad[2]);
+    tu_unref(in, 5);
+    /* No images: an empty (0, 1, 2, 2) output. */
+    rt_tensor *e[5] = {NULL, TU_F32(TU_SHAPE(1, 1, 1, 1), 2), NULL, none, none};
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &TU_SHAPE(0, 1, 2, 2), &e[0]), MS_OK);
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &TU_SHAPE(0, 2, 2, 2), &e[2]), MS_OK);
+    o = tu_run1(dc_node(), e, 5);
+    tu_check_shape(o, RT_DT_FLOAT, TU_SHAPE(0, 1, 2, 2));
+    rt_tensor_unref(o);
+    tu_unref(e, 3);
+    rt_tensor_unref(none);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"roi_align", test_roi_align},
         {"roi_align_hostile", test_roi_align_hostile},
         {"max_unpool", test_max_unpool},
         {"col2im", test_col2im},
+        {"deform_conv", test_deform_conv},
     };
     return tu_suite_main("kn_onnx_img", cases, sizeof(cases) / sizeof(cases[0]));
 }

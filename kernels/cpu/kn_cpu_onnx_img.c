@@ -21,6 +21,10 @@
  *                  column's block added at its sliding-window position.
  *                  attrs dilations, pads (begin..., end...), strides (D each;
  *                  empty: 1s / 0s). ONNX Col2Im 18.
+ *   OnnxDeformConv X, W, offset, B, mask -> the 2-D convolution of X sampled
+ *                  (bilinear, zeros outside) at each tap's position moved by
+ *                  its offset, scaled by the mask (ONNX DeformConv 19-22);
+ *                  B and mask empty when absent.
  *
  * Sizes come at run time, so every one is checked here: a shape that does
  * not fit, an index out of range or work above KN_IMG_WORK_MAX fails the run
@@ -350,7 +354,104 @@ static ms_status col2im_compute(kn_ctx *ctx, const kn_node *node, void *state,
     return MS_OK;
 }
 
+/* ---- DeformConv ---- */
+
+/* X plane (h x w) at (y, x), bilinear with zeros outside (per corner). */
+static float dc_sample(const float *p, int64_t h, int64_t w, float y, float x) {
+    if (!(y > -1.0f && y < (float)h && x > -1.0f && x < (float)w)) return 0;
+    float fy = floorf(y), fx = floorf(x);
+    int64_t y0 = (int64_t)fy, x0 = (int64_t)fx;
+    float ly = y - fy, lx = x - fx, v = 0;
+    for (int dy = 0; dy < 2; dy++)
+        for (int dx = 0; dx < 2; dx++) {
+            int64_t yy = y0 + dy, xx = x0 + dx;
+            if (yy < 0 || yy >= h || xx < 0 || xx >= w) continue;
+            v += (dy ? ly : 1 - ly) * (dx ? lx : 1 - lx) * p[yy * w + xx];
+        }
+    return v;
+}
+
+/* X (N, C, H, W), W (M, C / group, kH, kW), offset (N, G * 2 * kH * kW, oH,
+ * oW), B (M), mask (N, G * kH * kW, oH, oW) (B and mask: any empty tensor
+ * for none) -> (N, M, oH, oW). attrs strides, pads (4), dilations, group,
+ * offset_group (G). */
+static ms_status deform_conv_compute(kn_ctx *ctx, const kn_node *node, void *state,
+                                     rt_tensor *const *in, rt_tensor **out) {
+    (void)state;
+    ms_status st = kn__need_inputs(node, in, 5);
+    if (st != MS_OK) return st;
+    const rt_tensor *X = in[0], *W = in[1], *O = in[2], *B = in[3], *M = in[4];
+    int ok = X->dtype == RT_DT_FLOAT && W->dtype == RT_DT_FLOAT && O->dtype == RT_DT_FLOAT &&
+             B->dtype == RT_DT_FLOAT && M->dtype == RT_DT_FLOAT && X->shape.rank == 4 &&
+             W->shape.rank == 4 && O->shape.rank == 4;
+    int64_t str[2] = {1, 1}, pad[4] = {0, 0, 0, 0}, dil[2] = {1, 1};
+    int64_t grp = kn_attr_i(node, "group", 1), og = kn_attr_i(node, "offset_group", 1);
+    ok = ok && kn_attr_ilist(node, "strides", str, 2) == 2 &&
+         kn_attr_ilist(node, "pads", pad, 4) == 4 && kn_attr_ilist(node, "dilations", dil, 2) == 2;
+    int64_t n = ok ? X->shape.dim[0] : 0, c = ok ? X->shape.dim[1] : 0, h = ok ? X->shape.dim[2] : 0,
+            w = ok ? X->shape.dim[3] : 0, m = ok ? W->shape.dim[0] : 0,
+            kh = ok ? W->shape.dim[2] : 0, kw = ok ? W->shape.dim[3] : 0, oh = 0, ow = 0;
+    for (int i = 0; ok && i < 2; i++)
+        ok = str[i] >= 1 && str[i] <= KN_IMG_WORK_MAX && dil[i] >= 1 &&
+             dil[i] <= KN_IMG_WORK_MAX && pad[i] >= 0 && pad[i] <= KN_IMG_WORK_MAX &&
+             pad[2 + i] >= 0 && pad[2 + i] <= KN_IMG_WORK_MAX;
+    ok = ok && grp >= 1 && og >= 1 && c % grp == 0 && c % og == 0 && m % grp == 0 &&
+         W->shape.dim[1] == c / grp && kh >= 1 && kw >= 1;
+    if (ok) {
+        int64_t sh = h + pad[0] + pad[2] - (dil[0] * (kh - 1) + 1);
+        int64_t sw = w + pad[1] + pad[3] - (dil[1] * (kw - 1) + 1);
+        oh = sh < 0 ? 0 : sh / str[0] + 1, ow = sw < 0 ? 0 : sw / str[1] + 1;
+        rt_shape os = {.rank = 4, .dim = {n, og * 2 * kh * kw, oh, ow}};
+        ok = rt_shape_equal(&O->shape, &os) && (B->nelem == 0 || (B->shape.rank == 1 &&
+                                                                 B->shape.dim[0] == m));
+        os.dim[1] = og * kh * kw;
+        ok = ok && (M->nelem == 0 || rt_shape_equal(&M->shape, &os));
+    }
+    if (!ok)
+        return KN_EINVAL(node,
+                         "X %s, W %s, offset %s, B %s, mask %s do not fit (want X (N, C, H, W), "
+                         "W (M, C/group, kH, kW), offset (N, offset_group*2*kH*kW, oH, oW), B "
+                         "(M), mask (N, offset_group*kH*kW, oH, oW)) or the attributes are out "
+                         "of range",
+                         kn__shp(&X->shape), kn__shp(&W->shape), kn__shp(&O->shape),
+                         kn__shp(&B->shape), kn__shp(&M->shape));
+    int64_t k = kh * kw, cg = c / grp, mg = m / grp;
+    /* multiply-adds: every output element sums C/group * k products */
+    int64_t outs = n * oh * ow; /* bounded by offset's size */
+    if (outs > 0 && m > 0 && (m > KN_IMG_WORK_MAX / outs || cg * k > KN_IMG_WORK_MAX / (outs * m)))
+        return KN_EINVAL(node, "the convolution is too large (more than 2^36 multiply-adds)");
+    rt_shape os = {.rank = 4, .dim = {n, m, oh, ow}};
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    const float *xd = X->data, *wd = W->data, *od = O->data, *bd = B->data, *md = M->data;
+    float *y = out[0]->data;
+    int64_t plane = oh * ow, cpo = c / og;
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t oc = 0; oc < m; oc++) {
+            int64_t g = oc / mg;
+            for (int64_t p = 0; p < plane; p++) {
+                int64_t py = p / ow, px = p % ow;
+                float acc = B->nelem ? bd[oc] : 0;
+                for (int64_t ci = 0; ci < cg; ci++) {
+                    int64_t ch = g * cg + ci, o = ch / cpo;
+                    const float *xp = xd + (b * c + ch) * h * w;
+                    for (int64_t t = 0; t < k; t++) {
+                        int64_t i = t / kw, j = t % kw;
+                        const float *off = od + ((b * og + o) * 2 * k + 2 * t) * plane + p;
+                        float yy = (float)(py * str[0] - pad[0] + i * dil[0]) + off[0];
+                        float xx = (float)(px * str[1] - pad[1] + j * dil[1]) + off[plane];
+                        float v = dc_sample(xp, h, w, yy, xx);
+                        if (M->nelem) v *= md[((b * og + o) * k + t) * plane + p];
+                        acc += v * wd[(oc * cg + ci) * k + t];
+                    }
+                }
+                y[(b * m + oc) * plane + p] = acc;
+            }
+        }
+    return MS_OK;
+}
+
 const kn_kernel kn_cpu_onnx_img_kernels[] = {
+    {.op = "OnnxDeformConv", .compute = deform_conv_compute},
     {.op = "OnnxRoiAlign", .compute = roi_align_compute},
     {.op = "OnnxMaxUnpool", .compute = max_unpool_compute},
     {.op = "OnnxCol2Im", .compute = col2im_compute},

@@ -225,7 +225,7 @@ static const opdef_entry builtin[] = {
     {"OnnxUnique", {"y", "indices", "inverse_indices", "counts"}, 0},
     {"OnnxDet", {"output"}, 0}, {"OnnxReverseSequence", {"output"}, 0},
     {"OnnxRoiAlign", {"output"}, 0}, {"OnnxMaxUnpool", {"output"}, 0},
-    {"OnnxCol2Im", {"output"}, 0},
+    {"OnnxCol2Im", {"output"}, 0}, {"OnnxDeformConv", {"output"}, 0},
     /* ONNX string ops (kernels/cpu/kn_cpu_onnx_str.c). */
     {"OnnxStringConcat", {"output"}, 0}, {"OnnxStringSplit", {"y", "z"}, 0},
     {"OnnxStringNormalizer", {"output"}, 0},

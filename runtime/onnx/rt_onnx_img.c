@@ -1,7 +1,7 @@
 /* rt_onnx_img.c - ONNX image ops converted to our own ops
  * (kernels/cpu/kn_cpu_onnx_img.c), where no TF op means what ONNX means:
  * RoiAlign (10-22) -> OnnxRoiAlign, MaxUnpool (9-22) -> OnnxMaxUnpool,
- * Col2Im (18) -> OnnxCol2Im. A SavedModel written with them runs in
+ * Col2Im (18) -> OnnxCol2Im, DeformConv (19, 22) -> OnnxDeformConv. A SavedModel written with them runs in
  * dcmserve only (docs/onnx.md).
  */
 #include <math.h>
@@ -178,9 +178,54 @@ static ms_status op_col2im(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* DeformConv (19, 22): 2-D; B and mask absent become empty constants. */
+static ms_status op_deform_conv(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *V[5];
+    const char *v[5], *h = rt__ox_hint_of(n);
+    ms_status st;
+    for (int i = 0; i < 5; i++) {
+        V[i] = rt__ox_in(cv, n, i);
+        if (V[i] == NULL && i >= 3) {
+            static const float unused = 0;
+            int64_t zero = 0;
+            v[i] = rt__tf_const_f32(cv, rt__ox_printf(cv, "%s/none%d", h, i), 1, &zero, &unused);
+            continue;
+        }
+        if ((st = rt__ox_need(cv, n, i, &V[i], &v[i])) != MS_OK) return st;
+        if (V[i]->dt != RT_DT_FLOAT)
+            return rt__ox_err(cv, MS_ENOTSUP, "input %d of %s is not supported (float only)", i,
+                              rt_dtype_name(V[i]->dt));
+    }
+    if (V[0]->rank != 4 || V[1]->rank != 4 || V[2]->rank != 4)
+        return rt__ox_err(cv, MS_ENOTSUP, "2-D only: X, W and offset must be 4-D");
+    int64_t k[2] = {V[1]->dim[2], V[1]->dim[3]}, s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0};
+    if ((rt__ox_attr(n, "kernel_shape") && (rt__ox_attr_ints(n, "kernel_shape", k, 2) != 2 ||
+                                            (V[1]->dim[2] >= 0 && k[0] != V[1]->dim[2]) ||
+                                            (V[1]->dim[3] >= 0 && k[1] != V[1]->dim[3]))) ||
+        (rt__ox_attr(n, "strides") && rt__ox_attr_ints(n, "strides", s, 2) != 2) ||
+        (rt__ox_attr(n, "dilations") && rt__ox_attr_ints(n, "dilations", d, 2) != 2) ||
+        (rt__ox_attr(n, "pads") && rt__ox_attr_ints(n, "pads", p, 4) != 4))
+        return rt__ox_err(cv, MS_EINVAL,
+                          "kernel_shape (W's), strides, dilations need 2 values, pads 4");
+    int64_t grp = rt__ox_attr_i(n, "group", 1), og = rt__ox_attr_i(n, "offset_group", 1);
+    if (grp < 1 || og < 1) return rt__ox_err(cv, MS_EINVAL, "group and offset_group must be >= 1");
+    Tensorflow__NodeDef *nd = rt__tf_node(cv, "OnnxDeformConv", h);
+    for (int i = 0; i < 5; i++)
+        rt__tf_input(cv, nd, v[i]);
+    rt__tf_attr_ilist(cv, nd, "strides", s, 2);
+    rt__tf_attr_ilist(cv, nd, "pads", p, 4);
+    rt__tf_attr_ilist(cv, nd, "dilations", d, 2);
+    rt__tf_attr_i(cv, nd, "group", grp);
+    rt__tf_attr_i(cv, nd, "offset_group", og);
+    int64_t od[4] = {V[0]->dim[0], V[1]->dim[0], V[2]->dim[2], V[2]->dim[3]};
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, 4, od, nd->name);
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } tab[] = {
     {"RoiAlign", op_roi_align}, {"MaxUnpool", op_max_unpool}, {"Col2Im", op_col2im},
+    {"DeformConv", op_deform_conv},
 };
 /* clang-format on */
 

@@ -123,6 +123,7 @@ static const ox_opdef ox_defs[] = {
     {"RoiAlign", {10, 16, 22}, {0}, "coordinate_transformation_mode mode output_height output_width sampling_ratio spatial_scale"},
     {"MaxUnpool", {9, 11, 22}, {0}, "kernel_shape pads strides"},
     {"Col2Im", {18}, {0}, "dilations pads strides"},
+    {"DeformConv", {19, 22}, {0}, "dilations group kernel_shape offset_group pads strides"},
     {"DFT", {17, 20}, {0}, "axis inverse onesided"},
     {"CausalConvWithState", {27}, {0}, "activation"},
     {"Unique", {11}, {0}, "axis sorted"},
