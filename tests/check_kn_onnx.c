@@ -1,5 +1,5 @@
 /* check_kn_onnx.c - our own ops for ONNX operators (kernels/cpu/kn_cpu_onnx.c):
- * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxGatherElements, OnnxDropout,
+ * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxGatherElements,
  * OnnxLpPool, OnnxPool,
  * OnnxNonMaxSuppression, OnnxDFT, OnnxCausalConvWithState, OnnxUnique, OnnxDet,
  * OnnxReverseSequence, against
@@ -212,31 +212,6 @@ START_TEST(test_gather_elements) {
     tu_run_fail(d, in, 2, 1, MS_EINVAL, "do not fit");
     rt_tensor_unref(in[1]);
     rt_tensor_unref(x);
-}
-END_TEST
-
-START_TEST(test_dropout) {
-    /* ratio 0 in training, or any ratio outside it: x and an all-true mask */
-    rt_tensor *in[3] = {TU_F32(TU_SHAPE(2), 1.5f, -2), TU_F32(TU_SCALAR, 0),
-                        tu_t(RT_DT_BOOL, TU_SCALAR, TU_NV(uint8_t, 1))};
-    rt_tensor *o[2] = {NULL, NULL};
-    Tensorflow__NodeDef *d = tu_node_new("OnnxDropout", "do");
-    ck_assert_int_eq(tu_run(d, in, 3, o, 2), MS_OK);
-    TU_CHECK_F32(o[0], TU_SHAPE(2), 0, 1.5f, -2);
-    TU_CHECK_INT(o[1], RT_DT_BOOL, TU_SHAPE(2), 1, 1);
-    tu_unref(o, 2);
-    tu_node_free(d);
-    ((float *)in[1]->data)[0] = 0.5f;
-    ((uint8_t *)in[2]->data)[0] = 0;
-    d = tu_node_new("OnnxDropout", "do");
-    ck_assert_int_eq(tu_run(d, in, 3, o, 2), MS_OK);
-    TU_CHECK_F32(o[0], TU_SHAPE(2), 0, 1.5f, -2);
-    tu_unref(o, 2);
-    tu_node_free(d);
-    /* training with ratio 0.5: a random mask, not supported */
-    ((uint8_t *)in[2]->data)[0] = 1;
-    tu_run_fail(tu_node_new("OnnxDropout", "do_rand"), in, 3, 2, MS_ENOTSUP, "random mask");
-    tu_unref(in, 3);
 }
 END_TEST
 
@@ -601,7 +576,6 @@ int main(void) {
         {"scatter_nd", test_scatter_nd},
         {"scatter_elements", test_scatter_elements},
         {"gather_elements", test_gather_elements},
-        {"dropout", test_dropout},
         {"lp_pool", test_lp_pool},
         {"pool", test_pool_dilated},
         {"nms", test_nms},

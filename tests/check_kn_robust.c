@@ -343,6 +343,12 @@ START_TEST(fuzz_fft) {
 }
 END_TEST
 
+/* Our own ops for ONNX's image operators (kn_cpu_onnx_img.c). */
+START_TEST(fuzz_onnx_img) {
+    fuzz_table(kn_cpu_onnx_img_kernels, 17u, 300);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kn_robust");
     TCase *tc = tcase_create("fuzz");
@@ -357,6 +363,7 @@ int main(void) {
     tcase_add_test(tc, fuzz_resize);
     tcase_add_test(tc, fuzz_text);
     tcase_add_test(tc, fuzz_fft);
+    tcase_add_test(tc, fuzz_onnx_img);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -160,7 +160,8 @@ def dicom_guards(tmp):
 
 def refusals(tmp):
     """Forms that would give a wrong answer are refused at import, naming what is missing:
-    a Resize coordinate mode of a later opset, Dropout in training mode, an attribute the
+    a Resize coordinate mode of a later opset, Dropout in training mode (a constant true, or
+    training_mode given at run time), an attribute the
     handler does not read, an op version the converter does not implement, LSTM / GRU
     activations with parameters."""
     from onnx import TensorProto, helper
@@ -209,6 +210,13 @@ def refusals(tmp):
                [rnn_w("w", 3, 4), rnn_w("r", 3, 2)], 14, [2, 1, 1, 2], (2, 1, 4)),
          ["gr", "GRU", "activations", "HardSigmoid"]),
     ]
+    # Dropout whose training_mode is a graph input: whether it draws a random mask is
+    # known only at run time, so the import refuses it.
+    rt_drop = model(helper.make_node("Dropout", ["x", "", "t"], ["y"], name="dt"), [], 13,
+                    [1, 1, 4, 4])
+    rt_drop.graph.input.append(helper.make_tensor_value_info("t", TensorProto.BOOL, []))
+    cases.append(("run-time training_mode", rt_drop,
+                  ["dt", "Dropout", "training_mode comes at run time"]))
     for what, m, words in cases:
         path = os.path.join(tmp, "refuse.onnx")
         onnx.save_model(m, path)

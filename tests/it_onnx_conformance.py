@@ -16,12 +16,12 @@ NaN), int4 / int2 exactly.
 
 Each test ends as one of
     pass     imported, ran, every output matched
-    refused  the import refused it (the message names what is missing), or the run
-             refused as not implemented a value only known then (Dropout's
-             run-time training_mode with a ratio above 0: a random mask)
+    refused  the import refused it (the message names what is missing)
+    run-refused  imported, and then the run refused it as not implemented: what
+             is missing must be refused at import, so this is a failure too
     wrong    imported, and then the run failed or an output differed
     crash    the worker died or hung on it
-The test FAILS on any wrong or crash, and when a test listed in
+The test FAILS on any run-refused, wrong or crash, and when a test listed in
 tests/data/onnx_conformance_pass.txt (the expected-pass list) does not pass.
 
 Options (for maintainers, not needed by ctest):
@@ -300,8 +300,8 @@ def run_one(worker, test, tmp):
         return "crash", ("worker exited with %s" % rc) if rc is not None else \
             "no answer within %d s" % TEST_TIMEOUT_S, Worker()
     kind, _, msg = ans.partition("\t")
-    if kind == "refused":
-        return "refused", msg, worker
+    if kind in ("refused", "run-refused"):
+        return kind, msg, worker
     if kind != "ok":
         return "wrong", msg, worker
     if want is None:  # imported, but its answer cannot be checked: counts against us
@@ -427,7 +427,8 @@ def write_doc(tests, results):
         "expected outputs by ONNX's rule (same shape and dtype; floats `rtol=1e-3, atol=1e-7`, NaN",
         "equal to NaN; integers, bools and strings exact). A test that does not pass is refused at",
         "import with a message naming what is missing; `make test` (test `it_onnx_conformance`)",
-        "fails on any wrong answer or crash and when a test of",
+        "fails on any refusal by the run instead of the import, wrong answer or crash and when a",
+        "test of",
         "`tests/data/onnx_conformance_pass.txt` stops passing.",
         "",
         "- All applicable tests (tensor inputs and outputs): **%d of %d pass** (%.1f %%)."
@@ -469,16 +470,16 @@ def main():
     for t in tests:
         st, msg = results[t[0]]
         counts[st] = counts.get(st, 0) + 1
-        if verbose or st in ("wrong", "crash"):
+        if verbose or st in ("run-refused", "wrong", "crash"):
             print("%-8s %s %s" % (st.upper(), t[0], msg))
     vis = [t for t in tests if len(t[4]) == 1 and t[4][0] in VISION_OPS]
     vpass = sum(1 for t in vis if results[t[0]][0] == "pass")
-    print("onnx conformance: %d of %d pass, %d refused, %d wrong, %d crash (%d tests with "
-          "sequence/optional values not counted); vision subset %d of %d; %.0f s"
+    print("onnx conformance: %d of %d pass, %d refused, %d run-refused, %d wrong, %d crash "
+          "(%d tests with sequence/optional values not counted); vision subset %d of %d; %.0f s"
           % (counts.get("pass", 0), len(tests), counts.get("refused", 0),
-             counts.get("wrong", 0), counts.get("crash", 0), other, vpass, len(vis),
-             time.time() - t0))
-    bad = counts.get("wrong", 0) + counts.get("crash", 0)
+             counts.get("run-refused", 0), counts.get("wrong", 0), counts.get("crash", 0),
+             other, vpass, len(vis), time.time() - t0))
+    bad = counts.get("run-refused", 0) + counts.get("wrong", 0) + counts.get("crash", 0)
     names = {t[0] for t in tests}
     lost = [n for n in read_pass_list() if (only is None or only in n) and
             (n not in names or results[n][0] != "pass")]
@@ -498,7 +499,8 @@ def main():
                 f.write(n + "\n")
         write_doc(tests, results)
     if bad or lost:
-        print("FAIL: %d wrong answers or crashes, %d expected passes lost" % (bad, len(lost)))
+        print("FAIL: %d refused at run time, wrong answers or crashes, %d expected passes lost"
+              % (bad, len(lost)))
         return 1
     print("ok")
     return 0

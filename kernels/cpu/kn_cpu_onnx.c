@@ -17,9 +17,6 @@
  *   OnnxScatterElements data, indices (int64, same rank), updates (indices'
  *                      shape) -> data with data[.., idx, ..] (on axis) set /
  *                      combined. attrs axis, reduction as above.
- *   OnnxDropout        x, ratio, training_mode (run-time scalars) -> x and an
- *                      all-true mask; training with a ratio above 0 (a random
- *                      mask) fails the run as not supported.
  *   OnnxGatherElements data, indices (int32 / int64, same rank, each dim but
  *                      axis's at most data's) -> data[.., idx, ..] (on axis),
  *                      the indices' shape. attr axis.
@@ -376,35 +373,6 @@ static ms_status scatter_elements_compute(kn_ctx *ctx, const kn_node *node, void
             if (++pos[i] < I->shape.dim[i]) break;
             pos[i] = 0;
         }
-    }
-    return MS_OK;
-}
-
-/* OnnxDropout: x, ratio (float / double scalar), training_mode (bool scalar)
- * known only at run time -> x and an all-true mask when that is what ONNX's
- * Dropout gives (training_mode false, or ratio 0); training with a ratio
- * above 0 draws a random mask, which is refused (MS_ENOTSUP). */
-static ms_status dropout_compute(kn_ctx *ctx, const kn_node *node, void *state,
-                                 rt_tensor *const *in, rt_tensor **out) {
-    (void)state;
-    ms_status st = kn__need_inputs(node, in, 3);
-    if (st != MS_OK) return st;
-    const rt_tensor *X = in[0], *R = in[1], *T = in[2];
-    if (!rt_dtype_is_pod(X->dtype) || R->nelem != 1 ||
-        (R->dtype != RT_DT_FLOAT && R->dtype != RT_DT_DOUBLE) || T->nelem != 1 ||
-        T->dtype != RT_DT_BOOL)
-        return KN_EINVAL(node, "want data, a float ratio and a bool training_mode scalar");
-    double ratio = R->dtype == RT_DT_FLOAT ? *(const float *)R->data : *(const double *)R->data;
-    if (*(const uint8_t *)T->data && ratio != 0)
-        return kn__errf(MS_ENOTSUP, node,
-                        "training_mode is true with ratio %g: Dropout would draw a random mask, "
-                        "which is not supported (ratio 0 or training_mode false only)",
-                        ratio);
-    if ((st = kn__output(ctx, node, 0, X->dtype, &X->shape, &out[0])) != MS_OK) return st;
-    if (X->nelem > 0) memcpy(out[0]->data, X->data, (size_t)X->nelem * rt_dtype_size(X->dtype));
-    if (node->nout > 1) {
-        if ((st = kn__output(ctx, node, 1, RT_DT_BOOL, &X->shape, &out[1])) != MS_OK) return st;
-        if (X->nelem > 0) memset(out[1]->data, 1, (size_t)X->nelem);
     }
     return MS_OK;
 }
@@ -1078,6 +1046,5 @@ const kn_kernel kn_cpu_onnx_kernels[] = {
     {.op = "OnnxScatterND", .compute = scatter_nd_compute},
     {.op = "OnnxScatterElements", .compute = scatter_elements_compute},
     {.op = "OnnxGatherElements", .compute = gather_elements_compute},
-    {.op = "OnnxDropout", .compute = dropout_compute},
     {.op = NULL},
 };

@@ -218,12 +218,14 @@ static const opdef_entry builtin[] = {
     /* ONNX operators without a TF equivalent (kernels/cpu/kn_cpu_onnx.c). */
     {"OnnxGridSample", {"output"}, 0}, {"OnnxScatterND", {"output"}, 0},
     {"OnnxScatterElements", {"output"}, 0}, {"OnnxLpPool", {"output"}, 0},
-    {"OnnxGatherElements", {"output"}, 0}, {"OnnxDropout", {"output", "mask"}, 0},
+    {"OnnxGatherElements", {"output"}, 0},
     {"OnnxPool", {"output", "indices"}, 0},
     {"OnnxNonMaxSuppression", {"output"}, 0}, {"OnnxDFT", {"output"}, 0},
     {"OnnxCausalConvWithState", {"output", "present_state"}, 0},
     {"OnnxUnique", {"y", "indices", "inverse_indices", "counts"}, 0},
     {"OnnxDet", {"output"}, 0}, {"OnnxReverseSequence", {"output"}, 0},
+    {"OnnxRoiAlign", {"output"}, 0}, {"OnnxMaxUnpool", {"output"}, 0},
+    {"OnnxCol2Im", {"output"}, 0}, {"OnnxDeformConv", {"output"}, 0},
     /* ONNX string ops (kernels/cpu/kn_cpu_onnx_str.c). */
     {"OnnxStringConcat", {"output"}, 0}, {"OnnxStringSplit", {"y", "z"}, 0},
     {"OnnxStringNormalizer", {"output"}, 0},

@@ -17,6 +17,7 @@ rt__ox_handler rt__ox_ext_handler(const char *op_type) {
         if (strcmp(ext[i].op, op_type) == 0) return ext[i].fn;
     rt__ox_handler h = rt__ox_misc_handler(op_type);
     if (h == NULL) h = rt__ox_scatter_handler(op_type);
+    if (h == NULL) h = rt__ox_img_handler(op_type);
     if (h == NULL) h = rt__ox_str_handler(op_type);
     if (h == NULL) h = rt__ox_rnn_handler(op_type);
     if (h == NULL) h = rt__ox_ctrl_handler(op_type);

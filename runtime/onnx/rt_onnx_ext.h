@@ -19,6 +19,9 @@ rt__ox_handler rt__ox_misc_handler(const char *op_type);
  * NonMaxSuppression, DFT, CausalConvWithState, Unique, Det, ReverseSequence
  * (rt_onnx_scatter.c: our own ops of kernels/cpu/kn_cpu_onnx.c), or NULL. */
 rt__ox_handler rt__ox_scatter_handler(const char *op_type);
+/* The handler of RoiAlign, MaxUnpool, Col2Im, DeformConv (rt_onnx_img.c: our own ops of
+ * kernels/cpu/kn_cpu_onnx_img.c), or NULL. */
+rt__ox_handler rt__ox_img_handler(const char *op_type);
 /* The handler of RNN, GRU, LSTM (rt_onnx_rnn.c: OnnxRNN), or NULL. */
 rt__ox_handler rt__ox_rnn_handler(const char *op_type);
 /* The handler of If, Loop, Scan (rt_onnx_ctrl.c: StatelessIf and

@@ -1318,31 +1318,6 @@ ms_status rt__ox_op_gather(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
-/* Dropout whose ratio or training_mode comes at run time: OnnxDropout (the
- * identity and an all-true mask, or a run-time refusal for a random mask). */
-static ms_status dropout_rt(rt__ox_conv *cv, const Onnx__NodeProto *n, rt__ox_value *X,
-                            const char *x, rt__ox_value *R, rt__ox_value *T) {
-    const char *h = rt__ox_hint_of(n), *r, *t;
-    ms_status st;
-    if (R != NULL && (R->rank != 0 || (R->dt != RT_DT_FLOAT && R->dt != RT_DT_DOUBLE)))
-        return rt__ox_err(cv, MS_ENOTSUP, "ratio must be a float or double scalar");
-    if (T->rank != 0 || T->dt != RT_DT_BOOL)
-        return rt__ox_err(cv, MS_EINVAL, "training_mode must be a bool scalar");
-    if (R == NULL)
-        r = rt__ox_scalar_f32(cv, rt__ox_printf(cv, "%s/ratio", h), 0.5f);
-    else if ((st = rt__ox_tf(cv, R, &r)) != MS_OK)
-        return st;
-    if ((st = rt__ox_tf(cv, T, &t)) != MS_OK) return st;
-    Tensorflow__NodeDef *nd = rt__tf_node(cv, "OnnxDropout", h);
-    rt__tf_input(cv, nd, x);
-    rt__tf_input(cv, nd, r);
-    rt__tf_input(cv, nd, t);
-    rt__ox_def_out(cv, n, 0, X->dt, X->rank, X->dim, rt__tf_out(cv, nd, 0));
-    if (n->n_output > 1 && n->output[1] && n->output[1][0])
-        rt__ox_def_out(cv, n, 1, RT_DT_BOOL, X->rank, X->dim, rt__tf_out(cv, nd, 1));
-    return MS_OK;
-}
-
 ms_status rt__ox_op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X = NULL;
     const char *x;
@@ -1350,20 +1325,35 @@ ms_status rt__ox_op_identity(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if ((st = rt__ox_need(cv, n, 0, &X, &x)) != MS_OK) return st;
     int dropout = strcmp(n->op_type, "Dropout") == 0;
     if (dropout) {
-        /* Opset 12+: with training_mode (input 2) known false, or the ratio
-         * (input 1) known 0, Dropout is the identity; with both constants
-         * otherwise it draws a random mask (refused); when either comes at
-         * run time, OnnxDropout decides there. */
+        /* Opset 12+: Dropout is the identity when training_mode (input 2)
+         * is absent or a constant false, or a constant true with a constant
+         * ratio (input 1) of 0. Training mode with a ratio above 0 draws a
+         * random mask, which is not implemented; whether a run-time
+         * training_mode or ratio asks for it is not known here, so those are
+         * refused too (at import, not by the run). */
         rt__ox_value *T = rt__ox_in(cv, n, 2), *R = rt__ox_in(cv, n, 1);
-        int ratio0 = R != NULL && R->f != NULL && rt__ox_nelem(R) == 1 && R->f[0] == 0.0f;
-        int t_known = T == NULL || (T->iv && rt__ox_is_const(T) && rt__ox_nelem(T) == 1);
-        int r_known = R == NULL || (R->f && rt__ox_nelem(R) == 1);
-        if (T != NULL && (!t_known || T->iv[0] != 0) && !ratio0) {
-            if (t_known && r_known)
+        int r_const = R != NULL && R->f && rt__ox_is_const(R) && rt__ox_nelem(R) == 1;
+        if (r_const && R->f[0] == 0.0f) T = NULL; /* ratio 0 keeps all in either mode */
+        if (T != NULL && !(T->iv && rt__ox_is_const(T) && rt__ox_nelem(T) == 1))
+            return rt__ox_err(cv, MS_ENOTSUP,
+                              "training_mode comes at run time; training-mode Dropout (a random "
+                              "mask) is not implemented; give training_mode as a constant false "
+                              "or drop the input");
+        if (T != NULL && T->iv[0] != 0) {
+            if (R == NULL)
                 return rt__ox_err(cv, MS_ENOTSUP,
-                                  "training_mode is true and ratio not 0: Dropout would draw a "
-                                  "random mask (training-mode dropout is not supported)");
-            return dropout_rt(cv, n, X, x, R, T);
+                                  "training_mode is true with the default ratio 0.5: "
+                                  "training-mode Dropout (a random mask) is not implemented");
+            if (!r_const)
+                return rt__ox_err(cv, MS_ENOTSUP,
+                                  "training_mode is true and ratio comes at run time; "
+                                  "training-mode Dropout (a random mask) is not implemented; "
+                                  "give ratio as a constant 0 or training_mode as false");
+            if (R->f[0] != 0.0f)
+                return rt__ox_err(cv, MS_ENOTSUP,
+                                  "training_mode is true with ratio %g: training-mode Dropout "
+                                  "(a random mask) is not implemented",
+                                  (double)R->f[0]);
         }
     }
     rt__ox_alias(cv, n, X);

@@ -14,8 +14,10 @@
  * uint8 values. One answer line per request,
  * flushed before the next is read:
  *     ok                     outputs written
- *     refused<TAB>MESSAGE    the import refused the model, or the run refused
- *                            (MS_ENOTSUP) a run-time value it does not implement
+ *     refused<TAB>MESSAGE    the import refused the model
+ *     run-refused<TAB>MESSAGE imported, then the run refused (MS_ENOTSUP) as not
+ *                            implemented: a refusal the import should have made
+ *                            (the runner counts it as a failure)
  *     error<TAB>MESSAGE      imported, then the load or the run failed
  * `onnx_conf_run --opsets` lists the opsets accepted per op instead.
  * A crash ends the process mid-request; the runner notices the missing answer
@@ -110,10 +112,9 @@ static void conf_one(kn_backend *be, char **f, int nf) {
     }
     ms_status rs = ok ? rt_model_run(m, feeds, nin, fetches, nout, NULL, 0, NULL, outs) : MS_OK;
     if (rs != MS_OK) {
-        /* A run-time input the import could not see asked for what is not
-         * implemented (Dropout's training_mode with ratio > 0): a refusal
-         * naming it, not a wrong answer. */
-        printf("%s\trun: %s\n", rs == MS_ENOTSUP ? "refused" : "error", one_line());
+        /* Not implemented, found only by the run: kept apart from import
+         * refusals, since what is missing must be refused at import. */
+        printf("%s\trun: %s\n", rs == MS_ENOTSUP ? "run-refused" : "error", one_line());
         ok = 0;
     }
     for (int i = 0; ok && i < nout; i++) {
