@@ -261,6 +261,7 @@ START_TEST(test_einsum_int) {
         }
         rt_tensor_unref(o);
     }
+    rt_tensor_unref(m);
     /* batch; the implicit output keeps only the labels seen once (ik), so
      * the batches' products are summed: A B + I B */
     rt_tensor *bb[2] = {TU_I64(TU_SHAPE(2, 2, 2), 1, 2, 3, 4, 1, 0, 0, 1),
