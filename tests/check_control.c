@@ -594,6 +594,50 @@ START_TEST(test_tensor_array_split_concat) {
 }
 END_TEST
 
+/* Split then Concat of a TensorArray inside a function body, as a TF1-style
+ * graph holds them: the body names their outputs by argument name
+ * (ta:handle, ta:flow, sp:flow_out, cc:value, cc:lengths), so the OpDef
+ * table's entries are needed; the concat gives back the split value. */
+START_TEST(test_tensor_array_graph) {
+    mgb b;
+    mgb_init(&b);
+    placeholder(&b, "x", RT_DT_FLOAT);
+    placeholder(&b, "lens", RT_DT_INT64);
+    Tensorflow__NodeDef *d = top(&b, node("call", "StatefulPartitionedCall", IN("x", "lens")));
+    rt_dtype tout[2] = {RT_DT_FLOAT, RT_DT_INT64};
+    attr_types(d, "Tout", 2, tout);
+    attr_func(d, "f", "ta_fn");
+    Tensorflow__FunctionDef *f = fn(&b, "ta_fn", 2, (const char *[]){"v", "l"}, 2,
+                                    (const char *[]){"value=cc:value:0", "lengths=cc:lengths:0"});
+    int32_t three = 3;
+    fconst(f, "size", RT_DT_INT32, &three);
+    d = body(f, node("ta", "TensorArrayV3", IN("size:output:0")));
+    attr_type(d, "dtype", RT_DT_FLOAT);
+    d = body(f, node("sp", "TensorArraySplitV3", IN("ta:handle:0", "v", "l", "ta:flow:0")));
+    attr_type(d, "T", RT_DT_FLOAT);
+    d = body(f, node("cc", "TensorArrayConcatV3", IN("ta:handle:0", "sp:flow_out:0")));
+    attr_type(d, "dtype", RT_DT_FLOAT);
+    rt_tensor *in[2] = {TU_F32(TU_SHAPE(3, 2), 1, 2, 3, 4, 5, 6), TU_I64(TU_SHAPE(3), 1, 2, 0)};
+    rt_tensor *out[2] = {0};
+    ms_status st = run_graph(&b, 2, (const char *[]){"x", "lens"}, in, 2,
+                             (const char *[]){"call:0", "call:1"}, out, NULL);
+    ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
+    TU_CHECK_F32(out[0], TU_SHAPE(3, 2), 0, 1, 2, 3, 4, 5, 6);
+    TU_CHECK_INT(out[1], RT_DT_INT64, TU_SHAPE(3), 1, 2, 0);
+    tu_unref(out, 2);
+    tu_unref(in, 2);
+    /* lengths that do not sum to the rows fail the run, naming the node */
+    in[0] = TU_F32(TU_SHAPE(2, 2), 1, 2, 3, 4);
+    in[1] = TU_I64(TU_SHAPE(3), 1, 2, 0);
+    st = run_graph(&b, 2, (const char *[]){"x", "lens"}, in, 2,
+                   (const char *[]){"call:0", "call:1"}, out, NULL);
+    ck_assert_int_eq(st, MS_EINVAL);
+    ck_assert_msg(strstr(ms_errmsg(), "call/sp") && strstr(ms_errmsg(), "lengths[1] = 2"), "%s", ms_errmsg());
+    tu_unref(in, 2);
+    arena_free();
+}
+END_TEST
+
 START_TEST(test_unreached_function) {
     /* A call whose function body names an output no op list knows (as TF
      * 2.2 saver functions do) does not fail the build; only a plan that
@@ -639,6 +683,7 @@ int main(void) {
         {"tensorlist_ops", test_tensorlist_ops}, {"unreached_function", test_unreached_function},
         {"tensor_array", test_tensor_array},
         {"tensor_array_split_concat", test_tensor_array_split_concat},
+        {"tensor_array_graph", test_tensor_array_graph},
         {"tensorlist_gather_scatter_resize", test_tensorlist_gather_scatter_resize},
     };
     return tu_suite_main("control", cases, sizeof cases / sizeof cases[0]);
