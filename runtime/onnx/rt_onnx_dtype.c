@@ -66,7 +66,7 @@ static const struct {
     {"Mod", TY_NUM},
     {"BitShift", B(RT_DT_UINT8) | B(RT_DT_UINT16) | B(RT_DT_UINT32) | B(RT_DT_UINT64)},
     {"BitCast", TY_NUM | B(RT_DT_BOOL)},
-    {"Einsum", B(RT_DT_FLOAT) | B(RT_DT_DOUBLE) | B(RT_DT_INT32) | B(RT_DT_INT64)},
+    {"Einsum", B(RT_DT_FLOAT) | B(RT_DT_DOUBLE)},
     {"BitwiseAnd", TY_INTS},
     {"BitwiseOr", TY_INTS},
     {"BitwiseXor", TY_INTS},

@@ -460,7 +460,7 @@ static int einsum_term(const char *t, size_t len, char *lab) {
     return n;
 }
 
-/* Einsum (12): TF's Einsum (float, double, int32, int64; one or two inputs), the equation
+/* Einsum (12): TF's Einsum (float, double; one or two inputs), the equation
  * without spaces; the output shape as numpy's einsum gives it (labels of
  * equal size, ellipsis axes broadcast). */
 static ms_status op_einsum(rt__ox_conv *cv, const Onnx__NodeProto *n) {
