@@ -280,6 +280,13 @@ START_TEST(test_einsum_int) {
     TU_CHECK_INT(o, RT_DT_INT32, TU_SHAPE(2, 3), 1, 2, 3, 3, 4, 7);
     rt_tensor_unref(o);
     tu_unref(el, 2);
+    /* 16 summed labels (rank 8 each, none kept): 3 * 5 */
+    rt_tensor *r8[2] = {TU_I32(TU_SHAPE(1, 1, 1, 1, 1, 1, 1, 1), 3),
+                        TU_I32(TU_SHAPE(1, 1, 1, 1, 1, 1, 1, 1), 5)};
+    o = tu_run1(eq_node("irank8", "abcdefgh,ijklmnop->"), r8, 2);
+    TU_CHECK_INT(o, RT_DT_INT32, TU_SCALAR, 15);
+    rt_tensor_unref(o);
+    tu_unref(r8, 2);
     /* wrapping: 65536 * 65536 = 2^32 is 0 in int32; INT32_MAX + 1 is INT32_MIN;
      * INT64_MAX * 2 is -2 in int64 */
     rt_tensor *w[2] = {TU_I32(TU_SHAPE(2), 65536, 3), TU_I32(TU_SHAPE(2), 65536, 1)};

@@ -326,7 +326,7 @@ static ms_status int_einsum(kn_ctx *ctx, const kn_node *node, rt_tensor *const *
                             const lview *v, const group *og, const int *in_out,
                             const int64_t *size, rt_tensor *out) {
     int i32 = out->dtype == RT_DT_INT32;
-    int64_t ost[2][RT_MAX_RANK] = {{0}}, rst[2][RT_MAX_RANK] = {{0}}, rdim[2 * RT_MAX_RANK];
+    int64_t ost[2][RT_MAX_RANK] = {{0}}, rst[2][2 * RT_MAX_RANK] = {{0}}, rdim[2 * RT_MAX_RANK];
     int nr = 0;
     for (int i = 0; i < og->n; i++)
         for (int k = 0; k < nin; k++) ost[k][i] = view_stride(&v[k], og->lab[i]);
