@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kn_cpu_backend.h"
+#include "ms_budget.h"
 #include "rt_exec.h"
 #include "rt_graph.h"
 #include "rt_model.h"
@@ -456,6 +457,187 @@ START_TEST(test_tensor_array) {
 }
 END_TEST
 
+/* A new TensorArrayV3 of `size` floats; dynamic_size as given, element_shape
+ * of `rank` dims (rank -1: no attr). out[0] the handle, out[1] the flow. */
+static void new_ta(const char *name, int32_t size, int dynamic, int rank, const int64_t *dims,
+                   rt_tensor **out) {
+    Tensorflow__NodeDef *d = tu_node_new("TensorArrayV3", name);
+    tu_attr_type(d, "dtype", RT_DT_FLOAT);
+    if (dynamic) tu_attr_b(d, "dynamic_size", 1);
+    if (rank >= 0) tu_attr_shape(d, "element_shape", rank, dims);
+    rt_tensor *sz = TU_I32(TU_SCALAR, size);
+    ck_assert_int_eq(tu_run(d, (rt_tensor *[]){sz}, 1, out, 2), MS_OK);
+    rt_tensor_unref(sz);
+    tu_node_free(d);
+}
+
+/* TF1 TensorArraySplitV3 / ConcatV3 (tf.TensorArray.split / .concat), values
+ * worked by hand. */
+START_TEST(test_tensor_array_split_concat) {
+    tu_prefer_table(rt_ops_tensorlist_kernels);
+    rt_tensor *ta[2] = {0}, *c[2] = {0};
+    new_ta("ta", 3, 0, -1, NULL, ta);
+    rt_tensor *h = ta[0], *flow = ta[1];
+    /* value 5x2 split as 2, 0, 3 rows: element 1 is empty */
+    rt_tensor *v = TU_F32(TU_SHAPE(5, 2), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
+    rt_tensor *lens = TU_I64(TU_SHAPE(3), 2, 0, 3);
+    rt_tensor *f1 = tu_run1(tu_node_new("TensorArraySplitV3", "split"),
+                            (rt_tensor *[]){h, v, lens, flow}, 4);
+    rt_tensor *i1 = TU_I32(TU_SCALAR, 1), *i2 = TU_I32(TU_SCALAR, 2);
+    rt_tensor *r2 = tu_run1(tu_node_new("TensorArrayReadV3", "r2"), (rt_tensor *[]){h, i2, f1}, 3);
+    TU_CHECK_F32(r2, TU_SHAPE(3, 2), 0, 5, 6, 7, 8, 9, 10);
+    rt_tensor *r1 = tu_run1(tu_node_new("TensorArrayReadV3", "r1"), (rt_tensor *[]){h, i1, f1}, 3);
+    ck_assert_int_eq(r1->shape.rank, 2);
+    ck_assert_int_eq(r1->shape.dim[0], 0);
+    ck_assert_int_eq(r1->shape.dim[1], 2);
+    Tensorflow__NodeDef *cd = tu_node_new("TensorArrayConcatV3", "concat");
+    tu_attr_type(cd, "dtype", RT_DT_FLOAT);
+    ck_assert_msg(tu_run(cd, (rt_tensor *[]){h, f1}, 2, c, 2) == MS_OK, "%s", ms_errmsg());
+    TU_CHECK_F32(c[0], TU_SHAPE(5, 2), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
+    TU_CHECK_INT(c[1], RT_DT_INT64, TU_SHAPE(3), 2, 0, 3);
+    tu_unref(c, 2);
+    /* element 1 rewritten with one row: the concat has 6 rows */
+    rt_tensor *row = TU_F32(TU_SHAPE(1, 2), 11, 12);
+    rt_tensor *f2 = tu_run1(tu_node_new("TensorArrayWriteV3", "w"), (rt_tensor *[]){h, i1, row, f1}, 4);
+    ck_assert_int_eq(tu_run(cd, (rt_tensor *[]){h, f2}, 2, c, 2), MS_OK);
+    TU_CHECK_F32(c[0], TU_SHAPE(6, 2), 0, 1, 2, 3, 4, 11, 12, 5, 6, 7, 8, 9, 10);
+    TU_CHECK_INT(c[1], RT_DT_INT64, TU_SHAPE(3), 2, 1, 3);
+    tu_unref(c, 2);
+    /* refused splits: lengths not summing to the rows, a negative length,
+     * too few lengths for a fixed-size array, a scalar value */
+    rt_tensor *bad_sum = TU_I64(TU_SHAPE(3), 2, 0, 2), *neg = TU_I64(TU_SHAPE(3), 2, -1, 4);
+    rt_tensor *huge = TU_I64(TU_SHAPE(3), 2, INT64_MAX, 3), *two = TU_I64(TU_SHAPE(2), 2, 3);
+    rt_tensor *scalar = TU_F32(TU_SCALAR, 1), *none = TU_I64(TU_SHAPE(1), 0);
+    tu_run_fail(tu_node_new("TensorArraySplitV3", "s_sum"), (rt_tensor *[]){h, v, bad_sum, f2}, 4, 1,
+                MS_EINVAL, "sum to 4");
+    tu_run_fail(tu_node_new("TensorArraySplitV3", "s_neg"), (rt_tensor *[]){h, v, neg, f2}, 4, 1,
+                MS_EINVAL, "lengths[1] = -1");
+    tu_run_fail(tu_node_new("TensorArraySplitV3", "s_huge"), (rt_tensor *[]){h, v, huge, f2}, 4, 1,
+                MS_EINVAL, "lengths[1]");
+    tu_run_fail(tu_node_new("TensorArraySplitV3", "s_two"), (rt_tensor *[]){h, v, two, f2}, 4, 1,
+                MS_EINVAL, "dynamic_size is false");
+    tu_run_fail(tu_node_new("TensorArraySplitV3", "s_scalar"), (rt_tensor *[]){h, scalar, none, f2},
+                4, 1, MS_EINVAL, "at least a vector");
+    tu_node_free(cd);
+
+    /* Known element shape [2, 2]: an element never written concatenates as zeros. */
+    rt_tensor *kn[2] = {0};
+    new_ta("known", 2, 0, 2, (const int64_t[]){2, 2}, kn);
+    rt_tensor *sq = TU_F32(TU_SHAPE(2, 2), 1, 2, 3, 4);
+    rt_tensor *f3 = tu_run1(tu_node_new("TensorArrayWriteV3", "kw"), (rt_tensor *[]){kn[0], i1, sq, kn[1]}, 4);
+    cd = tu_node_new("TensorArrayConcatV3", "kconcat");
+    ck_assert_int_eq(tu_run(cd, (rt_tensor *[]){kn[0], f3}, 2, c, 2), MS_OK);
+    tu_node_free(cd);
+    TU_CHECK_F32(c[0], TU_SHAPE(4, 2), 0, 0, 0, 0, 0, 1, 2, 3, 4);
+    TU_CHECK_INT(c[1], RT_DT_INT64, TU_SHAPE(2), 2, 2);
+    tu_unref(c, 2);
+
+    /* An empty array concatenates to [0, element_shape_except0...] when that
+     * is known, else it is refused. */
+    rt_tensor *em[2] = {0};
+    new_ta("empty", 0, 1, -1, NULL, em);
+    cd = tu_node_new("TensorArrayConcatV3", "econcat");
+    tu_attr_shape(cd, "element_shape_except0", 1, (const int64_t[]){3});
+    ck_assert_int_eq(tu_run(cd, (rt_tensor *[]){em[0], em[1]}, 2, c, 2), MS_OK);
+    tu_node_free(cd);
+    ck_assert_int_eq(c[0]->shape.rank, 2);
+    ck_assert_int_eq(c[0]->shape.dim[0], 0);
+    ck_assert_int_eq(c[0]->shape.dim[1], 3);
+    ck_assert_int_eq(c[1]->shape.rank, 1);
+    ck_assert_int_eq(c[1]->nelem, 0);
+    tu_unref(c, 2);
+    tu_run_fail(tu_node_new("TensorArrayConcatV3", "econcat2"), (rt_tensor *[]){em[0], em[1]}, 2, 2,
+                MS_EINVAL, "not fully known");
+    /* A dynamic array split into more elements than it has grows; elements
+     * that differ past the first dim cannot be concatenated; an unwritten
+     * element of unknown shape cannot either. */
+    rt_tensor *lens2 = TU_I64(TU_SHAPE(2), 1, 0), *one = TU_F32(TU_SHAPE(1, 2), 7, 8);
+    rt_tensor *f4 = tu_run1(tu_node_new("TensorArraySplitV3", "esplit"),
+                            (rt_tensor *[]){em[0], one, lens2, em[1]}, 4);
+    rt_tensor *esz = tu_run1(tu_node_new("TensorArraySizeV3", "esz"), (rt_tensor *[]){em[0], f4}, 2);
+    TU_CHECK_INT(esz, RT_DT_INT32, TU_SCALAR, 2);
+    rt_tensor *wide = TU_F32(TU_SHAPE(1, 3), 1, 2, 3);
+    rt_tensor *f5 = tu_run1(tu_node_new("TensorArrayWriteV3", "ew"), (rt_tensor *[]){em[0], i2, wide, f4}, 4);
+    tu_run_fail(tu_node_new("TensorArrayConcatV3", "differ"), (rt_tensor *[]){em[0], f5}, 2, 2,
+                MS_EINVAL, "differs from the others");
+    rt_tensor *gap[2] = {0};
+    new_ta("gap", 2, 0, -1, NULL, gap);
+    rt_tensor *f6 = tu_run1(tu_node_new("TensorArrayWriteV3", "gw"), (rt_tensor *[]){gap[0], i1, row, gap[1]}, 4);
+    tu_run_fail(tu_node_new("TensorArrayConcatV3", "unwritten"), (rt_tensor *[]){gap[0], f6}, 2, 2,
+                MS_EINVAL, "element 0 was never written");
+
+    /* Hostile element shape: two unwritten elements of [2^20, 2^20] floats
+     * (8 TiB) are refused by the request's memory budget, not allocated. */
+    rt_tensor *big[2] = {0};
+    new_ta("big", 2, 0, 2, (const int64_t[]){1 << 20, 1 << 20}, big);
+    const kn_kernel *k = NULL;
+    for (const kn_kernel *t = rt_ops_tensorlist_kernels; t->op; t++)
+        if (strcmp(t->op, "TensorArrayConcatV3") == 0) k = t;
+    ck_assert_ptr_nonnull(k);
+    cd = tu_node_new("TensorArrayConcatV3", "bigconcat");
+    kn_node node = {.name = "bigconcat", .op = "TensorArrayConcatV3", .def = cd,
+                    .attrs = &rt_nodedef_attrs, .nin = 2, .nout = 2};
+    ms_budget bud;
+    ms_budget_init(&bud, (uint64_t)1 << 20);
+    kn_ctx ctx = {.nthreads = 1, .budget = &bud};
+    ck_assert_int_eq(k->compute(&ctx, &node, NULL, (rt_tensor *[]){big[0], big[1]}, c), MS_ENOMEM);
+    ck_assert_msg(strstr(ms_errmsg(), "max_request_memory_bytes"), "%s", ms_errmsg());
+    ck_assert_ptr_null(c[0]);
+    ck_assert_uint_eq(atomic_load(&bud.used), 0);
+    tu_node_free(cd);
+
+    rt_tensor *all[] = {h, flow, v, lens, f1, i1, i2, r2, r1, row, f2, bad_sum, neg, huge, two,
+                        scalar, none, kn[0], kn[1], sq, f3, em[0], em[1], lens2, one, f4, esz,
+                        wide, f5, gap[0], gap[1], f6, big[0], big[1]};
+    tu_unref(all, (int)(sizeof all / sizeof all[0]));
+    tu_prefer_table(NULL);
+}
+END_TEST
+
+/* Split then Concat of a TensorArray inside a function body, as a TF1-style
+ * graph holds them: the body names their outputs by argument name
+ * (ta:handle, ta:flow, sp:flow_out, cc:value, cc:lengths), so the OpDef
+ * table's entries are needed; the concat gives back the split value. */
+START_TEST(test_tensor_array_graph) {
+    mgb b;
+    mgb_init(&b);
+    placeholder(&b, "x", RT_DT_FLOAT);
+    placeholder(&b, "lens", RT_DT_INT64);
+    Tensorflow__NodeDef *d = top(&b, node("call", "StatefulPartitionedCall", IN("x", "lens")));
+    rt_dtype tout[2] = {RT_DT_FLOAT, RT_DT_INT64};
+    attr_types(d, "Tout", 2, tout);
+    attr_func(d, "f", "ta_fn");
+    Tensorflow__FunctionDef *f = fn(&b, "ta_fn", 2, (const char *[]){"v", "l"}, 2,
+                                    (const char *[]){"value=cc:value:0", "lengths=cc:lengths:0"});
+    int32_t three = 3;
+    fconst(f, "size", RT_DT_INT32, &three);
+    d = body(f, node("ta", "TensorArrayV3", IN("size:output:0")));
+    attr_type(d, "dtype", RT_DT_FLOAT);
+    d = body(f, node("sp", "TensorArraySplitV3", IN("ta:handle:0", "v", "l", "ta:flow:0")));
+    attr_type(d, "T", RT_DT_FLOAT);
+    d = body(f, node("cc", "TensorArrayConcatV3", IN("ta:handle:0", "sp:flow_out:0")));
+    attr_type(d, "dtype", RT_DT_FLOAT);
+    rt_tensor *in[2] = {TU_F32(TU_SHAPE(3, 2), 1, 2, 3, 4, 5, 6), TU_I64(TU_SHAPE(3), 1, 2, 0)};
+    rt_tensor *out[2] = {0};
+    ms_status st = run_graph(&b, 2, (const char *[]){"x", "lens"}, in, 2,
+                             (const char *[]){"call:0", "call:1"}, out, NULL);
+    ck_assert_msg(st == MS_OK, "%s", ms_errmsg());
+    TU_CHECK_F32(out[0], TU_SHAPE(3, 2), 0, 1, 2, 3, 4, 5, 6);
+    TU_CHECK_INT(out[1], RT_DT_INT64, TU_SHAPE(3), 1, 2, 0);
+    tu_unref(out, 2);
+    tu_unref(in, 2);
+    /* lengths that do not sum to the rows fail the run, naming the node */
+    in[0] = TU_F32(TU_SHAPE(2, 2), 1, 2, 3, 4);
+    in[1] = TU_I64(TU_SHAPE(3), 1, 2, 0);
+    st = run_graph(&b, 2, (const char *[]){"x", "lens"}, in, 2,
+                   (const char *[]){"call:0", "call:1"}, out, NULL);
+    ck_assert_int_eq(st, MS_EINVAL);
+    ck_assert_msg(strstr(ms_errmsg(), "call/sp") && strstr(ms_errmsg(), "lengths[1] = 2"), "%s", ms_errmsg());
+    tu_unref(in, 2);
+    arena_free();
+}
+END_TEST
+
 START_TEST(test_unreached_function) {
     /* A call whose function body names an output no op list knows (as TF
      * 2.2 saver functions do) does not fail the build; only a plan that
@@ -500,6 +682,8 @@ int main(void) {
         {"tf1_loop_refused", test_tf1_loop_refused}, {"tensorlist_loop", test_tensorlist_loop},
         {"tensorlist_ops", test_tensorlist_ops}, {"unreached_function", test_unreached_function},
         {"tensor_array", test_tensor_array},
+        {"tensor_array_split_concat", test_tensor_array_split_concat},
+        {"tensor_array_graph", test_tensor_array_graph},
         {"tensorlist_gather_scatter_resize", test_tensorlist_gather_scatter_resize},
     };
     return tu_suite_main("control", cases, sizeof cases / sizeof cases[0]);

@@ -7,8 +7,14 @@
  * checked against plain nested loops written out for each equation here. */
 #include <check.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "kn_cpu_backend.h"
+#include "kn_ctx.h"
+#include "rt_graph.h"
 #include "util_node.h"
 
 static Tensorflow__NodeDef *eq_node(const char *name, const char *eq) {
@@ -215,9 +221,133 @@ START_TEST(test_einsum_double_and_errors) {
     tu_run_fail(eq_node("dup_out", "ij,jk->ii"), ok, 2, 1, MS_EINVAL, "more than once");
     tu_run_fail(eq_node("three", "ij,jk,kl->il"), ok, 2, 1, MS_EINVAL, "1 or 2 inputs");
     tu_unref(ok, 2);
-    rt_tensor *ints[2] = {TU_I32(TU_SHAPE(1), 1), TU_I32(TU_SHAPE(1), 2)};
-    tu_run_fail(eq_node("int", "i,i->"), ints, 2, 1, MS_ENOTSUP, "not supported");
-    tu_unref(ints, 2);
+    rt_tensor *bytes[2] = {TU_U8(TU_SHAPE(1), 1), TU_U8(TU_SHAPE(1), 2)};
+    tu_run_fail(eq_node("uint8", "i,i->"), bytes, 2, 1, MS_ENOTSUP, "not supported");
+    tu_unref(bytes, 2);
+    rt_tensor *mixed[2] = {TU_I32(TU_SHAPE(1), 1), TU_I64(TU_SHAPE(1), 2)};
+    tu_run_fail(eq_node("mixed", "i,i->"), mixed, 2, 1, MS_EINVAL, "different dtypes");
+    tu_unref(mixed, 2);
+}
+END_TEST
+
+/* Integer Einsum (TensorFlow's CPU kernel takes int32 and int64): the float
+ * cases above by hand, two's-complement wrapping, empty and broadcast
+ * shapes, cancellation. */
+START_TEST(test_einsum_int) {
+    rt_tensor *ab[2] = {TU_I32(TU_SHAPE(2, 2), 1, 2, 3, 4), TU_I32(TU_SHAPE(2, 2), 5, 6, 7, 8)};
+    rt_tensor *o = tu_run1(eq_node("imm", "ij,jk->ik"), ab, 2);
+    TU_CHECK_INT(o, RT_DT_INT32, TU_SHAPE(2, 2), 19, 22, 43, 50);
+    rt_tensor_unref(o);
+    o = tu_run1(eq_node("imm_bt_out_t", "ij,kj->ki"), ab, 2); /* (A B^T)^T */
+    TU_CHECK_INT(o, RT_DT_INT32, TU_SHAPE(2, 2), 17, 39, 23, 53);
+    rt_tensor_unref(o);
+    rt_tensor *vec = TU_I32(TU_SHAPE(2), 10, 20);
+    o = tu_run1(eq_node("irowsum", "ij,k->ik"), (rt_tensor *[]){ab[0], vec}, 2);
+    tu_unref(ab, 2);
+    rt_tensor_unref(vec);
+    TU_CHECK_INT(o, RT_DT_INT32, TU_SHAPE(2, 2), 30, 60, 70, 140); /* row sums of A times b */
+    rt_tensor_unref(o);
+    rt_tensor *m = TU_I64(TU_SHAPE(2, 2), 1, 2, 3, 4);
+    const char *eqs[] = {"ii->i", "ii", "ij->ji", "ij->j"};
+    for (int i = 0; i < 4; i++) {
+        Tensorflow__NodeDef *d = tu_node_new("Einsum", "ione");
+        tu_attr_s(d, "equation", eqs[i]);
+        o = tu_run1(d, &m, 1);
+        switch (i) {
+        case 0: TU_CHECK_INT(o, RT_DT_INT64, TU_SHAPE(2), 1, 4); break;
+        case 1: TU_CHECK_INT(o, RT_DT_INT64, TU_SCALAR, 5); break;
+        case 2: TU_CHECK_INT(o, RT_DT_INT64, TU_SHAPE(2, 2), 1, 3, 2, 4); break;
+        default: TU_CHECK_INT(o, RT_DT_INT64, TU_SHAPE(2), 4, 6); break;
+        }
+        rt_tensor_unref(o);
+    }
+    rt_tensor_unref(m);
+    /* batch; the implicit output keeps only the labels seen once (ik), so
+     * the batches' products are summed: A B + I B */
+    rt_tensor *bb[2] = {TU_I64(TU_SHAPE(2, 2, 2), 1, 2, 3, 4, 1, 0, 0, 1),
+                        TU_I64(TU_SHAPE(2, 2, 2), 5, 6, 7, 8, 5, 6, 7, 8)};
+    o = tu_run1(eq_node("ibmm", "bij,bjk->bik"), bb, 2);
+    TU_CHECK_INT(o, RT_DT_INT64, TU_SHAPE(2, 2, 2), 19, 22, 43, 50, 5, 6, 7, 8);
+    rt_tensor_unref(o);
+    o = tu_run1(eq_node("ibmm_implicit", "bij,bjk"), bb, 2);
+    TU_CHECK_INT(o, RT_DT_INT64, TU_SHAPE(2, 2), 24, 28, 50, 58);
+    rt_tensor_unref(o);
+    tu_unref(bb, 2);
+    /* ellipsis [2, 1] x [3] broadcast to [2, 3]: out[p, q] = lhs[p] . rhs[q] */
+    rt_tensor *el[2] = {TU_I32(TU_SHAPE(2, 1, 2), 1, 2, 3, 4),
+                        TU_I32(TU_SHAPE(3, 2), 1, 0, 0, 1, 1, 1)};
+    o = tu_run1(eq_node("iell", "...i,...i->..."), el, 2);
+    TU_CHECK_INT(o, RT_DT_INT32, TU_SHAPE(2, 3), 1, 2, 3, 3, 4, 7);
+    rt_tensor_unref(o);
+    tu_unref(el, 2);
+    /* 16 summed labels (rank 8 each, none kept): 3 * 5 */
+    rt_tensor *r8[2] = {TU_I32(TU_SHAPE(1, 1, 1, 1, 1, 1, 1, 1), 3),
+                        TU_I32(TU_SHAPE(1, 1, 1, 1, 1, 1, 1, 1), 5)};
+    o = tu_run1(eq_node("irank8", "abcdefgh,ijklmnop->"), r8, 2);
+    TU_CHECK_INT(o, RT_DT_INT32, TU_SCALAR, 15);
+    rt_tensor_unref(o);
+    tu_unref(r8, 2);
+    /* wrapping: 65536 * 65536 = 2^32 is 0 in int32; INT32_MAX + 1 is INT32_MIN;
+     * INT64_MAX * 2 is -2 in int64 */
+    rt_tensor *w[2] = {TU_I32(TU_SHAPE(2), 65536, 3), TU_I32(TU_SHAPE(2), 65536, 1)};
+    o = tu_run1(eq_node("wrap32", "i,i->"), w, 2);
+    TU_CHECK_INT(o, RT_DT_INT32, TU_SCALAR, 3);
+    rt_tensor_unref(o);
+    tu_unref(w, 2);
+    rt_tensor *w2[2] = {TU_I32(TU_SHAPE(2), INT32_MAX, 1), TU_I32(TU_SHAPE(2), 1, 1)};
+    o = tu_run1(eq_node("wrap32_sum", "i,i->"), w2, 2);
+    TU_CHECK_INT(o, RT_DT_INT32, TU_SCALAR, INT32_MIN);
+    rt_tensor_unref(o);
+    tu_unref(w2, 2);
+    rt_tensor *w3[2] = {TU_I64(TU_SHAPE(1), INT64_MAX), TU_I64(TU_SHAPE(1), 2)};
+    o = tu_run1(eq_node("wrap64", "i,i->"), w3, 2);
+    TU_CHECK_INT(o, RT_DT_INT64, TU_SCALAR, -2);
+    rt_tensor_unref(o);
+    tu_unref(w3, 2);
+    /* empty: a contraction over 0 gives zeros, an empty output nothing; a
+     * sum over huge labels with one of size 0 is 0 at once */
+    rt_tensor *z[2] = {tu_t(RT_DT_INT32, TU_SHAPE(2, 0), NULL, 0),
+                       tu_t(RT_DT_INT32, TU_SHAPE(0, 3), NULL, 0)};
+    o = tu_run1(eq_node("iempty_k", "ij,jk->ik"), z, 2);
+    TU_CHECK_INT(o, RT_DT_INT32, TU_SHAPE(2, 3), 0, 0, 0, 0, 0, 0);
+    rt_tensor_unref(o);
+    o = tu_run1(eq_node("iempty_out", "ij,jk->ji"), z, 2);
+    tu_check_shape(o, RT_DT_INT32, TU_SHAPE(0, 2));
+    rt_tensor_unref(o);
+    tu_unref(z, 2);
+    rt_tensor *hz = tu_t(RT_DT_INT64, TU_SHAPE((int64_t)1 << 31, (int64_t)1 << 31, 0), NULL, 0);
+    Tensorflow__NodeDef *d = tu_node_new("Einsum", "ihuge_empty");
+    tu_attr_s(d, "equation", "ijk->");
+    o = tu_run1(d, &hz, 1);
+    TU_CHECK_INT(o, RT_DT_INT64, TU_SCALAR, 0);
+    rt_tensor_unref(o);
+    rt_tensor_unref(hz);
+    /* 2^18 products: a cancelled request stops inside the loop (the first
+     * look comes after 2^16), an uncancelled one counts them all */
+    int32_t one[512];
+    for (int i = 0; i < 512; i++) one[i] = 1;
+    rt_tensor *ones[2] = {tu_t(RT_DT_INT32, TU_SHAPE(512), one, 512),
+                          tu_t(RT_DT_INT32, TU_SHAPE(512), one, 512)};
+    kn_backend *be = kn_cpu_backend_new(1);
+    const kn_kernel *k = kn_backend_kernel(be, "Einsum");
+    ck_assert_ptr_nonnull(k);
+    d = eq_node("icancel", "i,j->");
+    kn_node node = {.name = "icancel", .op = "Einsum", .def = d, .attrs = &rt_nodedef_attrs,
+                    .nin = 2, .nout = 1};
+    atomic_int cancel = 1;
+    kn_ctx ctx = {.nthreads = 1, .cancelled = &cancel};
+    o = NULL;
+    ck_assert_int_eq(k->compute(&ctx, &node, NULL, ones, &o), MS_ECANCELED);
+    ck_assert_msg(strstr(ms_errmsg(), "icancel") != NULL, "%s", ms_errmsg());
+    rt_tensor_unref(o);
+    o = NULL;
+    atomic_store(&cancel, 0);
+    ck_assert_int_eq(k->compute(&ctx, &node, NULL, ones, &o), MS_OK);
+    TU_CHECK_INT(o, RT_DT_INT32, TU_SCALAR, 512 * 512);
+    rt_tensor_unref(o);
+    tu_node_free(d);
+    kn_backend_free(be);
+    tu_unref(ones, 2);
 }
 END_TEST
 
@@ -227,6 +357,7 @@ int main(void) {
         {"einsum_batch_broadcast", test_einsum_batch_broadcast},
         {"einsum_attention", test_einsum_attention},
         {"einsum_double_and_errors", test_einsum_double_and_errors},
+        {"einsum_int", test_einsum_int},
     };
     return tu_suite_main("kn_einsum", cases, sizeof(cases) / sizeof(cases[0]));
 }

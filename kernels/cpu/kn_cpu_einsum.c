@@ -1,4 +1,4 @@
-/* kn_cpu_einsum.c - the CPU kernel of Einsum (float and double).
+/* kn_cpu_einsum.c - the CPU kernel of Einsum (float, double, int32, int64).
  *
  * The equation ("abc,cde->abde", "...ij,...jk", "ii->i", "bij->") is parsed
  * once at prepare; each call maps every axis of each input to a label, with
@@ -21,7 +21,7 @@
  * packed SGEMM (kn_cpu_gemm.c) parallel over the intra-op pool, and the
  * result is written in the output's label order (in place when that is B,
  * M, N, or B, N, M with the inputs' roles swapped). Doubles go through BLAS
- * dgemm.
+ * dgemm. Integers take a direct strided loop (int_einsum).
  */
 #include <cblas.h>
 #include <stdint.h>
@@ -315,6 +315,80 @@ static int64_t group_size(const group *g, const int64_t *size) {
     return p;
 }
 
+/* Integer Einsum (int32, int64) as TensorFlow's CPU kernel gives it: every
+ * output element is the sum over the labels the output drops of the
+ * product of the inputs' elements, wrapping as two's complement (computed
+ * in uint64, whose low 32 bits are the int32 result). A direct strided loop:
+ * integer Einsum is rare (index arithmetic, counting) and never a model's
+ * hot path. Checks cancellation every 2^16 products, so a request's
+ * deadline bounds the work of a hostile equation. */
+static ms_status int_einsum(kn_ctx *ctx, const kn_node *node, rt_tensor *const *in, int nin,
+                            const lview *v, const group *og, const int *in_out,
+                            const int64_t *size, rt_tensor *out) {
+    int i32 = out->dtype == RT_DT_INT32;
+    int64_t ost[2][RT_MAX_RANK] = {{0}}, rst[2][2 * RT_MAX_RANK] = {{0}}, rdim[2 * RT_MAX_RANK];
+    int nr = 0;
+    for (int i = 0; i < og->n; i++)
+        for (int k = 0; k < nin; k++) ost[k][i] = view_stride(&v[k], og->lab[i]);
+    for (int k = 0; k < nin; k++)
+        for (int j = 0; j < v[k].n; j++) {
+            int lab = v[k].lab[j], seen = 0;
+            if (in_out[lab]) continue;
+            for (int q = 0; q < k; q++) seen |= view_has(&v[q], lab);
+            if (seen) continue;
+            rdim[nr] = size[lab];
+            for (int q = 0; q < nin; q++) rst[q][nr] = view_stride(&v[q], lab);
+            nr++;
+        }
+    int64_t rtotal = 1;
+    for (int d = 0; d < nr; d++)
+        if (rdim[d] == 0) rtotal = 0; /* an empty sum: zeros, whatever the other sizes */
+    for (int d = 0; d < nr && rtotal > 0; d++) {
+        if (rtotal > INT64_MAX / rdim[d])
+            return KN_EINVAL(node, "the summed labels have more than 2^63 combinations");
+        rtotal *= rdim[d];
+    }
+    int64_t idx[RT_MAX_RANK] = {0}, off[2] = {0, 0}, work = 0;
+    for (int64_t o = 0; o < out->nelem; o++) {
+        uint64_t acc = 0;
+        int64_t ridx[2 * RT_MAX_RANK] = {0}, roff[2] = {0, 0};
+        for (int64_t r = 0; r < rtotal; r++) {
+            uint64_t p = 1;
+            for (int k = 0; k < nin; k++) {
+                int64_t at = off[k] + roff[k];
+                p *= i32 ? (uint64_t)((const int32_t *)in[k]->data)[at]
+                         : (uint64_t)((const int64_t *)in[k]->data)[at];
+            }
+            acc += p;
+            if (++work == (1 << 16)) {
+                work = 0;
+                if (kn_ctx_cancelled(ctx)) return kn__errf(MS_ECANCELED, node, "cancelled");
+            }
+            for (int d = nr - 1; d >= 0; d--) {
+                for (int k = 0; k < nin; k++) roff[k] += rst[k][d];
+                if (++ridx[d] < rdim[d]) break;
+                for (int k = 0; k < nin; k++) roff[k] -= rst[k][d] * rdim[d];
+                ridx[d] = 0;
+            }
+        }
+        if (i32)
+            ((int32_t *)out->data)[o] = (int32_t)(uint32_t)acc;
+        else
+            ((int64_t *)out->data)[o] = (int64_t)acc;
+        if (++work >= (1 << 16)) {
+            work = 0;
+            if (kn_ctx_cancelled(ctx)) return kn__errf(MS_ECANCELED, node, "cancelled");
+        }
+        for (int d = og->n - 1; d >= 0; d--) {
+            for (int k = 0; k < nin; k++) off[k] += ost[k][d];
+            if (++idx[d] < size[og->lab[d]]) break;
+            for (int k = 0; k < nin; k++) off[k] -= ost[k][d] * size[og->lab[d]];
+            idx[d] = 0;
+        }
+    }
+    return MS_OK;
+}
+
 static ms_status einsum_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                                 rt_tensor **out) {
     void *own_state = NULL;
@@ -328,7 +402,7 @@ static ms_status einsum_compute(kn_ctx *ctx, const kn_node *node, void *state, r
     void *cbuf = NULL;
     if ((st = kn__need_inputs(node, in, s->nin)) != MS_OK) goto done;
     rt_dtype dt = in[0]->dtype;
-    if (dt != RT_DT_FLOAT && dt != RT_DT_DOUBLE) {
+    if (dt != RT_DT_FLOAT && dt != RT_DT_DOUBLE && dt != RT_DT_INT32 && dt != RT_DT_INT64) {
         st = kn__errf(MS_ENOTSUP, node, "dtype %s is not supported", rt_dtype_name(dt));
         goto done;
     }
@@ -438,6 +512,10 @@ static ms_status einsum_compute(kn_ctx *ctx, const kn_node *node, void *state, r
     int dbl = dt == RT_DT_DOUBLE;
     size_t es = dbl ? sizeof(double) : sizeof(float);
     if (out[0]->nelem == 0) goto done;
+    if (dt == RT_DT_INT32 || dt == RT_DT_INT64) {
+        st = int_einsum(ctx, node, in, s->nin, v, &og, in_out, size, out[0]);
+        goto done;
+    }
     if (s->nin == 1) {
         int64_t dim[RT_MAX_RANK], ost[RT_MAX_RANK], rdim[RT_MAX_RANK], rst[RT_MAX_RANK];
         int nr = 0;

@@ -88,6 +88,7 @@ static const opdef_entry builtin[] = {
     {"TensorArrayWriteV3", {"flow_out"}, 0}, {"TensorArrayGatherV3", {"value"}, 0},
     {"TensorArrayScatterV3", {"flow_out"}, 0}, {"TensorArraySizeV3", {"size"}, 0},
     {"TensorArrayCloseV3", {NULL}, 1},
+    {"TensorArrayConcatV3", {"value", "lengths"}, 0}, {"TensorArraySplitV3", {"flow_out"}, 0},
     /* Stateless random (Philox). */
     {"StatelessRandomGetKeyCounter", {"key", "counter"}, 0},
     /* tf.Example parsing. */

@@ -5,7 +5,7 @@
  * TensorListConcatV2, TensorListGather, TensorListScatterIntoExistingList,
  * TensorListResize), what Keras RNN loops and tf.TensorArray compile to,
  * and TF1's TensorArrayV3 family (V3 create / Write / Read / Gather /
- * Scatter / Size / Close; see the section below).
+ * Scatter / Concat / Split / Size / Close; see the section below).
  *
  * A list is a DT_VARIANT scalar whose buffer is the list itself: element
  * dtype, element shape (rank -1 = unknown; dims -1 = unknown) and a vector of
@@ -782,6 +782,147 @@ static ms_status ta_scatter_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt
     return st;
 }
 
+/* The rows of shape s past its first dim (s of rank >= 1). */
+static rt_shape shape_except0(const rt_shape *s) {
+    rt_shape r = {.rank = s->rank - 1};
+    for (int d = 1; d < s->rank; d++) r.dim[d - 1] = s->dim[d];
+    return r;
+}
+
+/* ConcatV3(handle, flow_in) -> (value, lengths): every element joined along
+ * its first dim (tf.TensorArray.concat); lengths[i] is element i's first dim.
+ * An element never written is zeros of the array's element shape when that
+ * is fully known (as a read), else the op fails. An empty array needs the
+ * element_shape_except0 attr (or the array's element shape) fully known, as
+ * in TensorFlow. The output is charged to the request's budget. */
+static ms_status ta_concat_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                   rt_tensor **out) {
+    (void)st_;
+    tlist *a = NULL;
+    ms_status st = ta_in(n, in[0], &a);
+    if (st != MS_OK) return st;
+    if (a->eshape.rank == 0)
+        return ms_errf(MS_EINVAL, "'%s' (%s): the elements are scalars; concat needs vectors or more",
+                       n->name, n->op);
+    rt_shape inner = {.rank = -1}, m;
+    if (kn_attr_has(n, "element_shape_except0") &&
+        kn_attr_shape(n, "element_shape_except0", &inner) != MS_OK)
+        inner.rank = -1;
+    ms_err_clear();
+    if (a->eshape.rank > 0) {
+        rt_shape r = shape_except0(&a->eshape);
+        if (shape_merge(&inner, &r, &m) != 0)
+            return ms_errf(MS_EINVAL,
+                           "'%s' (%s): element_shape_except0 does not match the array's element "
+                           "shape",
+                           n->name, n->op);
+        inner = m;
+    }
+    int64_t total = 0;
+    for (int i = 0; i < a->n; i++) {
+        const rt_shape *es = a->items[i] ? &a->items[i]->shape : &a->eshape;
+        if (a->items[i] == NULL && !shape_known(es))
+            return ms_errf(MS_EINVAL,
+                           "'%s' (%s): element %d was never written and the element shape is "
+                           "not fully known",
+                           n->name, n->op, i);
+        if (es->rank < 1)
+            return ms_errf(MS_EINVAL, "'%s' (%s): element %d is a scalar; concat needs vectors "
+                           "or more", n->name, n->op, i);
+        rt_shape r = shape_except0(es);
+        if (shape_merge(&inner, &r, &m) != 0) {
+            char b[96];
+            return ms_errf(MS_EINVAL, "'%s' (%s): element %d of shape %s differs from the others "
+                           "past the first dim", n->name, n->op, i, rt_shape_str(es, b, sizeof b));
+        }
+        inner = m;
+        if (es->dim[0] > INT64_MAX / 2 - total)
+            return ms_errf(MS_EINVAL, "'%s' (%s): the elements' first dims overflow", n->name, n->op);
+        total += es->dim[0];
+    }
+    if (!shape_known(&inner))
+        return ms_errf(MS_EINVAL,
+                       "'%s' (%s): the TensorArray is empty and element_shape_except0 is not fully "
+                       "known",
+                       n->name, n->op);
+    if (inner.rank + 1 > RT_MAX_RANK)
+        return ms_errf(MS_ENOTSUP, "'%s' (%s): rank %d", n->name, n->op, inner.rank + 1);
+    rt_shape os = {.rank = inner.rank + 1, .dim = {total}};
+    for (int d = 0; d < inner.rank; d++) os.dim[d + 1] = inner.dim[d];
+    rt_shape ls = {.rank = 1, .dim = {a->n}};
+    if ((st = kn_ctx_output(ctx, 0, a->dt, &os, &out[0])) != MS_OK) return st;
+    if ((st = kn_ctx_output(ctx, 1, RT_DT_INT64, &ls, &out[1])) != MS_OK) return st;
+    size_t row = (size_t)rt_shape_nelem(&inner) * rt_dtype_size(a->dt);
+    char *dst = out[0]->data;
+    for (int i = 0; i < a->n; i++) {
+        const rt_tensor *t = a->items[i];
+        int64_t rows = t ? t->shape.dim[0] : a->eshape.dim[0];
+        size_t nb = (size_t)rows * row;
+        if (t) memcpy(dst, t->data, nb);
+        else memset(dst, 0, nb);
+        dst += nb;
+        ((int64_t *)out[1]->data)[i] = rows;
+    }
+    return MS_OK;
+}
+
+/* SplitV3(handle, value, lengths, flow_in) -> flow_out: element i becomes
+ * value's rows [sum(lengths[:i]), sum(lengths[:i + 1])) (a view of value, no
+ * copy; tf.TensorArray.split). The lengths must sum to value's first dim
+ * and, unless the array has dynamic_size, be as many as its elements. */
+static ms_status ta_split_compute(kn_ctx *ctx, const kn_node *n, void *st_, rt_tensor *const *in,
+                                  rt_tensor **out) {
+    (void)st_;
+    tlist *a = NULL;
+    ms_status st = ta_in(n, in[0], &a);
+    if (st != MS_OK) return st;
+    const rt_tensor *v = in[1], *len = in[2];
+    if ((len->dtype != RT_DT_INT32 && len->dtype != RT_DT_INT64) || len->shape.rank != 1)
+        return ms_errf(MS_EINVAL, "'%s' (%s): lengths must be an int64 vector", n->name, n->op);
+    if (v->shape.rank < 1)
+        return ms_errf(MS_EINVAL, "'%s' (%s): value must be at least a vector", n->name, n->op);
+    if (!rt_dtype_is_pod(v->dtype))
+        return ms_errf(MS_ENOTSUP, "'%s' (%s): %s is not supported", n->name, n->op,
+                       rt_dtype_name(v->dtype));
+    int64_t k = len->nelem, sum = 0;
+    for (int64_t i = 0; i < k; i++) {
+        int64_t l = len->dtype == RT_DT_INT32 ? ((const int32_t *)len->data)[i]
+                                              : ((const int64_t *)len->data)[i];
+        if (l < 0 || l > v->shape.dim[0] - sum)
+            return ms_errf(MS_EINVAL,
+                           "'%s' (%s): lengths[%lld] = %lld: the lengths must be >= 0 and sum to "
+                           "value's first dim %lld",
+                           n->name, n->op, (long long)i, (long long)l,
+                           (long long)v->shape.dim[0]);
+        sum += l;
+    }
+    if (sum != v->shape.dim[0])
+        return ms_errf(MS_EINVAL, "'%s' (%s): the lengths sum to %lld, value's first dim is %lld",
+                       n->name, n->op, (long long)sum, (long long)v->shape.dim[0]);
+    if (!a->dynamic && k != a->n)
+        return ms_errf(MS_EINVAL,
+                       "'%s' (%s): %lld lengths for a TensorArray of %d (dynamic_size is false)",
+                       n->name, n->op, (long long)k, a->n);
+    if ((st = ta_grow(n, a, k)) != MS_OK) return st;
+    rt_shape item = v->shape; /* dim 0 set per element */
+    rt_shape r = shape_except0(&v->shape);
+    size_t row = (size_t)rt_shape_nelem(&r) * rt_dtype_size(v->dtype);
+    size_t off = (size_t)((const char *)v->data - (const char *)v->buf->data);
+    for (int64_t i = 0; i < k && st == MS_OK; i++) {
+        if ((i & 4095) == 4095 && kn_ctx_cancelled(ctx))
+            return ms_errf(MS_ECANCELED, "'%s' (%s): cancelled", n->name, n->op);
+        item.dim[0] = len->dtype == RT_DT_INT32 ? ((const int32_t *)len->data)[i]
+                                                : ((const int64_t *)len->data)[i];
+        rt_tensor *e;
+        if ((st = rt_tensor_new_on(v->dtype, &item, v->buf, off, &e)) != MS_OK) break;
+        st = ta_write_one(n, a, i, e);
+        rt_tensor_unref(e);
+        off += (size_t)item.dim[0] * row;
+    }
+    if (st == MS_OK) st = flow_out(ctx, 0, &out[0]);
+    return st;
+}
+
 const kn_kernel rt_ops_tensorlist_kernels[] = {
     {.op = "TensorListReserve", .compute = reserve_compute},
     {.op = "EmptyTensorList", .compute = reserve_compute},
@@ -802,6 +943,8 @@ const kn_kernel rt_ops_tensorlist_kernels[] = {
     {.op = "TensorArrayReadV3", .compute = ta_read_compute, .stateful = 1},
     {.op = "TensorArrayGatherV3", .compute = ta_gather_compute, .stateful = 1},
     {.op = "TensorArrayScatterV3", .compute = ta_scatter_compute, .stateful = 1},
+    {.op = "TensorArrayConcatV3", .compute = ta_concat_compute, .stateful = 1},
+    {.op = "TensorArraySplitV3", .compute = ta_split_compute, .stateful = 1},
     {.op = "TensorArraySizeV3", .compute = ta_size_compute, .stateful = 1},
     {.op = "TensorArrayCloseV3", .compute = ta_close_compute, .stateful = 1},
     {.op = NULL},

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "cli_flags.h"
+#include "cli_opfam.h"
 #include "kn_cpu_backend.h"
 #include "rt_model.h"
 #include "rt_ops.h"
@@ -65,6 +66,23 @@ int cli_ops(int argc, char **argv) {
             r->refused = rt_ops_control_refused(k->op);
         }
     qsort(rows, (size_t)n, sizeof(*rows), cmp_row);
+    /* The family table names only ops that run (no stale or misspelt entry
+     * reaches the docs). */
+    int bad = 0;
+    for (const cli_opfam *f = cli_opfams; f->name; f++)
+        for (const char *const *o = f->ops; *o; o++) {
+            const op_row key = {.op = *o};
+            const op_row *r = bsearch(&key, rows, (size_t)n, sizeof(*rows), cmp_row);
+            if (r == NULL || r->refused) {
+                fprintf(stderr, "dcmserve ops: op family '%s' names %s, which has no kernel\n",
+                        f->name, *o);
+                bad = 1;
+            }
+        }
+    if (bad) {
+        free(rows);
+        return 1;
+    }
     int nsup = 0;
     for (int i = 0; i < n; i++) nsup += !rows[i].refused;
     printf("# Supported TensorFlow ops\n\n"
@@ -78,14 +96,32 @@ int cli_ops(int argc, char **argv) {
            "per signature).\n\n"
            "%d ops. \"host\": run by the runtime itself (graph plumbing, variables, tables,\n"
            "control flow, TensorList, checkpoint restore, DICOM decoding); \"cpu\": a CPU\n"
-           "kernel; \"stateful\": has side effects (runs holding the model's state lock).\n\n"
-           "| op | runs as | stateful |\n|---|---|---|\n",
+           "kernel; \"stateful\": has side effects (runs holding the model's state lock);\n"
+           "\"used by\": the well-known architectures and exporters whose graphs hold the op\n"
+           "(its families, listed below; from `server/cli/cli_opfam.c`, empty for generic\n"
+           "arithmetic and shape ops that every model may hold).\n\n"
+           "| op | runs as | stateful | used by |\n|---|---|---|---|\n",
            nsup);
     for (int i = 0; i < n; i++) {
         if (rows[i].refused) continue;
-        printf("| `%s` | %s%s%s | %s |\n", rows[i].op, rows[i].host ? "host" : "",
+        printf("| `%s` | %s%s%s | %s | ", rows[i].op, rows[i].host ? "host" : "",
                rows[i].host && rows[i].cpu ? ", " : "", rows[i].cpu ? "cpu" : "",
                rows[i].stateful ? "yes" : "");
+        int k = 0;
+        for (const cli_opfam *f = cli_opfams; f->name; f++)
+            for (const char *const *o = f->ops; *o; o++)
+                if (strcmp(*o, rows[i].op) == 0) printf("%s%s", k++ ? "; " : "", f->archs);
+        printf(" |\n");
+    }
+    printf("\n## Op families\n\n"
+           "Which architectures and exporters put each group of ops into their graphs (the\n"
+           "\"used by\" column above).\n\n"
+           "| family | used by | ops |\n|---|---|---|\n");
+    for (const cli_opfam *f = cli_opfams; f->name; f++) {
+        printf("| %s | %s | ", f->name, f->archs);
+        for (const char *const *o = f->ops; *o; o++)
+            printf("%s`%s`", o == f->ops ? "" : ", ", *o);
+        printf(" |\n");
     }
     printf("\n## Recognised and refused\n\n"
            "TF1 while loops run: each frame of `Enter` / `Merge` / `Switch` / `LoopCond` /\n"
