@@ -5,6 +5,7 @@
 // usage: node ort_bench.js MODEL.onnx BATCH THREADS ITERATIONS WARMUP
 'use strict';
 const ort = require('onnxruntime-node');
+const {syntheticInput} = require('./ort_input.js');
 
 async function main() {
     const [model, batchS, threadsS, itersS, warmS] = process.argv.slice(2);
@@ -21,14 +22,7 @@ async function main() {
                                   : null;
     if (!dims) throw new Error('cannot read the input shape of ' + model);
     dims[0] = batch;
-    const n = dims.reduce((a, b) => a * b, 1);
-    const data = new Float32Array(n);
-    let seed = 42n;
-    for (let i = 0; i < n; i++) {
-        seed = (seed * 6364136223846793005n + 1442695040888963407n) & 0xffffffffffffffffn;
-        data[i] = Number(seed >> 40n) / 16777216 * 2 - 1;
-    }
-    const feeds = {[name]: new ort.Tensor('float32', data, dims)};
+    const feeds = {[name]: syntheticInput(ort, dims)};
     for (let i = 0; i < warm; i++) await sess.run(feeds);
     const lat = [];
     const t0 = process.hrtime.bigint();

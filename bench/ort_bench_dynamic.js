@@ -1,23 +1,14 @@
 // ort_bench_dynamic.js - the ONNX Runtime side of bench/bench_onnx_dynamic.sh:
 // one session, then for each input shape in the list (in order; a shape may
 // come again) the first session.run at that shape timed on its own, WARMUP
-// untimed runs, ITERATIONS timed runs. Same input values as ort_bench.js.
+// untimed runs, ITERATIONS timed runs. Same input values as ort_bench.js
+// (ort_input.js).
 // Prints one JSON line for the session's creation, then one per shape.
 // usage: node ort_bench_dynamic.js MODEL.onnx THREADS ITERATIONS WARMUP SHAPE[,SHAPE...]
 //   SHAPE: the input's dims joined by 'x', e.g. 1x3x320x320
 'use strict';
 const ort = require('onnxruntime-node');
-
-function input(dims) {
-    const n = dims.reduce((a, b) => a * b, 1);
-    const data = new Float32Array(n);
-    let seed = 42n;
-    for (let i = 0; i < n; i++) {
-        seed = (seed * 6364136223846793005n + 1442695040888963407n) & 0xffffffffffffffffn;
-        data[i] = Number(seed >> 40n) / 16777216 * 2 - 1;
-    }
-    return new ort.Tensor('float32', data, dims);
-}
+const {syntheticInput} = require('./ort_input.js');
 
 async function main() {
     const [model, threadsS, itersS, warmS, shapesS] = process.argv.slice(2);
@@ -34,7 +25,7 @@ async function main() {
         engine: 'onnxruntime-node ' + require('onnxruntime-node/package.json').version}) + '\n');
     const name = sess.inputNames[0];
     for (const shape of shapesS.split(',')) {
-        const feeds = {[name]: input(shape.split('x').map(Number))};
+        const feeds = {[name]: syntheticInput(ort, shape.split('x').map(Number))};
         let s = process.hrtime.bigint();
         await sess.run(feeds);
         const first = Number(process.hrtime.bigint() - s) / 1e6;
