@@ -1,10 +1,11 @@
 // ort_bench.js - times one ONNX model in onnxruntime-node, like `dcmserve
 // benchmark`: fixed synthetic input (uniform [-1, 1)), warm-up, then timed
-// session.run calls. Prints one JSON line: median_ms, p99_ms, mean_ms,
+// session.run calls. Prints one JSON line: median_ms, p99_ms, min_ms, mean_ms,
 // images_per_s, peak_rss_mb.
 // usage: node ort_bench.js MODEL.onnx BATCH THREADS ITERATIONS WARMUP
 'use strict';
 const ort = require('onnxruntime-node');
+const {syntheticInput} = require('./ort_input.js');
 
 async function main() {
     const [model, batchS, threadsS, itersS, warmS] = process.argv.slice(2);
@@ -21,14 +22,7 @@ async function main() {
                                   : null;
     if (!dims) throw new Error('cannot read the input shape of ' + model);
     dims[0] = batch;
-    const n = dims.reduce((a, b) => a * b, 1);
-    const data = new Float32Array(n);
-    let seed = 42n;
-    for (let i = 0; i < n; i++) {
-        seed = (seed * 6364136223846793005n + 1442695040888963407n) & 0xffffffffffffffffn;
-        data[i] = Number(seed >> 40n) / 16777216 * 2 - 1;
-    }
-    const feeds = {[name]: new ort.Tensor('float32', data, dims)};
+    const feeds = {[name]: syntheticInput(ort, dims)};
     for (let i = 0; i < warm; i++) await sess.run(feeds);
     const lat = [];
     const t0 = process.hrtime.bigint();
@@ -44,7 +38,7 @@ async function main() {
     process.stdout.write(JSON.stringify({
         engine: 'onnxruntime-node ' + require('onnxruntime-node/package.json').version,
         batch, intra_op_threads: threads, iterations: iters,
-        median_ms: +median.toFixed(3), p99_ms: +p99.toFixed(3),
+        median_ms: +median.toFixed(3), p99_ms: +p99.toFixed(3), min_ms: +lat[0].toFixed(3),
         mean_ms: +(total / iters).toFixed(3),
         images_per_s: +(batch * iters / (total / 1e3)).toFixed(2),
         peak_rss_mb: +(process.resourceUsage().maxRSS / 1024).toFixed(1),

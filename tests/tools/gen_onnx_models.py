@@ -98,7 +98,7 @@ def tinfo(name, dims):
 # blocks with identity and projection shortcuts, global average pool, the
 # PyTorch flatten pattern (Shape/Gather/Unsqueeze/Concat/Reshape), Gemm,
 # Softmax. Opset 13.
-def resnet(size, width, blocks, classes=4, seed=1):
+def resnet(size, width, blocks, classes=4, seed=1, dynamic_hw=False):
     b = Builder(seed)
     x = "image"
     h = b.op("Relu", [b.bn(b.conv(x, 1, width, 7, stride=2, pad=3, bias=False), width)])
@@ -125,7 +125,8 @@ def resnet(size, width, blocks, classes=4, seed=1):
     fc_b = b.const((0.1 * b.rng.standard_normal(classes)).astype(np.float32), "b")
     h = b.op("Gemm", [h, fc_w, fc_b], transB=1)
     b.nodes.append(helper.make_node("Softmax", [h], ["probs"], name="softmax", axis=1))
-    return b.model([tinfo("image", ["N", 1, size, size])], [tinfo("probs", ["N", classes])],
+    hw = ["H", "W"] if dynamic_hw else [size, size]
+    return b.model([tinfo("image", ["N", 1] + hw)], [tinfo("probs", ["N", classes])],
                    13, "resnet")
 
 
@@ -523,6 +524,9 @@ def write_bench_set(out):
     os.makedirs(out, exist_ok=True)
     for size in (256, 512):
         onnx.save_model(resnet(size, 32, [2, 2, 2]), os.path.join(out, "resnet%d.onnx" % size))
+    # The same weights as resnet256 with symbolic N, H and W (bench_onnx_dynamic.sh).
+    onnx.save_model(resnet(256, 32, [2, 2, 2], dynamic_hw=True),
+                    os.path.join(out, "resnet_dyn.onnx"))
     onnx.save_model(unet(256, 16), os.path.join(out, "unet256.onnx"))
     onnx.save_model(unet3d((1, 1, 64, 128, 128), (16, 32, 64)),
                     os.path.join(out, "unet3d_64x128x128.onnx"))
