@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "kn_threadpool.h"
+#include "ms_memlimit.h"
 
 /* ================= buffer pool ================= */
 
@@ -30,7 +31,6 @@
  * POOL_GAP_MULT are not a rate worth keeping memory for and are ignored, so
  * after a burst memory still goes back within idle_max_ms at the most. */
 #define POOL_KEEP 64                                   /* most free buffers kept */
-#define POOL_MAX_FREE_DEFAULT ((size_t)512 << 20)      /* bytes kept free, per pool */
 #define POOL_IDLE_MS_DEFAULT 2000                      /* shortest reuse window */
 #define POOL_IDLE_MAX_MS_DEFAULT 20000                 /* longest reuse window */
 #define POOL_GAP_MULT 2
@@ -135,12 +135,40 @@ static int64_t pool_env(const char *name, int64_t dflt) {
     return *end == '\0' && x >= 0 ? (int64_t)x : dflt;
 }
 
+size_t kn_pool_default_max_free(int64_t request_budget, long long memory_limit) {
+    uint64_t quarter = memory_limit > 0 ? (uint64_t)memory_limit / 4 : 0;
+    uint64_t cap = request_budget > 0 && (uint64_t)request_budget < quarter
+                       ? (uint64_t)request_budget
+                       : quarter;
+    if (cap < KN_POOL_MAX_FREE_MIN) cap = KN_POOL_MAX_FREE_MIN;
+    return cap > SIZE_MAX ? SIZE_MAX : (size_t)cap;
+}
+
+/* 0 until set or first needed (reading the cgroup files once, not per pool). */
+static _Atomic size_t g_default_max_free;
+
+void kn_pool_set_default_max_free(size_t max_free_bytes) {
+    atomic_store(&g_default_max_free, max_free_bytes);
+}
+
+static size_t pool_default_max_free(void) {
+    size_t v = atomic_load(&g_default_max_free);
+    if (v == 0) {
+        v = kn_pool_default_max_free((int64_t)MS_BUDGET_DEFAULT, ms_memory_limit());
+        size_t unset = 0;
+        /* a value set meanwhile wins */
+        if (!atomic_compare_exchange_strong(&g_default_max_free, &unset, v)) v = unset;
+    }
+    return v;
+}
+
 kn_pool *kn_pool_new(void) {
     kn_pool *p = calloc(1, sizeof(*p));
     if (p == NULL) return NULL;
     pthread_mutex_init(&p->mu, NULL);
     atomic_init(&p->refs, 1);
-    p->max_free = (size_t)pool_env("DCMSERVE_POOL_MAX_FREE_BYTES", (int64_t)POOL_MAX_FREE_DEFAULT);
+    int64_t cap = pool_env("DCMSERVE_POOL_MAX_FREE_BYTES", -1);
+    p->max_free = cap >= 0 ? (size_t)cap : pool_default_max_free();
     p->idle_ms = pool_env("DCMSERVE_POOL_IDLE_MS", POOL_IDLE_MS_DEFAULT);
     p->idle_max_ms = pool_env("DCMSERVE_POOL_IDLE_MAX_MS", POOL_IDLE_MAX_MS_DEFAULT);
     pthread_once(&g_trimmer_once, pool_start_trimmer);

@@ -1,8 +1,9 @@
 /* check_kn_bufpool.c - the kernels' output buffer pool (kernels/kn_ctx.c):
  * reuse of a returned buffer, the byte cap on free buffers, the idle trim by
  * the pool's trimmer thread, a reuse window that follows the pause between
- * requests, and that the process's resident memory comes
- * back near its pre-burst figure after a burst of large buffers. */
+ * requests, that the process's resident memory comes
+ * back near its pre-burst figure after a burst of large buffers, and the
+ * default byte cap: one request's budget, bounded by the memory limit. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "kn_ctx.h"
+#include "ms_memlimit.h"
 #include "util_node.h"
 
 #define MIB ((size_t)1 << 20)
@@ -168,6 +170,48 @@ START_TEST(test_release_with_buffers_in_use) {
 }
 END_TEST
 
+/* The default cap: the request budget, at most a quarter of the memory the
+ * process may use, never under the floor. */
+START_TEST(test_default_cap_rule) {
+    const long long GIB = 1LL << 30;
+    /* the budget when a quarter of memory is larger (the 1 GiB default on 64 GiB) */
+    ck_assert_uint_eq(kn_pool_default_max_free(GIB, 64 * GIB), (size_t)GIB);
+    /* a quarter of memory when the budget is larger (a 4 GiB container) */
+    ck_assert_uint_eq(kn_pool_default_max_free(4 * GIB, 4 * GIB), (size_t)GIB);
+    /* no budget (0): a quarter of memory */
+    ck_assert_uint_eq(kn_pool_default_max_free(0, 16 * GIB), (size_t)(4 * GIB));
+    /* never under the floor: a small budget, a small container, no limit known */
+    ck_assert_uint_eq(kn_pool_default_max_free(64 << 20, 64 * GIB), KN_POOL_MAX_FREE_MIN);
+    ck_assert_uint_eq(kn_pool_default_max_free(GIB, GIB), KN_POOL_MAX_FREE_MIN);
+    ck_assert_uint_eq(kn_pool_default_max_free(GIB, 0), KN_POOL_MAX_FREE_MIN);
+    /* the memory limit this test sees is physical memory or a cgroup's, never more */
+    long long mem = ms_memory_limit();
+    ck_assert(mem > 0);
+    ck_assert(mem <= (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE));
+}
+END_TEST
+
+/* A new pool takes the process default unless the environment gives a cap,
+ * and keeps a returned buffer that fits it. */
+START_TEST(test_default_cap_applies) {
+    unsetenv("DCMSERVE_POOL_MAX_FREE_BYTES");
+    kn_pool_set_default_max_free(3 * MIB);
+    kn_pool *p = kn_pool_new();
+    rt_buf *a = kn_pool_get(p, 2 * MIB), *b = kn_pool_get(p, 2 * MIB);
+    rt_buf_unref(a);
+    rt_buf_unref(b); /* over 3 MiB with a: freed */
+    ck_assert_uint_eq(kn_pool_free_bytes(p), 2 * MIB);
+    kn_pool_release(p);
+    setenv("DCMSERVE_POOL_MAX_FREE_BYTES", "1048576", 1);
+    p = kn_pool_new();
+    a = kn_pool_get(p, 2 * MIB);
+    rt_buf_unref(a); /* over the environment's 1 MiB */
+    ck_assert_uint_eq(kn_pool_free_bytes(p), 0);
+    kn_pool_release(p);
+    unsetenv("DCMSERVE_POOL_MAX_FREE_BYTES");
+}
+END_TEST
+
 /* Check's per-test limit comes from CK_DEFAULT_TIMEOUT (120 s, set by CMake
  * for every suite), above the idle-trim tests' 10 s waits. */
 int main(void) {
@@ -178,6 +222,8 @@ int main(void) {
         {"window_follows_rate", test_window_follows_rate},
         {"rss_returns_after_burst", test_rss_returns_after_burst},
         {"release_with_buffers_in_use", test_release_with_buffers_in_use},
+        {"default_cap_rule", test_default_cap_rule},
+        {"default_cap_applies", test_default_cap_applies},
     };
     return tu_suite_main("kn_bufpool", cases, sizeof(cases) / sizeof(cases[0]));
 }

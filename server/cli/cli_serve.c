@@ -21,11 +21,13 @@
 
 #include "kn_backend.h"
 #include "kn_cpu_backend.h"
+#include "kn_ctx.h"
 #include "kn_threadpool.h"
 #include "ms_log.h"
 #include "ms_watch.h"
 #include "srv_warmup.h"
 #include "ms_malloc.h"
+#include "ms_memlimit.h"
 #include "rt_exec.h"
 #include "srv_app.h"
 #include "srv_batch.h"
@@ -360,6 +362,21 @@ int cli_serve(int argc, char **argv) {
     }
     d.app.max_message_bytes = d.flags.max_message_bytes;
     d.app.max_request_memory_bytes = d.flags.max_request_memory_bytes;
+    /* Before any model loads: each version's output buffer pool keeps up to
+     * one request's budget free for the next request (docs/serving.md). */
+    {
+        long long mem = ms_memory_limit();
+        size_t cap = kn_pool_default_max_free(d.flags.max_request_memory_bytes, mem);
+        kn_pool_set_default_max_free(cap);
+        const char *env = getenv("DCMSERVE_POOL_MAX_FREE_BYTES");
+        if (env != NULL && *env != '\0')
+            MS_INFO("buffer pools keep up to DCMSERVE_POOL_MAX_FREE_BYTES=%s bytes free per "
+                    "model version", env);
+        else
+            MS_INFO("buffer pools keep up to %zu MiB free per model version "
+                    "(--max_request_memory_bytes, at most a quarter of the memory limit of "
+                    "%lld MiB, at least 512)", cap >> 20, mem >> 20);
+    }
     rt_model_set_max_memory((uint64_t)d.flags.max_model_memory_bytes);
     srv_warmup_set_run_timeout(d.flags.model_warmup_run_timeout_seconds);
     d.app.reload_wait_s = 60.0;

@@ -33,6 +33,7 @@
 #include "kn_cuda_mem.h"
 #include "ms_log.h"
 #include "ms_malloc.h"
+#include "ms_memlimit.h"
 #include "ms_watch.h"
 #include "rt_lowp.h"
 #include "rt_model.h"
@@ -1885,55 +1886,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     conn_set(r, conn_of(c), C_WAIT);
 }
 
-/* The memory this process may use: the smallest limit of its memory cgroup
- * (v2 memory.max, v1 memory.limit_in_bytes, its folder and those above; the
- * folder is looked for under each mount as the container may show it) and
- * physical memory. */
-static long long memory_limit(void) {
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    long long lim = pages > 0 && psz > 0 ? (long long)pages * psz : (long long)1 << 40;
-    FILE *f = fopen("/proc/self/cgroup", "r");
-    char line[1024];
-    while (f && fgets(line, sizeof line, f)) {
-        char *ctl = strchr(line, ':'), *path = ctl ? strchr(ctl + 1, ':') : NULL;
-        if (path == NULL) continue;
-        *path++ = 0;
-        path[strcspn(path, "\n")] = 0;
-        const char *mounts[2], *file;
-        int nm;
-        if (strcmp(ctl + 1, "") == 0) {
-            mounts[0] = "/sys/fs/cgroup";
-            mounts[1] = "/sys/fs/cgroup/unified";
-            nm = 2;
-            file = "memory.max";
-        } else if (strstr(ctl + 1, "memory") != NULL) {
-            mounts[0] = "/sys/fs/cgroup/memory";
-            nm = 1;
-            file = "memory.limit_in_bytes";
-        } else {
-            continue;
-        }
-        for (int m = 0; m < nm; m++)
-            for (const char *tail = path; tail; tail = strchr(tail + 1, '/')) {
-                char dir[1400];
-                snprintf(dir, sizeof dir, "%s%s", mounts[m], tail);
-                for (;;) { /* this folder and those above it */
-                    char fn[1500];
-                    snprintf(fn, sizeof fn, "%s/%s", dir, file);
-                    FILE *g = fopen(fn, "r");
-                    long long v = 0;
-                    if (g && fscanf(g, "%lld", &v) == 1 && v > 0 && v < lim) lim = v;
-                    if (g) fclose(g);
-                    char *slash = strrchr(dir, '/');
-                    if (slash == NULL || (size_t)(slash - dir) < strlen(mounts[m])) break;
-                    *slash = 0;
-                }
-            }
-    }
-    if (f) fclose(f);
-    return lim;
-}
-
 static void rest_free(srv_rest *r) {
     pthread_cond_destroy(&r->qcv);
     pthread_mutex_destroy(&r->qmu);
@@ -1976,7 +1928,7 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     }
     r->max_buffered = o->max_buffered_bytes;
     if (r->max_buffered <= 0) {
-        long long mem = memory_limit() / 4;
+        long long mem = ms_memory_limit() / 4;
         long long req = app->max_request_memory_bytes > 0 ? app->max_request_memory_bytes : mem;
         r->max_buffered = req < mem ? req : mem;
         if (r->max_buffered < 16 << 20) r->max_buffered = 16 << 20;
