@@ -4,7 +4,11 @@
  * (comments give the arithmetic), with empty tensors and hostile sizes. */
 #include <check.h>
 #include <math.h>
+#include <stdatomic.h>
 
+#include "kn_cpu_backend.h"
+#include "kn_ctx.h"
+#include "rt_graph.h"
 #include "util_node.h"
 
 /* X (2, 1, 2, 2): batch 0 f(y, x) = 1 + x + 2y, batch 1 ten times that. */
@@ -241,6 +245,48 @@ START_TEST(test_deform_conv) {
 }
 END_TEST
 
+/* A cancelled request stops RoiAlign, Col2Im and DeformConv with CANCELLED
+ * (they poll once per output row or block); the same call not cancelled runs. */
+static void check_cancel(Tensorflow__NodeDef *d, rt_tensor **in, int nin) {
+    kn_backend *be = kn_cpu_backend_new(1);
+    const kn_kernel *k = kn_backend_kernel(be, d->op);
+    ck_assert_ptr_nonnull(k);
+    kn_node node = {.name = d->name, .op = d->op, .def = d, .attrs = &rt_nodedef_attrs,
+                    .nin = nin, .nout = 1};
+    atomic_int cancel = 1;
+    kn_ctx ctx = {.nthreads = 1, .cancelled = &cancel};
+    rt_tensor *o = NULL;
+    ck_assert_int_eq(k->compute(&ctx, &node, NULL, in, &o), MS_ECANCELED);
+    ck_assert_msg(strstr(ms_errmsg(), "cancelled") != NULL, "%s", ms_errmsg());
+    rt_tensor_unref(o); /* as the executor drops a failed node's outputs */
+    o = NULL;
+    atomic_store(&cancel, 0);
+    ck_assert_int_eq(k->compute(&ctx, &node, NULL, in, &o), MS_OK);
+    ck_assert_ptr_nonnull(o);
+    rt_tensor_unref(o);
+    tu_node_free(d);
+    kn_backend_free(be);
+}
+
+START_TEST(test_cancel) {
+    rt_tensor *ra_in[3] = {ra_x(), TU_F32(TU_SHAPE(1, 4), 0, 0, 1, 1), TU_I64(TU_SHAPE(1), 0)};
+    check_cancel(ra_node(2, 2, 1, 0, 0), ra_in, 3);
+    tu_unref(ra_in, 3);
+    rt_tensor *c2i_in[3] = {TU_F32(TU_SHAPE(1, 4, 1), 1, 2, 3, 4), TU_I64(TU_SHAPE(2), 2, 2),
+                            TU_I64(TU_SHAPE(2), 2, 2)};
+    check_cancel(tu_node_new("OnnxCol2Im", "c2i"), c2i_in, 3);
+    tu_unref(c2i_in, 3);
+    rt_tensor *none = NULL;
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &TU_SHAPE(0), &none), MS_OK);
+    rt_tensor *dc_in[5] = {TU_F32(TU_SHAPE(1, 1, 2, 2), 1, 2, 3, 4),
+                           TU_F32(TU_SHAPE(1, 1, 1, 1), 2),
+                           TU_F32(TU_SHAPE(1, 2, 2, 2), 0, 0, 0, 0, 0, 0, 0, 0), none, none};
+    check_cancel(dc_node(), dc_in, 5);
+    tu_unref(dc_in, 3);
+    rt_tensor_unref(none);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"roi_align", test_roi_align},
@@ -248,6 +294,7 @@ int main(void) {
         {"max_unpool", test_max_unpool},
         {"col2im", test_col2im},
         {"deform_conv", test_deform_conv},
+        {"cancel", test_cancel},
     };
     return tu_suite_main("kn_onnx_img", cases, sizeof(cases) / sizeof(cases[0]));
 }

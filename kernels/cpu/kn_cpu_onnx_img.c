@@ -28,7 +28,9 @@
  *
  * Sizes come at run time, so every one is checked here: a shape that does
  * not fit, an index out of range or work above KN_IMG_WORK_MAX fails the run
- * with INVALID_ARGUMENT naming it.
+ * with INVALID_ARGUMENT naming it. RoiAlign, Col2Im and DeformConv poll the
+ * request's cancellation once per output row (or block), so a deadline
+ * stops a large run.
  */
 #include <math.h>
 #include <string.h>
@@ -156,7 +158,8 @@ static ms_status roi_align_compute(kn_ctx *ctx, const kn_node *node, void *state
         float count = (float)(gh * gw > 1 ? gh * gw : 1);
         for (int64_t c = 0; c < nc; c++) {
             const float *plane = xd + (b * nc + c) * h * w;
-            for (int64_t ph = 0; ph < oh; ph++)
+            for (int64_t ph = 0; ph < oh; ph++) {
+                if (kn_ctx_cancelled(ctx)) return kn__errf(MS_ECANCELED, node, "cancelled");
                 for (int64_t pw = 0; pw < ow; pw++) {
                     float acc = 0;
                     int first = 1;
@@ -179,6 +182,7 @@ static ms_status roi_align_compute(kn_ctx *ctx, const kn_node *node, void *state
                     }
                     y[((r * nc + c) * oh + ph) * ow + pw] = mode == 0 ? acc / count : acc;
                 }
+            }
         }
     }
     return MS_OK;
@@ -334,6 +338,7 @@ static ms_status col2im_compute(kn_ctx *ctx, const kn_node *node, void *state,
     if (n * c * iprod > 0) memset(y, 0, (size_t)(n * c * iprod) * sizeof(float));
     for (int64_t b = 0; b < n * c; b++)
         for (int64_t k = 0; k < kprod; k++) {
+            if (kn_ctx_cancelled(ctx)) return kn__errf(MS_ECANCELED, node, "cancelled");
             int64_t kp[KN_IMG_DIMS], rem = k;
             for (int i = nd - 1; i >= 0; i--)
                 kp[i] = rem % blk[i], rem /= blk[i];
@@ -430,6 +435,8 @@ static ms_status deform_conv_compute(kn_ctx *ctx, const kn_node *node, void *sta
             int64_t g = oc / mg;
             for (int64_t p = 0; p < plane; p++) {
                 int64_t py = p / ow, px = p % ow;
+                if (px == 0 && kn_ctx_cancelled(ctx))
+                    return kn__errf(MS_ECANCELED, node, "cancelled");
                 float acc = B->nelem ? bd[oc] : 0;
                 for (int64_t ci = 0; ci < cg; ci++) {
                     int64_t ch = g * cg + ci, o = ch / cpo;
