@@ -375,7 +375,8 @@ int cli_serve(int argc, char **argv) {
         else
             MS_INFO("buffer pools keep up to %zu MiB free per model version "
                     "(--max_request_memory_bytes, at most a quarter of the memory limit of "
-                    "%lld MiB, at least 512)", cap >> 20, mem >> 20);
+                    "%lld MiB, at least %zu)",
+                    cap >> 20, mem >> 20, KN_POOL_MAX_FREE_MIN >> 20);
     }
     rt_model_set_max_memory((uint64_t)d.flags.max_model_memory_bytes);
     srv_warmup_set_run_timeout(d.flags.model_warmup_run_timeout_seconds);
