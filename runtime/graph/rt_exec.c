@@ -1161,10 +1161,13 @@ static ms_status run_node(run_state *r, int k, int keep_inputs) {
     r->ctx->host = r->caller_host;
     if (st != MS_OK) {
         for (int i = 0; i < n->nout; i++) rt_tensor_unref(out[i]);
-        /* Kernels usually name their node already; say it once. */
-        char who[600];
+        /* Kernels usually name their node already ("node 'x'" or, as the
+         * host ops do, "'x' (op)"); say it once. */
+        char who[600], who2[600];
         snprintf(who, sizeof who, "node '%s'", n->name);
-        if (strncmp(ms_errmsg(), who, strlen(who)) != 0)
+        snprintf(who2, sizeof who2, "'%s' (", n->name);
+        if (strncmp(ms_errmsg(), who, strlen(who)) != 0 &&
+            strncmp(ms_errmsg(), who2, strlen(who2)) != 0)
             st = ms_errwrap(st, "node '%s' (%s)", n->name, n->kn.op);
         return st;
     }
