@@ -29,12 +29,27 @@
  * whole CT series takes seconds to send and parse on a loaded machine) made
  * every request fault its volume in again; pauses longer than idle_max_ms /
  * POOL_GAP_MULT are not a rate worth keeping memory for and are ignored, so
- * after a burst memory still goes back within idle_max_ms at the most. */
+ * after a burst memory still goes back within idle_max_ms at the most.
+ *
+ * One exception, learned from a miss: a client that repeats one large
+ * request slowly (a 600-slice series that takes 30 s of wall time on a
+ * starved CPU) asks for its volume again only after the window above has
+ * freed it. The trimmer remembers the last POOL_GHOSTS buffers it freed
+ * (size and when they came back); a get that finds no free buffer but a
+ * remembered one of its size learns how long that buffer would have had to
+ * wait (the come-back time), and from then on buffers are kept for
+ * POOL_GAP_MULT times the longest come-back time learned, up to
+ * POOL_BACK_MULT x idle_max_ms. What is learned lapses unless a get keeps
+ * arriving within that window, so memory of a burst still goes back within
+ * one such window after the client stops. Not where idle_max_ms <=
+ * idle_ms (a fixed window is asked for). */
 #define POOL_KEEP 64                                   /* most free buffers kept */
 #define POOL_IDLE_MS_DEFAULT 2000                      /* shortest reuse window */
 #define POOL_IDLE_MAX_MS_DEFAULT 20000                 /* longest reuse window */
 #define POOL_GAP_MULT 2
 #define POOL_TRIM_PERIOD_MS 250
+#define POOL_GHOSTS 8    /* buffers freed by the trimmer that are remembered */
+#define POOL_BACK_MULT 6 /* the learned window's cap, in idle_max_ms */
 
 struct kn_pool {
     pthread_mutex_t mu;
@@ -47,8 +62,16 @@ struct kn_pool {
     int64_t last_get_ms; /* the last kn_pool_get (monotonic; 0: none yet) */
     int64_t gap_ms;      /* longest pause between two gets counted ... */
     int64_t gap_at_ms;   /* ... and when it ended */
+    int64_t back_ms;     /* the longest come-back time learned (0: none) ... */
+    int64_t back_until;  /* ... used for buffers freed until then */
     rt_buf *free_list[POOL_KEEP];
     int64_t expire_ms[POOL_KEEP]; /* when each free buffer's window ends (monotonic) */
+    int64_t freed_ms[POOL_KEEP];  /* when each came back */
+    struct {
+        size_t size;
+        int64_t freed_ms; /* 0: an empty slot */
+    } ghost[POOL_GHOSTS]; /* the last buffers the trimmer freed, round robin */
+    int ghost_next;
     kn_pool *prev, *next;        /* the trimmer's list of live pools */
 };
 
@@ -67,22 +90,34 @@ static int64_t pool_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Removes free buffer i from the list, under p->mu (the last one takes its place). */
+static void pool_unlist(kn_pool *p, int i) {
+    p->nfree--;
+    p->free_list[i] = p->free_list[p->nfree];
+    p->expire_ms[i] = p->expire_ms[p->nfree];
+    p->freed_ms[i] = p->freed_ms[p->nfree];
+}
+
 /* Frees, under p->mu, the free buffers whose window ended before `cutoff`
- * (all of them for INT64_MAX). Returns the bytes freed. The pool's references
- * held by those buffers are dropped by the caller (n_out of them), outside
- * the lock. */
-static size_t pool_drop_idle(kn_pool *p, int64_t cutoff, int *n_out) {
+ * (all of them for INT64_MAX). Returns the bytes freed. The trimmer
+ * (remember set) keeps each one's size and return time as a ghost (see the
+ * top). The pool's references held by those buffers are dropped by the
+ * caller (n_out of them), outside the lock. */
+static size_t pool_drop_idle(kn_pool *p, int64_t cutoff, int remember, int *n_out) {
     size_t bytes = 0;
     int n = 0;
     for (int i = 0; i < p->nfree;) {
         if (p->expire_ms[i] < cutoff) {
             rt_buf *b = p->free_list[i];
+            if (remember) {
+                p->ghost[p->ghost_next].size = b->size;
+                p->ghost[p->ghost_next].freed_ms = p->freed_ms[i];
+                p->ghost_next = (p->ghost_next + 1) % POOL_GHOSTS;
+            }
             bytes += b->size;
             free(b->data);
             free(b);
-            p->nfree--;
-            p->free_list[i] = p->free_list[p->nfree];
-            p->expire_ms[i] = p->expire_ms[p->nfree];
+            pool_unlist(p, i);
             n++;
         } else {
             i++;
@@ -104,7 +139,7 @@ static void *pool_trimmer(void *arg) {
         for (kn_pool *p = g_pools; p != NULL; p = p->next) {
             int n = 0;
             pthread_mutex_lock(&p->mu);
-            if (p->idle_ms >= 0) freed += pool_drop_idle(p, now, &n);
+            if (p->idle_ms >= 0) freed += pool_drop_idle(p, now, 1, &n);
             pthread_mutex_unlock(&p->mu);
             /* Those buffers held references, but the pool's creator still
              * holds one (it is on this list), so this never frees the pool. */
@@ -200,7 +235,29 @@ static int64_t pool_window_ms(const kn_pool *p, int64_t now) {
         int64_t g = p->gap_ms * POOL_GAP_MULT;
         if (g > w) w = g;
     }
-    return w < p->idle_max_ms ? w : (p->idle_max_ms > p->idle_ms ? p->idle_max_ms : p->idle_ms);
+    w = w < p->idle_max_ms ? w : (p->idle_max_ms > p->idle_ms ? p->idle_max_ms : p->idle_ms);
+    if (p->back_ms > 0 && now <= p->back_until && p->back_ms * POOL_GAP_MULT > w)
+        w = p->back_ms * POOL_GAP_MULT;
+    return w;
+}
+
+/* A get of `size` at `now` found no free buffer, under p->mu: if the trimmer
+ * freed one that would have served it, learn how long after its return it
+ * was asked for again (see the top). */
+static void pool_learn_back(kn_pool *p, size_t size, int64_t now) {
+    if (p->idle_ms < 0 || p->idle_max_ms <= p->idle_ms) return;
+    int64_t cap = p->idle_max_ms * POOL_BACK_MULT / POOL_GAP_MULT;
+    for (int i = 0; i < POOL_GHOSTS; i++) {
+        size_t s = p->ghost[i].size;
+        if (p->ghost[i].freed_ms == 0 || s < size || s > size * 2 + 256) continue;
+        int64_t back = now - p->ghost[i].freed_ms;
+        p->ghost[i].freed_ms = 0; /* learned once */
+        if (back > cap) continue;
+        if (now > p->back_until) p->back_ms = 0; /* lapsed: learn afresh */
+        if (back > p->back_ms) p->back_ms = back;
+        p->back_until = now + p->back_ms * POOL_GAP_MULT;
+        return;
+    }
 }
 
 /* Records a get at `now`, under p->mu: the pause since the previous one
@@ -249,7 +306,7 @@ void kn_pool_release(kn_pool *p) {
      * pooled_release is not enough alone: the creator's ref is dropped last). */
     pthread_mutex_lock(&p->mu);
     int n = 0;
-    pool_drop_idle(p, INT64_MAX, &n);
+    pool_drop_idle(p, INT64_MAX, 0, &n);
     p->max_free = 0;
     pthread_mutex_unlock(&p->mu);
     atomic_fetch_sub(&p->refs, n);
@@ -264,7 +321,9 @@ static void pooled_release(rt_buf *b) {
     pthread_mutex_lock(&p->mu);
     if (p->nfree < POOL_KEEP && atomic_load(&p->refs) > 1 &&
         b->size <= p->max_free - p->free_bytes && p->free_bytes <= p->max_free) {
-        p->expire_ms[p->nfree] = pool_now_ms() + pool_window_ms(p, pool_now_ms());
+        int64_t now = pool_now_ms();
+        p->expire_ms[p->nfree] = now + pool_window_ms(p, now);
+        p->freed_ms[p->nfree] = now;
         p->free_list[p->nfree++] = b;
         p->free_bytes += b->size;
         pthread_mutex_unlock(&p->mu);
@@ -298,7 +357,8 @@ static void pool_advise_huge(void *data, size_t size) {
 
 rt_buf *kn_pool_get(kn_pool *p, size_t size) {
     pthread_mutex_lock(&p->mu);
-    pool_note_get(p, pool_now_ms());
+    int64_t now = pool_now_ms();
+    pool_note_get(p, now);
     int best = -1;
     for (int i = 0; i < p->nfree; i++) {
         size_t s = p->free_list[i]->size;
@@ -308,13 +368,14 @@ rt_buf *kn_pool_get(kn_pool *p, size_t size) {
     if (best >= 0) {
         rt_buf *b = p->free_list[best];
         p->free_bytes -= b->size;
-        p->nfree--;
-        p->free_list[best] = p->free_list[p->nfree];
-        p->expire_ms[best] = p->expire_ms[p->nfree];
+        pool_unlist(p, best);
+        /* a client still at its slow cadence keeps what was learned */
+        if (p->back_ms > 0 && now <= p->back_until) p->back_until = now + p->back_ms * POOL_GAP_MULT;
         pthread_mutex_unlock(&p->mu);
         atomic_init(&b->refs, 1);
         return b;
     }
+    pool_learn_back(p, size, now);
     pthread_mutex_unlock(&p->mu);
     rt_buf *b = rt_buf_alloc(size);
     if (b == NULL) return NULL;

@@ -20,7 +20,9 @@ rt_buf *kn_pool_get(kn_pool *p, size_t size);
  * does not fit is freed on release) and each for a reuse window after it
  * came back: idle_ms, or twice the longest pause between two gets of the pool
  * in the last idle_max_ms if longer (the request rate), but never more than
- * idle_max_ms (-1 idle_ms: no idle trim); a process-wide thread trims every
+ * idle_max_ms (-1 idle_ms: no idle trim), or twice a slow client's come-back
+ * time once learned from a miss (up to 6 x idle_max_ms; kn_ctx.c's top);
+ * a process-wide thread trims every
  * 250 ms and then calls malloc_trim. Defaults: kn_pool_default_max_free's
  * bytes, 2000 ms and 20000 ms, or the environment's
  * DCMSERVE_POOL_MAX_FREE_BYTES / DCMSERVE_POOL_IDLE_MS /

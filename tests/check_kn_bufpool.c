@@ -1,7 +1,7 @@
 /* check_kn_bufpool.c - the kernels' output buffer pool (kernels/kn_ctx.c):
  * reuse of a returned buffer, the byte cap on free buffers, the idle trim by
  * the pool's trimmer thread, a reuse window that follows the pause between
- * requests, that the process's resident memory comes
+ * requests and learns a slow client's come-back time, that the process's resident memory comes
  * back near its pre-burst figure after a burst of large buffers, and the
  * default byte cap: one request's budget, bounded by the memory limit. */
 #include <check.h>
@@ -117,6 +117,38 @@ START_TEST(test_window_follows_rate) {
 }
 END_TEST
 
+/* A buffer the trimmer freed and that is asked for again later teaches the
+ * pool the client's come-back time: the next one of that size is kept for
+ * twice it (here 1.5 s after a 100 ms floor and a 1 s longest rate window),
+ * and still goes back once that window ends. Not learned where a fixed
+ * window is asked for (longest window <= floor). */
+START_TEST(test_window_learns_come_back) {
+    for (int fixed = 0; fixed < 2; fixed++) {
+        kn_pool *p = kn_pool_new();
+        kn_pool_set_limits(p, 64 * MIB, 100);
+        kn_pool_set_idle_max(p, fixed ? 100 : 1000);
+        rt_buf_unref(kn_pool_get(p, MIB));
+        long t_back = now_ms();
+        for (int i = 0; i < 400 && kn_pool_free_bytes(p) > 0; i++) sleep_ms(50);
+        ck_assert_uint_eq(kn_pool_free_bytes(p), 0);
+        long dt = now_ms() - t_back;
+        if (dt < 1500) sleep_ms(1500 - dt);
+        rt_buf *b = kn_pool_get(p, MIB); /* a miss: the freed one is remembered */
+        long back = now_ms() - t_back;
+        rt_buf_unref(b);
+        long t0 = now_ms();
+        sleep_ms(1000);
+        size_t kept = kn_pool_free_bytes(p);
+        long waited = now_ms() - t0;
+        if (!fixed && waited < 2 * back - 200)
+            ck_assert_msg(kept == MIB, "come-back %ld ms: freed %ld ms after its return", back, waited);
+        for (int i = 0; i < 400 && kn_pool_free_bytes(p) > 0; i++) sleep_ms(50);
+        ck_assert_uint_eq(kn_pool_free_bytes(p), 0);
+        kn_pool_release(p);
+    }
+}
+END_TEST
+
 START_TEST(test_rss_returns_after_burst) {
 #ifdef MS_SANITIZE
     /* ASan's allocator keeps freed memory in its quarantine and ignores
@@ -220,6 +252,7 @@ int main(void) {
         {"byte_cap", test_byte_cap},
         {"idle_trim", test_idle_trim},
         {"window_follows_rate", test_window_follows_rate},
+        {"window_learns_come_back", test_window_learns_come_back},
         {"rss_returns_after_burst", test_rss_returns_after_burst},
         {"release_with_buffers_in_use", test_release_with_buffers_in_use},
         {"default_cap_rule", test_default_cap_rule},
