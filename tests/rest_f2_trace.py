@@ -33,7 +33,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rest_probe_split as split  # noqa: E402
 from serve_client import HPT, Daemon, free_port  # noqa: E402
 
-MIB = 1 << 20
 CG = "/sys/fs/cgroup/memory/dcmserve_rest_attacks"
 
 def probe_main(rest, gport, out):
@@ -90,25 +89,6 @@ def sampler_main(pids, out):
         f.write(json.dumps(rec) + "\n")
         time.sleep(0.01)
     f.close()
-
-def uploads(rest, res):
-    def one():
-        s = socket.create_connection(("127.0.0.1", rest), timeout=120)
-        try:
-            s.sendall(b"POST /v1/models/hpt:predict HTTP/1.1\r\nHost: x\r\nContent-Length: %d"
-                      b"\r\n\r\n" % (255 * MIB))
-            chunk = b"0," * (MIB // 2)
-            for _ in range(255): s.sendall(chunk)
-        except OSError as e:
-            res.append(("send", type(e).__name__, time.monotonic()))
-        s.settimeout(60)
-        try: d = s.recv(200); res.append((d[:12].decode(errors="replace"), time.monotonic()))
-        except OSError as e: res.append((type(e).__name__, time.monotonic()))
-        s.close()
-    ts = [threading.Thread(target=one) for _ in range(10)]
-    for t in ts: t.start()
-    for t in ts: t.join()
-
 
 def window(out, a, b):
     """Per thread over [a, b] s after the attack began: CPU s, run-queue
@@ -189,7 +169,7 @@ def main():
         time.sleep(0.5)
         res = []
         ta = time.monotonic()
-        uploads(rest, res)
+        split.uploads(rest, res)
         tb = time.monotonic()
         time.sleep(1)
         p.communicate(b"stop\n"); sm.communicate(b"stop\n")
