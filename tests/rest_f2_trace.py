@@ -129,7 +129,8 @@ def main():
         return sampler_main(json.loads(sys.argv[2]), sys.argv[3])
     if sys.argv[1] == "window":
         return window(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]))
-    out = sys.argv[1]; os.makedirs(out, exist_ok=True)
+    out = os.path.abspath(sys.argv[1])  # strace runs in the daemon's folder
+    os.makedirs(out, exist_ok=True)
     opts = sys.argv[2:]
     use_strace = "strace" in opts; nice = "nice" in opts
     flags = [o for o in opts if o.startswith("--")]
