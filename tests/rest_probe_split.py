@@ -157,8 +157,10 @@ def trickle(rest):
         s.close()
 
 
-def uploads(rest):
-    """F2: 10 connections each declaring and sending 255 MiB at once."""
+def uploads(rest, res=None):
+    """F2: 10 connections each declaring and sending 255 MiB at once. With
+    res, each one's answer (its first 12 bytes, or the error's name) and when
+    it came (time.monotonic()) are appended to it."""
     def one():
         s = socket.create_connection(("127.0.0.1", rest), timeout=120)
         try:
@@ -167,9 +169,11 @@ def uploads(rest):
             chunk = b"0," * (MIB // 2)
             for _ in range(255):
                 s.sendall(chunk)
-            s.recv(100)
-        except OSError:
-            pass
+            got = s.recv(100)[:12].decode(errors="replace")
+        except OSError as e:
+            got = type(e).__name__
+        if res is not None:
+            res.append((got, time.monotonic()))
         s.close()
     ts = [threading.Thread(target=one) for _ in range(10)]
     for t in ts:

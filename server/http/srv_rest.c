@@ -591,20 +591,50 @@ static void watched_job_run(void *arg) {
     ms_watch_bind(NULL);
 }
 
-/* Runs fn(arg), a REST call that runs a model, watched (ms_watch.h): past the
- * call deadline (--rest_api_timeout_in_ms) the run is cancelled, and when
- * the client closes its connection too (nobody reads the answer). With
- * `model`, on a gRPC worker through that model's queue (fair with gRPC
- * calls; MS_EBUSY at once when the queue is full); else on this thread. */
-static ms_status run_watched(srv_rest *r, struct MHD_Connection *c, const char *model,
-                             void (*fn)(void *arg), void *arg, ms_watch *watch) {
+/* Runs fn(arg), a REST call that runs a model, on this thread, watched
+ * (ms_watch.h): past the call deadline (--rest_api_timeout_in_ms) the run is
+ * cancelled, and when the client closes its connection too (nobody reads
+ * the answer). The model run itself goes through in_model_queue. */
+static void run_watched(srv_rest *r, struct MHD_Connection *c, void (*fn)(void *arg), void *arg,
+                        ms_watch *watch) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     ms_watch_start(watch, r->call_timeout_ms, ci ? ci->connect_fd : -1);
     watched_job w = {fn, arg, watch};
-    ms_status st = model && r->app->server
-                       ? srv_server_run_job(r->app->server, model, watched_job_run, &w)
-                       : (watched_job_run(&w), MS_OK);
+    watched_job_run(&w);
     ms_watch_stop(watch);
+}
+
+typedef struct queued_job {
+    watched_job w;
+    char err[1024]; /* the worker's ms_errmsg() after the run */
+} queued_job;
+
+static void queued_job_run(void *arg) {
+    queued_job *q = arg;
+    ms_err_clear();
+    watched_job_run(&q->w);
+    snprintf(q->err, sizeof q->err, "%s", ms_errmsg());
+}
+
+/* Runs fn(arg), the model run of a REST call, on a gRPC worker through the
+ * queue of `model` (fair with gRPC calls; MS_EBUSY at once when the queue is
+ * full), bound to the call's watch; on this thread (bound by run_watched)
+ * without a gRPC server. Only the run: the body's parse before it and the
+ * answer's JSON after it stay on the REST worker. A model runs on at most
+ * one queue slot per core, and every call of that model, gRPC's included,
+ * waits for a slot: a slot held while a large body is checked or parsed
+ * (0.3 s of CPU for 255 MiB, seconds at the workers' nice 10 on a busy
+ * machine) held them all up (docs/reliability.md, F2). */
+static ms_status in_model_queue(srv_app *app, const char *model, ms_watch *watch,
+                                void (*fn)(void *arg), void *arg) {
+    if (app->server == NULL) {
+        fn(arg);
+        return MS_OK;
+    }
+    queued_job q = {{fn, arg, watch}, ""};
+    ms_status st = srv_server_run_job(app->server, model, queued_job_run, &q);
+    /* the run's message (ms_errf is per thread) where the answer is written */
+    if (st == MS_OK && q.err[0] != '\0') ms_errf(MS_OK, "%s", q.err);
     return st;
 }
 
@@ -619,17 +649,13 @@ static ms_status watched_status(const ms_watch *watch, ms_status st) {
     return st;
 }
 
-/* :predict on a gRPC worker through the model's queue, watched (run_watched:
- * 504 past the deadline, 503 at once when the queue is full). */
+/* :predict, watched (run_watched: 504 past the deadline); its model run on
+ * a gRPC worker through the model's queue (503 when the queue is full). */
 static answer do_predict(srv_rest *r, struct MHD_Connection *c, const target *tg, const body *b,
                          int64_t *version, ms_status *st, srv_req *rec) {
     ms_watch watch;
     predict_job j = {r->app, tg, b, version, st, rec, &watch, {0, NULL}};
-    ms_status qst = run_watched(r, c, tg->name, predict_job_run, &j, &watch);
-    if (qst != MS_OK) {
-        *st = qst;
-        return status_error(qst);
-    }
+    run_watched(r, c, predict_job_run, &j, &watch);
     return j.a;
 }
 
@@ -653,6 +679,29 @@ static uint64_t json_tree_bytes(const char *p, size_t n) {
     }
     /* a node and its malloc header; keys and strings copied once */
     return nodes * (sizeof(cJSON) + 16) + n;
+}
+
+/* A :predict's model run, for in_model_queue. */
+typedef struct batch_job {
+    srv_app *app;
+    rt_model *model;
+    const char *name;
+    int64_t version;
+    const char *sig_key;
+    const sig_input *in;
+    int nin;
+    const rt_run_opts *opts;
+    sig_output **outs;
+    int *nouts;
+    srv_req *rec;
+    ms_status st;
+} batch_job;
+
+static void batch_job_run(void *arg) {
+    batch_job *j = arg;
+    srv_req_phase(j->rec, SRV_PHASE_QUEUE); /* since the body was decoded */
+    j->st = srv_batch_run(j->app->batcher, j->model, j->name, j->version, j->sig_key, j->in,
+                          j->nin, NULL, 0, j->opts, j->outs, j->nouts);
 }
 
 static answer predict_json(srv_app *app, const target *tg, const body *b, int64_t *version,
@@ -754,8 +803,10 @@ static answer predict_json(srv_app *app, const target *tg, const body *b, int64_
     if (nin > 0 && in[0].tensor->shape.rank > 0) srv_req_batch(rec, (int)in[0].tensor->shape.dim[0]);
     srv_req_phase(rec, SRV_PHASE_DECODE);
     rt_run_opts opts = {.budget = &budget, .cancelled = watch ? &watch->cancelled : NULL};
-    st = srv_batch_run(app->batcher, sv.model, tg->name, sv.version, sig_key, in, nin, NULL, 0,
-                       &opts, &outs, &nouts);
+    batch_job bj = {app, sv.model, tg->name, sv.version, sig_key, in, nin, &opts, &outs, &nouts,
+                    rec, MS_OK};
+    st = in_model_queue(app, tg->name, watch, batch_job_run, &bj);
+    if (st == MS_OK) st = bj.st;
     srv_req_phase(rec, SRV_PHASE_COMPUTE);
     st = watched_status(watch, st);
     if (st != MS_OK) goto done;
@@ -1159,8 +1210,24 @@ typedef struct example_job {
     int regress;
     int64_t *version;
     ms_status *st;
+    ms_watch *watch;
     answer a;
 } example_job;
+
+/* A :classify's or :regress's run (the request packed), for in_model_queue. */
+typedef struct tfs_job {
+    srv_app *app;
+    int regress;
+    const srv_bytes *wire;
+    srv_bytes *out;
+    ms_status st;
+} tfs_job;
+
+static void tfs_job_run(void *arg) {
+    tfs_job *j = arg;
+    j->st = j->regress ? srv_tfs_regress(j->app, NULL, j->wire->data, j->wire->len, j->out)
+                       : srv_tfs_classify(j->app, NULL, j->wire->data, j->wire->len, j->out);
+}
 
 static answer example_bad(ms_status *st, const char *msg) {
     *st = MS_EINVAL;
@@ -1170,7 +1237,7 @@ static answer example_bad(ms_status *st, const char *msg) {
 /* The JSON body as a Classification/RegressionRequest, the gRPC handler, its
  * answer as TF Serving's JSON. */
 static answer example_json(srv_app *app, const target *tg, const body *b, int regress,
-                           int64_t *version, ms_status *status) {
+                           int64_t *version, ms_status *status, ms_watch *watch) {
     const char *data = b->data ? b->data : "";
     cJSON *req = cJSON_ParseWithLength(data, b->len);
     ex_ctx x = {0};
@@ -1249,9 +1316,11 @@ static answer example_json(srv_app *app, const target *tg, const body *b, int re
     crq.input = rrq.input = &in;
     srv_bytes wire = {0};
     ms_status st = srv_pack(regress ? &rrq.base : &crq.base, &wire);
-    if (st == MS_OK)
-        st = regress ? srv_tfs_regress(app, NULL, wire.data, wire.len, &out)
-                     : srv_tfs_classify(app, NULL, wire.data, wire.len, &out);
+    if (st == MS_OK) {
+        tfs_job tj = {app, regress, &wire, &out, MS_OK};
+        st = in_model_queue(app, tg->name, watch, tfs_job_run, &tj);
+        if (st == MS_OK) st = tj.st;
+    }
     free(wire.data);
     if (st != MS_OK) {
         *status = st;
@@ -1312,20 +1381,16 @@ done:
 
 static void example_job_run(void *arg) {
     example_job *j = arg;
-    j->a = example_json(j->app, j->tg, j->b, j->regress, j->version, j->st);
+    j->a = example_json(j->app, j->tg, j->b, j->regress, j->version, j->st, j->watch);
 }
 
-/* :classify / :regress on a gRPC worker through the model's queue, watched
- * as :predict. */
+/* :classify / :regress, watched as :predict; the run through the model's
+ * queue as :predict's. */
 static answer do_example_api(srv_rest *r, struct MHD_Connection *c, const target *tg,
                              const body *b, int regress, int64_t *version, ms_status *st) {
     ms_watch watch;
-    example_job j = {r->app, tg, b, regress, version, st, {0, NULL}};
-    ms_status qst = run_watched(r, c, tg->name, example_job_run, &j, &watch);
-    if (qst != MS_OK) {
-        *st = qst;
-        return status_error(qst);
-    }
+    example_job j = {r->app, tg, b, regress, version, st, &watch, {0, NULL}};
+    run_watched(r, c, example_job_run, &j, &watch);
     ms_status wst = watched_status(&watch, *st);
     if (wst != *st) {
         cJSON_Delete(j.a.json);
@@ -1361,7 +1426,7 @@ static int do_v2(srv_rest *r, struct MHD_Connection *c, const char *method, cons
         return j.ret;
     }
     ms_watch watch;
-    run_watched(r, c, NULL, v2_job_run, &j, &watch);
+    run_watched(r, c, v2_job_run, &j, &watch);
     ms_status wst = watched_status(&watch, out->st);
     if (j.ret == 0 && wst != out->st) {
         free(out->body);
