@@ -34,8 +34,8 @@
  * One exception, learned from a miss: a client that repeats one large
  * request slowly (a 600-slice series that takes 30 s of wall time on a
  * starved CPU) asks for its volume again only after the window above has
- * freed it. The trimmer remembers the last POOL_GHOSTS buffers it freed
- * (size and when they came back); a get that finds no free buffer but a
+ * freed it. The trimmer remembers the POOL_GHOSTS largest buffers it freed
+ * in the last such window (size and when they came back); a get that finds no free buffer but a
  * remembered one of its size learns how long that buffer would have had to
  * wait (the come-back time), and from then on buffers are kept for
  * POOL_GAP_MULT times the longest come-back time learned, up to
@@ -70,8 +70,7 @@ struct kn_pool {
     struct {
         size_t size;
         int64_t freed_ms; /* 0: an empty slot */
-    } ghost[POOL_GHOSTS]; /* the last buffers the trimmer freed, round robin */
-    int ghost_next;
+    } ghost[POOL_GHOSTS]; /* buffers the trimmer freed, the largest kept (pool_remember) */
     kn_pool *prev, *next;        /* the trimmer's list of live pools */
 };
 
@@ -98,6 +97,31 @@ static void pool_unlist(kn_pool *p, int i) {
     p->freed_ms[i] = p->freed_ms[p->nfree];
 }
 
+/* The longest come-back time learned (see the top). */
+static int64_t pool_back_cap(const kn_pool *p) {
+    return p->idle_max_ms * POOL_BACK_MULT / POOL_GAP_MULT;
+}
+
+/* Remembers, under p->mu, a buffer of `size` that came back at freed_ms and
+ * is freed by the trimmer at `now`: in an empty or lapsed slot, else in
+ * place of the smallest one remembered if not larger (a model's many small
+ * intermediate buffers must not push out its volume's). */
+static void pool_remember(kn_pool *p, size_t size, int64_t freed_ms, int64_t now) {
+    int slot = -1;
+    for (int i = 0; i < POOL_GHOSTS; i++) {
+        if (p->ghost[i].freed_ms == 0 || now - p->ghost[i].freed_ms > pool_back_cap(p)) {
+            slot = i;
+            break;
+        }
+        if (slot < 0 || p->ghost[i].size < p->ghost[slot].size) slot = i;
+    }
+    if (p->ghost[slot].freed_ms != 0 && now - p->ghost[slot].freed_ms <= pool_back_cap(p) &&
+        p->ghost[slot].size > size)
+        return;
+    p->ghost[slot].size = size;
+    p->ghost[slot].freed_ms = freed_ms;
+}
+
 /* Frees, under p->mu, the free buffers whose window ended before `cutoff`
  * (all of them for INT64_MAX). Returns the bytes freed. The trimmer
  * (remember set) keeps each one's size and return time as a ghost (see the
@@ -109,11 +133,7 @@ static size_t pool_drop_idle(kn_pool *p, int64_t cutoff, int remember, int *n_ou
     for (int i = 0; i < p->nfree;) {
         if (p->expire_ms[i] < cutoff) {
             rt_buf *b = p->free_list[i];
-            if (remember) {
-                p->ghost[p->ghost_next].size = b->size;
-                p->ghost[p->ghost_next].freed_ms = p->freed_ms[i];
-                p->ghost_next = (p->ghost_next + 1) % POOL_GHOSTS;
-            }
+            if (remember) pool_remember(p, b->size, p->freed_ms[i], cutoff);
             bytes += b->size;
             free(b->data);
             free(b);
@@ -246,7 +266,7 @@ static int64_t pool_window_ms(const kn_pool *p, int64_t now) {
  * was asked for again (see the top). */
 static void pool_learn_back(kn_pool *p, size_t size, int64_t now) {
     if (p->idle_ms < 0 || p->idle_max_ms <= p->idle_ms) return;
-    int64_t cap = p->idle_max_ms * POOL_BACK_MULT / POOL_GAP_MULT;
+    int64_t cap = pool_back_cap(p);
     for (int i = 0; i < POOL_GHOSTS; i++) {
         size_t s = p->ghost[i].size;
         if (p->ghost[i].freed_ms == 0 || s < size || s > size * 2 + 256) continue;

@@ -120,7 +120,8 @@ END_TEST
 /* A buffer the trimmer freed and that is asked for again later teaches the
  * pool the client's come-back time: the next one of that size is kept for
  * twice it (here 1.5 s after a 100 ms floor and a 1 s longest rate window),
- * and still goes back once that window ends. Not learned where a fixed
+ * and still goes back once that window ends, also when many smaller buffers
+ * were freed in between. Not learned where a fixed
  * window is asked for (longest window <= floor). */
 START_TEST(test_window_learns_come_back) {
     for (int fixed = 0; fixed < 2; fixed++) {
@@ -129,6 +130,12 @@ START_TEST(test_window_learns_come_back) {
         kn_pool_set_idle_max(p, fixed ? 100 : 1000);
         rt_buf_unref(kn_pool_get(p, MIB));
         long t_back = now_ms();
+        for (int i = 0; i < 400 && kn_pool_free_bytes(p) > 0; i++) sleep_ms(50);
+        ck_assert_uint_eq(kn_pool_free_bytes(p), 0);
+        /* Many small buffers freed after it must not make the pool forget it. */
+        rt_buf *small[12];
+        for (int i = 0; i < 12; i++) small[i] = kn_pool_get(p, 1024 * (size_t)(i + 1));
+        for (int i = 0; i < 12; i++) rt_buf_unref(small[i]);
         for (int i = 0; i < 400 && kn_pool_free_bytes(p) > 0; i++) sleep_ms(50);
         ck_assert_uint_eq(kn_pool_free_bytes(p), 0);
         long dt = now_ms() - t_back;
