@@ -24,7 +24,6 @@ output size exceeds 2^31 (must be refused at run time, not wrapped), follow.
 import itertools
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -32,8 +31,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-BIN = os.environ.get("DCM_BIN", "build")
-WORKER = os.path.join(BIN, "onnx_conf_run")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from onnx_worker import WORKER, Worker, graph_has  # noqa: E402
 
 CTMS = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"]
 NMS = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
@@ -102,38 +101,6 @@ def build(opset, mode, ctm, nm, sc, const_scales, h_dyn=True):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
 
 
-class Worker:
-    """One onnx_conf_run process (protocol: tests/tools/onnx_conf_run.c)."""
-
-    def __init__(self):
-        self.p = subprocess.Popen([WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True, bufsize=1)
-
-    def run(self, model_path, work, feeds):
-        """(answer, output or None); feeds: (name, array) in graph-input order."""
-        os.makedirs(work)
-        for k, (_, a) in enumerate(feeds):
-            np.save(os.path.join(work, "in_%d.npy" % k), a)
-        line = "\t".join([model_path, work, str(len(feeds))] + [f[0] for f in feeds] +
-                         ["1", "y"])
-        self.p.stdin.write(line + "\n")
-        self.p.stdin.flush()
-        ans = self.p.stdout.readline().rstrip("\n")
-        if ans != "ok":
-            return ans, None
-        return ans, np.load(os.path.join(work, "out_0.npy"))
-
-    def close(self):
-        self.p.stdin.close()
-        self.p.wait(timeout=30)
-
-
-def graph_ops(work):
-    with open(os.path.join(work, "sm", "saved_model.pb"), "rb") as f:
-        pb = f.read()
-    return b"ResizeNearestNeighbor" in pb, b"OnnxResize" in pb
-
-
 def main():
     if not os.access(WORKER, os.X_OK):
         print("FAIL: worker %s not built" % WORKER)
@@ -186,7 +153,7 @@ def main():
                     continue
                 # Scales of 1 on the fast path are no op at all (an alias).
                 ident = want_fast and sc == (1, 1)
-                nn, general = graph_ops(wa)
+                nn, general = graph_has(wa, "ResizeNearestNeighbor", "OnnxResize")
                 if (nn, general) != (want_fast and not ident, not want_fast):
                     fails.append("%s: ResizeNearestNeighbor %s, OnnxResize %s, expected %s"
                                  % (where, nn, general, "no op" if ident else
