@@ -319,9 +319,30 @@ static void count_consumers(rt__ox_conv *cv, const Onnx__GraphProto *g, rt__ox_m
     }
 }
 
-static const rt__ox_value *const_float_input(rt__ox_conv *cv, const Onnx__NodeProto *n, size_t i) {
+/* Input i of n when its float contents are known before conversion: an
+ * initializer, or the output of a Constant node among those before it
+ * (producer: output 0 -> index + 1), as Paddle2ONNX writes weights; that
+ * tensor is read here into the arena (the node converts as usual). */
+static const rt__ox_value *const_float_input(rt__ox_conv *cv, const Onnx__GraphProto *g,
+                                             const rt__ox_map *producer,
+                                             const Onnx__NodeProto *n, size_t i) {
     if (i >= n->n_input || n->input[i] == NULL || n->input[i][0] == '\0') return NULL;
     const rt__ox_value *v = rt__ox_find(cv, n->input[i]);
+    if (v == NULL) {
+        intptr_t pi = (intptr_t)rt__ox_map_get(producer, n->input[i], strlen(n->input[i]));
+        const Onnx__NodeProto *c = pi > 0 ? g->node[pi - 1] : NULL;
+        const Onnx__AttributeProto *a = c ? rt__ox_attr(c, "value") : NULL;
+        if (a == NULL || a->t == NULL || strcmp(c->op_type ? c->op_type : "", "Constant") != 0 ||
+            (c->domain && c->domain[0] && strcmp(c->domain, "ai.onnx") != 0))
+            return NULL;
+        rt__ox_value *t = rt__ox_alloc(cv, sizeof(*t));
+        memset(t, 0, sizeof(*t));
+        if (rt__ox_load_tensor(cv, a->t, t) != MS_OK) {
+            ms_err_clear(); /* the Constant's own conversion reports it */
+            return NULL;
+        }
+        v = t;
+    }
     return v && v->f ? v : NULL;
 }
 
@@ -352,12 +373,13 @@ static void fold_batchnorm(rt__ox_conv *cv, const Onnx__GraphProto *g, Onnx__Nod
         if (conv == NULL || strcmp(conv->op_type ? conv->op_type : "", "Conv") != 0 ||
             conv->n_output != 1 || (intptr_t)rt__ox_map_get(&uses, x, strlen(x)) != 1)
             continue;
-        const rt__ox_value *W = const_float_input(cv, conv, 1), *B = const_float_input(cv, conv, 2);
+        const rt__ox_value *W = const_float_input(cv, g, &producer, conv, 1),
+                           *B = const_float_input(cv, g, &producer, conv, 2);
         const rt__ox_value *p[4];
         int ok = W != NULL && W->rank == 4 &&
                  (conv->n_input < 3 || B != NULL || conv->input[2][0] == '\0');
         for (int k = 0; k < 4 && ok; k++)
-            ok = (p[k] = const_float_input(cv, bn, (size_t)k + 1)) != NULL;
+            ok = (p[k] = const_float_input(cv, g, &producer, bn, (size_t)k + 1)) != NULL;
         int64_t M = ok ? W->dim[0] : 0;
         for (int k = 0; k < 4 && ok; k++)
             ok = rt__ox_nelem(p[k]) == M;

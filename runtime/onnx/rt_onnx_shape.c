@@ -788,6 +788,40 @@ ms_status rt__ox_op_pad(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* The int32 [H, W] size of a resize of NHWC t computed at run time: t's
+ * H, W times mul (0: out's static size instead). A size of 2^31 or more is
+ * made -2^31, which the resize op refuses, rather than one wrapped. */
+static const char *resize_rt_size(rt__ox_conv *cv, const char *h, const char *t,
+                                  const int64_t mul[2], const int64_t out[2]) {
+    static const int64_t one = 1, two = 2;
+    int64_t begin = 1, add[2], lim = (int64_t)1 << 31;
+    for (int a = 0; a < 2; a++)
+        add[a] = mul[a] ? 0 : out[a];
+    Tensorflow__NodeDef *sh = rt__tf_node(cv, "Shape", rt__ox_printf(cv, "%s/in_shape", h));
+    rt__tf_input(cv, sh, t);
+    rt__tf_attr_type(cv, sh, "T", RT_DT_FLOAT);
+    rt__tf_attr_type(cv, sh, "out_type", RT_DT_INT64);
+    Tensorflow__NodeDef *sl = rt__tf_node(cv, "Slice", rt__ox_printf(cv, "%s/in_hw", h));
+    rt__tf_input(cv, sl, sh->name);
+    rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/begin", sl->name), 1, &begin));
+    rt__tf_input(cv, sl, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/len", sl->name), 1, &two));
+    rt__tf_attr_type(cv, sl, "T", RT_DT_INT64);
+    rt__tf_attr_type(cv, sl, "Index", RT_DT_INT32);
+    const char *s = rt__tf_binary(
+        cv, "Mul", rt__ox_printf(cv, "%s/scaled", h), sl->name,
+        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/mul", h), RT_DT_INT64, 1, &two, mul),
+        RT_DT_INT64);
+    s = rt__tf_binary(
+        cv, "AddV2", rt__ox_printf(cv, "%s/sized", h), s,
+        rt__tf_const_int(cv, rt__ox_printf(cv, "%s/add", h), RT_DT_INT64, 1, &two, add),
+        RT_DT_INT64);
+    s = rt__tf_binary(cv, "Minimum", rt__ox_printf(cv, "%s/capped", h), s,
+                      rt__tf_const_int(cv, rt__ox_printf(cv, "%s/lim", h), RT_DT_INT64, 0, &one,
+                                       &lim),
+                      RT_DT_INT64);
+    return rt__tf_cast(cv, rt__ox_printf(cv, "%s/size", h), s, RT_DT_INT64, RT_DT_INT32);
+}
+
 /* Resize / Upsample with TF's ResizeBilinear / ResizeNearestNeighbor (the
  * fast path, also for the fused CNN graphs): MS_ENOTSUP for every form they
  * do not compute exactly as ONNX does. */
@@ -804,8 +838,10 @@ static ms_status resize_tf(rt__ox_conv *cv, const Onnx__NodeProto *n) {
                                           "keep_aspect_ratio_policy");
     if (X->rank == 5 && !upsample) return rt__ox_op3_resize(cv, n);
     if (!rt__ox_need_rank(cv, X, 4, &st)) return st;
-    if (X->dim[2] < 0 || X->dim[3] < 0)
-        return rt__ox_err(cv, MS_ENOTSUP, "resizing needs static spatial dims");
+    /* A spatial dim known only at run time: its output size is computed in
+     * the graph (resize_rt_size); rt_mul[a] is its scale, 0 when static. */
+    int dyn = X->dim[2] < 0 || X->dim[3] < 0;
+    int64_t rt_mul[2] = {0, 0};
     float scales[4] = {1, 1, 1, 1};
     int64_t out[2] = {-1, -1};
     int have = 0;
@@ -827,7 +863,8 @@ static ms_status resize_tf(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     }
     if (!upsample && cv->opset >= 11 && (S = rt__ox_in(cv, n, 3)) != NULL) {
         /* sizes: N and C may come from Shape(x) and be dynamic; H, W must be
-         * known here. */
+         * known here. ONNX then maps by out / in; TF too, but in float. */
+        if (dyn) return rt__ox_err(cv, MS_ENOTSUP, "sizes with run-time H or W");
         int64_t ns = rt__ox_nelem(S);
         if (ns != 4 || !S->iv || !S->ik[2] || !S->ik[3])
             return rt__ox_err(cv, MS_ENOTSUP, "sizes must be 4 values with static H and W");
@@ -844,6 +881,21 @@ static ms_status resize_tf(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         if (scales[0] != 1.0f || scales[1] != 1.0f)
             return rt__ox_err(cv, MS_ENOTSUP, "only H and W may be resized");
         for (int a = 0; a < 2; a++) {
+            if (X->dim[2 + a] < 0) {
+                /* in * scale is integral for every in only with an integral
+                 * scale; a power of two also makes TF's float in / out and
+                 * every index * (in / out) exact, so its index is ONNX's
+                 * for every size (3 would need sizes below 2^22). */
+                int e;
+                float m = frexpf(scales[2 + a], &e);
+                if (m != 0.5f || e < 1 || e > 11)
+                    return rt__ox_err(cv, MS_ENOTSUP,
+                                      "scale %g on a run-time dimension: only 1, 2, 4, ..., "
+                                      "1024 are supported",
+                                      (double)scales[2 + a]);
+                rt_mul[a] = (int64_t)1 << (e - 1);
+                continue;
+            }
             float o = floorf((float)X->dim[2 + a] * scales[2 + a]);
             if (!(o >= 1.0f && o <= (float)OX_DIM_MAX))
                 return rt__ox_err(cv, MS_EINVAL, "scales give an output size out of range");
@@ -870,6 +922,9 @@ static ms_status resize_tf(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     int asym = rt__ox_attr_is(n, "coordinate_transformation_mode", "asymmetric", dflt);
     int tf_hp = 0, tf_ac = 0;
     if (linear) {
+        /* TF's bilinear rounds its lerps in float, OnnxResize once from
+         * double: equal for few sizes only, so run-time sizes stay there. */
+        if (dyn) return rt__ox_err(cv, MS_ENOTSUP, "linear resize of run-time H or W");
         if (php && (out[0] == 1 || out[1] == 1))
             return rt__ox_err(cv, MS_ENOTSUP, "pytorch_half_pixel to size 1 is not supported");
         if (hp || php)
@@ -883,7 +938,8 @@ static ms_status resize_tf(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         int fl = rt__ox_attr_is(n, "nearest_mode", "floor", ndflt);
         int rpf = rt__ox_attr_is(n, "nearest_mode", "round_prefer_floor", ndflt) ||
                   rt__ox_attr_is(n, "nearest_mode", "round_prefer_ceil", ndflt);
-        int int_up = out[0] % X->dim[2] == 0 && out[1] % X->dim[3] == 0;
+        int int_up = (rt_mul[0] || out[0] % X->dim[2] == 0) &&
+                     (rt_mul[1] || out[1] % X->dim[3] == 0);
         if (asym && fl) {
             tf_hp = 0;
         } else if ((hp || php) && rpf && int_up) {
@@ -897,7 +953,8 @@ static ms_status resize_tf(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         }
     }
     int64_t od[4] = {X->dim[0], X->dim[1], out[0], out[1]};
-    if (out[0] == X->dim[2] && out[1] == X->dim[3]) {
+    if ((rt_mul[0] ? rt_mul[0] == 1 : out[0] == X->dim[2]) &&
+        (rt_mul[1] ? rt_mul[1] == 1 : out[1] == X->dim[3])) {
         rt__ox_alias(cv, n, X);
         return MS_OK;
     }
@@ -908,7 +965,9 @@ static ms_status resize_tf(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     Tensorflow__NodeDef *nd =
         rt__tf_node(cv, linear ? "ResizeBilinear" : "ResizeNearestNeighbor", h);
     rt__tf_input(cv, nd, t);
-    rt__tf_input(cv, nd, rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", nd->name), 2, out));
+    rt__tf_input(cv, nd,
+                 dyn ? resize_rt_size(cv, nd->name, t, rt_mul, out)
+                     : rt__tf_i32vec(cv, rt__ox_printf(cv, "%s/size", nd->name), 2, out));
     rt__tf_attr_type(cv, nd, "T", RT_DT_FLOAT);
     rt__tf_attr_b(cv, nd, "align_corners", tf_ac);
     rt__tf_attr_b(cv, nd, "half_pixel_centers", tf_hp);
