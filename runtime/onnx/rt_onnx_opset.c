@@ -125,6 +125,8 @@ static const ox_opdef ox_defs[] = {
     {"Col2Im", {18}, {0}, "dilations pads strides"},
     {"DeformConv", {19, 22}, {0}, "dilations group kernel_shape offset_group pads strides"},
     {"DFT", {17, 20}, {0}, "axis inverse onesided"},
+    {"STFT", {17}, {0}, "onesided"},
+    {"MelWeightMatrix", {17}, {0}, "output_datatype"},
     {"CausalConvWithState", {27}, {0}, "activation"},
     {"Unique", {11}, {0}, "axis sorted"},
     {"Det", {11, 22}, {0}, ""},
