@@ -359,10 +359,11 @@ START_TEST(fuzz_fft) {
 END_TEST
 
 /* Our own ops for ONNX's image operators (kn_cpu_onnx_img.c) and
- * MelWeightMatrix (kn_cpu_onnx_signal.c). */
+ * MelWeightMatrix, TensorScatter (kn_cpu_onnx_signal.c, kn_cpu_onnx_cache.c). */
 START_TEST(fuzz_onnx_img) {
     fuzz_table(kn_cpu_onnx_img_kernels, 17u, 300);
     fuzz_table(kn_cpu_onnx_signal_kernels, 18u, 300);
+    fuzz_table(kn_cpu_onnx_cache_kernels, 19u, 300);
 }
 END_TEST
 

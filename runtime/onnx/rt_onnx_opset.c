@@ -126,6 +126,7 @@ static const ox_opdef ox_defs[] = {
     {"DeformConv", {19, 22}, {0}, "dilations group kernel_shape offset_group pads strides"},
     {"DFT", {17, 20}, {0}, "axis inverse onesided"},
     {"STFT", {17}, {0}, "onesided"},
+    {"TensorScatter", {24}, {0}, "axis mode"},
     {"MelWeightMatrix", {17}, {0}, "output_datatype"},
     {"CausalConvWithState", {27}, {0}, "activation"},
     {"Unique", {11}, {0}, "axis sorted"},
