@@ -7,13 +7,8 @@
  * arithmetic), with empty tensors and hostile values. */
 #include <check.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "kn_cpu_backend.h"
-#include "kn_ctx.h"
-#include "rt_graph.h"
 #include "util_node.h"
 
 enum { NEAREST, LINEAR, CUBIC };
@@ -553,28 +548,9 @@ START_TEST(test_dft_axes_and_hostile) {
     tu_run_fail(tu_node_new("OnnxDFT", "dft_axis2"), bad_axis, 3, 1, MS_EINVAL, "axis");
     rt_tensor_unref(bad_axis[2]);
     /* A cancelled request stops it with CANCELLED; not cancelled, it runs. */
-    kn_backend *be = kn_cpu_backend_new(1);
-    d = tu_node_new("OnnxDFT", "dft_cancel");
-    const kn_kernel *k = kn_backend_kernel(be, d->op);
-    ck_assert_ptr_nonnull(k);
-    kn_node node = {.name = d->name, .op = d->op, .def = d, .attrs = &rt_nodedef_attrs,
-                    .nin = 2, .nout = 1};
-    void *state = NULL;
-    ck_assert_int_eq(k->prepare(&node, NULL, &state), MS_OK);
-    atomic_int cancel = 1;
-    kn_ctx ctx = {.nthreads = 1, .cancelled = &cancel};
-    o = NULL;
-    ck_assert_int_eq(k->compute(&ctx, &node, state, in, &o), MS_ECANCELED);
-    ck_assert_msg(strstr(ms_errmsg(), "cancelled") != NULL, "%s", ms_errmsg());
-    rt_tensor_unref(o);
-    o = NULL;
-    atomic_store(&cancel, 0);
-    ck_assert_int_eq(k->compute(&ctx, &node, state, in, &o), MS_OK);
+    o = tu_check_cancel(tu_node_new("OnnxDFT", "dft_cancel"), in, 2);
     TU_CHECK_F32(o, TU_SHAPE(1, 2, 2), 1e-6f, 3, 0, -1, 0);
     rt_tensor_unref(o);
-    k->release(state);
-    tu_node_free(d);
-    kn_backend_free(be);
     tu_unref(in, 2);
 }
 END_TEST

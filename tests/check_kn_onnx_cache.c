@@ -3,12 +3,7 @@
  * (comments give them), with empty tensors, hostile indices and
  * cancellation. */
 #include <check.h>
-#include <stdatomic.h>
-#include <string.h>
 
-#include "kn_cpu_backend.h"
-#include "kn_ctx.h"
-#include "rt_graph.h"
 #include "util_node.h"
 
 static Tensorflow__NodeDef *ts_node(int has_ix, int64_t axis, int circ) {
@@ -89,27 +84,11 @@ END_TEST
 
 START_TEST(test_cancel) {
     /* A cancelled request stops it with CANCELLED; not cancelled, it runs. */
-    Tensorflow__NodeDef *d = ts_node(0, 1, 0);
-    kn_backend *be = kn_cpu_backend_new(1);
-    const kn_kernel *k = kn_backend_kernel(be, d->op);
-    ck_assert_ptr_nonnull(k);
-    kn_node node = {.name = d->name, .op = d->op, .def = d, .attrs = &rt_nodedef_attrs,
-                    .nin = 2, .nout = 1};
     rt_tensor *in[2] = {TU_F32(TU_SHAPE(1, 2, 1), 1, 2), TU_F32(TU_SHAPE(1, 1, 1), 3)};
-    atomic_int cancel = 1;
-    kn_ctx ctx = {.nthreads = 1, .cancelled = &cancel};
-    rt_tensor *o = NULL;
-    ck_assert_int_eq(k->compute(&ctx, &node, NULL, in, &o), MS_ECANCELED);
-    ck_assert_msg(strstr(ms_errmsg(), "cancelled") != NULL, "%s", ms_errmsg());
-    rt_tensor_unref(o);
-    o = NULL;
-    atomic_store(&cancel, 0);
-    ck_assert_int_eq(k->compute(&ctx, &node, NULL, in, &o), MS_OK);
+    rt_tensor *o = tu_check_cancel(ts_node(0, 1, 0), in, 2);
     TU_CHECK_F32(o, TU_SHAPE(1, 2, 1), 0, 3, 2);
     rt_tensor_unref(o);
     tu_unref(in, 2);
-    tu_node_free(d);
-    kn_backend_free(be);
 }
 END_TEST
 
