@@ -164,7 +164,8 @@ def refusals(tmp):
     training_mode given at run time), an attribute the
     handler does not read, an op version the converter does not implement, LSTM / GRU
     activations with parameters, DFT's complex inverse, GatherND's batch_dims before opset 12,
-    a one-sided STFT of a complex signal, TensorScatter on the batch axis."""
+    a one-sided STFT of a complex signal, TensorScatter on the batch axis, SwiGLU of two
+    shapes."""
     from onnx import TensorProto, helper
 
     def model(node, inits, opset, out_dims, in_dims=(1, 1, 4, 4)):
@@ -212,7 +213,8 @@ def refusals(tmp):
          ["gr", "GRU", "activations", "HardSigmoid"]),
     ]
     # DFT's complex inverse (see docs/onnx.md), GatherND's batch_dims before opset 12,
-    # STFT's one-sided output of a complex signal, TensorScatter on the batch axis.
+    # STFT's one-sided output of a complex signal, TensorScatter on the batch axis, SwiGLU
+    # of two shapes.
     def i64(name, dims, vals):
         return helper.make_tensor(name, TensorProto.INT64, dims, vals)
     cases += [
@@ -233,6 +235,11 @@ def refusals(tmp):
                [helper.make_tensor("u", TensorProto.FLOAT, [1, 2, 1], [1, 2])], 24, [1, 2, 1],
                (1, 2, 1)),
          ["ts", "TensorScatter", "axis"]),
+        ("SwiGLU of two shapes",
+         model(helper.make_node("SwiGLU", ["x", "g"], ["y"], name="sg"),
+               [helper.make_tensor("g", TensorProto.FLOAT, [1, 3], [1, 2, 3])], 28, [1, 2],
+               (1, 2)),
+         ["sg", "SwiGLU", "same shape"]),
     ]
     # Dropout whose training_mode is a graph input: whether it draws a random mask is
     # known only at run time, so the import refuses it.

@@ -10,7 +10,7 @@
 
 /* The handler of an op converted in the files above, or NULL. */
 rt__ox_handler rt__ox_ext_handler(const char *op_type);
-/* The handler of an op of rt_onnx_misc.c (Swish, Shrink, LpNormalization,
+/* The handler of an op of rt_onnx_misc.c (Swish, SwiGLU, Shrink, LpNormalization,
  * EyeLike, SpaceToDepth, DepthToSpace, OneHot, GatherND, the windows,
  * MeanVarianceNormalization, NonZero, Compress, CenterCropPad, AffineGrid,
  * CumProd, GroupNormalization, LRN), or NULL. */

@@ -42,8 +42,24 @@ static ms_status op_swish(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (alpha != 1.0f)
         t = rt__tf_binary(cv, "Mul", nm(cv, h, "ax"), x, sc(cv, h, "alpha", alpha), RT_DT_FLOAT);
     t = rt__tf_unary(cv, "Sigmoid", nm(cv, h, "gate"), t, RT_DT_FLOAT);
-    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, X->dim,
-                   rt__tf_binary(cv, "Mul", h, x, t, RT_DT_FLOAT));
+    if (strcmp(n->op_type, "SwiGLU") != 0) {
+        rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, X->dim,
+                       rt__tf_binary(cv, "Mul", h, x, t, RT_DT_FLOAT));
+        return MS_OK;
+    }
+    /* SwiGLU (28): Swish(a, alpha) * b, a and b of one shape. */
+    rt__ox_value *B;
+    const char *b;
+    if ((st = need_float(cv, n, 1, &B, &b)) != MS_OK) return st;
+    int64_t od[OX_MAXR];
+    int same = B->rank == X->rank;
+    for (int i = 0; same && i < X->rank; i++) {
+        same = X->dim[i] < 0 || B->dim[i] < 0 || X->dim[i] == B->dim[i];
+        od[i] = X->dim[i] >= 0 ? X->dim[i] : B->dim[i];
+    }
+    if (!same) return rt__ox_err(cv, MS_EINVAL, "a and b must have the same shape");
+    t = rt__tf_binary(cv, "Mul", nm(cv, h, "swish"), x, t, RT_DT_FLOAT);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, od, rt__tf_binary(cv, "Mul", h, t, b, RT_DT_FLOAT));
     return MS_OK;
 }
 
@@ -808,7 +824,8 @@ static ms_status op_lrn(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } misc[] = {
-    {"Swish", op_swish}, {"Shrink", op_shrink}, {"LpNormalization", op_lpnorm},
+    {"Swish", op_swish}, {"SwiGLU", op_swish}, {"Shrink", op_shrink},
+    {"LpNormalization", op_lpnorm},
     {"EyeLike", op_eyelike}, {"SpaceToDepth", op_space_depth}, {"DepthToSpace", op_space_depth},
     {"OneHot", op_onehot}, {"GatherND", op_gathernd}, {"HannWindow", op_window},
     {"HammingWindow", op_window}, {"BlackmanWindow", op_window},

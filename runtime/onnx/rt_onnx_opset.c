@@ -96,6 +96,7 @@ static const ox_opdef ox_defs[] = {
     {"Where", {9, 16}, {0}, ""},
     {"Xor", {7}, {1}, ""},
     {"Swish", {24}, {0}, "alpha"},
+    {"SwiGLU", {28}, {0}, "alpha"},
     {"Shrink", {9}, {0}, "bias lambd"},
     {"LpNormalization", {1, 22}, {0}, "axis p"},
     {"EyeLike", {9, 22}, {0}, "dtype k"},
