@@ -165,7 +165,7 @@ def refusals(tmp):
     handler does not read, an op version the converter does not implement, LSTM / GRU
     activations with parameters, DFT's complex inverse, GatherND's batch_dims before opset 12,
     a one-sided STFT of a complex signal, TensorScatter on the batch axis, SwiGLU of two
-    shapes."""
+    shapes, Scan-8 of a batch of 2."""
     from onnx import TensorProto, helper
 
     def model(node, inits, opset, out_dims, in_dims=(1, 1, 4, 4)):
@@ -241,6 +241,18 @@ def refusals(tmp):
                (1, 2)),
          ["sg", "SwiGLU", "same shape"]),
     ]
+    # Scan-8 over a batch of 2 (only a batch of 1 is converted).
+    fv = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [2])
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_in"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["y_out"])], "body",
+        [fv("s_in"), fv("x_in")], [fv("s_out"), fv("y_out")])
+    cases.append(("Scan-8 of a batch of 2",
+                  model(helper.make_node("Scan", ["", "x0", "x"], ["y", "z"], name="sc",
+                                         num_scan_inputs=1, body=body),
+                        [helper.make_tensor("x0", TensorProto.FLOAT, [2, 2], [0] * 4)], 8,
+                        [2, 2], (2, 3, 2)),
+                  ["sc", "Scan", "batch of 1"]))
     # Dropout whose training_mode is a graph input: whether it draws a random mask is
     # known only at run time, so the import refuses it.
     rt_drop = model(helper.make_node("Dropout", ["x", "", "t"], ["y"], name="dt"), [], 13,

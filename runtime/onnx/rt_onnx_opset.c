@@ -148,7 +148,7 @@ static const ox_opdef ox_defs[] = {
     {"LpPool", {2, 11, 18, 22}, {1}, "auto_pad ceil_mode=0 dilations kernel_shape p pads strides"},
     {"If", {1, 11, 13, 16, 19, 21, 23, 24, 25}, {0}, "else_branch then_branch"},
     {"Loop", {1, 11, 13, 16, 19, 21, 23, 24, 25}, {0}, "body"},
-    {"Scan", {9, 11, 16, 19, 21, 23, 24, 25}, {8}, "body num_scan_inputs scan_input_axes scan_input_directions scan_output_axes scan_output_directions"},
+    {"Scan", {8, 9, 11, 16, 19, 21, 23, 24, 25}, {0}, "body directions num_scan_inputs scan_input_axes scan_input_directions scan_output_axes scan_output_directions"},
     {"Add", {7, 13, 14}, {1, 6}, ""},
     {"AveragePool", {7, 10, 11, 19, 22}, {1}, "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides"},
     {"BatchNormalization", {7, 9, 14, 15}, {1, 6}, "epsilon momentum training_mode"},
