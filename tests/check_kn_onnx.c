@@ -1,12 +1,13 @@
 /* check_kn_onnx.c - our own ops for ONNX operators (kernels/cpu/kn_cpu_onnx.c):
  * OnnxGridSample, OnnxScatterND, OnnxScatterElements, OnnxGatherElements,
  * OnnxLpPool, OnnxPool,
- * OnnxNonMaxSuppression, OnnxDFT, OnnxCausalConvWithState, OnnxUnique, OnnxDet,
+ * OnnxNonMaxSuppression, OnnxDFT (kn_cpu_fft.c), OnnxCausalConvWithState, OnnxUnique, OnnxDet,
  * OnnxReverseSequence, against
  * values worked out by hand from the ONNX operator definitions (comments give the
  * arithmetic), with empty tensors and hostile values. */
 #include <check.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "util_node.h"
 
@@ -463,6 +464,97 @@ START_TEST(test_dft) {
 }
 END_TEST
 
+/* The DFT of complex x (n points) by its definition, in double:
+ * X[k] = sum_j x[j] exp(-+2 pi i j k / n), scaled 1 / n when inverse. */
+static void naive_dft(const float *x, int64_t n, int inv, double *out) {
+    for (int64_t k = 0; k < n; k++) {
+        double re = 0, im = 0;
+        for (int64_t j = 0; j < n; j++) {
+            double a = (inv ? 2 : -2) * M_PI * (double)((j * k) % n) / (double)n;
+            re += x[2 * j] * cos(a) - x[2 * j + 1] * sin(a);
+            im += x[2 * j] * sin(a) + x[2 * j + 1] * cos(a);
+        }
+        out[2 * k] = inv ? re / (double)n : re;
+        out[2 * k + 1] = inv ? im / (double)n : im;
+    }
+}
+
+START_TEST(test_dft_lengths) {
+    /* Complex signals of lengths with small factors, a prime KissFFT takes
+     * (7) and one above the Bluestein threshold (257), forward and inverse,
+     * against the definition; x[j] = (sin j, cos 3j). */
+    const int64_t lens[] = {1, 6, 7, 16, 257};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+        for (int inv = 0; inv < 2; inv++) {
+            int64_t n = lens[li];
+            rt_tensor *x = NULL;
+            ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &TU_SHAPE(1, n, 2), &x), MS_OK);
+            float *xd = x->data;
+            for (int64_t j = 0; j < n; j++)
+                xd[2 * j] = sinf((float)j), xd[2 * j + 1] = cosf(3.0f * (float)j);
+            double *want = malloc((size_t)n * 2 * sizeof(double));
+            naive_dft(xd, n, inv, want);
+            rt_tensor *o = dft(x, -1, inv, 0);
+            tu_check_shape(o, RT_DT_FLOAT, TU_SHAPE(1, n, 2));
+            const float *od = o->data;
+            for (int64_t i = 0; i < 2 * n; i++)
+                ck_assert_msg(fabs(od[i] - want[i]) <= 1e-4 * (double)n,
+                              "n %lld inv %d [%lld]: %g, want %g", (long long)n, inv,
+                              (long long)i, od[i], want[i]);
+            free(want);
+            tu_unref((rt_tensor *[]){x, o}, 2);
+        }
+}
+END_TEST
+
+START_TEST(test_dft_axes_and_hostile) {
+    /* x (1, 2, 2, 1) along axis 1: each of the 2 inner columns separately,
+     * (1, 3) -> 4, -2 and (2, 5) -> 7, -3; along axis 2 (the run-time axis
+     * input of opset 20): rows (1, 2) -> 3, -1 and (3, 5) -> 8, -2. */
+    rt_tensor *x = TU_F32(TU_SHAPE(1, 2, 2, 1), 1, 2, 3, 5);
+    rt_tensor *o = dft(x, -1, 0, 0);
+    TU_CHECK_F32(o, TU_SHAPE(1, 2, 2, 2), 1e-5f, 4, 0, 7, 0, -2, 0, -3, 0);
+    rt_tensor_unref(o);
+    Tensorflow__NodeDef *d = tu_node_new("OnnxDFT", "dft_axis_in");
+    rt_tensor *in3[3] = {x, TU_I64(TU_SCALAR, -1), TU_I64(TU_SCALAR, -2)};
+    o = tu_run1(d, in3, 3);
+    TU_CHECK_F32(o, TU_SHAPE(1, 2, 2, 2), 1e-5f, 3, 0, -1, 0, 8, 0, -2, 0);
+    rt_tensor_unref(o);
+    tu_unref(in3 + 1, 2);
+    /* Zero padding: dft_length 4 over (1, 3) along axis 1 column 0 is the
+     * DFT of (1, 3, 0, 0): 4, 1 - 3i, -2, 1 + 3i. */
+    o = dft(x, 4, 0, 0);
+    tu_check_shape(o, RT_DT_FLOAT, TU_SHAPE(1, 4, 2, 2));
+    const float *od = o->data;
+    const float want[8] = {4, 0, 1, -3, -2, 0, 1, 3};
+    for (int k = 0; k < 4; k++)
+        for (int c = 0; c < 2; c++)
+            ck_assert_float_eq_tol(od[(k * 2) * 2 + c], want[k * 2 + c], 1e-5f);
+    rt_tensor_unref(o);
+    rt_tensor_unref(x);
+    /* Empty batch: an empty output of the transformed shape. */
+    rt_tensor *e = NULL;
+    ck_assert_int_eq(rt_tensor_new(RT_DT_FLOAT, &TU_SHAPE(0, 5, 1), &e), MS_OK);
+    o = dft(e, -1, 0, 1);
+    tu_check_shape(o, RT_DT_FLOAT, TU_SHAPE(0, 3, 2));
+    tu_unref((rt_tensor *[]){o, e}, 2);
+    /* A transform length far above any real signal is refused before
+     * anything is allocated. */
+    rt_tensor *in[2] = {TU_F32(TU_SHAPE(1, 2, 1), 1, 2), TU_I64(TU_SCALAR, (int64_t)1 << 40)};
+    tu_run_fail(tu_node_new("OnnxDFT", "dft_huge"), in, 2, 1, MS_EINVAL, "above");
+    rt_tensor_unref(in[1]);
+    in[1] = TU_I64(TU_SCALAR, -1);
+    rt_tensor *bad_axis[3] = {in[0], in[1], TU_I64(TU_SCALAR, 2)};
+    tu_run_fail(tu_node_new("OnnxDFT", "dft_axis2"), bad_axis, 3, 1, MS_EINVAL, "axis");
+    rt_tensor_unref(bad_axis[2]);
+    /* A cancelled request stops it with CANCELLED; not cancelled, it runs. */
+    o = tu_check_cancel(tu_node_new("OnnxDFT", "dft_cancel"), in, 2);
+    TU_CHECK_F32(o, TU_SHAPE(1, 2, 2), 1e-6f, 3, 0, -1, 0);
+    rt_tensor_unref(o);
+    tu_unref(in, 2);
+}
+END_TEST
+
 START_TEST(test_causal_conv) {
     /* past (4) ++ input (1, 2, 3) under weights (1, 10) + 0.5:
      * 4 + 10 + 0.5, 1 + 20 + 0.5, 2 + 30 + 0.5; the new state is the last
@@ -580,6 +672,8 @@ int main(void) {
         {"pool", test_pool_dilated},
         {"nms", test_nms},
         {"dft", test_dft},
+        {"dft_lengths", test_dft_lengths},
+        {"dft_axes_and_hostile", test_dft_axes_and_hostile},
         {"causal_conv", test_causal_conv},
         {"unique", test_unique},
         {"det_revseq", test_det_revseq},

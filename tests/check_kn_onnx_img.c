@@ -4,11 +4,7 @@
  * (comments give the arithmetic), with empty tensors and hostile sizes. */
 #include <check.h>
 #include <math.h>
-#include <stdatomic.h>
 
-#include "kn_cpu_backend.h"
-#include "kn_ctx.h"
-#include "rt_graph.h"
 #include "util_node.h"
 
 /* X (2, 1, 2, 2): batch 0 f(y, x) = 1 + x + 2y, batch 1 ten times that. */
@@ -248,24 +244,7 @@ END_TEST
 /* A cancelled request stops RoiAlign, Col2Im and DeformConv with CANCELLED
  * (they poll once per output row or block); the same call not cancelled runs. */
 static void check_cancel(Tensorflow__NodeDef *d, rt_tensor **in, int nin) {
-    kn_backend *be = kn_cpu_backend_new(1);
-    const kn_kernel *k = kn_backend_kernel(be, d->op);
-    ck_assert_ptr_nonnull(k);
-    kn_node node = {.name = d->name, .op = d->op, .def = d, .attrs = &rt_nodedef_attrs,
-                    .nin = nin, .nout = 1};
-    atomic_int cancel = 1;
-    kn_ctx ctx = {.nthreads = 1, .cancelled = &cancel};
-    rt_tensor *o = NULL;
-    ck_assert_int_eq(k->compute(&ctx, &node, NULL, in, &o), MS_ECANCELED);
-    ck_assert_msg(strstr(ms_errmsg(), "cancelled") != NULL, "%s", ms_errmsg());
-    rt_tensor_unref(o); /* as the executor drops a failed node's outputs */
-    o = NULL;
-    atomic_store(&cancel, 0);
-    ck_assert_int_eq(k->compute(&ctx, &node, NULL, in, &o), MS_OK);
-    ck_assert_ptr_nonnull(o);
-    rt_tensor_unref(o);
-    tu_node_free(d);
-    kn_backend_free(be);
+    rt_tensor_unref(tu_check_cancel(d, in, nin));
 }
 
 START_TEST(test_cancel) {

@@ -173,6 +173,13 @@ static rt_tensor *related(const char *op, int i, const rt_tensor *x, unsigned *s
             ((int32_t *)t->data)[j] = (int32_t)(rnd(seed) % 9);
         return t;
     }
+    if ((strcmp(op, "OnnxDFT") == 0 || strcmp(op, "OnnxSTFT") == 0) && i >= 1 && r < 8) {
+        /* dft_length (-1: none, 0 .. 8: crop, pad, refused 0) or the
+         * run-time axis (-3 .. 3): one int64 */
+        rt_tensor *t = new_t(RT_DT_INT64, (rt_shape){.rank = 0}, seed);
+        *(int64_t *)t->data = i == 1 ? (int64_t)(rnd(seed) % 10) - 1 : (int64_t)(rnd(seed) % 7) - 3;
+        return t;
+    }
     if (strcmp(op, "Complex") == 0 && i == 1 && r < 8) return new_t(x->dtype, s, seed);
     if (r < 4) return new_t(x->dtype, s, seed);
     if (r < 5 && s.rank > 0) {
@@ -216,7 +223,9 @@ static void fuzz_table(const kn_kernel *table, unsigned seed, int rounds) {
             if (strncmp(k->op, "Unique", 6) == 0) nout = strstr(k->op, "Counts") ? 3 : 2;
             if (strcmp(k->op, "CropAndResize") == 0 && it % 4) nin = 4;
             if ((table == kn_cpu_fft_kernels || table == kn_cpu_complex_kernels) && it % 8)
-                nin = strstr(k->op, "RFFT") || strcmp(k->op, "Complex") == 0 ? 2 : 1;
+                nin = strncmp(k->op, "Onnx", 4) == 0 ? 2 + (int)(rnd(&seed) % 3)
+                      : strstr(k->op, "RFFT") || strcmp(k->op, "Complex") == 0 ? 2
+                                                                                 : 1;
             rt_tensor *in[5] = {0}, *outs[6] = {0};
             in[0] = rand_tensor(&seed);
             /* nn ops: mostly float images or volumes */
@@ -243,6 +252,12 @@ static void fuzz_table(const kn_kernel *table, unsigned seed, int rounds) {
                 in[i] = related(k->op, i, in[0], &seed);
             Tensorflow__NodeDef *d = tu_node_new(k->op, "fuzz_node");
             rand_attrs(d, nout, in[0]->shape.rank, &seed);
+            if (strncmp(k->op, "Onnx", 4) == 0) { /* OnnxDFT, OnnxSTFT */
+                tu_attr_i(d, "inverse", (int64_t)(rnd(&seed) % 2));
+                tu_attr_i(d, "onesided", (int64_t)(rnd(&seed) % 2));
+                tu_attr_i(d, "has_window", (int64_t)(rnd(&seed) % 2));
+                tu_attr_i(d, "has_length", (int64_t)(rnd(&seed) % 2));
+            }
             if (table == kn_cpu_resize_kernels) {
                 static const char *const methods[] = {"bilinear", "nearest", "bicubic"};
                 tu_attr_b(d, "align_corners", (int)(rnd(&seed) % 3 == 0));
@@ -343,9 +358,12 @@ START_TEST(fuzz_fft) {
 }
 END_TEST
 
-/* Our own ops for ONNX's image operators (kn_cpu_onnx_img.c). */
+/* Our own ops for ONNX's image operators (kn_cpu_onnx_img.c) and
+ * MelWeightMatrix, TensorScatter (kn_cpu_onnx_signal.c, kn_cpu_onnx_cache.c). */
 START_TEST(fuzz_onnx_img) {
     fuzz_table(kn_cpu_onnx_img_kernels, 17u, 300);
+    fuzz_table(kn_cpu_onnx_signal_kernels, 18u, 300);
+    fuzz_table(kn_cpu_onnx_cache_kernels, 19u, 300);
 }
 END_TEST
 

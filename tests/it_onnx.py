@@ -163,7 +163,9 @@ def refusals(tmp):
     a Resize coordinate mode of a later opset, Dropout in training mode (a constant true, or
     training_mode given at run time), an attribute the
     handler does not read, an op version the converter does not implement, LSTM / GRU
-    activations with parameters."""
+    activations with parameters, DFT's complex inverse, GatherND's batch_dims before opset 12,
+    a one-sided STFT of a complex signal, TensorScatter on the batch axis, SwiGLU of two
+    shapes, Scan-8 of a batch of 2."""
     from onnx import TensorProto, helper
 
     def model(node, inits, opset, out_dims, in_dims=(1, 1, 4, 4)):
@@ -210,6 +212,47 @@ def refusals(tmp):
                [rnn_w("w", 3, 4), rnn_w("r", 3, 2)], 14, [2, 1, 1, 2], (2, 1, 4)),
          ["gr", "GRU", "activations", "HardSigmoid"]),
     ]
+    # DFT's complex inverse (see docs/onnx.md), GatherND's batch_dims before opset 12,
+    # STFT's one-sided output of a complex signal, TensorScatter on the batch axis, SwiGLU
+    # of two shapes.
+    def i64(name, dims, vals):
+        return helper.make_tensor(name, TensorProto.INT64, dims, vals)
+    cases += [
+        ("complex inverse DFT",
+         model(helper.make_node("DFT", ["x"], ["y"], name="df", inverse=1), [], 17, [1, 4, 2],
+               (1, 4, 2)),
+         ["df", "DFT", "inverse=1"]),
+        ("GatherND batch_dims at opset 11",
+         model(helper.make_node("GatherND", ["x", "i"], ["y"], name="gn", batch_dims=1),
+               [i64("i", [2, 1], [0, 1])], 11, [2], (2, 2)),
+         ["gn", "GatherND", "batch_dims", "opset 12"]),
+        ("one-sided STFT of a complex signal",
+         model(helper.make_node("STFT", ["x", "s", "", "l"], ["y"], name="st"),
+               [i64("s", [], [2]), i64("l", [], [4])], 17, [1, 3, 3, 2], (1, 8, 2)),
+         ["st", "STFT", "onesided"]),
+        ("TensorScatter on the batch axis",
+         model(helper.make_node("TensorScatter", ["x", "u"], ["y"], name="ts", axis=0),
+               [helper.make_tensor("u", TensorProto.FLOAT, [1, 2, 1], [1, 2])], 24, [1, 2, 1],
+               (1, 2, 1)),
+         ["ts", "TensorScatter", "axis"]),
+        ("SwiGLU of two shapes",
+         model(helper.make_node("SwiGLU", ["x", "g"], ["y"], name="sg"),
+               [helper.make_tensor("g", TensorProto.FLOAT, [1, 3], [1, 2, 3])], 28, [1, 2],
+               (1, 2)),
+         ["sg", "SwiGLU", "same shape"]),
+    ]
+    # Scan-8 over a batch of 2 (only a batch of 1 is converted).
+    fv = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [2])
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_in"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["y_out"])], "body",
+        [fv("s_in"), fv("x_in")], [fv("s_out"), fv("y_out")])
+    cases.append(("Scan-8 of a batch of 2",
+                  model(helper.make_node("Scan", ["", "x0", "x"], ["y", "z"], name="sc",
+                                         num_scan_inputs=1, body=body),
+                        [helper.make_tensor("x0", TensorProto.FLOAT, [2, 2], [0] * 4)], 8,
+                        [2, 2], (2, 3, 2)),
+                  ["sc", "Scan", "batch of 1"]))
     # Dropout whose training_mode is a graph input: whether it draws a random mask is
     # known only at run time, so the import refuses it.
     rt_drop = model(helper.make_node("Dropout", ["x", "", "t"], ["y"], name="dt"), [], 13,

@@ -4,6 +4,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -280,6 +281,29 @@ ms_status tu_run(const Tensorflow__NodeDef *def, rt_tensor *const *in, int nin, 
     for (const kn_kernel *k = prefer; k && k->op; k++)
         if (strcmp(k->op, def->op) == 0) return run_kernel(k, def, in, nin, outs, nout);
     return rt_op_run1(cpu(), rt_model_host_ops, def, in, nin, outs, nout);
+}
+
+rt_tensor *tu_check_cancel(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin) {
+    const kn_kernel *k = kn_backend_kernel(cpu(), def->op);
+    ck_assert_ptr_nonnull(k);
+    kn_node kn = {.name = def->name, .op = def->op, .def = def, .attrs = &rt_nodedef_attrs,
+                  .nin = nin, .nout = 1};
+    void *state = NULL;
+    if (k->prepare) ck_assert_int_eq(k->prepare(&kn, NULL, &state), MS_OK);
+    atomic_int cancel = 1;
+    kn_ctx ctx = {.nthreads = 1, .cancelled = &cancel};
+    rt_tensor *o = NULL;
+    ms_err_clear();
+    ck_assert_int_eq(k->compute(&ctx, &kn, state, in, &o), MS_ECANCELED);
+    ck_assert_msg(strstr(ms_errmsg(), "cancelled") != NULL, "%s", ms_errmsg());
+    rt_tensor_unref(o); /* as the executor drops a failed node's outputs */
+    o = NULL;
+    atomic_store(&cancel, 0);
+    ck_assert_int_eq(k->compute(&ctx, &kn, state, in, &o), MS_OK);
+    ck_assert_ptr_nonnull(o);
+    if (k->release) k->release(state);
+    tu_node_free(def);
+    return o;
 }
 
 rt_tensor *tu_run1(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin) {

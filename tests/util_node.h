@@ -75,6 +75,11 @@ void tu_prefer_table(const kn_kernel *table);
 /* Runs def (one output), failing the test unless it succeeds; returns the
  * output and frees def (the inputs stay the caller's). */
 rt_tensor *tu_run1(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin);
+/* Runs def's CPU kernel (prepare, compute, release) once with the request
+ * cancelled, failing the test unless it stops with MS_ECANCELED and
+ * "cancelled", then not cancelled, failing unless it succeeds; returns that
+ * output and frees def (the inputs stay the caller's). */
+rt_tensor *tu_check_cancel(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin);
 /* Runs def expecting failure with `code` and a message naming def->name and
  * containing `needle` (NULL: any); frees def. */
 void tu_run_fail(Tensorflow__NodeDef *def, rt_tensor *const *in, int nin, int nout, ms_status code,

@@ -29,6 +29,8 @@ extern const kn_kernel kn_cpu_einsum_kernels[];      /* Einsum */
 extern const kn_kernel kn_cpu_math_kernels[];        /* Erfc, Log1p, Cumsum, ClipByValue, ... */
 extern const kn_kernel kn_cpu_space_kernels[];       /* SpaceToBatchND, BatchToSpaceND, ExtractImagePatches */
 extern const kn_kernel kn_cpu_onnx_kernels[];        /* OnnxGridSample, OnnxScatterND, ... */
+extern const kn_kernel kn_cpu_onnx_signal_kernels[]; /* OnnxMelWeightMatrix */
+extern const kn_kernel kn_cpu_onnx_cache_kernels[];  /* OnnxTensorScatter */
 extern const kn_kernel kn_cpu_onnx_img_kernels[];    /* OnnxRoiAlign, OnnxMaxUnpool, OnnxCol2Im, OnnxDeformConv */
 extern const kn_kernel kn_cpu_onnx_str_kernels[];    /* OnnxStringConcat, OnnxStringSplit, ... */
 extern const kn_kernel kn_cpu_rnn_kernels[];         /* OnnxRNN (RNN, GRU, LSTM) */

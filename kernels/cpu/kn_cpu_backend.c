@@ -19,6 +19,7 @@ static const kn_kernel *const groups[] = {
     kn_cpu_fft_kernels, kn_cpu_complex_kernels,
     kn_cpu_dcmxform_kernels,
     kn_cpu_onnx_kernels, kn_cpu_onnx_img_kernels, kn_cpu_onnx_str_kernels,
+    kn_cpu_onnx_signal_kernels, kn_cpu_onnx_cache_kernels,
     kn_cpu_rnn_kernels,
     kn_cpu_quant_kernels,
 };

@@ -13,6 +13,15 @@
  * bins of the innermost dim and, as a c2r transform, ignores the imaginary
  * part of the zero-frequency bin (and of the Nyquist bin for even lengths).
  *
+ * OnnxDFT (ONNX DFT 17-20, emitted by runtime/onnx) runs over the same
+ * plans: x (..., n, ..., 1 or 2), dft_length (int64, one value; < 0: none)
+ * [, axis (int64, one value) overriding attr axis] -> the (inverse) DFT along
+ * the axis, complex (..., K, ..., 2); or real (..., N, ..., 1) for the
+ * inverse of a one-sided spectrum (the full spectrum rebuilt by Hermitian
+ * symmetry). attrs axis (0..rank-2), inverse (scaled by 1 / N), onesided.
+ * OnnxSTFT (ONNX STFT 17): windowed frames of a signal through the same
+ * transform (stft_compute).
+ *
  * Debian's KissFFT is single precision, so these run on complex64 / float32
  * only; a node whose Tcomplex / Treal is complex128 / float64 is refused at
  * load. Lengths with a prime factor above BLUESTEIN_PRIME go through
@@ -155,7 +164,7 @@ static void plan_run(const fft_plan *p, const cpx *in, cpx *out, cpx *work) {
 
 /* ---- the ops ---- */
 
-enum { K_C2C, K_R2C, K_C2R };
+enum { K_C2C, K_R2C, K_C2R, K_ONNX };
 
 typedef struct fft_op {
     const char *op;
@@ -169,6 +178,7 @@ static const fft_op fft_ops[] = {
     {"IFFT2D", 2, K_C2C, 1}, {"FFT3D", 3, K_C2C, 0},   {"IFFT3D", 3, K_C2C, 1},
     {"RFFT", 1, K_R2C, 0},   {"RFFT2D", 2, K_R2C, 0},  {"RFFT3D", 3, K_R2C, 0},
     {"IRFFT", 1, K_C2R, 1},  {"IRFFT2D", 2, K_C2R, 1}, {"IRFFT3D", 3, K_C2R, 1},
+    {"OnnxDFT", 1, K_ONNX, 0},  {"OnnxSTFT", 1, K_ONNX, 0},
 };
 
 typedef struct fft_state {
@@ -194,14 +204,15 @@ static ms_status fft_prepare(const kn_node *node, rt_tensor *const *const_in, vo
         if (strcmp(fft_ops[i].op, node->op) == 0) op = &fft_ops[i];
     if (op == NULL) return kn__errf(MS_EINTERNAL, node, "no FFT table row for this op");
     int want = op->kind == K_C2C ? 1 : 2;
-    if (node->nin != want) return KN_EINVAL(node, "expected %d inputs, got %d", want, node->nin);
+    if (node->nin != want && !(op->kind == K_ONNX && node->nin >= 2 && node->nin <= 4))
+        return KN_EINVAL(node, "expected %d inputs, got %d", want, node->nin);
     rt_dtype c = kn_attr_type(node, "Tcomplex", RT_DT_COMPLEX64);
     if (c != RT_DT_COMPLEX64)
         return kn__errf(MS_ENOTSUP, node,
                         "Tcomplex %s is not implemented: only DT_COMPLEX64 (the FFT library, "
                         "Debian's KissFFT, is single precision)",
                         rt_dtype_name(c));
-    if (op->kind != K_C2C) {
+    if (op->kind != K_C2C && op->kind != K_ONNX) {
         rt_dtype r = kn_attr_type(node, "Treal", RT_DT_FLOAT);
         if (r != RT_DT_FLOAT)
             return kn__errf(MS_ENOTSUP, node,
@@ -590,6 +601,173 @@ static ms_status c2r_compute(kn_ctx *ctx, const kn_node *node, fft_state *s, rt_
     return st;
 }
 
+/* ---- OnnxDFT ---- */
+
+/* The complex line buffer w (outer, N, inner) of OnnxDFT from x (outer, m,
+ * inner, ci): x's first min(m, N) points then zeros; or, for the inverse
+ * of a one-sided spectrum (herm), bin j of the full spectrum: x[j] for
+ * j < m, else conj(x[N - j]) (zeros where neither is stored). */
+static ms_status dft_fill(kn_ctx *ctx, const kn_node *node, const float *x, cpx *w, int64_t outer,
+                          int64_t m, int64_t inner, int64_t ci, int64_t N, int herm) {
+    for (int64_t o = 0; o < outer; o++) {
+        if (kn_ctx_cancelled(ctx)) return kn__errf(MS_ECANCELED, node, "cancelled");
+        for (int64_t j = 0; j < N; j++) {
+            int64_t src = j < m ? j : herm ? N - j : -1;
+            int conj = herm && j >= m;
+            cpx *row = w + (o * N + j) * inner;
+            if (src < 0 || src >= m) {
+                memset(row, 0, (size_t)inner * sizeof(cpx));
+                continue;
+            }
+            const float *e = x + (o * m + src) * inner * ci;
+            for (int64_t q = 0; q < inner; q++) {
+                float im = ci == 2 ? e[q * 2 + 1] : 0.0f;
+                row[q] = (cpx){e[q * ci], conj ? -im : im};
+            }
+        }
+    }
+    return MS_OK;
+}
+
+/* Transforms the lines w (outer, N, inner) along N in place and writes
+ * the first K bins of each to y (outer, K, inner, co): complex pairs (co
+ * 2) or real parts (co 1), scaled by 1 / N when inverse. */
+static ms_status dft_lines(kn_ctx *ctx, fft_state *s, const kn_node *node, cpx *w, int64_t outer,
+                           int64_t N, int64_t inner, int inv, int64_t K, int64_t co, float *y) {
+    if (N > 1) {
+        line_job j = {.kind = K_C2C, .inverse = inv, .n = N, .inner = inner, .data = w};
+        ms_status st = run_lines(ctx, s, node, &j, outer * inner, c2c_lines);
+        if (st != MS_OK) return st;
+    }
+    float scale = inv ? (float)(1.0 / (double)N) : 1.0f;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t k = 0; k < K; k++) {
+            const cpx *src = w + (o * N + k) * inner;
+            float *dst = y + (o * K + k) * inner * co;
+            for (int64_t q = 0; q < inner; q++) {
+                dst[q * co] = src[q].r * scale;
+                if (co == 2) dst[q * 2 + 1] = src[q].i * scale;
+            }
+        }
+    return MS_OK;
+}
+
+static ms_status dft_compute(kn_ctx *ctx, const kn_node *node, fft_state *s, rt_tensor *const *in,
+                             rt_tensor **out) {
+    const rt_tensor *X = in[0];
+    int r = X->shape.rank;
+    int64_t axis = kn_attr_i(node, "axis", 1);
+    if (node->nin > 2) {
+        /* Opset 20's run-time axis: negative counts from the end. */
+        if (in[2] == NULL || in[2]->dtype != RT_DT_INT64 || in[2]->nelem != 1)
+            return KN_EINVAL(node, "axis must be one int64");
+        axis = *(const int64_t *)in[2]->data;
+        if (axis < 0) axis += r;
+    }
+    int inv = kn_attr_i(node, "inverse", 0) != 0, one = kn_attr_i(node, "onesided", 0) != 0;
+    if (X->dtype != RT_DT_FLOAT || r < 2 || axis < 0 || axis > r - 2 ||
+        (X->shape.dim[r - 1] != 1 && X->shape.dim[r - 1] != 2))
+        return KN_EINVAL(node, "x %s: want float (..., 1 or 2) and an axis before the last",
+                         kn__shp(&X->shape));
+    if (in[1]->dtype != RT_DT_INT64 || in[1]->nelem != 1)
+        return KN_EINVAL(node, "dft_length must be one int64");
+    int herm = inv && one;
+    int64_t m = X->shape.dim[axis], len = *(const int64_t *)in[1]->data;
+    int64_t N = len >= 0 ? len : herm ? 2 * (m - 1) : m;
+    if (N < 1) return KN_EINVAL(node, "transform length %lld out of range (>= 1)", (long long)N);
+    ms_status st = check_len(node, N, "a DFT");
+    if (st != MS_OK) return st;
+    int64_t K = herm ? N : one ? N / 2 + 1 : N; /* outputs along axis */
+    rt_shape os = X->shape;
+    os.dim[axis] = K;
+    os.dim[r - 1] = herm ? 1 : 2;
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; i++)
+        outer *= X->shape.dim[i];
+    for (int i = axis + 1; i < r - 1; i++)
+        inner *= X->shape.dim[i];
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    if (out[0]->nelem == 0) return MS_OK;
+    /* The lines (outer, N, inner): a temporary from the output pool,
+     * charged to the request's budget as an output would be. */
+    rt_shape ws = {.rank = 3, .dim = {outer, N, inner}};
+    rt_tensor *w = NULL;
+    if ((st = kn__output(ctx, node, 0, RT_DT_COMPLEX64, &ws, &w)) != MS_OK) return st;
+    st = dft_fill(ctx, node, X->data, w->data, outer, m, inner, X->shape.dim[r - 1], N, herm);
+    if (st == MS_OK) st = dft_lines(ctx, s, node, w->data, outer, N, inner, inv, K, os.dim[r - 1],
+                                    out[0]->data);
+    rt_tensor_unref(w);
+    return st;
+}
+
+/* ---- OnnxSTFT ---- */
+
+static ms_status read_one(const kn_node *node, const rt_tensor *t, const char *what, int64_t *v) {
+    int count = 0;
+    ms_status st = kn__read_ints(node, t, what, v, 1, &count);
+    if (st == MS_OK && count != 1) return KN_EINVAL(node, "%s must be one integer", what);
+    return st;
+}
+
+/* signal (B, L, 1 or 2) float, frame_step (int32 / int64, one value)
+ * [, window (W) float when attr has_window][, frame_length (one integer)
+ * when attr has_length] -> (B, F, K, 2): frame f holds samples f * step ..
+ * f * step + W - 1 times the window, F = (L - W) / step + 1, K = W / 2 + 1
+ * when attr onesided (a real signal only), else W. W is frame_length, else
+ * the window's length, else L; frame_length and the window must agree. */
+static ms_status stft_compute(kn_ctx *ctx, const kn_node *node, fft_state *s, rt_tensor *const *in,
+                              rt_tensor **out) {
+    int has_w = kn_attr_i(node, "has_window", 0) != 0, has_l = kn_attr_i(node, "has_length", 0) != 0;
+    int one = kn_attr_i(node, "onesided", 1) != 0;
+    ms_status st = kn__need_inputs(node, in, 2 + has_w + has_l);
+    if (st != MS_OK) return st;
+    const rt_tensor *X = in[0], *win = has_w ? in[2] : NULL;
+    if (X->dtype != RT_DT_FLOAT || X->shape.rank != 3 ||
+        (X->shape.dim[2] != 1 && X->shape.dim[2] != 2))
+        return KN_EINVAL(node, "signal %s %s: want float (batch, length, 1 or 2)",
+                         rt_dtype_name(X->dtype), kn__shp(&X->shape));
+    int64_t B = X->shape.dim[0], L = X->shape.dim[1], ci = X->shape.dim[2], step = 0, W = -1;
+    if ((st = read_one(node, in[1], "frame_step", &step)) != MS_OK) return st;
+    if (step < 1) return KN_EINVAL(node, "frame_step %lld must be >= 1", (long long)step);
+    if (has_l && (st = read_one(node, in[2 + has_w], "frame_length", &W)) != MS_OK) return st;
+    if (win != NULL) {
+        if (win->dtype != RT_DT_FLOAT || win->shape.rank != 1)
+            return KN_EINVAL(node, "window %s %s: want float, 1-D", rt_dtype_name(win->dtype),
+                             kn__shp(&win->shape));
+        if (W >= 0 && W != win->shape.dim[0])
+            return KN_EINVAL(node, "frame_length %lld differs from the window's length %lld",
+                             (long long)W, (long long)win->shape.dim[0]);
+        W = win->shape.dim[0];
+    }
+    if (W < 0) W = L;
+    if (W < 1 || W > L)
+        return KN_EINVAL(node, "frame length %lld must be in 1..%lld (the signal's length)",
+                         (long long)W, (long long)L);
+    if ((st = check_len(node, W, "a frame")) != MS_OK) return st;
+    if (one && ci == 2) return KN_EINVAL(node, "onesided needs a real signal (last dim 1)");
+    int64_t F = (L - W) / step + 1, K = one ? W / 2 + 1 : W;
+    rt_shape os = {.rank = 4, .dim = {B, F, K, 2}};
+    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
+    if (out[0]->nelem == 0) return MS_OK;
+    /* The frames (B * F, W), windowed: a budget-charged temporary. */
+    rt_shape ws = {.rank = 2, .dim = {B * F, W}};
+    rt_tensor *w = NULL;
+    if ((st = kn__output(ctx, node, 0, RT_DT_COMPLEX64, &ws, &w)) != MS_OK) return st;
+    cpx *wd = w->data;
+    const float *x = X->data, *wv = win != NULL ? win->data : NULL;
+    for (int64_t l = 0; l < B * F && st == MS_OK; l++) {
+        if (kn_ctx_cancelled(ctx)) st = kn__errf(MS_ECANCELED, node, "cancelled");
+        const float *e = x + ((l / F) * L + (l % F) * step) * ci;
+        for (int64_t j = 0; j < W; j++) {
+            float g = wv != NULL ? wv[j] : 1.0f;
+            wd[l * W + j] = (cpx){e[j * ci] * g, ci == 2 ? e[j * ci + 1] * g : 0.0f};
+        }
+    }
+    if (st == MS_OK) st = dft_lines(ctx, s, node, wd, B * F, W, 1, 0, K, 2, out[0]->data);
+    rt_tensor_unref(w);
+    return st;
+}
+
 static ms_status fft_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
                              rt_tensor **out) {
     fft_state *s = state;
@@ -598,6 +776,9 @@ static ms_status fft_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_t
     switch (s->op->kind) {
     case K_C2C:
         return c2c_compute(ctx, node, s, in[0], &out[0]);
+    case K_ONNX:
+        return strcmp(node->op, "OnnxSTFT") == 0 ? stft_compute(ctx, node, s, in, out)
+                                                 : dft_compute(ctx, node, s, in, out);
     case K_R2C:
         return r2c_compute(ctx, node, s, in, out);
     default:
@@ -612,5 +793,5 @@ const kn_kernel kn_cpu_fft_kernels[] = {
     FFT_KERNEL("FFT"),   FFT_KERNEL("IFFT"),   FFT_KERNEL("FFT2D"),   FFT_KERNEL("IFFT2D"),
     FFT_KERNEL("FFT3D"), FFT_KERNEL("IFFT3D"), FFT_KERNEL("RFFT"),    FFT_KERNEL("RFFT2D"),
     FFT_KERNEL("RFFT3D"), FFT_KERNEL("IRFFT"), FFT_KERNEL("IRFFT2D"), FFT_KERNEL("IRFFT3D"),
-    {.op = NULL},
+    FFT_KERNEL("OnnxDFT"), FFT_KERNEL("OnnxSTFT"), {.op = NULL},
 };

@@ -32,8 +32,7 @@
  *   OnnxNonMaxSuppression boxes, scores, max per class, iou and score
  *                      thresholds -> (K, 3) int64 (batch, class, box); greedy
  *                      by score (ties: lower index), IoU > threshold suppresses.
- *   OnnxDFT            x (..., 1|2), dft_length -> the DFT along attr axis
- *                      (inverse, onesided as ONNX DFT 17-20).
+ *   (OnnxDFT: kn_cpu_fft.c, over KissFFT.)
  *   OnnxCausalConvWithState input, weight, bias, past state -> output and
  *                      present state (ONNX CausalConvWithState 27, depthwise).
  *   OnnxUnique         X -> Y, indices, inverse indices, counts (ONNX Unique).
@@ -670,93 +669,6 @@ done:
     return st;
 }
 
-/* ---- DFT ---- */
-
-#define DFT_WORK_MAX ((int64_t)1 << 36) /* multiply-adds of one run */
-
-/* x (..., n, ..., 1 or 2) along axis, dft_length (int64, one value; < 0:
- * none)[, axis (int64, one value) overriding the attr] -> the (inverse) DFT, complex (..., K, ...,
- * 2), or real
- * (..., N, ..., 1) for the inverse of a one-sided spectrum. attrs axis
- * (0..rank-2), inverse, onesided. Sums in double; the angle of each term
- * reduced modulo N first. */
-static ms_status dft_compute(kn_ctx *ctx, const kn_node *node, void *state, rt_tensor *const *in,
-                             rt_tensor **out) {
-    (void)state;
-    ms_status st = kn__need_inputs(node, in, 2);
-    if (st != MS_OK) return st;
-    const rt_tensor *X = in[0];
-    int r = X->shape.rank;
-    int64_t axis = kn_attr_i(node, "axis", 1);
-    if (node->nin > 2) {
-        /* Opset 20's run-time axis: negative counts from the end. */
-        if (in[2]->dtype != RT_DT_INT64 || in[2]->nelem != 1)
-            return KN_EINVAL(node, "axis must be one int64");
-        axis = *(const int64_t *)in[2]->data;
-        if (axis < 0) axis += r;
-    }
-    int inv = kn_attr_i(node, "inverse", 0) != 0, one = kn_attr_i(node, "onesided", 0) != 0;
-    if (X->dtype != RT_DT_FLOAT || r < 2 || axis < 0 || axis > r - 2 ||
-        (X->shape.dim[r - 1] != 1 && X->shape.dim[r - 1] != 2))
-        return KN_EINVAL(node, "x %s: want float (..., 1 or 2) and an axis before the last",
-                         kn__shp(&X->shape));
-    if (in[1]->dtype != RT_DT_INT64 || in[1]->nelem != 1)
-        return KN_EINVAL(node, "dft_length must be one int64");
-    int cplx = X->shape.dim[r - 1] == 2;
-    int64_t m = X->shape.dim[axis], len = *(const int64_t *)in[1]->data;
-    int64_t N = len >= 0 ? len : inv && one ? 2 * (m - 1) : m;
-    if (N < 1 || N > ((int64_t)1 << 30))
-        return KN_EINVAL(node, "transform length %lld out of range", (long long)N);
-    int64_t K = inv && one ? N : one ? N / 2 + 1 : N; /* outputs along axis */
-    rt_shape os = X->shape;
-    os.dim[axis] = K;
-    os.dim[r - 1] = inv && one ? 1 : 2;
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < axis; i++)
-        outer *= X->shape.dim[i];
-    for (int i = axis + 1; i < r - 1; i++)
-        inner *= X->shape.dim[i];
-    int64_t terms = inv && one ? N : m < N ? m : N;
-    if (outer * inner > 0 &&
-        (double)outer * (double)inner * (double)K * (double)terms > (double)DFT_WORK_MAX)
-        return KN_EINVAL(node, "DFT of %lld points over %s is too large", (long long)N,
-                         kn__shp(&X->shape));
-    if ((st = kn__output(ctx, node, 0, RT_DT_FLOAT, &os, &out[0])) != MS_OK) return st;
-    if (out[0]->nelem == 0) return MS_OK;
-    const float *xd = X->data;
-    float *yd = out[0]->data;
-    int64_t ci = cplx ? 2 : 1, co = os.dim[r - 1];
-    double sign = inv ? 1.0 : -1.0, scale = inv ? 1.0 / (double)N : 1.0;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t q = 0; q < inner; q++)
-            for (int64_t k = 0; k < K; k++) {
-                double re = 0, im = 0;
-                for (int64_t j = 0; j < terms; j++) {
-                    double a, b;
-                    if (inv && one) {
-                        /* bin j of the full spectrum: stored for j < m, else the
-                         * conjugate of bin N - j (0 beyond what is stored). */
-                        int64_t src = j < m ? j : N - j, mirror = j >= m;
-                        if (src < 0 || src >= m) continue;
-                        const float *e = xd + ((o * m + src) * inner + q) * ci;
-                        a = e[0], b = cplx ? e[1] : 0;
-                        if (mirror) b = -b;
-                    } else {
-                        const float *e = xd + ((o * m + j) * inner + q) * ci;
-                        a = e[0], b = cplx ? e[1] : 0;
-                    }
-                    double ang = sign * 2.0 * M_PI * (double)((j * k) % N) / (double)N;
-                    double c = cos(ang), s_ = sin(ang);
-                    re += a * c - b * s_;
-                    im += a * s_ + b * c;
-                }
-                float *y = yd + ((o * K + k) * inner + q) * co;
-                y[0] = (float)(re * scale);
-                if (co == 2) y[1] = (float)(im * scale);
-            }
-    return MS_OK;
-}
-
 /* ---- CausalConvWithState ---- */
 
 /* input (B, C, L), weight (C, 1, K), bias (C), past state (B, C, K - 1)
@@ -1038,7 +950,6 @@ const kn_kernel kn_cpu_onnx_kernels[] = {
     {.op = "OnnxReverseSequence", .compute = revseq_compute},
     {.op = "OnnxUnique", .compute = unique_compute},
     {.op = "OnnxCausalConvWithState", .compute = causal_conv_compute},
-    {.op = "OnnxDFT", .compute = dft_compute},
     {.op = "OnnxNonMaxSuppression", .compute = nms_compute},
     {.op = "OnnxLpPool", .compute = lp_pool_compute},
     {.op = "OnnxPool", .compute = lp_pool_compute},

@@ -222,6 +222,8 @@ static const opdef_entry builtin[] = {
     {"OnnxGatherElements", {"output"}, 0},
     {"OnnxPool", {"output", "indices"}, 0},
     {"OnnxNonMaxSuppression", {"output"}, 0}, {"OnnxDFT", {"output"}, 0},
+    {"OnnxSTFT", {"output"}, 0}, {"OnnxMelWeightMatrix", {"output"}, 0},
+    {"OnnxTensorScatter", {"output"}, 0},
     {"OnnxCausalConvWithState", {"output", "present_state"}, 0},
     {"OnnxUnique", {"y", "indices", "inverse_indices", "counts"}, 0},
     {"OnnxDet", {"output"}, 0}, {"OnnxReverseSequence", {"output"}, 0},

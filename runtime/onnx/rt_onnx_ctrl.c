@@ -30,8 +30,8 @@
  *
  * Refused at import, naming node and op: subgraph inputs or outputs that
  * are not tensors (sequences, optionals), a loop-carried value whose type or
- * rank the body changes, scan outputs of strings, Scan-8 (batch axis and
- * sequence_lens; rt_onnx_opset.c). Scan outputs of a loop that runs zero
+ * rank the body changes, scan outputs of strings, Scan-8 with a batch other
+ * than a static 1 or with sequence_lens (op_scan8). Scan outputs of a loop that runs zero
  * times cannot be stacked (their element shape is unknown): that run fails
  * with the executor's message. */
 #include <stdint.h>
@@ -924,9 +924,91 @@ static ms_status op_scan(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* Scan-8: a batch dim 0 on every input and output, scans along dim 1 and
+ * sequence_lens (input 0) optional. Converted for a batch of (static) 1
+ * without sequence_lens: the batch dim squeezed off, Scan-9 over the rest
+ * (directions as scan_input_directions), the outputs' batch dim put back;
+ * other batches and sequence_lens are refused. */
+static ms_status op_scan8(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    const char *h = rt__ox_hint_of(n);
+    ms_status st;
+    if (n->n_input < 2) return rt__ox_err(cv, MS_EINVAL, "Scan-8 needs inputs after sequence_lens");
+    if (n->input[0] != NULL && n->input[0][0] != '\0')
+        return rt__ox_err(cv, MS_ENOTSUP, "Scan-8's sequence_lens is not supported (leave it out: "
+                                          "every sequence its full length)");
+    static const char *const later[] = {"scan_input_axes", "scan_input_directions",
+                                        "scan_output_axes", "scan_output_directions"};
+    for (int i = 0; i < 4; i++)
+        if (rt__ox_attr(n, later[i]))
+            return rt__ox_err(cv, MS_EINVAL, "%s is not an attribute of Scan-8 (opset %lld)",
+                              later[i], (long long)cv->opset);
+    Onnx__NodeProto *m = rt__ox_alloc(cv, sizeof(*m));
+    *m = *n;
+    m->n_input = n->n_input - 1;
+    m->input = rt__ox_alloc(cv, (m->n_input + 1) * sizeof(char *));
+    for (size_t j = 0; j < m->n_input; j++) {
+        rt__ox_value *v;
+        const char *t;
+        if ((st = rt__ox_need(cv, n, (int)j + 1, &v, &t)) != MS_OK) return st;
+        if (v->rank < 1 || v->dim[0] != 1)
+            return rt__ox_err(cv, MS_ENOTSUP, "Scan-8 input \"%s\": only a static batch of 1 is "
+                                              "supported",
+                              v->name);
+        Tensorflow__NodeDef *sq = rt__tf_node(cv, "Squeeze", rt__ox_printf(cv, "%s/in%zu", h, j));
+        rt__tf_input(cv, sq, t);
+        int64_t ax = 0;
+        rt__tf_attr_ilist(cv, sq, "squeeze_dims", &ax, 1);
+        rt__tf_attr_type(cv, sq, "T", v->dt);
+        m->input[j] = rt__ox_printf(cv, "%s/unbatched%zu", h, j);
+        rt__ox_define(cv, m->input[j], v->dt, v->rank - 1, v->dim + 1)->tf = sq->name;
+    }
+    m->attribute = rt__ox_alloc(cv, (n->n_attribute + 1) * sizeof(*m->attribute));
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        m->attribute[i] = n->attribute[i];
+        if (n->attribute[i]->name && strcmp(n->attribute[i]->name, "directions") == 0) {
+            Onnx__AttributeProto *a = rt__ox_alloc(cv, sizeof(*a));
+            *a = *n->attribute[i];
+            a->name = "scan_input_directions";
+            m->attribute[i] = a;
+        }
+    }
+    m->output = rt__ox_alloc(cv, (n->n_output + 1) * sizeof(char *));
+    for (size_t i = 0; i < n->n_output; i++)
+        m->output[i] = n->output[i] && n->output[i][0] ? rt__ox_printf(cv, "%s/out%zu", h, i) : "";
+    if ((st = op_scan(cv, m)) != MS_OK) return st;
+    for (size_t i = 0; i < n->n_output; i++) {
+        if (!m->output[i][0]) continue;
+        rt__ox_value *o = rt__ox_find(cv, m->output[i]);
+        const char *t;
+        if (o == NULL) return rt__ox_err(cv, MS_EINTERNAL, "Scan-8: output %zu not defined", i);
+        if ((st = rt__ox_tf(cv, o, &t)) != MS_OK) return st;
+        if (o->rank < 0 || o->rank + 1 > OX_MAXR)
+            return rt__ox_err(cv, MS_ENOTSUP, "Scan-8 output %zu: rank unknown or too large", i);
+        Tensorflow__NodeDef *e = rt__tf_node(cv, "ExpandDims", rt__ox_printf(cv, "%s/batch%zu", h, i));
+        rt__tf_input(cv, e, t);
+        rt__tf_input(cv, e, rt__tf_i32(cv, rt__ox_printf(cv, "%s/batch_axis%zu", h, i), 0));
+        rt__tf_attr_type(cv, e, "T", o->dt);
+        rt__tf_attr_type(cv, e, "Tdim", RT_DT_INT32);
+        int64_t od[OX_MAXR];
+        od[0] = 1;
+        memcpy(od + 1, o->dim, (size_t)o->rank * sizeof(int64_t));
+        rt__ox_def_out(cv, n, (int)i, o->dt, o->rank + 1, od, e->name);
+    }
+    return MS_OK;
+}
+
+static ms_status op_scan_any(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    if (cv->opset < 9) return op_scan8(cv, n);
+    if (rt__ox_attr(n, "directions"))
+        return rt__ox_err(cv, MS_EINVAL, "directions is Scan-8's attribute (opset %lld: "
+                                         "scan_input_directions)",
+                          (long long)cv->opset);
+    return op_scan(cv, n);
+}
+
 rt__ox_handler rt__ox_ctrl_handler(const char *op_type) {
     if (strcmp(op_type, "If") == 0) return op_if;
     if (strcmp(op_type, "Loop") == 0) return op_loop;
-    if (strcmp(op_type, "Scan") == 0) return op_scan;
+    if (strcmp(op_type, "Scan") == 0) return op_scan_any;
     return NULL;
 }

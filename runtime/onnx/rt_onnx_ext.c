@@ -9,6 +9,8 @@ static const struct { const char *op; rt__ox_handler fn; } ext[] = {
     {"RotaryEmbedding", rt__ox_op_rotary},
     {"NegativeLogLikelihoodLoss", rt__ox_op_nll_loss},
     {"SoftmaxCrossEntropyLoss", rt__ox_op_sce_loss},
+    {"STFT", rt__ox_op_stft},
+    {"MelWeightMatrix", rt__ox_op_mel},
 };
 /* clang-format on */
 

@@ -1,6 +1,6 @@
 /* rt_onnx_ext.h - handlers of the ONNX ops converted in rt_onnx_attn.c
  * (Attention) and rt_onnx_loss.c (NegativeLogLikelihoodLoss,
- * SoftmaxCrossEntropyLoss), rt_onnx_misc.c (smaller ops), and the small emission helpers they
+ * SoftmaxCrossEntropyLoss), rt_onnx_signal.c (STFT, MelWeightMatrix), rt_onnx_misc.c (smaller ops), and the small emission helpers they
  * share. rt_onnx_ops.c's lookup asks rt__ox_ext_handler for the ops its own tables lack.
  */
 #ifndef RT_ONNX_EXT_H
@@ -10,7 +10,7 @@
 
 /* The handler of an op converted in the files above, or NULL. */
 rt__ox_handler rt__ox_ext_handler(const char *op_type);
-/* The handler of an op of rt_onnx_misc.c (Swish, Shrink, LpNormalization,
+/* The handler of an op of rt_onnx_misc.c (Swish, SwiGLU, Shrink, LpNormalization,
  * EyeLike, SpaceToDepth, DepthToSpace, OneHot, GatherND, the windows,
  * MeanVarianceNormalization, NonZero, Compress, CenterCropPad, AffineGrid,
  * CumProd, GroupNormalization, LRN), or NULL. */
@@ -40,6 +40,9 @@ ms_status rt__ox_op_attention(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_rotary(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_nll_loss(rt__ox_conv *cv, const Onnx__NodeProto *n);
 ms_status rt__ox_op_sce_loss(rt__ox_conv *cv, const Onnx__NodeProto *n);
+/* STFT and MelWeightMatrix (rt_onnx_signal.c). */
+ms_status rt__ox_op_stft(rt__ox_conv *cv, const Onnx__NodeProto *n);
+ms_status rt__ox_op_mel(rt__ox_conv *cv, const Onnx__NodeProto *n);
 
 /* GatherV2 node of x (type dt) at the indices ix (type idt) on axis, with
  * batch_dims 0 (rt_onnx_attn.c, as rt__ox_reduce). */

@@ -42,8 +42,24 @@ static ms_status op_swish(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (alpha != 1.0f)
         t = rt__tf_binary(cv, "Mul", nm(cv, h, "ax"), x, sc(cv, h, "alpha", alpha), RT_DT_FLOAT);
     t = rt__tf_unary(cv, "Sigmoid", nm(cv, h, "gate"), t, RT_DT_FLOAT);
-    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, X->dim,
-                   rt__tf_binary(cv, "Mul", h, x, t, RT_DT_FLOAT));
+    if (strcmp(n->op_type, "SwiGLU") != 0) {
+        rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, X->dim,
+                       rt__tf_binary(cv, "Mul", h, x, t, RT_DT_FLOAT));
+        return MS_OK;
+    }
+    /* SwiGLU (28): Swish(a, alpha) * b, a and b of one shape. */
+    rt__ox_value *B;
+    const char *b;
+    if ((st = need_float(cv, n, 1, &B, &b)) != MS_OK) return st;
+    int64_t od[OX_MAXR];
+    int same = B->rank == X->rank;
+    for (int i = 0; same && i < X->rank; i++) {
+        same = X->dim[i] < 0 || B->dim[i] < 0 || X->dim[i] == B->dim[i];
+        od[i] = X->dim[i] >= 0 ? X->dim[i] : B->dim[i];
+    }
+    if (!same) return rt__ox_err(cv, MS_EINVAL, "a and b must have the same shape");
+    t = rt__tf_binary(cv, "Mul", nm(cv, h, "swish"), x, t, RT_DT_FLOAT);
+    rt__ox_def_out(cv, n, 0, RT_DT_FLOAT, X->rank, od, rt__tf_binary(cv, "Mul", h, t, b, RT_DT_FLOAT));
     return MS_OK;
 }
 
@@ -96,10 +112,10 @@ static ms_status op_eyelike(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     if (st != MS_OK) return st;
     rt_dtype dt = X->dt;
     if (rt__ox_attr(n, "dtype")) dt = rt__ox_onnx_dtype((int32_t)rt__ox_attr_i(n, "dtype", 1));
-    if (dt != RT_DT_FLOAT && dt != RT_DT_INT32 && dt != RT_DT_INT64 && dt != RT_DT_BOOL)
-        return rt__ox_err(cv, MS_ENOTSUP,
-                          "output type %s is not supported (float, int32, int64, "
-                          "bool are)",
+    /* Other numeric types: the float constant cast (0 and 1 are exact in each). */
+    int cast = dt != RT_DT_FLOAT && dt != RT_DT_INT32 && dt != RT_DT_INT64 && dt != RT_DT_BOOL;
+    if (cast && !rt__ox_dtype_num(dt))
+        return rt__ox_err(cv, MS_ENOTSUP, "output type %s is not supported (numeric types and bool are)",
                           rt_dtype_name(dt));
     if (X->rank != 2 || X->dim[0] < 0 || X->dim[1] < 0 ||
         X->dim[0] * X->dim[1] > ((int64_t)1 << 24))
@@ -112,7 +128,9 @@ static ms_status op_eyelike(rt__ox_conv *cv, const Onnx__NodeProto *n) {
             f[i * C + j] = (float)(iv[i * C + j] = j - i == k);
     const char *h = rt__ox_hint_of(n);
     const char *y = dt == RT_DT_FLOAT ? rt__tf_const_f32(cv, h, 2, X->dim, f)
-                                      : rt__tf_const_int(cv, h, dt, 2, X->dim, iv);
+                    : cast ? rt__tf_cast(cv, h, rt__tf_const_f32(cv, nm(cv, h, "eye"), 2, X->dim, f),
+                                         RT_DT_FLOAT, dt)
+                           : rt__tf_const_int(cv, h, dt, 2, X->dim, iv);
     rt__ox_def_out(cv, n, 0, dt, 2, X->dim, y);
     return MS_OK;
 }
@@ -225,6 +243,48 @@ static ms_status op_onehot(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 
 /* GatherND (batch_dims 0): TF's GatherNd, negative indices moved up by the
  * (static) sizes of the dims they index. */
+/* Batch coordinates in front of the index tuples *ix of I (..., m) for
+ * GatherND's batch_dims b: a constant (I's dims but the last, b) of each
+ * tuple's leading b coordinates, concatenated before the tuple. The batch
+ * dims must be static and the same in X and I; the rest of I's dims
+ * static too, the constant holding one entry per tuple coordinate. */
+static ms_status gathernd_batch(rt__ox_conv *cv, const char *h, const rt__ox_value *X,
+                                const rt__ox_value *I, int b, const char **ix) {
+    int q = I->rank;
+    int64_t tuples = 1;
+    for (int i = 0; i < q - 1; i++) {
+        if (I->dim[i] < 0)
+            return rt__ox_err(cv, MS_ENOTSUP, "batch_dims: the indices' dims must be static");
+        if (i < b && I->dim[i] != X->dim[i])
+            return rt__ox_err(cv, MS_EINVAL,
+                              "batch_dims: batch dim %d is %lld in the data, %lld in the indices", i,
+                              (long long)X->dim[i], (long long)I->dim[i]);
+        tuples *= I->dim[i];
+        if (tuples * b > ((int64_t)1 << 24))
+            return rt__ox_err(cv, MS_ENOTSUP, "batch_dims: more than 2^24 index tuples");
+    }
+    int64_t *bc = rt__ox_alloc(cv, (size_t)(tuples * b + 1) * sizeof(int64_t)), cd[OX_MAXR];
+    for (int64_t t = 0; t < tuples; t++) {
+        int64_t rest = t;
+        for (int i = q - 2; i >= 0; i--) {
+            if (i < b) bc[t * b + i] = rest % I->dim[i];
+            rest /= I->dim[i];
+        }
+    }
+    memcpy(cd, I->dim, sizeof cd);
+    cd[q - 1] = b;
+    const char *bct = rt__tf_const_int(cv, nm(cv, h, "batch_ix"), RT_DT_INT64, q, cd, bc);
+    Tensorflow__NodeDef *c = rt__tf_node(cv, "ConcatV2", nm(cv, h, "full_ix"));
+    rt__tf_input(cv, c, bct);
+    rt__tf_input(cv, c, *ix);
+    rt__tf_input(cv, c, rt__tf_i32(cv, nm(cv, h, "last"), q - 1));
+    rt__tf_attr_i(cv, c, "N", 2);
+    rt__tf_attr_type(cv, c, "T", RT_DT_INT64);
+    rt__tf_attr_type(cv, c, "Tidx", RT_DT_INT32);
+    *ix = c->name;
+    return MS_OK;
+}
+
 static ms_status op_gathernd(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X, *I;
     const char *x, *ix, *h = rt__ox_hint_of(n);
@@ -237,14 +297,21 @@ static ms_status op_gathernd(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         return rt__ox_err(cv, MS_ENOTSUP, "data is %s; supported: float, int32, int64, bool",
                           rt_dtype_name(X->dt));
     int q = I->rank, r = X->rank;
-    int64_t m = q >= 1 ? I->dim[q - 1] : -1;
-    if (q < 1 || r < 1 || m < 1 || m > r)
-        return rt__ox_err(cv, MS_ENOTSUP, "the indices' last dim must be static and in 1..rank");
+    int64_t m = q >= 1 ? I->dim[q - 1] : -1, b = rt__ox_attr_i(n, "batch_dims", 0);
+    if (cv->opset < 12 && rt__ox_attr(n, "batch_dims"))
+        return rt__ox_err(cv, MS_EINVAL, "opset %lld: GatherND has no batch_dims before opset 12",
+                          (long long)cv->opset);
+    if (b < 0 || b >= q || b >= r)
+        return rt__ox_err(cv, MS_EINVAL, "batch_dims %lld must be below both ranks (%d, %d)",
+                          (long long)b, r, q);
+    if (q < 1 || r < 1 || m < 1 || m > r - b)
+        return rt__ox_err(cv, MS_ENOTSUP,
+                          "the indices' last dim must be static and in 1..rank - batch_dims");
     int64_t sz[OX_MAXR];
     for (int i = 0; i < m; i++) {
-        if (X->dim[i] < 0)
+        if (X->dim[b + i] < 0)
             return rt__ox_err(cv, MS_ENOTSUP, "the indexed dims of data must be static");
-        sz[i] = X->dim[i];
+        sz[i] = X->dim[b + i];
     }
     if (I->dt != RT_DT_INT64) ix = rt__tf_cast(cv, nm(cv, h, "ix64"), ix, I->dt, RT_DT_INT64);
     const char *szc = rt__tf_const_int(cv, nm(cv, h, "sizes"), RT_DT_INT64, 1, &m, sz);
@@ -253,6 +320,13 @@ static ms_status op_gathernd(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         rt__tf_const_int(cv, nm(cv, h, "z"), RT_DT_INT64, 0, NULL, &(int64_t){0}), RT_DT_INT64);
     const char *up = rt__tf_binary(cv, "AddV2", nm(cv, h, "wrapped"), ix, szc, RT_DT_INT64);
     ix = rt__tf_select(cv, nm(cv, h, "ix"), neg, up, ix, RT_DT_INT64);
+    if (b > 0) {
+        /* batch_dims: each index tuple gets its batch coordinates in front
+         * (a constant of I's leading dims), then a plain GatherNd over
+         * b + m dims. */
+        if ((st = gathernd_batch(cv, h, X, I, (int)b, &ix)) != MS_OK) return st;
+        m += b;
+    }
     Tensorflow__NodeDef *g = rt__tf_node(cv, "GatherNd", h);
     rt__tf_input(cv, g, x);
     rt__tf_input(cv, g, ix);
@@ -750,7 +824,8 @@ static ms_status op_lrn(rt__ox_conv *cv, const Onnx__NodeProto *n) {
 
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } misc[] = {
-    {"Swish", op_swish}, {"Shrink", op_shrink}, {"LpNormalization", op_lpnorm},
+    {"Swish", op_swish}, {"SwiGLU", op_swish}, {"Shrink", op_shrink},
+    {"LpNormalization", op_lpnorm},
     {"EyeLike", op_eyelike}, {"SpaceToDepth", op_space_depth}, {"DepthToSpace", op_space_depth},
     {"OneHot", op_onehot}, {"GatherND", op_gathernd}, {"HannWindow", op_window},
     {"HammingWindow", op_window}, {"BlackmanWindow", op_window},

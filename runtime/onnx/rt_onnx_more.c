@@ -64,6 +64,33 @@ static const char *const unary_map[][2] = {
     {"IsNaN", "IsNan"}, {"IsInf", "IsInf"},
 };
 
+/* IsInf (10, 20): detect_positive / detect_negative pick which infinities
+ * count: both, TF's IsInf; one, IsInf and the sign (x > 0 or x < 0); none,
+ * x > x (false for every value, NaN included). */
+static ms_status is_inf(rt__ox_conv *cv, const Onnx__NodeProto *n, const rt__ox_value *X,
+                        const char *x) {
+    const char *h = rt__ox_hint_of(n), *y;
+    int pos = rt__ox_attr_i(n, "detect_positive", 1) != 0;
+    int neg = rt__ox_attr_i(n, "detect_negative", 1) != 0;
+    if (!pos && !neg) {
+        y = rt__tf_binary(cv, "Greater", h, x, x, X->dt);
+    } else {
+        y = rt__tf_unary(cv, "IsInf", pos && neg ? h : rt__ox_printf(cv, "%s/any", h), x, X->dt);
+        if (!pos || !neg) {
+            const char *z = rt__tf_cast(cv, rt__ox_printf(cv, "%s/zero", h),
+                                        scalar(cv, h, "zero_f", 0), RT_DT_FLOAT, X->dt);
+            const char *sg = rt__tf_binary(cv, pos ? "Greater" : "Less",
+                                           rt__ox_printf(cv, "%s/sign", h), x, z, X->dt);
+            Tensorflow__NodeDef *nd = rt__tf_node(cv, "LogicalAnd", h);
+            rt__tf_input(cv, nd, y);
+            rt__tf_input(cv, nd, sg);
+            y = nd->name;
+        }
+    }
+    rt__ox_def_out(cv, n, 0, RT_DT_BOOL, X->rank, X->dim, y);
+    return MS_OK;
+}
+
 static ms_status op_unary_more(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     rt__ox_value *X;
     const char *x;
@@ -74,6 +101,7 @@ static ms_status op_unary_more(rt__ox_conv *cv, const Onnx__NodeProto *n) {
         k++;
     int pred = strncmp(n->op_type, "Is", 2) == 0;
     rt_dtype odt = pred ? RT_DT_BOOL : X->dt;
+    if (strcmp(n->op_type, "IsInf") == 0) return is_inf(cv, n, X, x);
     Tensorflow__NodeDef *nd = rt__tf_node(cv, unary_map[k][1], rt__ox_hint_of(n));
     rt__tf_input(cv, nd, x);
     rt__tf_attr_type(cv, nd, "T", X->dt);

@@ -5,7 +5,8 @@
  * reductions of opsets 16 and 18 included), LpPool -> OnnxLpPool,
  * NonMaxSuppression -> OnnxNonMaxSuppression, DFT -> OnnxDFT,
  * CausalConvWithState -> OnnxCausalConvWithState, Unique -> OnnxUnique,
- * Det -> OnnxDet, ReverseSequence -> OnnxReverseSequence. A SavedModel written with
+ * Det -> OnnxDet, ReverseSequence -> OnnxReverseSequence, TensorScatter ->
+ * OnnxTensorScatter (kn_cpu_onnx_cache.c). A SavedModel written with
  * them runs in dcmserve only (docs/onnx.md).
  */
 #include <string.h>
@@ -565,8 +566,43 @@ static ms_status op_einsum(rt__ox_conv *cv, const Onnx__NodeProto *n) {
     return MS_OK;
 }
 
+/* TensorScatter (24) -> OnnxTensorScatter (kernels/cpu/kn_cpu_onnx_cache.c):
+ * a KV cache's write of update at write_indices (absent: 0) along axis,
+ * linear or circular. */
+static ms_status op_tensor_scatter(rt__ox_conv *cv, const Onnx__NodeProto *n) {
+    rt__ox_value *P, *U, *W = rt__ox_in(cv, n, 2);
+    const char *p, *u, *w = NULL, *h = rt__ox_hint_of(n);
+    ms_status st;
+    if ((st = rt__ox_need(cv, n, 0, &P, &p)) != MS_OK ||
+        (st = rt__ox_need(cv, n, 1, &U, &u)) != MS_OK)
+        return st;
+    if (W && (st = rt__ox_need(cv, n, 2, &W, &w)) != MS_OK) return st;
+    int r = P->rank;
+    int64_t axis = rt__ox_attr_i(n, "axis", -2);
+    if (axis < 0) axis += r;
+    if (r < 2 || axis < 1 || axis >= r || U->rank != r || U->dt != P->dt)
+        return rt__ox_err(cv, MS_EINVAL,
+                          "past_cache and update must have one type and rank >= 2, axis in "
+                          "1..rank-1 (dim 0 is the batch)");
+    if (W && W->dt != RT_DT_INT64) return rt__ox_err(cv, MS_EINVAL, "write_indices must be int64");
+    int mode = 0;
+    static const char *const modes[] = {"linear", "circular"};
+    if (!pick(n, "mode", "linear", modes, 2, &mode))
+        return rt__ox_err(cv, MS_ENOTSUP, "mode must be linear or circular");
+    Tensorflow__NodeDef *d = rt__tf_node(cv, "OnnxTensorScatter", h);
+    rt__tf_input(cv, d, p);
+    rt__tf_input(cv, d, u);
+    if (w) rt__tf_input(cv, d, w);
+    rt__tf_attr_i(cv, d, "has_indices", w != NULL);
+    rt__tf_attr_i(cv, d, "axis", axis);
+    rt__tf_attr_i(cv, d, "mode", mode);
+    rt__ox_def_out(cv, n, 0, P->dt, r, P->dim, d->name);
+    return MS_OK;
+}
+
 /* clang-format off */
 static const struct { const char *op; rt__ox_handler fn; } tab[] = {
+    {"TensorScatter", op_tensor_scatter},
     {"GridSample", op_grid_sample}, {"ScatterND", op_scatter},
     {"ScatterElements", op_scatter}, {"Scatter", op_scatter}, {"LpPool", op_lp_pool},
     {"NonMaxSuppression", op_nms}, {"DFT", op_dft},
