@@ -69,6 +69,7 @@ typedef struct rconn {
     double since;    /* when the state began (CLOCK_MONOTONIC, s) */
     double progress; /* the last body bytes (C_BODY) */
     long long got;   /* body bytes of the current request (C_BODY) */
+    double hup_at;   /* progress when the reaper saw the peer closed; 0 = not */
     double win_from; /* the current rate window began (C_BODY) */
     long long win_got; /* got when it began */
     struct rconn *prev, *next;
@@ -1757,7 +1758,10 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
  * after its answer). Only connections waiting for a request, sending a body
  * or refused: their request can no longer come in whole. One poll over them,
  * then a peek at those with POLLRDHUP (unread bytes are libmicrohttpd's to
- * read first). Under r->mu, which keeps every k->fd open. */
+ * read first). Cut at the second tick that finds the peer closed with no
+ * progress between: the last bytes may be a whole request libmicrohttpd has
+ * read but not yet handed to on_request (a request, then SHUT_WR), which
+ * moves progress. Under r->mu, which keeps every k->fd open. */
 static void reap_closed_peers(srv_rest *r) {
     size_t n = 0, cap = 0;
     for (rconn *k = r->conns; k; k = k->next) cap++;
@@ -1775,7 +1779,9 @@ static void reap_closed_peers(srv_rest *r) {
     for (size_t i = 0; i < n; i++) {
         if (!(p[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
         char c;
-        if (recv(ks[i]->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0) conn_cut(r, ks[i]);
+        if (recv(ks[i]->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0) continue;
+        if (ks[i]->hup_at == ks[i]->progress) conn_cut(r, ks[i]);
+        else ks[i]->hup_at = ks[i]->progress;
     }
 out:
     free(p);
