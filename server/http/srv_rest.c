@@ -19,6 +19,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -68,6 +69,7 @@ typedef struct rconn {
     double since;    /* when the state began (CLOCK_MONOTONIC, s) */
     double progress; /* the last body bytes (C_BODY) */
     long long got;   /* body bytes of the current request (C_BODY) */
+    double hup_at;   /* progress when the reaper saw the peer closed; 0 = not */
     double win_from; /* the current rate window began (C_BODY) */
     long long win_got; /* got when it began */
     struct rconn *prev, *next;
@@ -1749,6 +1751,43 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     *socket_context = k;
 }
 
+/* Cuts the connections whose peer has closed its side with nothing left
+ * unread: libmicrohttpd's edge-triggered epoll does not see a FIN that came
+ * with the last bytes it read, so such a socket would sit in CLOSE-WAIT until
+ * the idle timeout (one byte then close: F4; a request then shutdown(SHUT_WR)
+ * after its answer). Only connections waiting for a request, sending a body
+ * or refused: their request can no longer come in whole. One poll over them,
+ * then a peek at those with POLLRDHUP (unread bytes are libmicrohttpd's to
+ * read first). Cut at the second tick that finds the peer closed with no
+ * progress between: the last bytes may be a whole request libmicrohttpd has
+ * read but not yet handed to on_request (a request, then SHUT_WR), which
+ * moves progress. Under r->mu, which keeps every k->fd open. */
+static void reap_closed_peers(srv_rest *r) {
+    size_t n = 0, cap = 0;
+    for (rconn *k = r->conns; k; k = k->next) cap++;
+    if (cap == 0) return;
+    struct pollfd *p = malloc(cap * sizeof *p);
+    rconn **ks = malloc(cap * sizeof *ks);
+    if (p == NULL || ks == NULL) goto out;
+    for (rconn *k = r->conns; k; k = k->next) {
+        if (k->cut || (k->state != C_WAIT && k->state != C_BODY && k->state != C_REFUSE))
+            continue;
+        p[n] = (struct pollfd){.fd = k->fd, .events = POLLRDHUP};
+        ks[n++] = k;
+    }
+    if (n == 0 || poll(p, (nfds_t)n, 0) <= 0) goto out;
+    for (size_t i = 0; i < n; i++) {
+        if (!(p[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
+        char c;
+        if (recv(ks[i]->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0) continue;
+        if (ks[i]->hup_at == ks[i]->progress) conn_cut(r, ks[i]);
+        else ks[i]->hup_at = ks[i]->progress;
+    }
+out:
+    free(p);
+    free(ks);
+}
+
 /* Cuts slow senders: a connection whose first request's headers are not in
  * after read_timeout_s, a later request's not after idle_timeout_s, a body
  * that has not moved for read_timeout_s, a refused connection that sends no
@@ -1765,6 +1804,8 @@ static void *reaper_main(void *arg) {
             ts.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+        if (r->stopping) break;
+        reap_closed_peers(r);
         double now = mono_s();
         for (rconn *k = r->conns; k; k = k->next) {
             double limit, from = k->since;
@@ -2010,10 +2051,14 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     /* TLS and the connection limit (docs/security.md) */
     struct MHD_OptionItem extra[8];
     int ne = 0;
-    /* poll, not epoll: epoll is edge-triggered in libmicrohttpd 0.9.75, and a
-     * peer whose bytes and FIN arrive together was never read again (its
-     * socket sat in CLOSE-WAIT until the idle timeout); poll sees the FIN. */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
+    /* epoll, not poll: with poll libmicrohttpd 0.9.75 accepts one connection
+     * per round of a thread and each round walks all of its descriptors, so
+     * a flood of thousands of new connections kept a valid client in the
+     * listen queue for seconds; its epoll loop accepts up to ten per round and
+     * a round costs what is ready. Its epoll is edge-triggered and misses a
+     * FIN that came with the last bytes (a short read counts as drained):
+     * the reaper finds those peers (reap_closed_peers). */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
     if (o->tls != NULL) {
         /* The key and chain come from a callback on every handshake, so that
          * SIGHUP (srv_tls_reload) applies to new connections. */
