@@ -39,6 +39,8 @@
 #define DC_NR 32 /* channels per packed filter panel (the AVX-512 GEMM's NR) */
 #define DC_MR 14 /* most pixels per tile */
 #define DC_SLICE 128 /* window depth summed from zero before it joins the total */
+/* Outputs over this size are stored around the caches (dc_rows). */
+#define DC_STREAM_BYTES ((uint64_t)32 << 20)
 
 typedef struct dc_tile {
     const float *x;      /* pixel 0's window at its first kh row, kw = 0, c = 0 */
@@ -54,6 +56,7 @@ typedef struct dc_tile {
     const float *add;    /* addend of pixel 0 (stride ys), or NULL */
     kn_act act;
     float alpha;
+    int stream;      /* AVX-512: store full, 64-byte aligned vectors around the caches */
     __mmask16 mlast; /* AVX-512: valid lanes of the last 16-channel vector */
     int rem;         /* AVX2: valid lanes (1-8) of the last 8-channel vector */
 } dc_tile;
@@ -147,15 +150,24 @@ __attribute__((target("avx512f"), always_inline)) static inline void dc_body(con
     const float *ad = t->add;
     float *y = t->y;
     const int64_t ys = t->ys;
+    const int stream = t->stream;
 #define DC_OUT(i)                                                                                  \
     if (MR > (i)) {                                                                                \
         __m512 v0 = _mm512_fmadd_ps(a##i##0, s0, z0);                                              \
         if (ad) v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, ad + (i) * ys));                  \
-        _mm512_mask_storeu_ps(y + (i) * ys, m0, dc_act(v0, act, alpha));                           \
+        v0 = dc_act(v0, act, alpha);                                                               \
+        if (stream)                                                                                \
+            _mm512_stream_ps(y + (i) * ys, v0);                                                    \
+        else                                                                                       \
+            _mm512_mask_storeu_ps(y + (i) * ys, m0, v0);                                           \
         if (NV > 1) {                                                                              \
             __m512 v1 = _mm512_fmadd_ps(a##i##1, s1, z1);                                          \
             if (ad) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, ad + (i) * ys + 16));         \
-            _mm512_mask_storeu_ps(y + (i) * ys + 16, m1, dc_act(v1, act, alpha));                  \
+            v1 = dc_act(v1, act, alpha);                                                           \
+            if (stream)                                                                            \
+                _mm512_stream_ps(y + (i) * ys + 16, v1);                                           \
+            else                                                                                   \
+                _mm512_mask_storeu_ps(y + (i) * ys + 16, m1, v1);                                  \
         }                                                                                          \
     }
     DC_ROWS(DC_OUT)
@@ -356,6 +368,14 @@ static void dc_rows(void *arg, int64_t rb, int64_t re) {
     const kn_act act = split_act(epi, &late);
     int64_t ng, base, extra;
     balanced_groups(OW, MRX, &ng, &base, &extra);
+    /* An output far larger than the last-level cache (a stem convolution's
+     * at a batch of 8: 64 MiB) is evicted before the next layer reads it,
+     * so it is written with streaming stores: no read of each line before
+     * its write, no eviction of the input and filter. Only whole aligned
+     * vectors, all in registers: OC a multiple of 16, an aligned y. */
+    const int stream = !avx2 && late.act == KN_ACT_NONE && OC % 16 == 0 &&
+                       ((uintptr_t)j->y & 63) == 0 &&
+                       (uint64_t)(g->N * g->OH * OW * OC) * sizeof(float) > DC_STREAM_BYTES;
     for (int64_t r = rb; r < re; r++) {
         const int64_t n = r / g->OH, oh = r % g->OH;
         const int64_t ih0 = oh * a->sh - g->pt;
@@ -411,6 +431,7 @@ static void dc_rows(void *arg, int64_t rb, int64_t re) {
                     .kc = a->dw == 1 ? KW * C : C,
                     .y = yg + jr,
                     .ys = OC,
+                    .stream = stream,
                     .mlast = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1),
                     .rem = rem,
                 };
@@ -427,6 +448,7 @@ static void dc_rows(void *arg, int64_t rb, int64_t re) {
             ow0 += mr;
         }
     }
+    if (stream) _mm_sfence(); /* the streamed lines are in memory before the join */
 }
 
 ms_status kn__dconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g, const float *x,
@@ -642,6 +664,50 @@ __attribute__((target("avx512f"))) static void wg_output(const wg_job *j, int64_
     }
 }
 
+/* The memory a block of tiles reads (input rows, addend) and writes (output
+ * rows): tiles run row-major over (n, th, tw), so each is one contiguous range
+ * (whole rows; the first and last may be partly unused). */
+typedef struct wg_span {
+    const char *p[3]; /* input, output, addend (NULL: none) */
+    size_t n[3];      /* bytes */
+} wg_span;
+
+static wg_span wg_block_span(const wg_job *j, int64_t blk) {
+    const kn_conv_geo *g = j->g;
+    const int64_t t0 = blk * j->T, t1 = (j->NT - t0 < j->T ? j->NT : t0 + j->T) - 1;
+    const int64_t n0 = t0 / (j->TH * j->TW), th0 = (t0 / j->TW) % j->TH;
+    const int64_t n1 = t1 / (j->TH * j->TW), th1 = (t1 / j->TW) % j->TH;
+    int64_t r0 = 2 * th0 - g->pt, r1 = 2 * th1 - g->pt + 4;
+    if (r0 < 0) r0 = 0;
+    if (r1 > g->H) r1 = g->H;
+    const int64_t o0 = 2 * th0, o1 = 2 * th1 + 2 < g->OH ? 2 * th1 + 2 : g->OH;
+    const int64_t xa = (n0 * g->H + r0) * g->W * g->C, xb = (n1 * g->H + r1) * g->W * g->C;
+    const int64_t ya = (n0 * g->OH + o0) * g->OW * g->OC, yb = (n1 * g->OH + o1) * g->OW * g->OC;
+    wg_span s = {.p = {(const char *)(j->x + xa), (const char *)(j->y + ya), NULL},
+                 .n = {xb > xa ? (size_t)(xb - xa) * sizeof(float) : 0,
+                       yb > ya ? (size_t)(yb - ya) * sizeof(float) : 0, 0}};
+    if (j->epi && j->epi->add) {
+        s.p[2] = (const char *)(j->epi->add + (j->y + ya - j->epi->ybase));
+        s.n[2] = s.n[1];
+    }
+    return s;
+}
+
+/* Prefetches the next `lines` cache lines of the span into L2, advancing
+ * *at (bytes done over the three ranges in turn). */
+static void wg_prefetch(const wg_span *s, size_t *at, size_t lines) {
+    size_t off = *at;
+    for (int r = 0; r < 3 && lines > 0; r++) {
+        if (off >= s->n[r]) {
+            off -= s->n[r];
+            continue;
+        }
+        for (; off < s->n[r] && lines > 0; off += 64, lines--, *at += 64)
+            _mm_prefetch(s->p[r] + off, _MM_HINT_T1);
+        off = 0;
+    }
+}
+
 static void wg_blocks(void *arg, int64_t b0, int64_t b1) {
     wg_job *j = arg;
     const int64_t C = j->g->C, OCp = j->OCp, T = j->T, P = OCp / DC_NR;
@@ -655,8 +721,18 @@ static void wg_blocks(void *arg, int64_t b0, int64_t b1) {
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t t0 = blk * T, nt = j->NT - t0 < T ? j->NT - t0 : T;
         wg_input(j, t0, nt, V, zeros);
+        /* While the GEMMs run from L2 (compute-bound), the next block's
+         * input, addend and output lines are fetched: at larger batches they
+         * live in L3 or memory, and the transforms would wait for them. */
+        wg_span next = {{NULL}, {0}};
+        size_t done = 0, step = 0;
+        if (blk + 1 < b1) {
+            next = wg_block_span(j, blk + 1);
+            step = ((next.n[0] + next.n[1] + next.n[2]) / 64 + WG_T * P - 1) / (WG_T * P);
+        }
         for (int xi = 0; xi < WG_T; xi++)
             for (int64_t p = 0; p < P; p++) {
+                if (step) wg_prefetch(&next, &done, step);
                 const float *u = j->w->u + (xi * P + p) * C * DC_NR;
                 int64_t ng, base, extra;
                 balanced_groups(nt, DC_MR, &ng, &base, &extra);
