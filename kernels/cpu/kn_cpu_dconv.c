@@ -479,6 +479,9 @@ ms_status kn__dconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *
 /* Planes of V and M are this many floats longer than their data: 16 planes
  * a power of two apart would all map to the same L1 sets. */
 #define WG_SKEW 16
+/* Layers whose input, output and addend together are larger prefetch
+ * (kn__wino_run). */
+#define WG_PREFETCH_BYTES ((uint64_t)8 << 20)
 
 void kn__wino_free(kn_wino *w) {
     if (w == NULL) return;
@@ -540,6 +543,7 @@ typedef struct wg_job {
     float *y;
     const kn_gemm_epi *epi;
     int64_t TH, TW, NT, T, OCp;
+    int prefetch; /* fetch the next block's rows during a block's GEMMs */
     atomic_int failed;
 } wg_job;
 
@@ -722,11 +726,11 @@ static void wg_blocks(void *arg, int64_t b0, int64_t b1) {
         const int64_t t0 = blk * T, nt = j->NT - t0 < T ? j->NT - t0 : T;
         wg_input(j, t0, nt, V, zeros);
         /* While the GEMMs run from L2 (compute-bound), the next block's
-         * input, addend and output lines are fetched: at larger batches they
-         * live in L3 or memory, and the transforms would wait for them. */
+         * input, addend and output lines are fetched (when the tensors are
+         * too large to stay in the caches, kn__wino_run). */
         wg_span next = {{NULL}, {0}};
         size_t done = 0, step = 0;
-        if (blk + 1 < b1) {
+        if (j->prefetch && blk + 1 < b1) {
             next = wg_block_span(j, blk + 1);
             step = ((next.n[0] + next.n[1] + next.n[2]) / 64 + WG_T * P - 1) / (WG_T * P);
         }
@@ -772,6 +776,14 @@ ms_status kn__wino_run(kn_ctx *ctx, const kn_conv_geo *g, const float *x, const 
     if (want > 8) want = 8;
     if (nb < want) nb = want;
     j.T = (j.NT + nb - 1) / nb;
+    /* Input, output and addend over 8 MiB (resnet512's first stage at a
+     * batch of 8: 48 MiB) come mostly from memory, and the transforms would
+     * wait for them; smaller ones stay in L2 / L3, where fetching ahead only
+     * pushes the block's own data out of L2 (no gain seen at batch 1). */
+    const uint64_t io = (uint64_t)(g->N * g->H * g->W * g->C) * sizeof(float) +
+                        (uint64_t)(g->N * g->OH * g->OW * g->OC) * sizeof(float) *
+                            (epi && epi->add ? 2 : 1);
+    j.prefetch = io > WG_PREFETCH_BYTES;
     atomic_init(&j.failed, 0);
     kn_ctx_parallel_for(ctx, (j.NT + j.T - 1) / j.T, 1, wg_blocks, &j);
     if (atomic_load(&j.failed)) return ms_errf(MS_ENOMEM, "out of memory for Winograd scratch");
