@@ -56,7 +56,6 @@ typedef struct dc_tile {
     const float *add;    /* addend of pixel 0 (stride ys), or NULL */
     kn_act act;
     float alpha;
-    int stream;      /* AVX-512: store full, 64-byte aligned vectors around the caches */
     __mmask16 mlast; /* AVX-512: valid lanes of the last 16-channel vector */
     int rem;         /* AVX2: valid lanes (1-8) of the last 8-channel vector */
 } dc_tile;
@@ -86,6 +85,7 @@ __attribute__((target("avx512f"), always_inline)) static inline __m512 dc_act(__
  * and branches vanish. */
 __attribute__((target("avx512f"), always_inline)) static inline void dc_body(const int MR,
                                                                               const int NV,
+                                                                              const int STREAM,
                                                                               const dc_tile *t) {
 #define DC_DECL(i)                                                                                 \
     __m512 a##i##0 = _mm512_setzero_ps(), a##i##1 = _mm512_setzero_ps();                         \
@@ -150,13 +150,12 @@ __attribute__((target("avx512f"), always_inline)) static inline void dc_body(con
     const float *ad = t->add;
     float *y = t->y;
     const int64_t ys = t->ys;
-    const int stream = t->stream;
 #define DC_OUT(i)                                                                                  \
     if (MR > (i)) {                                                                                \
         __m512 v0 = _mm512_fmadd_ps(a##i##0, s0, z0);                                              \
         if (ad) v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, ad + (i) * ys));                  \
         v0 = dc_act(v0, act, alpha);                                                               \
-        if (stream)                                                                                \
+        if (STREAM)                                                                                \
             _mm512_stream_ps(y + (i) * ys, v0);                                                    \
         else                                                                                       \
             _mm512_mask_storeu_ps(y + (i) * ys, m0, v0);                                           \
@@ -164,7 +163,7 @@ __attribute__((target("avx512f"), always_inline)) static inline void dc_body(con
             __m512 v1 = _mm512_fmadd_ps(a##i##1, s1, z1);                                          \
             if (ad) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, ad + (i) * ys + 16));         \
             v1 = dc_act(v1, act, alpha);                                                           \
-            if (stream)                                                                            \
+            if (STREAM)                                                                            \
                 _mm512_stream_ps(y + (i) * ys + 16, v1);                                           \
             else                                                                                   \
                 _mm512_mask_storeu_ps(y + (i) * ys + 16, m1, v1);                                  \
@@ -176,9 +175,14 @@ __attribute__((target("avx512f"), always_inline)) static inline void dc_body(con
 
 typedef void (*dc_fn)(const dc_tile *t);
 
+/* dc_*: ordinary stores; dcs_*: streaming stores (full, 64-byte aligned
+ * vectors only), a separate instance so that the others carry no branch. */
 #define DC_INST(mr, nv)                                                                            \
     __attribute__((target("avx512f"))) static void dc_##mr##_##nv(const dc_tile *t) {             \
-        dc_body(mr, nv, t);                                                                        \
+        dc_body(mr, nv, 0, t);                                                                     \
+    }                                                                                              \
+    __attribute__((target("avx512f"))) static void dcs_##mr##_##nv(const dc_tile *t) {            \
+        dc_body(mr, nv, 1, t);                                                                     \
     }
 #define DC_INST2(mr) DC_INST(mr, 1) DC_INST(mr, 2)
 /* clang-format off */
@@ -190,6 +194,12 @@ static const dc_fn dc_tab[2][DC_MR] = {
      dc_8_1, dc_9_1, dc_10_1, dc_11_1, dc_12_1, dc_13_1, dc_14_1},
     {dc_1_2, dc_2_2, dc_3_2, dc_4_2, dc_5_2, dc_6_2, dc_7_2,
      dc_8_2, dc_9_2, dc_10_2, dc_11_2, dc_12_2, dc_13_2, dc_14_2},
+};
+static const dc_fn dcs_tab[2][DC_MR] = {
+    {dcs_1_1, dcs_2_1, dcs_3_1, dcs_4_1, dcs_5_1, dcs_6_1, dcs_7_1,
+     dcs_8_1, dcs_9_1, dcs_10_1, dcs_11_1, dcs_12_1, dcs_13_1, dcs_14_1},
+    {dcs_1_2, dcs_2_2, dcs_3_2, dcs_4_2, dcs_5_2, dcs_6_2, dcs_7_2,
+     dcs_8_2, dcs_9_2, dcs_10_2, dcs_11_2, dcs_12_2, dcs_13_2, dcs_14_2},
 };
 /* clang-format on */
 
@@ -431,7 +441,6 @@ static void dc_rows(void *arg, int64_t rb, int64_t re) {
                     .kc = a->dw == 1 ? KW * C : C,
                     .y = yg + jr,
                     .ys = OC,
-                    .stream = stream,
                     .mlast = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1),
                     .rem = rem,
                 };
@@ -442,7 +451,9 @@ static void dc_rows(void *arg, int64_t rb, int64_t re) {
                     t.act = act;
                     t.alpha = epi->alpha;
                 }
-                (avx2 ? dc2_tab[nv - 1][mr - 1] : dc_tab[nv - 1][mr - 1])(&t);
+                (avx2     ? dc2_tab[nv - 1][mr - 1]
+                 : stream ? dcs_tab[nv - 1][mr - 1]
+                          : dc_tab[nv - 1][mr - 1])(&t);
                 if (late.act != KN_ACT_NONE) kn__gemm_epilogue(&late, yg, OC, 0, mr, jr, nr);
             }
             ow0 += mr;
@@ -479,9 +490,6 @@ ms_status kn__dconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *
 /* Planes of V and M are this many floats longer than their data: 16 planes
  * a power of two apart would all map to the same L1 sets. */
 #define WG_SKEW 16
-/* Layers whose input, output and addend together are larger prefetch
- * (kn__wino_run). */
-#define WG_PREFETCH_BYTES ((uint64_t)8 << 20)
 
 void kn__wino_free(kn_wino *w) {
     if (w == NULL) return;
@@ -543,7 +551,6 @@ typedef struct wg_job {
     float *y;
     const kn_gemm_epi *epi;
     int64_t TH, TW, NT, T, OCp;
-    int prefetch; /* fetch the next block's rows during a block's GEMMs */
     atomic_int failed;
 } wg_job;
 
@@ -668,50 +675,6 @@ __attribute__((target("avx512f"))) static void wg_output(const wg_job *j, int64_
     }
 }
 
-/* The memory a block of tiles reads (input rows, addend) and writes (output
- * rows): tiles run row-major over (n, th, tw), so each is one contiguous range
- * (whole rows; the first and last may be partly unused). */
-typedef struct wg_span {
-    const char *p[3]; /* input, output, addend (NULL: none) */
-    size_t n[3];      /* bytes */
-} wg_span;
-
-static wg_span wg_block_span(const wg_job *j, int64_t blk) {
-    const kn_conv_geo *g = j->g;
-    const int64_t t0 = blk * j->T, t1 = (j->NT - t0 < j->T ? j->NT : t0 + j->T) - 1;
-    const int64_t n0 = t0 / (j->TH * j->TW), th0 = (t0 / j->TW) % j->TH;
-    const int64_t n1 = t1 / (j->TH * j->TW), th1 = (t1 / j->TW) % j->TH;
-    int64_t r0 = 2 * th0 - g->pt, r1 = 2 * th1 - g->pt + 4;
-    if (r0 < 0) r0 = 0;
-    if (r1 > g->H) r1 = g->H;
-    const int64_t o0 = 2 * th0, o1 = 2 * th1 + 2 < g->OH ? 2 * th1 + 2 : g->OH;
-    const int64_t xa = (n0 * g->H + r0) * g->W * g->C, xb = (n1 * g->H + r1) * g->W * g->C;
-    const int64_t ya = (n0 * g->OH + o0) * g->OW * g->OC, yb = (n1 * g->OH + o1) * g->OW * g->OC;
-    wg_span s = {.p = {(const char *)(j->x + xa), (const char *)(j->y + ya), NULL},
-                 .n = {xb > xa ? (size_t)(xb - xa) * sizeof(float) : 0,
-                       yb > ya ? (size_t)(yb - ya) * sizeof(float) : 0, 0}};
-    if (j->epi && j->epi->add) {
-        s.p[2] = (const char *)(j->epi->add + (j->y + ya - j->epi->ybase));
-        s.n[2] = s.n[1];
-    }
-    return s;
-}
-
-/* Prefetches the next `lines` cache lines of the span into L2, advancing
- * *at (bytes done over the three ranges in turn). */
-static void wg_prefetch(const wg_span *s, size_t *at, size_t lines) {
-    size_t off = *at;
-    for (int r = 0; r < 3 && lines > 0; r++) {
-        if (off >= s->n[r]) {
-            off -= s->n[r];
-            continue;
-        }
-        for (; off < s->n[r] && lines > 0; off += 64, lines--, *at += 64)
-            _mm_prefetch(s->p[r] + off, _MM_HINT_T1);
-        off = 0;
-    }
-}
-
 static void wg_blocks(void *arg, int64_t b0, int64_t b1) {
     wg_job *j = arg;
     const int64_t C = j->g->C, OCp = j->OCp, T = j->T, P = OCp / DC_NR;
@@ -725,18 +688,8 @@ static void wg_blocks(void *arg, int64_t b0, int64_t b1) {
     for (int64_t blk = b0; blk < b1; blk++) {
         const int64_t t0 = blk * T, nt = j->NT - t0 < T ? j->NT - t0 : T;
         wg_input(j, t0, nt, V, zeros);
-        /* While the GEMMs run from L2 (compute-bound), the next block's
-         * input, addend and output lines are fetched (when the tensors are
-         * too large to stay in the caches, kn__wino_run). */
-        wg_span next = {{NULL}, {0}};
-        size_t done = 0, step = 0;
-        if (j->prefetch && blk + 1 < b1) {
-            next = wg_block_span(j, blk + 1);
-            step = ((next.n[0] + next.n[1] + next.n[2]) / 64 + WG_T * P - 1) / (WG_T * P);
-        }
         for (int xi = 0; xi < WG_T; xi++)
             for (int64_t p = 0; p < P; p++) {
-                if (step) wg_prefetch(&next, &done, step);
                 const float *u = j->w->u + (xi * P + p) * C * DC_NR;
                 int64_t ng, base, extra;
                 balanced_groups(nt, DC_MR, &ng, &base, &extra);
@@ -776,14 +729,6 @@ ms_status kn__wino_run(kn_ctx *ctx, const kn_conv_geo *g, const float *x, const 
     if (want > 8) want = 8;
     if (nb < want) nb = want;
     j.T = (j.NT + nb - 1) / nb;
-    /* Input, output and addend over 8 MiB (resnet512's first stage at a
-     * batch of 8: 48 MiB) come mostly from memory, and the transforms would
-     * wait for them; smaller ones stay in L2 / L3, where fetching ahead only
-     * pushes the block's own data out of L2 (no gain seen at batch 1). */
-    const uint64_t io = (uint64_t)(g->N * g->H * g->W * g->C) * sizeof(float) +
-                        (uint64_t)(g->N * g->OH * g->OW * g->OC) * sizeof(float) *
-                            (epi && epi->add ? 2 : 1);
-    j.prefetch = io > WG_PREFETCH_BYTES;
     atomic_init(&j.failed, 0);
     kn_ctx_parallel_for(ctx, (j.NT + j.T - 1) / j.T, 1, wg_blocks, &j);
     if (atomic_load(&j.failed)) return ms_errf(MS_ENOMEM, "out of memory for Winograd scratch");
