@@ -5,7 +5,8 @@
  * Each measurement: prepare once (the filter / B matrix is a constant, so the
  * fast kernels pack it there), 3 warm-up runs, then `iters` timed runs; the
  * median is reported. FLOPs = 2 * outputs * (KH * KW * C) for a convolution,
- * 2 * M * N * K for a GEMM.
+ * 2 * M * N * K for a GEMM. Outputs come from a buffer pool, as in the
+ * executor, so no run pays for fresh pages.
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -123,7 +124,10 @@ static double time_kn(const kn_kernel *k, const Tensorflow__NodeDef *d, rt_tenso
         fprintf(stderr, "prepare: %s\n", ms_errmsg());
         exit(1);
     }
-    kn_ctx ctx = {.nthreads = threads};
+    /* outputs from a buffer pool, as the executor's: no page faults per run */
+    static kn_pool *pool;
+    if (pool == NULL) pool = kn_pool_new();
+    kn_ctx ctx = {.nthreads = threads, .pool = pool};
     openblas_set_num_threads(threads);
     double *t = malloc(sizeof(double) * (size_t)iters);
     for (int i = -3; i < iters; i++) {
@@ -189,14 +193,28 @@ int main(int argc, char **argv) {
         {"conv 1x256x256x16 3x3 16", 256, 256, 16, 3, 16, 1},
         {"conv 1x128x128x32 3x3 32", 128, 128, 32, 3, 32, 1},
         {"conv 1x64x64x64 3x3 64", 64, 64, 64, 3, 64, 1},
+        /* resnet512's other shapes (stem, stride-2 convs, stage 3) */
+        {"conv 1x512x512x1 7x7/2 32", 512, 512, 1, 7, 32, 2},
+        {"conv 1x128x128x32 3x3/2 64", 128, 128, 32, 3, 64, 2},
+        {"conv 1x64x64x64 3x3/2 128", 64, 64, 64, 3, 128, 2},
+        {"conv 1x32x32x128 3x3 128", 32, 32, 128, 3, 128, 1},
     };
+    /* BENCH_BATCH=N: every conv shape with N images (the name keeps "1x");
+     * BENCH_REF=0: no reference kernel (slow at large batches). */
+    const int64_t nb = getenv("BENCH_BATCH") ? atoll(getenv("BENCH_BATCH")) : 1;
+    const int with_ref = !getenv("BENCH_REF") || atoi(getenv("BENCH_REF"));
+    if (nb < 1) {
+        fprintf(stderr, "BENCH_BATCH must be >= 1\n");
+        return 1;
+    }
+    if (nb > 1) printf("batch %lld (conv shapes)\n", (long long)nb);
     const int nhwc_only = getenv("BENCH_NHWC") && atoi(getenv("BENCH_NHWC"));
     for (int nchw = 0; nchw < (nhwc_only ? 1 : 2); nchw++)
         for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
             const conv_shape *c = &cs[i];
             if (only && !strstr(c->name, only)) continue;
             rt_tensor *in[2] = {
-                rand_t(nchw ? SHAPE(1, c->C, c->H, c->W) : SHAPE(1, c->H, c->W, c->C)),
+                rand_t(nchw ? SHAPE(nb, c->C, c->H, c->W) : SHAPE(nb, c->H, c->W, c->C)),
                 rand_t(SHAPE(c->K, c->K, c->C, c->OC))};
             Tensorflow__NodeDef *d = node_new("Conv2D");
             attr_s(d, "padding", "SAME");
@@ -207,10 +225,17 @@ int main(int argc, char **argv) {
                 attr_4(d, "strides", 1, c->s, c->s, 1);
             }
             int64_t OH = (c->H + c->s - 1) / c->s, OW = (c->W + c->s - 1) / c->s;
-            double flops = 2.0 * OH * OW * c->OC * c->K * c->K * c->C;
+            double flops = 2.0 * nb * OH * OW * c->OC * c->K * c->K * c->C;
             for (int thr = 1; thr <= max_thr; thr++) {
                 double bf, br;
                 double tf = time_k(find(kn_cpu_fast_kernels, "Conv2D"), d, in, thr, iters, &bf);
+                if (!with_ref) {
+                    printf("%-28s %3d %9.3f %9.1f %9.1f %9s %9s %9s %6s  %s\n", c->name, thr,
+                           tf * 1e3, flops / tf * 1e-9, flops / bf * 1e-9, "-", "-", "-", "-",
+                           nchw ? "NCHW" : "NHWC");
+                    fflush(stdout);
+                    continue;
+                }
                 double tr = time_k(find(kn_cpu_nn_kernels, "Conv2D"), d, in, thr, iters, &br);
                 printf("%-28s %3d %9.3f %9.1f %9.1f %9.3f %9.1f %9.1f %6.2f  %s\n", c->name, thr,
                        tf * 1e3, flops / tf * 1e-9, flops / bf * 1e-9, tr * 1e3, flops / tr * 1e-9,
@@ -224,7 +249,7 @@ int main(int argc, char **argv) {
     for (size_t i = 1; i < sizeof(cs) / sizeof(cs[0]); i += 2) {
         const conv_shape *c = &cs[i];
         if (only && !strstr(c->name, only)) continue;
-        rt_tensor *in[3] = {rand_t(SHAPE(1, c->H, c->W, c->C)),
+        rt_tensor *in[3] = {rand_t(SHAPE(nb, c->H, c->W, c->C)),
                             rand_t(SHAPE(c->K, c->K, c->C, c->OC)), rand_t(SHAPE(c->OC))};
         Tensorflow__NodeDef *d = node_new("Conv2D"), *f = node_new("_FusedConv2D");
         attr_s(d, "padding", "SAME");
@@ -234,7 +259,7 @@ int main(int argc, char **argv) {
         attr_slist2(f, "fused_ops", "BiasAdd", "Relu");
         attr_i(f, "num_args", 1);
         int64_t OH = (c->H + c->s - 1) / c->s, OW = (c->W + c->s - 1) / c->s;
-        double flops = 2.0 * OH * OW * c->OC * c->K * c->K * c->C;
+        double flops = 2.0 * nb * OH * OW * c->OC * c->K * c->K * c->C;
         for (int thr = 1; thr <= max_thr; thr++) {
             double bc, bf;
             double tc = time_kn(find(kn_cpu_fast_kernels, "Conv2D"), d, in, 2, thr, iters, &bc);

@@ -227,6 +227,45 @@ START_TEST(conv_packed_isa_switch) {
 }
 END_TEST
 
+/* An output over 32 MiB (DC_STREAM_BYTES) is written by the AVX-512 direct
+ * kernel with streaming stores, from both threads: 1000x1000x1, 3x3 stride 2,
+ * 48 channels (a 32-channel panel and a 16-channel one), bias and Relu fused:
+ * 500x500x48 floats = 48 MB. Also a 16-channel output under the size, which
+ * stays on the ordinary stores. */
+START_TEST(conv_streamed_output) {
+    static const conv_case cases[] = {
+        {1, 1000, 1000, 1, 3, 3, 48, 2, 2, 1, 1, "SAME", {0}},
+        {1, 200, 200, 1, 3, 3, 16, 2, 2, 1, 1, "SAME", {0}},
+    };
+    const kn_kernel *fast = find(kn_cpu_fast_kernels, "_FusedConv2D");
+    const kn_kernel *ref = find(kn_cpu_nn_kernels, "Conv2D");
+    for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
+        const conv_case *c = &cases[ci];
+        rt_tensor *in[3] = {rand_t(xshape(c, 0)), rand_t(S(c->KH, c->KW, c->C, c->OC)),
+                            rand_t(S(c->OC))};
+        Tensorflow__NodeDef *d = conv_def("Conv2D", c, 0);
+        Tensorflow__NodeDef *f = conv_def("_FusedConv2D", c, 0);
+        static const char *const ops[] = {"BiasAdd", "Relu"};
+        tu_attr_slist(f, "fused_ops", 2, ops);
+        tu_attr_i(f, "num_args", 1);
+        rt_tensor *want = run_k(ref, d, in, 2, 0);
+        float *w = want->data;
+        const float *b = in[2]->data;
+        for (int64_t i = 0; i < want->nelem; i++) {
+            float v = w[i] + b[i % c->OC];
+            w[i] = v > 0 ? v : 0;
+        }
+        rt_tensor *got = run_k(fast, f, in, 3, 6);
+        check_close(got, want, ci == 0 ? "streamed output" : "small output");
+        rt_tensor_unref(got);
+        rt_tensor_unref(want);
+        tu_node_free(d);
+        tu_node_free(f);
+        tu_unref(in, 3);
+    }
+}
+END_TEST
+
 /* The direct NHWC kernel (constant filter, AVX2 / AVX-512) sums a window's
  * depth in slices of 128, each from zero, the slices added in turn (as ONNX
  * Runtime's MLAS does): a 1x1 conv over 384 channels must equal that sum bit
@@ -722,6 +761,7 @@ static Suite *suite(void) {
     tcase_add_test(t, conv_vs_reference);
     tcase_add_test(t, conv_packed_isa_switch);
     tcase_add_test(t, conv_depth_slices);
+    tcase_add_test(t, conv_streamed_output);
     tcase_add_test(t, depthwise_vs_reference);
     tcase_add_test(t, deconv_vs_reference);
     suite_add_tcase(s, t);

@@ -39,6 +39,8 @@
 #define DC_NR 32 /* channels per packed filter panel (the AVX-512 GEMM's NR) */
 #define DC_MR 14 /* most pixels per tile */
 #define DC_SLICE 128 /* window depth summed from zero before it joins the total */
+/* Outputs over this size are stored around the caches (dc_rows). */
+#define DC_STREAM_BYTES ((uint64_t)32 << 20)
 
 typedef struct dc_tile {
     const float *x;      /* pixel 0's window at its first kh row, kw = 0, c = 0 */
@@ -83,6 +85,7 @@ __attribute__((target("avx512f"), always_inline)) static inline __m512 dc_act(__
  * and branches vanish. */
 __attribute__((target("avx512f"), always_inline)) static inline void dc_body(const int MR,
                                                                               const int NV,
+                                                                              const int STREAM,
                                                                               const dc_tile *t) {
 #define DC_DECL(i)                                                                                 \
     __m512 a##i##0 = _mm512_setzero_ps(), a##i##1 = _mm512_setzero_ps();                         \
@@ -151,11 +154,19 @@ __attribute__((target("avx512f"), always_inline)) static inline void dc_body(con
     if (MR > (i)) {                                                                                \
         __m512 v0 = _mm512_fmadd_ps(a##i##0, s0, z0);                                              \
         if (ad) v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, ad + (i) * ys));                  \
-        _mm512_mask_storeu_ps(y + (i) * ys, m0, dc_act(v0, act, alpha));                           \
+        v0 = dc_act(v0, act, alpha);                                                               \
+        if (STREAM)                                                                                \
+            _mm512_stream_ps(y + (i) * ys, v0);                                                    \
+        else                                                                                       \
+            _mm512_mask_storeu_ps(y + (i) * ys, m0, v0);                                           \
         if (NV > 1) {                                                                              \
             __m512 v1 = _mm512_fmadd_ps(a##i##1, s1, z1);                                          \
             if (ad) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, ad + (i) * ys + 16));         \
-            _mm512_mask_storeu_ps(y + (i) * ys + 16, m1, dc_act(v1, act, alpha));                  \
+            v1 = dc_act(v1, act, alpha);                                                           \
+            if (STREAM)                                                                            \
+                _mm512_stream_ps(y + (i) * ys + 16, v1);                                           \
+            else                                                                                   \
+                _mm512_mask_storeu_ps(y + (i) * ys + 16, m1, v1);                                  \
         }                                                                                          \
     }
     DC_ROWS(DC_OUT)
@@ -164,9 +175,14 @@ __attribute__((target("avx512f"), always_inline)) static inline void dc_body(con
 
 typedef void (*dc_fn)(const dc_tile *t);
 
+/* dc_*: ordinary stores; dcs_*: streaming stores (full, 64-byte aligned
+ * vectors only), a separate instance so that the others carry no branch. */
 #define DC_INST(mr, nv)                                                                            \
     __attribute__((target("avx512f"))) static void dc_##mr##_##nv(const dc_tile *t) {             \
-        dc_body(mr, nv, t);                                                                        \
+        dc_body(mr, nv, 0, t);                                                                     \
+    }                                                                                              \
+    __attribute__((target("avx512f"))) static void dcs_##mr##_##nv(const dc_tile *t) {            \
+        dc_body(mr, nv, 1, t);                                                                     \
     }
 #define DC_INST2(mr) DC_INST(mr, 1) DC_INST(mr, 2)
 /* clang-format off */
@@ -178,6 +194,12 @@ static const dc_fn dc_tab[2][DC_MR] = {
      dc_8_1, dc_9_1, dc_10_1, dc_11_1, dc_12_1, dc_13_1, dc_14_1},
     {dc_1_2, dc_2_2, dc_3_2, dc_4_2, dc_5_2, dc_6_2, dc_7_2,
      dc_8_2, dc_9_2, dc_10_2, dc_11_2, dc_12_2, dc_13_2, dc_14_2},
+};
+static const dc_fn dcs_tab[2][DC_MR] = {
+    {dcs_1_1, dcs_2_1, dcs_3_1, dcs_4_1, dcs_5_1, dcs_6_1, dcs_7_1,
+     dcs_8_1, dcs_9_1, dcs_10_1, dcs_11_1, dcs_12_1, dcs_13_1, dcs_14_1},
+    {dcs_1_2, dcs_2_2, dcs_3_2, dcs_4_2, dcs_5_2, dcs_6_2, dcs_7_2,
+     dcs_8_2, dcs_9_2, dcs_10_2, dcs_11_2, dcs_12_2, dcs_13_2, dcs_14_2},
 };
 /* clang-format on */
 
@@ -356,6 +378,14 @@ static void dc_rows(void *arg, int64_t rb, int64_t re) {
     const kn_act act = split_act(epi, &late);
     int64_t ng, base, extra;
     balanced_groups(OW, MRX, &ng, &base, &extra);
+    /* An output far larger than the last-level cache (a stem convolution's
+     * at a batch of 8: 64 MiB) is evicted before the next layer reads it,
+     * so it is written with streaming stores: no read of each line before
+     * its write, no eviction of the input and filter. Only whole aligned
+     * vectors, all in registers: OC a multiple of 16, an aligned y. */
+    const int stream = !avx2 && late.act == KN_ACT_NONE && OC % 16 == 0 &&
+                       ((uintptr_t)j->y & 63) == 0 &&
+                       (uint64_t)(g->N * g->OH * OW * OC) * sizeof(float) > DC_STREAM_BYTES;
     for (int64_t r = rb; r < re; r++) {
         const int64_t n = r / g->OH, oh = r % g->OH;
         const int64_t ih0 = oh * a->sh - g->pt;
@@ -421,12 +451,15 @@ static void dc_rows(void *arg, int64_t rb, int64_t re) {
                     t.act = act;
                     t.alpha = epi->alpha;
                 }
-                (avx2 ? dc2_tab[nv - 1][mr - 1] : dc_tab[nv - 1][mr - 1])(&t);
+                (avx2     ? dc2_tab[nv - 1][mr - 1]
+                 : stream ? dcs_tab[nv - 1][mr - 1]
+                          : dc_tab[nv - 1][mr - 1])(&t);
                 if (late.act != KN_ACT_NONE) kn__gemm_epilogue(&late, yg, OC, 0, mr, jr, nr);
             }
             ow0 += mr;
         }
     }
+    if (stream) _mm_sfence(); /* the streamed lines are in memory before the join */
 }
 
 ms_status kn__dconv_run(kn_ctx *ctx, const kn_conv_attrs *a, const kn_conv_geo *g, const float *x,
