@@ -1,6 +1,8 @@
 /* check_srv_pbarena.c - the protobuf-c arena of server/transport/srv_pbarena.c and the
  * no-copy hand-over of a request's large bytes fields (a DICOM file) into a
- * DT_STRING tensor (srv_pbarena_keep with rt_tensor_from_request_proto).
+ * DT_STRING tensor (srv_pbarena_keep with rt_tensor_from_request_proto), and
+ * the region that large values land in (srv_pbarena_set_region), from a
+ * buffer pool that hands the same memory to the next request.
  * Run under ASan, a chunk freed twice, read after its free or never freed
  * fails these tests. */
 #include <check.h>
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kn_ctx.h"
 #include "rt_tensor_proto.h"
 #include "srv_pbarena.h"
 #include "tf_framework.pb-c.h"
@@ -151,12 +154,95 @@ START_TEST(test_no_keep_copies) {
 }
 END_TEST
 
+static rt_buf *pool_region(void *pool, size_t size) {
+    return kn_pool_get(pool, size);
+}
+
+static rt_buf *no_region(void *ctx, size_t size) {
+    (void)ctx;
+    (void)size;
+    return NULL;
+}
+
+/* Large values go into the region, in order, and the tensor takes them
+ * without a copy; the region outlives the arena while the tensor lives,
+ * then goes back to the pool, and the next request's values land in the
+ * same memory. */
+START_TEST(test_region_reused) {
+    size_t sizes[3] = {20000, 70000, 16384}, len;
+    uint8_t *buf = pack_strings(sizes, 3, &len);
+    kn_pool *pool = kn_pool_new();
+    kn_pool_set_limits(pool, 64 << 20, -1);
+    const void *first = NULL;
+    for (int round = 0; round < 2; round++) {
+        srv_pbarena a;
+        srv_pbarena_init(&a, NULL, 0);
+        srv_pbarena_set_region(&a, pool_region, pool, len + len / 512 + 64);
+        Tensorflow__TensorProto *p = unpack(&a, buf, len);
+        ck_assert_ptr_nonnull(a.region);
+        const uint8_t *lo = a.region->data, *hi = lo + a.region->size;
+        if (round == 0) first = lo;
+        else ck_assert_ptr_eq(lo, first); /* the pool's buffer again */
+        rt_strkeep keep = {srv_pbarena_keep, &a};
+        rt_tensor *t = NULL;
+        ck_assert_int_eq(rt_tensor_from_request_proto(p, NULL, &keep, &t), MS_OK);
+        const rt_str *s = rt_tensor_strs(t);
+        for (size_t i = 0; i < 3; i++) {
+            ck_assert_ptr_eq(s[i].data, p->string_val[i].data); /* not copied */
+            ck_assert(s[i].data >= lo && s[i].data + s[i].len <= hi);
+        }
+        srv_pbarena_release(&a);
+        ck_assert_uint_eq(kn_pool_free_bytes(pool), 0); /* the tensor holds it */
+        for (size_t i = 0; i < 3; i++)
+            ck_assert(bytes_ok(s[i].data, s[i].len, i));
+        rt_tensor_unref(t);
+        ck_assert_uint_gt(kn_pool_free_bytes(pool), 0); /* back in the pool */
+    }
+    kn_pool_release(pool);
+    free(buf);
+}
+END_TEST
+
+/* A region too small for every value: the rest go to heap chunks, a tensor
+ * mixing both is copied; without a region (fn gives none) chunks as before. */
+START_TEST(test_region_full_or_absent) {
+    size_t sizes[2] = {20000, 20000}, len;
+    uint8_t *buf = pack_strings(sizes, 2, &len);
+    kn_pool *pool = kn_pool_new();
+    for (int absent = 0; absent < 2; absent++) {
+        srv_pbarena a;
+        srv_pbarena_init(&a, NULL, 0);
+        srv_pbarena_set_region(&a, absent ? no_region : pool_region, pool, 30000);
+        Tensorflow__TensorProto *p = unpack(&a, buf, len);
+        rt_strkeep keep = {srv_pbarena_keep, &a};
+        rt_tensor *t = NULL;
+        ck_assert_int_eq(rt_tensor_from_request_proto(p, NULL, &keep, &t), MS_OK);
+        const rt_str *s = rt_tensor_strs(t);
+        if (absent) {
+            ck_assert_ptr_null(a.region);
+            ck_assert_ptr_eq(s[0].data, p->string_val[0].data); /* chunks, taken */
+        } else {
+            ck_assert_ptr_nonnull(a.region);
+            ck_assert_ptr_ne(s[0].data, p->string_val[0].data); /* mixed: copied */
+        }
+        srv_pbarena_release(&a);
+        for (size_t i = 0; i < 2; i++)
+            ck_assert(bytes_ok(s[i].data, s[i].len, i));
+        rt_tensor_unref(t);
+    }
+    kn_pool_release(pool);
+    free(buf);
+}
+END_TEST
+
 int main(void) {
     const tu_case cases[] = {
         {"keep_large_value", test_keep_large_value},
         {"keep_batch", test_keep_batch},
         {"small_values_copied", test_small_values_copied},
         {"no_keep_copies", test_no_keep_copies},
+        {"region_reused", test_region_reused},
+        {"region_full_or_absent", test_region_full_or_absent},
     };
     return tu_suite_main("srv_pbarena", cases, sizeof(cases) / sizeof(cases[0]));
 }

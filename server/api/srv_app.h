@@ -23,6 +23,8 @@ typedef struct srv_app {
     srv_server *server;          /* set once gRPC runs: REST predictions use its queues */
     srv_admin_policy admin; /* who may call HandleReloadConfigRequest, and limits */
     int allow_empty_config; /* --allow_empty_model_config: a reload may drop every model */
+    struct kn_pool *req_pool; /* large request values (a series' files) land here, reused
+                                 across requests (srv_tfs_predict); NULL: heap chunks */
 } srv_app;
 
 /* The method table: TF Serving PredictionService + ModelService, KServe v2,

@@ -378,6 +378,9 @@ int cli_serve(int argc, char **argv) {
                     "%lld MiB, at least %zu)",
                     cap >> 20, mem >> 20, KN_POOL_MAX_FREE_MIN >> 20);
     }
+    /* A series' files in a large Predict land in this pool's buffers, kept
+     * for the next request like a model's outputs (srv_tfs.c). */
+    d.app.req_pool = kn_pool_new();
     rt_model_set_max_memory((uint64_t)d.flags.max_model_memory_bytes);
     srv_warmup_set_run_timeout(d.flags.model_warmup_run_timeout_seconds);
     d.app.reload_wait_s = 60.0;
@@ -530,6 +533,7 @@ out_mgr:
     srv_batcher_free(d.app.batcher);
     srv_health_free(d.app.health);
     srv_manager_free(d.app.mgr);
+    kn_pool_release(d.app.req_pool);
     uv_loop_close(&d.loop);
 out_be:
     kn_backend_free(d.dev); /* after the manager: its models hold GPU memory */

@@ -23,6 +23,17 @@ static void *pb_alloc(void *data, size_t size) {
         a->used += need;
         return p;
     }
+    if (need >= PB_CHUNK_MIN && a->region_fn != NULL) {
+        if (a->region == NULL) {
+            a->region = a->region_fn(a->region_ctx, a->region_size);
+            if (a->region == NULL) a->region_fn = NULL; /* heap chunks then */
+        }
+        if (a->region != NULL && a->region->size - a->region_used >= need) {
+            void *p = (unsigned char *)a->region->data + a->region_used;
+            a->region_used += need;
+            return p;
+        }
+    }
     /* A new chunk: at least PB_CHUNK_MIN, or exactly the request if larger
      * (a bytes field of a DICOM file), so the arena never holds much more
      * than the message needs. */
@@ -58,6 +69,17 @@ void srv_pbarena_init(srv_pbarena *a, void *buf, size_t cap) {
     a->used = buf != NULL && cap >= q - p ? (size_t)(q - p) : cap;
     a->cap = cap;
     a->chunks = NULL;
+    a->region_fn = NULL;
+    a->region_ctx = NULL;
+    a->region_size = 0;
+    a->region = NULL;
+    a->region_used = 0;
+}
+
+void srv_pbarena_set_region(srv_pbarena *a, srv_pbregion_fn fn, void *ctx, size_t size) {
+    a->region_fn = fn;
+    a->region_ctx = ctx;
+    a->region_size = size;
 }
 
 void srv_pbarena_release(srv_pbarena *a) {
@@ -70,6 +92,9 @@ void srv_pbarena_release(srv_pbarena *a) {
     a->chunks = NULL;
     a->buf = NULL;
     a->used = a->cap = 0;
+    if (a->region != NULL) rt_buf_unref(a->region);
+    a->region = NULL;
+    a->region_fn = NULL;
 }
 
 /* The chunks srv_pbarena_keep took over, freed with the buffer. */
@@ -87,9 +112,34 @@ static void kept_release(rt_buf *b) {
 
 #define KEEP_MAX 256 /* more values than this are copied (the search is n x chunks) */
 
+static void region_kept_release(rt_buf *b) {
+    rt_buf_unref(b->owner);
+}
+
+/* srv_pbarena_keep where every non-empty value lies in the region; NULL if not. */
+static rt_buf *keep_in_region(srv_pbarena *a, const ProtobufCBinaryData *vals, size_t n) {
+    if (a->region == NULL) return NULL;
+    const unsigned char *lo = a->region->data, *hi = lo + a->region_used;
+    size_t total = 0, m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (vals[i].len == 0) continue;
+        const unsigned char *p = vals[i].data;
+        if (p < lo || p >= hi || vals[i].len > (size_t)(hi - p)) return NULL;
+        total += vals[i].len;
+        m++;
+    }
+    if (m == 0) return NULL;
+    rt_buf *b = rt_buf_wrap(NULL, total, region_kept_release, rt_buf_ref(a->region));
+    if (b == NULL) rt_buf_unref(a->region);
+    return b;
+}
+
 rt_buf *srv_pbarena_keep(void *arena, const ProtobufCBinaryData *vals, size_t n) {
     srv_pbarena *a = arena;
-    if (n == 0 || n > KEEP_MAX) return NULL;
+    if (n == 0) return NULL;
+    rt_buf *r = keep_in_region(a, vals, n);
+    if (r != NULL) return r;
+    if (n > KEEP_MAX) return NULL;
     size_t m = 0, total = 0;
     int ok = 1;
     for (size_t i = 0; i < n && ok; i++) {
