@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     body b = {.data = copy, .len = size - 1, .cap = size};
     int64_t version = 0;
     ms_status st = MS_OK;
-    answer a = example_json(&g_app, &tg, &b, data[0] & 1, &version, &st);
+    answer a = example_json(&g_app, &tg, &b, data[0] & 1, &version, &st, NULL);
     char *text = cJSON_PrintUnformatted(a.json);
     free(text);
     cJSON_Delete(a.json);
