@@ -198,6 +198,21 @@ def per_model_params(tmp):
         d.close()
 
 
+def until_overflow(d, what, burst, refused):
+    """Whether a burst overflows the queue depends on how fast this machine's
+    client sends against how fast the daemon answers, so burst(round) is
+    repeated (at most 6 rounds) until one round shows both answers ("OK")
+    and refusals; every call of every round must be one or the other."""
+    for rnd in range(6):
+        got = burst(rnd)
+        ok, unav = got.count("OK"), got.count(refused)
+        print("%s overflow round %d: %d OK, %d %s of %d" % (what, rnd + 1, ok, unav, refused, len(got)))
+        check(ok + unav == len(got), "%s: calls neither answered right nor %s: %r" % (what, refused, got), d)
+        if ok >= 1 and unav >= 1:
+            return
+    check(False, "%s: wanted both answers and %s in one of 6 rounds: %r" % (what, refused, got), d)
+
+
 def overflow_and_deadline():
     rest = free_port()
     d = Daemon(["--model_name=hpt", "--model_base_path=" + HPT, "--grpc_max_threads=1",
@@ -211,29 +226,21 @@ def overflow_and_deadline():
         for k in (0, 1):
             ref[k] = out_array(d.stub.Predict(reqs[k], timeout=60).outputs["y"])[0, 0]
 
-        # Sent all at once from one thread (futures), so that they arrive together.
-        # Whether the queue overflows depends on how fast this machine's client
-        # sends against how fast the daemon answers, so the burst is repeated (at
-        # most 6 rounds, growing) until a round shows both answers and refusals;
-        # every answer of every round must be right or UNAVAILABLE.
-        for rnd in range(6):
-            burst = 32 * (rnd // 2 + 1)
-            futs = [d.stub.Predict.future(reqs[k % len(reqs)], timeout=120) for k in range(burst)]
+        # Sent all at once from one thread (futures), so that they arrive
+        # together; the burst grows every second round (until_overflow).
+        def grpc_burst(rnd):
+            futs = [d.stub.Predict.future(reqs[k % len(reqs)], timeout=120) for k in range(32 * (rnd // 2 + 1))]
             got = []
             for k, fu in enumerate(futs):
                 try:
                     y = out_array(fu.result().outputs["y"])
-                    k32 = k % len(reqs)
-                    good = y.shape == (n, 1) and np.all(y == y[0, 0]) and y[0, 0] == ref[0] + (ref[1] - ref[0]) * k32
+                    want = ref[0] + (ref[1] - ref[0]) * (k % len(reqs))
+                    good = y.shape == (n, 1) and np.all(y == y[0, 0]) and y[0, 0] == want
                     got.append("OK" if good else "WRONG %r" % y[0, 0])
                 except grpc.RpcError as e:
                     got.append(e.code().name)
-            ok, unav = got.count("OK"), got.count("UNAVAILABLE")
-            print("overflow round %d: %d OK, %d UNAVAILABLE of %d" % (rnd + 1, ok, unav, len(got)))
-            check(ok + unav == len(got), "calls neither answered right nor UNAVAILABLE: %r" % got, d)
-            if ok >= 1 and unav >= 1:
-                break
-        check(ok >= 1 and unav >= 1, "wanted both answers and UNAVAILABLE in one of 6 rounds: %r" % got, d)
+            return got
+        until_overflow(d, "gRPC", grpc_burst, "UNAVAILABLE")
         check("is full (2 requests waiting" in d.log(), "no queue-full line in the log", d)
 
         # REST :predict goes through the same queue: answered right or 503.
@@ -252,14 +259,7 @@ def overflow_and_deadline():
             y = data.get("outputs")
             good = r.status == 200 and len(y) == rows and all(v == [ref[0] + (ref[1] - ref[0]) * k] for v in y)
             return "OK" if good else "WRONG %d" % r.status
-        for rnd in range(6):  # as above: repeated until a round overflows
-            got = all_at_once(rest_one, list(range(16)))
-            ok, unav = got.count("OK"), got.count("503")
-            print("REST overflow round %d: %d OK, %d 503 of %d" % (rnd + 1, ok, unav, len(got)))
-            check(ok + unav == len(got), "REST: wanted answers and 503s only: %r" % got, d)
-            if ok >= 1 and unav >= 1:
-                break
-        check(ok >= 1 and unav >= 1, "REST: wanted both answers and 503s in one of 6 rounds: %r" % got, d)
+        until_overflow(d, "REST", lambda rnd: all_at_once(rest_one, list(range(16))), "503")
 
         # A call whose deadline passes while it waits behind a large one.
         skipped = False
