@@ -2130,9 +2130,11 @@ ms_status srv_rest_start(srv_app *app, const srv_rest_opts *o, srv_rest **out) {
     if (r->nworkers == 0) MS_WARN("REST: no worker threads: calls run on the connection threads");
     r->reaper_started = pthread_create(&r->reaper, NULL, reaper_main, r) == 0;
     if (!r->reaper_started) MS_WARN("REST: no reaper thread: slow senders are not cut");
+    char cut[48] = "never cut";
+    if (r->read_timeout_s > 0) snprintf(cut, sizeof cut, "cut after %g s", r->read_timeout_s);
     MS_INFO("REST: at most %d connections (--max_connections), %lld bytes of request bodies "
-            "held at once (--max_rest_buffered_bytes), slow senders cut after %g s "
-            "(--rest_read_timeout_seconds)", r->max_conns, r->max_buffered, r->read_timeout_s);
+            "held at once (--max_rest_buffered_bytes), slow senders %s "
+            "(--rest_read_timeout_seconds)", r->max_conns, r->max_buffered, cut);
     *out = r;
     return MS_OK;
 }
