@@ -9,10 +9,11 @@ worker at nice 10: two such bodies held both slots of a 2-core machine for
 seconds and every other call of that model waited (docs/reliability.md,
 "REST under a 2 GiB memory limit").
 
-Load-independent, no timing: with --grpc_max_threads=2 (one run slot per
+No timing bound on the daemon: with --grpc_max_threads=2 (one run slot per
 model) and --max_queued_requests_per_model=1, two endless :predict calls of
 `spin` (it_serve_rest_deadline's while loop) fill the slot and the queue
-(seen when a gRPC Predict of spin is refused UNAVAILABLE, queue full). Then
+(seen when gRPC Predicts of spin are refused UNAVAILABLE, queue full, for
+4 s on end). Then
 calls of spin that need no run must still be answered by their own checks:
 a body that is not JSON 400, a body whose parse tree is past
 --max_request_memory_bytes 413, a :classify body without "examples" 400;
@@ -97,18 +98,28 @@ def main():
     try:
         check(wait_available(rest, "spin") and wait_available(rest, "hpt"), "models available", d)
         # The slot and the queue of spin: two endless calls, kept open (a
-        # closed connection would cancel its run).
+        # closed connection would cancel its run). Held once gRPC Predicts of
+        # spin are refused as the queue is full for 4 s on end: a refusal
+        # alone may come while the first call still waits in the queue for a
+        # worker to take it into the slot (the second one then refused 503),
+        # after which the queue has room again; a call that runs never ends,
+        # so once a call runs and one waits (one of ours, or a probe whose
+        # deadline passed in the queue), nothing moves.
         for _ in range(2):
             s = socket.create_connection(("127.0.0.1", rest), timeout=60)
             s.sendall(request("/v1/models/spin:predict", b'{"inputs": [1.0]}'))
             held.append(s)
         end = time.monotonic() + WAIT
-        code, why = None, ""
-        while time.monotonic() < end:
+        code, why, since, steady = None, "", None, False
+        while time.monotonic() < end and not steady:
             code, why = spin_grpc(d, 5)
-            if code == "UNAVAILABLE":
-                break
-        check(code == "UNAVAILABLE" and "full" in why,
+            if code != "UNAVAILABLE":
+                since = None
+                continue
+            since = since if since is not None else time.monotonic()
+            steady = time.monotonic() - since >= 4
+            time.sleep(0.5)
+        check(steady and code == "UNAVAILABLE" and "full" in why,
               "two endless calls of spin fill its one run slot and its queue of 1: a gRPC "
               "Predict of spin is refused as the queue is full (got %s %r)" % (code, why), d)
         cases = [
